@@ -1,0 +1,188 @@
+"""Every failure the harness reports, classed the way a user acts on it.
+
+The class decides the exit code and whether a retry can help::
+
+    HarnessError                      base; carries failure_class, log_path, last_lines, stage
+    ├── ConfigurationError            exit 2: the user's input is wrong; nothing ran
+    │   └── ScenarioError             a scenario file failed to load; .problems lists each file:line:col message
+    ├── InfrastructureError           exit 3: the platform failed, not the code under test; a retry may help
+    │   ├── FvpStartError             the model exited before announcing its ports (its own words in the message)
+    │   ├── PortError                 no port banner in time, or a terminal could not be connected
+    │   ├── BootTimeout               no login prompt in time; .stage names the last boot stage seen
+    │   ├── KernelPanic               a panic / oops / firmware error pattern was seen on a console
+    │   ├── ConsoleLost               a terminal closed or went silent while a command was running
+    │   ├── FvpDied                   the model process exited while in use
+    │   ├── SshUnavailable            the guest's sshd did not answer before the deadline
+    │   └── DeployError               an artifact did not arrive intact (hash mismatch after transfer)
+    ├── TestFailure                   exit 1: the code under test failed; retrying will not help
+    │   ├── CommandFailed             a guest command exited non-zero
+    │   ├── MetricMissing             a required metric was not found in a unit's output
+    │   └── ProvenanceError           the runner did not identify itself as the build that was deployed
+    └── Interrupted                   exit 130: Ctrl-C; everything measured so far is kept
+
+Only ``cli`` turns these into exit codes and messages; library code raises them with context attached and never
+prints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = [
+    "EXIT_BAD_INPUT",
+    "EXIT_FAILED",
+    "EXIT_INFRASTRUCTURE",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "BootTimeout",
+    "CommandFailed",
+    "ConfigurationError",
+    "ConsoleLost",
+    "DeployError",
+    "FvpDied",
+    "FvpStartError",
+    "HarnessError",
+    "InfrastructureError",
+    "Interrupted",
+    "KernelPanic",
+    "MetricMissing",
+    "PortError",
+    "ProvenanceError",
+    "ScenarioError",
+    "SshUnavailable",
+    "TestFailure",
+]
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_BAD_INPUT = 2
+EXIT_INFRASTRUCTURE = 3
+EXIT_INTERRUPTED = 130
+
+
+class HarnessError(Exception):
+    """Base of every harness failure.
+
+    ``failure_class`` is one of ``configuration``, ``infrastructure``, ``test`` or ``interrupted``; ``log_path`` points
+    at the log that shows the failure; ``last_lines`` holds the tail of that log so a report can show it without
+    opening files; ``stage`` names where it happened (``boot``, ``login``, ``deploy``, a unit id, ...).
+    """
+
+    failure_class = "infrastructure"
+    exit_code = EXIT_INFRASTRUCTURE
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        log_path: Path | str | None = None,
+        last_lines: Sequence[str] = (),
+        stage: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.log_path = Path(log_path) if log_path is not None else None
+        self.last_lines = list(last_lines)
+        self.stage = stage
+
+    def __str__(self) -> str:
+        text = self.message
+        if self.log_path is not None and str(self.log_path) not in text:
+            text += f" (log: {self.log_path})"
+        return text
+
+    def details(self) -> str:
+        """The message followed by the last log lines, for humans reading a failure."""
+        if not self.last_lines:
+            return str(self)
+        tail = "\n".join(f"  | {line}" for line in self.last_lines)
+        return f"{self}\nlast {len(self.last_lines)} lines:\n{tail}"
+
+
+class ConfigurationError(HarnessError):
+    """The user's input (scenario, profile, command line) is wrong; nothing was run."""
+
+    failure_class = "configuration"
+    exit_code = EXIT_BAD_INPUT
+
+
+class ScenarioError(ConfigurationError):
+    """A scenario failed to load. ``problems`` holds one ``file:line:col: field: message`` string per problem."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems = list(problems)
+        count = len(self.problems)
+        head = f"{count} problem{'s' if count != 1 else ''} in scenario"
+        super().__init__(head + ":\n" + "\n".join(self.problems))
+
+
+class InfrastructureError(HarnessError):
+    """The platform failed (model, console, network), not the code under test. A fresh instance may succeed."""
+
+    failure_class = "infrastructure"
+    exit_code = EXIT_INFRASTRUCTURE
+
+
+class FvpStartError(InfrastructureError):
+    """The model process exited or failed before announcing its terminal ports."""
+
+
+class PortError(InfrastructureError):
+    """No port banner appeared in time, or an announced terminal could not be connected."""
+
+
+class BootTimeout(InfrastructureError):
+    """No login prompt before the boot deadline; ``stage`` names the last boot stage recognised."""
+
+
+class KernelPanic(InfrastructureError):
+    """A kernel panic, oops or firmware error pattern appeared on a console."""
+
+
+class ConsoleLost(InfrastructureError):
+    """A terminal connection closed or stopped answering while it was in use."""
+
+
+class FvpDied(InfrastructureError):
+    """The model process exited while the session was still using it."""
+
+
+class SshUnavailable(InfrastructureError):
+    """The guest's SSH server did not answer on the forwarded port before the deadline."""
+
+
+class DeployError(InfrastructureError):
+    """An artifact did not arrive in the guest intact (its sha256 there differs from the host's)."""
+
+
+class TestFailure(HarnessError):
+    """The code under test failed; retrying on a fresh instance will not change that."""
+
+    __test__ = False  # not a pytest test class despite the name
+    failure_class = "test"
+    exit_code = EXIT_FAILED
+
+
+class CommandFailed(TestFailure):
+    """A guest command exited with a non-zero status. ``exit_status`` and ``output`` say how."""
+
+    def __init__(self, message: str, *, exit_status: int, output: str = "", **kwargs: object) -> None:
+        super().__init__(message, **kwargs)  # type: ignore[arg-type]
+        self.exit_status = exit_status
+        self.output = output
+
+
+class MetricMissing(TestFailure):
+    """A metric marked ``required`` was not found in a unit's output."""
+
+
+class ProvenanceError(TestFailure):
+    """The runner's identity line does not match the build that was deployed: the wrong binary ran."""
+
+
+class Interrupted(HarnessError):
+    """The user pressed Ctrl-C; everything already measured is kept."""
+
+    failure_class = "interrupted"
+    exit_code = EXIT_INTERRUPTED

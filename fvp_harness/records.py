@@ -1,0 +1,48 @@
+"""The stored row: one ``Record`` per unit (one runner invocation), holding every sample it produced.
+
+Records are what ``store`` appends to ``records.jsonl`` and what ``analysis`` reads back; nothing else crosses that
+boundary, so a report can always be rebuilt from stored records alone. The format is versioned by
+``RECORD_SCHEMA_VERSION``; a reader refuses rows of a newer version rather than guessing.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["RECORD_SCHEMA_VERSION", "Record"]
+
+RECORD_SCHEMA_VERSION = 1
+
+
+class Record(BaseModel):
+    """One unit's outcome: identity (scenario, key, build, model, repetition), status, and its samples.
+
+    ``samples`` maps a metric name to its values in execution order, warmup already dropped (metrics measured once
+    per run hold one value). ``outputs`` maps an output file name to its sha256, so analysis can prove that two
+    builds produced byte-identical outputs without keeping the bytes.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    schema_version: int = RECORD_SCHEMA_VERSION
+    scenario: str
+    key: str = Field(description="The unit's content key: a hash of every input that can change its result.")
+    unit: str = Field(description="Readable unit id, e.g. r1-after-resnet8.")
+    session: str = Field(description="Which booted instance ran it, e.g. s0.")
+    build: str
+    model: str
+    repetition: int
+    attempt: int = 1
+    status: Literal["ok", "failed"]
+    failure_class: Literal["infrastructure", "test", "configuration", "interrupted"] | None = None
+    failure: str | None = None
+    log: str | None = Field(None, description="Path of the unit's console log, relative to the results folder.")
+    samples: dict[str, list[float]] = Field(default_factory=dict)
+    units: dict[str, str] = Field(default_factory=dict, description="Metric name -> unit of its values.")
+    outputs: dict[str, str] = Field(default_factory=dict, description="Output file name -> sha256 hex.")
+    build_id_seen: str | None = None
+    started: str = Field(description="UTC ISO-8601 start time.")
+    duration_s: float = 0.0
+    extra: dict[str, str | float | int | bool | None] = Field(default_factory=dict)
