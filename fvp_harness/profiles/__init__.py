@@ -1,19 +1,35 @@
 """Platform profiles: what the harness must know about one kind of FVP, kept as YAML data beside this module.
 
-A profile says which executables are the model, which -C parameters to pass by default, which terminals it announces
-and which one is the Linux console, how to find the ports, how to log in, and which patterns mean failure. The
-harness reads only the profile (never hard-coded platform facts), so a new platform is a new YAML file.
+A profile says which executables are the model, which -C parameters to pass by default, which terminals it
+announces and which one is the Linux console, how to find the ports, how to log in, and which patterns mean
+failure. The harness reads only the profile (never hard-coded platform facts), so a new platform is a new YAML
+file.
 
-(Loader: ``load_profile(name_or_path)``; listing: ``list_profiles()``.)
+Loader: ``load_profile(name_or_path)`` (a built-in name such as ``corstone1000-a320``, or a path to a YAML
+file); listing: ``list_profiles()``. Profile files get the same ``file:line:col`` error messages as scenarios.
 """
 
 from __future__ import annotations
 
+import re
+from importlib import resources
+from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-__all__ = ["BootStage", "FirmwareInput", "Profile"]
+from fvp_harness.errors import ConfigurationError
+from fvp_harness.located import YamlProblem, compose_file, did_you_mean, display_path, validation_problems
+
+__all__ = [
+    "BootStage",
+    "FirmwareInput",
+    "Profile",
+    "ProfileNotFound",
+    "builtin_profile_path",
+    "list_profiles",
+    "load_profile",
+]
 
 ParamValue = str | int | float | bool
 
@@ -23,15 +39,30 @@ class _Strict(BaseModel):
 
 
 class FirmwareInput(_Strict):
-    """A file a real model needs from the user (not shipped by anybody but Arm's release), e.g. the SE boot ROM.
+    """A file a real model needs from the user (not shipped by anybody but Arm's release), e.g. the SE boot
+    ROM.
 
-    Exactly one of ``param`` (becomes ``-C <param>=<path>``) or ``data`` (becomes ``--data <data>=<path>@<address>``).
+    Exactly one of ``param`` (becomes ``-C <param>=<path>``) or ``data`` (becomes ``--data
+    <data>=<path>@<address>``).
     """
 
     description: str
     param: str | None = None
     data: str | None = None
     address: str | None = None
+    required: bool = Field(
+        True, description="A real model cannot boot without it; validation fails when absent."
+    )
+
+    @model_validator(mode="after")
+    def _one_way_in(self) -> FirmwareInput:
+        if (self.param is None) == (self.data is None):
+            raise ValueError(
+                "give exactly one of `param` (-C name=path) or `data` (--data name=path@address)"
+            )
+        if self.data is not None and self.address is None:
+            raise ValueError("`data` needs an `address` (e.g. 0x68000000)")
+        return self
 
 
 class BootStage(_Strict):
@@ -43,24 +74,36 @@ class BootStage(_Strict):
 
 
 class Profile(_Strict):
+    """Everything platform-specific the target layer needs: argv defaults, terminals, banners, prompts,
+    patterns."""
+
     name: str
     description: str = ""
     executables: list[str] = Field(description="Executable names of the real model, tried in order on PATH.")
     params: dict[str, ParamValue] = Field(default_factory=dict, description="Default -C parameters.")
     args: list[str] = Field(default_factory=list, description="Default extra options.")
     terminals: dict[str, str] = Field(
-        description="Announced terminal name -> its -C parameter prefix (e.g. host_terminal_0: host.host_terminal_0)."
+        description="Announced terminal name -> its -C parameter prefix "
+        "(e.g. host_terminal_0: host.host_terminal_0)."
     )
     console: str = Field(description="The terminal carrying the Linux console (login, commands).")
     terminal_mode: Literal["raw", "telnet"] = "raw"
-    port_banner: str = Field(description="Regex with groups (terminal name, port), searched anywhere in a line.")
+    port_banner: str = Field(
+        description="Regex with groups (terminal name, port), searched anywhere in a line."
+    )
     login_prompts: list[str] = Field(description="Regexes of the getty prompt (several releases).")
     login_incorrect: str = "Login incorrect"
     user: str = "root"
     password: str | None = None
-    shell_prompt: str = Field(r"[#$] ?$", description="Regex of a shell prompt at the end of the console buffer.")
-    failure_patterns: list[str] = Field(default_factory=list, description="Regexes that fail the boot at once.")
-    benign_patterns: list[str] = Field(default_factory=list, description="Known-harmless lines, never failures.")
+    shell_prompt: str = Field(
+        r"[#$] ?$", description="Regex of a shell prompt at the end of the console buffer."
+    )
+    failure_patterns: list[str] = Field(
+        default_factory=list, description="Regexes that fail the boot at once."
+    )
+    benign_patterns: list[str] = Field(
+        default_factory=list, description="Known-harmless lines, never failures."
+    )
     boot_stages: list[BootStage] = Field(default_factory=list)
     firmware: dict[str, FirmwareInput] = Field(default_factory=dict)
     ssh_forward_param: str | None = Field(
@@ -70,3 +113,124 @@ class Profile(_Strict):
     npu_macs_param: str | None = "host.ethosu.num_macs"
     boot_timeout: float = 600.0
     stop_signal: Literal["SIGINT", "SIGTERM"] = "SIGINT"
+    stop_timeout: float = Field(
+        10.0,
+        gt=0,
+        description="Seconds to wait after the polite stop signal before SIGTERM, then SIGKILL of the group.",
+    )
+    version_pattern: str = Field(
+        r"Fast Models \[([^\]]+)\]",
+        description="Regex over `--version` output; group 1 is the version recorded.",
+    )
+
+    @field_validator("port_banner")
+    @classmethod
+    def _banner_has_two_groups(cls, value: str) -> str:
+        if _compile(value).groups < 2:
+            raise ValueError("port_banner needs two groups: (terminal name) and (port)")
+        return value
+
+    @field_validator("login_prompts", "failure_patterns", "benign_patterns")
+    @classmethod
+    def _regexes_compile(cls, value: list[str]) -> list[str]:
+        for pattern in value:
+            _compile(pattern)
+        return value
+
+    @model_validator(mode="after")
+    def _console_is_a_terminal(self) -> Profile:
+        if self.console not in self.terminals:
+            raise ValueError(
+                f"console {self.console!r} is not one of the terminals ({', '.join(self.terminals)})"
+            )
+        for stage in self.boot_stages:
+            _compile(stage.pattern)
+            if stage.terminal is not None and stage.terminal not in self.terminals:
+                raise ValueError(f"boot stage {stage.name!r} names unknown terminal {stage.terminal!r}")
+        return self
+
+    def firmware_args(self, files: dict[str, str]) -> list[str]:
+        """Command-line options that hand the given firmware files (name -> path) to the model, in profile
+        order."""
+        argv: list[str] = []
+        for name, spec in self.firmware.items():
+            if name not in files:
+                continue
+            if spec.param is not None:
+                argv += ["-C", f"{spec.param}={files[name]}"]
+            else:
+                argv += ["--data", f"{spec.data}={files[name]}@{spec.address}"]
+        return argv
+
+
+def _compile(pattern: str) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise ValueError(f"invalid regex {pattern!r}: {exc}") from exc
+
+
+class ProfileNotFound(ConfigurationError):
+    """No built-in profile has that name and no file exists at that path."""
+
+
+_SUFFIXES = (".yaml", ".yml")
+
+
+def list_profiles() -> list[str]:
+    """Names of the built-in profiles, sorted."""
+    folder = resources.files(__name__)
+    return sorted(
+        entry.name.rsplit(".", 1)[0] for entry in folder.iterdir() if entry.name.endswith(_SUFFIXES)
+    )
+
+
+def builtin_profile_path(name: str) -> Path | None:
+    """Path of the built-in profile file ``name``, or None."""
+    for suffix in _SUFFIXES:
+        candidate = Path(str(resources.files(__name__).joinpath(name + suffix)))
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _looks_like_path(text: str) -> bool:
+    return "/" in text or "\\" in text or text.endswith(_SUFFIXES)
+
+
+def load_profile(name_or_path: str | Path, *, base_dir: Path | None = None) -> Profile:
+    """Load a built-in profile by name, or a profile file by path (relative to ``base_dir`` or the working
+    folder).
+
+    Raises ``ProfileNotFound`` (with a did-you-mean) or ``ConfigurationError`` listing ``file:line:col``
+    problems.
+    """
+    text = str(name_or_path)
+    if isinstance(name_or_path, Path) or _looks_like_path(text):
+        path = Path(text).expanduser()
+        if not path.is_absolute() and base_dir is not None:
+            path = base_dir / path
+        if not path.is_file():
+            raise ProfileNotFound(f"profile file not found: {display_path(path)}")
+    else:
+        found = builtin_profile_path(text)
+        if found is None:
+            names = list_profiles()
+            raise ProfileNotFound(
+                f"unknown platform profile {text!r}{did_you_mean(text, names)} "
+                f"(built-in: {', '.join(names)}; or give a path to a profile YAML file)"
+            )
+        path = found
+    try:
+        root = compose_file(path)
+    except YamlProblem as exc:
+        raise ConfigurationError(f"profile {display_path(path)} is not valid YAML:\n{exc}") from exc
+    except OSError as exc:
+        raise ProfileNotFound(f"cannot read profile {display_path(path)}: {exc.strerror}") from exc
+    try:
+        return Profile.model_validate(root.plain())
+    except ValidationError as exc:
+        problems = [f"{where}: {message}" for where, message in validation_problems(exc, root, Profile)]
+        raise ConfigurationError(
+            f"profile {display_path(path)} has problems:\n" + "\n".join(problems)
+        ) from exc

@@ -1,0 +1,168 @@
+"""``validate``, ``plan`` and ``schema``: look at scenarios without running anything."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import yaml
+
+from fvp_harness.cli.scenario_args import add_scenario_options, expand_scenario_paths, load_from_args
+from fvp_harness.errors import EXIT_BAD_INPUT, EXIT_OK, ScenarioError
+from fvp_harness.located import display_path
+from fvp_harness.plan import Plan, build_plan
+from fvp_harness.scenario import scenario_json_schema
+
+ORDER = 40
+
+__all__ = ["ORDER", "format_plan", "register"]
+
+
+def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    validate = subparsers.add_parser(
+        "validate",
+        parents=[common],
+        help="check scenario files (exit 0 when all are valid, 2 otherwise)",
+        description="Load and check scenario files: YAML, fields, variables, extends, placeholders, "
+        "referenced files. Prints `ok FILE` per valid file and `file:line:col: field: problem` per problem.",
+    )
+    validate.add_argument(
+        "scenarios", nargs="+", metavar="SCENARIO", help="scenario files or folders of them"
+    )
+    validate.add_argument(
+        "--print", dest="show", action="store_true", help="print each resolved scenario as YAML"
+    )
+    add_scenario_options(validate)
+    validate.set_defaults(handler=run_validate)
+
+    plan = subparsers.add_parser(
+        "plan",
+        parents=[common],
+        help="show the matrix, run order, sessions and content keys of a scenario",
+        description="Expand a scenario into units (build x model x repetition) in run order, with their "
+        "sessions and content keys, without running anything.",
+    )
+    plan.add_argument("scenario", metavar="SCENARIO")
+    plan.add_argument("--json", action="store_true", help="machine-readable output")
+    add_scenario_options(plan)
+    plan.set_defaults(handler=run_plan)
+
+    schema = subparsers.add_parser(
+        "schema",
+        parents=[common],
+        help="print the JSON Schema of scenario files (for editors)",
+        description="Print the JSON Schema of scenario files. Point yaml-language-server at it with a first "
+        "line like `# yaml-language-server: $schema=../docs/scenario.schema.json`.",
+    )
+    schema.set_defaults(handler=run_schema)
+
+
+def run_validate(args: argparse.Namespace) -> int:
+    paths = expand_scenario_paths(args.scenarios)
+    failed = 0
+    for path in paths:
+        try:
+            loaded = load_from_args(args, path)
+        except ScenarioError as exc:
+            failed += 1
+            print("\n".join(exc.problems), file=sys.stderr)
+            continue
+        if args.show:
+            print(f"# {path} (resolved)")
+            print(
+                yaml.safe_dump(loaded.scenario.model_dump(mode="json"), sort_keys=False, width=1000), end=""
+            )
+        elif getattr(args, "quiet", 0) <= 0:
+            print(f"ok {path}")
+    if failed:
+        print(f"fvp-harness: {failed} of {len(paths)} scenario files have problems", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return EXIT_OK
+
+
+def run_plan(args: argparse.Namespace) -> int:
+    plan = build_plan(load_from_args(args, args.scenario))
+    if args.json:
+        print(json.dumps(plan_as_json(plan), indent=2))
+    else:
+        print(format_plan(plan), end="")
+    return EXIT_OK
+
+
+def run_schema(args: argparse.Namespace) -> int:
+    print(json.dumps(scenario_json_schema(), indent=2))
+    return EXIT_OK
+
+
+def plan_as_json(plan: Plan) -> dict[str, object]:
+    """The plan as plain data (for scripts and ``plan --json``)."""
+    return {
+        "scenario": plan.scenario.name,
+        "path": str(plan.path),
+        "platform": plan.profile.name,
+        "fvp": dict(plan.fvp),
+        "sessions": [{"name": session.name, "units": list(session.units)} for session in plan.sessions],
+        "units": [
+            {
+                "index": unit.index,
+                "id": unit.id,
+                "build": unit.build,
+                "model": unit.model,
+                "repetition": unit.repetition,
+                "session": unit.session,
+                "key": unit.key,
+                "unbuilt": list(unit.unbuilt),
+            }
+            for unit in plan.units
+        ],
+        "unbuilt": [state.name for state in plan.unbuilt],
+    }
+
+
+def _table(rows: list[list[str]]) -> list[str]:
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    return [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows
+    ]
+
+
+def format_plan(plan: Plan) -> str:
+    """The plan as a readable text block: matrix, artifacts, then one line per unit in run order."""
+    scenario = plan.scenario
+    run = scenario.run
+    fvp = "sim (embedded simulator)" if scenario.fvp.is_sim else str(plan.fvp.get("binary"))
+    lines = [
+        f"scenario  {scenario.name}  ({display_path(plan.path)})",
+        f"platform  {plan.profile.name}",
+        f"fvp       {fvp}",
+        f"matrix    {len(scenario.builds)} builds x {len(scenario.models)} models x "
+        f"{run.repetitions} repetitions = {len(plan.units)} units; order {run.order}; "
+        f"{len(plan.sessions)} session{'s' if len(plan.sessions) != 1 else ''}",
+        f"run       warmup {run.warmup} + {run.iterations} iterations per unit",
+        "",
+    ]
+    artifact_rows = [["artifact", "file", "state"]]
+    for state in plan.artifacts.values():
+        status = f"sha256 {state.sha256[:12]}" if state.sha256 else "not built yet (has a build command)"
+        artifact_rows.append([state.name, display_path(Path(state.path)), status])
+    lines += [*_table(artifact_rows), ""]
+    rows = [["#", "unit", "session", "build", "model", "rep", "key"]]
+    for unit in plan.units:
+        mark = "*" if unit.unbuilt else ""
+        rows.append(
+            [
+                str(unit.index + 1),
+                unit.id,
+                f"s{unit.session}",
+                unit.build,
+                unit.model,
+                str(unit.repetition),
+                unit.short_key + mark,
+            ]
+        )
+    lines += _table(rows)
+    if any(unit.unbuilt for unit in plan.units):
+        lines += ["", "* provisional key: an artifact is not built yet; the key is final once it is."]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,379 @@
+"""YAML that remembers where every value came from, so configuration errors can say ``file:line:col``.
+
+PyYAML's ``safe_load`` returns plain dicts and forgets positions. Here a file is *composed* into YAML nodes
+(which carry marks) and turned into a small tree of :class:`LNode` objects: each holds its plain value plus
+the :class:`Location` of the value and of its key. The tree can be merged (``extends``), patched (``--set``)
+and then flattened to plain data for pydantic; when pydantic rejects something, :func:`validation_problems`
+maps the error's ``loc`` back to the node, so the message names the file the value was written in, even
+through ``extends``.
+
+Only ``yaml.SafeLoader`` is used: arbitrary object tags are rejected as errors, never constructed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import types
+import typing
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Union
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+__all__ = [
+    "LNode",
+    "Location",
+    "YamlProblem",
+    "compose_file",
+    "did_you_mean",
+    "display_path",
+    "format_path",
+    "merge",
+    "schema_step",
+    "validation_problems",
+]
+
+PathTuple = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where a value was written: a file with 1-based line and column, or a command-line option (no line)."""
+
+    file: str
+    line: int | None = None
+    col: int | None = None
+    base_dir: Path | None = None  # relative paths written here are relative to this folder
+
+    def __str__(self) -> str:
+        if self.line is None:
+            return self.file
+        return f"{self.file}:{self.line}:{self.col}"
+
+    @classmethod
+    def from_mark(cls, file: str, mark: yaml.Mark | None, base_dir: Path | None) -> Location:
+        if mark is None:
+            return cls(file, 1, 1, base_dir)
+        return cls(file, mark.line + 1, mark.column + 1, base_dir)
+
+
+@dataclass
+class LNode:
+    """One value of a located tree. ``value`` is a ``dict[str, LNode]``, a ``list[LNode]`` or a plain
+    scalar."""
+
+    value: Any
+    loc: Location
+    key_loc: Location | None = None
+
+    def plain(self) -> Any:
+        """The value as plain Python data (what pydantic validates)."""
+        if isinstance(self.value, dict):
+            return {key: child.plain() for key, child in self.value.items()}
+        if isinstance(self.value, list):
+            return [child.plain() for child in self.value]
+        return self.value
+
+    def walk(self, prefix: PathTuple = ()) -> Iterator[tuple[PathTuple, LNode]]:
+        """Every node with its path, parents before children."""
+        yield prefix, self
+        if isinstance(self.value, dict):
+            for key, child in self.value.items():
+                yield from child.walk((*prefix, key))
+        elif isinstance(self.value, list):
+            for index, child in enumerate(self.value):
+                yield from child.walk((*prefix, index))
+
+    def get(self, path: PathTuple) -> LNode | None:
+        node: LNode | None = self
+        for part in path:
+            if node is None:
+                return None
+            if isinstance(node.value, dict) and isinstance(part, str):
+                node = node.value.get(part)
+            elif isinstance(node.value, list) and isinstance(part, int) and 0 <= part < len(node.value):
+                node = node.value[part]
+            else:
+                return None
+        return node
+
+
+class YamlProblem(Exception):
+    """A located problem found while reading YAML (syntax, duplicate key, unsafe tag)."""
+
+    def __init__(self, loc: Location, message: str) -> None:
+        super().__init__(f"{loc}: {message}")
+        self.loc = loc
+        self.message = message
+
+
+def display_path(path: Path) -> str:
+    """A path as users want to read it: relative to the working folder when it lies below it."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:  # another drive on Windows
+        return str(path)
+    return str(path) if rel.startswith("..") else rel
+
+
+def compose_file(path: Path) -> LNode:
+    """Read one YAML file into a located tree. Raises ``YamlProblem`` (syntax, duplicates, tags) or
+    ``OSError``."""
+    text = path.read_text(encoding="utf-8")
+    shown = display_path(path)
+    base_dir = path.parent
+    loader = yaml.SafeLoader(text)
+    try:
+        try:
+            node = loader.get_single_node()
+        except yaml.MarkedYAMLError as exc:
+            loc = Location.from_mark(shown, exc.problem_mark, base_dir)
+            raise YamlProblem(loc, f"YAML syntax error: {exc.problem or exc.context}") from exc
+        if node is None:
+            return LNode({}, Location(shown, 1, 1, base_dir))
+        return _convert(loader, node, shown, base_dir)
+    finally:
+        loader.dispose()
+
+
+_PLAIN_COLLECTIONS = {yaml.MappingNode: "tag:yaml.org,2002:map", yaml.SequenceNode: "tag:yaml.org,2002:seq"}
+
+
+def _convert(loader: yaml.SafeLoader, node: yaml.Node, shown: str, base_dir: Path) -> LNode:
+    loc = Location.from_mark(shown, node.start_mark, base_dir)
+    plain_tag = _PLAIN_COLLECTIONS.get(type(node))
+    if plain_tag is not None and node.tag != plain_tag:
+        # collections are built here, not by the constructor, so refuse tags (!!python/..., !!set) explicitly
+        raise YamlProblem(loc, f"unsupported YAML tag {node.tag} (only plain YAML is accepted)")
+    if isinstance(node, yaml.MappingNode):
+        explicit: dict[str, Location] = {}
+        for key_node, _value in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key_loc = Location.from_mark(shown, key_node.start_mark, base_dir)
+            key = _construct(loader, key_node, key_loc)
+            if not isinstance(key, str | int | float | bool):
+                raise YamlProblem(key_loc, f"mapping keys must be plain text, got {type(key).__name__}")
+            if str(key) in explicit:
+                raise YamlProblem(key_loc, f"duplicate key {key!r} (first written at {explicit[str(key)]})")
+            explicit[str(key)] = key_loc
+        loader.flatten_mapping(node)  # resolves YAML merge keys (<<); explicit keys come last and win
+        children: dict[str, LNode] = {}
+        for key_node, value_node in node.value:
+            key_loc = Location.from_mark(shown, key_node.start_mark, base_dir)
+            child = _convert(loader, value_node, shown, base_dir)
+            child.key_loc = key_loc
+            children[str(_construct(loader, key_node, key_loc))] = child
+        return LNode(children, loc)
+    if isinstance(node, yaml.SequenceNode):
+        return LNode([_convert(loader, item, shown, base_dir) for item in node.value], loc)
+    return LNode(_construct(loader, node, loc), loc)
+
+
+def _construct(loader: yaml.SafeLoader, node: yaml.Node, loc: Location) -> Any:
+    try:
+        return loader.construct_object(node, deep=True)
+    except yaml.constructor.ConstructorError as exc:
+        raise YamlProblem(
+            loc, f"unsupported YAML value: {exc.problem} (only plain YAML is accepted)"
+        ) from exc
+
+
+def merge(base: LNode, over: LNode) -> LNode:
+    """Deep merge for ``extends``: mappings merge key by key, anything else (lists, scalars) is replaced by
+    ``over``."""
+    if isinstance(base.value, dict) and isinstance(over.value, dict):
+        merged = dict(base.value)
+        for key, child in over.value.items():
+            merged[key] = merge(base.value[key], child) if key in base.value else child
+        return LNode(merged, over.loc, over.key_loc or base.key_loc)
+    return over
+
+
+def format_path(path: PathTuple) -> str:
+    """``('models', 'ds_cnn', 'inputs', 0, 'file')`` -> ``models.ds_cnn.inputs[0].file``."""
+    text = ""
+    for part in path:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else str(part)
+    return text or "(top level)"
+
+
+def did_you_mean(word: str, choices: typing.Iterable[str]) -> str:
+    """`` did you mean 'x'?`` when something close exists, else an empty string."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+# --- walking the pydantic models by path (for unknown keys and --set) ---------------------------------------
+
+
+def _unwrap_optional(annotation: Any) -> Any:
+    origin = typing.get_origin(annotation)
+    if origin in (Union, types.UnionType):
+        args = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
+        models = [arg for arg in args if isinstance(arg, type) and issubclass(arg, BaseModel)]
+        if models:
+            return models[0]
+        if len(args) == 1:
+            return args[0]
+    return annotation
+
+
+def schema_step(annotation: Any, part: str) -> tuple[str, Any, bool]:
+    """One step of a dotted path through a pydantic annotation.
+
+    Returns ``(kind, next_annotation, takes_rest)``: ``kind`` is ``field``, ``key`` or ``index``;
+    ``takes_rest`` says the rest of the dotted path is one dictionary key
+    (``fvp.params.host.ethosu.num_macs``: parameter names contain dots). Raises ``KeyError`` with a
+    did-you-mean message when ``part`` is no field of a model.
+    """
+    annotation = _unwrap_optional(annotation)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        fields = annotation.model_fields
+        if part not in fields:
+            raise KeyError(
+                f"unknown field {part!r}{did_you_mean(part, fields)} (expected one of: {', '.join(fields)})"
+            )
+        return "field", fields[part].annotation, False
+    origin = typing.get_origin(annotation)
+    if origin is dict:
+        value_type = _unwrap_optional(typing.get_args(annotation)[1])
+        is_model = isinstance(value_type, type) and issubclass(value_type, BaseModel)
+        return "key", value_type, not is_model
+    if origin is list:
+        if not part.lstrip("-").isdigit():
+            raise KeyError(
+                f"{part!r} is not a list index (lists take 0, 1, ... or a whole value like [a, b])"
+            )
+        return "index", typing.get_args(annotation)[0], False
+    raise KeyError(f"cannot go below a {getattr(annotation, '__name__', annotation)} value into {part!r}")
+
+
+def _fields_at(model: type[BaseModel], path: PathTuple) -> list[str] | None:
+    annotation: Any = model
+    for part in path:
+        try:
+            _, annotation, _ = schema_step(annotation, str(part))
+        except KeyError:
+            return None
+    annotation = _unwrap_optional(annotation)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return list(annotation.model_fields)
+    return None
+
+
+def _description_at(model: type[BaseModel], path: PathTuple) -> str:
+    annotation: Any = model
+    for part in path[:-1]:
+        try:
+            _, annotation, _ = schema_step(annotation, str(part))
+        except KeyError:
+            return ""
+    annotation = _unwrap_optional(annotation)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel) and path:
+        info = annotation.model_fields.get(str(path[-1]))
+        if info is not None and info.description:
+            return info.description
+    return ""
+
+
+# --- pydantic errors -> located messages --------------------------------------------------------------------
+
+
+def _existing_prefix(root: LNode, loc: PathTuple) -> PathTuple:
+    prefix: PathTuple = ()
+    for part in loc:
+        if root.get((*prefix, part)) is None:
+            break
+        prefix = (*prefix, part)
+    return prefix
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+@dataclass
+class _Grouped:
+    path: PathTuple
+    where: Location
+    kind: str
+    messages: list[str] = field(default_factory=list)
+    errors: list[Any] = field(default_factory=list)
+    value: Any = None
+
+
+def validation_problems(
+    exc: ValidationError, root: LNode, model: type[BaseModel]
+) -> list[tuple[Location, str]]:
+    """Turn a pydantic ``ValidationError`` into ``(location, "field.path: message")`` pairs, one per problem.
+
+    Union types make pydantic report one error per alternative at the same place; those are folded into one
+    message.
+    """
+    groups: dict[PathTuple, _Grouped] = {}
+    for error in exc.errors():
+        loc = tuple(error["loc"])
+        kind = error["type"]
+        prefix = _existing_prefix(root, loc)
+        node = root.get(prefix) or root
+        if kind == "missing" and len(loc) > len(prefix):
+            path = (*prefix, loc[len(prefix)])
+            where = node.key_loc or node.loc
+            fields = _description_at(model, path)
+            message = "required field is missing" + (
+                f"; expected {fields[0].lower()}{fields[1:].rstrip('.')}" if fields else ""
+            )
+        elif kind == "extra_forbidden":
+            path = prefix
+            where = node.key_loc or node.loc
+            name = str(path[-1])
+            allowed = _fields_at(model, path[:-1]) or []
+            message = f"unknown key {name!r}{did_you_mean(name, allowed)}"
+            if allowed:
+                message += f" (expected one of: {', '.join(allowed)})"
+        else:
+            path = prefix
+            where = node.loc
+            message = _type_message(error)
+        group = groups.setdefault(path, _Grouped(path, where, kind, value=error.get("input")))
+        group.errors.append(error)
+        if message not in group.messages:
+            group.messages.append(message)
+    problems = []
+    for group in groups.values():
+        if len(group.messages) > 1 and group.kind not in ("missing", "extra_forbidden"):
+            forms = [_expected(str(error["msg"])).removeprefix("expected ") for error in group.errors]
+            text = f"got {_short(group.value)}; expected one of: " + ", or ".join(dict.fromkeys(forms))
+        else:
+            text = "; ".join(group.messages)
+        problems.append((group.where, f"{format_path(group.path)}: {text}"))
+    return problems
+
+
+def _type_message(error: Any) -> str:
+    """What was expected, from pydantic's message ("Input should be X" -> "expected X")."""
+    message = str(error["msg"])
+    for prefix in ("Value error, ", "Assertion failed, "):
+        if message.startswith(prefix):
+            return message[len(prefix) :]
+    value = error.get("input")
+    if error["type"] == "literal_error" and isinstance(value, str):
+        expected = str(error.get("ctx", {}).get("expected", ""))
+        choices = [part.strip(" '") for part in expected.replace(" or ", ",").split(",") if part.strip(" '")]
+        return f"got {_short(value)}{did_you_mean(value, choices)}; expected {expected}"
+    return f"got {_short(value)}; {_expected(message)}"
+
+
+def _expected(message: str) -> str:
+    if message.startswith("Input should be "):
+        return "expected " + message[len("Input should be ") :]
+    return message[0].lower() + message[1:]

@@ -1,0 +1,351 @@
+"""Scenario -> Plan: which units run, in which order, on which booted instance, under which content key.
+
+A unit is one runner invocation (build x model x repetition). Its content key is a sha256 over everything that
+can change its result, so a stored record with the same key makes re-running it pointless (``make``), and a
+changed key says exactly which input moved (``Unit.key_parts``).
+
+Order (why: drift and warm-up effects inside one boot must not favour one build):
+
+* ``interleaved`` (default). Repetition ``r`` runs every model once, starting at model ``r mod M`` (models
+rotate
+  so no model always runs first in a repetition). For model number ``i`` (its position in the scenario) the
+  builds run back to back, rotated by ``(i + r) mod B``: with two builds that is ``before, after`` when ``i +
+  r`` is even and ``after, before`` when odd. Consecutive models therefore alternate which build goes first
+  (ABBA; with an odd model count, except across the wrap), and the same model swaps its order every
+  repetition, so neither build always runs first.
+* ``blocked``: every unit of the first build (repetitions outer, models inner), then the next build.
+
+With ``fvp.instances`` > 1 the (repetition, model) groups are dealt round-robin to sessions in run order, so
+every session still runs all builds of a model back to back and keeps the interleaving.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fvp_harness import __version__
+from fvp_harness.profiles import Profile
+from fvp_harness.scenario import Scenario
+from fvp_harness.scenario_load import LoadedScenario
+from fvp_harness.scrape import PARSERS_VERSION
+
+__all__ = [
+    "KEY_VERSION",
+    "ArtifactState",
+    "Plan",
+    "Session",
+    "Unit",
+    "artifact_hashes",
+    "build_plan",
+    "changed_parts",
+    "file_sha256",
+    "fvp_identity",
+    "run_order",
+]
+
+KEY_VERSION = 1
+"""Bump when what goes into a content key changes: every key changes with it."""
+
+
+@dataclass(frozen=True)
+class ArtifactState:
+    """One host file a unit needs, as hashed now.
+
+    ``sha256`` is None when the file does not exist yet; it is then keyed on its build command (``unbuilt``),
+    and the unit's key is provisional until the file is built.
+    """
+
+    name: str  # where it is declared, e.g. builds.before.runner, models.ds_cnn.inputs[0].file
+    path: Path
+    build: str | None
+    sha256: str | None
+    size: int | None
+
+    @property
+    def built(self) -> bool:
+        return self.sha256 is not None
+
+    @property
+    def key_material(self) -> str:
+        if self.sha256 is not None:
+            return "sha256:" + self.sha256
+        return "unbuilt:" + hashlib.sha256((self.build or "").encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One runner invocation. ``index`` is its position in ``Plan.units`` (the run order); ``session`` the
+    index of the booted instance that runs it; ``key`` the full sha256 hex content key; ``key_parts`` one
+    digest per input group (runner, model, inputs, profile, fvp, run, build, metrics, parsers, identity), to
+    say what changed."""
+
+    id: str
+    build: str
+    model: str
+    repetition: int
+    session: int
+    index: int
+    key: str
+    key_parts: Mapping[str, str] = field(default_factory=dict)
+    unbuilt: tuple[str, ...] = ()
+
+    @property
+    def short_key(self) -> str:
+        return self.key[:12]
+
+
+@dataclass(frozen=True)
+class Session:
+    """One booted instance and the ids of the units it runs, in order."""
+
+    index: int
+    units: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        return f"s{self.index}"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything a run needs to know before touching an FVP."""
+
+    scenario: Scenario
+    path: Path
+    profile: Profile
+    sessions: tuple[Session, ...]
+    units: tuple[Unit, ...]
+    artifacts: Mapping[str, ArtifactState]
+    fvp: Mapping[str, Any]
+
+    def unit(self, unit_id: str) -> Unit:
+        for unit in self.units:
+            if unit.id == unit_id:
+                return unit
+        raise KeyError(unit_id)
+
+    def session_units(self, session: int) -> list[Unit]:
+        """The units of one session, in run order."""
+        return [unit for unit in self.units if unit.session == session]
+
+    @property
+    def unbuilt(self) -> list[ArtifactState]:
+        return [state for state in self.artifacts.values() if not state.built]
+
+
+# --- hashing ------------------------------------------------------------------------------------------------
+
+_HASH_CACHE: dict[tuple[str, int, int], str] = {}
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 hex of a file, streamed; cached per (path, size, mtime) so a batch hashes each file once."""
+    stat = path.stat()
+    cache_key = (str(path), stat.st_size, stat.st_mtime_ns)
+    cached = _HASH_CACHE.get(cache_key)
+    if cached is not None:
+        return cached
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    _HASH_CACHE[cache_key] = digest.hexdigest()
+    return _HASH_CACHE[cache_key]
+
+
+def _state(name: str, file: str, build: str | None) -> ArtifactState:
+    path = Path(file)
+    if path.is_file():
+        return ArtifactState(name, path, build, file_sha256(path), path.stat().st_size)
+    return ArtifactState(name, path, build, None, None)
+
+
+def artifact_hashes(scenario: Scenario | LoadedScenario) -> dict[str, ArtifactState]:
+    """Hash every runner, model, input and (for a real model) firmware file of a scenario, by declared name.
+
+    Missing files are returned unhashed (``built`` false) with their build command. Paths are as in the
+    scenario (absolute after ``load_scenario``).
+    """
+    scenario = scenario.scenario if isinstance(scenario, LoadedScenario) else scenario
+    states: dict[str, ArtifactState] = {}
+    for name, build in scenario.builds.items():
+        states[f"builds.{name}.runner"] = _state(f"builds.{name}.runner", build.runner, build.build)
+    for name, model in scenario.models.items():
+        states[f"models.{name}.file"] = _state(f"models.{name}.file", model.file, model.build)
+        for index, item in enumerate(model.inputs):
+            key = f"models.{name}.inputs[{index}].file"
+            states[key] = _state(key, item.file, item.build)
+    if not scenario.fvp.is_sim:
+        for name, file in scenario.fvp.firmware.items():
+            states[f"fvp.firmware.{name}"] = _state(f"fvp.firmware.{name}", file, None)
+    return states
+
+
+def fvp_identity(scenario: Scenario, version_banner: str | None = None) -> dict[str, Any]:
+    """What identifies the model binary: the harness version for ``sim`` (the simulator ships with it); for a
+    real model its path, size and mtime, plus its ``--version`` banner when the caller has run it."""
+    if scenario.fvp.is_sim:
+        return {"binary": "sim", "version": __version__}
+    binary = scenario.fvp.binary
+    resolved = binary if os.sep in binary or "/" in binary else shutil.which(binary)
+    identity: dict[str, Any] = {"binary": resolved}
+    if resolved is not None and os.path.isfile(resolved):
+        stat = os.stat(resolved)
+        identity.update(size=stat.st_size, mtime_ns=stat.st_mtime_ns)
+    if version_banner is not None:
+        identity["version"] = version_banner
+    return identity
+
+
+def _digest(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+# --- order --------------------------------------------------------------------------------------------------
+
+
+def run_order(
+    builds: list[str], models: list[str], repetitions: int, order: str
+) -> list[tuple[int, str, str]]:
+    """``(repetition, build, model)`` in run order; see the module docstring for the rule."""
+    result: list[tuple[int, str, str]] = []
+    if order == "blocked":
+        for build in builds:
+            for rep in range(repetitions):
+                result.extend((rep, build, model) for model in models)
+        return result
+    count = len(models)
+    for rep in range(repetitions):
+        for step in range(count):
+            position = (rep + step) % count
+            shift = (position + rep) % len(builds)
+            rotated = builds[shift:] + builds[:shift]
+            result.extend((rep, build, models[position]) for build in rotated)
+    return result
+
+
+def _sessions(order: list[tuple[int, str, str]], instances: int, build_count: int) -> list[int]:
+    """Session index per unit: (repetition, model) groups dealt round-robin in run order, in chunks of
+    ``build_count`` groups (the period of the build rotation), so each session still alternates which build
+    goes first. Chunks shrink to single groups when there are too few groups to feed every instance."""
+    groups: dict[tuple[int, str], int] = {}
+    for rep, _build, model in order:
+        groups.setdefault((rep, model), len(groups))
+    count = max(1, min(instances, len(groups)))
+    chunk = build_count if len(groups) >= build_count * count else 1
+    return [(groups[(rep, model)] // chunk) % count for rep, _build, model in order]
+
+
+# --- the plan -----------------------------------------------------------------------------------------------
+
+
+def build_plan(
+    scenario: LoadedScenario | Scenario,
+    scenario_path: Path | None = None,
+    profile: Profile | None = None,
+    *,
+    fvp_version: str | None = None,
+    artifacts: Mapping[str, ArtifactState] | None = None,
+) -> Plan:
+    """Expand a scenario into sessions and units with content keys.
+
+    Pass the ``LoadedScenario`` from ``load_scenario`` (or a ``Scenario`` with its path and profile).
+    ``fvp_version`` is the real model's ``--version`` banner once the target layer has read it; ``artifacts``
+    lets a caller that has just built and hashed files reuse those hashes.
+    """
+    if isinstance(scenario, LoadedScenario):
+        scenario_path, profile, scenario = scenario.path, scenario.profile, scenario.scenario
+    if scenario_path is None or profile is None:
+        raise TypeError("build_plan needs a LoadedScenario, or a Scenario with scenario_path and profile")
+    states = dict(artifacts) if artifacts is not None else artifact_hashes(scenario)
+    fvp = fvp_identity(scenario, fvp_version)
+    shared = _shared_parts(scenario, profile, fvp, states)
+
+    order = run_order(
+        list(scenario.builds), list(scenario.models), scenario.run.repetitions, scenario.run.order
+    )
+    sessions_of = _sessions(order, scenario.fvp.instances, len(scenario.builds))
+    units = []
+    for index, ((rep, build, model), session) in enumerate(zip(order, sessions_of, strict=True)):
+        parts, unbuilt = _unit_parts(scenario, shared, states, rep, build, model)
+        key = _digest({"key_version": KEY_VERSION, **parts})
+        unit_id = f"r{rep}-{build}-{model}"
+        units.append(Unit(unit_id, build, model, rep, session, index, key, parts, unbuilt))
+    sessions = tuple(
+        Session(number, tuple(unit.id for unit in units if unit.session == number))
+        for number in sorted({unit.session for unit in units})
+    )
+    return Plan(scenario, Path(scenario_path), profile, sessions, tuple(units), states, fvp)
+
+
+def _shared_parts(
+    scenario: Scenario, profile: Profile, fvp: Mapping[str, Any], states: Mapping[str, ArtifactState]
+) -> dict[str, str]:
+    run = scenario.run
+    firmware = {
+        name: state.key_material for name, state in states.items() if name.startswith("fvp.firmware.")
+    }
+    return {
+        "profile": _digest(profile.model_dump(mode="json")),
+        "fvp": _digest(
+            {
+                "identity": fvp,
+                "target": scenario.target,
+                "params": scenario.fvp.params,
+                "args": scenario.fvp.args,
+                "sim": scenario.fvp.sim if scenario.fvp.is_sim else {},
+                "firmware": firmware,
+            }
+        ),
+        "run": _digest(
+            {
+                "command": run.command,
+                "warmup": run.warmup,
+                "iterations": run.iterations,
+                "order": run.order,
+                "env": run.env,
+                "fetch": run.fetch,
+            }
+        ),
+        "metrics": _digest([spec.model_dump(mode="json") for spec in scenario.metrics]),
+        "parsers": _digest({"parsers_version": PARSERS_VERSION}),
+    }
+
+
+def _unit_parts(
+    scenario: Scenario,
+    shared: Mapping[str, str],
+    states: Mapping[str, ArtifactState],
+    rep: int,
+    build: str,
+    model: str,
+) -> tuple[dict[str, str], tuple[str, ...]]:
+    spec = scenario.builds[build]
+    runner = states[f"builds.{build}.runner"]
+    model_state = states[f"models.{model}.file"]
+    inputs = [states[f"models.{model}.inputs[{i}].file"] for i in range(len(scenario.models[model].inputs))]
+    parts = {
+        # the unit's identity: an A/A test (two builds with the same bytes) must still give two keys
+        "identity": _digest({"build": build, "model": model, "repetition": rep}),
+        "runner": _digest(runner.key_material),
+        "build": _digest({"env": spec.env, "args": spec.args, "id": spec.id}),
+        "model": _digest(model_state.key_material),
+        "inputs": _digest([state.key_material for state in inputs]),
+        **shared,
+    }
+    unbuilt = tuple(state.name for state in (runner, model_state, *inputs) if not state.built)
+    return parts, unbuilt
+
+
+def changed_parts(old: Mapping[str, str], new: Mapping[str, str]) -> list[str]:
+    """Names of the key parts that differ (for ``make -n``: why a unit must run again)."""
+    names: Iterable[str] = sorted(set(old) | set(new))
+    return [name for name in names if old.get(name) != new.get(name)]

@@ -1,0 +1,574 @@
+"""Reading a scenario file: extends -> --set -> ${variables} -> paths -> pydantic -> cross checks -> files.
+
+Every stage works on a located tree (``located.LNode``), so each problem is reported where its value was
+written: the scenario file, a base file brought in by ``extends``, or the ``--set``/``--fvp`` option that
+supplied it. All problems found are reported together in one ``ScenarioError``; the stages that make further
+checks meaningless (YAML syntax, a missing or circular ``extends``) stop early.
+
+Path rules: relative paths are relative to the file the value is written in (a base file's paths stay next to
+the base), and to the working folder for command-line overrides. The loaded ``Scenario`` holds absolute paths,
+so nothing downstream resolves paths again.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from fvp_harness.errors import ConfigurationError, ScenarioError
+from fvp_harness.located import (
+    LNode,
+    Location,
+    YamlProblem,
+    compose_file,
+    did_you_mean,
+    display_path,
+    format_path,
+    merge,
+    schema_step,
+    validation_problems,
+)
+from fvp_harness.profiles import Profile, ProfileNotFound, load_profile
+from fvp_harness.scenario import LOADER_CONTEXT, Scenario, cross_field_problems
+
+__all__ = ["LoadedScenario", "load_scenario", "path_fields"]
+
+log = logging.getLogger(__name__)
+
+PathTuple = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class LoadedScenario:
+    """A validated scenario with where it came from.
+
+    ``path`` is the scenario file (absolute); ``files`` every file read (the scenario and its ``extends``
+    bases, for staleness checks); ``overrides`` the ``--set`` options applied; ``profile`` the resolved
+    platform profile.
+    """
+
+    scenario: Scenario
+    path: Path
+    profile: Profile
+    files: tuple[Path, ...] = ()
+    overrides: tuple[str, ...] = ()
+
+    @property
+    def stem(self) -> str:
+        """The scenario file's stem: results go to ``results/<stem>/``."""
+        return self.path.stem
+
+    @property
+    def directory(self) -> Path:
+        """The folder of the scenario file (what ``${scenario_dir}`` expands to)."""
+        return self.path.parent
+
+
+class _Stop(Exception):
+    """Raised inside the loader when problems so far make further checks meaningless."""
+
+
+class _Problems:
+    def __init__(self) -> None:
+        self.located: list[tuple[Location, str]] = []
+
+    @property
+    def where(self) -> set[str]:
+        return {str(loc) for loc, _ in self.located}
+
+    def add(self, loc: Location, path: PathTuple | str, message: str) -> None:
+        field = path if isinstance(path, str) else format_path(path)
+        self.located.append((loc, f"{field}: {message}"))
+
+    def sorted(self) -> list[str]:
+        """Command-line options first, then by file, line and column: the order a reader fixes them in."""
+        order = sorted(  # stable: command-line options keep the order they were given in
+            self.located,
+            key=lambda item: (
+                item[0].line is not None,
+                item[0].file if item[0].line is not None else "",
+                item[0].line or 0,
+                item[0].col or 0,
+            ),
+        )
+        return [f"{loc}: {text}" for loc, text in order]
+
+    def stop(self, loc: Location, path: PathTuple | str, message: str) -> _Stop:
+        self.add(loc, path, message)
+        return _Stop()
+
+
+def load_scenario(
+    path: Path | str,
+    overrides: Sequence[str] = (),
+    *,
+    fvp_binary: str | None = None,
+    check_files: bool = True,
+    env: Mapping[str, str] | None = None,
+) -> LoadedScenario:
+    """Load one scenario file into a ``LoadedScenario``; raise ``ScenarioError`` listing every problem found.
+
+    ``overrides`` are ``--set`` texts (``run.iterations=50``; the value is parsed as YAML). ``fvp_binary`` is
+    ``--fvp``: it replaces ``fvp.binary`` (a relative path is relative to the working folder). ``check_files``
+    off skips the file-system checks (missing artifacts without a build command, firmware, the FVP binary),
+    for tools that only need the structure. ``env`` replaces ``os.environ`` for ``${env:NAME}`` (tests).
+    """
+    scenario_path = Path(os.path.abspath(Path(path).expanduser()))
+    problems = _Problems()
+    environment = os.environ if env is None else env
+    try:
+        root, files = _read_with_extends(scenario_path, (), None, problems)
+        for text in overrides:
+            _apply_override(root, text, problems)
+        if fvp_binary is not None:
+            where = Location(f"--fvp {fvp_binary}", base_dir=Path.cwd())
+            _set_path(root, ("fvp", "binary"), LNode(fvp_binary, where, where))
+        _substitute(root, scenario_path.parent, environment, problems)
+        _absolutise_paths(root)
+        scenario = _validate(root, problems)
+        profile = _cross_checks_and_profile(root, scenario, problems) if scenario is not None else None
+        if check_files and scenario is not None:
+            _check_artifacts(root, problems)
+            if profile is not None and scenario.target == "fvp" and not scenario.fvp.is_sim:
+                _check_real_model(root, scenario, profile, problems)
+    except _Stop:
+        scenario, profile = None, None
+    if problems.located or scenario is None or profile is None:
+        raise ScenarioError(problems.sorted())
+    log.debug("loaded scenario %s (%d files, %d overrides)", scenario_path, len(files), len(overrides))
+    return LoadedScenario(scenario, scenario_path, profile, tuple(files), tuple(overrides))
+
+
+# --- extends ------------------------------------------------------------------------------------------------
+
+
+def _read_with_extends(
+    path: Path, chain: tuple[Path, ...], via: LNode | None, problems: _Problems
+) -> tuple[LNode, list[Path]]:
+    if path in chain:
+        cycle = " -> ".join(display_path(item) for item in (*chain[chain.index(path) :], path))
+        assert via is not None
+        raise problems.stop(
+            via.loc, "extends", f"circular extends: {cycle}; expected a chain of bases that ends"
+        )
+    if not path.is_file():
+        if via is None:
+            raise problems.stop(Location(display_path(path)), "(file)", "scenario file not found")
+        raise problems.stop(
+            via.loc,
+            "extends",
+            f"base file not found: {display_path(path)} (paths in extends are "
+            "relative to the file that names them)",
+        )
+    try:
+        root = compose_file(path)
+    except YamlProblem as exc:
+        raise problems.stop(exc.loc, "(yaml)", exc.message) from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise problems.stop(Location(display_path(path)), "(file)", f"cannot read: {exc}") from exc
+    if not isinstance(root.value, dict):
+        raise problems.stop(
+            root.loc,
+            "(top level)",
+            f"a scenario is a mapping of keys (name:, builds:, models:, ...), "
+            f"got {type(root.value).__name__}",
+        )
+    files = [path]
+    extends = root.value.pop("extends", None)
+    if extends is None or extends.value is None:
+        return root, files
+    items = extends.value if isinstance(extends.value, list) else [extends]
+    merged: LNode | None = None
+    for item in items:
+        if not isinstance(item.value, str) or not item.value.strip():
+            raise problems.stop(
+                item.loc, "extends", f"got {item.value!r}; expected a file path or a list of paths"
+            )
+        base_path = Path(os.path.normpath(path.parent / Path(item.value).expanduser()))
+        base, base_files = _read_with_extends(base_path, (*chain, path), item, problems)
+        merged = base if merged is None else merge(merged, base)
+        files += base_files
+    assert merged is not None
+    return merge(merged, root), files
+
+
+# --- --set --------------------------------------------------------------------------------------------------
+
+
+def _to_node(value: Any, loc: Location) -> LNode:
+    if isinstance(value, dict):
+        return LNode({str(key): _to_node(item, loc) for key, item in value.items()}, loc, loc)
+    if isinstance(value, list):
+        return LNode([_to_node(item, loc) for item in value], loc, loc)
+    return LNode(value, loc, loc)
+
+
+def _set_path(root: LNode, path: PathTuple, node: LNode) -> None:
+    current = root
+    for part in path[:-1]:
+        child = current.get((part,))
+        if child is None or not isinstance(child.value, dict | list):
+            child = LNode({}, node.loc, node.loc)
+            current.value[part] = child
+        current = child
+    last = path[-1]
+    if isinstance(current.value, list):
+        current.value[int(last)] = node
+    else:
+        current.value[last] = node
+
+
+def _override_value(raw: str) -> Any:
+    """A ``--set`` value: a YAML scalar or flow collection (``50``, ``true``, ``[a, b]``, ``{a: 1}``); text
+    that is not valid YAML, or that YAML would read as a mapping without braces (``A title: with colon``),
+    stays text."""
+    if not raw.strip():
+        return ""
+    try:
+        value = yaml.safe_load(raw)
+    except yaml.YAMLError:
+        return raw
+    if isinstance(value, dict) and not raw.lstrip().startswith("{"):
+        return raw
+    return value
+
+
+def _apply_override(root: LNode, text: str, problems: _Problems) -> None:
+    where = Location(f"--set {text}", base_dir=Path.cwd())
+    if "=" not in text:
+        problems.add(where, "--set", "expected PATH=VALUE, e.g. --set run.iterations=50")
+        return
+    dotted, raw = text.split("=", 1)
+    parts = dotted.strip().split(".")
+    if not all(parts):
+        problems.add(where, dotted, "empty part in the path; expected dotted field names like run.iterations")
+        return
+    value = _override_value(raw)
+    annotation: Any = Scenario
+    path: list[str | int] = []
+    index = 0
+    while index < len(parts):
+        part = parts[index]
+        try:
+            kind, annotation, takes_rest = schema_step(annotation, part)
+        except KeyError as exc:
+            problems.add(where, format_path((*path, part)), str(exc.args[0]))
+            return
+        if kind == "key" and takes_rest:
+            path.append(".".join(parts[index:]))
+            break
+        if kind == "index":
+            parent = root.get(tuple(path))
+            size = len(parent.value) if parent is not None and isinstance(parent.value, list) else 0
+            position = int(part)
+            if not 0 <= position < size:
+                problems.add(
+                    where,
+                    format_path((*path, position)),
+                    f"index out of range (the list has {size} "
+                    "items); set the whole list instead, e.g. key=[a, b]",
+                )
+                return
+            path.append(position)
+        else:
+            path.append(part)
+        index += 1
+    item = root.get(tuple(path[:2])) if path[:1] == ["metrics"] and len(path) > 2 else None
+    if item is not None and isinstance(item.value, str):  # `- cpu_time` is short for `- {name: cpu_time}`
+        item.value = {"name": LNode(item.value, item.loc, item.loc)}
+    _set_path(root, tuple(path), _to_node(value, where))
+
+
+# --- ${variables} -------------------------------------------------------------------------------------------
+
+_REFERENCE = re.compile(r"\$\$\{|\$\{([^{}]*)\}|\$\{")
+_ENV = re.compile(r"^env:([A-Za-z_][A-Za-z0-9_]*)(?::-(.*))?$", re.DOTALL)
+_FORMS = "${env:NAME}, ${env:NAME:-default}, ${scenario_dir}, ${file_dir} or ${vars.NAME}"
+
+
+class _VarError(Exception):
+    pass
+
+
+class _Variables:
+    """Resolves ``${...}`` references; ``vars`` entries are resolved on demand (they may use each other)."""
+
+    def __init__(self, root: LNode, scenario_dir: Path, env: Mapping[str, str]) -> None:
+        vars_node = root.get(("vars",))
+        self.vars: dict[str, LNode] = (
+            vars_node.value if vars_node and isinstance(vars_node.value, dict) else {}
+        )
+        self.scenario_dir = scenario_dir
+        self.env = env
+        self.done: dict[str, Any] = {}
+        self.active: list[str] = []
+
+    def var(self, name: str) -> Any:
+        if name in self.done:
+            return self.done[name]
+        head, _, rest = name.partition(".")
+        if name not in self.vars and head in self.vars and rest:
+            value = self.var(head)
+            for part in rest.split("."):
+                if not isinstance(value, dict) or part not in value:
+                    raise _VarError(f"undefined variable ${{vars.{name}}} (vars.{head} has no {part!r})")
+                value = value[part]
+            return value
+        if name not in self.vars:
+            hint = did_you_mean(name, self.vars)
+            defined = ", ".join(self.vars) or "none"
+            raise _VarError(f"undefined variable ${{vars.{name}}}{hint} (defined in vars: {defined})")
+        if name in self.active:
+            cycle = " -> ".join([*self.active[self.active.index(name) :], name])
+            raise _VarError(f"variables refer to each other in a circle: {cycle}")
+        self.active.append(name)
+        try:
+            value = self.resolve_node(self.vars[name])
+        finally:
+            self.active.pop()
+        self.done[name] = value
+        return value
+
+    def resolve_node(self, node: LNode) -> Any:
+        if isinstance(node.value, dict):
+            return {key: self.resolve_node(child) for key, child in node.value.items()}
+        if isinstance(node.value, list):
+            return [self.resolve_node(child) for child in node.value]
+        if isinstance(node.value, str):
+            return self.expand(node.value, node.loc)
+        return node.value
+
+    def expand(self, text: str, loc: Location) -> Any:
+        matches = list(_REFERENCE.finditer(text))
+        if not matches:
+            return text
+        if len(matches) == 1 and matches[0].group(0) == text and text.startswith("${vars."):
+            return self.var(
+                text[len("${vars.") : -1]
+            )  # a whole-value reference keeps its type (int, list, ...)
+        pieces: list[str] = []
+        last = 0
+        for match in matches:
+            pieces.append(text[last : match.start()])
+            last = match.end()
+            if match.group(0) == "$${":
+                pieces.append("${")
+            elif match.group(1) is None:
+                raise _VarError(
+                    f"unclosed ${{ in {text!r}; expected one of {_FORMS} (write $${{ for a literal ${{)"
+                )
+            else:
+                pieces.append(str(self.reference(match.group(1).strip(), loc)))
+        pieces.append(text[last:])
+        return "".join(pieces)
+
+    def reference(self, inner: str, loc: Location) -> Any:
+        if inner == "scenario_dir":
+            return str(self.scenario_dir)
+        if inner == "file_dir":
+            return str(loc.base_dir or self.scenario_dir)
+        if inner.startswith("vars."):
+            value = self.var(inner[len("vars.") :])
+            if isinstance(value, dict | list):
+                raise _VarError(f"${{{inner}}} is a {type(value).__name__}; only a whole value can be one")
+            return value
+        env_match = _ENV.match(inner)
+        if env_match:
+            name, default = env_match.groups()
+            if name in self.env:
+                return self.env[name]
+            if default is not None:
+                return default
+            raise _VarError(
+                f"environment variable {name} is not set (write ${{env:{name}:-default}} to give a default)"
+            )
+        raise _VarError(
+            f"unknown variable ${{{inner}}}{did_you_mean(inner, ['scenario_dir', 'file_dir'])}; expected "
+            f"one of {_FORMS}"
+        )
+
+
+def _substitute(root: LNode, scenario_dir: Path, env: Mapping[str, str], problems: _Problems) -> None:
+    variables = _Variables(root, scenario_dir, env)
+    for name, node in list(variables.vars.items()):
+        try:
+            resolved = variables.var(name)
+        except _VarError as exc:
+            problems.add(node.loc, ("vars", name), str(exc))
+            continue
+        replacement = _to_node(resolved, node.loc)  # the vars block itself now holds resolved values
+        replacement.key_loc = node.key_loc
+        variables.vars[name] = replacement
+    for path, node in list(root.walk()):  # a list first: substituted collections must not be walked again
+        if path[:1] == ("vars",) or not isinstance(node.value, str):
+            continue
+        try:
+            value = variables.expand(node.value, node.loc)
+        except _VarError as exc:
+            problems.add(node.loc, path, str(exc))
+            continue
+        node.value = _to_node(value, node.loc).value if isinstance(value, dict | list) else value
+
+
+# --- paths --------------------------------------------------------------------------------------------------
+
+
+def path_fields(root: LNode) -> list[tuple[PathTuple, LNode]]:
+    """The nodes holding host file paths (runner, model and input files, sources, firmware)."""
+    patterns: list[tuple[str | None, ...]] = [
+        ("builds", None, "runner"),
+        ("builds", None, "sources", None),
+        ("models", None, "file"),
+        ("models", None, "sources", None),
+        ("models", None, "inputs", None, "file"),
+        ("models", None, "inputs", None, "sources", None),
+        ("fvp", "firmware", None),
+    ]
+    found = []
+    for path, node in root.walk():
+        for pattern in patterns:
+            if len(pattern) == len(path) and all(
+                want is None or want == got for want, got in zip(pattern, path, strict=True)
+            ):
+                found.append((path, node))
+    return found
+
+
+def _absolute(node: LNode) -> None:
+    if isinstance(node.value, str) and node.value:
+        base = node.loc.base_dir or Path.cwd()
+        node.value = os.path.normpath(os.path.join(base, os.path.expanduser(node.value)))
+
+
+def _absolutise_paths(root: LNode) -> None:
+    for _path, node in path_fields(root):
+        _absolute(node)
+    binary = root.get(("fvp", "binary"))
+    if (
+        binary is not None
+        and isinstance(binary.value, str)
+        and binary.value != "sim"
+        and (os.sep in binary.value or "/" in binary.value or binary.value.startswith("~"))
+    ):
+        _absolute(binary)
+    platform = root.get(("platform",))
+    if (
+        platform is not None
+        and isinstance(platform.value, str)
+        and ("/" in platform.value or platform.value.endswith((".yaml", ".yml")))
+    ):
+        _absolute(platform)
+
+
+# --- validation and cross checks ----------------------------------------------------------------------------
+
+
+def _validate(root: LNode, problems: _Problems) -> Scenario | None:
+    try:
+        return Scenario.model_validate(root.plain(), context={LOADER_CONTEXT: True})
+    except ValidationError as exc:
+        already = problems.where  # one message per place: a failed ${...} explains the type error there
+        for where, message in validation_problems(exc, root, Scenario):
+            if str(where) not in already:
+                problems.located.append((where, message))
+        return None
+
+
+def _node_at(root: LNode, path: PathTuple, at_key: bool = False) -> Location:
+    node = root.get(path)
+    while node is None and path:
+        path = path[:-1]
+        node = root.get(path)
+        at_key = True
+    assert node is not None
+    return (node.key_loc or node.loc) if at_key else node.loc
+
+
+def _cross_checks_and_profile(root: LNode, scenario: Scenario, problems: _Problems) -> Profile | None:
+    for path, message, at_key in cross_field_problems(scenario):
+        problems.add(_node_at(root, path, at_key), path, message)
+    try:
+        return load_profile(scenario.platform)
+    except ProfileNotFound as exc:
+        problems.add(_node_at(root, ("platform",)), ("platform",), exc.message)
+    except ConfigurationError as exc:
+        problems.add(
+            _node_at(root, ("platform",)), ("platform",), f"the profile does not load: {exc.message}"
+        )
+    return None
+
+
+def _check_artifacts(root: LNode, problems: _Problems) -> None:
+    """Every runner, model and input file must exist or have a build command; declared sources must exist."""
+    for path, node in path_fields(root):
+        field = path[-1] if isinstance(path[-1], str) else path[-2]
+        if path[0] == "fvp" or not isinstance(node.value, str) or Path(node.value).exists():
+            continue
+        shown = display_path(Path(node.value))
+        if field == "sources":
+            problems.add(node.loc, path, f"source file not found: {shown}")
+            continue
+        owner = root.get(path[:-1])
+        if owner is None or not isinstance(owner.value, dict) or owner.value.get("build") is None:
+            problems.add(
+                node.loc,
+                path,
+                f"file not found: {shown}, and there is no `build` command to produce it; "
+                "expected an existing file or a build: command",
+            )
+
+
+def _check_real_model(root: LNode, scenario: Scenario, profile: Profile, problems: _Problems) -> None:
+    binary = scenario.fvp.binary
+    binary_loc = _node_at(root, ("fvp", "binary"))
+    if os.sep in binary or "/" in binary:
+        if not os.path.isfile(binary):
+            problems.add(
+                binary_loc,
+                ("fvp", "binary"),
+                f"FVP binary not found: {display_path(Path(binary))}; "
+                "expected the model executable (or `sim` for the embedded simulator)",
+            )
+        elif not os.access(binary, os.X_OK):
+            problems.add(binary_loc, ("fvp", "binary"), f"{display_path(Path(binary))} is not executable")
+    elif shutil.which(binary) is None:
+        problems.add(
+            binary_loc,
+            ("fvp", "binary"),
+            f"{binary!r} is not on PATH; expected a path to the model "
+            f"(e.g. {profile.executables[0] if profile.executables else 'FVP_...'}) or `sim`",
+        )
+    given = scenario.fvp.firmware
+    for name, file in given.items():
+        if name in profile.firmware and not os.path.isfile(file):
+            problems.add(
+                _node_at(root, ("fvp", "firmware", name)),
+                ("fvp", "firmware", name),
+                f"firmware file not found: {display_path(Path(file))} ({profile.firmware[name].description})",
+            )
+        if name not in profile.firmware:
+            problems.add(
+                _node_at(root, ("fvp", "firmware", name), True),
+                ("fvp", "firmware", name),
+                f"profile {profile.name} takes no firmware {name!r}{did_you_mean(name, profile.firmware)} "
+                f"(it takes: {', '.join(profile.firmware)})",
+            )
+    missing = [name for name, spec in profile.firmware.items() if spec.required and name not in given]
+    if missing:
+        where = _node_at(root, ("fvp", "firmware"), True) if root.get(("fvp", "firmware")) else binary_loc
+        wanted = "; ".join(f"{name}: {profile.firmware[name].description}" for name in missing)
+        problems.add(
+            where,
+            ("fvp", "firmware"),
+            f"a real {profile.name} model needs firmware the scenario does not "
+            f"give: {wanted}; add them under fvp.firmware (or use fvp.binary: sim)",
+        )
