@@ -1,0 +1,124 @@
+"""Model and runner file formats: magic, round trips, integrity, and the compiled sizes against Vela's
+reports."""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+
+from fvp_harness.sim.inference import run_model
+from fvp_harness.sim.modelfile import (
+    MODEL_MAGIC,
+    RUNNER_MAGIC,
+    ModelFileError,
+    RunnerArtifact,
+    compile_model,
+    decode_model,
+    decode_runner,
+    encode_model,
+    encode_runner,
+    is_pte,
+    make_input,
+    sizes_of,
+)
+from fvp_harness.sim.models import ARCHITECTURES, Architecture, get_architecture
+
+VELA = {  # command stream, encoded weights, scratch (Vela 5.2, ethos-u85-256)
+    "resnet8": (5_732, 92_321, 49_152),
+    "ds_cnn": (4_920, 31_553, 16_000),
+}
+
+
+@pytest.mark.parametrize("name", sorted(VELA))
+def test_sizes_land_near_the_vela_reports(name: str) -> None:
+    sizes = sizes_of(get_architecture(name))
+    command, weights, scratch = VELA[name]
+    assert sizes.command_stream == pytest.approx(command, rel=0.03)
+    assert sizes.weights == pytest.approx(weights, rel=0.03)
+    assert sizes.scratch == scratch  # the largest live activation set, exactly
+
+
+def test_io_sizes_and_every_model_has_sizes() -> None:
+    assert sizes_of(get_architecture("mobilenet_v1_025")).input == 3 * 96 * 96
+    assert sizes_of(get_architecture("deep_autoencoder")).output == 640
+    for name in ARCHITECTURES:
+        s = sizes_of(get_architecture(name))
+        assert min(s.command_stream, s.weights, s.scratch, s.input, s.output) > 0
+
+
+def test_sizes_follow_the_layers_not_the_model_name() -> None:
+    arch = get_architecture("ds_cnn")
+    renamed = Architecture("my_kws", "not a known model", arch.input_shape, arch.layers)
+    assert sizes_of(renamed) == sizes_of(arch)
+    shorter = Architecture("short", "", arch.input_shape, arch.layers[:3])
+    assert sizes_of(shorter).command_stream < sizes_of(arch).command_stream
+
+
+def test_model_file_layout_and_magic(model_files: dict[str, bytes]) -> None:
+    data = model_files["resnet8"]
+    assert data[:8] == MODEL_MAGIC == b"FVPSIMMD"
+    version, flags, macs, header_len, payload_len = struct.unpack_from("<HHIII", data, 8)
+    assert (version, flags, macs) == (1, 0, 256)
+    assert len(data) == 64 + header_len + payload_len
+    assert not is_pte(data[:64]) and not data.startswith(b"\x7fELF")
+
+
+@pytest.mark.parametrize("name", sorted(ARCHITECTURES))
+def test_round_trip_preserves_everything(name: str) -> None:
+    arch = get_architecture(name)
+    model = compile_model(arch, seed=5, num_macs=512)
+    back = decode_model(encode_model(model))
+    assert back.arch == arch and back.num_macs == 512 and back.seed == 5
+    assert back.sizes == model.sizes and back.schedule == model.schedule
+    assert back.tensors == pytest.approx(model.tensors)
+    x = make_input(arch, 1)
+    assert np.array_equal(run_model(back.arch, back.quant, x), run_model(arch, model.quant, x))
+
+
+def test_same_seed_same_bytes_other_seed_other_weights() -> None:
+    arch = get_architecture("ds_cnn")
+    assert encode_model(compile_model(arch, 3)) == encode_model(compile_model(arch, 3))
+    assert encode_model(compile_model(arch, 3)) != encode_model(compile_model(arch, 4))
+
+
+def test_corrupt_truncated_and_foreign_files_are_refused(model_files: dict[str, bytes]) -> None:
+    data = bytearray(model_files["ds_cnn"])
+    with pytest.raises(ModelFileError, match="truncated"):
+        decode_model(bytes(data[:-10]))
+    data[-5] ^= 0xFF
+    with pytest.raises(ModelFileError, match="checksum"):
+        decode_model(bytes(data))
+    with pytest.raises(ModelFileError, match="magic"):
+        decode_model(b"\0\0\0\0ET12" + b"\0" * 100)
+    newer = bytearray(model_files["ds_cnn"])
+    newer[8] = 9
+    with pytest.raises(ModelFileError, match="version 9"):
+        decode_model(bytes(newer))
+
+
+def test_pte_detection() -> None:
+    assert is_pte(b"\x18\x00\x00\x00ET12eh00")
+    assert is_pte(b"\x18\x00\x00\x00ET09")
+    assert is_pte(b"\x18\x00\x00\x00BP08")
+    assert not is_pte(b"\x18\x00\x00\x00ETxx")
+    assert not is_pte(MODEL_MAGIC) and not is_pte(RUNNER_MAGIC)
+
+
+def test_runner_artifact_round_trip_and_refusals() -> None:
+    artifact = RunnerArtifact("per-inference", "before-abc123", "crash=2")
+    data = encode_runner(artifact)
+    assert data[:8] == b"FVPSIMRN" and not data.startswith(b"\x7fELF") and not is_pte(data[:64])
+    assert decode_runner(data) == artifact
+    with pytest.raises(ValueError, match="driver mode"):
+        RunnerArtifact("sometimes")
+    with pytest.raises(ModelFileError):
+        decode_runner(b"FVPSIMRN\x02\x00\x00\x00\x02\x00\x00\x00{}")
+    with pytest.raises(ModelFileError):
+        decode_runner(b"\x7fELF")
+
+
+def test_unsupported_macs_refused() -> None:
+    with pytest.raises(ValueError, match="not an Ethos-U85 configuration"):
+        compile_model(get_architecture("resnet8"), num_macs=300)
