@@ -1,18 +1,53 @@
 """Metric parsers: pure functions from console text to numbers.
 
-(Being written. The names below are the contract other modules rely on: the scenario validator accepts these as
-built-in metric names, and plan.py folds PARSERS_VERSION into every unit's content key.)
+What a unit's console shows is messy: CRLF line ends from the FVP's telnet terminals, ANSI colour and title
+codes, kernel ``printk`` lines that land in the middle of a runner line, and ExecuTorch's own 255-character
+message cut. This module cleans that text once (``clean_console_text``), repairs kernel interleavings
+(``repair_kernel_interleaving``), then runs one regex per metric over the whole text (``scrape``). Every
+built-in metric of ``docs/results-format.md`` lives here; a scenario adds or replaces metrics with
+``MetricSpec`` regexes.
+
+No I/O, no imports from the rest of the harness: ``scenario`` reads ``BUILTIN_METRICS`` and ``validate_regex``
+from here, and anything shaped like ``scenario.MetricSpec`` (see ``MetricLike``) can be scraped.
+
+Why whole-text ``finditer`` per metric instead of a loop over lines: a log of tens of MB is scanned at
+regex-engine speed (see ``benchmarks/bench_scrape.py``); the only per-match Python work is converting the
+captured number.
 """
 
 from __future__ import annotations
 
-__all__ = ["BUILTIN_METRICS", "PARSERS_VERSION"]
+import base64
+import binascii
+import json
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+__all__ = [
+    "BUILTIN_METRICS",
+    "LOG_MESSAGE_LIMIT",
+    "PARSERS_VERSION",
+    "LogLine",
+    "MetricLike",
+    "ScrapeResult",
+    "clean_console_text",
+    "find_build_id",
+    "find_errors",
+    "parse_log_line",
+    "prepare_text",
+    "repair_kernel_interleaving",
+    "scrape",
+    "validate_regex",
+]
 
 PARSERS_VERSION = 1
 """Bump when any built-in parser's behaviour changes: every unit's content key changes with it."""
 
 BUILTIN_METRICS: dict[str, str] = {
-    "cpu_time": "EthosUBackend::execute() CPU time per inference, ms (documented default shape; ms or us accepted)",
+    "cpu_time": ("EthosUBackend::execute() CPU time per inference, ms (documented default shape; ms or us accepted)"),
     "npu_cycles": "Ethos-U Linux delegate cycle counter per inference, cycles",
     "iteration_time": "executor_runner 'Iteration i of n: X ms' per inference, ms",
     "run_time": "executor_runner 'Model executed successfully N time(s) in X ms' per run, ms",
@@ -21,3 +56,466 @@ BUILTIN_METRICS: dict[str, str] = {
     "bm_cpu_cycles": "bare-metal perf monitor 'Inference runtime' per inference, CPU cycles",
     "mlia_npu_active": "MLIA <metrics> block 'NPU ACTIVE' cycles per run",
 }
+
+LOG_MESSAGE_LIMIT = 255
+"""ExecuTorch formats a log message into a 256-byte buffer: a message of this length may have been cut."""
+
+Per = Literal["inference", "run"]
+
+
+class MetricLike(Protocol):
+    """What ``scrape`` needs of a metric; ``scenario.MetricSpec`` satisfies it (kept structural so this module
+    imports nothing of the harness)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def regex(self) -> str | None: ...
+    @property
+    def unit(self) -> str: ...
+    @property
+    def scale(self) -> float: ...
+    @property
+    def per(self) -> Per: ...
+    @property
+    def required(self) -> bool: ...
+
+
+@dataclass
+class ScrapeResult:
+    """What one unit's console text yielded.
+
+    ``samples`` holds every value in the order printed (per-inference metrics one value per execution, so the
+    caller drops warmup values from the front; per-run metrics normally one value). ``per`` says which is
+    which. ``missing`` names required metrics with no value; ``flagged`` keeps raw text of values rejected as
+    garbage (negative or inconsistent counters of old builds, values cut by the 255-character limit);
+    ``warnings`` explains each rejection and each repair so a report can show it.
+    """
+
+    samples: dict[str, list[float]] = field(default_factory=dict)
+    units: dict[str, str] = field(default_factory=dict)
+    per: dict[str, Per] = field(default_factory=dict)
+    missing: list[str] = field(default_factory=list)
+    flagged: dict[str, list[str]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    executions: int | None = None
+    """N from the last ``Model executed successfully N time(s)`` line (whatever ``specs`` asked for), so
+    execute can check that warmup + iterations really ran."""
+
+    def _flag(self, metric: str, raw: str, why: str) -> None:
+        self.flagged.setdefault(metric, []).append(raw)
+        self.warnings.append(f"{metric}: rejected {raw!r}: {why}")
+
+
+# --- cleaning -----------------------------------------------------------------------------------------------
+
+# What may follow an ESC byte: OSC ... BEL (titles, links; ST is handled by splitting at its ESC), CSI
+# (colours, cursor moves, erase), DCS/SOS/PM/APC strings, two-byte escapes and charset selection (ESC ( B).
+_AFTER_ESC = re.compile(
+    r"""
+    \][^\x07\x1b]*\x07?
+    | \[[0-?]*[ -/]*[@-~]
+    | [PX^_][^\x1b]*
+    | [ -/]*[0-~]
+    """,
+    re.VERBOSE,
+)
+_CSI_8BIT = re.compile(r"\x9b[0-?]*[ -/]*[@-~]")
+_CONTROL_CHARS = dict.fromkeys([*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0)])
+
+
+def _strip_escapes(text: str) -> str:
+    """Remove escape sequences. Splitting at ESC and matching only the start of each piece is several times
+    faster than a regex scanning the whole text (escapes are rare, text is long)."""
+    if "\x1b" in text:
+        pieces = text.split("\x1b")
+        out = [pieces[0]]
+        for piece in pieces[1:]:
+            m = _AFTER_ESC.match(piece)
+            out.append(piece[m.end() :] if m is not None else piece)
+        text = "".join(out)
+    if "\x9b" in text:
+        text = _CSI_8BIT.sub("", text)
+    return text
+
+
+def clean_console_text(raw: str) -> str:
+    """CRLF and lone CR become LF; ANSI CSI/OSC/escape sequences and other control bytes (EOT, NUL, BEL, ...)
+    go, keeping ``\\n`` and ``\\t``. Idempotent, so cleaning text a target already cleaned is harmless."""
+    text = raw.replace("\r\n", "\n").replace("\r", "\n")
+    return _strip_escapes(text).translate(_CONTROL_CHARS)
+
+
+# A kernel printk line on the console: "[   12.345678] message", optionally with a caller id "[    T1]".
+_KERNEL_STAMP = r"\[\s*\d+\.\d{6}\](?:\[\s*[TC]\d+\])?"
+# A stamp that starts mid-line (the literal "[" first, then the look-behind, so the engine scans fast), its
+# message up to the line end, and any whole kernel lines right after it (one burst).
+_MIDLINE_KERNEL = re.compile(
+    rf"\[(?<=[^\n]\[)\s*\d+\.\d{{6}}\](?:\[\s*[TC]\d+\])? [^\n]*(?:\n|\Z)(?:{_KERNEL_STAMP}[^\n]*(?:\n|\Z))*"
+)
+
+
+def repair_kernel_interleaving(text: str) -> tuple[str, int]:
+    """Undo kernel messages that cut a runner line in two; return the text and how many repairs were made.
+
+    The console is shared: when the kernel prints while the runner is half-way through a line, the screen
+    shows ``...Ethos-U Linux del[   12.345678] random: crng init done`` then ``egate cycle counter: 85092`` on
+    the next line. Strategy: a kernel stamp ``[ ddd.dddddd] `` that starts *mid-line* (after other
+    characters) marks a fragment that runs to the end of that line; the fragment, its line break and any
+    whole kernel lines right after it (a burst) are removed, which joins the runner's prefix with its
+    continuation. Several fragments in one runner line are all removed. The fragments are noise to every
+    parser; the unit's log file keeps them. Kernel lines that start a line are left alone (no parser matches
+    them). Not repaired: a kernel line that starts at a line start while the runner line above it was
+    unfinished (nothing in the text tells that apart from two complete lines).
+    """
+    if "] " not in text:
+        return text, 0
+    return _MIDLINE_KERNEL.subn("", text)
+
+
+def prepare_text(raw: str) -> tuple[str, list[str]]:
+    """``clean_console_text`` then ``repair_kernel_interleaving``; returns the text and repair warnings."""
+    text, repairs = repair_kernel_interleaving(clean_console_text(raw))
+    warnings = [f"rejoined {repairs} runner line(s) cut by kernel messages"] if repairs else []
+    return text, warnings
+
+
+# --- ExecuTorch log lines -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LogLine:
+    """One ExecuTorch log line: level letter, seconds since start (Linux prefix only), source file and line,
+    function (newest bare-metal prefix only), and the message."""
+
+    level: str
+    file: str
+    line: int
+    message: str
+    time_s: float | None = None
+    function: str | None = None
+
+    @property
+    def maybe_cut(self) -> bool:
+        """True when the message reached ExecuTorch's length limit, so its end may be missing."""
+        return len(self.message) >= LOG_MESSAGE_LIMIT
+
+
+_LOG_PREFIXES = (
+    # Linux: "I 00:00:00.123456 executorch:executor_runner.cpp:791] msg"
+    re.compile(
+        r"(?P<level>[DIEWFC]) (?P<h>\d+):(?P<m>\d\d):(?P<s>\d\d)\.(?P<us>\d+) "
+        r"executorch:(?P<file>[^:\s\]]+):(?P<line>\d+)\] ?(?P<msg>.*)"
+    ),
+    # bare metal, newer: "I [executorch:arm_executor_runner.cpp:412 main()] msg"; 2024-2025: no function
+    re.compile(
+        r"(?P<level>[DIEWFC]) \[executorch:(?P<file>[^:\s\]]+):(?P<line>\d+)"
+        r"(?: (?P<func>[^\]]*?)\(\))?\] ?(?P<msg>.*)"
+    ),
+    # bare metal, older: "I executorch:arm_executor_runner.cpp:412] msg"
+    re.compile(r"(?P<level>[DIEWFC]) executorch:(?P<file>[^:\s\]]+):(?P<line>\d+)\] ?(?P<msg>.*)"),
+)
+
+
+def parse_log_line(line: str) -> LogLine | None:
+    """Parse one (clean) line in any of ExecuTorch's log prefixes; ``None`` for any other line."""
+    for pattern in _LOG_PREFIXES:
+        m = pattern.match(line)
+        if m is None:
+            continue
+        groups = m.groupdict()
+        time_s = None
+        if groups.get("h") is not None:
+            time_s = int(groups["h"]) * 3600 + int(groups["m"]) * 60 + int(groups["s"]) + int(groups["us"]) / 1e6
+        return LogLine(
+            level=groups["level"],
+            file=groups["file"],
+            line=int(groups["line"]),
+            message=groups["msg"],
+            time_s=time_s,
+            function=groups.get("func"),
+        )
+    return None
+
+
+def _line_at(text: str, pos: int) -> tuple[int, int]:
+    start = text.rfind("\n", 0, pos) + 1
+    end = text.find("\n", pos)
+    return start, len(text) if end < 0 else end
+
+
+def _cut_by_limit(text: str, match_end: int) -> bool:
+    """Was the value ending at ``match_end`` possibly cut by the 255-character limit?
+
+    True when the match ends exactly where its log line ends and that line's message is at the limit.
+    """
+    start, end = _line_at(text, max(match_end - 1, 0))
+    if match_end != end or end - start <= LOG_MESSAGE_LIMIT:  # a cut line is longer than its message
+        return False
+    parsed = parse_log_line(text[start:end])
+    return parsed is not None and parsed.maybe_cut
+
+
+# --- built-in parsers ---------------------------------------------------------------------------------------
+
+_NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+_INT = r"[-+]?\d+"
+
+
+@dataclass(frozen=True)
+class _Builtin:
+    pattern: re.Pattern[str]
+    needle: str  # a literal that must occur in the text for the pattern to match (cheap pre-filter)
+    unit: str
+    per: Per
+    convert: Callable[[re.Match[str], ScrapeResult, str], float | None]
+
+
+def _plain(group: int = 1) -> Callable[[re.Match[str], ScrapeResult, str], float | None]:
+    def convert(m: re.Match[str], result: ScrapeResult, metric: str) -> float | None:
+        return _to_float(m.group(group), result, metric)
+
+    return convert
+
+
+def _to_float(raw: str, result: ScrapeResult, metric: str) -> float | None:
+    try:
+        value = float(raw)  # the common case, fast; float() also accepts "1_000"
+    except ValueError:
+        try:
+            value = float(raw.replace(",", ""))  # "85,092" from a scenario regex
+        except ValueError:
+            result._flag(metric, raw, "not a number")
+            return None
+    if not math.isfinite(value):
+        result._flag(metric, raw, "not a finite number")
+        return None
+    return value
+
+
+def _cpu_time(m: re.Match[str], result: ScrapeResult, metric: str) -> float | None:
+    value = _to_float(m.group(1), result, metric)
+    if value is None:
+        return None
+    if value < 0:
+        result._flag(metric, m.group(0), "negative time")
+        return None
+    unit = m.group(2)
+    return value / 1000.0 if unit in ("us", "µs", "μs") else value
+
+
+def _counter(m: re.Match[str], result: ScrapeResult, metric: str) -> float | None:
+    """A hardware counter: non-negative, below 2**63; anything else is an old build's %d of a 64-bit value."""
+    value = _to_float(m.group(1), result, metric)
+    if value is None:
+        return None
+    if value < 0 or value >= 2**63:
+        result._flag(metric, m.group(0), "counter out of range (old builds printed 64-bit values with %d)")
+        return None
+    return value
+
+
+def _perf_block(m: re.Match[str], result: ScrapeResult, metric: str) -> float | None:
+    """Bare-metal perf monitor: the per-inference value, checked against the total it was derived from."""
+    total = _to_float(m.group(1), result, metric)
+    per_inference = _to_float(m.group(2), result, metric) if m.group(2) is not None else total
+    if total is None or per_inference is None:
+        return None
+    if total < 0 or per_inference < 0 or total >= 2**63:
+        result._flag(metric, m.group(0), "negative or out-of-range counter (old builds printed 64-bit values with %d)")
+        return None
+    if per_inference > total * (1 + 1e-6) + 1:
+        result._flag(metric, m.group(0), "per-inference value exceeds the total (garbage counter)")
+        return None
+    return per_inference
+
+
+def _mlia(m: re.Match[str], result: ScrapeResult, metric: str) -> float | None:
+    payload = re.sub(r"\s+", "", m.group(1))
+    try:
+        data = json.loads(base64.b64decode(payload, validate=True))
+    except (binascii.Error, ValueError) as exc:  # json.JSONDecodeError and UnicodeDecodeError are ValueErrors
+        result._flag(metric, payload[:60], f"undecodable <metrics> block ({exc.__class__.__name__})")
+        return None
+    groups = data if isinstance(data, list) else [data]
+    for group in groups:
+        samples = group.get("samples", []) if isinstance(group, dict) else []
+        for sample in samples:
+            if isinstance(sample, dict) and sample.get("name") == "NPU ACTIVE":
+                values = sample.get("value")
+                values = values if isinstance(values, list) else [values]
+                if values and isinstance(values[0], (int, float)) and not isinstance(values[0], bool):
+                    return float(values[0])
+                result._flag(metric, repr(values)[:60], "NPU ACTIVE value is not a number")
+                return None
+    result._flag(metric, payload[:60], "no 'NPU ACTIVE' sample in the <metrics> block")
+    return None
+
+
+BUILTINS: dict[str, _Builtin] = {
+    "cpu_time": _Builtin(
+        re.compile(rf"EthosUBackend::execute\(\) CPU time:\s*({_NUM})\s*(ms|us|µs|μs)\b"),
+        "CPU time:",
+        "ms",
+        "inference",
+        _cpu_time,
+    ),
+    "npu_cycles": _Builtin(
+        re.compile(rf"Ethos-U Linux delegate cycle counter:\s*({_INT})\b"),
+        "cycle counter:",
+        "cycles",
+        "inference",
+        _counter,
+    ),
+    "iteration_time": _Builtin(
+        re.compile(rf"Iteration \d+ of \d+:\s*({_NUM})\s*ms\b"), "Iteration ", "ms", "inference", _plain()
+    ),
+    "run_time": _Builtin(
+        re.compile(rf"Model executed successfully (\d+) time\(s\) in ({_NUM}) ms"),
+        "Model executed successfully",
+        "ms",
+        "run",
+        _plain(2),
+    ),
+    "load_time": _Builtin(re.compile(rf"Model loaded in ({_NUM}) ms"), "Model loaded in", "ms", "run", _plain()),
+    "bm_npu_cycles": _Builtin(
+        re.compile(rf"ethos-u\s*:\s*cycle_cnt\s*:\s*({_INT})\s*cycles(?:\s*\(({_NUM}) per inference\))?"),
+        "cycle_cnt",
+        "cycles",
+        "inference",
+        _perf_block,
+    ),
+    "bm_cpu_cycles": _Builtin(
+        re.compile(rf"Inference runtime:\s*({_INT})\s*CPU cycles total(?:\s*\(({_NUM}) per inference\))?"),
+        "Inference runtime:",
+        "CPU cycles",
+        "inference",
+        _perf_block,
+    ),
+    "mlia_npu_active": _Builtin(
+        re.compile(r"<metrics>([A-Za-z0-9+/=\s]*?)</metrics>"), "<metrics>", "cycles", "run", _mlia
+    ),
+}
+assert set(BUILTINS) == set(BUILTIN_METRICS)  # the contract and the implementation list the same names
+
+
+def validate_regex(regex: str) -> str | None:
+    """The problem with a scenario metric regex (does not compile, not exactly one group), or None if fine."""
+    try:
+        compiled = re.compile(regex, re.MULTILINE)
+    except re.error as exc:
+        return f"invalid regex {regex!r}: {exc}"
+    if compiled.groups != 1:
+        return f"regex {regex!r} must have exactly one capture group (the number), it has {compiled.groups}"
+    return None
+
+
+# --- scraping -----------------------------------------------------------------------------------------------
+
+
+def scrape(text: str, specs: Sequence[MetricLike], *, prepared: bool = False) -> ScrapeResult:
+    """Scrape every metric in ``specs`` from one unit's console text.
+
+    A spec with a ``regex`` uses it (one capture group, multiplied by ``scale``), even when its name is a
+    built-in: that is how a scenario replaces the default CPU-time shape. A spec without one must name a
+    built-in. Raises ``ValueError`` for an unknown built-in name or a bad regex (the scenario validator
+    reports these earlier, with file and line). ``prepared=True`` skips cleaning when the caller already ran
+    ``prepare_text``.
+    """
+    if prepared:
+        warnings: list[str] = []
+    else:
+        text, warnings = prepare_text(text)
+    result = ScrapeResult(warnings=list(warnings))
+    # Only a line longer than the message limit can hold a cut message; most logs have none, and then the
+    # per-match check is skipped (it is most of the per-value cost).
+    check_cut = max(map(len, text.split("\n")), default=0) > LOG_MESSAGE_LIMIT
+    # Output that stops mid-line (the runner died while printing) may have cut the last number short.
+    open_end = len(text) if text and not text.endswith("\n") else -1
+    for spec in specs:
+        values: list[float] = []
+        if spec.regex:
+            problem = validate_regex(spec.regex)
+            if problem is not None:
+                raise ValueError(f"metric {spec.name}: {problem}")
+            pattern = re.compile(spec.regex, re.MULTILINE)
+            per: Per = spec.per
+            unit = spec.unit
+            for m in pattern.finditer(text):
+                if m.group(1) is None:  # an optional group that did not take part in the match
+                    continue
+                if check_cut and _cut_by_limit(text, m.end(1)):
+                    result._flag(spec.name, m.group(0), "value may be cut by the 255-character log limit")
+                    continue
+                if m.end(1) == open_end:
+                    result._flag(spec.name, m.group(0), "output ends in the middle of this value")
+                    continue
+                value = _to_float(m.group(1), result, spec.name)
+                if value is not None:
+                    values.append(value * spec.scale)
+        else:
+            builtin = BUILTINS.get(spec.name)
+            if builtin is None:
+                known = ", ".join(sorted(BUILTINS))
+                raise ValueError(f"metric {spec.name!r} has no regex and is not a built-in ({known})")
+            per = builtin.per
+            unit = spec.unit or builtin.unit
+            if builtin.needle in text:
+                for m in builtin.pattern.finditer(text):
+                    if check_cut and _cut_by_limit(text, m.end()):
+                        result._flag(spec.name, m.group(0), "value may be cut by the 255-character log limit")
+                        continue
+                    if m.end(1) == open_end:
+                        result._flag(spec.name, m.group(0), "output ends in the middle of this value")
+                        continue
+                    value = builtin.convert(m, result, spec.name)
+                    if value is not None:
+                        values.append(value * spec.scale)
+        result.samples[spec.name] = values
+        result.units[spec.name] = unit
+        result.per[spec.name] = per
+        if per == "run" and len(values) > 1 and len(set(values)) > 1:
+            result.warnings.append(f"{spec.name}: measured once per run but found {len(values)} different values")
+        if spec.required and not values:
+            result.missing.append(spec.name)
+    run_line = BUILTINS["run_time"]
+    if run_line.needle in text:
+        for m in run_line.pattern.finditer(text):
+            result.executions = int(m.group(1))
+    return result
+
+
+def find_build_id(text: str, expected: str) -> str | None:
+    """Return the first (clean) line that contains ``expected``, or None: the proof of which build ran.
+
+    The text is cleaned and kernel-repaired first, so colour codes or a kernel message inside the identity
+    line do not hide it. An empty ``expected`` never matches (a build without an id cannot be proven).
+    """
+    if not expected:
+        return None
+    prepared, _ = prepare_text(text)
+    pos = prepared.find(expected)
+    if pos < 0:
+        return None
+    start, end = _line_at(prepared, pos)
+    return prepared[start:end].strip()
+
+
+_ERROR_TEXTS = (
+    "Ethos-U inference timed out",
+    "Ethos-U inference failed",
+    "Ethos-U Linux driver invocation failed",
+)
+
+
+def find_errors(text: str) -> list[str]:
+    """Lines that explain a runner failure: ExecuTorch log lines at level E or F, and the Ethos-U delegate's
+    error
+    messages, in order. Execute puts them into a failed record's ``failure`` text."""
+    prepared, _ = prepare_text(text)
+    found: list[str] = []
+    for line in prepared.split("\n"):
+        parsed = parse_log_line(line)
+        if (parsed is not None and parsed.level in "EF") or any(e in line for e in _ERROR_TEXTS):
+            found.append(line.strip())
+    return found

@@ -1,0 +1,641 @@
+"""Markdown, CSV, JSON and PNG from an ``analysis.AnalysisResult``. Renders only: no statistics, no clock.
+
+The markdown table is headed like the published driver-reuse table (``Model | <metric> per inference,
+before -> after | Saved``) so it can be pasted into a pull request, then adds what that table lacked: the CI
+of the saving, the p-value, sample counts, NPU cycles, output identity and a verdict, a geometric-mean row,
+the expectations with a clear PASS/FAIL, and the failed units with their class and log.
+
+Determinism: the same records give byte-identical markdown, CSV and JSON (dates come from the manifest
+through ``ReportContext``, never from the clock; floats are formatted to fixed precision), and the PNG
+carries no timestamp or software tag, so committed reports only change when the data does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import math
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from tabulate import tabulate
+
+from .analysis import NPU_CYCLE_METRICS, AnalysisResult, Comparison, ModelComparison, expectations_violated
+
+__all__ = [
+    "OUTPUT_FILES",
+    "REPORT_FORMAT_VERSION",
+    "ReportContext",
+    "expectations_violated",
+    "render_csv",
+    "render_json",
+    "render_markdown",
+    "render_png",
+    "render_report",
+]
+
+REPORT_FORMAT_VERSION = 1
+"""Version of ``report.json``; bumped when a field changes meaning or disappears."""
+
+OutputName = Literal["markdown", "csv", "json", "png"]
+OUTPUT_FILES: dict[str, str] = {
+    "markdown": "report.md",
+    "csv": "report.csv",
+    "json": "report.json",
+    "png": "report.png",
+}
+
+METRIC_LABELS: dict[str, tuple[str, str]] = {
+    # metric -> (label, "per ..." phrase) for the table header
+    "cpu_time": ("CPU time", "per inference"),
+    "npu_cycles": ("NPU cycles", "per inference"),
+    "iteration_time": ("Iteration time", "per inference"),
+    "run_time": ("Run time", "per run"),
+    "load_time": ("Load time", "per run"),
+    "bm_npu_cycles": ("NPU cycles", "per inference"),
+    "bm_cpu_cycles": ("CPU cycles", "per inference"),
+    "mlia_npu_active": ("NPU active cycles", "per run"),
+}
+
+
+@dataclass(frozen=True)
+class ReportContext:
+    """Where the numbers come from, for the line under the title. Build it with ``from_manifest``."""
+
+    scenario: str | None = None
+    platform: str | None = None
+    fvp: str | None = None
+    builds: dict[str, str] = field(default_factory=dict)
+    """Build name -> what identifies it (id text, runner sha256)."""
+    date: str | None = None
+
+    @classmethod
+    def from_manifest(cls, manifest: Mapping[str, Any] | None) -> ReportContext:
+        """Read the fields documented in ``docs/results-format.md``; anything missing is simply not shown."""
+        if not manifest:
+            return cls()
+        scenario = manifest.get("scenario")
+        name = scenario.get("name") if isinstance(scenario, Mapping) else scenario
+        fvp = manifest.get("fvp")
+        fvp_text = None
+        if isinstance(fvp, Mapping):
+            parts = [str(fvp[k]) for k in ("binary", "version") if fvp.get(k)]
+            fvp_text = " ".join(parts) or None
+        elif fvp:
+            fvp_text = str(fvp)
+        builds: dict[str, str] = {}
+        raw_builds = manifest.get("builds")
+        if isinstance(raw_builds, Mapping):
+            for build, info in raw_builds.items():
+                if isinstance(info, Mapping):
+                    bits = []
+                    if info.get("id"):
+                        bits.append(f"id `{info['id']}`")
+                    if info.get("sha256"):
+                        bits.append(f"runner sha256 `{str(info['sha256'])[:12]}`")
+                    builds[str(build)] = ", ".join(bits)
+                else:
+                    builds[str(build)] = str(info)
+        when = manifest.get("finished") or manifest.get("started")
+        return cls(
+            scenario=str(name) if name else None,
+            platform=str(manifest["platform"]) if manifest.get("platform") else None,
+            fvp=fvp_text,
+            builds=builds,
+            date=str(when)[:10] if when else None,
+        )
+
+
+# --- formatting helpers -------------------------------------------------------------------------------------
+
+
+def _num(value: float | None) -> str:
+    """Three significant digits or more, thousands separators for counters: 2.60, 0.931, 85,092."""
+    if value is None or not math.isfinite(value):
+        return "n/a"
+    magnitude = abs(value)
+    if magnitude >= 1000:
+        return f"{value:,.0f}"
+    if magnitude >= 10:
+        return f"{value:.1f}"
+    if magnitude >= 0.1 or magnitude == 0:
+        return f"{value:.2f}"
+    return f"{value:.3g}"
+
+
+def _saved(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f}%"
+
+
+def _ci(low: float | None, high: float | None) -> str:
+    if low is None or high is None:
+        return "n/a"
+    return f"{low:.1f} … {high:.1f}%"
+
+
+def _p(value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    return "<0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def _cell(text: object) -> str:
+    """Escape what breaks a GitHub pipe table: ``|`` and line breaks."""
+    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+
+
+def _label(metric: str) -> tuple[str, str]:
+    return METRIC_LABELS.get(metric, (metric, "median"))
+
+
+def _npu(model: ModelComparison) -> str:
+    for change in model.others:
+        if change.metric in NPU_CYCLE_METRICS:
+            if change.identical:
+                return f"= {_num(change.baseline_median)}"
+            return f"{_num(change.baseline_median)} -> {_num(change.candidate_median)}"
+    return "n/a"
+
+
+def _npu_values(model: ModelComparison) -> tuple[float | None, float | None, bool | None]:
+    for change in model.others:
+        if change.metric in NPU_CYCLE_METRICS:
+            return change.baseline_median, change.candidate_median, change.identical
+    return None, None, None
+
+
+def _outputs_status(model: ModelComparison) -> str:
+    for check in model.identity:
+        if check.name == "outputs":
+            return {"pass": "pass", "fail": "fail"}.get(check.status, "unverified")
+    return "unverified"
+
+
+def _outputs_cell(model: ModelComparison) -> str:
+    return {"pass": "✓ yes", "fail": "✗ no"}.get(_outputs_status(model), "not checked")
+
+
+def _table(rows: Sequence[Sequence[object]], headers: Sequence[str], align: Sequence[str]) -> str:
+    return tabulate(
+        [[_cell(c) for c in row] for row in rows],
+        headers=[_cell(h) for h in headers],
+        tablefmt="pipe",
+        colalign=list(align),
+        disable_numparse=True,
+    )
+
+
+# --- markdown -----------------------------------------------------------------------------------------------
+
+
+def _default_title(result: AnalysisResult, context: ReportContext) -> str:
+    name = context.scenario or "benchmark"
+    if result.comparison is not None:
+        return f"{name}: {result.comparison.candidate} vs {result.comparison.baseline}"
+    return name
+
+
+def _context_line(context: ReportContext, comparison: Comparison | None) -> str:
+    parts = []
+    if context.platform:
+        parts.append(f"Platform: **{context.platform}**")
+    if context.fvp:
+        parts.append(f"FVP: **{context.fvp}**")
+    builds = dict(context.builds)
+    if comparison is not None:
+        for name in (comparison.baseline, comparison.candidate):
+            builds.setdefault(name, "")
+    if builds:
+        shown = [f"**{name}**" + (f" ({info})" if info else "") for name, info in builds.items()]
+        parts.append("builds: " + ", ".join(shown))
+    if context.date:
+        parts.append(f"date: {context.date}")
+    return " · ".join(parts)
+
+
+def _comparison_table(comparison: Comparison) -> str:
+    label, per = _label(comparison.primary)
+    b, c = comparison.baseline, comparison.candidate
+    headers = [
+        "Model",
+        f"{label} {per}, {b} -> {c}",
+        "Saved",
+        "95% CI of saved",
+        "p",
+        "n",
+        "NPU cycles",
+        "Outputs identical",
+        "Verdict",
+    ]
+    unit = f" {comparison.unit}" if comparison.unit else ""
+    rows: list[list[object]] = []
+    for m in comparison.models:
+        values = f"{_num(m.baseline_median)} -> {_num(m.candidate_median)}{unit}"
+        rows.append(
+            [
+                m.model,
+                values,
+                _saved(m.saved_pct),
+                _ci(m.ci_low, m.ci_high),
+                _p(m.p_value),
+                f"{m.n_baseline}/{m.n_candidate}",
+                _npu(m),
+                _outputs_cell(m),
+                m.verdict,
+            ]
+        )
+    gm = comparison.geomean
+    if gm is not None:
+        rows.append(
+            [
+                f"**Geometric mean** ({gm.models} models)",
+                f"ratio {gm.ratio:.3f}",
+                _saved(gm.saved_pct),
+                _ci(gm.ci_low, gm.ci_high),
+                "",
+                "",
+                "",
+                "",
+                gm.verdict,
+            ]
+        )
+    return _table(rows, headers, ["left", "right", "right", "right", "right", "right", "right", "left", "left"])
+
+
+def _method_note(result: AnalysisResult, comparison: Comparison) -> str:
+    s = result.settings
+    b, c, m = comparison.baseline, comparison.candidate, comparison.min_effect
+    return (
+        f"Medians over all measured iterations of every unit; Saved = 100 × (1 − {c} / {b}). "
+        f"{s.confidence * 100:g}% CI of saved: two-level bootstrap ({s.resamples} resamples, seed {s.seed}) "
+        "over units then iterations, widened to the Welch t-interval over unit medians when that is wider. "
+        f"p: Mann-Whitney U, two-sided. n: samples {b}/{c}. Verdict: *no change* when the CI lies within "
+        f"±{m:g}%, *faster*/*slower* when it lies entirely beyond it (and p < {s.alpha:g}), otherwise "
+        "*inconclusive*."
+    )
+
+
+def _expectations_section(comparison: Comparison) -> list[str]:
+    exps = comparison.expectations
+    failed = [e for e in exps if e.status == "fail"]
+    unverified = [e for e in exps if e.status == "unverified"]
+    if failed:
+        head = f"**FAIL**: {len(failed)} of {len(exps)} expectations violated"
+    else:
+        head = f"**PASS**: no expectation violated ({len(exps) - len(unverified)} of {len(exps)} verified)"
+    if unverified:
+        head += f"; {len(unverified)} could not be verified"
+    lines = ["## Expectations", "", head + ".", ""]
+    rows = []
+    for e in exps:
+        check = f"identical {e.name}" if e.kind == "identity" else f"min effect: {e.name}"
+        rows.append([e.model, check, e.status.upper(), e.detail])
+    if rows:
+        lines += [_table(rows, ["Model", "Expectation", "Result", "Detail"], ["left"] * 4), ""]
+    return lines
+
+
+def _failures_section(result: AnalysisResult) -> list[str]:
+    lines = ["## Failures", ""]
+    if not result.failed_units:
+        return [*lines, "None: every unit ran.", ""]
+    rows = [
+        [f.unit, f.build, f.model, f.attempt, f.failure_class, f.failure or "(no message)", f.log or "n/a"]
+        for f in result.failed_units
+    ]
+    headers = ["Unit", "Build", "Model", "Attempt", "Class", "Failure", "Log"]
+    return [*lines, _table(rows, headers, ["left"] * 3 + ["right"] + ["left"] * 3), ""]
+
+
+def _warnings(result: AnalysisResult) -> list[str]:
+    notes = []
+    for d in result.drift:
+        if d.flagged:
+            notes.append(
+                f"Drift: {d.metric} of {d.model} / {d.build} trends over execution order "
+                f"(Spearman ρ = {d.rho:.2f}, p = {_p(d.p_value)}, last third vs first third "
+                f"{d.change_pct:+.1f}%). Interleaving cancels drift between builds; check the host load."
+            )
+    comparison = result.comparison
+    if comparison is not None:
+        for m in comparison.models:
+            fewest = min(m.units_baseline, m.units_candidate)
+            if m.verdict != "not measured" and fewest < 3:
+                notes.append(
+                    f"{m.model}: only {fewest} runner process(es) in a build; process-to-process "
+                    "variation is poorly known: raise run.repetitions."
+                )
+    return notes
+
+
+def _summary_table(summary: pd.DataFrame) -> str:
+    headers = [
+        "Model",
+        "Build",
+        "Metric",
+        "n",
+        "Units",
+        "Median",
+        "95% CI of median",
+        "Mean",
+        "Std",
+        "p5",
+        "p95",
+    ]
+    rows = []
+    for row in summary.itertuples(index=False):
+        ci = "n/a" if pd.isna(row.ci_low) else f"{_num(row.ci_low)} … {_num(row.ci_high)}"
+        uom = f" {row.unit_of_measure}" if row.unit_of_measure else ""
+        rows.append(
+            [
+                row.model,
+                row.build,
+                row.metric,
+                row.n,
+                row.units,
+                _num(row.median) + uom,
+                ci,
+                _num(row.mean),
+                _num(row.std),
+                _num(row.p5),
+                _num(row.p95),
+            ]
+        )
+    return _table(rows, headers, ["left", "left", "left"] + ["right"] * 8)
+
+
+def render_markdown(result: AnalysisResult, title: str | None = None, context: ReportContext | None = None) -> str:
+    """The whole ``report.md`` as text (LF line ends, ends with one newline)."""
+    context = context or ReportContext()
+    comparison = result.comparison
+    lines = [f"# {title or _default_title(result, context)}", ""]
+    line = _context_line(context, comparison)
+    if line:
+        lines += [line, ""]
+    if comparison is not None:
+        lines += [_comparison_table(comparison), "", _method_note(result, comparison), ""]
+        lines += _expectations_section(comparison)
+        differing = [c for m in comparison.models for c in m.identity if c.status == "fail"]
+        if differing:
+            lines += ["### Identity differences", ""]
+            for check in differing:
+                lines.append(f"- **{_cell(check.model)}** `{check.name}`:")
+                for build, values in check.values.items():
+                    lines.append(f"  - {build}: {', '.join(values) or '(none)'}")
+            lines.append("")
+    lines += _failures_section(result)
+    notes = _warnings(result)
+    if notes:
+        lines += ["## Warnings", "", *(f"- {n}" for n in notes), ""]
+    if len(result.summary):
+        lines += ["## Per build", "", _summary_table(result.summary), ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+# --- CSV and JSON -------------------------------------------------------------------------------------------
+
+CSV_COLUMNS = [
+    "model", "metric", "unit", "baseline", "candidate", "baseline_median", "candidate_median", "ratio",
+    "saved_pct", "ci_low", "ci_high", "p_value", "p_units", "n_baseline", "n_candidate", "units_baseline",
+    "units_candidate", "npu_baseline", "npu_candidate", "npu_identical", "outputs_identical", "verdict",
+]  # fmt: skip
+
+
+def _comparison_frame(comparison: Comparison) -> pd.DataFrame:
+    rows: list[dict[str, object]] = []
+    for m in comparison.models:
+        npu_b, npu_c, npu_same = _npu_values(m)
+        rows.append(
+            {
+                "model": m.model,
+                "metric": m.metric,
+                "unit": m.unit,
+                "baseline": comparison.baseline,
+                "candidate": comparison.candidate,
+                "baseline_median": m.baseline_median,
+                "candidate_median": m.candidate_median,
+                "ratio": m.ratio,
+                "saved_pct": m.saved_pct,
+                "ci_low": m.ci_low,
+                "ci_high": m.ci_high,
+                "p_value": m.p_value,
+                "p_units": m.p_units,
+                "n_baseline": m.n_baseline,
+                "n_candidate": m.n_candidate,
+                "units_baseline": m.units_baseline,
+                "units_candidate": m.units_candidate,
+                "npu_baseline": npu_b,
+                "npu_candidate": npu_c,
+                "npu_identical": "" if npu_same is None else str(npu_same).lower(),
+                "outputs_identical": _outputs_status(m),
+                "verdict": m.verdict,
+            }
+        )
+    gm = comparison.geomean
+    if gm is not None:
+        rows.append(
+            {
+                "model": "geometric mean",
+                "metric": comparison.primary,
+                "unit": "",
+                "baseline": comparison.baseline,
+                "candidate": comparison.candidate,
+                "ratio": gm.ratio,
+                "saved_pct": gm.saved_pct,
+                "ci_low": gm.ci_low,
+                "ci_high": gm.ci_high,
+                "verdict": gm.verdict,
+            }
+        )
+    return pd.DataFrame(rows, columns=CSV_COLUMNS)
+
+
+def render_csv(result: AnalysisResult) -> str:
+    """``report.csv``: one row per model plus the geometric mean (the comparison), or the per-build summary
+    when the scenario has no comparison. Floats with 6 significant digits."""
+    comparison = result.comparison
+    frame = _comparison_frame(comparison) if comparison is not None else result.summary
+    buffer = io.StringIO()
+    frame.to_csv(buffer, index=False, lineterminator="\n", float_format="%.6g")
+    return buffer.getvalue()
+
+
+def _jsonable(value: Any) -> Any:
+    """Plain JSON types; NaN and infinities become null; floats rounded to 12 significant digits so noise in
+    the last bits of a platform's float maths does not change the file."""
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float) or hasattr(value, "__float__"):
+        number = float(value)
+        return float(f"{number:.12g}") if math.isfinite(number) else None
+    return str(value)
+
+
+def render_json(result: AnalysisResult, title: str | None = None, context: ReportContext | None = None) -> str:
+    """``report.json``: everything the markdown shows, machine-readable and versioned (``format_version``)."""
+    context = context or ReportContext()
+    comparison = result.comparison
+    data: dict[str, Any] = {
+        "format": "fvp-harness-report",
+        "format_version": REPORT_FORMAT_VERSION,
+        "title": title or _default_title(result, context),
+        "context": dataclasses.asdict(context),
+        "settings": dataclasses.asdict(result.settings),
+        "comparison": dataclasses.asdict(comparison) if comparison is not None else None,
+        "summary": result.summary.to_dict(orient="records"),
+        "failed_units": [dataclasses.asdict(f) for f in result.failed_units],
+        "drift": [dataclasses.asdict(d) for d in result.drift],
+        "expectations_violated": expectations_violated(result),
+    }
+    return json.dumps(_jsonable(data), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+# --- PNG ----------------------------------------------------------------------------------------------------
+
+
+def _error(median: float | None, ci: tuple[float | None, float | None]) -> tuple[float, float]:
+    if median is None or ci[0] is None or ci[1] is None:
+        return 0.0, 0.0
+    return max(0.0, median - ci[0]), max(0.0, ci[1] - median)
+
+
+def render_png(result: AnalysisResult, path: Path, title: str | None = None) -> Path:
+    """Bar chart of the primary metric's median per model, baseline beside candidate, with CI whiskers and the
+    saving above each pair. Without a comparison: medians per build of the first metric in the summary."""
+    figure = Figure(figsize=(8, 4.5), dpi=100)
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    comparison = result.comparison
+    if comparison is not None and comparison.models:
+        names = [m.model for m in comparison.models]
+        series = [
+            (
+                comparison.baseline,
+                [m.baseline_median for m in comparison.models],
+                "#8c8c8c",
+                [_error(m.baseline_median, m.baseline_ci) for m in comparison.models],
+            ),
+            (
+                comparison.candidate,
+                [m.candidate_median for m in comparison.models],
+                "#1f6fb4",
+                [_error(m.candidate_median, m.candidate_ci) for m in comparison.models],
+            ),
+        ]
+        label, per = _label(comparison.primary)
+        ylabel = f"{label} {per}" + (f" ({comparison.unit})" if comparison.unit else "")
+    else:
+        summary = result.summary
+        metric = summary["metric"].iloc[0] if len(summary) else ""
+        rows = summary[summary["metric"] == metric] if len(summary) else summary
+        names = list(dict.fromkeys(rows["model"].tolist())) if len(rows) else []
+        builds = list(dict.fromkeys(rows["build"].tolist())) if len(rows) else []
+        series = []
+        palette = ["#8c8c8c", "#1f6fb4", "#d08c2b", "#3b9b5b"]
+        for index, build in enumerate(builds):
+            medians: list[float | None] = []
+            errors: list[tuple[float, float]] = []
+            for name in names:
+                hit = rows[(rows["model"] == name) & (rows["build"] == build)]
+                if len(hit):
+                    med = float(hit["median"].iloc[0])
+                    ci = (hit["ci_low"].iloc[0], hit["ci_high"].iloc[0])
+                    medians.append(med)
+                    errors.append(_error(med, (None if pd.isna(ci[0]) else ci[0], None if pd.isna(ci[1]) else ci[1])))
+                else:
+                    medians.append(None)
+                    errors.append((0.0, 0.0))
+            series.append((build, medians, palette[index % len(palette)], errors))
+        ylabel = str(metric)
+    width = 0.8 / max(1, len(series))
+    for index, (name, medians, colour, errors) in enumerate(series):
+        xs = [i + (index - (len(series) - 1) / 2) * width for i in range(len(names))]
+        heights = [0.0 if v is None else v for v in medians]
+        yerr = [[e[0] for e in errors], [e[1] for e in errors]]
+        axes.bar(xs, heights, width, label=name, color=colour, yerr=yerr, capsize=3, ecolor="#333333")
+    if comparison is not None:
+        for i, m in enumerate(comparison.models):
+            top = max(v for v in (m.baseline_median, m.candidate_median, 0.0) if v is not None)
+            if m.saved_pct is not None:
+                axes.annotate(
+                    f"saved {m.saved_pct:.0f}%",
+                    (i, top),
+                    textcoords="offset points",
+                    xytext=(0, 8),
+                    ha="center",
+                    fontsize=9,
+                )
+    axes.set_xticks(range(len(names)), names)
+    axes.set_ylabel(ylabel)
+    if title:
+        figure.suptitle(title, fontsize=11)
+    axes.margins(y=0.15)
+    axes.legend(frameon=False, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=max(1, len(series)))
+    axes.spines[["top", "right"]].set_visible(False)
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", metadata={"Software": None})
+    _atomic_write_bytes(path, buffer.getvalue())
+    return path
+
+
+# --- files --------------------------------------------------------------------------------------------------
+
+
+def _atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write beside the target and rename, so a reader never sees half a report."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def render_report(
+    result: AnalysisResult,
+    out_dir: Path,
+    outputs: Sequence[str] = ("markdown", "csv", "json", "png"),
+    title: str | None = None,
+    context: ReportContext | None = None,
+) -> dict[str, Path]:
+    """Write the requested outputs into ``out_dir`` (``report.md/.csv/.json/.png``); return name -> path.
+
+    ``out_dir`` is the folder ``store.ResultStore`` owns (``store.root``); nothing else is written.
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    unknown = [o for o in outputs if o not in OUTPUT_FILES]
+    if unknown:
+        raise ValueError(f"unknown report output(s) {unknown}; choose from {sorted(OUTPUT_FILES)}")
+    context = context or ReportContext()
+    written: dict[str, Path] = {}
+    for name in outputs:
+        path = out_dir / OUTPUT_FILES[name]
+        if name == "markdown":
+            _atomic_write_bytes(path, render_markdown(result, title, context).encode("utf-8"))
+        elif name == "csv":
+            _atomic_write_bytes(path, render_csv(result).encode("utf-8"))
+        elif name == "json":
+            _atomic_write_bytes(path, render_json(result, title, context).encode("utf-8"))
+        else:
+            render_png(result, path, title or _default_title(result, context))
+        written[name] = path
+    return written

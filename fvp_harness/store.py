@@ -1,0 +1,373 @@
+"""The results folder: ``manifest.json``, ``records.jsonl``, ``logs/`` and the report files.
+
+Only this module writes results (``report`` writes its files into paths this module hands out). The layout and
+every field are documented in ``docs/results-format.md``.
+
+Why these choices:
+
+- ``records.jsonl`` is append-only, one JSON object per line, flushed and fsynced per record: a crash or
+  Ctrl-C loses at most the unit being written, never one already measured, and ``--resume`` can trust what is
+  there.
+- A crash can leave a partial last line. Readers skip it with a warning; the next writer cuts it off before
+  appending, so it never glues onto a good record.
+- ``manifest.json`` is replaced atomically (temp file, fsync, rename, fsync of the folder): readers see the
+  old or the new manifest, never half of one.
+- One writer per folder: ``ResultStore.lock()`` takes an exclusive ``flock`` on ``.lock``. The batch engine
+  writes from a single process (workers return records to it), so the lock only stops two *commands* sharing a
+  folder.
+- Results from different key metadata (FVP version, platform, artifact hashes) must not be merged into one
+  table: ``check_compatible`` refuses and says what differs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigurationError
+from .records import RECORD_SCHEMA_VERSION, Record
+
+try:  # POSIX; on other systems the lock degrades to a no-op (documented single-writer rule still holds)
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = [
+    "KEY_METADATA",
+    "MANIFEST_FILE",
+    "MANIFEST_FORMAT_VERSION",
+    "RECORDS_FILE",
+    "ResultStore",
+    "key_metadata",
+    "results_dir_for",
+]
+
+log = logging.getLogger(__name__)
+
+MANIFEST_FORMAT_VERSION = 1
+MANIFEST_FILE = "manifest.json"
+RECORDS_FILE = "records.jsonl"
+LOCK_FILE = ".lock"
+
+KEY_METADATA: tuple[str, ...] = ("platform", "fvp.binary", "fvp.version", "artifacts", "parsers_version")
+"""Manifest fields (dotted paths) that must match for two runs to share a results folder."""
+
+_SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
+
+
+def _check_name(name: str, what: str) -> str:
+    if not _SAFE_NAME.fullmatch(name) or name in (".", ".."):
+        raise ConfigurationError(
+            f"{what} {name!r} cannot be used as a folder or file name under results/ "
+            "(allowed: letters, digits, "
+            "'_', '.', '+', '-', not starting with '.'); rename it or pass -o DIR"
+        )
+    return name
+
+
+def results_dir_for(
+    scenario_path: Path | str, base: Path | str = "results", override: Path | str | None = None
+) -> Path:
+    """The results folder of a scenario: ``<base>/<scenario file stem>``, or ``override`` (``-o DIR``)
+    verbatim.
+
+    A stem that would leave ``base`` (``..``, a hidden name, path separators, a symlink pointing elsewhere) is
+    refused with a ConfigurationError: a scenario file name must never make the harness write outside
+    ``results/``. ``override`` is the user's explicit choice and is not restricted.
+    """
+    if override is not None:
+        return Path(override)
+    stem = _check_name(Path(scenario_path).stem, "scenario file stem")
+    base_path = Path(base)
+    target = base_path / stem
+    resolved_base = base_path.resolve()
+    if not target.resolve().is_relative_to(resolved_base):
+        raise ConfigurationError(
+            f"results folder {target} resolves to {target.resolve()}, outside {resolved_base}; "
+            "remove the link or pass -o DIR"
+        )
+    return target
+
+
+def _get(mapping: Mapping[str, Any], dotted: str) -> Any:
+    value: Any = mapping
+    for part in dotted.split("."):
+        if not isinstance(value, Mapping) or part not in value:
+            return None
+        value = value[part]
+    return value
+
+
+def key_metadata(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``KEY_METADATA`` fields of a manifest, flattened; ``artifacts`` gives one entry per artifact."""
+    flat: dict[str, Any] = {}
+    for path in KEY_METADATA:
+        value = _get(manifest, path)
+        if isinstance(value, Mapping):
+            for name in sorted(value):
+                flat[f"{path}.{name}"] = value[name]
+        else:
+            flat[path] = value
+    return flat
+
+
+def _fsync_dir(path: Path) -> None:
+    """Make a rename durable; not possible (and not needed) on every OS."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # pragma: no cover - e.g. Windows cannot open folders
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)
+
+
+class ResultStore:
+    """One scenario's results folder. Creating the object creates the folder.
+
+    Not thread-safe by design: one process writes (see the module docstring); take ``lock()`` around a run.
+    """
+
+    def __init__(self, root: Path | str, *, create: bool = True) -> None:
+        self.root = Path(root)
+        if create:
+            self.root.mkdir(parents=True, exist_ok=True)
+        self.manifest_path = self.root / MANIFEST_FILE
+        self.records_path = self.root / RECORDS_FILE
+        self.logs_dir = self.root / "logs"
+        self.read_warnings: list[str] = []
+        """Problems the last ``records()`` call skipped over (a partial trailing line)."""
+        self._tail_checked = False
+
+    def __repr__(self) -> str:
+        return f"ResultStore({str(self.root)!r})"
+
+    # --- locking --------------------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold an exclusive lock on the folder: a second writer fails at once instead of mixing records."""
+        if fcntl is None:  # pragma: no cover
+            yield
+            return
+        with open(self.root / LOCK_FILE, "a+") as handle:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError as exc:
+                raise ConfigurationError(
+                    f"another fvp-harness process is writing to {self.root}; wait for it or pass -o DIR"
+                ) from exc
+            try:
+                yield
+            finally:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+    # --- manifest -------------------------------------------------------------------------------------------
+
+    def write_manifest(self, manifest: Mapping[str, Any]) -> Path:
+        """Atomically replace ``manifest.json``; ``format_version`` is set here. Keys are sorted so equal
+        manifests give equal bytes."""
+        data = dict(manifest)
+        data["format_version"] = MANIFEST_FORMAT_VERSION
+        text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False, default=str) + "\n"
+        self._atomic_write(self.manifest_path, text)
+        return self.manifest_path
+
+    def read_manifest(self) -> dict[str, Any] | None:
+        """The stored manifest, or None when the folder has none yet. Refuses a newer format."""
+        try:
+            text = self.manifest_path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigurationError(
+                f"{self.manifest_path} is not valid JSON ({exc}); delete the folder or pass -o DIR"
+            ) from exc
+        version = data.get("format_version", 1) if isinstance(data, dict) else None
+        if not isinstance(version, int) or version > MANIFEST_FORMAT_VERSION:
+            raise ConfigurationError(
+                f"{self.manifest_path} has format_version {version!r}; this fvp-harness reads up to "
+                f"{MANIFEST_FORMAT_VERSION}: upgrade fvp-harness or use another results folder (-o DIR)"
+            )
+        return data
+
+    def check_compatible(self, manifest: Mapping[str, Any]) -> None:
+        """Refuse to add this run's results to a folder whose stored run had different key metadata.
+
+        Compares ``KEY_METADATA`` (platform, FVP binary and version, every artifact hash, parsers version).
+        Passes when the folder has no manifest yet. The error lists each difference as ``field: stored -> this
+        run``.
+        """
+        stored = self.read_manifest()
+        if stored is None:
+            return
+        old, new = key_metadata(stored), key_metadata(manifest)
+        diffs = [
+            f"  {name}: {old.get(name)!r} (stored) -> {new.get(name)!r} (this run)"
+            for name in sorted(set(old) | set(new))
+            if old.get(name) != new.get(name)
+        ]
+        if diffs:
+            raise ConfigurationError(
+                f"results in {self.root} come from a different setup and cannot be merged with this run:\n"
+                + "\n".join(diffs)
+                + f"\nwrite elsewhere with -o DIR, or delete {self.root} to start over"
+            )
+
+    # --- records --------------------------------------------------------------------------------------------
+
+    def append(self, record: Record) -> None:
+        """Append one record as one JSON line, flushed and fsynced before returning.
+
+        Before the first append of this object, a partial last line left by a crash is cut off (it was never a
+        complete record), so the new line cannot be glued to it.
+        """
+        if not self._tail_checked:
+            self._truncate_partial_tail()
+            self._tail_checked = True
+        line = json.dumps(record.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":")) + "\n"
+        with open(self.records_path, "a", encoding="utf-8", newline="\n") as handle:
+            handle.write(line)
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def records(self) -> list[Record]:
+        """Every stored record in file (= execution) order.
+
+        A trailing line without its newline (a crash mid-write) is skipped and noted in ``read_warnings`` and
+        the log. A corrupt line elsewhere, or a record of a newer schema, raises ConfigurationError naming the
+        line.
+        """
+        self.read_warnings = []
+        try:
+            data = self.records_path.read_bytes()
+        except FileNotFoundError:
+            return []
+        text = data.decode("utf-8", errors="replace")
+        lines = text.split("\n")
+        partial = lines.pop()  # "" when the file ends with a newline
+        if partial.strip():
+            message = (
+                f"{self.records_path}: ignoring an incomplete last line ({len(partial)} characters, "
+                "probably a crash while writing); that unit will run again with --resume"
+            )
+            self.read_warnings.append(message)
+            log.warning("%s", message)
+        out: list[Record] = []
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            out.append(self._parse_line(line, number))
+        return out
+
+    def _parse_line(self, line: str, number: int) -> Record:
+        where = f"{self.records_path}:{number}"
+        try:
+            raw = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ConfigurationError(f"{where}: not a JSON record ({exc}); remove the line or the folder") from exc
+        if not isinstance(raw, dict):
+            raise ConfigurationError(f"{where}: a record must be a JSON object; remove the line or the folder")
+        version = raw.get("schema_version", 1)
+        if not isinstance(version, int) or version > RECORD_SCHEMA_VERSION:
+            raise ConfigurationError(
+                f"{where}: record schema_version {version!r} is newer than this fvp-harness reads "
+                f"({RECORD_SCHEMA_VERSION}); upgrade fvp-harness or use another results folder (-o DIR)"
+            )
+        try:
+            return Record.model_validate(raw)
+        except ValueError as exc:  # pydantic.ValidationError is a ValueError
+            raise ConfigurationError(f"{where}: invalid record: {exc}") from exc
+
+    def done_keys(self) -> set[str]:
+        """Content keys of units already measured successfully: what ``--resume`` skips."""
+        return {record.key for record in self.records() if record.status == "ok"}
+
+    def reset(self) -> None:
+        """Remove stored records, manifest, logs and report files: a fresh start in the same folder (the CLI
+        asks
+        for it explicitly; nothing here deletes data implicitly)."""
+        for path in (self.records_path, self.manifest_path):
+            path.unlink(missing_ok=True)
+        for path in self.root.glob("report.*"):
+            path.unlink()
+        if self.logs_dir.exists():
+            shutil.rmtree(self.logs_dir)
+        self._tail_checked = False
+
+    # --- paths ----------------------------------------------------------------------------------------------
+
+    def log_path(self, session: str, name: str) -> Path:
+        """``logs/<session>/<name>``, folder created; both parts must be plain names (no ``/``, no ``..``)."""
+        folder = self.logs_dir / _check_name(session, "session name")
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder / _check_name(name, "log file name")
+
+    def report_path(self, name: str) -> Path:
+        """Path of a report file in the folder, e.g. ``report_path("report.md")``."""
+        return self.root / _check_name(name, "report file name")
+
+    def relative(self, path: Path) -> str:
+        """A path inside the folder as stored in records (``Record.log``): relative, with forward slashes."""
+        return Path(path).relative_to(self.root).as_posix()
+
+    # --- helpers --------------------------------------------------------------------------------------------
+
+    def _atomic_write(self, path: Path, text: str) -> None:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=self.root)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        _fsync_dir(self.root)
+
+    def _truncate_partial_tail(self) -> None:
+        try:
+            with open(self.records_path, "rb+") as handle:
+                size = handle.seek(0, os.SEEK_END)
+                if size == 0:
+                    return
+                handle.seek(size - 1)
+                if handle.read(1) == b"\n":
+                    return
+                # find the last newline; everything after it is a partial record
+                block = 1 << 16
+                end = size
+                keep = 0
+                while end > 0:
+                    start = max(0, end - block)
+                    handle.seek(start)
+                    chunk = handle.read(end - start)
+                    pos = chunk.rfind(b"\n")
+                    if pos >= 0:
+                        keep = start + pos + 1
+                        break
+                    end = start
+                log.warning(
+                    "%s: cutting an incomplete last line (%d bytes) before appending",
+                    self.records_path,
+                    size - keep,
+                )
+                handle.truncate(keep)
+                handle.flush()
+                os.fsync(handle.fileno())
+        except FileNotFoundError:
+            return

@@ -1,0 +1,256 @@
+"""Report rendering: the published table's shape, the added columns, sections, and byte-identical output."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fvp_harness.analysis import AnalysisResult, Settings, analyse
+from fvp_harness.records import Record
+from fvp_harness.report import (
+    REPORT_FORMAT_VERSION,
+    ReportContext,
+    expectations_violated,
+    render_markdown,
+    render_report,
+)
+from fvp_harness.scenario import Compare
+from fvp_harness.store import ResultStore
+
+SAVINGS = {"ResNet8": (2.60, 0.93), "DS-CNN": (1.99, 0.93), "MobileNetV1 | 0.25": (4.35, 1.01)}
+MANIFEST = {
+    "scenario": {"name": "driver_reuse", "file": "scenarios/driver_reuse.yaml"},
+    "platform": "corstone1000-a320",
+    "fvp": {"binary": "FVP_Corstone-1000-A320", "version": "11.27.19"},
+    "builds": {
+        "before": {"id": "ethosu-driver per-inference", "sha256": "1" * 64},
+        "after": {"id": "ethosu-driver reuse", "sha256": "2" * 64},
+    },
+    "started": "2026-03-01T10:00:00Z",
+    "finished": "2026-03-01T10:42:00Z",
+}
+
+
+def build_records(npu_after: float = 85092.0, fail: bool = False, seed: int = 0, reps: int = 3) -> list[Record]:
+    rng = np.random.default_rng(seed)
+    records = []
+    second = 0
+    for rep in range(1, reps + 1):
+        for model, (before, after) in SAVINGS.items():
+            for build, centre in (("before", before), ("after", after)):
+                second += 1
+                values = (centre * (1 + 0.01 * rng.standard_normal(10))).tolist()
+                npu = 85092.0 if build == "before" else npu_after
+                records.append(
+                    Record(
+                        scenario="driver_reuse",
+                        key=f"{rep}{build}{model}",
+                        unit=f"r{rep}-{build}-{model}",
+                        session="s0",
+                        build=build,
+                        model=model,
+                        repetition=rep,
+                        status="ok",
+                        samples={"cpu_time": values, "npu_cycles": [npu] * 10},
+                        units={"cpu_time": "ms", "npu_cycles": "cycles"},
+                        outputs={"out-0.bin": "ab" * 32},
+                        started=f"2026-03-01T10:{second:02d}:00Z",
+                    )
+                )
+    if fail:
+        records.append(
+            Record(
+                scenario="driver_reuse",
+                key="crash",
+                unit="r4-after-ResNet8",
+                session="s0",
+                build="after",
+                model="ResNet8",
+                repetition=4,
+                status="failed",
+                failure_class="test",
+                failure="runner exited with status 139 (segfault)",
+                log="logs/s0/r4-after-ResNet8.log",
+                started="2026-03-01T10:59:00Z",
+            )
+        )
+    return records
+
+
+def result_for(records: list[Record]) -> AnalysisResult:
+    return analyse(records, Compare(), ["npu_cycles"], Settings(resamples=500))
+
+
+CONTEXT = ReportContext.from_manifest(MANIFEST)
+
+
+def table_lines(markdown: str, header_start: str) -> list[str]:
+    lines = markdown.split("\n")
+    start = next(i for i, line in enumerate(lines) if line.startswith(header_start))
+    end = next(i for i in range(start, len(lines)) if not lines[i].startswith("|"))
+    return lines[start:end]
+
+
+def cells(line: str) -> list[str]:
+    return [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
+
+
+# --- markdown -----------------------------------------------------------------------------------------------
+
+
+def test_markdown_table_is_headed_like_the_published_one() -> None:
+    markdown = render_markdown(result_for(build_records()), context=CONTEXT)
+    table = table_lines(markdown, "| Model")
+    header = cells(table[0])
+    assert header[:3] == ["Model", "CPU time per inference, before -> after", "Saved"]
+    assert header[3:] == ["95% CI of saved", "p", "n", "NPU cycles", "Outputs identical", "Verdict"]
+    widths = {len(cells(line)) for line in table}
+    assert widths == {9}  # every row has every column: the escaped | in a model name did not split it
+    rows = {cells(line)[0]: cells(line) for line in table[2:]}
+    resnet = rows["ResNet8"]
+    assert re.fullmatch(r"2\.\d\d -> 0\.9\d ms", resnet[1])
+    assert re.fullmatch(r"6\d\.\d%", resnet[2])
+    assert re.fullmatch(r"\d+\.\d … \d+\.\d%", resnet[3])
+    assert resnet[4] == "<0.001" and resnet[5] == "30/30"
+    assert resnet[6] == "= 85,092" and resnet[7] == "✓ yes" and resnet[8] == "faster"
+    assert "MobileNetV1 \\| 0.25" in rows
+    geo = rows["**Geometric mean** (3 models)"]
+    assert geo[1].startswith("ratio 0.") and geo[8] == "faster"
+
+
+def test_markdown_context_line_and_sections() -> None:
+    markdown = render_markdown(result_for(build_records(fail=True)), context=CONTEXT)
+    assert markdown.startswith("# driver_reuse: after vs before\n")
+    line = markdown.split("\n")[2]
+    assert "Platform: **corstone1000-a320**" in line and "FVP: **FVP_Corstone-1000-A320 11.27.19**" in line
+    assert "**before** (id `ethosu-driver per-inference`, runner sha256 `111111111111`)" in line
+    assert "date: 2026-03-01" in line
+    assert "## Expectations" in markdown and "**PASS**: no expectation violated" in markdown
+    failures = table_lines(markdown, "| Unit")
+    assert cells(failures[2]) == [
+        "r4-after-ResNet8",
+        "after",
+        "ResNet8",
+        "1",
+        "test",
+        "runner exited with status 139 (segfault)",
+        "logs/s0/r4-after-ResNet8.log",
+    ]
+    assert "## Per build" in markdown
+    assert markdown.endswith("\n") and not markdown.endswith("\n\n")
+
+
+def test_identity_failure_is_a_visible_fail() -> None:
+    result = result_for(build_records(npu_after=85100.0))
+    markdown = render_markdown(result, context=CONTEXT)
+    assert "**FAIL**: 3 of 9 expectations violated" in markdown
+    rows = {cells(line)[0]: cells(line) for line in table_lines(markdown, "| Model")[2:]}
+    assert rows["ResNet8"][6] == "85,092 -> 85,100"
+    assert "### Identity differences" in markdown
+    assert "  - before: 85092 x30" in markdown and "  - after: 85100 x30" in markdown
+    assert expectations_violated(result)
+
+
+def test_title_and_no_context() -> None:
+    markdown = render_markdown(result_for(build_records()), title="Driver reuse | A320")
+    assert markdown.startswith("# Driver reuse | A320\n\nbuilds: **before**, **after**\n\n| Model")
+
+
+def test_few_processes_warning() -> None:
+    markdown = render_markdown(result_for(build_records(reps=2)), context=CONTEXT)
+    assert "## Warnings" in markdown and "only 2 runner process(es)" in markdown
+
+
+# --- CSV / JSON / PNG ---------------------------------------------------------------------------------------
+
+
+def test_csv_and_json_carry_the_same_numbers(tmp_path: Path) -> None:
+    result = result_for(build_records())
+    paths = render_report(result, tmp_path, context=CONTEXT)
+    assert set(paths) == {"markdown", "csv", "json", "png"}
+    frame = pd.read_csv(paths["csv"])
+    assert frame["model"].tolist() == [*SAVINGS, "geometric mean"]
+    data = json.loads(paths["json"].read_text())
+    assert data["format"] == "fvp-harness-report" and data["format_version"] == REPORT_FORMAT_VERSION
+    assert data["expectations_violated"] is False
+    assert data["context"]["platform"] == "corstone1000-a320"
+    models = data["comparison"]["models"]
+    for (_, row), model in zip(frame.iloc[:-1].iterrows(), models, strict=True):
+        assert row["saved_pct"] == pytest.approx(model["saved_pct"], rel=1e-5)
+        assert row["verdict"] == model["verdict"]
+    assert "NaN" not in paths["json"].read_text()
+
+
+def test_png_is_written_without_timestamps(tmp_path: Path) -> None:
+    paths = render_report(result_for(build_records()), tmp_path, outputs=["png"], context=CONTEXT)
+    data = paths["png"].read_bytes()
+    assert data.startswith(b"\x89PNG\r\n\x1a\n")
+    assert b"Software" not in data and b"Creation" not in data
+
+
+def test_only_requested_outputs_and_unknown_ones_refused(tmp_path: Path) -> None:
+    paths = render_report(result_for(build_records()), tmp_path, outputs=["markdown"])
+    assert list(paths) == ["markdown"] and sorted(p.name for p in tmp_path.iterdir()) == ["report.md"]
+    with pytest.raises(ValueError, match="unknown report output"):
+        render_report(result_for(build_records()), tmp_path, outputs=["pdf"])
+
+
+def test_report_without_comparison(tmp_path: Path) -> None:
+    result = analyse(build_records(), None, (), Settings(resamples=200))
+    paths = render_report(result, tmp_path, title="smoke")
+    markdown = paths["markdown"].read_text()
+    assert "## Per build" in markdown and "| Model | CPU time" not in markdown
+    assert pd.read_csv(paths["csv"])["metric"].tolist()[:2] == ["cpu_time", "npu_cycles"]
+    assert paths["png"].stat().st_size > 1000
+
+
+# --- determinism --------------------------------------------------------------------------------------------
+
+
+def test_regeneration_from_stored_records_is_byte_identical(tmp_path: Path) -> None:
+    """What ``fvp-harness report DIR`` relies on: store -> records -> analysis -> files, twice, same bytes."""
+    store = ResultStore(tmp_path / "results" / "driver_reuse")
+    store.write_manifest(MANIFEST)
+    for record in build_records(fail=True):
+        store.append(record)
+
+    def regenerate(out: Path) -> dict[str, bytes]:
+        manifest = store.read_manifest()
+        result = result_for(store.records())
+        paths = render_report(result, out, context=ReportContext.from_manifest(manifest))
+        return {name: path.read_bytes() for name, path in paths.items()}
+
+    first = regenerate(tmp_path / "one")
+    second = regenerate(tmp_path / "two")
+    assert first.keys() == second.keys()
+    for name in first:
+        assert first[name] == second[name], name
+
+
+def test_output_does_not_depend_on_the_order_of_lines_in_records_jsonl() -> None:
+    """Parallel sessions append in completion order; the report follows execution (start) order instead."""
+    records = build_records(fail=True)
+    shuffled = records[:]
+    random.Random(7).shuffle(shuffled)
+    assert render_markdown(result_for(records), context=CONTEXT) == render_markdown(
+        result_for(shuffled), context=CONTEXT
+    )
+
+
+def test_public_names_exist() -> None:
+    """``__all__`` of the four modules names only things that exist (the API execute and the CLI use)."""
+    import fvp_harness.analysis as analysis
+    import fvp_harness.report as report
+    import fvp_harness.scrape as scrape
+    import fvp_harness.store as store
+
+    for module in (analysis, report, scrape, store):
+        missing = [name for name in module.__all__ if not hasattr(module, name)]
+        assert not missing, (module.__name__, missing)
+        assert list(module.__all__) == sorted(module.__all__, key=lambda n: (not n.isupper(), n))
