@@ -1,0 +1,84 @@
+"""The target layer's own costs on the embedded simulator: deploy throughput, command latency, boot overhead.
+
+Why: a benchmark session spends its time in boot, deploy and many short guest commands; these numbers say how much
+of that is the harness. Run ``python benchmarks/bench_target.py [--mib 4] [--commands 100] [--boots 3]``. Prints:
+
+- console and ssh deploy throughput (MB/s) for a random file of ``--mib`` MiB (sha256 checked in the guest);
+- framed command round-trip latency (``:``), median and 95th percentile;
+- launch-to-prompt time minus the simulator's configured ``boot_seconds``: the harness's own boot overhead
+  (process start, port banner, terminal connects, prompt matching), median of ``--boots`` boots.
+
+Nothing is asserted: this measures, it does not test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from fvp_harness.deploy import Deployer
+from fvp_harness.scenario import Scenario
+from fvp_harness.target.session import open_target
+
+BOOT_SECONDS = 1.0
+
+
+def _scenario() -> Scenario:
+    return Scenario.model_validate({
+        "name": "bench-target",
+        "builds": {"before": {"runner": "/bin/true"}},
+        "models": {"m": {"file": "/bin/true"}},
+        "fvp": {"binary": "sim", "sim": {"boot_seconds": BOOT_SECONDS},
+                "timeouts": {"boot": 60, "login": 30, "command": 30, "deploy": 600}},
+    })
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mib", type=float, default=4.0)
+    parser.add_argument("--commands", type=int, default=100)
+    parser.add_argument("--boots", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-target-") as folder:
+        work = Path(folder)
+        blob = work / "artifact.bin"
+        blob.write_bytes(os.urandom(int(args.mib * (1 << 20))))
+        overheads = []
+        for boot in range(args.boots):
+            began = time.monotonic()
+            with open_target(_scenario(), log_dir=work / f"logs{boot}") as target:
+                ready = time.monotonic() - began
+                prompt = float(target.metadata["boot_seconds"])  # launch -> login prompt
+                overheads.append(prompt - BOOT_SECONDS)
+                print(f"boot {boot}: launch->prompt {prompt:.3f} s, ready (logged in, shell prepared) {ready:.3f} s")
+                if boot:
+                    continue
+                latencies = []
+                for _ in range(args.commands):
+                    start = time.perf_counter()
+                    target.run(":")
+                    latencies.append(time.perf_counter() - start)
+                results = {}
+                for method in ("console", "ssh"):
+                    deployed = Deployer(target, method=method).deploy(blob, name=f"{method}.bin")
+                    results[method] = deployed
+        size_mb = blob.stat().st_size / 1e6
+        print(f"\ndeploy of {args.mib:g} MiB ({size_mb:.2f} MB), sha256 checked in the guest:")
+        for method, deployed in results.items():
+            rate = size_mb / deployed.seconds
+            print(f"  {method:8} {deployed.seconds:7.2f} s  {rate:7.2f} MB/s  ({deployed.method})")
+        latencies.sort()
+        p95 = latencies[int(0.95 * (len(latencies) - 1))]
+        print(f"\ncommand round trip ({args.commands} x ':'): median {statistics.median(latencies) * 1e3:.2f} ms, "
+              f"p95 {p95 * 1e3:.2f} ms")
+        print(f"launch-to-prompt minus configured boot ({BOOT_SECONDS} s): median "
+              f"{statistics.median(overheads):.3f} s over {len(overheads)} boot(s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

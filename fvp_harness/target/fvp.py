@@ -1,0 +1,556 @@
+"""The model process: argv, launch in its own process group, port banner, early-exit diagnosis, stepwise stop.
+
+The same code drives the embedded simulator and a real ``FVP_Corstone-1000-A320``: only the program at the front of
+argv differs (``[python, -m, fvp_harness.sim]`` for ``binary: sim``). What users of meta-arm, LAVA and Shrinkwrap
+were bitten by, and what this module does instead:
+
+- options as a dict cannot repeat (``--data`` twice): argv is built as a list; scenario ``args`` are appended as-is;
+- a fixed forwarded port 2222 collides when two models run: each instance gets a free host port for the SSH forward;
+- an anchored banner regex broke when newer models prefixed the terminal name: the profile regex is *searched*;
+- signalling only the model's PID leaves its children: the model runs in its own session/process group (pexpect
+  forks through a pty, whose child calls ``setsid``), and the stop escalates SIGINT -> SIGTERM -> SIGKILL to the
+  whole group, always from ``finally``, plus ``atexit`` and SIGTERM/SIGHUP handlers for the harness's own death.
+
+The model's stdout (a pty) is drained by a thread for the whole life of the process: a full pty would stall it, and
+the lines are wanted for the port banner, the early-exit message and the ``--stat`` block.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import datetime
+import logging
+import os
+import re
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pexpect
+
+from fvp_harness.errors import ConfigurationError, FvpStartError, PortError
+from fvp_harness.profiles import Profile
+from fvp_harness.target.deadline import Deadline
+from fvp_harness.target.text import TextCleaner
+
+__all__ = [
+    "OWNER_ENV",
+    "SIM_BINARY",
+    "FvpProcess",
+    "LaunchSpec",
+    "build_launch",
+    "find_free_port",
+    "format_param",
+    "parse_stat_block",
+    "port_is_free",
+    "query_model",
+    "resolve_binary",
+    "sim_environment",
+    "stop_all",
+]
+
+log = logging.getLogger(__name__)
+
+SIM_BINARY = "sim"
+SIM_ENV_PREFIX = "FVP_SIM_"
+OWNER_ENV = "FVP_HARNESS_OWNER_PID"
+_STAT_HEADER = re.compile(r"^-{3} .*statistics:")
+_STAT_LINE = re.compile(r"^(\S[^:]*?)\s*:\s*(.*?)\s*$")
+
+
+# -- argv ------------------------------------------------------------------------------------------------------
+
+
+def format_param(value: object) -> str:
+    """A -C value as text: booleans as ``true``/``false`` (what FVPs accept), everything else ``str()``."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def find_free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nobody listens on right now (the kernel picks it), for this instance's SSH forward.
+
+    There is a window between closing the probe and the model binding the port; the kernel hands out ephemeral ports
+    round-robin, so two instances launched together still get different ones.
+    """
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        return int(probe.getsockname()[1])
+
+
+def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
+    """True if ``port`` can be bound on ``host`` right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def query_model(program: Sequence[str], option: str, env: Mapping[str, str], timeout: float
+                ) -> tuple[int | None, str]:
+    """Run ``program option`` (``--version``, ``--list-params``) to completion: (exit status or None, output)."""
+    try:
+        done = subprocess.run([*program, option], capture_output=True, text=True, errors="replace",
+                              timeout=timeout, env=dict(env), stdin=subprocess.DEVNULL, check=False)
+    except subprocess.TimeoutExpired:
+        return None, f"no answer within {timeout:.0f} s"
+    except OSError as exc:
+        return None, str(exc)
+    return done.returncode, done.stdout + done.stderr
+
+
+def resolve_binary(binary: str, profile: Profile) -> list[str]:
+    """The program part of argv.
+
+    ``sim`` -> this Python running ``-m fvp_harness.sim``; a path (contains a slash) -> that file; a bare name -> looked
+    up on PATH; an empty or ``auto`` value -> the profile's executables tried in order on PATH.
+    Raises ConfigurationError naming what was tried and how to fix it.
+    """
+    if binary == SIM_BINARY:
+        return [sys.executable, "-m", "fvp_harness.sim"]
+    candidates = list(profile.executables) if binary in ("", "auto") else [binary]
+    for name in candidates:
+        if os.sep in name or "/" in name:
+            path = Path(name).expanduser()
+            if path.is_file() and os.access(path, os.X_OK):
+                return [str(path.resolve())]
+            continue
+        found = shutil.which(name)
+        if found:
+            return [found]
+    tried = ", ".join(candidates)
+    raise ConfigurationError(
+        f"FVP binary not found (tried {tried}); install the model from Arm and put it on PATH, pass --fvp PATH, "
+        f"or use --fvp sim for the embedded simulator"
+    )
+
+
+def sim_environment(sim_knobs: Mapping[str, object], base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for a launch: ``base`` (default: ours) without stale ``FVP_SIM_*`` plus the scenario's knobs.
+
+    Stale knobs are removed so a variable left in the user's shell cannot silently inject a fault.
+    """
+    env = {k: v for k, v in (os.environ if base is None else base).items() if not k.startswith(SIM_ENV_PREFIX)}
+    for name, value in sim_knobs.items():
+        env[SIM_ENV_PREFIX + str(name).upper()] = format_param(value)
+    return env
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """Everything needed to start one instance; recorded into the session metadata."""
+
+    argv: list[str]
+    env: dict[str, str]
+    params: dict[str, str]
+    ssh_port: int | None
+    simulated: bool
+    cwd: str | None = None
+
+
+def _forward_value(existing: str, host_port: int, guest_port: int) -> str:
+    """``userNetPorts`` with the mapping to ``guest_port`` replaced by ``host_port=guest_port`` (others kept)."""
+    kept = [item for item in existing.split(",") if item.strip() and item.split("=")[-1].strip() != str(guest_port)]
+    return ",".join([*kept, f"{host_port}={guest_port}"])
+
+
+def build_launch(
+    profile: Profile,
+    fvp: object,
+    *,
+    ssh_port: int | None = None,
+    binary: str | None = None,
+    base_dir: Path | None = None,
+    extra_params: Mapping[str, object] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> LaunchSpec:
+    """argv + environment for ``profile`` and a scenario's ``fvp`` section (a ``scenario.FvpConfig``).
+
+    Order: program, profile -C params overridden by scenario params (one -C each, sorted as given), firmware inputs
+    (``-C`` or ``--data``), profile args, scenario args (a list: options can repeat), then ``--stat`` unless already
+    present. ``ssh_port`` (None: pick a free one) replaces the host side of the forward to the guest's sshd.
+    Firmware paths and relative scenario paths are resolved against ``base_dir`` (the scenario's folder).
+    """
+    chosen = binary or getattr(fvp, "binary", SIM_BINARY) or SIM_BINARY
+    program = resolve_binary(chosen, profile)
+    simulated = chosen == SIM_BINARY
+    params: dict[str, str] = {name: format_param(value) for name, value in profile.params.items()}
+    for name, value in dict(getattr(fvp, "params", {}) or {}).items():
+        params[name] = format_param(value)
+    for name, value in dict(extra_params or {}).items():
+        params[name] = format_param(value)
+    forward = profile.ssh_forward_param
+    if forward:
+        if ssh_port is None:
+            ssh_port = find_free_port()
+        params[forward] = _forward_value(params.get(forward, ""), ssh_port, profile.ssh_guest_port)
+    else:
+        ssh_port = None
+    firmware: dict[str, str] = {}
+    for name, path in dict(getattr(fvp, "firmware", {}) or {}).items():
+        resolved = Path(path).expanduser()
+        if not resolved.is_absolute() and base_dir is not None:
+            resolved = base_dir / resolved
+        firmware[name] = str(resolved)
+    unknown = sorted(set(firmware) - set(profile.firmware))
+    if unknown:
+        raise ConfigurationError(
+            f"fvp.firmware names {', '.join(unknown)}, which profile {profile.name} does not know "
+            f"(known: {', '.join(profile.firmware) or 'none'})"
+        )
+    argv = list(program)
+    for name, value in params.items():
+        argv += ["-C", f"{name}={value}"]
+    argv += profile.firmware_args(firmware)
+    argv += list(profile.args)
+    argv += [str(arg) for arg in getattr(fvp, "args", []) or []]
+    if "--stat" not in argv:
+        argv.append("--stat")
+    env = sim_environment(dict(getattr(fvp, "sim", {}) or {}) if simulated else {}, environ)
+    env[OWNER_ENV] = str(os.getpid())  # who started this model: lets a leak check find exactly our processes
+    return LaunchSpec(argv=argv, env=env, params=params, ssh_port=ssh_port, simulated=simulated)
+
+
+def parse_stat_block(lines: Sequence[str]) -> dict[str, str]:
+    """The ``--stat`` block printed at exit (``label : value`` lines between dashed rules) as a dict."""
+    stats: dict[str, str] = {}
+    inside = False
+    for line in lines:
+        text = line.strip()
+        if _STAT_HEADER.match(text):
+            inside = True
+            stats = {}
+            continue
+        if not inside:
+            continue
+        if text.startswith("---") and set(text) == {"-"}:
+            inside = False
+            continue
+        match = _STAT_LINE.match(text)
+        if match:
+            stats[match.group(1).strip()] = match.group(2)
+    return stats
+
+
+# -- the process ---------------------------------------------------------------------------------------------
+
+
+_LIVE: set[FvpProcess] = set()
+_LIVE_LOCK = threading.Lock()
+_HANDLERS_INSTALLED = False
+
+
+def stop_all(grace: float = 2.0) -> None:
+    """Stop every model this harness process started and has not stopped (atexit / fatal signal path).
+
+    SIGTERM to each group first, so models can remove their temp files, then SIGKILL whatever is left after
+    ``grace`` seconds in total.
+    """
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for proc in live:
+        proc._signal_group(signal.SIGTERM)
+    end = time.monotonic() + grace
+    for proc in live:
+        proc._wait_exit(max(0.0, end - time.monotonic()))
+        proc.kill_group()
+
+
+def _on_fatal_signal(signum: int, frame: object) -> None:
+    stop_all()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def _install_handlers() -> None:
+    """Once: atexit, and SIGTERM/SIGHUP handlers that kill our models first (only where nobody else set one).
+
+    SIGINT needs nothing: Python raises KeyboardInterrupt and the ``finally`` around every session stops the model,
+    which, living in its own session, never sees the terminal's Ctrl-C itself.
+    """
+    global _HANDLERS_INSTALLED
+    if _HANDLERS_INSTALLED:
+        return
+    _HANDLERS_INSTALLED = True
+    atexit.register(stop_all)
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            if signal.getsignal(signum) in (signal.SIG_DFL, None):
+                signal.signal(signum, _on_fatal_signal)
+        except (ValueError, OSError):
+            pass
+
+
+@dataclass
+class ExitInfo:
+    """How the process ended."""
+
+    status: int | None = None
+    signal: int | None = None
+
+    def describe(self) -> str:
+        if self.signal is not None:
+            return f"killed by signal {self.signal} ({signal.Signals(self.signal).name})"
+        return f"exit status {self.status}"
+
+
+@dataclass
+class _Banner:
+    pattern: re.Pattern[str]
+    ports: dict[str, int] = field(default_factory=dict)
+
+
+class FvpProcess:
+    """One running model: launched, its stdout drained into ``<log_dir>/fvp.log``, stopped in steps."""
+
+    def __init__(self, spec: LaunchSpec, profile: Profile, *, log_path: Path, tail_size: int = 200) -> None:
+        self.spec = spec
+        self.profile = profile
+        self.log_path = Path(log_path)
+        self._banner = _Banner(pattern=re.compile(profile.port_banner))
+        self._lines: deque[str] = deque(maxlen=tail_size)
+        self._all_stat_lines: list[str] = []
+        self._cond = threading.Condition()
+        self._wait_lock = threading.RLock()
+        self._child: pexpect.spawn | None = None
+        self._thread: threading.Thread | None = None
+        self._eof = False
+        self._log_file = None
+        self.exit: ExitInfo | None = None
+        self.started_at: float | None = None
+        self.stopped = False
+
+    # -- start ---------------------------------------------------------------------------------------------
+
+    @property
+    def pid(self) -> int | None:
+        return self._child.pid if self._child is not None else None
+
+    def start(self) -> None:
+        """Spawn the model (own session and process group, via the pty fork) and start draining its stdout."""
+        _install_handlers()
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log_file = self.log_path.open("a", encoding="utf-8", errors="replace")
+        self._log("#", "argv: " + " ".join(self.spec.argv))
+        program, *args = self.spec.argv
+        try:
+            child = pexpect.spawn(program, args, env=self.spec.env, cwd=self.spec.cwd, echo=False,
+                                  encoding=None, timeout=None, dimensions=(50, 250))
+        except pexpect.ExceptionPexpect as exc:
+            self._close_log()
+            raise FvpStartError(f"could not start the model {program}: {exc}", log_path=self.log_path,
+                                stage="launch") from exc
+        child.delaybeforesend = None
+        self._child = child
+        self.started_at = time.monotonic()
+        with _LIVE_LOCK:
+            _LIVE.add(self)
+        self._thread = threading.Thread(target=self._drain, name=f"fvp-stdout-{child.pid}", daemon=True)
+        self._thread.start()
+        log.info("started model pid %s: %s", child.pid, " ".join(self.spec.argv))
+
+    def _drain(self) -> None:
+        """Read the pty directly (not through pexpect's read, which may call waitpid concurrently with ``alive``)."""
+        child = self._child
+        assert child is not None
+        fd = child.child_fd
+        cleaner = TextCleaner()
+        pending = ""
+        while True:
+            try:
+                readable, _, _ = select.select([fd], [], [], 0.2)
+                if not readable:
+                    continue
+                data = os.read(fd, 65536)
+            except (OSError, ValueError):  # EIO: the pty's other side is gone (Linux EOF); EBADF: closed
+                break
+            if not data:
+                break
+            text = pending + cleaner.feed(data)
+            *lines, pending = text.split("\n")
+            for line in lines:
+                self._on_line(line)
+        tail = pending + cleaner.flush()
+        if tail:
+            self._on_line(tail)
+        with self._cond:
+            self._eof = True
+            self._cond.notify_all()
+
+    def _on_line(self, line: str) -> None:
+        self._log("<", line)
+        with self._cond:
+            self._lines.append(line)
+            if _STAT_HEADER.match(line.strip()) or self._all_stat_lines:
+                self._all_stat_lines.append(line)
+            match = self._banner.pattern.search(line)
+            if match:
+                name, port = match.group(1), int(match.group(2))
+                self._banner.ports[name] = port
+            self._cond.notify_all()
+
+    def _log(self, mark: str, text: str) -> None:
+        if self._log_file is None:
+            return
+        stamp = datetime.datetime.now().isoformat(sep=" ", timespec="milliseconds")
+        try:
+            self._log_file.write(f"{stamp} {mark} {text}\n")
+            self._log_file.flush()
+        except ValueError:  # closed during shutdown
+            pass
+
+    def _close_log(self) -> None:
+        if self._log_file is not None:
+            with contextlib.suppress(OSError):
+                self._log_file.close()
+            self._log_file = None
+
+    # -- state -----------------------------------------------------------------------------------------------
+
+    def alive(self) -> bool:
+        """True while the model process runs (reaps it and records its exit otherwise)."""
+        child = self._child
+        if child is None:
+            return False
+        with self._wait_lock:
+            if self.exit is not None:
+                return False
+            try:
+                running = child.isalive()
+            except pexpect.ExceptionPexpect:
+                running = False
+            if not running:
+                self.exit = ExitInfo(status=child.exitstatus, signal=child.signalstatus)
+            return running
+
+    def tail(self, count: int = 200) -> list[str]:
+        with self._cond:
+            return list(self._lines)[-count:]
+
+    def wait_output_end(self, timeout: float) -> bool:
+        """Wait until the model's stdout reached EOF (everything it printed is logged)."""
+        with self._cond:
+            return self._cond.wait_for(lambda: self._eof, timeout)
+
+    def died_message(self, what: str) -> str:
+        """``<what>: the model exited (exit status 1): <its last words>``."""
+        self.wait_output_end(1.0)
+        self.alive()
+        how = self.exit.describe() if self.exit else "exited"
+        words = [line for line in self.tail(20) if line.strip()]
+        said = " | ".join(words[-6:]) if words else "(it printed nothing)"
+        return f"{what}: the model {how}; it said: {said}"
+
+    def wait_for_ports(self, deadline: Deadline, expected: Sequence[str]) -> dict[str, int]:
+        """Wait until every terminal in ``expected`` was announced; return every announced terminal's port.
+
+        Raises FvpStartError (with the model's own words) if it exits first, PortError at the deadline.
+        """
+        wanted = set(expected)
+        while True:
+            with self._cond:
+                ports = dict(self._banner.ports)
+                if wanted <= set(ports):
+                    return ports
+                self._cond.wait(deadline.slice(0.1))
+            if not self.alive():
+                with self._cond:
+                    ports = dict(self._banner.ports)
+                if wanted <= set(ports):
+                    return ports
+                raise FvpStartError(self.died_message("the model stopped before announcing its terminal ports"),
+                                    log_path=self.log_path, last_lines=self.tail(), stage="launch")
+            if deadline.expired:
+                missing = ", ".join(sorted(wanted - set(ports)))
+                raise PortError(
+                    deadline.message(f"no port banner for {missing} (pattern {self.profile.port_banner!r}; "
+                                     f"seen: {ports or 'none'})", log_path=self.log_path),
+                    log_path=self.log_path, last_lines=self.tail(), stage="ports")
+
+    @property
+    def ports(self) -> dict[str, int]:
+        with self._cond:
+            return dict(self._banner.ports)
+
+    # -- stop ------------------------------------------------------------------------------------------------
+
+    def stop(self, polite_timeout: float | None = None, term_timeout: float = 5.0) -> dict[str, str]:
+        """Stop in steps and return the ``--stat`` block (empty if the model printed none).
+
+        1. the profile's stop signal (SIGINT: the model prints its statistics and exits), wait ``polite_timeout``;
+        2. SIGTERM to the process group, wait ``term_timeout``;
+        3. SIGKILL to the process group. Never raises; safe to call twice.
+        """
+        if self._child is None or self.stopped:
+            return self.stat()
+        polite = self.profile.stop_timeout if polite_timeout is None else polite_timeout
+        try:
+            if self.alive():
+                self._signal_leader(getattr(signal, self.profile.stop_signal))
+                if not self._wait_exit(polite):
+                    log.warning("model pid %s ignored %s for %.3g s; sending SIGTERM to its group", self.pid,
+                                self.profile.stop_signal, polite)
+                    self._signal_group(signal.SIGTERM)
+                    if not self._wait_exit(term_timeout):
+                        log.warning("model pid %s ignored SIGTERM; killing its group", self.pid)
+        finally:
+            self.kill_group()
+        return self.stat()
+
+    def stat(self) -> dict[str, str]:
+        with self._cond:
+            return parse_stat_block(self._all_stat_lines)
+
+    def kill_group(self) -> None:
+        """SIGKILL the whole process group (also what is left after the leader exited), reap, close the log."""
+        child = self._child
+        if child is None or self.stopped:
+            return
+        self._signal_group(signal.SIGKILL)
+        self._wait_exit(2.0)
+        self.wait_output_end(1.0)
+        with contextlib.suppress(pexpect.ExceptionPexpect, OSError):
+            child.close(force=True)
+        self.alive()
+        if self.exit is None:
+            self.exit = ExitInfo(status=child.exitstatus, signal=child.signalstatus)
+        self.stopped = True
+        with _LIVE_LOCK:
+            _LIVE.discard(self)
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=2.0)
+        self._log("#", f"stopped: {self.exit.describe()}")
+        self._close_log()
+
+    def _signal_leader(self, signum: int) -> None:
+        if self.pid is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(self.pid, signum)
+
+    def _signal_group(self, signum: int) -> None:
+        if self.pid is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pid, signum)
+
+    def _wait_exit(self, timeout: float) -> bool:
+        end = time.monotonic() + timeout
+        while self.alive():
+            if time.monotonic() >= end:
+                return False
+            time.sleep(0.02)
+        return True

@@ -1,0 +1,106 @@
+"""This machine as a target, for runs that need no model (VGF host runs).
+
+Commands run under ``/bin/sh -c`` (the Target contract hands over one shell command line, already quoted) in a private
+temporary working folder, each in its own process group so a timeout kills the whole command tree. Relative "guest"
+paths are relative to that folder; deploy puts artifacts under ``guest_dir`` (``<workdir>/artifacts``), which the
+deploy layer prefers over the scenario's guest folder, so nothing outside the working folder is written.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from fvp_harness.target.base import CommandResult
+from fvp_harness.target.console import CommandTimeout
+
+__all__ = ["HostTarget"]
+
+log = logging.getLogger(__name__)
+
+
+class HostTarget:
+    """Runs commands on this host in a temporary working folder removed at close."""
+
+    def __init__(self, *, log_dir: Path, name: str = "host", command_timeout: float = 120.0,
+                 timeout_scale: float = 1.0) -> None:
+        self.name = name
+        self.log_dir = Path(log_dir)
+        self.metadata: dict[str, object] = {"kind": "host"}
+        self.command_timeout = command_timeout
+        self.timeout_scale = timeout_scale
+        self.workdir: Path | None = None
+        self._log = None
+
+    def open(self) -> None:
+        self.workdir = Path(tempfile.mkdtemp(prefix="fvp-harness-host-"))
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self._log = (self.log_dir / "host.log").open("a", encoding="utf-8")
+        self.metadata.update({"workdir": str(self.workdir), "uname": " ".join(os.uname())})
+
+    def close(self) -> None:
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        if self.workdir is not None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            self.workdir = None
+
+    def __enter__(self) -> HostTarget:
+        self.open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def local_path(self, remote: str) -> Path:
+        """A "guest" path on this host: absolute paths as they are, relative ones inside the working folder."""
+        assert self.workdir is not None, "open() the target first"
+        path = Path(remote)
+        return path if path.is_absolute() else self.workdir / path
+
+    @property
+    def guest_dir(self) -> str:
+        """Where deploy puts artifacts on this target (inside the working folder)."""
+        assert self.workdir is not None, "open() the target first"
+        return str(self.workdir / "artifacts")
+
+    def run(self, command: str, timeout: float | None = None) -> CommandResult:
+        assert self.workdir is not None, "open() the target first"
+        limit = (timeout if timeout is not None else self.command_timeout) * self.timeout_scale
+        began = time.monotonic()
+        proc = subprocess.Popen(["/bin/sh", "-c", command], cwd=self.workdir, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        try:
+            out, _ = proc.communicate(timeout=limit)
+        except subprocess.TimeoutExpired as exc:
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, _ = proc.communicate()
+            raise CommandTimeout(f"host command {command!r} did not finish after {limit:.4g} s (phase command); "
+                                 f"killed; pass --timeout-scale to allow more time", exit_status=124,
+                                 output=(out or b"").decode("utf-8", "replace")) from exc
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        text = (out or b"").decode("utf-8", "replace").replace("\r\n", "\n")
+        if self._log is not None:
+            self._log.write(f"$ {command}\n{text}[exit {proc.returncode}]\n")
+            self._log.flush()
+        return CommandResult(command=command, exit_status=proc.returncode, output=text,
+                             duration_s=time.monotonic() - began, log_path=self.log_dir / "host.log")
+
+    def put(self, local: Path, remote: str) -> None:
+        target = self.local_path(remote)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(local, target)
+        shutil.copymode(local, target)
+
+    def get(self, remote: str) -> bytes:
+        return self.local_path(remote).read_bytes()

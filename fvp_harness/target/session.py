@@ -1,0 +1,320 @@
+"""``open_target``: one booted, logged-in instance as a ``Target``, stopped whatever happens.
+
+    with open_target("scenarios/smoke.yaml", log_dir="results/smoke/logs/s0") as target:
+        print(target.run("uname -a").output)
+        target.put(Path("build/runner"), "/tmp/runner")
+
+The boot is a sequence of named phases under deadlines (``launch -> ports -> boot -> login -> ready``); each phase
+raises its own infrastructure error class with the log that shows it. ``close`` always runs (context manager exit,
+``finally`` in ``open``, atexit and fatal-signal handlers in ``fvp``), so an exception, a Ctrl-C or a failed boot
+leaves no model behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from fvp_harness.errors import ConfigurationError, DeployError, SshUnavailable
+from fvp_harness.profiles import Profile
+from fvp_harness.target.base import CommandResult
+from fvp_harness.target.console import BootWatch, Console
+from fvp_harness.target.deadline import Deadline, TimeoutBudget
+from fvp_harness.target.fvp import FvpProcess, LaunchSpec, build_launch, query_model
+from fvp_harness.target.host import HostTarget
+from fvp_harness.target.ssh import SshTransport
+from fvp_harness.target.terminal import Terminal
+
+__all__ = ["FvpTarget", "open_target", "resolve_scenario"]
+
+log = logging.getLogger(__name__)
+
+
+def resolve_scenario(scenario_or_loaded: Any, *, profile: Profile | None = None,
+                     overrides: Iterable[str] = (), fvp_binary: str | None = None
+                     ) -> tuple[Any, Profile, Path | None]:
+    """(scenario, profile, scenario folder) from a path, a ``LoadedScenario`` or a ``Scenario``."""
+    loaded = scenario_or_loaded
+    if isinstance(loaded, (str, Path)):
+        from fvp_harness.scenario import load_scenario
+
+        loaded = load_scenario(Path(loaded), list(overrides), fvp_binary=fvp_binary, check_files=False)
+    if hasattr(loaded, "scenario"):  # LoadedScenario
+        return loaded.scenario, profile or loaded.profile, getattr(loaded, "directory", None)
+    if profile is None:
+        from fvp_harness.profiles import load_profile
+
+        profile = load_profile(loaded.platform)
+    return loaded, profile, None
+
+
+class FvpTarget:
+    """A model instance (simulated or real) behind the ``Target`` interface.
+
+    ``timeout`` arguments are in scenario seconds and are multiplied by the session's scale like every configured
+    timeout. ``metadata`` holds argv, ports, version banner, boot and login seconds, and after ``close`` the
+    ``--stat`` block.
+    """
+
+    def __init__(
+        self,
+        scenario: Any,
+        profile: Profile,
+        *,
+        log_dir: Path | str,
+        name: str = "s0",
+        timeout_scale: float = 1.0,
+        binary: str | None = None,
+        base_dir: Path | None = None,
+        quiet_kernel: bool = True,
+        ssh_port: int | None = None,
+        kernel_line: str | None = "default",
+    ) -> None:
+        self.scenario = scenario
+        self.profile = profile
+        self.name = name
+        self.log_dir = Path(log_dir)
+        self.metadata: dict[str, object] = {}
+        self.fvp = scenario.fvp
+        self.budget = TimeoutBudget.from_config(self.fvp.timeouts, scenario_scale=self.fvp.timeout_scale,
+                                                cli_scale=timeout_scale)
+        self.binary = binary
+        self.base_dir = base_dir
+        self.quiet_kernel = quiet_kernel
+        self.ssh_port_request = ssh_port
+        self._kernel_line = kernel_line
+        self.spec: LaunchSpec | None = None
+        self.process: FvpProcess | None = None
+        self.terminals: dict[str, Terminal] = {}
+        self.console: Console | None = None
+        self.watch: BootWatch | None = None
+        self._ssh: SshTransport | None = None
+        self._session: Deadline | None = None
+        self._deployer: Any = None
+        self._lock = threading.RLock()
+        self._version_thread: threading.Thread | None = None
+        self.closed = False
+
+    # -- lifecycle -------------------------------------------------------------------------------------------
+
+    def __enter__(self) -> FvpTarget:
+        self.open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def open(self) -> None:
+        """Launch, find the ports, connect every terminal, wait for the login prompt, log in, prepare the shell."""
+        try:
+            self._open()
+        except BaseException:
+            self.close()
+            raise
+
+    def _open(self) -> None:
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self._session = self.budget.start("session")
+        launched = time.monotonic()
+        self.spec = spec = build_launch(self.profile, self.fvp, ssh_port=self.ssh_port_request, binary=self.binary,
+                                        base_dir=self.base_dir)
+        self.metadata.update(argv=spec.argv, simulated=spec.simulated, ssh_port=spec.ssh_port,
+                             profile=self.profile.name, timeout_scale=self.budget.scale,
+                             sim_knobs={k: v for k, v in spec.env.items() if k.startswith("FVP_SIM_")})
+        version_thread = threading.Thread(target=self._read_version, args=(spec.argv[: 3 if spec.simulated else 1],),
+                                          name="fvp-version", daemon=True)
+        version_thread.start()
+        self._version_thread = version_thread
+        self.process = process = FvpProcess(spec, self.profile, log_path=self.log_dir / "fvp.log")
+        process.start()
+        self.metadata["pid"] = process.pid
+        boot = self.budget.start("boot", parent=self._session)
+        ports = process.wait_for_ports(boot, list(self.profile.terminals))
+        self.metadata["ports"] = ports
+        self.watch = watch = BootWatch(self.profile)
+        for term_name, port in ports.items():
+            terminal = Terminal(term_name, port, log_path=self.log_dir / f"{term_name}.log",
+                                mode=self.profile.terminal_mode)
+            watch.attach(terminal)
+            terminal.connect(boot, alive=process.alive)
+            self.terminals[term_name] = terminal
+        console_terminal = self.terminals[self.profile.console]
+        kernel_kw = {} if self._kernel_line == "default" else {"kernel_line": self._kernel_line}
+        self.console = console = Console(
+            console_terminal, self.profile, watch, terminals=self.terminals, alive=process.alive,
+            died_message=process.died_message, model_log=process.log_path, **kernel_kw)
+        console.wait_for_login_prompt(boot)
+        self.metadata["boot_seconds"] = round(time.monotonic() - launched, 3)
+        self.metadata["boot_stages"] = dict(watch.stage_times)
+        login = self.budget.start("login", parent=self._session)
+        console.login(login)
+        console.prepare_shell(login, quiet_kernel=self.quiet_kernel)
+        self.metadata["login_seconds"] = round(login.elapsed(), 3)
+        version_thread.join(timeout=10.0)
+        log.info("%s ready after %.1f s (ports %s, ssh %s)", self.name, time.monotonic() - launched, ports,
+                 spec.ssh_port)
+
+    def _read_version(self, program: list[str]) -> None:
+        status, text = query_model(program, "--version", self.spec.env if self.spec else {}, 30.0)
+        match = re.search(self.profile.version_pattern, text)
+        if match:
+            self.metadata["version"] = match.group(1)
+        else:
+            self.metadata["version"] = (text.strip().splitlines() or [f"unknown (status {status})"])[0]
+        self.metadata["version_banner"] = text.strip()
+
+    def close(self) -> None:
+        """Stop politely (SIGINT: the model prints --stat), then SIGTERM, then SIGKILL the group. Never raises."""
+        with self._lock:
+            if self.closed:
+                return
+            self.closed = True
+        if self._ssh is not None:
+            with contextlib.suppress(Exception):
+                self._ssh.close()
+        try:
+            if self.process is not None:
+                stat = self.process.stop()
+                if stat:
+                    self.metadata["stat"] = stat
+                if self.process.exit is not None:
+                    self.metadata["exit"] = self.process.exit.describe()
+        finally:
+            for terminal in self.terminals.values():
+                with contextlib.suppress(Exception):
+                    terminal.close()
+            if self.process is not None:
+                self.process.kill_group()
+            if self._version_thread is not None:
+                self._version_thread.join(timeout=5.0)  # its `--version` child must not outlive the session
+
+    # -- Target --------------------------------------------------------------------------------------------------
+
+    def _deadline(self, timeout: float | None, phase: str) -> Deadline:
+        seconds = None if timeout is None else timeout
+        return self.budget.start(phase, parent=self._session, seconds=seconds)
+
+    def _ready_console(self) -> Console:
+        if self.console is None or self.console.state != "ready" or self.closed:
+            state = "closed" if self.closed else (self.console.state if self.console else "not open")
+            raise ConfigurationError(f"target {self.name} is not ready for commands (console {state})")
+        return self.console
+
+    def run(self, command: str, timeout: float | None = None, *, phase: str = "command") -> CommandResult:
+        """Run one shell command on the console; returns its exit status and exact output.
+
+        ``phase`` names the timeout in messages (``command`` or ``unit``). Raises CommandTimeout, ConsoleLost,
+        KernelPanic, FvpDied.
+        """
+        return self._ready_console().run(command, deadline=self._deadline(timeout, phase), stage=phase)
+
+    def stream(self, commands: Iterator[str] | Iterable[str], *, timeout: float | None = None,
+               window_bytes: int = 16384) -> int:
+        """Run many short commands pipelined on the console (deploy's chunk lines); see Console.stream_commands."""
+        return self._ready_console().stream_commands(iter(commands), deadline=self._deadline(timeout, "deploy"),
+                                                     window_bytes=window_bytes)
+
+    @property
+    def ssh(self) -> SshTransport:
+        """The SSH transport, connected on first use (retrying until sshd answers or ``fvp.timeouts.deploy``)."""
+        if self._ssh is None or not self._ssh.connected:
+            if self.spec is None or self.spec.ssh_port is None:
+                raise SshUnavailable(f"profile {self.profile.name} forwards no SSH port (ssh_forward_param unset)")
+            transport = self._ssh or SshTransport(self.spec.ssh_port, user=self.profile.user,
+                                                  password=self.profile.password,
+                                                  log_path=self.log_dir / "fvp.log")
+            self._ssh = transport
+            transport.connect(self._deadline(None, "deploy"))
+        return self._ssh
+
+    def ssh_run(self, command: str, timeout: float | None = None) -> CommandResult:
+        return self.ssh.run(command, self._deadline(timeout, "command"))
+
+    def ssh_put(self, local: Path, remote: str, timeout: float | None = None) -> str:
+        return self.ssh.put(local, remote, self._deadline(timeout, "deploy"))
+
+    def put(self, local: Path, remote: str) -> None:
+        """Copy a host file to a guest path by the scenario's deploy method (ssh, else console); sha256 checked."""
+        from fvp_harness.deploy import upload_console, upload_ssh
+
+        if self.scenario.deploy.method == "ssh":
+            upload_ssh(self, Path(local), remote)
+        else:
+            upload_console(self, Path(local), remote)
+
+    def get(self, remote: str) -> bytes:
+        """A guest file's bytes: by SSH when the deploy method is ssh, else ``cat`` on the console (text only:
+        the bytes are checked against the guest's sha256sum and a binary file is refused with DeployError)."""
+        import hashlib
+        import shlex
+
+        from fvp_harness.deploy import guest_sha256
+
+        if self.scenario.deploy.method == "ssh":
+            return self.ssh.get(remote, self._deadline(None, "deploy"))
+        result = self.run(f"cat {shlex.quote(remote)}", phase="deploy")
+        if not result.ok:
+            raise FileNotFoundError(f"{remote}: {result.output.strip()}")
+        data = result.output.encode("utf-8")
+        expected = guest_sha256(self, remote)
+        if expected is not None and hashlib.sha256(data).hexdigest() != expected:
+            raise DeployError(f"{remote} cannot be read exactly over the console (binary or CR bytes); use "
+                              f"deploy.method ssh to fetch it", log_path=self.console_log, stage="get")
+        return data
+
+    @property
+    def console_log(self) -> Path | None:
+        return self.console.log_path if self.console else None
+
+    @property
+    def deployer(self) -> Any:
+        """This session's ``deploy.Deployer`` (scenario method and guest folder; each artifact at most once)."""
+        if self._deployer is None:
+            from fvp_harness.deploy import Deployer
+
+            self._deployer = Deployer(self, method=self.scenario.deploy.method,
+                                      guest_dir=self.scenario.deploy.guest_dir)
+        return self._deployer
+
+
+@contextlib.contextmanager
+def open_target(
+    scenario_or_loaded: Any,
+    *,
+    log_dir: Path | str,
+    timeout_scale: float = 1.0,
+    name: str = "s0",
+    profile: Profile | None = None,
+    binary: str | None = None,
+    overrides: Iterable[str] = (),
+    quiet_kernel: bool = True,
+    kernel_line: str | None = "default",
+) -> Iterator[FvpTarget | HostTarget]:
+    """Open the scenario's target (an FVP instance, or this host for ``target: host``) and close it at exit.
+
+    ``scenario_or_loaded``: a scenario path, a ``LoadedScenario`` or a ``Scenario``. ``binary`` overrides
+    ``fvp.binary`` (the CLI's ``--fvp``). ``timeout_scale`` multiplies every timeout on top of ``fvp.timeout_scale``.
+    ``quiet_kernel=False`` keeps kernel messages on the console (``dmesg -n 1`` is skipped), and ``kernel_line=None``
+    keeps kernel-looking lines in command output (needed to read ``dmesg`` itself).
+    """
+    scenario, resolved_profile, base_dir = resolve_scenario(scenario_or_loaded, profile=profile,
+                                                            overrides=overrides, fvp_binary=binary)
+    target: FvpTarget | HostTarget
+    if scenario.target == "host":
+        target = HostTarget(log_dir=Path(log_dir), name=name,
+                            command_timeout=scenario.fvp.timeouts.command,
+                            timeout_scale=scenario.fvp.timeout_scale * timeout_scale)
+    else:
+        target = FvpTarget(scenario, resolved_profile, log_dir=log_dir, name=name, timeout_scale=timeout_scale,
+                           binary=binary, base_dir=base_dir, quiet_kernel=quiet_kernel, kernel_line=kernel_line)
+    target.open()
+    try:
+        yield target
+    finally:
+        target.close()

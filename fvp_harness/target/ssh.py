@@ -1,0 +1,226 @@
+"""SSH to the guest through the instance's forwarded port: exec, and file transfer by SFTP or ``cat``.
+
+asyncssh runs on a private event loop in a daemon thread, so the rest of the harness stays synchronous and no event
+loop of the caller's (a notebook, Dask) is touched.
+
+Host keys: ``known_hosts=None`` (no verification). The guest is a throwaway model started a moment ago by this
+process on 127.0.0.1, behind a port that was free a moment ago; its host key is generated at first boot (a new one
+every boot), so there is nothing to pin, and recording it would only fill ``~/.ssh/known_hosts`` with entries that
+break the next run. The user's own keys and agent are not offered either (``client_keys=None``, ``agent_path=None``):
+the guest logs root in without a password, and nothing of the user's should travel to a model.
+
+Dropbear ships without SFTP unless ``sftp-server`` is installed, so ``put``/``get`` fall back to ``cat > file`` /
+``cat file`` over an exec channel when the SFTP subsystem is refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shlex
+import threading
+import time
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Any, TypeVar
+
+from fvp_harness.errors import ConsoleLost, SshUnavailable
+from fvp_harness.target.base import CommandResult
+from fvp_harness.target.deadline import Deadline
+
+__all__ = ["SshTransport"]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class _LoopThread:
+    """A private asyncio loop in a daemon thread; ``call`` runs a coroutine there and waits for it."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="ssh-loop", daemon=True)
+        self.thread.start()
+
+    def call(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        return future.result(timeout)
+
+    def close(self) -> None:
+        if self.loop.is_closed():
+            return
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=5.0)
+        if not self.thread.is_alive():
+            self.loop.close()
+
+
+class SshTransport:
+    """An SSH connection to ``host:port`` as ``user``; connect lazily with retries until a deadline."""
+
+    def __init__(self, port: int, *, host: str = "127.0.0.1", user: str = "root", password: str | None = None,
+                 log_path: Path | None = None) -> None:
+        self.host = host
+        self.port = port
+        self.user = user
+        self.password = password
+        self.log_path = log_path
+        self._loop: _LoopThread | None = None
+        self._conn: Any = None
+        self._sftp_ok: bool | None = None
+        self.server_version: str | None = None
+
+    @property
+    def connected(self) -> bool:
+        return self._conn is not None
+
+    def connect(self, deadline: Deadline) -> None:
+        """Connect, retrying refusals and resets (sshd not up yet) until ``deadline``; SshUnavailable after."""
+        import asyncssh
+
+        if self._conn is not None:
+            return
+        if self._loop is None:
+            self._loop = _LoopThread()
+        attempts = 0
+        last: BaseException | None = None
+        while True:
+            attempts += 1
+            budget = max(1.0, deadline.slice(10.0))
+            try:
+                self._conn = self._loop.call(self._connect(asyncssh, budget), timeout=budget + 2.0)
+                self.server_version = self._conn.get_extra_info("server_version")
+                log.info("ssh connected to %s:%s after %s attempt(s) (%s)", self.host, self.port, attempts,
+                         self.server_version)
+                return
+            except (OSError, asyncssh.Error, asyncio.TimeoutError, TimeoutError) as exc:
+                last = exc
+                log.debug("ssh attempt %s to %s:%s failed: %s", attempts, self.host, self.port, exc)
+            if deadline.expired:
+                raise SshUnavailable(
+                    deadline.message(f"no SSH server answered on {self.host}:{self.port} ({attempts} attempts; "
+                                     f"last error: {type(last).__name__}: {last})", log_path=self.log_path),
+                    log_path=self.log_path, stage="ssh") from last
+            time.sleep(deadline.slice(min(0.2 * attempts, 1.0)))
+
+    async def _connect(self, asyncssh: Any, timeout: float) -> Any:
+        return await asyncssh.connect(
+            self.host, self.port, username=self.user, password=self.password,
+            known_hosts=None,  # throwaway local instance with a fresh key per boot: see the module docstring
+            client_keys=None, agent_path=None, login_timeout=timeout, connect_timeout=timeout,
+            keepalive_interval=15,
+        )
+
+    def _require(self) -> Any:
+        if self._conn is None or self._loop is None:
+            raise SshUnavailable(f"ssh to {self.host}:{self.port} is not connected", log_path=self.log_path)
+        return self._conn
+
+    def _call(self, coro: Coroutine[Any, Any, T], deadline: Deadline, what: str) -> T:
+        import asyncssh
+
+        assert self._loop is not None
+        try:
+            return self._loop.call(asyncio.wait_for(coro, deadline.remaining()), timeout=deadline.remaining() + 5)
+        except (asyncio.TimeoutError, TimeoutError) as exc:
+            raise SshUnavailable(deadline.message(f"ssh {what} did not finish", log_path=self.log_path),
+                                 log_path=self.log_path, stage=what) from exc
+        except (OSError, asyncssh.DisconnectError, asyncssh.ConnectionLost) as exc:
+            self._conn = None
+            raise ConsoleLost(f"ssh connection to {self.host}:{self.port} lost during {what}: {exc}",
+                              log_path=self.log_path, stage=what) from exc
+
+    def run(self, command: str, deadline: Deadline) -> CommandResult:
+        """Run a shell command; stdout and stderr merged as a console would show them."""
+        import asyncssh
+
+        conn = self._require()
+        began = time.monotonic()
+
+        async def go() -> Any:
+            return await conn.run(command, check=False, stderr=asyncssh.STDOUT)
+
+        result = self._call(go(), deadline, "exec")
+        output = result.stdout if isinstance(result.stdout, str) else (result.stdout or b"").decode("utf-8",
+                                                                                                      "replace")
+        status = result.exit_status if result.exit_status is not None else 255
+        return CommandResult(command=command, exit_status=status, output=output.replace("\r\n", "\n"),
+                             duration_s=time.monotonic() - began, log_path=self.log_path)
+
+    def put(self, local: Path, remote: str, deadline: Deadline) -> str:
+        """Copy a host file to the guest; returns ``sftp`` or ``cat`` (the way it went)."""
+        import asyncssh
+
+        conn = self._require()
+        if self._sftp_ok is not False:
+            async def sftp_put() -> None:
+                async with conn.start_sftp_client() as sftp:
+                    await sftp.put(str(local), remote)
+
+            try:
+                self._call(sftp_put(), deadline, "sftp put")
+                self._sftp_ok = True
+                return "sftp"
+            except (asyncssh.SFTPError, asyncssh.ChannelOpenError) as exc:
+                if self._sftp_ok:
+                    raise
+                log.info("SFTP unavailable on %s:%s (%s); using cat over exec", self.host, self.port, exc)
+                self._sftp_ok = False
+        data = Path(local).read_bytes()
+
+        async def cat_put() -> Any:
+            return await conn.run(f"cat > {shlex.quote(remote)}", input=data, encoding=None, check=False)
+
+        result = self._call(cat_put(), deadline, "cat put")
+        if result.exit_status != 0:
+            message = (result.stderr or b"").decode("utf-8", "replace").strip()
+            raise ConsoleLost(f"ssh cat > {remote} exited {result.exit_status}: {message}", log_path=self.log_path,
+                              stage="put")
+        return "cat"
+
+    def get(self, remote: str, deadline: Deadline) -> bytes:
+        """A guest file's bytes (SFTP, else ``cat`` over exec)."""
+        import asyncssh
+
+        conn = self._require()
+        if self._sftp_ok is not False:
+            async def sftp_get() -> bytes:
+                async with conn.start_sftp_client() as sftp, sftp.open(remote, "rb") as handle:
+                    return bytes(await handle.read())
+
+            try:
+                data = self._call(sftp_get(), deadline, "sftp get")
+                self._sftp_ok = True
+                return data
+            except (asyncssh.ChannelOpenError, asyncssh.SFTPError) as exc:
+                if isinstance(exc, asyncssh.SFTPNoSuchFile):
+                    raise FileNotFoundError(remote) from exc
+                self._sftp_ok = False if isinstance(exc, asyncssh.ChannelOpenError) else self._sftp_ok
+
+        async def cat_get() -> Any:
+            return await conn.run(f"cat {shlex.quote(remote)}", encoding=None, check=False)
+
+        result = self._call(cat_get(), deadline, "cat get")
+        if result.exit_status != 0:
+            raise FileNotFoundError(f"{remote}: {(result.stderr or b'').decode('utf-8', 'replace').strip()}")
+        return bytes(result.stdout or b"")
+
+    def close(self) -> None:
+        """Close the connection and the private loop. Never raises."""
+        conn, self._conn = self._conn, None
+        if conn is not None and self._loop is not None:
+            async def shut() -> None:
+                conn.close()
+                try:
+                    await asyncio.wait_for(conn.wait_closed(), 2.0)
+                except (asyncio.TimeoutError, OSError):
+                    pass
+
+            try:
+                self._loop.call(shut(), timeout=5.0)
+            except Exception as exc:  # cleanup must not raise; the connection is gone either way
+                log.debug("ssh close: %s", exc)
+        if self._loop is not None:
+            self._loop.close()
+            self._loop = None
