@@ -1,0 +1,84 @@
+"""Simulated time and instruction counts: what kernel timestamps, ``--simlimit`` and ``--stat`` are made of.
+
+A real FVP is not cycle accurate: it issues about one instruction per clock tick, so simulated time and
+instruction counts follow the guest's work, not the host's. Here the work is declared: boot stages and shell
+commands spend a little, guest programs call ``GuestContext.advance``. While the guest idles, simulated time
+still passes at ``idle_ratio`` simulated seconds per wall second (an idle model keeps ticking), but no
+instructions are counted.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+__all__ = ["SimClock"]
+
+
+class SimClock:
+    """Thread-safe simulated clock shared by the boot, the shells (console and ssh) and guest programs."""
+
+    def __init__(
+        self,
+        clock_hz: int = 100_000_000,
+        speed: float = 0.0,
+        idle_ratio: float = 1.0,
+        wall: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._lock = threading.Lock()
+        self._wall = wall
+        self._sleep = sleep
+        self.clock_hz = clock_hz
+        self.speed = speed
+        self.idle_ratio = idle_ratio
+        self.wall_start = wall()
+        self._busy = 0.0  # simulated seconds of declared work
+        self._instructions = 0
+        self._idle_from: float | None = None  # wall time when idle accounting started (after boot)
+        self._sleeping = 0.0  # wall seconds spent pacing declared work, not idle
+
+    def start_idle(self) -> None:
+        """From now on, wall time with nothing declared counts as idle simulated time (called when boot
+        ends)."""
+        with self._lock:
+            if self._idle_from is None:
+                self._idle_from = self._wall()
+
+    def advance(self, seconds: float, instructions: int | None = None, pace: bool = True) -> None:
+        """Spend ``seconds`` of simulated time; ``instructions`` defaults to one per clock tick.
+
+        With ``pace`` and a ``speed`` above zero, also waits ``seconds / speed`` wall seconds, so a slow
+        model's pace can be imitated; the waiting is not counted again as idle time.
+        """
+        seconds = max(0.0, float(seconds))
+        if instructions is None or instructions <= 0:
+            instructions = int(seconds * self.clock_hz)
+        count = int(instructions)
+        with self._lock:
+            self._busy += seconds
+            self._instructions += count
+        if pace and self.speed > 0 and seconds > 0:
+            wait = seconds / self.speed
+            self._sleep(wait)
+            with self._lock:
+                self._sleeping += wait
+
+    def now(self) -> float:
+        """Simulated seconds since the model started."""
+        with self._lock:
+            idle = 0.0
+            if self._idle_from is not None:
+                idle = max(0.0, self._wall() - self._idle_from - self._sleeping) * self.idle_ratio
+            return self._busy + idle
+
+    @property
+    def instructions(self) -> int:
+        """Instructions executed by host.cpu0 so far."""
+        with self._lock:
+            return self._instructions
+
+    def wall_elapsed(self) -> float:
+        """Wall seconds since the model started."""
+        return self._wall() - self.wall_start

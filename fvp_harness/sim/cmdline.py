@@ -1,0 +1,185 @@
+"""The model's command line, shaped like a Fast Models FVP's so the harness builds the same argv for both.
+
+Accepted: ``-C/--parameter NAME=VALUE`` (repeatable), ``-f/--config-file FILE`` (``NAME=VALUE`` lines, ``#``
+comments), ``--data [INSTANCE=]FILE@ADDRESS``, ``-a/--application [INSTANCE=]FILE``, ``--stat``, ``--timelimit
+N`` (host seconds), ``--simlimit N`` (simulated seconds), ``--version``, ``-h/--help``, ``-l/--list-params``,
+``-q/--quiet``, plus the simulator's own ``--sim NAME=VALUE`` knobs. An unknown parameter or option ends the
+model with a message and exit status 1 before anything starts, which is what makes a scenario typo visible.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from fvp_harness.sim.params import PARAMETERS, ParameterError, coerce
+
+__all__ = ["MODEL_NAME", "USAGE", "CmdlineError", "Options", "parse_args", "version_banner"]
+
+MODEL_NAME = "FVP_Corstone-1000-A320"
+FAST_MODELS_VERSION = "11.30.27"
+
+
+class CmdlineError(ValueError):
+    """A command line the model refuses; the message is what it prints."""
+
+
+USAGE = f"""\
+Usage: {MODEL_NAME} [OPTION]...
+A simulated Corstone-1000 A320 FVP (fvp-harness sim). Options are those of a Fast Models FVP:
+
+  -C, --parameter NAME=VALUE   set a model parameter (repeatable); see --list-params -f, --config-file FILE
+  read NAME=VALUE parameter lines from FILE --data [INST=]FILE@ADDR  load FILE into memory at ADDR (accepted,
+  checked to exist) -a, --application [INST=]FILE  load an application (accepted, checked to exist) --stat
+  print statistics when the simulation ends --timelimit N            stop after N seconds of host time
+  --simlimit N             stop after N seconds of simulated time -l, --list-params            list every
+  parameter with its default and exit -q, --quiet                  accepted (the simulator prints little
+  anyway) --version                print the version banner and exit -h, --help                   print this
+  help and exit --sim NAME=VALUE         simulator knob (also FVP_SIM_NAME=VALUE in the environment); see
+  docs/simulator.md
+"""
+
+
+@dataclass
+class Options:
+    """A parsed command line. ``params`` holds every parameter (defaults filled in) as normalised strings."""
+
+    params: dict[str, str] = field(default_factory=dict)
+    given: dict[str, str] = field(default_factory=dict)
+    data: list[str] = field(default_factory=list)
+    applications: list[str] = field(default_factory=list)
+    stat: bool = False
+    timelimit: float | None = None
+    simlimit: float | None = None
+    sim: list[str] = field(default_factory=list)
+    action: str = "run"  # run | help | version | list-params
+    quiet: bool = False
+    parent_pid: int = field(default_factory=os.getppid)  # the parent at start-up, for the parent-death watch
+
+
+def version_banner() -> str:
+    """The ``--version`` text: a Fast Models style banner that says plainly it is a simulation."""
+    try:
+        from importlib.metadata import version
+
+        ours = version("fvp-harness")
+    except Exception:  # not installed as a distribution (e.g. run from a source tree)
+        ours = "unknown"
+    return (
+        f"Fast Models [{FAST_MODELS_VERSION} (simulated by fvp-harness sim)]\n"
+        f"{MODEL_NAME} simulator from fvp-harness {ours}; not an Arm product.\n"
+    )
+
+
+def _value(argv: list[str], i: int, opt: str) -> tuple[str, int]:
+    """The value of option ``argv[i]``: either attached (``--opt=v``, ``-Cv``) or the next word."""
+    word = argv[i]
+    if word.startswith("--") and "=" in word:
+        return word.split("=", 1)[1], i + 1
+    if not word.startswith("--") and len(word) > 2:
+        return word[2:], i + 1
+    if i + 1 >= len(argv):
+        raise CmdlineError(f"Error: option {opt} needs a value.\n{USAGE}")
+    return argv[i + 1], i + 2
+
+
+def _set_param(opts: Options, text: str) -> None:
+    name, sep, value = text.partition("=")
+    name = name.strip()
+    if not sep:
+        raise CmdlineError(f'Error: parameter "{text}" has no value (expected NAME=VALUE).')
+    try:
+        opts.params[name] = coerce(name, value.strip())
+    except ParameterError as exc:
+        raise CmdlineError(str(exc)) from None
+    opts.given[name] = opts.params[name]
+
+
+def _file_arg(text: str, opt: str, with_address: bool) -> None:
+    path = text.split("=", 1)[1] if "=" in text else text
+    if with_address:
+        path, at, _addr = path.rpartition("@")
+        if not at:
+            raise CmdlineError(f"Error: {opt} {text}: expected [INSTANCE=]FILE@ADDRESS.")
+    if not os.path.isfile(path):
+        raise CmdlineError(f"Error: {opt}: cannot open file '{path}'.")
+
+
+def _number(text: str, opt: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise CmdlineError(f"Error: {opt} expects a number of seconds, got '{text}'.") from None
+    if value <= 0:
+        raise CmdlineError(f"Error: {opt} must be positive.")
+    return value
+
+
+def parse_args(argv: list[str]) -> Options:
+    """Parse a model command line (without the program name). Raises CmdlineError with the model's message."""
+    opts = Options(params={p.name: p.default for p in PARAMETERS.values()})
+    # normalise the defaults the same way given values are normalised
+    opts.params = {name: coerce(name, value) for name, value in opts.params.items()}
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        head = word.split("=", 1)[0] if word.startswith("--") else word[:2]
+        if head in ("-C", "--parameter"):
+            value, i = _value(argv, i, head)
+            _set_param(opts, value)
+        elif head in ("-f", "--config-file"):
+            value, i = _value(argv, i, head)
+            try:
+                with open(value, encoding="utf-8") as fh:
+                    lines = fh.read().splitlines()
+            except OSError as exc:
+                raise CmdlineError(f"Error: cannot read config file '{value}': {exc.strerror}.") from None
+            for line in lines:
+                line = line.split("#", 1)[0].strip()
+                if line:
+                    _set_param(opts, line)
+        elif head == "--data":
+            value, i = _value(argv, i, head)
+            _file_arg(value, head, with_address=True)
+            opts.data.append(value)
+        elif head in ("-a", "--application"):
+            value, i = _value(argv, i, head)
+            _file_arg(value, head, with_address=False)
+            opts.applications.append(value)
+        elif head == "--timelimit":
+            value, i = _value(argv, i, head)
+            opts.timelimit = _number(value, head)
+        elif head == "--simlimit":
+            value, i = _value(argv, i, head)
+            opts.simlimit = _number(value, head)
+        elif head == "--sim":
+            value, i = _value(argv, i, head)
+            opts.sim.append(value)
+        elif word == "--stat":
+            opts.stat = True
+            i += 1
+        elif word in ("-q", "--quiet"):
+            opts.quiet = True
+            i += 1
+        elif word in ("-h", "--help"):
+            opts.action = "help"
+            i += 1
+        elif word == "--version":
+            opts.action = "version"
+            i += 1
+        elif word in ("-l", "--list-params"):
+            opts.action = "list-params"
+            i += 1
+        else:
+            raise CmdlineError(f"Error: unrecognised option '{word}'.\n{USAGE}")
+    mmc = opts.params["board.msd_mmc.p_mmc_file"]
+    if opts.action == "run" and mmc and not os.path.isfile(mmc):
+        raise CmdlineError(f"Error: board.msd_mmc.p_mmc_file: cannot open file '{mmc}'.")
+    for term in ("host.host_terminal_0", "host.host_terminal_1", "se.secenc_terminal"):
+        mode = opts.params[f"{term}.mode"]
+        if mode not in ("telnet", "raw"):
+            raise CmdlineError(f'Error: Parameter "{term}.mode": "{mode}" is not telnet or raw.')
+        port = int(opts.params[f"{term}.start_port"])
+        if not 0 < port < 65536:
+            raise CmdlineError(f'Error: Parameter "{term}.start_port": {port} is not a TCP port.')
+    return opts

@@ -1,0 +1,120 @@
+"""The guest's filesystem: a private temporary directory per model instance, removed when the model exits.
+
+Like the real initramfs rootfs, nothing survives the model. Guest paths are resolved lexically against ``/``
+(where ``..`` stops, as in Linux) and then checked against the real directory, so no guest path can reach the
+host: not ``../..``, not an absolute path, not a symlink (the guest has no way to create one, and the SFTP
+server refuses to). File modes are the host files' modes, so ``chmod`` and the execute bit behave as on Linux.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import shutil
+import stat
+import tempfile
+from pathlib import Path
+from typing import BinaryIO
+
+__all__ = ["GuestFS", "PathEscape"]
+
+
+class PathEscape(PermissionError):
+    """A guest path that would leave the guest's root (refused as EACCES)."""
+
+
+class GuestFS:
+    """One guest root. ``host_path`` maps guest paths to host paths; everything else goes through it."""
+
+    def __init__(self, hostname: str = "corstone1000-fvp", ethosu_device: bool = True) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix="fvp-sim-")).resolve()
+        os.chmod(self.root, 0o700)
+        for d in ("root", "tmp", "dev", "etc", "bin", "sbin", "usr/bin", "usr/sbin", "var/log", "proc"):
+            (self.root / d).mkdir(parents=True, exist_ok=True)
+        os.chmod(self.root / "tmp", 0o1777)
+        (self.root / "etc" / "hostname").write_text(hostname + "\n")
+        (self.root / "etc" / "os-release").write_text(
+            'ID=poky\nNAME="Poky (Yocto Project Reference Distro)"\nVERSION_ID=5.2\n'
+            f'PRETTY_NAME="Corstone1000 ({hostname}, simulated by fvp-harness sim)"\n'
+        )
+        if ethosu_device:
+            (self.root / "dev" / "ethosu0").touch()
+        (self.root / "dev" / "null").touch()
+
+    def cleanup(self) -> None:
+        """Remove the whole guest tree; safe to call twice."""
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    @staticmethod
+    def normalize(path: str, cwd: str = "/") -> str:
+        """The absolute guest path for ``path`` seen from ``cwd``; ``..`` never goes above ``/``."""
+        joined = posixpath.join(cwd or "/", path) if path else (cwd or "/")
+        parts: list[str] = []
+        for part in joined.split("/"):
+            if part in ("", "."):
+                continue
+            if part == "..":
+                if parts:
+                    parts.pop()
+                continue
+            parts.append(part)
+        return "/" + "/".join(parts)
+
+    def host_path(self, path: str, cwd: str = "/") -> Path:
+        """The host path behind a guest path. Raises PathEscape if it would resolve outside the guest root
+        (a symlink planted in the tree, for example)."""
+        guest = self.normalize(path, cwd)
+        host = self.root / guest.lstrip("/") if guest != "/" else self.root
+        real = Path(os.path.realpath(host))
+        if real != self.root and self.root not in real.parents:
+            raise PathEscape(13, "Permission denied", guest)
+        # a symlink anywhere on the way is refused even if it points inside: the guest cannot make one
+        probe = self.root
+        for part in Path(guest.lstrip("/")).parts:
+            probe = probe / part
+            if probe.is_symlink():
+                raise PathEscape(13, "Permission denied", guest)
+        return host
+
+    def guest_path(self, host: Path) -> str:
+        """The guest path of a host path inside the root."""
+        rel = Path(os.path.realpath(host)).relative_to(self.root)
+        return "/" + rel.as_posix() if str(rel) != "." else "/"
+
+    # -- convenience used by the shell and the GuestContext --------------------------------------------------
+
+    def read(self, path: str, cwd: str = "/") -> bytes:
+        """Read a file's bytes (FileNotFoundError / IsADirectoryError / PermissionError like open())."""
+        host = self.host_path(path, cwd)
+        if host.is_dir():
+            raise IsADirectoryError(21, "Is a directory", path)
+        return host.read_bytes()
+
+    def write(self, path: str, data: bytes, cwd: str = "/", append: bool = False) -> None:
+        """Create, replace or append to a file (its directory must exist, as with open())."""
+        host = self.host_path(path, cwd)
+        if host.is_dir():
+            raise IsADirectoryError(21, "Is a directory", path)
+        with open(host, "ab" if append else "wb") as fh:
+            fh.write(data)
+
+    def open_write(self, path: str, cwd: str = "/", append: bool = False) -> BinaryIO:
+        """An open binary file for a redirection target (the shell streams into it)."""
+        host = self.host_path(path, cwd)
+        if host.is_dir():
+            raise IsADirectoryError(21, "Is a directory", path)
+        return open(host, "ab" if append else "wb")
+
+    def head(self, path: str, cwd: str = "/", size: int = 64) -> bytes:
+        """The first ``size`` bytes of a file, which decide what executing it does."""
+        with open(self.host_path(path, cwd), "rb") as fh:
+            return fh.read(size)
+
+    def mode(self, path: str, cwd: str = "/") -> int:
+        """The file's st_mode (raises FileNotFoundError)."""
+        return os.stat(self.host_path(path, cwd)).st_mode
+
+    def is_executable(self, path: str, cwd: str = "/") -> bool:
+        """True if any execute bit is set on a regular file."""
+        mode = self.mode(path, cwd)
+        return stat.S_ISREG(mode) and bool(mode & 0o111)

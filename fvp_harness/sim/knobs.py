@@ -1,0 +1,196 @@
+"""Simulator knobs: settings that a real model does not have (pace, release, noise, injected faults).
+
+Knobs come from the environment as ``FVP_SIM_<NAME>`` (how the harness passes a scenario's ``fvp.sim`` block)
+and from ``--sim name=value`` options (which win). Names are case-insensitive; ``GuestContext.knobs`` shows
+every knob given, lower-case, so the emulated workloads can define knobs of their own: names this table does
+not know are passed through untouched, except ``fault_*`` names, which must be known (a typo in a fault test
+should fail, not pass silently).
+
+Platform knobs (name, default: meaning; the workload's knobs are documented with the runner):
+
+- ``boot_seconds``, 1.5: wall seconds from start to the login prompt (300 feels like the real model).
+- ``boot_sim_seconds``, 4.0: simulated seconds the boot takes (kernel timestamps and --stat follow it).
+- ``speed``, 0: simulated seconds per wall second for guest programs' work; 0 = no waiting; 0.003 is about
+  the real model's pace on NPU-heavy work.
+- ``idle_ratio``, 1.0: simulated seconds that pass per wall second while the guest idles.
+- ``release``, 2025.12: ``2025.12`` (hostname corstone1000-fvp, /dev/ethosu0) or ``next`` (hostname
+  corstone1000-a320-fvp, in-kernel accel driver, no /dev/ethosu0).
+- ``kernel_noise_rate``, 0: benign kernel messages per wall second on host_terminal_0, injected at random
+  points of the output stream (so they land mid-line too); ``dmesg -n 1`` silences them.
+- ``backlog_bytes``, 1048576: output a terminal keeps while no client is connected (oldest dropped).
+- ``line_max``, 4096: longest console input line; longer lines are cut like the tty's canonical buffer.
+- ``first_boot``, false: the Secure Enclave provisions keys and boots twice, as on a model's first run.
+- ``seed``, random: seed for noise and garbage, for reproducible fault tests.
+
+Fault knobs (``faults.py`` says exactly what each does):
+
+- ``fault_boot_hang``: a stage (tfm, tfa, optee, uboot, kernel, init, login); the boot stops in it.
+- ``fault_panic``: ``boot`` (kernel panic during boot) or N (panic when the Nth console command is entered).
+- ``fault_console_drop``: N; at the Nth console command host_terminal_0 drops its client, stops listening.
+- ``fault_crash``: ``boot`` or N; the process dies (exit status 139, no stop text, no --stat).
+- ``fault_slow_console``: bytes per second; host_terminal_0 delivers output no faster than this.
+- ``fault_garbage``: probability 0-1 per console output chunk of a few random non-text bytes mixed in.
+- ``fault_refuse_ssh``: true; forwarded ssh ports accept and immediately close every connection.
+- ``fault_busy_ports``: N; the first N ports from every terminal's start_port count as busy.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+__all__ = ["BOOT_STAGES", "KnobError", "Knobs", "parse_knobs"]
+
+PREFIX = "FVP_SIM_"
+
+BOOT_STAGES = ("tfm", "tfa", "optee", "uboot", "kernel", "init", "login")
+"""Boot stages in order, the names ``fault_boot_hang`` accepts."""
+
+_KNOWN = {
+    "boot_seconds", "boot_sim_seconds", "speed", "idle_ratio", "release", "kernel_noise_rate",
+    "backlog_bytes",
+    "line_max", "first_boot", "seed", "fault_boot_hang", "fault_panic", "fault_console_drop", "fault_crash",
+    "fault_slow_console", "fault_garbage", "fault_refuse_ssh", "fault_busy_ports",
+}
+
+
+class KnobError(ValueError):
+    """A knob with a bad value, or an unknown ``fault_*`` knob."""
+
+
+def _bool(name: str, text: str) -> bool:
+    low = text.strip().lower()
+    if low in ("1", "true", "yes", "on"):
+        return True
+    if low in ("0", "false", "no", "off", ""):
+        return False
+    raise KnobError(f"knob {name}: {text!r} is not a boolean (true/false)")
+
+
+def _float(name: str, text: str, low: float = 0.0, high: float | None = None) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise KnobError(f"knob {name}: {text!r} is not a number") from None
+    if value < low or (high is not None and value > high):
+        raise KnobError(f"knob {name}: {value} is out of range")
+    return value
+
+
+def _int(name: str, text: str, low: int = 0) -> int:
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise KnobError(f"knob {name}: {text!r} is not an integer") from None
+    if value < low:
+        raise KnobError(f"knob {name}: {value} must be at least {low}")
+    return value
+
+
+def _boot_or_n(name: str, text: str) -> int | None:
+    """``boot`` -> 0 (during boot), N -> N (at the Nth console command), empty -> None (off)."""
+    if text.strip() == "":
+        return None
+    if text.strip().lower() == "boot":
+        return 0
+    return _int(name, text, 1)
+
+
+@dataclass
+class Knobs:
+    """The parsed knobs. ``raw`` keeps every knob as given (lower-case names), for ``GuestContext.knobs``."""
+
+    raw: dict[str, str] = field(default_factory=dict)
+    boot_seconds: float = 1.5
+    boot_sim_seconds: float = 4.0
+    speed: float = 0.0
+    idle_ratio: float = 1.0
+    release: str = "2025.12"
+    kernel_noise_rate: float = 0.0
+    backlog_bytes: int = 1 << 20
+    line_max: int = 4096
+    first_boot: bool = False
+    seed: int = 0
+    fault_boot_hang: str | None = None
+    fault_panic: int | None = None
+    fault_console_drop: int | None = None
+    fault_crash: int | None = None
+    fault_slow_console: float = 0.0
+    fault_garbage: float = 0.0
+    fault_refuse_ssh: bool = False
+    fault_busy_ports: int = 0
+
+    @property
+    def hostname(self) -> str:
+        """The guest's hostname, which the login prompt and shell prompt show."""
+        return "corstone1000-a320-fvp" if self.release == "next" else "corstone1000-fvp"
+
+
+def parse_knobs(environ: Mapping[str, str] | None = None, options: Iterable[str] = ()) -> Knobs:
+    """Collect knobs from ``FVP_SIM_*`` variables and ``--sim name=value`` options (options win) and check
+    them."""
+    env = os.environ if environ is None else environ
+    raw: dict[str, str] = {}
+    for key, value in env.items():
+        if key.startswith(PREFIX) and len(key) > len(PREFIX):
+            raw[key[len(PREFIX):].lower()] = value
+    for option in options:
+        name, sep, value = option.partition("=")
+        if not sep or not name.strip():
+            raise KnobError(f"--sim {option!r}: expected NAME=VALUE")
+        raw[name.strip().lower()] = value
+    for name in raw:
+        if name.startswith("fault_") and name not in _KNOWN:
+            known = ", ".join(sorted(k for k in _KNOWN if k.startswith("fault_")))
+            raise KnobError(f"unknown fault knob {name!r} (known: {known})")
+
+    k = Knobs(raw=raw)
+    get = raw.get
+    if "boot_seconds" in raw:
+        k.boot_seconds = _float("boot_seconds", raw["boot_seconds"])
+    if "boot_sim_seconds" in raw:
+        k.boot_sim_seconds = _float("boot_sim_seconds", raw["boot_sim_seconds"], 0.01)
+    if "speed" in raw:
+        k.speed = _float("speed", raw["speed"])
+    if "idle_ratio" in raw:
+        k.idle_ratio = _float("idle_ratio", raw["idle_ratio"])
+    if "release" in raw:
+        release = raw["release"].strip().lower()
+        if release in ("next", "corstone1000-a320-fvp", "newer"):
+            k.release = "next"
+        elif release in ("2025.12", "corstone1000-fvp"):
+            k.release = "2025.12"
+        else:
+            raise KnobError(f"knob release: {raw['release']!r} is not 2025.12 or next")
+    if "kernel_noise_rate" in raw:
+        k.kernel_noise_rate = _float("kernel_noise_rate", raw["kernel_noise_rate"])
+    if "backlog_bytes" in raw:
+        k.backlog_bytes = _int("backlog_bytes", raw["backlog_bytes"], 1024)
+    if "line_max" in raw:
+        k.line_max = _int("line_max", raw["line_max"], 16)
+    if "first_boot" in raw:
+        k.first_boot = _bool("first_boot", raw["first_boot"])
+    if get("seed", "").strip():
+        k.seed = _int("seed", raw["seed"])
+    else:
+        k.seed = random.SystemRandom().randrange(1 << 31)
+    hang = get("fault_boot_hang", "").strip().lower()
+    if hang:
+        if hang not in BOOT_STAGES:
+            raise KnobError(f"knob fault_boot_hang: {hang!r} is not a stage ({', '.join(BOOT_STAGES)})")
+        k.fault_boot_hang = hang
+    k.fault_panic = _boot_or_n("fault_panic", get("fault_panic", ""))
+    k.fault_crash = _boot_or_n("fault_crash", get("fault_crash", ""))
+    if get("fault_console_drop", "").strip():
+        k.fault_console_drop = _int("fault_console_drop", raw["fault_console_drop"], 1)
+    if "fault_slow_console" in raw:
+        k.fault_slow_console = _float("fault_slow_console", raw["fault_slow_console"])
+    if "fault_garbage" in raw:
+        k.fault_garbage = _float("fault_garbage", raw["fault_garbage"], 0.0, 1.0)
+    if "fault_refuse_ssh" in raw:
+        k.fault_refuse_ssh = _bool("fault_refuse_ssh", raw["fault_refuse_ssh"])
+    if "fault_busy_ports" in raw:
+        k.fault_busy_ports = _int("fault_busy_ports", raw["fault_busy_ports"])
+    return k
