@@ -47,8 +47,8 @@ def free_port_block(count: int = 6) -> int:
         try:
             for port in range(base, base + count):
                 s = socket.socket()
+                socks.append(s)  # before bind: a failed bind must still close it
                 s.bind(("127.0.0.1", port))
-                socks.append(s)
             return base
         except OSError:
             continue

@@ -1,5 +1,5 @@
 """The seam to the emulated workloads: a deployed runner artifact runs through GuestContext, streams its output to
-the console and stops on Ctrl-C. Skipped while the workload modules are not importable."""
+the console and stops on Ctrl-C."""
 
 from __future__ import annotations
 
@@ -7,10 +7,8 @@ import asyncio
 import re
 
 import asyncssh
-import pytest
 
-modelfile = pytest.importorskip("fvp_harness.sim.modelfile")
-models = pytest.importorskip("fvp_harness.sim.models")
+from fvp_harness.sim import modelfile, models
 
 
 def test_runner_runs_on_console_and_ctrl_c_stops_it(sim, free_ports) -> None:
