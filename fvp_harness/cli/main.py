@@ -61,7 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _configure_logging(verbosity: int) -> None:
     level = logging.WARNING - 10 * verbosity
-    logging.basicConfig(level=max(logging.DEBUG, min(logging.CRITICAL, level)), format="%(levelname)s %(name)s: %(message)s")
+    level = max(logging.DEBUG, min(logging.CRITICAL, level))
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

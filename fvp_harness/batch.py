@@ -1,0 +1,691 @@
+"""``make`` over many scenarios: bring every result and report up to date, re-running only what changed.
+
+The graph, per scenario: artifact builds -> units -> report. What is up to date:
+
+- an **artifact** when its file exists and is not older than its ``sources`` (``artifacts.pending_builds``);
+- a **unit** when its scenario's results folder holds an ``ok`` record with the unit's content key
+  (``plan.Unit.key`` hashes every input: artifact bytes, FVP identity and settings, run settings, metrics...);
+- a **report** when the hash of its inputs (the ``records.jsonl`` and ``manifest.json`` bytes, the scenario's
+  ``report``/``compare``/``metrics`` sections, the harness version) equals the one stored beside it in
+  ``report.inputs`` and every report file exists.
+
+So a no-op ``make`` only reads: scenarios, artifact hashes, records; it writes nothing, takes no lock and boots
+nothing. Changed inputs re-run exactly the units whose key moved; old records stay in the folder and are
+superseded (analysis keeps the latest ``ok`` record per unit), which is why ``make`` does not refuse a folder
+whose manifest has other artifact hashes the way ``run --resume`` does: the key already tells the stale
+records apart. ``-n`` says for each unit which key parts changed: records written by the batch carry their key
+parts in ``extra`` (``batch_exec.KEY_PART_PREFIX``).
+
+Scheduling: every (scenario, plan session) with stale units is a job; jobs are grouped into **pools** of equal
+platform profile, FVP identity, params, args, simulator knobs, firmware and timeouts, and each pool's jobs are
+dealt to **lanes** (one booted instance each, longest job first onto the least loaded lane). A lane runs its
+jobs one after another on one instance, so scenarios of a pool share boots. At most ``-j`` lanes run at once
+(executors: ``batch_exec.LocalExecutor``, ``batch_dask.DaskExecutor``). Records flow back to this process,
+which alone writes every results folder.
+
+Failures: without ``-k`` the first failed unit or job stops scheduling (running units finish); with ``-k``
+everything else still runs. Ctrl-C stops scheduling, closes every instance (the units in flight are not
+recorded), marks the manifests ``interrupted`` and keeps every finished record: the next ``make`` continues.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import hashlib
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from fvp_harness import __version__
+from fvp_harness.artifacts import BUILD_TIMEOUT_S, BuildResult, BuildStep, build_artifacts, pending_builds
+from fvp_harness.batch_exec import KEY_PART_PREFIX, JobSpec, LaneResult, LaneSpec, LocalExecutor, RecordSink
+from fvp_harness.errors import (
+    EXIT_FAILED,
+    EXIT_INFRASTRUCTURE,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    ConfigurationError,
+    HarnessError,
+    Interrupted,
+)
+from fvp_harness.execute import SessionOutcome, utc_now
+from fvp_harness.plan import Plan, Unit, build_plan, changed_parts
+from fvp_harness.progress import Event, Listener, null_listener
+from fvp_harness.records import Record
+from fvp_harness.scenario import load_scenario
+from fvp_harness.scenario_load import LoadedScenario
+from fvp_harness.store import ResultStore, results_dir_for
+
+__all__ = [
+    "REPORT_INPUTS_FILE",
+    "Action",
+    "Executor",
+    "MakeOptions",
+    "MakeResult",
+    "Node",
+    "assign_lanes",
+    "default_jobs",
+    "make",
+    "plan_batch",
+    "scenario_files",
+]
+
+log = logging.getLogger(__name__)
+
+REPORT_INPUTS_FILE = "report.inputs"
+"""Beside the report files: the hash parts of the report's inputs and the exit code they gave (JSON)."""
+
+
+def default_jobs() -> int:
+    """``-j`` default: the CPUs this process may use (one FVP instance each, like ``make -j$(nproc)``)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+@dataclass(frozen=True)
+class MakeOptions:
+    """The ``make`` verb's choices (see ``docs/batch.md``)."""
+
+    jobs: int | None = None
+    """Parallel FVP instances; None: ``default_jobs()`` locally, the cluster's thread count on Dask."""
+    keep_going: bool = False
+    dry_run: bool = False
+    always: bool = False
+    """``-B``: re-run every unit and re-render every report (artifacts still follow their own staleness rule)."""
+    only: tuple[str, ...] = ()
+    """Globs on ``<scenario stem>/<unit id>`` (or just ``<scenario stem>``); empty: everything."""
+    results_base: Path = Path("results")
+    overrides: tuple[str, ...] = ()
+    fvp_binary: str | None = None
+    timeout_scale: float = 1.0
+
+
+class Executor(Protocol):
+    """Runs lanes (``batch_exec``): ``LocalExecutor`` or ``batch_dask.DaskExecutor``."""
+
+    name: str
+    ships_artifacts: bool
+
+    def capacity(self) -> int: ...
+
+    def run(self, lanes: Sequence[LaneSpec], *, sink: RecordSink, results_roots: Mapping[int, Path],
+            on_lane_done: Any, drain: threading.Event, abort: threading.Event, listener: Listener = ...) -> None: ...
+
+
+@dataclass(frozen=True)
+class Action:
+    """One thing ``make`` does (or, with ``-n``, would do) and why."""
+
+    kind: Literal["build", "run", "maybe", "report", "error", "up-to-date"]
+    scenario: str
+    target: str
+    reason: str
+
+    def __str__(self) -> str:
+        where = f"{self.scenario}/{self.target}" if self.target else self.scenario
+        verb = {"maybe": "run if changed", "up-to-date": "up to date"}.get(self.kind, self.kind)
+        return f"{verb:<14} {where}  ({self.reason})"
+
+
+@dataclass
+class Node:
+    """One scenario in the batch: what is stale, and (after running) what happened."""
+
+    index: int
+    path: Path
+    stem: str
+    results_dir: Path
+    loaded: LoadedScenario | None = None
+    error: HarnessError | None = None
+    builds: list[BuildStep] = field(default_factory=list)
+    plan: Plan | None = None
+    fvp_version: str | None = None
+    selected: list[Unit] = field(default_factory=list)
+    todo: list[tuple[Unit, str]] = field(default_factory=list)
+    maybe: list[tuple[Unit, str]] = field(default_factory=list)
+    report_reason: str | None = None
+    stored_exit: int = EXIT_OK
+    # filled while running
+    built: list[BuildResult] = field(default_factory=list)
+    records: int = 0
+    failed: int = 0
+    infrastructure: int = 0
+    outcomes: list[SessionOutcome] = field(default_factory=list)
+    job_errors: list[tuple[str, str]] = field(default_factory=list)
+    exit_code: int = EXIT_OK
+    report_files: dict[str, Path] = field(default_factory=dict)
+
+    def actions(self) -> list[Action]:
+        if self.error is not None:
+            return [Action("error", self.stem, "", str(self.error).splitlines()[0])]
+        found = [Action("build", self.stem, step.name, step.reason) for step in self.builds]
+        found += [Action("run", self.stem, unit.id, why) for unit, why in self.todo]
+        found += [Action("maybe", self.stem, unit.id, why) for unit, why in self.maybe]
+        if self.report_reason is not None:
+            found.append(Action("report", self.stem, "report", self.report_reason))
+        if not found and self.selected:
+            found.append(Action("up-to-date", self.stem, "", f"{len(self.selected)} units and the report"))
+        return found
+
+
+@dataclass
+class MakeResult:
+    """What a ``make`` did (or would do, with ``-n``) and its exit code."""
+
+    nodes: list[Node]
+    actions: list[Action]
+    exit_code: int
+    units_run: int = 0
+    units_failed: int = 0
+    reports: list[Path] = field(default_factory=list)
+    lanes: int = 0
+    boots: int = 0
+    seconds: float = 0.0
+    phase_seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def nothing_to_do(self) -> bool:
+        return all(action.kind == "up-to-date" for action in self.actions)
+
+
+# --- discovery and planning ---------------------------------------------------------------------------------
+
+
+def scenario_files(items: Sequence[str | Path]) -> list[Path]:
+    """Scenario arguments with folders replaced by their ``*.yaml``/``*.yml`` files (sorted); default
+    ``scenarios/``."""
+    found: list[Path] = []
+    for item in items or ["scenarios"]:
+        path = Path(item)
+        if path.is_dir():
+            found.extend(sorted([*path.glob("*.yaml"), *path.glob("*.yml")]))
+        elif path.is_file():
+            found.append(path)
+        else:
+            raise ConfigurationError(f"{path}: no such scenario file or folder")
+    return found
+
+
+def _digest(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _file_digest(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except FileNotFoundError:
+        return "missing"
+
+
+def _matches(patterns: Sequence[str], stem: str, unit_id: str) -> bool:
+    if not patterns:
+        return True
+    full = f"{stem}/{unit_id}"
+    return any(fnmatch.fnmatchcase(full, pattern) or fnmatch.fnmatchcase(stem, pattern) for pattern in patterns)
+
+
+def report_inputs(store: ResultStore, loaded: LoadedScenario) -> dict[str, str]:
+    """The parts of a report's input hash: records, manifest, the report-relevant scenario sections, harness."""
+    scenario = loaded.scenario
+    return {
+        "records": _file_digest(store.records_path),
+        "manifest": _file_digest(store.manifest_path),
+        "settings": _digest({
+            "name": scenario.name,
+            "report": scenario.report.model_dump(mode="json"),
+            "compare": scenario.compare.model_dump(mode="json") if scenario.compare else None,
+            "metrics": [spec.model_dump(mode="json") for spec in scenario.metrics],
+        }),
+        "harness": __version__,
+    }
+
+
+_REPORT_FILES = {"markdown": "report.md", "csv": "report.csv", "json": "report.json", "png": "report.png"}
+
+
+def _report_reason(store: ResultStore, loaded: LoadedScenario) -> tuple[str | None, int]:
+    """Why the report must be rendered again (None: up to date), and the exit code stored with it."""
+    try:
+        stored = json.loads(store.report_path(REPORT_INPUTS_FILE).read_text(encoding="utf-8"))
+    except (FileNotFoundError, ValueError):
+        return "no report yet", EXIT_OK
+    missing = [name for kind, name in _REPORT_FILES.items()
+               if kind in loaded.scenario.report.outputs and not (store.root / name).is_file()]
+    if missing:
+        return f"missing {', '.join(missing)}", EXIT_OK
+    old = stored.get("parts") if isinstance(stored, dict) else None
+    changed = changed_parts(old or {}, report_inputs(store, loaded))
+    if changed:
+        return "changed: " + ", ".join(changed), EXIT_OK
+    return None, int(stored.get("exit_code", EXIT_OK))
+
+
+def _why(unit: Unit, latest: Record | None) -> str:
+    """Why a unit without an ok record under its key must run (for ``-n`` and the log)."""
+    if unit.unbuilt:
+        return "not built yet: " + ", ".join(unit.unbuilt)
+    if latest is None:
+        return "never run"
+    if latest.key == unit.key:
+        detail = (latest.failure or "").splitlines()[0][:100] if latest.failure else ""
+        return f"failed last time ({latest.failure_class}: {detail})"
+    old = {name[len(KEY_PART_PREFIX):]: str(value) for name, value in latest.extra.items()
+           if name.startswith(KEY_PART_PREFIX)}
+    if old:
+        changed = changed_parts(old, {name: digest[:16] for name, digest in unit.key_parts.items()})
+        if changed:
+            return "changed: " + ", ".join(changed)
+    return f"inputs changed (key {latest.key[:12]} -> {unit.key[:12]})"
+
+
+class _Versions:
+    """The model's ``--version`` per binary, asked once per batch (it folds into real-FVP keys; not for sim)."""
+
+    def __init__(self) -> None:
+        self._known: dict[str, tuple[str | None, str]] = {}
+
+    def get(self, loaded: LoadedScenario, *, for_manifest: bool = False) -> tuple[str | None, str]:
+        scenario = loaded.scenario
+        if scenario.target == "host" or (scenario.fvp.is_sim and not for_manifest):
+            return None, ""
+        key = f"{scenario.fvp.binary}\0{loaded.profile.name}"
+        if key not in self._known:
+            from fvp_harness.pipeline import query_fvp_version
+
+            self._known[key] = query_fvp_version(loaded)
+        return self._known[key]
+
+
+def plan_batch(paths: Sequence[str | Path], options: MakeOptions, *, versions: _Versions | None = None) -> list[Node]:
+    """Load every scenario and decide what is stale, without writing anything (``-n`` prints this).
+
+    A scenario that does not load becomes a node with ``error`` set (the caller decides whether to go on).
+    """
+    versions = versions or _Versions()
+    nodes: list[Node] = []
+    seen: dict[Path, str] = {}
+    for index, path in enumerate(scenario_files(paths)):
+        node = Node(index, path, path.stem, Path())
+        nodes.append(node)
+        try:
+            node.results_dir = results_dir_for(path, options.results_base)
+            other = seen.get(node.results_dir.resolve())
+            if other is not None:
+                raise ConfigurationError(f"{path} and {other} would share the results folder {node.results_dir}; "
+                                         "rename one of them")
+            seen[node.results_dir.resolve()] = str(path)
+            node.loaded = load_scenario(path, list(options.overrides), fvp_binary=options.fvp_binary)
+            _plan_node(node, options, versions)
+        except HarnessError as exc:
+            node.error = exc
+    return nodes
+
+
+def _plan_node(node: Node, options: MakeOptions, versions: _Versions) -> None:
+    loaded = node.loaded
+    assert loaded is not None
+    node.fvp_version, _banner = versions.get(loaded)
+    plan = build_plan(loaded, fvp_version=node.fvp_version)
+    node.plan = plan
+    node.selected = [unit for unit in plan.units if _matches(options.only, node.stem, unit.id)]
+    node.todo, node.maybe, node.report_reason = [], [], None
+    if not node.selected:
+        node.builds = []
+        return
+    node.builds = pending_builds(loaded)
+    rebuilt = {step.name: step.reason for step in node.builds}
+    store = ResultStore(node.results_dir, create=False)
+    records = store.records() if store.records_path.is_file() else []
+    done = {record.key for record in records if record.status == "ok"}
+    latest: dict[str, Record] = {}
+    for record in records:
+        latest[record.unit] = record
+    for unit in node.selected:
+        if options.always:
+            node.todo.append((unit, "-B: rebuild everything"))
+        elif unit.key not in done:
+            node.todo.append((unit, _why(unit, latest.get(unit.id))))
+        else:
+            deps = _unit_artifacts(plan, unit)
+            stale = [f"{name} ({rebuilt[name]})" for name in deps if name in rebuilt]
+            if stale:
+                node.maybe.append((unit, "will be rebuilt: " + ", ".join(stale)))
+    if options.always:
+        node.report_reason = "-B: rebuild everything"
+    elif node.todo or node.maybe:
+        node.report_reason = "records will change"
+    else:
+        node.report_reason, node.stored_exit = _report_reason(store, loaded)
+
+
+def _unit_artifacts(plan: Plan, unit: Unit) -> list[str]:
+    """The declared names (as ``plan.artifact_hashes`` spells them) of the files a unit reads."""
+    inputs = len(plan.scenario.models[unit.model].inputs)
+    return [f"builds.{unit.build}.runner", f"models.{unit.model}.file",
+            *(f"models.{unit.model}.inputs[{i}].file" for i in range(inputs))]
+
+
+# --- lanes --------------------------------------------------------------------------------------------------
+
+
+def pool_key(plan: Plan, unit: Unit) -> str:
+    """Which booted instances a unit may use: equal profile, FVP identity/params/args/knobs/firmware, timeouts."""
+    fvp = plan.scenario.fvp
+    return _digest({
+        "profile": unit.key_parts.get("profile"),
+        "fvp": unit.key_parts.get("fvp"),
+        "timeouts": fvp.timeouts.model_dump(mode="json"),
+        "timeout_scale": fvp.timeout_scale,
+        "target": plan.scenario.target,
+    })[:16]
+
+
+def assign_lanes(jobs: Mapping[str, Sequence[JobSpec]], capacity: int) -> list[tuple[str, list[JobSpec]]]:
+    """Deal each pool's jobs to lanes: a pool gets lanes in proportion to its work (at least one, at most one per
+    job, about ``capacity`` in total), and jobs go longest first onto the least loaded lane. Deterministic."""
+    total = sum(job.cost for pool in jobs.values() for job in pool) or 1
+    lanes: list[tuple[str, list[JobSpec]]] = []
+    for pool in sorted(jobs, key=lambda name: (-sum(job.cost for job in jobs[name]), name)):
+        members = sorted(jobs[pool], key=lambda job: (-job.cost, job.node, job.session))
+        share = sum(job.cost for job in members) / total
+        count = max(1, min(len(members), round(capacity * share) or 1))
+        loads = [0] * count
+        bins: list[list[JobSpec]] = [[] for _ in range(count)]
+        for job in members:
+            lightest = loads.index(min(loads))
+            bins[lightest].append(job)
+            loads[lightest] += job.cost
+        for chosen in bins:
+            chosen.sort(key=lambda job: (job.node, job.session))
+            lanes.append((pool, chosen))
+    return lanes
+
+
+def _lane_specs(nodes: Sequence[Node], capacity: int, ship: bool, scale: float) -> list[LaneSpec]:
+    jobs: dict[str, list[JobSpec]] = {}
+    for node in nodes:
+        if node.plan is None or not node.todo or node.loaded is None:
+            continue
+        plan = node.plan
+        hashes = {str(state.path): state.sha256 for state in plan.artifacts.values() if state.sha256}
+        by_session: dict[int, list[Unit]] = {}
+        for unit, _reason in node.todo:
+            by_session.setdefault(unit.session, []).append(unit)
+        for session, units in sorted(by_session.items()):
+            units.sort(key=lambda unit: unit.index)
+            job = JobSpec(node.index, plan.scenario, str(node.loaded.path), plan.profile, session,
+                          tuple(unit.id for unit in units), tuple(unit.key for unit in units), node.fvp_version,
+                          hashes)
+            jobs.setdefault(pool_key(plan, units[0]), []).append(job)
+    specs = []
+    for number, (pool, members) in enumerate(assign_lanes(jobs, capacity)):
+        blobs = None
+        if ship:
+            blobs = {}
+            for job in members:
+                for path, digest in job.artifacts.items():
+                    if digest not in blobs:
+                        blobs[digest] = Path(path).read_bytes()
+        specs.append(LaneSpec(number, pool, tuple(members), scale, blobs))
+    return specs
+
+
+# --- running ------------------------------------------------------------------------------------------------
+
+
+def make(
+    paths: Sequence[str | Path],
+    options: MakeOptions | None = None,
+    *,
+    executor: Executor | None = None,
+    listener: Listener = null_listener,
+) -> MakeResult:
+    """Bring every scenario's results and report up to date (see the module docstring); with ``dry_run`` only
+    say what would be done. Raises ``Interrupted`` on Ctrl-C after keeping what was measured."""
+    options = options or MakeOptions()
+    began = time.monotonic()
+    phases: dict[str, float] = {}
+    versions = _Versions()
+    nodes = plan_batch(paths, options, versions=versions)
+    phases["plan"] = time.monotonic() - began
+    actions = [action for node in nodes for action in node.actions()]
+    if options.dry_run or all(action.kind in ("up-to-date", "error") for action in actions):
+        code = _exit_code(nodes, interrupted=False, dry_run=True)
+        return MakeResult(nodes, actions, code, seconds=time.monotonic() - began, phase_seconds=phases)
+    if any(node.error for node in nodes) and not options.keep_going:
+        return MakeResult(nodes, actions, _exit_code(nodes, False, True), seconds=time.monotonic() - began)
+    executor = executor or LocalExecutor(options.jobs or default_jobs())
+    capacity = options.jobs or executor.capacity()
+    result = MakeResult(nodes, actions, EXIT_OK)
+    with contextlib.ExitStack() as stack:
+        stores = _lock_stores(stack, nodes)
+        mark = time.monotonic()
+        stopped = _build(nodes, stores, options, versions, capacity, listener)
+        phases["build"] = time.monotonic() - mark
+        interrupted = False
+        if not stopped:
+            mark = time.monotonic()
+            try:
+                _execute(nodes, stores, options, versions, executor, capacity, listener, result)
+            except KeyboardInterrupt:
+                interrupted = True
+            phases["execute"] = time.monotonic() - mark
+        if interrupted:
+            result.exit_code = EXIT_INTERRUPTED
+            raise Interrupted("interrupted; every finished unit is stored: run make again to continue")
+        mark = time.monotonic()
+        _reports(nodes, stores, listener, result)
+        phases["report"] = time.monotonic() - mark
+    result.exit_code = _exit_code(nodes, False, False)
+    result.seconds = time.monotonic() - began
+    result.phase_seconds = phases
+    return result
+
+
+def _lock_stores(stack: contextlib.ExitStack, nodes: Sequence[Node]) -> dict[int, ResultStore]:
+    """Open and lock the results folders that will be written (only those: a no-op writes nothing)."""
+    stores: dict[int, ResultStore] = {}
+    for node in nodes:
+        if node.error is None and (node.todo or node.maybe or node.builds or node.report_reason):
+            store = ResultStore(node.results_dir)
+            stack.enter_context(store.lock())
+            stores[node.index] = store
+    return stores
+
+
+def _build(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: MakeOptions, versions: _Versions,
+           capacity: int, listener: Listener) -> bool:
+    """Build stale artifacts scenario by scenario (an artifact two scenarios share is built once), then re-plan
+    with the final hashes. Returns True when a failure must stop the batch (no ``-k``)."""
+    for node in nodes:
+        if node.error is not None or not node.builds or node.loaded is None:
+            continue
+        store = stores[node.index]
+
+        def log_for(step: BuildStep, store: ResultStore = store) -> Path:
+            return store.log_path("build", step.log_name)
+
+        def built(done: BuildResult) -> None:
+            listener(Event("build", name=done.step.name, seconds=done.seconds))
+
+        try:
+            node.built, _states = build_artifacts(node.loaded, log_path_for=log_for, jobs=capacity,
+                                                  timeout=BUILD_TIMEOUT_S * options.timeout_scale, on_built=built)
+        except HarnessError as exc:
+            node.error = exc
+            log.warning("%s: a build failed: %s", node.stem, exc)
+            if not options.keep_going:
+                return True
+    for node in nodes:
+        if node.error is None and node.loaded is not None and (node.builds or node.maybe):
+            _plan_node(node, options, versions)  # final keys after building
+    return False
+
+
+def _execute(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: MakeOptions, versions: _Versions,
+             executor: Executor, capacity: int, listener: Listener, result: MakeResult) -> None:
+    from fvp_harness.pipeline import RunOptions, _manifest
+
+    working = [node for node in nodes if node.error is None and node.todo]
+    manifests: dict[int, dict[str, Any]] = {}
+    started = utc_now()
+    for node in working:
+        assert node.loaded is not None and node.plan is not None
+        store = stores[node.index]
+        version, banner = versions.get(node.loaded, for_manifest=True)
+        manifest = _manifest(node.loaded, node.plan, version, banner,
+                             RunOptions(resume=True, timeout_scale=options.timeout_scale), node.built, started)
+        previous = store.read_manifest() or {}
+        manifest["sessions"] = dict(previous.get("sessions") or {})
+        manifest["batch"] = {"executor": getattr(executor, "name", "?"), "jobs": capacity,
+                             "only": list(options.only), "always": options.always}
+        store.write_manifest(manifest)
+        manifests[node.index] = manifest
+    lanes = _lane_specs(working, capacity, executor.ships_artifacts, options.timeout_scale)
+    result.lanes = len(lanes)
+    listener(Event("plan", total=sum(len(node.todo) for node in working), sessions=len(lanes),
+                   skipped=sum(len(node.selected) - len(node.todo) for node in working)))
+    by_index = {node.index: node for node in nodes}
+    lock = threading.Lock()
+    drain, abort = threading.Event(), threading.Event()
+    remote = executor.ships_artifacts
+
+    def sink(index: int, record: Record) -> None:
+        node = by_index[index]
+        with lock:
+            stores[index].append(record)
+            node.records += 1
+            result.units_run += 1
+            if record.status != "ok":
+                node.failed += 1
+                result.units_failed += 1
+                node.infrastructure += record.failure_class == "infrastructure"
+                if not options.keep_going:
+                    drain.set()
+        if remote:  # a local lane's execute reports its own progress
+            listener(Event("unit_done", session=f"{node.stem}/{record.session}", unit=record.unit,
+                           status=record.status, seconds=record.duration_s, detail=record.failure))
+
+    def on_lane_done(lane: LaneResult) -> None:
+        result.boots += lane.boots
+        for job in lane.jobs:
+            node = by_index[job.node]
+            store = stores[job.node]
+            for rel, data in job.logs.items():
+                _import_log(store, rel, data)
+            for record in job.records:
+                sink(job.node, record)
+            node.outcomes.extend(job.outcomes)
+            if job.error is not None:
+                node.job_errors.append((job.error_class or "infrastructure", job.error))
+                if not options.keep_going:
+                    drain.set()
+            if any(outcome.aborted for outcome in job.outcomes):
+                node.job_errors.append(("infrastructure", "; ".join(o.aborted or "" for o in job.outcomes)))
+                if not options.keep_going:
+                    drain.set()
+
+    roots = {node.index: stores[node.index].root for node in working}
+    try:
+        executor.run(lanes, sink=sink, results_roots=roots, on_lane_done=on_lane_done, drain=drain, abort=abort,
+                     listener=listener)
+    finally:
+        interrupted = abort.is_set()
+        for node in working:
+            _finish_manifest(stores[node.index], manifests[node.index], node, interrupted)
+
+
+def _import_log(store: ResultStore, relative: str, data: bytes) -> None:
+    """A log a remote worker wrote, into the folder at the store-given path (``logs/<session>/<name>``)."""
+    parts = relative.split("/")
+    if len(parts) < 3 or parts[0] != "logs":
+        log.warning("ignoring an unexpected file from a worker: %s", relative)
+        return
+    store.log_path(parts[1], "__".join(parts[2:])).write_bytes(data)
+
+
+def _finish_manifest(store: ResultStore, manifest: dict[str, Any], node: Node, interrupted: bool) -> None:
+    from fvp_harness.pipeline import _instances
+
+    manifest["sessions"] = {**manifest["sessions"], **_instances(node.outcomes)}
+    manifest["finished"] = utc_now()
+    aborted = [outcome.aborted for outcome in node.outcomes if outcome.aborted]
+    manifest["status"] = "interrupted" if interrupted else ("aborted" if aborted else "complete")
+    if aborted:
+        manifest["aborted"] = aborted
+    store.write_manifest(manifest)
+
+
+def _reports(nodes: Sequence[Node], stores: Mapping[int, ResultStore], listener: Listener,
+             result: MakeResult) -> None:
+    """Render the reports whose inputs changed, and store the hash of those inputs beside them."""
+    from fvp_harness.pipeline import _report
+
+    for node in nodes:
+        if node.error is not None or node.loaded is None or node.index not in stores:
+            continue
+        store = stores[node.index]
+        if not (node.records or node.report_reason):
+            continue
+        manifest = store.read_manifest()
+        if manifest is None:  # nothing ever ran here (e.g. every unit filtered out)
+            continue
+        resolved = node.loaded.scenario.model_dump(mode="json")
+        if manifest.get("scenario") != resolved:  # e.g. only the report section changed: `report DIR` must agree
+            manifest["scenario"] = resolved
+            store.write_manifest(manifest)
+            manifest = store.read_manifest() or manifest
+        listener(Event("analysis"))
+        try:
+            outcome = _report(store, node.loaded.scenario, manifest)
+        except HarnessError as exc:
+            node.error = exc
+            continue
+        node.report_files = dict(outcome.files)
+        node.exit_code = outcome.exit_code
+        payload = {"parts": report_inputs(store, node.loaded), "exit_code": outcome.exit_code,
+                   "failed_units": outcome.failed_units, "expectations_violated": outcome.expectations_violated}
+        _write_json(store.report_path(REPORT_INPUTS_FILE), payload)
+        result.reports.append(store.root)
+
+
+def _write_json(path: Path, payload: Mapping[str, Any]) -> None:
+    """Replace a small JSON file atomically at a store-given path (like report.py's files)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _exit_code(nodes: Sequence[Node], interrupted: bool, dry_run: bool) -> int:
+    """130 interrupted; else the worst of: 3 infrastructure, 2 configuration, 1 failed units or violated
+    expectations (from this run's reports, or the stored ones for up-to-date scenarios), 0."""
+    if interrupted:
+        return EXIT_INTERRUPTED
+    code = EXIT_OK
+    for node in nodes:
+        if node.error is not None:
+            code = max(code, node.error.exit_code)
+            continue
+        if dry_run:
+            if node.report_reason is None:
+                code = max(code, node.stored_exit)
+            continue
+        for failure_class, _text in node.job_errors:
+            code = max(code, EXIT_INFRASTRUCTURE if failure_class == "infrastructure"
+                       else 2 if failure_class == "configuration" else EXIT_FAILED)
+        if node.infrastructure:
+            code = max(code, EXIT_INFRASTRUCTURE)
+        elif node.failed:
+            code = max(code, EXIT_FAILED)
+        code = max(code, node.exit_code if node.report_files else node.stored_exit)
+    return code

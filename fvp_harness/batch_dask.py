@@ -1,0 +1,164 @@
+"""The Dask executor of the batch engine: lanes as tasks on a Dask cluster (``--executor dask|dask-local``).
+
+Each lane (``batch_exec.LaneSpec``) is one task; it carries the resolved scenarios and, by default, the artifact
+bytes (``ship_artifacts``), so a worker needs only fvp-harness and the FVP (or the simulator) installed, not the
+scenario files or a shared filesystem. With ``ship_artifacts=False`` the workers read the same paths as the
+coordinator (a shared filesystem); either way a worker re-hashes what it runs and refuses a key mismatch.
+
+The task returns its records and unit logs; only the coordinating process writes the results folders. Stop
+requests travel as two named ``distributed.Event``s per batch: *drain* (start no further job) and *abort* (close
+the instance now); a watcher thread in each task mirrors them into the lane's local events.
+
+Why lanes and not units as tasks: a unit needs a booted instance, and a boot costs seconds (simulator) to
+minutes (real FVP); a lane keeps one instance for all its jobs. Dask's own work stealing is disabled for the
+same reason (``pure=False`` tasks are not duplicated, and a lane is never split).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from fvp_harness.batch_exec import LaneResult, LaneSpec, RecordSink, run_lane
+from fvp_harness.errors import ConfigurationError
+from fvp_harness.progress import Listener, null_listener
+
+__all__ = ["DaskExecutor", "remote_lane"]
+
+log = logging.getLogger(__name__)
+
+POLL_S = 0.5
+
+
+def _import_distributed() -> Any:
+    try:
+        import distributed
+    except ImportError as exc:  # pragma: no cover - the extra is not installed
+        raise ConfigurationError("the Dask executor needs dask.distributed: pip install 'fvp-harness[distributed]'"
+                                 ) from exc
+    return distributed
+
+
+def remote_lane(spec: LaneSpec, drain_name: str, abort_name: str) -> LaneResult:
+    """The task body on a worker: run the lane, mirroring the batch's named stop events into local ones."""
+    distributed = _import_distributed()
+    drain, abort, finished = threading.Event(), threading.Event(), threading.Event()
+    remote_drain, remote_abort = distributed.Event(drain_name), distributed.Event(abort_name)
+
+    def watch() -> None:
+        while not finished.wait(POLL_S):
+            try:
+                if remote_abort.is_set():
+                    drain.set()
+                    abort.set()
+                    return
+                if remote_drain.is_set():
+                    drain.set()
+            except Exception:  # the scheduler went away: stop rather than run unsupervised
+                log.warning("lost the Dask scheduler; stopping lane %s", spec.index)
+                abort.set()
+                return
+
+    watcher = threading.Thread(target=watch, name=f"lane{spec.index}-dask-watch", daemon=True)
+    watcher.start()
+    try:
+        return run_lane(spec, drain=drain, abort=abort)
+    finally:
+        finished.set()
+        watcher.join()
+
+
+class DaskExecutor:
+    """Lanes as tasks on ``scheduler`` (``tcp://HOST:PORT``), or on a LocalCluster started here when
+    ``scheduler`` is None (``workers`` single-threaded workers; ``processes=False`` keeps them in this process,
+    which tests use)."""
+
+    name = "dask"
+
+    def __init__(self, *, scheduler: str | None = None, workers: int | None = None, ship_artifacts: bool = True,
+                 processes: bool = True) -> None:
+        self.scheduler = scheduler
+        self.workers = workers
+        self.ships_artifacts = ship_artifacts
+        self.processes = processes
+        self._client: Any = None
+        self._cluster: Any = None
+
+    def _connect(self) -> Any:
+        if self._client is None:
+            distributed = _import_distributed()
+            if self.scheduler is None:
+                from fvp_harness.batch import default_jobs
+
+                self._cluster = distributed.LocalCluster(
+                    n_workers=self.workers or default_jobs(), threads_per_worker=1, processes=self.processes,
+                    dashboard_address=None)
+                self._client = distributed.Client(self._cluster)
+            else:
+                self._client = distributed.Client(self.scheduler, timeout="30s")
+        return self._client
+
+    def capacity(self) -> int:
+        """Lanes that can run at once: the cluster's worker threads (``-j`` overrides)."""
+        if self.workers:
+            return self.workers
+        threads = self._connect().nthreads()
+        return max(1, sum(threads.values()))
+
+    def close(self) -> None:
+        """Disconnect (and stop the LocalCluster this executor started)."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        if self._cluster is not None:
+            self._cluster.close()
+            self._cluster = None
+
+    def run(
+        self,
+        lanes: Sequence[LaneSpec],
+        *,
+        sink: RecordSink,
+        results_roots: Mapping[int, Path],
+        on_lane_done: Callable[[LaneResult], None],
+        drain: threading.Event,
+        abort: threading.Event,
+        listener: Listener = null_listener,
+    ) -> None:
+        """Submit every lane and hand results back as they complete (records and logs go through
+        ``on_lane_done``, in this thread). Ctrl-C: abort every lane, collect what they measured, re-raise."""
+        if not lanes:
+            self.close()
+            return
+        distributed = _import_distributed()
+        try:
+            client = self._connect()
+            batch = uuid.uuid4().hex[:12]
+            drain_name, abort_name = f"fvp-harness-{batch}-drain", f"fvp-harness-{batch}-abort"
+            remote_drain = distributed.Event(drain_name, client=client)
+            remote_abort = distributed.Event(abort_name, client=client)
+            futures = [client.submit(remote_lane, lane, drain_name, abort_name, pure=False,
+                                     key=f"fvp-harness-{batch}-lane{lane.index}") for lane in lanes]
+            pending = set(futures)
+            try:
+                for future in distributed.as_completed(futures):
+                    pending.discard(future)
+                    on_lane_done(future.result())
+                    if drain.is_set():
+                        remote_drain.set()
+            except KeyboardInterrupt:
+                drain.set()
+                abort.set()
+                remote_abort.set()
+                with contextlib.suppress(Exception):
+                    for future in distributed.as_completed(list(pending), timeout=60):
+                        if future.status == "finished":
+                            on_lane_done(future.result())
+                raise
+        finally:
+            self.close()

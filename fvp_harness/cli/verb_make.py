@@ -1,0 +1,127 @@
+"""``make [SCENARIO|DIR ...]``: bring every scenario's results and report up to date, make-style.
+
+Wiring only: ``batch.make`` does the work (``docs/batch.md``). Imports of the engine happen inside the handler so
+``fvp-harness --help`` and other verbs do not pay for them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+__all__ = ["ORDER", "register"]
+
+ORDER = 25
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _positive(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be positive")
+    return value
+
+
+def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    parser = subparsers.add_parser(
+        "make",
+        parents=[common],
+        help="bring many scenarios' results and reports up to date, re-running only what changed",
+        description="Build stale artifacts, run every unit without a stored ok record under its content key, and "
+        "re-render every report whose inputs changed, for each scenario (folders: their *.yaml files; default "
+        "scenarios/). Scenarios with the same platform and FVP settings share booted instances. Exit 0 all up to "
+        "date and clean, 1 units failed or an expectation is violated, 2 bad input, 3 infrastructure, "
+        "130 interrupted (finished units are kept; run make again to continue).",
+    )
+    parser.add_argument("scenarios", nargs="*", metavar="SCENARIO|DIR", default=[],
+                        help="scenario files or folders (default: scenarios/)")
+    parser.add_argument("-j", "--jobs", type=_positive_int, default=None, metavar="N",
+                        help="FVP instances at once (default: CPU count locally, the cluster's threads on Dask)")
+    parser.add_argument("-k", "--keep-going", action="store_true",
+                        help="keep going after a failure (other scenarios and units still run)")
+    parser.add_argument("-n", "--dry-run", action="store_true",
+                        help="print what would be built, run and rendered, and why; change nothing")
+    parser.add_argument("-B", "--always-make", action="store_true",
+                        help="re-run every unit and re-render every report")
+    parser.add_argument("--only", action="append", default=[], metavar="PATTERN",
+                        help="glob on SCENARIO/UNIT (e.g. 'smoke/*', '*/r0-*-ds_cnn') or SCENARIO (repeatable)")
+    parser.add_argument("--results", type=Path, default=Path("results"), metavar="DIR",
+                        help="base folder; each scenario writes DIR/<scenario file stem>/ (default: results)")
+    parser.add_argument("--executor", choices=["local", "dask", "dask-local"], default="local",
+                        help="local threads (default), a Dask cluster (--scheduler), or a Dask LocalCluster")
+    parser.add_argument("--scheduler", metavar="tcp://HOST:PORT", default=None,
+                        help="address of the Dask scheduler (with --executor dask)")
+    parser.add_argument("--artifacts", choices=["ship", "shared"], default=None,
+                        help="Dask: send artifact bytes with the work (ship, default) or read the same paths on "
+                        "the workers (shared filesystem)")
+    parser.add_argument("--timeout-scale", type=_positive, default=1.0, metavar="X",
+                        help="multiply every timeout (slow hosts, parallel load)")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE",
+                        help="override a field in every scenario, e.g. --set run.iterations=5 (repeatable)")
+    parser.add_argument("--fvp", dest="fvp_binary", metavar="PATH", default=None,
+                        help="FVP binary for every scenario instead of fvp.binary (`sim`: the simulator)")
+    parser.set_defaults(handler=make_verb)
+
+
+def _executor(args: argparse.Namespace, jobs: int | None) -> object:
+    from fvp_harness.batch import default_jobs
+    from fvp_harness.batch_exec import LocalExecutor
+    from fvp_harness.errors import ConfigurationError
+
+    if args.executor == "local":
+        if args.scheduler:
+            raise ConfigurationError("--scheduler needs --executor dask")
+        return LocalExecutor(jobs or default_jobs())
+    from fvp_harness.batch_dask import DaskExecutor
+
+    if args.executor == "dask" and not args.scheduler:
+        raise ConfigurationError("--executor dask needs --scheduler tcp://HOST:PORT (or use --executor dask-local)")
+    return DaskExecutor(scheduler=args.scheduler if args.executor == "dask" else None, workers=jobs,
+                        ship_artifacts=args.artifacts != "shared")
+
+
+def make_verb(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from fvp_harness.batch import MakeOptions, make
+    from fvp_harness.progress import ProgressView
+
+    options = MakeOptions(
+        jobs=args.jobs, keep_going=args.keep_going, dry_run=args.dry_run, always=args.always_make,
+        only=tuple(args.only), results_base=args.results, overrides=tuple(args.overrides),
+        fvp_binary=args.fvp_binary, timeout_scale=args.timeout_scale,
+    )
+    quiet = args.quiet > 0
+    if args.dry_run:
+        result = make(args.scenarios, options)
+        for action in result.actions:
+            print(action)
+        return result.exit_code
+    executor = _executor(args, args.jobs)
+    console = Console(file=sys.stderr, highlight=False)
+    with ProgressView(console, plain=True if quiet else None, quiet=quiet) as view:
+        result = make(args.scenarios, options, executor=executor, listener=view)  # type: ignore[arg-type]
+    if result.nothing_to_do:
+        if not quiet:
+            print("make: nothing to do (every unit and report is up to date)")
+        return result.exit_code
+    for node in result.nodes:
+        if node.error is not None:
+            print(f"{node.stem}: {node.error.failure_class} error: {node.error.details()}", file=sys.stderr)
+        for failure_class, text in node.job_errors:
+            print(f"{node.stem}: {failure_class} failure: {text}", file=sys.stderr)
+        if node.report_files and not quiet:
+            report = node.report_files.get("markdown") or next(iter(node.report_files.values()))
+            state = "ok" if node.exit_code == 0 else f"exit {node.exit_code}"
+            print(f"{node.stem}: {node.records} units run ({node.failed} failed), report {report} [{state}]")
+    if not quiet:
+        print(f"make: {result.units_run} units run ({result.units_failed} failed) on {result.lanes} lane(s), "
+              f"{result.boots} boot(s), {len(result.reports)} report(s) in {result.seconds:.1f} s")
+    return result.exit_code

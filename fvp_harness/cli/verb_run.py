@@ -1,0 +1,146 @@
+"""``run SCENARIO``: the A/B matrix end to end, then the report; ``report DIR``: rebuild a report from records.
+
+Wiring only: ``pipeline.run_scenario`` / ``pipeline.rebuild_report`` do the work; this module turns flags into
+``RunOptions``, shows progress (``progress.ProgressView`` on stderr), prints a short summary table and the report
+path on stdout, and returns the exit code (0 ok, 1 units failed or an expectation violated, 2 bad input,
+3 infrastructure, 130 interrupted).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from fvp_harness.analysis import AnalysisResult
+from fvp_harness.cli.scenario_args import add_scenario_options, load_from_args
+from fvp_harness.pipeline import ReportOutcome, RunOptions, RunOutcome, rebuild_report, run_scenario
+from fvp_harness.progress import ProgressView
+
+__all__ = ["ORDER", "format_summary", "register"]
+
+ORDER = 20
+
+
+def _positive(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be positive")
+    return value
+
+
+def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    run = subparsers.add_parser(
+        "run",
+        parents=[common],
+        help="run a scenario's A/B matrix on the FVP (or simulator) and write the report",
+        description="Build missing artifacts, boot the model once per instance, run every unit (build x model x "
+        "repetition) in plan order, store every sample, and write report.md/.csv/.json/.png into "
+        "results/<scenario file stem>/ (or -o DIR). Exit 0 ok, 1 units failed or an expectation was violated, "
+        "2 bad input, 3 infrastructure failure, 130 interrupted.",
+    )
+    run.add_argument("scenario", metavar="SCENARIO")
+    add_scenario_options(run)
+    run.add_argument("-o", "--output", type=Path, default=None, metavar="DIR",
+                     help="results folder (default: results/<scenario file stem>)")
+    run.add_argument("--resume", action="store_true",
+                     help="keep stored results and run only units whose content key is not stored ok")
+    run.add_argument("--fresh-boot-per-unit", action="store_true",
+                     help="boot a new instance for every unit (how one-launch-per-run scripts work; for comparison)")
+    run.add_argument("--timeout-scale", type=_positive, default=1.0, metavar="X",
+                     help="multiply every timeout (slow hosts, parallel load)")
+    run.add_argument("--only-build", action="append", default=[], metavar="BUILD",
+                     help="run only this build's units (repeatable)")
+    run.add_argument("--only-model", action="append", default=[], metavar="MODEL",
+                     help="run only this model's units (repeatable)")
+    run.set_defaults(handler=run_verb)
+
+    report = subparsers.add_parser(
+        "report",
+        parents=[common],
+        help="rebuild report.md/.csv/.json/.png of a results folder from its stored records",
+        description="Re-analyse records.jsonl with the scenario stored in manifest.json and rewrite the report "
+        "files; no model runs. Exit 0, or 1 when units failed or an expectation is violated.",
+    )
+    report.add_argument("results", metavar="DIR", type=Path)
+    report.set_defaults(handler=report_verb)
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3f}"
+
+
+def format_summary(result: AnalysisResult) -> str:
+    """A compact table for the terminal (the report has the full one)."""
+    comparison = result.comparison
+    lines: list[str] = []
+    if comparison is not None:
+        unit = f" ({comparison.unit})" if comparison.unit else ""
+        lines.append(f"{comparison.primary}{unit}: {comparison.candidate} vs {comparison.baseline}")
+        header = (f"  {'model':<22} {comparison.baseline:>10} {comparison.candidate:>10} {'saved':>8} "
+                  f"{'95% CI':>17}  {'verdict':<13} {'outputs':<8} {'NPU cycles'}")
+        lines.append(header)
+        for m in comparison.models:
+            saved = "-" if m.saved_pct is None else f"{m.saved_pct:.1f}%"
+            ci = "-" if m.ci_low is None or m.ci_high is None else f"[{m.ci_low:.1f}, {m.ci_high:.1f}]"
+            checks = {check.name: check.status for check in m.identity}
+            outputs = {"pass": "same", "fail": "DIFFER", "unverified": "?"}.get(checks.get("outputs", ""), "-")
+            npu = next((c for c in m.others if c.metric in ("npu_cycles", "bm_npu_cycles")), None)
+            if npu is None:
+                npu_text = "-"
+            else:
+                same = "same" if npu.identical else "DIFFER" if npu.identical is False else "?"
+                cycles = "-" if npu.baseline_median is None else f"{npu.baseline_median:,.0f}"
+                npu_text = f"{cycles} ({same})"
+            lines.append(f"  {m.model:<22} {_fmt(m.baseline_median):>10} {_fmt(m.candidate_median):>10} "
+                         f"{saved:>8} {ci:>17}  {m.verdict:<13} {outputs:<8} {npu_text}")
+        gm = comparison.geomean
+        if gm is not None:
+            ci = "-" if gm.ci_low is None or gm.ci_high is None else f"[{gm.ci_low:.1f}, {gm.ci_high:.1f}]"
+            lines.append(f"  {'geometric mean':<22} {'':>10} {'ratio ' + format(gm.ratio, '.3f'):>10} "
+                         f"{gm.saved_pct:>7.1f}% {ci:>17}  {gm.verdict:<13}")
+        failed = [e for e in comparison.expectations if e.status == "fail"]
+        lines.append("expectations: " + ("PASS" if not failed else f"FAIL ({len(failed)} violated)"))
+    units = result.units
+    ok = int((units["status"] == "ok").sum()) if len(units) else 0
+    lines.append(f"units: {ok} ok, {len(result.failed_units)} failed")
+    for unit in result.failed_units:
+        lines.append(f"  FAILED {unit.unit} ({unit.failure_class}): {unit.failure[:160]} [{unit.log}]")
+    return "\n".join(lines)
+
+
+def _finish(outcome: ReportOutcome, quiet: bool) -> int:
+    if not quiet:
+        print(format_summary(outcome.analysis))
+    report = outcome.files.get("markdown") or next(iter(outcome.files.values()), outcome.results_dir)
+    print(f"report: {report}")
+    return outcome.exit_code
+
+
+def run_verb(args: argparse.Namespace) -> int:
+    loaded = load_from_args(args, args.scenario)
+    options = RunOptions(
+        output_dir=args.output,
+        resume=args.resume,
+        fresh_boot_per_unit=args.fresh_boot_per_unit,
+        timeout_scale=args.timeout_scale,
+        only_builds=tuple(args.only_build),
+        only_models=tuple(args.only_model),
+    )
+    quiet = args.quiet > 0
+    console = Console(file=sys.stderr, highlight=False)
+    with ProgressView(console, plain=True if quiet else None, quiet=quiet) as view:
+        outcome: RunOutcome = run_scenario(loaded, options, listener=view)
+    code = _finish(outcome, quiet)
+    if not quiet:
+        print(f"{outcome.units_run} units run, {outcome.units_skipped} skipped (stored) in "
+              f"{outcome.wall_seconds:.1f} s")
+    for reason in outcome.aborted:
+        print(f"session aborted: {reason}", file=sys.stderr)
+    return code
+
+
+def report_verb(args: argparse.Namespace) -> int:
+    return _finish(rebuild_report(args.results), args.quiet > 0)

@@ -1,0 +1,609 @@
+"""Run a plan's units on booted targets: one boot per session, artifacts deployed once, units in plan order.
+
+The loop per session (``SessionRunner``)::
+
+    boot an instance -> deploy the artifacts its remaining units need -> for each unit in plan order:
+        prepare a private guest folder -> run the rendered command (per-unit timeout) -> save the console text
+        -> check exit status, build identity, metrics -> hash (and fetch) outputs -> append one Record
+
+Why it is shaped like this:
+
+- **One boot serves the whole matrix** (the point of the tool): the real model boots in minutes, a unit takes
+  seconds. ``fresh_boot_per_unit`` exists only to measure what that saves (how existing scripts work).
+- **Failure classes decide what happens next.** A test failure (non-zero exit, timeout, missing metric, wrong
+  build) is recorded and the next unit runs on the same instance: retrying would not change it. An
+  infrastructure failure (console lost, model died, panic) is recorded as a failed attempt and the unit is
+  retried on a fresh instance, at most ``run.retries`` times. Instances that cannot even boot are retried the same
+  number of times in a row; then the session gives up and its remaining units stay unmeasured (``--resume``
+  runs them later).
+- **Nothing measured is lost.** Each unit's record is appended (fsynced by ``store``) before the next unit starts,
+  so Ctrl-C or a crash loses at most the unit in flight; an interrupted unit is not recorded at all.
+- **Provenance.** A build with an ``id`` must print it; otherwise the unit fails as a ``ProvenanceError``: the
+  numbers would belong to some other binary.
+- **Warmup** executions are run (``{iterations}`` = warmup + iterations) and their per-inference samples dropped
+  from the front, so a cold first inference never reaches the statistics.
+- **Environment**: build env and run env reach the runner as ``NAME=value`` prefixes of the runner word when the
+  command starts with ``{runner}`` (a plain command; the variables die with it), otherwise as ``export``
+  before the command (they then stay set in that instance's shell; a later unit's own values override them).
+  Build ``args`` follow the runner word. Both use only the guest contract and ``shlex.quote``.
+- With ``fvp.instances`` > 1 every session runs in its own thread with its own target; records are appended
+  under one lock (the store is single-writer).
+
+Only ``target/`` starts models: sessions get their instances from a ``TargetFactory`` (by default
+``target.session.open_target``), which tests replace with a fake.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import logging
+import posixpath
+import shlex
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from fvp_harness.errors import (
+    CommandFailed,
+    HarnessError,
+    InfrastructureError,
+    MetricMissing,
+    ProvenanceError,
+    TestFailure,
+)
+from fvp_harness.plan import Plan, Session, Unit
+from fvp_harness.progress import Event, Listener, null_listener
+from fvp_harness.records import Record
+from fvp_harness.scenario import Scenario, render_template
+from fvp_harness.scrape import find_build_id, find_errors, scrape
+from fvp_harness.store import ResultStore
+from fvp_harness.target.base import CommandResult, Target
+
+__all__ = [
+    "DeployFunction",
+    "ExecuteOptions",
+    "InstanceInfo",
+    "SessionOutcome",
+    "TargetFactory",
+    "UnitCommand",
+    "default_deploy",
+    "execute_plan",
+    "render_unit_command",
+    "utc_now",
+]
+
+log = logging.getLogger(__name__)
+
+TargetFactory = Callable[[str, Path], AbstractContextManager[Any]]
+"""``factory(instance_name, log_dir)`` -> a context manager that yields an open ``Target`` and closes it."""
+
+LOG_TAIL = 30
+
+
+class DeployFunction(Protocol):
+    """Puts artifacts into an open target and says where they are (guest paths), plus the guest work folder."""
+
+    def __call__(self, target: Target, files: Sequence[tuple[Path, bool]]) -> tuple[dict[Path, str], str]:
+        """``files``: (host path, executable). Returns (host path -> guest path, guest folder for unit dirs)."""
+        ...
+
+
+def utc_now() -> str:
+    """UTC ISO-8601 with milliseconds: record start times and manifest dates."""
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
+
+
+@dataclass(frozen=True)
+class ExecuteOptions:
+    """How to execute (the CLI's flags); defaults are the normal run."""
+
+    fresh_boot_per_unit: bool = False
+    command_timeout: float | None = None
+    """Timeout of the harness's own guest commands (prepare, hash); None: the target's configured one."""
+
+
+@dataclass
+class InstanceInfo:
+    """One booted instance (for the manifest): its name, the session it served, and the target's metadata."""
+
+    name: str
+    session: str
+    metadata: dict[str, object] = field(default_factory=dict)
+    boot_seconds: float | None = None
+    deploy_seconds: float | None = None
+    units: int = 0
+    error: str | None = None
+
+
+@dataclass
+class SessionOutcome:
+    """What a session did: instances booted, records written, and why it stopped early (if it did)."""
+
+    session: str
+    instances: list[InstanceInfo] = field(default_factory=list)
+    records: list[Record] = field(default_factory=list)
+    aborted: str | None = None
+    unit_seconds: float = 0.0
+    """Sum of the runner commands' own durations: the time spent in the code under test (and the simulator)."""
+
+
+@dataclass(frozen=True)
+class UnitCommand:
+    """The guest command of one unit and the guest paths it uses."""
+
+    command: str
+    unit_dir: str
+    output: str
+
+
+def _quoted_env(env: Mapping[str, str]) -> str:
+    return " ".join(f"{name}={shlex.quote(value)}" for name, value in env.items())
+
+
+def render_unit_command(
+    scenario: Scenario,
+    unit: Unit,
+    *,
+    runner: str,
+    model: str,
+    inputs: Sequence[str],
+    guest_root: str,
+) -> UnitCommand:
+    """The unit's guest command: ``run.command`` with every placeholder filled and quoted (see module docstring
+    for how build/run env and build args are attached)."""
+    build = scenario.builds[unit.build]
+    run = scenario.run
+    unit_dir = posixpath.join(guest_root, "units", unit.id)
+    output = posixpath.join(unit_dir, "out")
+    env = {**run.env, **build.env}
+    simple = run.command.lstrip().startswith("{runner}")
+    runner_word = shlex.quote(runner)
+    if build.args:
+        runner_word += " " + " ".join(shlex.quote(arg) for arg in build.args)
+    if env and simple:
+        runner_word = f"{_quoted_env(env)} {runner_word}"
+    values = {
+        "model": model,
+        "inputs": ",".join(inputs),
+        "iterations": str(run.warmup + run.iterations),
+        "output": output,
+        "unit_dir": unit_dir,
+        "build": unit.build,
+        "model_name": unit.model,
+        "unit": unit.id,
+    }
+    quoted = {name: shlex.quote(value) for name, value in values.items()}
+    quoted["runner"] = runner_word
+    command = render_template(run.command, quoted, quote=False)
+    if env and not simple:
+        command = f"export {_quoted_env(env)}; {command}"
+    return UnitCommand(command, unit_dir, output)
+
+
+def default_deploy(scenario: Scenario, timeout: float | None = None) -> DeployFunction:
+    """Deploy through ``deploy.Deployer`` with the scenario's method and guest folder (each file once per
+    instance, content-addressed, sha256-checked)."""
+    from fvp_harness.deploy import Deployer
+
+    def deploy(target: Target, files: Sequence[tuple[Path, bool]]) -> tuple[dict[Path, str], str]:
+        deployer = Deployer(target, method=scenario.deploy.method, guest_dir=scenario.deploy.guest_dir,
+                            timeout=timeout)
+        placed = {}
+        for local, executable in files:
+            placed[local] = deployer.deploy(local, executable=executable).guest_path
+        return placed, deployer.guest_dir
+
+    return deploy
+
+
+def _failure_text(exc: BaseException) -> str:
+    text = exc.message if isinstance(exc, HarnessError) else str(exc)
+    return text.strip()[:2000] or type(exc).__name__
+
+
+class _Shared:
+    """What every session thread shares: the store (single writer: appends under one lock), the listener,
+    the stop flag, and the open targets (so an interrupt can close them from the main thread)."""
+
+    def __init__(self, store: ResultStore, listener: Listener) -> None:
+        self.store = store
+        self.listener = listener
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.targets: dict[str, Any] = {}
+
+    def append(self, record: Record) -> None:
+        with self.lock:
+            self.store.append(record)
+
+    def emit(self, event: Event) -> None:
+        try:
+            self.listener(event)
+        except Exception:  # a broken progress display must never stop a measurement
+            log.exception("progress listener failed on %s", event.kind)
+
+    def close_all(self) -> None:
+        with self.lock:
+            targets = list(self.targets.values())
+        for target in targets:
+            with contextlib.suppress(Exception):
+                target.close()
+
+
+class SessionRunner:
+    """Runs one session's units (see the module docstring); ``run()`` returns a ``SessionOutcome``."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        session: Session,
+        units: Sequence[Unit],
+        shared: _Shared,
+        factory: TargetFactory,
+        deploy: DeployFunction,
+        options: ExecuteOptions,
+    ) -> None:
+        self.plan = plan
+        self.scenario = plan.scenario
+        self.session = session
+        self.units = list(units)
+        self.shared = shared
+        self.factory = factory
+        self.deploy = deploy
+        self.options = options
+        self.outcome = SessionOutcome(session.name)
+        self._instance_count = 0
+        self._unit_log: str | None = None
+        """The log of the unit in flight: where a failed attempt's record points (it holds the console tail)."""
+
+    # -- files ---------------------------------------------------------------------------------------------------
+
+    def _files_for(self, units: Sequence[Unit]) -> list[tuple[Path, bool]]:
+        files: dict[Path, bool] = {}
+        for unit in units:
+            files[Path(self.scenario.builds[unit.build].runner)] = True
+            model = self.scenario.models[unit.model]
+            files.setdefault(Path(model.file), False)
+            for item in model.inputs:
+                files.setdefault(Path(item.file), False)
+        return list(files.items())
+
+    # -- the loop --------------------------------------------------------------------------------------------
+
+    def run(self) -> SessionOutcome:
+        queue = list(self.units)
+        attempts: dict[str, int] = {}
+        boot_failures = 0
+        retries = self.scenario.run.retries
+        while queue and not self.shared.stop.is_set():
+            self._instance_count += 1
+            self._unit_log = None
+            name = self.session.name if self._instance_count == 1 else f"{self.session.name}.{self._instance_count}"
+            info = InstanceInfo(name=name, session=self.session.name)
+            self.outcome.instances.append(info)
+            batch = queue[:1] if self.options.fresh_boot_per_unit else queue
+            ready = False
+            target: Any = None
+            try:
+                self.shared.emit(Event("boot", session=name))
+                began = time.monotonic()
+                log_dir = self.shared.store.log_path(name, "fvp.log").parent  # a checked name, folder created
+                with self.factory(name, log_dir) as target:
+                    with self.shared.lock:
+                        self.shared.targets[name] = target
+                    info.boot_seconds = round(time.monotonic() - began, 3)
+                    self.shared.emit(Event("booted", session=name, seconds=info.boot_seconds))
+                    files = self._files_for(batch)
+                    self.shared.emit(Event("deploy", session=name, count=len(files)))
+                    began = time.monotonic()
+                    placed, guest_root = self.deploy(target, files)
+                    info.deploy_seconds = round(time.monotonic() - began, 3)
+                    self.shared.emit(Event("deployed", session=name, seconds=info.deploy_seconds))
+                    ready = True
+                    boot_failures = 0
+                    self._run_units(target, name, info, queue, attempts, placed, guest_root, retries)
+            except InfrastructureError as exc:
+                info.error = _failure_text(exc)
+                if not ready:
+                    boot_failures += 1
+                    log.warning("%s could not be brought up (%s of %s tries): %s", name, boot_failures,
+                                retries + 1, exc)
+                    if boot_failures > retries:
+                        self.outcome.aborted = (
+                            f"{self.session.name}: no usable instance after {boot_failures} tries; "
+                            f"{len(queue)} unit(s) not run: {info.error}")
+                        break
+                # else: a unit failed with the instance (already recorded): go on with a fresh one
+            finally:
+                with self.shared.lock:
+                    self.shared.targets.pop(name, None)
+                if target is not None:
+                    info.metadata = dict(getattr(target, "metadata", {}) or {})
+                self.shared.emit(Event("closed", session=name))
+        return self.outcome
+
+    def _run_units(self, target: Any, name: str, info: InstanceInfo, queue: list[Unit], attempts: dict[str, int],
+                   placed: dict[Path, str], guest_root: str, retries: int) -> None:
+        """Run units from the front of ``queue`` on this instance until it is done, broken, or (fresh-boot mode)
+        one unit has run. A unit leaves the queue when it is recorded for good."""
+        while queue and not self.shared.stop.is_set():
+            unit = queue[0]
+            self._unit_log = None
+            attempt = attempts.get(unit.id, 0) + 1
+            attempts[unit.id] = attempt
+            self.shared.emit(Event("unit", session=name, unit=unit.id))
+            try:
+                record = self.run_unit(target, name, unit, attempt, placed, guest_root)
+            except InfrastructureError as exc:
+                if self.shared.stop.is_set():
+                    return  # interrupted: the instance was closed under us; record nothing
+                record = self._failed_record(unit, name, attempt, exc, utc_now(), 0.0, log_rel=self._unit_log)
+                self.shared.append(record)
+                self.outcome.records.append(record)
+                if attempt <= retries:
+                    self.shared.emit(Event("retry", session=name, unit=unit.id, detail=record.failure))
+                else:
+                    queue.pop(0)
+                    self.shared.emit(Event("unit_done", session=name, unit=unit.id, status="failed",
+                                           seconds=0.0, detail=record.failure))
+                raise
+            self.shared.append(record)
+            self.outcome.records.append(record)
+            info.units += 1
+            queue.pop(0)
+            self.shared.emit(Event("unit_done", session=name, unit=unit.id, status=record.status,
+                                   seconds=record.duration_s, detail=record.failure))
+            if self.options.fresh_boot_per_unit:
+                return
+
+    # -- one unit --------------------------------------------------------------------------------------------
+
+    def _failed_record(self, unit: Unit, instance: str, attempt: int, exc: BaseException, started: str,
+                       duration: float, *, log_rel: str | None = None, extra: Mapping[str, Any] | None = None,
+                       build_id_seen: str | None = None, samples: Mapping[str, list[float]] | None = None,
+                       units: Mapping[str, str] | None = None) -> Record:
+        failure_class = exc.failure_class if isinstance(exc, HarnessError) else "test"
+        if log_rel is None and isinstance(exc, HarnessError) and exc.log_path is not None:
+            log_rel = self._relative(exc.log_path)
+        return Record(
+            scenario=self.scenario.name, key=unit.key, unit=unit.id, session=instance, build=unit.build,
+            model=unit.model, repetition=unit.repetition, attempt=attempt, status="failed",
+            failure_class=failure_class, failure=f"{type(exc).__name__}: {_failure_text(exc)}", log=log_rel,
+            samples=dict(samples or {}), units=dict(units or {}), build_id_seen=build_id_seen, started=started,
+            duration_s=round(duration, 6), extra=dict(extra or {}),
+        )
+
+    def _relative(self, path: Path) -> str:
+        root = self.shared.store.root
+        try:
+            return Path(path).resolve().relative_to(root.resolve()).as_posix()
+        except ValueError:
+            return str(path)
+
+    def _command_timeout(self) -> float | None:
+        return self.options.command_timeout
+
+    def _guest(self, target: Any, command: str) -> CommandResult:
+        return target.run(command, self._command_timeout())
+
+    def run_unit(self, target: Any, instance: str, unit: Unit, attempt: int, placed: Mapping[Path, str],
+                 guest_root: str) -> Record:
+        """Run one unit on an open target and return its record (ok or a test failure). Raises
+        InfrastructureError when the instance failed under it."""
+        scenario = self.scenario
+        build = scenario.builds[unit.build]
+        model = scenario.models[unit.model]
+        rendered = render_unit_command(
+            scenario, unit, runner=placed[Path(build.runner)], model=placed[Path(model.file)],
+            inputs=[placed[Path(item.file)] for item in model.inputs], guest_root=guest_root)
+        started = utc_now()
+        began = time.monotonic()
+        log_name = f"{unit.id}.log" if attempt == 1 else f"{unit.id}.a{attempt}.log"
+        log_path = self.shared.store.log_path(instance, log_name)
+        log_rel = self._relative(log_path)
+        self._unit_log = log_rel
+        quoted_dir = shlex.quote(rendered.unit_dir)
+        try:
+            prepare = self._guest(target, f"rm -rf {quoted_dir} && mkdir -p {quoted_dir}")
+            if not prepare.ok:
+                raise CommandFailed(f"cannot prepare the unit folder {rendered.unit_dir}: "
+                                    f"{prepare.output.strip()}", exit_status=prepare.exit_status)
+        except TestFailure as exc:
+            _write_log(log_path, unit, rendered.command, None, exc)
+            return self._failed_record(unit, instance, attempt, exc, started, time.monotonic() - began,
+                                       log_rel=log_rel)
+        timeout = scenario.run.timeout or scenario.fvp.timeouts.unit
+        result: CommandResult | None = None
+        try:
+            result = _run_unit_command(target, rendered.command, timeout)
+        except CommandFailed as exc:  # a timeout (the console recovered): the runner hung, a test failure
+            _write_log(log_path, unit, rendered.command, None, exc)
+            return self._failed_record(unit, instance, attempt, exc, started, time.monotonic() - began,
+                                       log_rel=log_rel, extra={"exit_status": exc.exit_status})
+        except InfrastructureError as exc:
+            _write_log(log_path, unit, rendered.command, None, exc)
+            raise
+        _write_log(log_path, unit, rendered.command, result, None)
+        self.outcome.unit_seconds += result.duration_s
+        record = self._judge(target, instance, unit, attempt, rendered, result, started, began, log_rel)
+        with contextlib.suppress(TestFailure):
+            self._guest(target, f"rm -rf {quoted_dir}")
+        return record
+
+    def _judge(self, target: Any, instance: str, unit: Unit, attempt: int, rendered: UnitCommand,
+               result: CommandResult, started: str, began: float, log_rel: str) -> Record:
+        """Exit status -> provenance -> metrics -> outputs; the first problem makes the record a test failure."""
+        scenario = self.scenario
+        run = scenario.run
+        build = scenario.builds[unit.build]
+        extra: dict[str, Any] = {"exit_status": result.exit_status, "command_s": round(result.duration_s, 6)}
+        seen = find_build_id(result.output, build.id) if build.id else None
+        scraped = scrape(result.output, scenario.metrics)
+        samples: dict[str, list[float]] = {}
+        expected = run.warmup + run.iterations
+        short: list[str] = []
+        for name, values in scraped.samples.items():
+            if scraped.per.get(name, "inference") == "inference":
+                if len(values) < expected:
+                    short.append(f"{name}: {len(values)} of {expected} values")
+                samples[name] = [float(v) for v in values[run.warmup:]]
+            else:
+                samples[name] = [float(v) for v in values]
+        if scraped.executions is not None:
+            extra["executions"] = scraped.executions
+        if scraped.warnings:
+            extra["scrape_warnings"] = "; ".join(scraped.warnings)[:1000]
+        if short:
+            extra["short_metrics"] = "; ".join(short)
+
+        def failed(exc: HarnessError) -> Record:
+            return self._failed_record(unit, instance, attempt, exc, started, time.monotonic() - began,
+                                       log_rel=log_rel, extra=extra, build_id_seen=seen, samples=samples,
+                                       units=scraped.units)
+
+        if not result.ok:
+            errors = find_errors(result.output)
+            why = f"; {' | '.join(errors[-3:])}" if errors else ""
+            tail = next((line for line in reversed(result.output.strip().splitlines()) if line.strip()), "")
+            return failed(CommandFailed(
+                f"the runner exited with status {result.exit_status}{why or '; last output: ' + tail}",
+                exit_status=result.exit_status))
+        if build.id and seen is None:
+            return failed(ProvenanceError(
+                f"the runner never printed the id of build {unit.build} ({build.id!r}): a different binary ran, "
+                f"or the id changed; check builds.{unit.build}.id and the runner"))
+        required = [spec.name for spec in scenario.metrics if spec.required]
+        missing = [name for name in required if not samples.get(name)] + [
+            name for name in scraped.missing if name not in required]
+        truncated = [item for item in short if item.split(":")[0] in required]
+        if missing or truncated:
+            what = ", ".join(dict.fromkeys(missing)) or ""
+            if truncated:
+                what = (what + "; " if what else "") + "too few values: " + ", ".join(truncated)
+            return failed(MetricMissing(f"required metric(s) missing in the runner output: {what}"))
+        try:
+            outputs = self._hash_outputs(target, rendered.unit_dir)
+            self._fetch(target, unit, rendered)
+        except TestFailure as exc:
+            return failed(exc)
+        return Record(
+            scenario=scenario.name, key=unit.key, unit=unit.id, session=instance, build=unit.build,
+            model=unit.model, repetition=unit.repetition, attempt=attempt, status="ok", log=log_rel,
+            samples=samples, units=dict(scraped.units), outputs=outputs, build_id_seen=seen, started=started,
+            duration_s=round(time.monotonic() - began, 6), extra=extra,
+        )
+
+    def _hash_outputs(self, target: Any, unit_dir: str) -> dict[str, str]:
+        """sha256 of every file the runner left in the unit folder, computed in the guest (nothing copied)."""
+        quoted = shlex.quote(unit_dir)
+        listing = self._guest(target, f"ls {quoted}")
+        if not listing.ok:
+            raise CommandFailed(f"cannot list {unit_dir}: {listing.output.strip()}", exit_status=listing.exit_status)
+        names = sorted(name for name in listing.output.split() if name)
+        if not names:
+            return {}
+        hashed = self._guest(target, f"cd {quoted} && sha256sum {' '.join(shlex.quote(n) for n in names)}")
+        if not hashed.ok:
+            raise CommandFailed(f"sha256sum of the outputs in {unit_dir} failed: {hashed.output.strip()[-300:]}",
+                                exit_status=hashed.exit_status)
+        digests: dict[str, str] = {}
+        for line in hashed.output.splitlines():
+            parts = line.strip().split(None, 1)
+            if len(parts) == 2 and len(parts[0]) == 64:
+                digests[parts[1].lstrip("*")] = parts[0].lower()
+        return digests
+
+    def _fetch(self, target: Any, unit: Unit, rendered: UnitCommand) -> None:
+        """Copy ``run.fetch`` files back into ``<results>/fetched/<unit>/``."""
+        if not self.scenario.run.fetch:
+            return
+        folder = self.shared.store.root / "fetched" / unit.id
+        for template in self.scenario.run.fetch:
+            values = {"runner": "", "model": "", "inputs": "", "iterations": "", "output": rendered.output,
+                      "unit_dir": rendered.unit_dir, "build": unit.build, "model_name": unit.model,
+                      "unit": unit.id}
+            remote = render_template(template, values, quote=False)
+            try:
+                data = target.get(remote)
+            except FileNotFoundError as exc:
+                raise CommandFailed(f"run.fetch: {remote} is not in the guest ({exc})", exit_status=1) from exc
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / posixpath.basename(remote)).write_bytes(data)
+
+
+def _run_unit_command(target: Any, command: str, timeout: float) -> CommandResult:
+    """``target.run`` under the unit timeout; FVP targets name the phase ``unit`` in timeout messages."""
+    from fvp_harness.target.session import FvpTarget
+
+    if isinstance(target, FvpTarget):
+        return target.run(command, timeout, phase="unit")
+    return target.run(command, timeout)
+
+
+def _write_log(path: Path, unit: Unit, command: str, result: CommandResult | None, exc: BaseException | None) -> None:
+    """The unit's console text, as the target returned it, under a short header (a store-given path)."""
+    lines = [f"# unit {unit.id} (key {unit.key})", f"$ {command}"]
+    if result is not None:
+        lines += [result.output, f"# exit status {result.exit_status} after {result.duration_s:.3f} s"]
+    if exc is not None:
+        partial = getattr(exc, "output", "") or ""
+        if partial:
+            lines.append(partial)
+        tail = getattr(exc, "last_lines", []) or []
+        if tail:
+            lines += ["# last console lines:", *tail[-LOG_TAIL:]]
+        lines.append(f"# {type(exc).__name__}: {_failure_text(exc)}")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def execute_plan(
+    plan: Plan,
+    store: ResultStore,
+    factory: TargetFactory,
+    *,
+    units: Sequence[Unit] | None = None,
+    options: ExecuteOptions | None = None,
+    listener: Listener = null_listener,
+    deploy: DeployFunction | None = None,
+) -> list[SessionOutcome]:
+    """Run ``units`` (default: all of the plan, in plan order) session by session; sessions run in parallel
+    threads when the plan has several. Returns one outcome per session that had units to run.
+
+    KeyboardInterrupt stops every session (open instances are closed so units in flight end at once) and is
+    re-raised after the threads are done; everything recorded so far stays in the store.
+    """
+    options = options or ExecuteOptions()
+    chosen = list(plan.units if units is None else units)
+    shared = _Shared(store, listener)
+    deploy = deploy or default_deploy(plan.scenario, plan.scenario.fvp.timeouts.deploy)
+    runners = []
+    for session in plan.sessions:
+        mine = [unit for unit in chosen if unit.session == session.index]
+        if mine:
+            runners.append(SessionRunner(plan, session, mine, shared, factory, deploy, options))
+    if len(runners) <= 1:
+        try:
+            return [runner.run() for runner in runners]
+        except KeyboardInterrupt:
+            shared.stop.set()
+            raise
+    with ThreadPoolExecutor(max_workers=len(runners), thread_name_prefix="session") as pool:
+        futures = [pool.submit(runner.run) for runner in runners]
+        try:
+            for future in futures:
+                while not future.done():
+                    time.sleep(0.1)  # wake up regularly so Ctrl-C reaches the main thread
+            return [future.result() for future in futures]
+        except KeyboardInterrupt:
+            shared.stop.set()
+            shared.close_all()
+            for future in futures:
+                with contextlib.suppress(BaseException):
+                    future.result()
+            raise

@@ -1,0 +1,192 @@
+"""``fvp-harness run`` end to end on the embedded simulator, through the real command line.
+
+Each test runs the CLI as a child process in a private copy of ``scenarios/`` (so generated artifacts and
+results land in tmp, never in the repository), and checks that no simulator process outlives it.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[2]
+PUBLISHED_SAVED = {"resnet8": 64, "ds_cnn": 53, "mobilenet_v1_025": 77, "deep_autoencoder": 77}
+CRASH_BUILD = "{fvp_harness} sim runner --driver reuse --id driver-reuse --fault crash=2 -o {output}"
+
+
+def _models_owned_by(pid: int) -> list[int]:
+    """Live processes started by the harness process ``pid`` (models carry its pid in FVP_HARNESS_OWNER_PID)."""
+    marker = f"FVP_HARNESS_OWNER_PID={pid}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            environ = Path(f"/proc/{entry}/environ").read_bytes()
+            state = Path(f"/proc/{entry}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != b"Z" and marker in environ.split(b"\0"):
+            found.append(int(entry))
+    return found
+
+
+def _assert_no_models_left(pid: int, grace: float = 5.0) -> None:
+    deadline = time.monotonic() + grace
+    while _models_owned_by(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = _models_owned_by(pid)
+    for stray in left:
+        os.kill(stray, signal.SIGKILL)
+    assert not left, f"simulator processes left running: {left}"
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the scenarios (their artifacts are built once into <copy>/.artifacts and shared by the tests)."""
+    root = tmp_path_factory.mktemp("e2e")
+    shutil.copytree(REPO / "scenarios", root / "scenarios")
+    return root
+
+
+def fvp_harness(workdir: Path, *args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.Popen([sys.executable, "-m", "fvp_harness", *args], cwd=workdir, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        _assert_no_models_left(proc.pid)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def records(folder: Path) -> list[dict]:
+    return [json.loads(line) for line in (folder / "records.jsonl").read_text().splitlines() if line.strip()]
+
+
+def test_driver_reuse_main_command_writes_the_report(workdir: Path) -> None:
+    """The README's main command, from the repository-like folder, with the scenario's own settings."""
+    done = fvp_harness(workdir, "run", "scenarios/driver_reuse.yaml")
+    assert done.returncode == 0, done.stderr + done.stdout
+    out = workdir / "results" / "driver_reuse"
+    for name in ("report.md", "report.csv", "report.json", "report.png", "manifest.json", "records.jsonl"):
+        assert (out / name).is_file(), name
+    assert "report: results/driver_reuse/report.md" in done.stdout
+
+    with (out / "report.csv").open(newline="") as handle:
+        rows = {row["model"]: row for row in csv.DictReader(handle)}
+    for model, published in PUBLISHED_SAVED.items():
+        row = rows[model]
+        assert abs(float(row["saved_pct"]) - published) <= 5, (model, row["saved_pct"])
+        assert row["outputs_identical"] == "pass", row
+        assert row["npu_identical"] in ("True", "true", "pass"), row
+        assert float(row["npu_baseline"]) == float(row["npu_candidate"]) > 0, row
+        assert row["verdict"] == "faster"
+    stored = records(out)
+    assert len(stored) == 24 and all(r["status"] == "ok" for r in stored)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert list(manifest["sessions"]) == ["s0"], "one boot serves the whole matrix"
+    assert manifest["sessions"]["s0"]["stat"], "the --stat block is kept"
+    assert manifest["fvp"]["version"] and manifest["artifacts"]["builds.after.runner"]
+    report = (out / "report.md").read_text()
+    assert "PASS" in report and "| resnet8" in report
+
+    before = {name: (out / name).read_bytes() for name in ("report.md", "report.csv", "report.json")}
+    again = fvp_harness(workdir, "report", "results/driver_reuse")
+    assert again.returncode == 0, again.stderr
+    assert {name: (out / name).read_bytes() for name in before} == before, "report must be byte-identical"
+
+
+def test_smoke_runs_to_a_chosen_folder(workdir: Path) -> None:
+    done = fvp_harness(workdir, "run", "scenarios/smoke.yaml", "-o", "out/smoke", "-q")
+    assert done.returncode == 0, done.stderr + done.stdout
+    out = workdir / "out" / "smoke"
+    assert {r["unit"] for r in records(out)} == {"r0-before-ds_cnn", "r0-after-ds_cnn", "r1-before-ds_cnn",
+                                                 "r1-after-ds_cnn"}
+    assert (out / "report.md").is_file() and not (out / "report.png").exists(), "smoke asks for md/csv/json"
+
+
+def test_runner_crash_gives_a_failed_unit_that_the_report_shows(workdir: Path) -> None:
+    crash_runner = workdir / ".artifacts" / "crash" / "executor_runner-crash"
+    done = fvp_harness(
+        workdir, "run", "scenarios/smoke.yaml", "-o", "out/crash", "--set", "run.repetitions=1",
+        "--set", f"builds.after.runner={crash_runner}", "--set", f"builds.after.build={CRASH_BUILD}")
+    assert done.returncode == 1, done.stderr + done.stdout
+    out = workdir / "out" / "crash"
+    failed = [r for r in records(out) if r["status"] == "failed"]
+    assert [(r["unit"], r["failure_class"], r["attempt"]) for r in failed] == [("r0-after-ds_cnn", "test", 1)]
+    assert "139" in failed[0]["failure"] and "Segmentation fault" in (out / failed[0]["log"]).read_text()
+    report = (out / "report.md").read_text()
+    assert "r0-after-ds_cnn" in report and "139" in report
+    assert "FAILED r0-after-ds_cnn" in done.stdout
+
+
+def test_resume_after_the_run_is_killed_part_way(workdir: Path) -> None:
+    """SIGKILL the harness mid-run (no cleanup at all), then --resume: nothing measured twice, nothing lost."""
+    out = workdir / "out" / "killed"
+    args = ["run", "scenarios/smoke.yaml", "-o", str(out), "--set", "run.repetitions=3",
+            "--set", "fvp.sim.speed=0.02"]  # about half a second of simulated work per unit
+    proc = subprocess.Popen([sys.executable, "-m", "fvp_harness", *args, "-q"], cwd=workdir, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            path = out / "records.jsonl"
+            if path.is_file() and len(path.read_text().splitlines()) >= 2:
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, "the run ended before it could be killed: " + proc.communicate()[1]
+        proc.kill()
+        proc.communicate()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    _assert_no_models_left(proc.pid, grace=10.0)  # the simulator notices its parent is gone
+    kept = [r for r in records(out) if r["status"] == "ok"]
+    assert 2 <= len(kept) < 6
+
+    done = fvp_harness(workdir, *args, "--resume")
+    assert done.returncode == 0, done.stderr + done.stdout
+    final = [r for r in records(out) if r["status"] == "ok"]
+    units = [r["unit"] for r in final]
+    assert len(units) == 6 and len(set(units)) == 6, "every unit exactly once"
+    assert final[: len(kept)] == kept, "records measured before the kill are kept unchanged"
+    assert f"{6 - len(kept)} units run, {len(kept)} skipped" in done.stdout
+
+
+def test_fresh_boot_per_unit_boots_an_instance_per_unit(workdir: Path) -> None:
+    done = fvp_harness(workdir, "run", "scenarios/smoke.yaml", "-o", "out/fresh", "-q", "--fresh-boot-per-unit",
+                       "--set", "run.repetitions=1")
+    assert done.returncode == 0, done.stderr + done.stdout
+    manifest = json.loads((workdir / "out" / "fresh" / "manifest.json").read_text())
+    assert sorted(manifest["sessions"]) == ["s0", "s0.2"]
+    assert [r["session"] for r in records(workdir / "out" / "fresh")] == ["s0", "s0.2"]
+
+
+def test_lost_console_is_retried_on_a_fresh_instance(workdir: Path) -> None:
+    """The simulator drops the console at its 70th command line (after deploy, during the units): that unit's
+    attempt is recorded as an infrastructure failure and retried on a fresh instance, which finishes the run."""
+    done = fvp_harness(workdir, "run", "scenarios/smoke.yaml", "-o", "out/drop", "-q", "--set", "run.repetitions=3",
+                       "--set", "fvp.sim.fault_console_drop=70")
+    assert done.returncode == 0, done.stderr + done.stdout
+    stored = records(workdir / "out" / "drop")
+    failed = [r for r in stored if r["status"] == "failed"]
+    assert len(failed) == 1 and failed[0]["failure_class"] == "infrastructure" and failed[0]["session"] == "s0"
+    assert "ConsoleLost" in failed[0]["failure"]
+    retried = [r for r in stored if r["unit"] == failed[0]["unit"] and r["status"] == "ok"]
+    assert [(r["attempt"], r["session"]) for r in retried] == [(2, "s0.2")]
+    assert len({r["unit"] for r in stored if r["status"] == "ok"}) == 6

@@ -1,0 +1,333 @@
+"""The make-style batch engine: graph, up-to-date rules, dry run, lanes, -j/-k, incremental runs on the simulator.
+
+The end-to-end tests share one set of simulator artifacts (built once per module) and tiny scenarios (one model,
+two builds, one repetition, two iterations), so each ``make`` boots the simulator once or twice.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fvp_harness.batch import (
+    REPORT_INPUTS_FILE,
+    Action,
+    MakeOptions,
+    _why,
+    assign_lanes,
+    make,
+    plan_batch,
+    scenario_files,
+)
+from fvp_harness.batch_exec import KEY_PART_PREFIX, JobSpec, LocalExecutor
+from fvp_harness.cli.main import main
+from fvp_harness.errors import ConfigurationError
+from fvp_harness.plan import Unit
+from fvp_harness.records import Record
+from fvp_harness.store import ResultStore
+
+SCENARIO = """\
+name: {name}
+platform: corstone1000-a320
+vars:
+  art: {art}
+fvp:
+  binary: sim
+builds:
+  before:
+    runner: ${{vars.art}}/runner-before
+    build: "{{fvp_harness}} sim runner --driver per-inference --id driver-per-inference -o {{output}}"
+    id: driver-per-inference
+  after:
+    runner: ${{vars.art}}/runner-after
+    build: "{{fvp_harness}} sim runner --driver reuse --id {after_id} -o {{output}}"
+    id: {after_id}
+models:
+  {model}:
+    file: ${{vars.art}}/{name}.model
+    build: "{{fvp_harness}} sim model {model} --seed 1 --macs 256 -o {{output}}"
+    inputs:
+      - file: ${{vars.art}}/{name}.input.bin
+        build: "{{fvp_harness}} sim input {model} --seed 1 -o {{output}}"
+run:
+  command: >-
+    {{runner}} --model_path={{model}} --inputs={{inputs}}
+    --num_executions={{iterations}} --output_file={{output}}
+  warmup: 0
+  iterations: {iterations}
+  repetitions: {repetitions}
+metrics:
+  - {{name: cpu_time, required: true}}
+  - npu_cycles
+compare: {{baseline: before, candidate: after, primary: cpu_time, min_effect: 5}}
+report:
+  title: {title}
+  outputs: [markdown, json]
+"""
+
+
+def write_scenario(folder: Path, name: str, art: Path, *, model: str = "ds_cnn", title: str = "Batch test",
+                   after_id: str = "driver-reuse", repetitions: int = 1, iterations: int = 2) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.yaml"
+    path.write_text(SCENARIO.format(name=name, art=art, model=model, title=title, after_id=after_id,
+                                    repetitions=repetitions, iterations=iterations), encoding="utf-8")
+    return path
+
+
+def snapshot(root: Path) -> dict[str, tuple[int, bytes]]:
+    """Every file under root with its mtime and bytes: a no-op must leave this unchanged."""
+    return {str(p.relative_to(root)): (p.stat().st_mtime_ns, p.read_bytes()) for p in sorted(root.rglob("*"))
+            if p.is_file()}
+
+
+def records(results: Path, stem: str) -> list[Record]:
+    return ResultStore(results / stem, create=False).records()
+
+
+# --- pure parts -----------------------------------------------------------------------------------------------
+
+
+def _job(node: int, session: int, units: int) -> JobSpec:
+    from types import SimpleNamespace
+
+    scenario = SimpleNamespace(run=SimpleNamespace(warmup=0, iterations=8))
+    return JobSpec(node, scenario, "x.yaml", None, session, tuple(f"u{i}" for i in range(units)),  # type: ignore[arg-type]
+                   tuple("k" for _ in range(units)))
+
+
+def test_assign_lanes_balances_within_pools_and_is_deterministic() -> None:
+    jobs = {"a": [_job(0, 0, 4), _job(1, 0, 4), _job(2, 0, 4), _job(3, 0, 4)], "b": [_job(4, 0, 1)]}
+    lanes = assign_lanes(jobs, 2)
+    assert lanes == assign_lanes(jobs, 2)
+    pools = [pool for pool, _ in lanes]
+    assert pools.count("a") == 2 and pools.count("b") == 1  # the small pool still gets its own instance
+    sizes = sorted(len(members) for pool, members in lanes if pool == "a")
+    assert sizes == [2, 2]
+    # never more lanes than jobs in a pool, whatever the capacity
+    assert len(assign_lanes({"a": [_job(0, 0, 3)]}, 8)) == 1
+
+
+def test_why_names_the_changed_key_parts() -> None:
+    parts = {"model": "1" * 64, "runner": "2" * 64}
+    unit = Unit("r0-before-m", "before", "m", 0, 0, 0, "new", parts)
+    base = {"scenario": "s", "unit": unit.id, "session": "s0", "build": "before", "model": "m", "repetition": 0,
+            "started": "2024-01-01T00:00:00+00:00"}
+    old = Record(key="old", status="ok", extra={KEY_PART_PREFIX + "model": "0" * 16,
+                                                KEY_PART_PREFIX + "runner": "2" * 16}, **base)
+    assert _why(unit, old) == "changed: model"
+    assert _why(unit, None) == "never run"
+    failed = Record(key="new", status="failed", failure_class="test", failure="CommandFailed: boom", **base)
+    assert _why(unit, failed) == "failed last time (test: CommandFailed: boom)"
+    assert "old -> new" in _why(unit, Record(key="old", status="ok", **base))
+
+
+def test_scenario_files_and_action_text(tmp_path: Path) -> None:
+    write_scenario(tmp_path / "sc", "b", tmp_path)
+    write_scenario(tmp_path / "sc", "a", tmp_path)
+    assert [p.name for p in scenario_files([tmp_path / "sc"])] == ["a.yaml", "b.yaml"]
+    with pytest.raises(ConfigurationError, match="no such scenario"):
+        scenario_files([tmp_path / "nope"])
+    assert str(Action("run", "a", "r0-x-m", "never run")).split() == ["run", "a/r0-x-m", "(never", "run)"]
+
+
+def test_dry_run_before_anything_exists_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    art = tmp_path / "art"
+    write_scenario(tmp_path / "sc", "one", art)
+    results = tmp_path / "results"
+    code = main(["make", "-n", str(tmp_path / "sc"), "--results", str(results)])
+    out = capsys.readouterr().out.splitlines()
+    assert code == 0
+    kinds = [line.split()[0] for line in out]
+    assert kinds == ["build"] * 4 + ["run"] * 2 + ["report"]
+    assert all("not built yet" in line for line in out if line.startswith("run"))
+    assert any(line.startswith("report") for line in out)
+    assert not results.exists() and not art.exists()
+
+
+# --- end to end on the simulator --------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def art(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Simulator artifacts for models ds_cnn (scenarios a, c, ...) and resnet8 (b), built once by a make."""
+    base = tmp_path_factory.mktemp("batch")
+    folder = base / "art"
+    write_scenario(base / "sc", "a", folder)
+    write_scenario(base / "sc", "b", folder, model="resnet8")
+    result = make([base / "sc"], MakeOptions(jobs=2, results_base=base / "results"))
+    assert result.exit_code == 0, [n.error for n in result.nodes]
+    return folder
+
+
+def _copy_artifacts(art: Path, dest: Path, names: dict[str, str]) -> None:
+    dest.mkdir(parents=True, exist_ok=True)
+    for runner in ("runner-before", "runner-after"):
+        (dest / runner).write_bytes((art / runner).read_bytes())
+        (dest / runner).chmod(0o755)
+    for new, old in names.items():
+        for suffix in (".model", ".input.bin"):
+            (dest / f"{new}{suffix}").write_bytes((art / f"{old}{suffix}").read_bytes())
+
+
+def test_incremental_model_change_reruns_only_its_units_and_noop_writes_nothing(
+        art: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    own = tmp_path / "art"
+    _copy_artifacts(art, own, {"a": "a", "b": "b"})
+    sc = tmp_path / "sc"
+    write_scenario(sc, "a", own)
+    write_scenario(sc, "b", own, model="resnet8")
+    results = tmp_path / "results"
+    first = make([sc], MakeOptions(jobs=1, results_base=results))
+    assert first.exit_code == 0 and first.units_run == 4
+    assert first.boots == 1, "both scenarios share platform and FVP settings: one instance serves them"
+    stored = records(results, "a")
+    assert all(KEY_PART_PREFIX + "model" in r.extra for r in stored)
+    assert (results / "a" / REPORT_INPUTS_FILE).is_file()
+
+    # no-op: nothing written, not even a lock file touched
+    before = snapshot(results)
+    noop = make([sc], MakeOptions(jobs=2, results_base=results))
+    assert noop.nothing_to_do and noop.exit_code == 0 and noop.units_run == 0
+    assert snapshot(results) == before
+    assert noop.seconds < 3.0
+
+    # change b's model bytes: -n names exactly b's units (model changed) and b's report
+    subprocess.run([sys.executable, "-m", "fvp_harness", "sim", "model", "resnet8", "--seed", "2", "-o",
+                    str(own / "b.model")], check=True, capture_output=True)
+    capsys.readouterr()
+    assert main(["make", "-n", str(sc), "--results", str(results)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    runs = [line.split()[1] for line in lines if line.startswith("run ")]
+    assert sorted(runs) == ["b/r0-after-resnet8", "b/r0-before-resnet8"]
+    assert all("changed: model" in line for line in lines if line.startswith("run "))
+    assert [line.split()[1] for line in lines if line.startswith("report")] == ["b/report"]
+    assert any(line.startswith("up to date") and " a " in f" {line.split()[3]} " for line in lines)
+    assert snapshot(results) == before  # -n writes nothing
+
+    a_before = snapshot(results / "a")
+    again = make([sc], MakeOptions(jobs=2, results_base=results))
+    assert again.exit_code == 0 and again.units_run == 2
+    assert snapshot(results / "a") == a_before
+    assert len(records(results, "b")) == 4
+
+    # change only the report section of a: only a's report re-renders, no unit runs
+    write_scenario(sc, "a", own, title="Renamed")
+    b_before = snapshot(results / "b")
+    rec_before = (results / "a" / "records.jsonl").read_bytes()
+    assert [a.kind for a in make([sc], MakeOptions(dry_run=True, results_base=results)).actions] == [
+        "report", "up-to-date"]
+    report = make([sc], MakeOptions(jobs=2, results_base=results))
+    assert report.units_run == 0 and report.reports == [results / "a"]
+    assert (results / "a" / "records.jsonl").read_bytes() == rec_before
+    assert "# Renamed" in (results / "a" / "report.md").read_text(encoding="utf-8")
+    assert snapshot(results / "b") == b_before
+    # and `fvp-harness report DIR` agrees with what make rendered
+    md = (results / "a" / "report.md").read_bytes()
+    capsys.readouterr()
+    main(["report", str(results / "a"), "-q"])
+    assert (results / "a" / "report.md").read_bytes() == md
+
+
+def _deterministic(results: Path, stem: str) -> dict[str, tuple[str, str, dict[str, str], list[float]]]:
+    return {r.unit: (r.key, r.status, r.outputs, r.samples.get("npu_cycles", [])) for r in records(results, stem)}
+
+
+def test_parallel_gives_the_same_records_as_serial(art: Path, tmp_path: Path) -> None:
+    sc = tmp_path / "sc"
+    write_scenario(sc, "a", art)
+    write_scenario(sc, "b", art, model="resnet8")
+    serial = make([sc], MakeOptions(jobs=1, results_base=tmp_path / "r1"))
+    parallel = make([sc], MakeOptions(jobs=2, results_base=tmp_path / "r2"))
+    assert serial.exit_code == parallel.exit_code == 0
+    assert serial.lanes == 1 and parallel.lanes == 2
+    for stem in ("a", "b"):
+        one, two = _deterministic(tmp_path / "r1", stem), _deterministic(tmp_path / "r2", stem)
+        assert one == two and len(one) == 2
+
+
+def test_keep_going_finishes_other_scenarios_and_exits_nonzero(art: Path, tmp_path: Path) -> None:
+    sc = tmp_path / "sc"
+    write_scenario(sc, "a", art, after_id="not-the-build-that-runs")  # provenance failure: a test failure
+    write_scenario(sc, "b", art, model="resnet8")
+    results = tmp_path / "results"
+    code = main(["make", "-q", "-k", "-j", "1", str(sc), "--results", str(results)])
+    assert code == 1
+    assert {r.status for r in records(results, "b")} == {"ok"} and len(records(results, "b")) == 2
+    assert (results / "b" / "report.md").is_file() and (results / "a" / "report.md").is_file()
+    failed = [r for r in records(results, "a") if r.status != "ok"]
+    assert [r.failure_class for r in failed] == ["test"]
+    # the failed unit is not up to date: the next make would run it again, and says why
+    again = plan_batch([sc], MakeOptions(results_base=results))
+    assert [(u.id, why.split(" (")[0]) for u, why in again[0].todo] == [("r0-after-ds_cnn", "failed last time")]
+
+
+def test_only_pattern_and_always(art: Path, tmp_path: Path) -> None:
+    sc = tmp_path / "sc"
+    write_scenario(sc, "a", art, repetitions=2)
+    write_scenario(sc, "b", art, model="resnet8")
+    results = tmp_path / "results"
+    first = make([sc], MakeOptions(jobs=2, only=("a/r1-*",), results_base=results))
+    assert first.units_run == 2 and not (results / "b").exists()
+    assert {r.unit for r in records(results, "a")} == {"r1-before-ds_cnn", "r1-after-ds_cnn"}
+    forced = make([sc], MakeOptions(jobs=2, only=("a/r1-*",), always=True, dry_run=True, results_base=results))
+    assert [a.kind for a in forced.actions] == ["run", "run", "report"]
+
+
+@pytest.mark.dask
+def test_dask_local_cluster_gives_the_same_report_as_local(art: Path, tmp_path: Path) -> None:
+    pytest.importorskip("distributed")
+    from fvp_harness.batch_dask import DaskExecutor
+
+    sc = tmp_path / "sc"
+    write_scenario(sc, "a", art)
+    local = make([sc], MakeOptions(jobs=1, results_base=tmp_path / "local"), executor=LocalExecutor(1))
+    dask = make([sc], MakeOptions(jobs=1, results_base=tmp_path / "dask"),
+                executor=DaskExecutor(workers=1, processes=False))
+    assert local.exit_code == dask.exit_code == 0 and dask.units_run == 2
+    assert _deterministic(tmp_path / "local", "a") == _deterministic(tmp_path / "dask", "a")
+    for name in ("report.md", "report.json"):
+        assert (tmp_path / "local" / "a" / name).read_bytes() == (tmp_path / "dask" / "a" / name).read_bytes()
+    # logs came back from the worker into the one results folder
+    logs = {r.log for r in records(tmp_path / "dask", "a")}
+    assert all(log and (tmp_path / "dask" / "a" / log).is_file() for log in logs)
+
+
+def test_make_verb_help_lists_make_conventions() -> None:
+    out = subprocess.run([sys.executable, "-m", "fvp_harness", "make", "--help"], capture_output=True, text=True,
+                         check=True).stdout
+    for flag in ("-j N", "-k", "-n", "-B", "--only PATTERN", "--executor", "--scheduler"):
+        assert flag in out
+
+
+def test_ctrl_c_keeps_finished_records_and_the_next_make_continues(art: Path, tmp_path: Path) -> None:
+    import _thread
+
+    from fvp_harness.errors import Interrupted
+    from fvp_harness.progress import Event
+
+    sc = tmp_path / "sc"
+    write_scenario(sc, "a", art, repetitions=4, iterations=40)
+    results = tmp_path / "results"
+    seen: list[str] = []
+
+    def listener(event: Event) -> None:
+        if event.kind == "unit_done":
+            seen.append(event.unit or "")
+            if len(seen) == 1:
+                _thread.interrupt_main()  # what Ctrl-C does
+
+    with pytest.raises(Interrupted):
+        make([sc], MakeOptions(jobs=1, results_base=results), listener=listener)
+    kept = records(results, "a")
+    assert 1 <= len(kept) < 8 and {r.status for r in kept} == {"ok"}  # the unit in flight is not recorded
+    manifest = json.loads((results / "a" / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["status"] == "interrupted"
+    assert not (results / "a" / "report.md").exists()
+    rest = make([sc], MakeOptions(jobs=1, results_base=results))
+    assert rest.exit_code == 0 and rest.units_run == 8 - len(kept)
+    assert len({r.unit for r in records(results, "a")}) == 8

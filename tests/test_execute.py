@@ -1,0 +1,481 @@
+"""execute / pipeline logic against a fake target: order, warmup, retries, provenance, resume, failures in reports.
+
+The fake target answers exactly the guest commands execute sends (prepare, runner, ls, sha256sum, rm) and prints
+runner output in the simulator's shape, so these tests run in milliseconds without a model. The end-to-end
+behaviour on the simulator is in tests/e2e/test_run_e2e.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from fvp_harness.artifacts import build_artifacts, pending_builds, stale_reason
+from fvp_harness.errors import BootTimeout, ConfigurationError, ConsoleLost, Interrupted, TestFailure
+from fvp_harness.execute import render_unit_command
+from fvp_harness.pipeline import RunOptions, RunOutcome, rebuild_report, run_scenario
+from fvp_harness.plan import build_plan
+from fvp_harness.progress import Event, ProgressView
+from fvp_harness.scenario import load_scenario
+from fvp_harness.store import ResultStore
+from fvp_harness.target.base import CommandResult
+from fvp_harness.target.console import CommandTimeout
+
+SCENARIO = """
+name: fake
+fvp: {{binary: sim}}
+builds:
+  before: {{runner: bin/runner-before, id: id-before}}
+  after: {{runner: bin/runner-after, id: id-after}}
+models:
+  m1: {{file: m1.model, inputs: [{{file: m1.in}}]}}
+  m2: {{file: m2.model}}
+run:
+  warmup: 1
+  iterations: 3
+  repetitions: 2
+  order: {order}
+  retries: {retries}
+{extra}
+metrics: [{{name: cpu_time, required: true}}, npu_cycles]
+compare: {{baseline: before, candidate: after, min_effect: 5}}
+report: {{outputs: [markdown, csv, json]}}
+"""
+
+CPU = {"before": 2.0, "after": 1.0}
+
+
+def runner_output(build: str, iterations: int, *, build_id: str | None = None, cpu: float | None = None) -> str:
+    """What the simulated runner prints: id line, then per execution the cycle counter and CPU time."""
+    ident = build_id if build_id is not None else f"id-{build}"
+    lines = [f"I 00:00:00.000100 executorch:executor_runner.cpp:60] executor_runner build id: {ident}"]
+    base = CPU[build] if cpu is None else cpu
+    for i in range(iterations):
+        value = 100.0 if i == 0 else base + 0.001 * i  # the first (warmup) execution is slow
+        lines.append("I 00:00:00.000200 executorch:EthosUBackend.cpp:284] Ethos-U Linux delegate cycle counter: 4242")
+        lines.append(f"I 00:00:00.000300 executorch:EthosUBackend.cpp:291] EthosUBackend::execute() CPU time: "
+                     f"{value:.3f} ms")
+    lines.append(f"I 00:00:00.000400 executorch:executor_runner.cpp:296] Model executed successfully "
+                 f"{iterations} time(s) in 1.0 ms.")
+    return "\n".join(lines)
+
+
+Behaviour = Callable[[str, str, int], CommandResult | None]
+"""(unit id, build, call number of that unit) -> a result to return instead of the normal output, or None.
+It may also raise (ConsoleLost, CommandTimeout, KeyboardInterrupt)."""
+
+
+class FakeTarget:
+    """Answers execute's guest commands; the runner's behaviour per unit comes from ``world.behaviour``."""
+
+    def __init__(self, world: FakeWorld, name: str) -> None:
+        self.world = world
+        self.name = name
+        self.log_dir = Path("/nonexistent")
+        self.metadata: dict[str, object] = {"argv": ["fake"], "version": "fake 1"}
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+    def run(self, command: str, timeout: float | None = None) -> CommandResult:
+        assert not self.closed, "command on a closed target"
+        self.world.commands.append(command)
+        if command.startswith("rm -rf") or command.startswith("mkdir"):
+            return CommandResult(command, 0, "")
+        if command.startswith("ls "):
+            return CommandResult(command, 0, "out-0.bin\n")
+        if "sha256sum" in command:
+            return CommandResult(command, 0, f"{hashlib.sha256(b'same').hexdigest()}  out-0.bin")
+        for build in ("before", "after"):
+            if f"/guest/runner-{build} " in command:
+                unit = command.split("--unit=")[1].split()[0]
+                calls = self.world.calls.setdefault(unit, 0) + 1
+                self.world.calls[unit] = calls
+                self.world.ran.append((self.name, unit))
+                special = self.world.behaviour(unit, build, calls) if self.world.behaviour else None
+                if special is not None:
+                    return special
+                count = int(command.split("--num_executions=")[1].split()[0])
+                return CommandResult(command, 0, runner_output(build, count), duration_s=0.01)
+        raise AssertionError(f"unexpected guest command {command!r}")
+
+    def put(self, local: Path, remote: str) -> None:  # pragma: no cover - deploy is faked
+        raise AssertionError("put")
+
+    def get(self, remote: str) -> bytes:  # pragma: no cover
+        raise AssertionError("get")
+
+
+class FakeWorld:
+    """Boots fake instances (optionally failing some boots) and remembers everything that happened."""
+
+    def __init__(self, behaviour: Behaviour | None = None, boot_fails: Callable[[int], bool] | None = None) -> None:
+        self.behaviour = behaviour
+        self.boot_fails = boot_fails
+        self.boots: list[str] = []
+        self.targets: list[FakeTarget] = []
+        self.commands: list[str] = []
+        self.calls: dict[str, int] = {}
+        self.ran: list[tuple[str, str]] = []
+        self.deployed: list[tuple[str, list[str]]] = []
+
+    @contextlib.contextmanager
+    def factory(self, name: str, log_dir: Path) -> Iterator[FakeTarget]:
+        self.boots.append(name)
+        if self.boot_fails is not None and self.boot_fails(len(self.boots)):
+            raise BootTimeout(f"{name}: no login prompt (fake)", stage="boot")
+        target = FakeTarget(self, name)
+        self.targets.append(target)
+        try:
+            yield target
+        finally:
+            target.close()
+
+    def deploy(self, target: Any, files: Any) -> tuple[dict[Path, str], str]:
+        self.deployed.append((target.name, [Path(local).name for local, _ in files]))
+        return {Path(local): f"/guest/{Path(local).name}" for local, _ in files}, "/guest"
+
+
+@pytest.fixture
+def scenario_file(tmp_path: Path) -> Callable[..., Path]:
+    def make(order: str = "interleaved", retries: int = 1, extra: str = "") -> Path:
+        (tmp_path / "bin").mkdir(exist_ok=True)
+        for name in ("bin/runner-before", "bin/runner-after", "m1.model", "m1.in", "m2.model"):
+            (tmp_path / name).write_text(name)
+        path = tmp_path / "fake.yaml"
+        command = "  command: \"{runner} --model_path={model} --num_executions={iterations} --unit={unit}\"\n"
+        path.write_text(SCENARIO.format(order=order, retries=retries, extra=command + extra))
+        return path
+
+    return make
+
+
+def run(path: Path, world: FakeWorld, tmp_path: Path, *, overrides: tuple[str, ...] = (), **options: Any
+        ) -> RunOutcome:
+    loaded = load_scenario(path, list(overrides))
+    return run_scenario(loaded, RunOptions(output_dir=tmp_path / "out", **options), factory=world.factory,
+                        deploy=world.deploy)
+
+
+def stored(tmp_path: Path) -> list[Any]:
+    return ResultStore(tmp_path / "out").records()
+
+
+# --- order, warmup, samples ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("order", ["interleaved", "blocked"])
+def test_units_run_in_plan_order_on_one_boot(scenario_file, tmp_path, order):
+    world = FakeWorld()
+    path = scenario_file(order=order)
+    outcome = run(path, world, tmp_path)
+    plan = build_plan(load_scenario(path))
+    assert [unit for _, unit in world.ran] == [unit.id for unit in plan.units]
+    assert [record.unit for record in stored(tmp_path)] == [unit.id for unit in plan.units]
+    assert world.boots == ["s0"], "one boot serves the whole matrix"
+    assert len(world.deployed) == 1 and sorted(world.deployed[0][1]) == sorted(
+        ["runner-before", "runner-after", "m1.model", "m1.in", "m2.model"])
+    assert outcome.exit_code == 0 and outcome.units_run == 8
+
+
+def test_warmup_samples_are_dropped_and_iterations_include_warmup(scenario_file, tmp_path):
+    world = FakeWorld()
+    run(scenario_file(), world, tmp_path)
+    runner_commands = [c for c in world.commands if "--num_executions=" in c]
+    assert all("--num_executions=4" in c for c in runner_commands), "warmup 1 + iterations 3"
+    for record in stored(tmp_path):
+        assert record.status == "ok"
+        assert len(record.samples["cpu_time"]) == 3
+        assert 100.0 not in record.samples["cpu_time"], "the warmup execution's sample must be dropped"
+        assert record.samples["npu_cycles"] == [4242.0] * 3
+        assert record.outputs == {"out-0.bin": hashlib.sha256(b"same").hexdigest()}
+        assert record.build_id_seen is not None and f"id-{record.build}" in record.build_id_seen
+        assert record.log and (tmp_path / "out" / record.log).is_file()
+
+
+def test_report_shows_the_saving_and_rebuilds_identically(scenario_file, tmp_path):
+    world = FakeWorld()
+    outcome = run(scenario_file(), world, tmp_path)
+    comparison = outcome.analysis.comparison
+    assert comparison is not None
+    assert [round(m.saved_pct or 0) for m in comparison.models] == [50, 50]
+    out = tmp_path / "out"
+    before = {name: (out / name).read_bytes() for name in ("report.md", "report.csv", "report.json")}
+    again = rebuild_report(out)
+    assert again.exit_code == 0
+    assert {name: (out / name).read_bytes() for name in before} == before
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "complete" and manifest["finished"]
+    assert set(manifest["artifacts"]) >= {"builds.before.runner", "models.m1.inputs[0].file"}
+    assert manifest["sessions"]["s0"]["units"] == 8
+
+
+def test_env_and_args_reach_the_runner_as_prefixes():
+    from fvp_harness.plan import Unit
+    from fvp_harness.scenario import Scenario
+
+    scenario = Scenario.model_validate({
+        "name": "x",
+        "builds": {"b": {"runner": "/r", "env": {"A": "1 2"}, "args": ["--x", "y z"]}},
+        "models": {"m": {"file": "/m"}},
+        "run": {"command": "{runner} --model_path={model} --inputs={inputs} --output_file={output}",
+                "env": {"B": "$HOME"}},
+    })
+    unit = Unit("r0-b-m", "b", "m", 0, 0, 0, "k")
+    rendered = render_unit_command(scenario, unit, runner="/g/r", model="/g/m m", inputs=["/g/i1", "/g/i2"],
+                                   guest_root="/g")
+    assert rendered.command == ("B='$HOME' A='1 2' /g/r --x 'y z' --model_path='/g/m m' --inputs=/g/i1,/g/i2 "
+                                "--output_file=/g/units/r0-b-m/out")
+    complex_scenario = scenario.model_copy(update={"run": scenario.run.model_copy(
+        update={"command": "cd {unit_dir} && {runner} --model_path={model}"})})
+    rendered = render_unit_command(complex_scenario, unit, runner="/g/r", model="/g/m", inputs=[], guest_root="/g")
+    assert rendered.command == "export B='$HOME' A='1 2'; cd /g/units/r0-b-m && /g/r --x 'y z' --model_path=/g/m"
+
+
+# --- failures -------------------------------------------------------------------------------------------
+
+
+def test_runner_crash_is_a_recorded_test_failure_not_retried(scenario_file, tmp_path):
+    def crash(unit: str, build: str, calls: int) -> CommandResult | None:
+        if unit == "r0-after-m1":
+            return CommandResult("x", 139, runner_output(build, 2)[:200] + "\nSegmentation fault")
+        return None
+
+    world = FakeWorld(crash)
+    outcome = run(scenario_file(), world, tmp_path)
+    assert world.calls["r0-after-m1"] == 1, "a test failure is not retried"
+    assert world.boots == ["s0"], "the same instance goes on after a test failure"
+    failed = [r for r in stored(tmp_path) if r.status == "failed"]
+    assert [(r.unit, r.failure_class) for r in failed] == [("r0-after-m1", "test")]
+    assert "status 139" in (failed[0].failure or "") and "Segmentation fault" in (failed[0].failure or "")
+    assert outcome.exit_code == 1
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "r0-after-m1" in report and "139" in report
+
+
+def test_wrong_build_is_a_provenance_error(scenario_file, tmp_path):
+    def impostor(unit: str, build: str, calls: int) -> CommandResult | None:
+        if unit == "r1-before-m2":
+            return CommandResult("x", 0, runner_output("before", 4, build_id="id-after"))
+        return None
+
+    world = FakeWorld(impostor)
+    outcome = run(scenario_file(), world, tmp_path)
+    failed = [r for r in stored(tmp_path) if r.status == "failed"]
+    assert [r.unit for r in failed] == ["r1-before-m2"]
+    assert (failed[0].failure or "").startswith("ProvenanceError") and "id-before" in (failed[0].failure or "")
+    assert outcome.exit_code == 1
+
+
+def test_missing_required_metric_and_truncated_output_fail_the_unit(scenario_file, tmp_path):
+    def short(unit: str, build: str, calls: int) -> CommandResult | None:
+        if unit == "r0-before-m1":
+            return CommandResult("x", 0, "I 00:00:00.000100 executorch:executor_runner.cpp:60] executor_runner "
+                                 "build id: id-before\n")
+        if unit == "r0-before-m2":
+            return CommandResult("x", 0, runner_output("before", 2))  # 2 of 4 executions printed
+        return None
+
+    world = FakeWorld(short)
+    run(scenario_file(), world, tmp_path)
+    failed = {r.unit: r.failure or "" for r in stored(tmp_path) if r.status == "failed"}
+    assert set(failed) == {"r0-before-m1", "r0-before-m2"}
+    assert failed["r0-before-m1"].startswith("MetricMissing") and "cpu_time" in failed["r0-before-m1"]
+    assert "2 of 4" in failed["r0-before-m2"]
+
+
+def test_unit_timeout_is_a_test_failure_on_the_same_instance(scenario_file, tmp_path):
+    def hang(unit: str, build: str, calls: int) -> CommandResult | None:
+        if unit == "r0-before-m2":
+            raise CommandTimeout("command did not finish after 5 s (phase unit)", exit_status=124)
+        return None
+
+    world = FakeWorld(hang)
+    outcome = run(scenario_file(), world, tmp_path)
+    failed = [r for r in stored(tmp_path) if r.status == "failed"]
+    assert [(r.unit, r.failure_class) for r in failed] == [("r0-before-m2", "test")]
+    assert world.boots == ["s0"] and outcome.exit_code == 1
+
+
+def test_infrastructure_failure_is_retried_on_a_fresh_instance(scenario_file, tmp_path):
+    def lose_console(unit: str, build: str, calls: int) -> CommandResult | None:
+        if unit == "r0-after-m2" and calls == 1:
+            raise ConsoleLost("console host_terminal_0 closed (fake)")
+        return None
+
+    world = FakeWorld(lose_console)
+    outcome = run(scenario_file(), world, tmp_path)
+    assert world.boots == ["s0", "s0.2"]
+    assert world.targets[0].closed
+    records = stored(tmp_path)
+    attempts = [(r.unit, r.attempt, r.status, r.failure_class) for r in records if r.unit == "r0-after-m2"]
+    assert attempts == [("r0-after-m2", 1, "failed", "infrastructure"), ("r0-after-m2", 2, "ok", None)]
+    assert outcome.exit_code == 0, "a retried unit that succeeded leaves nothing failed"
+    assert len(world.deployed) == 2, "the fresh instance gets the artifacts again"
+    assert {r.session for r in records if r.unit == "r1-before-m1"} == {"s0.2"}
+
+
+def test_infrastructure_failure_beyond_retries_fails_the_unit_with_exit_3(scenario_file, tmp_path):
+    def always(unit: str, build: str, calls: int) -> CommandResult | None:
+        if unit == "r0-after-m2":
+            raise ConsoleLost("console closed (fake)")
+        return None
+
+    world = FakeWorld(always)
+    outcome = run(scenario_file(retries=1), world, tmp_path)
+    assert world.calls["r0-after-m2"] == 2
+    latest = [r for r in stored(tmp_path) if r.unit == "r0-after-m2"]
+    assert [r.attempt for r in latest] == [1, 2] and all(r.status == "failed" for r in latest)
+    assert len({r.unit for r in stored(tmp_path)}) == 8, "the other units still ran"
+    assert outcome.exit_code == 3
+
+
+def test_an_instance_that_never_boots_aborts_the_session(scenario_file, tmp_path):
+    world = FakeWorld(boot_fails=lambda number: True)
+    outcome = run(scenario_file(retries=1), world, tmp_path)
+    assert world.boots == ["s0", "s0.2"]
+    assert outcome.aborted and "8 unit(s) not run" in outcome.aborted[0]
+    assert stored(tmp_path) == [], "units that never ran are not recorded (resume runs them)"
+    assert outcome.exit_code == 3
+
+
+def test_fresh_boot_per_unit_boots_once_per_unit(scenario_file, tmp_path):
+    world = FakeWorld()
+    outcome = run(scenario_file(), world, tmp_path, fresh_boot_per_unit=True)
+    assert len(world.boots) == 8 and outcome.exit_code == 0
+    assert all(len(files) == (3 if "m1" in str(files) else 2) for _, files in world.deployed), \
+        "each instance gets only what its unit needs"
+
+
+def test_parallel_sessions_each_get_their_own_instance(scenario_file, tmp_path):
+    world = FakeWorld()
+    outcome = run(scenario_file(), world, tmp_path, overrides=("fvp.instances=2",))
+    assert sorted(world.boots) == ["s0", "s1"]
+    assert len({r.unit for r in stored(tmp_path)}) == 8 and outcome.exit_code == 0
+    plan = build_plan(load_scenario(scenario_file(), ["fvp.instances=2"]))
+    for record in stored(tmp_path):
+        assert record.session == f"s{plan.unit(record.unit).session}"
+
+
+# --- resume and interrupt -------------------------------------------------------------------------------
+
+
+def test_interrupt_keeps_what_was_measured_and_resume_runs_only_the_rest(scenario_file, tmp_path):
+    path = scenario_file()
+
+    def ctrl_c(unit: str, build: str, calls: int) -> CommandResult | None:
+        if len(first.ran) == 4:
+            raise KeyboardInterrupt
+        return None
+
+    first = FakeWorld(ctrl_c)
+    with pytest.raises(Interrupted):
+        run(path, first, tmp_path)
+    kept = stored(tmp_path)
+    assert len(kept) == 3 and all(r.status == "ok" for r in kept), "the unit in flight is not recorded"
+    assert all(t.closed for t in first.targets)
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["status"] == "interrupted"
+
+    second = FakeWorld()
+    outcome = run(path, second, tmp_path, resume=True)
+    assert outcome.units_skipped == 3 and outcome.units_run == 5
+    assert not ({u for _, u in second.ran} & {r.unit for r in kept}), "nothing measured twice"
+    records = stored(tmp_path)
+    assert len(records) == 8 and len({r.unit for r in records}) == 8
+    assert records[:3] == kept, "nothing lost"
+    assert outcome.exit_code == 0
+
+
+def test_resume_refuses_results_from_other_artifacts(scenario_file, tmp_path):
+    path = scenario_file()
+    run(path, FakeWorld(), tmp_path)
+    (tmp_path / "m2.model").write_text("changed")
+    with pytest.raises(ConfigurationError, match="different setup"):
+        run(path, FakeWorld(), tmp_path, resume=True)
+
+
+def test_only_build_and_model_select_units(scenario_file, tmp_path):
+    world = FakeWorld()
+    run(scenario_file(), world, tmp_path, only_builds=("after",), only_models=("m2",))
+    assert [u for _, u in world.ran] == ["r0-after-m2", "r1-after-m2"]
+    with pytest.raises(ConfigurationError, match="no model named nope"):
+        run(scenario_file(), FakeWorld(), tmp_path, only_models=("nope",))
+
+
+# --- artifacts ------------------------------------------------------------------------------------------
+
+
+def test_artifacts_are_built_when_missing_or_stale_and_failures_name_the_log(tmp_path):
+    (tmp_path / "src.c").write_text("int main;")
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "name: b\n"
+        "builds:\n"
+        "  a: {runner: out/runner, sources: [src.c], build: \"cp src.c {output} && echo built-runner\"}\n"
+        "models:\n"
+        "  m: {file: out/m.model, build: \"printf model > {output}\"}\n"
+    )
+    loaded = load_scenario(path)
+    assert [step.reason for step in pending_builds(loaded)] == ["missing", "missing"]
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    built, states = build_artifacts(loaded, log_path_for=lambda step: logs / step.log_name)
+    assert sorted(result.step.name for result in built) == ["builds.a.runner", "models.m.file"]
+    assert "built-runner" in (logs / "builds.a.runner.log").read_text()
+    assert states["models.m.file"].sha256 == hashlib.sha256(b"model").hexdigest()
+    assert pending_builds(loaded) == []
+    import os
+
+    later = (tmp_path / "out/runner").stat().st_mtime_ns + 10**9
+    os.utime(tmp_path / "src.c", ns=(later, later))
+    assert stale_reason(tmp_path / "out/runner", [tmp_path / "src.c"]) == f"older than {tmp_path / 'src.c'}"
+    assert [step.name for step in pending_builds(loaded)] == ["builds.a.runner"]
+
+    broken = load_scenario(path, ["builds.a.build=echo compiler says no; exit 3", "builds.a.runner=out/other"])
+    with pytest.raises(TestFailure, match="exit status 3") as info:
+        build_artifacts(broken, log_path_for=lambda step: logs / step.log_name)
+    assert info.value.log_path == logs / "builds.a.runner.log"
+    assert "compiler says no" in "\n".join(info.value.last_lines)
+    lazy = load_scenario(path, ["builds.a.build=echo nothing written", "builds.a.runner=out/never"])
+    with pytest.raises(ConfigurationError, match="did not write"):
+        build_artifacts(lazy)
+
+
+# --- progress -------------------------------------------------------------------------------------------
+
+
+def test_progress_view_prints_plain_lines_when_not_a_terminal():
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=200, force_terminal=False)
+    with ProgressView(console, clock=lambda: 0.0) as view:
+        view(Event("plan", total=2, skipped=1, sessions=1))
+        view(Event("boot", session="s0"))
+        view(Event("booted", session="s0", seconds=1.5))
+        view(Event("unit_done", session="s0", unit="r0-a-m", status="ok", seconds=0.25))
+        view(Event("unit_done", session="s0", unit="r0-b-m", status="failed", detail="CommandFailed: boom"))
+    text = buffer.getvalue()
+    assert "2 units to run on 1 instance(s), 1 already stored" in text
+    assert "s0: ready after 1.5 s" in text
+    assert "[1/2] s0: r0-a-m ok (0.25 s)" in text
+    assert "r0-b-m FAILED: CommandFailed: boom" in text
+    assert view.counts == (2, 1, 2)
+
+
+def test_progress_view_on_a_terminal_uses_a_live_bar():
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=120, force_terminal=True)
+    with ProgressView(console, clock=lambda: 0.0) as view:
+        assert not view.plain
+        view(Event("plan", total=1, skipped=0, sessions=1))
+        view(Event("unit_done", session="s0", unit="u", status="ok", seconds=0.1))
+    assert "1/1" in buffer.getvalue()
