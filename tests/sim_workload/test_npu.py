@@ -23,7 +23,7 @@ def test_resnet8_and_ds_cnn_at_256_macs_near_vela() -> None:
     assert cycles("ds_cnn", 256) == pytest.approx(40_347, rel=0.10)
 
 
-@pytest.mark.parametrize(("macs", "vela_us"), zip(MACS, (158, 85, 49, 29, 20), strict=True))
+@pytest.mark.parametrize(("macs", "vela_us"), list(zip(MACS, (158, 85, 49, 29, 20), strict=True)))
 def test_resnet8_across_mac_configs_near_vela(macs: int, vela_us: int) -> None:
     assert cycles("resnet8", macs) / 1000 == pytest.approx(vela_us, rel=0.12)
 
