@@ -86,4 +86,5 @@ def _load_builtin_programs() -> None:
     if _loaded:
         return
     _loaded = True
-    from fvp_harness.sim import runner  # noqa: F401  (registers the emulated executor_runner)
+    # registers the emulated executor_runner, and its VGF benchmark build
+    from fvp_harness.sim import runner, vgf_runner  # noqa: F401

@@ -5,6 +5,7 @@ Why here and not in the harness CLI: the simulator is its own world (it could sh
 makers live with it; ``fvp_harness/cli/verb_sim.py`` only forwards the arguments to ``main``.
 
     sim runner --driver per-inference|reuse [--id TEXT] [--fault SPEC] -o FILE
+    sim vgf-runner [--id TEXT] [--no-io-stats] -o FILE   (VGF benchmark mode: fvp_harness/sim/vgf_runner.py)
     sim model NAME -o FILE [--seed N] [--macs 256]
     sim input NAME -o FILE [--seed N]
     sim info FILE                      (what a model or runner file holds, with NPU cycles and driver costs)
@@ -41,6 +42,7 @@ from fvp_harness.sim.modelfile import (
 )
 from fvp_harness.sim.models import ARCHITECTURES, get_architecture
 from fvp_harness.sim.npu import inference_cycles
+from fvp_harness.sim.vgf_runner import add_tool_parser, artifact_info, is_vgf_runner, make_tool_artifact
 
 __all__ = ["build_parser", "main"]
 
@@ -74,6 +76,8 @@ def build_parser(prog: str = "fvp-harness sim") -> argparse.ArgumentParser:
         "iterations completed before the fault)",
     )
     runner.add_argument("-o", "--output", required=True, type=Path, help="file to write")
+
+    add_tool_parser(sub)
 
     model = sub.add_parser("model", help="'compile' a network into a simulator model file")
     model.add_argument("name", choices=sorted(ARCHITECTURES))
@@ -109,6 +113,8 @@ def _write(path: Path, data: bytes, executable: bool = False) -> None:
 
 def _info(path: Path) -> dict[str, object]:
     data = path.read_bytes()
+    if is_vgf_runner(data):
+        return artifact_info(path, data)
     if is_runner(data):
         artifact = decode_runner(data)
         return {
@@ -159,6 +165,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
                 f"{args.output}: executor_runner build (driver {args.driver}, id {args.build_id or 'unset'}"
                 f"{', fault ' + args.fault if args.fault else ''}), {len(data)} bytes\n"
             )
+        elif args.what == "vgf-runner":
+            return make_tool_artifact(args, out)
         elif args.what == "model":
             arch = get_architecture(args.name)
             model = compile_model(arch, args.seed, args.macs)

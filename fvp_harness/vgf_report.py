@@ -1,0 +1,717 @@
+"""Copy vs zero-copy VGF runs -> "boundary cost removed / boundary cost remaining / execution changed?".
+
+The question a VGF zero-copy change must answer is not "is it faster" alone but where the time went: which
+boundary costs zero-copy removed (input/output copies and their memcpy time), which boundary costs it brought or
+left (imports, binding refresh, buffers the driver refused and copied anyway), and whether the VGF execution
+itself changed (it should not: zero-copy moves where I/O lives, not what the GPU computes). This module answers
+that from the same tidy DataFrame the A/B path uses (``analysis.to_frame`` over ``vgf.to_record`` records), with
+the A/B statistics (``analysis.compare``: two-level bootstrap CIs of medians, Mann-Whitney p, ``decide_verdict``),
+and renders markdown, CSV, JSON and PNG with the A/B report's table and file helpers.
+
+Pure except ``render_vgf_report``, which writes the files into a folder it is given.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from .analysis import Settings, compare
+from .records import Record
+
+# The A/B report's cell escaping, table, p-value formatting, JSON cleaning and atomic write are exactly what this
+# report needs; they are private there only because nothing else used them yet (see the report to the lead).
+from .report import _atomic_write_bytes, _jsonable, _p, _table
+from .vgf import VGF_METRIC_UNITS, NoVgfReports, VgfRun, find_reports, load_results
+
+__all__ = [
+    "SECTIONS",
+    "VGF_OUTPUT_FILES",
+    "VGF_REPORT_FORMAT_VERSION",
+    "VgfComparison",
+    "VgfExpectation",
+    "VgfMetricRow",
+    "compare_vgf",
+    "render_vgf_csv",
+    "render_vgf_json",
+    "render_vgf_markdown",
+    "render_vgf_png",
+    "render_vgf_report",
+    "report_results_folder",
+]
+
+VGF_REPORT_FORMAT_VERSION = 1
+VGF_OUTPUT_FILES = {"markdown": "vgf_report.md", "csv": "vgf_report.csv", "json": "vgf_report.json",
+                    "png": "vgf_report.png"}  # fmt: skip
+
+Section = Literal["latency", "removed", "remaining", "execution"]
+SECTIONS: dict[Section, tuple[str, ...]] = {
+    "latency": ("latency_ns",),
+    "removed": ("in_copy_bytes", "out_copy_bytes", "in_memcpy_ns", "out_memcpy_ns", "memcpy_ns"),
+    "remaining": ("imports", "import_ns", "binding_refresh_ns", "in_zero_copy_bytes", "out_zero_copy_bytes",
+                  "fallback_count", "rejection_count", "boundary_ns"),
+    "execution": ("execute_ns", "submit_wait_ns"),
+}  # fmt: skip
+"""Which metric goes in which part of the report. ``boundary_ns`` (memcpy + import + binding refresh) closes the
+"remaining" table: the net boundary cost per inference in each mode."""
+
+LABELS = {
+    "latency_ns": "per-inference latency",
+    "in_copy_bytes": "input copy bytes",
+    "out_copy_bytes": "output copy bytes",
+    "in_memcpy_ns": "input memcpy time",
+    "out_memcpy_ns": "output memcpy time",
+    "memcpy_ns": "memcpy time, in + out",
+    "imports": "imports",
+    "import_ns": "import time",
+    "binding_refresh_ns": "binding refresh time",
+    "in_zero_copy_bytes": "input zero-copy bytes",
+    "out_zero_copy_bytes": "output zero-copy bytes",
+    "fallback_count": "fallbacks to copy",
+    "rejection_count": "import rejections",
+    "boundary_ns": "**boundary cost total** (memcpy + import + refresh)",
+    "execute_ns": "VGF execution time",
+    "submit_wait_ns": "submit + wait time",
+}
+
+Status = Literal["pass", "fail", "unverified"]
+
+
+@dataclass(frozen=True)
+class VgfMetricRow:
+    """One metric for one model: each mode's median and 95% CI, the change, and what it means.
+
+    ``change_pct`` is the candidate relative to the baseline (negative = less), with the CI from the A/B
+    analysis; ``verdict`` is the A/B verdict for time metrics (``no change``/``faster``/``slower``/
+    ``inconclusive``), or for boundary quantities ``removed``/``partly removed``/``not removed``/``appeared``/
+    ``none``/``same``/``more``/``less``.
+    """
+
+    model: str
+    section: Section
+    metric: str
+    unit: str
+    baseline_median: float | None
+    baseline_ci: tuple[float | None, float | None]
+    candidate_median: float | None
+    candidate_ci: tuple[float | None, float | None]
+    change: float | None
+    change_pct: float | None
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+    n_baseline: int
+    n_candidate: int
+    verdict: str
+
+
+@dataclass(frozen=True)
+class VgfExpectation:
+    """A checked claim: copies removed, execution unchanged, every execute succeeded, the modes are what the
+    arguments say, one device."""
+
+    model: str
+    name: str
+    status: Status
+    detail: str
+
+
+@dataclass(frozen=True)
+class VgfComparison:
+    """Everything the VGF report shows."""
+
+    baseline: str
+    candidate: str
+    min_effect: float
+    rows: tuple[VgfMetricRow, ...]
+    expectations: tuple[VgfExpectation, ...]
+    devices: dict[str, list[str]]
+    """Build -> distinct device labels of its runs."""
+    runs: dict[str, list[dict[str, Any]]]
+    """Build -> per run: file, model, zero_copy, warmup, iterations, inferences, sha256."""
+    rejections: dict[str, dict[str, int]]
+    """Build -> reason -> count, over its runs."""
+    warnings: tuple[str, ...]
+    settings: Settings = field(default_factory=Settings)
+
+    def row(self, model: str, metric: str) -> VgfMetricRow | None:
+        return next((r for r in self.rows if r.model == model and r.metric == metric), None)
+
+    @property
+    def models(self) -> list[str]:
+        return list(dict.fromkeys(r.model for r in self.rows))
+
+    @property
+    def violated(self) -> bool:
+        """True when an expectation failed (the CLI's exit status 1)."""
+        return any(e.status == "fail" for e in self.expectations)
+
+
+@dataclass(frozen=True)
+class _Spec:
+    """A ``CompareLike`` for one metric."""
+
+    baseline: str
+    candidate: str
+    primary: str
+    min_effect: float
+    expect_identical: list[str] = field(default_factory=list)
+
+
+# --- analysis -----------------------------------------------------------------------------------------------
+
+
+def _quantity_verdict(section: Section, base: float | None, cand: float | None) -> str:
+    if base is None or cand is None:
+        return "not measured"
+    if section == "removed":
+        if base == 0:
+            return "none" if cand == 0 else "appeared"
+        if cand <= 0.01 * base:
+            return "removed"
+        return "partly removed" if cand < base else "not removed"
+    if base == 0:
+        return "none" if cand == 0 else "appeared"
+    if cand == 0:
+        return "gone"
+    return "same" if cand == base else ("more" if cand > base else "less")
+
+
+def compare_vgf(
+    frame: pd.DataFrame,
+    baseline: str,
+    candidate: str,
+    *,
+    runs: Mapping[str, Sequence[VgfRun]] | None = None,
+    min_effect: float = 2.0,
+    settings: Settings | None = None,
+) -> VgfComparison:
+    """Compare the ``candidate`` build (zero-copy) with the ``baseline`` (copy) per model and metric.
+
+    ``frame`` is ``analysis.to_frame`` of ``vgf.to_record`` records. ``runs`` (build -> the parsed reports)
+    adds device, config, rejection reasons and reader warnings; without it those parts stay empty.
+    ``min_effect`` (percent) is the change in a time metric that counts as a change (execution "unchanged"
+    means its CI of the change lies within +-min_effect).
+    """
+    settings = settings or Settings()
+    runs = runs or {}
+    rows: list[VgfMetricRow] = []
+    present = set(frame["metric"]) if len(frame) else set()
+    for section, metrics in SECTIONS.items():
+        for metric in metrics:
+            if metric not in present:
+                continue
+            spec = _Spec(baseline, candidate, metric, min_effect)
+            result = compare(frame, spec, settings=settings)
+            for m in result.models:
+                base, cand = m.baseline_median, m.candidate_median
+                change = cand - base if base is not None and cand is not None else None
+                timed = metric.endswith("_ns") and section in ("latency", "execution")
+                if timed:
+                    verdict = m.verdict
+                    if base == 0 and cand == 0:
+                        verdict = "none"
+                else:
+                    verdict = _quantity_verdict(section, base, cand)
+                rows.append(
+                    VgfMetricRow(
+                        model=m.model,
+                        section=section,
+                        metric=metric,
+                        unit=VGF_METRIC_UNITS.get(metric, ""),
+                        baseline_median=base,
+                        baseline_ci=m.baseline_ci,
+                        candidate_median=cand,
+                        candidate_ci=m.candidate_ci,
+                        change=change,
+                        change_pct=-m.saved_pct if m.saved_pct is not None else None,
+                        ci_low=-m.ci_high if m.ci_high is not None else None,
+                        ci_high=-m.ci_low if m.ci_low is not None else None,
+                        p_value=m.p_value,
+                        n_baseline=m.n_baseline,
+                        n_candidate=m.n_candidate,
+                        verdict=verdict,
+                    )
+                )
+    # one model's rows together, in report order, models in the order they ran
+    models = list(dict.fromkeys(r.model for r in rows))
+    order = [metric for metrics in SECTIONS.values() for metric in metrics]
+    rows.sort(key=lambda r: (models.index(r.model), order.index(r.metric)))
+    comparison = VgfComparison(
+        baseline=baseline,
+        candidate=candidate,
+        min_effect=min_effect,
+        rows=tuple(rows),
+        expectations=(),
+        devices={b: list(dict.fromkeys(r.device.label() for r in rs)) for b, rs in runs.items()},
+        runs={b: [_run_facts(r) for r in rs] for b, rs in runs.items()},
+        rejections={b: _merged_rejections(rs) for b, rs in runs.items()},
+        warnings=tuple(f"{r.path}: {w}" for rs in runs.values() for r in rs for w in r.warnings),
+        settings=settings,
+    )
+    return dataclasses.replace(comparison, expectations=_expectations(comparison, frame, runs))
+
+
+def _run_facts(run: VgfRun) -> dict[str, Any]:
+    return {
+        "file": run.path,
+        "model": run.model,
+        "zero_copy": run.config.zero_copy,
+        "warmup": run.config.warmup,
+        "iterations": run.config.iterations,
+        "inferences": run.inferences,
+        "failures": run.failures,
+        "sha256": run.sha256,
+    }
+
+
+def _merged_rejections(runs: Sequence[VgfRun]) -> dict[str, int]:
+    merged: dict[str, int] = {}
+    for run in runs:
+        for reason, count in run.rejections.items():
+            merged[reason] = merged.get(reason, 0) + count
+    return merged
+
+
+def _expectations(
+    c: VgfComparison, frame: pd.DataFrame, runs: Mapping[str, Sequence[VgfRun]]
+) -> tuple[VgfExpectation, ...]:
+    out: list[VgfExpectation] = []
+    for model in c.models:
+        copies = _copy_row(c, model)
+        if copies is None:
+            out.append(VgfExpectation(model, "copies removed", "unverified", "no copy byte counts in the reports"))
+        else:
+            base, cand = copies
+            if base is None or base == 0:
+                out.append(VgfExpectation(model, "copies removed", "unverified", f"{c.baseline} copied nothing"))
+            elif cand is not None and cand <= 0.01 * base:
+                out.append(VgfExpectation(model, "copies removed", "pass", f"{_bytes(base)} -> {_bytes(cand)}"))
+            else:
+                reasons = "; ".join(c.rejections.get(c.candidate, {})) or "no rejection reason reported"
+                out.append(
+                    VgfExpectation(model, "copies removed", "fail", f"{_bytes(base)} -> {_bytes(cand)} ({reasons})")
+                )
+        execute = c.row(model, "execute_ns")
+        if execute is None:
+            out.append(VgfExpectation(model, "execution unchanged", "unverified", "no execute_ns in the reports"))
+        else:
+            status: Status = {"no change": "pass", "faster": "fail", "slower": "fail"}.get(
+                execute.verdict, "unverified"
+            )  # type: ignore[assignment]
+            out.append(
+                VgfExpectation(
+                    model,
+                    "execution unchanged",
+                    status,
+                    f"{execute.verdict}: change {_pct(execute.change_pct)}, CI {_ci(execute.ci_low, execute.ci_high)}, "
+                    f"limit ±{c.min_effect:g}%",
+                )
+            )
+        sel = frame[(frame["model"] == model) & (frame["metric"] == "success")] if len(frame) else frame
+        if len(sel):
+            failed = {b: int((g["value"] == 0).sum()) for b, g in sel.groupby("build", sort=False)}
+            bad = {b: n for b, n in failed.items() if n}
+            detail = ", ".join(f"{b}: {n} failed" for b, n in bad.items()) or "every execute succeeded"
+            out.append(VgfExpectation(model, "executes succeeded", "fail" if bad else "pass", detail))
+    if runs:
+        wrong = []
+        unknown = 0
+        for build, want in ((c.baseline, False), (c.candidate, True)):
+            for run in runs.get(build, ()):
+                if run.config.zero_copy is None:
+                    unknown += 1
+                elif run.config.zero_copy is not want:
+                    wrong.append(
+                        f"{run.path} says zero_copy={str(run.config.zero_copy).lower()} but is the {build} run"
+                    )
+        if wrong:
+            out.append(VgfExpectation("*", "modes as given", "fail", "; ".join(wrong) + " (arguments swapped?)"))
+        else:
+            out.append(
+                VgfExpectation(
+                    "*",
+                    "modes as given",
+                    "unverified" if unknown else "pass",
+                    f"{unknown} report(s) do not say their mode" if unknown else "config.zero_copy matches",
+                )
+            )
+        labels = {label for labels in c.devices.values() for label in labels}
+        if len(labels) > 1:
+            out.append(VgfExpectation("*", "one device", "fail", "runs used different devices: " + "; ".join(labels)))
+        else:
+            out.append(VgfExpectation("*", "one device", "pass", next(iter(labels), "unknown")))
+    return tuple(out)
+
+
+def _copy_row(c: VgfComparison, model: str) -> tuple[float | None, float | None] | None:
+    ins, outs = c.row(model, "in_copy_bytes"), c.row(model, "out_copy_bytes")
+    if ins is None and outs is None:
+        return None
+    parts = [r for r in (ins, outs) if r is not None]
+    if any(r.baseline_median is None or r.candidate_median is None for r in parts):
+        return None, None
+    return sum(r.baseline_median or 0 for r in parts), sum(r.candidate_median or 0 for r in parts)
+
+
+# --- formatting ---------------------------------------------------------------------------------------------
+
+
+def _time(ns: float | None) -> str:
+    """Nanoseconds the way people read them: 270 ns, 3.59 µs, 243 µs, 1.25 ms."""
+    if ns is None or not np.isfinite(ns):
+        return "n/a"
+    magnitude = abs(ns)
+    for scale, unit in ((1e6, "ms"), (1e3, "µs")):
+        if magnitude >= scale:
+            value = ns / scale
+            return f"{value:.3g} {unit}" if abs(value) < 100 else f"{value:.0f} {unit}"
+    return f"{ns:.0f} ns"
+
+
+def _bytes(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:,.0f} B"
+
+
+def _count(value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}"
+
+
+def _value(unit: str, value: float | None) -> str:
+    return _time(value) if unit == "ns" else _bytes(value) if unit == "B" else _count(value)
+
+
+def _signed(unit: str, value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    text = _value(unit, abs(value))
+    return "0" if value == 0 else ("+" if value > 0 else "−") + text
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:+.1f}%"
+
+
+def _ci(low: float | None, high: float | None) -> str:
+    return "n/a" if low is None or high is None else f"{low:+.1f} … {high:+.1f}%"
+
+
+def _with_ci(unit: str, median: float | None, ci: tuple[float | None, float | None]) -> str:
+    text = _value(unit, median)
+    if ci[0] is None or ci[1] is None or ci[0] == ci[1]:
+        return text
+    return f"{text} [{_value(unit, ci[0])} … {_value(unit, ci[1])}]"
+
+
+def _label(metric: str) -> str:
+    return LABELS.get(metric, metric)
+
+
+# --- markdown -----------------------------------------------------------------------------------------------
+
+
+def render_vgf_markdown(c: VgfComparison, title: str | None = None) -> str:
+    """The whole ``vgf_report.md``."""
+    b, z = c.baseline, c.candidate
+    lines = [f"# {title or f'VGF zero-copy I/O: {z} vs {b}'}", ""]
+    facts = []
+    devices = list(dict.fromkeys(label for labels in c.devices.values() for label in labels))
+    if devices:
+        facts.append("Device: " + "; ".join(f"**{d}**" for d in devices))
+    for build in (b, z):
+        runs = c.runs.get(build, [])
+        if runs:
+            n = sum(r["inferences"] for r in runs)
+            facts.append(f"{build}: {len(runs)} run(s), {n} measured inferences")
+    if facts:
+        lines += [" · ".join(facts), ""]
+    lines += _headline(c)
+    lines += ["## Per-inference latency", ""]
+    lines += [_timed_table(c, "latency"), ""]
+    lines += ["## Boundary cost removed", "", f"What {z} no longer pays at the ExecuTorch/VGF boundary.", ""]
+    lines += [_quantity_table(c, "removed", "Removed"), ""]
+    lines += ["## Boundary cost remaining", "", f"What {z} pays instead (imports, binding refresh) or still pays "
+              "(buffers that fell back to a copy).", ""]  # fmt: skip
+    lines += [_quantity_table(c, "remaining", "Change"), ""]
+    lines += ["## Execution changed?", "", f"Zero-copy should not change the device's work: *no change* when the CI of "
+              f"the change lies within ±{c.min_effect:g}%.", ""]  # fmt: skip
+    lines += [_timed_table(c, "execution"), ""]
+    lines += ["## Fallbacks and rejections", ""]
+    any_rejection = False
+    for build in (b, z):
+        for reason, count in c.rejections.get(build, {}).items():
+            any_rejection = True
+            lines.append(f"- {build}: {reason} (×{count})")
+    if not any_rejection:
+        lines.append("None: every buffer was imported as requested (or the reports list no reasons).")
+    lines.append("")
+    lines += _expectation_lines(c)
+    if c.warnings:
+        lines += ["## Reader warnings", "", *(f"- {w}" for w in c.warnings), ""]
+    s = c.settings
+    lines += [
+        "## Method",
+        "",
+        f"Medians over every measured inference of every run (warmup dropped). {s.confidence * 100:g}% CIs: two-level "
+        f"bootstrap ({s.resamples} resamples, seed {s.seed}) over runs then inferences, as in the A/B report; the "
+        f"change's CI is widened to the Welch t-interval over run medians when that is wider. p: Mann-Whitney U, "
+        "two-sided. Boundary cost total = input + output memcpy + import + binding refresh time.",
+        "",
+    ]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _headline(c: VgfComparison) -> list[str]:
+    out = []
+    for model in c.models:
+        bits = []
+        memcpy = c.row(model, "memcpy_ns")
+        if memcpy is not None:
+            bits.append(f"memcpy {_time(memcpy.baseline_median)} -> {_time(memcpy.candidate_median)}")
+        imports = c.row(model, "import_ns")
+        refresh = c.row(model, "binding_refresh_ns")
+        added = sum((r.candidate_median or 0) - (r.baseline_median or 0) for r in (imports, refresh) if r is not None)
+        if imports is not None or refresh is not None:
+            bits.append(f"import + refresh {_signed('ns', added)}")
+        total = c.row(model, "boundary_ns")
+        if total is not None and total.change is not None:
+            word = "saves" if total.change < 0 else "costs"
+            bits.append(f"net boundary {word} {_time(abs(total.change))} per inference")
+        execute = c.row(model, "execute_ns")
+        if execute is not None:
+            bits.append(f"execution {execute.verdict} ({_pct(execute.change_pct)})")
+        latency = c.row(model, "latency_ns")
+        if latency is not None:
+            bits.append(f"latency {_time(latency.baseline_median)} -> {_time(latency.candidate_median)} "
+                        f"({latency.verdict})")  # fmt: skip
+        if bits:
+            out.append(f"- **{model}**: " + "; ".join(bits))
+    return [*out, ""] if out else []
+
+
+def _timed_table(c: VgfComparison, section: Section) -> str:
+    headers = ["Model", "Metric", f"{c.baseline} (95% CI)", f"{c.candidate} (95% CI)", "Change", "95% CI of change",
+               "p", "n", "Verdict"]  # fmt: skip
+    rows = [
+        [r.model, _label(r.metric), _with_ci(r.unit, r.baseline_median, r.baseline_ci),
+         _with_ci(r.unit, r.candidate_median, r.candidate_ci), f"{_signed(r.unit, r.change)} ({_pct(r.change_pct)})",
+         _ci(r.ci_low, r.ci_high), _p(r.p_value), f"{r.n_baseline}/{r.n_candidate}", r.verdict]
+        for r in c.rows if r.section == section
+    ]  # fmt: skip
+    if not rows:
+        return "Not reported."
+    return _table(rows, headers, ["left", "left", "right", "right", "right", "right", "right", "right", "left"])
+
+
+def _quantity_table(c: VgfComparison, section: Section, change_title: str) -> str:
+    headers = ["Model", "Per inference", f"{c.baseline}", f"{c.candidate}", change_title, "What happened"]
+    rows = []
+    for r in c.rows:
+        if r.section != section:
+            continue
+        if section == "removed" and r.change is not None and r.change <= 0:
+            change = _value(r.unit, -r.change)  # what went away, as a plain amount
+        elif section == "removed" and r.change is not None:
+            change = f"{_signed(r.unit, -r.change)} (grew)"
+        else:
+            change = _signed(r.unit, r.change)
+        rows.append([r.model, _label(r.metric), _value(r.unit, r.baseline_median), _value(r.unit, r.candidate_median),
+                     change, r.verdict])  # fmt: skip
+    if not rows:
+        return "Not reported."
+    return _table(rows, headers, ["left", "left", "right", "right", "right", "left"])
+
+
+def _expectation_lines(c: VgfComparison) -> list[str]:
+    exps = c.expectations
+    failed = [e for e in exps if e.status == "fail"]
+    unverified = [e for e in exps if e.status == "unverified"]
+    if failed:
+        head = f"**FAIL**: {len(failed)} of {len(exps)} expectations violated"
+    else:
+        head = f"**PASS**: no expectation violated ({len(exps) - len(unverified)} of {len(exps)} verified)"
+    lines = ["## Expectations", "", head + ".", ""]
+    if exps:
+        rows = [[e.model, e.name, e.status.upper(), e.detail] for e in exps]
+        lines += [_table(rows, ["Model", "Expectation", "Result", "Detail"], ["left"] * 4), ""]
+    return lines
+
+
+# --- CSV, JSON, PNG -----------------------------------------------------------------------------------------
+
+CSV_COLUMNS = ["model", "section", "metric", "unit", "baseline", "candidate", "baseline_median", "baseline_ci_low",
+               "baseline_ci_high", "candidate_median", "candidate_ci_low", "candidate_ci_high", "change",
+               "change_pct", "change_ci_low", "change_ci_high", "p_value", "n_baseline", "n_candidate",
+               "verdict"]  # fmt: skip
+
+
+def render_vgf_csv(c: VgfComparison) -> str:
+    """One row per (model, metric), in report order; 6 significant digits."""
+    rows = [
+        {
+            "model": r.model, "section": r.section, "metric": r.metric, "unit": r.unit, "baseline": c.baseline,
+            "candidate": c.candidate, "baseline_median": r.baseline_median, "baseline_ci_low": r.baseline_ci[0],
+            "baseline_ci_high": r.baseline_ci[1], "candidate_median": r.candidate_median,
+            "candidate_ci_low": r.candidate_ci[0], "candidate_ci_high": r.candidate_ci[1], "change": r.change,
+            "change_pct": r.change_pct, "change_ci_low": r.ci_low, "change_ci_high": r.ci_high,
+            "p_value": r.p_value, "n_baseline": r.n_baseline, "n_candidate": r.n_candidate, "verdict": r.verdict,
+        }
+        for r in c.rows
+    ]  # fmt: skip
+    buffer = io.StringIO()
+    pd.DataFrame(rows, columns=CSV_COLUMNS).to_csv(buffer, index=False, lineterminator="\n", float_format="%.6g")
+    return buffer.getvalue()
+
+
+def render_vgf_json(c: VgfComparison, title: str | None = None) -> str:
+    """Everything the markdown shows, machine-readable and versioned."""
+    data = {
+        "format": "fvp-harness-vgf-report",
+        "format_version": VGF_REPORT_FORMAT_VERSION,
+        "title": title or f"VGF zero-copy I/O: {c.candidate} vs {c.baseline}",
+        **dataclasses.asdict(c),
+        "expectations_violated": c.violated,
+    }
+    return json.dumps(_jsonable(data), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+_PARTS = (("in_memcpy_ns", "input memcpy", "#d08c2b"), ("out_memcpy_ns", "output memcpy", "#e8b86d"),
+          ("import_ns", "import", "#8e5ea2"), ("binding_refresh_ns", "binding refresh", "#c7a6d9"),
+          ("submit_wait_ns", "submit + wait (VGF execution)", "#1f6fb4"))  # fmt: skip
+
+
+def render_vgf_png(c: VgfComparison, path: Path, title: str | None = None) -> Path:
+    """Per model and mode, a stacked bar of where one inference's time goes (memcpy, import, binding refresh,
+    submit + wait, the rest of the latency), with the latency's median and CI as a whisker on top."""
+    figure = Figure(figsize=(8, 4.5), dpi=100)
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    labels: list[str] = []
+    x = 0
+    used: set[str] = set()
+    for model in c.models:
+        for build, which in ((c.baseline, "baseline"), (c.candidate, "candidate")):
+            bottom = 0.0
+            for metric, name, colour in _PARTS:
+                row = c.row(model, metric)
+                value = (getattr(row, f"{which}_median") or 0.0) / 1e3 if row is not None else 0.0
+                if value > 0:
+                    axes.bar(x, value, 0.6, bottom=bottom, color=colour, label=None if name in used else name)
+                    used.add(name)
+                    bottom += value
+            latency = c.row(model, "latency_ns")
+            if latency is not None:
+                median = getattr(latency, f"{which}_median")
+                ci = getattr(latency, f"{which}_ci")
+                if median is not None:
+                    rest = median / 1e3 - bottom
+                    if rest > 0:
+                        axes.bar(x, rest, 0.6, bottom=bottom, color="#bbbbbb",
+                                 label=None if "other" in used else "other (runner)")  # fmt: skip
+                        used.add("other")
+                    if ci[0] is not None and ci[1] is not None:
+                        axes.errorbar(x, median / 1e3, yerr=[[max(0.0, (median - ci[0]) / 1e3)],
+                                      [max(0.0, (ci[1] - median) / 1e3)]], color="#333333", capsize=3)  # fmt: skip
+            labels.append(f"{model}\n{build}")
+            x += 1
+        x += 0.5
+    positions = []
+    pos = 0.0
+    for _ in c.models:
+        positions += [pos, pos + 1]
+        pos += 2.5
+    axes.set_xticks(positions, labels, fontsize=8)
+    axes.set_ylabel("time per inference (µs)")
+    figure.suptitle(title or f"VGF zero-copy I/O: {c.candidate} vs {c.baseline}", fontsize=11)
+    axes.margins(y=0.12)
+    # legend in the order of the stack (bottom to top reads top to bottom), whatever each bar happened to use
+    names = [name for _, name, _ in _PARTS] + ["other (runner)"]
+    handles, texts = axes.get_legend_handles_labels()
+    order = sorted(range(len(texts)), key=lambda i: -names.index(texts[i]) if texts[i] in names else 0)
+    axes.legend([handles[i] for i in order], [texts[i] for i in order], frameon=False, fontsize=8,
+                loc="upper left", bbox_to_anchor=(1.0, 1.0))  # fmt: skip
+    axes.spines[["top", "right"]].set_visible(False)
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", metadata={"Software": None})
+    _atomic_write_bytes(path, buffer.getvalue())
+    return path
+
+
+def render_vgf_report(
+    c: VgfComparison,
+    out_dir: Path,
+    outputs: Sequence[str] = ("markdown", "csv", "json", "png"),
+    title: str | None = None,
+) -> dict[str, Path]:
+    """Write ``vgf_report.md/.csv/.json/.png`` into ``out_dir`` (created); return output name -> path."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    unknown = [o for o in outputs if o not in VGF_OUTPUT_FILES]
+    if unknown:
+        raise ValueError(f"unknown report output(s) {unknown}; choose from {sorted(VGF_OUTPUT_FILES)}")
+    written: dict[str, Path] = {}
+    for name in outputs:
+        path = out_dir / VGF_OUTPUT_FILES[name]
+        if name == "markdown":
+            _atomic_write_bytes(path, render_vgf_markdown(c, title).encode("utf-8"))
+        elif name == "csv":
+            _atomic_write_bytes(path, render_vgf_csv(c).encode("utf-8"))
+        elif name == "json":
+            _atomic_write_bytes(path, render_vgf_json(c, title).encode("utf-8"))
+        else:
+            render_vgf_png(c, path, title)
+        written[name] = path
+    return written
+
+
+def report_results_folder(
+    root: Path,
+    records: Sequence[Record],
+    *,
+    baseline: str | None = None,
+    candidate: str | None = None,
+    min_effect: float = 2.0,
+    outputs: Sequence[str] = ("markdown", "csv", "json", "png"),
+    title: str | None = None,
+    settings: Settings | None = None,
+) -> tuple[VgfComparison, dict[str, Path]] | None:
+    """The VGF report of a results folder: the kept VGF reports (``fetched/<unit>/*.json``) matched to the
+    stored ``records``, compared and written as ``vgf_report.*`` beside the A/B report. None when the folder
+    holds no VGF report (other fetched JSON is ignored), so a caller can call it for every scenario; a folder
+    whose only VGF reports are broken raises ``VgfFormatError`` (they were meant to be read).
+
+    Meant for ``pipeline`` after the A/B report (pass ``scenario.compare.baseline/candidate/min_effect`` when
+    the scenario has a ``compare`` block) and for ``fvp-harness vgf --results DIR``.
+    """
+    from .analysis import to_frame
+
+    if not any(True for _ in find_reports(root)):
+        return None
+    try:
+        data = load_results(root, baseline=baseline, candidate=candidate, records=records)
+    except NoVgfReports:
+        return None
+    comparison = compare_vgf(
+        to_frame(data.records),
+        data.baseline,
+        data.candidate,
+        runs=data.runs,
+        min_effect=min_effect,
+        settings=settings,
+    )
+    if data.warnings:
+        comparison = dataclasses.replace(comparison, warnings=(*data.warnings, *comparison.warnings))
+    return comparison, render_vgf_report(comparison, root, outputs, title)

@@ -1,0 +1,124 @@
+"""``scenarios/vgf_zero_copy.yaml`` end to end through the real command line: on the embedded simulator (the
+emulated VGF runner in the guest) and on this host (``--set target=host``), then the VGF comparison of what the run
+kept. Each test works in a private copy of ``scenarios/`` so artifacts and results land in tmp."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parent.parent
+QUICK = ("--set", "run.repetitions=2", "--set", "run.iterations=60")
+UNITS = 2 * 2 * 2  # builds x models x repetitions with QUICK
+
+
+def _left_over(owner: int) -> list[int]:
+    """Processes (simulator instances) started for the harness process ``owner`` that are still alive."""
+    marker = f"FVP_HARNESS_OWNER_PID={owner}".encode()
+    alive = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if marker in Path(f"/proc/{entry}/environ").read_bytes().split(b"\0"):
+                alive.append(int(entry))
+        except OSError:
+            continue
+    return alive
+
+
+def harness(cwd: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.Popen([sys.executable, "-m", "fvp_harness", *args], cwd=cwd, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            out, err = proc.communicate()
+        deadline = time.monotonic() + 5
+        while _left_over(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _left_over(proc.pid), "simulator processes left running"
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("vgf-e2e")
+    shutil.copytree(REPO / "scenarios", root / "scenarios")
+    return root
+
+
+def check_done_when(out: Path) -> None:
+    """The issue's "done when": each run's VGF JSON kept, copy bytes and memcpy time to zero with zero-copy,
+    import overhead appearing, VGF execution time unchanged within its CI, and outputs still identical."""
+    kept = sorted(out.glob("fetched/*/*.vgf.json"))
+    assert len(kept) == UNITS, kept
+    assert (out / "report.md").is_file()
+    with (out / "report.csv").open(newline="") as handle:
+        for row in csv.DictReader(handle):
+            if row["model"] != "geometric mean":
+                assert row["outputs_identical"] == "pass", row
+    for name in ("vgf_report.md", "vgf_report.csv", "vgf_report.json", "vgf_report.png"):
+        assert (out / name).is_file(), name
+    data = json.loads((out / "vgf_report.json").read_text(encoding="utf-8"))
+    rows = {(r["model"], r["metric"]): r for r in data["rows"]}
+    for model in ("resnet8", "mobilenet_v1_025"):
+        for metric in ("in_copy_bytes", "out_copy_bytes", "memcpy_ns"):
+            row = rows[(model, metric)]
+            assert row["baseline_median"] > 0 and row["candidate_median"] == 0 and row["verdict"] == "removed", row
+        for metric in ("imports", "import_ns", "binding_refresh_ns"):
+            row = rows[(model, metric)]
+            assert row["baseline_median"] == 0 and row["candidate_median"] > 0 and row["verdict"] == "appeared", row
+        execute = rows[(model, "execute_ns")]
+        assert execute["verdict"] == "no change", execute
+        assert execute["ci_low"] <= 0 <= execute["ci_high"] or abs(execute["change_pct"]) < 1, execute
+    assert data["expectations_violated"] is False
+    assert "## Boundary cost removed" in (out / "vgf_report.md").read_text(encoding="utf-8")
+
+
+def run_and_compare(workdir: Path, out: str, *extra: str) -> Path:
+    done = harness(workdir, "run", "scenarios/vgf_zero_copy.yaml", "-o", out, *QUICK, *extra)
+    assert done.returncode == 0, done.stderr + done.stdout
+    folder = workdir / out
+    if not (folder / "vgf_report.md").exists():
+        # until `run` renders the VGF report itself (pipeline hook, see test_run_writes_the_vgf_report), the
+        # documented second step does
+        again = harness(workdir, "vgf", "--results", out)
+        assert again.returncode == 0, again.stderr + again.stdout
+    return folder
+
+
+def test_vgf_zero_copy_on_the_simulator(workdir: Path) -> None:
+    out = run_and_compare(workdir, "out/sim")
+    check_done_when(out)
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["fvp"]["binary"] == "sim"
+
+
+def test_vgf_zero_copy_on_this_host(workdir: Path) -> None:
+    out = run_and_compare(workdir, "out/host", "--set", "target=host")
+    check_done_when(out)
+    scenario = json.loads((out / "manifest.json").read_text(encoding="utf-8"))["scenario"]
+    assert scenario.get("resolved", scenario)["target"] == "host"
+    assert "ET_VGF_ZERO_COPY=1 " in (out / "logs" / "s0" / "r0-zero_copy-resnet8.log").read_text(encoding="utf-8")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="LEAD: pipeline._report does not call vgf_report.report_results_folder yet, so `fvp-harness run` writes "
+    "only the A/B report; remove this mark once it does",
+)
+def test_run_writes_the_vgf_report(workdir: Path) -> None:
+    done = harness(workdir, "run", "scenarios/vgf_zero_copy.yaml", "-o", "out/direct", *QUICK, "--set", "target=host")
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert (workdir / "out" / "direct" / "vgf_report.md").is_file()
