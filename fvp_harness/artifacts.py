@@ -8,7 +8,8 @@ the harness that starts processes, and it starts nothing else (docs/architecture
 Rules:
 
 - An artifact is built when its file is missing, or older than any of its declared ``sources`` (make's rule,
-  by modification time). A file without a ``build`` command is never touched.
+  by modification time), or always with ``force`` (``make -B``, ``run --rebuild``). A file without a ``build``
+  command is never touched.
 - The command is the user's shell text, so it runs under ``/bin/sh -c`` (``{output}`` and ``{fvp_harness}``
   are filled in and quoted by ``scenario.expand_build_command``) in the scenario's folder, in its own process
   group so a timeout kills the whole tree, with its output captured to a log file the caller chooses (the
@@ -29,7 +30,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +42,7 @@ from fvp_harness.scenario_load import LoadedScenario
 
 __all__ = [
     "BUILD_TIMEOUT_S",
+    "FORCED",
     "BuildResult",
     "BuildStep",
     "artifact_digests",
@@ -108,9 +110,18 @@ def _declared(scenario: Scenario) -> list[tuple[str, str, str | None, list[str]]
     return items
 
 
-def pending_builds(scenario: Scenario | LoadedScenario) -> list[BuildStep]:
-    """The artifacts whose ``build`` command must run now (missing or stale), each once per output file."""
+FORCED = "forced"
+"""The reason of a build that ran only because it was forced (``make -B``, ``run --rebuild``)."""
+
+
+def pending_builds(scenario: Scenario | LoadedScenario, *, force: bool = False,
+                   already_built: Collection[Path] = ()) -> list[BuildStep]:
+    """The artifacts whose ``build`` command must run now (missing or stale), each once per output file.
+
+    ``force``: every artifact with a build command, up to date or not (reason ``forced`` when it was), except
+    the files in ``already_built`` (rebuilt earlier by the same batch), which follow the normal rule."""
     scenario = scenario.scenario if isinstance(scenario, LoadedScenario) else scenario
+    done = {Path(path) for path in already_built}
     steps: list[BuildStep] = []
     seen: set[Path] = set()
     for name, file, command, sources in _declared(scenario):
@@ -119,6 +130,8 @@ def pending_builds(scenario: Scenario | LoadedScenario) -> list[BuildStep]:
             continue
         source_paths = tuple(Path(source) for source in sources)
         reason = stale_reason(path, source_paths)
+        if reason is None and force and path not in done:
+            reason = FORCED
         if reason is not None:
             seen.add(path)
             steps.append(BuildStep(name, path, expand_build_command(command, path), source_paths, reason))
@@ -219,15 +232,18 @@ def build_artifacts(
     timeout: float = BUILD_TIMEOUT_S,
     jobs: int | None = None,
     on_built: Callable[[BuildResult], None] | None = None,
+    force: bool = False,
+    already_built: Collection[Path] = (),
 ) -> tuple[list[BuildResult], dict[str, ArtifactState]]:
-    """Build what is missing or stale, then hash every artifact.
+    """Build what is missing or stale (with ``force``: every artifact that has a build command, except the
+    files in ``already_built``), then hash every artifact.
 
     ``log_path_for(step)`` says where each command's output goes (None: discarded). ``jobs`` caps parallel
     builds (default: CPU count, at most 4). ``on_built`` is called after each success (progress). Returns the
     builds that ran and ``artifact_hashes`` of the scenario afterwards. The first failure is raised after the
     builds already running have finished; builds not yet started are not started.
     """
-    steps = pending_builds(loaded)
+    steps = pending_builds(loaded, force=force, already_built=already_built)
     results: list[BuildResult] = []
     if steps:
         workers = max(1, min(jobs or min(4, os.cpu_count() or 1), len(steps)))

@@ -13,8 +13,8 @@ So a no-op ``make`` only reads: scenarios, artifact hashes, records; it writes n
 nothing. Changed inputs re-run exactly the units whose key moved; old records stay in the folder and are
 superseded (analysis keeps the latest ``ok`` record per unit), which is why ``make`` does not refuse a folder
 whose manifest has other artifact hashes the way ``run --resume`` does: the key already tells the stale
-records apart. ``-n`` says for each unit which key parts changed: records written by the batch carry their key
-parts in ``extra`` (``batch_exec.KEY_PART_PREFIX``).
+records apart. ``-n`` says for each unit which key parts changed: every record (``run``'s and ``make``'s)
+carries its key parts in ``extra`` (``execute.KEY_PART_PREFIX``).
 
 Scheduling: every (scenario, plan session) with stale units is a job; jobs are grouped into **pools** of equal
 platform profile, FVP identity, params, args, simulator knobs, firmware and timeouts, and each pool's jobs are
@@ -24,8 +24,10 @@ jobs one after another on one instance, so scenarios of a pool share boots. At m
 which alone writes every results folder.
 
 Failures: without ``-k`` the first failed unit or job stops scheduling (running units finish); with ``-k``
-everything else still runs. Ctrl-C stops scheduling, closes every instance (the units in flight are not
-recorded), marks the manifests ``interrupted`` and keeps every finished record: the next ``make`` continues.
+everything else still runs. A ``stop`` request (the CLI's first Ctrl-C) lets the units in flight finish and be
+recorded, then starts nothing more; a KeyboardInterrupt (the second) closes every instance at once (the units in
+flight are not recorded). Either way the manifests are marked ``interrupted``, reports stay stale, every finished
+record is kept and ``Interrupted`` is raised: the next ``make`` continues.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from typing import Any, Literal, Protocol
 
 from fvp_harness import __version__
 from fvp_harness.artifacts import BUILD_TIMEOUT_S, BuildResult, BuildStep, build_artifacts, pending_builds
-from fvp_harness.batch_exec import KEY_PART_PREFIX, JobSpec, LaneResult, LaneSpec, LocalExecutor, RecordSink
+from fvp_harness.batch_exec import JobSpec, LaneControl, LaneResult, LaneSpec, LocalExecutor
 from fvp_harness.errors import (
     EXIT_FAILED,
     EXIT_INFRASTRUCTURE,
@@ -55,13 +57,13 @@ from fvp_harness.errors import (
     HarnessError,
     Interrupted,
 )
-from fvp_harness.execute import SessionOutcome, utc_now
+from fvp_harness.execute import KEY_PART_PREFIX, SessionOutcome, utc_now
 from fvp_harness.plan import Plan, Unit, build_plan, changed_parts
 from fvp_harness.progress import Event, Listener, null_listener
 from fvp_harness.records import Record
 from fvp_harness.scenario import load_scenario
 from fvp_harness.scenario_load import LoadedScenario
-from fvp_harness.store import ResultStore, results_dir_for
+from fvp_harness.store import ResultStore, atomic_write, results_dir_for
 
 __all__ = [
     "REPORT_INPUTS_FILE",
@@ -100,7 +102,7 @@ class MakeOptions:
     keep_going: bool = False
     dry_run: bool = False
     always: bool = False
-    """``-B``: re-run every unit and re-render every report (artifacts still follow their own staleness rule)."""
+    """``-B``: rebuild every artifact that has a build command, re-run every unit and re-render every report."""
     only: tuple[str, ...] = ()
     """Globs on ``<scenario stem>/<unit id>`` (or just ``<scenario stem>``); empty: everything."""
     results_base: Path = Path("results")
@@ -117,8 +119,7 @@ class Executor(Protocol):
 
     def capacity(self) -> int: ...
 
-    def run(self, lanes: Sequence[LaneSpec], *, sink: RecordSink, results_roots: Mapping[int, Path],
-            on_lane_done: Any, drain: threading.Event, abort: threading.Event, listener: Listener = ...) -> None: ...
+    def run(self, lanes: Sequence[LaneSpec], control: LaneControl) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -259,8 +260,10 @@ def _report_reason(store: ResultStore, loaded: LoadedScenario) -> tuple[str | No
         stored = json.loads(store.report_path(REPORT_INPUTS_FILE).read_text(encoding="utf-8"))
     except (FileNotFoundError, ValueError):
         return "no report yet", EXIT_OK
-    missing = [name for kind, name in _REPORT_FILES.items()
-               if kind in loaded.scenario.report.outputs and not (store.root / name).is_file()]
+    expected = [name for kind, name in _REPORT_FILES.items() if kind in loaded.scenario.report.outputs]
+    written = stored.get("files") if isinstance(stored, dict) else None  # e.g. the VGF report, when there was one
+    expected += [name for name in written or () if isinstance(name, str) and name not in expected]
+    missing = [name for name in expected if not (store.root / name).is_file()]
     if missing:
         return f"missing {', '.join(missing)}", EXIT_OK
     old = stored.get("parts") if isinstance(stored, dict) else None
@@ -331,7 +334,9 @@ def plan_batch(paths: Sequence[str | Path], options: MakeOptions, *, versions: _
     return nodes
 
 
-def _plan_node(node: Node, options: MakeOptions, versions: _Versions) -> None:
+def _plan_node(node: Node, options: MakeOptions, versions: _Versions, *, after_build: bool = False) -> None:
+    """Plan one scenario and decide what is stale (``after_build``: the re-plan with the final artifact hashes,
+    when ``-B`` no longer forces the builds that just ran)."""
     loaded = node.loaded
     assert loaded is not None
     node.fvp_version, _banner = versions.get(loaded)
@@ -342,7 +347,7 @@ def _plan_node(node: Node, options: MakeOptions, versions: _Versions) -> None:
     if not node.selected:
         node.builds = []
         return
-    node.builds = pending_builds(loaded)
+    node.builds = pending_builds(loaded, force=options.always and not after_build)
     rebuilt = {step.name: step.reason for step in node.builds}
     store = ResultStore(node.results_dir, create=False)
     records = store.records() if store.records_path.is_file() else []
@@ -449,10 +454,15 @@ def make(
     *,
     executor: Executor | None = None,
     listener: Listener = null_listener,
+    stop: threading.Event | None = None,
 ) -> MakeResult:
     """Bring every scenario's results and report up to date (see the module docstring); with ``dry_run`` only
-    say what would be done. Raises ``Interrupted`` on Ctrl-C after keeping what was measured."""
+    say what would be done. Raises ``Interrupted`` on Ctrl-C after keeping what was measured.
+
+    ``stop`` (set from another thread or a signal handler, e.g. the CLI's first Ctrl-C): the units in flight
+    finish and are recorded, nothing new starts, and ``Interrupted`` is raised as for a KeyboardInterrupt."""
     options = options or MakeOptions()
+    stop = stop if stop is not None else threading.Event()
     began = time.monotonic()
     phases: dict[str, float] = {}
     versions = _Versions()
@@ -470,13 +480,13 @@ def make(
     with contextlib.ExitStack() as stack:
         stores = _lock_stores(stack, nodes)
         mark = time.monotonic()
-        stopped = _build(nodes, stores, options, versions, capacity, listener)
+        build_failed = _build(nodes, stores, options, versions, capacity, listener)
         phases["build"] = time.monotonic() - mark
-        interrupted = False
-        if not stopped:
+        interrupted = stop.is_set()
+        if not build_failed and not interrupted:
             mark = time.monotonic()
             try:
-                _execute(nodes, stores, options, versions, executor, capacity, listener, result)
+                interrupted = _execute(nodes, stores, options, versions, executor, capacity, listener, result, stop)
             except KeyboardInterrupt:
                 interrupted = True
             phases["execute"] = time.monotonic() - mark
@@ -505,8 +515,9 @@ def _lock_stores(stack: contextlib.ExitStack, nodes: Sequence[Node]) -> dict[int
 
 def _build(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: MakeOptions, versions: _Versions,
            capacity: int, listener: Listener) -> bool:
-    """Build stale artifacts scenario by scenario (an artifact two scenarios share is built once), then re-plan
-    with the final hashes. Returns True when a failure must stop the batch (no ``-k``)."""
+    """Build stale artifacts scenario by scenario (an artifact two scenarios share is built once, also with
+    ``-B``), then re-plan with the final hashes. Returns True when a failure must stop the batch (no ``-k``)."""
+    forced: set[Path] = set()
     for node in nodes:
         if node.error is not None or not node.builds or node.loaded is None:
             continue
@@ -520,7 +531,9 @@ def _build(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: Ma
 
         try:
             node.built, _states = build_artifacts(node.loaded, log_path_for=log_for, jobs=capacity,
-                                                  timeout=BUILD_TIMEOUT_S * options.timeout_scale, on_built=built)
+                                                  timeout=BUILD_TIMEOUT_S * options.timeout_scale, on_built=built,
+                                                  force=options.always, already_built=forced)
+            forced.update(done.step.path for done in node.built)
         except HarnessError as exc:
             node.error = exc
             log.warning("%s: a build failed: %s", node.stem, exc)
@@ -528,13 +541,15 @@ def _build(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: Ma
                 return True
     for node in nodes:
         if node.error is None and node.loaded is not None and (node.builds or node.maybe):
-            _plan_node(node, options, versions)  # final keys after building
+            _plan_node(node, options, versions, after_build=True)  # final keys after building
     return False
 
 
 def _execute(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: MakeOptions, versions: _Versions,
-             executor: Executor, capacity: int, listener: Listener, result: MakeResult) -> None:
-    from fvp_harness.pipeline import RunOptions, _manifest
+             executor: Executor, capacity: int, listener: Listener, result: MakeResult, stop: threading.Event) -> bool:
+    """Write the manifests, run the lanes, store what comes back, finish the manifests. Returns True when a
+    ``stop`` request left units unrun (the batch then counts as interrupted)."""
+    from fvp_harness.pipeline import RunOptions, build_manifest
 
     working = [node for node in nodes if node.error is None and node.todo]
     manifests: dict[int, dict[str, Any]] = {}
@@ -543,8 +558,8 @@ def _execute(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: 
         assert node.loaded is not None and node.plan is not None
         store = stores[node.index]
         version, banner = versions.get(node.loaded, for_manifest=True)
-        manifest = _manifest(node.loaded, node.plan, version, banner,
-                             RunOptions(resume=True, timeout_scale=options.timeout_scale), node.built, started)
+        manifest = build_manifest(node.loaded, node.plan, version, banner,
+                                  RunOptions(resume=True, timeout_scale=options.timeout_scale), node.built, started)
         previous = store.read_manifest() or {}
         manifest["sessions"] = dict(previous.get("sessions") or {})
         manifest["batch"] = {"executor": getattr(executor, "name", "?"), "jobs": capacity,
@@ -557,7 +572,8 @@ def _execute(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: 
                    skipped=sum(len(node.selected) - len(node.todo) for node in working)))
     by_index = {node.index: node for node in nodes}
     lock = threading.Lock()
-    drain, abort = threading.Event(), threading.Event()
+    drain = threading.Event()
+    cut_short: list[int] = []
     remote = executor.ships_artifacts
 
     def sink(index: int, record: Record) -> None:
@@ -578,6 +594,8 @@ def _execute(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: 
 
     def on_lane_done(lane: LaneResult) -> None:
         result.boots += lane.boots
+        if lane.interrupted:
+            cut_short.append(lane.index)
         for job in lane.jobs:
             node = by_index[job.node]
             store = stores[job.node]
@@ -596,13 +614,17 @@ def _execute(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: 
                     drain.set()
 
     roots = {node.index: stores[node.index].root for node in working}
+    control = LaneControl(sink=sink, results_roots=roots, on_lane_done=on_lane_done, drain=drain, stop=stop,
+                          listener=listener)
+    stopped = False
     try:
-        executor.run(lanes, sink=sink, results_roots=roots, on_lane_done=on_lane_done, drain=drain, abort=abort,
-                     listener=listener)
+        executor.run(lanes, control)
+        stopped = stop.is_set() and bool(cut_short)
     finally:
-        interrupted = abort.is_set()
+        interrupted = control.abort.is_set() or stopped
         for node in working:
             _finish_manifest(stores[node.index], manifests[node.index], node, interrupted)
+    return stopped
 
 
 def _import_log(store: ResultStore, relative: str, data: bytes) -> None:
@@ -615,9 +637,9 @@ def _import_log(store: ResultStore, relative: str, data: bytes) -> None:
 
 
 def _finish_manifest(store: ResultStore, manifest: dict[str, Any], node: Node, interrupted: bool) -> None:
-    from fvp_harness.pipeline import _instances
+    from fvp_harness.pipeline import manifest_sessions
 
-    manifest["sessions"] = {**manifest["sessions"], **_instances(node.outcomes)}
+    manifest["sessions"] = {**manifest["sessions"], **manifest_sessions(node.outcomes)}
     manifest["finished"] = utc_now()
     aborted = [outcome.aborted for outcome in node.outcomes if outcome.aborted]
     manifest["status"] = "interrupted" if interrupted else ("aborted" if aborted else "complete")
@@ -629,7 +651,7 @@ def _finish_manifest(store: ResultStore, manifest: dict[str, Any], node: Node, i
 def _reports(nodes: Sequence[Node], stores: Mapping[int, ResultStore], listener: Listener,
              result: MakeResult) -> None:
     """Render the reports whose inputs changed, and store the hash of those inputs beside them."""
-    from fvp_harness.pipeline import _report
+    from fvp_harness.pipeline import write_report
 
     for node in nodes:
         if node.error is not None or node.loaded is None or node.index not in stores:
@@ -647,23 +669,29 @@ def _reports(nodes: Sequence[Node], stores: Mapping[int, ResultStore], listener:
             manifest = store.read_manifest() or manifest
         listener(Event("analysis"))
         try:
-            outcome = _report(store, node.loaded.scenario, manifest)
+            outcome = write_report(store, node.loaded.scenario, manifest)
         except HarnessError as exc:
             node.error = exc
             continue
         node.report_files = dict(outcome.files)
         node.exit_code = outcome.exit_code
         payload = {"parts": report_inputs(store, node.loaded), "exit_code": outcome.exit_code,
-                   "failed_units": outcome.failed_units, "expectations_violated": outcome.expectations_violated}
+                   "failed_units": outcome.failed_units, "expectations_violated": outcome.expectations_violated,
+                   "files": sorted(_relative_name(store, path) for path in outcome.files.values())}
         _write_json(store.report_path(REPORT_INPUTS_FILE), payload)
         result.reports.append(store.root)
 
 
+def _relative_name(store: ResultStore, path: Path) -> str:
+    try:
+        return Path(path).relative_to(store.root).as_posix()
+    except ValueError:
+        return str(path)
+
+
 def _write_json(path: Path, payload: Mapping[str, Any]) -> None:
     """Replace a small JSON file atomically at a store-given path (like report.py's files)."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    atomic_write(path, json.dumps(payload, indent=2, sort_keys=True) + "\n")
 
 
 def _exit_code(nodes: Sequence[Node], interrupted: bool, dry_run: bool) -> int:

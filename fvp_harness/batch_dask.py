@@ -6,8 +6,9 @@ scenario files or a shared filesystem. With ``ship_artifacts=False`` the workers
 coordinator (a shared filesystem); either way a worker re-hashes what it runs and refuses a key mismatch.
 
 The task returns its records and unit logs; only the coordinating process writes the results folders. Stop
-requests travel as two named ``distributed.Event``s per batch: *drain* (start no further job) and *abort* (close
-the instance now); a watcher thread in each task mirrors them into the lane's local events.
+requests travel as three named ``distributed.Event``s per batch: *drain* (start no further job), *stop* (finish the
+unit in flight, then start nothing) and *abort* (close the instance now); a thread in the coordinator forwards the
+local events, and a watcher thread in each task mirrors them into the lane's local events.
 
 Why lanes and not units as tasks: a unit needs a booted instance, and a boot costs seconds (simulator) to
 minutes (real FVP); a lane keeps one instance for all its jobs. Dask's own work stealing is disabled for the
@@ -20,13 +21,11 @@ import contextlib
 import logging
 import threading
 import uuid
-from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
-from fvp_harness.batch_exec import LaneResult, LaneSpec, RecordSink, run_lane
+from fvp_harness.batch_exec import LaneControl, LaneResult, LaneSpec, run_lane
 from fvp_harness.errors import ConfigurationError
-from fvp_harness.progress import Listener, null_listener
 
 __all__ = ["DaskExecutor", "remote_lane"]
 
@@ -44,11 +43,12 @@ def _import_distributed() -> Any:
     return distributed
 
 
-def remote_lane(spec: LaneSpec, drain_name: str, abort_name: str) -> LaneResult:
+def remote_lane(spec: LaneSpec, drain_name: str, abort_name: str, stop_name: str | None = None) -> LaneResult:
     """The task body on a worker: run the lane, mirroring the batch's named stop events into local ones."""
     distributed = _import_distributed()
-    drain, abort, finished = threading.Event(), threading.Event(), threading.Event()
+    drain, abort, stop, finished = threading.Event(), threading.Event(), threading.Event(), threading.Event()
     remote_drain, remote_abort = distributed.Event(drain_name), distributed.Event(abort_name)
+    remote_stop = distributed.Event(stop_name) if stop_name else None
 
     def watch() -> None:
         while not finished.wait(POLL_S):
@@ -59,6 +59,8 @@ def remote_lane(spec: LaneSpec, drain_name: str, abort_name: str) -> LaneResult:
                     return
                 if remote_drain.is_set():
                     drain.set()
+                if remote_stop is not None and remote_stop.is_set():
+                    stop.set()
             except Exception:  # the scheduler went away: stop rather than run unsupervised
                 log.warning("lost the Dask scheduler; stopping lane %s", spec.index)
                 abort.set()
@@ -67,7 +69,7 @@ def remote_lane(spec: LaneSpec, drain_name: str, abort_name: str) -> LaneResult:
     watcher = threading.Thread(target=watch, name=f"lane{spec.index}-dask-watch", daemon=True)
     watcher.start()
     try:
-        return run_lane(spec, drain=drain, abort=abort)
+        return run_lane(spec, drain=drain, abort=abort, stop=stop)
     finally:
         finished.set()
         watcher.join()
@@ -119,46 +121,48 @@ class DaskExecutor:
             self._cluster.close()
             self._cluster = None
 
-    def run(
-        self,
-        lanes: Sequence[LaneSpec],
-        *,
-        sink: RecordSink,
-        results_roots: Mapping[int, Path],
-        on_lane_done: Callable[[LaneResult], None],
-        drain: threading.Event,
-        abort: threading.Event,
-        listener: Listener = null_listener,
-    ) -> None:
+    def run(self, lanes: Sequence[LaneSpec], control: LaneControl) -> None:
         """Submit every lane and hand results back as they complete (records and logs go through
-        ``on_lane_done``, in this thread). Ctrl-C: abort every lane, collect what they measured, re-raise."""
+        ``control.on_lane_done``, in this thread). Ctrl-C: abort every lane, collect what they measured, re-raise."""
         if not lanes:
             self.close()
             return
         distributed = _import_distributed()
+        finished = threading.Event()
+        forwarder: threading.Thread | None = None
         try:
             client = self._connect()
             batch = uuid.uuid4().hex[:12]
-            drain_name, abort_name = f"fvp-harness-{batch}-drain", f"fvp-harness-{batch}-abort"
-            remote_drain = distributed.Event(drain_name, client=client)
-            remote_abort = distributed.Event(abort_name, client=client)
-            futures = [client.submit(remote_lane, lane, drain_name, abort_name, pure=False,
+            names = {kind: f"fvp-harness-{batch}-{kind}" for kind in ("drain", "abort", "stop")}
+            remote = {kind: distributed.Event(name, client=client) for kind, name in names.items()}
+
+            def forward() -> None:  # the local drain / stop requests, to the workers' watchers
+                while not finished.wait(POLL_S):
+                    for kind in ("drain", "stop"):
+                        if getattr(control, kind).is_set():
+                            with contextlib.suppress(Exception):
+                                remote[kind].set()
+
+            forwarder = threading.Thread(target=forward, name="dask-stop-forward", daemon=True)
+            forwarder.start()
+            futures = [client.submit(remote_lane, lane, names["drain"], names["abort"], names["stop"], pure=False,
                                      key=f"fvp-harness-{batch}-lane{lane.index}") for lane in lanes]
             pending = set(futures)
             try:
                 for future in distributed.as_completed(futures):
                     pending.discard(future)
-                    on_lane_done(future.result())
-                    if drain.is_set():
-                        remote_drain.set()
+                    control.on_lane_done(future.result())
             except KeyboardInterrupt:
-                drain.set()
-                abort.set()
-                remote_abort.set()
+                control.drain.set()
+                control.abort.set()
+                remote["abort"].set()
                 with contextlib.suppress(Exception):
                     for future in distributed.as_completed(list(pending), timeout=60):
                         if future.status == "finished":
-                            on_lane_done(future.result())
+                            control.on_lane_done(future.result())
                 raise
         finally:
+            finished.set()
+            if forwarder is not None:
+                forwarder.join()
             self.close()

@@ -15,7 +15,12 @@ bytes than the coordinator planned.
 
 Records flow back to the **one store** of the coordinating process: a lane appends nothing itself. Locally the
 records go through ``sink`` as each unit finishes (so Ctrl-C keeps everything measured); on a remote worker they
-are collected with the unit logs and returned in the ``LaneResult``.
+are collected with the unit logs and returned in the ``LaneResult``. Each record already carries its unit's
+content-key parts (``execute.key_part_extras``), so ``make -n`` can say what changed.
+
+Three events steer running lanes (``LaneControl``): *drain* (start no further job: a failure without ``-k``),
+*stop* (the first Ctrl-C: the unit in flight finishes and is recorded, then nothing new starts) and *abort* (the
+second Ctrl-C: close the instance now, the unit in flight is dropped).
 
 Why threads for the local executor (and not a process pool): the measured work runs in the FVP (or simulator)
 process that ``target/`` spawns; the harness side of a lane mostly waits on a console socket. Threads therefore
@@ -41,7 +46,7 @@ from typing import Any
 
 from fvp_harness.errors import ConfigurationError, HarnessError
 from fvp_harness.execute import SessionOutcome, TargetFactory, execute_plan
-from fvp_harness.plan import Plan, build_plan
+from fvp_harness.plan import build_plan
 from fvp_harness.profiles import Profile
 from fvp_harness.progress import Event, Listener, null_listener
 from fvp_harness.records import Record
@@ -49,33 +54,23 @@ from fvp_harness.scenario import Scenario
 from fvp_harness.store import ResultStore
 
 __all__ = [
-    "KEY_PART_PREFIX",
     "JobResult",
     "JobSpec",
+    "LaneControl",
     "LaneResult",
     "LaneSpec",
     "LocalExecutor",
     "RecordSink",
-    "key_part_extras",
     "run_lane",
 ]
 
 log = logging.getLogger(__name__)
-
-KEY_PART_PREFIX = "kp."
-"""Records written by the batch carry ``extra["kp.<part>"]`` (16 hex digits per content-key part), so ``make -n``
-can say which input changed since a unit last ran (``plan.changed_parts``)."""
 
 RecordSink = Callable[[int, Record], None]
 """``sink(node, record)``: hand one finished record of scenario ``node`` to the coordinator (thread-safe)."""
 
 ARTIFACT_CACHE_ENV = "FVP_HARNESS_ARTIFACT_CACHE"
 """Where a worker keeps shipped artifacts (default: ``<tmp>/fvp-harness-artifacts``), by sha256."""
-
-
-def key_part_extras(parts: Mapping[str, str]) -> dict[str, str]:
-    """The ``extra`` entries that remember a unit's key parts (shortened: equality is all ``changed_parts`` needs)."""
-    return {KEY_PART_PREFIX + name: digest[:16] for name, digest in sorted(parts.items())}
 
 
 @dataclass(frozen=True)
@@ -142,6 +137,20 @@ class LaneResult:
     interrupted: bool = False
     boots: int = 0
     """Instances booted (more than one when an infrastructure failure forced a fresh instance)."""
+
+
+@dataclass(frozen=True)
+class LaneControl:
+    """What the coordinator gives an executor with the lanes: where records, logs and finished lanes go, and the
+    events that stop them (see the module docstring). Executors call ``on_lane_done`` in the coordinating thread."""
+
+    sink: RecordSink
+    results_roots: Mapping[int, Path]
+    on_lane_done: Callable[[LaneResult], None]
+    drain: threading.Event = field(default_factory=threading.Event)
+    abort: threading.Event = field(default_factory=threading.Event)
+    stop: threading.Event = field(default_factory=threading.Event)
+    listener: Listener = null_listener
 
 
 class _Stopped(Exception):
@@ -212,25 +221,21 @@ class _SinkStore(ResultStore):
     """A results folder whose records go to the coordinator instead of ``records.jsonl``.
 
     ``execute_plan`` writes unit logs into ``root`` (the real results folder locally, a scratch folder on a
-    remote worker) and calls ``append``; the record gets the unit's key parts and goes to ``sink``. Failed records
-    that appear after a stop request are the stop's own doing (the instance was closed under the unit) and are
-    dropped: the unit simply runs again next time.
+    remote worker) and calls ``append``; the record goes to ``sink``. Failed records that appear after an abort
+    are the abort's own doing (the instance was closed under the unit) and are dropped: the unit simply runs
+    again next time.
     """
 
-    def __init__(self, root: Path, node: int, plan: Plan, sink: RecordSink, stop: threading.Event) -> None:
+    def __init__(self, root: Path, node: int, sink: RecordSink, abort: threading.Event) -> None:
         super().__init__(root)
         self._node = node
-        self._parts = {unit.key: unit.key_parts for unit in plan.units}
         self._sink = sink
-        self._stop = stop
+        self._abort = abort
 
     def append(self, record: Record) -> None:
-        if self._stop.is_set() and record.status != "ok":
+        if self._abort.is_set() and record.status != "ok":
             log.info("dropping the record of %s: the batch was stopped while it ran", record.unit)
             return
-        parts = self._parts.get(record.key)
-        if parts:
-            record = record.model_copy(update={"extra": {**record.extra, **key_part_extras(parts)}})
         self._sink(self._node, record)
 
 
@@ -294,6 +299,7 @@ def run_lane(
     results_roots: Mapping[int, Path] | None = None,
     drain: threading.Event | None = None,
     abort: threading.Event | None = None,
+    stop: threading.Event | None = None,
     listener: Listener = null_listener,
     opener: Opener = _open_target,
 ) -> LaneResult:
@@ -301,10 +307,12 @@ def run_lane(
 
     ``sink`` + ``results_roots`` (scenario index -> results folder): records go to the sink and logs straight
     into the results folders (local). Without them (remote) records and logs are collected into the result.
-    ``drain`` set: start no further job. ``abort`` set: close the instance now (the unit in flight is dropped).
+    ``drain`` set: start no further job. ``stop`` set: finish and record the unit in flight, then start nothing
+    (the instance is closed politely). ``abort`` set: close the instance now (the unit in flight is dropped).
     """
     drain = drain or threading.Event()
     abort = abort or threading.Event()
+    stop = stop or threading.Event()
     result = LaneResult(spec.index)
     lease = _InstanceLease(opener, abort, spec.timeout_scale)
     finished = threading.Event()
@@ -320,7 +328,7 @@ def run_lane(
     scratch = Path(tempfile.mkdtemp(prefix="fvp-harness-lane-")) if results_roots is None else None
     try:
         for number, job in enumerate(spec.jobs):
-            if drain.is_set() or abort.is_set():
+            if drain.is_set() or stop.is_set() or abort.is_set():
                 result.interrupted = True
                 break
             root = results_roots[job.node] if results_roots is not None else scratch / f"{number}"  # type: ignore[operator]
@@ -335,7 +343,7 @@ def run_lane(
                     collected.append(record)
 
             try:
-                _run_job(job, spec, root, lease, keep, abort, listener, job_result)
+                _run_job(job, spec, root, lease, keep, abort, stop, listener, job_result)
             except _Stopped:
                 result.interrupted = True
             except HarnessError as exc:
@@ -345,6 +353,8 @@ def run_lane(
                 job_result.records = collected
                 if results_roots is None:
                     job_result.logs = _collect_logs(root)
+            if any(outcome.stopped for outcome in job_result.outcomes):
+                result.interrupted = True
             if result.interrupted:
                 break
     finally:
@@ -358,7 +368,7 @@ def run_lane(
 
 
 def _run_job(job: JobSpec, spec: LaneSpec, root: Path, lease: _InstanceLease, sink: RecordSink,
-             abort: threading.Event, listener: Listener, out: JobResult) -> None:
+             abort: threading.Event, stop: threading.Event, listener: Listener, out: JobResult) -> None:
     scenario = job.scenario
     if spec.blobs is not None:
         scenario = _relocated(scenario, spec.blobs, job.artifacts)
@@ -372,14 +382,15 @@ def _run_job(job: JobSpec, spec: LaneSpec, root: Path, lease: _InstanceLease, si
                 f"{expected[:12]} planned, {unit.key[:12]} here); an artifact was rebuilt or edited meanwhile, or "
                 "the worker sees other files at the shared path: run make again")
         units.append(unit)
-    store = _SinkStore(root, job.node, plan, sink, abort)
+    store = _SinkStore(root, job.node, sink, abort)
     label = job.scenario_path and Path(job.scenario_path).stem
 
     def relabel(event: Event) -> None:  # several scenarios have an s0: name sessions scenario/s0
         listener(replace(event, session=f"{label}/{event.session}") if event.session else event)
 
     out.ran = True
-    out.outcomes = execute_plan(plan, store, lease.factory(scenario, job.profile), units=units, listener=relabel)
+    out.outcomes = execute_plan(plan, store, lease.factory(scenario, job.profile), units=units, listener=relabel,
+                                stop=stop)
 
 
 class LocalExecutor:
@@ -395,25 +406,17 @@ class LocalExecutor:
     def capacity(self) -> int:
         return self.workers
 
-    def run(
-        self,
-        lanes: Sequence[LaneSpec],
-        *,
-        sink: RecordSink,
-        results_roots: Mapping[int, Path],
-        on_lane_done: Callable[[LaneResult], None],
-        drain: threading.Event,
-        abort: threading.Event,
-        listener: Listener = null_listener,
-    ) -> None:
-        """Run every lane; ``on_lane_done`` is called in this thread as lanes finish. On KeyboardInterrupt: stop
-        scheduling, close every instance, wait for the lanes to wind down, report them, re-raise."""
+    def run(self, lanes: Sequence[LaneSpec], control: LaneControl) -> None:
+        """Run every lane; ``control.on_lane_done`` is called in this thread as lanes finish. On
+        KeyboardInterrupt: stop scheduling, close every instance, wait for the lanes to wind down, report them,
+        re-raise."""
         if not lanes:
             return
         with ThreadPoolExecutor(max_workers=min(self.workers, len(lanes)), thread_name_prefix="lane") as pool:
             futures: dict[Future[LaneResult], LaneSpec] = {
-                pool.submit(run_lane, lane, sink=sink, results_roots=results_roots, drain=drain, abort=abort,
-                            listener=listener, opener=self._opener): lane
+                pool.submit(run_lane, lane, sink=control.sink, results_roots=control.results_roots,
+                            drain=control.drain, abort=control.abort, stop=control.stop, listener=control.listener,
+                            opener=self._opener): lane
                 for lane in lanes
             }
             pending = set(futures)
@@ -421,14 +424,14 @@ class LocalExecutor:
                 while pending:
                     done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
                     for future in done:
-                        on_lane_done(future.result())
+                        control.on_lane_done(future.result())
             except KeyboardInterrupt:
-                drain.set()
-                abort.set()
+                control.drain.set()
+                control.abort.set()
                 for future in pending:
                     future.cancel()
                 done, _ = wait(pending)
                 for future in done:
                     if not future.cancelled() and future.exception() is None:
-                        on_lane_done(future.result())
+                        control.on_lane_done(future.result())
                 raise

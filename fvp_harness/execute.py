@@ -18,6 +18,14 @@ Why it is shaped like this:
   runs them later).
 - **Nothing measured is lost.** Each unit's record is appended (fsynced by ``store``) before the next unit starts,
   so Ctrl-C or a crash loses at most the unit in flight; an interrupted unit is not recorded at all.
+- **Two ways to stop.** ``stop`` (an event the caller sets, e.g. on a first Ctrl-C) lets every unit in flight
+  finish and be recorded, then schedules nothing more and closes the instances politely; a KeyboardInterrupt
+  (the second Ctrl-C) closes every instance at once and records nothing for the units in flight.
+- **Records say what they were made of.** Every record carries the unit's content-key parts in ``extra``
+  (``kp.<part>``, ``key_part_extras``), so ``make -n`` can name the input that changed since it ran, whichever
+  verb wrote it.
+- **Outputs are model outputs.** ``Record.outputs`` hashes the files the runner left in its unit folder, except
+  the ones ``run.fetch`` names (reports kept for later, not outputs to compare).
 - **Provenance.** A build with an ``id`` must print it; otherwise the unit fails as a ``ProvenanceError``: the
   numbers would belong to some other binary.
 - **Warmup** executions are run (``{iterations}`` = warmup + iterations) and their per-inference samples dropped
@@ -66,6 +74,7 @@ from fvp_harness.store import ResultStore
 from fvp_harness.target.base import CommandResult, Target
 
 __all__ = [
+    "KEY_PART_PREFIX",
     "DeployFunction",
     "ExecuteOptions",
     "InstanceInfo",
@@ -74,6 +83,7 @@ __all__ = [
     "UnitCommand",
     "default_deploy",
     "execute_plan",
+    "key_part_extras",
     "render_unit_command",
     "utc_now",
 ]
@@ -84,6 +94,15 @@ TargetFactory = Callable[[str, Path], AbstractContextManager[Any]]
 """``factory(instance_name, log_dir)`` -> a context manager that yields an open ``Target`` and closes it."""
 
 LOG_TAIL = 30
+
+KEY_PART_PREFIX = "kp."
+"""Every record carries ``extra["kp.<part>"]`` (16 hex digits per content-key part), so ``make -n`` can say which
+input changed since a unit last ran (``plan.changed_parts``)."""
+
+
+def key_part_extras(parts: Mapping[str, str]) -> dict[str, str]:
+    """The ``extra`` entries that remember a unit's key parts (shortened: equality is all ``changed_parts`` needs)."""
+    return {KEY_PART_PREFIX + name: digest[:16] for name, digest in sorted(parts.items())}
 
 
 class DeployFunction(Protocol):
@@ -131,6 +150,8 @@ class SessionOutcome:
     aborted: str | None = None
     unit_seconds: float = 0.0
     """Sum of the runner commands' own durations: the time spent in the code under test (and the simulator)."""
+    stopped: bool = False
+    """A stop request ended the session with units still to run (they stay unrecorded, for ``--resume``)."""
 
 
 @dataclass(frozen=True)
@@ -209,14 +230,23 @@ def _failure_text(exc: BaseException) -> str:
 
 class _Shared:
     """What every session thread shares: the store (single writer: appends under one lock), the listener,
-    the stop flag, and the open targets (so an interrupt can close them from the main thread)."""
+    the two stop flags, and the open targets (so an interrupt can close them from the main thread).
 
-    def __init__(self, store: ResultStore, listener: Listener) -> None:
+    ``stop``: schedule nothing more (the units in flight finish and are recorded). ``abort``: the instances are
+    being closed under the units in flight (KeyboardInterrupt); their failures are not recorded."""
+
+    def __init__(self, store: ResultStore, listener: Listener, stop: threading.Event | None = None) -> None:
         self.store = store
         self.listener = listener
         self.lock = threading.Lock()
-        self.stop = threading.Event()
+        self.stop = stop if stop is not None else threading.Event()
+        self.abort = threading.Event()
         self.targets: dict[str, Any] = {}
+
+    @property
+    def halted(self) -> bool:
+        """No new boot, deploy or unit may start."""
+        return self.stop.is_set() or self.abort.is_set()
 
     def append(self, record: Record) -> None:
         with self.lock:
@@ -281,7 +311,7 @@ class SessionRunner:
         attempts: dict[str, int] = {}
         boot_failures = 0
         retries = self.scenario.run.retries
-        while queue and not self.shared.stop.is_set():
+        while queue and not self.shared.halted:
             self._instance_count += 1
             self._unit_log = None
             name = self.session.name if self._instance_count == 1 else f"{self.session.name}.{self._instance_count}"
@@ -299,6 +329,8 @@ class SessionRunner:
                         self.shared.targets[name] = target
                     info.boot_seconds = round(time.monotonic() - began, 3)
                     self.shared.emit(Event("booted", session=name, seconds=info.boot_seconds))
+                    if self.shared.halted:
+                        break  # stopped while booting: close the instance without deploying
                     files = self._files_for(batch)
                     self.shared.emit(Event("deploy", session=name, count=len(files)))
                     began = time.monotonic()
@@ -326,13 +358,15 @@ class SessionRunner:
                 if target is not None:
                     info.metadata = dict(getattr(target, "metadata", {}) or {})
                 self.shared.emit(Event("closed", session=name))
+        if queue and self.shared.stop.is_set() and not self.outcome.aborted:
+            self.outcome.stopped = True
         return self.outcome
 
     def _run_units(self, target: Any, name: str, info: InstanceInfo, queue: list[Unit], attempts: dict[str, int],
                    placed: dict[Path, str], guest_root: str, retries: int) -> None:
         """Run units from the front of ``queue`` on this instance until it is done, broken, or (fresh-boot mode)
         one unit has run. A unit leaves the queue when it is recorded for good."""
-        while queue and not self.shared.stop.is_set():
+        while queue and not self.shared.halted:
             unit = queue[0]
             self._unit_log = None
             attempt = attempts.get(unit.id, 0) + 1
@@ -341,7 +375,7 @@ class SessionRunner:
             try:
                 record = self.run_unit(target, name, unit, attempt, placed, guest_root)
             except InfrastructureError as exc:
-                if self.shared.stop.is_set():
+                if self.shared.abort.is_set():
                     return  # interrupted: the instance was closed under us; record nothing
                 record = self._failed_record(unit, name, attempt, exc, utc_now(), 0.0, log_rel=self._unit_log)
                 self.shared.append(record)
@@ -376,7 +410,7 @@ class SessionRunner:
             model=unit.model, repetition=unit.repetition, attempt=attempt, status="failed",
             failure_class=failure_class, failure=f"{type(exc).__name__}: {_failure_text(exc)}", log=log_rel,
             samples=dict(samples or {}), units=dict(units or {}), build_id_seen=build_id_seen, started=started,
-            duration_s=round(duration, 6), extra=dict(extra or {}),
+            duration_s=round(duration, 6), extra={**(extra or {}), **key_part_extras(unit.key_parts)},
         )
 
     def _relative(self, path: Path) -> str:
@@ -487,25 +521,30 @@ class SessionRunner:
             if truncated:
                 what = (what + "; " if what else "") + "too few values: " + ", ".join(truncated)
             return failed(MetricMissing(f"required metric(s) missing in the runner output: {what}"))
+        fetched = self._fetch_paths(unit, rendered)
         try:
-            outputs = self._hash_outputs(target, rendered.unit_dir)
-            self._fetch(target, unit, rendered)
+            outputs = self._hash_outputs(target, rendered.unit_dir, exclude=fetched)
+            self._fetch(target, unit, fetched)
         except TestFailure as exc:
             return failed(exc)
         return Record(
             scenario=scenario.name, key=unit.key, unit=unit.id, session=instance, build=unit.build,
             model=unit.model, repetition=unit.repetition, attempt=attempt, status="ok", log=log_rel,
             samples=samples, units=dict(scraped.units), outputs=outputs, build_id_seen=seen, started=started,
-            duration_s=round(time.monotonic() - began, 6), extra=extra,
+            duration_s=round(time.monotonic() - began, 6), extra={**extra, **key_part_extras(unit.key_parts)},
         )
 
-    def _hash_outputs(self, target: Any, unit_dir: str) -> dict[str, str]:
-        """sha256 of every file the runner left in the unit folder, computed in the guest (nothing copied)."""
+    def _hash_outputs(self, target: Any, unit_dir: str, *, exclude: Sequence[str] = ()) -> dict[str, str]:
+        """sha256 of every file the runner left in the unit folder, computed in the guest (nothing copied),
+        except the guest paths in ``exclude`` (the ``run.fetch`` files: reports, not model outputs)."""
         quoted = shlex.quote(unit_dir)
         listing = self._guest(target, f"ls {quoted}")
         if not listing.ok:
             raise CommandFailed(f"cannot list {unit_dir}: {listing.output.strip()}", exit_status=listing.exit_status)
-        names = sorted(name for name in listing.output.split() if name)
+        folder = posixpath.normpath(unit_dir)
+        skipped = {posixpath.basename(path) for path in exclude
+                   if posixpath.dirname(posixpath.normpath(path)) == folder}
+        names = sorted(name for name in listing.output.split() if name and name not in skipped)
         if not names:
             return {}
         hashed = self._guest(target, f"cd {quoted} && sha256sum {' '.join(shlex.quote(n) for n in names)}")
@@ -519,16 +558,18 @@ class SessionRunner:
                 digests[parts[1].lstrip("*")] = parts[0].lower()
         return digests
 
-    def _fetch(self, target: Any, unit: Unit, rendered: UnitCommand) -> None:
-        """Copy ``run.fetch`` files back into ``<results>/fetched/<unit>/``."""
-        if not self.scenario.run.fetch:
+    def _fetch_paths(self, unit: Unit, rendered: UnitCommand) -> list[str]:
+        """The guest paths ``run.fetch`` names for this unit (templates filled, unquoted)."""
+        values = {"runner": "", "model": "", "inputs": "", "iterations": "", "output": rendered.output,
+                  "unit_dir": rendered.unit_dir, "build": unit.build, "model_name": unit.model, "unit": unit.id}
+        return [render_template(template, values, quote=False) for template in self.scenario.run.fetch]
+
+    def _fetch(self, target: Any, unit: Unit, remotes: Sequence[str]) -> None:
+        """Copy the ``run.fetch`` files (guest paths) back into ``<results>/fetched/<unit>/``."""
+        if not remotes:
             return
         folder = self.shared.store.root / "fetched" / unit.id
-        for template in self.scenario.run.fetch:
-            values = {"runner": "", "model": "", "inputs": "", "iterations": "", "output": rendered.output,
-                      "unit_dir": rendered.unit_dir, "build": unit.build, "model_name": unit.model,
-                      "unit": unit.id}
-            remote = render_template(template, values, quote=False)
+        for remote in remotes:
             try:
                 data = target.get(remote)
             except FileNotFoundError as exc:
@@ -571,16 +612,20 @@ def execute_plan(
     options: ExecuteOptions | None = None,
     listener: Listener = null_listener,
     deploy: DeployFunction | None = None,
+    stop: threading.Event | None = None,
 ) -> list[SessionOutcome]:
     """Run ``units`` (default: all of the plan, in plan order) session by session; sessions run in parallel
     threads when the plan has several. Returns one outcome per session that had units to run.
 
-    KeyboardInterrupt stops every session (open instances are closed so units in flight end at once) and is
-    re-raised after the threads are done; everything recorded so far stays in the store.
+    ``stop`` set (from any thread): every unit in flight finishes and is recorded, then nothing new starts (no
+    unit, boot or retry) and the instances are closed politely; sessions that still had units say
+    ``SessionOutcome.stopped``. KeyboardInterrupt stops every session at once (open instances are closed so units
+    in flight end without a record) and is re-raised after the threads are done; everything recorded so far stays
+    in the store.
     """
     options = options or ExecuteOptions()
     chosen = list(plan.units if units is None else units)
-    shared = _Shared(store, listener)
+    shared = _Shared(store, listener, stop)
     deploy = deploy or default_deploy(plan.scenario, plan.scenario.fvp.timeouts.deploy)
     runners = []
     for session in plan.sessions:
@@ -591,7 +636,7 @@ def execute_plan(
         try:
             return [runner.run() for runner in runners]
         except KeyboardInterrupt:
-            shared.stop.set()
+            shared.abort.set()
             raise
     with ThreadPoolExecutor(max_workers=len(runners), thread_name_prefix="session") as pool:
         futures = [pool.submit(runner.run) for runner in runners]
@@ -601,7 +646,7 @@ def execute_plan(
                     time.sleep(0.1)  # wake up regularly so Ctrl-C reaches the main thread
             return [future.result() for future in futures]
         except KeyboardInterrupt:
-            shared.stop.set()
+            shared.abort.set()
             shared.close_all()
             for future in futures:
                 with contextlib.suppress(BaseException):

@@ -1,19 +1,24 @@
 """One scenario from YAML to report: build artifacts, plan, manifest, sessions, analysis, report.
 
-``run_scenario`` is what ``fvp-harness run`` does, as a library call (the batch engine can call it too);
-``rebuild_report`` is what ``fvp-harness report DIR`` does: it reads only ``manifest.json`` and
-``records.jsonl``, so the report files it writes are byte-identical to the ones the run wrote.
+``run_scenario`` is what ``fvp-harness run`` does, as a library call; ``rebuild_report`` is what
+``fvp-harness report DIR`` does: it reads only ``manifest.json`` and ``records.jsonl`` (and the VGF reports a run
+fetched), so the report files it writes are byte-identical to the ones the run wrote. The batch engine
+(``batch.py``) shares the steps: ``build_manifest``, ``manifest_sessions`` and ``write_report``.
 
 Order of work, and why:
 
 1. ask the model binary for its ``--version`` banner (no boot; fails fast with exit 2 if the binary is missing);
-2. build missing or stale artifacts (``artifacts.py``), hash everything, and re-plan with those hashes so every
-   content key is final before a single unit runs;
+2. build missing or stale artifacts (``artifacts.py``; all of them with ``RunOptions.rebuild``), hash everything,
+   and re-plan with those hashes so every content key is final before a single unit runs;
 3. open the results folder (``store``): a plain run starts it over, ``--resume`` refuses a folder whose key
    metadata differ (other FVP, other artifacts) and skips units whose key is already stored ok;
 4. write the manifest *before* running (a killed run still says what it was), run the sessions (``execute``),
    then rewrite it with the instances' argv, version, ports and ``--stat`` blocks and the end time;
-5. analyse every stored record and render the report into the same folder.
+5. analyse every stored record and render the report into the same folder, plus the VGF report
+   (``vgf_report.report_results_folder``) when the run fetched VGF benchmark reports.
+
+A ``stop`` event (the CLI's first Ctrl-C) lets the units in flight finish and be recorded, then ends the run as
+interrupted (manifest ``interrupted``, no report, ``Interrupted`` raised: continue with ``--resume``).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import os
 import platform
 import re
 import socket
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -46,17 +52,21 @@ from fvp_harness.scenario import Scenario
 from fvp_harness.scenario_load import LoadedScenario
 from fvp_harness.scrape import PARSERS_VERSION
 from fvp_harness.store import ResultStore, results_dir_for
+from fvp_harness.vgf_report import VgfComparison, report_results_folder
 
 __all__ = [
     "ReportOutcome",
     "RunOptions",
     "RunOutcome",
+    "build_manifest",
     "default_target_factory",
     "exit_code_for",
+    "manifest_sessions",
     "query_fvp_version",
     "rebuild_report",
     "run_scenario",
     "select_units",
+    "write_report",
 ]
 
 
@@ -72,11 +82,17 @@ class RunOptions:
     timeout_scale: float = 1.0
     only_builds: tuple[str, ...] = ()
     only_models: tuple[str, ...] = ()
+    rebuild: bool = False
+    """``--rebuild``: run every artifact's build command, even when its file is up to date."""
 
 
 @dataclass
 class ReportOutcome:
-    """What a report (re)build produced and what it means for the exit code."""
+    """What a report (re)build produced and what it means for the exit code.
+
+    ``files``: output name -> path; the A/B report's under ``markdown``/``csv``/``json``/``png``, the VGF
+    report's (when the folder holds VGF benchmark reports) under ``vgf_markdown``... ``expectations_violated``
+    covers both reports; ``vgf`` is the VGF comparison, or None."""
 
     results_dir: Path
     analysis: AnalysisResult
@@ -85,6 +101,7 @@ class ReportOutcome:
     infrastructure_failures: int
     expectations_violated: bool
     exit_code: int
+    vgf: VgfComparison | None = None
 
 
 @dataclass
@@ -161,8 +178,12 @@ def _host() -> dict[str, Any]:
     }
 
 
-def _manifest(loaded: LoadedScenario, plan: Plan, version: str | None, banner: str, options: RunOptions,
-              builds: Sequence[BuildResult], started: str) -> dict[str, Any]:
+def build_manifest(loaded: LoadedScenario, plan: Plan, version: str | None, banner: str, options: RunOptions,
+                   builds: Sequence[BuildResult], started: str) -> dict[str, Any]:
+    """The ``manifest.json`` written before any unit runs: the resolved scenario and its files, the profile, the
+    model's identity (``version`` and ``banner`` from ``query_fvp_version``), every artifact's sha256, the
+    ``builds`` that ran, harness/parser versions, this host, the options and the plan's sessions. ``status`` is
+    ``running``; the caller fills ``sessions`` (``manifest_sessions``), ``finished`` and ``status`` afterwards."""
     scenario = loaded.scenario
     digests = artifact_digests(plan.artifacts)
     return {
@@ -198,15 +219,17 @@ def _manifest(loaded: LoadedScenario, plan: Plan, version: str | None, banner: s
         "status": "running",
         "options": {"resume": options.resume, "fresh_boot_per_unit": options.fresh_boot_per_unit,
                     "timeout_scale": options.timeout_scale, "only_builds": list(options.only_builds),
-                    "only_models": list(options.only_models)},
+                    "only_models": list(options.only_models), "rebuild": options.rebuild},
         "plan": {"units": len(plan.units), "order": scenario.run.order,
                  "sessions": {session.name: list(session.units) for session in plan.sessions}},
         "sessions": {},
     }
 
 
-def _instances(outcomes: Sequence[SessionOutcome]) -> dict[str, Any]:
-    """Per booted instance: argv, version, ports, boot/deploy seconds, units run, ``--stat`` block, error."""
+def manifest_sessions(outcomes: Sequence[SessionOutcome]) -> dict[str, Any]:
+    """The manifest's ``sessions`` entries of these session outcomes, by instance name (``s0``, ``s0.2``): per
+    booted instance its session, argv, version, ports, boot/deploy seconds, units run, ``--stat`` block, exit and
+    error. Callers merge them over the entries already stored (``--resume``, ``make``)."""
     result: dict[str, Any] = {}
     for outcome in outcomes:
         for info in outcome.instances:
@@ -226,16 +249,28 @@ def _instances(outcomes: Sequence[SessionOutcome]) -> dict[str, Any]:
     return result
 
 
-def _report(store: ResultStore, scenario: Scenario, manifest: Mapping[str, Any]) -> ReportOutcome:
+def write_report(store: ResultStore, scenario: Scenario, manifest: Mapping[str, Any]) -> ReportOutcome:
+    """Analyse every record in ``store`` and write the report files into its folder: the A/B report
+    (``report.*``, the manifest as stored gives its context) and, when the folder holds fetched VGF benchmark
+    reports, the VGF report (``vgf_report.*``, builds and minimum effect from the scenario's ``compare``). The
+    caller holds the store's lock. The outcome's exit code counts failed units and both reports' expectations."""
     records = store.records()
     result = analyse(records, scenario.compare, scenario.metrics)
-    files = render_report(result, store.root, scenario.report.outputs, scenario.report.title,
-                          ReportContext.from_manifest(manifest))
+    files = dict(render_report(result, store.root, scenario.report.outputs, scenario.report.title,
+                               ReportContext.from_manifest(manifest)))
+    compare = scenario.compare
+    spec: dict[str, Any] = ({"baseline": compare.baseline, "candidate": compare.candidate,
+                             "min_effect": compare.min_effect} if compare is not None else {})
+    vgf = report_results_folder(store.root, records, outputs=scenario.report.outputs, **spec)
+    comparison = None
+    if vgf is not None:
+        comparison, written = vgf
+        files.update({f"vgf_{name}": path for name, path in written.items()})
     failed = list(result.failed_units)
     infra = sum(1 for unit in failed if unit.failure_class == "infrastructure")
-    violated = expectations_violated(result)
+    violated = expectations_violated(result) or (comparison is not None and comparison.violated)
     return ReportOutcome(store.root, result, files, len(failed), infra, violated,
-                         exit_code_for(len(failed), infra, violated))
+                         exit_code_for(len(failed), infra, violated), comparison)
 
 
 def rebuild_report(results_dir: Path | str) -> ReportOutcome:
@@ -254,7 +289,7 @@ def rebuild_report(results_dir: Path | str) -> ReportOutcome:
     except ValueError as exc:
         raise ConfigurationError(f"{store.manifest_path}: the stored scenario is not valid: {exc}") from exc
     with store.lock():
-        return _report(store, scenario, manifest)
+        return write_report(store, scenario, manifest)
 
 
 def run_scenario(
@@ -264,9 +299,11 @@ def run_scenario(
     listener: Listener = null_listener,
     factory: TargetFactory | None = None,
     deploy: DeployFunction | None = None,
+    stop: threading.Event | None = None,
 ) -> RunOutcome:
     """Run a loaded scenario end to end and write its report (see the module docstring). Raises
-    ``Interrupted`` on Ctrl-C after recording what was measured and marking the manifest interrupted.
+    ``Interrupted`` on Ctrl-C after recording what was measured and marking the manifest interrupted, and
+    likewise when ``stop`` was set before every unit ran (the units in flight then finish and are recorded).
 
     ``factory`` and ``deploy`` replace how instances are opened and artifacts put into them (tests use fakes)."""
     options = options or RunOptions()
@@ -288,12 +325,12 @@ def run_scenario(
             listener(Event("build", name=result.step.name, seconds=result.seconds))
 
         builds, states = build_artifacts(loaded, log_path_for=log_for, timeout=BUILD_TIMEOUT_S * scale,
-                                         on_built=built)
+                                         on_built=built, force=options.rebuild)
         phases["build"] = time.monotonic() - mark
         plan = build_plan(loaded, fvp_version=version, artifacts=states)
         units = select_units(plan, options.only_builds, options.only_models)
         started = utc_now()
-        manifest = _manifest(loaded, plan, version, banner, options, builds, started)
+        manifest = build_manifest(loaded, plan, version, banner, options, builds, started)
         if options.resume:
             store.check_compatible(manifest)
             previous = store.read_manifest() or {}
@@ -312,7 +349,7 @@ def run_scenario(
         execute_options = ExecuteOptions(fresh_boot_per_unit=options.fresh_boot_per_unit)
         try:
             outcomes = execute_plan(plan, store, factory or default_target_factory(loaded, scale), units=todo,
-                                    options=execute_options, listener=listener, deploy=deploy)
+                                    options=execute_options, listener=listener, deploy=deploy, stop=stop)
         except KeyboardInterrupt as exc:
             manifest["status"] = "interrupted"
             manifest["finished"] = utc_now()
@@ -322,25 +359,30 @@ def run_scenario(
         phases["execute"] = time.monotonic() - mark
         mark = time.monotonic()
         aborted = [outcome.aborted for outcome in outcomes if outcome.aborted]
-        manifest["sessions"] = {**manifest["sessions"], **_instances(outcomes)}
+        stopped = any(outcome.stopped for outcome in outcomes)
+        manifest["sessions"] = {**manifest["sessions"], **manifest_sessions(outcomes)}
         argvs = [info["argv"] for info in manifest["sessions"].values() if info.get("argv")]
         manifest["fvp"]["argv"] = argvs[0] if argvs else None
         manifest["finished"] = utc_now()
-        manifest["status"] = "aborted" if aborted else "complete"
+        manifest["status"] = "interrupted" if stopped else "aborted" if aborted else "complete"
         if aborted:
             manifest["aborted"] = aborted
         store.write_manifest(manifest)
+        if stopped:
+            done_now = len({record.unit for outcome in outcomes for record in outcome.records})
+            raise Interrupted(f"stopped after the units in flight ({done_now} of {len(todo)} units run); everything "
+                              f"measured so far is in {store.root} (continue with --resume)")
         listener(Event("analysis"))
         # the report reads the manifest back as stored, exactly as ``rebuild_report`` does (byte-identical files)
-        report = _report(store, loaded.scenario, store.read_manifest() or manifest)
+        report = write_report(store, loaded.scenario, store.read_manifest() or manifest)
         phases["report"] = time.monotonic() - mark
     code = exit_code_for(report.failed_units, report.infrastructure_failures, report.expectations_violated,
                          bool(aborted))
     return RunOutcome(
         results_dir=store.root, analysis=report.analysis, files=report.files, failed_units=report.failed_units,
         infrastructure_failures=report.infrastructure_failures, expectations_violated=report.expectations_violated,
-        exit_code=code, plan=plan, units_run=len({r.unit for o in outcomes for r in o.records}), units_skipped=skipped,
-        sessions=outcomes, aborted=aborted, builds=builds, wall_seconds=time.monotonic() - began,
+        exit_code=code, vgf=report.vgf, plan=plan, units_run=len({r.unit for o in outcomes for r in o.records}),
+        units_skipped=skipped, sessions=outcomes, aborted=aborted, builds=builds, wall_seconds=time.monotonic() - began,
         phase_seconds=phases,
     )
 

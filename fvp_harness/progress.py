@@ -20,6 +20,7 @@ Event kinds (``Event.kind``) and the fields they use:
 ``retry``          ``session``, ``unit``, ``detail`` (the infrastructure failure), on a fresh instance
 ``closed``         ``session`` stopped
 ``analysis``       analysis and report are being written
+``stopping``       a stop was requested (first Ctrl-C): the units in flight finish, nothing new starts
 =================  =================================================================================
 """
 
@@ -163,6 +164,10 @@ class ProgressView:
         elif kind == "analysis":
             self._state("analysis and report")
             self._line("analysing and writing the report")
+        elif kind == "stopping":
+            self._state("stopping")
+            self._line("stopping: the units in flight finish and are kept, nothing new starts "
+                       "(Ctrl-C again to stop at once)", important=True)
 
     @property
     def counts(self) -> tuple[int, int, int]:

@@ -16,9 +16,7 @@ import dataclasses
 import io
 import json
 import math
-import os
-import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -29,17 +27,25 @@ from matplotlib.figure import Figure
 from tabulate import tabulate
 
 from .analysis import NPU_CYCLE_METRICS, AnalysisResult, Comparison, ModelComparison, expectations_violated
+from .store import atomic_write
 
 __all__ = [
     "OUTPUT_FILES",
     "REPORT_FORMAT_VERSION",
     "ReportContext",
+    "build_order",
+    "expectations_markdown",
     "expectations_violated",
+    "format_p",
+    "jsonable",
+    "markdown_table",
     "render_csv",
     "render_json",
     "render_markdown",
     "render_png",
     "render_report",
+    "save_png",
+    "write_report_files",
 ]
 
 REPORT_FORMAT_VERSION = 1
@@ -141,7 +147,8 @@ def _ci(low: float | None, high: float | None) -> str:
     return f"{low:.1f} … {high:.1f}%"
 
 
-def _p(value: float | None) -> str:
+def format_p(value: float | None) -> str:
+    """A p-value for a table cell: three decimals, ``<0.001`` below that, ``n/a`` for None."""
     if value is None:
         return "n/a"
     return "<0.001" if value < 0.001 else f"{value:.3f}"
@@ -183,7 +190,9 @@ def _outputs_cell(model: ModelComparison) -> str:
     return {"pass": "✓ yes", "fail": "✗ no"}.get(_outputs_status(model), "not checked")
 
 
-def _table(rows: Sequence[Sequence[object]], headers: Sequence[str], align: Sequence[str]) -> str:
+def markdown_table(rows: Sequence[Sequence[object]], headers: Sequence[str], align: Sequence[str]) -> str:
+    """A GitHub pipe table; every cell escaped (``|``, line breaks), numbers kept as the caller formatted them.
+    ``align`` holds one of ``left``/``right``/``center`` per column."""
     return tabulate(
         [[_cell(c) for c in row] for row in rows],
         headers=[_cell(h) for h in headers],
@@ -191,6 +200,47 @@ def _table(rows: Sequence[Sequence[object]], headers: Sequence[str], align: Sequ
         colalign=list(align),
         disable_numparse=True,
     )
+
+
+# --- build order --------------------------------------------------------------------------------------------
+
+
+def build_order(result: AnalysisResult, context: ReportContext | None = None) -> list[str]:
+    """The order every output lists builds in: the comparison's baseline, then its candidate, then the other
+    builds in the order they first ran (the scenario's order for the built-in run orders), then builds only the
+    manifest names. Without a comparison: the order they first ran.
+
+    Why not the manifest's order: ``manifest.json`` is written with sorted keys, which would put ``after`` before
+    ``before``; and per model the run order alternates (ABBA), which would mix the per-build table.
+    """
+    names: list[str] = []
+    if result.comparison is not None:
+        names += [result.comparison.baseline, result.comparison.candidate]
+    if len(result.summary):
+        names += [str(b) for b in result.summary["build"]]
+    if context is not None:
+        names += list(context.builds)
+    return list(dict.fromkeys(names))
+
+
+def _rank(builds: Sequence[str]) -> Any:
+    """A sort key putting build names in ``builds`` order (unknown ones last, by name)."""
+    index = {name: i for i, name in enumerate(builds)}
+    return lambda name: (index.get(name, len(index)), name)
+
+
+def _ordered_summary(summary: pd.DataFrame, builds: Sequence[str]) -> pd.DataFrame:
+    """The summary with each model's rows in ``builds`` order; models and metrics keep their run order."""
+    if not len(summary):
+        return summary
+    models = list(dict.fromkeys(summary["model"]))
+    rank = {name: i for i, name in enumerate(builds)}
+    keys = [
+        (models.index(model), rank.get(str(build), len(rank)), position)
+        for position, (model, build) in enumerate(zip(summary["model"], summary["build"], strict=True))
+    ]
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    return summary.iloc[order].reset_index(drop=True)
 
 
 # --- markdown -----------------------------------------------------------------------------------------------
@@ -203,18 +253,20 @@ def _default_title(result: AnalysisResult, context: ReportContext) -> str:
     return name
 
 
-def _context_line(context: ReportContext, comparison: Comparison | None) -> str:
+def _context_line(context: ReportContext, comparison: Comparison | None, builds_in_order: Sequence[str]) -> str:
+    """Platform, FVP, the builds the manifest names (and the compared ones), date."""
+    named = set(context.builds)
+    if comparison is not None:
+        named |= {comparison.baseline, comparison.candidate}
+    builds_in_order = [name for name in builds_in_order if name in named]
     parts = []
     if context.platform:
         parts.append(f"Platform: **{context.platform}**")
     if context.fvp:
         parts.append(f"FVP: **{context.fvp}**")
-    builds = dict(context.builds)
-    if comparison is not None:
-        for name in (comparison.baseline, comparison.candidate):
-            builds.setdefault(name, "")
-    if builds:
-        shown = [f"**{name}**" + (f" ({info})" if info else "") for name, info in builds.items()]
+    if builds_in_order:
+        shown = [f"**{name}**" + (f" ({context.builds[name]})" if context.builds.get(name) else "")
+                 for name in builds_in_order]  # fmt: skip
         parts.append("builds: " + ", ".join(shown))
     if context.date:
         parts.append(f"date: {context.date}")
@@ -245,7 +297,7 @@ def _comparison_table(comparison: Comparison) -> str:
                 values,
                 _saved(m.saved_pct),
                 _ci(m.ci_low, m.ci_high),
-                _p(m.p_value),
+                format_p(m.p_value),
                 f"{m.n_baseline}/{m.n_candidate}",
                 _npu(m),
                 _outputs_cell(m),
@@ -267,7 +319,7 @@ def _comparison_table(comparison: Comparison) -> str:
                 gm.verdict,
             ]
         )
-    return _table(rows, headers, ["left", "right", "right", "right", "right", "right", "right", "left", "left"])
+    return markdown_table(rows, headers, ["left", "right", "right", "right", "right", "right", "right", "left", "left"])
 
 
 def _method_note(result: AnalysisResult, comparison: Comparison) -> str:
@@ -283,24 +335,34 @@ def _method_note(result: AnalysisResult, comparison: Comparison) -> str:
     )
 
 
-def _expectations_section(comparison: Comparison) -> list[str]:
-    exps = comparison.expectations
-    failed = [e for e in exps if e.status == "fail"]
-    unverified = [e for e in exps if e.status == "unverified"]
+def expectations_markdown(rows: Sequence[tuple[str, str, str, str]]) -> list[str]:
+    """The ``## Expectations`` section as lines: a **PASS**/**FAIL** line, then one table row per expectation.
+
+    ``rows`` are ``(model, expectation, status, detail)`` with status ``pass``, ``fail`` or ``unverified``; the
+    A/B report and the VGF report both use it so the two read alike.
+    """
+    failed = [r for r in rows if r[2] == "fail"]
+    unverified = [r for r in rows if r[2] == "unverified"]
     if failed:
-        head = f"**FAIL**: {len(failed)} of {len(exps)} expectations violated"
+        head = f"**FAIL**: {len(failed)} of {len(rows)} expectations violated"
     else:
-        head = f"**PASS**: no expectation violated ({len(exps) - len(unverified)} of {len(exps)} verified)"
+        head = f"**PASS**: no expectation violated ({len(rows) - len(unverified)} of {len(rows)} verified)"
     if unverified:
         head += f"; {len(unverified)} could not be verified"
     lines = ["## Expectations", "", head + ".", ""]
-    rows = []
-    for e in exps:
-        check = f"identical {e.name}" if e.kind == "identity" else f"min effect: {e.name}"
-        rows.append([e.model, check, e.status.upper(), e.detail])
     if rows:
-        lines += [_table(rows, ["Model", "Expectation", "Result", "Detail"], ["left"] * 4), ""]
+        table = [[model, check, status.upper(), detail] for model, check, status, detail in rows]
+        lines += [markdown_table(table, ["Model", "Expectation", "Result", "Detail"], ["left"] * 4), ""]
     return lines
+
+
+def _expectations_section(comparison: Comparison) -> list[str]:
+    return expectations_markdown(
+        [
+            (e.model, f"identical {e.name}" if e.kind == "identity" else f"min effect: {e.name}", e.status, e.detail)
+            for e in comparison.expectations
+        ]
+    )
 
 
 def _failures_section(result: AnalysisResult) -> list[str]:
@@ -312,7 +374,7 @@ def _failures_section(result: AnalysisResult) -> list[str]:
         for f in result.failed_units
     ]
     headers = ["Unit", "Build", "Model", "Attempt", "Class", "Failure", "Log"]
-    return [*lines, _table(rows, headers, ["left"] * 3 + ["right"] + ["left"] * 3), ""]
+    return [*lines, markdown_table(rows, headers, ["left"] * 3 + ["right"] + ["left"] * 3), ""]
 
 
 def _warnings(result: AnalysisResult) -> list[str]:
@@ -321,7 +383,7 @@ def _warnings(result: AnalysisResult) -> list[str]:
         if d.flagged:
             notes.append(
                 f"Drift: {d.metric} of {d.model} / {d.build} trends over execution order "
-                f"(Spearman ρ = {d.rho:.2f}, p = {_p(d.p_value)}, last third vs first third "
+                f"(Spearman ρ = {d.rho:.2f}, p = {format_p(d.p_value)}, last third vs first third "
                 f"{d.change_pct:+.1f}%). Interleaving cancels drift between builds; check the host load."
             )
     comparison = result.comparison
@@ -369,15 +431,16 @@ def _summary_table(summary: pd.DataFrame) -> str:
                 _num(row.p95),
             ]
         )
-    return _table(rows, headers, ["left", "left", "left"] + ["right"] * 8)
+    return markdown_table(rows, headers, ["left", "left", "left"] + ["right"] * 8)
 
 
 def render_markdown(result: AnalysisResult, title: str | None = None, context: ReportContext | None = None) -> str:
     """The whole ``report.md`` as text (LF line ends, ends with one newline)."""
     context = context or ReportContext()
     comparison = result.comparison
+    builds = build_order(result, context)
     lines = [f"# {title or _default_title(result, context)}", ""]
-    line = _context_line(context, comparison)
+    line = _context_line(context, comparison, builds)
     if line:
         lines += [line, ""]
     if comparison is not None:
@@ -388,7 +451,8 @@ def render_markdown(result: AnalysisResult, title: str | None = None, context: R
             lines += ["### Identity differences", ""]
             for check in differing:
                 lines.append(f"- **{_cell(check.model)}** `{check.name}`:")
-                for build, values in check.values.items():
+                for build in sorted(check.values, key=_rank(builds)):
+                    values = check.values[build]
                     lines.append(f"  - {build}: {', '.join(values) or '(none)'}")
             lines.append("")
     lines += _failures_section(result)
@@ -396,7 +460,7 @@ def render_markdown(result: AnalysisResult, title: str | None = None, context: R
     if notes:
         lines += ["## Warnings", "", *(f"- {n}" for n in notes), ""]
     if len(result.summary):
-        lines += ["## Per build", "", _summary_table(result.summary), ""]
+        lines += ["## Per build", "", _summary_table(_ordered_summary(result.summary, builds)), ""]
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
@@ -462,19 +526,23 @@ def render_csv(result: AnalysisResult) -> str:
     """``report.csv``: one row per model plus the geometric mean (the comparison), or the per-build summary
     when the scenario has no comparison. Floats with 6 significant digits."""
     comparison = result.comparison
-    frame = _comparison_frame(comparison) if comparison is not None else result.summary
+    if comparison is not None:
+        frame = _comparison_frame(comparison)
+    else:
+        frame = _ordered_summary(result.summary, build_order(result))
     buffer = io.StringIO()
     frame.to_csv(buffer, index=False, lineterminator="\n", float_format="%.6g")
     return buffer.getvalue()
 
 
-def _jsonable(value: Any) -> Any:
-    """Plain JSON types; NaN and infinities become null; floats rounded to 12 significant digits so noise in
-    the last bits of a platform's float maths does not change the file."""
+def jsonable(value: Any) -> Any:
+    """``value`` (dataclass dicts, numpy scalars, tuples) as plain JSON types for ``json.dumps``: NaN and
+    infinities become null; floats rounded to 12 significant digits so noise in the last bits of a platform's
+    float maths does not change the file."""
     if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
+        return [jsonable(v) for v in value]
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return value
     if isinstance(value, int):
@@ -493,15 +561,16 @@ def render_json(result: AnalysisResult, title: str | None = None, context: Repor
         "format": "fvp-harness-report",
         "format_version": REPORT_FORMAT_VERSION,
         "title": title or _default_title(result, context),
+        "builds": build_order(result, context),
         "context": dataclasses.asdict(context),
         "settings": dataclasses.asdict(result.settings),
         "comparison": dataclasses.asdict(comparison) if comparison is not None else None,
-        "summary": result.summary.to_dict(orient="records"),
+        "summary": _ordered_summary(result.summary, build_order(result, context)).to_dict(orient="records"),
         "failed_units": [dataclasses.asdict(f) for f in result.failed_units],
         "drift": [dataclasses.asdict(d) for d in result.drift],
         "expectations_violated": expectations_violated(result),
     }
-    return json.dumps(_jsonable(data), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    return json.dumps(jsonable(data), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 # --- PNG ----------------------------------------------------------------------------------------------------
@@ -586,27 +655,47 @@ def render_png(result: AnalysisResult, path: Path, title: str | None = None) -> 
     axes.margins(y=0.15)
     axes.legend(frameon=False, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=max(1, len(series)))
     axes.spines[["top", "right"]].set_visible(False)
-    figure.tight_layout()
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", metadata={"Software": None})
-    _atomic_write_bytes(path, buffer.getvalue())
-    return path
+    return save_png(figure, path)
 
 
 # --- files --------------------------------------------------------------------------------------------------
 
 
-def _atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write beside the target and rename, so a reader never sees half a report."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def save_png(figure: Figure, path: Path) -> Path:
+    """Lay out ``figure`` and write it to ``path`` as PNG with ``store.atomic_write``, without the Software tag
+    or a date, so the same figure gives the same bytes."""
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", metadata={"Software": None})
+    atomic_write(path, buffer.getvalue())
+    return path
+
+
+def write_report_files(
+    out_dir: Path,
+    outputs: Sequence[str],
+    file_names: Mapping[str, str],
+    text: Mapping[str, Callable[[], str]],
+    png: Callable[[Path], object],
+) -> dict[str, Path]:
+    """Write the requested ``outputs`` into ``out_dir`` (created): ``file_names`` maps an output name to its file,
+    ``text`` an output to a function returning its text (written with ``store.atomic_write``), ``png`` writes the
+    ``png`` output to the path given. Unknown names are refused before anything is written. Returns output name
+    -> path, in the order asked. The A/B and the VGF report both write through it."""
+    out_dir = Path(out_dir)
+    unknown = [o for o in outputs if o not in file_names]
+    if unknown:
+        raise ValueError(f"unknown report output(s) {unknown}; choose from {sorted(file_names)}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written: dict[str, Path] = {}
+    for name in outputs:
+        path = out_dir / file_names[name]
+        if name in text:
+            atomic_write(path, text[name]())
+        else:
+            png(path)
+        written[name] = path
+    return written
 
 
 def render_report(
@@ -620,22 +709,11 @@ def render_report(
 
     ``out_dir`` is the folder ``store.ResultStore`` owns (``store.root``); nothing else is written.
     """
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    unknown = [o for o in outputs if o not in OUTPUT_FILES]
-    if unknown:
-        raise ValueError(f"unknown report output(s) {unknown}; choose from {sorted(OUTPUT_FILES)}")
     context = context or ReportContext()
-    written: dict[str, Path] = {}
-    for name in outputs:
-        path = out_dir / OUTPUT_FILES[name]
-        if name == "markdown":
-            _atomic_write_bytes(path, render_markdown(result, title, context).encode("utf-8"))
-        elif name == "csv":
-            _atomic_write_bytes(path, render_csv(result).encode("utf-8"))
-        elif name == "json":
-            _atomic_write_bytes(path, render_json(result, title, context).encode("utf-8"))
-        else:
-            render_png(result, path, title or _default_title(result, context))
-        written[name] = path
-    return written
+    text = {
+        "markdown": lambda: render_markdown(result, title, context),
+        "csv": lambda: render_csv(result),
+        "json": lambda: render_json(result, title, context),
+    }
+    png_title = title or _default_title(result, context)
+    return write_report_files(out_dir, outputs, OUTPUT_FILES, text, lambda path: render_png(result, path, png_title))

@@ -517,6 +517,12 @@ def scenario_json_schema() -> dict[str, Any]:
 
     Adds what the models cannot say themselves: ``extends`` (consumed by the loader) and metrics given as
     plain built-in names.
+
+    A file with ``extends`` is only a layer: its bases may give ``name``, ``builds``, ``models`` or any field of
+    a build or model (mappings merge key by key), so such a file must not be held to ``required``. The top-level
+    ``properties`` are therefore the lenient ones (``<Def>Partial`` definitions without ``required`` wherever a
+    mapping merges; list items stay complete, since a list replaces the base's), and an ``if``/``else`` applies
+    the complete rules to files without ``extends``. The loader checks the merged scenario in full either way.
     """
     schema = Scenario.model_json_schema(mode="validation")
     schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
@@ -524,7 +530,7 @@ def scenario_json_schema() -> dict[str, Any]:
     properties = schema["properties"]
     properties["extends"] = {
         "description": "Base scenario file(s), relative to this file, deep-merged under this one "
-        "(lists replace).",
+        "(lists replace). A file with extends may leave out whatever its bases provide.",
         "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
     }
     properties["metrics"]["items"] = {
@@ -532,5 +538,52 @@ def scenario_json_schema() -> dict[str, Any]:
             {"type": "string", "enum": sorted(BUILTIN_METRICS), "description": "A built-in metric by name."},
             {"$ref": "#/$defs/MetricSpec"},
         ]
+    }
+    return _lenient_under_extends(schema)
+
+
+_DEF_PREFIX = "#/$defs/"
+
+
+def _lenient_under_extends(schema: dict[str, Any]) -> dict[str, Any]:
+    """See ``scenario_json_schema``: top level without ``required`` (strict rules in ``else``)."""
+    defs: dict[str, Any] = schema["$defs"]
+    partial_defs: dict[str, Any] = {}
+
+    def lenient(node: Any) -> Any:
+        if isinstance(node, list):
+            return [lenient(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            if key == "required":
+                continue
+            if key in ("items", "prefixItems"):  # a list replaces the base's list: its items are complete
+                out[key] = value
+            elif key == "$ref" and value.startswith(_DEF_PREFIX):
+                out[key] = _DEF_PREFIX + partial_name(value[len(_DEF_PREFIX) :])
+            elif key == "properties":
+                out[key] = {name: lenient(sub) for name, sub in value.items()}
+            else:
+                out[key] = lenient(value)
+        return out
+
+    def partial_name(name: str) -> str:
+        """The lenient twin of a definition, made once; the definition itself when nothing differs."""
+        twin = f"{name}Partial"
+        if twin not in partial_defs:
+            partial_defs[twin] = None  # recursion guard
+            partial_defs[twin] = lenient(defs[name])
+        return name if partial_defs[twin] == defs[name] else twin
+
+    strict = dict(schema["properties"])
+    required = schema.pop("required", [])
+    schema["properties"] = {name: lenient(sub) for name, sub in strict.items()}
+    defs.update({name: body for name, body in sorted(partial_defs.items()) if body != defs[name[: -len("Partial")]]})
+    schema["if"] = {"required": ["extends"]}
+    schema["else"] = {
+        "required": required,
+        "properties": {name: sub for name, sub in strict.items() if schema["properties"][name] != sub},
     }
     return schema

@@ -1,4 +1,4 @@
-"""The results folder: ``manifest.json``, ``records.jsonl``, ``logs/`` and the report files.
+"""The results folder: ``manifest.json``, ``records.jsonl``, ``logs/``, ``fetched/`` and the report files.
 
 Only this module writes results (``report`` writes its files into paths this module hands out). The layout and
 every field are documented in ``docs/results-format.md``.
@@ -10,8 +10,9 @@ Why these choices:
   there.
 - A crash can leave a partial last line. Readers skip it with a warning; the next writer cuts it off before
   appending, so it never glues onto a good record.
-- ``manifest.json`` is replaced atomically (temp file, fsync, rename, fsync of the folder): readers see the
-  old or the new manifest, never half of one.
+- ``manifest.json`` and the report files are replaced atomically by ``atomic_write`` (temp file in the same
+  folder, fsync, rename, fsync of the folder): readers see the old or the new file, never half of one. It is the
+  one way the harness replaces a whole file; report modules call it too.
 - One writer per folder: ``ResultStore.lock()`` takes an exclusive ``flock`` on ``.lock``. The batch engine
   writes from a single process (workers return records to it), so the lock only stops two *commands* sharing a
   folder.
@@ -26,8 +27,8 @@ import json
 import logging
 import os
 import re
+import secrets
 import shutil
-import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -41,11 +42,14 @@ except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
 __all__ = [
+    "FETCHED_DIR",
     "KEY_METADATA",
     "MANIFEST_FILE",
     "MANIFEST_FORMAT_VERSION",
     "RECORDS_FILE",
+    "REPORT_FILE_PATTERNS",
     "ResultStore",
+    "atomic_write",
     "key_metadata",
     "results_dir_for",
 ]
@@ -56,6 +60,10 @@ MANIFEST_FORMAT_VERSION = 1
 MANIFEST_FILE = "manifest.json"
 RECORDS_FILE = "records.jsonl"
 LOCK_FILE = ".lock"
+FETCHED_DIR = "fetched"
+REPORT_FILE_PATTERNS: tuple[str, ...] = ("report.*", "vgf_report.*")
+"""Report files in a results folder (``report.md/.csv/.json/.png``, batch's ``report.inputs``, ``vgf_report.*``):
+what ``ResultStore.reset`` removes besides records, manifest, logs and fetched files."""
 
 KEY_METADATA: tuple[str, ...] = ("platform", "fvp.binary", "fvp.version", "artifacts", "parsers_version")
 """Manifest fields (dotted paths) that must match for two runs to share a results folder."""
@@ -133,6 +141,38 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def atomic_write(path: Path | str, data: bytes | str) -> Path:
+    """Replace ``path`` with ``data`` so a reader sees the old file or the new one, never half of one.
+
+    ``str`` is written as UTF-8 with its line ends untouched. A temp file beside the target (same folder, so the
+    rename cannot cross file systems) is written and fsynced, renamed over ``path``, then the folder is fsynced so
+    the rename survives a crash. The file gets the permissions of a plain ``open(path, "w")``: ``0o666`` minus the
+    umask (``tempfile.mkstemp`` would leave ``0o600``, unreadable for the rest of the team). On failure the temp
+    file is removed and the old ``path`` is left as it was. Returns ``path``.
+    """
+    path = Path(path)
+    payload = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    while True:
+        tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            fd = os.open(tmp, flags, 0o666)  # the kernel applies the umask, as for any new file
+        except FileExistsError:  # pragma: no cover - 32 random bits collided
+            continue
+        break
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(payload)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+    return path
+
+
 class ResultStore:
     """One scenario's results folder. Creating the object creates the folder.
 
@@ -146,6 +186,8 @@ class ResultStore:
         self.manifest_path = self.root / MANIFEST_FILE
         self.records_path = self.root / RECORDS_FILE
         self.logs_dir = self.root / "logs"
+        self.fetched_dir = self.root / FETCHED_DIR
+        """``fetched/<unit>/``: the files a scenario's ``run.fetch`` copies back (written by execute)."""
         self.read_warnings: list[str] = []
         """Problems the last ``records()`` call skipped over (a partial trailing line)."""
         self._tail_checked = False
@@ -181,7 +223,7 @@ class ResultStore:
         data = dict(manifest)
         data["format_version"] = MANIFEST_FORMAT_VERSION
         text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False, default=str) + "\n"
-        self._atomic_write(self.manifest_path, text)
+        atomic_write(self.manifest_path, text)
         return self.manifest_path
 
     def read_manifest(self) -> dict[str, Any] | None:
@@ -297,15 +339,21 @@ class ResultStore:
         return {record.key for record in self.records() if record.status == "ok"}
 
     def reset(self) -> None:
-        """Remove stored records, manifest, logs and report files: a fresh start in the same folder (the CLI
-        asks
-        for it explicitly; nothing here deletes data implicitly)."""
+        """Remove everything a run leaves here: records, manifest, ``logs/``, ``fetched/``, the report files
+        (``REPORT_FILE_PATTERNS``: the A/B and VGF reports and their inputs) and temp files of an interrupted
+        ``atomic_write``. A fresh start in the same folder (the CLI asks for it explicitly; nothing here deletes
+        data implicitly). Files it does not know (and ``.lock``) stay."""
         for path in (self.records_path, self.manifest_path):
             path.unlink(missing_ok=True)
-        for path in self.root.glob("report.*"):
-            path.unlink()
-        if self.logs_dir.exists():
-            shutil.rmtree(self.logs_dir)
+        for pattern in (*REPORT_FILE_PATTERNS, ".*.tmp"):
+            for path in self.root.glob(pattern):
+                if path.is_file() or path.is_symlink():
+                    path.unlink()
+        for folder in (self.logs_dir, self.fetched_dir):
+            if folder.is_symlink():
+                folder.unlink()
+            elif folder.exists():
+                shutil.rmtree(folder)
         self._tail_checked = False
 
     # --- paths ----------------------------------------------------------------------------------------------
@@ -325,19 +373,6 @@ class ResultStore:
         return Path(path).relative_to(self.root).as_posix()
 
     # --- helpers --------------------------------------------------------------------------------------------
-
-    def _atomic_write(self, path: Path, text: str) -> None:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=self.root)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-                handle.write(text)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        _fsync_dir(self.root)
 
     def _truncate_partial_tail(self) -> None:
         try:

@@ -6,7 +6,8 @@ left (imports, binding refresh, buffers the driver refused and copied anyway), a
 itself changed (it should not: zero-copy moves where I/O lives, not what the GPU computes). This module answers
 that from the same tidy DataFrame the A/B path uses (``analysis.to_frame`` over ``vgf.to_record`` records), with
 the A/B statistics (``analysis.compare``: two-level bootstrap CIs of medians, Mann-Whitney p, ``decide_verdict``),
-and renders markdown, CSV, JSON and PNG with the A/B report's table and file helpers.
+and renders markdown, CSV, JSON and PNG with the A/B report's public helpers (``report.markdown_table``,
+``expectations_markdown``, ``format_p``, ``jsonable``, ``save_png``, ``write_report_files``).
 
 Pure except ``render_vgf_report``, which writes the files into a folder it is given.
 """
@@ -28,10 +29,7 @@ from matplotlib.figure import Figure
 
 from .analysis import Settings, compare
 from .records import Record
-
-# The A/B report's cell escaping, table, p-value formatting, JSON cleaning and atomic write are exactly what this
-# report needs; they are private there only because nothing else used them yet (see the report to the lead).
-from .report import _atomic_write_bytes, _jsonable, _p, _table
+from .report import expectations_markdown, format_p, jsonable, markdown_table, save_png, write_report_files
 from .vgf import VGF_METRIC_UNITS, NoVgfReports, VgfRun, find_reports, load_results
 
 __all__ = [
@@ -507,12 +505,12 @@ def _timed_table(c: VgfComparison, section: Section) -> str:
     rows = [
         [r.model, _label(r.metric), _with_ci(r.unit, r.baseline_median, r.baseline_ci),
          _with_ci(r.unit, r.candidate_median, r.candidate_ci), f"{_signed(r.unit, r.change)} ({_pct(r.change_pct)})",
-         _ci(r.ci_low, r.ci_high), _p(r.p_value), f"{r.n_baseline}/{r.n_candidate}", r.verdict]
+         _ci(r.ci_low, r.ci_high), format_p(r.p_value), f"{r.n_baseline}/{r.n_candidate}", r.verdict]
         for r in c.rows if r.section == section
     ]  # fmt: skip
     if not rows:
         return "Not reported."
-    return _table(rows, headers, ["left", "left", "right", "right", "right", "right", "right", "right", "left"])
+    return markdown_table(rows, headers, ["left", "left", "right", "right", "right", "right", "right", "right", "left"])
 
 
 def _quantity_table(c: VgfComparison, section: Section, change_title: str) -> str:
@@ -531,22 +529,11 @@ def _quantity_table(c: VgfComparison, section: Section, change_title: str) -> st
                      change, r.verdict])  # fmt: skip
     if not rows:
         return "Not reported."
-    return _table(rows, headers, ["left", "left", "right", "right", "right", "left"])
+    return markdown_table(rows, headers, ["left", "left", "right", "right", "right", "left"])
 
 
 def _expectation_lines(c: VgfComparison) -> list[str]:
-    exps = c.expectations
-    failed = [e for e in exps if e.status == "fail"]
-    unverified = [e for e in exps if e.status == "unverified"]
-    if failed:
-        head = f"**FAIL**: {len(failed)} of {len(exps)} expectations violated"
-    else:
-        head = f"**PASS**: no expectation violated ({len(exps) - len(unverified)} of {len(exps)} verified)"
-    lines = ["## Expectations", "", head + ".", ""]
-    if exps:
-        rows = [[e.model, e.name, e.status.upper(), e.detail] for e in exps]
-        lines += [_table(rows, ["Model", "Expectation", "Result", "Detail"], ["left"] * 4), ""]
-    return lines
+    return expectations_markdown([(e.model, e.name, e.status, e.detail) for e in c.expectations])
 
 
 # --- CSV, JSON, PNG -----------------------------------------------------------------------------------------
@@ -584,7 +571,7 @@ def render_vgf_json(c: VgfComparison, title: str | None = None) -> str:
         **dataclasses.asdict(c),
         "expectations_violated": c.violated,
     }
-    return json.dumps(_jsonable(data), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    return json.dumps(jsonable(data), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 _PARTS = (("in_memcpy_ns", "input memcpy", "#d08c2b"), ("out_memcpy_ns", "output memcpy", "#e8b86d"),
@@ -643,11 +630,7 @@ def render_vgf_png(c: VgfComparison, path: Path, title: str | None = None) -> Pa
     axes.legend([handles[i] for i in order], [texts[i] for i in order], frameon=False, fontsize=8,
                 loc="upper left", bbox_to_anchor=(1.0, 1.0))  # fmt: skip
     axes.spines[["top", "right"]].set_visible(False)
-    figure.tight_layout()
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", metadata={"Software": None})
-    _atomic_write_bytes(path, buffer.getvalue())
-    return path
+    return save_png(figure, path)
 
 
 def render_vgf_report(
@@ -657,24 +640,12 @@ def render_vgf_report(
     title: str | None = None,
 ) -> dict[str, Path]:
     """Write ``vgf_report.md/.csv/.json/.png`` into ``out_dir`` (created); return output name -> path."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    unknown = [o for o in outputs if o not in VGF_OUTPUT_FILES]
-    if unknown:
-        raise ValueError(f"unknown report output(s) {unknown}; choose from {sorted(VGF_OUTPUT_FILES)}")
-    written: dict[str, Path] = {}
-    for name in outputs:
-        path = out_dir / VGF_OUTPUT_FILES[name]
-        if name == "markdown":
-            _atomic_write_bytes(path, render_vgf_markdown(c, title).encode("utf-8"))
-        elif name == "csv":
-            _atomic_write_bytes(path, render_vgf_csv(c).encode("utf-8"))
-        elif name == "json":
-            _atomic_write_bytes(path, render_vgf_json(c, title).encode("utf-8"))
-        else:
-            render_vgf_png(c, path, title)
-        written[name] = path
-    return written
+    text = {
+        "markdown": lambda: render_vgf_markdown(c, title),
+        "csv": lambda: render_vgf_csv(c),
+        "json": lambda: render_vgf_json(c, title),
+    }
+    return write_report_files(out_dir, outputs, VGF_OUTPUT_FILES, text, lambda path: render_vgf_png(c, path, title))
 
 
 def report_results_folder(

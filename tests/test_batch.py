@@ -23,9 +23,10 @@ from fvp_harness.batch import (
     plan_batch,
     scenario_files,
 )
-from fvp_harness.batch_exec import KEY_PART_PREFIX, JobSpec, LocalExecutor
+from fvp_harness.batch_exec import JobSpec, LocalExecutor
 from fvp_harness.cli.main import main
 from fvp_harness.errors import ConfigurationError
+from fvp_harness.execute import KEY_PART_PREFIX
 from fvp_harness.plan import Unit
 from fvp_harness.records import Record
 from fvp_harness.store import ResultStore
@@ -275,7 +276,8 @@ def test_only_pattern_and_always(art: Path, tmp_path: Path) -> None:
     assert first.units_run == 2 and not (results / "b").exists()
     assert {r.unit for r in records(results, "a")} == {"r1-before-ds_cnn", "r1-after-ds_cnn"}
     forced = make([sc], MakeOptions(jobs=2, only=("a/r1-*",), always=True, dry_run=True, results_base=results))
-    assert [a.kind for a in forced.actions] == ["run", "run", "report"]
+    assert [a.kind for a in forced.actions] == ["build"] * 4 + ["run", "run", "report"]  # -B rebuilds artifacts too
+    assert {a.reason for a in forced.actions if a.kind == "build"} == {"forced"}
 
 
 @pytest.mark.dask
@@ -331,3 +333,42 @@ def test_ctrl_c_keeps_finished_records_and_the_next_make_continues(art: Path, tm
     rest = make([sc], MakeOptions(jobs=1, results_base=results))
     assert rest.exit_code == 0 and rest.units_run == 8 - len(kept)
     assert len({r.unit for r in records(results, "a")}) == 8
+
+
+def test_stop_finishes_the_units_in_flight_and_the_next_make_continues(art: Path, tmp_path: Path) -> None:
+    """The first Ctrl-C of ``make`` (a stop request): the unit in flight finishes and is kept, nothing new starts."""
+    import threading
+
+    from fvp_harness.errors import Interrupted
+    from fvp_harness.progress import Event
+
+    sc = tmp_path / "sc"
+    write_scenario(sc, "a", art, repetitions=3)
+    results = tmp_path / "results"
+    stop = threading.Event()
+    started: list[str] = []
+
+    def listener(event: Event) -> None:
+        if event.kind == "unit":
+            started.append(event.unit or "")
+            if len(started) == 2:
+                stop.set()  # while the second unit runs
+
+    with pytest.raises(Interrupted):
+        make([sc], MakeOptions(jobs=1, results_base=results), listener=listener, stop=stop)
+    kept = records(results, "a")
+    assert [r.unit for r in kept] == started and len(kept) == 2, "the unit in flight is recorded, no other starts"
+    assert {r.status for r in kept} == {"ok"}
+    manifest = json.loads((results / "a" / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["status"] == "interrupted"
+    assert not (results / "a" / "report.md").exists()
+    rest = make([sc], MakeOptions(jobs=1, results_base=results))
+    assert rest.exit_code == 0 and rest.units_run == 4
+
+
+def test_the_parser_does_not_import_the_analysis_stack() -> None:
+    """``fvp-harness --help`` and a no-op ``make`` must start fast: no pandas / scipy / matplotlib at parse time."""
+    code = ("import sys\nfrom fvp_harness.cli.main import build_parser\nbuild_parser()\n"
+            "print(sorted(m for m in ('pandas', 'scipy', 'matplotlib', 'dask', 'distributed') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

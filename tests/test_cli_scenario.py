@@ -123,6 +123,37 @@ def test_shipped_scenarios_satisfy_the_schema(repo):
         jsonschema.validate(yaml.safe_load(path.read_text()), schema)
 
 
+def test_a_file_using_extends_satisfies_the_schema_and_the_loader_checks_the_merge(capsys, write):
+    """A layer leaves out what its base gives (name, builds, models, a build's runner): editors must not flag it.
+    Without ``extends`` the same omissions are errors; and the loader still requires them after merging."""
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = scenario_json_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    write("base.yaml", GOOD)
+    layer_text = "extends: base.yaml\nbuilds:\n  after: {id: reuse-v2}\nrun: {repetitions: 2}\n"
+    layer = write("layer.yaml", layer_text)
+    jsonschema.validate(yaml.safe_load(layer_text), schema)
+    code, out, _ = run(capsys, "validate", str(layer))
+    assert code == EXIT_OK and out == f"ok {layer}\n"
+
+    validator = jsonschema.Draft202012Validator(schema)
+    alone = yaml.safe_load(layer_text.replace("extends: base.yaml\n", ""))
+    messages = {error.message for error in validator.iter_errors(alone)}
+    assert "'name' is a required property" in messages and "'models' is a required property" in messages
+    assert any("'runner' is a required property" in m for e in validator.iter_errors(alone) for m in
+               [e.message, *(c.message for c in e.context or ())])  # fmt: skip
+    # still strict where a layer cannot lean on its base: unknown keys, list items (lists replace)
+    assert not validator.is_valid({"extends": "b.yaml", "bulids": {}})
+    assert not validator.is_valid({"extends": "b.yaml", "models": {"m": {"inputs": [{"sha256": "x"}]}}})
+
+    write("thin.yaml", "name: thin\n")
+    empty = write("empty.yaml", "extends: thin.yaml\nrun: {repetitions: 2}\n")
+    jsonschema.validate({"extends": "thin.yaml", "run": {"repetitions": 2}}, schema)
+    code, _, err = run(capsys, "validate", str(empty))
+    assert code == EXIT_BAD_INPUT
+    assert "builds: required field is missing" in err and "models: required field is missing" in err
+
+
 def test_every_schema_field_is_documented(repo):
     text = (repo / "docs" / "scenarios.md").read_text()
     schema = scenario_json_schema()

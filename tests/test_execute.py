@@ -11,6 +11,8 @@ import contextlib
 import hashlib
 import io
 import json
+import signal
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -92,9 +94,11 @@ class FakeTarget:
         if command.startswith("rm -rf") or command.startswith("mkdir"):
             return CommandResult(command, 0, "")
         if command.startswith("ls "):
-            return CommandResult(command, 0, "out-0.bin\n")
+            return CommandResult(command, 0, "".join(f"{name}\n" for name in self.world.listing))
         if "sha256sum" in command:
-            return CommandResult(command, 0, f"{hashlib.sha256(b'same').hexdigest()}  out-0.bin")
+            names = command.split("sha256sum ", 1)[1].split()
+            digest = hashlib.sha256(b"same").hexdigest()
+            return CommandResult(command, 0, "\n".join(f"{digest}  {name}" for name in names))
         for build in ("before", "after"):
             if f"/guest/runner-{build} " in command:
                 unit = command.split("--unit=")[1].split()[0]
@@ -111,8 +115,10 @@ class FakeTarget:
     def put(self, local: Path, remote: str) -> None:  # pragma: no cover - deploy is faked
         raise AssertionError("put")
 
-    def get(self, remote: str) -> bytes:  # pragma: no cover
-        raise AssertionError("get")
+    def get(self, remote: str) -> bytes:
+        self.world.fetched.append(remote)
+        return b'{"kept": true}'
+
 
 
 class FakeWorld:
@@ -127,6 +133,9 @@ class FakeWorld:
         self.calls: dict[str, int] = {}
         self.ran: list[tuple[str, str]] = []
         self.deployed: list[tuple[str, list[str]]] = []
+        self.listing: list[str] = ["out-0.bin"]
+        """What ``ls`` of a unit folder shows (the runner's outputs, and anything else it wrote there)."""
+        self.fetched: list[str] = []
 
     @contextlib.contextmanager
     def factory(self, name: str, log_dir: Path) -> Iterator[FakeTarget]:
@@ -159,11 +168,11 @@ def scenario_file(tmp_path: Path) -> Callable[..., Path]:
     return make
 
 
-def run(path: Path, world: FakeWorld, tmp_path: Path, *, overrides: tuple[str, ...] = (), **options: Any
-        ) -> RunOutcome:
+def run(path: Path, world: FakeWorld, tmp_path: Path, *, overrides: tuple[str, ...] = (),
+        stop: threading.Event | None = None, **options: Any) -> RunOutcome:
     loaded = load_scenario(path, list(overrides))
-    return run_scenario(loaded, RunOptions(output_dir=tmp_path / "out", **options), factory=world.factory,
-                        deploy=world.deploy)
+    options.setdefault("output_dir", tmp_path / "out")
+    return run_scenario(loaded, RunOptions(**options), factory=world.factory, deploy=world.deploy, stop=stop)
 
 
 def stored(tmp_path: Path) -> list[Any]:
@@ -479,3 +488,152 @@ def test_progress_view_on_a_terminal_uses_a_live_bar():
         view(Event("plan", total=1, skipped=0, sessions=1))
         view(Event("unit_done", session="s0", unit="u", status="ok", seconds=0.1))
     assert "1/1" in buffer.getvalue()
+
+
+# --- key parts, fetched files, stop, forced builds ----------------------------------------------------------
+
+
+def test_records_from_run_carry_key_parts_so_make_n_names_the_changed_input(scenario_file, tmp_path, capsys):
+    from fvp_harness.cli.main import main
+    from fvp_harness.execute import KEY_PART_PREFIX
+
+    def crash(unit: str, build: str, calls: int) -> CommandResult | None:
+        return CommandResult("x", 1, "boom") if unit == "r0-after-m1" else None
+
+    path = scenario_file()
+    results = tmp_path / "results"
+    run(path, FakeWorld(crash), tmp_path, output_dir=None, results_base=results)
+    kept = ResultStore(results / "fake").records()
+    assert len(kept) == 8
+    for record in kept:  # ok and failed records alike
+        assert {KEY_PART_PREFIX + "model", KEY_PART_PREFIX + "runner"} <= set(record.extra), record.extra
+    (tmp_path / "m2.model").write_text("other bytes")
+    capsys.readouterr()
+    assert main(["make", "-n", str(path), "--results", str(results)]) == 0
+    runs = {line.split()[1]: line for line in capsys.readouterr().out.splitlines() if line.startswith("run ")}
+    assert sorted(runs) == ["fake/r0-after-m1", "fake/r0-after-m2", "fake/r0-before-m2", "fake/r1-after-m2",
+                            "fake/r1-before-m2"]
+    assert all("changed: model)" in runs[f"fake/{unit}"] for unit in
+               ("r0-after-m2", "r0-before-m2", "r1-after-m2", "r1-before-m2")), runs
+    assert "failed last time" in runs["fake/r0-after-m1"]
+
+
+def test_files_named_by_run_fetch_are_kept_but_not_hashed_as_outputs(scenario_file, tmp_path):
+    world = FakeWorld()
+    world.listing = ["out-0.bin", "perf.json"]
+    path = scenario_file(extra='  fetch: ["{unit_dir}/perf.json", "{unit_dir}/../{unit}.side.json"]\n')
+    outcome = run(path, world, tmp_path)
+    assert outcome.exit_code == 0
+    digest = hashlib.sha256(b"same").hexdigest()
+    for record in stored(tmp_path):
+        assert record.outputs == {"out-0.bin": digest}, "a fetched report is not a model output"
+        folder = tmp_path / "out" / "fetched" / record.unit
+        assert (folder / "perf.json").read_bytes() == b'{"kept": true}'
+        assert (folder / f"{record.unit}.side.json").is_file()
+    assert len(world.fetched) == 16
+
+
+def test_stop_finishes_the_unit_in_flight_records_it_and_starts_nothing_more(scenario_file, tmp_path):
+    path = scenario_file()
+    stop = threading.Event()
+
+    def third(unit: str, build: str, calls: int) -> CommandResult | None:
+        if len(world.ran) == 3:
+            stop.set()  # what the first Ctrl-C does, while the third unit runs
+        return None
+
+    world = FakeWorld(third)
+    with pytest.raises(Interrupted, match="stopped after the units in flight"):
+        run(path, world, tmp_path, stop=stop)
+    kept = stored(tmp_path)
+    assert [r.unit for r in kept] == [u for _, u in world.ran] and len(kept) == 3, "the unit in flight is kept"
+    assert all(r.status == "ok" for r in kept)
+    assert world.boots == ["s0"] and all(t.closed for t in world.targets)
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["status"] == "interrupted" and manifest["sessions"]["s0"]["units"] == 3
+    outcome = run(path, FakeWorld(), tmp_path, resume=True)
+    assert outcome.units_skipped == 3 and outcome.units_run == 5 and outcome.exit_code == 0
+
+
+def test_stop_with_parallel_sessions_records_every_unit_that_started(scenario_file, tmp_path):
+    stop = threading.Event()
+
+    def second(unit: str, build: str, calls: int) -> CommandResult | None:
+        if len(world.ran) == 2:
+            stop.set()
+        return None
+
+    world = FakeWorld(second)
+    with pytest.raises(Interrupted):
+        run(scenario_file(), world, tmp_path, overrides=("fvp.instances=2",), stop=stop)
+    kept = stored(tmp_path)
+    assert {r.unit for r in kept} == {u for _, u in world.ran} and 2 <= len(kept) < 8
+    assert all(r.status == "ok" for r in kept) and all(t.closed for t in world.targets)
+
+
+@pytest.mark.parametrize("presses", [1, 2])
+def test_two_stage_ctrl_c_first_finishes_the_unit_second_interrupts(scenario_file, tmp_path, presses):
+    from fvp_harness.cli.scenario_args import stop_on_first_interrupt
+
+    noticed = threading.Event()
+
+    def ctrl_c(unit: str, build: str, calls: int) -> CommandResult | None:
+        if len(world.ran) == 3:
+            for _ in range(presses):
+                signal.raise_signal(signal.SIGINT)
+        return None
+
+    world = FakeWorld(ctrl_c)
+    before = signal.getsignal(signal.SIGINT)
+    with stop_on_first_interrupt(threading.Event(), noticed.set) as stop, pytest.raises(Interrupted) as info:
+        run(scenario_file(), world, tmp_path, stop=stop)
+    assert signal.getsignal(signal.SIGINT) is before, "the previous handler is back"
+    assert noticed.wait(5), "the first Ctrl-C says that the units in flight finish"
+    kept = stored(tmp_path)
+    if presses == 1:
+        assert "stopped after the units in flight" in str(info.value)
+        assert len(kept) == 3, "the unit in flight finished and was recorded"
+    else:
+        assert "stopped after" not in str(info.value)
+        assert len(kept) == 2, "the second Ctrl-C interrupts the unit in flight: it is not recorded"
+    assert all(r.status == "ok" for r in kept) and all(t.closed for t in world.targets)
+
+
+def test_forced_builds_rebuild_up_to_date_artifacts(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "name: b\n"
+        "builds:\n"
+        "  a: {runner: out/runner, build: \"printf runner > {output}\"}\n"
+        "models:\n"
+        "  m: {file: out/m.model, build: \"printf model > {output}\"}\n"
+    )
+    loaded = load_scenario(path)
+    first, _ = build_artifacts(loaded)
+    assert len(first) == 2 and pending_builds(loaded) == []
+    assert [step.reason for step in pending_builds(loaded, force=True)] == ["forced", "forced"]
+    again, states = build_artifacts(loaded, force=True)
+    assert sorted(result.step.name for result in again) == ["builds.a.runner", "models.m.file"]
+    assert states["models.m.file"].sha256 == hashlib.sha256(b"model").hexdigest()
+    once, _ = build_artifacts(loaded, force=True, already_built={tmp_path / "out" / "runner"})
+    assert [result.step.name for result in once] == ["models.m.file"], "a batch forces each file once"
+
+
+def test_run_rebuild_and_make_always_force_the_builds(scenario_file, tmp_path):
+    from fvp_harness.batch import MakeOptions, make
+
+    builds = ("builds.before.build=printf before > {output}", "builds.after.build=printf after > {output}")
+    path = scenario_file()
+    plain = run(path, FakeWorld(), tmp_path, overrides=builds)
+    assert plain.builds == [], "the runners exist and are up to date"
+    forced = run(path, FakeWorld(), tmp_path, overrides=builds, rebuild=True)
+    assert sorted((r.step.name, r.step.reason) for r in forced.builds) == [
+        ("builds.after.runner", "forced"), ("builds.before.runner", "forced")]
+    assert (tmp_path / "bin" / "runner-after").read_text() == "after"
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["options"]["rebuild"] is True and len(manifest["built"]) == 2
+    dry = make([path], MakeOptions(always=True, dry_run=True, overrides=builds, results_base=tmp_path / "r"))
+    assert [(a.kind, a.target, a.reason) for a in dry.actions if a.kind == "build"] == [
+        ("build", "builds.before.runner", "forced"), ("build", "builds.after.runner", "forced")]
+    normal = make([path], MakeOptions(dry_run=True, overrides=builds, results_base=tmp_path / "r"))
+    assert not [a for a in normal.actions if a.kind == "build"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
 from pathlib import Path
@@ -187,6 +188,17 @@ def test_csv_and_json_carry_the_same_numbers(tmp_path: Path) -> None:
     assert "NaN" not in paths["json"].read_text()
 
 
+def test_report_files_get_normal_permissions(tmp_path: Path) -> None:
+    """Reports are for sharing: 0o666 minus the umask like any file the user makes, not a temp file's 0o600."""
+    old = os.umask(0o022)
+    try:
+        paths = render_report(result_for(build_records()), tmp_path, context=CONTEXT)
+    finally:
+        os.umask(old)
+    assert {name: path.stat().st_mode & 0o777 for name, path in paths.items()} == dict.fromkeys(paths, 0o644)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.csv", "report.json", "report.md", "report.png"]
+
+
 def test_png_is_written_without_timestamps(tmp_path: Path) -> None:
     paths = render_report(result_for(build_records()), tmp_path, outputs=["png"], context=CONTEXT)
     data = paths["png"].read_bytes()
@@ -208,6 +220,63 @@ def test_report_without_comparison(tmp_path: Path) -> None:
     assert "## Per build" in markdown and "| Model | CPU time" not in markdown
     assert pd.read_csv(paths["csv"])["metric"].tolist()[:2] == ["cpu_time", "npu_cycles"]
     assert paths["png"].stat().st_size > 1000
+
+
+# --- build order --------------------------------------------------------------------------------------------
+
+
+def abba_records() -> list[Record]:
+    """Run order as the interleaved plan makes it: per model the builds alternate, so for DS-CNN ``after`` runs
+    first; plus a third build, ``debug``, that is neither compared one and runs last."""
+    records = []
+    for i, r in enumerate(build_records(reps=3)):
+        if r.model == "DS-CNN":  # the same samples, the two builds' run slots (minutes s and s + 1) swapped
+            minute = int(r.started[14:16]) + (-1 if r.build == "after" else 1)
+            r = r.model_copy(update={"started": f"{r.started[:14]}{minute:02d}{r.started[16:]}"})
+        records.append(r)
+        if r.build == "before":
+            debug = {
+                "build": "debug",
+                "unit": f"{r.unit}-debug",
+                "key": f"d{i}",
+                "started": r.started.replace("T10:", "T11:"),
+            }
+            records.append(r.model_copy(update=debug))
+    return records
+
+
+def test_builds_are_listed_baseline_first_everywhere(tmp_path: Path) -> None:
+    result = result_for(abba_records())
+    manifest = {**MANIFEST, "builds": dict(sorted({**MANIFEST["builds"], "debug": {"id": "dbg"}}.items()))}
+    context = ReportContext.from_manifest(manifest)  # sorted like manifest.json: after, before, debug
+    paths = render_report(result, tmp_path, outputs=["markdown", "json"], context=context)
+    markdown = paths["markdown"].read_text()
+    line = markdown.split("\n")[2]
+    assert line.index("**before**") < line.index("**after**") < line.index("**debug**")
+    per_build = [cells(row)[:2] for row in table_lines(markdown.split("## Per build")[1], "| Model")[2:]]
+    builds_per_model: dict[str, list[str]] = {}
+    for model, build in per_build:
+        model = model.replace("\\|", "|")  # the table escapes | in a model name
+        if build not in builds_per_model.setdefault(model, []):
+            builds_per_model[model].append(build)
+    assert list(builds_per_model) == list(SAVINGS)  # models keep their run order
+    assert set(map(tuple, builds_per_model.values())) == {("before", "after", "debug")}
+    data = json.loads(paths["json"].read_text())
+    assert data["builds"] == ["before", "after", "debug"]
+    summary_builds = [
+        row["build"] for row in data["summary"] if row["model"] == "DS-CNN" and row["metric"] == "cpu_time"
+    ]
+    assert summary_builds == ["before", "after", "debug"]
+
+
+def test_builds_without_comparison_follow_the_order_they_first_ran(tmp_path: Path) -> None:
+    result = analyse(abba_records(), None, (), Settings(resamples=200))
+    paths = render_report(result, tmp_path, outputs=["csv", "json"])
+    frame = pd.read_csv(paths["csv"])
+    for model in SAVINGS:
+        rows = frame[(frame["model"] == model) & (frame["metric"] == "cpu_time")]
+        assert rows["build"].tolist() == ["before", "after", "debug"], model
+    assert json.loads(paths["json"].read_text())["builds"] == ["before", "after", "debug"]
 
 
 # --- determinism --------------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from fvp_harness.records import RECORD_SCHEMA_VERSION, Record
 from fvp_harness.store import (
     MANIFEST_FORMAT_VERSION,
     ResultStore,
+    atomic_write,
     key_metadata,
     results_dir_for,
 )
@@ -167,6 +168,12 @@ def test_append_fsyncs_each_record(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert len(calls) == 2
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 # --- manifest -----------------------------------------------------------------------------------------------
 
 
@@ -177,6 +184,7 @@ def test_manifest_written_atomically_and_versioned(tmp_path: Path) -> None:
     assert data is not None and data["format_version"] == MANIFEST_FORMAT_VERSION
     assert data["fvp"]["version"] == "0.1.0"
     assert not list(tmp_path.glob(".manifest.json.*"))  # no temp files left behind
+    assert store.manifest_path.stat().st_mode & 0o777 == 0o666 & ~_umask()
     first = store.manifest_path.read_bytes()
     store.write_manifest(dict(reversed(list(MANIFEST.items()))))
     assert store.manifest_path.read_bytes() == first  # sorted keys: same content, same bytes
@@ -237,3 +245,56 @@ def test_reset_removes_results_only(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("mine")
     store.reset()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
+def test_reset_removes_fetched_files_vgf_reports_and_stale_temp_files(tmp_path: Path) -> None:
+    """A plain re-run must not find the last run's fetched VGF reports (they would be reported again) or its
+    ``vgf_report.*`` (stale next to a fresh A/B report)."""
+    store = ResultStore(tmp_path)
+    store.append(record())
+    fetched = tmp_path / "fetched" / "r1-after-resnet8"
+    fetched.mkdir(parents=True)
+    (fetched / "report.json").write_text("{}")
+    for name in ("report.md", "report.inputs", "vgf_report.md", "vgf_report.csv", "vgf_report.json", "vgf_report.png"):
+        store.report_path(name).write_text("old")
+    (tmp_path / ".report.md.1234abcd.tmp").write_text("half")  # an atomic write killed mid-way
+    (tmp_path / "notes.txt").write_text("mine")
+    (tmp_path / "reports").mkdir()  # not a report file: a folder the user made
+    with store.lock():
+        store.reset()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".lock", "notes.txt", "reports"]
+
+
+# --- atomic_write ---------------------------------------------------------------------------------------------
+
+
+def test_atomic_write_replaces_whole_files_with_normal_permissions(tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        atomic_write(tmp_path / "a.txt", "héllo\r\n")
+        atomic_write(tmp_path / "b.bin", b"\x00\x01")
+        os.umask(0o027)
+        atomic_write(tmp_path / "c.txt", "x")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "a.txt").read_bytes() == "héllo\r\n".encode()  # UTF-8, line ends untouched
+    assert (tmp_path / "b.bin").read_bytes() == b"\x00\x01"
+    assert (tmp_path / "a.txt").stat().st_mode & 0o777 == 0o644  # 0o666 & ~umask, not mkstemp's 0o600
+    assert (tmp_path / "c.txt").stat().st_mode & 0o777 == 0o640
+    atomic_write(tmp_path / "a.txt", "new")
+    assert (tmp_path / "a.txt").read_text() == "new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "b.bin", "c.txt"]  # no temp files left
+
+
+def test_atomic_write_keeps_the_old_file_when_writing_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "manifest.json"
+    target.write_text("old")
+
+    def broken_fsync(fd: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", broken_fsync)
+    with pytest.raises(OSError, match="No space"):
+        atomic_write(target, "new")
+    assert target.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["manifest.json"]  # the temp file was removed

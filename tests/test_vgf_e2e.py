@@ -89,13 +89,8 @@ def check_done_when(out: Path) -> None:
 def run_and_compare(workdir: Path, out: str, *extra: str) -> Path:
     done = harness(workdir, "run", "scenarios/vgf_zero_copy.yaml", "-o", out, *QUICK, *extra)
     assert done.returncode == 0, done.stderr + done.stdout
-    folder = workdir / out
-    if not (folder / "vgf_report.md").exists():
-        # until `run` renders the VGF report itself (pipeline hook, see test_run_writes_the_vgf_report), the
-        # documented second step does
-        again = harness(workdir, "vgf", "--results", out)
-        assert again.returncode == 0, again.stderr + again.stdout
-    return folder
+    assert "vgf report: " in done.stdout and "(expectations PASS)" in done.stdout, done.stdout
+    return workdir / out
 
 
 def test_vgf_zero_copy_on_the_simulator(workdir: Path) -> None:
@@ -113,12 +108,27 @@ def test_vgf_zero_copy_on_this_host(workdir: Path) -> None:
     assert "ET_VGF_ZERO_COPY=1 " in (out / "logs" / "s0" / "r0-zero_copy-resnet8.log").read_text(encoding="utf-8")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="LEAD: pipeline._report does not call vgf_report.report_results_folder yet, so `fvp-harness run` writes "
-    "only the A/B report; remove this mark once it does",
-)
 def test_run_writes_the_vgf_report(workdir: Path) -> None:
     done = harness(workdir, "run", "scenarios/vgf_zero_copy.yaml", "-o", "out/direct", *QUICK, "--set", "target=host")
     assert done.returncode == 0, done.stderr + done.stdout
-    assert (workdir / "out" / "direct" / "vgf_report.md").is_file()
+    out = workdir / "out" / "direct"
+    assert (out / "vgf_report.md").is_file()
+    # `report DIR` renders it again from what the run kept, byte for byte
+    kept = {name: (out / name).read_bytes() for name in ("vgf_report.md", "vgf_report.csv", "vgf_report.json")}
+    for name in kept:
+        (out / name).unlink()
+    again = harness(workdir, "report", "out/direct", "-q")
+    assert again.returncode == 0, again.stderr + again.stdout
+    assert {name: (out / name).read_bytes() for name in kept} == kept
+
+
+def test_make_writes_the_vgf_report_and_keeps_it_up_to_date(workdir: Path) -> None:
+    args = ("scenarios/vgf_zero_copy.yaml", "--results", "out/make", *QUICK, "--set", "target=host")
+    done = harness(workdir, "make", "-j", "1", *args)
+    assert done.returncode == 0, done.stderr + done.stdout
+    out = workdir / "out" / "make" / "vgf_zero_copy"
+    assert (out / "vgf_report.md").is_file()
+    assert "vgf_report.md" in json.loads((out / "report.inputs").read_text(encoding="utf-8"))["files"]
+    (out / "vgf_report.md").unlink()
+    dry = harness(workdir, "make", "-n", *args)
+    assert "missing vgf_report.md" in dry.stdout, dry.stdout

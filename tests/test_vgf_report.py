@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -165,8 +166,14 @@ def test_repetitions_pool_runs_and_different_devices_are_flagged(tmp_path, pair)
 
 def test_report_files_are_complete_and_deterministic(tmp_path, pair):
     c = compared([pair[0]], [pair[1]])
-    written = render_vgf_report(c, tmp_path / "out")
+    old_umask = os.umask(0o022)
+    try:
+        written = render_vgf_report(c, tmp_path / "out")
+    finally:
+        os.umask(old_umask)
     assert {p.name for p in written.values()} == set(VGF_OUTPUT_FILES.values())
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(VGF_OUTPUT_FILES.values())  # no temp files
+    assert {p.stat().st_mode & 0o777 for p in written.values()} == {0o644}  # 0o666 & ~umask, not 0o600
     md = written["markdown"].read_text(encoding="utf-8")
     for heading in ("## Per-inference latency", "## Boundary cost removed", "## Boundary cost remaining",
                     "## Execution changed?", "## Fallbacks and rejections", "## Expectations"):  # fmt: skip

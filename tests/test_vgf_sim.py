@@ -6,14 +6,12 @@ from __future__ import annotations
 import ast
 import json
 import os
-import posixpath
 import statistics
 import subprocess
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from sim_workload.fake_context import FakeContext
 
 from fvp_harness.sim.modelfile import compile_model, encode_model, make_input
 from fvp_harness.sim.models import get_architecture
@@ -29,49 +27,6 @@ from fvp_harness.vgf import parse_report
 REPO = Path(__file__).resolve().parent.parent
 
 
-@dataclass
-class Ctx:
-    """A minimal in-memory ``GuestContext``."""
-
-    argv: list[str]
-    files: dict[str, bytes]
-    env: Mapping[str, str] = field(default_factory=dict)
-    knobs: Mapping[str, str] = field(default_factory=dict)
-    params: Mapping[str, str] = field(default_factory=dict)
-    cwd: str = "/root"
-    npu_macs: int = 256
-    clock: float = 0.0
-    out: list[str] = field(default_factory=list)
-    err: list[str] = field(default_factory=list)
-
-    def _path(self, path: str) -> str:
-        return posixpath.normpath(posixpath.join(self.cwd, path))
-
-    def read_file(self, path: str) -> bytes:
-        try:
-            return self.files[self._path(path)]
-        except KeyError:
-            raise FileNotFoundError(2, "No such file or directory", path) from None
-
-    def write_file(self, path: str, data: bytes) -> None:
-        self.files[self._path(path)] = bytes(data)
-
-    def stdout(self, text: str) -> None:
-        self.out.append(text)
-
-    def stderr(self, text: str) -> None:
-        self.err.append(text)
-
-    def advance(self, cpu_seconds: float, instructions: int = 0) -> None:
-        self.clock += cpu_seconds
-
-    def now(self) -> float:
-        return self.clock
-
-    def check_interrupt(self) -> None:
-        return None
-
-
 @pytest.fixture(scope="module")
 def files() -> dict[str, bytes]:
     arch = get_architecture("resnet8")
@@ -85,12 +40,13 @@ def files() -> dict[str, bytes]:
 
 def run(files: dict[str, bytes], *args: str, zero: str | None = None, runner: str = "runner", **knobs: str):
     env = {} if zero is None else {"ET_VGF_ZERO_COPY": zero}
-    ctx = Ctx([f"/root/{runner}", "--model_path=m.model", "--inputs=in.bin", *args], dict(files), env, knobs)
+    argv = [f"/root/{runner}", "--model_path=m.model", "--inputs=in.bin", *args]
+    ctx = FakeContext(argv, dict(files), knobs=knobs, env=env, clock=0.0)
     status = executor_runner_vgf(ctx)
     return status, ctx
 
 
-def report_of(ctx: Ctx, name: str = "/root/perf.json") -> dict:
+def report_of(ctx: FakeContext, name: str = "/root/perf.json") -> dict:
     return json.loads(ctx.files[name])
 
 
@@ -160,8 +116,8 @@ def test_import_cache_leaves_imports_to_the_warmup(files):
 
 def test_copy_cost_follows_the_simulated_cpu_clock(files):
     _, slow = run(files, "--vgf_perf_json=perf.json")
-    fast_ctx = Ctx(["/root/runner", "--model_path=m.model", "--vgf_perf_json=perf.json"], dict(files),
-                   params={"host.cpu0.clock_hz": "400000000"})  # fmt: skip
+    fast_ctx = FakeContext(["/root/runner", "--model_path=m.model", "--vgf_perf_json=perf.json"], dict(files),
+                           params={"host.cpu0.clock_hz": "400000000"}, clock=0.0)  # fmt: skip
     assert executor_runner_vgf(fast_ctx) == 0
     ratio = median(report_of(slow), "in_memcpy_ns") / median(report_of(fast_ctx), "in_memcpy_ns")
     assert ratio == pytest.approx(4, rel=0.05)

@@ -1,7 +1,8 @@
 """``make [SCENARIO|DIR ...]``: bring every scenario's results and report up to date, make-style.
 
 Wiring only: ``batch.make`` does the work (``docs/batch.md``). Imports of the engine happen inside the handler so
-``fvp-harness --help`` and other verbs do not pay for them.
+``fvp-harness --help`` and other verbs do not pay for them. Ctrl-C has two stages: the first lets the units in
+flight finish and be recorded (and says so on stderr), the second stops at once.
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+
+from fvp_harness.cli.scenario_args import add_timeout_scale_option
 
 __all__ = ["ORDER", "register"]
 
@@ -19,13 +22,6 @@ def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError("must be at least 1")
-    return value
-
-
-def _positive(text: str) -> float:
-    value = float(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be positive")
     return value
 
 
@@ -49,7 +45,8 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
     parser.add_argument("-n", "--dry-run", action="store_true",
                         help="print what would be built, run and rendered, and why; change nothing")
     parser.add_argument("-B", "--always-make", action="store_true",
-                        help="re-run every unit and re-render every report")
+                        help="rebuild every artifact that has a build command, re-run every unit and re-render "
+                        "every report")
     parser.add_argument("--only", action="append", default=[], metavar="PATTERN",
                         help="glob on SCENARIO/UNIT (e.g. 'smoke/*', '*/r0-*-ds_cnn') or SCENARIO (repeatable)")
     parser.add_argument("--results", type=Path, default=Path("results"), metavar="DIR",
@@ -61,8 +58,7 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
     parser.add_argument("--artifacts", choices=["ship", "shared"], default=None,
                         help="Dask: send artifact bytes with the work (ship, default) or read the same paths on "
                         "the workers (shared filesystem)")
-    parser.add_argument("--timeout-scale", type=_positive, default=1.0, metavar="X",
-                        help="multiply every timeout (slow hosts, parallel load)")
+    add_timeout_scale_option(parser)
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE",
                         help="override a field in every scenario, e.g. --set run.iterations=5 (repeatable)")
     parser.add_argument("--fvp", dest="fvp_binary", metavar="PATH", default=None,
@@ -88,10 +84,13 @@ def _executor(args: argparse.Namespace, jobs: int | None) -> object:
 
 
 def make_verb(args: argparse.Namespace) -> int:
+    import threading
+
     from rich.console import Console
 
     from fvp_harness.batch import MakeOptions, make
-    from fvp_harness.progress import ProgressView
+    from fvp_harness.cli.scenario_args import stop_on_first_interrupt
+    from fvp_harness.progress import Event, ProgressView
 
     options = MakeOptions(
         jobs=args.jobs, keep_going=args.keep_going, dry_run=args.dry_run, always=args.always_make,
@@ -106,8 +105,9 @@ def make_verb(args: argparse.Namespace) -> int:
         return result.exit_code
     executor = _executor(args, args.jobs)
     console = Console(file=sys.stderr, highlight=False)
-    with ProgressView(console, plain=True if quiet else None, quiet=quiet) as view:
-        result = make(args.scenarios, options, executor=executor, listener=view)  # type: ignore[arg-type]
+    with ProgressView(console, plain=True if quiet else None, quiet=quiet) as view, \
+            stop_on_first_interrupt(threading.Event(), lambda: view(Event("stopping"))) as stop:
+        result = make(args.scenarios, options, executor=executor, listener=view, stop=stop)  # type: ignore[arg-type]
     if result.nothing_to_do:
         if not quiet:
             print("make: nothing to do (every unit and report is up to date)")

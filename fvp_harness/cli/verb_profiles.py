@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-import yaml
-
 from fvp_harness.errors import EXIT_OK
-from fvp_harness.profiles import builtin_profile_path, list_profiles, load_profile
 
 ORDER = 45
 
@@ -32,6 +29,8 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
 
 
 def run_list(args: argparse.Namespace) -> int:
+    from fvp_harness.profiles import list_profiles, load_profile
+
     names = list_profiles()
     width = max(len(name) for name in names)
     for name in names:
@@ -41,6 +40,10 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_show(args: argparse.Namespace) -> int:
+    import yaml
+
+    from fvp_harness.profiles import builtin_profile_path, load_profile
+
     profile = load_profile(args.name)
     source = builtin_profile_path(args.name)
     print(f"# profile {profile.name} ({'built-in' if source else args.name}), resolved")

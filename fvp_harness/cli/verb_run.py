@@ -3,7 +3,11 @@
 Wiring only: ``pipeline.run_scenario`` / ``pipeline.rebuild_report`` do the work; this module turns flags into
 ``RunOptions``, shows progress (``progress.ProgressView`` on stderr), prints a short summary table and the report
 path on stdout, and returns the exit code (0 ok, 1 units failed or an expectation violated, 2 bad input,
-3 infrastructure, 130 interrupted).
+3 infrastructure, 130 interrupted). Ctrl-C has two stages: the first lets the units in flight finish and be
+recorded (and says so on stderr), the second stops at once.
+
+The pipeline (pandas, scipy, matplotlib) is imported inside the handlers, so ``fvp-harness --help`` and the other
+verbs do not pay for it.
 """
 
 from __future__ import annotations
@@ -11,24 +15,17 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from rich.console import Console
+from fvp_harness.cli.scenario_args import add_scenario_options, add_timeout_scale_option, load_from_args
 
-from fvp_harness.analysis import AnalysisResult
-from fvp_harness.cli.scenario_args import add_scenario_options, load_from_args
-from fvp_harness.pipeline import ReportOutcome, RunOptions, RunOutcome, rebuild_report, run_scenario
-from fvp_harness.progress import ProgressView
+if TYPE_CHECKING:
+    from fvp_harness.analysis import AnalysisResult
+    from fvp_harness.pipeline import ReportOutcome
 
 __all__ = ["ORDER", "format_summary", "register"]
 
 ORDER = 20
-
-
-def _positive(text: str) -> float:
-    value = float(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be positive")
-    return value
 
 
 def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -49,8 +46,9 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
                      help="keep stored results and run only units whose content key is not stored ok")
     run.add_argument("--fresh-boot-per-unit", action="store_true",
                      help="boot a new instance for every unit (how one-launch-per-run scripts work; for comparison)")
-    run.add_argument("--timeout-scale", type=_positive, default=1.0, metavar="X",
-                     help="multiply every timeout (slow hosts, parallel load)")
+    add_timeout_scale_option(run)
+    run.add_argument("--rebuild", action="store_true",
+                     help="run every artifact's build command first, even when its file is up to date")
     run.add_argument("--only-build", action="append", default=[], metavar="BUILD",
                      help="run only this build's units (repeatable)")
     run.add_argument("--only-model", action="append", default=[], metavar="MODEL",
@@ -116,10 +114,23 @@ def _finish(outcome: ReportOutcome, quiet: bool) -> int:
         print(format_summary(outcome.analysis))
     report = outcome.files.get("markdown") or next(iter(outcome.files.values()), outcome.results_dir)
     print(f"report: {report}")
+    if outcome.vgf is not None:  # the run fetched VGF benchmark reports: their comparison was written too
+        verdict = "FAIL" if outcome.vgf.violated else "PASS"
+        where = outcome.files.get("vgf_markdown") or next(
+            (path for name, path in outcome.files.items() if name.startswith("vgf_")), outcome.results_dir)
+        print(f"vgf report: {where} (expectations {verdict})")
     return outcome.exit_code
 
 
 def run_verb(args: argparse.Namespace) -> int:
+    import threading
+
+    from rich.console import Console
+
+    from fvp_harness.cli.scenario_args import stop_on_first_interrupt
+    from fvp_harness.pipeline import RunOptions, RunOutcome, run_scenario
+    from fvp_harness.progress import Event, ProgressView
+
     loaded = load_from_args(args, args.scenario)
     options = RunOptions(
         output_dir=args.output,
@@ -128,11 +139,13 @@ def run_verb(args: argparse.Namespace) -> int:
         timeout_scale=args.timeout_scale,
         only_builds=tuple(args.only_build),
         only_models=tuple(args.only_model),
+        rebuild=args.rebuild,
     )
     quiet = args.quiet > 0
     console = Console(file=sys.stderr, highlight=False)
-    with ProgressView(console, plain=True if quiet else None, quiet=quiet) as view:
-        outcome: RunOutcome = run_scenario(loaded, options, listener=view)
+    with ProgressView(console, plain=True if quiet else None, quiet=quiet) as view, \
+            stop_on_first_interrupt(threading.Event(), lambda: view(Event("stopping"))) as stop:
+        outcome: RunOutcome = run_scenario(loaded, options, listener=view, stop=stop)
     code = _finish(outcome, quiet)
     if not quiet:
         print(f"{outcome.units_run} units run, {outcome.units_skipped} skipped (stored) in "
@@ -143,4 +156,6 @@ def run_verb(args: argparse.Namespace) -> int:
 
 
 def report_verb(args: argparse.Namespace) -> int:
+    from fvp_harness.pipeline import rebuild_report
+
     return _finish(rebuild_report(args.results), args.quiet > 0)

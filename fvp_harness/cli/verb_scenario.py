@@ -6,14 +6,14 @@ import argparse
 import json
 import sys
 from pathlib import Path
-
-import yaml
+from typing import TYPE_CHECKING
 
 from fvp_harness.cli.scenario_args import add_scenario_options, expand_scenario_paths, load_from_args
 from fvp_harness.errors import EXIT_BAD_INPUT, EXIT_OK, ScenarioError
 from fvp_harness.located import display_path
-from fvp_harness.plan import Plan, build_plan
-from fvp_harness.scenario import scenario_json_schema
+
+if TYPE_CHECKING:
+    from fvp_harness.plan import Plan
 
 ORDER = 40
 
@@ -60,6 +60,8 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
 
 
 def run_validate(args: argparse.Namespace) -> int:
+    import yaml
+
     paths = expand_scenario_paths(args.scenarios)
     failed = 0
     for path in paths:
@@ -83,6 +85,8 @@ def run_validate(args: argparse.Namespace) -> int:
 
 
 def run_plan(args: argparse.Namespace) -> int:
+    from fvp_harness.plan import build_plan
+
     plan = build_plan(load_from_args(args, args.scenario))
     if args.json:
         print(json.dumps(plan_as_json(plan), indent=2))
@@ -92,6 +96,8 @@ def run_plan(args: argparse.Namespace) -> int:
 
 
 def run_schema(args: argparse.Namespace) -> int:
+    from fvp_harness.scenario import scenario_json_schema
+
     print(json.dumps(scenario_json_schema(), indent=2))
     return EXIT_OK
 

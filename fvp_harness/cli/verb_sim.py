@@ -1,5 +1,5 @@
-"""``fvp-harness sim ...``: make simulator artifacts (runner builds, model files, inputs) for the embedded
-simulator.
+"""``fvp-harness sim ...``: make simulator artifacts for the embedded simulator: A/B runner builds (``runner``),
+VGF benchmark runner builds (``vgf-runner``), model files (``model``), inputs (``input``), and ``info``.
 
 Wiring only: the arguments after ``sim`` go unchanged to ``fvp_harness.sim.tools.main``, which owns their
 parsing and help text (the simulator is a separate world and keeps its own command line; see
@@ -33,8 +33,9 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
         "sim",
         parents=[common],
         add_help=False,
-        help="make simulator artifacts: runner builds, model files, inputs",
-        description="fvp-harness sim {runner,model,input,info} ... ('fvp-harness sim --help' for details)",
+        help="make simulator artifacts: runner builds, VGF runner builds, model files, inputs",
+        description="fvp-harness sim {runner,vgf-runner,model,input,info} ... ('fvp-harness sim --help' for "
+        "details)",
     )
     parser.add_argument(
         "-h", "--help", action="store_true", dest="sim_help", help="show the sim help and exit"

@@ -9,8 +9,7 @@ import select
 import sys
 from pathlib import Path
 
-from fvp_harness.cli.scenario_args import add_scenario_options, load_from_args
-from fvp_harness.doctor import doctor_exit_code, run_doctor
+from fvp_harness.cli.scenario_args import add_scenario_options, add_timeout_scale_option, load_from_args
 from fvp_harness.errors import EXIT_OK, ConfigurationError
 
 ORDER = 60
@@ -18,13 +17,6 @@ ORDER = 60
 __all__ = ["ORDER", "format_checks", "register"]
 
 ESCAPE = b"\x1d"  # Ctrl-]: leaves the shell, as telnet does
-
-
-def _timeout_scale(text: str) -> float:
-    value = float(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be positive")
-    return value
 
 
 def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -38,8 +30,7 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
     )
     doctor.add_argument("scenario", metavar="SCENARIO")
     add_scenario_options(doctor)
-    doctor.add_argument("--timeout-scale", type=_timeout_scale, default=1.0, metavar="X",
-                        help="multiply every timeout (slow hosts)")
+    add_timeout_scale_option(doctor, "multiply every timeout (slow hosts)")
     doctor.set_defaults(handler=run_doctor_verb)
 
     shell = subparsers.add_parser(
@@ -51,8 +42,7 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
     )
     shell.add_argument("scenario", metavar="SCENARIO")
     add_scenario_options(shell)
-    shell.add_argument("--timeout-scale", type=_timeout_scale, default=1.0, metavar="X",
-                       help="multiply every timeout (slow hosts)")
+    add_timeout_scale_option(shell, "multiply every timeout (slow hosts)")
     shell.add_argument("--log-dir", type=Path, default=None,
                        help="where terminal logs go (default: results/<scenario>/logs/shell-<time>)")
     shell.set_defaults(handler=run_shell_verb)
@@ -71,6 +61,8 @@ def format_checks(checks: list, title: str) -> str:
 
 
 def run_doctor_verb(args: argparse.Namespace) -> int:
+    from fvp_harness.doctor import doctor_exit_code, run_doctor
+
     loaded = load_from_args(args, args.scenario, check_files=False)
     scenario = loaded.scenario
     checks = run_doctor(scenario, loaded.profile, base_dir=loaded.directory,

@@ -71,7 +71,7 @@ from __future__ import annotations
 import itertools
 import time
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -95,12 +95,15 @@ from fvp_harness.sim.npu import NPU_CLOCK_HZ, inference_cycles
 
 __all__ = [
     "FAULT_KINDS",
+    "EtLog",
     "FaultSpec",
+    "RunnerAbort",
     "RunnerFlags",
     "UsageError",
     "executor_runner",
     "parse_faults",
     "parse_flags",
+    "run_as_main",
 ]
 
 RUNNER_SRC = "executor_runner.cpp"
@@ -123,8 +126,8 @@ class UsageError(ValueError):
     """Bad command line, bad knob or bad fault spec: the message is printed, exit status 1."""
 
 
-class _Abort(Exception):
-    """An ET_CHECK failed: the runner logs a Fatal line and aborts (exit 134)."""
+class RunnerAbort(Exception):
+    """An ET_CHECK failed: the runner logs a Fatal line and aborts (exit 134; see ``run_as_main``)."""
 
     def __init__(self, source: str, line: int, condition: str, message: str) -> None:
         super().__init__(message)
@@ -297,9 +300,9 @@ def _noise_from_knobs(knobs: Mapping[str, str]) -> _Noise:
     )
 
 
-class _Log:
+class EtLog:
     """ET_LOG on Linux: ``%c %02u:%02u:%02u.%06lu executorch:%s:%zu] %s`` to stderr, time since program
-    start."""
+    start; messages cut at ``MAX_LOG_MESSAGE`` characters as ExecuTorch does. Shared by every emulated runner."""
 
     def __init__(self, ctx: guest_programs.GuestContext) -> None:
         self.ctx = ctx
@@ -336,18 +339,18 @@ def _mismatch(model: CompiledModel, npu_macs: int) -> str | None:
     )
 
 
-def _load_model(ctx: guest_programs.GuestContext, log: _Log, path: str) -> tuple[CompiledModel, int]:
+def _load_model(ctx: guest_programs.GuestContext, log: EtLog, path: str) -> tuple[CompiledModel, int]:
     try:
         data = ctx.read_file(path)
     except FileNotFoundError:
         log("E", LOADER_SRC, 82, f"open({path}) failed: No such file or directory")
-        raise _Abort(RUNNER_SRC, 165, "loader.ok()", "FileDataLoader::from() failed: 0x22") from None
+        raise RunnerAbort(RUNNER_SRC, 165, "loader.ok()", "FileDataLoader::from() failed: 0x22") from None
     except IsADirectoryError:
         log("E", LOADER_SRC, 82, f"open({path}) failed: Is a directory")
-        raise _Abort(RUNNER_SRC, 165, "loader.ok()", "FileDataLoader::from() failed: 0x22") from None
+        raise RunnerAbort(RUNNER_SRC, 165, "loader.ok()", "FileDataLoader::from() failed: 0x22") from None
     except PermissionError:
         log("E", LOADER_SRC, 82, f"open({path}) failed: Permission denied")
-        raise _Abort(RUNNER_SRC, 165, "loader.ok()", "FileDataLoader::from() failed: 0x22") from None
+        raise RunnerAbort(RUNNER_SRC, 165, "loader.ok()", "FileDataLoader::from() failed: 0x22") from None
     log("I", RUNNER_SRC, 172, f"Model file {path} is loaded.")
     head = data[:64]
     if is_pte(head):
@@ -359,7 +362,7 @@ def _load_model(ctx: guest_programs.GuestContext, log: _Log, path: str) -> tuple
             f"this simulated executor_runner runs only simulator model files (magic "
             f"{MODEL_MAGIC.decode()}); make one with 'fvp-harness sim model NAME -o FILE'",
         )
-        raise _Abort(RUNNER_SRC, 177, "program.ok()", "Program::load() failed: 0x23")
+        raise RunnerAbort(RUNNER_SRC, 177, "program.ok()", "Program::load() failed: 0x23")
     if not is_model_file(head):
         shown = head[4:8].decode("ascii", "replace") if len(head) >= 8 else head.decode("ascii", "replace")
         log(
@@ -369,17 +372,17 @@ def _load_model(ctx: guest_programs.GuestContext, log: _Log, path: str) -> tuple
             f"Program identifier '{shown}' != expected 'ET12': {path} is neither an "
             f"ExecuTorch program nor a simulator model file (magic {MODEL_MAGIC.decode()})",
         )
-        raise _Abort(RUNNER_SRC, 177, "program.ok()", "Program::load() failed: 0x23")
+        raise RunnerAbort(RUNNER_SRC, 177, "program.ok()", "Program::load() failed: 0x23")
     try:
         model = decode_model(data)
     except (ModelFileError, KeyError, ValueError, TypeError) as exc:
         log("E", RUNNER_SRC, 176, f"{path}: {exc}")
-        raise _Abort(RUNNER_SRC, 177, "program.ok()", "Program::load() failed: 0x23") from None
+        raise RunnerAbort(RUNNER_SRC, 177, "program.ok()", "Program::load() failed: 0x23") from None
     return model, len(data)
 
 
 def _read_inputs(
-    ctx: guest_programs.GuestContext, log: _Log, flags: RunnerFlags, model: CompiledModel
+    ctx: guest_programs.GuestContext, log: EtLog, flags: RunnerFlags, model: CompiledModel
 ) -> np.ndarray:
     need = model.sizes.input
     if not flags.inputs:
@@ -391,13 +394,13 @@ def _read_inputs(
             258,
             f"{len(flags.inputs)} input files given, method {flags.method_name} has 1 input",
         )
-        raise _Abort(RUNNER_SRC, 259, "inputs.ok()", "Could not prepare inputs: 0x12")
+        raise RunnerAbort(RUNNER_SRC, 259, "inputs.ok()", "Could not prepare inputs: 0x12")
     path = flags.inputs[0]
     try:
         data = ctx.read_file(path)
     except OSError as exc:
         log("E", RUNNER_SRC, 258, f"Could not read input file {path}: {exc.strerror or exc}")
-        raise _Abort(RUNNER_SRC, 259, "inputs.ok()", "Could not prepare inputs: 0x22") from None
+        raise RunnerAbort(RUNNER_SRC, 259, "inputs.ok()", "Could not prepare inputs: 0x22") from None
     if len(data) != need:
         log(
             "E",
@@ -406,11 +409,11 @@ def _read_inputs(
             f"Input file {path} has {len(data)} bytes; input 0 "
             f"(int8 {list((1, *model.arch.input_shape))}) needs {need}",
         )
-        raise _Abort(RUNNER_SRC, 259, "inputs.ok()", "Could not prepare inputs: 0x12")
+        raise RunnerAbort(RUNNER_SRC, 259, "inputs.ok()", "Could not prepare inputs: 0x12")
     return np.frombuffer(data, dtype=np.int8).reshape(model.arch.input_shape)
 
 
-def _run(ctx: guest_programs.GuestContext, log: _Log) -> int:
+def _run(ctx: guest_programs.GuestContext, log: EtLog) -> int:
     artifact = _artifact(ctx)
     faults = parse_faults(ctx.knobs.get("runner_fault") or artifact.fault)
     noise = _noise_from_knobs(ctx.knobs)
@@ -438,7 +441,7 @@ def _run(ctx: guest_programs.GuestContext, log: _Log) -> int:
             185,
             f"Method {flags.method_name} not found in {flags.model_path} (methods: forward)",
         )
-        raise _Abort(
+        raise RunnerAbort(
             RUNNER_SRC,
             186,
             "method_meta.ok()",
@@ -452,7 +455,7 @@ def _run(ctx: guest_programs.GuestContext, log: _Log) -> int:
         mismatch = _mismatch(model, ctx.npu_macs)
         if mismatch:
             log("E", BACKEND_SRC, 197, f"Ethos-U Linux driver invocation failed: {mismatch}")
-            raise _Abort(
+            raise RunnerAbort(
                 RUNNER_SRC,
                 241,
                 "method.ok()",
@@ -487,7 +490,7 @@ def _run(ctx: guest_programs.GuestContext, log: _Log) -> int:
             mismatch = _mismatch(model, ctx.npu_macs)
             if mismatch:
                 log("E", BACKEND_SRC, 197, f"Ethos-U Linux driver invocation failed: {mismatch}")
-                raise _Abort(
+                raise RunnerAbort(
                     RUNNER_SRC,
                     283,
                     "status == Error::Ok",
@@ -496,7 +499,7 @@ def _run(ctx: guest_programs.GuestContext, log: _Log) -> int:
         if faults.timeout is not None and i >= faults.timeout:
             spend(NPU_TIMEOUT_NS / 1e9, 0.001)
             log("E", BACKEND_SRC, 276, f"Ethos-U inference timed out after {NPU_TIMEOUT_NS} ns")
-            raise _Abort(
+            raise RunnerAbort(
                 RUNNER_SRC,
                 283,
                 "status == Error::Ok",
@@ -543,18 +546,24 @@ def _hang(ctx: guest_programs.GuestContext) -> None:
         time.sleep(0.02)
 
 
-def executor_runner(ctx: guest_programs.GuestContext) -> int:
-    """The guest program: run as the real Linux executor_runner would, return its exit status."""
-    log = _Log(ctx)
+def run_as_main(ctx: guest_programs.GuestContext, run: Callable[[guest_programs.GuestContext, EtLog], int]) -> int:
+    """``main()`` of an emulated runner around ``run(ctx, log)``: a ``UsageError`` is printed with exit status 1,
+    a failed ET_CHECK (``RunnerAbort``) logs its Fatal line and "Aborted" with status 134."""
+    log = EtLog(ctx)
     try:
-        return _run(ctx, log)
+        return run(ctx, log)
     except UsageError as exc:
         ctx.stderr(f"{exc}\n")
         return EXIT_USAGE
-    except _Abort as exc:
+    except RunnerAbort as exc:
         log("F", exc.source, exc.line, f"In function main(), assert failed ({exc.condition}): {exc.message}")
         ctx.stderr("Aborted\n")
         return EXIT_ABORT
+
+
+def executor_runner(ctx: guest_programs.GuestContext) -> int:
+    """The guest program: run as the real Linux executor_runner would, return its exit status."""
+    return run_as_main(ctx, _run)
 
 
 guest_programs.register_program(is_runner, executor_runner)

@@ -49,7 +49,7 @@ __all__ = ["build_parser", "main"]
 
 def build_parser(prog: str = "fvp-harness sim") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog=prog, description="Make simulator artifacts: runner builds, models, inputs."
+        prog=prog, description="Make simulator artifacts: runner builds (A/B and VGF), models, inputs."
     )
     sub = parser.add_subparsers(dest="what", metavar="WHAT", required=True)
 

@@ -64,7 +64,7 @@ import numpy as np
 from fvp_harness.sim import guest_programs
 from fvp_harness.sim.inference import run_model
 from fvp_harness.sim.modelfile import CompiledModel, ModelFileError, decode_model, is_model_file
-from fvp_harness.sim.runner import UsageError, parse_flags
+from fvp_harness.sim.runner import EXIT_USAGE, EtLog, RunnerAbort, UsageError, parse_flags, run_as_main
 
 __all__ = [
     "VGF_MAGIC",
@@ -87,7 +87,6 @@ REPORT_FORMAT_VERSION = 1
 RUNNER_SRC = "executor_runner.cpp"
 VGF_SRC = "VGFBackend.cpp"
 PAGE = 4096
-EXIT_USAGE, EXIT_ABORT = 1, 134
 DEVICE = {
     "vendor_id": 0x13B5,  # Arm
     "device_id": 0xC0DE0001,
@@ -223,26 +222,11 @@ def artifact_info(path: Path, data: bytes) -> dict[str, object]:
 # --- the program ----------------------------------------------------------------------------------------------
 
 
-class _Abort(Exception):
+class _Abort(RunnerAbort):
+    """A failed ET_CHECK in ``executor_runner.cpp`` (the VGF runner's checks are all in main's file)."""
+
     def __init__(self, line: int, condition: str, message: str) -> None:
-        super().__init__(message)
-        self.line, self.condition, self.message = line, condition, message
-
-
-class _Log:
-    """ET_LOG's Linux prefix, time since the program started (as the A/B runner prints it)."""
-
-    def __init__(self, ctx: guest_programs.GuestContext) -> None:
-        self.ctx = ctx
-        self.start = ctx.now()
-
-    def __call__(self, level: str, source: str, line: int, message: str) -> None:
-        micros = max(0, round((self.ctx.now() - self.start) * 1e6))
-        seconds, us = divmod(micros, 1_000_000)
-        minutes, ss = divmod(seconds, 60)
-        hh, mm = divmod(minutes, 60)
-        prefix = f"{level} {hh:02d}:{mm:02d}:{ss:02d}.{us:06d} executorch:{source}:{line}] "
-        self.ctx.stderr(prefix + message[:255] + "\n")
+        super().__init__(RUNNER_SRC, line, condition, message)
 
 
 def _split_vgf_flags(args: Sequence[str], io_stats: bool) -> tuple[str | None, list[str], bool]:
@@ -340,7 +324,7 @@ def _buffers(model: CompiledModel, knobs: Mapping[str, str], zero_copy: bool) ->
     return out
 
 
-def _run(ctx: guest_programs.GuestContext, log: _Log) -> int:
+def _run(ctx: guest_programs.GuestContext, log: EtLog) -> int:
     artifact = _artifact(ctx)
     perf_path, rest, explicit = _split_vgf_flags(ctx.argv[1:], artifact.io_stats)
     flags = parse_flags(rest)
@@ -530,7 +514,7 @@ def _artifact(ctx: guest_programs.GuestContext) -> VgfArtifact:
         raise UsageError(f"{ctx.argv[0]}: cannot read the runner build: {exc}") from None
 
 
-def _load_model(ctx: guest_programs.GuestContext, log: _Log, path: str) -> CompiledModel:
+def _load_model(ctx: guest_programs.GuestContext, log: EtLog, path: str) -> CompiledModel:
     try:
         data = ctx.read_file(path)
     except OSError as exc:
@@ -548,7 +532,7 @@ def _load_model(ctx: guest_programs.GuestContext, log: _Log, path: str) -> Compi
 
 
 def _read_inputs(
-    ctx: guest_programs.GuestContext, log: _Log, inputs: Sequence[str], model: CompiledModel
+    ctx: guest_programs.GuestContext, log: EtLog, inputs: Sequence[str], model: CompiledModel
 ) -> np.ndarray:
     if not inputs:
         return np.ones(model.arch.input_shape, dtype=np.int8)
@@ -568,16 +552,7 @@ def _read_inputs(
 
 def executor_runner_vgf(ctx: guest_programs.GuestContext) -> int:
     """The guest program: run as the VGF-enabled executor_runner would, return its exit status."""
-    log = _Log(ctx)
-    try:
-        return _run(ctx, log)
-    except UsageError as exc:
-        ctx.stderr(f"{exc}\n")
-        return EXIT_USAGE
-    except _Abort as exc:
-        log("F", RUNNER_SRC, exc.line, f"In function main(), assert failed ({exc.condition}): {exc.message}")
-        ctx.stderr("Aborted\n")
-        return EXIT_ABORT
+    return run_as_main(ctx, _run)
 
 
 guest_programs.register_program(is_vgf_runner, executor_runner_vgf)

@@ -67,6 +67,9 @@ class Term:
         self.buf = b""
         self.raw = b""  # every byte received, before telnet stripping
         self.closed = False
+        self.ignore: re.Pattern[bytes] | None = None
+        """Text ``expect`` looks through (e.g. kernel lines the noise knob inserts anywhere): matched as if
+        absent, still returned."""
 
     def _recv(self, deadline: float) -> bool:
         self.sock.settimeout(max(0.05, min(1.0, deadline - time.monotonic())))
@@ -86,20 +89,40 @@ class Term:
         return True
 
     def expect(self, pattern: bytes | re.Pattern[bytes], timeout: float = TIMEOUT) -> bytes:
-        """Read until ``pattern`` (bytes or regex) appears; return everything up to and including it."""
+        """Read until ``pattern`` (bytes or regex) appears; return everything up to and including it.
+
+        With ``ignore`` set, the pattern is looked for in the text with every ``ignore`` match removed (repeatedly,
+        so nested insertions unwind), and what is returned and consumed is the raw text up to the match's end.
+        """
         deadline = time.monotonic() + timeout
         while True:
+            text, where = self._view()
             if isinstance(pattern, bytes):
-                idx = self.buf.find(pattern)
+                idx = text.find(pattern)
                 end = idx + len(pattern) if idx >= 0 else -1
             else:
-                m = pattern.search(self.buf)
+                m = pattern.search(text)
                 end = m.end() if m else -1
             if end >= 0:
-                out, self.buf = self.buf[:end], self.buf[end:]
+                cut = where[end - 1] + 1 if end else 0
+                out, self.buf = self.buf[:cut], self.buf[cut:]
                 return out
             if time.monotonic() > deadline or not self._recv(deadline):
                 raise AssertionError(f"{pattern!r} not seen; got {self.buf[-600:]!r} (closed={self.closed})")
+
+    def _view(self) -> tuple[bytes, list[int]]:
+        """``buf`` without ``ignore`` matches, and for each byte kept its index in ``buf``."""
+        text, where = self.buf, list(range(len(self.buf)))
+        while self.ignore is not None:
+            kept, kept_where, pos = bytearray(), [], 0
+            for m in self.ignore.finditer(text):
+                kept += text[pos : m.start()]
+                kept_where += where[pos : m.start()]
+                pos = m.end()
+            if pos == 0:
+                break
+            text, where = bytes(kept + text[pos:]), kept_where + where[pos:]
+        return text, where
 
     def read_for(self, seconds: float) -> bytes:
         """Everything that arrives within ``seconds`` (for 'nothing more comes' checks)."""
@@ -218,8 +241,11 @@ class Sim:
         self.terms.append(t)
         return t
 
-    def login(self, telnet: bool = False) -> Term:
+    def login(self, telnet: bool = False, ignore: re.Pattern[bytes] | None = None) -> Term:
+        """A logged-in console; ``ignore`` (e.g. kernel lines, with kernel noise on) is set on the ``Term``
+        before the login prompt is awaited."""
         t = self.term(telnet=telnet)
+        t.ignore = ignore
         t.expect(b"corstone1000-fvp login: ")
         t.send(b"root\r\n" if telnet else b"root\n")
         t.expect(PROMPT)
