@@ -7,6 +7,8 @@ two builds, one repetition, two iterations), so each ``make`` boots the simulato
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -307,8 +309,6 @@ def test_make_verb_help_lists_make_conventions() -> None:
 
 
 def test_ctrl_c_keeps_finished_records_and_the_next_make_continues(art: Path, tmp_path: Path) -> None:
-    import _thread
-
     from fvp_harness.errors import Interrupted
     from fvp_harness.progress import Event
 
@@ -321,7 +321,9 @@ def test_ctrl_c_keeps_finished_records_and_the_next_make_continues(art: Path, tm
         if event.kind == "unit_done":
             seen.append(event.unit or "")
             if len(seen) == 1:
-                _thread.interrupt_main()  # what Ctrl-C does
+                # a real SIGINT, as Ctrl-C sends: unlike _thread.interrupt_main() it also breaks the main
+                # thread out of a blocking wait, so it cannot arrive only after the whole batch has finished
+                os.kill(os.getpid(), signal.SIGINT)
 
     with pytest.raises(Interrupted):
         make([sc], MakeOptions(jobs=1, results_base=results), listener=listener)
