@@ -310,7 +310,8 @@ def summarise(frame: pd.DataFrame, settings: Settings | None = None) -> pd.DataF
         for (model, build, metric), group in ok.groupby(["model", "build", "metric"], sort=False):
             values = group["value"].to_numpy()
             units = [g["value"].to_numpy() for _, g in group.groupby("unit", sort=False)]
-            draws = bootstrap_medians(units, settings.resamples, _rng(settings.seed, model, build, metric))
+            rng = _rng(settings.seed, str(model), str(build), str(metric))
+            draws = bootstrap_medians(units, settings.resamples, rng)
             low, high = _interval(draws, settings.confidence)
             rows.append(
                 {
@@ -625,7 +626,7 @@ def detect_drift(
             (float(np.median(values[-third:])) - float(np.median(values[:third]))) / median * 100 if median else 0.0
         )
         flagged = bool(p_value < settings.drift_alpha and abs(change) >= min_effect)
-        flags.append(DriftFlag(model, build, metric, n, float(rho), float(p_value), change, flagged))
+        flags.append(DriftFlag(str(model), str(build), metric, n, float(rho), float(p_value), change, flagged))
     return tuple(flags)
 
 
@@ -820,16 +821,16 @@ def _failed_units(units: pd.DataFrame) -> tuple[FailedUnit, ...]:
     failed = units[units["status"] != "ok"]
     return tuple(
         FailedUnit(
-            str(row.unit),
-            str(row.build),
-            str(row.model),
-            int(row.repetition),
-            int(row.attempt),
-            str(row.failure_class) or "unknown",
-            str(row.failure),
-            str(row.log),
+            str(row["unit"]),
+            str(row["build"]),
+            str(row["model"]),
+            int(row["repetition"]),
+            int(row["attempt"]),
+            str(row["failure_class"]) or "unknown",
+            str(row["failure"]),
+            str(row["log"]),
         )
-        for row in failed.itertuples(index=False)
+        for row in failed.to_dict("records")
     )
 
 

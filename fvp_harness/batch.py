@@ -235,7 +235,7 @@ def _matches(patterns: Sequence[str], stem: str, unit_id: str) -> bool:
     return any(fnmatch.fnmatchcase(full, pattern) or fnmatch.fnmatchcase(stem, pattern) for pattern in patterns)
 
 
-def report_inputs(store: ResultStore, loaded: LoadedScenario) -> dict[str, str]:
+def _report_inputs(store: ResultStore, loaded: LoadedScenario) -> dict[str, str]:
     """The parts of a report's input hash: records, manifest, the report-relevant scenario sections, harness."""
     scenario = loaded.scenario
     return {
@@ -267,7 +267,7 @@ def _report_reason(store: ResultStore, loaded: LoadedScenario) -> tuple[str | No
     if missing:
         return f"missing {', '.join(missing)}", EXIT_OK
     old = stored.get("parts") if isinstance(stored, dict) else None
-    changed = changed_parts(old or {}, report_inputs(store, loaded))
+    changed = changed_parts(old or {}, _report_inputs(store, loaded))
     if changed:
         return "changed: " + ", ".join(changed), EXIT_OK
     return None, int(stored.get("exit_code", EXIT_OK))
@@ -383,7 +383,7 @@ def _unit_artifacts(plan: Plan, unit: Unit) -> list[str]:
 # --- lanes --------------------------------------------------------------------------------------------------
 
 
-def pool_key(plan: Plan, unit: Unit) -> str:
+def _pool_key(plan: Plan, unit: Unit) -> str:
     """Which booted instances a unit may use: equal profile, FVP identity/params/args/knobs/firmware, timeouts."""
     fvp = plan.scenario.fvp
     return _digest({
@@ -431,7 +431,7 @@ def _lane_specs(nodes: Sequence[Node], capacity: int, ship: bool, scale: float) 
             job = JobSpec(node.index, plan.scenario, str(node.loaded.path), plan.profile, session,
                           tuple(unit.id for unit in units), tuple(unit.key for unit in units), node.fvp_version,
                           hashes)
-            jobs.setdefault(pool_key(plan, units[0]), []).append(job)
+            jobs.setdefault(_pool_key(plan, units[0]), []).append(job)
     specs = []
     for number, (pool, members) in enumerate(assign_lanes(jobs, capacity)):
         blobs = None
@@ -675,7 +675,7 @@ def _reports(nodes: Sequence[Node], stores: Mapping[int, ResultStore], listener:
             continue
         node.report_files = dict(outcome.files)
         node.exit_code = outcome.exit_code
-        payload = {"parts": report_inputs(store, node.loaded), "exit_code": outcome.exit_code,
+        payload = {"parts": _report_inputs(store, node.loaded), "exit_code": outcome.exit_code,
                    "failed_units": outcome.failed_units, "expectations_violated": outcome.expectations_violated,
                    "files": sorted(_relative_name(store, path) for path in outcome.files.values())}
         _write_json(store.report_path(REPORT_INPUTS_FILE), payload)

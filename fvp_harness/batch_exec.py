@@ -331,7 +331,11 @@ def run_lane(
             if drain.is_set() or stop.is_set() or abort.is_set():
                 result.interrupted = True
                 break
-            root = results_roots[job.node] if results_roots is not None else scratch / f"{number}"  # type: ignore[operator]
+            if results_roots is not None:
+                root = results_roots[job.node]
+            else:
+                assert scratch is not None  # made above exactly when there are no results roots
+                root = scratch / f"{number}"
             job_result = JobResult(job.node, job.session, job.units)
             result.jobs.append(job_result)
             collected: list[Record] = []

@@ -65,14 +65,16 @@ def run_doctor(scenario: Any, profile: Profile, *, base_dir: Path | None = None,
     fvp = scenario.fvp
     chosen = binary or fvp.binary
     simulated = chosen == SIM_BINARY
+    program: list[str] | None
     try:
-        program = resolve_binary(chosen, profile)
+        resolved = resolve_binary(chosen, profile)
     except ConfigurationError as exc:
         checks.append(Check("binary", "fail", str(exc), "install the FVP, add it to PATH, or pass --fvp PATH "
                                                          "(--fvp sim for the simulator)"))
         program = None
     else:
-        what = "embedded simulator" if simulated else program[0]
+        program = resolved
+        what = "embedded simulator" if simulated else resolved[0]
         checks.append(Check("binary", "ok", f"{what}"))
 
     try:
@@ -103,7 +105,10 @@ def run_doctor(scenario: Any, profile: Profile, *, base_dir: Path | None = None,
             checks.append(Check("parameters", "warn", "could not read --list-params; parameters not checked",
                                 "run the model with --list-params by hand", failure_class="infrastructure"))
         else:
-            unknown = [name for name in spec.params if name not in known]
+            # every -C of the argv: profile and scenario params, firmware given as -C, scenario args
+            given = list(dict.fromkeys(arg.split("=", 1)[0] for flag, arg in zip(spec.argv, spec.argv[1:], strict=False)
+                                       if flag in ("-C", "--parameter")))
+            unknown = [name for name in given if name not in known]
             if unknown:
                 hints = []
                 for name in unknown:
@@ -113,7 +118,7 @@ def run_doctor(scenario: Any, profile: Profile, *, base_dir: Path | None = None,
                                     "fix the names in fvp.params or the profile (real models ignore some "
                                     "misspelt parameters silently)"))
             else:
-                checks.append(Check("parameters", "ok", f"all {len(spec.params)} -C parameters exist"))
+                checks.append(Check("parameters", "ok", f"all {len(given)} -C parameters exist"))
     else:
         checks.append(Check("version", "skip", "no binary"))
         checks.append(Check("parameters", "skip", "no binary"))

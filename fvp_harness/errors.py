@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, ClassVar, Literal
 
 __all__ = [
     "EXIT_BAD_INPUT",
@@ -40,6 +41,7 @@ __all__ = [
     "ConfigurationError",
     "ConsoleLost",
     "DeployError",
+    "FailureClass",
     "FvpDied",
     "FvpStartError",
     "HarnessError",
@@ -60,6 +62,9 @@ EXIT_BAD_INPUT = 2
 EXIT_INFRASTRUCTURE = 3
 EXIT_INTERRUPTED = 130
 
+FailureClass = Literal["infrastructure", "test", "configuration", "interrupted"]
+"""How a failure is classed; ``records.Record.failure_class`` holds the same four values."""
+
 
 class HarnessError(Exception):
     """Base of every harness failure.
@@ -69,7 +74,7 @@ class HarnessError(Exception):
     opening files; ``stage`` names where it happened (``boot``, ``login``, ``deploy``, a unit id, ...).
     """
 
-    failure_class = "infrastructure"
+    failure_class: ClassVar[FailureClass] = "infrastructure"
     exit_code = EXIT_INFRASTRUCTURE
 
     def __init__(
@@ -167,8 +172,8 @@ class TestFailure(HarnessError):
 class CommandFailed(TestFailure):
     """A guest command exited with a non-zero status. ``exit_status`` and ``output`` say how."""
 
-    def __init__(self, message: str, *, exit_status: int, output: str = "", **kwargs: object) -> None:
-        super().__init__(message, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, message: str, *, exit_status: int, output: str = "", **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
         self.exit_status = exit_status
         self.output = output
 

@@ -59,6 +59,7 @@ from typing import Any, Protocol
 
 from fvp_harness.errors import (
     CommandFailed,
+    FailureClass,
     HarnessError,
     InfrastructureError,
     MetricMissing,
@@ -79,6 +80,7 @@ __all__ = [
     "ExecuteOptions",
     "InstanceInfo",
     "SessionOutcome",
+    "SessionRunner",
     "TargetFactory",
     "UnitCommand",
     "default_deploy",
@@ -349,7 +351,7 @@ class SessionRunner:
                     if boot_failures > retries:
                         self.outcome.aborted = (
                             f"{self.session.name}: no usable instance after {boot_failures} tries; "
-                            f"{len(queue)} unit(s) not run: {info.error}")
+                            f"{len(queue)} unit(s) not run: {str(exc).strip()[:2000]}")  # with the log path
                         break
                 # else: a unit failed with the instance (already recorded): go on with a fresh one
             finally:
@@ -402,7 +404,7 @@ class SessionRunner:
                        duration: float, *, log_rel: str | None = None, extra: Mapping[str, Any] | None = None,
                        build_id_seen: str | None = None, samples: Mapping[str, list[float]] | None = None,
                        units: Mapping[str, str] | None = None) -> Record:
-        failure_class = exc.failure_class if isinstance(exc, HarnessError) else "test"
+        failure_class: FailureClass = exc.failure_class if isinstance(exc, HarnessError) else "test"
         if log_rel is None and isinstance(exc, HarnessError) and exc.log_path is not None:
             log_rel = self._relative(exc.log_path)
         return Record(

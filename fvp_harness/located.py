@@ -140,7 +140,10 @@ def compose_file(path: Path) -> LNode:
         loader.dispose()
 
 
-_PLAIN_COLLECTIONS = {yaml.MappingNode: "tag:yaml.org,2002:map", yaml.SequenceNode: "tag:yaml.org,2002:seq"}
+_PLAIN_COLLECTIONS: dict[type[yaml.Node], str] = {
+    yaml.MappingNode: "tag:yaml.org,2002:map",
+    yaml.SequenceNode: "tag:yaml.org,2002:seq",
+}
 
 
 def _convert(loader: yaml.SafeLoader, node: yaml.Node, shown: str, base_dir: Path) -> LNode:

@@ -128,9 +128,10 @@ def exit_code_for(failed_units: int, infrastructure: int, violated: bool, aborte
     return EXIT_OK
 
 
-def query_fvp_version(loaded: LoadedScenario) -> tuple[str | None, str]:
+def query_fvp_version(loaded: LoadedScenario, timeout_scale: float = 1.0) -> tuple[str | None, str]:
     """The model's ``--version`` (parsed with the profile's pattern) and its whole banner; (None, "") for host
-    targets. The binary is resolved the way a boot resolves it, so a missing binary fails here, before any build."""
+    targets. The binary is resolved the way a boot resolves it, so a missing binary fails here, before any build.
+    A model silent for 60 s or its whole scaled boot timeout (whichever is shorter) is left to fail at boot."""
     scenario = loaded.scenario
     if scenario.target == "host":
         return None, ""
@@ -140,9 +141,12 @@ def query_fvp_version(loaded: LoadedScenario) -> tuple[str | None, str]:
     if scenario.fvp.is_sim:
         program = program[:3]
     env = sim_environment(dict(scenario.fvp.sim) if scenario.fvp.is_sim else {})
-    _status, text = query_model(program, "--version", env, 60.0)
+    fvp = scenario.fvp
+    _status, text = query_model(program, "--version", env,
+                                min(60.0, fvp.timeouts.boot * fvp.timeout_scale * timeout_scale))
     match = re.search(loaded.profile.version_pattern, text)
-    version = match.group(1) if match else (text.strip().splitlines() or [None])[0]
+    lines = text.strip().splitlines()
+    version = match.group(1) if match else lines[0] if lines else None
     return version, text.strip()
 
 
@@ -311,7 +315,7 @@ def run_scenario(
     phases: dict[str, float] = {}
     store = ResultStore(results_dir_for(loaded.path, options.results_base, options.output_dir))
     with store.lock():
-        version, banner = query_fvp_version(loaded)
+        version, banner = query_fvp_version(loaded, options.timeout_scale)
         phases["version"] = time.monotonic() - began
         if not options.resume:
             store.reset()  # a plain run starts the folder over (the user asked for a new measurement)

@@ -32,7 +32,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 __all__ = ["Event", "Listener", "ProgressView", "null_listener"]
 
@@ -78,7 +86,7 @@ class ProgressView:
         self._clock = clock
         self._lock = threading.Lock()
         self._progress: Progress | None = None
-        self._task: int | None = None
+        self._task: TaskID | None = None
         self._done = 0
         self._failed = 0
         self._total = 0
@@ -121,7 +129,7 @@ class ProgressView:
 
     def _state(self, text: str) -> None:
         if self._progress is not None and self._task is not None:
-            self._progress.update(self._task, state=text)  # type: ignore[arg-type]
+            self._progress.update(self._task, state=text)
 
     def _handle(self, event: Event) -> None:
         kind = event.kind
@@ -132,7 +140,7 @@ class ProgressView:
             skipped = f", {event.skipped} already stored" if event.skipped else ""
             self._line(f"{self._total} units to run on {event.sessions} instance(s){skipped}")
             if self._progress is not None:
-                self._task = self._progress.add_task("units", total=self._total, state="")  # type: ignore[assignment]
+                self._task = self._progress.add_task("units", total=self._total, state="")
         elif kind == "boot":
             self._state(f"{event.session}: booting")
             self._line(f"{event.session}: booting")
@@ -150,7 +158,7 @@ class ProgressView:
             if event.status != "ok":
                 self._failed += 1
             if self._progress is not None and self._task is not None:
-                self._progress.update(self._task, completed=self._done)  # type: ignore[arg-type]
+                self._progress.update(self._task, completed=self._done)
             if event.status != "ok":
                 self._line(f"{event.session}: {event.unit} FAILED: {event.detail}", important=True)
             elif self.plain:

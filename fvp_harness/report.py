@@ -413,22 +413,22 @@ def _summary_table(summary: pd.DataFrame) -> str:
         "p95",
     ]
     rows = []
-    for row in summary.itertuples(index=False):
-        ci = "n/a" if pd.isna(row.ci_low) else f"{_num(row.ci_low)} … {_num(row.ci_high)}"
-        uom = f" {row.unit_of_measure}" if row.unit_of_measure else ""
+    for row in summary.to_dict("records"):
+        ci = "n/a" if pd.isna(row["ci_low"]) else f"{_num(row['ci_low'])} … {_num(row['ci_high'])}"
+        uom = f" {row['unit_of_measure']}" if row["unit_of_measure"] else ""
         rows.append(
             [
-                row.model,
-                row.build,
-                row.metric,
-                row.n,
-                row.units,
-                _num(row.median) + uom,
+                row["model"],
+                row["build"],
+                row["metric"],
+                row["n"],
+                row["units"],
+                _num(row["median"]) + uom,
                 ci,
-                _num(row.mean),
-                _num(row.std),
-                _num(row.p5),
-                _num(row.p95),
+                _num(row["mean"]),
+                _num(row["std"]),
+                _num(row["p5"]),
+                _num(row["p95"]),
             ]
         )
     return markdown_table(rows, headers, ["left", "left", "left"] + ["right"] * 8)

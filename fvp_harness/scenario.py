@@ -44,7 +44,9 @@ __all__ = [
     "Report",
     "Run",
     "Scenario",
+    "StrictModel",
     "Timeouts",
+    "cross_field_problems",
     "expand_build_command",
     "load_scenario",
     "render_template",
@@ -375,13 +377,15 @@ class Compare(StrictModel):
     min_effect: float = Field(1.0, ge=0, description="Smallest change in percent that counts as a change.")
 
 
+_ReportOutput = Literal["markdown", "csv", "json", "png"]
+_REPORT_OUTPUTS: tuple[_ReportOutput, ...] = ("markdown", "csv", "json", "png")
+
+
 class Report(StrictModel):
     """What the report looks like and which files it writes."""
 
     title: str | None = None
-    outputs: list[Literal["markdown", "csv", "json", "png"]] = Field(
-        default_factory=lambda: ["markdown", "csv", "json", "png"]
-    )
+    outputs: list[_ReportOutput] = Field(default_factory=lambda: list(_REPORT_OUTPUTS))
 
 
 class Scenario(StrictModel):

@@ -533,7 +533,9 @@ class _Reader:
                 keys = []
             if keys:
                 key = keys[0]
-                scale = _UNIT_SCALE[_LATENCY_KEY.match(key).group(1)]  # type: ignore[union-attr]
+                unit_match = _LATENCY_KEY.match(key)
+                assert unit_match is not None  # keys were chosen by this pattern
+                scale = _UNIT_SCALE[unit_match.group(1)]
                 measured_items = [it for it in items if not it.get("warmup", False)]
                 warm = config.warmup or 0
                 if len(measured_items) == len(items) and warm and len(items) == measured + warm:
@@ -881,7 +883,8 @@ def load_results(
             build, name, repetition, session = stored.build, stored.model, stored.repetition, stored.session
             started = stored.started
         else:
-            build = {True: "zero_copy", False: "copy"}.get(run.config.zero_copy, "unknown")  # type: ignore[arg-type]
+            zero_copy = run.config.zero_copy
+            build = "unknown" if zero_copy is None else "zero_copy" if zero_copy else "copy"
             name = run.model or "model"
             repetition = counters[(build, name)]
             session, started = "vgf", None

@@ -215,6 +215,7 @@ def compare_vgf(
                 base, cand = m.baseline_median, m.candidate_median
                 change = cand - base if base is not None and cand is not None else None
                 timed = metric.endswith("_ns") and section in ("latency", "execution")
+                verdict: str
                 if timed:
                     verdict = m.verdict
                     if base == 0 and cand == 0:
@@ -304,9 +305,8 @@ def _expectations(
         if execute is None:
             out.append(VgfExpectation(model, "execution unchanged", "unverified", "no execute_ns in the reports"))
         else:
-            status: Status = {"no change": "pass", "faster": "fail", "slower": "fail"}.get(
-                execute.verdict, "unverified"
-            )  # type: ignore[assignment]
+            statuses: dict[str, Status] = {"no change": "pass", "faster": "fail", "slower": "fail"}
+            status = statuses.get(execute.verdict, "unverified")
             out.append(
                 VgfExpectation(
                     model,
@@ -318,7 +318,7 @@ def _expectations(
             )
         sel = frame[(frame["model"] == model) & (frame["metric"] == "success")] if len(frame) else frame
         if len(sel):
-            failed = {b: int((g["value"] == 0).sum()) for b, g in sel.groupby("build", sort=False)}
+            failed = {str(b): int((g["value"] == 0).sum()) for b, g in sel.groupby("build", sort=False)}
             bad = {b: n for b, n in failed.items() if n}
             detail = ", ".join(f"{b}: {n} failed" for b, n in bad.items()) or "every execute succeeded"
             out.append(VgfExpectation(model, "executes succeeded", "fail" if bad else "pass", detail))
@@ -586,7 +586,7 @@ def render_vgf_png(c: VgfComparison, path: Path, title: str | None = None) -> Pa
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()
     labels: list[str] = []
-    x = 0
+    x = 0.0
     used: set[str] = set()
     for model in c.models:
         for build, which in ((c.baseline, "baseline"), (c.candidate, "candidate")):

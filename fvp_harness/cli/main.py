@@ -16,6 +16,7 @@ import logging
 import pkgutil
 import sys
 from collections.abc import Sequence
+from types import ModuleType
 
 from fvp_harness import __version__
 from fvp_harness.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, HarnessError
@@ -34,7 +35,7 @@ def _common_options(suppress_defaults: bool) -> argparse.ArgumentParser:
     return parent
 
 
-def _verb_modules() -> list[object]:
+def _verb_modules() -> list[ModuleType]:
     import fvp_harness.cli as package
 
     modules = []
@@ -55,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="verb", metavar="VERB")
     common = _common_options(suppress_defaults=True)
     for module in _verb_modules():
-        module.register(subparsers, common)  # type: ignore[attr-defined]
+        module.register(subparsers, common)
     return parser
 
 

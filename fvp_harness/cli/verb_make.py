@@ -10,8 +10,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fvp_harness.cli.scenario_args import add_timeout_scale_option
+
+if TYPE_CHECKING:
+    from fvp_harness.batch import Executor
 
 __all__ = ["ORDER", "register"]
 
@@ -63,10 +67,10 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
                         help="override a field in every scenario, e.g. --set run.iterations=5 (repeatable)")
     parser.add_argument("--fvp", dest="fvp_binary", metavar="PATH", default=None,
                         help="FVP binary for every scenario instead of fvp.binary (`sim`: the simulator)")
-    parser.set_defaults(handler=make_verb)
+    parser.set_defaults(handler=_make_verb)
 
 
-def _executor(args: argparse.Namespace, jobs: int | None) -> object:
+def _executor(args: argparse.Namespace, jobs: int | None) -> Executor:
     from fvp_harness.batch import default_jobs
     from fvp_harness.batch_exec import LocalExecutor
     from fvp_harness.errors import ConfigurationError
@@ -83,7 +87,7 @@ def _executor(args: argparse.Namespace, jobs: int | None) -> object:
                         ship_artifacts=args.artifacts != "shared")
 
 
-def make_verb(args: argparse.Namespace) -> int:
+def _make_verb(args: argparse.Namespace) -> int:
     import threading
 
     from rich.console import Console
@@ -107,7 +111,7 @@ def make_verb(args: argparse.Namespace) -> int:
     console = Console(file=sys.stderr, highlight=False)
     with ProgressView(console, plain=True if quiet else None, quiet=quiet) as view, \
             stop_on_first_interrupt(threading.Event(), lambda: view(Event("stopping"))) as stop:
-        result = make(args.scenarios, options, executor=executor, listener=view, stop=stop)  # type: ignore[arg-type]
+        result = make(args.scenarios, options, executor=executor, listener=view, stop=stop)
     if result.nothing_to_do:
         if not quiet:
             print("make: nothing to do (every unit and report is up to date)")

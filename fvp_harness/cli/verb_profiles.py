@@ -21,14 +21,14 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
     )
     actions = profiles.add_subparsers(dest="profiles_action", metavar="ACTION")
     listing = actions.add_parser("list", parents=[common], help="list the built-in profiles (the default)")
-    listing.set_defaults(handler=run_list)
+    listing.set_defaults(handler=_run_list)
     show = actions.add_parser("show", parents=[common], help="print one profile resolved, as YAML")
     show.add_argument("name", metavar="NAME", help="a built-in profile name or a path to a profile file")
-    show.set_defaults(handler=run_show)
-    profiles.set_defaults(handler=run_list)
+    show.set_defaults(handler=_run_show)
+    profiles.set_defaults(handler=_run_list)
 
 
-def run_list(args: argparse.Namespace) -> int:
+def _run_list(args: argparse.Namespace) -> int:
     from fvp_harness.profiles import list_profiles, load_profile
 
     names = list_profiles()
@@ -39,7 +39,7 @@ def run_list(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def run_show(args: argparse.Namespace) -> int:
+def _run_show(args: argparse.Namespace) -> int:
     import yaml
 
     from fvp_harness.profiles import builtin_profile_path, load_profile

@@ -53,7 +53,7 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
                      help="run only this build's units (repeatable)")
     run.add_argument("--only-model", action="append", default=[], metavar="MODEL",
                      help="run only this model's units (repeatable)")
-    run.set_defaults(handler=run_verb)
+    run.set_defaults(handler=_run_verb)
 
     report = subparsers.add_parser(
         "report",
@@ -63,7 +63,7 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
         "files; no model runs. Exit 0, or 1 when units failed or an expectation is violated.",
     )
     report.add_argument("results", metavar="DIR", type=Path)
-    report.set_defaults(handler=report_verb)
+    report.set_defaults(handler=_report_verb)
 
 
 def _fmt(value: float | None) -> str:
@@ -104,8 +104,9 @@ def format_summary(result: AnalysisResult) -> str:
     units = result.units
     ok = int((units["status"] == "ok").sum()) if len(units) else 0
     lines.append(f"units: {ok} ok, {len(result.failed_units)} failed")
-    for unit in result.failed_units:
-        lines.append(f"  FAILED {unit.unit} ({unit.failure_class}): {unit.failure[:160]} [{unit.log}]")
+    for failed_unit in result.failed_units:
+        lines.append(f"  FAILED {failed_unit.unit} ({failed_unit.failure_class}): {failed_unit.failure[:160]} "
+                     f"[{failed_unit.log}]")
     return "\n".join(lines)
 
 
@@ -122,7 +123,7 @@ def _finish(outcome: ReportOutcome, quiet: bool) -> int:
     return outcome.exit_code
 
 
-def run_verb(args: argparse.Namespace) -> int:
+def _run_verb(args: argparse.Namespace) -> int:
     import threading
 
     from rich.console import Console
@@ -155,7 +156,7 @@ def run_verb(args: argparse.Namespace) -> int:
     return code
 
 
-def report_verb(args: argparse.Namespace) -> int:
+def _report_verb(args: argparse.Namespace) -> int:
     from fvp_harness.pipeline import rebuild_report
 
     return _finish(rebuild_report(args.results), args.quiet > 0)

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 ORDER = 40
 
-__all__ = ["ORDER", "format_plan", "register"]
+__all__ = ["ORDER", "format_plan", "plan_as_json", "register"]
 
 
 def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -35,7 +35,7 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
         "--print", dest="show", action="store_true", help="print each resolved scenario as YAML"
     )
     add_scenario_options(validate)
-    validate.set_defaults(handler=run_validate)
+    validate.set_defaults(handler=_run_validate)
 
     plan = subparsers.add_parser(
         "plan",
@@ -47,7 +47,7 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
     plan.add_argument("scenario", metavar="SCENARIO")
     plan.add_argument("--json", action="store_true", help="machine-readable output")
     add_scenario_options(plan)
-    plan.set_defaults(handler=run_plan)
+    plan.set_defaults(handler=_run_plan)
 
     schema = subparsers.add_parser(
         "schema",
@@ -56,10 +56,10 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
         description="Print the JSON Schema of scenario files. Point yaml-language-server at it with a first "
         "line like `# yaml-language-server: $schema=../docs/scenario.schema.json`.",
     )
-    schema.set_defaults(handler=run_schema)
+    schema.set_defaults(handler=_run_schema)
 
 
-def run_validate(args: argparse.Namespace) -> int:
+def _run_validate(args: argparse.Namespace) -> int:
     import yaml
 
     paths = expand_scenario_paths(args.scenarios)
@@ -84,7 +84,7 @@ def run_validate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def run_plan(args: argparse.Namespace) -> int:
+def _run_plan(args: argparse.Namespace) -> int:
     from fvp_harness.plan import build_plan
 
     plan = build_plan(load_from_args(args, args.scenario))
@@ -95,7 +95,7 @@ def run_plan(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def run_schema(args: argparse.Namespace) -> int:
+def _run_schema(args: argparse.Namespace) -> int:
     from fvp_harness.scenario import scenario_json_schema
 
     print(json.dumps(scenario_json_schema(), indent=2))

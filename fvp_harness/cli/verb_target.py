@@ -8,9 +8,13 @@ import os
 import select
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fvp_harness.cli.scenario_args import add_scenario_options, add_timeout_scale_option, load_from_args
 from fvp_harness.errors import EXIT_OK, ConfigurationError
+
+if TYPE_CHECKING:
+    from fvp_harness.target.session import FvpTarget
 
 ORDER = 60
 
@@ -31,7 +35,7 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
     doctor.add_argument("scenario", metavar="SCENARIO")
     add_scenario_options(doctor)
     add_timeout_scale_option(doctor, "multiply every timeout (slow hosts)")
-    doctor.set_defaults(handler=run_doctor_verb)
+    doctor.set_defaults(handler=_run_doctor_verb)
 
     shell = subparsers.add_parser(
         "shell",
@@ -45,7 +49,7 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
     add_timeout_scale_option(shell, "multiply every timeout (slow hosts)")
     shell.add_argument("--log-dir", type=Path, default=None,
                        help="where terminal logs go (default: results/<scenario>/logs/shell-<time>)")
-    shell.set_defaults(handler=run_shell_verb)
+    shell.set_defaults(handler=_run_shell_verb)
 
 
 def format_checks(checks: list, title: str) -> str:
@@ -60,7 +64,7 @@ def format_checks(checks: list, title: str) -> str:
     return "\n".join(lines)
 
 
-def run_doctor_verb(args: argparse.Namespace) -> int:
+def _run_doctor_verb(args: argparse.Namespace) -> int:
     from fvp_harness.doctor import doctor_exit_code, run_doctor
 
     loaded = load_from_args(args, args.scenario, check_files=False)
@@ -74,8 +78,8 @@ def run_doctor_verb(args: argparse.Namespace) -> int:
     return code
 
 
-def run_shell_verb(args: argparse.Namespace) -> int:
-    from fvp_harness.target.session import open_target
+def _run_shell_verb(args: argparse.Namespace) -> int:
+    from fvp_harness.target.session import FvpTarget, open_target
 
     loaded = load_from_args(args, args.scenario, check_files=False)
     if loaded.scenario.target == "host":
@@ -84,6 +88,7 @@ def run_shell_verb(args: argparse.Namespace) -> int:
     log_dir = args.log_dir or Path("results") / loaded.stem / "logs" / f"shell-{stamp}"
     print(f"booting {loaded.profile.name} ({loaded.scenario.fvp.binary}); logs in {log_dir}", file=sys.stderr)
     with open_target(loaded, log_dir=log_dir, timeout_scale=args.timeout_scale) as target:
+        assert isinstance(target, FvpTarget)  # target: host was refused above
         target.run("stty echo; export PS1='# '")
         console = target.console
         assert console is not None
@@ -94,7 +99,7 @@ def run_shell_verb(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _interact(target: object) -> None:
+def _interact(target: FvpTarget) -> None:
     """Raw keyboard <-> console until Ctrl-], EOF on stdin, or the model/console going away.
 
     Not ``pexpect.interact``: the console's socket is owned by its drain thread (which keeps writing the log), so
@@ -103,7 +108,8 @@ def _interact(target: object) -> None:
     import termios
     import tty
 
-    console = target.console  # type: ignore[attr-defined]
+    console, process = target.console, target.process
+    assert console is not None and process is not None  # open_target hands out booted targets only
     terminal = console.terminal
     out = sys.stdout.buffer
 
@@ -118,7 +124,7 @@ def _interact(target: object) -> None:
     try:
         if saved is not None:
             tty.setraw(stdin)
-        while not terminal.closed and target.process.alive():  # type: ignore[attr-defined]
+        while not terminal.closed and process.alive():
             ready, _, _ = select.select([stdin], [], [], 0.2)
             if not ready:
                 continue

@@ -172,9 +172,10 @@ def parse_args(argv: list[str]) -> Options:
             i += 1
         else:
             raise CmdlineError(f"Error: unrecognised option '{word}'.\n{USAGE}")
-    mmc = opts.params["board.msd_mmc.p_mmc_file"]
-    if opts.action == "run" and mmc and not os.path.isfile(mmc):
-        raise CmdlineError(f"Error: board.msd_mmc.p_mmc_file: cannot open file '{mmc}'.")
+    for name in ("board.msd_mmc.p_mmc_file", "se.trustedBootROMloader.fname", "board.flash0.fname"):
+        path = opts.params[name]  # image files the real model opens at start-up
+        if opts.action == "run" and path and not os.path.isfile(path):
+            raise CmdlineError(f"Error: {name}: cannot open file '{path}'.")
     for term in ("host.host_terminal_0", "host.host_terminal_1", "se.secenc_terminal"):
         mode = opts.params[f"{term}.mode"]
         if mode not in ("telnet", "raw"):

@@ -45,10 +45,12 @@ __all__ = [
     "exact_matmul",
     "fc_int8",
     "float_forward",
+    "float_layer",
     "quantize_multiplier",
     "requantize",
     "run_layer",
     "run_model",
+    "window_size",
 ]
 
 INT8_MIN, INT8_MAX = -128, 127

@@ -24,7 +24,11 @@ __all__ = [
     "KINDS",
     "Architecture",
     "Layer",
+    "deep_autoencoder",
+    "ds_cnn",
     "get_architecture",
+    "mobilenet_v1_025",
+    "resnet8",
 ]
 
 KINDS = ("conv", "depthwise", "fc", "add", "avgpool")

@@ -46,6 +46,7 @@ __all__ = [
     "LayerCycles",
     "inference_cycles",
     "layer_cycles",
+    "utilisation",
 ]
 
 NPU_CLOCK_HZ = 1_000_000_000

@@ -34,7 +34,20 @@ from fvp_harness.sim.builtins import BUILTINS
 from fvp_harness.sim.machine import Machine
 from fvp_harness.sim.shell_io import IO, VARIABLE_NAME, BytesStdin, ExitShell, Stdin, Tty
 
-__all__ = ["IO", "BytesStdin", "ExitShell", "Incomplete", "Shell", "ShellSyntaxError", "Stdin", "Tty", "parse"]
+__all__ = [
+    "IO",
+    "BytesStdin",
+    "ExitShell",
+    "Incomplete",
+    "Redir",
+    "Seg",
+    "Shell",
+    "ShellSyntaxError",
+    "Simple",
+    "Stdin",
+    "Tty",
+    "parse",
+]
 
 log = logging.getLogger(__name__)
 
@@ -234,7 +247,7 @@ def parse(line: str) -> list[tuple[str | None, Simple]]:
     pending: tuple[int, str] | None = None
     for kind, value in _tokenize(line):
         if kind == "word":
-            segs = value  # type: ignore[assignment]
+            segs = value
             assert isinstance(segs, list)
             if pending is not None:
                 cur.redirs.append(Redir(pending[0], pending[1], segs))

@@ -6,7 +6,7 @@ embedded simulator is behind it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -54,13 +54,3 @@ class Target(Protocol):
 
     def get(self, remote: str) -> bytes:
         """Read a guest file's bytes."""
-
-
-@dataclass
-class TargetInfo:
-    """Plain facts about an opened target, for the manifest."""
-
-    argv: list[str] = field(default_factory=list)
-    ports: dict[str, int] = field(default_factory=dict)
-    version: str | None = None
-    stat: dict[str, str] = field(default_factory=dict)

@@ -35,6 +35,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TextIO
 
 import pexpect
 
@@ -46,6 +47,7 @@ from fvp_harness.target.text import TextCleaner
 __all__ = [
     "OWNER_ENV",
     "SIM_BINARY",
+    "ExitInfo",
     "FvpProcess",
     "LaunchSpec",
     "build_launch",
@@ -99,17 +101,34 @@ def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
     return True
 
 
-def query_model(program: Sequence[str], option: str, env: Mapping[str, str], timeout: float
-                ) -> tuple[int | None, str]:
-    """Run ``program option`` (``--version``, ``--list-params``) to completion: (exit status or None, output)."""
+def query_model(program: Sequence[str], option: str, env: Mapping[str, str], timeout: float,
+                cancel: threading.Event | None = None) -> tuple[int | None, str]:
+    """Run ``program option`` (``--version``, ``--list-params``) to completion: (exit status or None, output).
+
+    The query runs in its own process group, killed whole when it gives no answer within ``timeout`` or ``cancel``
+    is set (a hung model, or a wrapper script whose child would otherwise outlive it and hold the pipes open).
+    """
     try:
-        done = subprocess.run([*program, option], capture_output=True, text=True, errors="replace",
-                              timeout=timeout, env=dict(env), stdin=subprocess.DEVNULL, check=False)
-    except subprocess.TimeoutExpired:
-        return None, f"no answer within {timeout:.0f} s"
+        proc = subprocess.Popen([*program, option], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                errors="replace", env=dict(env), stdin=subprocess.DEVNULL, start_new_session=True)
     except OSError as exc:
         return None, str(exc)
-    return done.returncode, done.stdout + done.stderr
+    end = time.monotonic() + timeout
+    try:
+        while True:
+            try:
+                out, err = proc.communicate(timeout=max(0.0, min(0.2, end - time.monotonic())))
+                return proc.returncode, out + err
+            except subprocess.TimeoutExpired:
+                if time.monotonic() >= end:
+                    return None, f"no answer within {timeout:.0f} s"
+                if cancel is not None and cancel.is_set():
+                    return None, "cancelled"
+    finally:
+        if proc.returncode is None:  # leader not reaped yet, so its pid still names the group
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
 
 
 def resolve_binary(binary: str, profile: Profile) -> list[str]:
@@ -330,7 +349,7 @@ class FvpProcess:
         self._child: pexpect.spawn | None = None
         self._thread: threading.Thread | None = None
         self._eof = False
-        self._log_file = None
+        self._log_file: TextIO | None = None
         self.exit: ExitInfo | None = None
         self.started_at: float | None = None
         self.stopped = False
@@ -492,7 +511,8 @@ class FvpProcess:
     def stop(self, polite_timeout: float | None = None, term_timeout: float = 5.0) -> dict[str, str]:
         """Stop in steps and return the ``--stat`` block (empty if the model printed none).
 
-        1. the profile's stop signal (SIGINT: the model prints its statistics and exits), wait ``polite_timeout``;
+        1. the profile's stop signal (SIGINT: the model prints its statistics and exits) to the process group, as a
+           terminal's Ctrl-C would (so a model started by a wrapper script gets it too), wait ``polite_timeout``;
         2. SIGTERM to the process group, wait ``term_timeout``;
         3. SIGKILL to the process group. Never raises; safe to call twice.
         """
@@ -501,7 +521,7 @@ class FvpProcess:
         polite = self.profile.stop_timeout if polite_timeout is None else polite_timeout
         try:
             if self.alive():
-                self._signal_leader(getattr(signal, self.profile.stop_signal))
+                self._signal_group(getattr(signal, self.profile.stop_signal))
                 if not self._wait_exit(polite):
                     log.warning("model pid %s ignored %s for %.3g s; sending SIGTERM to its group", self.pid,
                                 self.profile.stop_signal, polite)
@@ -536,11 +556,6 @@ class FvpProcess:
             self._thread.join(timeout=2.0)
         self._log("#", f"stopped: {self.exit.describe()}")
         self._close_log()
-
-    def _signal_leader(self, signum: int) -> None:
-        if self.pid is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(self.pid, signum)
 
     def _signal_group(self, signum: int) -> None:
         if self.pid is not None:

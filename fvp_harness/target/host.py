@@ -16,6 +16,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import TextIO
 
 from fvp_harness.target.base import CommandResult
 from fvp_harness.target.console import CommandTimeout
@@ -36,7 +37,7 @@ class HostTarget:
         self.command_timeout = command_timeout
         self.timeout_scale = timeout_scale
         self.workdir: Path | None = None
-        self._log = None
+        self._log: TextIO | None = None
 
     def open(self) -> None:
         self.workdir = Path(tempfile.mkdtemp(prefix="fvp-harness-host-"))

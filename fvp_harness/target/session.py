@@ -30,6 +30,7 @@ from fvp_harness.target.fvp import FvpProcess, LaunchSpec, build_launch, query_m
 from fvp_harness.target.host import HostTarget
 from fvp_harness.target.ssh import SshTransport
 from fvp_harness.target.terminal import Terminal
+from fvp_harness.target.text import KERNEL_LINE
 
 __all__ = ["FvpTarget", "open_target", "resolve_scenario"]
 
@@ -99,6 +100,7 @@ class FvpTarget:
         self._deployer: Any = None
         self._lock = threading.RLock()
         self._version_thread: threading.Thread | None = None
+        self._version_cancel = threading.Event()
         self.closed = False
 
     # -- lifecycle -------------------------------------------------------------------------------------------
@@ -145,10 +147,10 @@ class FvpTarget:
             terminal.connect(boot, alive=process.alive)
             self.terminals[term_name] = terminal
         console_terminal = self.terminals[self.profile.console]
-        kernel_kw = {} if self._kernel_line == "default" else {"kernel_line": self._kernel_line}
+        kernel_line = KERNEL_LINE if self._kernel_line == "default" else self._kernel_line
         self.console = console = Console(
             console_terminal, self.profile, watch, terminals=self.terminals, alive=process.alive,
-            died_message=process.died_message, model_log=process.log_path, **kernel_kw)
+            died_message=process.died_message, model_log=process.log_path, kernel_line=kernel_line)
         console.wait_for_login_prompt(boot)
         self.metadata["boot_seconds"] = round(time.monotonic() - launched, 3)
         self.metadata["boot_stages"] = dict(watch.stage_times)
@@ -161,7 +163,8 @@ class FvpTarget:
                  spec.ssh_port)
 
     def _read_version(self, program: list[str]) -> None:
-        status, text = query_model(program, "--version", self.spec.env if self.spec else {}, 30.0)
+        status, text = query_model(program, "--version", self.spec.env if self.spec else {}, 30.0,
+                                   cancel=self._version_cancel)
         match = re.search(self.profile.version_pattern, text)
         if match:
             self.metadata["version"] = match.group(1)
@@ -192,6 +195,7 @@ class FvpTarget:
             if self.process is not None:
                 self.process.kill_group()
             if self._version_thread is not None:
+                self._version_cancel.set()  # a hung model's `--version` is killed, not waited for
                 self._version_thread.join(timeout=5.0)  # its `--version` child must not outlive the session
 
     # -- Target --------------------------------------------------------------------------------------------------

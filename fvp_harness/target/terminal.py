@@ -26,6 +26,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
+from typing import TextIO
 
 import pexpect
 from pexpect.spawnbase import SpawnBase
@@ -158,15 +159,15 @@ class TerminalSpawn(SpawnBase):
         self.closed = False
         self.delayafterread = None
 
-    def read_nonblocking(self, size: int = 1, timeout: float | None = -1) -> str:  # type: ignore[override]
+    def read_nonblocking(self, size: int = 1, timeout: float | None = -1) -> str:
         if timeout == -1:
             timeout = self.timeout
         return self._terminal._take(size, timeout)
 
-    def send(self, s: str | bytes) -> int:  # type: ignore[override]
+    def send(self, s: str | bytes) -> int:
         return self._terminal.send(s)
 
-    def sendline(self, s: str = "") -> int:  # type: ignore[override]
+    def sendline(self, s: str = "") -> int:
         return self.send(s + self._terminal.newline)
 
     def isalive(self) -> bool:
@@ -217,7 +218,7 @@ class Terminal:
         self._tap: Callable[[bytes], None] | None = None
         self._send_lock = threading.Lock()
         self._log_lock = threading.Lock()
-        self._log_file = None
+        self._log_file: TextIO | None = None
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self.closed = False

@@ -61,6 +61,7 @@ def test_list_params_is_parseable_and_complete() -> None:
         (["--bogus"], "unrecognised option"),
         (["--data", "board.flash0=/nonexistent/image.wic@0x68000000"], "cannot open file"),
         (["-C", "board.msd_mmc.p_mmc_file=/nonexistent/mmc.img"], "cannot open file"),
+        (["-C", "se.trustedBootROMloader.fname=/nonexistent/bl1.bin"], "cannot open file"),
         (["--timelimit", "soon"], "expects a number"),
         (["--sim", "fault_bogus=1"], "unknown fault knob"),
         (["--sim", "boot_seconds=fast"], "not a number"),

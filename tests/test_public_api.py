@@ -1,0 +1,63 @@
+"""``__all__`` says what each module offers: every listed name exists, and every public function or class a module
+defines (not imports) is listed, so nothing becomes public API by accident and nothing public goes unlisted.
+
+Helpers only the module itself uses take a leading underscore instead of a place in ``__all__``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+from types import ModuleType
+
+import pytest
+
+import fvp_harness
+
+
+def _modules() -> list[ModuleType]:
+    modules = [fvp_harness]
+    for info in pkgutil.walk_packages(fvp_harness.__path__, prefix="fvp_harness."):
+        if info.name.rsplit(".", 1)[-1] == "__main__":
+            continue  # running it is its whole job (it would start the CLI or the simulator)
+        modules.append(importlib.import_module(info.name))
+    return modules
+
+
+MODULES = _modules()
+
+
+def _defined_here(module: ModuleType) -> list[str]:
+    """Public functions and classes whose home is ``module`` (imported names belong to their own module)."""
+    return sorted(
+        name
+        for name, value in vars(module).items()
+        if not name.startswith("_")
+        and (inspect.isfunction(value) or inspect.isclass(value))
+        and getattr(value, "__module__", None) == module.__name__
+    )
+
+
+def test_the_package_walk_finds_the_layers() -> None:
+    names = {module.__name__ for module in MODULES}
+    for expected in ("fvp_harness.scenario", "fvp_harness.target.session", "fvp_harness.cli.main",
+                     "fvp_harness.sim.shell", "fvp_harness.profiles"):
+        assert expected in names
+
+
+@pytest.mark.parametrize("module", MODULES, ids=lambda module: module.__name__)
+def test_all_matches_what_the_module_defines(module: ModuleType) -> None:
+    defined = _defined_here(module)
+    exported = getattr(module, "__all__", None)
+    if exported is None:
+        assert not defined, f"{module.__name__} defines {defined} but has no __all__"
+        return
+    assert len(exported) == len(set(exported)), f"{module.__name__}.__all__ lists a name twice"
+    missing = [name for name in exported if not hasattr(module, name)]
+    assert not missing, f"{module.__name__}.__all__ lists names the module does not have: {missing}"
+    unlisted = [name for name in defined if name not in exported]
+    assert not unlisted, (
+        f"{module.__name__} defines public {unlisted} not in __all__: list them, or prefix with _ if only the module "
+        "uses them"
+    )
