@@ -17,6 +17,7 @@ from fvp_harness.records import Record
 from fvp_harness.report import (
     REPORT_FORMAT_VERSION,
     ReportContext,
+    expectations_markdown,
     expectations_violated,
     render_markdown,
     render_report,
@@ -323,3 +324,14 @@ def test_public_names_exist() -> None:
         missing = [name for name in module.__all__ if not hasattr(module, name)]
         assert not missing, (module.__name__, missing)
         assert list(module.__all__) == sorted(module.__all__, key=lambda n: (not n.isupper(), n))
+
+
+def test_expectations_that_nothing_could_check_are_not_called_a_pass() -> None:
+    """A run that measured nothing must not show a green PASS over no evidence."""
+    rows = [("m", "identical outputs", "unverified", "no values"), ("m", "identical npu_cycles", "unverified", "")]
+    head = expectations_markdown(rows)[2]
+    assert head.startswith("**NOT VERIFIED**: none of 2 expectations") and "PASS" not in head
+    mixed = expectations_markdown([("m", "identical outputs", "pass", ""), *rows[1:]])[2]
+    assert mixed.startswith("**PASS**") and "1 could not be verified" in mixed
+    failed = expectations_markdown([("m", "identical outputs", "fail", "a != b"), *rows])[2]
+    assert failed.startswith("**FAIL**: 1 of 3")

@@ -100,7 +100,14 @@ def format_summary(result: AnalysisResult) -> str:
             lines.append(f"  {'geometric mean':<22} {'':>10} {'ratio ' + format(gm.ratio, '.3f'):>10} "
                          f"{gm.saved_pct:>7.1f}% {ci:>17}  {gm.verdict:<13}")
         failed = [e for e in comparison.expectations if e.status == "fail"]
-        lines.append("expectations: " + ("PASS" if not failed else f"FAIL ({len(failed)} violated)"))
+        checked = [e for e in comparison.expectations if e.status != "unverified"]
+        if failed:
+            verdict = f"FAIL ({len(failed)} violated)"
+        elif not checked:
+            verdict = "NOT VERIFIED (nothing could be checked)"
+        else:
+            verdict = "PASS"
+        lines.append("expectations: " + verdict)
     units = result.units
     ok = int((units["status"] == "ok").sum()) if len(units) else 0
     lines.append(f"units: {ok} ok, {len(result.failed_units)} failed")
