@@ -66,32 +66,12 @@ Status = Literal["pass", "fail", "unverified"]
 NPU_CYCLE_METRICS = ("npu_cycles", "bm_npu_cycles", "mlia_npu_active")
 """Metrics the report shows in its NPU-cycles column, first one present wins."""
 
-FRAME_COLUMNS = [
-    "scenario",
-    "unit",
-    "key",
-    "session",
-    "build",
-    "model",
-    "repetition",
-    "attempt",
-    "status",
-    "metric",
-    "iteration",
-    "value",
-    "unit_of_measure",
-    "order",
-]
+_UNIT_IDENTITY = ["scenario", "unit", "key", "session", "build", "model", "repetition", "attempt", "status"]
+"""Which unit a row belongs to: the leading columns of both the sample frame and the unit frame."""
+
+FRAME_COLUMNS = [*_UNIT_IDENTITY, "metric", "iteration", "value", "unit_of_measure", "order"]
 UNIT_COLUMNS = [
-    "scenario",
-    "unit",
-    "key",
-    "session",
-    "build",
-    "model",
-    "repetition",
-    "attempt",
-    "status",
+    *_UNIT_IDENTITY,
     "failure_class",
     "failure",
     "log",
