@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -14,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from proc_scan import processes_with_env
 
 pytestmark = pytest.mark.slow
 
@@ -24,15 +24,7 @@ UNITS = 2 * 2 * 2  # builds x models x repetitions with QUICK
 
 def _left_over(owner: int) -> list[int]:
     """Processes (simulator instances) started for the harness process ``owner`` that are still alive."""
-    marker = f"FVP_HARNESS_OWNER_PID={owner}".encode()
-    alive = []
-    for entry in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            if marker in Path(f"/proc/{entry}/environ").read_bytes().split(b"\0"):
-                alive.append(int(entry))
-        except OSError:
-            continue
-    return alive
+    return processes_with_env("FVP_HARNESS_OWNER_PID", str(owner))
 
 
 def harness(cwd: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:

@@ -339,6 +339,15 @@ def _mismatch(model: CompiledModel, npu_macs: int) -> str | None:
     )
 
 
+def _refuse_config_mismatch(model: CompiledModel, npu_macs: int, log: EtLog, abort: RunnerAbort) -> None:
+    """The driver refuses a command stream compiled for another NPU configuration: log its error, then ``abort``
+    as the runner does at that point (the reuse build at method load, the per-inference build at its first run)."""
+    mismatch = _mismatch(model, npu_macs)
+    if mismatch:
+        log("E", BACKEND_SRC, 197, f"Ethos-U Linux driver invocation failed: {mismatch}")
+        raise abort
+
+
 def _load_model(ctx: guest_programs.GuestContext, log: EtLog, path: str) -> tuple[CompiledModel, int]:
     try:
         data = ctx.read_file(path)
@@ -452,15 +461,11 @@ def _run(ctx: guest_programs.GuestContext, log: EtLog) -> int:
     load_ms = LOAD_BASE_MS + LOAD_US_PER_KIB * file_bytes / 1024.0 / 1000.0
     if artifact.driver == "reuse":
         # the driver-reuse build creates the network and every buffer once, at method init
-        mismatch = _mismatch(model, ctx.npu_macs)
-        if mismatch:
-            log("E", BACKEND_SRC, 197, f"Ethos-U Linux driver invocation failed: {mismatch}")
-            raise RunnerAbort(
-                RUNNER_SRC,
-                241,
-                "method.ok()",
-                f"Loading of method {flags.method_name} failed with status 0x30",
-            )
+        _refuse_config_mismatch(
+            model, ctx.npu_macs, log,
+            RunnerAbort(RUNNER_SRC, 241, "method.ok()",
+                        f"Loading of method {flags.method_name} failed with status 0x30"),
+        )
         load_ms += DRIVER_COSTS.setup_ms(sizes)
     load_ms = noisy(load_ms)
     spend(load_ms / 1000.0, load_ms / 1000.0)
@@ -487,15 +492,11 @@ def _run(ctx: guest_programs.GuestContext, log: EtLog) -> int:
             ctx.stderr(cut[: len(cut) // 2])
             return 0
         if artifact.driver == "per-inference":
-            mismatch = _mismatch(model, ctx.npu_macs)
-            if mismatch:
-                log("E", BACKEND_SRC, 197, f"Ethos-U Linux driver invocation failed: {mismatch}")
-                raise RunnerAbort(
-                    RUNNER_SRC,
-                    283,
-                    "status == Error::Ok",
-                    f"Execution of method {flags.method_name} failed with status 0x1",
-                )
+            _refuse_config_mismatch(
+                model, ctx.npu_macs, log,
+                RunnerAbort(RUNNER_SRC, 283, "status == Error::Ok",
+                            f"Execution of method {flags.method_name} failed with status 0x1"),
+            )
         if faults.timeout is not None and i >= faults.timeout:
             spend(NPU_TIMEOUT_NS / 1e9, 0.001)
             log("E", BACKEND_SRC, 276, f"Ethos-U inference timed out after {NPU_TIMEOUT_NS} ns")

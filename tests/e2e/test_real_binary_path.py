@@ -26,6 +26,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from proc_scan import process_group_members, processes_with_env
 
 from fvp_harness.profiles import load_profile
 
@@ -42,34 +43,7 @@ VERSION = "11.30.27 (simulated by fvp-harness sim)"
 
 def _marked(token: str) -> list[int]:
     """Live (not zombie) processes whose environment carries ``MARK=token``."""
-    needle = f"{MARK}={token}".encode()
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            environ = Path(f"/proc/{entry}/environ").read_bytes()
-            state = Path(f"/proc/{entry}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state != b"Z" and needle in environ.split(b"\0"):
-            found.append(int(entry))
-    return found
-
-
-def _group_members(pgid: int) -> list[int]:
-    """Live (not zombie) processes of process group ``pgid`` (zombies only wait for init to reap them)."""
-    members = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            fields = Path(f"/proc/{entry}/stat").read_bytes().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[0] != b"Z" and int(fields[2]) == pgid:
-            members.append(int(entry))
-    return members
+    return processes_with_env(MARK, token)
 
 
 def _install(folder: Path, script: str) -> Path:
@@ -281,4 +255,4 @@ def test_silent_hung_binary_is_a_port_error_and_leaves_nothing(harness, on_path,
     assert elapsed < 40, f"took {elapsed:.1f} s"
     started = [int(pid) for pid in pids.read_text().split()]
     assert len(started) == 5, started  # --version for the run, then per boot (2 tries): the model, its --version
-    assert not [pgid for pgid in started if _group_members(pgid)], "process groups left"
+    assert not [pgid for pgid in started if process_group_members(pgid)], "process groups left"

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from proc_scan import processes_with_env
 
 pytestmark = pytest.mark.slow
 
@@ -27,19 +28,7 @@ CRASH_BUILD = "{fvp_harness} sim runner --driver reuse --id driver-reuse --fault
 
 def _models_owned_by(pid: int) -> list[int]:
     """Live processes started by the harness process ``pid`` (models carry its pid in FVP_HARNESS_OWNER_PID)."""
-    marker = f"FVP_HARNESS_OWNER_PID={pid}".encode()
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            environ = Path(f"/proc/{entry}/environ").read_bytes()
-            state = Path(f"/proc/{entry}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state != b"Z" and marker in environ.split(b"\0"):
-            found.append(int(entry))
-    return found
+    return processes_with_env("FVP_HARNESS_OWNER_PID", str(pid))
 
 
 def _assert_no_models_left(pid: int, grace: float = 5.0) -> None:

@@ -8,44 +8,19 @@ import time
 from pathlib import Path
 
 import pytest
+from proc_scan import child_processes, processes_with_env
 
 from fvp_harness.target.fvp import OWNER_ENV
 
 
 def _our_models() -> list[int]:
     """PIDs of live processes launched by this test process (they carry our PID in OWNER_ENV)."""
-    marker = f"{OWNER_ENV}={os.getpid()}".encode()
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as handle:
-                environ = handle.read()
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                state = handle.read().rsplit(b")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state != b"Z" and marker in environ.split(b"\0"):
-            found.append(int(entry))
-    return found
+    return processes_with_env(OWNER_ENV, str(os.getpid()))
 
 
 def _children() -> list[int]:
     """Direct child processes of this test process that are still running."""
-    me = str(os.getpid())
-    kids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                fields = handle.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[1].decode() == me and fields[0] != b"Z":
-            kids.append(int(entry))
-    return kids
+    return child_processes(os.getpid())
 
 
 @pytest.fixture(autouse=True)
