@@ -22,8 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from fvp_harness.batch import MakeOptions, MakeResult, make
-from fvp_harness.store import ResultStore
+from fvp_harness.batch.engine import MakeOptions, MakeResult, make
+from fvp_harness.store.folder import ResultStore
 
 MODELS = {"kws_a": "ds_cnn", "kws_b": "ds_cnn", "res": "resnet8", "ae": "deep_autoencoder"}
 

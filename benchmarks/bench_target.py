@@ -20,9 +20,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from fvp_harness.deploy import Deployer
-from fvp_harness.scenario import Scenario
-from fvp_harness.target.session import open_target
+from fvp_harness.run.deploy import Deployer
+from fvp_harness.scenario.model import Scenario
+from fvp_harness.targets.fvp_target import open_target
 
 BOOT_SECONDS = 1.0
 

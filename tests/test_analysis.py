@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fvp_harness.analysis import (
+from fvp_harness.report.analysis import (
     SUMMARY_COLUMNS,
     Settings,
     analyse,
@@ -20,8 +20,8 @@ from fvp_harness.analysis import (
     summarise,
     to_frame,
 )
-from fvp_harness.records import Record
-from fvp_harness.scenario import Compare
+from fvp_harness.store.records import Record
+from fvp_harness.scenario.model import Compare
 
 Sampler = Callable[[np.random.Generator, str, str, int], list[float]]
 

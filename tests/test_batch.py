@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from fvp_harness.batch import (
+from fvp_harness.batch.engine import (
     REPORT_INPUTS_FILE,
     Action,
     MakeOptions,
@@ -25,13 +25,13 @@ from fvp_harness.batch import (
     plan_batch,
     scenario_files,
 )
-from fvp_harness.batch_exec import JobSpec, LocalExecutor
+from fvp_harness.batch.lanes import JobSpec, LocalExecutor
 from fvp_harness.cli.main import main
 from fvp_harness.errors import ConfigurationError
-from fvp_harness.execute import KEY_PART_PREFIX
-from fvp_harness.plan import Unit
-from fvp_harness.records import Record
-from fvp_harness.store import ResultStore
+from fvp_harness.run.execute import KEY_PART_PREFIX
+from fvp_harness.run.plan import Unit
+from fvp_harness.store.records import Record
+from fvp_harness.store.folder import ResultStore
 
 SCENARIO = """\
 name: {name}
@@ -285,7 +285,7 @@ def test_only_pattern_and_always(art: Path, tmp_path: Path) -> None:
 @pytest.mark.dask
 def test_dask_local_cluster_gives_the_same_report_as_local(art: Path, tmp_path: Path) -> None:
     pytest.importorskip("distributed")
-    from fvp_harness.batch_dask import DaskExecutor
+    from fvp_harness.batch.dask import DaskExecutor
 
     sc = tmp_path / "sc"
     write_scenario(sc, "a", art)
@@ -310,7 +310,7 @@ def test_make_verb_help_lists_make_conventions() -> None:
 
 def test_ctrl_c_keeps_finished_records_and_the_next_make_continues(art: Path, tmp_path: Path) -> None:
     from fvp_harness.errors import Interrupted
-    from fvp_harness.progress import Event
+    from fvp_harness.events import Event
 
     sc = tmp_path / "sc"
     write_scenario(sc, "a", art, repetitions=4, iterations=40)
@@ -342,7 +342,7 @@ def test_stop_finishes_the_units_in_flight_and_the_next_make_continues(art: Path
     import threading
 
     from fvp_harness.errors import Interrupted
-    from fvp_harness.progress import Event
+    from fvp_harness.events import Event
 
     sc = tmp_path / "sc"
     write_scenario(sc, "a", art, repetitions=3)

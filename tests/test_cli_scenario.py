@@ -11,7 +11,7 @@ import yaml
 
 from fvp_harness.cli.main import main
 from fvp_harness.errors import EXIT_BAD_INPUT, EXIT_OK
-from fvp_harness.scenario import scenario_json_schema
+from fvp_harness.scenario.model import scenario_json_schema
 
 GOOD = """\
 name: s

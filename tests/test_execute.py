@@ -20,16 +20,16 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from fvp_harness.artifacts import build_artifacts, pending_builds, stale_reason
+from fvp_harness.run.artifacts import build_artifacts, pending_builds, stale_reason
 from fvp_harness.errors import BootTimeout, ConfigurationError, ConsoleLost, Interrupted, TestFailure
-from fvp_harness.execute import render_unit_command
-from fvp_harness.pipeline import RunOptions, RunOutcome, rebuild_report, run_scenario
-from fvp_harness.plan import build_plan
-from fvp_harness.progress import Event, ProgressView
-from fvp_harness.scenario import load_scenario
-from fvp_harness.store import ResultStore
-from fvp_harness.target.base import CommandResult
-from fvp_harness.target.console import CommandTimeout
+from fvp_harness.run.execute import render_unit_command
+from fvp_harness.run.pipeline import RunOptions, RunOutcome, rebuild_report, run_scenario
+from fvp_harness.run.plan import build_plan
+from fvp_harness.events import Event, ProgressView
+from fvp_harness.scenario.model import load_scenario
+from fvp_harness.store.folder import ResultStore
+from fvp_harness.targets.base import CommandResult
+from fvp_harness.targets.console import CommandTimeout
 
 SCENARIO = """
 name: fake
@@ -229,8 +229,8 @@ def test_report_shows_the_saving_and_rebuilds_identically(scenario_file, tmp_pat
 
 
 def test_env_and_args_reach_the_runner_as_prefixes():
-    from fvp_harness.plan import Unit
-    from fvp_harness.scenario import Scenario
+    from fvp_harness.run.plan import Unit
+    from fvp_harness.scenario.model import Scenario
 
     scenario = Scenario.model_validate({
         "name": "x",
@@ -495,7 +495,7 @@ def test_progress_view_on_a_terminal_uses_a_live_bar():
 
 def test_records_from_run_carry_key_parts_so_make_n_names_the_changed_input(scenario_file, tmp_path, capsys):
     from fvp_harness.cli.main import main
-    from fvp_harness.execute import KEY_PART_PREFIX
+    from fvp_harness.run.execute import KEY_PART_PREFIX
 
     def crash(unit: str, build: str, calls: int) -> CommandResult | None:
         return CommandResult("x", 1, "boom") if unit == "r0-after-m1" else None
@@ -620,7 +620,7 @@ def test_forced_builds_rebuild_up_to_date_artifacts(tmp_path):
 
 
 def test_run_rebuild_and_make_always_force_the_builds(scenario_file, tmp_path):
-    from fvp_harness.batch import MakeOptions, make
+    from fvp_harness.batch.engine import MakeOptions, make
 
     builds = ("builds.before.build=printf before > {output}", "builds.after.build=printf after > {output}")
     path = scenario_file()

@@ -8,9 +8,9 @@ from itertools import pairwise
 
 import pytest
 
-from fvp_harness import scrape
-from fvp_harness.plan import artifact_hashes, build_plan, changed_parts, file_sha256, run_order
-from fvp_harness.scenario import load_scenario
+from fvp_harness.run import scrape
+from fvp_harness.run.plan import artifact_hashes, build_plan, changed_parts, file_sha256, run_order
+from fvp_harness.scenario.model import load_scenario
 
 SCENARIO = """\
 name: s
@@ -206,7 +206,7 @@ def test_unbuilt_artifact_is_keyed_on_its_build_command(scenario_path):
 
 def test_parser_version_is_in_the_key(scenario_path, monkeypatch):
     base = keys(scenario_path)
-    monkeypatch.setattr("fvp_harness.plan.PARSERS_VERSION", scrape.PARSERS_VERSION + 1)
+    monkeypatch.setattr("fvp_harness.run.plan.PARSERS_VERSION", scrape.PARSERS_VERSION + 1)
     assert all(key != base[unit] for unit, key in keys(scenario_path).items())
 
 

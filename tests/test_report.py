@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fvp_harness.analysis import AnalysisResult, Settings, analyse
-from fvp_harness.records import Record
-from fvp_harness.report import (
+from fvp_harness.report.analysis import AnalysisResult, Settings, analyse
+from fvp_harness.store.records import Record
+from fvp_harness.report.render import (
     REPORT_FORMAT_VERSION,
     ReportContext,
     expectations_markdown,
@@ -22,8 +22,8 @@ from fvp_harness.report import (
     render_markdown,
     render_report,
 )
-from fvp_harness.scenario import Compare
-from fvp_harness.store import ResultStore
+from fvp_harness.scenario.model import Compare
+from fvp_harness.store.folder import ResultStore
 
 SAVINGS = {"ResNet8": (2.60, 0.93), "DS-CNN": (1.99, 0.93), "MobileNetV1 | 0.25": (4.35, 1.01)}
 MANIFEST = {
@@ -315,10 +315,10 @@ def test_output_does_not_depend_on_the_order_of_lines_in_records_jsonl() -> None
 
 def test_public_names_exist() -> None:
     """``__all__`` of the four modules names only things that exist (the API execute and the CLI use)."""
-    import fvp_harness.analysis as analysis
-    import fvp_harness.report as report
-    import fvp_harness.scrape as scrape
-    import fvp_harness.store as store
+    import fvp_harness.report.analysis as analysis
+    import fvp_harness.report.render as report
+    import fvp_harness.run.scrape as scrape
+    import fvp_harness.store.folder as store
 
     for module in (analysis, report, scrape, store):
         missing = [name for name in module.__all__ if not hasattr(module, name)]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from fvp_harness.scenario import (
+from fvp_harness.scenario.model import (
     MetricSpec,
     Scenario,
     expand_build_command,

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from fvp_harness.scenario import MetricSpec
-from fvp_harness.scrape import (
+from fvp_harness.scenario.model import MetricSpec
+from fvp_harness.run.scrape import (
     BUILTIN_METRICS,
     LOG_MESSAGE_LIMIT,
     PARSERS_VERSION,

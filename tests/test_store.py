@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from fvp_harness.errors import ConfigurationError
-from fvp_harness.records import RECORD_SCHEMA_VERSION, Record
-from fvp_harness.store import (
+from fvp_harness.store.records import RECORD_SCHEMA_VERSION, Record
+from fvp_harness.store.folder import (
     MANIFEST_FORMAT_VERSION,
     ResultStore,
     atomic_write,
@@ -106,7 +106,7 @@ def test_partial_trailing_line_is_ignored_with_a_warning(tmp_path: Path, caplog:
     line = json.dumps(record("u2").model_dump(mode="json"))
     with open(store.records_path, "a", encoding="utf-8") as handle:
         handle.write(line[: len(line) // 2])  # the crash happened here
-    with caplog.at_level(logging.WARNING, logger="fvp_harness.store"):
+    with caplog.at_level(logging.WARNING, logger="fvp_harness.store.folder"):
         records = ResultStore(tmp_path).records()
     assert [r.unit for r in records] == ["u1"]
     assert "incomplete last line" in caplog.text

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from fvp_harness.analysis import to_frame
+from fvp_harness.report.analysis import to_frame
 from fvp_harness.errors import EXIT_BAD_INPUT, ConfigurationError
-from fvp_harness.vgf import RECORD_FIELDS, VgfFormatError, parse_report, read_report, to_record
+from fvp_harness.vgf.reader import RECORD_FIELDS, VgfFormatError, parse_report, read_report, to_record
 
 
 def record(i: int = 0, **changes: Any) -> dict[str, Any]:
@@ -282,7 +282,7 @@ def test_a_run_whose_every_execute_failed_is_a_failed_record():
 
 
 @pytest.mark.parametrize(
-    "name", ["fvp_harness.vgf", "fvp_harness.vgf_report", "fvp_harness.sim.vgf_runner", "fvp_harness.cli.verb_vgf"]
+    "name", ["fvp_harness.vgf.reader", "fvp_harness.vgf.report", "fvp_harness.sim.vgf_runner", "fvp_harness.cli.verb_vgf"]
 )
 def test_all_matches_what_is_public(name):
     import importlib

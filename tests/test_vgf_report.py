@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from fvp_harness.analysis import Settings, to_frame
+from fvp_harness.report.analysis import Settings, to_frame
 from fvp_harness.cli.main import main
-from fvp_harness.records import Record
-from fvp_harness.store import ResultStore
-from fvp_harness.vgf import VgfFormatError, load_pair, load_results
-from fvp_harness.vgf_report import (
+from fvp_harness.store.records import Record
+from fvp_harness.store.folder import ResultStore
+from fvp_harness.vgf.reader import VgfFormatError, load_pair, load_results
+from fvp_harness.vgf.report import (
     VGF_OUTPUT_FILES,
     compare_vgf,
     render_vgf_csv,

@@ -22,7 +22,7 @@ from fvp_harness.sim.vgf_runner import (
     is_vgf_runner,
     make_artifact,
 )
-from fvp_harness.vgf import parse_report
+from fvp_harness.vgf.reader import parse_report
 
 REPO = Path(__file__).resolve().parent.parent
 

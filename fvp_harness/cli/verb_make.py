@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from fvp_harness.cli.scenario_args import add_timeout_scale_option
 
 if TYPE_CHECKING:
-    from fvp_harness.batch import Executor
+    from fvp_harness.batch.engine import Executor
 
 __all__ = ["ORDER", "register"]
 
@@ -71,15 +71,15 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
 
 
 def _executor(args: argparse.Namespace, jobs: int | None) -> Executor:
-    from fvp_harness.batch import default_jobs
-    from fvp_harness.batch_exec import LocalExecutor
+    from fvp_harness.batch.engine import default_jobs
+    from fvp_harness.batch.lanes import LocalExecutor
     from fvp_harness.errors import ConfigurationError
 
     if args.executor == "local":
         if args.scheduler:
             raise ConfigurationError("--scheduler needs --executor dask")
         return LocalExecutor(jobs or default_jobs())
-    from fvp_harness.batch_dask import DaskExecutor
+    from fvp_harness.batch.dask import DaskExecutor
 
     if args.executor == "dask" and not args.scheduler:
         raise ConfigurationError("--executor dask needs --scheduler tcp://HOST:PORT (or use --executor dask-local)")
@@ -92,9 +92,9 @@ def _make_verb(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
-    from fvp_harness.batch import MakeOptions, make
+    from fvp_harness.batch.engine import MakeOptions, make
     from fvp_harness.cli.scenario_args import stop_on_first_interrupt
-    from fvp_harness.progress import Event, ProgressView
+    from fvp_harness.events import Event, ProgressView
 
     options = MakeOptions(
         jobs=args.jobs, keep_going=args.keep_going, dry_run=args.dry_run, always=args.always_make,

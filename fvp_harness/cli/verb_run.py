@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 from fvp_harness.cli.scenario_args import add_scenario_options, add_timeout_scale_option, load_from_args
 
 if TYPE_CHECKING:
-    from fvp_harness.analysis import AnalysisResult
-    from fvp_harness.pipeline import ReportOutcome
+    from fvp_harness.report.analysis import AnalysisResult
+    from fvp_harness.run.pipeline import ReportOutcome
 
 __all__ = ["ORDER", "format_summary", "register"]
 
@@ -136,8 +136,8 @@ def _run_verb(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from fvp_harness.cli.scenario_args import stop_on_first_interrupt
-    from fvp_harness.pipeline import RunOptions, RunOutcome, run_scenario
-    from fvp_harness.progress import Event, ProgressView
+    from fvp_harness.run.pipeline import RunOptions, RunOutcome, run_scenario
+    from fvp_harness.events import Event, ProgressView
 
     loaded = load_from_args(args, args.scenario)
     options = RunOptions(
@@ -164,6 +164,6 @@ def _run_verb(args: argparse.Namespace) -> int:
 
 
 def _report_verb(args: argparse.Namespace) -> int:
-    from fvp_harness.pipeline import rebuild_report
+    from fvp_harness.run.pipeline import rebuild_report
 
     return _finish(rebuild_report(args.results), args.quiet > 0)

@@ -14,7 +14,7 @@ from fvp_harness.cli.scenario_args import add_scenario_options, add_timeout_scal
 from fvp_harness.errors import EXIT_OK, ConfigurationError
 
 if TYPE_CHECKING:
-    from fvp_harness.target.session import FvpTarget
+    from fvp_harness.targets.fvp_target import FvpTarget
 
 ORDER = 60
 
@@ -65,7 +65,7 @@ def format_checks(checks: list, title: str) -> str:
 
 
 def _run_doctor_verb(args: argparse.Namespace) -> int:
-    from fvp_harness.doctor import doctor_exit_code, run_doctor
+    from fvp_harness.run.doctor import doctor_exit_code, run_doctor
 
     loaded = load_from_args(args, args.scenario, check_files=False)
     scenario = loaded.scenario
@@ -79,7 +79,7 @@ def _run_doctor_verb(args: argparse.Namespace) -> int:
 
 
 def _run_shell_verb(args: argparse.Namespace) -> int:
-    from fvp_harness.target.session import FvpTarget, open_target
+    from fvp_harness.targets.fvp_target import FvpTarget, open_target
 
     loaded = load_from_args(args, args.scenario, check_files=False)
     if loaded.scenario.target == "host":

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from fvp_harness.errors import EXIT_FAILED, EXIT_OK, ConfigurationError
 
 if TYPE_CHECKING:
-    from fvp_harness.vgf_report import VgfComparison
+    from fvp_harness.vgf.report import VgfComparison
 
 __all__ = ["DEFAULT_MIN_EFFECT", "ORDER", "register", "run_vgf"]
 
@@ -63,9 +63,9 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
 
 
 def run_vgf(args: argparse.Namespace) -> int:
-    from fvp_harness.analysis import to_frame
-    from fvp_harness.vgf import load_pair, load_results
-    from fvp_harness.vgf_report import compare_vgf, render_vgf_report
+    from fvp_harness.report.analysis import to_frame
+    from fvp_harness.vgf.reader import load_pair, load_results
+    from fvp_harness.vgf.report import compare_vgf, render_vgf_report
 
     outputs = [o.strip() for o in args.outputs.split(",") if o.strip()]
     copies = [*([args.copy_report] if args.copy_report else []), *args.copy]
@@ -73,7 +73,7 @@ def run_vgf(args: argparse.Namespace) -> int:
     if args.results is not None:
         if copies or zeros:
             raise ConfigurationError("give either --results DIR or report files, not both")
-        from fvp_harness.store import ResultStore
+        from fvp_harness.store.folder import ResultStore
 
         store = ResultStore(args.results, create=False)
         if not args.results.is_dir():
@@ -113,7 +113,7 @@ def run_vgf(args: argparse.Namespace) -> int:
 def _print_summary(comparison: VgfComparison, written: dict[str, Path], *, quiet: bool = False) -> None:
     """Headline per model, the verdict and the files on stdout (nothing with -q); failed expectations on
     stderr."""
-    from fvp_harness.vgf_report import render_vgf_markdown
+    from fvp_harness.vgf.report import render_vgf_markdown
 
     text = render_vgf_markdown(comparison)
     # the headline bullets and the expectation verdict line are what a terminal user needs; the files hold the rest

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from proc_scan import child_processes, processes_with_env
 
-from fvp_harness.target.fvp import OWNER_ENV
+from fvp_harness.targets.fvp import OWNER_ENV
 
 
 def _our_models() -> list[int]:
@@ -63,7 +63,7 @@ def no_leaks(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monke
 def make_scenario(*, sim: dict | None = None, timeouts: dict | None = None, method: str = "console",
                   params: dict | None = None, target: str = "fvp"):
     """A minimal valid scenario on the simulator with a short boot (0.4 s) and short timeouts."""
-    from fvp_harness.scenario import Scenario
+    from fvp_harness.scenario.model import Scenario
 
     knobs = {"boot_seconds": 0.4, "seed": 7}
     knobs.update(sim or {})
@@ -82,7 +82,7 @@ def make_scenario(*, sim: dict | None = None, timeouts: dict | None = None, meth
 @pytest.fixture(scope="module")
 def booted(tmp_path_factory: pytest.TempPathFactory):
     """One instance shared by the read-only tests of a module (booting once keeps the suite fast)."""
-    from fvp_harness.target.session import open_target
+    from fvp_harness.targets.fvp_target import open_target
 
     log_dir = tmp_path_factory.mktemp("shared-logs")
     with open_target(make_scenario(), log_dir=log_dir) as target:

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from fvp_harness.deploy import Deployer, content_path
-from fvp_harness.target.base import Target
-from fvp_harness.target.console import CommandTimeout
-from fvp_harness.target.session import FvpTarget, open_target
+from fvp_harness.run.deploy import Deployer, content_path
+from fvp_harness.targets.base import Target
+from fvp_harness.targets.console import CommandTimeout
+from fvp_harness.targets.fvp_target import FvpTarget, open_target
 
 
 def test_boot_login_and_metadata(booted: FvpTarget) -> None:

@@ -13,10 +13,10 @@ import pytest
 
 from fvp_harness.errors import ConfigurationError, PortError
 from fvp_harness.profiles import Profile, load_profile
-from fvp_harness.scenario import FvpConfig, Timeouts
-from fvp_harness.target.console import END_HEAD, START_HEAD, BootWatch, frame_command
-from fvp_harness.target.deadline import Deadline, TimeoutBudget
-from fvp_harness.target.fvp import (
+from fvp_harness.scenario.model import FvpConfig, Timeouts
+from fvp_harness.targets.console import END_HEAD, START_HEAD, BootWatch, frame_command
+from fvp_harness.targets.deadline import Deadline, TimeoutBudget
+from fvp_harness.targets.fvp import (
     OWNER_ENV,
     build_launch,
     find_free_port,
@@ -25,8 +25,8 @@ from fvp_harness.target.fvp import (
     resolve_binary,
     sim_environment,
 )
-from fvp_harness.target.terminal import DO, DONT, IAC, WILL, WONT, TelnetCodec, Terminal
-from fvp_harness.target.text import KernelNoiseFilter, TextCleaner, clean_text, strip_ansi
+from fvp_harness.targets.terminal import DO, DONT, IAC, WILL, WONT, TelnetCodec, Terminal
+from fvp_harness.targets.text import KernelNoiseFilter, TextCleaner, clean_text, strip_ansi
 
 
 @pytest.fixture(scope="module")

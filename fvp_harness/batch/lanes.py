@@ -45,13 +45,13 @@ from pathlib import Path
 from typing import Any
 
 from fvp_harness.errors import ConfigurationError, HarnessError
-from fvp_harness.execute import SessionOutcome, TargetFactory, execute_plan
-from fvp_harness.plan import build_plan
+from fvp_harness.run.execute import SessionOutcome, TargetFactory, execute_plan
+from fvp_harness.run.plan import build_plan
 from fvp_harness.profiles import Profile
-from fvp_harness.progress import Event, Listener, null_listener
-from fvp_harness.records import Record
-from fvp_harness.scenario import Scenario
-from fvp_harness.store import ResultStore
+from fvp_harness.events import Event, Listener, null_listener
+from fvp_harness.store.records import Record
+from fvp_harness.scenario.model import Scenario
+from fvp_harness.store.folder import ResultStore
 
 __all__ = [
     "JobResult",
@@ -162,7 +162,7 @@ Opener = Callable[[Scenario, Profile, str, Path, float], contextlib.AbstractCont
 
 def _open_target(scenario: Scenario, profile: Profile, name: str, log_dir: Path,
                  timeout_scale: float) -> contextlib.AbstractContextManager[Any]:
-    from fvp_harness.target.session import open_target
+    from fvp_harness.targets.fvp_target import open_target
 
     return open_target(scenario, log_dir=log_dir, name=name, profile=profile, timeout_scale=timeout_scale)
 

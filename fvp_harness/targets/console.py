@@ -37,10 +37,10 @@ from fvp_harness.errors import (
     KernelPanic,
 )
 from fvp_harness.profiles import Profile
-from fvp_harness.target.base import CommandResult
-from fvp_harness.target.deadline import Deadline
-from fvp_harness.target.terminal import Terminal
-from fvp_harness.target.text import KERNEL_LINE, KernelNoiseFilter
+from fvp_harness.targets.base import CommandResult
+from fvp_harness.targets.deadline import Deadline
+from fvp_harness.targets.terminal import Terminal
+from fvp_harness.targets.text import KERNEL_LINE, KernelNoiseFilter
 
 __all__ = ["BootWatch", "CommandTimeout", "Console", "Failure", "frame_command"]
 

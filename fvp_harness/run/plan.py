@@ -32,9 +32,9 @@ from typing import Any
 
 from fvp_harness import __version__
 from fvp_harness.profiles import Profile
-from fvp_harness.scenario import Scenario
-from fvp_harness.scenario_load import LoadedScenario
-from fvp_harness.scrape import PARSERS_VERSION
+from fvp_harness.scenario.model import Scenario
+from fvp_harness.scenario.load import LoadedScenario
+from fvp_harness.run.scrape import PARSERS_VERSION
 
 __all__ = [
     "KEY_VERSION",

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .records import Record
+from fvp_harness.store.records import Record
 
 __all__ = [
     "NPU_CYCLE_METRICS",

@@ -33,8 +33,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigurationError
-from .records import RECORD_SCHEMA_VERSION, Record
+from fvp_harness.errors import ConfigurationError
+from fvp_harness.store.records import RECORD_SCHEMA_VERSION, Record
 
 try:  # POSIX; on other systems the lock degrades to a no-op (documented single-writer rule still holds)
     import fcntl

@@ -36,9 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fvp_harness.errors import ConfigurationError, TestFailure
-from fvp_harness.plan import ArtifactState, artifact_hashes
-from fvp_harness.scenario import Scenario, expand_build_command
-from fvp_harness.scenario_load import LoadedScenario
+from fvp_harness.run.plan import ArtifactState, artifact_hashes
+from fvp_harness.scenario.model import Scenario, expand_build_command
+from fvp_harness.scenario.load import LoadedScenario
 
 __all__ = [
     "BUILD_TIMEOUT_S",

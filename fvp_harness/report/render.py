@@ -26,8 +26,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from tabulate import tabulate
 
-from .analysis import NPU_CYCLE_METRICS, AnalysisResult, Comparison, ModelComparison, expectations_violated
-from .store import atomic_write
+from fvp_harness.report.analysis import NPU_CYCLE_METRICS, AnalysisResult, Comparison, ModelComparison, expectations_violated
+from fvp_harness.store.folder import atomic_write
 
 __all__ = [
     "OUTPUT_FILES",

@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .errors import ConfigurationError
-from .records import Record
+from fvp_harness.errors import ConfigurationError
+from fvp_harness.store.records import Record
 
 __all__ = [
     "DERIVED_METRICS",

@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from fvp_harness import __version__
-from fvp_harness.analysis import AnalysisResult, analyse, expectations_violated
-from fvp_harness.artifacts import BUILD_TIMEOUT_S, BuildResult, BuildStep, artifact_digests, build_artifacts
+from fvp_harness.report.analysis import AnalysisResult, analyse, expectations_violated
+from fvp_harness.run.artifacts import BUILD_TIMEOUT_S, BuildResult, BuildStep, artifact_digests, build_artifacts
 from fvp_harness.errors import (
     EXIT_FAILED,
     EXIT_INFRASTRUCTURE,
@@ -44,15 +44,15 @@ from fvp_harness.errors import (
     ConfigurationError,
     Interrupted,
 )
-from fvp_harness.execute import DeployFunction, ExecuteOptions, SessionOutcome, TargetFactory, execute_plan, utc_now
-from fvp_harness.plan import Plan, Unit, build_plan
-from fvp_harness.progress import Event, Listener, null_listener
-from fvp_harness.report import ReportContext, render_report
-from fvp_harness.scenario import Scenario
-from fvp_harness.scenario_load import LoadedScenario
-from fvp_harness.scrape import PARSERS_VERSION
-from fvp_harness.store import ResultStore, results_dir_for
-from fvp_harness.vgf_report import VgfComparison, report_results_folder
+from fvp_harness.run.execute import DeployFunction, ExecuteOptions, SessionOutcome, TargetFactory, execute_plan, utc_now
+from fvp_harness.run.plan import Plan, Unit, build_plan
+from fvp_harness.events import Event, Listener, null_listener
+from fvp_harness.report.render import ReportContext, render_report
+from fvp_harness.scenario.model import Scenario
+from fvp_harness.scenario.load import LoadedScenario
+from fvp_harness.run.scrape import PARSERS_VERSION
+from fvp_harness.store.folder import ResultStore, results_dir_for
+from fvp_harness.vgf.report import VgfComparison, report_results_folder
 
 __all__ = [
     "ReportOutcome",
@@ -135,7 +135,7 @@ def query_fvp_version(loaded: LoadedScenario, timeout_scale: float = 1.0) -> tup
     scenario = loaded.scenario
     if scenario.target == "host":
         return None, ""
-    from fvp_harness.target.fvp import query_model, resolve_binary, sim_environment
+    from fvp_harness.targets.fvp import query_model, resolve_binary, sim_environment
 
     program = resolve_binary(scenario.fvp.binary, loaded.profile)
     if scenario.fvp.is_sim:
@@ -152,7 +152,7 @@ def query_fvp_version(loaded: LoadedScenario, timeout_scale: float = 1.0) -> tup
 
 def default_target_factory(loaded: LoadedScenario, timeout_scale: float = 1.0) -> TargetFactory:
     """Instances from ``target.session.open_target`` (an FVP, the simulator, or this host)."""
-    from fvp_harness.target.session import open_target
+    from fvp_harness.targets.fvp_target import open_target
 
     def factory(name: str, log_dir: Path) -> Any:
         return open_target(loaded, log_dir=log_dir, name=name, timeout_scale=timeout_scale)

@@ -27,10 +27,10 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from .analysis import Settings, compare
-from .records import Record
-from .report import expectations_markdown, format_p, jsonable, markdown_table, save_png, write_report_files
-from .vgf import VGF_METRIC_UNITS, NoVgfReports, VgfRun, find_reports, load_results
+from fvp_harness.report.analysis import Settings, compare
+from fvp_harness.store.records import Record
+from fvp_harness.report.render import expectations_markdown, format_p, jsonable, markdown_table, save_png, write_report_files
+from fvp_harness.vgf.reader import VGF_METRIC_UNITS, NoVgfReports, VgfRun, find_reports, load_results
 
 __all__ = [
     "SECTIONS",
@@ -667,7 +667,7 @@ def report_results_folder(
     Meant for ``pipeline`` after the A/B report (pass ``scenario.compare.baseline/candidate/min_effect`` when
     the scenario has a ``compare`` block) and for ``fvp-harness vgf --results DIR``.
     """
-    from .analysis import to_frame
+    from fvp_harness.report.analysis import to_frame
 
     if not any(True for _ in find_reports(root)):
         return None

@@ -23,14 +23,14 @@ from typing import Any
 
 from fvp_harness.errors import ConfigurationError, DeployError, SshUnavailable
 from fvp_harness.profiles import Profile
-from fvp_harness.target.base import CommandResult
-from fvp_harness.target.console import BootWatch, Console
-from fvp_harness.target.deadline import Deadline, TimeoutBudget
-from fvp_harness.target.fvp import FvpProcess, LaunchSpec, build_launch, query_model
-from fvp_harness.target.host import HostTarget
-from fvp_harness.target.ssh import SshTransport
-from fvp_harness.target.terminal import Terminal
-from fvp_harness.target.text import KERNEL_LINE
+from fvp_harness.targets.base import CommandResult
+from fvp_harness.targets.console import BootWatch, Console
+from fvp_harness.targets.deadline import Deadline, TimeoutBudget
+from fvp_harness.targets.fvp import FvpProcess, LaunchSpec, build_launch, query_model
+from fvp_harness.targets.host import HostTarget
+from fvp_harness.targets.ssh import SshTransport
+from fvp_harness.targets.terminal import Terminal
+from fvp_harness.targets.text import KERNEL_LINE
 
 __all__ = ["FvpTarget", "open_target", "resolve_scenario"]
 
@@ -43,7 +43,7 @@ def resolve_scenario(scenario_or_loaded: Any, *, profile: Profile | None = None,
     """(scenario, profile, scenario folder) from a path, a ``LoadedScenario`` or a ``Scenario``."""
     loaded = scenario_or_loaded
     if isinstance(loaded, (str, Path)):
-        from fvp_harness.scenario import load_scenario
+        from fvp_harness.scenario.model import load_scenario
 
         loaded = load_scenario(Path(loaded), list(overrides), fvp_binary=fvp_binary, check_files=False)
     if hasattr(loaded, "scenario"):  # LoadedScenario
@@ -245,7 +245,7 @@ class FvpTarget:
 
     def put(self, local: Path, remote: str) -> None:
         """Copy a host file to a guest path by the scenario's deploy method (ssh, else console); sha256 checked."""
-        from fvp_harness.deploy import upload_console, upload_ssh
+        from fvp_harness.run.deploy import upload_console, upload_ssh
 
         if self.scenario.deploy.method == "ssh":
             upload_ssh(self, Path(local), remote)
@@ -258,7 +258,7 @@ class FvpTarget:
         import hashlib
         import shlex
 
-        from fvp_harness.deploy import guest_sha256
+        from fvp_harness.run.deploy import guest_sha256
 
         if self.scenario.deploy.method == "ssh":
             return self.ssh.get(remote, self._deadline(None, "deploy"))
@@ -280,7 +280,7 @@ class FvpTarget:
     def deployer(self) -> Any:
         """This session's ``deploy.Deployer`` (scenario method and guest folder; each artifact at most once)."""
         if self._deployer is None:
-            from fvp_harness.deploy import Deployer
+            from fvp_harness.run.deploy import Deployer
 
             self._deployer = Deployer(self, method=self.scenario.deploy.method,
                                       guest_dir=self.scenario.deploy.guest_dir)

@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from fvp_harness.target.base import CommandResult
-from fvp_harness.target.console import CommandTimeout
+from fvp_harness.targets.base import CommandResult
+from fvp_harness.targets.console import CommandTimeout
 
 __all__ = ["HostTarget"]
 

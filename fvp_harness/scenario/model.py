@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from fvp_harness.located import did_you_mean, format_path
-from fvp_harness.scrape import BUILTIN_METRICS
+from fvp_harness.run.scrape import BUILTIN_METRICS
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from fvp_harness.scenario_load import LoadedScenario
+    from fvp_harness.scenario.load import LoadedScenario
 
 __all__ = [
     "BUILD_PLACEHOLDERS",
@@ -78,7 +78,7 @@ BUILD_PLACEHOLDERS: dict[str, str] = {
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 """Build and model names end up in unit ids and file names: keep them plain."""
 
-LOADER_CONTEXT = "fvp_harness.scenario_load"
+LOADER_CONTEXT = "fvp_harness.scenario.load"
 """Validation context flag: the loader runs the cross-field checks itself, with file positions."""
 
 
@@ -146,7 +146,7 @@ def load_scenario(
 ) -> LoadedScenario:
     """Read, merge, override, substitute and validate one scenario file. See
     ``scenario_load.load_scenario``."""
-    from fvp_harness.scenario_load import load_scenario as _load  # deferred: the loader imports these models
+    from fvp_harness.scenario.load import load_scenario as _load  # deferred: the loader imports these models
 
     return _load(path, overrides, fvp_binary=fvp_binary, check_files=check_files, env=env)
 

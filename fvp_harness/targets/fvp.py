@@ -41,8 +41,8 @@ import pexpect
 
 from fvp_harness.errors import ConfigurationError, FvpStartError, PortError
 from fvp_harness.profiles import Profile
-from fvp_harness.target.deadline import Deadline
-from fvp_harness.target.text import TextCleaner
+from fvp_harness.targets.deadline import Deadline
+from fvp_harness.targets.text import TextCleaner
 
 __all__ = [
     "OWNER_ENV",

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from fvp_harness.errors import ConfigurationError
 from fvp_harness.profiles import Profile
-from fvp_harness.target.fvp import (
+from fvp_harness.targets.fvp import (
     SIM_BINARY,
     build_launch,
     find_free_port,

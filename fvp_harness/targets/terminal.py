@@ -32,8 +32,8 @@ import pexpect
 from pexpect.spawnbase import SpawnBase
 
 from fvp_harness.errors import PortError
-from fvp_harness.target.deadline import Deadline
-from fvp_harness.target.text import TextCleaner
+from fvp_harness.targets.deadline import Deadline
+from fvp_harness.targets.text import TextCleaner
 
 __all__ = ["TelnetCodec", "Terminal", "TerminalSpawn"]
 

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
 from fvp_harness.errors import CommandFailed, ConfigurationError, DeployError
-from fvp_harness.target.base import CommandResult
+from fvp_harness.targets.base import CommandResult
 
 __all__ = [
     "CHUNK_CHARS",

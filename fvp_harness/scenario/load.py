@@ -38,7 +38,7 @@ from fvp_harness.located import (
     validation_problems,
 )
 from fvp_harness.profiles import Profile, ProfileNotFound, load_profile
-from fvp_harness.scenario import LOADER_CONTEXT, Scenario, cross_field_problems
+from fvp_harness.scenario.model import LOADER_CONTEXT, Scenario, cross_field_problems
 
 __all__ = ["LoadedScenario", "load_scenario", "path_fields"]
 

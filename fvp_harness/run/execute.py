@@ -66,13 +66,13 @@ from fvp_harness.errors import (
     ProvenanceError,
     TestFailure,
 )
-from fvp_harness.plan import Plan, Session, Unit
-from fvp_harness.progress import Event, Listener, null_listener
-from fvp_harness.records import Record
-from fvp_harness.scenario import Scenario, render_template
-from fvp_harness.scrape import find_build_id, find_errors, scrape
-from fvp_harness.store import ResultStore
-from fvp_harness.target.base import CommandResult, Target
+from fvp_harness.run.plan import Plan, Session, Unit
+from fvp_harness.events import Event, Listener, null_listener
+from fvp_harness.store.records import Record
+from fvp_harness.scenario.model import Scenario, render_template
+from fvp_harness.run.scrape import find_build_id, find_errors, scrape
+from fvp_harness.store.folder import ResultStore
+from fvp_harness.targets.base import CommandResult, Target
 
 __all__ = [
     "KEY_PART_PREFIX",
@@ -212,7 +212,7 @@ def render_unit_command(
 def default_deploy(scenario: Scenario, timeout: float | None = None) -> DeployFunction:
     """Deploy through ``deploy.Deployer`` with the scenario's method and guest folder (each file once per
     instance, content-addressed, sha256-checked)."""
-    from fvp_harness.deploy import Deployer
+    from fvp_harness.run.deploy import Deployer
 
     def deploy(target: Target, files: Sequence[tuple[Path, bool]]) -> tuple[dict[Path, str], str]:
         deployer = Deployer(target, method=scenario.deploy.method, guest_dir=scenario.deploy.guest_dir,
@@ -582,7 +582,7 @@ class SessionRunner:
 
 def _run_unit_command(target: Any, command: str, timeout: float) -> CommandResult:
     """``target.run`` under the unit timeout; FVP targets name the phase ``unit`` in timeout messages."""
-    from fvp_harness.target.session import FvpTarget
+    from fvp_harness.targets.fvp_target import FvpTarget
 
     if isinstance(target, FvpTarget):
         return target.run(command, timeout, phase="unit")

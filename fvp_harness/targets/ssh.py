@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from fvp_harness.errors import ConsoleLost, SshUnavailable
-from fvp_harness.target.base import CommandResult
-from fvp_harness.target.deadline import Deadline
+from fvp_harness.targets.base import CommandResult
+from fvp_harness.targets.deadline import Deadline
 
 __all__ = ["SshTransport"]
 

@@ -4,9 +4,9 @@
 model, booted and logged in) or a ``HostTarget`` (``target: host``), and always closes it. See docs/targets.md.
 """
 
-from fvp_harness.target.base import CommandResult, Target
-from fvp_harness.target.console import CommandTimeout
-from fvp_harness.target.host import HostTarget
-from fvp_harness.target.session import FvpTarget, open_target
+from fvp_harness.targets.base import CommandResult, Target
+from fvp_harness.targets.console import CommandTimeout
+from fvp_harness.targets.host import HostTarget
+from fvp_harness.targets.fvp_target import FvpTarget, open_target
 
 __all__ = ["CommandResult", "CommandTimeout", "FvpTarget", "HostTarget", "Target", "open_target"]

@@ -46,8 +46,8 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from fvp_harness import __version__
-from fvp_harness.artifacts import BUILD_TIMEOUT_S, BuildResult, BuildStep, build_artifacts, pending_builds
-from fvp_harness.batch_exec import JobSpec, LaneControl, LaneResult, LaneSpec, LocalExecutor
+from fvp_harness.run.artifacts import BUILD_TIMEOUT_S, BuildResult, BuildStep, build_artifacts, pending_builds
+from fvp_harness.batch.lanes import JobSpec, LaneControl, LaneResult, LaneSpec, LocalExecutor
 from fvp_harness.errors import (
     EXIT_FAILED,
     EXIT_INFRASTRUCTURE,
@@ -57,13 +57,13 @@ from fvp_harness.errors import (
     HarnessError,
     Interrupted,
 )
-from fvp_harness.execute import KEY_PART_PREFIX, SessionOutcome, utc_now
-from fvp_harness.plan import Plan, Unit, build_plan, changed_parts
-from fvp_harness.progress import Event, Listener, null_listener
-from fvp_harness.records import Record
-from fvp_harness.scenario import load_scenario
-from fvp_harness.scenario_load import LoadedScenario
-from fvp_harness.store import ResultStore, atomic_write, results_dir_for
+from fvp_harness.run.execute import KEY_PART_PREFIX, SessionOutcome, utc_now
+from fvp_harness.run.plan import Plan, Unit, build_plan, changed_parts
+from fvp_harness.events import Event, Listener, null_listener
+from fvp_harness.store.records import Record
+from fvp_harness.scenario.model import load_scenario
+from fvp_harness.scenario.load import LoadedScenario
+from fvp_harness.store.folder import ResultStore, atomic_write, results_dir_for
 
 __all__ = [
     "REPORT_INPUTS_FILE",
@@ -303,7 +303,7 @@ class _Versions:
             return None, ""
         key = f"{scenario.fvp.binary}\0{loaded.profile.name}"
         if key not in self._known:
-            from fvp_harness.pipeline import query_fvp_version
+            from fvp_harness.run.pipeline import query_fvp_version
 
             self._known[key] = query_fvp_version(loaded)
         return self._known[key]
@@ -549,7 +549,7 @@ def _execute(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: 
              executor: Executor, capacity: int, listener: Listener, result: MakeResult, stop: threading.Event) -> bool:
     """Write the manifests, run the lanes, store what comes back, finish the manifests. Returns True when a
     ``stop`` request left units unrun (the batch then counts as interrupted)."""
-    from fvp_harness.pipeline import RunOptions, build_manifest
+    from fvp_harness.run.pipeline import RunOptions, build_manifest
 
     working = [node for node in nodes if node.error is None and node.todo]
     manifests: dict[int, dict[str, Any]] = {}
@@ -637,7 +637,7 @@ def _import_log(store: ResultStore, relative: str, data: bytes) -> None:
 
 
 def _finish_manifest(store: ResultStore, manifest: dict[str, Any], node: Node, interrupted: bool) -> None:
-    from fvp_harness.pipeline import manifest_sessions
+    from fvp_harness.run.pipeline import manifest_sessions
 
     manifest["sessions"] = {**manifest["sessions"], **manifest_sessions(node.outcomes)}
     manifest["finished"] = utc_now()
@@ -651,7 +651,7 @@ def _finish_manifest(store: ResultStore, manifest: dict[str, Any], node: Node, i
 def _reports(nodes: Sequence[Node], stores: Mapping[int, ResultStore], listener: Listener,
              result: MakeResult) -> None:
     """Render the reports whose inputs changed, and store the hash of those inputs beside them."""
-    from fvp_harness.pipeline import write_report
+    from fvp_harness.run.pipeline import write_report
 
     for node in nodes:
         if node.error is not None or node.loaded is None or node.index not in stores:
