@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from fvp_harness.run.pipeline import RunOptions, RunOutcome, run_scenario
-from fvp_harness.scenario.model import load_scenario
+from fvp_harness.scenario import load_scenario
 
 REPO = Path(__file__).resolve().parent.parent
 PUBLISHED = {"resnet8": 64, "ds_cnn": 53, "mobilenet_v1_025": 77, "deep_autoencoder": 77}

@@ -16,8 +16,8 @@ import random
 import re
 import time
 
-from fvp_harness.scenario.model import MetricSpec
 from fvp_harness.run.scrape import BUILTIN_METRICS, BUILTINS, clean_console_text, scrape
+from fvp_harness.scenario.model import MetricSpec
 
 SPECS = [MetricSpec(name=name) for name in BUILTIN_METRICS]
 

@@ -21,8 +21,8 @@ import time
 from pathlib import Path
 
 from fvp_harness.run.deploy import Deployer
+from fvp_harness.run.instances import open_target
 from fvp_harness.scenario.model import Scenario
-from fvp_harness.targets.fvp_target import open_target
 
 BOOT_SECONDS = 1.0
 

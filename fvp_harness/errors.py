@@ -14,7 +14,7 @@ The class decides the exit code and whether a retry can help::
     │   ├── FvpDied                   the model process exited while in use
     │   ├── SshUnavailable            the guest's sshd did not answer before the deadline
     │   └── DeployError               an artifact did not arrive intact (hash mismatch after transfer)
-    ├── TestFailure                   exit 1: the code under test failed; retrying will not help
+    ├── UnitFailure                   exit 1 (class "test"): the code under test failed; a retry will not help
     │   ├── CommandFailed             a guest command exited non-zero
     │   ├── MetricMissing             a required metric was not found in a unit's output
     │   └── ProvenanceError           the runner did not identify itself as the build that was deployed
@@ -53,7 +53,7 @@ __all__ = [
     "ProvenanceError",
     "ScenarioError",
     "SshUnavailable",
-    "TestFailure",
+    "UnitFailure",
 ]
 
 EXIT_OK = 0
@@ -161,15 +161,16 @@ class DeployError(InfrastructureError):
     """An artifact did not arrive in the guest intact (its sha256 there differs from the host's)."""
 
 
-class TestFailure(HarnessError):
-    """The code under test failed; retrying on a fresh instance will not change that."""
+class UnitFailure(HarnessError):
+    """The code under test failed in a unit (or a build step); retrying on a fresh instance will not change that.
 
-    __test__ = False  # not a pytest test class despite the name
+    Its ``failure_class`` is ``test`` (as stored in records): the test failed, not the platform."""
+
     failure_class = "test"
     exit_code = EXIT_FAILED
 
 
-class CommandFailed(TestFailure):
+class CommandFailed(UnitFailure):
     """A guest command exited with a non-zero status. ``exit_status`` and ``output`` say how."""
 
     def __init__(self, message: str, *, exit_status: int, output: str = "", **kwargs: Any) -> None:
@@ -178,11 +179,11 @@ class CommandFailed(TestFailure):
         self.output = output
 
 
-class MetricMissing(TestFailure):
+class MetricMissing(UnitFailure):
     """A metric marked ``required`` was not found in a unit's output."""
 
 
-class ProvenanceError(TestFailure):
+class ProvenanceError(UnitFailure):
     """The runner's identity line does not match the build that was deployed: the wrong binary ran."""
 
 

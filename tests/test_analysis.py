@@ -20,8 +20,8 @@ from fvp_harness.report.analysis import (
     summarise,
     to_frame,
 )
-from fvp_harness.store.records import Record
 from fvp_harness.scenario.model import Compare
+from fvp_harness.store.records import Record
 
 Sampler = Callable[[np.random.Generator, str, str, int], list[float]]
 
@@ -54,14 +54,14 @@ def make_records(
                     Record(
                         scenario="driver_reuse",
                         key=f"k-{rep}-{build}-{model}",
-                        unit=f"r{rep}-{build}-{model}",
-                        session="s0",
+                        unit_id=f"r{rep}-{build}-{model}",
+                        instance="s0",
                         build=build,
                         model=model,
                         repetition=rep,
                         status="ok",
                         samples=samples,
-                        units=units,
+                        metric_units=units,
                         outputs=outputs(model, build, rep) if outputs else {},
                         started=f"2026-03-01T10:{second // 60:02d}:{second % 60:02d}Z",
                     )
@@ -290,7 +290,7 @@ def test_failed_units_are_listed_and_a_build_without_data_is_not_measured() -> N
                 "samples": {},
                 "failure_class": "test",
                 "failure": "exit 139",
-                "log": f"logs/s0/{r.unit}.log",
+                "log": f"logs/s0/{r.unit_id}.log",
             }
         )
         if (r.model, r.build) == ("b", "after")

@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from fvp_harness.batch.engine import (
-    REPORT_INPUTS_FILE,
     Action,
     MakeOptions,
     _why,
@@ -30,8 +29,8 @@ from fvp_harness.cli.main import main
 from fvp_harness.errors import ConfigurationError
 from fvp_harness.run.execute import KEY_PART_PREFIX
 from fvp_harness.run.plan import Unit
+from fvp_harness.store.folder import REPORT_INPUTS_FILE, ResultStore
 from fvp_harness.store.records import Record
-from fvp_harness.store.folder import ResultStore
 
 SCENARIO = """\
 name: {name}
@@ -118,7 +117,7 @@ def test_assign_lanes_balances_within_pools_and_is_deterministic() -> None:
 def test_why_names_the_changed_key_parts() -> None:
     parts = {"model": "1" * 64, "runner": "2" * 64}
     unit = Unit("r0-before-m", "before", "m", 0, 0, 0, "new", parts)
-    base = {"scenario": "s", "unit": unit.id, "session": "s0", "build": "before", "model": "m", "repetition": 0,
+    base = {"scenario": "s", "unit_id": unit.id, "instance": "s0", "build": "before", "model": "m", "repetition": 0,
             "started": "2024-01-01T00:00:00+00:00"}
     old = Record(key="old", status="ok", extra={KEY_PART_PREFIX + "model": "0" * 16,
                                                 KEY_PART_PREFIX + "runner": "2" * 16}, **base)
@@ -237,7 +236,7 @@ def test_incremental_model_change_reruns_only_its_units_and_noop_writes_nothing(
 
 
 def _deterministic(results: Path, stem: str) -> dict[str, tuple[str, str, dict[str, str], list[float]]]:
-    return {r.unit: (r.key, r.status, r.outputs, r.samples.get("npu_cycles", [])) for r in records(results, stem)}
+    return {r.unit_id: (r.key, r.status, r.outputs, r.samples.get("npu_cycles", [])) for r in records(results, stem)}
 
 
 def test_parallel_gives_the_same_records_as_serial(art: Path, tmp_path: Path) -> None:
@@ -276,7 +275,7 @@ def test_only_pattern_and_always(art: Path, tmp_path: Path) -> None:
     results = tmp_path / "results"
     first = make([sc], MakeOptions(jobs=2, only=("a/r1-*",), results_base=results))
     assert first.units_run == 2 and not (results / "b").exists()
-    assert {r.unit for r in records(results, "a")} == {"r1-before-ds_cnn", "r1-after-ds_cnn"}
+    assert {r.unit_id for r in records(results, "a")} == {"r1-before-ds_cnn", "r1-after-ds_cnn"}
     forced = make([sc], MakeOptions(jobs=2, only=("a/r1-*",), always=True, dry_run=True, results_base=results))
     assert [a.kind for a in forced.actions] == ["build"] * 4 + ["run", "run", "report"]  # -B rebuilds artifacts too
     assert {a.reason for a in forced.actions if a.kind == "build"} == {"forced"}
@@ -334,7 +333,7 @@ def test_ctrl_c_keeps_finished_records_and_the_next_make_continues(art: Path, tm
     assert not (results / "a" / "report.md").exists()
     rest = make([sc], MakeOptions(jobs=1, results_base=results))
     assert rest.exit_code == 0 and rest.units_run == 8 - len(kept)
-    assert len({r.unit for r in records(results, "a")}) == 8
+    assert len({r.unit_id for r in records(results, "a")}) == 8
 
 
 def test_stop_finishes_the_units_in_flight_and_the_next_make_continues(art: Path, tmp_path: Path) -> None:
@@ -359,7 +358,7 @@ def test_stop_finishes_the_units_in_flight_and_the_next_make_continues(art: Path
     with pytest.raises(Interrupted):
         make([sc], MakeOptions(jobs=1, results_base=results), listener=listener, stop=stop)
     kept = records(results, "a")
-    assert [r.unit for r in kept] == started and len(kept) == 2, "the unit in flight is recorded, no other starts"
+    assert [r.unit_id for r in kept] == started and len(kept) == 2, "the unit in flight is recorded, no other starts"
     assert {r.status for r in kept} == {"ok"}
     manifest = json.loads((results / "a" / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["status"] == "interrupted"

@@ -20,13 +20,14 @@ from typing import Any
 import pytest
 from rich.console import Console
 
+from fvp_harness.cli.progress import ProgressView
+from fvp_harness.errors import BootTimeout, ConfigurationError, ConsoleLost, Interrupted, UnitFailure
+from fvp_harness.events import Event
 from fvp_harness.run.artifacts import build_artifacts, pending_builds, stale_reason
-from fvp_harness.errors import BootTimeout, ConfigurationError, ConsoleLost, Interrupted, TestFailure
 from fvp_harness.run.execute import render_unit_command
 from fvp_harness.run.pipeline import RunOptions, RunOutcome, rebuild_report, run_scenario
 from fvp_harness.run.plan import build_plan
-from fvp_harness.events import Event, ProgressView
-from fvp_harness.scenario.model import load_scenario
+from fvp_harness.scenario import load_scenario
 from fvp_harness.store.folder import ResultStore
 from fvp_harness.targets.base import CommandResult
 from fvp_harness.targets.console import CommandTimeout
@@ -189,7 +190,7 @@ def test_units_run_in_plan_order_on_one_boot(scenario_file, tmp_path, order):
     outcome = run(path, world, tmp_path)
     plan = build_plan(load_scenario(path))
     assert [unit for _, unit in world.ran] == [unit.id for unit in plan.units]
-    assert [record.unit for record in stored(tmp_path)] == [unit.id for unit in plan.units]
+    assert [record.unit_id for record in stored(tmp_path)] == [unit.id for unit in plan.units]
     assert world.boots == ["s0"], "one boot serves the whole matrix"
     assert len(world.deployed) == 1 and sorted(world.deployed[0][1]) == sorted(
         ["runner-before", "runner-after", "m1.model", "m1.in", "m2.model"])
@@ -264,7 +265,7 @@ def test_runner_crash_is_a_recorded_test_failure_not_retried(scenario_file, tmp_
     assert world.calls["r0-after-m1"] == 1, "a test failure is not retried"
     assert world.boots == ["s0"], "the same instance goes on after a test failure"
     failed = [r for r in stored(tmp_path) if r.status == "failed"]
-    assert [(r.unit, r.failure_class) for r in failed] == [("r0-after-m1", "test")]
+    assert [(r.unit_id, r.failure_class) for r in failed] == [("r0-after-m1", "test")]
     assert "status 139" in (failed[0].failure or "") and "Segmentation fault" in (failed[0].failure or "")
     assert outcome.exit_code == 1
     report = (tmp_path / "out" / "report.md").read_text()
@@ -280,7 +281,7 @@ def test_wrong_build_is_a_provenance_error(scenario_file, tmp_path):
     world = FakeWorld(impostor)
     outcome = run(scenario_file(), world, tmp_path)
     failed = [r for r in stored(tmp_path) if r.status == "failed"]
-    assert [r.unit for r in failed] == ["r1-before-m2"]
+    assert [r.unit_id for r in failed] == ["r1-before-m2"]
     assert (failed[0].failure or "").startswith("ProvenanceError") and "id-before" in (failed[0].failure or "")
     assert outcome.exit_code == 1
 
@@ -296,7 +297,7 @@ def test_missing_required_metric_and_truncated_output_fail_the_unit(scenario_fil
 
     world = FakeWorld(short)
     run(scenario_file(), world, tmp_path)
-    failed = {r.unit: r.failure or "" for r in stored(tmp_path) if r.status == "failed"}
+    failed = {r.unit_id: r.failure or "" for r in stored(tmp_path) if r.status == "failed"}
     assert set(failed) == {"r0-before-m1", "r0-before-m2"}
     assert failed["r0-before-m1"].startswith("MetricMissing") and "cpu_time" in failed["r0-before-m1"]
     assert "2 of 4" in failed["r0-before-m2"]
@@ -311,7 +312,7 @@ def test_unit_timeout_is_a_test_failure_on_the_same_instance(scenario_file, tmp_
     world = FakeWorld(hang)
     outcome = run(scenario_file(), world, tmp_path)
     failed = [r for r in stored(tmp_path) if r.status == "failed"]
-    assert [(r.unit, r.failure_class) for r in failed] == [("r0-before-m2", "test")]
+    assert [(r.unit_id, r.failure_class) for r in failed] == [("r0-before-m2", "test")]
     assert world.boots == ["s0"] and outcome.exit_code == 1
 
 
@@ -326,11 +327,11 @@ def test_infrastructure_failure_is_retried_on_a_fresh_instance(scenario_file, tm
     assert world.boots == ["s0", "s0.2"]
     assert world.targets[0].closed
     records = stored(tmp_path)
-    attempts = [(r.unit, r.attempt, r.status, r.failure_class) for r in records if r.unit == "r0-after-m2"]
+    attempts = [(r.unit_id, r.attempt, r.status, r.failure_class) for r in records if r.unit_id == "r0-after-m2"]
     assert attempts == [("r0-after-m2", 1, "failed", "infrastructure"), ("r0-after-m2", 2, "ok", None)]
     assert outcome.exit_code == 0, "a retried unit that succeeded leaves nothing failed"
     assert len(world.deployed) == 2, "the fresh instance gets the artifacts again"
-    assert {r.session for r in records if r.unit == "r1-before-m1"} == {"s0.2"}
+    assert {r.instance for r in records if r.unit_id == "r1-before-m1"} == {"s0.2"}
 
 
 def test_infrastructure_failure_beyond_retries_fails_the_unit_with_exit_3(scenario_file, tmp_path):
@@ -342,9 +343,9 @@ def test_infrastructure_failure_beyond_retries_fails_the_unit_with_exit_3(scenar
     world = FakeWorld(always)
     outcome = run(scenario_file(retries=1), world, tmp_path)
     assert world.calls["r0-after-m2"] == 2
-    latest = [r for r in stored(tmp_path) if r.unit == "r0-after-m2"]
+    latest = [r for r in stored(tmp_path) if r.unit_id == "r0-after-m2"]
     assert [r.attempt for r in latest] == [1, 2] and all(r.status == "failed" for r in latest)
-    assert len({r.unit for r in stored(tmp_path)}) == 8, "the other units still ran"
+    assert len({r.unit_id for r in stored(tmp_path)}) == 8, "the other units still ran"
     assert outcome.exit_code == 3
 
 
@@ -369,10 +370,10 @@ def test_parallel_sessions_each_get_their_own_instance(scenario_file, tmp_path):
     world = FakeWorld()
     outcome = run(scenario_file(), world, tmp_path, overrides=("fvp.instances=2",))
     assert sorted(world.boots) == ["s0", "s1"]
-    assert len({r.unit for r in stored(tmp_path)}) == 8 and outcome.exit_code == 0
+    assert len({r.unit_id for r in stored(tmp_path)}) == 8 and outcome.exit_code == 0
     plan = build_plan(load_scenario(scenario_file(), ["fvp.instances=2"]))
     for record in stored(tmp_path):
-        assert record.session == f"s{plan.unit(record.unit).session}"
+        assert record.instance == f"s{plan.unit(record.unit_id).session}"
 
 
 # --- resume and interrupt -------------------------------------------------------------------------------
@@ -398,9 +399,9 @@ def test_interrupt_keeps_what_was_measured_and_resume_runs_only_the_rest(scenari
     second = FakeWorld()
     outcome = run(path, second, tmp_path, resume=True)
     assert outcome.units_skipped == 3 and outcome.units_run == 5
-    assert not ({u for _, u in second.ran} & {r.unit for r in kept}), "nothing measured twice"
+    assert not ({u for _, u in second.ran} & {r.unit_id for r in kept}), "nothing measured twice"
     records = stored(tmp_path)
-    assert len(records) == 8 and len({r.unit for r in records}) == 8
+    assert len(records) == 8 and len({r.unit_id for r in records}) == 8
     assert records[:3] == kept, "nothing lost"
     assert outcome.exit_code == 0
 
@@ -451,7 +452,7 @@ def test_artifacts_are_built_when_missing_or_stale_and_failures_name_the_log(tmp
     assert [step.name for step in pending_builds(loaded)] == ["builds.a.runner"]
 
     broken = load_scenario(path, ["builds.a.build=echo compiler says no; exit 3", "builds.a.runner=out/other"])
-    with pytest.raises(TestFailure, match="exit status 3") as info:
+    with pytest.raises(UnitFailure, match="exit status 3") as info:
         build_artifacts(broken, log_path_for=lambda step: logs / step.log_name)
     assert info.value.log_path == logs / "builds.a.runner.log"
     assert "compiler says no" in "\n".join(info.value.last_lines)
@@ -527,9 +528,9 @@ def test_files_named_by_run_fetch_are_kept_but_not_hashed_as_outputs(scenario_fi
     digest = hashlib.sha256(b"same").hexdigest()
     for record in stored(tmp_path):
         assert record.outputs == {"out-0.bin": digest}, "a fetched report is not a model output"
-        folder = tmp_path / "out" / "fetched" / record.unit
+        folder = tmp_path / "out" / "fetched" / record.unit_id
         assert (folder / "perf.json").read_bytes() == b'{"kept": true}'
-        assert (folder / f"{record.unit}.side.json").is_file()
+        assert (folder / f"{record.unit_id}.side.json").is_file()
     assert len(world.fetched) == 16
 
 
@@ -546,7 +547,7 @@ def test_stop_finishes_the_unit_in_flight_records_it_and_starts_nothing_more(sce
     with pytest.raises(Interrupted, match="stopped after the units in flight"):
         run(path, world, tmp_path, stop=stop)
     kept = stored(tmp_path)
-    assert [r.unit for r in kept] == [u for _, u in world.ran] and len(kept) == 3, "the unit in flight is kept"
+    assert [r.unit_id for r in kept] == [u for _, u in world.ran] and len(kept) == 3, "the unit in flight is kept"
     assert all(r.status == "ok" for r in kept)
     assert world.boots == ["s0"] and all(t.closed for t in world.targets)
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
@@ -567,7 +568,7 @@ def test_stop_with_parallel_sessions_records_every_unit_that_started(scenario_fi
     with pytest.raises(Interrupted):
         run(scenario_file(), world, tmp_path, overrides=("fvp.instances=2",), stop=stop)
     kept = stored(tmp_path)
-    assert {r.unit for r in kept} == {u for _, u in world.ran} and 2 <= len(kept) < 8
+    assert {r.unit_id for r in kept} == {u for _, u in world.ran} and 2 <= len(kept) < 8
     assert all(r.status == "ok" for r in kept) and all(t.closed for t in world.targets)
 
 

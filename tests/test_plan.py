@@ -10,7 +10,7 @@ import pytest
 
 from fvp_harness.run import scrape
 from fvp_harness.run.plan import artifact_hashes, build_plan, changed_parts, file_sha256, run_order
-from fvp_harness.scenario.model import load_scenario
+from fvp_harness.scenario import load_scenario
 
 SCENARIO = """\
 name: s

@@ -13,7 +13,6 @@ import pandas as pd
 import pytest
 
 from fvp_harness.report.analysis import AnalysisResult, Settings, analyse
-from fvp_harness.store.records import Record
 from fvp_harness.report.render import (
     REPORT_FORMAT_VERSION,
     ReportContext,
@@ -24,6 +23,7 @@ from fvp_harness.report.render import (
 )
 from fvp_harness.scenario.model import Compare
 from fvp_harness.store.folder import ResultStore
+from fvp_harness.store.records import Record
 
 SAVINGS = {"ResNet8": (2.60, 0.93), "DS-CNN": (1.99, 0.93), "MobileNetV1 | 0.25": (4.35, 1.01)}
 MANIFEST = {
@@ -53,14 +53,14 @@ def build_records(npu_after: float = 85092.0, fail: bool = False, seed: int = 0,
                     Record(
                         scenario="driver_reuse",
                         key=f"{rep}{build}{model}",
-                        unit=f"r{rep}-{build}-{model}",
-                        session="s0",
+                        unit_id=f"r{rep}-{build}-{model}",
+                        instance="s0",
                         build=build,
                         model=model,
                         repetition=rep,
                         status="ok",
                         samples={"cpu_time": values, "npu_cycles": [npu] * 10},
-                        units={"cpu_time": "ms", "npu_cycles": "cycles"},
+                        metric_units={"cpu_time": "ms", "npu_cycles": "cycles"},
                         outputs={"out-0.bin": "ab" * 32},
                         started=f"2026-03-01T10:{second:02d}:00Z",
                     )
@@ -70,8 +70,8 @@ def build_records(npu_after: float = 85092.0, fail: bool = False, seed: int = 0,
             Record(
                 scenario="driver_reuse",
                 key="crash",
-                unit="r4-after-ResNet8",
-                session="s0",
+                unit_id="r4-after-ResNet8",
+                instance="s0",
                 build="after",
                 model="ResNet8",
                 repetition=4,
@@ -238,7 +238,7 @@ def abba_records() -> list[Record]:
         if r.build == "before":
             debug = {
                 "build": "debug",
-                "unit": f"{r.unit}-debug",
+                "unit_id": f"{r.unit_id}-debug",
                 "key": f"d{i}",
                 "started": r.started.replace("T10:", "T11:"),
             }

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from fvp_harness.scenario import load_scenario
 from fvp_harness.scenario.model import (
     MetricSpec,
     Scenario,
     expand_build_command,
-    load_scenario,
     render_template,
     template_fields,
 )

@@ -6,7 +6,7 @@ import pytest
 
 from fvp_harness.errors import EXIT_BAD_INPUT, ConfigurationError, ScenarioError
 from fvp_harness.located import display_path
-from fvp_harness.scenario.model import load_scenario
+from fvp_harness.scenario import load_scenario
 
 GOOD_BUILDS = """\
 builds:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from fvp_harness.errors import ScenarioError
-from fvp_harness.scenario.model import load_scenario
+from fvp_harness.scenario import load_scenario
 
 BODY = """\
 builds:

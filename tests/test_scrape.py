@@ -7,7 +7,6 @@ import json
 
 import pytest
 
-from fvp_harness.scenario.model import MetricSpec
 from fvp_harness.run.scrape import (
     BUILTIN_METRICS,
     LOG_MESSAGE_LIMIT,
@@ -21,6 +20,7 @@ from fvp_harness.run.scrape import (
     scrape,
     validate_regex,
 )
+from fvp_harness.scenario.model import MetricSpec
 
 ALL_BUILTINS = [MetricSpec(name=name) for name in BUILTIN_METRICS]
 

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from fvp_harness.errors import ConfigurationError
-from fvp_harness.store.records import RECORD_SCHEMA_VERSION, Record
 from fvp_harness.store.folder import (
     MANIFEST_FORMAT_VERSION,
     ResultStore,
@@ -18,20 +17,21 @@ from fvp_harness.store.folder import (
     key_metadata,
     results_dir_for,
 )
+from fvp_harness.store.records import RECORD_SCHEMA_VERSION, Record
 
 
 def record(unit: str = "r1-after-resnet8", status: str = "ok", key: str | None = None, **kw: object) -> Record:
     fields: dict[str, object] = {
         "scenario": "driver_reuse",
         "key": key or f"key-{unit}",
-        "unit": unit,
-        "session": "s0",
+        "unit_id": unit,
+        "instance": "s0",
         "build": "after",
         "model": "resnet8",
         "repetition": 1,
         "status": status,
         "samples": {"cpu_time": [0.93, 0.94]} if status == "ok" else {},
-        "units": {"cpu_time": "ms"},
+        "metric_units": {"cpu_time": "ms"},
         "started": "2026-03-01T10:00:00Z",
     }
     if status == "failed":
@@ -108,7 +108,7 @@ def test_partial_trailing_line_is_ignored_with_a_warning(tmp_path: Path, caplog:
         handle.write(line[: len(line) // 2])  # the crash happened here
     with caplog.at_level(logging.WARNING, logger="fvp_harness.store.folder"):
         records = ResultStore(tmp_path).records()
-    assert [r.unit for r in records] == ["u1"]
+    assert [r.unit_id for r in records] == ["u1"]
     assert "incomplete last line" in caplog.text
 
 
@@ -119,7 +119,7 @@ def test_append_after_a_crash_cuts_the_partial_line_first(tmp_path: Path) -> Non
         handle.write('{"schema_version": 1, "scen')
     resumed = ResultStore(tmp_path)
     resumed.append(record("u2"))
-    assert [r.unit for r in resumed.records()] == ["u1", "u2"]
+    assert [r.unit_id for r in resumed.records()] == ["u1", "u2"]
     assert resumed.read_warnings == []
     assert resumed.records_path.read_text().endswith("}\n")
 
@@ -298,3 +298,16 @@ def test_atomic_write_keeps_the_old_file_when_writing_fails(tmp_path: Path, monk
         atomic_write(target, "new")
     assert target.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["manifest.json"]  # the temp file was removed
+
+
+def test_schema_1_rows_are_read_with_their_fields_renamed(tmp_path: Path) -> None:
+    """Folders written before the field renames (schema 1: unit, session, units) keep working."""
+    store = ResultStore(tmp_path)
+    row = record("u1").model_dump(mode="json")
+    for old, new in (("unit", "unit_id"), ("session", "instance"), ("units", "metric_units")):
+        row[old] = row.pop(new)
+    row["schema_version"] = 1
+    store.records_path.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    (stored,) = store.records()
+    assert (stored.unit_id, stored.instance, stored.metric_units) == ("u1", "s0", {"cpu_time": "ms"})
+    assert stored.schema_version == RECORD_SCHEMA_VERSION

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from fvp_harness.report.analysis import to_frame
 from fvp_harness.errors import EXIT_BAD_INPUT, ConfigurationError
+from fvp_harness.report.analysis import to_frame
 from fvp_harness.vgf.reader import RECORD_FIELDS, VgfFormatError, parse_report, read_report, to_record
 
 
@@ -264,9 +264,10 @@ def test_read_report_from_a_file_hashes_its_bytes(tmp_path):
 def test_to_record_feeds_the_ab_dataframe():
     run = parse(report(n=4))
     rec = to_record(run, scenario="vgf", build="copy", repetition=1)
-    assert rec.unit == "r1-copy-resnet8" and rec.model == "resnet8" and rec.status == "ok"
+    assert rec.unit_id == "r1-copy-resnet8" and rec.model == "resnet8" and rec.status == "ok"
     assert rec.key == run.sha256
-    assert rec.units["execute_ns"] == "ns" and rec.units["in_copy_bytes"] == "B" and rec.units["imports"] == ""
+    units = rec.metric_units
+    assert units["execute_ns"] == "ns" and units["in_copy_bytes"] == "B" and units["imports"] == ""
     assert rec.extra["device.device_name"] == "Mali-G720" and rec.extra["zero_copy"] is False
     frame = to_frame([rec])
     assert set(frame["metric"]) >= {name for name, kind in RECORD_FIELDS.items() if kind != "handle"}
@@ -282,7 +283,8 @@ def test_a_run_whose_every_execute_failed_is_a_failed_record():
 
 
 @pytest.mark.parametrize(
-    "name", ["fvp_harness.vgf.reader", "fvp_harness.vgf.report", "fvp_harness.sim.vgf_runner", "fvp_harness.cli.verb_vgf"]
+    "name",
+    ["fvp_harness.vgf.reader", "fvp_harness.vgf.report", "fvp_harness.sim.vgf_runner", "fvp_harness.cli.verb_vgf"],
 )
 def test_all_matches_what_is_public(name):
     import importlib

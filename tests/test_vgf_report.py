@@ -9,13 +9,12 @@ from typing import Any
 
 import pytest
 
-from fvp_harness.report.analysis import Settings, to_frame
 from fvp_harness.cli.main import main
+from fvp_harness.report.analysis import Settings, to_frame
+from fvp_harness.store.folder import VGF_REPORT_FILES, ResultStore
 from fvp_harness.store.records import Record
-from fvp_harness.store.folder import ResultStore
 from fvp_harness.vgf.reader import VgfFormatError, load_pair, load_results
 from fvp_harness.vgf.report import (
-    VGF_OUTPUT_FILES,
     compare_vgf,
     render_vgf_csv,
     render_vgf_json,
@@ -171,8 +170,8 @@ def test_report_files_are_complete_and_deterministic(tmp_path, pair):
         written = render_vgf_report(c, tmp_path / "out")
     finally:
         os.umask(old_umask)
-    assert {p.name for p in written.values()} == set(VGF_OUTPUT_FILES.values())
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(VGF_OUTPUT_FILES.values())  # no temp files
+    assert {p.name for p in written.values()} == set(VGF_REPORT_FILES.values())
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(VGF_REPORT_FILES.values())  # no temp files
     assert {p.stat().st_mode & 0o777 for p in written.values()} == {0o644}  # 0o666 & ~umask, not 0o600
     md = written["markdown"].read_text(encoding="utf-8")
     for heading in ("## Per-inference latency", "## Boundary cost removed", "## Boundary cost remaining",
@@ -213,7 +212,7 @@ def test_cli_bad_input_exits_2_naming_the_file(tmp_path, pair, capsys):
 
 
 def _stored(unit: str, build: str) -> Record:
-    return Record(scenario="s", key=unit, unit=unit, session="s0", build=build, model="net", repetition=0,
+    return Record(scenario="s", key=unit, unit_id=unit, instance="s0", build=build, model="net", repetition=0,
                   status="ok", started="2026-01-01T00:00:00Z", samples={"iteration_time": [0.1]})  # fmt: skip
 
 
@@ -230,7 +229,7 @@ def test_results_folder_reports_are_matched_to_units_and_stale_ones_skipped(tmp_
     data = load_results(root, records=store.records())
     assert (data.baseline, data.candidate) == ("cp", "zc")
     assert any("unit r1-zc-net failed in this run" in w for w in data.warnings)
-    assert [r.unit for r in data.records] == ["r0-cp-net", "r0-zc-net"]
+    assert [r.unit_id for r in data.records] == ["r0-cp-net", "r0-zc-net"]
     assert any("r9-old-net" in w and "belongs to no stored unit" in w for w in data.warnings)
     result = report_results_folder(root, store.records(), settings=FAST)
     assert result is not None

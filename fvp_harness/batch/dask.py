@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from fvp_harness.batch.lanes import LaneControl, LaneResult, LaneSpec, run_lane
+from fvp_harness.batch.lanes import LaneControl, LaneResult, LaneSpec, default_jobs, run_lane
 from fvp_harness.errors import ConfigurationError
 
 __all__ = ["DaskExecutor", "remote_lane"]
@@ -95,8 +95,6 @@ class DaskExecutor:
         if self._client is None:
             distributed = _import_distributed()
             if self.scheduler is None:
-                from fvp_harness.batch.engine import default_jobs
-
                 self._cluster = distributed.LocalCluster(
                     n_workers=self.workers or default_jobs(), threads_per_worker=1, processes=self.processes,
                     dashboard_address=None)

@@ -37,7 +37,6 @@ import fnmatch
 import hashlib
 import json
 import logging
-import os
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -46,8 +45,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from fvp_harness import __version__
-from fvp_harness.run.artifacts import BUILD_TIMEOUT_S, BuildResult, BuildStep, build_artifacts, pending_builds
-from fvp_harness.batch.lanes import JobSpec, LaneControl, LaneResult, LaneSpec, LocalExecutor
+from fvp_harness.batch.lanes import JobSpec, LaneControl, LaneResult, LaneSpec, LocalExecutor, default_jobs
 from fvp_harness.errors import (
     EXIT_FAILED,
     EXIT_INFRASTRUCTURE,
@@ -57,23 +55,32 @@ from fvp_harness.errors import (
     HarnessError,
     Interrupted,
 )
-from fvp_harness.run.execute import KEY_PART_PREFIX, SessionOutcome, utc_now
-from fvp_harness.run.plan import Plan, Unit, build_plan, changed_parts
 from fvp_harness.events import Event, Listener, null_listener
-from fvp_harness.store.records import Record
-from fvp_harness.scenario.model import load_scenario
+from fvp_harness.files import atomic_write, file_sha256
+from fvp_harness.run.artifacts import BUILD_TIMEOUT_S, BuildResult, BuildStep, build_artifacts, pending_builds
+from fvp_harness.run.execute import KEY_PART_PREFIX, SessionOutcome, utc_now
+from fvp_harness.run.instances import query_fvp_version
+from fvp_harness.run.manifest import BatchInfo, Manifest, RunSettings
+from fvp_harness.run.pipeline import write_report
+from fvp_harness.run.plan import Plan, Unit, build_plan, changed_parts
+from fvp_harness.scenario import load_scenario
 from fvp_harness.scenario.load import LoadedScenario
-from fvp_harness.store.folder import ResultStore, atomic_write, results_dir_for
+from fvp_harness.store.folder import (
+    DEFAULT_RESULTS_BASE,
+    REPORT_FILES,
+    REPORT_INPUTS_FILE,
+    ResultStore,
+    results_dir_for,
+)
+from fvp_harness.store.records import Record
 
 __all__ = [
-    "REPORT_INPUTS_FILE",
     "Action",
     "Executor",
     "MakeOptions",
     "MakeResult",
     "Node",
     "assign_lanes",
-    "default_jobs",
     "make",
     "plan_batch",
     "scenario_files",
@@ -81,16 +88,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-REPORT_INPUTS_FILE = "report.inputs"
-"""Beside the report files: the hash parts of the report's inputs and the exit code they gave (JSON)."""
-
-
-def default_jobs() -> int:
-    """``-j`` default: the CPUs this process may use (one FVP instance each, like ``make -j$(nproc)``)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)
 
 
 @dataclass(frozen=True)
@@ -105,7 +102,7 @@ class MakeOptions:
     """``-B``: rebuild every artifact that has a build command, re-run every unit and re-render every report."""
     only: tuple[str, ...] = ()
     """Globs on ``<scenario stem>/<unit id>`` (or just ``<scenario stem>``); empty: everything."""
-    results_base: Path = Path("results")
+    results_base: Path = DEFAULT_RESULTS_BASE
     overrides: tuple[str, ...] = ()
     fvp_binary: str | None = None
     timeout_scale: float = 1.0
@@ -223,7 +220,7 @@ def _digest(value: Any) -> str:
 
 def _file_digest(path: Path) -> str:
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        return file_sha256(path)
     except FileNotFoundError:
         return "missing"
 
@@ -251,16 +248,13 @@ def _report_inputs(store: ResultStore, loaded: LoadedScenario) -> dict[str, str]
     }
 
 
-_REPORT_FILES = {"markdown": "report.md", "csv": "report.csv", "json": "report.json", "png": "report.png"}
-
-
 def _report_reason(store: ResultStore, loaded: LoadedScenario) -> tuple[str | None, int]:
     """Why the report must be rendered again (None: up to date), and the exit code stored with it."""
     try:
         stored = json.loads(store.report_path(REPORT_INPUTS_FILE).read_text(encoding="utf-8"))
     except (FileNotFoundError, ValueError):
         return "no report yet", EXIT_OK
-    expected = [name for kind, name in _REPORT_FILES.items() if kind in loaded.scenario.report.outputs]
+    expected = [name for kind, name in REPORT_FILES.items() if kind in loaded.scenario.report.outputs]
     written = stored.get("files") if isinstance(stored, dict) else None  # e.g. the VGF report, when there was one
     expected += [name for name in written or () if isinstance(name, str) and name not in expected]
     missing = [name for name in expected if not (store.root / name).is_file()]
@@ -303,8 +297,6 @@ class _Versions:
             return None, ""
         key = f"{scenario.fvp.binary}\0{loaded.profile.name}"
         if key not in self._known:
-            from fvp_harness.run.pipeline import query_fvp_version
-
             self._known[key] = query_fvp_version(loaded)
         return self._known[key]
 
@@ -354,7 +346,7 @@ def _plan_node(node: Node, options: MakeOptions, versions: _Versions, *, after_b
     done = {record.key for record in records if record.status == "ok"}
     latest: dict[str, Record] = {}
     for record in records:
-        latest[record.unit] = record
+        latest[record.unit_id] = record
     for unit in node.selected:
         if options.always:
             node.todo.append((unit, "-B: rebuild everything"))
@@ -549,22 +541,19 @@ def _execute(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: 
              executor: Executor, capacity: int, listener: Listener, result: MakeResult, stop: threading.Event) -> bool:
     """Write the manifests, run the lanes, store what comes back, finish the manifests. Returns True when a
     ``stop`` request left units unrun (the batch then counts as interrupted)."""
-    from fvp_harness.run.pipeline import RunOptions, build_manifest
-
     working = [node for node in nodes if node.error is None and node.todo]
-    manifests: dict[int, dict[str, Any]] = {}
+    manifests: dict[int, Manifest] = {}
     started = utc_now()
     for node in working:
         assert node.loaded is not None and node.plan is not None
         store = stores[node.index]
         version, banner = versions.get(node.loaded, for_manifest=True)
-        manifest = build_manifest(node.loaded, node.plan, version, banner,
-                                  RunOptions(resume=True, timeout_scale=options.timeout_scale), node.built, started)
-        previous = store.read_manifest() or {}
-        manifest["sessions"] = dict(previous.get("sessions") or {})
-        manifest["batch"] = {"executor": getattr(executor, "name", "?"), "jobs": capacity,
-                             "only": list(options.only), "always": options.always}
-        store.write_manifest(manifest)
+        manifest = Manifest.start(node.loaded, node.plan, version, banner,
+                                  RunSettings(resume=True, timeout_scale=options.timeout_scale), node.built, started)
+        manifest.continue_from(_previous_manifest(store), keep_start=False)
+        manifest.batch = BatchInfo(executor=getattr(executor, "name", "?"), jobs=capacity, only=list(options.only),
+                                   always=options.always)
+        manifest.write(store)
         manifests[node.index] = manifest
     lanes = _lane_specs(working, capacity, executor.ships_artifacts, options.timeout_scale)
     result.lanes = len(lanes)
@@ -589,7 +578,7 @@ def _execute(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: 
                 if not options.keep_going:
                     drain.set()
         if remote:  # a local lane's execute reports its own progress
-            listener(Event("unit_done", session=f"{node.stem}/{record.session}", unit=record.unit,
+            listener(Event("unit_done", session=f"{node.stem}/{record.instance}", unit=record.unit_id,
                            status=record.status, seconds=record.duration_s, detail=record.failure))
 
     def on_lane_done(lane: LaneResult) -> None:
@@ -623,8 +612,18 @@ def _execute(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: 
     finally:
         interrupted = control.abort.is_set() or stopped
         for node in working:
-            _finish_manifest(stores[node.index], manifests[node.index], node, interrupted)
+            manifests[node.index].finish(node.outcomes, interrupted=interrupted).write(stores[node.index])
     return stopped
+
+
+def _previous_manifest(store: ResultStore) -> Manifest | None:
+    """The folder's earlier manifest, whose instances a new one carries on; one this version cannot read is
+    replaced (``make`` tells stale records apart by their keys, not by the manifest)."""
+    try:
+        return Manifest.read(store)
+    except HarnessError as exc:
+        log.warning("%s: starting a new manifest: %s", store.root, exc)
+        return None
 
 
 def _import_log(store: ResultStore, relative: str, data: bytes) -> None:
@@ -636,37 +635,26 @@ def _import_log(store: ResultStore, relative: str, data: bytes) -> None:
     store.log_path(parts[1], "__".join(parts[2:])).write_bytes(data)
 
 
-def _finish_manifest(store: ResultStore, manifest: dict[str, Any], node: Node, interrupted: bool) -> None:
-    from fvp_harness.run.pipeline import manifest_sessions
-
-    manifest["sessions"] = {**manifest["sessions"], **manifest_sessions(node.outcomes)}
-    manifest["finished"] = utc_now()
-    aborted = [outcome.aborted for outcome in node.outcomes if outcome.aborted]
-    manifest["status"] = "interrupted" if interrupted else ("aborted" if aborted else "complete")
-    if aborted:
-        manifest["aborted"] = aborted
-    store.write_manifest(manifest)
-
-
 def _reports(nodes: Sequence[Node], stores: Mapping[int, ResultStore], listener: Listener,
              result: MakeResult) -> None:
     """Render the reports whose inputs changed, and store the hash of those inputs beside them."""
-    from fvp_harness.run.pipeline import write_report
-
     for node in nodes:
         if node.error is not None or node.loaded is None or node.index not in stores:
             continue
         store = stores[node.index]
         if not (node.records or node.report_reason):
             continue
-        manifest = store.read_manifest()
+        try:
+            manifest = Manifest.read(store)
+        except HarnessError as exc:
+            node.error = exc
+            continue
         if manifest is None:  # nothing ever ran here (e.g. every unit filtered out)
             continue
         resolved = node.loaded.scenario.model_dump(mode="json")
-        if manifest.get("scenario") != resolved:  # e.g. only the report section changed: `report DIR` must agree
-            manifest["scenario"] = resolved
-            store.write_manifest(manifest)
-            manifest = store.read_manifest() or manifest
+        if manifest.scenario.resolved != resolved:  # e.g. only the report section changed: `report DIR` must agree
+            manifest.scenario.resolved = resolved
+            manifest.write(store)
         listener(Event("analysis"))
         try:
             outcome = write_report(store, node.loaded.scenario, manifest)

@@ -45,13 +45,15 @@ from pathlib import Path
 from typing import Any
 
 from fvp_harness.errors import ConfigurationError, HarnessError
-from fvp_harness.run.execute import SessionOutcome, TargetFactory, execute_plan
-from fvp_harness.run.plan import build_plan
-from fvp_harness.profiles import Profile
 from fvp_harness.events import Event, Listener, null_listener
-from fvp_harness.store.records import Record
+from fvp_harness.files import atomic_write
+from fvp_harness.profiles import Profile
+from fvp_harness.run.execute import SessionOutcome, execute_plan
+from fvp_harness.run.instances import TargetFactory, open_target
+from fvp_harness.run.plan import build_plan
 from fvp_harness.scenario.model import Scenario
 from fvp_harness.store.folder import ResultStore
+from fvp_harness.store.records import Record
 
 __all__ = [
     "JobResult",
@@ -61,6 +63,7 @@ __all__ = [
     "LaneSpec",
     "LocalExecutor",
     "RecordSink",
+    "default_jobs",
     "run_lane",
 ]
 
@@ -71,6 +74,14 @@ RecordSink = Callable[[int, Record], None]
 
 ARTIFACT_CACHE_ENV = "FVP_HARNESS_ARTIFACT_CACHE"
 """Where a worker keeps shipped artifacts (default: ``<tmp>/fvp-harness-artifacts``), by sha256."""
+
+
+def default_jobs() -> int:
+    """``-j`` default: the CPUs this process may use (one FVP instance each, like ``make -j$(nproc)``)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
 
 
 @dataclass(frozen=True)
@@ -162,8 +173,6 @@ Opener = Callable[[Scenario, Profile, str, Path, float], contextlib.AbstractCont
 
 def _open_target(scenario: Scenario, profile: Profile, name: str, log_dir: Path,
                  timeout_scale: float) -> contextlib.AbstractContextManager[Any]:
-    from fvp_harness.targets.fvp_target import open_target
-
     return open_target(scenario, log_dir=log_dir, name=name, profile=profile, timeout_scale=timeout_scale)
 
 
@@ -234,7 +243,7 @@ class _SinkStore(ResultStore):
 
     def append(self, record: Record) -> None:
         if self._abort.is_set() and record.status != "ok":
-            log.info("dropping the record of %s: the batch was stopped while it ran", record.unit)
+            log.info("dropping the record of %s: the batch was stopped while it ran", record.unit_id)
             return
         self._sink(self._node, record)
 
@@ -252,15 +261,7 @@ def _materialise(blobs: Mapping[str, bytes], path: str, sha256: str) -> str:
     if hashlib.sha256(data).hexdigest() != sha256:
         raise ConfigurationError(f"shipped artifact {path} arrived damaged (sha256 mismatch)")
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp.")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.chmod(tmp, 0o755)  # runners must stay executable; harmless for models
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(target, data, mode=0o755)  # runners must stay executable; harmless for models
     return str(target)
 
 

@@ -71,8 +71,7 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
 
 
 def _executor(args: argparse.Namespace, jobs: int | None) -> Executor:
-    from fvp_harness.batch.engine import default_jobs
-    from fvp_harness.batch.lanes import LocalExecutor
+    from fvp_harness.batch.lanes import LocalExecutor, default_jobs
     from fvp_harness.errors import ConfigurationError
 
     if args.executor == "local":
@@ -93,8 +92,9 @@ def _make_verb(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from fvp_harness.batch.engine import MakeOptions, make
+    from fvp_harness.cli.progress import ProgressView
     from fvp_harness.cli.scenario_args import stop_on_first_interrupt
-    from fvp_harness.events import Event, ProgressView
+    from fvp_harness.events import Event
 
     options = MakeOptions(
         jobs=args.jobs, keep_going=args.keep_going, dry_run=args.dry_run, always=args.always_make,

@@ -1,7 +1,7 @@
 """``run SCENARIO``: the A/B matrix end to end, then the report; ``report DIR``: rebuild a report from records.
 
 Wiring only: ``pipeline.run_scenario`` / ``pipeline.rebuild_report`` do the work; this module turns flags into
-``RunOptions``, shows progress (``progress.ProgressView`` on stderr), prints a short summary table and the report
+``RunOptions``, shows progress (``cli.progress.ProgressView`` on stderr), prints a short summary table and the report
 path on stdout, and returns the exit code (0 ok, 1 units failed or an expectation violated, 2 bad input,
 3 infrastructure, 130 interrupted). Ctrl-C has two stages: the first lets the units in flight finish and be
 recorded (and says so on stderr), the second stops at once.
@@ -135,9 +135,10 @@ def _run_verb(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
+    from fvp_harness.cli.progress import ProgressView
     from fvp_harness.cli.scenario_args import stop_on_first_interrupt
+    from fvp_harness.events import Event
     from fvp_harness.run.pipeline import RunOptions, RunOutcome, run_scenario
-    from fvp_harness.events import Event, ProgressView
 
     loaded = load_from_args(args, args.scenario)
     options = RunOptions(

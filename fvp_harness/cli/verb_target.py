@@ -79,7 +79,8 @@ def _run_doctor_verb(args: argparse.Namespace) -> int:
 
 
 def _run_shell_verb(args: argparse.Namespace) -> int:
-    from fvp_harness.targets.fvp_target import FvpTarget, open_target
+    from fvp_harness.run.instances import open_target
+    from fvp_harness.targets.fvp_target import FvpTarget
 
     loaded = load_from_args(args, args.scenario, check_files=False)
     if loaded.scenario.target == "host":

@@ -135,7 +135,7 @@ def select_latest(records: Iterable[Record]) -> list[Record]:
     records = list(records)
     chosen: dict[tuple[str, str], int] = {}
     for index, record in enumerate(records):
-        ident = (record.scenario, record.unit)
+        ident = (record.scenario, record.unit_id)
         previous = chosen.get(ident)
         if previous is None or record.status == "ok" or records[previous].status != "ok":
             chosen[ident] = index
@@ -159,12 +159,12 @@ def to_frame(records: Iterable[Record], *, latest_only: bool = True) -> pd.DataF
     for i in _execution_order(recs):
         record = recs[i]
         for metric, values in record.samples.items():
-            uom = record.units.get(metric, "")
+            uom = record.metric_units.get(metric, "")
             for iteration, value in enumerate(values):
                 columns["scenario"].append(record.scenario)
-                columns["unit"].append(record.unit)
+                columns["unit"].append(record.unit_id)
                 columns["key"].append(record.key)
-                columns["session"].append(record.session)
+                columns["session"].append(record.instance)
                 columns["build"].append(record.build)
                 columns["model"].append(record.model)
                 columns["repetition"].append(record.repetition)
@@ -200,9 +200,9 @@ def units_frame(records: Iterable[Record], *, latest_only: bool = True) -> pd.Da
     rows = [
         {
             "scenario": r.scenario,
-            "unit": r.unit,
+            "unit": r.unit_id,
             "key": r.key,
-            "session": r.session,
+            "session": r.instance,
             "build": r.build,
             "model": r.model,
             "repetition": r.repetition,

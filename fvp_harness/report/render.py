@@ -26,11 +26,17 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from tabulate import tabulate
 
-from fvp_harness.report.analysis import NPU_CYCLE_METRICS, AnalysisResult, Comparison, ModelComparison, expectations_violated
-from fvp_harness.store.folder import atomic_write
+from fvp_harness.files import atomic_write
+from fvp_harness.report.analysis import (
+    NPU_CYCLE_METRICS,
+    AnalysisResult,
+    Comparison,
+    ModelComparison,
+    expectations_violated,
+)
+from fvp_harness.store.folder import REPORT_FILES
 
 __all__ = [
-    "OUTPUT_FILES",
     "REPORT_FORMAT_VERSION",
     "ReportContext",
     "build_order",
@@ -52,12 +58,6 @@ REPORT_FORMAT_VERSION = 1
 """Version of ``report.json``; bumped when a field changes meaning or disappears."""
 
 OutputName = Literal["markdown", "csv", "json", "png"]
-OUTPUT_FILES: dict[str, str] = {
-    "markdown": "report.md",
-    "csv": "report.csv",
-    "json": "report.json",
-    "png": "report.png",
-}
 
 METRIC_LABELS: dict[str, tuple[str, str]] = {
     # metric -> (label, "per ..." phrase) for the table header
@@ -666,7 +666,7 @@ def render_png(result: AnalysisResult, path: Path, title: str | None = None) -> 
 
 
 def save_png(figure: Figure, path: Path) -> Path:
-    """Lay out ``figure`` and write it to ``path`` as PNG with ``store.atomic_write``, without the Software tag
+    """Lay out ``figure`` and write it to ``path`` as PNG with ``files.atomic_write``, without the Software tag
     or a date, so the same figure gives the same bytes."""
     figure.tight_layout()
     buffer = io.BytesIO()
@@ -683,7 +683,7 @@ def write_report_files(
     png: Callable[[Path], object],
 ) -> dict[str, Path]:
     """Write the requested ``outputs`` into ``out_dir`` (created): ``file_names`` maps an output name to its file,
-    ``text`` an output to a function returning its text (written with ``store.atomic_write``), ``png`` writes the
+    ``text`` an output to a function returning its text (written with ``files.atomic_write``), ``png`` writes the
     ``png`` output to the path given. Unknown names are refused before anything is written. Returns output name
     -> path, in the order asked. The A/B and the VGF report both write through it."""
     out_dir = Path(out_dir)
@@ -720,4 +720,4 @@ def render_report(
         "json": lambda: render_json(result, title, context),
     }
     png_title = title or _default_title(result, context)
-    return write_report_files(out_dir, outputs, OUTPUT_FILES, text, lambda path: render_png(result, path, png_title))
+    return write_report_files(out_dir, outputs, REPORT_FILES, text, lambda path: render_png(result, path, png_title))

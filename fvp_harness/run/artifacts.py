@@ -16,7 +16,7 @@ Rules:
   results folder's ``logs/build/``).
 - Failures name the artifact, the command, the exit status and the log: a command that cannot start (126/127)
   or that "succeeds" without writing its output is a ``ConfigurationError`` (the scenario is wrong); a command
-  that fails or times out is a ``TestFailure`` (the code being built is broken).
+  that fails or times out is a ``UnitFailure`` (the code being built is broken).
 - Independent builds run in parallel threads (each waits on its own subprocess), because a scenario's ten
   simulator artifacts are ten Python start-ups.
 - After building, every artifact is hashed (``plan.artifact_hashes``); the caller re-plans with those states so
@@ -35,10 +35,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from fvp_harness.errors import ConfigurationError, TestFailure
+from fvp_harness.errors import ConfigurationError, UnitFailure
 from fvp_harness.run.plan import ArtifactState, artifact_hashes
-from fvp_harness.scenario.model import Scenario, expand_build_command
 from fvp_harness.scenario.load import LoadedScenario
+from fvp_harness.scenario.model import Scenario, expand_build_command
 
 __all__ = [
     "BUILD_TIMEOUT_S",
@@ -185,7 +185,7 @@ def _run_step(step: BuildStep, cwd: Path, log_path: Path | None, timeout: float)
             status = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired as exc:
             _kill_group(proc)
-            raise TestFailure(
+            raise UnitFailure(
                 f"the build command of {step.name} did not finish in {timeout:.0f} s and was killed: "
                 f"{step.command}; pass --timeout-scale to allow more time",
                 log_path=log_path, last_lines=_tail(log_path), stage="build",
@@ -204,7 +204,7 @@ def _run_step(step: BuildStep, cwd: Path, log_path: Path | None, timeout: float)
             log_path=log_path, last_lines=_tail(log_path), stage="build",
         )
     if status != 0:
-        raise TestFailure(
+        raise UnitFailure(
             f"the build command of {step.name} failed with exit status {status}: {step.command}",
             log_path=log_path, last_lines=_tail(log_path), stage="build",
         )

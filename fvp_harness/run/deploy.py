@@ -1,15 +1,14 @@
 """Put artifacts into a target, each once per session, at a content-addressed guest path, verified by sha256.
 
-Strategies (``scenario.deploy.method``):
+Strategies (``scenario.deploy.method``); the transports themselves are ``targets.transfer``'s:
 
 ``console``
-    the universal path (no network, no SSH in the image): the file is base64-encoded and typed into the shell as
-    ``printf %s <chunk> >> <tmp>.b64`` lines, sized well under the tty's 4 KiB canonical line limit and pipelined
-    with a bounded window of unacknowledged input (``Console.stream_commands``); then ``base64 -d`` and
-    ``sha256sum`` in the guest, compared with the host's hash; a damaged transfer is retried once with short lines
-    sent one at a time.
+    the universal path (no network, no SSH in the image): base64 lines typed into the shell, pipelined when the
+    target ``StreamsCommands``, decoded and hash-checked in the guest; a damaged transfer is retried once with
+    short lines sent one at a time.
 ``ssh``
-    SFTP (or ``cat > file`` over exec) through the instance's forwarded port, then the same ``sha256sum`` check.
+    SFTP (or ``cat > file`` over exec) through the instance's forwarded port (targets that ``CopiesOverSsh``),
+    then the same ``sha256sum`` check.
 ``preloaded``
     nothing is copied: the artifact must already be in the guest (an MMC image, a rootfs build); only presence and
     hash are checked.
@@ -22,63 +21,34 @@ artifact already there with the right hash is skipped (also across strategies). 
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import logging
 import posixpath
 import shlex
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol, runtime_checkable
+from typing import Literal
 
-from fvp_harness.errors import CommandFailed, ConfigurationError, DeployError
-from fvp_harness.targets.base import CommandResult
+from fvp_harness.errors import ConfigurationError, DeployError
+from fvp_harness.files import file_sha256
+from fvp_harness.targets.base import CopiesOverSsh, SharesHostFiles, Target
+from fvp_harness.targets.transfer import (
+    CHUNK_CHARS,
+    SAFE_CHUNK_CHARS,
+    SAFE_WINDOW_BYTES,
+    WINDOW_BYTES,
+    check_guest_sha256,
+    guest_sha256,
+    must_succeed,
+    upload_console,
+    upload_ssh,
+)
 
-__all__ = [
-    "CHUNK_CHARS",
-    "SAFE_CHUNK_CHARS",
-    "SAFE_WINDOW_BYTES",
-    "WINDOW_BYTES",
-    "DeployedArtifact",
-    "Deployer",
-    "content_path",
-    "deploy_artifact",
-    "file_sha256",
-    "guest_sha256",
-    "upload_console",
-    "upload_ssh",
-]
+__all__ = ["DeployedArtifact", "Deployer", "content_path", "deploy_artifact"]
 
 log = logging.getLogger(__name__)
 
 Method = Literal["console", "ssh", "preloaded"]
-
-CHUNK_CHARS = 2048
-"""Base64 characters per typed line: the line stays near 2.1 KiB, half the tty's 4095-character line limit."""
-WINDOW_BYTES = 16384
-"""Typed-but-unanswered input allowed at once. Complete lines beyond the 4 KiB line discipline buffer wait in the
-kernel's tty flip buffers (64 KiB and more), so 16 KiB in flight is safe and hides the round-trip latency; if a
-transfer still arrives damaged it is retried once with ``SAFE_CHUNK_CHARS``/``SAFE_WINDOW_BYTES``."""
-SAFE_CHUNK_CHARS = 1024
-SAFE_WINDOW_BYTES = 3584
-"""The retry settings: one short line in flight at a time, inside even the line discipline's own 4 KiB buffer."""
-
-
-@runtime_checkable
-class _Runs(Protocol):
-    def run(self, command: str, timeout: float | None = None) -> CommandResult: ...
-
-
-@runtime_checkable
-class _Streams(Protocol):
-    def stream(self, commands: Iterator[str], *, timeout: float | None = None, window_bytes: int = ...) -> int: ...
-
-
-@runtime_checkable
-class _SshCopies(Protocol):
-    def ssh_put(self, local: Path, remote: str, timeout: float | None = None) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -98,15 +68,6 @@ class DeployedArtifact:
         return self.size / 1e6 / self.seconds if self.seconds > 0 and not self.skipped else 0.0
 
 
-def file_sha256(path: Path) -> str:
-    """Hex sha256 of a host file, read in blocks."""
-    digest = hashlib.sha256()
-    with Path(path).open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def content_path(guest_dir: str, sha256: str, name: str) -> str:
     """``<guest_dir>/<sha256[:16]>/<name>``: the content-addressed guest path of an artifact."""
     if "/" in name or name in ("", ".", ".."):
@@ -114,82 +75,7 @@ def content_path(guest_dir: str, sha256: str, name: str) -> str:
     return posixpath.join(guest_dir, sha256[:16], name)
 
 
-def guest_sha256(target: _Runs, remote: str, timeout: float | None = None) -> str | None:
-    """The sha256 of a guest file per ``sha256sum``, or None if it is missing / unreadable."""
-    result = target.run(f"sha256sum {shlex.quote(remote)}", timeout)
-    if not result.ok:
-        return None
-    for line in result.output.splitlines():
-        word = line.strip().split(" ", 1)[0]
-        if len(word) == 64 and all(c in "0123456789abcdef" for c in word.lower()):
-            return word.lower()
-    return None
-
-
-def _check_hash(target: _Runs, remote: str, expected: str, how: str, timeout: float | None) -> None:
-    actual = guest_sha256(target, remote, timeout)
-    if actual != expected:
-        got = "missing" if actual is None else actual
-        raise DeployError(f"{remote} arrived damaged by {how}: guest sha256 {got}, host sha256 {expected}",
-                          log_path=getattr(target, "console_log", None), stage="deploy")
-
-
-def _chunks(data: bytes, chunk_chars: int) -> Iterator[str]:
-    encoded = base64.b64encode(data).decode("ascii")
-    for start in range(0, len(encoded), chunk_chars):
-        yield encoded[start : start + chunk_chars]
-
-
-def upload_console(target: _Runs, local: Path, remote: str, *, sha256: str | None = None,
-                   timeout: float | None = None, chunk_chars: int = CHUNK_CHARS,
-                   window_bytes: int = WINDOW_BYTES) -> None:
-    """Type ``local`` into the guest as base64 lines, decode it there, check its sha256.
-
-    ``chunk_chars`` is kept a multiple of 4 so every line is whole base64 quanta. Uses the target's pipelined
-    ``stream`` when it has one (an FVP console), otherwise one ``run`` per line.
-    """
-    chunk_chars = max(4, chunk_chars - chunk_chars % 4)
-    data = Path(local).read_bytes()
-    digest = sha256 or hashlib.sha256(data).hexdigest()
-    folder = posixpath.dirname(remote) or "."
-    staging = f"{remote}.b64"
-    q_staging, q_remote = shlex.quote(staging), shlex.quote(remote)
-    _must(target.run(f"mkdir -p {shlex.quote(folder)} && rm -rf {q_staging} {q_remote}", timeout), "prepare")
-    lines = (f"printf %s {shlex.quote(chunk)} >> {q_staging}" for chunk in _chunks(data, chunk_chars))
-    if isinstance(target, _Streams):
-        target.stream(lines, timeout=timeout, window_bytes=window_bytes)
-    else:
-        for line in lines:
-            _must(target.run(line, timeout), "append")
-    if not data:
-        _must(target.run(f"printf '' > {q_staging}", timeout), "create")
-    _must(target.run(f"base64 -d {q_staging} > {q_remote} && rm -rf {q_staging}", timeout), "decode")
-    _check_hash(target, remote, digest, "console", timeout)
-
-
-def upload_ssh(target: _SshCopies, local: Path, remote: str, *, sha256: str | None = None,
-               timeout: float | None = None) -> str:
-    """Copy by SSH (SFTP, else ``cat``), then check the sha256 in the guest. Returns ``sftp`` or ``cat``."""
-    digest = sha256 or file_sha256(local)
-    folder = posixpath.dirname(remote) or "."
-    runner = target if isinstance(target, _Runs) else None
-    if runner is not None:
-        _must(runner.run(f"mkdir -p {shlex.quote(folder)}", timeout), "prepare")
-    how = target.ssh_put(Path(local), remote, timeout)
-    if runner is not None:
-        _check_hash(runner, remote, digest, f"ssh ({how})", timeout)
-    return how
-
-
-def _must(result: CommandResult, what: str) -> CommandResult:
-    if not result.ok:
-        raise CommandFailed(f"deploy step {what} failed: {result.command[:80]!r} exited {result.exit_status}: "
-                            f"{result.output.strip()[-300:]}", exit_status=result.exit_status,
-                            output=result.output, log_path=result.log_path, stage="deploy")
-    return result
-
-
-def deploy_artifact(target: _Runs, local: Path | str, *, method: Method = "console",
+def deploy_artifact(target: Target, local: Path | str, *, method: Method = "console",
                     guest_dir: str = "/tmp/fvp-harness", name: str | None = None,
                     timeout: float | None = None, executable: bool = False) -> DeployedArtifact:
     """Deploy one file (no session cache; see ``Deployer`` for once-per-session)."""
@@ -204,14 +90,15 @@ class Deployer:
     working folder), else the scenario's. ``timeout`` is per guest step (scaled by the target).
     """
 
-    def __init__(self, target: _Runs, *, method: Method = "console", guest_dir: str | None = None,
+    def __init__(self, target: Target, *, method: Method = "console", guest_dir: str | None = None,
                  timeout: float | None = None, chunk_chars: int = CHUNK_CHARS,
                  window_bytes: int = WINDOW_BYTES) -> None:
         if method not in ("console", "ssh", "preloaded"):
             raise ConfigurationError(f"unknown deploy method {method!r} (console, ssh or preloaded)")
         self.target = target
         self.method = method
-        self.guest_dir = getattr(target, "guest_dir", None) or guest_dir or "/tmp/fvp-harness"
+        own = target.guest_dir if isinstance(target, SharesHostFiles) else None
+        self.guest_dir = own or guest_dir or "/tmp/fvp-harness"
         self.timeout = timeout
         self.chunk_chars = chunk_chars
         self.window_bytes = window_bytes
@@ -238,12 +125,12 @@ class Deployer:
             raise DeployError(f"{local.name} is not preloaded in the guest at {remote} with sha256 {digest} "
                               f"(deploy.method is preloaded: put it into the image, or use console or ssh)",
                               stage="deploy")
-        elif hasattr(self.target, "local_path") and not isinstance(self.target, _Streams):
-            self.target.put(local, remote)  # type: ignore[attr-defined]  # host target: a plain copy
-            _check_hash(self.target, remote, digest, "copy", self.timeout)
+        elif isinstance(self.target, SharesHostFiles):
+            self.target.put(local, remote)  # this host: a plain copy
+            check_guest_sha256(self.target, remote, digest, "copy", self.timeout)
             method = "host"
         elif self.method == "ssh":
-            if not isinstance(self.target, _SshCopies):
+            if not isinstance(self.target, CopiesOverSsh):
                 raise ConfigurationError(f"deploy.method ssh: target {type(self.target).__name__} has no SSH")
             method = f"ssh/{upload_ssh(self.target, local, remote, sha256=digest, timeout=self.timeout)}"
         else:
@@ -256,7 +143,7 @@ class Deployer:
                                chunk_chars=SAFE_CHUNK_CHARS, window_bytes=SAFE_WINDOW_BYTES)
                 method = "console (safe retry)"
         if executable:
-            _must(self.target.run(f"chmod 755 {shlex.quote(remote)}", self.timeout), "chmod")
+            must_succeed(self.target.run(f"chmod 755 {shlex.quote(remote)}", self.timeout), "chmod")
         result = DeployedArtifact(local, remote, digest, size, method, present, time.monotonic() - began)
         self.deployed[key] = result
         return result

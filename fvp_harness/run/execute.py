@@ -37,8 +37,8 @@ Why it is shaped like this:
 - With ``fvp.instances`` > 1 every session runs in its own thread with its own target; records are appended
   under one lock (the store is single-writer).
 
-Only ``target/`` starts models: sessions get their instances from a ``TargetFactory`` (by default
-``target.session.open_target``), which tests replace with a fake.
+Only ``targets/`` starts models: sessions get their instances from a ``TargetFactory`` (by default
+``run.instances.open_target``), which tests replace with fakes (``targets.fake.FakeTarget``).
 """
 
 from __future__ import annotations
@@ -50,9 +50,8 @@ import posixpath
 import shlex
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -64,15 +63,17 @@ from fvp_harness.errors import (
     InfrastructureError,
     MetricMissing,
     ProvenanceError,
-    TestFailure,
+    UnitFailure,
 )
-from fvp_harness.run.plan import Plan, Session, Unit
 from fvp_harness.events import Event, Listener, null_listener
-from fvp_harness.store.records import Record
-from fvp_harness.scenario.model import Scenario, render_template
+from fvp_harness.run.deploy import Deployer
+from fvp_harness.run.instances import TargetFactory
+from fvp_harness.run.plan import Plan, Session, Unit
 from fvp_harness.run.scrape import find_build_id, find_errors, scrape
+from fvp_harness.scenario.model import Scenario, render_template
 from fvp_harness.store.folder import ResultStore
-from fvp_harness.targets.base import CommandResult, Target
+from fvp_harness.store.records import Record
+from fvp_harness.targets.base import CommandResult, NamesPhases, Target
 
 __all__ = [
     "KEY_PART_PREFIX",
@@ -81,7 +82,6 @@ __all__ = [
     "InstanceInfo",
     "SessionOutcome",
     "SessionRunner",
-    "TargetFactory",
     "UnitCommand",
     "default_deploy",
     "execute_plan",
@@ -91,9 +91,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-TargetFactory = Callable[[str, Path], AbstractContextManager[Any]]
-"""``factory(instance_name, log_dir)`` -> a context manager that yields an open ``Target`` and closes it."""
 
 LOG_TAIL = 30
 
@@ -212,8 +209,6 @@ def render_unit_command(
 def default_deploy(scenario: Scenario, timeout: float | None = None) -> DeployFunction:
     """Deploy through ``deploy.Deployer`` with the scenario's method and guest folder (each file once per
     instance, content-addressed, sha256-checked)."""
-    from fvp_harness.run.deploy import Deployer
-
     def deploy(target: Target, files: Sequence[tuple[Path, bool]]) -> tuple[dict[Path, str], str]:
         deployer = Deployer(target, method=scenario.deploy.method, guest_dir=scenario.deploy.guest_dir,
                             timeout=timeout)
@@ -243,7 +238,7 @@ class _Shared:
         self.lock = threading.Lock()
         self.stop = stop if stop is not None else threading.Event()
         self.abort = threading.Event()
-        self.targets: dict[str, Any] = {}
+        self.targets: dict[str, Target] = {}
 
     @property
     def halted(self) -> bool:
@@ -321,7 +316,7 @@ class SessionRunner:
             self.outcome.instances.append(info)
             batch = queue[:1] if self.options.fresh_boot_per_unit else queue
             ready = False
-            target: Any = None
+            target: Target | None = None
             try:
                 self.shared.emit(Event("boot", session=name))
                 began = time.monotonic()
@@ -364,7 +359,7 @@ class SessionRunner:
             self.outcome.stopped = True
         return self.outcome
 
-    def _run_units(self, target: Any, name: str, info: InstanceInfo, queue: list[Unit], attempts: dict[str, int],
+    def _run_units(self, target: Target, name: str, info: InstanceInfo, queue: list[Unit], attempts: dict[str, int],
                    placed: dict[Path, str], guest_root: str, retries: int) -> None:
         """Run units from the front of ``queue`` on this instance until it is done, broken, or (fresh-boot mode)
         one unit has run. A unit leaves the queue when it is recorded for good."""
@@ -408,10 +403,10 @@ class SessionRunner:
         if log_rel is None and isinstance(exc, HarnessError) and exc.log_path is not None:
             log_rel = self._relative(exc.log_path)
         return Record(
-            scenario=self.scenario.name, key=unit.key, unit=unit.id, session=instance, build=unit.build,
+            scenario=self.scenario.name, key=unit.key, unit_id=unit.id, instance=instance, build=unit.build,
             model=unit.model, repetition=unit.repetition, attempt=attempt, status="failed",
             failure_class=failure_class, failure=f"{type(exc).__name__}: {_failure_text(exc)}", log=log_rel,
-            samples=dict(samples or {}), units=dict(units or {}), build_id_seen=build_id_seen, started=started,
+            samples=dict(samples or {}), metric_units=dict(units or {}), build_id_seen=build_id_seen, started=started,
             duration_s=round(duration, 6), extra={**(extra or {}), **key_part_extras(unit.key_parts)},
         )
 
@@ -425,10 +420,10 @@ class SessionRunner:
     def _command_timeout(self) -> float | None:
         return self.options.command_timeout
 
-    def _guest(self, target: Any, command: str) -> CommandResult:
+    def _guest(self, target: Target, command: str) -> CommandResult:
         return target.run(command, self._command_timeout())
 
-    def run_unit(self, target: Any, instance: str, unit: Unit, attempt: int, placed: Mapping[Path, str],
+    def run_unit(self, target: Target, instance: str, unit: Unit, attempt: int, placed: Mapping[Path, str],
                  guest_root: str) -> Record:
         """Run one unit on an open target and return its record (ok or a test failure). Raises
         InfrastructureError when the instance failed under it."""
@@ -450,7 +445,7 @@ class SessionRunner:
             if not prepare.ok:
                 raise CommandFailed(f"cannot prepare the unit folder {rendered.unit_dir}: "
                                     f"{prepare.output.strip()}", exit_status=prepare.exit_status)
-        except TestFailure as exc:
+        except UnitFailure as exc:
             _write_log(log_path, unit, rendered.command, None, exc)
             return self._failed_record(unit, instance, attempt, exc, started, time.monotonic() - began,
                                        log_rel=log_rel)
@@ -468,11 +463,11 @@ class SessionRunner:
         _write_log(log_path, unit, rendered.command, result, None)
         self.outcome.unit_seconds += result.duration_s
         record = self._judge(target, instance, unit, attempt, rendered, result, started, began, log_rel)
-        with contextlib.suppress(TestFailure):
+        with contextlib.suppress(UnitFailure):
             self._guest(target, f"rm -rf {quoted_dir}")
         return record
 
-    def _judge(self, target: Any, instance: str, unit: Unit, attempt: int, rendered: UnitCommand,
+    def _judge(self, target: Target, instance: str, unit: Unit, attempt: int, rendered: UnitCommand,
                result: CommandResult, started: str, began: float, log_rel: str) -> Record:
         """Exit status -> provenance -> metrics -> outputs; the first problem makes the record a test failure."""
         scenario = self.scenario
@@ -527,16 +522,16 @@ class SessionRunner:
         try:
             outputs = self._hash_outputs(target, rendered.unit_dir, exclude=fetched)
             self._fetch(target, unit, fetched)
-        except TestFailure as exc:
+        except UnitFailure as exc:
             return failed(exc)
         return Record(
-            scenario=scenario.name, key=unit.key, unit=unit.id, session=instance, build=unit.build,
+            scenario=scenario.name, key=unit.key, unit_id=unit.id, instance=instance, build=unit.build,
             model=unit.model, repetition=unit.repetition, attempt=attempt, status="ok", log=log_rel,
-            samples=samples, units=dict(scraped.units), outputs=outputs, build_id_seen=seen, started=started,
+            samples=samples, metric_units=dict(scraped.units), outputs=outputs, build_id_seen=seen, started=started,
             duration_s=round(time.monotonic() - began, 6), extra={**extra, **key_part_extras(unit.key_parts)},
         )
 
-    def _hash_outputs(self, target: Any, unit_dir: str, *, exclude: Sequence[str] = ()) -> dict[str, str]:
+    def _hash_outputs(self, target: Target, unit_dir: str, *, exclude: Sequence[str] = ()) -> dict[str, str]:
         """sha256 of every file the runner left in the unit folder, computed in the guest (nothing copied),
         except the guest paths in ``exclude`` (the ``run.fetch`` files: reports, not model outputs)."""
         quoted = shlex.quote(unit_dir)
@@ -566,7 +561,7 @@ class SessionRunner:
                   "unit_dir": rendered.unit_dir, "build": unit.build, "model_name": unit.model, "unit": unit.id}
         return [render_template(template, values, quote=False) for template in self.scenario.run.fetch]
 
-    def _fetch(self, target: Any, unit: Unit, remotes: Sequence[str]) -> None:
+    def _fetch(self, target: Target, unit: Unit, remotes: Sequence[str]) -> None:
         """Copy the ``run.fetch`` files (guest paths) back into ``<results>/fetched/<unit>/``."""
         if not remotes:
             return
@@ -580,12 +575,10 @@ class SessionRunner:
             (folder / posixpath.basename(remote)).write_bytes(data)
 
 
-def _run_unit_command(target: Any, command: str, timeout: float) -> CommandResult:
-    """``target.run`` under the unit timeout; FVP targets name the phase ``unit`` in timeout messages."""
-    from fvp_harness.targets.fvp_target import FvpTarget
-
-    if isinstance(target, FvpTarget):
-        return target.run(command, timeout, phase="unit")
+def _run_unit_command(target: Target, command: str, timeout: float) -> CommandResult:
+    """``target.run`` under the unit timeout; targets that name phases say ``unit`` in timeout messages."""
+    if isinstance(target, NamesPhases):
+        return target.run_in_phase(command, timeout, "unit")
     return target.run(command, timeout)
 
 

@@ -3,7 +3,7 @@
 ``run_scenario`` is what ``fvp-harness run`` does, as a library call; ``rebuild_report`` is what
 ``fvp-harness report DIR`` does: it reads only ``manifest.json`` and ``records.jsonl`` (and the VGF reports a run
 fetched), so the report files it writes are byte-identical to the ones the run wrote. The batch engine
-(``batch.py``) shares the steps: ``build_manifest``, ``manifest_sessions`` and ``write_report``.
+(``batch.engine``) shares the steps: ``run.manifest.Manifest`` (start, continue, finish) and ``write_report``.
 
 Order of work, and why:
 
@@ -23,20 +23,13 @@ interrupted (manifest ``interrupted``, no report, ``Interrupted`` raised: contin
 
 from __future__ import annotations
 
-import os
-import platform
-import re
-import socket
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fvp_harness import __version__
-from fvp_harness.report.analysis import AnalysisResult, analyse, expectations_violated
-from fvp_harness.run.artifacts import BUILD_TIMEOUT_S, BuildResult, BuildStep, artifact_digests, build_artifacts
 from fvp_harness.errors import (
     EXIT_FAILED,
     EXIT_INFRASTRUCTURE,
@@ -44,25 +37,24 @@ from fvp_harness.errors import (
     ConfigurationError,
     Interrupted,
 )
-from fvp_harness.run.execute import DeployFunction, ExecuteOptions, SessionOutcome, TargetFactory, execute_plan, utc_now
-from fvp_harness.run.plan import Plan, Unit, build_plan
 from fvp_harness.events import Event, Listener, null_listener
+from fvp_harness.report.analysis import AnalysisResult, analyse, expectations_violated
 from fvp_harness.report.render import ReportContext, render_report
-from fvp_harness.scenario.model import Scenario
+from fvp_harness.run.artifacts import BUILD_TIMEOUT_S, BuildResult, BuildStep, build_artifacts
+from fvp_harness.run.execute import DeployFunction, ExecuteOptions, SessionOutcome, execute_plan, utc_now
+from fvp_harness.run.instances import TargetFactory, default_target_factory, query_fvp_version
+from fvp_harness.run.manifest import Manifest, RunSettings
+from fvp_harness.run.plan import Plan, Unit, build_plan
 from fvp_harness.scenario.load import LoadedScenario
-from fvp_harness.run.scrape import PARSERS_VERSION
-from fvp_harness.store.folder import ResultStore, results_dir_for
+from fvp_harness.scenario.model import Scenario
+from fvp_harness.store.folder import DEFAULT_RESULTS_BASE, ResultStore, results_dir_for
 from fvp_harness.vgf.report import VgfComparison, report_results_folder
 
 __all__ = [
     "ReportOutcome",
     "RunOptions",
     "RunOutcome",
-    "build_manifest",
-    "default_target_factory",
     "exit_code_for",
-    "manifest_sessions",
-    "query_fvp_version",
     "rebuild_report",
     "run_scenario",
     "select_units",
@@ -76,7 +68,7 @@ class RunOptions:
     ``<results_base>/<scenario file stem>/``."""
 
     output_dir: Path | None = None
-    results_base: Path = Path("results")
+    results_base: Path = DEFAULT_RESULTS_BASE
     resume: bool = False
     fresh_boot_per_unit: bool = False
     timeout_scale: float = 1.0
@@ -84,6 +76,12 @@ class RunOptions:
     only_models: tuple[str, ...] = ()
     rebuild: bool = False
     """``--rebuild``: run every artifact's build command, even when its file is up to date."""
+
+    def settings(self) -> RunSettings:
+        """What the manifest records of these options."""
+        return RunSettings(resume=self.resume, fresh_boot_per_unit=self.fresh_boot_per_unit,
+                           timeout_scale=self.timeout_scale, only_builds=list(self.only_builds),
+                           only_models=list(self.only_models), rebuild=self.rebuild)
 
 
 @dataclass
@@ -128,38 +126,6 @@ def exit_code_for(failed_units: int, infrastructure: int, violated: bool, aborte
     return EXIT_OK
 
 
-def query_fvp_version(loaded: LoadedScenario, timeout_scale: float = 1.0) -> tuple[str | None, str]:
-    """The model's ``--version`` (parsed with the profile's pattern) and its whole banner; (None, "") for host
-    targets. The binary is resolved the way a boot resolves it, so a missing binary fails here, before any build.
-    A model silent for 60 s or its whole scaled boot timeout (whichever is shorter) is left to fail at boot."""
-    scenario = loaded.scenario
-    if scenario.target == "host":
-        return None, ""
-    from fvp_harness.targets.fvp import query_model, resolve_binary, sim_environment
-
-    program = resolve_binary(scenario.fvp.binary, loaded.profile)
-    if scenario.fvp.is_sim:
-        program = program[:3]
-    env = sim_environment(dict(scenario.fvp.sim) if scenario.fvp.is_sim else {})
-    fvp = scenario.fvp
-    _status, text = query_model(program, "--version", env,
-                                min(60.0, fvp.timeouts.boot * fvp.timeout_scale * timeout_scale))
-    match = re.search(loaded.profile.version_pattern, text)
-    lines = text.strip().splitlines()
-    version = match.group(1) if match else lines[0] if lines else None
-    return version, text.strip()
-
-
-def default_target_factory(loaded: LoadedScenario, timeout_scale: float = 1.0) -> TargetFactory:
-    """Instances from ``target.session.open_target`` (an FVP, the simulator, or this host)."""
-    from fvp_harness.targets.fvp_target import open_target
-
-    def factory(name: str, log_dir: Path) -> Any:
-        return open_target(loaded, log_dir=log_dir, name=name, timeout_scale=timeout_scale)
-
-    return factory
-
-
 def select_units(plan: Plan, only_builds: Sequence[str] = (), only_models: Sequence[str] = ()) -> list[Unit]:
     """The plan's units restricted to some builds / models (in plan order); unknown names are input errors."""
     for names, known, what in ((only_builds, plan.scenario.builds, "build"),
@@ -172,88 +138,7 @@ def select_units(plan: Plan, only_builds: Sequence[str] = (), only_models: Seque
             if (not only_builds or unit.build in only_builds) and (not only_models or unit.model in only_models)]
 
 
-def _host() -> dict[str, Any]:
-    return {
-        "hostname": socket.gethostname(),
-        "platform": platform.platform(),
-        "machine": platform.machine(),
-        "python": platform.python_version(),
-        "cpus": os.cpu_count(),
-    }
-
-
-def build_manifest(loaded: LoadedScenario, plan: Plan, version: str | None, banner: str, options: RunOptions,
-                   builds: Sequence[BuildResult], started: str) -> dict[str, Any]:
-    """The ``manifest.json`` written before any unit runs: the resolved scenario and its files, the profile, the
-    model's identity (``version`` and ``banner`` from ``query_fvp_version``), every artifact's sha256, the
-    ``builds`` that ran, harness/parser versions, this host, the options and the plan's sessions. ``status`` is
-    ``running``; the caller fills ``sessions`` (``manifest_sessions``), ``finished`` and ``status`` afterwards."""
-    scenario = loaded.scenario
-    digests = artifact_digests(plan.artifacts)
-    return {
-        "scenario": {"name": scenario.name, "file": str(loaded.path), "resolved": scenario.model_dump(mode="json")},
-        "scenario_files": [str(path) for path in loaded.files],
-        "overrides": list(loaded.overrides),
-        "platform": loaded.profile.name,
-        "profile": loaded.profile.model_dump(mode="json"),
-        "fvp": {
-            "binary": scenario.fvp.binary,
-            "version": version,
-            "banner": banner,
-            "argv": None,
-            "identity": dict(plan.fvp),
-            "params": dict(scenario.fvp.params),
-            "args": list(scenario.fvp.args),
-            "sim": dict(scenario.fvp.sim) if scenario.fvp.is_sim else {},
-        },
-        "artifacts": digests,
-        "artifact_paths": {name: str(state.path) for name, state in sorted(plan.artifacts.items())},
-        "builds": {
-            name: {"id": build.id, "runner": build.runner, "sha256": digests.get(f"builds.{name}.runner"),
-                   "env": dict(build.env), "args": list(build.args)}
-            for name, build in scenario.builds.items()
-        },
-        "built": [{"name": result.step.name, "command": result.step.command, "reason": result.step.reason,
-                   "seconds": round(result.seconds, 3)} for result in builds],
-        "harness_version": __version__,
-        "parsers_version": PARSERS_VERSION,
-        "host": _host(),
-        "started": started,
-        "finished": None,
-        "status": "running",
-        "options": {"resume": options.resume, "fresh_boot_per_unit": options.fresh_boot_per_unit,
-                    "timeout_scale": options.timeout_scale, "only_builds": list(options.only_builds),
-                    "only_models": list(options.only_models), "rebuild": options.rebuild},
-        "plan": {"units": len(plan.units), "order": scenario.run.order,
-                 "sessions": {session.name: list(session.units) for session in plan.sessions}},
-        "sessions": {},
-    }
-
-
-def manifest_sessions(outcomes: Sequence[SessionOutcome]) -> dict[str, Any]:
-    """The manifest's ``sessions`` entries of these session outcomes, by instance name (``s0``, ``s0.2``): per
-    booted instance its session, argv, version, ports, boot/deploy seconds, units run, ``--stat`` block, exit and
-    error. Callers merge them over the entries already stored (``--resume``, ``make``)."""
-    result: dict[str, Any] = {}
-    for outcome in outcomes:
-        for info in outcome.instances:
-            meta = info.metadata
-            result[info.name] = {
-                "session": info.session,
-                "argv": meta.get("argv"),
-                "version": meta.get("version"),
-                "ports": meta.get("ports"),
-                "boot_seconds": info.boot_seconds,
-                "deploy_seconds": info.deploy_seconds,
-                "units": info.units,
-                "stat": meta.get("stat"),
-                "exit": meta.get("exit"),
-                "error": info.error,
-            }
-    return result
-
-
-def write_report(store: ResultStore, scenario: Scenario, manifest: Mapping[str, Any]) -> ReportOutcome:
+def write_report(store: ResultStore, scenario: Scenario, manifest: Manifest) -> ReportOutcome:
     """Analyse every record in ``store`` and write the report files into its folder: the A/B report
     (``report.*``, the manifest as stored gives its context) and, when the folder holds fetched VGF benchmark
     reports, the VGF report (``vgf_report.*``, builds and minimum effect from the scenario's ``compare``). The
@@ -261,7 +146,7 @@ def write_report(store: ResultStore, scenario: Scenario, manifest: Mapping[str, 
     records = store.records()
     result = analyse(records, scenario.compare, scenario.metrics)
     files = dict(render_report(result, store.root, scenario.report.outputs, scenario.report.title,
-                               ReportContext.from_manifest(manifest)))
+                               ReportContext.from_manifest(manifest.to_json())))
     compare = scenario.compare
     spec: dict[str, Any] = ({"baseline": compare.baseline, "candidate": compare.candidate,
                              "min_effect": compare.min_effect} if compare is not None else {})
@@ -282,16 +167,11 @@ def rebuild_report(results_dir: Path | str) -> ReportOutcome:
     store = ResultStore(results_dir, create=False)
     if not store.root.is_dir():
         raise ConfigurationError(f"{store.root} is not a results folder (it does not exist)")
-    manifest = store.read_manifest()
-    stored = manifest.get("scenario") if manifest is not None else None
-    resolved = stored.get("resolved") if isinstance(stored, Mapping) else None
-    if manifest is None or not isinstance(resolved, Mapping):
-        raise ConfigurationError(f"{store.root} has no manifest.json with a resolved scenario; run the scenario "
-                                 "first, or point at the folder a run wrote")
-    try:
-        scenario = Scenario.model_validate(resolved)
-    except ValueError as exc:
-        raise ConfigurationError(f"{store.manifest_path}: the stored scenario is not valid: {exc}") from exc
+    manifest = Manifest.read(store)
+    if manifest is None:
+        raise ConfigurationError(f"{store.root} has no manifest.json; run the scenario first, or point at the "
+                                 "folder a run wrote")
+    scenario = manifest.resolved_scenario
     with store.lock():
         return write_report(store, scenario, manifest)
 
@@ -334,18 +214,16 @@ def run_scenario(
         plan = build_plan(loaded, fvp_version=version, artifacts=states)
         units = select_units(plan, options.only_builds, options.only_models)
         started = utc_now()
-        manifest = build_manifest(loaded, plan, version, banner, options, builds, started)
+        manifest = Manifest.start(loaded, plan, version, banner, options.settings(), builds, started)
         if options.resume:
-            store.check_compatible(manifest)
-            previous = store.read_manifest() or {}
-            manifest["started"] = previous.get("started") or started
-            manifest["sessions"] = dict(previous.get("sessions") or {})
+            store.check_compatible(manifest.to_json())
+            manifest.continue_from(Manifest.read(store))
             done = store.done_keys()
         else:
             done = set()
         todo = [unit for unit in units if unit.key not in done]
         skipped = len(units) - len(todo)
-        store.write_manifest(manifest)
+        manifest.write(store)
         sessions_used = len({unit.session for unit in todo})
         listener(Event("plan", total=len(todo), skipped=skipped, sessions=sessions_used))
         mark = time.monotonic()
@@ -355,37 +233,28 @@ def run_scenario(
             outcomes = execute_plan(plan, store, factory or default_target_factory(loaded, scale), units=todo,
                                     options=execute_options, listener=listener, deploy=deploy, stop=stop)
         except KeyboardInterrupt as exc:
-            manifest["status"] = "interrupted"
-            manifest["finished"] = utc_now()
-            store.write_manifest(manifest)
+            manifest.finish((), interrupted=True).write(store)
             raise Interrupted(f"interrupted; everything measured so far is in {store.root} (continue with "
                               "--resume)") from exc
         phases["execute"] = time.monotonic() - mark
         mark = time.monotonic()
         aborted = [outcome.aborted for outcome in outcomes if outcome.aborted]
         stopped = any(outcome.stopped for outcome in outcomes)
-        manifest["sessions"] = {**manifest["sessions"], **manifest_sessions(outcomes)}
-        argvs = [info["argv"] for info in manifest["sessions"].values() if info.get("argv")]
-        manifest["fvp"]["argv"] = argvs[0] if argvs else None
-        manifest["finished"] = utc_now()
-        manifest["status"] = "interrupted" if stopped else "aborted" if aborted else "complete"
-        if aborted:
-            manifest["aborted"] = aborted
-        store.write_manifest(manifest)
+        manifest.finish(outcomes, interrupted=stopped).write(store)
         if stopped:
-            done_now = len({record.unit for outcome in outcomes for record in outcome.records})
+            done_now = len({record.unit_id for outcome in outcomes for record in outcome.records})
             raise Interrupted(f"stopped after the units in flight ({done_now} of {len(todo)} units run); everything "
                               f"measured so far is in {store.root} (continue with --resume)")
         listener(Event("analysis"))
         # the report reads the manifest back as stored, exactly as ``rebuild_report`` does (byte-identical files)
-        report = write_report(store, loaded.scenario, store.read_manifest() or manifest)
+        report = write_report(store, loaded.scenario, Manifest.read(store) or manifest)
         phases["report"] = time.monotonic() - mark
     code = exit_code_for(report.failed_units, report.infrastructure_failures, report.expectations_violated,
                          bool(aborted))
     return RunOutcome(
         results_dir=store.root, analysis=report.analysis, files=report.files, failed_units=report.failed_units,
         infrastructure_failures=report.infrastructure_failures, expectations_violated=report.expectations_violated,
-        exit_code=code, vgf=report.vgf, plan=plan, units_run=len({r.unit for o in outcomes for r in o.records}),
+        exit_code=code, vgf=report.vgf, plan=plan, units_run=len({r.unit_id for o in outcomes for r in o.records}),
         units_skipped=skipped, sessions=outcomes, aborted=aborted, builds=builds, wall_seconds=time.monotonic() - began,
         phase_seconds=phases,
     )

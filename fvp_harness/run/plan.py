@@ -31,10 +31,11 @@ from pathlib import Path
 from typing import Any
 
 from fvp_harness import __version__
+from fvp_harness.files import file_sha256
 from fvp_harness.profiles import Profile
-from fvp_harness.scenario.model import Scenario
-from fvp_harness.scenario.load import LoadedScenario
 from fvp_harness.run.scrape import PARSERS_VERSION
+from fvp_harness.scenario.load import LoadedScenario
+from fvp_harness.scenario.model import Scenario
 
 __all__ = [
     "KEY_VERSION",
@@ -45,7 +46,6 @@ __all__ = [
     "artifact_hashes",
     "build_plan",
     "changed_parts",
-    "file_sha256",
     "fvp_identity",
     "run_order",
 ]
@@ -138,26 +138,6 @@ class Plan:
     @property
     def unbuilt(self) -> list[ArtifactState]:
         return [state for state in self.artifacts.values() if not state.built]
-
-
-# --- hashing ------------------------------------------------------------------------------------------------
-
-_HASH_CACHE: dict[tuple[str, int, int], str] = {}
-
-
-def file_sha256(path: Path) -> str:
-    """sha256 hex of a file, streamed; cached per (path, size, mtime) so a batch hashes each file once."""
-    stat = path.stat()
-    cache_key = (str(path), stat.st_size, stat.st_mtime_ns)
-    cached = _HASH_CACHE.get(cache_key)
-    if cached is not None:
-        return cached
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    _HASH_CACHE[cache_key] = digest.hexdigest()
-    return _HASH_CACHE[cache_key]
 
 
 def _state(name: str, file: str, build: str | None) -> ArtifactState:

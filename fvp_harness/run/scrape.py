@@ -7,8 +7,9 @@ message cut. This module cleans that text once (``clean_console_text``), repairs
 built-in metric of ``docs/results-format.md`` lives here; a scenario adds or replaces metrics with
 ``MetricSpec`` regexes.
 
-No I/O, no imports from the rest of the harness: ``scenario`` reads ``BUILTIN_METRICS`` and ``validate_regex``
-from here, and anything shaped like ``scenario.MetricSpec`` (see ``MetricLike``) can be scraped.
+No I/O. The names of the built-in metrics belong to the scenario language (``scenario.metrics.BUILTIN_METRICS``:
+a scenario is validated against them before anything runs); this module implements one parser per name, and
+anything shaped like ``scenario.MetricSpec`` (see ``MetricLike``) can be scraped.
 
 Why whole-text ``finditer`` per metric instead of a loop over lines: a log of tens of MB is scanned at
 regex-engine speed (see ``benchmarks/bench_scrape.py``); the only per-match Python work is converting the
@@ -26,8 +27,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from fvp_harness.scenario.metrics import BUILTIN_METRICS, validate_regex
+
 __all__ = [
-    "BUILTIN_METRICS",
     "LOG_MESSAGE_LIMIT",
     "PARSERS_VERSION",
     "LogLine",
@@ -40,22 +42,10 @@ __all__ = [
     "prepare_text",
     "repair_kernel_interleaving",
     "scrape",
-    "validate_regex",
 ]
 
 PARSERS_VERSION = 1
 """Bump when any built-in parser's behaviour changes: every unit's content key changes with it."""
-
-BUILTIN_METRICS: dict[str, str] = {
-    "cpu_time": ("EthosUBackend::execute() CPU time per inference, ms (documented default shape; ms or us accepted)"),
-    "npu_cycles": "Ethos-U Linux delegate cycle counter per inference, cycles",
-    "iteration_time": "executor_runner 'Iteration i of n: X ms' per inference, ms",
-    "run_time": "executor_runner 'Model executed successfully N time(s) in X ms' per run, ms",
-    "load_time": "executor_runner 'Model loaded in X ms' per run, ms",
-    "bm_npu_cycles": "bare-metal perf monitor 'ethos-u : cycle_cnt' per inference, cycles",
-    "bm_cpu_cycles": "bare-metal perf monitor 'Inference runtime' per inference, CPU cycles",
-    "mlia_npu_active": "MLIA <metrics> block 'NPU ACTIVE' cycles per run",
-}
 
 LOG_MESSAGE_LIMIT = 255
 """ExecuTorch formats a log message into a 256-byte buffer: a message of this length may have been cut."""
@@ -397,17 +387,6 @@ BUILTINS: dict[str, _Builtin] = {
     ),
 }
 assert set(BUILTINS) == set(BUILTIN_METRICS)  # the contract and the implementation list the same names
-
-
-def validate_regex(regex: str) -> str | None:
-    """The problem with a scenario metric regex (does not compile, not exactly one group), or None if fine."""
-    try:
-        compiled = re.compile(regex, re.MULTILINE)
-    except re.error as exc:
-        return f"invalid regex {regex!r}: {exc}"
-    if compiled.groups != 1:
-        return f"regex {regex!r} must have exactly one capture group (the number), it has {compiled.groups}"
-    return None
 
 
 # --- scraping -----------------------------------------------------------------------------------------------

@@ -1,15 +1,14 @@
-"""The scenario language: pydantic models of a scenario YAML file, and the loader that reads one.
+"""The scenario language: pydantic models of a scenario YAML file, its template rules and its JSON schema.
 
 A scenario says which platform to boot, which builds of the runner to compare, on which models, how to run
 them and what to measure. It is parsed once, at the edge, into these validated, immutable objects; nothing
 downstream sees a raw dict.
 
-``load_scenario(path, overrides)`` returns a :class:`LoadedScenario` (the ``Scenario``, its file, its resolved
-``Profile``). On the way it resolves ``extends`` (deep merge, lists replace), ``--set`` overrides, ``${...}``
-variables and relative paths (made absolute, relative to the file they were written in), and reports every
-problem as ``file:line:col: field.path: what is wrong, what was expected`` in one ``ScenarioError``. The
-pipeline lives in ``scenario_load``; this module keeps the models and the template rules so importing it stays
-cheap.
+``scenario.load.load_scenario(path, overrides)`` returns a :class:`LoadedScenario` (the ``Scenario``, its file,
+its resolved ``Profile``). On the way it resolves ``extends`` (deep merge, lists replace), ``--set`` overrides,
+``${...}`` variables and relative paths (made absolute, relative to the file they were written in), and reports
+every problem as ``file:line:col: field.path: what is wrong, what was expected`` in one ``ScenarioError``. The
+loader lives in ``scenario.load``; this module keeps the models and the template rules.
 """
 
 from __future__ import annotations
@@ -24,12 +23,10 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from fvp_harness.located import did_you_mean, format_path
-from fvp_harness.run.scrape import BUILTIN_METRICS
+from fvp_harness.scenario.metrics import BUILTIN_METRICS
 
 if TYPE_CHECKING:
     from pathlib import Path
-
-    from fvp_harness.scenario.load import LoadedScenario
 
 __all__ = [
     "BUILD_PLACEHOLDERS",
@@ -48,7 +45,6 @@ __all__ = [
     "Timeouts",
     "cross_field_problems",
     "expand_build_command",
-    "load_scenario",
     "render_template",
     "scenario_json_schema",
     "template_fields",
@@ -134,21 +130,6 @@ def expand_build_command(template: str, output: Path | str) -> str:
     return template.format_map(
         {"output": shlex.quote(str(output)), "fvp_harness": f"{shlex.quote(sys.executable)} -m fvp_harness"}
     )
-
-
-def load_scenario(
-    path: Path | str,
-    overrides: tuple[str, ...] | list[str] = (),
-    *,
-    fvp_binary: str | None = None,
-    check_files: bool = True,
-    env: Mapping[str, str] | None = None,
-) -> LoadedScenario:
-    """Read, merge, override, substitute and validate one scenario file. See
-    ``scenario_load.load_scenario``."""
-    from fvp_harness.scenario.load import load_scenario as _load  # deferred: the loader imports these models
-
-    return _load(path, overrides, fvp_binary=fvp_binary, check_files=check_files, env=env)
 
 
 class StrictModel(BaseModel):

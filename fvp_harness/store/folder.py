@@ -27,14 +27,14 @@ import json
 import logging
 import os
 import re
-import secrets
 import shutil
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from fvp_harness.errors import ConfigurationError
-from fvp_harness.store.records import RECORD_SCHEMA_VERSION, Record
+from fvp_harness.files import atomic_write
+from fvp_harness.store.records import RECORD_SCHEMA_VERSION, Record, upgrade_row
 
 try:  # POSIX; on other systems the lock degrades to a no-op (documented single-writer rule still holds)
     import fcntl
@@ -42,28 +42,57 @@ except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
 __all__ = [
+    "DEFAULT_RESULTS_BASE",
     "FETCHED_DIR",
+    "HARNESS_JSON_FILES",
     "KEY_METADATA",
+    "LOCK_FILE",
+    "LOGS_DIR",
     "MANIFEST_FILE",
     "MANIFEST_FORMAT_VERSION",
     "RECORDS_FILE",
+    "REPORT_FILES",
     "REPORT_FILE_PATTERNS",
+    "REPORT_INPUTS_FILE",
+    "VGF_REPORT_FILES",
     "ResultStore",
-    "atomic_write",
     "key_metadata",
     "results_dir_for",
 ]
 
 log = logging.getLogger(__name__)
 
+# Every name in a results folder is defined here and imported by whoever reads or writes it.
+
+DEFAULT_RESULTS_BASE = Path("results")
+"""Where ``run`` and ``make`` put ``<scenario stem>/`` folders unless told otherwise (``-o``, ``--results``)."""
 MANIFEST_FORMAT_VERSION = 1
 MANIFEST_FILE = "manifest.json"
 RECORDS_FILE = "records.jsonl"
 LOCK_FILE = ".lock"
+LOGS_DIR = "logs"
 FETCHED_DIR = "fetched"
+REPORT_FILES: dict[str, str] = {
+    "markdown": "report.md",
+    "csv": "report.csv",
+    "json": "report.json",
+    "png": "report.png",
+}
+"""The A/B report's files by output name (``report.outputs`` in a scenario chooses which are written)."""
+VGF_REPORT_FILES: dict[str, str] = {
+    "markdown": "vgf_report.md",
+    "csv": "vgf_report.csv",
+    "json": "vgf_report.json",
+    "png": "vgf_report.png",
+}
+"""The VGF zero-copy report's files by output name."""
+REPORT_INPUTS_FILE = "report.inputs"
+"""Beside the report files (``make``): the hash parts of the report's inputs and the exit code they gave (JSON)."""
 REPORT_FILE_PATTERNS: tuple[str, ...] = ("report.*", "vgf_report.*")
-"""Report files in a results folder (``report.md/.csv/.json/.png``, batch's ``report.inputs``, ``vgf_report.*``):
-what ``ResultStore.reset`` removes besides records, manifest, logs and fetched files."""
+"""Report files in a results folder (``REPORT_FILES``, ``REPORT_INPUTS_FILE``, ``VGF_REPORT_FILES``): what
+``ResultStore.reset`` removes besides records, manifest, logs and fetched files."""
+HARNESS_JSON_FILES: frozenset[str] = frozenset({MANIFEST_FILE, REPORT_FILES["json"], VGF_REPORT_FILES["json"]})
+"""The JSON files the harness itself writes into a results folder (a reader of fetched JSON reports skips them)."""
 
 KEY_METADATA: tuple[str, ...] = ("platform", "fvp.binary", "fvp.version", "artifacts", "parsers_version")
 """Manifest fields (dotted paths) that must match for two runs to share a results folder."""
@@ -127,52 +156,6 @@ def key_metadata(manifest: Mapping[str, Any]) -> dict[str, Any]:
     return flat
 
 
-def _fsync_dir(path: Path) -> None:
-    """Make a rename durable; not possible (and not needed) on every OS."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:  # pragma: no cover - e.g. Windows cannot open folders
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover
-        pass
-    finally:
-        os.close(fd)
-
-
-def atomic_write(path: Path | str, data: bytes | str) -> Path:
-    """Replace ``path`` with ``data`` so a reader sees the old file or the new one, never half of one.
-
-    ``str`` is written as UTF-8 with its line ends untouched. A temp file beside the target (same folder, so the
-    rename cannot cross file systems) is written and fsynced, renamed over ``path``, then the folder is fsynced so
-    the rename survives a crash. The file gets the permissions of a plain ``open(path, "w")``: ``0o666`` minus the
-    umask (``tempfile.mkstemp`` would leave ``0o600``, unreadable for the rest of the team). On failure the temp
-    file is removed and the old ``path`` is left as it was. Returns ``path``.
-    """
-    path = Path(path)
-    payload = data.encode("utf-8") if isinstance(data, str) else bytes(data)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
-    while True:
-        tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-        try:
-            fd = os.open(tmp, flags, 0o666)  # the kernel applies the umask, as for any new file
-        except FileExistsError:  # pragma: no cover - 32 random bits collided
-            continue
-        break
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(payload)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
-    return path
-
-
 class ResultStore:
     """One scenario's results folder. Creating the object creates the folder.
 
@@ -185,7 +168,7 @@ class ResultStore:
             self.root.mkdir(parents=True, exist_ok=True)
         self.manifest_path = self.root / MANIFEST_FILE
         self.records_path = self.root / RECORDS_FILE
-        self.logs_dir = self.root / "logs"
+        self.logs_dir = self.root / LOGS_DIR
         self.fetched_dir = self.root / FETCHED_DIR
         """``fetched/<unit>/``: the files a scenario's ``run.fetch`` copies back (written by execute)."""
         self.read_warnings: list[str] = []
@@ -330,7 +313,7 @@ class ResultStore:
                 f"({RECORD_SCHEMA_VERSION}); upgrade fvp-harness or use another results folder (-o DIR)"
             )
         try:
-            return Record.model_validate(raw)
+            return Record.model_validate(upgrade_row(raw))
         except ValueError as exc:  # pydantic.ValidationError is a ValueError
             raise ConfigurationError(f"{where}: invalid record: {exc}") from exc
 

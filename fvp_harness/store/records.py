@@ -2,18 +2,40 @@
 
 Records are what ``store`` appends to ``records.jsonl`` and what ``analysis`` reads back; nothing else crosses that
 boundary, so a report can always be rebuilt from stored records alone. The format is versioned by
-``RECORD_SCHEMA_VERSION``; a reader refuses rows of a newer version rather than guessing.
+``RECORD_SCHEMA_VERSION``; a reader refuses rows of a newer version rather than guessing, and reads older ones
+through ``upgrade_row``.
+
+Schema history:
+
+1. the first format (fields ``unit``, ``session``, ``units``);
+2. those three renamed for what they hold: ``unit_id`` (the unit's readable id, not a unit of measure),
+   ``instance`` (the booted model instance that ran it, ``s0`` or ``s0.2``; a plan *session* may use several)
+   and ``metric_units`` (metric name -> unit of its values).
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["RECORD_SCHEMA_VERSION", "Record"]
+__all__ = ["RECORD_SCHEMA_VERSION", "Record", "upgrade_row"]
 
-RECORD_SCHEMA_VERSION = 1
+RECORD_SCHEMA_VERSION = 2
+
+_RENAMED_IN_2 = {"unit": "unit_id", "session": "instance", "units": "metric_units"}
+
+
+def upgrade_row(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored row of any schema this version reads, in the current schema's field names."""
+    row = dict(raw)
+    if int(row.get("schema_version", 1)) < 2:
+        for old, new in _RENAMED_IN_2.items():
+            if old in row:
+                row[new] = row.pop(old)
+        row["schema_version"] = RECORD_SCHEMA_VERSION
+    return row
 
 
 class Record(BaseModel):
@@ -29,8 +51,8 @@ class Record(BaseModel):
     schema_version: int = RECORD_SCHEMA_VERSION
     scenario: str
     key: str = Field(description="The unit's content key: a hash of every input that can change its result.")
-    unit: str = Field(description="Readable unit id, e.g. r1-after-resnet8.")
-    session: str = Field(description="Which booted instance ran it, e.g. s0.")
+    unit_id: str = Field(description="Readable unit id, e.g. r1-after-resnet8.")
+    instance: str = Field(description="Which booted instance ran it, e.g. s0 (or s0.2 after a retry).")
     build: str
     model: str
     repetition: int
@@ -40,7 +62,7 @@ class Record(BaseModel):
     failure: str | None = None
     log: str | None = Field(None, description="Path of the unit's console log, relative to the results folder.")
     samples: dict[str, list[float]] = Field(default_factory=dict)
-    units: dict[str, str] = Field(default_factory=dict, description="Metric name -> unit of its values.")
+    metric_units: dict[str, str] = Field(default_factory=dict, description="Metric name -> unit of its values.")
     outputs: dict[str, str] = Field(default_factory=dict, description="Output file name -> sha256 hex.")
     build_id_seen: str | None = None
     started: str = Field(description="UTC ISO-8601 start time.")

@@ -1,12 +1,36 @@
-"""Where commands run. The only package that spawns processes or opens sockets (besides ``sim``).
+"""Where commands run: the only package that spawns models or opens sockets (besides ``sim``).
 
-``open_target(scenario, log_dir=...)`` is the entry point: it yields an opened ``FvpTarget`` (a simulated or real
-model, booted and logged in) or a ``HostTarget`` (``target: host``), and always closes it. See docs/targets.md.
+``base`` defines the ``Target`` protocol and the optional abilities; ``fvp_target.FvpTarget`` is a booted model
+instance (simulated or real: ``fvp`` launches the process, ``terminal``/``console`` drive its consoles, ``ssh``
+its forwarded port, ``transfer`` moves files), ``host.HostTarget`` is this machine, and ``fake.FakeTarget`` is an
+in-memory stand-in for unit tests of code that uses targets. This package imports nothing above it: a scenario is
+turned into targets by ``run.instances``.
 """
 
-from fvp_harness.targets.base import CommandResult, Target
+from fvp_harness.targets.base import (
+    CommandResult,
+    CopiesOverSsh,
+    FvpSettings,
+    NamesPhases,
+    SharesHostFiles,
+    StreamsCommands,
+    Target,
+)
 from fvp_harness.targets.console import CommandTimeout
+from fvp_harness.targets.fake import FakeTarget
+from fvp_harness.targets.fvp_target import FvpTarget
 from fvp_harness.targets.host import HostTarget
-from fvp_harness.targets.fvp_target import FvpTarget, open_target
 
-__all__ = ["CommandResult", "CommandTimeout", "FvpTarget", "HostTarget", "Target", "open_target"]
+__all__ = [
+    "CommandResult",
+    "CommandTimeout",
+    "CopiesOverSsh",
+    "FakeTarget",
+    "FvpSettings",
+    "FvpTarget",
+    "HostTarget",
+    "NamesPhases",
+    "SharesHostFiles",
+    "StreamsCommands",
+    "Target",
+]

@@ -1,16 +1,39 @@
-"""What every target offers, whatever it is (simulated FVP, real FVP, this host).
+"""What every target offers, whatever it is (simulated FVP, real FVP, this host, a fake), and what some add.
 
-The rest of the harness (deploy, execute) talks only to this interface, so it never knows whether a real model or the
-embedded simulator is behind it.
+The rest of the harness (deploy, execute) talks only to these Protocols, so it never knows whether a real model,
+the embedded simulator or a test double is behind them. ``Target`` is the contract every target keeps; the
+optional abilities are separate small Protocols that callers test with ``isinstance`` (they are
+``runtime_checkable``), never by asking for a concrete class:
+
+==================  ===================================================================================
+``StreamsCommands``  pipelines many short commands (console deploy's chunk lines) in one round trip
+``CopiesOverSsh``    copies files through a forwarded ssh port (much faster than typing base64)
+``NamesPhases``      names the phase a timeout guarded (``unit``, ``deploy``) in its error message
+``SharesHostFiles``  its "guest" paths are host paths (this machine): a plain copy replaces any transfer
+==================  ===================================================================================
+
+``FvpSettings`` is what the targets layer reads of a scenario's ``fvp:`` section. It is a Protocol so that this
+layer never imports the scenario language: ``scenario.FvpConfig`` satisfies it, and so does any object with the
+same read-only attributes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-__all__ = ["CommandResult", "Target"]
+__all__ = [
+    "CommandResult",
+    "CopiesOverSsh",
+    "FvpSettings",
+    "NamesPhases",
+    "SharesHostFiles",
+    "StreamsCommands",
+    "Target",
+    "TimeoutSettings",
+]
 
 
 @dataclass(frozen=True)
@@ -48,9 +71,90 @@ class Target(Protocol):
 
     def run(self, command: str, timeout: float | None = None) -> CommandResult:
         """Run one shell command (already quoted with shlex.quote) and return its exit status and output."""
+        ...
 
     def put(self, local: Path, remote: str) -> None:
         """Copy a host file to a guest path (the transport is the target's choice)."""
 
     def get(self, remote: str) -> bytes:
         """Read a guest file's bytes."""
+        ...
+
+
+@runtime_checkable
+class StreamsCommands(Protocol):
+    """Runs many short commands pipelined, with a bounded window of unanswered input, instead of one round trip
+    each (an FVP console: deploy types base64 chunks this way)."""
+
+    def stream(self, commands: Iterable[str], *, timeout: float | None = None, window_bytes: int = 16384) -> int:
+        """Send every command; return how many ran. Raises CommandFailed when one fails."""
+        ...
+
+
+@runtime_checkable
+class CopiesOverSsh(Protocol):
+    """Copies files into the guest over ssh (SFTP, else ``cat``)."""
+
+    def ssh_put(self, local: Path, remote: str, timeout: float | None = None) -> str:
+        """Copy ``local`` to ``remote``; returns how (``sftp`` or ``cat``)."""
+        ...
+
+
+@runtime_checkable
+class NamesPhases(Protocol):
+    """A target whose timeout messages name the phase they guarded (``command``, ``unit``, ``deploy``), so a user
+    knows which ``fvp.timeouts`` entry to raise."""
+
+    def run_in_phase(self, command: str, timeout: float | None, phase: str) -> CommandResult:
+        """``run`` under the deadline of ``phase``."""
+        ...
+
+
+@runtime_checkable
+class SharesHostFiles(Protocol):
+    """A target whose guest paths are paths on this machine (the host target)."""
+
+    @property
+    def guest_dir(self) -> str:
+        """Where artifacts go on this target (deploy prefers it over the scenario's guest folder)."""
+        ...
+
+    def local_path(self, remote: str) -> Path:
+        """The host path of a guest path."""
+        ...
+
+
+class TimeoutSettings(Protocol):
+    """Deadlines in seconds per phase (``scenario.Timeouts`` satisfies it)."""
+
+    @property
+    def boot(self) -> float: ...
+    @property
+    def login(self) -> float: ...
+    @property
+    def command(self) -> float: ...
+    @property
+    def deploy(self) -> float: ...
+    @property
+    def unit(self) -> float: ...
+    @property
+    def session(self) -> float: ...
+
+
+class FvpSettings(Protocol):
+    """What launching and driving a model needs from a scenario's ``fvp:`` section (``scenario.FvpConfig``)."""
+
+    @property
+    def binary(self) -> str: ...
+    @property
+    def params(self) -> Mapping[str, str | int | float | bool]: ...
+    @property
+    def args(self) -> Sequence[str]: ...
+    @property
+    def firmware(self) -> Mapping[str, str]: ...
+    @property
+    def sim(self) -> Mapping[str, str | int | float | bool]: ...
+    @property
+    def timeouts(self) -> TimeoutSettings: ...
+    @property
+    def timeout_scale(self) -> float: ...

@@ -1,8 +1,11 @@
-"""``open_target``: one booted, logged-in instance as a ``Target``, stopped whatever happens.
+"""``FvpTarget``: one booted, logged-in model instance (simulated or real) behind the ``Target`` protocol.
 
-    with open_target("scenarios/smoke.yaml", log_dir="results/smoke/logs/s0") as target:
+    with FvpTarget(scenario.fvp, profile, log_dir="results/smoke/logs/s0") as target:
         print(target.run("uname -a").output)
         target.put(Path("build/runner"), "/tmp/runner")
+
+It takes the scenario's ``fvp:`` section (any ``FvpSettings``) and a platform ``Profile``; loading a scenario is
+the caller's job (``run.instances.open_target`` accepts a scenario file and picks this class or ``HostTarget``).
 
 The boot is a sequence of named phases under deadlines (``launch -> ports -> boot -> login -> ready``); each phase
 raises its own infrastructure error class with the log that shows it. ``close`` always runs (context manager exit,
@@ -13,59 +16,45 @@ leaves no model behind.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import re
+import shlex
 import threading
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Literal
 
 from fvp_harness.errors import ConfigurationError, DeployError, SshUnavailable
 from fvp_harness.profiles import Profile
-from fvp_harness.targets.base import CommandResult
+from fvp_harness.targets.base import CommandResult, FvpSettings
 from fvp_harness.targets.console import BootWatch, Console
 from fvp_harness.targets.deadline import Deadline, TimeoutBudget
 from fvp_harness.targets.fvp import FvpProcess, LaunchSpec, build_launch, query_model
-from fvp_harness.targets.host import HostTarget
 from fvp_harness.targets.ssh import SshTransport
 from fvp_harness.targets.terminal import Terminal
 from fvp_harness.targets.text import KERNEL_LINE
+from fvp_harness.targets.transfer import guest_sha256, upload_console, upload_ssh
 
-__all__ = ["FvpTarget", "open_target", "resolve_scenario"]
+__all__ = ["FvpTarget"]
 
 log = logging.getLogger(__name__)
 
 
-def resolve_scenario(scenario_or_loaded: Any, *, profile: Profile | None = None,
-                     overrides: Iterable[str] = (), fvp_binary: str | None = None
-                     ) -> tuple[Any, Profile, Path | None]:
-    """(scenario, profile, scenario folder) from a path, a ``LoadedScenario`` or a ``Scenario``."""
-    loaded = scenario_or_loaded
-    if isinstance(loaded, (str, Path)):
-        from fvp_harness.scenario.model import load_scenario
-
-        loaded = load_scenario(Path(loaded), list(overrides), fvp_binary=fvp_binary, check_files=False)
-    if hasattr(loaded, "scenario"):  # LoadedScenario
-        return loaded.scenario, profile or loaded.profile, getattr(loaded, "directory", None)
-    if profile is None:
-        from fvp_harness.profiles import load_profile
-
-        profile = load_profile(loaded.platform)
-    return loaded, profile, None
-
-
 class FvpTarget:
-    """A model instance (simulated or real) behind the ``Target`` interface.
+    """A model instance (simulated or real) behind the ``Target`` protocol; it also ``StreamsCommands``,
+    ``CopiesOverSsh`` and ``NamesPhases``.
 
     ``timeout`` arguments are in scenario seconds and are multiplied by the session's scale like every configured
     timeout. ``metadata`` holds argv, ports, version banner, boot and login seconds, and after ``close`` the
-    ``--stat`` block.
+    ``--stat`` block. ``transfer`` is how ``put`` and ``get`` move files: ``ssh`` through the forwarded port, or
+    ``console`` (base64 typed into the shell; ``get`` then reads text files only).
     """
 
     def __init__(
         self,
-        scenario: Any,
+        fvp: FvpSettings,
         profile: Profile,
         *,
         log_dir: Path | str,
@@ -76,13 +65,14 @@ class FvpTarget:
         quiet_kernel: bool = True,
         ssh_port: int | None = None,
         kernel_line: str | None = "default",
+        transfer: Literal["console", "ssh"] = "console",
     ) -> None:
-        self.scenario = scenario
         self.profile = profile
         self.name = name
         self.log_dir = Path(log_dir)
         self.metadata: dict[str, object] = {}
-        self.fvp = scenario.fvp
+        self.fvp = fvp
+        self.transfer = transfer
         self.budget = TimeoutBudget.from_config(self.fvp.timeouts, scenario_scale=self.fvp.timeout_scale,
                                                 cli_scale=timeout_scale)
         self.binary = binary
@@ -97,7 +87,6 @@ class FvpTarget:
         self.watch: BootWatch | None = None
         self._ssh: SshTransport | None = None
         self._session: Deadline | None = None
-        self._deployer: Any = None
         self._lock = threading.RLock()
         self._version_thread: threading.Thread | None = None
         self._version_cancel = threading.Event()
@@ -218,6 +207,10 @@ class FvpTarget:
         """
         return self._ready_console().run(command, deadline=self._deadline(timeout, phase), stage=phase)
 
+    def run_in_phase(self, command: str, timeout: float | None, phase: str) -> CommandResult:
+        """``run`` with its timeout named after ``phase`` (``NamesPhases``)."""
+        return self.run(command, timeout, phase=phase)
+
     def stream(self, commands: Iterator[str] | Iterable[str], *, timeout: float | None = None,
                window_bytes: int = 16384) -> int:
         """Run many short commands pipelined on the console (deploy's chunk lines); see Console.stream_commands."""
@@ -244,23 +237,16 @@ class FvpTarget:
         return self.ssh.put(local, remote, self._deadline(timeout, "deploy"))
 
     def put(self, local: Path, remote: str) -> None:
-        """Copy a host file to a guest path by the scenario's deploy method (ssh, else console); sha256 checked."""
-        from fvp_harness.run.deploy import upload_console, upload_ssh
-
-        if self.scenario.deploy.method == "ssh":
+        """Copy a host file to a guest path by ``transfer`` (ssh, else console); sha256 checked."""
+        if self.transfer == "ssh":
             upload_ssh(self, Path(local), remote)
         else:
             upload_console(self, Path(local), remote)
 
     def get(self, remote: str) -> bytes:
-        """A guest file's bytes: by SSH when the deploy method is ssh, else ``cat`` on the console (text only:
-        the bytes are checked against the guest's sha256sum and a binary file is refused with DeployError)."""
-        import hashlib
-        import shlex
-
-        from fvp_harness.run.deploy import guest_sha256
-
-        if self.scenario.deploy.method == "ssh":
+        """A guest file's bytes: by SSH when ``transfer`` is ssh, else ``cat`` on the console (text only: the bytes
+        are checked against the guest's sha256sum and a binary file is refused with DeployError)."""
+        if self.transfer == "ssh":
             return self.ssh.get(remote, self._deadline(None, "deploy"))
         result = self.run(f"cat {shlex.quote(remote)}", phase="deploy")
         if not result.ok:
@@ -275,50 +261,3 @@ class FvpTarget:
     @property
     def console_log(self) -> Path | None:
         return self.console.log_path if self.console else None
-
-    @property
-    def deployer(self) -> Any:
-        """This session's ``deploy.Deployer`` (scenario method and guest folder; each artifact at most once)."""
-        if self._deployer is None:
-            from fvp_harness.run.deploy import Deployer
-
-            self._deployer = Deployer(self, method=self.scenario.deploy.method,
-                                      guest_dir=self.scenario.deploy.guest_dir)
-        return self._deployer
-
-
-@contextlib.contextmanager
-def open_target(
-    scenario_or_loaded: Any,
-    *,
-    log_dir: Path | str,
-    timeout_scale: float = 1.0,
-    name: str = "s0",
-    profile: Profile | None = None,
-    binary: str | None = None,
-    overrides: Iterable[str] = (),
-    quiet_kernel: bool = True,
-    kernel_line: str | None = "default",
-) -> Iterator[FvpTarget | HostTarget]:
-    """Open the scenario's target (an FVP instance, or this host for ``target: host``) and close it at exit.
-
-    ``scenario_or_loaded``: a scenario path, a ``LoadedScenario`` or a ``Scenario``. ``binary`` overrides
-    ``fvp.binary`` (the CLI's ``--fvp``). ``timeout_scale`` multiplies every timeout on top of ``fvp.timeout_scale``.
-    ``quiet_kernel=False`` keeps kernel messages on the console (``dmesg -n 1`` is skipped), and ``kernel_line=None``
-    keeps kernel-looking lines in command output (needed to read ``dmesg`` itself).
-    """
-    scenario, resolved_profile, base_dir = resolve_scenario(scenario_or_loaded, profile=profile,
-                                                            overrides=overrides, fvp_binary=binary)
-    target: FvpTarget | HostTarget
-    if scenario.target == "host":
-        target = HostTarget(log_dir=Path(log_dir), name=name,
-                            command_timeout=scenario.fvp.timeouts.command,
-                            timeout_scale=scenario.fvp.timeout_scale * timeout_scale)
-    else:
-        target = FvpTarget(scenario, resolved_profile, log_dir=log_dir, name=name, timeout_scale=timeout_scale,
-                           binary=binary, base_dir=base_dir, quiet_kernel=quiet_kernel, kernel_line=kernel_line)
-    target.open()
-    try:
-        yield target
-    finally:
-        target.close()

@@ -27,7 +27,8 @@ log = logging.getLogger(__name__)
 
 
 class HostTarget:
-    """Runs commands on this host in a temporary working folder removed at close."""
+    """Runs commands on this host in a temporary working folder removed at close (``Target``, ``NamesPhases``,
+    ``SharesHostFiles``)."""
 
     def __init__(self, *, log_dir: Path, name: str = "host", command_timeout: float = 120.0,
                  timeout_scale: float = 1.0) -> None:
@@ -73,6 +74,11 @@ class HostTarget:
         return str(self.workdir / "artifacts")
 
     def run(self, command: str, timeout: float | None = None) -> CommandResult:
+        """Run ``/bin/sh -c command`` in the working folder; its process group is killed at the timeout."""
+        return self.run_in_phase(command, timeout, "command")
+
+    def run_in_phase(self, command: str, timeout: float | None, phase: str) -> CommandResult:
+        """``run`` with its timeout message naming ``phase`` (``NamesPhases``)."""
         assert self.workdir is not None, "open() the target first"
         limit = (timeout if timeout is not None else self.command_timeout) * self.timeout_scale
         began = time.monotonic()
@@ -83,7 +89,7 @@ class HostTarget:
         except subprocess.TimeoutExpired as exc:
             os.killpg(proc.pid, signal.SIGKILL)
             out, _ = proc.communicate()
-            raise CommandTimeout(f"host command {command!r} did not finish after {limit:.4g} s (phase command); "
+            raise CommandTimeout(f"host command {command!r} did not finish after {limit:.4g} s (phase {phase}); "
                                  f"killed; pass --timeout-scale to allow more time", exit_status=124,
                                  output=(out or b"").decode("utf-8", "replace")) from exc
         finally:

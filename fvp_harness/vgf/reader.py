@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from fvp_harness.errors import ConfigurationError
+from fvp_harness.store.folder import HARNESS_JSON_FILES
 from fvp_harness.store.records import Record
 
 __all__ = [
@@ -112,7 +113,7 @@ VGF_METRIC_UNITS: dict[str, str] = {
     "zero_copy_bytes": "B",
     "boundary_ns": "ns",
 }  # fmt: skip
-"""Every metric a VGF record can carry, with its unit (as stored in ``Record.units``)."""
+"""Every metric a VGF record can carry, with its unit (as stored in ``Record.metric_units``)."""
 
 _LATENCY_KEY = re.compile(r"^(?:per_)?(?:iteration_|inference_)?(?:latency|latencies|wall|total|iteration)"
                           r"(?:_(ns|us|ms|s))?$")  # fmt: skip
@@ -774,8 +775,8 @@ def to_record(
     return Record(
         scenario=scenario,
         key=run.sha256,
-        unit=unit or f"r{repetition}-{build}-{name}",
-        session=session,
+        unit_id=unit or f"r{repetition}-{build}-{name}",
+        instance=session,
         build=build,
         model=name,
         repetition=repetition,
@@ -783,7 +784,7 @@ def to_record(
         failure_class=None if ok else "test",
         failure=None if ok else f"every one of {run.inferences} measured VGF executions failed (success: false)",
         samples={metric: list(values) for metric, values in run.samples.items()},
-        units={metric: VGF_METRIC_UNITS.get(metric, "") for metric in run.samples},
+        metric_units={metric: VGF_METRIC_UNITS.get(metric, "") for metric in run.samples},
         started=started or run.started or "",
         extra=extra,
     )
@@ -827,14 +828,11 @@ def load_pair(
     return VgfSet(tuple(records), runs, baseline, candidate)
 
 
-_SKIP_JSON = {"manifest.json", "report.json", "vgf_report.json"}
-
-
 def find_reports(folder: Path | str) -> list[Path]:
     """Candidate VGF report files under a results folder: every ``*.json`` except the harness's own files,
     sorted, so the same folder always gives the same order."""
     root = Path(folder)
-    return sorted(p for p in root.rglob("*.json") if p.is_file() and p.name not in _SKIP_JSON)
+    return sorted(p for p in root.rglob("*.json") if p.is_file() and p.name not in HARNESS_JSON_FILES)
 
 
 def load_results(
@@ -854,7 +852,7 @@ def load_results(
     to the one whose reports say ``zero_copy: false`` (baseline) and ``true`` (candidate).
     """
     root = Path(folder)
-    by_unit = {r.unit: r for r in records}
+    by_unit = {r.unit_id: r for r in records}
     units_longest_first = sorted(by_unit, key=len, reverse=True)
     found: list[Record] = []
     runs: dict[str, list[VgfRun]] = {}
@@ -880,7 +878,7 @@ def load_results(
             continue
         if unit is not None:
             stored = by_unit[unit]
-            build, name, repetition, session = stored.build, stored.model, stored.repetition, stored.session
+            build, name, repetition, session = stored.build, stored.model, stored.repetition, stored.instance
             started = stored.started
         else:
             zero_copy = run.config.zero_copy

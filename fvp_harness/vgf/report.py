@@ -28,13 +28,20 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from fvp_harness.report.analysis import Settings, compare
+from fvp_harness.report.render import (
+    expectations_markdown,
+    format_p,
+    jsonable,
+    markdown_table,
+    save_png,
+    write_report_files,
+)
+from fvp_harness.store.folder import VGF_REPORT_FILES
 from fvp_harness.store.records import Record
-from fvp_harness.report.render import expectations_markdown, format_p, jsonable, markdown_table, save_png, write_report_files
 from fvp_harness.vgf.reader import VGF_METRIC_UNITS, NoVgfReports, VgfRun, find_reports, load_results
 
 __all__ = [
     "SECTIONS",
-    "VGF_OUTPUT_FILES",
     "VGF_REPORT_FORMAT_VERSION",
     "VgfComparison",
     "VgfExpectation",
@@ -49,8 +56,6 @@ __all__ = [
 ]
 
 VGF_REPORT_FORMAT_VERSION = 1
-VGF_OUTPUT_FILES = {"markdown": "vgf_report.md", "csv": "vgf_report.csv", "json": "vgf_report.json",
-                    "png": "vgf_report.png"}  # fmt: skip
 
 Section = Literal["latency", "removed", "remaining", "execution"]
 SECTIONS: dict[Section, tuple[str, ...]] = {
@@ -645,7 +650,7 @@ def render_vgf_report(
         "csv": lambda: render_vgf_csv(c),
         "json": lambda: render_vgf_json(c, title),
     }
-    return write_report_files(out_dir, outputs, VGF_OUTPUT_FILES, text, lambda path: render_vgf_png(c, path, title))
+    return write_report_files(out_dir, outputs, VGF_REPORT_FILES, text, lambda path: render_vgf_png(c, path, title))
 
 
 def report_results_folder(

@@ -103,7 +103,7 @@ def test_smoke_runs_to_a_chosen_folder(workdir: Path) -> None:
     done = fvp_harness(workdir, "run", "scenarios/smoke.yaml", "-o", "out/smoke", "-q")
     assert done.returncode == 0, done.stderr + done.stdout
     out = workdir / "out" / "smoke"
-    assert {r["unit"] for r in records(out)} == {"r0-before-ds_cnn", "r0-after-ds_cnn", "r1-before-ds_cnn",
+    assert {r["unit_id"] for r in records(out)} == {"r0-before-ds_cnn", "r0-after-ds_cnn", "r1-before-ds_cnn",
                                                  "r1-after-ds_cnn"}
     assert (out / "report.md").is_file() and not (out / "report.png").exists(), "smoke asks for md/csv/json"
 
@@ -116,7 +116,7 @@ def test_runner_crash_gives_a_failed_unit_that_the_report_shows(workdir: Path) -
     assert done.returncode == 1, done.stderr + done.stdout
     out = workdir / "out" / "crash"
     failed = [r for r in records(out) if r["status"] == "failed"]
-    assert [(r["unit"], r["failure_class"], r["attempt"]) for r in failed] == [("r0-after-ds_cnn", "test", 1)]
+    assert [(r["unit_id"], r["failure_class"], r["attempt"]) for r in failed] == [("r0-after-ds_cnn", "test", 1)]
     assert "139" in failed[0]["failure"] and "Segmentation fault" in (out / failed[0]["log"]).read_text()
     report = (out / "report.md").read_text()
     assert "r0-after-ds_cnn" in report and "139" in report
@@ -151,7 +151,7 @@ def test_resume_after_the_run_is_killed_part_way(workdir: Path) -> None:
     done = fvp_harness(workdir, *args, "--resume")
     assert done.returncode == 0, done.stderr + done.stdout
     final = [r for r in records(out) if r["status"] == "ok"]
-    units = [r["unit"] for r in final]
+    units = [r["unit_id"] for r in final]
     assert len(units) == 6 and len(set(units)) == 6, "every unit exactly once"
     assert final[: len(kept)] == kept, "records measured before the kill are kept unchanged"
     assert f"{6 - len(kept)} units run, {len(kept)} skipped" in done.stdout
@@ -163,7 +163,7 @@ def test_fresh_boot_per_unit_boots_an_instance_per_unit(workdir: Path) -> None:
     assert done.returncode == 0, done.stderr + done.stdout
     manifest = json.loads((workdir / "out" / "fresh" / "manifest.json").read_text())
     assert sorted(manifest["sessions"]) == ["s0", "s0.2"]
-    assert [r["session"] for r in records(workdir / "out" / "fresh")] == ["s0", "s0.2"]
+    assert [r["instance"] for r in records(workdir / "out" / "fresh")] == ["s0", "s0.2"]
 
 
 def test_lost_console_is_retried_on_a_fresh_instance(workdir: Path) -> None:
@@ -174,8 +174,8 @@ def test_lost_console_is_retried_on_a_fresh_instance(workdir: Path) -> None:
     assert done.returncode == 0, done.stderr + done.stdout
     stored = records(workdir / "out" / "drop")
     failed = [r for r in stored if r["status"] == "failed"]
-    assert len(failed) == 1 and failed[0]["failure_class"] == "infrastructure" and failed[0]["session"] == "s0"
+    assert len(failed) == 1 and failed[0]["failure_class"] == "infrastructure" and failed[0]["instance"] == "s0"
     assert "ConsoleLost" in failed[0]["failure"]
-    retried = [r for r in stored if r["unit"] == failed[0]["unit"] and r["status"] == "ok"]
-    assert [(r["attempt"], r["session"]) for r in retried] == [(2, "s0.2")]
-    assert len({r["unit"] for r in stored if r["status"] == "ok"}) == 6
+    retried = [r for r in stored if r["unit_id"] == failed[0]["unit_id"] and r["status"] == "ok"]
+    assert [(r["attempt"], r["instance"]) for r in retried] == [(2, "s0.2")]
+    assert len({r["unit_id"] for r in stored if r["status"] == "ok"}) == 6

@@ -82,7 +82,7 @@ def make_scenario(*, sim: dict | None = None, timeouts: dict | None = None, meth
 @pytest.fixture(scope="module")
 def booted(tmp_path_factory: pytest.TempPathFactory):
     """One instance shared by the read-only tests of a module (booting once keeps the suite fast)."""
-    from fvp_harness.targets.fvp_target import open_target
+    from fvp_harness.run.instances import open_target
 
     log_dir = tmp_path_factory.mktemp("shared-logs")
     with open_target(make_scenario(), log_dir=log_dir) as target:

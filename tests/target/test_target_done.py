@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from fvp_harness.run.deploy import Deployer
 from fvp_harness.errors import KernelPanic
-from fvp_harness.targets.fvp_target import open_target
+from fvp_harness.run.deploy import Deployer
+from fvp_harness.run.instances import open_target
 
 
 def test_done_when(make_scenario, tmp_path: Path) -> None:
@@ -47,7 +47,7 @@ SCRIPT = textwrap.dedent(
     """
     import sys, time
     from fvp_harness.scenario.model import Scenario
-    from fvp_harness.targets.fvp_target import open_target
+    from fvp_harness.run.instances import open_target
     scenario = Scenario.model_validate({
         "name": "sigterm", "builds": {"b": {"runner": "/bin/true"}}, "models": {"m": {"file": "/bin/true"}},
         "fvp": {"sim": {"boot_seconds": 0.4}, "timeouts": {"boot": 30}}})

@@ -19,7 +19,7 @@ from fvp_harness.errors import (
     PortError,
     SshUnavailable,
 )
-from fvp_harness.targets.fvp_target import open_target
+from fvp_harness.run.instances import open_target
 
 
 def _boot_failure(make_scenario, tmp_path: Path, **kwargs) -> InfrastructureError:

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from fvp_harness.cli.main import main
+from fvp_harness.profiles import load_profile
 from fvp_harness.run.deploy import Deployer
 from fvp_harness.run.doctor import doctor_exit_code, parse_param_names, run_doctor
-from fvp_harness.profiles import load_profile
+from fvp_harness.run.instances import open_target
 from fvp_harness.targets.console import CommandTimeout
 from fvp_harness.targets.host import HostTarget
-from fvp_harness.targets.fvp_target import open_target
 
 
 def test_host_target_runs_puts_gets_and_cleans_up(make_scenario, tmp_path: Path) -> None:

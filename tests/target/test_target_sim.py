@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from fvp_harness.run.deploy import Deployer, content_path
+from fvp_harness.run.instances import open_target
 from fvp_harness.targets.base import Target
 from fvp_harness.targets.console import CommandTimeout
-from fvp_harness.targets.fvp_target import FvpTarget, open_target
+from fvp_harness.targets.fvp_target import FvpTarget
 
 
 def test_boot_login_and_metadata(booted: FvpTarget) -> None:
@@ -106,7 +107,7 @@ def test_two_instances_at_once_get_distinct_ports(tmp_path: Path, make_scenario)
 
     def boot(index: int) -> None:
         try:
-            target = FvpTarget(make_scenario(), _profile(), log_dir=tmp_path / f"s{index}", name=f"s{index}")
+            target = FvpTarget(make_scenario().fvp, _profile(), log_dir=tmp_path / f"s{index}", name=f"s{index}")
             targets[index] = target
             target.open()
         except BaseException as exc:  # collected and re-raised in the test thread

@@ -1,0 +1,311 @@
+"""``manifest.json``: what a results folder's records were measured with, as one typed, versioned model.
+
+A manifest is written *before* any unit runs (a killed run still says what it was) and finished afterwards with
+what the booted instances reported. ``run`` and ``make`` write it through the same three steps, so a folder
+either wrote reads the same way (``fvp-harness report DIR`` needs only the manifest and the records):
+
+1. ``Manifest.start(...)``: the resolved scenario and its files, the profile, the model's identity, every
+   artifact's sha256, the builds that ran, harness/parser versions, this host, the options and the plan;
+2. ``continue_from(previous)`` when the folder already holds a run this one adds to (``--resume``, ``make``):
+   the first start time and the instances already recorded are kept;
+3. ``finish(outcomes, interrupted=...)``: per booted instance its argv, version, ports, timings, ``--stat`` block
+   and error; the end time and the status (``complete``, ``aborted``, ``interrupted``).
+
+The store writes and reads it as JSON (``store.ResultStore.write_manifest``/``read_manifest``) and knows nothing of
+these fields; ``docs/results-format.md`` documents them. Key metadata that must match for two runs to share a
+folder are compared by ``store.key_metadata`` on the JSON form.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from fvp_harness import __version__
+from fvp_harness.errors import ConfigurationError
+from fvp_harness.run.artifacts import BuildResult, artifact_digests
+from fvp_harness.run.execute import SessionOutcome, utc_now
+from fvp_harness.run.plan import Plan
+from fvp_harness.run.scrape import PARSERS_VERSION
+from fvp_harness.scenario import LoadedScenario, Scenario
+from fvp_harness.store.folder import MANIFEST_FORMAT_VERSION, ResultStore
+
+__all__ = [
+    "BatchInfo",
+    "BuildInfo",
+    "BuiltStep",
+    "FvpInfo",
+    "HostInfo",
+    "InstanceEntry",
+    "Manifest",
+    "PlanInfo",
+    "RunSettings",
+    "ScenarioInfo",
+]
+
+Status = Literal["running", "complete", "aborted", "interrupted"]
+
+
+class _Part(BaseModel):
+    """Base of every manifest section: unknown fields are errors (a newer format has a newer version)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class ScenarioInfo(_Part):
+    """The scenario as it was run: its name, its file, and the whole resolved scenario (what ``report`` re-reads)."""
+
+    name: str
+    file: str
+    resolved: dict[str, Any]
+
+
+class FvpInfo(_Part):
+    """The model: binary as configured, the version it reported, its banner, the argv of the first instance, the
+    identity folded into content keys, and the scenario's parameters, options and simulator knobs."""
+
+    binary: str
+    version: str | None = None
+    banner: str = ""
+    argv: list[str] | None = None
+    identity: dict[str, Any] = Field(default_factory=dict)
+    params: dict[str, Any] = Field(default_factory=dict)
+    args: list[str] = Field(default_factory=list)
+    sim: dict[str, Any] = Field(default_factory=dict)
+
+
+class BuildInfo(_Part):
+    """One build of the runner: the id it must print (if any), its runner path and sha256, env and args."""
+
+    id: str | None = None
+    runner: str
+    sha256: str | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    args: list[str] = Field(default_factory=list)
+
+
+class BuiltStep(_Part):
+    """An artifact build command that ran before the units."""
+
+    name: str
+    command: str
+    reason: str
+    seconds: float
+
+
+class HostInfo(_Part):
+    """The machine the harness ran on."""
+
+    hostname: str
+    platform: str
+    machine: str
+    python: str
+    cpus: int | None = None
+
+    @classmethod
+    def this_machine(cls) -> HostInfo:
+        return cls(hostname=socket.gethostname(), platform=platform.platform(), machine=platform.machine(),
+                   python=platform.python_version(), cpus=os.cpu_count())
+
+
+class RunSettings(_Part):
+    """The command-line choices a run was made with (``run`` flags; ``make`` records ``resume``)."""
+
+    resume: bool = False
+    fresh_boot_per_unit: bool = False
+    timeout_scale: float = 1.0
+    only_builds: list[str] = Field(default_factory=list)
+    only_models: list[str] = Field(default_factory=list)
+    rebuild: bool = False
+
+
+class PlanInfo(_Part):
+    """The plan's size, order and sessions (session name -> unit ids in run order)."""
+
+    units: int
+    order: str
+    sessions: dict[str, list[str]]
+
+
+class InstanceEntry(_Part):
+    """One booted instance (``s0``, or ``s0.2`` after a retry) and what it reported."""
+
+    session: str
+    argv: list[str] | None = None
+    version: str | None = None
+    ports: dict[str, int] | None = None
+    boot_seconds: float | None = None
+    deploy_seconds: float | None = None
+    units: int = 0
+    stat: dict[str, str] | None = None
+    exit: str | None = None
+    error: str | None = None
+
+
+class BatchInfo(_Part):
+    """How ``make`` ran this folder's units."""
+
+    executor: str
+    jobs: int
+    only: list[str] = Field(default_factory=list)
+    always: bool = False
+
+
+class Manifest(_Part):
+    """The whole ``manifest.json`` (see the module docstring). Mutable: a run finishes it in place."""
+
+    format_version: int = MANIFEST_FORMAT_VERSION
+    scenario: ScenarioInfo
+    scenario_files: list[str] = Field(default_factory=list)
+    overrides: list[str] = Field(default_factory=list)
+    platform: str
+    profile: dict[str, Any] = Field(default_factory=dict)
+    fvp: FvpInfo
+    artifacts: dict[str, str | None] = Field(default_factory=dict)
+    artifact_paths: dict[str, str] = Field(default_factory=dict)
+    builds: dict[str, BuildInfo] = Field(default_factory=dict)
+    built: list[BuiltStep] = Field(default_factory=list)
+    harness_version: str = __version__
+    parsers_version: int = PARSERS_VERSION
+    host: HostInfo
+    started: str
+    finished: str | None = None
+    status: Status = "running"
+    options: RunSettings = Field(default_factory=RunSettings)
+    plan: PlanInfo
+    sessions: dict[str, InstanceEntry] = Field(default_factory=dict)
+    batch: BatchInfo | None = None
+    aborted: list[str] | None = None
+
+    # -- the three steps ------------------------------------------------------------------------------------------
+
+    @classmethod
+    def start(cls, loaded: LoadedScenario, plan: Plan, version: str | None, banner: str, options: RunSettings,
+              builds: Sequence[BuildResult], started: str | None = None) -> Manifest:
+        """The manifest written before any unit runs (``status`` ``running``). ``version`` and ``banner`` are the
+        model's ``--version`` answer (``run.instances.query_fvp_version``)."""
+        scenario = loaded.scenario
+        digests = artifact_digests(plan.artifacts)
+        return cls(
+            scenario=ScenarioInfo(name=scenario.name, file=str(loaded.path),
+                                  resolved=scenario.model_dump(mode="json")),
+            scenario_files=[str(path) for path in loaded.files],
+            overrides=list(loaded.overrides),
+            platform=loaded.profile.name,
+            profile=loaded.profile.model_dump(mode="json"),
+            fvp=FvpInfo(binary=scenario.fvp.binary, version=version, banner=banner, identity=dict(plan.fvp),
+                        params=dict(scenario.fvp.params), args=list(scenario.fvp.args),
+                        sim=dict(scenario.fvp.sim) if scenario.fvp.is_sim else {}),
+            artifacts=digests,
+            artifact_paths={name: str(state.path) for name, state in sorted(plan.artifacts.items())},
+            builds={name: BuildInfo(id=build.id, runner=build.runner, sha256=digests.get(f"builds.{name}.runner"),
+                                    env=dict(build.env), args=list(build.args))
+                    for name, build in scenario.builds.items()},
+            built=[BuiltStep(name=result.step.name, command=result.step.command, reason=result.step.reason,
+                             seconds=round(result.seconds, 3)) for result in builds],
+            host=HostInfo.this_machine(),
+            started=started or utc_now(),
+            options=options,
+            plan=PlanInfo(units=len(plan.units), order=scenario.run.order,
+                          sessions={session.name: list(session.units) for session in plan.sessions}),
+        )
+
+    def continue_from(self, previous: Manifest | None, *, keep_start: bool = True) -> Manifest:
+        """Carry over what the folder's earlier run recorded: the instances (this run adds its own), and with
+        ``keep_start`` the first start time. Returns self."""
+        if previous is not None:
+            if keep_start:
+                self.started = previous.started or self.started
+            self.sessions = {**previous.sessions, **self.sessions}
+        return self
+
+    def finish(self, outcomes: Sequence[SessionOutcome], *, interrupted: bool = False) -> Manifest:
+        """Record the instances these sessions booted, the end time and the status. Returns self."""
+        for outcome in outcomes:
+            for info in outcome.instances:
+                meta = info.metadata
+                self.sessions[info.name] = InstanceEntry(
+                    session=info.session, argv=_strings(meta.get("argv")), version=_text(meta.get("version")),
+                    ports=_ports(meta.get("ports")), boot_seconds=info.boot_seconds,
+                    deploy_seconds=info.deploy_seconds, units=info.units, stat=_stat(meta.get("stat")),
+                    exit=_text(meta.get("exit")), error=info.error)
+        argvs = [entry.argv for entry in self.sessions.values() if entry.argv]
+        self.fvp.argv = argvs[0] if argvs else self.fvp.argv
+        aborted = [outcome.aborted for outcome in outcomes if outcome.aborted]
+        self.finished = utc_now()
+        self.status = "interrupted" if interrupted else "aborted" if aborted else "complete"
+        if aborted:
+            self.aborted = aborted
+        return self
+
+    # -- JSON ----------------------------------------------------------------------------------------------------
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object stored in ``manifest.json`` (optional sections left out when unset)."""
+        data = self.model_dump(mode="json")
+        for optional in ("batch", "aborted"):
+            if data.get(optional) is None:
+                data.pop(optional, None)
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], *, source: str = "manifest.json") -> Manifest:
+        """Validate a stored manifest; a ConfigurationError names the file and the first bad field."""
+        try:
+            return cls.model_validate(_upgrade(dict(data)))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "(top level)"
+            raise ConfigurationError(f"{source}: {where}: {first['msg']} ({exc.error_count()} problem(s)); the "
+                                     "folder was written by another fvp-harness, or edited by hand") from exc
+
+    @classmethod
+    def read(cls, store: ResultStore) -> Manifest | None:
+        """The folder's manifest, or None when it has none yet."""
+        data = store.read_manifest()
+        return None if data is None else cls.from_json(data, source=str(store.manifest_path))
+
+    def write(self, store: ResultStore) -> None:
+        """Replace the folder's ``manifest.json`` atomically."""
+        store.write_manifest(self.to_json())
+
+    @property
+    def resolved_scenario(self) -> Scenario:
+        """The scenario as it was run (``report DIR`` analyses with it)."""
+        try:
+            return Scenario.model_validate(self.scenario.resolved)
+        except ValueError as exc:
+            raise ConfigurationError(f"the stored scenario {self.scenario.name!r} is not valid: {exc}") from exc
+
+
+def _upgrade(data: dict[str, Any]) -> dict[str, Any]:
+    """Older shapes of the same format version, read as they were meant.
+
+    ``make`` used to overwrite ``scenario`` with the bare resolved scenario when a report setting changed; such a
+    folder is read as if it had been wrapped properly."""
+    scenario = data.get("scenario")
+    if isinstance(scenario, Mapping) and "resolved" not in scenario and "builds" in scenario:
+        files = data.get("scenario_files") or [""]
+        data["scenario"] = {"name": scenario.get("name", ""), "file": str(files[0]), "resolved": dict(scenario)}
+    return data
+
+
+def _text(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+def _strings(value: object) -> list[str] | None:
+    return [str(item) for item in value] if isinstance(value, (list, tuple)) else None
+
+
+def _ports(value: object) -> dict[str, int] | None:
+    return {str(name): int(port) for name, port in value.items()} if isinstance(value, Mapping) else None
+
+
+def _stat(value: object) -> dict[str, str] | None:
+    return {str(name): str(text) for name, text in value.items()} if isinstance(value, Mapping) else None
