@@ -61,3 +61,43 @@ def test_all_matches_what_the_module_defines(module: ModuleType) -> None:
         f"{module.__name__} defines public {unlisted} not in __all__: list them, or prefix with _ if only the module "
         "uses them"
     )
+
+
+# --- the chosen public API ---------------------------------------------------------------------------------------
+
+
+def test_the_promised_names_import_from_the_package() -> None:
+    from fvp_harness import (  # noqa: F401
+        FakeTarget,
+        HarnessError,
+        Record,
+        analyse,
+        build_plan,
+        load_scenario,
+        open_target,
+        rebuild_report,
+        run_scenario,
+    )
+
+    assert set(fvp_harness.__all__) == {"__version__", *fvp_harness._EXPORTS}
+    for name in fvp_harness._EXPORTS:
+        value = getattr(fvp_harness, name)
+        home = fvp_harness._EXPORTS[name]
+        assert getattr(importlib.import_module(home), name) is value, f"{name} is not {home}.{name}"
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no attribute 'run_scenaro'"):
+        fvp_harness.run_scenaro  # noqa: B018
+
+
+def test_importing_the_package_loads_nothing_heavy() -> None:
+    """``import fvp_harness`` (which the simulator's ``python -m fvp_harness.sim`` also does) stays cheap: the
+    public names load on first use."""
+    import subprocess
+    import sys
+
+    code = ("import sys, fvp_harness; heavy = [m for m in ('pandas', 'matplotlib', 'pydantic', 'pexpect') "
+            "if m in sys.modules]; print(heavy)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

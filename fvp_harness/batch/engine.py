@@ -20,7 +20,7 @@ Scheduling: every (scenario, plan session) with stale units is a job; jobs are g
 platform profile, FVP identity, params, args, simulator knobs, firmware and timeouts, and each pool's jobs are
 dealt to **lanes** (one booted instance each, longest job first onto the least loaded lane). A lane runs its
 jobs one after another on one instance, so scenarios of a pool share boots. At most ``-j`` lanes run at once
-(executors: ``batch_exec.LocalExecutor``, ``batch_dask.DaskExecutor``). Records flow back to this process,
+(executors: ``batch.lanes.LocalExecutor``, ``batch.dask.DaskExecutor``). Records flow back to this process,
 which alone writes every results folder.
 
 Failures: without ``-k`` the first failed unit or job stops scheduling (running units finish); with ``-k``
@@ -67,6 +67,7 @@ from fvp_harness.scenario import load_scenario
 from fvp_harness.scenario.load import LoadedScenario
 from fvp_harness.store.folder import (
     DEFAULT_RESULTS_BASE,
+    LOGS_DIR,
     REPORT_FILES,
     REPORT_INPUTS_FILE,
     ResultStore,
@@ -109,7 +110,7 @@ class MakeOptions:
 
 
 class Executor(Protocol):
-    """Runs lanes (``batch_exec``): ``LocalExecutor`` or ``batch_dask.DaskExecutor``."""
+    """Runs lanes (``batch.lanes``): ``LocalExecutor`` or ``batch.dask.DaskExecutor``."""
 
     name: str
     ships_artifacts: bool
@@ -629,7 +630,7 @@ def _previous_manifest(store: ResultStore) -> Manifest | None:
 def _import_log(store: ResultStore, relative: str, data: bytes) -> None:
     """A log a remote worker wrote, into the folder at the store-given path (``logs/<session>/<name>``)."""
     parts = relative.split("/")
-    if len(parts) < 3 or parts[0] != "logs":
+    if len(parts) < 3 or parts[0] != LOGS_DIR:
         log.warning("ignoring an unexpected file from a worker: %s", relative)
         return
     store.log_path(parts[1], "__".join(parts[2:])).write_bytes(data)
@@ -678,7 +679,7 @@ def _relative_name(store: ResultStore, path: Path) -> str:
 
 
 def _write_json(path: Path, payload: Mapping[str, Any]) -> None:
-    """Replace a small JSON file atomically at a store-given path (like report.py's files)."""
+    """Replace a small JSON file atomically at a store-given path (like the report files)."""
     atomic_write(path, json.dumps(payload, indent=2, sort_keys=True) + "\n")
 
 

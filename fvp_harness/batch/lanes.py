@@ -23,7 +23,7 @@ Three events steer running lanes (``LaneControl``): *drain* (start no further jo
 second Ctrl-C: close the instance now, the unit in flight is dropped).
 
 Why threads for the local executor (and not a process pool): the measured work runs in the FVP (or simulator)
-process that ``target/`` spawns; the harness side of a lane mostly waits on a console socket. Threads therefore
+process that ``targets/`` spawns; the harness side of a lane mostly waits on a console socket. Threads therefore
 give real parallelism, need no pickling, let the coordinator append each record the moment it exists, and let
 Ctrl-C close every open instance at once from the main thread. A process pool would add a second hop for every
 record and a worker death would orphan its FVP.
@@ -42,7 +42,6 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from fvp_harness.errors import ConfigurationError, HarnessError
 from fvp_harness.events import Event, Listener, null_listener
@@ -52,8 +51,9 @@ from fvp_harness.run.execute import SessionOutcome, execute_plan
 from fvp_harness.run.instances import TargetFactory, open_target
 from fvp_harness.run.plan import build_plan
 from fvp_harness.scenario.model import Scenario
-from fvp_harness.store.folder import ResultStore
+from fvp_harness.store.folder import LOGS_DIR, ResultStore
 from fvp_harness.store.records import Record
+from fvp_harness.targets.base import Target
 
 __all__ = [
     "JobResult",
@@ -168,11 +168,11 @@ class _Stopped(Exception):
     """Raised out of the instance factory when a stop was requested: ends ``execute_plan`` without recording."""
 
 
-Opener = Callable[[Scenario, Profile, str, Path, float], contextlib.AbstractContextManager[Any]]
+Opener = Callable[[Scenario, Profile, str, Path, float], contextlib.AbstractContextManager[Target]]
 
 
 def _open_target(scenario: Scenario, profile: Profile, name: str, log_dir: Path,
-                 timeout_scale: float) -> contextlib.AbstractContextManager[Any]:
+                 timeout_scale: float) -> contextlib.AbstractContextManager[Target]:
     return open_target(scenario, log_dir=log_dir, name=name, profile=profile, timeout_scale=timeout_scale)
 
 
@@ -186,18 +186,18 @@ class _InstanceLease:
         self._stop = stop
         self._scale = timeout_scale
         self._lock = threading.Lock()
-        self._context: contextlib.AbstractContextManager[Any] | None = None
-        self._target: Any = None
+        self._context: contextlib.AbstractContextManager[Target] | None = None
+        self._target: Target | None = None
         self.boots = 0
 
     def factory(self, scenario: Scenario, profile: Profile) -> TargetFactory:
-        def make(name: str, log_dir: Path) -> contextlib.AbstractContextManager[Any]:
+        def make(name: str, log_dir: Path) -> contextlib.AbstractContextManager[Target]:
             return self._lease(scenario, profile, name, log_dir)
 
         return make
 
     @contextlib.contextmanager
-    def _lease(self, scenario: Scenario, profile: Profile, name: str, log_dir: Path) -> Iterator[Any]:
+    def _lease(self, scenario: Scenario, profile: Profile, name: str, log_dir: Path) -> Iterator[Target]:
         if self._stop.is_set():
             raise _Stopped()
         if self._target is None:
@@ -285,7 +285,7 @@ def _relocated(scenario: Scenario, blobs: Mapping[str, bytes], hashes: Mapping[s
 
 def _collect_logs(root: Path) -> dict[str, bytes]:
     found: dict[str, bytes] = {}
-    logs = root / "logs"
+    logs = root / LOGS_DIR
     if logs.is_dir():
         for path in sorted(logs.rglob("*")):
             if path.is_file():

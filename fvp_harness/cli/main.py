@@ -36,7 +36,7 @@ def _common_options(suppress_defaults: bool) -> argparse.ArgumentParser:
 
 
 def _verb_modules() -> list[ModuleType]:
-    import fvp_harness.cli as package
+    import fvp_harness.cli as package  # late: this module is part of that package (a top-level import would cycle)
 
     modules = []
     for info in pkgutil.iter_modules(package.__path__):

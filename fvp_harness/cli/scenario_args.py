@@ -64,7 +64,7 @@ def add_scenario_options(parser: argparse.ArgumentParser) -> None:
 
 def load_from_args(args: argparse.Namespace, path: str | Path, *, check_files: bool = True) -> LoadedScenario:
     """Load one scenario with the overrides given on the command line."""
-    from fvp_harness.scenario import load_scenario
+    from fvp_harness.scenario import load_scenario  # late: pydantic loads only when a verb reads a scenario
 
     return load_scenario(
         path,

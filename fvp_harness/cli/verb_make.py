@@ -1,6 +1,6 @@
 """``make [SCENARIO|DIR ...]``: bring every scenario's results and report up to date, make-style.
 
-Wiring only: ``batch.make`` does the work (``docs/batch.md``). Imports of the engine happen inside the handler so
+Wiring only: ``batch.engine.make`` does the work (``docs/batch.md``). Imports of the engine happen inside the handler so
 ``fvp-harness --help`` and other verbs do not pay for them. Ctrl-C has two stages: the first lets the units in
 flight finish and be recorded (and says so on stderr), the second stops at once.
 """
@@ -12,7 +12,11 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fvp_harness.cli.scenario_args import add_timeout_scale_option
+from fvp_harness.cli.progress import ProgressView
+from fvp_harness.cli.scenario_args import add_timeout_scale_option, stop_on_first_interrupt
+from fvp_harness.errors import ConfigurationError
+from fvp_harness.events import Event
+from fvp_harness.store.folder import DEFAULT_RESULTS_BASE
 
 if TYPE_CHECKING:
     from fvp_harness.batch.engine import Executor
@@ -53,7 +57,7 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
                         "every report")
     parser.add_argument("--only", action="append", default=[], metavar="PATTERN",
                         help="glob on SCENARIO/UNIT (e.g. 'smoke/*', '*/r0-*-ds_cnn') or SCENARIO (repeatable)")
-    parser.add_argument("--results", type=Path, default=Path("results"), metavar="DIR",
+    parser.add_argument("--results", type=Path, default=DEFAULT_RESULTS_BASE, metavar="DIR",
                         help="base folder; each scenario writes DIR/<scenario file stem>/ (default: results)")
     parser.add_argument("--executor", choices=["local", "dask", "dask-local"], default="local",
                         help="local threads (default), a Dask cluster (--scheduler), or a Dask LocalCluster")
@@ -71,14 +75,14 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
 
 
 def _executor(args: argparse.Namespace, jobs: int | None) -> Executor:
+    # late: the batch engine pulls in the whole run pipeline (pandas, matplotlib); --help and other verbs skip it
     from fvp_harness.batch.lanes import LocalExecutor, default_jobs
-    from fvp_harness.errors import ConfigurationError
 
     if args.executor == "local":
         if args.scheduler:
             raise ConfigurationError("--scheduler needs --executor dask")
         return LocalExecutor(jobs or default_jobs())
-    from fvp_harness.batch.dask import DaskExecutor
+    from fvp_harness.batch.dask import DaskExecutor  # late: only this executor needs dask.distributed
 
     if args.executor == "dask" and not args.scheduler:
         raise ConfigurationError("--executor dask needs --scheduler tcp://HOST:PORT (or use --executor dask-local)")
@@ -91,10 +95,8 @@ def _make_verb(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
+    # late: the batch engine pulls in the whole run pipeline (pandas, matplotlib); --help and other verbs skip it
     from fvp_harness.batch.engine import MakeOptions, make
-    from fvp_harness.cli.progress import ProgressView
-    from fvp_harness.cli.scenario_args import stop_on_first_interrupt
-    from fvp_harness.events import Event
 
     options = MakeOptions(
         jobs=args.jobs, keep_going=args.keep_going, dry_run=args.dry_run, always=args.always_make,

@@ -29,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
 
 
 def _run_list(args: argparse.Namespace) -> int:
-    from fvp_harness.profiles import list_profiles, load_profile
+    from fvp_harness.profiles import list_profiles, load_profile  # late: pydantic loads only when a verb needs it
 
     names = list_profiles()
     width = max(len(name) for name in names)
@@ -42,7 +42,7 @@ def _run_list(args: argparse.Namespace) -> int:
 def _run_show(args: argparse.Namespace) -> int:
     import yaml
 
-    from fvp_harness.profiles import builtin_profile_path, load_profile
+    from fvp_harness.profiles import builtin_profile_path, load_profile  # late: as in _run_list
 
     profile = load_profile(args.name)
     source = builtin_profile_path(args.name)

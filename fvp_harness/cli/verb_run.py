@@ -1,6 +1,6 @@
 """``run SCENARIO``: the A/B matrix end to end, then the report; ``report DIR``: rebuild a report from records.
 
-Wiring only: ``pipeline.run_scenario`` / ``pipeline.rebuild_report`` do the work; this module turns flags into
+Wiring only: ``run.pipeline.run_scenario`` / ``rebuild_report`` do the work; this module turns flags into
 ``RunOptions``, shows progress (``cli.progress.ProgressView`` on stderr), prints a short summary table and the report
 path on stdout, and returns the exit code (0 ok, 1 units failed or an expectation violated, 2 bad input,
 3 infrastructure, 130 interrupted). Ctrl-C has two stages: the first lets the units in flight finish and be
@@ -17,7 +17,15 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fvp_harness.cli.scenario_args import add_scenario_options, add_timeout_scale_option, load_from_args
+from fvp_harness.cli.progress import ProgressView
+from fvp_harness.cli.scenario_args import (
+    add_scenario_options,
+    add_timeout_scale_option,
+    load_from_args,
+    stop_on_first_interrupt,
+)
+from fvp_harness.events import Event
+from fvp_harness.report import format as fmt
 
 if TYPE_CHECKING:
     from fvp_harness.report.analysis import AnalysisResult
@@ -66,10 +74,6 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
     report.set_defaults(handler=_report_verb)
 
 
-def _fmt(value: float | None) -> str:
-    return "-" if value is None else f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3f}"
-
-
 def format_summary(result: AnalysisResult) -> str:
     """A compact table for the terminal (the report has the full one)."""
     comparison = result.comparison
@@ -81,7 +85,7 @@ def format_summary(result: AnalysisResult) -> str:
                   f"{'95% CI':>17}  {'verdict':<13} {'outputs':<8} {'NPU cycles'}")
         lines.append(header)
         for m in comparison.models:
-            saved = "-" if m.saved_pct is None else f"{m.saved_pct:.1f}%"
+            saved = fmt.percent(m.saved_pct, missing="-")
             ci = "-" if m.ci_low is None or m.ci_high is None else f"[{m.ci_low:.1f}, {m.ci_high:.1f}]"
             checks = {check.name: check.status for check in m.identity}
             outputs = {"pass": "same", "fail": "DIFFER", "unverified": "?"}.get(checks.get("outputs", ""), "-")
@@ -92,8 +96,9 @@ def format_summary(result: AnalysisResult) -> str:
                 same = "same" if npu.identical else "DIFFER" if npu.identical is False else "?"
                 cycles = "-" if npu.baseline_median is None else f"{npu.baseline_median:,.0f}"
                 npu_text = f"{cycles} ({same})"
-            lines.append(f"  {m.model:<22} {_fmt(m.baseline_median):>10} {_fmt(m.candidate_median):>10} "
-                         f"{saved:>8} {ci:>17}  {m.verdict:<13} {outputs:<8} {npu_text}")
+            base, cand = fmt.number(m.baseline_median, missing="-"), fmt.number(m.candidate_median, missing="-")
+            lines.append(f"  {m.model:<22} {base:>10} {cand:>10} {saved:>8} {ci:>17}  {m.verdict:<13} {outputs:<8} "
+                         f"{npu_text}")
         gm = comparison.geomean
         if gm is not None:
             ci = "-" if gm.ci_low is None or gm.ci_high is None else f"[{gm.ci_low:.1f}, {gm.ci_high:.1f}]"
@@ -135,9 +140,7 @@ def _run_verb(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
-    from fvp_harness.cli.progress import ProgressView
-    from fvp_harness.cli.scenario_args import stop_on_first_interrupt
-    from fvp_harness.events import Event
+    # late: pandas, scipy and matplotlib load only when this verb runs, not for --help or other verbs
     from fvp_harness.run.pipeline import RunOptions, RunOutcome, run_scenario
 
     loaded = load_from_args(args, args.scenario)
@@ -165,6 +168,7 @@ def _run_verb(args: argparse.Namespace) -> int:
 
 
 def _report_verb(args: argparse.Namespace) -> int:
+    # late: pandas, scipy and matplotlib load only when this verb runs, not for --help or other verbs
     from fvp_harness.run.pipeline import rebuild_report
 
     return _finish(rebuild_report(args.results), args.quiet > 0)

@@ -85,7 +85,7 @@ def _run_validate(args: argparse.Namespace) -> int:
 
 
 def _run_plan(args: argparse.Namespace) -> int:
-    from fvp_harness.run.plan import build_plan
+    from fvp_harness.run.plan import build_plan  # late: hashing and the run layer only for `plan`
 
     plan = build_plan(load_from_args(args, args.scenario))
     if args.json:
@@ -96,7 +96,7 @@ def _run_plan(args: argparse.Namespace) -> int:
 
 
 def _run_schema(args: argparse.Namespace) -> int:
-    from fvp_harness.scenario.model import scenario_json_schema
+    from fvp_harness.scenario.model import scenario_json_schema  # late: pydantic only for `schema`
 
     print(json.dumps(scenario_json_schema(), indent=2))
     return EXIT_OK

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from fvp_harness.cli.scenario_args import add_scenario_options, add_timeout_scale_option, load_from_args
 from fvp_harness.errors import EXIT_OK, ConfigurationError
+from fvp_harness.store.folder import DEFAULT_RESULTS_BASE, LOGS_DIR
 
 if TYPE_CHECKING:
     from fvp_harness.targets.fvp_target import FvpTarget
@@ -65,7 +66,7 @@ def format_checks(checks: list, title: str) -> str:
 
 
 def _run_doctor_verb(args: argparse.Namespace) -> int:
-    from fvp_harness.run.doctor import doctor_exit_code, run_doctor
+    from fvp_harness.run.doctor import doctor_exit_code, run_doctor  # late: the run layer only for `doctor`
 
     loaded = load_from_args(args, args.scenario, check_files=False)
     scenario = loaded.scenario
@@ -79,6 +80,7 @@ def _run_doctor_verb(args: argparse.Namespace) -> int:
 
 
 def _run_shell_verb(args: argparse.Namespace) -> int:
+    # late: the targets layer (pexpect, asyncssh) loads only for `shell`
     from fvp_harness.run.instances import open_target
     from fvp_harness.targets.fvp_target import FvpTarget
 
@@ -86,7 +88,7 @@ def _run_shell_verb(args: argparse.Namespace) -> int:
     if loaded.scenario.target == "host":
         raise ConfigurationError("shell needs an FVP scenario (this one has target: host)")
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    log_dir = args.log_dir or Path("results") / loaded.stem / "logs" / f"shell-{stamp}"
+    log_dir = args.log_dir or DEFAULT_RESULTS_BASE / loaded.stem / LOGS_DIR / f"shell-{stamp}"
     print(f"booting {loaded.profile.name} ({loaded.scenario.fvp.binary}); logs in {log_dir}", file=sys.stderr)
     with open_target(loaded, log_dir=log_dir, timeout_scale=args.timeout_scale) as target:
         assert isinstance(target, FvpTarget)  # target: host was refused above

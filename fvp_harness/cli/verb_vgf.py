@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fvp_harness.errors import EXIT_FAILED, EXIT_OK, ConfigurationError
+from fvp_harness.store.folder import DEFAULT_RESULTS_BASE, ResultStore
 
 if TYPE_CHECKING:
     from fvp_harness.vgf.report import VgfComparison
@@ -63,7 +64,9 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
 
 
 def run_vgf(args: argparse.Namespace) -> int:
+    # late: pandas, scipy and matplotlib load only when this verb runs, not for --help or other verbs
     from fvp_harness.report.analysis import to_frame
+    from fvp_harness.run.manifest import Manifest
     from fvp_harness.vgf.reader import load_pair, load_results
     from fvp_harness.vgf.report import compare_vgf, render_vgf_report
 
@@ -73,15 +76,13 @@ def run_vgf(args: argparse.Namespace) -> int:
     if args.results is not None:
         if copies or zeros:
             raise ConfigurationError("give either --results DIR or report files, not both")
-        from fvp_harness.store.folder import ResultStore
-
         store = ResultStore(args.results, create=False)
         if not args.results.is_dir():
             raise ConfigurationError(f"{args.results}: no such results folder")
         # the scenario's own compare block names the builds and the minimum effect, unless the options do
-        scenario = (store.read_manifest() or {}).get("scenario")
-        spec = scenario.get("compare") if isinstance(scenario, dict) else None
-        spec = spec if isinstance(spec, dict) else {}
+        manifest = Manifest.read(store)
+        compare = manifest.resolved_scenario.compare if manifest is not None else None
+        spec = compare.model_dump() if compare is not None else {}
         data = load_results(
             args.results,
             baseline=args.baseline or spec.get("baseline"),
@@ -97,7 +98,7 @@ def run_vgf(args: argparse.Namespace) -> int:
                 "give a copy report and a zero-copy report (fvp-harness vgf COPY.json ZERO_COPY.json), or --results DIR"
             )
         data = load_pair(copies, zeros, model=args.model)
-        out_dir = args.output or Path("results") / "vgf"
+        out_dir = args.output or DEFAULT_RESULTS_BASE / "vgf"
     min_effect = DEFAULT_MIN_EFFECT if args.min_effect is None else args.min_effect
     comparison = compare_vgf(
         to_frame(data.records), data.baseline, data.candidate, runs=data.runs, min_effect=min_effect
@@ -113,7 +114,7 @@ def run_vgf(args: argparse.Namespace) -> int:
 def _print_summary(comparison: VgfComparison, written: dict[str, Path], *, quiet: bool = False) -> None:
     """Headline per model, the verdict and the files on stdout (nothing with -q); failed expectations on
     stderr."""
-    from fvp_harness.vgf.report import render_vgf_markdown
+    from fvp_harness.vgf.report import render_vgf_markdown  # late: as in run_vgf
 
     text = render_vgf_markdown(comparison)
     # the headline bullets and the expectation verdict line are what a terminal user needs; the files hold the rest

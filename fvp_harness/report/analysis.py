@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from fvp_harness.report import format as fmt
 from fvp_harness.store.records import Record
 
 __all__ = [
@@ -457,10 +458,6 @@ class AnalysisResult:
 # --- verdicts -----------------------------------------------------------------------------------------------
 
 
-def _pct(value: float) -> str:
-    return f"{value:+.2f}%"
-
-
 def decide_verdict(
     ci_low: float | None,
     ci_high: float | None,
@@ -479,7 +476,7 @@ def decide_verdict(
     """
     if ci_low is None or ci_high is None:
         return "inconclusive", "no confidence interval (too few samples or a zero baseline)"
-    ci = f"CI [{_pct(ci_low)}, {_pct(ci_high)}]"
+    ci = f"CI [{fmt.signed_percent(ci_low, 2)}, {fmt.signed_percent(ci_high, 2)}]"
     if -min_effect <= ci_low and ci_high <= min_effect:
         return "no change", f"{ci} lies within ±{min_effect:g}%"
     significant = p_value is None or p_value < alpha

@@ -27,6 +27,7 @@ from matplotlib.figure import Figure
 from tabulate import tabulate
 
 from fvp_harness.files import atomic_write
+from fvp_harness.report import format as fmt
 from fvp_harness.report.analysis import (
     NPU_CYCLE_METRICS,
     AnalysisResult,
@@ -42,7 +43,6 @@ __all__ = [
     "build_order",
     "expectations_markdown",
     "expectations_violated",
-    "format_p",
     "jsonable",
     "markdown_table",
     "render_csv",
@@ -123,42 +123,6 @@ class ReportContext:
 # --- formatting helpers -------------------------------------------------------------------------------------
 
 
-def _num(value: float | None) -> str:
-    """Three significant digits or more, thousands separators for counters: 2.60, 0.931, 85,092."""
-    if value is None or not math.isfinite(value):
-        return "n/a"
-    magnitude = abs(value)
-    if magnitude >= 1000:
-        return f"{value:,.0f}"
-    if magnitude >= 10:
-        return f"{value:.1f}"
-    if magnitude >= 0.1 or magnitude == 0:
-        return f"{value:.2f}"
-    return f"{value:.3g}"
-
-
-def _saved(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.1f}%"
-
-
-def _ci(low: float | None, high: float | None) -> str:
-    if low is None or high is None:
-        return "n/a"
-    return f"{low:.1f} … {high:.1f}%"
-
-
-def format_p(value: float | None) -> str:
-    """A p-value for a table cell: three decimals, ``<0.001`` below that, ``n/a`` for None."""
-    if value is None:
-        return "n/a"
-    return "<0.001" if value < 0.001 else f"{value:.3f}"
-
-
-def _cell(text: object) -> str:
-    """Escape what breaks a GitHub pipe table: ``|`` and line breaks."""
-    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
-
-
 def _label(metric: str) -> tuple[str, str]:
     return METRIC_LABELS.get(metric, (metric, "median"))
 
@@ -167,8 +131,8 @@ def _npu(model: ModelComparison) -> str:
     for change in model.others:
         if change.metric in NPU_CYCLE_METRICS:
             if change.identical:
-                return f"= {_num(change.baseline_median)}"
-            return f"{_num(change.baseline_median)} -> {_num(change.candidate_median)}"
+                return f"= {fmt.number(change.baseline_median)}"
+            return f"{fmt.number(change.baseline_median)} -> {fmt.number(change.candidate_median)}"
     return "n/a"
 
 
@@ -194,8 +158,8 @@ def markdown_table(rows: Sequence[Sequence[object]], headers: Sequence[str], ali
     """A GitHub pipe table; every cell escaped (``|``, line breaks), numbers kept as the caller formatted them.
     ``align`` holds one of ``left``/``right``/``center`` per column."""
     return tabulate(
-        [[_cell(c) for c in row] for row in rows],
-        headers=[_cell(h) for h in headers],
+        [[fmt.markdown_cell(c) for c in row] for row in rows],
+        headers=[fmt.markdown_cell(h) for h in headers],
         tablefmt="pipe",
         colalign=list(align),
         disable_numparse=True,
@@ -290,14 +254,14 @@ def _comparison_table(comparison: Comparison) -> str:
     unit = f" {comparison.unit}" if comparison.unit else ""
     rows: list[list[object]] = []
     for m in comparison.models:
-        values = f"{_num(m.baseline_median)} -> {_num(m.candidate_median)}{unit}"
+        values = f"{fmt.number(m.baseline_median)} -> {fmt.number(m.candidate_median)}{unit}"
         rows.append(
             [
                 m.model,
                 values,
-                _saved(m.saved_pct),
-                _ci(m.ci_low, m.ci_high),
-                format_p(m.p_value),
+                fmt.percent(m.saved_pct),
+                fmt.percent_interval(m.ci_low, m.ci_high),
+                fmt.p_value(m.p_value),
                 f"{m.n_baseline}/{m.n_candidate}",
                 _npu(m),
                 _outputs_cell(m),
@@ -310,8 +274,8 @@ def _comparison_table(comparison: Comparison) -> str:
             [
                 f"**Geometric mean** ({gm.models} models)",
                 f"ratio {gm.ratio:.3f}",
-                _saved(gm.saved_pct),
-                _ci(gm.ci_low, gm.ci_high),
+                fmt.percent(gm.saved_pct),
+                fmt.percent_interval(gm.ci_low, gm.ci_high),
                 "",
                 "",
                 "",
@@ -387,7 +351,7 @@ def _warnings(result: AnalysisResult) -> list[str]:
         if d.flagged:
             notes.append(
                 f"Drift: {d.metric} of {d.model} / {d.build} trends over execution order "
-                f"(Spearman ρ = {d.rho:.2f}, p = {format_p(d.p_value)}, last third vs first third "
+                f"(Spearman ρ = {d.rho:.2f}, p = {fmt.p_value(d.p_value)}, last third vs first third "
                 f"{d.change_pct:+.1f}%). Interleaving cancels drift between builds; check the host load."
             )
     comparison = result.comparison
@@ -418,7 +382,7 @@ def _summary_table(summary: pd.DataFrame) -> str:
     ]
     rows = []
     for row in summary.to_dict("records"):
-        ci = "n/a" if pd.isna(row["ci_low"]) else f"{_num(row['ci_low'])} … {_num(row['ci_high'])}"
+        ci = "n/a" if pd.isna(row["ci_low"]) else f"{fmt.number(row['ci_low'])} … {fmt.number(row['ci_high'])}"
         uom = f" {row['unit_of_measure']}" if row["unit_of_measure"] else ""
         rows.append(
             [
@@ -427,12 +391,12 @@ def _summary_table(summary: pd.DataFrame) -> str:
                 row["metric"],
                 row["n"],
                 row["units"],
-                _num(row["median"]) + uom,
+                fmt.number(row["median"]) + uom,
                 ci,
-                _num(row["mean"]),
-                _num(row["std"]),
-                _num(row["p5"]),
-                _num(row["p95"]),
+                fmt.number(row["mean"]),
+                fmt.number(row["std"]),
+                fmt.number(row["p5"]),
+                fmt.number(row["p95"]),
             ]
         )
     return markdown_table(rows, headers, ["left", "left", "left"] + ["right"] * 8)
@@ -454,7 +418,7 @@ def render_markdown(result: AnalysisResult, title: str | None = None, context: R
         if differing:
             lines += ["### Identity differences", ""]
             for check in differing:
-                lines.append(f"- **{_cell(check.model)}** `{check.name}`:")
+                lines.append(f"- **{fmt.markdown_cell(check.model)}** `{check.name}`:")
                 for build in sorted(check.values, key=_rank(builds)):
                     values = check.values[build]
                     lines.append(f"  - {build}: {', '.join(values) or '(none)'}")

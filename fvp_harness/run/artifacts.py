@@ -1,7 +1,7 @@
 """Make the files a run needs: run the scenario's ``build`` commands when an output is missing or stale, then
 hash every artifact.
 
-Why here and not in ``target/``: ``target/`` spawns the model and talks to guests; these are the *user's* host
+Why here and not in ``targets/``: ``targets/`` spawns the model and talks to guests; these are the *user's* host
 commands (cross-compile a runner, export a model), run before any model starts. This is the one other place in
 the harness that starts processes, and it starts nothing else (docs/architecture.md says so).
 

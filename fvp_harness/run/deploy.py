@@ -31,6 +31,7 @@ from typing import Literal
 
 from fvp_harness.errors import ConfigurationError, DeployError
 from fvp_harness.files import file_sha256
+from fvp_harness.scenario.model import DEFAULT_GUEST_DIR
 from fvp_harness.targets.base import CopiesOverSsh, SharesHostFiles, Target
 from fvp_harness.targets.transfer import (
     CHUNK_CHARS,
@@ -76,7 +77,7 @@ def content_path(guest_dir: str, sha256: str, name: str) -> str:
 
 
 def deploy_artifact(target: Target, local: Path | str, *, method: Method = "console",
-                    guest_dir: str = "/tmp/fvp-harness", name: str | None = None,
+                    guest_dir: str = DEFAULT_GUEST_DIR, name: str | None = None,
                     timeout: float | None = None, executable: bool = False) -> DeployedArtifact:
     """Deploy one file (no session cache; see ``Deployer`` for once-per-session)."""
     return Deployer(target, method=method, guest_dir=guest_dir, timeout=timeout).deploy(
@@ -98,7 +99,7 @@ class Deployer:
         self.target = target
         self.method = method
         own = target.guest_dir if isinstance(target, SharesHostFiles) else None
-        self.guest_dir = own or guest_dir or "/tmp/fvp-harness"
+        self.guest_dir = own or guest_dir or DEFAULT_GUEST_DIR
         self.timeout = timeout
         self.chunk_chars = chunk_chars
         self.window_bytes = window_bytes

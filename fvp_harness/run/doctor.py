@@ -3,8 +3,8 @@
 Real models silently ignore some misspelt networking parameters and take minutes to show a missing firmware file, so
 ``fvp-harness doctor`` asks the model itself: ``--version`` (it runs, and which version), ``--list-params`` (every
 ``-C`` the profile and scenario set exists), and checks the firmware files, the ports and the SSH client library.
-Each check says what to do when it fails. Only ``target/`` spawns processes, so the model is asked through
-``target.fvp`` helpers (argument lists, timeouts) and never booted.
+Each check says what to do when it fails. Only ``targets/`` spawns processes, so the model is asked through
+``targets.fvp`` helpers (argument lists, timeouts) and never booted.
 """
 
 from __future__ import annotations
@@ -14,10 +14,11 @@ import importlib.util
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from fvp_harness.errors import ConfigurationError
 from fvp_harness.profiles import Profile
+from fvp_harness.scenario import FvpConfig, Scenario
 from fvp_harness.targets.fvp import (
     SIM_BINARY,
     build_launch,
@@ -57,7 +58,7 @@ def parse_param_names(listing: str) -> set[str]:
     return names
 
 
-def run_doctor(scenario: Any, profile: Profile, *, base_dir: Path | None = None, binary: str | None = None,
+def run_doctor(scenario: Scenario, profile: Profile, *, base_dir: Path | None = None, binary: str | None = None,
                command_timeout: float = 60.0) -> list[Check]:
     """Run every preflight check for ``scenario`` on ``profile``; returns the checklist (never raises for a
     failed check)."""
@@ -129,7 +130,7 @@ def run_doctor(scenario: Any, profile: Profile, *, base_dir: Path | None = None,
     return checks
 
 
-def _firmware_checks(profile: Profile, fvp: Any, base_dir: Path | None, simulated: bool) -> list[Check]:
+def _firmware_checks(profile: Profile, fvp: FvpConfig, base_dir: Path | None, simulated: bool) -> list[Check]:
     checks = []
     given = dict(fvp.firmware)
     for name, spec in profile.firmware.items():
@@ -170,7 +171,7 @@ def _port_check(profile: Profile, params: dict[str, str]) -> Check:
     return Check("ports", "ok", "terminal start ports free; SSH forward gets a free port per instance")
 
 
-def _ssh_check(scenario: Any) -> Check:
+def _ssh_check(scenario: Scenario) -> Check:
     needed = scenario.deploy.method == "ssh"
     if importlib.util.find_spec("asyncssh") is None:
         return Check("ssh client", "fail" if needed else "warn", "asyncssh is not installed",

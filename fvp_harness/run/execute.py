@@ -565,7 +565,7 @@ class SessionRunner:
         """Copy the ``run.fetch`` files (guest paths) back into ``<results>/fetched/<unit>/``."""
         if not remotes:
             return
-        folder = self.shared.store.root / "fetched" / unit.id
+        folder = self.shared.store.fetched_dir / unit.id
         for remote in remotes:
             try:
                 data = target.get(remote)

@@ -8,14 +8,14 @@ fetched), so the report files it writes are byte-identical to the ones the run w
 Order of work, and why:
 
 1. ask the model binary for its ``--version`` banner (no boot; fails fast with exit 2 if the binary is missing);
-2. build missing or stale artifacts (``artifacts.py``; all of them with ``RunOptions.rebuild``), hash everything,
+2. build missing or stale artifacts (``run.artifacts``; all of them with ``RunOptions.rebuild``), hash everything,
    and re-plan with those hashes so every content key is final before a single unit runs;
 3. open the results folder (``store``): a plain run starts it over, ``--resume`` refuses a folder whose key
    metadata differ (other FVP, other artifacts) and skips units whose key is already stored ok;
 4. write the manifest *before* running (a killed run still says what it was), run the sessions (``execute``),
    then rewrite it with the instances' argv, version, ports and ``--stat`` blocks and the end time;
 5. analyse every stored record and render the report into the same folder, plus the VGF report
-   (``vgf_report.report_results_folder``) when the run fetched VGF benchmark reports.
+   (``vgf.report.report_results_folder``) when the run fetched VGF benchmark reports.
 
 A ``stop`` event (the CLI's first Ctrl-C) lets the units in flight finish and be recorded, then ends the run as
 interrupted (manifest ``interrupted``, no report, ``Interrupted`` raised: continue with ``--resume``).

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BUILD_PLACEHOLDERS",
+    "DEFAULT_GUEST_DIR",
     "RUN_PLACEHOLDERS",
     "Artifact",
     "Build",
@@ -70,6 +71,9 @@ BUILD_PLACEHOLDERS: dict[str, str] = {
     "fvp_harness": "the running Python interpreter (quoted) + ' -m fvp_harness' (no console script needed)",
 }
 """Placeholders of ``build`` commands of builds, models and inputs."""
+
+DEFAULT_GUEST_DIR = "/tmp/fvp-harness"
+"""Where artifacts go in the guest unless ``deploy.guest_dir`` says otherwise (under ``<sha256[:16]>/<name>``)."""
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 """Build and model names end up in unit ids and file names: keep them plain."""
@@ -258,7 +262,7 @@ class Deploy(StrictModel):
     """How artifacts get into the guest."""
 
     method: Literal["console", "ssh", "preloaded"] = "console"
-    guest_dir: str = Field("/tmp/fvp-harness", description="Guest folder for content-addressed artifacts.")
+    guest_dir: str = Field(DEFAULT_GUEST_DIR, description="Guest folder for content-addressed artifacts.")
 
 
 class Run(StrictModel):

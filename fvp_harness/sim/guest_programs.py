@@ -86,5 +86,5 @@ def _load_builtin_programs() -> None:
     if _loaded:
         return
     _loaded = True
-    # registers the emulated executor_runner, and its VGF benchmark build
+    # late: registers the emulated executor_runner and its VGF build; numpy loads only when a guest runs one
     from fvp_harness.sim import runner, vgf_runner  # noqa: F401

@@ -42,9 +42,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"{exc}\n" if str(exc).startswith("Error") else f"Error: {exc}\n")
         return 1
 
-    from fvp_harness.sim.model import (
-        SimulatedModel,  # late: asyncssh is slow to import, --help should not wait
-    )
+    from fvp_harness.sim.model import SimulatedModel  # late: asyncssh is slow to import, --help should not wait
 
     model = SimulatedModel(opts, knobs)
     try:

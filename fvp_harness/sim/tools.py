@@ -153,7 +153,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
         if args.what == "runner":
             data = encode_runner(RunnerArtifact(args.driver, args.build_id, args.fault))
             if args.fault:
-                from fvp_harness.sim.runner import UsageError, parse_faults
+                from fvp_harness.sim.runner import UsageError, parse_faults  # late: only builds with faults need it
 
                 try:
                     parse_faults(args.fault)

@@ -69,8 +69,9 @@ class HostTarget:
 
     @property
     def guest_dir(self) -> str:
-        """Where deploy puts artifacts on this target (inside the working folder)."""
-        assert self.workdir is not None, "open() the target first"
+        """Where deploy puts artifacts on this target (inside the working folder, which exists once open)."""
+        if self.workdir is None:  # AttributeError: `isinstance(target, SharesHostFiles)` is then simply False
+            raise AttributeError("guest_dir: open() the host target first")
         return str(self.workdir / "artifacts")
 
     def run(self, command: str, timeout: float | None = None) -> CommandResult:

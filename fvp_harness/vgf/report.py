@@ -7,7 +7,7 @@ itself changed (it should not: zero-copy moves where I/O lives, not what the GPU
 that from the same tidy DataFrame the A/B path uses (``analysis.to_frame`` over ``vgf.to_record`` records), with
 the A/B statistics (``analysis.compare``: two-level bootstrap CIs of medians, Mann-Whitney p, ``decide_verdict``),
 and renders markdown, CSV, JSON and PNG with the A/B report's public helpers (``report.markdown_table``,
-``expectations_markdown``, ``format_p``, ``jsonable``, ``save_png``, ``write_report_files``).
+``expectations_markdown``, ``jsonable``, ``save_png``, ``write_report_files``).
 
 Pure except ``render_vgf_report``, which writes the files into a folder it is given.
 """
@@ -22,15 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from fvp_harness.report.analysis import Settings, compare
+from fvp_harness.report import format as fmt
+from fvp_harness.report.analysis import Settings, compare, to_frame
 from fvp_harness.report.render import (
     expectations_markdown,
-    format_p,
     jsonable,
     markdown_table,
     save_png,
@@ -300,12 +299,12 @@ def _expectations(
             if base is None or base == 0:
                 out.append(VgfExpectation(model, "copies removed", "unverified", f"{c.baseline} copied nothing"))
             elif cand is not None and cand <= 0.01 * base:
-                out.append(VgfExpectation(model, "copies removed", "pass", f"{_bytes(base)} -> {_bytes(cand)}"))
+                moved = f"{fmt.byte_count(base)} -> {fmt.byte_count(cand)}"
+                out.append(VgfExpectation(model, "copies removed", "pass", moved))
             else:
                 reasons = "; ".join(c.rejections.get(c.candidate, {})) or "no rejection reason reported"
-                out.append(
-                    VgfExpectation(model, "copies removed", "fail", f"{_bytes(base)} -> {_bytes(cand)} ({reasons})")
-                )
+                moved = f"{fmt.byte_count(base)} -> {fmt.byte_count(cand)}"
+                out.append(VgfExpectation(model, "copies removed", "fail", f"{moved} ({reasons})"))
         execute = c.row(model, "execute_ns")
         if execute is None:
             out.append(VgfExpectation(model, "execution unchanged", "unverified", "no execute_ns in the reports"))
@@ -317,8 +316,8 @@ def _expectations(
                     model,
                     "execution unchanged",
                     status,
-                    f"{execute.verdict}: change {_pct(execute.change_pct)}, CI {_ci(execute.ci_low, execute.ci_high)}, "
-                    f"limit ±{c.min_effect:g}%",
+                    f"{execute.verdict}: change {fmt.signed_percent(execute.change_pct)}, "
+                    f"CI {fmt.signed_percent_interval(execute.ci_low, execute.ci_high)}, limit ±{c.min_effect:g}%",
                 )
             )
         sel = frame[(frame["model"] == model) & (frame["metric"] == "success")] if len(frame) else frame
@@ -368,54 +367,6 @@ def _copy_row(c: VgfComparison, model: str) -> tuple[float | None, float | None]
 
 
 # --- formatting ---------------------------------------------------------------------------------------------
-
-
-def _time(ns: float | None) -> str:
-    """Nanoseconds the way people read them: 270 ns, 3.59 µs, 243 µs, 1.25 ms."""
-    if ns is None or not np.isfinite(ns):
-        return "n/a"
-    magnitude = abs(ns)
-    for scale, unit in ((1e6, "ms"), (1e3, "µs")):
-        if magnitude >= scale:
-            value = ns / scale
-            return f"{value:.3g} {unit}" if abs(value) < 100 else f"{value:.0f} {unit}"
-    return f"{ns:.0f} ns"
-
-
-def _bytes(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:,.0f} B"
-
-
-def _count(value: float | None) -> str:
-    if value is None:
-        return "n/a"
-    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}"
-
-
-def _value(unit: str, value: float | None) -> str:
-    return _time(value) if unit == "ns" else _bytes(value) if unit == "B" else _count(value)
-
-
-def _signed(unit: str, value: float | None) -> str:
-    if value is None:
-        return "n/a"
-    text = _value(unit, abs(value))
-    return "0" if value == 0 else ("+" if value > 0 else "−") + text
-
-
-def _pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:+.1f}%"
-
-
-def _ci(low: float | None, high: float | None) -> str:
-    return "n/a" if low is None or high is None else f"{low:+.1f} … {high:+.1f}%"
-
-
-def _with_ci(unit: str, median: float | None, ci: tuple[float | None, float | None]) -> str:
-    text = _value(unit, median)
-    if ci[0] is None or ci[1] is None or ci[0] == ci[1]:
-        return text
-    return f"{text} [{_value(unit, ci[0])} … {_value(unit, ci[1])}]"
 
 
 def _label(metric: str) -> str:
@@ -482,23 +433,24 @@ def _headline(c: VgfComparison) -> list[str]:
         bits = []
         memcpy = c.row(model, "memcpy_ns")
         if memcpy is not None:
-            bits.append(f"memcpy {_time(memcpy.baseline_median)} -> {_time(memcpy.candidate_median)}")
+            before, after = fmt.duration_ns(memcpy.baseline_median), fmt.duration_ns(memcpy.candidate_median)
+            bits.append(f"memcpy {before} -> {after}")
         imports = c.row(model, "import_ns")
         refresh = c.row(model, "binding_refresh_ns")
         added = sum((r.candidate_median or 0) - (r.baseline_median or 0) for r in (imports, refresh) if r is not None)
         if imports is not None or refresh is not None:
-            bits.append(f"import + refresh {_signed('ns', added)}")
+            bits.append(f"import + refresh {fmt.signed_quantity('ns', added)}")
         total = c.row(model, "boundary_ns")
         if total is not None and total.change is not None:
             word = "saves" if total.change < 0 else "costs"
-            bits.append(f"net boundary {word} {_time(abs(total.change))} per inference")
+            bits.append(f"net boundary {word} {fmt.duration_ns(abs(total.change))} per inference")
         execute = c.row(model, "execute_ns")
         if execute is not None:
-            bits.append(f"execution {execute.verdict} ({_pct(execute.change_pct)})")
+            bits.append(f"execution {execute.verdict} ({fmt.signed_percent(execute.change_pct)})")
         latency = c.row(model, "latency_ns")
         if latency is not None:
-            bits.append(f"latency {_time(latency.baseline_median)} -> {_time(latency.candidate_median)} "
-                        f"({latency.verdict})")  # fmt: skip
+            before, after = fmt.duration_ns(latency.baseline_median), fmt.duration_ns(latency.candidate_median)
+            bits.append(f"latency {before} -> {after} ({latency.verdict})")
         if bits:
             out.append(f"- **{model}**: " + "; ".join(bits))
     return [*out, ""] if out else []
@@ -508,9 +460,11 @@ def _timed_table(c: VgfComparison, section: Section) -> str:
     headers = ["Model", "Metric", f"{c.baseline} (95% CI)", f"{c.candidate} (95% CI)", "Change", "95% CI of change",
                "p", "n", "Verdict"]  # fmt: skip
     rows = [
-        [r.model, _label(r.metric), _with_ci(r.unit, r.baseline_median, r.baseline_ci),
-         _with_ci(r.unit, r.candidate_median, r.candidate_ci), f"{_signed(r.unit, r.change)} ({_pct(r.change_pct)})",
-         _ci(r.ci_low, r.ci_high), format_p(r.p_value), f"{r.n_baseline}/{r.n_candidate}", r.verdict]
+        [r.model, _label(r.metric), fmt.quantity_with_interval(r.unit, r.baseline_median, r.baseline_ci),
+         fmt.quantity_with_interval(r.unit, r.candidate_median, r.candidate_ci),
+         f"{fmt.signed_quantity(r.unit, r.change)} ({fmt.signed_percent(r.change_pct)})",
+         fmt.signed_percent_interval(r.ci_low, r.ci_high), fmt.p_value(r.p_value), f"{r.n_baseline}/{r.n_candidate}",
+         r.verdict]
         for r in c.rows if r.section == section
     ]  # fmt: skip
     if not rows:
@@ -525,13 +479,13 @@ def _quantity_table(c: VgfComparison, section: Section, change_title: str) -> st
         if r.section != section:
             continue
         if section == "removed" and r.change is not None and r.change <= 0:
-            change = _value(r.unit, -r.change)  # what went away, as a plain amount
+            change = fmt.quantity(r.unit, -r.change)  # what went away, as a plain amount
         elif section == "removed" and r.change is not None:
-            change = f"{_signed(r.unit, -r.change)} (grew)"
+            change = f"{fmt.signed_quantity(r.unit, -r.change)} (grew)"
         else:
-            change = _signed(r.unit, r.change)
-        rows.append([r.model, _label(r.metric), _value(r.unit, r.baseline_median), _value(r.unit, r.candidate_median),
-                     change, r.verdict])  # fmt: skip
+            change = fmt.signed_quantity(r.unit, r.change)
+        rows.append([r.model, _label(r.metric), fmt.quantity(r.unit, r.baseline_median),
+                     fmt.quantity(r.unit, r.candidate_median), change, r.verdict])  # fmt: skip
     if not rows:
         return "Not reported."
     return markdown_table(rows, headers, ["left", "left", "right", "right", "right", "left"])
@@ -672,7 +626,6 @@ def report_results_folder(
     Meant for ``pipeline`` after the A/B report (pass ``scenario.compare.baseline/candidate/min_effect`` when
     the scenario has a ``compare`` block) and for ``fvp-harness vgf --results DIR``.
     """
-    from fvp_harness.report.analysis import to_frame
 
     if not any(True for _ in find_reports(root)):
         return None

@@ -1,0 +1,193 @@
+"""The import rules of docs/architecture.md, checked on the source of every module.
+
+The package's folders are its layers. A module may import its own layer and the layers below it, never one above:
+that keeps the data flow one-way and lets each layer be tested (and understood) without the ones above it. The
+simulator is a world of its own that imports nothing of the harness, and the targets layer may import only
+errors, profiles, events, files and itself (a scenario is turned into targets by ``run.instances``).
+
+An import inside a function is allowed only with a ``# late: <why>`` comment on its line or on the comment lines
+right above its import block (the CLI defers pandas and matplotlib so ``--help`` stays fast, for example): a
+hidden import is how an upward dependency creeps in unnoticed.
+
+The checker is tested on synthetic modules too, so it is shown to fail on each kind of violation.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "fvp_harness"
+
+RANKS: dict[str, int] = {
+    "errors": 0,
+    "events": 0,
+    "files": 0,
+    "located": 0,
+    "profiles": 1,
+    "scenario": 2,
+    "store": 2,
+    "targets": 2,
+    "report": 3,
+    "vgf": 4,
+    "run": 5,
+    "batch": 6,
+    "cli": 7,
+    "__main__": 8,
+}
+"""Layer of each top-level module or package of ``fvp_harness``; a module may import only lower ranks (and its
+own layer). ``sim`` is not ranked: it may import only itself."""
+
+TARGETS_MAY_IMPORT = {"errors", "profiles", "events", "files", "targets"}
+
+LATE_MARK = "# late:"
+
+
+def _layer(module: str) -> str:
+    """``fvp_harness.run.plan`` -> ``run``; the package root is ``""``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def _module_name(path: Path) -> str:
+    relative = path.relative_to(PACKAGE.parent).with_suffix("")
+    parts = list(relative.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imported(node: ast.Import | ast.ImportFrom, module: str, is_package: bool) -> list[tuple[str, list[str]]]:
+    """(imported module, names taken from it) for each harness module an import statement reaches."""
+    if isinstance(node, ast.Import):
+        return [(alias.name, []) for alias in node.names if alias.name.split(".")[0] == "fvp_harness"]
+    base = node.module or ""
+    if node.level:
+        anchor = module.split(".") if is_package else module.split(".")[:-1]
+        anchor = anchor[: len(anchor) - (node.level - 1)]
+        base = ".".join([*anchor, base] if base else anchor)
+    if base.split(".")[0] != "fvp_harness":
+        return []
+    names = [alias.name for alias in node.names]
+    if base == "fvp_harness":  # `from fvp_harness import run` takes a layer, not a name of the root
+        layers = [name for name in names if name in RANKS or name == "sim"]
+        rest = [name for name in names if name not in layers]
+        return [(f"fvp_harness.{name}", []) for name in layers] + ([(base, rest)] if rest else [])
+    return [(base, names)]
+
+
+def _explained(lines: list[str], lineno: int) -> bool:
+    """True when the import at ``lineno`` (1-based) or the comment/import lines right above it say ``# late:``."""
+    index = lineno - 1
+    if LATE_MARK in lines[index]:
+        return True
+    index -= 1
+    while index >= 0:
+        text = lines[index].strip()
+        if not (text.startswith("#") or text.startswith(("from ", "import ")) or text.endswith(("(", ",", ")"))):
+            return False
+        if LATE_MARK in text:
+            return True
+        index -= 1
+    return False
+
+
+def violations(module: str, source: str, *, is_package: bool = False) -> list[str]:
+    """Every broken import rule in one module's source, as ``module:line: what``."""
+    tree = ast.parse(source)
+    lines = source.splitlines()
+    own = _layer(module)
+    found: list[str] = []
+    in_function: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            in_function.update(id(sub) for sub in ast.walk(node) if isinstance(sub, (ast.Import, ast.ImportFrom)))
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        for target, names in _imported(node, module, is_package):
+            where = f"{module}:{node.lineno}"
+            layer = _layer(target)
+            if id(node) in in_function and not _explained(lines, node.lineno):
+                found.append(f"{where}: imports {target} inside a function without a '{LATE_MARK} <why>' comment")
+            if layer == "":
+                upward = [name for name in names if name != "__version__"]
+                if upward and module != "fvp_harness":
+                    found.append(f"{where}: takes {', '.join(upward)} from the package root (import it from its "
+                                 "layer; the root's lazy exports would hide the dependency)")
+                continue
+            if own == "sim" or layer == "sim":
+                if own != layer and module != "fvp_harness.cli.verb_sim":
+                    what = "the simulator imports the harness" if own == "sim" else "imports the simulator"
+                    found.append(f"{where}: {what} ({target}); sim is a world of its own")
+                continue
+            if own == layer or module == "fvp_harness":
+                continue
+            if own == "targets" and layer not in TARGETS_MAY_IMPORT:
+                found.append(f"{where}: the targets layer imports {target} (allowed: "
+                             f"{', '.join(sorted(TARGETS_MAY_IMPORT))})")
+            elif RANKS.get(layer, 99) >= RANKS.get(own, -1):
+                found.append(f"{where}: {own} (layer {RANKS.get(own)}) imports {target} (layer {RANKS.get(layer)}), "
+                             "which is not below it")
+    return found
+
+
+def _sources() -> list[tuple[str, Path]]:
+    return [(_module_name(path), path) for path in sorted(PACKAGE.rglob("*.py"))]
+
+
+def test_every_module_belongs_to_a_ranked_layer_or_the_simulator() -> None:
+    unknown = sorted({_layer(name) for name, _ in _sources()} - set(RANKS) - {"", "sim"})
+    assert not unknown, f"new top-level modules or packages need a layer in RANKS: {unknown}"
+
+
+@pytest.mark.parametrize(("module", "path"), _sources(), ids=[name for name, _ in _sources()])
+def test_imports_follow_the_layers(module: str, path: Path) -> None:
+    assert violations(module, path.read_text(encoding="utf-8"), is_package=path.name == "__init__.py") == []
+
+
+def test_the_top_level_shows_the_layers() -> None:
+    top = sorted(path.name for path in PACKAGE.glob("*.py"))
+    assert len(top) <= 6, f"the top of fvp_harness/ should hold the layers' folders, not modules: {top}"
+    assert not (PACKAGE / "target").exists(), "the session layer lives in targets/ (a 'target/' folder is ignored "
+    "by common .gitignore templates)"
+
+
+# --- the checker, shown to fail -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("module", "source", "expected"),
+    [
+        ("fvp_harness.targets.x", "from fvp_harness.run.pipeline import run_scenario\n", "the targets layer imports"),
+        ("fvp_harness.targets.x", "from fvp_harness.scenario import Scenario\n", "the targets layer imports"),
+        ("fvp_harness.store.x", "from fvp_harness.report.analysis import analyse\n", "which is not below it"),
+        ("fvp_harness.scenario.x", "import fvp_harness.run.plan\n", "which is not below it"),
+        ("fvp_harness.scenario.x", "from fvp_harness.store.records import Record\n", "which is not below it"),
+        ("fvp_harness.sim.x", "from fvp_harness.errors import HarnessError\n", "the simulator imports the harness"),
+        ("fvp_harness.run.x", "from fvp_harness.sim.runner import main\n", "imports the simulator"),
+        ("fvp_harness.report.x", "from fvp_harness import run_scenario\n", "from the package root"),
+        ("fvp_harness.run.x", "def f():\n    from fvp_harness.store.folder import ResultStore\n",
+         "inside a function without"),
+        ("fvp_harness.report.render", "from .. import run\n", "which is not below it"),
+    ],
+)
+def test_the_checker_catches(module: str, source: str, expected: str) -> None:
+    found = violations(module, source)
+    assert found and expected in found[0], found
+
+
+def test_the_checker_accepts_what_the_rules_allow() -> None:
+    allowed = {
+        "fvp_harness.run.x": "from fvp_harness.targets.base import Target\nfrom fvp_harness import __version__\n",
+        "fvp_harness.targets.x": "from fvp_harness.profiles import Profile\n"
+                                 "from fvp_harness.files import atomic_write\n",
+        "fvp_harness.cli.x": "def f():\n    # late: pandas loads only when this verb runs\n"
+                             "    from fvp_harness.run.pipeline import run_scenario\n"
+                             "    from fvp_harness.batch.engine import make\n",
+        "fvp_harness.sim.x": "from fvp_harness.sim.npu import inference_cycles\n",
+    }
+    for module, source in allowed.items():
+        assert violations(module, source) == [], module
