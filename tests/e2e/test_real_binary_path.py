@@ -26,13 +26,13 @@ import uuid
 from pathlib import Path
 
 import pytest
-from proc_scan import process_group_members, processes_with_env
 
 from fvp_harness.profiles import load_profile
+from tests.helpers import REPO, eventually
+from tests.proc_scan import process_group_members, processes_with_env
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.sim]
 
-REPO = Path(__file__).resolve().parents[2]
 MODEL = "FVP_Corstone-1000-A320"
 MARK = "FVP_HARNESS_TEST_MARK"
 VERSION = "11.30.27 (simulated by fvp-harness sim)"
@@ -110,9 +110,7 @@ def harness(workdir: Path, tmp_path: Path):
             if proc.poll() is None:
                 proc.kill()
                 proc.communicate()
-            deadline = time.monotonic() + 5.0
-            while _marked(token) and time.monotonic() < deadline:
-                time.sleep(0.05)
+            eventually(lambda: not _marked(token), timeout=5.0)
             left = _marked(token)
             for pid in left:
                 os.kill(pid, signal.SIGKILL)

@@ -13,15 +13,15 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from proc_scan import processes_with_env
 
-pytestmark = pytest.mark.slow
+from tests.helpers import REPO, eventually, wait_until
+from tests.proc_scan import processes_with_env
 
-REPO = Path(__file__).resolve().parents[2]
+pytestmark = [pytest.mark.slow, pytest.mark.sim]
+
 PUBLISHED_SAVED = {"resnet8": 64, "ds_cnn": 53, "mobilenet_v1_025": 77, "deep_autoencoder": 77}
 CRASH_BUILD = "{fvp_harness} sim runner --driver reuse --id driver-reuse --fault crash=2 -o {output}"
 
@@ -32,9 +32,7 @@ def _models_owned_by(pid: int) -> list[int]:
 
 
 def _assert_no_models_left(pid: int, grace: float = 5.0) -> None:
-    deadline = time.monotonic() + grace
-    while _models_owned_by(pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
+    eventually(lambda: not _models_owned_by(pid), timeout=grace, interval=0.1)
     left = _models_owned_by(pid)
     for stray in left:
         os.kill(stray, signal.SIGKILL)
@@ -131,12 +129,9 @@ def test_resume_after_the_run_is_killed_part_way(workdir: Path) -> None:
     proc = subprocess.Popen([sys.executable, "-m", "fvp_harness", *args, "-q"], cwd=workdir, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and proc.poll() is None:
-            path = out / "records.jsonl"
-            if path.is_file() and len(path.read_text().splitlines()) >= 2:
-                break
-            time.sleep(0.05)
+        path = out / "records.jsonl"
+        wait_until(lambda: proc.poll() is not None or (path.is_file() and len(path.read_text().splitlines()) >= 2),
+                   timeout=120, message="two stored records (or the end of the run)")
         assert proc.poll() is None, "the run ended before it could be killed: " + proc.communicate()[1]
         proc.kill()
         proc.communicate()

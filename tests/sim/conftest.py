@@ -30,6 +30,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import eventually
+
 BANNER = re.compile(r"(\S+): Listening for serial connection on port (\d+)")
 PROMPT = b"root@corstone1000-fvp:~# "
 ANY_PROMPT = re.compile(rb"root@corstone1000(?:-a320)?-fvp:[^\r\n#]*# ")
@@ -363,17 +365,11 @@ def no_leftovers(request: pytest.FixtureRequest) -> Iterator[None]:
             s.stop()
         if s.needed_kill:
             problems.append(f"simulator pid {s.proc.pid} ignored SIGTERM and had to be killed")
-        deadline = time.monotonic() + 5
-        while s.group_alive() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if s.group_alive():
+        if not eventually(lambda s=s: not s.group_alive(), timeout=5):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(s.proc.pid, signal.SIGKILL)
             problems.append(f"processes of simulator group {s.proc.pid} were left running")
-        deadline = time.monotonic() + 5
-        while s.guest_dirs() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if s.guest_dirs():
+        if not eventually(lambda s=s: not s.guest_dirs(), timeout=5):
             problems.append(f"guest temp dirs left behind: {s.guest_dirs()}")
         _ALIVE.remove(s)
     if problems:

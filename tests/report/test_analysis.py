@@ -1,0 +1,333 @@
+"""Analysis on synthetic samples with known answers."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fvp_harness.report.analysis import (
+    SUMMARY_COLUMNS,
+    Settings,
+    analyse,
+    bootstrap_medians,
+    decide_verdict,
+    expectations_violated,
+    select_latest,
+    summarise,
+    to_frame,
+)
+from fvp_harness.scenario.model import Compare
+from fvp_harness.store.records import Record
+from tests.helpers import interleaved, record
+
+Sampler = Callable[[np.random.Generator, str, str, int], list[float]]
+
+
+def make_records(
+    sampler: Sampler,
+    *,
+    models: Sequence[str] = ("resnet8",),
+    builds: Sequence[str] = ("before", "after"),
+    reps: int = 3,
+    seed: int = 0,
+    npu: Callable[[str, str], float] | None = lambda model, build: 85092.0,
+    outputs: Callable[[str, str, int], dict[str, str]] | None = lambda m, b, r: {"out-0.bin": "ab" * 32},
+) -> list[Record]:
+    """Interleaved units (r1-before-m1, r1-after-m1, r1-before-m2, ...) with samples from ``sampler``."""
+    rng = np.random.default_rng(seed)
+    records: list[Record] = []
+    for second, rep, model, build in interleaved(range(1, reps + 1), models, builds):
+        values = sampler(rng, model, build, rep)
+        samples = {"cpu_time": values}
+        units = {"cpu_time": "ms"}
+        if npu is not None:
+            samples["npu_cycles"] = [npu(model, build)] * len(values)
+            units["npu_cycles"] = "cycles"
+        records.append(record(
+            f"r{rep}-{build}-{model}", key=f"k-{rep}-{build}-{model}", build=build, model=model, repetition=rep,
+            samples=samples, metric_units=units, outputs=outputs(model, build, rep) if outputs else {},
+            started=f"2026-03-01T10:{second // 60:02d}:{second % 60:02d}Z",
+        ))
+    return records
+
+
+def normal(base: dict[str, float], noise: float = 0.02, n: int = 10, process: float = 0.0) -> Sampler:
+    def sampler(rng: np.random.Generator, model: str, build: str, rep: int) -> list[float]:
+        offset = 1.0 + process * rng.standard_normal()
+        return (base[build] * offset * (1.0 + noise * rng.standard_normal(n))).tolist()
+
+    return sampler
+
+
+FAST = Settings(resamples=1000)
+
+
+# --- frames -------------------------------------------------------------------------------------------------
+
+
+def test_to_frame_is_tidy_and_in_execution_order() -> None:
+    records = make_records(normal({"before": 2.6, "after": 0.93}, n=4), reps=2)
+    frame = to_frame(records)
+    assert {
+        "scenario",
+        "unit",
+        "session",
+        "build",
+        "model",
+        "repetition",
+        "metric",
+        "iteration",
+        "value",
+        "unit_of_measure",
+        "status",
+        "order",
+    } <= set(frame.columns)
+    assert len(frame) == 2 * 2 * 4 * 2  # reps x builds x iterations x metrics
+    assert frame["order"].is_monotonic_increasing
+    assert frame["value"].dtype == np.float64
+    first = frame[frame["metric"] == "cpu_time"].iloc[0]
+    assert first["unit"] == "r1-before-resnet8" and first["iteration"] == 0
+
+
+def test_select_latest_prefers_the_ok_retry() -> None:
+    ok = make_records(normal({"before": 1.0, "after": 1.0}, n=2), reps=1)
+    failed = ok[1].model_copy(update={"status": "failed", "samples": {}, "failure_class": "infrastructure"})
+    retry = ok[1].model_copy(update={"attempt": 2})
+    chosen = select_latest([ok[0], failed, retry])
+    assert chosen == [ok[0], retry]
+    assert select_latest([ok[0], retry, failed]) == [ok[0], retry]  # a later failure does not hide the ok one
+
+
+def test_summarise_known_values() -> None:
+    records = make_records(lambda rng, m, b, r: [1.0, 2.0, 3.0, 4.0, 100.0], reps=2, npu=None)
+    summary = summarise(to_frame(records), FAST)
+    assert list(summary.columns) == SUMMARY_COLUMNS
+    row = summary[(summary["build"] == "before") & (summary["metric"] == "cpu_time")].iloc[0]
+    assert row["n"] == 10 and row["units"] == 2
+    assert row["median"] == 3.0 and row["mean"] == pytest.approx(22.0)
+    assert row["p5"] == pytest.approx(1.0) and row["p95"] == pytest.approx(100.0)
+    assert row["ci_low"] <= row["median"] <= row["ci_high"]
+
+
+def test_summary_does_not_depend_on_record_order() -> None:
+    records = make_records(normal({"before": 2.6, "after": 0.93}), models=("a", "b"))
+    shuffled = records[:]
+    random.Random(3).shuffle(shuffled)
+    key = ["model", "build", "metric"]
+    one = summarise(to_frame(records), FAST).sort_values(key).reset_index(drop=True)
+    two = summarise(to_frame(shuffled), FAST).sort_values(key).reset_index(drop=True)
+    pd.testing.assert_frame_equal(one, two)
+
+
+def test_bootstrap_medians_constant_and_seeded() -> None:
+    rng = np.random.default_rng(1)
+    assert np.all(bootstrap_medians([np.full(5, 7.0), np.full(3, 7.0)], 200, rng) == 7.0)
+    a = bootstrap_medians([np.arange(10.0), np.arange(10.0) + 5], 300, np.random.default_rng(9))
+    b = bootstrap_medians([np.arange(10.0), np.arange(10.0) + 5], 300, np.random.default_rng(9))
+    assert np.array_equal(a, b) and a.min() >= 0 and a.max() <= 14
+
+
+# --- verdict rules ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "p", "expected"),
+    [
+        (-0.5, 0.8, 0.5, "no change"),
+        (0.0, 0.0, 1.0, "no change"),
+        (1.5, 3.0, 0.001, "faster"),
+        (1.5, 3.0, 0.2, "inconclusive"),  # CI and test disagree
+        (-3.0, -1.2, 0.01, "slower"),
+        (0.5, 3.0, 0.01, "inconclusive"),  # straddles +1%
+        (-2.0, 2.0, 0.5, "inconclusive"),
+        (None, None, None, "inconclusive"),
+        (1.5, 3.0, None, "faster"),  # no p-value (geometric mean): the CI decides
+    ],
+)
+def test_decide_verdict(low: float | None, high: float | None, p: float | None, expected: str) -> None:
+    assert decide_verdict(low, high, p, min_effect=1.0)[0] == expected
+
+
+# --- A/B comparisons with known answers ---------------------------------------------------------------------
+
+
+def test_known_64_percent_saving_is_recovered() -> None:
+    records = make_records(normal({"before": 2.60, "after": 2.60 * 0.36}, process=0.01))
+    result = analyse(records, Compare(), ["npu_cycles"], FAST)
+    model = result.comparison.models[0]  # type: ignore[union-attr]
+    assert model.verdict == "faster"
+    assert model.ci_low is not None and model.ci_high is not None
+    assert model.ci_low <= 64.0 <= model.ci_high
+    assert model.ci_high - model.ci_low < 5.0
+    assert model.saved_pct == pytest.approx(64.0, abs=1.5)
+    assert model.p_value is not None and model.p_value < 1e-6
+    assert model.n_baseline == model.n_candidate == 30 and model.units_baseline == 3
+    assert not expectations_violated(result)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_identical_distributions_are_never_called_a_change(seed: int) -> None:
+    records = make_records(normal({"before": 1.0, "after": 1.0}, noise=0.03), seed=seed, models=("a", "b"))
+    result = analyse(records, Compare(), (), FAST)
+    for model in result.comparison.models:  # type: ignore[union-attr]
+        assert model.verdict in ("no change", "inconclusive"), (seed, model)
+    assert result.comparison.geomean.verdict in ("no change", "inconclusive")  # type: ignore[union-attr]
+
+
+def test_process_to_process_noise_is_not_a_change() -> None:
+    """The pyperf pain: iterations pooled across few processes make identical code look different. Here the
+    processes differ by 3% each while iterations are tight. The pooled U-test is fooled most of the time; the
+    verdict, built on unit-level intervals, errs only at its nominal rate: a 95% CI entirely beyond ±1% happens
+    for about 1.5% of seeds (measured over 1000 seeds; seeds 0-99 happen to hold 6). The bound below is loose
+    on purpose: the point is a few percent against the pooled test's majority."""
+    sampler = normal({"before": 1.0, "after": 1.0}, noise=0.005, n=20, process=0.03)
+    changes = pooled_significant = 0
+    for seed in range(100):
+        result = analyse(make_records(sampler, seed=seed, reps=5), Compare(), (), Settings(resamples=200))
+        model = result.comparison.models[0]  # type: ignore[union-attr]
+        changes += model.verdict in ("faster", "slower")
+        pooled_significant += model.p_value is not None and model.p_value < 0.05
+    assert changes <= 8
+    assert pooled_significant >= 50  # what a tool trusting pooled iterations would have reported
+
+
+def test_tight_identical_distributions_are_no_change() -> None:
+    records = make_records(normal({"before": 1.0, "after": 1.0}, noise=0.002, n=20), reps=5)
+    model = analyse(records, Compare(), (), FAST).comparison.models[0]  # type: ignore[union-attr]
+    assert model.verdict == "no change"
+    assert model.ci_low is not None and model.ci_high is not None and -1.0 <= model.ci_low <= model.ci_high <= 1.0
+
+
+def test_regression_is_slower_and_violates_the_expectation() -> None:
+    records = make_records(normal({"before": 1.0, "after": 1.10}, noise=0.01, process=0.005))
+    result = analyse(records, Compare(), (), FAST)
+    model = result.comparison.models[0]  # type: ignore[union-attr]
+    assert model.verdict == "slower" and model.saved_pct == pytest.approx(-10.0, abs=1.5)
+    effect = [e for e in result.comparison.expectations if e.kind == "min_effect"]  # type: ignore[union-attr]
+    assert effect[0].status == "fail"
+    assert expectations_violated(result)
+
+
+def test_geometric_mean_row() -> None:
+    ratio = {"a": 0.36, "b": 0.25}
+
+    def sampler(rng: np.random.Generator, model: str, build: str, rep: int) -> list[float]:
+        base = 2.0 if build == "before" else 2.0 * ratio[model]
+        return (base * (1 + 0.001 * rng.standard_normal(10))).tolist()
+
+    comparison = analyse(make_records(sampler, models=("a", "b")), Compare(), (), FAST).comparison
+    assert comparison is not None and comparison.geomean is not None
+    assert comparison.geomean.ratio == pytest.approx(0.30, rel=0.01)
+    assert comparison.geomean.saved_pct == pytest.approx(70.0, abs=0.5)
+    assert comparison.geomean.verdict == "faster"
+    assert comparison.geomean.ci_low is not None and comparison.geomean.ci_low <= 70.0 + 0.5
+
+
+# --- identity -----------------------------------------------------------------------------------------------
+
+
+def test_npu_cycle_difference_fails_and_shows_values() -> None:
+    records = make_records(
+        normal({"before": 2.6, "after": 0.93}), npu=lambda m, b: 85092.0 if b == "before" else 85100.0
+    )
+    result = analyse(records, Compare(), ["npu_cycles"], FAST)
+    model = result.comparison.models[0]  # type: ignore[union-attr]
+    check = next(c for c in model.identity if c.name == "npu_cycles")
+    assert check.status == "fail"
+    assert check.values == {"before": ["85092 x30"], "after": ["85100 x30"]}
+    assert "85092" in check.detail and "85100" in check.detail
+    assert model.others[0].identical is False
+    assert expectations_violated(result)
+
+
+def test_output_difference_in_one_unit_fails_with_short_hashes() -> None:
+    def outputs(model: str, build: str, rep: int) -> dict[str, str]:
+        return {"out-0.bin": ("cd" if (build, rep) == ("after", 2) else "ab") * 32}
+
+    records = make_records(normal({"before": 2.6, "after": 0.93}), outputs=outputs)
+    model = analyse(records, Compare(), (), FAST).comparison.models[0]  # type: ignore[union-attr]
+    check = next(c for c in model.identity if c.name == "outputs")
+    assert check.status == "fail"
+    assert check.values["after"] == ["out-0.bin=abababababab… x2", "out-0.bin=cdcdcdcdcdcd… x1"]
+
+
+def test_no_recorded_outputs_is_unverified_not_a_pass() -> None:
+    records = make_records(normal({"before": 2.6, "after": 0.93}), outputs=None, npu=None)
+    result = analyse(records, Compare(), (), FAST)
+    statuses = {c.name: c.status for c in result.comparison.models[0].identity}  # type: ignore[union-attr]
+    assert statuses == {"outputs": "unverified", "npu_cycles": "unverified"}
+    assert not expectations_violated(result)
+    assert expectations_violated(result, strict=True)
+
+
+# --- failures and missing data ------------------------------------------------------------------------------
+
+
+def test_failed_units_are_listed_and_a_build_without_data_is_not_measured() -> None:
+    records = make_records(normal({"before": 2.6, "after": 0.93}), models=("a", "b"))
+    broken = [
+        r.model_copy(
+            update={
+                "status": "failed",
+                "samples": {},
+                "failure_class": "test",
+                "failure": "exit 139",
+                "log": f"logs/s0/{r.unit_id}.log",
+            }
+        )
+        if (r.model, r.build) == ("b", "after")
+        else r
+        for r in records
+    ]
+    result = analyse(broken, Compare(), (), FAST)
+    assert [f.unit for f in result.failed_units] == ["r1-after-b", "r2-after-b", "r3-after-b"]
+    assert result.failed_units[0].failure_class == "test" and result.failed_units[0].log == "logs/s0/r1-after-b.log"
+    by_model = {m.model: m for m in result.comparison.models}  # type: ignore[union-attr]
+    assert by_model["a"].verdict == "faster"
+    assert by_model["b"].verdict == "not measured" and "after" in by_model["b"].reason
+    assert result.comparison.geomean is None  # type: ignore[union-attr]  # one model with a ratio only
+
+
+# --- drift --------------------------------------------------------------------------------------------------
+
+
+def test_drift_is_flagged() -> None:
+    counter = {"after": 0}
+
+    def sampler(rng: np.random.Generator, model: str, build: str, rep: int) -> list[float]:
+        if build == "before":
+            return (2.6 * (1 + 0.01 * rng.standard_normal(10))).tolist()
+        values = []
+        for _ in range(10):
+            counter["after"] += 1
+            values.append(0.93 * (1 + 0.004 * counter["after"]) * (1 + 0.005 * rng.standard_normal()))
+        return values
+
+    result = analyse(make_records(sampler), Compare(), (), FAST)
+    flags = {d.build: d for d in result.drift}
+    assert flags["after"].flagged and flags["after"].rho > 0.8 and flags["after"].change_pct > 5
+    assert not flags["before"].flagged
+
+
+def test_constant_series_do_not_drift_or_warn() -> None:
+    records = make_records(lambda rng, m, b, r: [1.0] * 10)
+    result = analyse(records, Compare(), (), FAST)
+    assert result.drift == ()
+    assert result.comparison.models[0].verdict == "no change"  # type: ignore[union-attr]
+    assert result.comparison.models[0].p_value == 1.0  # type: ignore[union-attr]
+
+
+def test_analyse_without_compare_spec() -> None:
+    result = analyse(make_records(normal({"before": 1.0, "after": 1.0})), None, (), FAST)
+    assert result.comparison is None and len(result.summary) == 4
+    assert not expectations_violated(result)
+
+
+def test_empty_input() -> None:
+    result = analyse([], Compare(), (), FAST)
+    assert result.comparison is not None and result.comparison.models == ()
+    assert result.summary.empty and result.failed_units == ()

@@ -1,0 +1,148 @@
+"""Against the embedded simulator: boot, login, framed commands, noise, deploy, two instances, timeouts."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from fvp_harness.run.deploy import Deployer, content_path
+from fvp_harness.run.instances import open_target
+from fvp_harness.targets.base import Target
+from fvp_harness.targets.console import CommandTimeout
+from fvp_harness.targets.fvp_target import FvpTarget
+
+pytestmark = [pytest.mark.slow, pytest.mark.sim]
+
+
+def test_boot_login_and_metadata(booted: FvpTarget) -> None:
+    assert isinstance(booted, Target)
+    meta = booted.metadata
+    assert set(meta["ports"]) == {"host_terminal_0", "host_terminal_1", "secenc_terminal"}
+    assert "simulated by fvp-harness sim" in str(meta["version"])
+    assert f"board.hostbridge.userNetPorts={meta['ssh_port']}=22" in meta["argv"]
+    assert meta["boot_seconds"] < 20
+    assert meta["boot_stages"]  # TF-M ... init, seen on their terminals
+    for name in meta["ports"]:
+        assert (booted.log_dir / f"{name}.log").stat().st_size > 0
+    assert "Listening for serial connection" in (booted.log_dir / "fvp.log").read_text()
+
+
+@pytest.mark.parametrize(
+    ("command", "status", "output"),
+    [
+        ("true", 0, ""),
+        ("false", 1, ""),
+        ("printf abc", 0, "abc"),
+        ("printf 'abc\\n'", 0, "abc\n"),
+        ("printf '%s\\n' one two; false", 1, "one\ntwo\n"),
+        ("no_such_command", 127, "sh: no_such_command: not found\n"),
+        ("echo 'quotes \" and $HOME are kept' ;", 0, "quotes \" and $HOME are kept\n"),
+        ("printf '\\n\\n'", 0, "\n\n"),
+    ],
+)
+def test_framed_commands_exact(booted: FvpTarget, command: str, status: int, output: str) -> None:
+    result = booted.run(command)
+    assert (result.exit_status, result.output) == (status, output)
+
+
+def test_command_timeout_interrupts_and_recovers(booted: FvpTarget) -> None:
+    with pytest.raises(CommandTimeout) as caught:
+        booted.run("cat", timeout=0.5)  # reads the console forever
+    assert caught.value.failure_class == "test"
+    assert "did not finish" in str(caught.value) and "host_terminal_0.log" in str(caught.value)
+    assert booted.run("printf ok").output == "ok"
+
+
+def test_framed_commands_under_kernel_noise(tmp_path: Path, make_scenario) -> None:
+    scenario = make_scenario(sim={"kernel_noise_rate": 200})
+    with open_target(scenario, log_dir=tmp_path / "logs", quiet_kernel=False) as target:
+        for _ in range(25):
+            result = target.run("printf '%s\\n' alpha beta gamma; false")
+            assert (result.exit_status, result.output) == (1, "alpha\nbeta\ngamma\n")
+        assert target.console.kernel_lines_removed > 0  # noise really was injected (mid-line included)
+
+
+def _blob(tmp_path: Path, size: int, name: str = "blob.bin") -> Path:
+    path = tmp_path / name
+    path.write_bytes(os.urandom(size))
+    return path
+
+
+@pytest.mark.parametrize("method", ["console", "ssh"])
+def test_deploy_hash_checked_and_skipped_when_present(booted: FvpTarget, tmp_path: Path, method: str) -> None:
+    local = _blob(tmp_path, 300_000 + (7 if method == "ssh" else 0))
+    digest = hashlib.sha256(local.read_bytes()).hexdigest()
+    deployer = Deployer(booted, method=method)
+    first = deployer.deploy(local, executable=True)
+    assert first.guest_path == content_path("/tmp/fvp-harness", digest, "blob.bin")
+    assert not first.skipped and first.method.startswith(method)
+    assert booted.run(f"sha256sum {first.guest_path}").output.split()[0] == digest
+    assert deployer.deploy(local).skipped  # once per session
+    assert Deployer(booted, method=method).deploy(local).skipped  # already in the guest with the right hash
+
+
+def test_preloaded_checks_presence(booted: FvpTarget, tmp_path: Path) -> None:
+    from fvp_harness.errors import DeployError
+
+    local = _blob(tmp_path, 1000, "absent.bin")
+    with pytest.raises(DeployError, match="not preloaded"):
+        Deployer(booted, method="preloaded").deploy(local)
+    Deployer(booted, method="console").deploy(local)
+    assert Deployer(booted, method="preloaded").deploy(local).skipped
+
+
+def test_put_and_get(booted: FvpTarget, tmp_path: Path) -> None:
+    text = tmp_path / "notes.txt"
+    text.write_text("line one\nline two\n")
+    booted.put(text, "/tmp/notes.txt")
+    assert booted.get("/tmp/notes.txt") == b"line one\nline two\n"
+    assert booted.ssh.get("/tmp/notes.txt", booted._deadline(None, "deploy")) == b"line one\nline two\n"
+
+
+def test_two_instances_at_once_get_distinct_ports(tmp_path: Path, make_scenario) -> None:
+    targets: dict[int, FvpTarget] = {}
+    errors: list[BaseException] = []
+
+    def boot(index: int) -> None:
+        try:
+            target = FvpTarget(make_scenario().fvp, _profile(), log_dir=tmp_path / f"s{index}", name=f"s{index}")
+            targets[index] = target
+            target.open()
+        except BaseException as exc:  # collected and re-raised in the test thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=boot, args=(i,)) for i in range(2)]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        assert not errors, errors
+        first, second = targets[0], targets[1]
+        assert set(first.metadata["ports"].values()).isdisjoint(second.metadata["ports"].values())
+        assert first.metadata["ssh_port"] != second.metadata["ssh_port"]
+        assert first.run("printf one").output == "one"
+        assert second.run("printf two").output == "two"
+        assert first.ssh_run("printf one").output == "one"
+        assert second.ssh_run("printf two").output == "two"
+    finally:
+        for target in targets.values():
+            target.close()
+
+
+def test_ctrl_c_inside_the_session_stops_the_model(tmp_path: Path, make_scenario) -> None:
+    with pytest.raises(KeyboardInterrupt), open_target(make_scenario(), log_dir=tmp_path / "logs") as target:
+        process = target.process
+        raise KeyboardInterrupt
+    assert process is not None and not process.alive()
+    assert target.metadata["stat"]["Simulated time"].endswith("s")  # the polite stop printed --stat
+
+
+def _profile():
+    from fvp_harness.profiles import load_profile
+
+    return load_profile("corstone1000-a320")
