@@ -82,9 +82,12 @@ class FakeFleet:
         self.units_by_instance: list[list[str]] = []
         """The unit ids each instance ran, in boot order (instances of different sessions may share a name)."""
         self.deployed: list[tuple[str, list[str]]] = []
-        self.fetched: list[str] = []
-        """Every guest path read back with ``get`` (``run.fetch``)."""
         self._lock = threading.Lock()
+
+    @property
+    def fetched(self) -> list[str]:
+        """Every guest path read back with ``get`` (``run.fetch``), instance by instance."""
+        return [path for target in self.targets for kind, path in target.transfers if kind == "get"]
 
     @property
     def commands(self) -> list[str]:
@@ -104,13 +107,6 @@ class FakeFleet:
         target = FakeTarget(name, log_dir=log_dir)
         units: list[str] = []
         target.program("*/runner-*", lambda call: self._runner(target, units, call))
-        fetch = target.get
-
-        def get(remote: str) -> bytes:  # FakeTarget keeps no list of the files read back
-            self.fetched.append(remote)
-            return fetch(remote)
-
-        target.get = get  # type: ignore[method-assign]
         with self._lock:
             self.targets.append(target)
             self.units_by_instance.append(units)

@@ -156,6 +156,8 @@ class Node:
     # filled while running
     built: list[BuildResult] = field(default_factory=list)
     records: int = 0
+    latest: dict[str, Record] = field(default_factory=dict)
+    """Unit id -> the last record this make stored for it (its last attempt)."""
     failed: int = 0
     infrastructure: int = 0
     outcomes: list[SessionOutcome] = field(default_factory=list)
@@ -571,13 +573,9 @@ def _execute(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: 
         with lock:
             stores[index].append(record)
             node.records += 1
-            result.units_run += 1
-            if record.status != "ok":
-                node.failed += 1
-                result.units_failed += 1
-                node.infrastructure += record.failure_class == "infrastructure"
-                if not options.keep_going:
-                    drain.set()
+            node.latest[record.unit_id] = record
+            if _final_failure(record, node) and not options.keep_going:
+                drain.set()
         if remote:  # a local lane's execute reports its own progress
             listener(Event("unit_done", session=f"{node.stem}/{record.instance}", unit=record.unit_id,
                            status=record.status, seconds=record.duration_s, detail=record.failure))
@@ -611,6 +609,12 @@ def _execute(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: 
         executor.run(lanes, control)
         stopped = stop.is_set() and bool(cut_short)
     finally:
+        for node in working:  # a unit counts by its last attempt: a failure retried into success is a success
+            failed = [record for record in node.latest.values() if record.status != "ok"]
+            node.failed = len(failed)
+            node.infrastructure = sum(record.failure_class == "infrastructure" for record in failed)
+            result.units_run += len(node.latest)
+            result.units_failed += node.failed
         interrupted = control.abort.is_set() or stopped
         for node in working:
             manifests[node.index].finish(node.outcomes, interrupted=interrupted).write(stores[node.index])
@@ -625,6 +629,16 @@ def _previous_manifest(store: ResultStore) -> Manifest | None:
     except HarnessError as exc:
         log.warning("%s: starting a new manifest: %s", store.root, exc)
         return None
+
+
+def _final_failure(record: Record, node: Node) -> bool:
+    """A failed record that no retry will follow: a test failure, or an infrastructure failure on the unit's last
+    allowed attempt (execute retries those on a fresh instance ``run.retries`` times)."""
+    if record.status == "ok":
+        return False
+    if record.failure_class != "infrastructure" or node.plan is None:
+        return True
+    return record.attempt > node.plan.scenario.run.retries
 
 
 def _import_log(store: ResultStore, relative: str, data: bytes) -> None:

@@ -117,7 +117,7 @@ def format_summary(result: AnalysisResult) -> str:
     ok = int((units["status"] == "ok").sum()) if len(units) else 0
     lines.append(f"units: {ok} ok, {len(result.failed_units)} failed")
     for failed_unit in result.failed_units:
-        lines.append(f"  FAILED {failed_unit.unit} ({failed_unit.failure_class}): {failed_unit.failure[:160]} "
+        lines.append(f"  FAILED {failed_unit.unit_id} ({failed_unit.failure_class}): {failed_unit.failure[:160]} "
                      f"[{failed_unit.log}]")
     return "\n".join(lines)
 

@@ -67,7 +67,7 @@ Status = Literal["pass", "fail", "unverified"]
 NPU_CYCLE_METRICS = ("npu_cycles", "bm_npu_cycles", "mlia_npu_active")
 """Metrics the report shows in its NPU-cycles column, first one present wins."""
 
-_UNIT_IDENTITY = ["scenario", "unit", "key", "session", "build", "model", "repetition", "attempt", "status"]
+_UNIT_IDENTITY = ["scenario", "unit_id", "key", "instance", "build", "model", "repetition", "attempt", "status"]
 """Which unit a row belongs to: the leading columns of both the sample frame and the unit frame."""
 
 FRAME_COLUMNS = [*_UNIT_IDENTITY, "metric", "iteration", "value", "unit_of_measure", "order"]
@@ -163,9 +163,9 @@ def to_frame(records: Iterable[Record], *, latest_only: bool = True) -> pd.DataF
             uom = record.metric_units.get(metric, "")
             for iteration, value in enumerate(values):
                 columns["scenario"].append(record.scenario)
-                columns["unit"].append(record.unit_id)
+                columns["unit_id"].append(record.unit_id)
                 columns["key"].append(record.key)
-                columns["session"].append(record.instance)
+                columns["instance"].append(record.instance)
                 columns["build"].append(record.build)
                 columns["model"].append(record.model)
                 columns["repetition"].append(record.repetition)
@@ -201,9 +201,9 @@ def units_frame(records: Iterable[Record], *, latest_only: bool = True) -> pd.Da
     rows = [
         {
             "scenario": r.scenario,
-            "unit": r.unit_id,
+            "unit_id": r.unit_id,
             "key": r.key,
-            "session": r.instance,
+            "instance": r.instance,
             "build": r.build,
             "model": r.model,
             "repetition": r.repetition,
@@ -290,7 +290,7 @@ def summarise(frame: pd.DataFrame, settings: Settings | None = None) -> pd.DataF
     if len(ok):
         for (model, build, metric), group in ok.groupby(["model", "build", "metric"], sort=False):
             values = group["value"].to_numpy()
-            units = [g["value"].to_numpy() for _, g in group.groupby("unit", sort=False)]
+            units = [g["value"].to_numpy() for _, g in group.groupby("unit_id", sort=False)]
             rng = _rng(settings.seed, str(model), str(build), str(metric))
             draws = bootstrap_medians(units, settings.resamples, rng)
             low, high = _interval(draws, settings.confidence)
@@ -405,7 +405,7 @@ class GeoMean:
 class FailedUnit:
     """A unit whose latest attempt failed: what, how (class and text) and where to look (log path)."""
 
-    unit: str
+    unit_id: str
     build: str
     model: str
     repetition: int
@@ -647,7 +647,7 @@ def compare(
         groups: dict[str, list[np.ndarray]] = {}
         for build in builds:
             rows = sel[sel["build"] == build] if len(sel) else sel
-            groups[build] = [g["value"].to_numpy() for _, g in rows.groupby("unit", sort=False)] if len(rows) else []
+            groups[build] = [g["value"].to_numpy() for _, g in rows.groupby("unit_id", sort=False)] if len(rows) else []
         base_groups, cand_groups = groups[spec.baseline], groups[spec.candidate]
         base = np.concatenate(base_groups) if base_groups else np.array([])
         cand = np.concatenate(cand_groups) if cand_groups else np.array([])
@@ -798,7 +798,7 @@ def _failed_units(units: pd.DataFrame) -> tuple[FailedUnit, ...]:
     failed = units[units["status"] != "ok"]
     return tuple(
         FailedUnit(
-            str(row["unit"]),
+            str(row["unit_id"]),
             str(row["build"]),
             str(row["model"]),
             int(row["repetition"]),

@@ -54,8 +54,9 @@ __all__ = [
     "write_report_files",
 ]
 
-REPORT_FORMAT_VERSION = 1
-"""Version of ``report.json``; bumped when a field changes meaning or disappears."""
+REPORT_FORMAT_VERSION = 2
+"""Version of ``report.json``; bumped when a field changes meaning or disappears. 2: ``failed_units[].unit``
+became ``unit_id`` (the unit's id, as in records)."""
 
 OutputName = Literal["markdown", "csv", "json", "png"]
 
@@ -338,7 +339,7 @@ def _failures_section(result: AnalysisResult) -> list[str]:
     if not result.failed_units:
         return [*lines, "None: every unit ran.", ""]
     rows = [
-        [f.unit, f.build, f.model, f.attempt, f.failure_class, f.failure or "(no message)", f.log or "n/a"]
+        [f.unit_id, f.build, f.model, f.attempt, f.failure_class, f.failure or "(no message)", f.log or "n/a"]
         for f in result.failed_units
     ]
     headers = ["Unit", "Build", "Model", "Attempt", "Class", "Failure", "Log"]

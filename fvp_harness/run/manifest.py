@@ -125,7 +125,8 @@ class RunSettings(_Part):
 
 
 class PlanInfo(_Part):
-    """The plan's size, order and sessions (session name -> unit ids in run order)."""
+    """The plan's size, order and sessions (plan session name -> unit ids in run order; a session is served by one
+    instance at a time)."""
 
     units: int
     order: str
@@ -178,7 +179,7 @@ class Manifest(_Part):
     status: Status = "running"
     options: RunSettings = Field(default_factory=RunSettings)
     plan: PlanInfo
-    sessions: dict[str, InstanceEntry] = Field(default_factory=dict)
+    instances: dict[str, InstanceEntry] = Field(default_factory=dict)
     batch: BatchInfo | None = None
     aborted: list[str] | None = None
 
@@ -221,7 +222,7 @@ class Manifest(_Part):
         if previous is not None:
             if keep_start:
                 self.started = previous.started or self.started
-            self.sessions = {**previous.sessions, **self.sessions}
+            self.instances = {**previous.instances, **self.instances}
         return self
 
     def finish(self, outcomes: Sequence[SessionOutcome], *, interrupted: bool = False) -> Manifest:
@@ -229,12 +230,12 @@ class Manifest(_Part):
         for outcome in outcomes:
             for info in outcome.instances:
                 meta = info.metadata
-                self.sessions[info.name] = InstanceEntry(
+                self.instances[info.name] = InstanceEntry(
                     session=info.session, argv=_strings(meta.get("argv")), version=_text(meta.get("version")),
                     ports=_ports(meta.get("ports")), boot_seconds=info.boot_seconds,
                     deploy_seconds=info.deploy_seconds, units=info.units, stat=_stat(meta.get("stat")),
                     exit=_text(meta.get("exit")), error=info.error)
-        argvs = [entry.argv for entry in self.sessions.values() if entry.argv]
+        argvs = [entry.argv for entry in self.instances.values() if entry.argv]
         self.fvp.argv = argvs[0] if argvs else self.fvp.argv
         aborted = [outcome.aborted for outcome in outcomes if outcome.aborted]
         self.finished = utc_now()
@@ -284,10 +285,14 @@ class Manifest(_Part):
 
 
 def _upgrade(data: dict[str, Any]) -> dict[str, Any]:
-    """Older shapes of the same format version, read as they were meant.
+    """Older manifests, read as they were meant.
 
-    ``make`` used to overwrite ``scenario`` with the bare resolved scenario when a report setting changed; such a
-    folder is read as if it had been wrapped properly."""
+    Format 1 kept the booted instances under ``sessions``. And ``make`` used to overwrite ``scenario`` with the bare
+    resolved scenario when a report setting changed; such a folder is read as if it had been wrapped properly."""
+    if int(data.get("format_version", 1)) < 2:
+        if "sessions" in data:
+            data["instances"] = data.pop("sessions")
+        data["format_version"] = MANIFEST_FORMAT_VERSION
     scenario = data.get("scenario")
     if isinstance(scenario, Mapping) and "resolved" not in scenario and "builds" in scenario:
         files = data.get("scenario_files") or [""]

@@ -66,7 +66,9 @@ log = logging.getLogger(__name__)
 
 DEFAULT_RESULTS_BASE = Path("results")
 """Where ``run`` and ``make`` put ``<scenario stem>/`` folders unless told otherwise (``-o``, ``--results``)."""
-MANIFEST_FORMAT_VERSION = 1
+MANIFEST_FORMAT_VERSION = 2
+"""2: the booted instances are under ``instances`` (was ``sessions``: they are instances, ``s0``, ``s0.2``; a plan
+session may use several). ``run.manifest`` reads format 1 too."""
 MANIFEST_FILE = "manifest.json"
 RECORDS_FILE = "records.jsonl"
 LOCK_FILE = ".lock"

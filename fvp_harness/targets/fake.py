@@ -78,6 +78,8 @@ class FakeTarget:
         self.files: dict[str, bytes] = {self.resolve(path): bytes(data) for path, data in (files or {}).items()}
         self.modes: dict[str, int] = {}
         self.dirs: set[str] = set()
+        self.transfers: list[tuple[str, str]] = []
+        """(``put`` or ``get``, guest path) in call order: what crossed between host and guest outside commands."""
         self.commands: list[str] = []
         self.phases: list[str] = []
         self.programs: dict[str, ProgramHandler] = {}
@@ -136,10 +138,12 @@ class FakeTarget:
         return CommandResult(command, result.status, "".join(result.output))
 
     def put(self, local: Path, remote: str) -> None:
+        self.transfers.append(("put", self.resolve(remote)))
         self.write(remote, Path(local).read_bytes())
 
     def get(self, remote: str) -> bytes:
         path = self.resolve(remote)
+        self.transfers.append(("get", path))
         if path not in self.files:
             raise FileNotFoundError(f"{remote}: no such file in the fake guest")
         return self.files[path]
@@ -231,10 +235,19 @@ class FakeTarget:
     def _cmd_printf(self, args: list[str], cwd: str) -> tuple[int, bytes]:
         if not args:
             return 1, b"printf: missing format\n"
-        fmt, values = args[0].replace("\\n", "\n"), args[1:]
-        if "%s" not in fmt:
-            return 0, fmt.encode()
-        return 0, "".join(fmt.replace("%s", value) for value in values or [""]).encode()
+        fmt, values = args[0].replace("\\n", "\n"), list(args[1:])
+        slots = fmt.count("%s")
+        if not slots:
+            return 0, fmt.replace("%%", "%").encode()
+        out = []
+        while True:  # like printf(1): the format is reused until every argument is consumed
+            group, values = values[:slots], values[slots:]
+            text = fmt
+            for value in group + [""] * (slots - len(group)):
+                text = text.replace("%s", value.replace("%", "\0"), 1)
+            out.append(text.replace("%%", "%").replace("\0", "%"))
+            if not values:
+                return 0, "".join(out).encode()
 
     def _cmd_mkdir(self, args: list[str], cwd: str) -> tuple[int, bytes]:
         for name in (arg for arg in args if not arg.startswith("-")):

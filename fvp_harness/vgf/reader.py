@@ -747,9 +747,9 @@ def to_record(
     scenario: str,
     build: str,
     model: str | None = None,
-    unit: str | None = None,
+    unit_id: str | None = None,
     repetition: int = 0,
-    session: str = "vgf",
+    instance: str = "vgf",
     started: str | None = None,
 ) -> Record:
     """One ``Record`` for one report: samples per metric (``VGF_METRIC_UNITS``), identity, and device/config
@@ -775,8 +775,8 @@ def to_record(
     return Record(
         scenario=scenario,
         key=run.sha256,
-        unit_id=unit or f"r{repetition}-{build}-{name}",
-        instance=session,
+        unit_id=unit_id or f"r{repetition}-{build}-{name}",
+        instance=instance,
         build=build,
         model=name,
         repetition=repetition,
@@ -878,20 +878,20 @@ def load_results(
             continue
         if unit is not None:
             stored = by_unit[unit]
-            build, name, repetition, session = stored.build, stored.model, stored.repetition, stored.instance
+            build, name, repetition, instance = stored.build, stored.model, stored.repetition, stored.instance
             started = stored.started
         else:
             zero_copy = run.config.zero_copy
             build = "unknown" if zero_copy is None else "zero_copy" if zero_copy else "copy"
             name = run.model or "model"
             repetition = counters[(build, name)]
-            session, started = "vgf", None
+            instance, started = "vgf", None
             counters[(build, name)] += 1
         runs.setdefault(build, []).append(run)
         modes.setdefault(build, set()).add(run.config.zero_copy)
         found.append(
             to_record(run, scenario=root.name, build=build, model=name, repetition=repetition,
-                      unit=unit, session=session, started=started)
+                      unit_id=unit, instance=instance, started=started)
         )  # fmt: skip
     if not found and skipped:
         raise VgfFormatError(f"{root}: no readable VGF report: " + "; ".join(skipped), path=str(root))

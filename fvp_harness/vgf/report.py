@@ -4,7 +4,7 @@ The question a VGF zero-copy change must answer is not "is it faster" alone but 
 boundary costs zero-copy removed (input/output copies and their memcpy time), which boundary costs it brought or
 left (imports, binding refresh, buffers the driver refused and copied anyway), and whether the VGF execution
 itself changed (it should not: zero-copy moves where I/O lives, not what the GPU computes). This module answers
-that from the same tidy DataFrame the A/B path uses (``analysis.to_frame`` over ``vgf.to_record`` records), with
+that from the same tidy DataFrame the A/B path uses (``analysis.to_frame`` over ``vgf.reader.to_record`` records), with
 the A/B statistics (``analysis.compare``: two-level bootstrap CIs of medians, Mann-Whitney p, ``decide_verdict``),
 and renders markdown, CSV, JSON and PNG with the A/B report's public helpers (``report.markdown_table``,
 ``expectations_markdown``, ``jsonable``, ``save_png``, ``write_report_files``).
@@ -200,7 +200,7 @@ def compare_vgf(
 ) -> VgfComparison:
     """Compare the ``candidate`` build (zero-copy) with the ``baseline`` (copy) per model and metric.
 
-    ``frame`` is ``analysis.to_frame`` of ``vgf.to_record`` records. ``runs`` (build -> the parsed reports)
+    ``frame`` is ``analysis.to_frame`` of ``vgf.reader.to_record`` records. ``runs`` (build -> the parsed reports)
     adds device, config, rejection reasons and reader warnings; without it those parts stay empty.
     ``min_effect`` (percent) is the change in a time metric that counts as a change (execution "unchanged"
     means its CI of the change lies within +-min_effect).

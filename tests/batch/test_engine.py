@@ -162,6 +162,21 @@ def test_an_infrastructure_failure_gets_the_lane_a_fresh_instance(art: Path, tmp
     attempts = [(r.unit_id, r.attempt, r.status, r.failure_class) for r in records(results, "a")]
     assert attempts == [("r0-before-m", 1, "ok", None), ("r0-after-m", 1, "failed", "infrastructure"),
                         ("r0-after-m", 2, "ok", None)]
+    assert result.exit_code == 0 and result.units_run == 2 and result.units_failed == 0, (
+        "a unit counts by its last attempt, as in `run`")
+
+
+def test_a_retried_infrastructure_failure_does_not_drain_the_batch(art: Path, tmp_path: Path) -> None:
+    def lose_console(unit: str, build: str, calls: int) -> CommandResult | None:
+        if unit == "r0-after-m" and calls == 1:
+            raise ConsoleLost("console closed (fake)")
+        return None
+
+    sc, results = tmp_path / "sc", tmp_path / "results"
+    write_fake_scenario(sc, "a", art)
+    write_fake_scenario(sc, "b", art, model="k")
+    result = fake_make([sc], FakeFleet(lose_console), results, jobs=1)
+    assert result.exit_code == 0 and unit_ids(results, "b") == ["r0-before-k", "r0-after-k"]
 
 
 def test_without_keep_going_the_first_failure_drains_the_batch(art: Path, tmp_path: Path) -> None:

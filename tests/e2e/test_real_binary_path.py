@@ -174,7 +174,7 @@ def test_run_through_the_binary_on_path(harness, workdir: Path, on_path, disguis
     bl1, flash = firmware[1].split("=", 1)[1], firmware[3].split("=", 1)[1]
     assert argv[argv.index(f"se.trustedBootROMloader.fname={bl1}") - 1] == "-C"
     assert argv[argv.index("--data") + 1] == f"board.flash0={flash}@0x68000000"
-    session = manifest["sessions"]["s0"]
+    session = manifest["instances"]["s0"]
     assert session["argv"] == argv and session["version"] == VERSION
     assert session["stat"] and session["exit"] == "exit status 0"
     assert session["boot_seconds"] >= 1.4, "the simulator's default boot time, no knobs passed"
@@ -194,7 +194,7 @@ def test_binary_given_as_a_path_behind_a_wrapper(harness, tmp_path: Path, firmwa
                    "--set", "run.repetitions=1")
     assert done.returncode == 0, done.stdout + done.stderr
     manifest = json.loads((out / "manifest.json").read_text())
-    session = manifest["sessions"]["s0"]
+    session = manifest["instances"]["s0"]
     assert session["argv"][0] == str(binary) and session["version"] == VERSION
     assert "Simulated time" in session["stat"], session  # the model itself got the polite SIGINT
 

@@ -85,8 +85,8 @@ def test_driver_reuse_main_command_writes_the_report(workdir: Path) -> None:
     stored = records(out)
     assert len(stored) == 24 and all(r["status"] == "ok" for r in stored)
     manifest = json.loads((out / "manifest.json").read_text())
-    assert list(manifest["sessions"]) == ["s0"], "one boot serves the whole matrix"
-    assert manifest["sessions"]["s0"]["stat"], "the --stat block is kept"
+    assert list(manifest["instances"]) == ["s0"], "one boot serves the whole matrix"
+    assert manifest["instances"]["s0"]["stat"], "the --stat block is kept"
     assert manifest["fvp"]["version"] and manifest["artifacts"]["builds.after.runner"]
     report = (out / "report.md").read_text()
     assert "PASS" in report and "| resnet8" in report
@@ -157,7 +157,7 @@ def test_fresh_boot_per_unit_boots_an_instance_per_unit(workdir: Path) -> None:
                        "--set", "run.repetitions=1")
     assert done.returncode == 0, done.stderr + done.stdout
     manifest = json.loads((workdir / "out" / "fresh" / "manifest.json").read_text())
-    assert sorted(manifest["sessions"]) == ["s0", "s0.2"]
+    assert sorted(manifest["instances"]) == ["s0", "s0.2"]
     assert [r["instance"] for r in records(workdir / "out" / "fresh")] == ["s0", "s0.2"]
 
 

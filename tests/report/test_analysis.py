@@ -74,8 +74,8 @@ def test_to_frame_is_tidy_and_in_execution_order() -> None:
     frame = to_frame(records)
     assert {
         "scenario",
-        "unit",
-        "session",
+        "unit_id",
+        "instance",
         "build",
         "model",
         "repetition",
@@ -90,7 +90,7 @@ def test_to_frame_is_tidy_and_in_execution_order() -> None:
     assert frame["order"].is_monotonic_increasing
     assert frame["value"].dtype == np.float64
     first = frame[frame["metric"] == "cpu_time"].iloc[0]
-    assert first["unit"] == "r1-before-resnet8" and first["iteration"] == 0
+    assert first["unit_id"] == "r1-before-resnet8" and first["iteration"] == 0
 
 
 def test_select_latest_prefers_the_ok_retry() -> None:
@@ -284,7 +284,7 @@ def test_failed_units_are_listed_and_a_build_without_data_is_not_measured() -> N
         for r in records
     ]
     result = analyse(broken, Compare(), (), FAST)
-    assert [f.unit for f in result.failed_units] == ["r1-after-b", "r2-after-b", "r3-after-b"]
+    assert [f.unit_id for f in result.failed_units] == ["r1-after-b", "r2-after-b", "r3-after-b"]
     assert result.failed_units[0].failure_class == "test" and result.failed_units[0].log == "logs/s0/r1-after-b.log"
     by_model = {m.model: m for m in result.comparison.models}  # type: ignore[union-attr]
     assert by_model["a"].verdict == "faster"

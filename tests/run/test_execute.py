@@ -127,7 +127,7 @@ def test_report_shows_the_saving_and_rebuilds_identically(scenario_file, tmp_pat
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "complete" and manifest["finished"]
     assert set(manifest["artifacts"]) >= {"builds.before.runner", "models.m1.inputs[0].file"}
-    assert manifest["sessions"]["s0"]["units"] == 8
+    assert manifest["instances"]["s0"]["units"] == 8
 
 
 def test_env_and_args_reach_the_runner_as_prefixes():
@@ -452,7 +452,7 @@ def test_stop_finishes_the_unit_in_flight_records_it_and_starts_nothing_more(sce
     assert all(r.status == "ok" for r in kept)
     assert fleet.boots == ["s0"] and all(t.closed for t in fleet.targets)
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
-    assert manifest["status"] == "interrupted" and manifest["sessions"]["s0"]["units"] == 3
+    assert manifest["status"] == "interrupted" and manifest["instances"]["s0"]["units"] == 3
     outcome = run(path, FakeFleet(), tmp_path, resume=True)
     assert outcome.units_skipped == 3 and outcome.units_run == 5 and outcome.exit_code == 0
 

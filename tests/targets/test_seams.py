@@ -53,6 +53,8 @@ def test_fake_runs_the_guest_contract() -> None:
     digest = hashlib.sha256(b"abc").hexdigest()
     assert fake.run("cd /w/u && sha256sum f").output == f"{digest}  f\n"
     assert fake.run("false && echo no || echo yes").output == "yes\n"
+    assert fake.run("printf '%s=%s;' a 1 b 2").output == "a=1;b=2;"
+    assert fake.run("printf '%s%%' 50").output == "50%"
     assert fake.run("rm -rf /w && ls /w").exit_status == 1
     missing = fake.run("/guest/nothing --x")
     assert missing.exit_status == 127 and "not found" in missing.output
@@ -72,7 +74,7 @@ def test_fake_programs_see_their_arguments_environment_and_folder() -> None:
     result = fake.run_in_phase("mkdir -p /u && cd /u && A=1 /guest/abc/executor_runner --model_path=m", 5.0, "unit")
     assert result.output == "Iteration 1 of 1: 2.5 ms\n"
     assert seen == [(["/guest/abc/executor_runner", "--model_path=m"], {"A": "1"}, "/u", "unit")]
-    assert fake.get("/u/out.bin") == b"\x00\xff"
+    assert fake.get("/u/out.bin") == b"\x00\xff" and fake.transfers == [("get", "/u/out.bin")]
     alone = fake.run("/guest/abc/executor_runner")
     assert alone.duration_s == 0.25, "a line that is one program keeps the program's result"
 
