@@ -28,6 +28,7 @@ from fvp_harness.batch.lanes import JobSpec, LocalExecutor
 from fvp_harness.cli.main import main
 from fvp_harness.errors import ConfigurationError, ConsoleLost, Interrupted
 from fvp_harness.run.execute import KEY_PART_PREFIX
+from fvp_harness.run.pipeline import rebuild_report
 from fvp_harness.run.plan import Unit
 from fvp_harness.store.folder import REPORT_INPUTS_FILE
 from fvp_harness.targets.base import CommandResult
@@ -296,6 +297,11 @@ def test_a_changed_report_section_renders_only_that_report(art: Path, tmp_path: 
     assert rendered.units_run == 0 and fleet.boots == [] and rendered.reports == [results / "a"]
     assert "# Renamed" in (results / "a" / "report.md").read_text(encoding="utf-8")
     assert (results / "a" / "records.jsonl").read_bytes() == a_records and snapshot(results / "b") == b_before
+
+    # `report DIR` works on what make wrote (its manifest keeps the scenario wrapped) and agrees byte for byte
+    report_md = (results / "a" / "report.md").read_bytes()
+    assert rebuild_report(results / "a").exit_code == 0
+    assert (results / "a" / "report.md").read_bytes() == report_md
 
 
 def test_always_and_only_choose_what_runs(art: Path, tmp_path: Path) -> None:
