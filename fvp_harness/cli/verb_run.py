@@ -81,6 +81,9 @@ def format_summary(result: AnalysisResult) -> str:
     if comparison is not None:
         unit = f" ({comparison.unit})" if comparison.unit else ""
         lines.append(f"{comparison.primary}{unit}: {comparison.candidate} vs {comparison.baseline}")
+        choice = comparison.primary_choice
+        if choice is not None and len(choice.candidates) > 1:
+            lines.append(f"  (primary: {choice.reason})")
         header = (f"  {'model':<22} {comparison.baseline:>10} {comparison.candidate:>10} {'saved':>8} "
                   f"{'95% CI':>17}  {'verdict':<13} {'outputs':<8} {'NPU cycles'}")
         lines.append(header)

@@ -99,15 +99,29 @@ class Profile(_Strict):
         r"[#$] ?$", description="Regex of a shell prompt at the end of the console buffer."
     )
     failure_patterns: list[str] = Field(
-        default_factory=list, description="Regexes that fail the boot at once."
+        default_factory=list,
+        description="Regexes that fail the instance at once, on any console, for its whole life (a kernel panic).",
+    )
+    boot_failure_patterns: list[str] = Field(
+        default_factory=list,
+        description="Regexes that fail the boot at once, on any console, until the shell is ready (meta-arm's boot "
+        "check); afterwards such text is program output, e.g. a runner's own `ERROR: ...`, which fails its unit.",
     )
     benign_patterns: list[str] = Field(
         default_factory=list, description="Known-harmless lines, never failures."
     )
     boot_stages: list[BootStage] = Field(default_factory=list)
     firmware: dict[str, FirmwareInput] = Field(default_factory=dict)
-    ssh_forward_param: str | None = Field(
-        "board.hostbridge.userNetPorts", description="-C parameter carrying host=guest port forwards."
+    ssh_forward_params: list[str] = Field(
+        default_factory=lambda: ["board.hostbridge.userNetPorts"],
+        description="-C parameters carrying host=guest port forwards (one per network device), in the order the "
+        "harness tries them for SSH; each gets its own free host port per instance. The single key "
+        "`ssh_forward_param` of older profile files is read as a one-item list (null: none).",
+    )
+    ssh_forward_enabled_by: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="Forward parameter -> the boolean -C parameters that switch its network device on; when one "
+        "of them is false in the launch parameters, that forward is still rewritten but not connected to.",
     )
     ssh_guest_port: int = 22
     npu_macs_param: str | None = "host.ethosu.num_macs"
@@ -123,6 +137,28 @@ class Profile(_Strict):
         description="Regex over `--version` output; group 1 is the version recorded.",
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_ssh_forward_param(cls, data: object) -> object:
+        """``ssh_forward_param: NAME`` (older profiles) is ``ssh_forward_params: [NAME]``; null is ``[]``."""
+        if isinstance(data, dict) and "ssh_forward_param" in data:
+            data = dict(data)
+            legacy = data.pop("ssh_forward_param")
+            if "ssh_forward_params" in data:
+                raise ValueError("give ssh_forward_params (a list) or the older ssh_forward_param, not both")
+            data["ssh_forward_params"] = [] if legacy is None else [legacy]
+        return data
+
+    @property
+    def ssh_forward_param(self) -> str | None:
+        """The first forward parameter (what older code and profiles called the one forward), or None."""
+        return self.ssh_forward_params[0] if self.ssh_forward_params else None
+
+    def ssh_forward_live(self, name: str, params: dict[str, str]) -> bool:
+        """False when ``params`` (the launch's -C values as text) switch off the device of forward ``name``."""
+        return not any(params.get(switch, "").strip().lower() in _OFF
+                       for switch in self.ssh_forward_enabled_by.get(name, []))
+
     @field_validator("port_banner")
     @classmethod
     def _banner_has_two_groups(cls, value: str) -> str:
@@ -130,7 +166,7 @@ class Profile(_Strict):
             raise ValueError("port_banner needs two groups: (terminal name) and (port)")
         return value
 
-    @field_validator("login_prompts", "failure_patterns", "benign_patterns")
+    @field_validator("login_prompts", "failure_patterns", "boot_failure_patterns", "benign_patterns")
     @classmethod
     def _regexes_compile(cls, value: list[str]) -> list[str]:
         for pattern in value:
@@ -147,6 +183,11 @@ class Profile(_Strict):
             _compile(stage.pattern)
             if stage.terminal is not None and stage.terminal not in self.terminals:
                 raise ValueError(f"boot stage {stage.name!r} names unknown terminal {stage.terminal!r}")
+        if len(set(self.ssh_forward_params)) != len(self.ssh_forward_params):
+            raise ValueError("ssh_forward_params names a parameter twice")
+        stray = sorted(set(self.ssh_forward_enabled_by) - set(self.ssh_forward_params))
+        if stray:
+            raise ValueError(f"ssh_forward_enabled_by names {', '.join(stray)}, which is not in ssh_forward_params")
         return self
 
     def firmware_args(self, files: dict[str, str]) -> list[str]:
@@ -161,6 +202,10 @@ class Profile(_Strict):
             else:
                 argv += ["--data", f"{spec.data}={files[name]}@{spec.address}"]
         return argv
+
+
+_OFF = {"0", "false"}
+"""How a switched-off boolean -C value reads (``format_param`` writes booleans as ``true``/``false``)."""
 
 
 def _compile(pattern: str) -> re.Pattern[str]:

@@ -47,13 +47,16 @@ __all__ = [
     "IdentityCheck",
     "MetricChange",
     "ModelComparison",
+    "PrimaryChoice",
     "Settings",
     "analyse",
     "bootstrap_medians",
+    "choose_primary",
     "compare",
     "decide_verdict",
     "detect_drift",
     "expectations_violated",
+    "primary_candidates",
     "select_latest",
     "summarise",
     "to_frame",
@@ -106,7 +109,7 @@ class CompareLike(Protocol):
     @property
     def candidate(self) -> str: ...
     @property
-    def primary(self) -> str: ...
+    def primary(self) -> str | list[str]: ...
     @property
     def expect_identical(self) -> list[str]: ...
     @property
@@ -427,8 +430,17 @@ class Expectation:
 
 
 @dataclass(frozen=True)
+class PrimaryChoice:
+    """Which metric headlines the comparison, and why (a scenario may list several in order of preference)."""
+
+    metric: str
+    candidates: tuple[str, ...]
+    reason: str
+
+
+@dataclass(frozen=True)
 class Comparison:
-    """Everything the A/B table shows."""
+    """Everything the A/B table shows. ``primary_choice`` says why ``primary`` is the headline metric."""
 
     baseline: str
     candidate: str
@@ -438,6 +450,7 @@ class Comparison:
     models: tuple[ModelComparison, ...]
     geomean: GeoMean | None
     expectations: tuple[Expectation, ...]
+    primary_choice: PrimaryChoice | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -610,6 +623,40 @@ def detect_drift(
 # --- comparison ---------------------------------------------------------------------------------------------
 
 
+def primary_candidates(spec: CompareLike) -> list[str]:
+    """``spec.primary`` as a list in order of preference."""
+    return [spec.primary] if isinstance(spec.primary, str) else list(spec.primary)
+
+
+def choose_primary(frame: pd.DataFrame, spec: CompareLike) -> PrimaryChoice:
+    """The first metric of ``spec.primary`` that every ok unit of the two compared builds produced.
+
+    Why per unit and not per model: a metric some units lack (a stock runner prints no CPU-time line) would
+    compare different sets of units; the next metric in the list that all of them printed is a fair headline.
+    When none qualifies, the one most units produced is taken and the reason says so.
+    """
+    candidates = tuple(primary_candidates(spec))
+    builds = (spec.baseline, spec.candidate)
+    ok = frame[(frame["status"] == "ok") & (frame["build"].isin(builds))] if len(frame) else frame
+    if len(candidates) == 1:
+        return PrimaryChoice(candidates[0], candidates, "the scenario's compare.primary")
+    units = set(ok["unit_id"]) if len(ok) else set()
+    if not units:
+        return PrimaryChoice(candidates[0], candidates, f"first of {', '.join(candidates)}: no unit of "
+                             f"{spec.baseline} or {spec.candidate} ran successfully")
+    having = {name: set(ok.loc[ok["metric"] == name, "unit_id"]) for name in candidates}
+    counts = ", ".join(f"{name}: {len(having[name])} of {len(units)} units" for name in candidates)
+    for name in candidates:
+        if having[name] == units:
+            why = f"first of {', '.join(candidates)} that every unit produced"
+            if name != candidates[0]:  # say what the preferred ones lacked
+                why += f" ({counts})"
+            return PrimaryChoice(name, candidates, why)
+    best = max(candidates, key=lambda name: len(having[name]))
+    return PrimaryChoice(best, candidates, f"no metric of {', '.join(candidates)} was produced by every unit "
+                         f"({counts}); the most complete one is used")
+
+
 def _metric_name(metric: object) -> str:
     return metric if isinstance(metric, str) else str(getattr(metric, "name"))  # noqa: B009 - duck-typed spec
 
@@ -622,21 +669,24 @@ def compare(
     units: pd.DataFrame | None = None,
     settings: Settings | None = None,
 ) -> Comparison:
-    """Candidate vs baseline per model on ``spec.primary``, plus identity checks and secondary metrics.
+    """Candidate vs baseline per model on the primary metric (``choose_primary``), plus identity checks and
+    secondary metrics.
 
     ``metrics`` (names or MetricSpec-like objects) adds secondary metrics shown beside the primary (e.g. NPU
     cycles); ``expect_identical`` metrics are always included. ``units`` (from ``units_frame``) is needed for
     the ``outputs`` identity check; without it that check is unverified.
     """
     settings = settings or Settings()
+    choice = choose_primary(frame, spec)
+    primary = choice.metric
     ok = frame[frame["status"] == "ok"] if len(frame) else frame
     builds = (spec.baseline, spec.candidate)
     models = _first_seen(frame["model"]) if len(frame) else []
     if units is not None and len(units):
         models = list(dict.fromkeys([*models, *_first_seen(units["model"])]))
     others = list(dict.fromkeys([*(_metric_name(m) for m in metrics), *spec.expect_identical]))
-    others = [m for m in others if m not in ("outputs", spec.primary)]
-    primary_rows = ok[ok["metric"] == spec.primary] if len(ok) else ok
+    others = [m for m in others if m not in ("outputs", primary)]
+    primary_rows = ok[ok["metric"] == primary] if len(ok) else ok
     unit_label = primary_rows["unit_of_measure"].iloc[0] if len(primary_rows) else ""
 
     results: list[ModelComparison] = []
@@ -659,7 +709,7 @@ def compare(
         if bmed is None or cmed is None:
             missing = [b for b, v in ((spec.baseline, base), (spec.candidate, cand)) if not len(v)]
             verdict: Verdict = "not measured"
-            reason = f"no {spec.primary} samples for {', '.join(missing)}"
+            reason = f"no {primary} samples for {', '.join(missing)}"
         else:
             bdraws = bootstrap_medians(base_groups, settings.resamples, _rng(settings.seed, model, spec.baseline))
             cdraws = bootstrap_medians(cand_groups, settings.resamples, _rng(settings.seed, model, spec.candidate))
@@ -729,7 +779,7 @@ def compare(
         results.append(
             ModelComparison(
                 model=model,
-                metric=spec.primary,
+                metric=primary,
                 unit=unit_label,
                 n_baseline=len(base),
                 n_candidate=len(cand),
@@ -754,12 +804,13 @@ def compare(
     return Comparison(
         baseline=spec.baseline,
         candidate=spec.candidate,
-        primary=spec.primary,
+        primary=primary,
         unit=unit_label,
         min_effect=spec.min_effect,
         models=tuple(results),
         geomean=_geomean(results, ratio_draws, spec.min_effect, settings),
         expectations=tuple(expectations),
+        primary_choice=choice,
     )
 
 
@@ -825,7 +876,7 @@ def analyse(
     frame = to_frame(records)
     units = units_frame(records)
     comparison = compare(frame, spec, metrics, units=units, settings=settings) if spec is not None else None
-    primary = spec.primary if spec is not None else "cpu_time"
+    primary = comparison.primary if comparison is not None else "cpu_time"
     min_effect = spec.min_effect if spec is not None else 1.0
     return AnalysisResult(
         frame=frame,

@@ -68,6 +68,7 @@ METRIC_LABELS: dict[str, tuple[str, str]] = {
     "run_time": ("Run time", "per run"),
     "load_time": ("Load time", "per run"),
     "bm_npu_cycles": ("NPU cycles", "per inference"),
+    "bm_execute_cycles": ("CPU cycles in execute()", "per inference"),
     "bm_cpu_cycles": ("CPU cycles", "per inference"),
     "mlia_npu_active": ("NPU active cycles", "per run"),
 }
@@ -413,6 +414,9 @@ def render_markdown(result: AnalysisResult, title: str | None = None, context: R
     if line:
         lines += [line, ""]
     if comparison is not None:
+        choice = comparison.primary_choice
+        if choice is not None and len(choice.candidates) > 1:  # say which of the preferred metrics headlines
+            lines += [f"Primary metric: **{comparison.primary}** ({choice.reason}).", ""]
         lines += [_comparison_table(comparison), "", _method_note(result, comparison), ""]
         lines += _expectations_section(comparison)
         differing = [c for m in comparison.models for c in m.identity if c.status == "fail"]

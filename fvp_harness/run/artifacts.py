@@ -8,8 +8,10 @@ the harness that starts processes, and it starts nothing else (docs/architecture
 Rules:
 
 - An artifact is built when its file is missing, or older than any of its declared ``sources`` (make's rule,
-  by modification time), or always with ``force`` (``make -B``, ``run --rebuild``). A file without a ``build``
-  command is never touched.
+  by modification time), or when its ``build`` command changed since the file was built, or always with ``force``
+  (``make -B``, ``run --rebuild``). A file without a ``build`` command is never touched. The command a file was
+  built with is kept beside it in ``.<name>.build`` (the scenario's text, before ``{output}``/``{fvp_harness}`` are
+  filled in, so another virtual environment does not look like a change).
 - The command is the user's shell text, so it runs under ``/bin/sh -c`` (``{output}`` and ``{fvp_harness}``
   are filled in and quoted by ``scenario.expand_build_command``) in the scenario's folder, in its own process
   group so a timeout kills the whole tree, with its output captured to a log file the caller chooses (the
@@ -25,6 +27,7 @@ Rules:
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
@@ -36,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fvp_harness.errors import ConfigurationError, UnitFailure
+from fvp_harness.files import atomic_write
 from fvp_harness.run.plan import ArtifactState, artifact_hashes
 from fvp_harness.scenario.load import LoadedScenario
 from fvp_harness.scenario.model import Scenario, expand_build_command
@@ -47,6 +51,7 @@ __all__ = [
     "BuildStep",
     "artifact_digests",
     "build_artifacts",
+    "build_record_path",
     "pending_builds",
     "stale_reason",
 ]
@@ -68,6 +73,8 @@ class BuildStep:
     command: str
     sources: tuple[Path, ...]
     reason: str
+    template: str = ""
+    """The scenario's build text (before ``{output}``/``{fvp_harness}``): what ``.<name>.build`` records."""
 
     @property
     def log_name(self) -> str:
@@ -84,8 +91,23 @@ class BuildResult:
     log_path: Path | None
 
 
-def stale_reason(path: Path, sources: tuple[Path, ...] | list[Path]) -> str | None:
-    """Why ``path`` must be rebuilt (``missing``, ``older than <source>``), or None when it is up to date."""
+def build_record_path(path: Path) -> Path:
+    """Where the command that built ``path`` is kept: ``.<name>.build`` beside it."""
+    return path.with_name(f".{path.name}.build")
+
+
+def _recorded_command(path: Path) -> str | None:
+    try:
+        data = json.loads(build_record_path(path).read_text(encoding="utf-8"))
+    except (FileNotFoundError, ValueError):
+        return None
+    command = data.get("command") if isinstance(data, dict) else None
+    return command if isinstance(command, str) else None
+
+
+def stale_reason(path: Path, sources: tuple[Path, ...] | list[Path], command: str | None = None) -> str | None:
+    """Why ``path`` must be rebuilt (``missing``, ``older than <source>``, ``build command changed``), or None when
+    it is up to date. ``command`` is the scenario's build text; without it the command is not compared."""
     if not path.is_file():
         return "missing"
     built = path.stat().st_mtime_ns
@@ -95,6 +117,12 @@ def stale_reason(path: Path, sources: tuple[Path, ...] | list[Path]) -> str | No
                 return f"older than {source}"
         except FileNotFoundError:
             return f"source {source} is missing"
+    if command is not None:
+        recorded = _recorded_command(path)
+        if recorded is None:
+            return "no record of the command that built it"
+        if recorded != command:
+            return "build command changed"
     return None
 
 
@@ -129,12 +157,12 @@ def pending_builds(scenario: Scenario | LoadedScenario, *, force: bool = False,
         if command is None or path in seen:
             continue
         source_paths = tuple(Path(source) for source in sources)
-        reason = stale_reason(path, source_paths)
+        reason = stale_reason(path, source_paths, command)
         if reason is None and force and path not in done:
             reason = FORCED
         if reason is not None:
             seen.add(path)
-            steps.append(BuildStep(name, path, expand_build_command(command, path), source_paths, reason))
+            steps.append(BuildStep(name, path, expand_build_command(command, path), source_paths, reason, command))
     return steps
 
 
@@ -214,6 +242,8 @@ def _run_step(step: BuildStep, cwd: Path, log_path: Path | None, timeout: float)
             "{output}",
             log_path=log_path, last_lines=_tail(log_path), stage="build",
         )
+    if step.template:
+        atomic_write(build_record_path(step.path), json.dumps({"command": step.template}) + "\n")
     return BuildResult(step, seconds, log_path)
 
 

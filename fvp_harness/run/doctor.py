@@ -126,7 +126,7 @@ def run_doctor(scenario: Scenario, profile: Profile, *, base_dir: Path | None = 
 
     checks.extend(_firmware_checks(profile, fvp, base_dir, simulated))
     checks.append(_port_check(profile, spec.params))
-    checks.append(_ssh_check(scenario))
+    checks.append(_ssh_check(scenario, profile, spec.ssh_ports))
     return checks
 
 
@@ -168,16 +168,22 @@ def _port_check(profile: Profile, params: dict[str, str]) -> Check:
     if busy:
         return Check("ports", "warn", f"start ports busy ({', '.join(busy)}); the model will step to the next "
                      "free port", "nothing to do unless other tools expect fixed ports")
-    return Check("ports", "ok", "terminal start ports free; SSH forward gets a free port per instance")
+    return Check("ports", "ok", "terminal start ports free; each SSH forward gets a free port per instance")
 
 
-def _ssh_check(scenario: Scenario) -> Check:
+def _ssh_check(scenario: Scenario, profile: Profile, ssh_ports: list[int]) -> Check:
     needed = scenario.deploy.method == "ssh"
     if importlib.util.find_spec("asyncssh") is None:
         return Check("ssh client", "fail" if needed else "warn", "asyncssh is not installed",
                      "pip install asyncssh", failure_class="configuration")
     import asyncssh
 
+    if needed and not ssh_ports:
+        forwards = ", ".join(profile.ssh_forward_params) or "none"
+        return Check("ssh client", "fail", f"deploy.method is ssh, but no SSH forward ({forwards}) is on a network "
+                     "device the parameters leave switched on",
+                     "switch a device on in fvp.params (see the profile's ssh_forward_enabled_by) or deploy by "
+                     "console")
     return Check("ssh client", "ok", f"asyncssh {asyncssh.__version__}")
 
 

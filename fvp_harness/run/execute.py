@@ -26,8 +26,10 @@ Why it is shaped like this:
   verb wrote it.
 - **Outputs are model outputs.** ``Record.outputs`` hashes the files the runner left in its unit folder, except
   the ones ``run.fetch`` names (reports kept for later, not outputs to compare).
-- **Provenance.** A build with an ``id`` must print it; otherwise the unit fails as a ``ProvenanceError``: the
-  numbers would belong to some other binary.
+- **Provenance.** Before a session's units run, every runner is hashed in the guest (one ``sha256sum``) and
+  compared with the artifact's hash; a build whose runner differs does not run (its units fail as a
+  ``ProvenanceError``) and every record carries the proven hash (``extra["runner_sha256"]``). Stock runners
+  print no build id, so this needs nothing from them; a build with an ``id`` must also print it.
 - **Warmup** executions are run (``{iterations}`` = warmup + iterations) and their per-inference samples dropped
   from the front, so a cold first inference never reaches the statistics.
 - **Environment**: build env and run env reach the runner as ``NAME=value`` prefixes of the runner word when the
@@ -66,10 +68,11 @@ from fvp_harness.errors import (
     UnitFailure,
 )
 from fvp_harness.events import Event, Listener, null_listener
+from fvp_harness.files import file_sha256
 from fvp_harness.run.deploy import Deployer
 from fvp_harness.run.instances import TargetFactory
 from fvp_harness.run.plan import Plan, Session, Unit
-from fvp_harness.run.scrape import find_build_id, find_errors, scrape
+from fvp_harness.run.scrape import find_build_id, find_errors, find_etdump, scrape
 from fvp_harness.scenario.model import Scenario, render_template
 from fvp_harness.store.folder import ResultStore
 from fvp_harness.store.records import Record
@@ -288,6 +291,8 @@ class SessionRunner:
         self._instance_count = 0
         self._unit_log: str | None = None
         """The log of the unit in flight: where a failed attempt's record points (it holds the console tail)."""
+        self._runner_proof: dict[str, str] = {}
+        """Build -> its runner's sha256 as the guest computed it (or why it could not be proven): ``_prove_runners``."""
 
     # -- files ---------------------------------------------------------------------------------------------------
 
@@ -334,6 +339,7 @@ class SessionRunner:
                     placed, guest_root = self.deploy(target, files)
                     info.deploy_seconds = round(time.monotonic() - began, 3)
                     self.shared.emit(Event("deployed", session=name, seconds=info.deploy_seconds))
+                    self._runner_proof = self._prove_runners(target, placed, batch)
                     ready = True
                     boot_failures = 0
                     self._run_units(target, name, info, queue, attempts, placed, guest_root, retries)
@@ -358,6 +364,35 @@ class SessionRunner:
         if queue and self.shared.stop.is_set() and not self.outcome.aborted:
             self.outcome.stopped = True
         return self.outcome
+
+    def _prove_runners(self, target: Target, placed: Mapping[Path, str], units: Sequence[Unit]) -> dict[str, str]:
+        """Hash every build's runner *in the guest* before its units run, in one command: build name -> the guest's
+        sha256 when it equals the artifact's, else a ``ProvenanceError`` text that fails that build's units.
+
+        This proves which binary runs without asking the runner to print anything: stock upstream runners print
+        no build id (a printed id is still checked when ``builds.X.id`` is set)."""
+        runners: dict[str, tuple[str, str]] = {}
+        for unit in units:
+            if unit.build not in runners:
+                local = Path(self.scenario.builds[unit.build].runner)
+                runners[unit.build] = (placed[local], file_sha256(local))
+        paths = sorted({guest for guest, _ in runners.values()})
+        result = self._guest(target, "sha256sum " + " ".join(shlex.quote(path) for path in paths))
+        seen: dict[str, str] = {}
+        for line in result.output.splitlines():
+            parts = line.strip().split(None, 1)
+            if len(parts) == 2 and len(parts[0]) == 64:
+                seen[parts[1].lstrip("*")] = parts[0].lower()
+        proof: dict[str, str] = {}
+        for build, (guest, expected) in runners.items():
+            actual = seen.get(guest)
+            if actual == expected:
+                proof[build] = actual
+            else:
+                got = "unreadable" if actual is None else f"sha256 {actual}"
+                proof[build] = (f"the runner of build {build} in the guest ({guest}) is {got}, not the artifact's "
+                                f"sha256 {expected}: another binary would run")
+        return proof
 
     def _run_units(self, target: Target, name: str, info: InstanceInfo, queue: list[Unit], attempts: dict[str, int],
                    placed: dict[Path, str], guest_root: str, retries: int) -> None:
@@ -407,8 +442,14 @@ class SessionRunner:
             model=unit.model, repetition=unit.repetition, attempt=attempt, status="failed",
             failure_class=failure_class, failure=f"{type(exc).__name__}: {_failure_text(exc)}", log=log_rel,
             samples=dict(samples or {}), metric_units=dict(units or {}), build_id_seen=build_id_seen, started=started,
-            duration_s=round(duration, 6), extra={**(extra or {}), **key_part_extras(unit.key_parts)},
+            duration_s=round(duration, 6),
+            extra={**(extra or {}), **self._proof_extra(unit), **key_part_extras(unit.key_parts)},
         )
+
+    def _proof_extra(self, unit: Unit) -> dict[str, str]:
+        """``runner_sha256``: the runner's hash as the guest computed it before the unit ran (when proven)."""
+        proof = self._runner_proof.get(unit.build)
+        return {"runner_sha256": proof} if proof is not None and _is_sha256(proof) else {}
 
     def _relative(self, path: Path) -> str:
         root = self.shared.store.root
@@ -440,6 +481,12 @@ class SessionRunner:
         log_rel = self._relative(log_path)
         self._unit_log = log_rel
         quoted_dir = shlex.quote(rendered.unit_dir)
+        proof = self._runner_proof.get(unit.build)
+        if proof is not None and not _is_sha256(proof):  # the guest holds another binary: do not run it
+            error = ProvenanceError(proof)
+            _write_log(log_path, unit, rendered.command, None, error)
+            return self._failed_record(unit, instance, attempt, error, started, time.monotonic() - began,
+                                       log_rel=log_rel)
         try:
             prepare = self._guest(target, f"rm -rf {quoted_dir} && mkdir -p {quoted_dir}")
             if not prepare.ok:
@@ -488,8 +535,16 @@ class SessionRunner:
                 samples[name] = [float(v) for v in values]
         if scraped.executions is not None:
             extra["executions"] = scraped.executions
-        if scraped.warnings:
-            extra["scrape_warnings"] = "; ".join(scraped.warnings)[:1000]
+        dumped, dump_warnings = find_etdump(result.output)
+        if dumped:  # a bare-metal runner's ETDump (and debug buffer), kept like a run.fetch file
+            folder = self.shared.store.fetched_dir / unit.id
+            folder.mkdir(parents=True, exist_ok=True)
+            for name, data in dumped.items():
+                (folder / name).write_bytes(data)
+            extra["etdump"] = ",".join(sorted(dumped))
+        warnings = [*scraped.warnings, *dump_warnings]
+        if warnings:
+            extra["scrape_warnings"] = "; ".join(warnings)[:1000]
         if short:
             extra["short_metrics"] = "; ".join(short)
 
@@ -528,7 +583,8 @@ class SessionRunner:
             scenario=scenario.name, key=unit.key, unit_id=unit.id, instance=instance, build=unit.build,
             model=unit.model, repetition=unit.repetition, attempt=attempt, status="ok", log=log_rel,
             samples=samples, metric_units=dict(scraped.units), outputs=outputs, build_id_seen=seen, started=started,
-            duration_s=round(time.monotonic() - began, 6), extra={**extra, **key_part_extras(unit.key_parts)},
+            duration_s=round(time.monotonic() - began, 6),
+            extra={**extra, **self._proof_extra(unit), **key_part_extras(unit.key_parts)},
         )
 
     def _hash_outputs(self, target: Target, unit_dir: str, *, exclude: Sequence[str] = ()) -> dict[str, str]:
@@ -573,6 +629,10 @@ class SessionRunner:
                 raise CommandFailed(f"run.fetch: {remote} is not in the guest ({exc})", exit_status=1) from exc
             folder.mkdir(parents=True, exist_ok=True)
             (folder / posixpath.basename(remote)).write_bytes(data)
+
+
+def _is_sha256(text: str) -> bool:
+    return len(text) == 64 and all(c in "0123456789abcdef" for c in text)
 
 
 def _run_unit_command(target: Target, command: str, timeout: float) -> CommandResult:

@@ -38,14 +38,16 @@ __all__ = [
     "clean_console_text",
     "find_build_id",
     "find_errors",
+    "find_etdump",
     "parse_log_line",
     "prepare_text",
     "repair_kernel_interleaving",
     "scrape",
 ]
 
-PARSERS_VERSION = 1
-"""Bump when any built-in parser's behaviour changes: every unit's content key changes with it."""
+PARSERS_VERSION = 2
+"""Bump when any built-in parser's behaviour changes: every unit's content key changes with it. 2: bare-metal
+metrics read the right lines once per run (``bm_npu_cycles`` from the NPU PMU), ``bm_execute_cycles`` added."""
 
 LOG_MESSAGE_LIMIT = 255
 """ExecuTorch formats a log message into a 256-byte buffer: a message of this length may have been cut."""
@@ -368,18 +370,27 @@ BUILTINS: dict[str, _Builtin] = {
         _plain(2),
     ),
     "load_time": _Builtin(re.compile(rf"Model loaded in ({_NUM}) ms"), "Model loaded in", "ms", "run", _plain()),
-    "bm_npu_cycles": _Builtin(
-        re.compile(rf"ethos-u\s*:\s*cycle_cnt\s*:\s*({_INT})\s*cycles(?:\s*\(({_NUM}) per inference\))?"),
-        "cycle_cnt",
+    # The bare-metal perf block (arm_perf_monitor.cpp StopMeasurements) is printed once per run, after the
+    # inference loop: a total and "(%.2f per inference)". Each metric is one value per run, the per-inference one.
+    "bm_npu_cycles": _Builtin(  # NPU cycles: the Ethos-U PMU cycle counter ("% " PRIu64: a space before it)
+        re.compile(rf"ethosu_pmu_cycle_cntr\s*:\s*({_INT})(?:\s*\(({_NUM}) per inference\))?"),
+        "ethosu_pmu_cycle_cntr",
         "cycles",
-        "inference",
+        "run",
         _perf_block,
     ),
-    "bm_cpu_cycles": _Builtin(
+    "bm_execute_cycles": _Builtin(  # CPU cycles spent inside EthosUBackend::execute (not NPU cycles)
+        re.compile(rf"ethos-u\s*:\s*cycle_cnt\s*:\s*({_INT})\s*cycles(?:\s*\(({_NUM}) per inference\))?"),
+        "cycle_cnt",
+        "CPU cycles",
+        "run",
+        _perf_block,
+    ),
+    "bm_cpu_cycles": _Builtin(  # CPU cycles of the whole method->execute() loop
         re.compile(rf"Inference runtime:\s*({_INT})\s*CPU cycles total(?:\s*\(({_NUM}) per inference\))?"),
         "Inference runtime:",
         "CPU cycles",
-        "inference",
+        "run",
         _perf_block,
     ),
     "mlia_npu_active": _Builtin(
@@ -461,7 +472,13 @@ def scrape(text: str, specs: Sequence[MetricLike], *, prepared: bool = False) ->
     if run_line.needle in text:
         for m in run_line.pattern.finditer(text):
             result.executions = int(m.group(1))
+    if result.executions is None and "NPU Inferences" in text:  # bare metal: the perf block's inference count
+        for m in _NPU_INFERENCES.finditer(text):
+            result.executions = int(m.group(1))
     return result
+
+
+_NPU_INFERENCES = re.compile(r"NPU Inferences\s*:\s*(\d+)")
 
 
 def find_build_id(text: str, expected: str) -> str | None:
@@ -484,13 +501,20 @@ _ERROR_TEXTS = (
     "Ethos-U inference timed out",
     "Ethos-U inference failed",
     "Ethos-U Linux driver invocation failed",
+    "CALL_DELEGATE execute failed",
+    # bare metal: what upstream's scripts grep for (backends/arm/scripts/run_fvp.sh, test/runner_utils.py)
+    "Hard fault",
+    "Assertion",
+    "[critical]",
+    "Info: Simulation is stopping. Reason: CPU time has been exceeded.",
 )
 
 
 def find_errors(text: str) -> list[str]:
-    """Lines that explain a runner failure: ExecuTorch log lines at level E or F, and the Ethos-U delegate's
-    error
-    messages, in order. Execute puts them into a failed record's ``failure`` text."""
+    """Lines that explain a runner failure, in order: ExecuTorch log lines at level E or F (any prefix), the
+    Ethos-U delegate's error messages, and the bare-metal failure lines upstream's FVP scripts look for (a hard
+    fault, a failed assertion, a ``[critical]`` log, the FVP stopping because the CPU time limit was reached).
+    Execute puts them into a failed record's ``failure`` text."""
     prepared, _ = prepare_text(text)
     found: list[str] = []
     for line in prepared.split("\n"):
@@ -498,3 +522,29 @@ def find_errors(text: str) -> list[str]:
         if (parsed is not None and parsed.level in "EF") or any(e in line for e in _ERROR_TEXTS):
             found.append(line.strip())
     return found
+
+
+_ETDUMP_BLOCK = re.compile(r"^#\[RUN THIS\][ \t]*\n(.*?)^#\[END\]", re.MULTILINE | re.DOTALL)
+_ETDUMP_FILE = re.compile(r'^echo "([A-Za-z0-9+/=\s]*)" \| base64 -d ?> ?([\w.-]+)[ \t]*$', re.MULTILINE)
+
+
+def find_etdump(text: str) -> tuple[dict[str, bytes], list[str]]:
+    """The files a bare-metal runner printed between ``#[RUN THIS]`` and ``#[END]`` (arm_executor_runner.cpp:
+    ``echo "<base64>" | base64 -d >etdump.bin``, and ``debug_buffer.bin`` when outputs are dumped), decoded; and
+    a warning per block or file that could not be read. Later blocks replace earlier files of the same name."""
+    prepared, _ = prepare_text(text)
+    files: dict[str, bytes] = {}
+    warnings: list[str] = []
+    if "#[RUN THIS]" not in prepared:
+        return files, warnings
+    blocks = list(_ETDUMP_BLOCK.finditer(prepared))
+    if not blocks:
+        warnings.append("an ETDump block starts with #[RUN THIS] but never ends with #[END] (output cut?)")
+    for block in blocks:
+        for m in _ETDUMP_FILE.finditer(block.group(1)):
+            payload = re.sub(r"\s+", "", m.group(1))
+            try:
+                files[m.group(2)] = base64.b64decode(payload, validate=True)
+            except (binascii.Error, ValueError) as exc:
+                warnings.append(f"{m.group(2)}: the base64 in the ETDump block does not decode ({exc})")
+    return files, warnings

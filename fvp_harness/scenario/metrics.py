@@ -17,8 +17,11 @@ BUILTIN_METRICS: dict[str, str] = {
     "iteration_time": "executor_runner 'Iteration i of n: X ms' per inference, ms",
     "run_time": "executor_runner 'Model executed successfully N time(s) in X ms' per run, ms",
     "load_time": "executor_runner 'Model loaded in X ms' per run, ms",
-    "bm_npu_cycles": "bare-metal perf monitor 'ethos-u : cycle_cnt' per inference, cycles",
-    "bm_cpu_cycles": "bare-metal perf monitor 'Inference runtime' per inference, CPU cycles",
+    "bm_npu_cycles": "bare-metal perf block 'ethosu_pmu_cycle_cntr' (NPU cycles), per-inference figure, once per run",
+    "bm_execute_cycles": "bare-metal perf block 'ethos-u : cycle_cnt' (CPU cycles inside EthosUBackend::execute), "
+    "per-inference figure, once per run",
+    "bm_cpu_cycles": "bare-metal perf block 'Inference runtime' (CPU cycles of the inference loop), per-inference "
+    "figure, once per run",
     "mlia_npu_active": "MLIA <metrics> block 'NPU ACTIVE' cycles per run",
 }
 """Built-in metric name -> what it reads and in which unit (``docs/results-format.md`` has the line shapes)."""

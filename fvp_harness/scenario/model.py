@@ -354,12 +354,32 @@ class Compare(StrictModel):
 
     baseline: str = "before"
     candidate: str = "after"
-    primary: str = Field("cpu_time", description="The metric whose saving the report headlines.")
+    primary: str | list[str] = Field(
+        "cpu_time",
+        description="The metric whose saving the report headlines, or a list of them in order of preference: the "
+        "first one every unit produced is the primary (e.g. [cpu_time, iteration_time]: an instrumented runner's "
+        "CPU time, else the stock runner's iteration time), and the report says which it was and why.",
+    )
     expect_identical: list[str] = Field(
         default_factory=lambda: ["outputs", "npu_cycles"],
         description="Metrics (or `outputs`) that must be identical between baseline and candidate.",
     )
     min_effect: float = Field(1.0, ge=0, description="Smallest change in percent that counts as a change.")
+
+    @field_validator("primary")
+    @classmethod
+    def _some_primary(cls, value: str | list[str]) -> str | list[str]:
+        if isinstance(value, list):
+            if not value:
+                raise ValueError("give at least one metric (a name, or a list in order of preference)")
+            if len(set(value)) != len(value):
+                raise ValueError("a metric is listed twice")
+        return value
+
+    @property
+    def primary_candidates(self) -> list[str]:
+        """``primary`` as a list in order of preference (one name for a plain string)."""
+        return [self.primary] if isinstance(self.primary, str) else list(self.primary)
 
 
 _ReportOutput = Literal["markdown", "csv", "json", "png"]
@@ -477,16 +497,17 @@ def cross_field_problems(scenario: Scenario) -> list[tuple[tuple[str | int, ...]
                 )
             )
         metric_names = list(dict.fromkeys(spec.name for spec in scenario.metrics))
-        if compare.primary not in metric_names:
-            problems.append(
-                (
-                    ("compare", "primary"),
-                    f"unknown metric {compare.primary!r}"
-                    f"{did_you_mean(compare.primary, metric_names)} (this scenario measures: "
-                    f"{', '.join(metric_names)})",
-                    False,
+        listed = isinstance(compare.primary, list)
+        for index, name in enumerate(compare.primary_candidates):
+            if name not in metric_names:
+                problems.append(
+                    (
+                        ("compare", "primary", index) if listed else ("compare", "primary"),
+                        f"unknown metric {name!r}{did_you_mean(name, metric_names)} (this scenario measures: "
+                        f"{', '.join(metric_names)})",
+                        False,
+                    )
                 )
-            )
         for index, name in enumerate(compare.expect_identical):
             if name != "outputs" and name not in metric_names:
                 problems.append(

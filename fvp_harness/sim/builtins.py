@@ -1,5 +1,6 @@
 """The guest shell's builtin commands: echo, printf, cat, mkdir, rm, cd, pwd, ls, chmod, base64, sha256sum, stty,
-export, uname, sync, dmesg, poweroff, true, false, exit (``shell.py`` has the contract and the language).
+export, unset, set, uname, sync, dmesg, poweroff, true, false, ``:``, exit, ``.``/source, test/``[`` (``shell.py``
+has the language; ``applets.py`` the everyday tools such as head, grep and sort, merged into ``BUILTINS`` here).
 
 Each is ``f(shell, argv, io) -> exit status`` and prints busybox's messages; ``BUILTINS`` maps names to them.
 They read and change the calling ``Shell`` (cwd, variables, ``$?``) and its ``Machine``, and poll
@@ -21,7 +22,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from fvp_harness.sim import guest_programs
-from fvp_harness.sim.shell_io import IO, VARIABLE_NAME, ExitShell
+from fvp_harness.sim.applets import APPLETS
+from fvp_harness.sim.shell_io import IO, VARIABLE_NAME, ExitShell, read_chunks
 
 if TYPE_CHECKING:
     from fvp_harness.sim.shell import Shell
@@ -43,6 +45,74 @@ def _true(sh: Shell, argv: list[str], io: IO) -> int:
 
 def _false(sh: Shell, argv: list[str], io: IO) -> int:
     return 1
+
+
+def _unset(sh: Shell, argv: list[str], io: IO) -> int:
+    for name in argv[1:]:
+        if name in ("-v", "-f"):
+            continue
+        sh.vars.pop(name, None)
+        sh.exported.discard(name)
+    return 0
+
+
+def _set(sh: Shell, argv: list[str], io: IO) -> int:
+    args = argv[1:]
+    if not args:
+        for name in sorted(sh.vars):
+            value = sh.vars[name].replace("'", "'\\''")
+            io.say(f"{name}='{value}'\n")
+        return 0
+    while args and args[0][:1] in ("-", "+") and args[0] not in ("-", "+"):
+        arg = args.pop(0)
+        if arg == "--":
+            sh.args = args
+            return 0
+        for letter in arg[1:]:
+            if letter not in sh.OPTIONS:
+                io.complain(f"sh: set: illegal option {arg[0]}{letter}\n")
+                return 2
+            if arg[0] == "-":
+                sh.options.add(letter)
+            else:
+                sh.options.discard(letter)
+    if args:
+        sh.args = args
+    return 0
+
+
+def _source(sh: Shell, argv: list[str], io: IO) -> int:
+    if len(argv) < 2:
+        io.complain(f"sh: {argv[0]}: filename argument required\n")
+        return 2
+    name = argv[1]
+    path = name if "/" in name else sh.find_command(name)
+    try:
+        text = sh.fs.read(path if isinstance(path, str) else name, sh.cwd)
+    except OSError:
+        io.complain(f"sh: {argv[0]}: can't open '{name}'\n")
+        return 2
+    saved = sh.args
+    if len(argv) > 2:
+        sh.args = argv[2:]
+    try:
+        return sh.source(text.decode("utf-8", "replace"), io)
+    finally:
+        sh.args = saved
+
+
+def _test(sh: Shell, argv: list[str], io: IO) -> int:
+    args = argv[1:]
+    if argv[0] == "[":
+        if not args or args[-1] != "]":
+            io.complain("sh: [: missing ]\n")
+            return 2
+        args = args[:-1]
+    try:
+        return 0 if _test_expr(sh, args) else 1
+    except ValueError as exc:
+        io.complain(f"sh: {argv[0]}: {exc}\n")
+        return 2
 
 
 def _exit(sh: Shell, argv: list[str], io: IO) -> int:
@@ -90,7 +160,8 @@ def _cat(sh: Shell, argv: list[str], io: IO) -> int:
     for name in files:
         _check(sh)
         if name == "-":
-            io.out(io.stdin.read())
+            for chunk in read_chunks(io.stdin):
+                io.out(chunk)
             continue
         try:
             io.out(sh.fs.read(name, sh.cwd))
@@ -300,7 +371,7 @@ def _sha256sum(sh: Shell, argv: list[str], io: IO) -> int:
 
 
 def _stty(sh: Shell, argv: list[str], io: IO) -> int:
-    tty = io.tty
+    tty = io.term  # stty works on its standard input
     if tty is None:
         io.complain("stty: standard input: Not a tty\n")
         return 1
@@ -346,7 +417,7 @@ def _export(sh: Shell, argv: list[str], io: IO) -> int:
     for a in args:
         name, sep, value = a.partition("=")
         if not VARIABLE_NAME.fullmatch(name):
-            io.complain(f"sh: export: bad variable name '{a}'\n")
+            io.complain(f"sh: export: {name}: bad variable name\n")
             return 2
         if sep:
             sh.vars[name] = value
@@ -402,6 +473,13 @@ def _poweroff(sh: Shell, argv: list[str], io: IO) -> int:
 BUILTINS: dict[str, Builtin] = {
     "true": _true,
     "false": _false,
+    ":": _true,
+    "set": _set,
+    "unset": _unset,
+    ".": _source,
+    "source": _source,
+    "test": _test,
+    "[": _test,
     "exit": _exit,
     "echo": _echo,
     "printf": _printf,
@@ -420,8 +498,68 @@ BUILTINS: dict[str, Builtin] = {
     "sync": _sync,
     "dmesg": _dmesg,
     "poweroff": _poweroff,
+    **APPLETS,
 }
-"""Every command the simulated guest knows (the guest contract plus true/false/exit), by name."""
+"""Every command the simulated guest knows, by name: the guest contract, the shell's own builtins and the applets."""
+
+
+def _test_expr(sh: Shell, args: list[str]) -> bool:
+    """``test``'s expression: ``!``, ``-a``/``-o``, unary file and string tests, binary string and integer
+    comparisons."""
+    if not args:
+        return False
+    for i, a in enumerate(args):  # -o binds loosest, then -a
+        if a == "-o" and 0 < i < len(args) - 1:
+            return _test_expr(sh, args[:i]) or _test_expr(sh, args[i + 1:])
+    for i, a in enumerate(args):
+        if a == "-a" and 0 < i < len(args) - 1:
+            return _test_expr(sh, args[:i]) and _test_expr(sh, args[i + 1:])
+    if args[0] == "!" and len(args) > 1:
+        return not _test_expr(sh, args[1:])
+    if len(args) == 1:
+        return args[0] != ""
+    if len(args) == 2:
+        op, operand = args
+        if op == "-n":
+            return operand != ""
+        if op == "-z":
+            return operand == ""
+        if op in ("-e", "-f", "-d", "-x", "-r", "-w", "-s", "-L", "-h", "-p", "-c", "-b", "-S"):
+            return _file_test(sh, op, operand)
+        raise ValueError(f"{op}: unary operator expected")
+    if len(args) == 3:
+        left, op, right = args
+        if op in ("=", "=="):
+            return left == right
+        if op == "!=":
+            return left != right
+        if op in ("-eq", "-ne", "-lt", "-le", "-gt", "-ge"):
+            numbers: list[int] = []
+            for value in (left, right):
+                if not re.fullmatch(r"\s*[-+]?\d+\s*", value):
+                    raise ValueError(f"{value}: bad number")
+                numbers.append(int(value))
+            x, y = numbers
+            return {"-eq": x == y, "-ne": x != y, "-lt": x < y, "-le": x <= y, "-gt": x > y, "-ge": x >= y}[op]
+        raise ValueError(f"{op}: binary operator expected")
+    raise ValueError("syntax error")
+
+
+def _file_test(sh: Shell, op: str, name: str) -> bool:
+    try:
+        host = sh.fs.host_path(name, sh.cwd)
+        if op in ("-L", "-h"):
+            return host.is_symlink()
+        st = os.stat(host)
+    except OSError:
+        return False
+    mode = st.st_mode
+    checks = {
+        "-e": True, "-f": stat.S_ISREG(mode), "-d": stat.S_ISDIR(mode), "-x": bool(mode & 0o111),
+        "-r": True, "-w": True, "-s": st.st_size > 0, "-p": stat.S_ISFIFO(mode), "-c": stat.S_ISCHR(mode),
+        "-b": stat.S_ISBLK(mode), "-S": stat.S_ISSOCK(mode),
+    }
+    return checks[op]
 
 
 def _reason(exc: OSError) -> str:

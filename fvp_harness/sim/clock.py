@@ -4,14 +4,17 @@ A real FVP is not cycle accurate: it issues about one instruction per clock tick
 instruction counts follow the guest's work, not the host's. Here the work is declared: boot stages and shell
 commands spend a little, guest programs call ``GuestContext.advance``. While the guest idles, simulated time
 still passes at ``idle_ratio`` simulated seconds per wall second (an idle model keeps ticking), but no
-instructions are counted.
+instructions are counted. While a guest program runs (``working``) the guest is busy, not idle: its time is only
+the work it declares, so the wall time the simulator itself needs (numpy inference, Python) never leaks into what a
+program measures (``Iteration i of n: X ms``) or into its log timestamps.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 __all__ = ["SimClock"]
 
@@ -37,7 +40,9 @@ class SimClock:
         self._busy = 0.0  # simulated seconds of declared work
         self._instructions = 0
         self._idle_from: float | None = None  # wall time when idle accounting started (after boot)
-        self._sleeping = 0.0  # wall seconds spent pacing declared work, not idle
+        self._sleeping = 0.0  # wall seconds spent pacing declared work or running programs, not idle
+        self._working = 0  # programs running now (the console and ssh shells may run one each)
+        self._working_since = 0.0
 
     def start_idle(self) -> None:
         """From now on, wall time with nothing declared counts as idle simulated time (called when boot
@@ -63,14 +68,33 @@ class SimClock:
             wait = seconds / self.speed
             self._sleep(wait)
             with self._lock:
-                self._sleeping += wait
+                if not self._working:  # a running program's whole wall span is excluded already
+                    self._sleeping += wait
+
+    @contextlib.contextmanager
+    def working(self) -> Iterator[None]:
+        """While a guest program runs: wall time is not idle time (see the module docstring). Nests and
+        overlaps: the span counts from the first program's start to the last one's end."""
+        with self._lock:
+            if not self._working:
+                self._working_since = self._wall()
+            self._working += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._working -= 1
+                if not self._working:
+                    self._sleeping += self._wall() - self._working_since
 
     def now(self) -> float:
         """Simulated seconds since the model started."""
         with self._lock:
             idle = 0.0
             if self._idle_from is not None:
-                idle = max(0.0, self._wall() - self._idle_from - self._sleeping) * self.idle_ratio
+                wall = self._wall()
+                busy_span = wall - self._working_since if self._working else 0.0
+                idle = max(0.0, wall - self._idle_from - self._sleeping - busy_span) * self.idle_ratio
             return self._busy + idle
 
     @property

@@ -3,8 +3,10 @@
 Input bytes arrive from the terminal server (event loop thread) through ``feed``; a dedicated thread does what
 the tty, getty, login and busybox line editing do together: echo (unless ``stty -echo``), backspace, Ctrl-U,
 Ctrl-C (discard the line, or interrupt the running program: ``^C`` and status 130), Ctrl-D (logout on an empty
-line), the ``> `` continuation prompt for open quotes, a ``line_max`` limit, and ``\\n`` -> ``\\r\\n`` on
-output. Guest programs run synchronously in this thread, as a foreground process would.
+line), the shell's ``PS1`` prompt and its ``PS2`` continuation prompt (open quotes, here-documents, a trailing
+``|``), a ``line_max`` limit, and ``\\n`` -> ``\\r\\n`` on output (prompts included). Guest programs run
+synchronously in this thread, as a foreground process would (the stages of a pipeline but the last in threads of
+their own, ``shell.py``).
 """
 
 from __future__ import annotations
@@ -135,16 +137,14 @@ class Console:
             if echo:
                 self.machine.console_write(bytes([b]))
 
-    def _stdin_read(self) -> bytes:
-        """A foreground program's stdin: cooked lines with echo until Ctrl-D."""
-        data = bytearray()
-        while True:
-            line = self.read_line(self.tty.echo)
-            if self.interrupt.is_set() or line == "\x03":
-                raise ProgramInterrupted
-            if line is None:
-                return bytes(data)
-            data += line.encode("utf-8", "surrogateescape") + b"\n"
+    def _stdin_line(self) -> bytes:
+        """One cooked line (with echo) of a foreground program's stdin; b"" at Ctrl-D."""
+        line = self.read_line(self.tty.echo)
+        if self.interrupt.is_set() or line == "\x03":
+            raise ProgramInterrupted
+        if line is None:
+            return b""
+        return line.encode("utf-8", "surrogateescape") + b"\n"
 
     # -- the console's life ----------------------------------------------------------------------------------
 
@@ -178,7 +178,7 @@ class Console:
         shell = Shell(self.machine, interrupted=self.interrupt.is_set)
         self.tty = Tty()
         while True:
-            self._say(shell.prompt())
+            self.write(shell.prompt().encode("utf-8", "surrogateescape"))
             text = ""
             while True:
                 line = self.read_line(self.tty.echo)
@@ -193,7 +193,7 @@ class Console:
                 try:
                     parse(text)
                 except Incomplete:
-                    self._say("> ")
+                    self.write(shell.prompt2().encode("utf-8", "surrogateescape"))
                     continue
                 except Exception:  # a syntax error: run_line reports it
                     pass
@@ -204,7 +204,7 @@ class Console:
             self.on_command(self.commands)
             if self.machine.halted.is_set():
                 raise _Stop
-            io = IO(self.write, self.write, _ConsoleStdin(self), self.tty)
+            io = IO(self.write, self.write, _ConsoleStdin(self), self.tty, self.tty)
             self._running = True
             self.interrupt.clear()
             try:
@@ -228,8 +228,23 @@ class Console:
 
 
 class _ConsoleStdin:
+    """A command's stdin on the console: the lines typed while it runs, until Ctrl-D."""
+
     def __init__(self, console: Console) -> None:
         self._console = console
+        self._eof = False
+
+    def read_chunk(self, size: int = 0) -> bytes:
+        if self._eof:
+            return b""
+        data = self._console._stdin_line()
+        self._eof = not data
+        return data
 
     def read(self) -> bytes:
-        return self._console._stdin_read()
+        data = bytearray()
+        while True:
+            chunk = self.read_chunk()
+            if not chunk:
+                return bytes(data)
+            data += chunk

@@ -9,6 +9,7 @@ the simulated clock.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
@@ -55,6 +56,10 @@ class SimGuestContext:
         """Spend simulated time (and, with the speed knob, wall time); counts for --simlimit and --stat."""
         self._machine.clock.advance(cpu_seconds, instructions or None)
         self.check_interrupt()
+
+    def busy(self) -> AbstractContextManager[None]:
+        """The guest is busy running this program (``SimClock.working``)."""
+        return self._machine.clock.working()
 
     def now(self) -> float:
         """Simulated seconds since the model started."""

@@ -11,6 +11,7 @@ apart: neither imports the other's internals, only this module.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from typing import Protocol
 
 __all__ = ["GuestContext", "GuestProgram", "ProgramInterrupted", "find_program", "register_program"]
@@ -51,6 +52,9 @@ class GuestContext(Protocol):
 
     def now(self) -> float:
         """Simulated seconds since the model started."""
+
+    def busy(self) -> AbstractContextManager[None]:
+        """Around the program's work: the guest is busy, so simulated time is only what ``advance`` declares."""
 
     def check_interrupt(self) -> None:
         """Raise ProgramInterrupted if Ctrl-C arrived or the model is stopping; call it inside long loops."""

@@ -32,7 +32,7 @@ from fvp_harness.sim.lifecycle import (
     watch_parent,
 )
 from fvp_harness.sim.machine import Machine
-from fvp_harness.sim.params import TERMINALS
+from fvp_harness.sim.params import MMC_CARDS, NETWORK_DEVICES, TERMINALS
 from fvp_harness.sim.sshd import GuestSSHServer, parse_user_net_ports
 from fvp_harness.sim.terminal import TerminalServer
 
@@ -193,27 +193,52 @@ class SimulatedModel:
         self._files.append(fh)
         return fh
 
-    async def _start_sshd(self) -> None:
+    def _user_networks(self) -> list[str]:
+        """The ``userNetPorts`` values of the network devices that are enabled with user-mode networking."""
         params = self.opts.params
-        if params["board.hostbridge.userNetworking"] != "1":
+        return [params[dev.ports] for dev in NETWORK_DEVICES
+                if params[dev.enabled] == "1" and params[dev.user_networking] == "1"]
+
+    async def _start_sshd(self) -> None:
+        networks = self._user_networks()
+        if not networks:
             return
         self.sshd = GuestSSHServer(self.machine, refuse=self.knobs.fault_refuse_ssh)
-        for host_port, guest_port in parse_user_net_ports(params["board.hostbridge.userNetPorts"]):
-            if guest_port != 22:
-                continue  # no other guest service exists; the real model forwards to nothing there either
+        for ports in networks:
+            for host_port, guest_port in parse_user_net_ports(ports):
+                if guest_port != 22:
+                    continue  # no other guest service exists; the real model forwards to nothing there either
+                if host_port in self.sshd.ports:
+                    continue  # the same host port on both devices (meta-arm's 2222=22): one listener serves it
+                try:
+                    await self.sshd.listen(host_port)
+                except OSError as exc:
+                    sys.stderr.write(f"Warning: user-mode networking cannot forward host port {host_port}: "
+                                     f"{exc.strerror or exc}\n")
+
+    def _card_bytes(self) -> int | None:
+        """Size of the first MMC slot's image, or None when it has none; warn about images that cannot be
+        opened (the slot stays empty, as meta-arm's ``invalid.dat`` expects)."""
+        size = None
+        for card in MMC_CARDS:
+            path = self.opts.params[f"{card}.p_mmc_file"]
+            if not path:
+                continue
             try:
-                await self.sshd.listen(host_port)
-            except OSError as exc:
-                sys.stderr.write(f"Warning: user-mode networking cannot forward host port {host_port}: "
-                                 f"{exc.strerror or exc}\n")
+                bytes_ = os.path.getsize(path) if os.path.isfile(path) else None
+            except OSError:
+                bytes_ = None
+            if bytes_ is None:
+                self.say(f"Warning: {card}: cannot open MMC image '{path}'; the slot is empty.\n")
+            elif card == MMC_CARDS[0]:
+                size = bytes_
+        return size
 
     # -- boot, noise, faults ---------------------------------------------------------------------------------
 
     async def _boot(self) -> None:
-        mmc = self.opts.params["board.msd_mmc.p_mmc_file"]
-        steps = bootmod.boot_steps(self.knobs, mmc_bytes=os.path.getsize(mmc) if mmc else None,
-                                   num_macs=self.machine.npu_macs,
-                                   ssh=self.opts.params["board.hostbridge.userNetworking"] == "1")
+        steps = bootmod.boot_steps(self.knobs, mmc_bytes=self._card_bytes(), num_macs=self.machine.npu_macs,
+                                   ssh=bool(self._user_networks()))
         plan = faults.boot_plan(self.knobs, steps)
 
         async def on_stage(stage: str) -> bool:

@@ -28,14 +28,24 @@ Model file (all integers little-endian)::
     64+H'   P     payload: int8 weights, int32 biases, int32 multipliers, int8 shifts; each array 16-byte
                   aligned; H' = H rounded up to 16
 
+The JSON header also carries the delegate's compile specs that change what the runtime prints:
+``"compile_specs": {"ethosu.enable_cycle_counter": true|false}`` (upstream's key, default true as in
+EthosUBackend_Cortex_A.cpp; files written before the key existed read as true).
+
 Runner artifact (stands in for a cross-compiled ``executor_runner`` build)::
 
     0       8     magic b"FVPSIMRN"   (not ELF, not .pte)
-    8       2     format version (RUNNER_VERSION = 1)
+    8       2     format version (RUNNER_VERSION = 2; version 1 is still read)
     10      2     flags (0)
     12      4     JSON length J
     16      J     JSON: {"format": "fvp-sim-executor-runner", "driver": "per-inference"|"reuse", "id": TEXT,
-                  "fault": FAULT-SPEC or ""}
+                  "fault": FAULT-SPEC or "", "cpu_time_report": BOOL, "log_generation": "current"|"old"}
+
+``id`` and ``cpu_time_report`` stand for instrumentation a real build may carry that upstream does not print (a
+build-id line, the unmerged ``EthosUBackend::execute() CPU time`` report); ``log_generation`` picks which upstream
+executor_runner.cpp the build was made from (``runner.py`` has the details). A version 1 artifact was made when
+every build printed its id (``unset`` when empty) and the CPU-time line: it reads as ``cpu_time_report`` true and
+the current generation, and prints its id only when it has one.
 
 Compiler size model (per layer, from the layer alone; constants fitted once against the two Vela reports in
 the reference, ResNet8 5,732 B / 92,321 B / 49,152 B and DS-CNN 4,920 B / 31,553 B / 16,000 B):
@@ -68,6 +78,7 @@ from fvp_harness.sim.models import Architecture, Layer
 
 __all__ = [
     "DRIVER_MODES",
+    "LOG_GENERATIONS",
     "MODEL_MAGIC",
     "MODEL_VERSION",
     "RUNNER_MAGIC",
@@ -86,6 +97,7 @@ __all__ = [
     "is_pte",
     "is_runner",
     "make_input",
+    "model_file_size",
     "schedule_layers",
     "sizes_of",
 ]
@@ -93,8 +105,13 @@ __all__ = [
 MODEL_MAGIC = b"FVPSIMMD"
 MODEL_VERSION = 1
 RUNNER_MAGIC = b"FVPSIMRN"
-RUNNER_VERSION = 1
+RUNNER_VERSION = 2
+RUNNER_VERSIONS_READ = (1, 2)
 DRIVER_MODES = ("per-inference", "reuse")
+LOG_GENERATIONS = ("current", "old")
+"""Which upstream executor_runner.cpp a runner build follows: ``current`` (pytorch/executorch cff6f4dd32) or ``old``
+(5e8a0df301, the last before 2026-04-10: ``Method loaded.``, no ``Iteration``/``Model loaded in`` lines)."""
+CYCLE_COUNTER_SPEC = "ethosu.enable_cycle_counter"
 SUPPORTED_MACS = (128, 256, 512, 1024, 2048)
 
 _MODEL_HEADER = struct.Struct("<8sHHIII32s8s")  # 64 bytes
@@ -250,6 +267,8 @@ class CompiledModel:
     schedule: list[LayerSchedule]
     sizes: Sizes
     extra: dict[str, Any] = field(default_factory=dict)
+    cycle_counter: bool = True
+    """The ``ethosu.enable_cycle_counter`` compile spec: the delegate prints its cycle counter per inference."""
 
     @property
     def input_quant(self) -> tuple[float, int]:
@@ -282,8 +301,11 @@ def _clamp(relu: bool, zero_point: int) -> tuple[int, int]:
     return (max(-128, zero_point), 127) if relu else (-128, 127)
 
 
-def compile_model(arch: Architecture, seed: int = 0, num_macs: int = 256) -> CompiledModel:
-    """Quantise ``arch`` with seeded weights for an Ethos-U85 with ``num_macs`` MACs.
+def compile_model(
+    arch: Architecture, seed: int = 0, num_macs: int = 256, cycle_counter: bool = True
+) -> CompiledModel:
+    """Quantise ``arch`` with seeded weights for an Ethos-U85 with ``num_macs`` MACs (``cycle_counter``: the
+    ``ethosu.enable_cycle_counter`` compile spec).
 
     Weights are He-initialised (so activations keep their magnitude through the depth), quantised
     symmetrically per output channel; activation ranges come from float passes over seeded calibration inputs
@@ -341,7 +363,9 @@ def compile_model(arch: Architecture, seed: int = 0, num_macs: int = 256) -> Com
         else:  # avgpool
             m, s = quantize_multiplier(in_q[0][0] / (out_scale * window_size(layer)))
             quant[layer.name] = LayerQuant(in_zps, out_zp, act_min, act_max, m, s)
-    return CompiledModel(arch, seed, num_macs, quant, tensors, schedule_layers(arch), sizes_of(arch))
+    return CompiledModel(
+        arch, seed, num_macs, quant, tensors, schedule_layers(arch), sizes_of(arch), cycle_counter=cycle_counter
+    )
 
 
 # --- encoding
@@ -389,6 +413,7 @@ def encode_model(model: CompiledModel) -> bytes:
         "description": arch.description,
         "seed": model.seed,
         "npu": {"accelerator": f"ethos-u85-{model.num_macs}", "num_macs": model.num_macs},
+        "compile_specs": {CYCLE_COUNTER_SPEC: bool(model.cycle_counter)},
         "input": {
             "name": arch.input_name,
             "shape": [1, *arch.input_shape],
@@ -435,6 +460,14 @@ def is_pte(head: bytes) -> bool:
     identifiers."""
     ident = head[4:8]
     return (len(ident) == 4 and ident[:2] == b"ET" and ident[2:].isdigit()) or ident in (b"BP08", b"FT01")
+
+
+def model_file_size(data: bytes) -> int | None:
+    """The size a model file's fixed header says the file has (None when ``data`` is no model file header)."""
+    if len(data) < _MODEL_HEADER.size or not is_model_file(data):
+        return None
+    _magic, _version, _flags, _macs, header_len, payload_len, _digest, _ = _MODEL_HEADER.unpack_from(data)
+    return int(_MODEL_HEADER.size + header_len + payload_len)
 
 
 def decode_model(data: bytes) -> CompiledModel:
@@ -493,8 +526,17 @@ def decode_model(data: bytes) -> CompiledModel:
     )
     tensors = {name: (float(t["scale"]), int(t["zero_point"])) for name, t in header["tensors"].items()}
     sizes = Sizes(**{k: int(v) for k, v in header["sizes"].items()})
+    specs = header.get("compile_specs") or {}
     return CompiledModel(
-        arch, int(header["seed"]), int(macs), quant, tensors, schedule, sizes, extra={"npu": header["npu"]}
+        arch,
+        int(header["seed"]),
+        int(macs),
+        quant,
+        tensors,
+        schedule,
+        sizes,
+        extra={"npu": header["npu"]},
+        cycle_counter=bool(specs.get(CYCLE_COUNTER_SPEC, True)),
     )
 
 
@@ -504,16 +546,22 @@ def decode_model(data: bytes) -> CompiledModel:
 
 @dataclass(frozen=True)
 class RunnerArtifact:
-    """A "build" of the emulated executor_runner: which driver behaviour, its identity text, injected
-    faults."""
+    """A "build" of the emulated executor_runner: driver behaviour, the instrumentation it carries (a build-id
+    line, the CPU-time report; both absent from upstream), the upstream log generation, injected faults."""
 
     driver: str
     build_id: str = ""
     fault: str = ""
+    cpu_time_report: bool = False
+    log_generation: str = "current"
 
     def __post_init__(self) -> None:
         if self.driver not in DRIVER_MODES:
             raise ValueError(f"driver mode {self.driver!r}: expected one of {', '.join(DRIVER_MODES)}")
+        if self.log_generation not in LOG_GENERATIONS:
+            raise ValueError(
+                f"log generation {self.log_generation!r}: expected one of {', '.join(LOG_GENERATIONS)}"
+            )
 
 
 def encode_runner(artifact: RunnerArtifact) -> bytes:
@@ -523,6 +571,8 @@ def encode_runner(artifact: RunnerArtifact) -> bytes:
             "driver": artifact.driver,
             "id": artifact.build_id,
             "fault": artifact.fault,
+            "cpu_time_report": artifact.cpu_time_report,
+            "log_generation": artifact.log_generation,
         },
         sort_keys=True,
     ).encode()
@@ -534,18 +584,30 @@ def is_runner(head: bytes) -> bool:
 
 
 def decode_runner(data: bytes) -> RunnerArtifact:
+    """Read a runner artifact of any version in ``RUNNER_VERSIONS_READ`` (version 1: see the module docstring)."""
     if len(data) < _RUNNER_HEADER.size or not is_runner(data):
         raise ModelFileError("not a simulator runner artifact (magic FVPSIMRN missing)")
     _magic, version, _flags, length = _RUNNER_HEADER.unpack_from(data)
-    if version != RUNNER_VERSION:
+    if version not in RUNNER_VERSIONS_READ:
         raise ModelFileError(
-            f"runner artifact version {version} is not supported (expected {RUNNER_VERSION})"
+            f"runner artifact version {version} is not supported (this simulator reads "
+            f"{', '.join(map(str, RUNNER_VERSIONS_READ))})"
         )
     body = data[_RUNNER_HEADER.size : _RUNNER_HEADER.size + length]
     if len(body) != length:
         raise ModelFileError("runner artifact truncated")
     try:
         info = json.loads(body)
-        return RunnerArtifact(str(info["driver"]), str(info.get("id", "")), str(info.get("fault", "")))
-    except (ValueError, KeyError) as exc:
+        if version == 1:
+            return RunnerArtifact(
+                str(info["driver"]), str(info.get("id", "")), str(info.get("fault", "")), cpu_time_report=True
+            )
+        return RunnerArtifact(
+            str(info["driver"]),
+            str(info.get("id", "")),
+            str(info.get("fault", "")),
+            cpu_time_report=bool(info.get("cpu_time_report", False)),
+            log_generation=str(info.get("log_generation", "current")),
+        )
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ModelFileError(f"runner artifact is corrupt: {exc}") from exc

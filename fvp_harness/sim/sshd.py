@@ -1,10 +1,14 @@
-"""The guest's sshd, reached through user-mode networking (``board.hostbridge.userNetPorts`` ``host=22``).
+"""The guest's sshd, reached through user-mode networking (a ``userNetPorts`` mapping ``host=22``).
 
-One asyncssh server on ``127.0.0.1:<host port>`` per mapping to guest port 22, when
-``board.hostbridge.userNetworking=true``. Like the image's dropbear: ``root`` logs in with no password (any
-other user is refused), exec runs in the same guest shell implementation and filesystem as the console, an
-interactive session gets a prompt, and SFTP and scp (legacy ``scp -O`` and OpenSSH 9's SFTP-based scp) reach
-the same guest files. The host key is generated per instance, in memory.
+One asyncssh server on ``127.0.0.1:<host port>`` per mapping to guest port 22 of a network device that is
+enabled with user-mode networking: ``board.hostbridge.userNetPorts`` (the SMSC Ethernet,
+``board.smsc_91c111.enabled`` and ``board.hostbridge.userNetworking``) and
+``board.virtio_net.hostbridge.userNetPorts`` (``board.virtio_net.enabled`` and
+``board.virtio_net.hostbridge.userNetworking``); a host port named on both is served once. Like the image's
+dropbear: ``root`` logs in with no password (any other user is refused), exec runs in the same guest shell
+implementation and filesystem as the console, an interactive session gets a prompt, and SFTP and scp (legacy
+``scp -O`` and OpenSSH 9's SFTP-based scp) reach the same guest files. The host key is generated per instance,
+in memory.
 
 As on the real model, the host port is listened on by the model from the start, but until the guest's init has
 started dropbear (or after a kernel panic, or with ``fault_refuse_ssh``) a connection is accepted and closed
@@ -155,7 +159,7 @@ class GuestSSHServer:
         loop = asyncio.get_running_loop()
         text = ""
         while True:
-            out((shell.prompt() if not text else "> ").encode())
+            out((shell.prompt() if not text else shell.prompt2()).encode("utf-8", "surrogateescape"))
             try:
                 line = await process.stdin.readline()
             except asyncssh.BreakReceived:

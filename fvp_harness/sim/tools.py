@@ -4,11 +4,17 @@ inputs.
 Why here and not in the harness CLI: the simulator is its own world (it could ship alone), so its artifact
 makers live with it; ``fvp_harness/cli/verb_sim.py`` only forwards the arguments to ``main``.
 
-    sim runner --driver per-inference|reuse [--id TEXT] [--fault SPEC] -o FILE
-    sim vgf-runner [--id TEXT] [--no-io-stats] -o FILE   (VGF benchmark mode: fvp_harness/sim/vgf_runner.py)
-    sim model NAME -o FILE [--seed N] [--macs 256]
+    sim runner --driver per-inference|reuse [--build-id TEXT] [--cpu-time-report] [--log-generation current|old]
+               [--fault SPEC] -o FILE
+    sim vgf-runner [--build-id TEXT] [--no-io-stats] -o FILE   (VGF benchmark mode: fvp_harness/sim/vgf_runner.py)
+    sim model NAME -o FILE [--seed N] [--macs 256] [--no-cycle-counter]
     sim input NAME -o FILE [--seed N]
     sim info FILE                      (what a model or runner file holds, with NPU cycles and driver costs)
+
+A runner build prints what upstream's executor_runner prints (fvp_harness/sim/runner.py) unless it is built with
+instrumentation upstream lacks: ``--build-id`` (alias ``--id``) adds ``executor_runner build id: TEXT``,
+``--cpu-time-report`` adds ``EthosUBackend::execute() CPU time: %.3f ms`` per inference (the shape of an unmerged
+instrumentation). ``--log-generation old`` makes a build of the older executor_runner.cpp (before 2026-04-10).
 
 Exit status: 0 ok, 2 bad arguments (argparse), 1 a file could not be written or read.
 """
@@ -28,6 +34,7 @@ from fvp_harness.sim.driver_cost import DEFAULT as DRIVER_COSTS
 from fvp_harness.sim.driver_cost import DriverSizes
 from fvp_harness.sim.modelfile import (
     DRIVER_MODES,
+    LOG_GENERATIONS,
     SUPPORTED_MACS,
     ModelFileError,
     RunnerArtifact,
@@ -64,10 +71,26 @@ def build_parser(prog: str = "fvp-harness sim") -> argparse.ArgumentParser:
         "driver-reuse change); reuse: create them once (after)",
     )
     runner.add_argument(
+        "--build-id",
         "--id",
         default="",
         dest="build_id",
-        help="identity text printed as the first log line ('executor_runner build id: TEXT')",
+        metavar="TEXT",
+        help="add the line 'executor_runner build id: TEXT' after flag parsing (not upstream: the harness proves "
+        "which build ran with it); --id is the older spelling",
+    )
+    runner.add_argument(
+        "--cpu-time-report",
+        action="store_true",
+        help="add 'EthosUBackend::execute() CPU time: X ms' per inference (not upstream: the shape of the unmerged "
+        "instrumentation that measured the driver-reuse change)",
+    )
+    runner.add_argument(
+        "--log-generation",
+        choices=LOG_GENERATIONS,
+        default="current",
+        help="current: executor_runner.cpp as of pytorch/executorch cff6f4dd32 (default); old: as before "
+        "2026-04-10 ('Method loaded.', no 'Iteration' or 'Model loaded in' lines, --print_all_output)",
     )
     runner.add_argument(
         "--fault",
@@ -89,6 +112,13 @@ def build_parser(prog: str = "fvp-harness sim") -> argparse.ArgumentParser:
         default=256,
         choices=SUPPORTED_MACS,
         help="Ethos-U85 configuration compiled for (default 256, i.e. ethos-u85-256)",
+    )
+    model.add_argument(
+        "--cycle-counter",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="the ethosu.enable_cycle_counter compile spec: the delegate prints 'Ethos-U Linux delegate cycle "
+        "counter: N' per inference (default on)",
     )
 
     inputs = sub.add_parser("input", help="a seeded raw int8 input file of the network's input shape")
@@ -123,6 +153,8 @@ def _info(path: Path) -> dict[str, object]:
             "driver": artifact.driver,
             "id": artifact.build_id,
             "fault": artifact.fault,
+            "cpu_time_report": artifact.cpu_time_report,
+            "log_generation": artifact.log_generation,
         }
     if is_model_file(data):
         model = decode_model(data)
@@ -133,6 +165,7 @@ def _info(path: Path) -> dict[str, object]:
             "model": model.arch.name,
             "seed": model.seed,
             "npu": f"ethos-u85-{model.num_macs}",
+            "cycle_counter": model.cycle_counter,
             "params": model.arch.params,
             "macs": model.arch.macs,
             "input_shape": [1, *model.arch.input_shape],
@@ -151,7 +184,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     args = build_parser().parse_args(list(argv) if argv is not None else None)
     try:
         if args.what == "runner":
-            data = encode_runner(RunnerArtifact(args.driver, args.build_id, args.fault))
+            artifact = RunnerArtifact(
+                args.driver, args.build_id, args.fault, args.cpu_time_report, args.log_generation
+            )
+            data = encode_runner(artifact)
             if args.fault:
                 from fvp_harness.sim.runner import UsageError, parse_faults  # late: only builds with faults need it
 
@@ -161,22 +197,25 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
                     err.write(f"fvp-harness sim runner: {exc}\n")
                     return 2
             _write(args.output, data, executable=True)
+            extras = [f"build id {args.build_id}" if args.build_id else "no build-id line"]
+            extras += ["CPU-time report"] if args.cpu_time_report else []
+            extras += [f"{args.log_generation} log generation"] + ([f"fault {args.fault}"] if args.fault else [])
             out.write(
-                f"{args.output}: executor_runner build (driver {args.driver}, id {args.build_id or 'unset'}"
-                f"{', fault ' + args.fault if args.fault else ''}), {len(data)} bytes\n"
+                f"{args.output}: executor_runner build (driver {args.driver}, {', '.join(extras)}), "
+                f"{len(data)} bytes\n"
             )
         elif args.what == "vgf-runner":
             return make_tool_artifact(args, out)
         elif args.what == "model":
             arch = get_architecture(args.name)
-            model = compile_model(arch, args.seed, args.macs)
+            model = compile_model(arch, args.seed, args.macs, args.cycle_counter)
             data = encode_model(model)
             _write(args.output, data)
             s = model.sizes
             out.write(
                 f"{args.output}: {arch.name} for ethos-u85-{args.macs}, seed {args.seed}, {len(data)} bytes "
                 f"(command stream {s.command_stream} B, weights {s.weights} B, scratch {s.scratch} B, "
-                f"input {s.input} B, output {s.output} B)\n"
+                f"input {s.input} B, output {s.output} B){'' if args.cycle_counter else ', cycle counter off'}\n"
             )
         elif args.what == "input":
             arch = get_architecture(args.name)

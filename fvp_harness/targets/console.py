@@ -8,10 +8,15 @@ named deadline, and every wait polls in short slices so that what the drain thre
   after the boot timeout (a LAVA complaint), and a boot timeout names the last stage that was reached;
 - the login tolerates kernel lines interleaved with the prompt (a labgrid complaint): kernel messages are removed
   from the stream before prompts are matched, and ``Login incorrect`` is retried;
+- the shell gets a unique ``PS1`` and ``PS2`` (``prepare_shell``), and the harness checks that the guest really shows
+  its ``PS1`` (a busybox ash guest honours both);
 - a command is framed between markers with a random token; the end marker carries ``$?``. The markers are printed
   with ``printf '%s%s\\n' HEAD TOKEN`` so the *typed* line never contains the marker text: an echo (if ``stty -echo``
   did not take) cannot be mistaken for output. Output and status are recovered exactly even when kernel messages
-  land in the middle of a line, because ``KernelNoiseFilter`` splices the interrupted line back together first;
+  land in the middle of a line, because ``KernelNoiseFilter`` splices the interrupted line back together first. A
+  command of several lines (a here-document, say) is typed as those lines with the end marker on a line of its own;
+  the shell then prints its prompts (``PS2`` while it reads a here-document, ``PS1`` between complete lines) into
+  the output, and the harness removes exactly its own unique prompt strings from it;
 - a command that overruns its deadline gets Ctrl-C and a framed no-op to resynchronise; if even that fails the
   console is lost (``ConsoleLost``). A dead model is ``FvpDied``; a panic ``KernelPanic``.
 """
@@ -55,6 +60,8 @@ END_HEAD = "__FH_E_"
 ACK_HEAD = "__FH_A_"
 PASSWORD_PROMPT = re.compile(r"[Pp]assword: ?$")
 LOGIN_ATTEMPTS = 3
+PROMPT_CHECK_S = 3.0
+"""How long ``prepare_shell`` waits to see the guest show the harness's ``PS1`` after setting it."""
 
 
 class CommandTimeout(CommandFailed):
@@ -76,10 +83,15 @@ class Failure:
 
 
 class BootWatch:
-    """Watches every terminal's lines for failure patterns and boot stages (called from the drain threads)."""
+    """Watches every terminal's lines for failure patterns and boot stages (called from the drain threads).
+
+    ``failure_patterns`` apply for the instance's whole life; ``boot_failure_patterns`` only until ``boot_done``
+    (the console is ready): after that, text such as ``ERROR: ...`` is a program's output, judged with its unit."""
 
     def __init__(self, profile: Profile, *, clock: Callable[[], float] = time.monotonic) -> None:
         self._failures = [(p, re.compile(p)) for p in profile.failure_patterns]
+        self._boot_failures = [(p, re.compile(p)) for p in profile.boot_failure_patterns]
+        self.booted = False
         self._benign = [re.compile(p) for p in profile.benign_patterns]
         self._stages = [(s.name, re.compile(s.pattern), s.terminal) for s in profile.boot_stages]
         self._clock = clock
@@ -103,7 +115,8 @@ class BootWatch:
                     self.stage_times.setdefault(name, self._clock() - self._start)
         if self.failure is not None:
             return
-        for text, pattern in self._failures:
+        patterns = self._failures if self.booted else [*self._failures, *self._boot_failures]
+        for text, pattern in patterns:
             if pattern.search(line) and not any(b.search(line) for b in self._benign):
                 with self._lock:
                     if self.failure is None:
@@ -112,6 +125,10 @@ class BootWatch:
                 log.debug("failure pattern %r on %s: %s", text, terminal, line)
                 return
 
+    def boot_done(self) -> None:
+        """The shell is ready: boot-only failure patterns stop applying."""
+        self.booted = True
+
     def stage_text(self) -> str:
         if self.last_stage is None:
             return "no boot stage recognised"
@@ -119,19 +136,23 @@ class BootWatch:
 
 
 def frame_command(command: str, token: str) -> str:
-    """The line typed for ``command``: start marker, the command, end marker with ``$?``.
+    """The text typed for ``command``: start marker, the command, end marker with ``$?``.
 
-    The command must be one line; a trailing ``;`` is dropped (``;;`` is a syntax error in sh).
+    A one-line command becomes one line (a trailing ``;`` is dropped: ``;;`` is a syntax error in sh). A command of
+    several lines (a here-document, a quoted newline) keeps its lines; the start marker goes before its first line
+    and the end marker on a line of its own after the last, where ``$?`` is still the command's status.
     """
+    if "\r" in command:
+        raise ValueError("a console command must not contain carriage returns")
     body = command.strip()
-    while body.endswith(";") and not body.endswith("\\;"):
-        body = body[:-1].rstrip()
-    if "\n" in body or "\r" in body:
-        raise ValueError("a console command must be a single line; join commands with ';' or '&&'")
-    if not body:
-        body = ":"
     start = f"printf '%s%s\\n' {START_HEAD} {token}"
     end = f"printf '\\n%s%s:%s\\n' {END_HEAD} {token} $?"
+    if "\n" in body:
+        return f"{start}; {body}\n{end}"
+    while body.endswith(";") and not body.endswith("\\;"):
+        body = body[:-1].rstrip()
+    if not body:
+        body = ":"
     return f"{start}; {body}; {end}"
 
 
@@ -167,6 +188,9 @@ class Console:
         self._shell_prompt = re.compile(profile.shell_prompt)
         self.state = "booting"
         self.ps1 = ""
+        self.ps2 = ""
+        self.prompt_seen = ""
+        """The prompt the guest showed after ``prepare_shell`` (``ps1`` when the guest honours ``PS1``)."""
         self.commands_run = 0
         self.kernel_lines_removed = 0
 
@@ -292,17 +316,47 @@ class Console:
                     log_path=self.log_path, last_lines=self.terminal.tail(200), stage="login")
 
     def prepare_shell(self, deadline: Deadline, *, quiet_kernel: bool = True) -> None:
-        """Make the shell machine-friendly: no echo, a unique prompt, kernel messages off the console."""
+        """Make the shell machine-friendly: no echo, unique prompts, kernel messages off the console.
+
+        The prompts are typed split (``'fh-''TOKEN# '``) so an echoed line never shows them; afterwards the guest
+        must show ``PS1`` (``prompt_seen``). A shell that ignores it is logged: its one-line commands still work, but
+        the output of a multi-line command would keep that shell's prompts.
+        """
         token = secrets.token_hex(4)
-        self.ps1 = f"fh-{token}# "
-        setup = ["stty -echo", f"export PS1='fh-''{token}# '"]
+        self.ps1, self.ps2 = f"fh-{token}# ", f"fh-{token}> "
+        setup = ["stty -echo", f"export PS1='fh-''{token}# ' PS2='fh-''{token}> '"]
         if quiet_kernel:
             setup.append("dmesg -n 1")
         for command in setup:
             result = self.run(command, deadline=deadline.child("login"))
             if not result.ok:
                 log.warning("shell setup %r exited %s: %s", command, result.exit_status, result.output.strip())
+        self._check_prompt(deadline)
+        self.watch.boot_done()
         self.state = "ready"
+
+    def _check_prompt(self, deadline: Deadline) -> None:
+        """Wait (briefly) for the prompt after the last setup command and record what the guest shows."""
+        check = Deadline.after(min(PROMPT_CHECK_S, max(deadline.remaining(), 0.5)), "login", clock=self._clock)
+        while True:
+            tail = self._filter.visible_tail()
+            if tail.endswith(self.ps1):
+                self.prompt_seen = self.ps1
+                return
+            if check.expired:
+                break
+            self._read(check, "login")
+        tail = self._filter.visible_tail()
+        self.prompt_seen = tail if self._shell_prompt.search(tail) else ""
+        log.warning("the guest shell on %s does not show the PS1 the harness set (%r); it shows %r",
+                    self.terminal.name, self.ps1, tail)
+
+    def _strip_prompts(self, text: str) -> str:
+        """Multi-line command output without the (unique) prompts the shell printed between its lines."""
+        for prompt in (self.ps1, self.ps2):
+            if prompt:
+                text = text.replace(prompt, "")
+        return text
 
     # -- commands ------------------------------------------------------------------------------------------------
 
@@ -313,6 +367,7 @@ class Console:
         """
         token = secrets.token_hex(6)
         line = frame_command(command, token)
+        several_lines = "\n" in line
         start_re = re.compile(re.escape(START_HEAD + token) + r"$")
         end_re = re.compile(re.escape(END_HEAD + token) + r":(\d+)$")
         self.spawn.discard_pending()
@@ -334,6 +389,8 @@ class Console:
                     if match.start() > 0:
                         out.append(body[: match.start()])
                     output = "".join(out)
+                    if several_lines:
+                        output = self._strip_prompts(output)
                     if output.endswith("\n"):
                         output = output[:-1]  # the LF the end marker's printf added
                     return CommandResult(command=command, exit_status=int(match.group(1)), output=output,

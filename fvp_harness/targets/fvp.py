@@ -5,7 +5,8 @@ argv differs (``[python, -m, fvp_harness.sim]`` for ``binary: sim``). What users
 were bitten by, and what this module does instead:
 
 - options as a dict cannot repeat (``--data`` twice): argv is built as a list; scenario ``args`` are appended as-is;
-- a fixed forwarded port 2222 collides when two models run: each instance gets a free host port for the SSH forward;
+- a fixed forwarded port 2222 collides when two models run: each instance gets a free host port for each SSH forward
+  (meta-arm forwards 2222=22 on both network devices; here each device's forward gets a port of its own);
 - an anchored banner regex broke when newer models prefixed the terminal name: the profile regex is *searched*;
 - signalling only the model's PID leaves its children: the model runs in its own session/process group (pexpect
   forks through a pty, whose child calls ``setsid``), and the stop escalates SIGINT -> SIGTERM -> SIGKILL to the
@@ -170,7 +171,12 @@ def sim_environment(sim_knobs: Mapping[str, object], base: Mapping[str, str] | N
 
 @dataclass(frozen=True)
 class LaunchSpec:
-    """Everything needed to start one instance; recorded into the session metadata."""
+    """Everything needed to start one instance; recorded into the session metadata.
+
+    ``ssh_forwards`` maps each of the profile's forward parameters to the host port it got; ``ssh_ports`` are the
+    ones on network devices the launch parameters leave switched on, in profile order (the SSH client tries them
+    in turn and keeps the first that answers); ``ssh_port`` is the first of those, or None.
+    """
 
     argv: list[str]
     env: dict[str, str]
@@ -178,6 +184,8 @@ class LaunchSpec:
     ssh_port: int | None
     simulated: bool
     cwd: str | None = None
+    ssh_ports: list[int] = field(default_factory=list)
+    ssh_forwards: dict[str, int] = field(default_factory=dict)
 
 
 def _forward_value(existing: str, host_port: int, guest_port: int) -> str:
@@ -200,7 +208,8 @@ def build_launch(
 
     Order: program, profile -C params overridden by scenario params (one -C each, sorted as given), firmware inputs
     (``-C`` or ``--data``), profile args, scenario args (a list: options can repeat), then ``--stat`` unless already
-    present. ``ssh_port`` (None: pick a free one) replaces the host side of the forward to the guest's sshd.
+    present. In every one of the profile's ``ssh_forward_params`` the mapping to the guest's sshd gets a host port
+    of its own: ``ssh_port`` for the first (None: a free one), a free one for each other.
     Firmware paths and relative scenario paths are resolved against ``base_dir`` (the scenario's folder).
     """
     chosen = binary or getattr(fvp, "binary", SIM_BINARY) or SIM_BINARY
@@ -211,13 +220,14 @@ def build_launch(
         params[name] = format_param(value)
     for name, value in dict(extra_params or {}).items():
         params[name] = format_param(value)
-    forward = profile.ssh_forward_param
-    if forward:
-        if ssh_port is None:
-            ssh_port = find_free_port()
-        params[forward] = _forward_value(params.get(forward, ""), ssh_port, profile.ssh_guest_port)
-    else:
-        ssh_port = None
+    forwards: dict[str, int] = {}
+    for index, forward in enumerate(profile.ssh_forward_params):
+        host_port = ssh_port if index == 0 and ssh_port is not None else find_free_port()
+        while host_port in forwards.values():  # two devices must never share a host port
+            host_port = find_free_port()
+        forwards[forward] = host_port
+        params[forward] = _forward_value(params.get(forward, ""), host_port, profile.ssh_guest_port)
+    ssh_ports = [port for name, port in forwards.items() if profile.ssh_forward_live(name, params)]
     firmware: dict[str, str] = {}
     for name, path in dict(getattr(fvp, "firmware", {}) or {}).items():
         resolved = Path(path).expanduser()
@@ -240,7 +250,8 @@ def build_launch(
         argv.append("--stat")
     env = sim_environment(dict(getattr(fvp, "sim", {}) or {}) if simulated else {}, environ)
     env[OWNER_ENV] = str(os.getpid())  # who started this model: lets a leak check find exactly our processes
-    return LaunchSpec(argv=argv, env=env, params=params, ssh_port=ssh_port, simulated=simulated)
+    return LaunchSpec(argv=argv, env=env, params=params, ssh_port=ssh_ports[0] if ssh_ports else None,
+                      simulated=simulated, ssh_ports=ssh_ports, ssh_forwards=forwards)
 
 
 def parse_stat_block(lines: Sequence[str]) -> dict[str, str]:

@@ -41,6 +41,9 @@ __all__ = ["FvpTarget"]
 
 log = logging.getLogger(__name__)
 
+SSH_PORT_TURN_S = 3.0
+"""With several forwarded SSH ports, how long each is tried before the next one gets its turn."""
+
 
 class FvpTarget:
     """A model instance (simulated or real) behind the ``Target`` protocol; it also ``StreamsCommands``,
@@ -219,16 +222,58 @@ class FvpTarget:
 
     @property
     def ssh(self) -> SshTransport:
-        """The SSH transport, connected on first use (retrying until sshd answers or ``fvp.timeouts.deploy``)."""
-        if self._ssh is None or not self._ssh.connected:
-            if self.spec is None or self.spec.ssh_port is None:
-                raise SshUnavailable(f"profile {self.profile.name} forwards no SSH port (ssh_forward_param unset)")
-            transport = self._ssh or SshTransport(self.spec.ssh_port, user=self.profile.user,
-                                                  password=self.profile.password,
-                                                  log_path=self.log_dir / "fvp.log")
-            self._ssh = transport
-            transport.connect(self._deadline(None, "deploy"))
-        return self._ssh
+        """The SSH transport, connected on first use (retrying until sshd answers or ``fvp.timeouts.deploy``).
+
+        The forwarded ports of the network devices left switched on (``LaunchSpec.ssh_ports``, profile order) are
+        tried in turn, a few seconds each, and the first whose sshd answers is kept for the session (which device
+        carries the guest's network depends on the image: meta-arm forwards ssh on both). ``metadata["ssh_port"]``
+        then names it.
+        """
+        if self._ssh is not None:
+            if not self._ssh.connected:  # the port chosen before (or the only one): connect again
+                self._ssh.connect(self._deadline(None, "deploy"))
+            return self._ssh
+        ports = list(self.spec.ssh_ports) if self.spec is not None else []
+        if not ports:
+            raise SshUnavailable(f"profile {self.profile.name} forwards no SSH port on a network device that is "
+                                 f"switched on (see ssh_forward_params and ssh_forward_enabled_by)")
+        transport = self._connect_ssh(ports, self._deadline(None, "deploy"))
+        self.metadata["ssh_port"] = transport.port
+        return transport
+
+    def _connect_ssh(self, ports: list[int], deadline: Deadline) -> SshTransport:
+        """Connect to the first of ``ports`` whose sshd answers, trying each for ``SSH_PORT_TURN_S`` in turn."""
+        transports = [SshTransport(port, user=self.profile.user, password=self.profile.password,
+                                   log_path=self.log_dir / "fvp.log") for port in ports]
+        if len(transports) == 1:
+            self._ssh = transports[0]  # kept even if the connect fails: close() must stop its loop thread
+            transports[0].connect(deadline)
+            return transports[0]
+        winner: SshTransport | None = None
+        last: SshUnavailable | None = None
+        try:
+            while winner is None:
+                for transport in transports:
+                    try:
+                        transport.connect(deadline.child(deadline.phase, SSH_PORT_TURN_S))
+                    except SshUnavailable as exc:
+                        last = exc
+                        continue
+                    winner = transport
+                    break
+                if winner is None and deadline.expired:
+                    tried = ", ".join(str(port) for port in ports)
+                    raise SshUnavailable(
+                        deadline.message(f"no SSH server answered on any of the forwarded ports {tried}",
+                                         log_path=self.log_dir / "fvp.log"),
+                        log_path=self.log_dir / "fvp.log", stage="ssh") from last
+        finally:
+            for transport in transports:
+                if transport is not winner:
+                    transport.close()
+        log.info("%s: ssh through forwarded port %s (of %s)", self.name, winner.port, ports)
+        self._ssh = winner
+        return winner
 
     def ssh_run(self, command: str, timeout: float | None = None) -> CommandResult:
         return self.ssh.run(command, self._deadline(timeout, "command"))

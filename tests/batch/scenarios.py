@@ -25,11 +25,12 @@ fvp:
 builds:
   before:
     runner: ${{vars.art}}/runner-before
-    build: "{{fvp_harness}} sim runner --driver per-inference --id driver-per-inference -o {{output}}"
+    build: "{{fvp_harness}} sim runner --driver per-inference --cpu-time-report --build-id driver-per-inference
+      -o {{output}}"
     id: driver-per-inference
   after:
     runner: ${{vars.art}}/runner-after
-    build: "{{fvp_harness}} sim runner --driver reuse --id {after_id} -o {{output}}"
+    build: "{{fvp_harness}} sim runner --driver reuse --cpu-time-report --build-id {after_id} -o {{output}}"
     id: {after_id}
 models:
   {model}:

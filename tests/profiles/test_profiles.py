@@ -7,7 +7,11 @@ import re
 import pytest
 
 from fvp_harness.errors import ConfigurationError
-from fvp_harness.profiles import ProfileNotFound, list_profiles, load_profile
+from fvp_harness.profiles import Profile, ProfileNotFound, list_profiles, load_profile
+from fvp_harness.sim.knobs import Knobs, parse_knobs
+from fvp_harness.targets.console import BootWatch
+from fvp_harness.targets.fvp import format_param
+from fvp_harness.targets.text import clean_text
 
 
 def test_builtin_profiles_are_listed():
@@ -89,21 +93,157 @@ def test_login_prompts_of_both_releases(text):
     assert any(re.search(pattern, text) for pattern in prompts)
 
 
+def _fails(profile: Profile, line: str, *, booted: bool = False) -> bool:
+    """Whether ``BootWatch`` (what the harness runs on every terminal line) takes ``line`` for a failure, during the
+    boot or (``booted``) once the shell is ready."""
+    watch = BootWatch(profile)
+    if booted:
+        watch.boot_done()
+    watch.on_line("host_terminal_0", line)
+    return watch.failure is not None
+
+
+@pytest.mark.parametrize("name", ["corstone1000", "corstone1000-a320"])
 @pytest.mark.parametrize(
-    "line, failure",
+    "line, at_boot, after_boot",
     [
-        ("[   12.3] Kernel panic - not syncing: VFS", True),
-        ("Unable to handle kernel NULL pointer dereference", True),
-        ("Internal error: Oops: 96000005 [#1] SMP", True),
-        ("[ERR] Image validation failed", True),
-        ("ERROR:   BL2: Failed to load image id 3", True),
-        ("psci: failed to boot CPU1 (-95)", False),
-        ("I 00:00:00.1 executorch:runner.cpp:1] no ERROR: here", False),
+        ("[   12.3] Kernel panic - not syncing: VFS", True, True),
+        ("Unable to handle kernel NULL pointer dereference", True, True),
+        ("Internal error: Oops: 96000005 [#1] SMP", True, True),
+        ("[ERR] Image validation failed", True, False),
+        ("ERROR:   BL2: Failed to load image id 3", True, False),
+        ("ERROR: x", True, False),  # single space: meta-arm's check catches it too
+        ("[ERROR] Secure partition failed", True, False),
+        ("Bad RAM ERROR:0x1", True, False),
+        ("ERROR:   mmap_add_region_check() failed. error -22", False, False),  # a good A320 boot prints it
+        ("psci: failed to boot CPU1 (-95)", False, False),
+        ("Err:   serial@1a510000", False, False),  # U-Boot's stderr device, case differs
+        # after login a program's own "ERROR:" is its unit's failure, not the platform's
+        ("E 00:00:00.1 executorch:runner.cpp:1] ERROR: model", True, False),
+        ("ERROR: unknown command line flag 'num_iterations'", True, False),
     ],
 )
-def test_failure_patterns(line, failure):
+def test_failure_patterns(name, line, at_boot, after_boot):
+    assert _fails(load_profile(name), line) is at_boot
+    assert _fails(load_profile(name), line, booted=True) is after_boot
+
+
+@pytest.mark.parametrize("name", ["corstone1000", "corstone1000-a320"])
+def test_meta_arms_boot_check_is_a_boot_failure_pattern(name):
+    """meta-arm/lib/oeqa/runtime/cases/fvp_boot.py fails the boot on this on every console (it checks once, at the
+    login prompt, so program output after login is not its business)."""
+    assert r"(\[ERR\]|\[ERROR\]|ERROR\:)" in load_profile(name).boot_failure_patterns
+
+
+def _knobs(*options: str) -> Knobs:
+    return parse_knobs({}, options)
+
+
+@pytest.mark.parametrize(
+    ("options", "mmc_bytes", "ssh"),
+    [
+        ((), None, True),
+        (("release=next", "first_boot=1"), 64 << 20, True),  # the A320 release, first boot, an MMC card
+        (("release=next",), None, False),  # no network service
+    ],
+)
+def test_the_simulators_boot_text_is_a_good_boot(options, mmc_bytes, ssh):
+    """Every line the simulator prints from power-on to the login prompt, on every terminal, passes the watch; the
+    one line meta-arm's bare pattern would take is TF-A's benign memory-map notice, before the login prompt on the
+    default console, where meta-arm's check never looks."""
+    from fvp_harness.sim.boot import boot_steps
+
     profile = load_profile("corstone1000-a320")
-    assert any(re.search(pattern, line) for pattern in profile.failure_patterns) is failure
+    watch = BootWatch(profile)
+    meta_arm = re.compile(r"(\[ERR\]|\[ERROR\]|ERROR\:)")
+    flagged = []
+    for terminal in profile.terminals:
+        text = "".join(step.text + ("\r\n" if step.newline else "")
+                       for step in boot_steps(_knobs(*options), mmc_bytes=mmc_bytes, ssh=ssh)
+                       if step.terminal == terminal)
+        for line in clean_text(text).split("\n"):
+            watch.on_line(terminal, line)
+            if meta_arm.search(line):
+                flagged.append((terminal, line))
+    assert watch.failure is None, watch.failure
+    assert flagged == [("host_terminal_0", "ERROR:   mmap_add_region_check() failed. error -22")]
+    assert {"TF-M", "TF-A BL2", "TF-A BL31", "U-Boot", "Linux", "init"} <= set(watch.stage_times)
+
+
+def test_the_simulators_panic_text_fails():
+    from fvp_harness.sim.boot import PANIC_TEXT
+
+    assert _fails(load_profile("corstone1000-a320"), PANIC_TEXT[0])
+
+
+def test_ssh_is_forwarded_on_both_network_devices():
+    profile = load_profile("corstone1000-a320")
+    assert profile.ssh_forward_params == ["board.hostbridge.userNetPorts", "board.virtio_net.hostbridge.userNetPorts"]
+    assert profile.ssh_forward_param == "board.hostbridge.userNetPorts"  # the older single name still reads
+    for name in profile.ssh_forward_params:
+        assert profile.params[name] == "2222=22"  # meta-arm's forward; the target layer rewrites the host side
+    assert profile.params["board.smsc_91c111.enabled"] is True
+    assert profile.params["board.virtio_net.enabled"] is True
+    assert profile.params["board.virtio_net.hostbridge.userNetworking"] is True
+    launch = {name: format_param(value) for name, value in profile.params.items()}
+    assert all(profile.ssh_forward_live(name, launch) for name in profile.ssh_forward_params)
+    launch["board.smsc_91c111.enabled"] = "false"
+    assert not profile.ssh_forward_live("board.hostbridge.userNetPorts", launch)
+    assert profile.ssh_forward_live("board.virtio_net.hostbridge.userNetPorts", launch)
+
+
+META_ARM_CONF = {
+    # meta-arm-bsp/conf/machine/corstone1000-fvp.conf (master 2026-07-14, lines 33-79), values that are not paths
+    "board.xnvm_size": "64",
+    "se.trustedSRAM_config": "6",
+    "se.BootROM_config": "3",
+    "board.smsc_91c111.enabled": "true",  # the conf says 1
+    "board.hostbridge.userNetworking": "true",
+    "board.se_flash_size": "8192",
+    "disable_visualisation": "true",
+    "se.nvm.update_raw_image": "0",
+    "se.cryptocell.USER_OTP_FILTERING_DISABLE": "1",
+    "board.msd_mmc.card_type": "SDHC",
+    "board.msd_mmc.p_fast_access": "0",
+    "board.msd_mmc.diagnostics": "0",
+    "board.msd_mmc.p_max_block_count": "0xFFFF",
+    "board.msd_config.pl180_fifo_depth": "16",
+    "board.msd_mmc.support_unpadded_images": "true",
+    "board.msd_mmc_2.card_type": "SDHC",
+    "board.msd_mmc_2.p_fast_access": "0",
+    "board.msd_mmc_2.diagnostics": "0",
+    "board.msd_mmc_2.p_max_block_count": "0xFFFF",
+    "board.msd_config_2.pl180_fifo_depth": "16",
+    "board.msd_mmc_2.support_unpadded_images": "true",
+    "board.virtio_net.enabled": "true",  # the conf says 1
+    "board.virtio_net.hostbridge.userNetworking": "true",
+    "board.virtio_net.transport": "legacy",
+}
+
+
+@pytest.mark.parametrize("name", ["corstone1000", "corstone1000-a320"])
+def test_profiles_pass_what_meta_arm_passes(name):
+    """Left out on purpose: diagnostics (verbosity), the TAP interface names (unused with user-mode networking), the
+    forwards (rewritten per instance) and the paths (firmware inputs)."""
+    params = {key: format_param(value) for key, value in load_profile(name).params.items()}
+    assert {key: params.get(key) for key in META_ARM_CONF} == META_ARM_CONF
+    assert "diagnostics" not in params and "board.hostbridge.interfaceName" not in params
+
+
+def test_legacy_single_ssh_forward_key_is_read(write, repo):
+    text = (repo / "fvp_harness/profiles/corstone1000-a320.yaml").read_text()
+    head, _, _ = text.partition("ssh_forward_params:")
+    tail = text.split("ssh_guest_port:", 1)[1]
+    legacy = write("legacy.yaml", head + "ssh_forward_param: board.hostbridge.userNetPorts\nssh_guest_port:" + tail)
+    assert load_profile(legacy).ssh_forward_params == ["board.hostbridge.userNetPorts"]
+    none = write("none.yaml", head + "ssh_forward_param: null\nssh_guest_port:" + tail)
+    assert load_profile(none).ssh_forward_params == [] and load_profile(none).ssh_forward_param is None
+    both = write("both.yaml", text.replace("ssh_guest_port:", "ssh_forward_param: x\nssh_guest_port:"))
+    with pytest.raises(ConfigurationError, match="not both"):
+        load_profile(both)
+    stray = write("stray.yaml", text.replace("ssh_forward_enabled_by:\n", "ssh_forward_enabled_by:\n  a.b: [c]\n"))
+    with pytest.raises(ConfigurationError, match=r"a\.b, which is not in ssh_forward_params"):
+        load_profile(stray)
 
 
 def test_benign_patterns_match_known_noise():

@@ -331,3 +331,53 @@ def test_empty_input() -> None:
     result = analyse([], Compare(), (), FAST)
     assert result.comparison is not None and result.comparison.models == ()
     assert result.summary.empty and result.failed_units == ()
+
+
+# --- a list of primary metrics ---------------------------------------------------------------------------------
+
+
+def _runs(with_cpu_time: Callable[[int, str, str], bool]) -> list[Record]:
+    """Three repetitions of two models: iteration time always, CPU time where ``with_cpu_time`` says."""
+    rng = np.random.default_rng(3)
+    out = []
+    for count, rep, model, build in interleaved([1, 2, 3], ["a", "b"], ["before", "after"]):
+        centre = 2.6 if build == "before" else 0.9
+        samples = {"iteration_time": list(centre + 0.5 + 0.01 * rng.standard_normal(5))}
+        if with_cpu_time(rep, model, build):
+            samples["cpu_time"] = list(centre + 0.01 * rng.standard_normal(5))
+        out.append(record(f"r{rep}-{build}-{model}", build=build, model=model, repetition=rep, samples=samples,
+                          metric_units={"cpu_time": "ms", "iteration_time": "ms"},
+                          started=f"2026-03-01T10:{count:02d}:00Z"))
+    return out
+
+
+def test_a_primary_list_takes_the_first_metric_every_unit_produced() -> None:
+    spec = Compare(primary=["cpu_time", "iteration_time"], expect_identical=[])
+    instrumented = analyse(_runs(lambda *_: True), spec, ["cpu_time", "iteration_time"]).comparison
+    assert instrumented is not None and instrumented.primary == "cpu_time"
+    assert instrumented.primary_choice is not None
+    assert instrumented.primary_choice.reason == "first of cpu_time, iteration_time that every unit produced"
+
+    stock = analyse(_runs(lambda *_: False), spec, ["cpu_time", "iteration_time"]).comparison
+    assert stock is not None and stock.primary == "iteration_time"
+    assert stock.primary_choice is not None and "cpu_time: 0 of 12 units" in stock.primary_choice.reason
+    assert all(m.verdict == "faster" for m in stock.models)
+
+    # a CPU-time line some units lack would compare different units: the complete metric is the fair headline
+    partial = analyse(_runs(lambda rep, model, build: rep != 2), spec, ["cpu_time", "iteration_time"]).comparison
+    assert partial is not None and partial.primary == "iteration_time"
+    assert "cpu_time: 8 of 12 units" in (partial.primary_choice.reason if partial.primary_choice else "")
+
+
+def test_a_primary_list_no_metric_of_which_is_complete_takes_the_most_complete() -> None:
+    spec = Compare(primary=["npu_cycles", "cpu_time"], expect_identical=[])
+    comparison = analyse(_runs(lambda rep, model, build: rep != 2), spec).comparison
+    assert comparison is not None and comparison.primary == "cpu_time"
+    assert comparison.primary_choice is not None
+    assert comparison.primary_choice.reason.startswith("no metric of npu_cycles, cpu_time was produced by every unit")
+
+
+def test_a_single_primary_is_used_as_written() -> None:
+    comparison = analyse(_runs(lambda *_: False), Compare(primary="cpu_time", expect_identical=[])).comparison
+    assert comparison is not None and comparison.primary == "cpu_time"
+    assert all(m.verdict == "not measured" for m in comparison.models)

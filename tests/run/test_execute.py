@@ -187,6 +187,33 @@ def test_wrong_build_is_a_provenance_error(scenario_file, tmp_path):
     assert outcome.exit_code == 1
 
 
+def test_every_record_carries_the_runner_hash_the_guest_computed(scenario_file, tmp_path):
+    path = scenario_file()
+    run(path, FakeFleet(), tmp_path)
+    digests = {build: hashlib.sha256(f"bin/runner-{build}".encode()).hexdigest() for build in ("before", "after")}
+    assert {(r.build, r.extra["runner_sha256"]) for r in stored(tmp_path)} == set(digests.items())
+
+
+def test_a_runner_changed_in_the_guest_does_not_run(scenario_file, tmp_path):
+    """Provenance needs nothing printed: the guest's sha256 of the deployed runner must be the artifact's."""
+    fleet = FakeFleet()
+    deploy = fleet.deploy
+
+    def tampered(target, files):  # the after runner arrives, then something replaces it in the guest
+        placed, root = deploy(target, files)
+        target.write("/guest/runner-after", b"another binary")
+        return placed, root
+
+    loaded = load_scenario(scenario_file(), ["builds.before.id=null", "builds.after.id=null"])
+    outcome = run_scenario(loaded, RunOptions(output_dir=tmp_path / "out"), factory=fleet.factory, deploy=tampered)
+    failed = [r for r in stored(tmp_path) if r.status == "failed"]
+    assert {r.build for r in failed} == {"after"} and len(failed) == 4
+    assert all((r.failure or "").startswith("ProvenanceError") and "runner of build after" in (r.failure or "")
+               for r in failed)
+    assert not [unit for _, unit in fleet.ran if "-after-" in unit], "the wrong binary never ran"
+    assert outcome.exit_code == 1
+
+
 def test_missing_required_metric_and_truncated_output_fail_the_unit(scenario_file, tmp_path):
     def short(unit: str, build: str, calls: int) -> CommandResult | None:
         if unit == "r0-before-m1":
@@ -362,6 +389,23 @@ def test_artifacts_are_built_when_missing_or_stale_and_failures_name_the_log(tmp
         build_artifacts(lazy)
 
 
+def test_a_changed_build_command_rebuilds_its_artifact(tmp_path):
+    """The file is newer than its sources, but it was built by another command (e.g. a scenario that now asks for
+    the CPU-time instrumentation): it is stale, and `-n` says why."""
+    path = tmp_path / "s.yaml"
+    path.write_text("name: b\nbuilds:\n  a: {runner: out/runner, build: \"printf one > {output}\"}\n"
+                    "models:\n  m: {file: m.model}\n")
+    (tmp_path / "m.model").write_text("m")
+    build_artifacts(load_scenario(path))
+    assert (tmp_path / "out/.runner.build").is_file() and pending_builds(load_scenario(path)) == []
+    changed = load_scenario(path, ["builds.a.build=printf two > {output}"])
+    assert [step.reason for step in pending_builds(changed)] == ["build command changed"]
+    build_artifacts(changed)
+    assert (tmp_path / "out/runner").read_text() == "two" and pending_builds(changed) == []
+    (tmp_path / "out/.runner.build").unlink()  # built by hand, or by an older fvp-harness
+    assert [step.reason for step in pending_builds(changed)] == ["no record of the command that built it"]
+
+
 # --- progress -------------------------------------------------------------------------------------------
 
 
@@ -526,6 +570,9 @@ def test_run_rebuild_and_make_always_force_the_builds(scenario_file, tmp_path):
 
     builds = ("builds.before.build=printf before > {output}", "builds.after.build=printf after > {output}")
     path = scenario_file()
+    first = run(path, FakeFleet(), tmp_path, overrides=builds)
+    assert {r.step.reason for r in first.builds} == {"no record of the command that built it"}, (
+        "files made by hand are rebuilt once by the command that now owns them")
     plain = run(path, FakeFleet(), tmp_path, overrides=builds)
     assert plain.builds == [], "the runners exist and are up to date"
     forced = run(path, FakeFleet(), tmp_path, overrides=builds, rebuild=True)
@@ -539,3 +586,22 @@ def test_run_rebuild_and_make_always_force_the_builds(scenario_file, tmp_path):
         ("build", "builds.before.runner", "forced"), ("build", "builds.after.runner", "forced")]
     normal = make([path], MakeOptions(dry_run=True, overrides=builds, results_base=tmp_path / "r"))
     assert not [a for a in normal.actions if a.kind == "build"]
+
+
+def test_an_etdump_the_runner_prints_is_kept_as_a_fetched_file(scenario_file, tmp_path):
+    import base64
+
+    etdump = b"ED00\x01\x02 trace"
+
+    def dumps(unit: str, build: str, calls: int) -> CommandResult | None:
+        if unit != "r0-after-m1":
+            return None
+        block = f'#[RUN THIS]\n# Writing etdump.bin [base64]\necho "{base64.b64encode(etdump).decode()}" | ' \
+                "base64 -d >etdump.bin\n#[END]\n"
+        return CommandResult("x", 0, runner_output(build, 4) + "\n" + block)
+
+    run(scenario_file(), FakeFleet(dumps), tmp_path)
+    kept = {r.unit_id: r.extra.get("etdump") for r in stored(tmp_path)}
+    assert kept["r0-after-m1"] == "etdump.bin"
+    assert (tmp_path / "out/fetched/r0-after-m1/etdump.bin").read_bytes() == etdump
+    assert kept["r0-before-m1"] is None

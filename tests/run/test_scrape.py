@@ -67,10 +67,11 @@ def test_builtin_names_are_the_published_contract() -> None:
         "run_time",
         "load_time",
         "bm_npu_cycles",
+        "bm_execute_cycles",
         "bm_cpu_cycles",
         "mlia_npu_active",
     }
-    assert PARSERS_VERSION == 1
+    assert PARSERS_VERSION == 2
 
 
 # --- cleaning -----------------------------------------------------------------------------------------------
@@ -236,9 +237,9 @@ I [executorch:arm_executor_runner.cpp:700 main()] Program complete, exiting.
 
 
 def test_bare_metal_perf_block() -> None:
-    result = scrape(PERF_BLOCK, specs("bm_npu_cycles", "bm_cpu_cycles"))
-    assert result.samples == {"bm_npu_cycles": [411.0], "bm_cpu_cycles": [2585.0]}
-    assert result.units["bm_cpu_cycles"] == "CPU cycles"
+    result = scrape(PERF_BLOCK, specs("bm_npu_cycles", "bm_execute_cycles", "bm_cpu_cycles"))
+    assert result.samples == {"bm_npu_cycles": [411.0], "bm_execute_cycles": [411.0], "bm_cpu_cycles": [2585.0]}
+    assert result.units["bm_cpu_cycles"] == "CPU cycles" and result.executions == 1
 
 
 def test_bare_metal_garbage_counters_are_flagged_not_used() -> None:
@@ -247,9 +248,9 @@ def test_bare_metal_garbage_counters_are_flagged_not_used() -> None:
         " inference)\n"
         "I executorch:arm_perf_monitor.cpp:190] Inference runtime: 100 CPU cycles total (5000.00 per inference)\n"
     )
-    result = scrape(text, specs("bm_npu_cycles", "bm_cpu_cycles"))
-    assert result.samples == {"bm_npu_cycles": [], "bm_cpu_cycles": []}
-    assert set(result.flagged) == {"bm_npu_cycles", "bm_cpu_cycles"}
+    result = scrape(text, specs("bm_execute_cycles", "bm_cpu_cycles"))
+    assert result.samples == {"bm_execute_cycles": [], "bm_cpu_cycles": []}
+    assert set(result.flagged) == {"bm_execute_cycles", "bm_cpu_cycles"}
     assert any("64-bit" in w for w in result.warnings)
     assert any("exceeds the total" in w for w in result.warnings)
 

@@ -300,3 +300,12 @@ def test_all_problems_reported_together_and_sorted(write):
     )
     lines = [int(item.split(":")[1]) for item in found[1:]]
     assert lines == sorted(lines) and len(found) == 4
+
+
+def test_a_primary_list_names_the_unknown_entry(write):
+    path = write("s.yaml", "name: s\n" + GOOD_BUILDS + "metrics: [cpu_time, iteration_time]\n"
+                 "compare: {primary: [cpu_time, iteration_tme], expect_identical: [outputs]}\n")
+    assert ":8:31: compare.primary[1]: unknown metric 'iteration_tme'; did you mean 'iteration_time'?" in only(path)
+    empty = write("e.yaml", "name: s\n" + GOOD_BUILDS + "metrics: [cpu_time]\n"
+                  "compare: {primary: [], expect_identical: [outputs]}\n")
+    assert "compare.primary: give at least one metric" in only(empty)

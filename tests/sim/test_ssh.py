@@ -133,3 +133,49 @@ def test_interactive_session_gets_a_prompt(sim, free_ports) -> None:
             assert proc.exit_status == 3
 
     asyncio.run(go())
+
+
+async def _refused(port: int) -> None:
+    with pytest.raises(OSError):
+        await asyncssh.connect("127.0.0.1", port, username="root", password="", known_hosts=None,
+                               connect_timeout=10)
+
+
+def test_ssh_through_virtio_net_only(sim, free_ports) -> None:
+    """The SMSC Ethernet switched off, user-mode networking on virtio-net: its forward reaches the guest sshd, the
+    other bridge's forward serves nothing."""
+    smsc_port = free_ports(2)
+    virtio_port = smsc_port + 1
+    s = sim("-C", "board.smsc_91c111.enabled=0",
+            "-C", "board.hostbridge.userNetworking=true", "-C", f"board.hostbridge.userNetPorts={smsc_port}=22",
+            "-C", "board.virtio_net.enabled=1", "-C", "board.virtio_net.hostbridge.userNetworking=true",
+            "-C", f"board.virtio_net.hostbridge.userNetPorts=5555=5555,{virtio_port}=22")
+    s.login()
+
+    async def go() -> None:
+        async with await connect(virtio_port) as conn:
+            assert (await conn.run("uname -n")).stdout == "corstone1000-fvp\n"
+        await _refused(smsc_port)
+
+    asyncio.run(go())
+
+
+def test_each_enabled_device_forwards_its_own_port(sim, free_ports) -> None:
+    first = free_ports(3)
+    second, off = first + 1, first + 2
+    s = sim("-C", "board.hostbridge.userNetworking=true", "-C", f"board.hostbridge.userNetPorts={first}=22",
+            "-C", "board.virtio_net.enabled=true", "-C", "board.virtio_net.hostbridge.userNetworking=true",
+            "-C", f"board.virtio_net.hostbridge.userNetPorts={second}=22")
+    t = s.login()
+    t.run("echo shared > /tmp/mark")
+
+    async def go() -> None:
+        for port in (first, second):
+            async with await connect(port) as conn:
+                assert (await conn.run("cat /tmp/mark")).stdout == "shared\n"
+
+    asyncio.run(go())
+    # virtio-net with its bridge's user networking off: no forward
+    s2 = sim("-C", "board.virtio_net.enabled=true", "-C", f"board.virtio_net.hostbridge.userNetPorts={off}=22")
+    s2.login()
+    asyncio.run(_refused(off))

@@ -134,6 +134,30 @@ def test_two_instances_at_once_get_distinct_ports(tmp_path: Path, make_scenario)
             target.close()
 
 
+def test_ssh_through_the_virtio_net_forward(tmp_path: Path, make_scenario) -> None:
+    """An image whose network is virtio-net (here: the SMSC Ethernet switched off) is reached through the second
+    forward; the harness does not even try the first."""
+    scenario = make_scenario(params={"board.smsc_91c111.enabled": False}, method="ssh")
+    with open_target(scenario, log_dir=tmp_path / "logs") as target:
+        assert isinstance(target, FvpTarget) and target.spec is not None
+        virtio = target.spec.ssh_forwards["board.virtio_net.hostbridge.userNetPorts"]
+        assert target.spec.ssh_ports == [virtio]
+        assert target.ssh_run("uname -n").output == "corstone1000-fvp\n"
+        assert target.metadata["ssh_port"] == virtio
+
+
+def test_ssh_keeps_the_first_forward_that_answers(tmp_path: Path, make_scenario) -> None:
+    """When the harness cannot tell which device carries the guest's network, it tries each forward in turn."""
+    profile = _profile().model_copy(update={"ssh_forward_enabled_by": {}})
+    fvp = make_scenario(params={"board.smsc_91c111.enabled": False}).fvp
+    with FvpTarget(fvp, profile, log_dir=tmp_path / "logs") as target:
+        assert target.spec is not None
+        smsc, virtio = (target.spec.ssh_forwards[name] for name in profile.ssh_forward_params)
+        assert target.spec.ssh_ports == [smsc, virtio]
+        assert target.ssh_run("printf ok").output == "ok"
+        assert target.metadata["ssh_port"] == virtio
+
+
 def test_ctrl_c_inside_the_session_stops_the_model(tmp_path: Path, make_scenario) -> None:
     with pytest.raises(KeyboardInterrupt), open_target(make_scenario(), log_dir=tmp_path / "logs") as target:
         process = target.process

@@ -69,6 +69,29 @@ def test_doctor_catches_a_misspelt_parameter(tmp_path: Path, capsys: pytest.Capt
     assert "fix:" in out
 
 
+@pytest.mark.sim  # --version and --list-params only
+def test_doctor_accepts_what_meta_arm_passes(make_scenario) -> None:
+    """The profile already carries meta-arm's parameters; these are the ones it leaves out. The external system's
+    flash loader (meta-arm's corstone1000-extsys feature) does not exist on the A320 model."""
+    extra = {"diagnostics": 4, "board.hostbridge.interfaceName": "tap0",
+             "board.virtio_net.hostbridge.interfaceName": "eth1"}
+    profile = load_profile("corstone1000-a320")
+    by_name = {check.name: check for check in run_doctor(make_scenario(params=extra), profile)}
+    assert by_name["parameters"].status == "ok", by_name["parameters"].detail
+    extsys = make_scenario(params={**extra, "extsys_harness0.extsys_flashloader.fname": "es_flashfw.bin"})
+    by_name = {check.name: check for check in run_doctor(extsys, profile)}
+    assert by_name["parameters"].status == "fail"
+    assert "unknown to the model: extsys_harness0.extsys_flashloader.fname" in by_name["parameters"].detail
+
+
+def test_doctor_fails_ssh_deploy_without_a_live_forward(make_scenario) -> None:
+    scenario = make_scenario(method="ssh", params={"board.smsc_91c111.enabled": False,
+                                                   "board.virtio_net.enabled": False})
+    checks = run_doctor(scenario, load_profile("corstone1000-a320"), binary="FVP_Corstone-1000-A320-missing")
+    ssh = {check.name: check for check in checks}["ssh client"]
+    assert ssh.status == "fail" and "no SSH forward" in ssh.detail
+
+
 def test_doctor_for_a_missing_real_model(make_scenario) -> None:
     scenario = make_scenario()
     checks = run_doctor(scenario, load_profile("corstone1000-a320"), binary="FVP_Corstone-1000-A320-missing")

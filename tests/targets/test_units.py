@@ -11,10 +11,10 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from fvp_harness.errors import ConfigurationError, PortError
+from fvp_harness.errors import ConfigurationError, KernelPanic, PortError
 from fvp_harness.profiles import Profile, load_profile
 from fvp_harness.scenario.model import FvpConfig, Timeouts
-from fvp_harness.targets.console import END_HEAD, START_HEAD, BootWatch, frame_command
+from fvp_harness.targets.console import END_HEAD, START_HEAD, BootWatch, Console, frame_command
 from fvp_harness.targets.deadline import Deadline, TimeoutBudget
 from fvp_harness.targets.fvp import (
     OWNER_ENV,
@@ -148,6 +148,9 @@ def test_build_launch_for_sim(profile: Profile) -> None:
     assert "board.hostbridge.userNetworking=true" in pairs
     assert "board.hostbridge.userNetPorts=40222=22" in pairs  # never the profile's fixed 2222
     assert not any(p.startswith("board.hostbridge.userNetPorts=2222") for p in pairs)
+    virtio = spec.ssh_forwards["board.virtio_net.hostbridge.userNetPorts"]
+    assert virtio != 40222 and f"board.virtio_net.hostbridge.userNetPorts={virtio}=22" in pairs  # a port of its own
+    assert spec.ssh_ports == [40222, virtio]  # both devices are on: tried in this order
     assert argv[-5:] == ["--simlimit", "100", "--data", "x@0", "--stat"]
     assert spec.env["FVP_SIM_BOOT_SECONDS"] == "0.5"
     assert spec.env["FVP_SIM_FAULT_PANIC"] == "boot"
@@ -162,6 +165,34 @@ def test_build_launch_keeps_other_forwards_and_picks_free_ports(profile: Profile
     second = build_launch(profile, fvp)
     assert first.ssh_port != second.ssh_port
     assert first.params["board.hostbridge.userNetPorts"] == f"5555=5555,{first.ssh_port}=22"
+
+
+@pytest.mark.parametrize(
+    ("switched_off", "live"),
+    [
+        ({"board.smsc_91c111.enabled": False}, ["board.virtio_net.hostbridge.userNetPorts"]),
+        ({"board.virtio_net.hostbridge.userNetworking": "0"}, ["board.hostbridge.userNetPorts"]),
+        ({"board.hostbridge.userNetworking": False, "board.virtio_net.enabled": 0}, []),
+    ],
+)
+def test_ssh_is_tried_only_on_devices_that_are_switched_on(profile: Profile, switched_off: dict,
+                                                           live: list[str]) -> None:
+    spec = build_launch(profile, FvpConfig(params=switched_off), ssh_port=40222)
+    assert list(spec.ssh_forwards) == profile.ssh_forward_params
+    for name, port in spec.ssh_forwards.items():  # every forward is rewritten, live or not: no fixed 2222 ever
+        assert spec.params[name] == f"{port}=22"
+    assert spec.ssh_ports == [spec.ssh_forwards[name] for name in live]
+    assert spec.ssh_port == (spec.ssh_ports[0] if live else None)
+
+
+def test_legacy_single_forward_profile_launches_as_before(profile: Profile) -> None:
+    single = profile.model_copy(update={"ssh_forward_params": ["board.hostbridge.userNetPorts"],
+                                        "ssh_forward_enabled_by": {}})
+    spec = build_launch(single, FvpConfig(), ssh_port=40222)
+    assert spec.ssh_ports == [40222] and spec.ssh_port == 40222
+    assert spec.params["board.virtio_net.hostbridge.userNetPorts"] == "2222=22"  # not a forward of this profile
+    none = profile.model_copy(update={"ssh_forward_params": [], "ssh_forward_enabled_by": {}})
+    assert build_launch(none, FvpConfig()).ssh_port is None
 
 
 def test_build_launch_real_binary_with_firmware(profile: Profile, tmp_path: Path) -> None:
@@ -227,8 +258,10 @@ def test_frame_command_never_contains_its_own_markers() -> None:
     assert END_HEAD + "abc123" not in line
     assert "; false; " in line
     assert line.endswith("$?")
+    several = frame_command("cat <<'EOF'\nx\nEOF\n", "t")  # the end marker on a line of its own
+    assert several.split("\n")[1:3] == ["x", "EOF"] and several.split("\n")[3].endswith("$?")
     with pytest.raises(ValueError):
-        frame_command("a\nb", "t")
+        frame_command("a\rb", "t")
 
 
 def test_boot_watch_stages_failures_and_benign(profile: Profile) -> None:
@@ -298,6 +331,47 @@ def test_terminal_drains_logs_and_matches_with_pexpect(tmp_path: Path) -> None:
     assert "> root" in log
     assert "< login: " in log
     assert term.tail() == ["Boot", "login: "]
+
+
+@pytest.mark.parametrize(
+    ("line", "where"),
+    [
+        ("[ERROR] Secure partition 1 failed to start", "host_terminal_1"),
+        ("ERROR: x", "host_terminal_0"),
+        ("[ERR] Image validation failed", "host_terminal_1"),
+        ("ERROR:   BL2: Failed to load image id 3", "host_terminal_0"),
+    ],
+)
+def test_a_firmware_error_line_fails_the_boot_as_a_kernel_panic(profile: Profile, tmp_path: Path, line: str,
+                                                                 where: str) -> None:
+    """meta-arm's boot check, on any console: the boot fails at once (no waiting for the boot timeout) with an
+    infrastructure error that names the terminal and the line."""
+    boot = {"host_terminal_0": [b"NOTICE:  BL31: v2.12.0(debug):v2.12.0\r\n",
+                                b"ERROR:   mmap_add_region_check() failed. error -22\r\n"],  # benign
+            "host_terminal_1": [b"I/TC: Primary CPU initializing\r\n"]}
+    boot[where].append(line.encode() + b"\r\n")
+    terminals = {}
+    try:
+        for name, payloads in boot.items():  # no login prompt ever comes: only the failure can end the wait
+            terminal = Terminal(name, _serve_once(payloads, [], until=b"\0"), log_path=tmp_path / f"{name}.log")
+            terminals[name] = terminal
+        watch = BootWatch(profile)
+        for terminal in terminals.values():
+            watch.attach(terminal)
+            terminal.connect(Deadline.after(5, "boot"))
+        console = Console(terminals["host_terminal_0"], profile, watch, terminals=terminals)
+        began = time.monotonic()
+        with pytest.raises(KernelPanic) as caught:
+            console.wait_for_login_prompt(Deadline.after(20, "boot"))
+    finally:
+        for terminal in terminals.values():
+            terminal.close()
+    assert time.monotonic() - began < 10
+    error = caught.value
+    assert error.failure_class == "infrastructure" and error.stage == "boot"
+    assert f"{where} reported a failure during boot: {line!r}" in str(error)
+    assert error.log_path == tmp_path / f"{where}.log"
+    assert line in error.last_lines
 
 
 def test_terminal_connect_refused_is_a_port_error(tmp_path: Path) -> None:

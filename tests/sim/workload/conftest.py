@@ -33,9 +33,10 @@ RunRunner = Callable[..., tuple[int, FakeContext]]
 @pytest.fixture
 def run_runner(model_files: dict[str, bytes], input_files: dict[str, bytes]) -> RunRunner:
     """Run the emulated runner: ``run_runner(driver, *flags, model=..., knobs=..., npu_macs=..., fault=...,
-    id=...)``.
+    build_id=..., cpu_time_report=..., log_generation=...)``.
 
-    The guest holds ``/root/runner`` (the artifact), ``/root/<model>.bin`` and ``/root/<model>.in``.
+    The guest holds ``/root/runner`` (the artifact), ``/root/<model>.bin`` and ``/root/<model>.in``. The default
+    build is stock (no build-id line, no CPU-time report, the current log generation).
     """
 
     def run(
@@ -45,12 +46,16 @@ def run_runner(model_files: dict[str, bytes], input_files: dict[str, bytes]) -> 
         knobs: Mapping[str, str] | None = None,
         npu_macs: int = 256,
         fault: str = "",
-        build_id: str = "test-build",
+        build_id: str = "",
+        cpu_time_report: bool = False,
+        log_generation: str = "current",
         extra_files: Mapping[str, bytes] | None = None,
         interrupt_after_checks: int | None = None,
     ) -> tuple[int, FakeContext]:
         files = {
-            "/root/runner": encode_runner(RunnerArtifact(driver, build_id, fault)),
+            "/root/runner": encode_runner(
+                RunnerArtifact(driver, build_id, fault, cpu_time_report, log_generation)
+            ),
             **{f"/root/{name}.bin": data for name, data in model_files.items()},
             **{f"/root/{name}.in": data for name, data in input_files.items()},
             **(extra_files or {}),

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -58,6 +59,9 @@ class FakeContext:
 
     def now(self) -> float:
         return self.clock
+
+    def busy(self) -> contextlib.AbstractContextManager[None]:
+        return contextlib.nullcontext()
 
     def check_interrupt(self) -> None:
         self.checks += 1

@@ -3,6 +3,7 @@ reports."""
 
 from __future__ import annotations
 
+import json
 import struct
 
 import numpy as np
@@ -116,10 +117,37 @@ def test_runner_artifact_round_trip_and_refusals() -> None:
     assert decode_runner(data) == artifact
     with pytest.raises(ValueError, match="driver mode"):
         RunnerArtifact("sometimes")
-    with pytest.raises(ModelFileError):
+    with pytest.raises(ModelFileError, match="corrupt"):
         decode_runner(b"FVPSIMRN\x02\x00\x00\x00\x02\x00\x00\x00{}")
+    with pytest.raises(ModelFileError, match="version 9"):
+        decode_runner(b"FVPSIMRN\x09\x00\x00\x00\x02\x00\x00\x00{}")
     with pytest.raises(ModelFileError):
         decode_runner(b"\x7fELF")
+    with pytest.raises(ValueError, match="log generation"):
+        RunnerArtifact("reuse", log_generation="ancient")
+
+
+def test_runner_artifact_version_2_carries_the_instrumentation_options() -> None:
+    artifact = RunnerArtifact("reuse", "after-1", "", cpu_time_report=True, log_generation="old")
+    data = encode_runner(artifact)
+    assert struct.unpack_from("<H", data, 8) == (2,)
+    assert decode_runner(data) == artifact
+    assert decode_runner(encode_runner(RunnerArtifact("reuse"))) == RunnerArtifact("reuse", "", "", False, "current")
+
+
+def test_runner_artifact_version_1_is_still_read() -> None:
+    """A version 1 build printed its id and the CPU-time line: it keeps the CPU-time line (stock log otherwise)."""
+    body = json.dumps({"driver": "per-inference", "fault": "", "format": "fvp-sim-executor-runner", "id": "v1"})
+    data = b"FVPSIMRN" + struct.pack("<HHI", 1, 0, len(body)) + body.encode() + b"\n"
+    assert decode_runner(data) == RunnerArtifact("per-inference", "v1", "", cpu_time_report=True)
+
+
+def test_cycle_counter_compile_spec_round_trips() -> None:
+    arch = get_architecture("ds_cnn")
+    assert decode_model(encode_model(compile_model(arch, 0, 256))).cycle_counter is True
+    off = encode_model(compile_model(arch, 0, 256, cycle_counter=False))
+    assert decode_model(off).cycle_counter is False
+    assert b'"ethosu.enable_cycle_counter":false' in off
 
 
 def test_unsupported_macs_refused() -> None:

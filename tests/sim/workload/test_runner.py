@@ -38,9 +38,11 @@ RE_CPU = re.compile(PREFIX + r"EthosUBackend::execute\(\) CPU time: (?P<value>\d
 RE_ITER = re.compile(PREFIX + r"Iteration (?P<i>\d+) of (?P<n>\d+): (?P<ms>\d+\.\d+) ms$")
 RE_DONE = re.compile(PREFIX + r"Model executed successfully (?P<n>\d+) time\(s\) in (?P<ms>\d+\.\d+) ms\.$")
 RE_OUTPUTS = re.compile(PREFIX + r"(?P<n>\d+) outputs: $")
+# executor_runner.cpp:863 prints "OutputX <i>: " and the EValue (print_evalue.cpp), possibly over several lines
 RE_TENSOR = re.compile(
-    r"^Output (?P<i>\d+): tensor\(sizes=\[(?P<sizes>[\d, ]+)\], \[(?P<values>[-\d, .]+)\]\)$"
+    r"^OutputX (?P<i>\d+): tensor\(sizes=\[(?P<sizes>[\d, ]+)\], \[(?P<values>[-\d, .\n]+)\]\)$"
 )
+RE_ALL = re.compile(r"^Output\[(?P<i>\d+)\]\[(?P<j>\d+)\]: \(char\) (?P<v>-?\d+)$")
 
 
 def lines(text: str) -> list[str]:
@@ -58,35 +60,15 @@ def test_runner_is_registered_for_its_magic_only() -> None:
     assert guest_programs.find_program(b"\0\0\0\0ET12" + b"\0" * 56) is None
 
 
-def test_every_stderr_line_has_the_real_prefix_and_the_documented_order(run_runner: RunRunner) -> None:
+def test_every_stderr_line_has_the_real_prefix_and_time_moves_forward(run_runner: RunRunner) -> None:
+    """The line-by-line sequence is test_upstream_runner.py's; here: the prefix, the sources, the clock."""
     status, ctx = run_runner("per-inference", "--model_path=resnet8.bin", "--num_executions=3")
     assert status == 0
     err = lines(ctx.stderr_text)
     assert all(RE_LINE.match(line) for line in err), err
-    assert RE_BUILD.match(err[0]) and RE_BUILD.match(err[0])["id"] == "test-build"
-    messages = [RE_LINE.match(line)["msg"] for line in err]  # type: ignore[index]
-    order = [
-        "executor_runner build id",
-        "Model file resnet8.bin is loaded.",
-        "Using method forward",
-        "Setting up planned buffer 0",
-        "Method loaded.",
-        "Model loaded in",
-        "Inputs prepared.",
-    ]
-    assert [m for m in messages[:7]] == [m for m in messages[:7] if any(m.startswith(o) for o in order)]
-    for i, prefix in enumerate(order):
-        assert messages[i].startswith(prefix)
-    per_iteration = messages[7:16]
-    for k in range(3):
-        assert per_iteration[3 * k].startswith("Ethos-U Linux delegate cycle counter: ")
-        assert per_iteration[3 * k + 1].startswith("EthosUBackend::execute() CPU time: ")
-        assert per_iteration[3 * k + 2].startswith(f"Iteration {k + 1} of 3: ")
-    assert messages[16].startswith("Model executed successfully 3 time(s) in ")
-    assert messages[17] == "1 outputs: "
-    assert len(messages) == 18
+    assert not find(RE_BUILD, ctx.stderr_text) and not find(RE_CPU, ctx.stderr_text)  # a stock build
     srcs = {RE_LINE.match(line)["src"] for line in err}  # type: ignore[index]
-    assert srcs == {"executor_runner.cpp", "EthosUBackend.cpp"}
+    assert srcs == {"executor_runner.cpp", "EthosUBackend.cpp", "EthosUBackend_Cortex_A.cpp"}
     # the time in the prefix is simulated time since the program started, never going backwards
     stamps = [
         int(m["h"]) * 3600 + int(m["m"]) * 60 + int(m["s"]) + int(m["us"]) / 1e6
@@ -96,6 +78,17 @@ def test_every_stderr_line_has_the_real_prefix_and_the_documented_order(run_runn
     assert stamps == sorted(stamps) and stamps[0] < 1e-3 and stamps[-1] > 0.007
     assert find(RE_LOAD_TIME, ctx.stderr_text) and find(RE_METHOD, ctx.stderr_text)
     assert find(RE_LOADED_FILE, ctx.stderr_text)[0]["path"] == "resnet8.bin"
+    # "Iteration" is the time method->execute() took, and the total is their sum (executor_runner.cpp:759-794)
+    iterations = [float(m["ms"]) for m in find(RE_ITER, ctx.stderr_text)]
+    assert float(find(RE_DONE, ctx.stderr_text)[0]["ms"]) == pytest.approx(sum(iterations), abs=2e-6)
+
+
+def test_build_id_and_cpu_time_report_are_options_of_the_build(run_runner: RunRunner) -> None:
+    _, ctx = run_runner("reuse", "--model_path=resnet8.bin", "--num_executions=2", build_id="after-1",
+                        cpu_time_report=True)  # fmt: skip
+    builds = find(RE_BUILD, ctx.stderr_text)
+    assert [m["id"] for m in builds] == ["after-1"] and lines(ctx.stderr_text)[0] == builds[0].string
+    assert len(find(RE_CPU, ctx.stderr_text)) == 2
 
 
 def test_driver_reuse_takes_resnet8_from_2_6_to_0_93_ms_with_the_same_cycles_and_outputs(
@@ -110,6 +103,7 @@ def test_driver_reuse_takes_resnet8_from_2_6_to_0_93_ms_with_the_same_cycles_and
             "--num_executions=20",
             "--inputs=resnet8.in",
             f"--output_file=/root/out-{driver}",
+            cpu_time_report=True,
         )
         assert status == 0
         text = ctx.stderr_text
@@ -173,18 +167,38 @@ def test_without_inputs_the_runner_uses_ones(run_runner: RunRunner, model_files:
     assert ctx.files["/root/o-0.bin"] == run_model(model.arch, model.quant, ones).tobytes()
 
 
-def test_print_output_modes(run_runner: RunRunner) -> None:
+def test_print_output_modes(run_runner: RunRunner, model_files: dict[str, bytes]) -> None:
+    from fvp_harness.sim.inference import run_model
+
+    model = decode_model(model_files["deep_autoencoder"])
+    expected = run_model(model.arch, model.quant, np.ones(model.arch.input_shape, dtype=np.int8)).reshape(-1)
     _, none = run_runner("reuse", "--model_path=deep_autoencoder.bin", "--print_output=none")
     assert none.stdout_text == ""
+    # summary: the first and last 100 of 640 values, 10 per line, "...," between (print_evalue.cpp:75-137)
     _, summary = run_runner("reuse", "--model_path=deep_autoencoder.bin")
-    m = RE_TENSOR.match(summary.stdout_text.strip())
-    assert m and m["sizes"] == "1, 640" and m["values"].count(",") == 6 and "..." in m["values"]
+    m = RE_TENSOR.match(summary.stdout_text.rstrip("\n"))
+    assert m and m["sizes"] == "1, 640"
+    rows = m["values"].split("\n")
+    assert rows[0] == "" and rows[-1] == "" and rows[11] == "  ...,"
+    values = [int(v) for row in rows[1:11] + rows[12:-1] for v in row.strip().rstrip(",").split(", ")]
+    assert values == [*expected[:100], *expected[-100:]]
+    # all: one line per element (executor_runner.cpp:839-844)
     _, full = run_runner("reuse", "--model_path=deep_autoencoder.bin", "--print_output", "all")
-    m = RE_TENSOR.match(full.stdout_text.strip())
-    assert m and len(m["values"].split(", ")) == 640
-    _, old = run_runner("reuse", "--model_path=deep_autoencoder.bin", "--print_all_output")
-    assert old.stdout_text == full.stdout_text
+    found = [RE_ALL.match(line) for line in lines(full.stdout_text)]
+    assert all(found) and [int(f["v"]) for f in found if f] == list(expected)
+    assert [int(f["j"]) for f in found if f] == list(range(640))
     assert find(RE_OUTPUTS, full.stderr_text)[0]["n"] == "1"
+    # the old generation's --print_all_output prints the same
+    _, old = run_runner("reuse", "--model_path=deep_autoencoder.bin", "--print_all_output", log_generation="old")
+    assert old.stdout_text == full.stdout_text
+
+
+def test_print_all_output_was_removed(run_runner: RunRunner) -> None:
+    status, ctx = run_runner("reuse", "--model_path=deep_autoencoder.bin", "--print_all_output")
+    assert status == 1 and ctx.stderr_text == "ERROR: unknown command line flag 'print_all_output'\n"
+    status, ctx = run_runner("reuse", "--model_path=deep_autoencoder.bin", "--print_output=some")
+    assert status == 1
+    assert "Unknown --print_output mode 'some'. Expected 'none', 'summary', or 'all'." in ctx.stderr_text
 
 
 def test_cpu_time_is_the_cost_model_without_noise(
@@ -193,7 +207,8 @@ def test_cpu_time_is_the_cost_model_without_noise(
     quiet = {"runner_jitter": "0", "runner_outlier_rate": "0"}
     sizes = DriverSizes.from_mapping(decode_model(model_files["mobilenet_v1_025"]).sizes.to_dict())
     for driver in ("per-inference", "reuse"):
-        _, ctx = run_runner(driver, "--model_path=mobilenet_v1_025.bin", "--num_executions=4", knobs=quiet)
+        _, ctx = run_runner(driver, "--model_path=mobilenet_v1_025.bin", "--num_executions=4", knobs=quiet,
+                            cpu_time_report=True)  # fmt: skip
         cpu = {float(m["value"]) for m in find(RE_CPU, ctx.stderr_text)}
         assert cpu == {round(DEFAULT.execute_ms(sizes, driver), 3)}
 
@@ -225,7 +240,8 @@ def test_reuse_build_loads_slower_but_executes_faster(run_runner: RunRunner) -> 
 
 def test_jitter_is_seeded_differs_between_runs_and_drift_slows_later_runs(run_runner: RunRunner) -> None:
     def cpu(knobs: dict[str, str]) -> list[float]:
-        _, ctx = run_runner("reuse", "--model_path=resnet8.bin", "--num_executions=30", knobs=knobs)
+        _, ctx = run_runner("reuse", "--model_path=resnet8.bin", "--num_executions=30", knobs=knobs,
+                            cpu_time_report=True)  # fmt: skip
         return [float(m["value"]) for m in find(RE_CPU, ctx.stderr_text)]
 
     first, second = cpu({}), cpu({})
@@ -250,7 +266,8 @@ def test_runner_seed_makes_a_session_reproducible(
         values = []
         for _ in range(2):
             _, ctx = run_runner(
-                "reuse", "--model_path=resnet8.bin", "--num_executions=5", knobs={"runner_seed": "42"}
+                "reuse", "--model_path=resnet8.bin", "--num_executions=5", knobs={"runner_seed": "42"},
+                cpu_time_report=True,
             )
             values += [m["value"] for m in find(RE_CPU, ctx.stderr_text)]
         return values
@@ -277,31 +294,50 @@ def test_parse_flags_defaults_and_errors() -> None:
         "model.pte",
         1,
         "summary",
-        "forward",
+        "",  # empty: the program's first method
     )
     assert parse_flags(["--inputs=a.bin,b.bin"]).inputs == ["a.bin", "b.bin"]
+    assert parse_flags(["--inputs=a.bin,"]).inputs == ["a.bin"]  # std::getline adds no empty last path
+    assert parse_flags(["--server_mode"]).server_mode
+    assert parse_flags(["x", "--num_executions=2", "--", "--y", "z"]).extras == ["--y", "z", "x"]
+    assert parse_flags(["--num_executions=0x10"]).num_executions == 16
+    assert parse_flags(["--model-path=m"]).model_path == "m"  # gflags tries '-' as '_'
     with pytest.raises(UsageError, match="unknown command line flag 'bogus'"):
         parse_flags(["--bogus=1"])
-    with pytest.raises(UsageError, match="illegal value"):
+    with pytest.raises(UsageError, match="illegal value 'many' specified for uint32 flag 'num_executions'"):
         parse_flags(["--num_executions=many"])
-    with pytest.raises(UsageError, match="print_output"):
-        parse_flags(["--print_output=some"])
-    with pytest.raises(UsageError, match="server_mode"):
-        parse_flags(["--server_mode"])
+    with pytest.raises(UsageError, match="illegal value '-1' specified for uint32 flag 'num_executions'"):
+        parse_flags(["--num_executions=-1"])
+    with pytest.raises(UsageError, match=r"boolean value \(nomodel_path\) specified for string command line flag"):
+        parse_flags(["--nomodel_path"])
+    with pytest.raises(UsageError, match="flag '--inputs' is missing its argument; flag description: Comma"):
+        parse_flags(["--inputs"])
+    assert parse_flags(["--bogus", "--undefok=bogus"]).model_path == "model.pte"
+    with pytest.raises(UsageError) as help_exc:
+        parse_flags(["--help"])
+    assert help_exc.value.status == 1 and "-num_executions (Number of times to run the model.)" in help_exc.value.stdout
+    with pytest.raises(UsageError) as version_exc:
+        parse_flags(["--version"], argv0="/root/executor_runner")
+    assert (version_exc.value.status, version_exc.value.stdout) == (0, "executor_runner\n")
 
 
 def test_unknown_flag_exits_1(run_runner: RunRunner) -> None:
     status, ctx = run_runner("reuse", "--model_path=resnet8.bin", "--num_iterations=3")
-    assert status == 1 and "ERROR: unknown command line flag 'num_iterations'" in ctx.stderr_text
+    assert status == 1 and ctx.stderr_text == "ERROR: unknown command line flag 'num_iterations'\n"
+
+
+def test_server_mode_is_refused_clearly(run_runner: RunRunner) -> None:
+    status, ctx = run_runner("reuse", "--model_path=resnet8.bin", "--server_mode", "--output_file=o")
+    assert status == 1 and ctx.stderr_text.startswith("fvp-sim: --server_mode is not emulated")
 
 
 def test_missing_model_file_fails_like_the_real_runner(run_runner: RunRunner) -> None:
     status, ctx = run_runner("reuse", "--model_path=/data/missing.pte")
     assert status == 134
     text = ctx.stderr_text
-    assert "open(/data/missing.pte) failed: No such file or directory" in text
+    assert "Failed to open /data/missing.pte: No such file or directory (2)" in text
     assert re.search(
-        PREFIX.replace("(?P<level>[IWEF])", "F") + r"In function main\(\), assert failed \(loader.ok\(\)\): "
+        PREFIX.replace("(?P<level>[IWEF])", "F") + r"In function main\(\), assert failed \(file_loader.ok\(\)\): "
         r"FileDataLoader::from\(\) failed: 0x22",
         text,
         re.M,
@@ -312,20 +348,25 @@ def test_missing_model_file_fails_like_the_real_runner(run_runner: RunRunner) ->
 def test_real_pte_is_refused_clearly(run_runner: RunRunner) -> None:
     pte = b"\x1c\x00\x00\x00ET12eh00" + b"\0" * 200
     status, ctx = run_runner("per-inference", "--model_path=model.pte", extra_files={"/root/model.pte": pte})
-    assert status == 134
-    text = ctx.stderr_text
-    assert "is a real ExecuTorch program (ET12)" in text
-    assert "runs only simulator model files" in text and "fvp-harness sim model" in text
-    assert "Program::load() failed: 0x23" in text
-    assert not find(RE_ITER, text)
+    assert status == 1
+    first, second = lines(ctx.stderr_text)
+    assert first.startswith("fvp-sim: model.pte is a real ExecuTorch program (ET12)")
+    assert "runs only simulator model files" in first and "fvp-harness sim model" in first
+    assert second.endswith("executorch:executor_runner.cpp:473] Failed to parse model file model.pte")
+    assert not find(RE_ITER, ctx.stderr_text)
 
 
 def test_other_files_are_refused(run_runner: RunRunner, model_files: dict[str, bytes]) -> None:
-    status, ctx = run_runner("reuse", "--model_path=x", extra_files={"/root/x": b"hello world, not a model"})
-    assert status == 134 and "neither an ExecuTorch program nor a simulator model file" in ctx.stderr_text
+    text = b"hello world, not a model" * 4
+    status, ctx = run_runner("reuse", "--model_path=x", extra_files={"/root/x": text})
+    assert status == 1 and "Program identifier 'o wo' != expected 'ET12'" in ctx.stderr_text
+    status, ctx = run_runner("reuse", "--model_path=x", extra_files={"/root/x": b"short"})
+    assert status == 1 and "File x: offset 0 + size 64 > file_size_ 5, or overflow detected" in ctx.stderr_text
     truncated = model_files["resnet8"][:5000]
     status, ctx = run_runner("reuse", "--model_path=t", extra_files={"/root/t": truncated})
-    assert status == 134 and "truncated" in ctx.stderr_text
+    assert status == 1 and "File size is too small. Expected file size from extended header is" in ctx.stderr_text
+    assert "actual file size from data loader is 5000" in ctx.stderr_text
+    assert lines(ctx.stderr_text)[-1].endswith("Failed to parse model file t")
 
 
 @pytest.mark.parametrize("driver", ["per-inference", "reuse"])
@@ -340,9 +381,11 @@ def test_npu_config_mismatch_is_a_driver_error(run_runner: RunRunner, driver: st
     )
     assert not find(RE_ITER, text)
     if driver == "reuse":
-        assert "Loading of method forward failed with status 0x30" in text
+        assert "Init failed for backend EthosUBackend: 0x2" in text
+        assert "assert failed (method.ok()): Loading of method forward failed with status 0x2" in text
     else:
-        assert "Execution of method forward failed with status 0x1" in text
+        assert "CALL_DELEGATE execute failed at instruction 0: 0x2" in text
+        assert "assert failed (status == Error::Ok): Execution of method forward failed with status 0x2" in text
 
 
 def test_model_compiled_for_the_npu_runs_at_its_speed(run_runner: RunRunner) -> None:
@@ -358,14 +401,26 @@ def test_model_compiled_for_the_npu_runs_at_its_speed(run_runner: RunRunner) -> 
 
 def test_input_file_errors(run_runner: RunRunner) -> None:
     status, ctx = run_runner("reuse", "--model_path=resnet8.bin", "--inputs=ds_cnn.in")
-    assert status == 134 and "has 490 bytes" in ctx.stderr_text and "needs 3072" in ctx.stderr_text
+    assert status == 134 and "input size (490) and tensor size (3072) mismatch!" in ctx.stderr_text
+    assert "assert failed (res.ok()): Could not prepare inputs: 0x12" in ctx.stderr_text
+    assert find(RE_LOAD_TIME, ctx.stderr_text)  # inputs are prepared in the loop, after the load
+    status, ctx = run_runner("reuse", "--model_path=resnet8.bin", "--inputs=resnet8.in,resnet8.in")
+    assert status == 134 and "Wrong number of inputs allocated compared to method  1 ? 2" in ctx.stderr_text
     status, ctx = run_runner("reuse", "--model_path=resnet8.bin", "--inputs=nope.in")
-    assert status == 134 and "Could not read input file nope.in" in ctx.stderr_text
+    assert status == 134 and "Failed to open input file: nope.in" in ctx.stderr_text
+    assert "assert failed (load_status == Error::Ok): Could not load inputs: 0x22" in ctx.stderr_text
+    assert not find(RE_LOADED_FILE, ctx.stderr_text)  # input files are read before the model
 
 
 def test_unknown_method(run_runner: RunRunner) -> None:
     status, ctx = run_runner("reuse", "--model_path=resnet8.bin", "--method_name=predict")
-    assert status == 134 and "Method predict not found" in ctx.stderr_text
+    assert status == 134 and "No method named 'predict' in program" in ctx.stderr_text
+    assert "assert failed (method_meta.ok()): Failed to get method_meta for predict: 0x12" in ctx.stderr_text
+
+
+def test_output_file_name_and_failure(run_runner: RunRunner) -> None:
+    status, ctx = run_runner("reuse", "--model_path=resnet8.bin", "--output_file=" + "o" * 300)
+    assert status == 0 and f"/root/{'o' * 254}" in ctx.files  # snprintf(out_filename, 255, ...)
 
 
 # --- faults
@@ -432,8 +487,10 @@ def test_npu_timeout(run_runner: RunRunner) -> None:
         "per-inference", "--model_path=resnet8.bin", "--num_executions=5", fault="timeout=1"
     )
     assert status == 134
-    assert "Ethos-U inference timed out after 5000000000 ns" in ctx.stderr_text
+    assert "Ethos-U inference timed out after 60000000000 ns" in ctx.stderr_text
+    assert "CALL_DELEGATE execute failed at instruction 0: 0x2" in ctx.stderr_text
     assert len(find(RE_ITER, ctx.stderr_text)) == 1
+    assert ctx.clock - 10.0 > 60.0  # the driver waited its 60 s
 
 
 def test_bad_knob_is_reported(run_runner: RunRunner) -> None:

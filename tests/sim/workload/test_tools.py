@@ -13,7 +13,7 @@ import pytest
 
 from fvp_harness.cli.main import main as harness_main
 from fvp_harness.sim import tools
-from fvp_harness.sim.modelfile import decode_model, decode_runner
+from fvp_harness.sim.modelfile import RunnerArtifact, decode_model, decode_runner
 
 
 def run(*argv: str) -> tuple[int, str, str]:
@@ -55,6 +55,32 @@ def test_runner_model_input(tmp_path: Path) -> None:
     assert info["model"] == "ds_cnn" and info["npu_cycles"] > 0
     assert info["cpu_ms"]["per-inference"] > info["cpu_ms"]["reuse"]
     assert not list(tmp_path.glob(".*tmp*"))  # atomic writes leave no temp files
+
+
+def test_runner_instrumentation_options(tmp_path: Path) -> None:
+    stock = tmp_path / "stock"
+    assert run("runner", "--driver", "reuse", "-o", str(stock))[0] == 0
+    assert decode_runner(stock.read_bytes()) == RunnerArtifact("reuse")
+    status, out, _ = run("runner", "--driver", "reuse", "--build-id", "after-2", "--cpu-time-report",
+                         "--log-generation", "old", "-o", str(tmp_path / "r"))  # fmt: skip
+    assert status == 0 and "build id after-2" in out and "CPU-time report" in out
+    assert decode_runner((tmp_path / "r").read_bytes()) == RunnerArtifact("reuse", "after-2", "", True, "old")
+    info = json.loads(run("info", str(tmp_path / "r"))[1])
+    assert (info["id"], info["cpu_time_report"], info["log_generation"]) == ("after-2", True, "old")
+    # --id is the older spelling of --build-id
+    assert run("runner", "--driver", "reuse", "--id", "x", "-o", str(tmp_path / "i"))[0] == 0
+    assert decode_runner((tmp_path / "i").read_bytes()) == RunnerArtifact("reuse", "x")
+    with pytest.raises(SystemExit):
+        run("runner", "--driver", "reuse", "--log-generation", "ancient", "-o", str(tmp_path / "x"))
+
+
+def test_model_cycle_counter_option(tmp_path: Path) -> None:
+    assert run("model", "resnet8", "-o", str(tmp_path / "on.bin"))[0] == 0
+    status, out, _ = run("model", "resnet8", "--no-cycle-counter", "-o", str(tmp_path / "off.bin"))
+    assert status == 0 and "cycle counter off" in out
+    assert decode_model((tmp_path / "on.bin").read_bytes()).cycle_counter is True
+    assert decode_model((tmp_path / "off.bin").read_bytes()).cycle_counter is False
+    assert json.loads(run("info", str(tmp_path / "off.bin"))[1])["cycle_counter"] is False
 
 
 def test_bad_arguments(tmp_path: Path) -> None:
