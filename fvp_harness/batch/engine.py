@@ -57,7 +57,14 @@ from fvp_harness.errors import (
 )
 from fvp_harness.events import Event, Listener, null_listener
 from fvp_harness.files import atomic_write, file_sha256
-from fvp_harness.run.artifacts import BUILD_TIMEOUT_S, BuildResult, BuildStep, build_artifacts, pending_builds
+from fvp_harness.run.artifacts import (
+    BUILD_TIMEOUT_S,
+    BuildResult,
+    BuildStep,
+    build_artifacts,
+    declared_artifacts,
+    pending_builds,
+)
 from fvp_harness.run.execute import KEY_PART_PREFIX, SessionOutcome, utc_now
 from fvp_harness.run.instances import query_fvp_version
 from fvp_harness.run.manifest import BatchInfo, Manifest, RunSettings
@@ -326,7 +333,27 @@ def plan_batch(paths: Sequence[str | Path], options: MakeOptions, *, versions: _
             _plan_node(node, options, versions)
         except HarnessError as exc:
             node.error = exc
+    _refuse_conflicting_builds(nodes)
     return nodes
+
+
+def _refuse_conflicting_builds(nodes: Sequence[Node]) -> None:
+    """Scenarios of one batch may share an artifact file, built once, but only with the same build command:
+    otherwise each would rebuild it with its own and the other's units would measure bytes it did not plan."""
+    owners: dict[Path, tuple[str, str]] = {}
+    for node in nodes:
+        if node.loaded is None or node.error is not None:
+            continue
+        for name, file, command, _sources in declared_artifacts(node.loaded.scenario):
+            if command is None:
+                continue
+            path = Path(file).resolve()
+            first = owners.setdefault(path, (node.stem, command))
+            if first[1] != command:
+                node.error = ConfigurationError(
+                    f"{node.path}: {name} writes {file}, which scenario {first[0]} builds with another command "
+                    f"({first[1]!r}, here {command!r}); give each its own file, or the same command")
+                break
 
 
 def _plan_node(node: Node, options: MakeOptions, versions: _Versions, *, after_build: bool = False) -> None:

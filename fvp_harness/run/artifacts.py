@@ -52,6 +52,7 @@ __all__ = [
     "artifact_digests",
     "build_artifacts",
     "build_record_path",
+    "declared_artifacts",
     "pending_builds",
     "stale_reason",
 ]
@@ -126,7 +127,7 @@ def stale_reason(path: Path, sources: tuple[Path, ...] | list[Path], command: st
     return None
 
 
-def _declared(scenario: Scenario) -> list[tuple[str, str, str | None, list[str]]]:
+def declared_artifacts(scenario: Scenario) -> list[tuple[str, str, str | None, list[str]]]:
     """``(name, file, build command, sources)`` for every buildable artifact, in scenario order."""
     items: list[tuple[str, str, str | None, list[str]]] = []
     for name, build in scenario.builds.items():
@@ -152,7 +153,7 @@ def pending_builds(scenario: Scenario | LoadedScenario, *, force: bool = False,
     done = {Path(path) for path in already_built}
     steps: list[BuildStep] = []
     seen: set[Path] = set()
-    for name, file, command, sources in _declared(scenario):
+    for name, file, command, sources in declared_artifacts(scenario):
         path = Path(file)
         if command is None or path in seen:
             continue

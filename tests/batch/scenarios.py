@@ -30,7 +30,7 @@ builds:
     id: driver-per-inference
   after:
     runner: ${{vars.art}}/runner-after
-    build: "{{fvp_harness}} sim runner --driver reuse --cpu-time-report --build-id {after_id} -o {{output}}"
+    build: "{{fvp_harness}} sim runner --driver reuse --cpu-time-report --build-id driver-reuse -o {{output}}"
     id: {after_id}
 models:
   {model}:
@@ -59,7 +59,8 @@ report:
 def write_scenario(folder: Path, name: str, art: Path, *, model: str = "ds_cnn", title: str = "Batch test",
                    after_id: str = "driver-reuse", repetitions: int = 1, iterations: int = 2) -> Path:
     """``<folder>/<name>.yaml``: a simulator scenario whose artifacts are built into ``art`` by ``fvp-harness sim``
-    (the runners with driver ids ``driver-per-inference`` and ``after_id``, model ``<name>.model``)."""
+    (the runners print build ids ``driver-per-inference`` and ``driver-reuse``; the scenario expects ``after_id`` of
+    the after build, so another value makes its after units provenance failures; model ``<name>.model``)."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.yaml"
     path.write_text(SIM_SCENARIO.format(name=name, art=art, model=model, title=title, after_id=after_id,

@@ -22,6 +22,7 @@ from fvp_harness.batch.engine import (
     _why,
     assign_lanes,
     make,
+    plan_batch,
     scenario_files,
 )
 from fvp_harness.batch.lanes import JobSpec, LocalExecutor
@@ -316,3 +317,17 @@ def test_always_and_only_choose_what_runs(art: Path, tmp_path: Path) -> None:
     assert sorted((a.kind, a.target, a.reason) for a in forced) == [
         ("report", "report", "-B: rebuild everything"), ("run", "r1-after-m", "-B: rebuild everything"),
         ("run", "r1-before-m", "-B: rebuild everything")], "plain files without a build command are not rebuilt"
+
+
+def test_two_scenarios_building_one_file_with_different_commands_are_refused(art: Path, tmp_path: Path) -> None:
+    """Sharing an artifact is fine (it is built once); two commands for one file would rebuild it in turn and
+    measure bytes the other scenario never planned."""
+    sc = tmp_path / "sc"
+    for name, text in (("a", "one"), ("b", "two")):
+        path = write_fake_scenario(sc, name, art, model="m" if name == "a" else "k")
+        path.write_text(path.read_text().replace("{runner: " + str(art) + "/runner-after,",
+                                                  "{runner: " + str(art) + f"/runner-after, build: 'echo {text}>"
+                                                  "{output}',"), encoding="utf-8")
+    nodes = plan_batch([sc], MakeOptions(results_base=tmp_path / "results"))
+    assert nodes[0].error is None
+    assert nodes[1].error is not None and "which scenario a builds with another command" in str(nodes[1].error)
