@@ -8,6 +8,8 @@ imports nothing, so every layer may report progress without pulling in a display
 Event kinds (``Event.kind``) and the fields they use:
 
 =================  =================================================================================
+``archived``       ``name``: the folder the previous run was moved to (``runs/<id>``) before a new run
+``rerun``          ``unit``, ``detail``: ``--resume`` measures it again, and why (``changed: run``, ...)
 ``build``          ``name`` artifact built, ``seconds``
 ``plan``           ``total`` units to run, ``skipped`` (already stored, ``--resume``), ``sessions``
 ``boot``           ``session`` (instance name) is booting

@@ -14,7 +14,7 @@ import secrets
 import threading
 from pathlib import Path
 
-__all__ = ["atomic_write", "file_sha256"]
+__all__ = ["atomic_write", "file_sha256", "fsync_dir"]
 
 _BLOCK = 1 << 20
 _HASH_CACHE: dict[tuple[str, int, int, int, int], str] = {}
@@ -45,7 +45,7 @@ def file_sha256(path: Path | str) -> str:
     return value
 
 
-def _fsync_dir(path: Path) -> None:
+def fsync_dir(path: Path) -> None:
     """Make a rename durable; not possible (and not needed) on every OS."""
     try:
         fd = os.open(path, os.O_RDONLY)
@@ -90,5 +90,5 @@ def atomic_write(path: Path | str, data: bytes | str, *, mode: int | None = None
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
     return path

@@ -7,7 +7,10 @@ and then flattened to plain data for pydantic; when pydantic rejects something, 
 maps the error's ``loc`` back to the node, so the message names the file the value was written in, even
 through ``extends``.
 
-Only ``yaml.SafeLoader`` is used: arbitrary object tags are rejected as errors, never constructed.
+Only ``yaml.SafeLoader`` is used: arbitrary object tags are rejected as errors, never constructed. Hostile input
+is refused with a located message, never a traceback: bytes that are not UTF-8, control characters, files over
+``MAX_FILE_BYTES``, values nested deeper than ``MAX_DEPTH``, recursive aliases, and documents whose aliases would
+expand to more than ``MAX_VALUES`` values (a "billion laughs" document is refused before anything is expanded).
 """
 
 from __future__ import annotations
@@ -25,9 +28,13 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 __all__ = [
+    "MAX_DEPTH",
+    "MAX_FILE_BYTES",
+    "MAX_VALUES",
     "LNode",
     "Location",
     "YamlProblem",
+    "check_plain_size",
     "compose_file",
     "did_you_mean",
     "display_path",
@@ -120,24 +127,161 @@ def display_path(path: Path) -> str:
     return str(path) if rel.startswith("..") else rel
 
 
+MAX_FILE_BYTES = 4 * 1024 * 1024
+"""A scenario (or base) file larger than this is refused unread: scenarios are a few kilobytes."""
+
+MAX_VALUES = 10_000
+"""At most this many values (mapping entries, list items, scalars) in one document, counted after alias
+expansion: a real scenario has a few hundred; a "billion laughs" document would have billions."""
+
+MAX_DEPTH = 64
+"""At most this many levels of nested mappings and lists (a scenario needs about six)."""
+
+
+def _location_at(text: str, index: int, shown: str, base_dir: Path | None) -> Location:
+    """The 1-based line and column of character ``index`` of ``text``."""
+    index = max(0, min(index, len(text)))
+    line_start = text.rfind("\n", 0, index) + 1
+    return Location(shown, text.count("\n", 0, index) + 1, index - line_start + 1, base_dir)
+
+
+def _decode(data: bytes, shown: str, base_dir: Path) -> str:
+    """UTF-8 text, or a ``YamlProblem`` at the first byte that is not UTF-8."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line_start = data.rfind(b"\n", 0, exc.start) + 1
+        col = len(data[line_start : exc.start].decode("utf-8", "replace")) + 1
+        loc = Location(shown, data.count(b"\n", 0, exc.start) + 1, col, base_dir)
+        raise YamlProblem(
+            loc, f"not UTF-8 text: byte 0x{data[exc.start]:02x} ({exc.reason}); save the file as UTF-8"
+        ) from exc
+
+
+def _reader_problem(text: str, exc: yaml.reader.ReaderError, shown: str, base_dir: Path) -> YamlProblem:
+    character = exc.character if isinstance(exc.character, int) else ord(str(exc.character)[:1] or "\0")
+    return YamlProblem(
+        _location_at(text, exc.position, shown, base_dir),
+        f"control character U+{character:04X} is not allowed in YAML; remove it (inside a double-quoted "
+        f'string it can be written as an escape, e.g. "\\x{character:02x}")',
+    )
+
+
 def compose_file(path: Path) -> LNode:
-    """Read one YAML file into a located tree. Raises ``YamlProblem`` (syntax, duplicates, tags) or
-    ``OSError``."""
-    text = path.read_text(encoding="utf-8")
+    """Read one YAML file into a located tree. Raises ``YamlProblem`` (syntax, duplicates, tags, encoding,
+    control characters, size, nesting, alias expansion) or ``OSError``."""
     shown = display_path(path)
     base_dir = path.parent
-    loader = yaml.SafeLoader(text)
+    with path.open("rb") as stream:
+        data = stream.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise YamlProblem(
+            Location(shown, 1, 1, base_dir),
+            f"the file is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB; a scenario is a few kilobytes "
+            "(is this the right file?)",
+        )
+    text = _decode(data, shown, base_dir)
+    try:
+        loader = yaml.SafeLoader(text)  # checks every character up front
+    except yaml.reader.ReaderError as exc:
+        raise _reader_problem(text, exc, shown, base_dir) from exc
     try:
         try:
             node = loader.get_single_node()
         except yaml.MarkedYAMLError as exc:
-            loc = Location.from_mark(shown, exc.problem_mark, base_dir)
+            loc = Location.from_mark(shown, exc.problem_mark or exc.context_mark, base_dir)
             raise YamlProblem(loc, f"YAML syntax error: {exc.problem or exc.context}") from exc
+        except yaml.reader.ReaderError as exc:
+            raise _reader_problem(text, exc, shown, base_dir) from exc
+        except RecursionError as exc:
+            loc = Location.from_mark(shown, loader.get_mark(), base_dir)
+            raise YamlProblem(loc, f"values nested too deeply (at most {MAX_DEPTH} levels)") from exc
+        except yaml.YAMLError as exc:  # anything else PyYAML may raise, without a mark of its own
+            loc = Location.from_mark(shown, loader.get_mark(), base_dir)
+            raise YamlProblem(loc, f"YAML error: {exc}") from exc
         if node is None:
             return LNode({}, Location(shown, 1, 1, base_dir))
+        _check_graph(node, shown, base_dir)
         return _convert(loader, node, shown, base_dir)
     finally:
         loader.dispose()
+
+
+def _check_graph(root: yaml.Node, shown: str, base_dir: Path) -> None:
+    """Refuse documents that are too deep, hold a recursive alias (``&a [*a]``), or whose aliases would expand to
+    more than ``MAX_VALUES`` values. Counts the expansion without performing it: one pass over the composed
+    nodes, each aliased node counted once and its size reused (merge keys ``<<`` are children like any other)."""
+    sizes: dict[int, int] = {}
+    active: set[int] = set()
+
+    def size(node: yaml.Node, depth: int) -> int:
+        key = id(node)
+        known = sizes.get(key)
+        if known is not None:
+            return known
+        where = Location.from_mark(shown, node.start_mark, base_dir)
+        if key in active:
+            raise YamlProblem(where, "recursive alias: this value contains itself through an alias (*name)")
+        if depth > MAX_DEPTH:
+            raise YamlProblem(where, f"values nested too deeply (at most {MAX_DEPTH} levels)")
+        children: list[yaml.Node] = []
+        if isinstance(node, yaml.MappingNode):
+            children = [item for pair in node.value for item in pair]
+        elif isinstance(node, yaml.SequenceNode):
+            children = list(node.value)
+        active.add(key)
+        total = 1
+        for child in children:
+            total += size(child, depth + 1)
+            if total > MAX_VALUES:
+                raise YamlProblem(
+                    where,
+                    f"this value expands to more than {MAX_VALUES} values through aliases (*name) or merge "
+                    "keys (<<); write the values out or use fewer aliases",
+                )
+        active.discard(key)
+        sizes[key] = total
+        return total
+
+    size(root, 0)
+
+
+def check_plain_size(value: Any, limit: int = MAX_VALUES) -> str | None:
+    """For plain data that may share or contain itself (``yaml.safe_load`` of a ``--set`` value): why it is too
+    big to expand (more than ``limit`` values, nested deeper than ``MAX_DEPTH``, or containing itself), else
+    None."""
+    sizes: dict[int, int] = {}
+    active: set[int] = set()
+
+    class _TooBig(Exception):
+        pass
+
+    def size(item: Any, depth: int) -> int:
+        if not isinstance(item, dict | list):
+            return 1
+        key = id(item)
+        if key in sizes:
+            return sizes[key]
+        if key in active:
+            raise _TooBig("it contains itself (a recursive alias)")
+        if depth > MAX_DEPTH:
+            raise _TooBig(f"it is nested more than {MAX_DEPTH} levels deep")
+        active.add(key)
+        children = [*item.keys(), *item.values()] if isinstance(item, dict) else item
+        total = 1
+        for child in children:
+            total += size(child, depth + 1)
+            if total > limit:
+                raise _TooBig(f"it expands to more than {limit} values")
+        active.discard(key)
+        sizes[key] = total
+        return total
+
+    try:
+        size(value, 0)
+    except _TooBig as exc:
+        return str(exc)
+    return None
 
 
 _PLAIN_COLLECTIONS: dict[type[yaml.Node], str] = {
@@ -183,6 +327,12 @@ def _construct(loader: yaml.SafeLoader, node: yaml.Node, loc: Location) -> Any:
     except yaml.constructor.ConstructorError as exc:
         raise YamlProblem(
             loc, f"unsupported YAML value: {exc.problem} (only plain YAML is accepted)"
+        ) from exc
+    except (ValueError, TypeError, OverflowError) as exc:  # e.g. 2001-02-30 read as a date, !!int x
+        shown = node.value if isinstance(node.value, str) else "this value"
+        kind = node.tag.rsplit(":", 1)[-1]
+        raise YamlProblem(
+            loc, f"cannot read {_short(shown)} as YAML {kind} ({exc}); put it in quotes to keep it as text"
         ) from exc
 
 

@@ -14,7 +14,7 @@ nothing. Changed inputs re-run exactly the units whose key moved; old records st
 superseded (analysis keeps the latest ``ok`` record per unit), which is why ``make`` does not refuse a folder
 whose manifest has other artifact hashes the way ``run --resume`` does: the key already tells the stale
 records apart. ``-n`` says for each unit which key parts changed: every record (``run``'s and ``make``'s)
-carries its key parts in ``extra`` (``execute.KEY_PART_PREFIX``).
+carries its key parts in ``extra`` (``plan.KEY_PART_PREFIX``).
 
 Scheduling: every (scenario, plan session) with stale units is a job; jobs are grouped into **pools** of equal
 platform profile, FVP identity, params, args, simulator knobs, firmware and timeouts, and each pool's jobs are
@@ -28,6 +28,11 @@ everything else still runs. A ``stop`` request (the CLI's first Ctrl-C) lets the
 recorded, then starts nothing more; a KeyboardInterrupt (the second) closes every instance at once (the units in
 flight are not recorded). Either way the manifests are marked ``interrupted``, reports stay stale, every finished
 record is kept and ``Interrupted`` is raised: the next ``make`` continues.
+
+A stale unit that ends up without a record (its lane or worker or the scheduler was lost, its job failed, the batch
+was drained) is listed in ``Node.not_run`` with its cause (``_settle`` checks the store), keeps the exit code off 0
+(3 when infrastructure is the cause; the manifest is then ``aborted``), and the scenario's report lists it as not
+run (``write_report`` accounts for every unit the manifest plans).
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ from typing import Any, Literal, Protocol
 from fvp_harness import __version__
 from fvp_harness.batch.lanes import JobSpec, LaneControl, LaneResult, LaneSpec, LocalExecutor, default_jobs
 from fvp_harness.errors import (
+    EXIT_BAD_INPUT,
     EXIT_FAILED,
     EXIT_INFRASTRUCTURE,
     EXIT_INTERRUPTED,
@@ -65,11 +71,11 @@ from fvp_harness.run.artifacts import (
     declared_artifacts,
     pending_builds,
 )
-from fvp_harness.run.execute import KEY_PART_PREFIX, SessionOutcome, utc_now
+from fvp_harness.run.execute import SessionOutcome, utc_now
 from fvp_harness.run.instances import query_fvp_version
 from fvp_harness.run.manifest import BatchInfo, Manifest, RunSettings
 from fvp_harness.run.pipeline import write_report
-from fvp_harness.run.plan import Plan, Unit, build_plan, changed_parts
+from fvp_harness.run.plan import Plan, Unit, build_plan, changed_parts, why_stale
 from fvp_harness.scenario import load_scenario
 from fvp_harness.scenario.load import LoadedScenario
 from fvp_harness.store.folder import (
@@ -171,6 +177,8 @@ class Node:
     job_errors: list[tuple[str, str]] = field(default_factory=list)
     exit_code: int = EXIT_OK
     report_files: dict[str, Path] = field(default_factory=dict)
+    not_run: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """Unit id -> (cause class, why) of each stale unit this make left without a record (``_settle``)."""
 
     def actions(self) -> list[Action]:
         if self.error is not None:
@@ -194,6 +202,8 @@ class MakeResult:
     exit_code: int
     units_run: int = 0
     units_failed: int = 0
+    units_not_run: int = 0
+    """Stale units left without a record (each node's ``not_run`` says why); the exit code is 0 only when none."""
     reports: list[Path] = field(default_factory=list)
     lanes: int = 0
     boots: int = 0
@@ -278,21 +288,8 @@ def _report_reason(store: ResultStore, loaded: LoadedScenario) -> tuple[str | No
 
 
 def _why(unit: Unit, latest: Record | None) -> str:
-    """Why a unit without an ok record under its key must run (for ``-n`` and the log)."""
-    if unit.unbuilt:
-        return "not built yet: " + ", ".join(unit.unbuilt)
-    if latest is None:
-        return "never run"
-    if latest.key == unit.key:
-        detail = (latest.failure or "").splitlines()[0][:100] if latest.failure else ""
-        return f"failed last time ({latest.failure_class}: {detail})"
-    old = {name[len(KEY_PART_PREFIX):]: str(value) for name, value in latest.extra.items()
-           if name.startswith(KEY_PART_PREFIX)}
-    if old:
-        changed = changed_parts(old, {name: digest[:16] for name, digest in unit.key_parts.items()})
-        if changed:
-            return "changed: " + ", ".join(changed)
-    return f"inputs changed (key {latest.key[:12]} -> {unit.key[:12]})"
+    """Why a unit without an ok record under its key must run (for ``-n`` and the log): ``plan.why_stale``."""
+    return why_stale(unit, latest)
 
 
 class _Versions:
@@ -495,7 +492,9 @@ def make(
         code = _exit_code(nodes, interrupted=False, dry_run=True)
         return MakeResult(nodes, actions, code, seconds=time.monotonic() - began, phase_seconds=phases)
     if any(node.error for node in nodes) and not options.keep_going:
-        return MakeResult(nodes, actions, _exit_code(nodes, False, True), seconds=time.monotonic() - began)
+        _not_started(nodes, "drained", "not started: a scenario has an error (-k runs the others)")
+        return MakeResult(nodes, actions, _exit_code(nodes, False, True), seconds=time.monotonic() - began,
+                          units_not_run=sum(len(node.not_run) for node in nodes))
     executor = executor or LocalExecutor(options.jobs or default_jobs())
     capacity = options.jobs or executor.capacity()
     result = MakeResult(nodes, actions, EXIT_OK)
@@ -512,9 +511,15 @@ def make(
             except KeyboardInterrupt:
                 interrupted = True
             phases["execute"] = time.monotonic() - mark
+        elif build_failed:
+            _not_started(nodes, "drained", "not started: a build failed (-k runs the others)")
+        else:
+            _not_started(nodes, "interrupted", "not started: stop requested")
+        result.units_not_run = sum(len(node.not_run) for node in nodes)
         if interrupted:
             result.exit_code = EXIT_INTERRUPTED
-            raise Interrupted("interrupted; every finished unit is stored: run make again to continue")
+            left = f"; {result.units_not_run} stale units did not run" if result.units_not_run else ""
+            raise Interrupted(f"interrupted{left}; every finished unit is stored: run make again to continue")
         mark = time.monotonic()
         _reports(nodes, stores, listener, result)
         phases["report"] = time.monotonic() - mark
@@ -579,8 +584,12 @@ def _execute(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: 
         store = stores[node.index]
         version, banner = versions.get(node.loaded, for_manifest=True)
         manifest = Manifest.start(node.loaded, node.plan, version, banner,
-                                  RunSettings(resume=True, timeout_scale=options.timeout_scale), node.built, started)
-        manifest.continue_from(_previous_manifest(store), keep_start=False)
+                                  RunSettings(resume=True, timeout_scale=options.timeout_scale), node.built, started,
+                                  units=node.selected)
+        previous = _previous_manifest(store)
+        manifest.continue_from(previous, keep_start=False)
+        if previous is not None:
+            manifest.run = previous.run  # make brings one run up to date: it keeps its id
         manifest.batch = BatchInfo(executor=getattr(executor, "name", "?"), jobs=capacity, only=list(options.only),
                                    always=options.always)
         manifest.write(store)
@@ -594,6 +603,13 @@ def _execute(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: 
     drain = threading.Event()
     cut_short: list[int] = []
     remote = executor.ships_artifacts
+    planned_lanes = {lane.index: lane for lane in lanes}
+    reasons: dict[tuple[int, str], tuple[str, str]] = {}
+    """(scenario index, unit id) -> (cause class, why): why a unit may have no record; the first cause wins."""
+
+    def explain(node: int, units: Sequence[str], failure_class: str, why: str) -> None:
+        for unit in units:
+            reasons.setdefault((node, unit), (failure_class, why))
 
     def sink(index: int, record: Record) -> None:
         node = by_index[index]
@@ -604,13 +620,23 @@ def _execute(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: 
             if _final_failure(record, node) and not options.keep_going:
                 drain.set()
         if remote:  # a local lane's execute reports its own progress
+            detail = record.failure
+            if detail and record.log:  # every failure line names its log
+                detail = f"{detail} (log: {stores[index].root / record.log})"
             listener(Event("unit_done", session=f"{node.stem}/{record.instance}", unit=record.unit_id,
-                           status=record.status, seconds=record.duration_s, detail=record.failure))
+                           status=record.status, seconds=record.duration_s, detail=detail))
 
     def on_lane_done(lane: LaneResult) -> None:
         result.boots += lane.boots
+        planned = planned_lanes.pop(lane.index, None)
         if lane.interrupted:
             cut_short.append(lane.index)
+        if lane.error is not None:  # the lane as a whole failed: its units without a record did not run
+            log.info("lane %s: %s", lane.index, lane.error)
+            for wanted in (planned.jobs if planned else ()):
+                explain(wanted.node, wanted.units, lane.error_class, lane.error)
+            if not options.keep_going:
+                drain.set()
         for job in lane.jobs:
             node = by_index[job.node]
             store = stores[job.node]
@@ -621,12 +647,21 @@ def _execute(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: 
             node.outcomes.extend(job.outcomes)
             if job.error is not None:
                 node.job_errors.append((job.error_class or "infrastructure", job.error))
+                explain(job.node, job.units, job.error_class or "infrastructure", job.error)
                 if not options.keep_going:
                     drain.set()
             if any(outcome.aborted for outcome in job.outcomes):
-                node.job_errors.append(("infrastructure", "; ".join(o.aborted or "" for o in job.outcomes)))
+                aborted = "; ".join(o.aborted or "" for o in job.outcomes)
+                node.job_errors.append(("infrastructure", aborted))
+                explain(job.node, job.units, "infrastructure", f"its instance kept failing: {aborted}")
                 if not options.keep_going:
                     drain.set()
+        for wanted in (planned.jobs if planned else ()):  # units the lane did not get to
+            if stop.is_set() or control.abort.is_set():
+                explain(wanted.node, wanted.units, "interrupted", "not started: stop requested")
+            elif drain.is_set():
+                explain(wanted.node, wanted.units, "drained", "not started: an earlier failure stopped the batch "
+                        "(-k keeps going)")
 
     roots = {node.index: stores[node.index].root for node in working}
     control = LaneControl(sink=sink, results_roots=roots, on_lane_done=on_lane_done, drain=drain, stop=stop,
@@ -636,16 +671,45 @@ def _execute(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: 
         executor.run(lanes, control)
         stopped = stop.is_set() and bool(cut_short)
     finally:
+        for lane in planned_lanes.values():  # lanes the executor never handed back
+            for wanted in lane.jobs:
+                if control.abort.is_set():
+                    explain(wanted.node, wanted.units, "interrupted", "interrupted")
+                else:
+                    explain(wanted.node, wanted.units, "infrastructure", "its lane returned no result")
         for node in working:  # a unit counts by its last attempt: a failure retried into success is a success
             failed = [record for record in node.latest.values() if record.status != "ok"]
             node.failed = len(failed)
             node.infrastructure = sum(record.failure_class == "infrastructure" for record in failed)
             result.units_run += len(node.latest)
             result.units_failed += node.failed
+            _settle(node, stores[node.index], reasons)
         interrupted = control.abort.is_set() or stopped
         for node in working:
-            manifests[node.index].finish(node.outcomes, interrupted=interrupted).write(stores[node.index])
+            manifest = manifests[node.index].finish(node.outcomes, interrupted=interrupted)
+            lost = sorted({why for cause, why in node.not_run.values() if cause == "infrastructure"})
+            if lost and manifest.status == "complete":  # the platform gave out: the report counts them so (exit 3)
+                manifest.status = "aborted"
+                manifest.aborted = [*(manifest.aborted or []), *lost]
+            manifest.write(stores[node.index])
     return stopped
+
+
+def _settle(node: Node, store: ResultStore, reasons: Mapping[tuple[int, str], tuple[str, str]]) -> None:
+    """Fill ``node.not_run``: the stale units that still have no ok record under their key in the store and no
+    record of this make (a failed one counts as run), with why (``reasons``, else: no result came back)."""
+    done = store.done_keys() if store.records_path.is_file() else set()
+    node.not_run = {
+        unit.id: reasons.get((node.index, unit.id), ("infrastructure", "no result came back for it"))
+        for unit, _why in node.todo if unit.key not in done and unit.id not in node.latest
+    }
+
+
+def _not_started(nodes: Sequence[Node], failure_class: str, why: str) -> None:
+    """Every stale unit of the scenarios without an error of their own did not run, for one reason."""
+    for node in nodes:
+        if node.error is None and not node.not_run:
+            node.not_run = {unit.id: (failure_class, why) for unit, _reason in node.todo}
 
 
 def _previous_manifest(store: ResultStore) -> Manifest | None:
@@ -693,6 +757,9 @@ def _reports(nodes: Sequence[Node], stores: Mapping[int, ResultStore], listener:
             continue
         if manifest is None:  # nothing ever ran here (e.g. every unit filtered out)
             continue
+        if not _report_can_list(manifest, node):
+            log.info("%s: no report: %d stale units did not run", node.stem, len(node.not_run))
+            continue
         resolved = node.loaded.scenario.model_dump(mode="json")
         if manifest.scenario.resolved != resolved:  # e.g. only the report section changed: `report DIR` must agree
             manifest.scenario.resolved = resolved
@@ -705,11 +772,25 @@ def _reports(nodes: Sequence[Node], stores: Mapping[int, ResultStore], listener:
             continue
         node.report_files = dict(outcome.files)
         node.exit_code = outcome.exit_code
-        payload = {"parts": _report_inputs(store, node.loaded), "exit_code": outcome.exit_code,
+        payload = {"parts": _report_inputs(store, node.loaded),
+                   "exit_code": max(outcome.exit_code, _not_run_code(node)), "not_run": sorted(node.not_run),
                    "failed_units": outcome.failed_units, "expectations_violated": outcome.expectations_violated,
                    "files": sorted(_relative_name(store, path) for path in outcome.files.values())}
         _write_json(store.report_path(REPORT_INPUTS_FILE), payload)
         result.reports.append(store.root)
+
+
+def _report_can_list(manifest: Manifest, node: Node) -> bool:
+    """Whether the report made with ``manifest`` lists this make's not-run units as not run (``write_report``
+    reports every unit the manifest plans, ``plan.keys``, that has no record of its key). Only a manifest this make
+    wrote plans their current keys; one left by an earlier run (a build failed before the lanes started) does not,
+    and a report from it would look complete: then no report is rendered."""
+    if not node.not_run:
+        return True
+    keys = {unit.id: unit.key for unit, _why in node.todo}
+    planned = manifest.plan.keys
+    selected = set(planned) if manifest.plan.selected is None else set(manifest.plan.selected)
+    return all(unit in selected and planned.get(unit) == keys.get(unit) for unit in node.not_run)
 
 
 def _relative_name(store: ResultStore, path: Path) -> str:
@@ -724,9 +805,21 @@ def _write_json(path: Path, payload: Mapping[str, Any]) -> None:
     atomic_write(path, json.dumps(payload, indent=2, sort_keys=True) + "\n")
 
 
+NOT_RUN_EXIT = {"infrastructure": EXIT_INFRASTRUCTURE, "configuration": EXIT_BAD_INPUT,
+                "interrupted": EXIT_INTERRUPTED}
+"""The exit code a stale unit left without a record causes, by cause class (others, e.g. ``drained``: 1)."""
+
+
+def _not_run_code(node: Node) -> int:
+    return max((NOT_RUN_EXIT.get(cause, EXIT_FAILED) for cause, _why in node.not_run.values()), default=EXIT_OK)
+
+
 def _exit_code(nodes: Sequence[Node], interrupted: bool, dry_run: bool) -> int:
     """130 interrupted; else the worst of: 3 infrastructure, 2 configuration, 1 failed units or violated
-    expectations (from this run's reports, or the stored ones for up-to-date scenarios), 0."""
+    expectations (from this run's reports, or the stored ones for up-to-date scenarios), 0. A stale unit left
+    without a record (``Node.not_run``) is never 0: 3 when infrastructure is the cause (a lost lane, worker or
+    scheduler, an instance that kept failing), 2 a configuration error, 1 otherwise (a failure drained the
+    batch)."""
     if interrupted:
         return EXIT_INTERRUPTED
     code = EXIT_OK
@@ -734,6 +827,7 @@ def _exit_code(nodes: Sequence[Node], interrupted: bool, dry_run: bool) -> int:
         if node.error is not None:
             code = max(code, node.error.exit_code)
             continue
+        code = max(code, _not_run_code(node))
         if dry_run:
             if node.report_reason is None:
                 code = max(code, node.stored_exit)

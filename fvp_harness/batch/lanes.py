@@ -16,7 +16,7 @@ bytes than the coordinator planned.
 Records flow back to the **one store** of the coordinating process: a lane appends nothing itself. Locally the
 records go through ``sink`` as each unit finishes (so Ctrl-C keeps everything measured); on a remote worker they
 are collected with the unit logs and returned in the ``LaneResult``. Each record already carries its unit's
-content-key parts (``execute.key_part_extras``), so ``make -n`` can say what changed.
+content-key parts (``plan.key_part_extras``), so ``make -n`` can say what changed.
 
 Three events steer running lanes (``LaneControl``): *drain* (start no further job: a failure without ``-k``),
 *stop* (the first Ctrl-C: the unit in flight finishes and is recorded, then nothing new starts) and *abort* (the
@@ -53,7 +53,7 @@ from fvp_harness.run.plan import build_plan
 from fvp_harness.scenario.model import Scenario
 from fvp_harness.store.folder import LOGS_DIR, ResultStore
 from fvp_harness.store.records import Record
-from fvp_harness.targets.base import Target
+from fvp_harness.targets.base import MasksSecrets, Target
 
 __all__ = [
     "JobResult",
@@ -141,13 +141,17 @@ class JobResult:
 
 @dataclass
 class LaneResult:
-    """Every job of a lane, in order; ``interrupted`` when a stop request ended it early."""
+    """Every job of a lane that started, in order; ``interrupted`` when a stop request ended it early; ``error``
+    when the lane as a whole failed (its task died with its worker, the scheduler went away, the task raised):
+    then the units of its jobs that have no record here did not run, for that reason."""
 
     index: int
     jobs: list[JobResult] = field(default_factory=list)
     interrupted: bool = False
     boots: int = 0
     """Instances booted (more than one when an infrastructure failure forced a fresh instance)."""
+    error: str | None = None
+    error_class: str = "infrastructure"
 
 
 @dataclass(frozen=True)
@@ -209,8 +213,11 @@ class _InstanceLease:
             if self._stop.is_set():
                 self.close()
                 raise _Stopped()
+        target = self._target
+        if isinstance(target, MasksSecrets):  # an instance lent to another scenario learns that one's secrets
+            target.redact_also(scenario.secret_values())
         try:
-            yield self._target
+            yield target
         except BaseException:
             self.close()
             raise

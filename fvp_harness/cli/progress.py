@@ -129,6 +129,10 @@ class ProgressView:
         elif kind == "analysis":
             self._state("analysis and report")
             self._line("analysing and writing the report")
+        elif kind == "archived":
+            self._line(f"the previous run is kept in {event.name}")
+        elif kind == "rerun":
+            self._line(f"{event.unit} runs again: {event.detail}")
         elif kind == "stopping":
             self._state("stopping")
             self._line("stopping: the units in flight finish and are kept, nothing new starts "

@@ -8,6 +8,7 @@ flight finish and be recorded (and says so on stderr), the second stops at once.
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -86,8 +87,10 @@ def _executor(args: argparse.Namespace, jobs: int | None) -> Executor:
 
     if args.executor == "dask" and not args.scheduler:
         raise ConfigurationError("--executor dask needs --scheduler tcp://HOST:PORT (or use --executor dask-local)")
+    # dask.distributed logs every connection at INFO: only with -v
     return DaskExecutor(scheduler=args.scheduler if args.executor == "dask" else None, workers=jobs,
-                        ship_artifacts=args.artifacts != "shared")
+                        ship_artifacts=args.artifacts != "shared",
+                        log_level=logging.INFO if args.verbose > args.quiet else logging.WARNING)
 
 
 def _make_verb(args: argparse.Namespace) -> int:
@@ -123,11 +126,33 @@ def _make_verb(args: argparse.Namespace) -> int:
             print(f"{node.stem}: {node.error.failure_class} error: {node.error.details()}", file=sys.stderr)
         for failure_class, text in node.job_errors:
             print(f"{node.stem}: {failure_class} failure: {text}", file=sys.stderr)
+        _print_not_run(node.stem, node.not_run)
         if node.report_files and not quiet:
             report = node.report_files.get("markdown") or next(iter(node.report_files.values()))
             state = "ok" if node.exit_code == 0 else f"exit {node.exit_code}"
-            print(f"{node.stem}: {node.records} units run ({node.failed} failed), report {report} [{state}]")
+            not_run = f", {len(node.not_run)} NOT RUN" if node.not_run else ""
+            print(f"{node.stem}: {node.records} units run ({node.failed} failed{not_run}), report {report} "
+                  f"[{state}]")
+        elif node.not_run and not node.report_files:
+            print(f"{node.stem}: {node.records} units run ({node.failed} failed), {len(node.not_run)} not run; "
+                  "no report written (run make again)", file=sys.stderr)
     if not quiet:
-        print(f"make: {result.units_run} units run ({result.units_failed} failed) on {result.lanes} lane(s), "
-              f"{result.boots} boot(s), {len(result.reports)} report(s) in {result.seconds:.1f} s")
+        not_run = f", {result.units_not_run} NOT RUN" if result.units_not_run else ""
+        print(f"make: {result.units_run} units run ({result.units_failed} failed{not_run}) on {result.lanes} "
+              f"lane(s), {result.boots} boot(s), {len(result.reports)} report(s) in {result.seconds:.1f} s")
     return result.exit_code
+
+
+NOT_RUN_SHOWN = 12
+"""Unit ids listed per cause; the rest are counted."""
+
+
+def _print_not_run(stem: str, not_run: dict[str, tuple[str, str]]) -> None:
+    """The stale units ``make`` left without a record, grouped by why (stderr, also with -q)."""
+    by_why: dict[str, list[str]] = {}
+    for unit, (_cause, why) in not_run.items():
+        by_why.setdefault(why, []).append(unit)
+    for why, units in by_why.items():
+        shown = ", ".join(units[:NOT_RUN_SHOWN]) + (f" and {len(units) - NOT_RUN_SHOWN} more"
+                                                     if len(units) > NOT_RUN_SHOWN else "")
+        print(f"{stem}: {len(units)} unit(s) not run ({why}): {shown}", file=sys.stderr)

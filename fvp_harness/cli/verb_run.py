@@ -24,6 +24,7 @@ from fvp_harness.cli.scenario_args import (
     load_from_args,
     stop_on_first_interrupt,
 )
+from fvp_harness.errors import EXIT_OK, ConfigurationError
 from fvp_harness.events import Event
 from fvp_harness.report import format as fmt
 
@@ -43,15 +44,19 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
         help="run a scenario's A/B matrix on the FVP (or simulator) and write the report",
         description="Build missing artifacts, boot the model once per instance, run every unit (build x model x "
         "repetition) in plan order, store every sample, and write report.md/.csv/.json/.png into "
-        "results/<scenario file stem>/ (or -o DIR). Exit 0 ok, 1 units failed or an expectation was violated, "
-        "2 bad input, 3 infrastructure failure, 130 interrupted.",
+        "results/<scenario file stem>/ (or -o DIR). The folder's previous run is kept in runs/<run id>/ (--replace "
+        "deletes it instead). Exit 0 ok, 1 units failed or an expectation was violated, 2 bad input, 3 "
+        "infrastructure failure, 130 interrupted.",
     )
     run.add_argument("scenario", metavar="SCENARIO")
     add_scenario_options(run)
     run.add_argument("-o", "--output", type=Path, default=None, metavar="DIR",
                      help="results folder (default: results/<scenario file stem>)")
     run.add_argument("--resume", action="store_true",
-                     help="keep stored results and run only units whose content key is not stored ok")
+                     help="continue the folder's current run: run only units whose content key is not stored ok "
+                     "(changed settings re-run their units, and say why)")
+    run.add_argument("--replace", action="store_true",
+                     help="delete the folder's current run instead of keeping it in runs/<run id>/")
     run.add_argument("--fresh-boot-per-unit", action="store_true",
                      help="boot a new instance for every unit (how one-launch-per-run scripts work; for comparison)")
     add_timeout_scale_option(run)
@@ -68,14 +73,46 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
         parents=[common],
         help="rebuild report.md/.csv/.json/.png of a results folder from its stored records",
         description="Re-analyse records.jsonl with the scenario stored in manifest.json and rewrite the report "
-        "files; no model runs. Exit 0, or 1 when units failed or an expectation is violated.",
+        "files; no model runs. DIR is a scenario's results folder (its newest run) or one of its runs/<id>. Exit 0, "
+        "or 1 when units failed or an expectation is violated.",
     )
     report.add_argument("results", metavar="DIR", type=Path)
     report.set_defaults(handler=_report_verb)
 
+    runs = subparsers.add_parser(
+        "runs",
+        parents=[common],
+        help="list the stored runs of a results folder",
+        description="One line per stored run of a scenario's results folder, oldest first: id, start, status, git "
+        "commit, units, folder. The newest run is the folder itself; earlier ones are in runs/<id>/.",
+    )
+    runs.add_argument("results", metavar="DIR", type=Path)
+    runs.set_defaults(handler=_runs_verb)
+
+    prune = subparsers.add_parser(
+        "prune",
+        parents=[common],
+        help="delete earlier stored runs of a results folder (never the newest)",
+        description="Delete runs/<id>/ folders of a scenario's results folder, keeping the newest N earlier runs "
+        "(--keep) or those started within the last DAYS (--newer-than); the current run is never deleted here "
+        "(run --replace does that). -n says what would go.",
+    )
+    prune.add_argument("results", metavar="DIR", type=Path)
+    prune.add_argument("--keep", type=int, default=None, metavar="N", help="keep the newest N earlier runs")
+    prune.add_argument("--older-than", type=float, default=None, metavar="DAYS",
+                       help="delete earlier runs started more than DAYS ago")
+    prune.add_argument("-n", "--dry-run", action="store_true", help="only say what would be deleted")
+    prune.set_defaults(handler=_prune_verb)
+
 
 def format_summary(result: AnalysisResult) -> str:
-    """A compact table for the terminal (the report has the full one)."""
+    """A compact table for the terminal (the report has the full one): the primary comparison, one row per gate,
+    the expectations, the run's verdict (PASS / FAIL / NOT VERIFIED) with its reasons, and the units that failed
+    or did not run."""
+    # late: analysis and render (pandas, matplotlib) are loaded already when there is a result to show
+    from fvp_harness.report.analysis import run_verdict
+    from fvp_harness.report.render import gate_allowed, gate_change, gate_interval
+
     comparison = result.comparison
     lines: list[str] = []
     if comparison is not None:
@@ -107,21 +144,45 @@ def format_summary(result: AnalysisResult) -> str:
             ci = "-" if gm.ci_low is None or gm.ci_high is None else f"[{gm.ci_low:.1f}, {gm.ci_high:.1f}]"
             lines.append(f"  {'geometric mean':<22} {'':>10} {'ratio ' + format(gm.ratio, '.3f'):>10} "
                          f"{gm.saved_pct:>7.1f}% {ci:>17}  {gm.verdict:<13}")
+        if comparison.gates:
+            lines.append("gates:")
+            for g in comparison.gates:
+                base, cand = fmt.number(g.baseline_median, missing="-"), fmt.number(g.candidate_median, missing="-")
+                medians = f"{base} -> {cand}" + (f" {g.unit}" if g.unit else "")
+                ci = "-" if g.ci_low is None else f"[{gate_interval(g)}]"
+                lines.append(f"  {g.model:<22} {g.metric:<16} {medians:>24} {gate_change(g):>9} {ci:>24}  "
+                             f"allowed {gate_allowed(g):<11} {g.verdict.upper()}")
         failed = [e for e in comparison.expectations if e.status == "fail"]
         checked = [e for e in comparison.expectations if e.status != "unverified"]
+        unverified = len(comparison.expectations) - len(checked)
         if failed:
             verdict = f"FAIL ({len(failed)} violated)"
         elif not checked:
             verdict = "NOT VERIFIED (nothing could be checked)"
         else:
-            verdict = "PASS"
+            verdict = "PASS" + (f" ({len(checked)} verified, {unverified} could not be)" if unverified else "")
         lines.append("expectations: " + verdict)
+    run = run_verdict(result)
+    lines.append(f"verdict: {run.status}")
+    lines += [f"  - {reason}" for reason in run.reasons]
     units = result.units
     ok = int((units["status"] == "ok").sum()) if len(units) else 0
-    lines.append(f"units: {ok} ok, {len(result.failed_units)} failed")
+    counts = f"units: {ok} ok, {len(result.failed_units)} failed"
+    if result.planned is not None:
+        counts += f", {len(result.not_run)} not run (of {result.planned} planned)"
+    if result.excluded_records:
+        counts += f"; {result.excluded_records} stored record(s) of other settings left out"
+    lines.append(counts)
     for failed_unit in result.failed_units:
         lines.append(f"  FAILED {failed_unit.unit_id} ({failed_unit.failure_class}): {failed_unit.failure[:160]} "
                      f"[{failed_unit.log}]")
+    for missing in result.not_run:
+        lines.append(f"  NOT RUN {missing.unit_id}: no record with its planned content key"
+                     + (f" ({missing.other_keys} of other settings)" if missing.other_keys else ""))
+    dropped = sum(item.count for item in result.dropped)
+    if dropped:
+        metrics = ", ".join(dict.fromkeys(item.metric for item in result.dropped))
+        lines.append(f"warning: {dropped} stored value(s) of {metrics} left out (NaN, infinite or implausible)")
     return "\n".join(lines)
 
 
@@ -155,7 +216,10 @@ def _run_verb(args: argparse.Namespace) -> int:
         only_builds=tuple(args.only_build),
         only_models=tuple(args.only_model),
         rebuild=args.rebuild,
+        replace=args.replace,
     )
+    if args.resume and args.replace:
+        raise ConfigurationError("--resume continues the current run and --replace deletes it: give one of them")
     quiet = args.quiet > 0
     console = Console(file=sys.stderr, highlight=False)
     with ProgressView(console, plain=True if quiet else None, quiet=quiet) as view, \
@@ -175,3 +239,59 @@ def _report_verb(args: argparse.Namespace) -> int:
     from fvp_harness.run.pipeline import rebuild_report
 
     return _finish(rebuild_report(args.results), args.quiet > 0)
+
+
+def _runs_verb(args: argparse.Namespace) -> int:
+    from fvp_harness.store.folder import ResultStore  # late: pydantic only for this verb
+
+    store = ResultStore(args.results, create=False)
+    if not store.root.is_dir():
+        raise ConfigurationError(f"{store.root}: no such results folder")
+    stored = store.stored_runs()
+    if not stored:
+        print(f"{store.root}: no stored run")
+        return EXIT_OK
+    for run in stored:
+        mark = "*" if run.current else " "
+        commit = run.commit[:12] if run.commit else "-"
+        units = "?" if run.units is None else str(run.units)
+        print(f"{mark} {run.run_id:<22} {run.started or '?':<29} {run.status or '?':<11} {commit:<12} {units:>5}  "
+              f"{run.path}")
+    return EXIT_OK
+
+
+def _prune_verb(args: argparse.Namespace) -> int:
+    import datetime
+    import shutil
+
+    from fvp_harness.store.folder import ResultStore  # late: pydantic only for this verb
+
+    if args.keep is None and args.older_than is None:
+        raise ConfigurationError("prune needs --keep N or --older-than DAYS (nothing is deleted without being asked)")
+    if args.keep is not None and args.keep < 0:
+        raise ConfigurationError("--keep must be 0 or more")
+    store = ResultStore(args.results, create=False)
+    if not store.root.is_dir():
+        raise ConfigurationError(f"{store.root}: no such results folder")
+    earlier = [run for run in store.stored_runs() if not run.current]
+    doomed: set[Path] = set()
+    if args.keep is not None:
+        doomed.update(run.path for run in earlier[: max(0, len(earlier) - args.keep)])
+    if args.older_than is not None:
+        limit = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(days=args.older_than)
+        for run in earlier:
+            try:
+                started = datetime.datetime.fromisoformat((run.started or "").replace("Z", "+00:00"))
+            except ValueError:
+                continue  # a run whose start is unknown is never deleted by age
+            if started.tzinfo is not None and started < limit:
+                doomed.add(run.path)
+    with store.lock():
+        for run in earlier:
+            if run.path in doomed:
+                print(f"{'would delete' if args.dry_run else 'deleted'} {run.run_id} ({run.path})")
+                if not args.dry_run:
+                    shutil.rmtree(run.path)
+    if not doomed:
+        print("nothing to delete")
+    return EXIT_OK

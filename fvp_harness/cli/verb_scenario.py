@@ -74,7 +74,7 @@ def _run_validate(args: argparse.Namespace) -> int:
         if args.show:
             print(f"# {path} (resolved)")
             print(
-                yaml.safe_dump(loaded.scenario.model_dump(mode="json"), sort_keys=False, width=1000), end=""
+                yaml.safe_dump(loaded.scenario.redacted(), sort_keys=False, width=1000), end=""  # secrets: ***
             )
         elif getattr(args, "quiet", 0) <= 0:
             print(f"ok {path}")

@@ -10,8 +10,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fvp_harness.cli.scenario_args import add_scenario_options, add_timeout_scale_option, load_from_args
-from fvp_harness.errors import EXIT_OK, ConfigurationError
+from fvp_harness.cli.scenario_args import (
+    add_scenario_options,
+    add_timeout_scale_option,
+    load_from_args,
+    positive_float,
+)
+from fvp_harness.errors import EXIT_OK, ConfigurationError, ScenarioError
 from fvp_harness.store.folder import DEFAULT_RESULTS_BASE, LOGS_DIR
 
 if TYPE_CHECKING:
@@ -31,11 +36,16 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
         help="check, without booting, that a scenario's model can run (exit 0 ok, 2 input, 3 platform)",
         description="Preflight checks: the FVP binary is found and prints its --version banner; every -C "
         "parameter of the profile and scenario exists in --list-params; firmware files exist; ports can be "
-        "bound; SSH client support is present. Prints a checklist with a fix for each failure.",
+        "bound; SSH client support is present. The two questions to the model run at the same time, each within "
+        "--probe-timeout. With target: host, each build's runner must be executable on this host instead. Prints "
+        "each check as it starts and ends, with a fix for each failure.",
     )
     doctor.add_argument("scenario", metavar="SCENARIO")
     add_scenario_options(doctor)
     add_timeout_scale_option(doctor, "multiply every timeout (slow hosts)")
+    doctor.add_argument("--probe-timeout", type=positive_float, default=None, metavar="S",
+                        help="seconds the model may take to answer --version and --list-params before it counts as "
+                        "silent (default 12, times --timeout-scale)")
     doctor.set_defaults(handler=_run_doctor_verb)
 
     shell = subparsers.add_parser(
@@ -53,29 +63,67 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
     shell.set_defaults(handler=_run_shell_verb)
 
 
+def _check_lines(check, width: int) -> list[str]:
+    mark = {"ok": "ok", "warn": "warn", "fail": "FAIL", "skip": "skip"}[check.status]
+    lines = [f"  {mark:<4}  {check.name:<{width}}  {check.detail}"]
+    if check.status in ("fail", "warn") and check.fix:
+        lines.append(f"  {'':<4}  {'':<{width}}  fix: {check.fix}")
+    return lines
+
+
 def format_checks(checks: list, title: str) -> str:
     """The checklist as text: one line per check, a ``fix:`` line under each failure."""
     lines = [title]
     width = max((len(check.name) for check in checks), default=4)
     for check in checks:
-        mark = {"ok": "ok", "warn": "warn", "fail": "FAIL", "skip": "skip"}[check.status]
-        lines.append(f"  {mark:<4}  {check.name:<{width}}  {check.detail}")
-        if check.status in ("fail", "warn") and check.fix:
-            lines.append(f"  {'':<4}  {'':<{width}}  fix: {check.fix}")
+        lines += _check_lines(check, width)
     return "\n".join(lines)
 
 
 def _run_doctor_verb(args: argparse.Namespace) -> int:
-    from fvp_harness.run.doctor import doctor_exit_code, run_doctor  # late: the run layer only for `doctor`
+    import platform
+    import threading
+    import time
 
+    from fvp_harness.run.doctor import PROBE_TIMEOUT_S, doctor_exit_code, run_doctor  # late: only for `doctor`
+
+    began = time.monotonic()
     loaded = load_from_args(args, args.scenario, check_files=False)
     scenario = loaded.scenario
-    checks = run_doctor(scenario, loaded.profile, base_dir=loaded.directory,
-                        command_timeout=60.0 * args.timeout_scale)
-    title = f"doctor {args.scenario} (platform {loaded.profile.name}, binary {scenario.fvp.binary})"
-    print(format_checks(checks, title))
+    located: list[str] = []
+    if scenario.target == "host":  # the runners must run here: the loader's file checks say where each is written
+        try:
+            load_from_args(args, args.scenario)
+        except ScenarioError as exc:
+            located = list(exc.problems)
+        where = f"target host: {platform.machine()}"
+    else:
+        where = f"platform {loaded.profile.name}, binary {scenario.fvp.binary}"
+    print(f"doctor {args.scenario} ({where})", flush=True)
+    lock = threading.Lock()
+    width = max([11, *(len(f"runner {name}") for name in scenario.builds)] if scenario.target == "host" else [11])
+
+    def started(name: str, what: str) -> None:
+        with lock:
+            print(f"  {'..':<4}  {name:<{width}}  {what}", flush=True)
+
+    def ended(check, seconds: float) -> None:
+        took = f" ({seconds:.1f} s)" if seconds >= 0.05 else ""
+        lines = _check_lines(check, width)
+        lines[0] += took
+        with lock:
+            print("\n".join(lines), flush=True)
+
+    timeout = (args.probe_timeout or PROBE_TIMEOUT_S) * args.timeout_scale
+    checks = run_doctor(scenario, loaded.profile, base_dir=loaded.directory, probe_timeout=timeout,
+                        on_start=started, on_done=ended, located=located)
     code = doctor_exit_code(checks)
-    print("all checks passed" if code == EXIT_OK else f"some checks failed (exit {code})")
+    seconds = time.monotonic() - began
+    if code == EXIT_OK:
+        print(f"all checks passed ({seconds:.1f} s)")
+    else:
+        failed = ", ".join(check.name for check in checks if check.status == "fail")
+        print(f"some checks failed (exit {code}): {failed} ({seconds:.1f} s)")
     return code
 
 

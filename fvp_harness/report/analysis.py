@@ -13,6 +13,12 @@ The statistics, and why (details and exact verdict rules in ``docs/results-forma
   about is "no change" only when the CI proves it is small, and "inconclusive" when the data cannot tell.
 - Drift (a trend over execution order inside one build) is flagged: interleaving cancels it between builds,
   but a drifting platform still deserves a look.
+- Other metrics are judged the same way: a **gate** (largest allowed regression) is violated only when the whole
+  CI of the change lies beyond it, and an identity check with a **tolerance** passes only when the whole CI lies
+  within it; a CI that straddles the limit is unverified, never a pass or a failure.
+- Nothing is averaged that is no measurement (NaN, infinities, impossible counter values are left out and
+  reported), records of other settings do not mix in (``planned``), and the run's verdict is PASS, FAIL or NOT
+  VERIFIED with its reasons: what nobody could check is never called a pass.
 
 Every random draw comes from a generator seeded by ``seed`` and the group's name, so the same records always
 give the same numbers, in any order of groups.
@@ -20,6 +26,7 @@ give the same numbers, in any order of groups.
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 import zlib
@@ -32,6 +39,7 @@ import pandas as pd
 from scipy import stats
 
 from fvp_harness.report import format as fmt
+from fvp_harness.scenario.metrics import BUILTIN_METRICS, check_sample
 from fvp_harness.store.records import Record
 
 __all__ = [
@@ -41,22 +49,30 @@ __all__ = [
     "CompareLike",
     "Comparison",
     "DriftFlag",
+    "DroppedSamples",
     "Expectation",
     "FailedUnit",
+    "GateCheck",
+    "GateLike",
     "GeoMean",
     "IdentityCheck",
     "MetricChange",
     "ModelComparison",
+    "NotRunUnit",
     "PrimaryChoice",
+    "RunVerdict",
     "Settings",
+    "ToleranceLike",
     "analyse",
     "bootstrap_medians",
     "choose_primary",
     "compare",
+    "decide_gate",
     "decide_verdict",
     "detect_drift",
     "expectations_violated",
     "primary_candidates",
+    "run_verdict",
     "select_latest",
     "summarise",
     "to_frame",
@@ -66,6 +82,16 @@ __all__ = [
 Verdict = Literal["faster", "slower", "no change", "inconclusive", "not measured"]
 VERDICTS: tuple[Verdict, ...] = ("faster", "slower", "no change", "inconclusive", "not measured")
 Status = Literal["pass", "fail", "unverified"]
+GateVerdict = Literal["within", "violated", "inconclusive", "not measured"]
+"""A gate's verdict: ``within`` (pass) the CI lies entirely at or below the allowed regression; ``violated`` (fail)
+it lies entirely above; ``inconclusive`` (unverified) it straddles the limit or there is no CI; ``not measured``
+(unverified) a build has no valid samples of the metric."""
+
+log = logging.getLogger(__name__)
+
+PLAUSIBLE_LIMIT = 2.0**63
+"""Built-in metrics are times and counters: a value this large (a 64-bit counter printed with ``%d`` by old
+builds) or negative is not a measurement."""
 
 NPU_CYCLE_METRICS = ("npu_cycles", "bm_npu_cycles", "mlia_npu_active")
 """Metrics the report shows in its NPU-cycles column, first one present wins."""
@@ -101,8 +127,36 @@ SUMMARY_COLUMNS = [
 ]
 
 
+class ToleranceLike(Protocol):
+    """An ``expect_identical`` entry with a tolerance (``scenario.IdentityTolerance``): ``amount`` is in percent of
+    the baseline median when ``relative``, else in the metric's unit; ``exact`` when no tolerance was given."""
+
+    @property
+    def metric(self) -> str: ...
+    @property
+    def exact(self) -> bool: ...
+    @property
+    def relative(self) -> bool: ...
+    @property
+    def amount(self) -> float: ...
+
+
+class GateLike(Protocol):
+    """A gate (``scenario.Gate``): the largest allowed regression, ``amount`` in percent of the baseline median
+    when ``relative``, else in ``unit`` (None: any unit, for an amount of 0)."""
+
+    @property
+    def relative(self) -> bool: ...
+    @property
+    def amount(self) -> float: ...
+    @property
+    def unit(self) -> str | None: ...
+
+
 class CompareLike(Protocol):
-    """What ``compare`` needs of a comparison spec; ``scenario.Compare`` satisfies it."""
+    """What ``compare`` needs of a comparison spec; ``scenario.Compare`` satisfies it. ``expect_identical`` holds
+    names (exact) or ``ToleranceLike`` entries; ``gates`` (metric -> ``GateLike``) is optional (read with
+    ``getattr``) so older spec objects keep working."""
 
     @property
     def baseline(self) -> str: ...
@@ -111,7 +165,7 @@ class CompareLike(Protocol):
     @property
     def primary(self) -> str | list[str]: ...
     @property
-    def expect_identical(self) -> list[str]: ...
+    def expect_identical(self) -> Sequence[object]: ...
     @property
     def min_effect(self) -> float: ...
 
@@ -151,20 +205,40 @@ def _execution_order(records: Sequence[Record]) -> list[int]:
     return sorted(range(len(records)), key=lambda i: (records[i].started, i))
 
 
-def to_frame(records: Iterable[Record], *, latest_only: bool = True) -> pd.DataFrame:
-    """Tidy samples: one row per (unit, metric, iteration) with the unit's identity and status.
+def _invalid(metric: str, value: float, unit: str = "") -> str | None:
+    """Why a stored sample is no measurement (None when it is one): not finite; for a built-in metric (times and
+    counters) negative or at least 2^63; and, for any metric, what ``scenario.metrics.check_sample`` refuses for its
+    unit of measure (a time beyond a day, a negative counter). Scraping refuses these since parsers version 2;
+    records of older versions may hold them."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    if metric in BUILTIN_METRICS:
+        if value < 0:
+            return "negative"
+        if value >= PLAUSIBLE_LIMIT:
+            return ">= 2^63"
+    why = check_sample(value, unit, "run")  # per-run limits: the looser ones (a record does not say which)
+    if why is None:
+        return None
+    return "negative" if why.startswith("negative") else ">= 2^63" if "2**63" in why else why.split(" (")[0]
 
-    ``order`` numbers every sample in execution order across the whole run (by unit start time, then
-    iteration), for drift checks. ``latest_only`` applies ``select_latest`` first.
-    """
-    recs = select_latest(records) if latest_only else list(records)
+
+def _frame(recs: Sequence[Record]) -> tuple[pd.DataFrame, tuple[DroppedSamples, ...]]:
     columns: dict[str, list[object]] = {name: [] for name in FRAME_COLUMNS}
+    dropped: list[DroppedSamples] = []
     counter = 0
     for i in _execution_order(recs):
         record = recs[i]
         for metric, values in record.samples.items():
             uom = record.metric_units.get(metric, "")
+            kinds: dict[str, int] = {}
             for iteration, value in enumerate(values):
+                why = _invalid(metric, float(value), uom)
+                if why is not None:
+                    kinds[why] = kinds.get(why, 0) + 1
+                    continue
                 columns["scenario"].append(record.scenario)
                 columns["unit_id"].append(record.unit_id)
                 columns["key"].append(record.key)
@@ -180,8 +254,12 @@ def to_frame(records: Iterable[Record], *, latest_only: bool = True) -> pd.DataF
                 columns["unit_of_measure"].append(uom)
                 columns["order"].append(counter)
                 counter += 1
+            if kinds:
+                shown = ", ".join(f"{kind} x{count}" for kind, count in kinds.items())
+                dropped.append(DroppedSamples(record.unit_id, record.build, record.model, metric,
+                                              sum(kinds.values()), len(values), shown))
     frame = pd.DataFrame(columns)
-    return frame.astype(
+    frame = frame.astype(
         {
             "repetition": "int64",
             "attempt": "int64",
@@ -190,6 +268,24 @@ def to_frame(records: Iterable[Record], *, latest_only: bool = True) -> pd.DataF
             "order": "int64",
         }
     )
+    return frame, tuple(dropped)
+
+
+def to_frame(records: Iterable[Record], *, latest_only: bool = True) -> pd.DataFrame:
+    """Tidy samples: one row per (unit, metric, iteration) with the unit's identity and status.
+
+    ``order`` numbers every sample in execution order across the whole run (by unit start time, then
+    iteration), for drift checks. ``latest_only`` applies ``select_latest`` first.
+
+    Stored values that are no measurement are left out with a logged warning (``analyse`` keeps them as
+    ``AnalysisResult.dropped`` for the report): NaN and infinities of any metric, and negative or >= 2^63 values
+    of a built-in metric (times and counters). ``iteration`` keeps the value's position in the record.
+    """
+    recs = select_latest(records) if latest_only else list(records)
+    frame, dropped = _frame(recs)
+    for item in dropped:
+        log.warning("%s: %d %s value(s) left out (%s)", item.unit_id, item.count, item.metric, item.kinds)
+    return frame
 
 
 def _outputs_digest(outputs: Mapping[str, str]) -> str:
@@ -334,6 +430,71 @@ class IdentityCheck:
     status: Status
     values: dict[str, list[str]]
     detail: str
+    tolerance: str = ""
+    """The allowed difference (``±5%``, ``±0.1 ms``) of a check with a tolerance; empty for an exact one. With a
+    tolerance the check is judged on the CI of the change, and ``values`` lists each build's median."""
+
+
+@dataclass(frozen=True)
+class GateCheck:
+    """A gate on one metric for one model: the change candidate - baseline and its CI against the largest allowed
+    regression. ``relative``: ``change``, its CI and ``allowed`` are in % of the baseline median; else in
+    ``unit``. See ``decide_gate`` for the verdict."""
+
+    model: str
+    metric: str
+    unit: str
+    relative: bool
+    allowed: float
+    baseline_median: float | None
+    candidate_median: float | None
+    n_baseline: int
+    n_candidate: int
+    change: float | None
+    ci_low: float | None
+    ci_high: float | None
+    verdict: GateVerdict
+    status: Status
+    detail: str
+
+
+@dataclass(frozen=True)
+class DroppedSamples:
+    """Stored values of one metric of one unit that are no measurement (NaN, infinities; negative or >= 2^63 for a
+    built-in metric), left out of every number. ``kinds``: ``NaN x2, negative x1``."""
+
+    unit_id: str
+    build: str
+    model: str
+    metric: str
+    count: int
+    of: int
+    kinds: str
+
+
+@dataclass(frozen=True)
+class NotRunUnit:
+    """A planned unit with no record of its planned content key (``analyse(..., planned=...)``). ``build``,
+    ``model`` and ``repetition`` come from a stored record of the unit id when there is one, else from the id.
+    ``other_keys`` counts stored records of this unit id with another key (other settings)."""
+
+    unit_id: str
+    key: str
+    build: str
+    model: str
+    repetition: int | None
+    other_keys: int = 0
+
+
+@dataclass(frozen=True)
+class RunVerdict:
+    """The verdict for the whole run and why: ``FAIL`` (an expectation was violated, or a unit failed),
+    ``NOT VERIFIED`` (nothing failed, but a planned unit did not run, a model's primary metric was not measured,
+    a gate could not be checked, or no expectation could), else ``PASS``. ``reasons`` name each cause (and for
+    PASS what could not be verified)."""
+
+    status: Literal["PASS", "FAIL", "NOT VERIFIED"]
+    reasons: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -420,13 +581,16 @@ class FailedUnit:
 
 @dataclass(frozen=True)
 class Expectation:
-    """One checked expectation: ``identity`` (``name`` = a metric or ``outputs``) or ``min_effect``."""
+    """One checked expectation: ``identity`` (``name`` = a metric or ``outputs``), ``gate`` (``name`` = the gated
+    metric) or ``min_effect``. ``limit``: the tolerance of an identity check (``±5%``) or a gate's allowed
+    regression (``+10%``); empty otherwise."""
 
-    kind: Literal["identity", "min_effect"]
+    kind: Literal["identity", "gate", "min_effect"]
     model: str
     name: str
     status: Status
     detail: str
+    limit: str = ""
 
 
 @dataclass(frozen=True)
@@ -451,13 +615,20 @@ class Comparison:
     geomean: GeoMean | None
     expectations: tuple[Expectation, ...]
     primary_choice: PrimaryChoice | None = None
+    gates: tuple[GateCheck, ...] = ()
+    """One row per (gated metric, model), models in run order, gates in the scenario's order."""
 
 
 @dataclass(frozen=True, eq=False)
 class AnalysisResult:
-    """What ``report`` renders: the frames, the summary, the comparison (None without a ``compare`` spec),
-    drift
-    checks and failed units."""
+    """What ``report`` renders: the frames, the summary, the comparison (None without a ``compare`` spec), drift
+    checks and failed units.
+
+    With ``analyse(..., planned=...)``: ``planned`` is how many units the plan wanted, ``not_run`` the planned
+    units without any record of their planned key (a planned unit whose latest record of that key failed is in
+    ``failed_units``), ``excluded_records`` how many stored records were left out because their key is not the
+    planned one of their unit (other settings). Without it ``planned`` is None and the others are empty.
+    ``dropped``: stored values that are no measurement, left out of every number."""
 
     frame: pd.DataFrame
     units: pd.DataFrame
@@ -466,6 +637,15 @@ class AnalysisResult:
     drift: tuple[DriftFlag, ...]
     failed_units: tuple[FailedUnit, ...]
     settings: Settings = field(default_factory=Settings)
+    dropped: tuple[DroppedSamples, ...] = ()
+    not_run: tuple[NotRunUnit, ...] = ()
+    excluded_records: int = 0
+    planned: int | None = None
+
+    @property
+    def verdict(self) -> RunVerdict:
+        """``run_verdict(self)``."""
+        return run_verdict(self)
 
 
 # --- verdicts -----------------------------------------------------------------------------------------------
@@ -543,6 +723,206 @@ def _mann_whitney(a: np.ndarray, b: np.ndarray) -> float | None:
     if np.ptp(np.concatenate([a, b])) == 0:
         return 1.0  # all values equal: no evidence of a difference (scipy would divide by a zero variance)
     return float(stats.mannwhitneyu(a, b, alternative="two-sided").pvalue)
+
+
+def _unit_level_difference(
+    base_groups: Sequence[np.ndarray], cand_groups: Sequence[np.ndarray], confidence: float
+) -> tuple[float, float] | None:
+    """Welch t-interval of candidate - baseline from the unit medians (each process counted once), in the
+    metric's unit: the absolute twin of ``_unit_level_interval``. None when a build has fewer than 2 units."""
+    if len(base_groups) < 2 or len(cand_groups) < 2:
+        return None
+    bmeds = np.array([np.median(g) for g in base_groups])
+    cmeds = np.array([np.median(g) for g in cand_groups])
+    vb, vc = bmeds.var(ddof=1) / len(bmeds), cmeds.var(ddof=1) / len(cmeds)
+    se = math.sqrt(vb + vc)
+    centre = float(cmeds.mean() - bmeds.mean())
+    if se == 0:
+        return centre, centre
+    denominator = vb**2 / (len(bmeds) - 1) + vc**2 / (len(cmeds) - 1)
+    df = (vb + vc) ** 2 / denominator if denominator > 0 else len(bmeds) + len(cmeds) - 2
+    quantile = float(stats.t.ppf(1 - (1 - confidence) / 2, df))
+    return centre - quantile * se, centre + quantile * se
+
+
+# --- changes of other metrics: gates and tolerances ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Change:
+    """Candidate - baseline of one metric for one model: in % of the baseline median (relative) or in the metric's
+    unit, with its CI; ``why`` says what is missing when ``change`` or the CI is None."""
+
+    n_baseline: int
+    n_candidate: int
+    baseline_median: float | None
+    candidate_median: float | None
+    change: float | None
+    low: float | None
+    high: float | None
+    why: str
+
+
+def _unit_groups(rows: pd.DataFrame, build: str) -> list[np.ndarray]:
+    sel = rows[rows["build"] == build] if len(rows) else rows
+    return [g["value"].to_numpy() for _, g in sel.groupby("unit_id", sort=False)] if len(sel) else []
+
+
+def _measure_change(
+    rows: pd.DataFrame, model: str, metric: str, builds: tuple[str, str], relative: bool, settings: Settings
+) -> _Change:
+    """The change of ``metric`` (``rows``: its ok samples for ``model``) from ``builds[0]`` to ``builds[1]``.
+
+    The CI is built like the primary comparison's: the two-level bootstrap of the medians (ratio or difference),
+    widened to the Welch t-interval over unit medians when that is wider and each build has >= 2 units."""
+    base_groups, cand_groups = _unit_groups(rows, builds[0]), _unit_groups(rows, builds[1])
+    base = np.concatenate(base_groups) if base_groups else np.array([])
+    cand = np.concatenate(cand_groups) if cand_groups else np.array([])
+    bmed = float(np.median(base)) if len(base) else None
+    cmed = float(np.median(cand)) if len(cand) else None
+    if bmed is None or cmed is None:
+        missing = [b for b, v in zip(builds, (base, cand), strict=True) if not len(v)]
+        return _Change(len(base), len(cand), bmed, cmed, None, None, None,
+                       f"no valid {metric} samples for {', '.join(missing)}")
+    if relative and bmed == 0:
+        return _Change(len(base), len(cand), bmed, cmed, None, None, None,
+                       "the baseline median is 0: no percentage (give an absolute amount instead)")
+    change = 100.0 * (cmed / bmed - 1.0) if relative else cmed - bmed
+    if len(base) < 2 or len(cand) < 2:
+        return _Change(len(base), len(cand), bmed, cmed, change, None, None,
+                       "no confidence interval: fewer than 2 samples in a build")
+    bdraws = bootstrap_medians(base_groups, settings.resamples, _rng(settings.seed, model, metric, builds[0]))
+    cdraws = bootstrap_medians(cand_groups, settings.resamples, _rng(settings.seed, model, metric, builds[1]))
+    wide: tuple[float, float] | None
+    if relative:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratios = cdraws / bdraws
+        ratios = np.where(np.isfinite(ratios) & (ratios > 0), ratios, np.nan)
+        low, high = _interval(100.0 * (ratios - 1.0), settings.confidence)
+        cluster = _unit_level_interval(base_groups, cand_groups, cmed / bmed, settings.confidence)
+        wide = (-cluster[0][1], -cluster[0][0]) if cluster is not None else None  # saved % -> change %
+    else:
+        low, high = _interval(cdraws - bdraws, settings.confidence)
+        wide = _unit_level_difference(base_groups, cand_groups, settings.confidence)
+    if low is not None and high is not None and wide is not None:
+        low, high = min(low, wide[0]), max(high, wide[1])
+    why = "" if low is not None else "no confidence interval (too few distinct draws)"
+    return _Change(len(base), len(cand), bmed, cmed, change, low, high, why)
+
+
+def _signed_amount(value: float, relative: bool, unit: str) -> str:
+    """A change as the gate and tolerance texts show it: ``+203%``, ``+2.1%``, ``+0.85 ms``."""
+    if relative:
+        return f"{value:+.{0 if abs(value) >= 100 else 1}f}%"
+    shown = "0" if value == 0 else ("-" if value < 0 else "+") + fmt.number(abs(value))
+    return shown + (f" {unit}" if unit else "")
+
+
+def _interval_text(low: float, high: float, relative: bool, unit: str) -> str:
+    if relative:
+        return fmt.signed_percent_interval(low, high)
+    return f"{_signed_amount(low, False, '')} … {_signed_amount(high, False, unit)}"
+
+
+def _limit_text(amount: float, relative: bool, unit: str, sign: str = "+") -> str:
+    """The user's limit as written: ``+10%``, ``+0.2 ms``, ``±5%`` (``0 cycles`` for none at all)."""
+    text = f"{sign}{amount:g}" if amount else "0"
+    return f"{text}%" if relative else text + (f" {unit}" if unit else "")
+
+
+def decide_gate(ci_low: float | None, ci_high: float | None, allowed: float) -> tuple[GateVerdict, Status]:
+    """A gate's verdict from the CI of the change (positive = worse) and the largest allowed regression:
+    ``violated`` when the whole CI lies above ``allowed``, ``within`` when it lies at or below it, else
+    ``inconclusive`` (also without a CI), which counts as unverified."""
+    if ci_low is None or ci_high is None:
+        return "inconclusive", "unverified"
+    if ci_low > allowed:
+        return "violated", "fail"
+    if ci_high <= allowed:
+        return "within", "pass"
+    return "inconclusive", "unverified"
+
+
+def _gate_check(
+    model: str, metric: str, gate: GateLike, ok: pd.DataFrame, builds: tuple[str, str], settings: Settings
+) -> GateCheck:
+    rows = ok[(ok["model"] == model) & (ok["metric"] == metric)] if len(ok) else ok
+    unit = str(rows["unit_of_measure"].iloc[0]) if len(rows) else ""
+    relative, allowed = gate.relative, float(gate.amount)
+    shown_unit = (unit or gate.unit or "") if not relative else ""
+    limit = _limit_text(allowed, relative, shown_unit)
+    change = _measure_change(rows, model, metric, builds, relative, settings)
+
+    def check(verdict: GateVerdict, status: Status, detail: str) -> GateCheck:
+        return GateCheck(model, metric, unit, relative, allowed, change.baseline_median, change.candidate_median,
+                         change.n_baseline, change.n_candidate, change.change, change.low, change.high, verdict,
+                         status, detail)
+
+    if not relative and gate.unit and unit and gate.unit != unit:
+        return check("inconclusive", "unverified", f"the gate is in {gate.unit} but {metric} is recorded in "
+                     f"{unit}: not comparable")
+    if change.baseline_median is None or change.candidate_median is None:
+        return check("not measured", "unverified", change.why)
+    if change.change is None:
+        return check("inconclusive", "unverified", change.why)
+    shown = _signed_amount(change.change, relative, shown_unit)
+    if change.low is None or change.high is None:
+        return check("inconclusive", "unverified", f"{shown}: {change.why}")
+    verdict, status = decide_gate(change.low, change.high, allowed)
+    ci = _interval_text(change.low, change.high, relative, shown_unit)
+    if verdict == "violated":
+        detail = f"{shown} > {limit} allowed (CI {ci}, entirely above)"
+    elif verdict == "within":
+        detail = f"{shown} ≤ {limit} allowed (CI {ci}, entirely within)"
+    else:
+        detail = f"{shown}: CI {ci} straddles {limit} allowed; more repetitions would settle it"
+    return check(verdict, status, detail)
+
+
+def _tolerance_check(
+    model: str, metric: str, tolerance: ToleranceLike, ok: pd.DataFrame, builds: tuple[str, str],
+    settings: Settings,
+) -> IdentityCheck:
+    """``expect_identical`` with a tolerance t: pass when the CI of the change lies within ±t, fail when it lies
+    entirely beyond it (either side), unverified when it straddles ±t or a build has no values."""
+    rows = ok[(ok["model"] == model) & (ok["metric"] == metric)] if len(ok) else ok
+    unit = str(rows["unit_of_measure"].iloc[0]) if len(rows) else ""
+    relative, amount = tolerance.relative, float(tolerance.amount)
+    limit = _limit_text(amount, relative, unit, sign="±")
+    change = _measure_change(rows, model, metric, builds, relative, settings)
+    listing = {
+        build: ([f"median {fmt.number(median)}{' ' + unit if unit else ''} (n={n})"] if median is not None else [])
+        for build, median, n in ((builds[0], change.baseline_median, change.n_baseline),
+                                 (builds[1], change.candidate_median, change.n_candidate))
+    }  # fmt: skip
+    if change.change is None:
+        return IdentityCheck(model, metric, "unverified", listing, change.why, limit)
+    shown = _signed_amount(change.change, relative, unit)
+    if change.low is None or change.high is None:
+        return IdentityCheck(model, metric, "unverified", listing, f"{shown}: {change.why}", limit)
+    ci = _interval_text(change.low, change.high, relative, unit)
+    if -amount <= change.low and change.high <= amount:
+        return IdentityCheck(model, metric, "pass", listing, f"{shown} within {limit} (CI {ci})", limit)
+    if change.low > amount or change.high < -amount:
+        return IdentityCheck(model, metric, "fail", listing, f"{shown} beyond {limit} (CI {ci})", limit)
+    return IdentityCheck(model, metric, "unverified", listing,
+                         f"{shown}: CI {ci} straddles {limit}; more repetitions would settle it", limit)
+
+
+def _identity_entries(spec: CompareLike) -> list[tuple[str, ToleranceLike | None]]:
+    """``expect_identical`` as (name, tolerance or None for an exact check)."""
+    entries: list[tuple[str, ToleranceLike | None]] = []
+    for item in spec.expect_identical:
+        if isinstance(item, str):
+            entries.append((item, None))
+        else:
+            tolerance: ToleranceLike = item  # type: ignore[assignment]  # duck-typed entry
+            entries.append((tolerance.metric, None if tolerance.exact else tolerance))
+    return entries
+
+
+def _gates(spec: CompareLike) -> Mapping[str, GateLike]:
+    return getattr(spec, "gates", None) or {}
 
 
 # --- identity -----------------------------------------------------------------------------------------------
@@ -669,12 +1049,13 @@ def compare(
     units: pd.DataFrame | None = None,
     settings: Settings | None = None,
 ) -> Comparison:
-    """Candidate vs baseline per model on the primary metric (``choose_primary``), plus identity checks and
-    secondary metrics.
+    """Candidate vs baseline per model on the primary metric (``choose_primary``), plus identity checks, gates
+    and secondary metrics.
 
     ``metrics`` (names or MetricSpec-like objects) adds secondary metrics shown beside the primary (e.g. NPU
     cycles); ``expect_identical`` metrics are always included. ``units`` (from ``units_frame``) is needed for
-    the ``outputs`` identity check; without it that check is unverified.
+    the ``outputs`` identity check; without it that check is unverified. Each gate of ``spec.gates`` gives one
+    ``GateCheck`` and one expectation per model.
     """
     settings = settings or Settings()
     choice = choose_primary(frame, spec)
@@ -684,7 +1065,9 @@ def compare(
     models = _first_seen(frame["model"]) if len(frame) else []
     if units is not None and len(units):
         models = list(dict.fromkeys([*models, *_first_seen(units["model"])]))
-    others = list(dict.fromkeys([*(_metric_name(m) for m in metrics), *spec.expect_identical]))
+    identity_entries = _identity_entries(spec)
+    gates = _gates(spec)
+    others = list(dict.fromkeys([*(_metric_name(m) for m in metrics), *(name for name, _ in identity_entries)]))
     others = [m for m in others if m not in ("outputs", primary)]
     primary_rows = ok[ok["metric"] == primary] if len(ok) else ok
     unit_label = primary_rows["unit_of_measure"].iloc[0] if len(primary_rows) else ""
@@ -692,6 +1075,7 @@ def compare(
     results: list[ModelComparison] = []
     ratio_draws: list[np.ndarray] = []
     expectations: list[Expectation] = []
+    gate_checks: list[GateCheck] = []
     for model in models:
         sel = primary_rows[primary_rows["model"] == model] if len(primary_rows) else primary_rows
         groups: dict[str, list[np.ndarray]] = {}
@@ -736,7 +1120,12 @@ def compare(
                 if ratio > 0 and np.isfinite(draws).any():
                     ratio_draws.append(draws)
         identity: list[IdentityCheck] = []
-        for name in spec.expect_identical:
+        for name, tolerance in identity_entries:
+            if tolerance is not None:
+                check = _tolerance_check(model, name, tolerance, ok, builds, settings)
+                identity.append(check)
+                expectations.append(Expectation("identity", model, name, check.status, check.detail, check.tolerance))
+                continue
             if name == "outputs":
                 per_build: dict[str, list[object]] = {}
                 for build in builds:
@@ -758,6 +1147,12 @@ def compare(
             check = _identity(model, name, per_build)
             identity.append(check)
             expectations.append(Expectation("identity", model, name, check.status, check.detail))
+        for name, gate in gates.items():
+            gate_check = _gate_check(model, name, gate, ok, builds, settings)
+            gate_checks.append(gate_check)
+            limit = _limit_text(gate_check.allowed, gate_check.relative,
+                                "" if gate_check.relative else gate_check.unit or (gate.unit or ""))
+            expectations.append(Expectation("gate", model, name, gate_check.status, gate_check.detail, limit))
         changes: list[MetricChange] = []
         for name in others:
             rows_m = ok[(ok["model"] == model) & (ok["metric"] == name)] if len(ok) else ok
@@ -811,6 +1206,7 @@ def compare(
         geomean=_geomean(results, ratio_draws, spec.min_effect, settings),
         expectations=tuple(expectations),
         primary_choice=choice,
+        gates=tuple(gate_checks),
     )
 
 
@@ -862,19 +1258,62 @@ def _failed_units(units: pd.DataFrame) -> tuple[FailedUnit, ...]:
     )
 
 
+_UNIT_ID = re.compile(r"^r(\d+)-(.+)$")
+
+
+def _not_run_unit(unit_id: str, key: str, others: Sequence[Record], builds: Iterable[str]) -> NotRunUnit:
+    """Build, model and repetition of a planned unit without a record of its key: from a stored record of the same
+    unit id (other settings) when there is one, else from the id ``r<rep>-<build>-<model>`` (the longest known
+    build name that fits, since names may contain ``-``)."""
+    if others:
+        last = others[-1]
+        return NotRunUnit(unit_id, key, last.build, last.model, last.repetition, len(others))
+    match = _UNIT_ID.match(unit_id)
+    if match is None:
+        return NotRunUnit(unit_id, key, "", "", None)
+    rest = match.group(2)
+    fitting = [b for b in builds if rest.startswith(f"{b}-") and len(rest) > len(b) + 1]
+    build = max(fitting, key=len) if fitting else rest.split("-", 1)[0]
+    model = rest[len(build) + 1 :]
+    return NotRunUnit(unit_id, key, build, model, int(match.group(1)))
+
+
 def analyse(
     records: Iterable[Record],
     spec: CompareLike | None = None,
     metrics: Sequence[object] = (),
     settings: Settings | None = None,
+    planned: Mapping[str, str] | None = None,
 ) -> AnalysisResult:
-    """The whole pipeline for ``report``: frames, summary, comparison (if ``spec``), drift of the primary
-    metric
-    (``cpu_time`` without a spec) and failed units."""
+    """The whole pipeline for ``report``: frames, summary, comparison (if ``spec``), drift of the primary metric
+    (``cpu_time`` without a spec), failed units and left-out values.
+
+    ``planned`` maps the unit id of every unit the plan wanted to its content key (``{u.id: u.key for u in
+    plan.units}``; the manifest's ``plan.keys``). Then only records whose key is the planned key of their unit
+    count (the others belong to other settings: counted in ``excluded_records``), and planned units without a
+    record of their key are listed in ``not_run`` (those whose latest record of their key failed are in
+    ``failed_units`` as always). Without ``planned`` every record counts, as before.
+    """
     settings = settings or Settings()
     records = list(records)
-    frame = to_frame(records)
-    units = units_frame(records)
+    not_run: list[NotRunUnit] = []
+    excluded = 0
+    if planned is not None:
+        wanted = [r for r in records if planned.get(r.unit_id) == r.key]
+        excluded = len(records) - len(wanted)
+        have = {r.unit_id for r in wanted}
+        stale: dict[str, list[Record]] = {}
+        for r in records:
+            if r.unit_id in planned and r.unit_id not in have:
+                stale.setdefault(r.unit_id, []).append(r)
+        known_builds = [*([spec.baseline, spec.candidate] if spec is not None else []), *(r.build for r in records)]
+        known_builds = list(dict.fromkeys(known_builds))
+        not_run = [_not_run_unit(unit_id, key, stale.get(unit_id, []), known_builds)
+                   for unit_id, key in planned.items() if unit_id not in have]  # fmt: skip
+        records = wanted
+    latest = select_latest(records)
+    frame, dropped = _frame(latest)
+    units = units_frame(latest, latest_only=False)
     comparison = compare(frame, spec, metrics, units=units, settings=settings) if spec is not None else None
     primary = comparison.primary if comparison is not None else "cpu_time"
     min_effect = spec.min_effect if spec is not None else 1.0
@@ -886,17 +1325,82 @@ def analyse(
         drift=detect_drift(frame, primary, min_effect, settings),
         failed_units=_failed_units(units),
         settings=settings,
+        dropped=dropped,
+        not_run=tuple(not_run),
+        excluded_records=excluded,
+        planned=None if planned is None else len(planned),
     )
 
 
 def expectations_violated(result: AnalysisResult, *, strict: bool = False) -> bool:
-    """True when any expectation failed (an identity check differs, or a model got slower than -min_effect).
+    """True when any expectation failed (an identity check differs or lies beyond its tolerance, a gate is
+    violated, or a model got slower than -min_effect).
 
-    ``strict`` also counts ``unverified`` ones (nothing to compare, inconclusive, not measured), for CI jobs
-    that must prove the expectation rather than merely not disprove it. Failed units are reported separately
-    (``result.failed_units``), so "nothing measured" and "regression" stay distinguishable.
+    ``strict`` also counts ``unverified`` ones (nothing to compare, inconclusive, not measured, a gate whose CI
+    straddles its limit), for CI jobs that must prove the expectation rather than merely not disprove it. Failed
+    and not-run units are reported separately (``result.failed_units``, ``result.not_run``), so "nothing
+    measured" and "regression" stay distinguishable.
     """
     if result.comparison is None:
         return False
     bad = {"fail", "unverified"} if strict else {"fail"}
     return any(e.status in bad for e in result.comparison.expectations)
+
+
+def _label(expectation: Expectation) -> str:
+    limit = f" ({expectation.limit})" if expectation.limit else ""
+    if expectation.kind == "gate":
+        return f"gate {expectation.name}"
+    if expectation.kind == "identity":
+        return f"identical {expectation.name}{limit}"
+    return f"min effect ({expectation.name})"
+
+
+def _listed(ids: Sequence[str], most: int = 6) -> str:
+    shown = ", ".join(ids[:most])
+    return shown + (f", … ({len(ids) - most} more)" if len(ids) > most else "")
+
+
+def run_verdict(result: AnalysisResult) -> RunVerdict:
+    """PASS, FAIL or NOT VERIFIED for the whole run, with the reasons (see ``RunVerdict``).
+
+    FAIL: an expectation failed (each one is a reason: ``gate load_time: +203% > +10% allowed (resnet8, ...)``)
+    or a unit's latest attempt failed. NOT VERIFIED (when nothing failed): a planned unit did not run, a model's
+    primary metric was not measured, a gate could not be verified, or none of the expectations could be checked.
+    PASS otherwise; its reasons list what could not be verified (inconclusive, no values), if anything.
+    The exit code is the callers' (``run.pipeline``): a FAIL is exit 1 (3 when a failure is infrastructure).
+    """
+    comparison = result.comparison
+    expectations = comparison.expectations if comparison is not None else ()
+    failed_reasons: list[str] = []
+    for e in expectations:
+        if e.status == "fail":
+            if e.kind == "gate":
+                head, _, rest = e.detail.partition(" (")
+                failed_reasons.append(f"gate {e.name}: {head} ({e.model}" + (f", {rest}" if rest else ")"))
+            else:
+                failed_reasons.append(f"{_label(e)} ({e.model}): {e.detail}")
+    if result.failed_units:
+        ids = [f.unit_id for f in result.failed_units]
+        failed_reasons.append(f"{len(ids)} unit(s) failed: {_listed(ids)}")
+    if failed_reasons:
+        return RunVerdict("FAIL", tuple(failed_reasons))
+    open_reasons: list[str] = []
+    if result.not_run:
+        ids = [u.unit_id for u in result.not_run]
+        open_reasons.append(f"{len(ids)} of {result.planned} planned unit(s) did not run: {_listed(ids)}")
+    if comparison is not None:
+        unmeasured = [m.model for m in comparison.models if m.verdict == "not measured"]
+        if unmeasured:
+            open_reasons.append(f"{comparison.primary} not measured for {', '.join(unmeasured)}")
+        if not comparison.models:
+            open_reasons.append("nothing was measured")
+        for e in expectations:
+            if e.kind == "gate" and e.status == "unverified":
+                open_reasons.append(f"gate {e.name} ({e.model}) not verified: {e.detail}")
+        if expectations and all(e.status == "unverified" for e in expectations):
+            open_reasons.append(f"none of {len(expectations)} expectations could be checked")
+    if open_reasons:
+        return RunVerdict("NOT VERIFIED", tuple(open_reasons))
+    caveats = [f"{_label(e)} ({e.model}) not verified: {e.detail}" for e in expectations if e.status == "unverified"]
+    return RunVerdict("PASS", tuple(caveats))

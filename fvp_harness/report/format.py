@@ -2,7 +2,8 @@
 
 One module so that the same value reads the same everywhere (a median in ``report.md``, the terminal summary and
 the VGF report), and so a change of style is made once. ``n/a`` marks a value that could not be computed (a
-missing metric, an interval with too few samples); callers that print to a terminal may choose another mark.
+missing metric, an interval with too few samples); callers that print to a terminal may choose another mark. A NaN
+or an infinity is shown as missing too, never as ``nan%``.
 """
 
 from __future__ import annotations
@@ -48,27 +49,27 @@ def number(value: float | None, missing: str = MISSING) -> str:
 
 def percent(value: float | None, missing: str = MISSING) -> str:
     """A share saved or changed: ``64.3%``."""
-    return missing if value is None else f"{value:.1f}%"
+    return f"{value:.1f}%" if _finite(value) else missing
 
 
 def percent_interval(low: float | None, high: float | None, missing: str = MISSING) -> str:
     """A confidence interval of a percentage: ``63.8 … 64.7%``."""
-    return missing if low is None or high is None else f"{low:.1f} … {high:.1f}%"
+    return f"{low:.1f} … {high:.1f}%" if _finite(low) and _finite(high) else missing
 
 
 def signed_percent(value: float | None, digits: int = 1, missing: str = MISSING) -> str:
     """A change with its direction: ``+3.2%``, ``-0.4%``."""
-    return missing if value is None else f"{value:+.{digits}f}%"
+    return f"{value:+.{digits}f}%" if _finite(value) else missing
 
 
 def signed_percent_interval(low: float | None, high: float | None, missing: str = MISSING) -> str:
     """A confidence interval of a change: ``+1.0 … +5.2%``."""
-    return missing if low is None or high is None else f"{low:+.1f} … {high:+.1f}%"
+    return f"{low:+.1f} … {high:+.1f}%" if _finite(low) and _finite(high) else missing
 
 
 def p_value(value: float | None) -> str:
     """A p-value for a table cell: three decimals, ``<0.001`` below that, ``n/a`` for None."""
-    if value is None:
+    if value is None or not math.isfinite(value):
         return MISSING
     return "<0.001" if value < 0.001 else f"{value:.3f}"
 
@@ -88,12 +89,12 @@ def duration_ns(ns: float | None) -> str:
 
 def byte_count(value: float | None) -> str:
     """Bytes with thousands separators: ``1,204,224 B``."""
-    return MISSING if value is None else f"{value:,.0f} B"
+    return f"{value:,.0f} B" if _finite(value) else MISSING
 
 
 def count(value: float | None) -> str:
     """A count (whole, or a median of counts): ``12``, ``2.50``."""
-    if value is None:
+    if value is None or not math.isfinite(value):
         return MISSING
     return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}"
 
@@ -105,7 +106,7 @@ def quantity(unit: str, value: float | None) -> str:
 
 def signed_quantity(unit: str, value: float | None) -> str:
     """A change in its unit, with its direction (``+``, ``−``, or ``0``)."""
-    if value is None:
+    if value is None or not math.isfinite(value):
         return MISSING
     text = quantity(unit, abs(value))
     return "0" if value == 0 else ("+" if value > 0 else "−") + text

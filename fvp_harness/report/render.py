@@ -3,7 +3,8 @@
 The markdown table is headed like the published driver-reuse table (``Model | <metric> per inference,
 before -> after | Saved``) so it can be pasted into a pull request, then adds what that table lacked: the CI
 of the saving, the p-value, sample counts, NPU cycles, output identity and a verdict, a geometric-mean row,
-the expectations with a clear PASS/FAIL, and the failed units with their class and log.
+a verdict row per gated metric, the expectations with a clear PASS/FAIL, the verdict for the whole run (PASS,
+FAIL or NOT VERIFIED, with its reasons), and the failed and not-run units with their class and log.
 
 Determinism: the same records give byte-identical markdown, CSV and JSON (dates come from the manifest
 through ``ReportContext``, never from the clock; floats are formatted to fixed precision), and the PNG
@@ -32,8 +33,11 @@ from fvp_harness.report.analysis import (
     NPU_CYCLE_METRICS,
     AnalysisResult,
     Comparison,
+    Expectation,
+    GateCheck,
     ModelComparison,
     expectations_violated,
+    run_verdict,
 )
 from fvp_harness.store.folder import REPORT_FILES
 
@@ -41,8 +45,12 @@ __all__ = [
     "REPORT_FORMAT_VERSION",
     "ReportContext",
     "build_order",
+    "expectation_label",
     "expectations_markdown",
     "expectations_violated",
+    "gate_allowed",
+    "gate_change",
+    "gate_interval",
     "jsonable",
     "markdown_table",
     "render_csv",
@@ -51,6 +59,7 @@ __all__ = [
     "render_png",
     "render_report",
     "save_png",
+    "verdict_lines",
     "write_report_files",
 ]
 
@@ -84,6 +93,8 @@ class ReportContext:
     builds: dict[str, str] = field(default_factory=dict)
     """Build name -> what identifies it (id text, runner sha256)."""
     date: str | None = None
+    host: str | None = None
+    """For a run on this host (``target: host``), the machine it ran on; then no platform and no FVP are claimed."""
 
     @classmethod
     def from_manifest(cls, manifest: Mapping[str, Any] | None) -> ReportContext:
@@ -113,12 +124,19 @@ class ReportContext:
                 else:
                     builds[str(build)] = str(info)
         when = manifest.get("finished") or manifest.get("started")
+        resolved = scenario.get("resolved") if isinstance(scenario, Mapping) else None
+        host_text = None
+        if isinstance(resolved, Mapping) and resolved.get("target") == "host":  # no model ran: name the machine
+            host = manifest.get("host")
+            bits = [str(host[k]) for k in ("hostname", "machine") if host.get(k)] if isinstance(host, Mapping) else []
+            host_text = (f"{bits[0]} ({bits[1]})" if len(bits) == 2 else " ".join(bits)) or "this host"
         return cls(
             scenario=str(name) if name else None,
-            platform=str(manifest["platform"]) if manifest.get("platform") else None,
-            fvp=fvp_text,
+            platform=str(manifest["platform"]) if manifest.get("platform") and host_text is None else None,
+            fvp=fvp_text if host_text is None else None,
             builds=builds,
             date=str(when)[:10] if when else None,
+            host=host_text,
         )
 
 
@@ -220,7 +238,8 @@ def _default_title(result: AnalysisResult, context: ReportContext) -> str:
 
 
 def _context_line(context: ReportContext, comparison: Comparison | None, builds_in_order: Sequence[str]) -> str:
-    """Platform, FVP, the builds the manifest names (and the compared ones), date."""
+    """Platform and FVP (or the host, for ``target: host``), the builds the manifest names (and the compared ones),
+    date."""
     named = set(context.builds)
     if comparison is not None:
         named |= {comparison.baseline, comparison.candidate}
@@ -230,6 +249,8 @@ def _context_line(context: ReportContext, comparison: Comparison | None, builds_
         parts.append(f"Platform: **{context.platform}**")
     if context.fvp:
         parts.append(f"FVP: **{context.fvp}**")
+    if context.host:
+        parts.append(f"Host: **{context.host}**")
     if builds_in_order:
         shown = [f"**{name}**" + (f" ({context.builds[name]})" if context.builds.get(name) else "")
                  for name in builds_in_order]  # fmt: skip
@@ -288,6 +309,78 @@ def _comparison_table(comparison: Comparison) -> str:
     return markdown_table(rows, headers, ["left", "right", "right", "right", "right", "right", "right", "left", "left"])
 
 
+def gate_change(gate: GateCheck) -> str:
+    """A gate's change as the tables show it: ``+203%``, ``+0.85 ms``, ``n/a``."""
+    if gate.change is None:
+        return fmt.MISSING
+    if gate.relative:
+        return fmt.signed_percent(gate.change, 0 if abs(gate.change) >= 100 else 1)
+    return _signed_number(gate.change) + (f" {gate.unit}" if gate.unit else "")
+
+
+def _signed_number(value: float) -> str:
+    return "0" if value == 0 else ("-" if value < 0 else "+") + fmt.number(abs(value))
+
+
+def gate_interval(gate: GateCheck) -> str:
+    """The CI of a gate's change: ``+150.0 … +260.0%`` or ``+0.80 … +0.90 ms``."""
+    if gate.ci_low is None or gate.ci_high is None:
+        return fmt.MISSING
+    if gate.relative:
+        return fmt.signed_percent_interval(gate.ci_low, gate.ci_high)
+    low, high = _signed_number(gate.ci_low), _signed_number(gate.ci_high)
+    return f"{low} … {high}" + (f" {gate.unit}" if gate.unit else "")
+
+
+def gate_allowed(gate: GateCheck) -> str:
+    """A gate's limit: ``≤ +10%``, ``≤ +0.2 ms``, ``≤ 0 cycles``."""
+    amount = f"+{gate.allowed:g}" if gate.allowed else "0"
+    return f"≤ {amount}" + ("%" if gate.relative else f" {gate.unit}" if gate.unit else "")
+
+
+def _gates_section(comparison: Comparison) -> list[str]:
+    """``## Gates``: one verdict row per gated metric and model."""
+    if not comparison.gates:
+        return []
+    b, c = comparison.baseline, comparison.candidate
+    rows = [
+        [g.model, g.metric,
+         f"{fmt.number(g.baseline_median)} -> {fmt.number(g.candidate_median)}" + (f" {g.unit}" if g.unit else ""),
+         gate_change(g), gate_interval(g), gate_allowed(g), f"{g.n_baseline}/{g.n_candidate}", g.verdict]
+        for g in comparison.gates
+    ]  # fmt: skip
+    headers = ["Model", "Metric", f"{b} -> {c}", "Change", "95% CI of change", "Allowed", "n", "Verdict"]
+    table = markdown_table(rows, headers, ["left", "left", "right", "right", "right", "right", "right", "left"])
+    note = (
+        f"Change = {c} − {b} (in % of the {b} median, or in the metric's unit); positive is worse. A gate is "
+        "*violated* when the whole CI lies above the allowed regression, *within* when it lies at or below it, "
+        "*inconclusive* when it straddles it (unverified: it does not fail the run, but the run is NOT VERIFIED)."
+    )
+    return ["## Gates", "", table, "", note, ""]
+
+
+def verdict_lines(result: AnalysisResult) -> list[str]:
+    """The run's verdict as report lines: ``**Verdict: FAIL**`` and one bullet per reason."""
+    verdict = run_verdict(result)
+    comparison = result.comparison
+    head = f"**Verdict: {verdict.status}**"
+    if verdict.status == "PASS":
+        expectations = comparison.expectations if comparison is not None else ()
+        checked = sum(1 for e in expectations if e.status != "unverified")
+        if comparison is None:
+            head += ": no comparison to check; no unit failed"
+        else:
+            head += f": no expectation violated ({checked} of {len(expectations)} verified)"
+        if result.planned is not None:
+            head += f"; all {result.planned} planned units ran"
+        if verdict.reasons:
+            head += "; could not be verified:"
+    lines = [head + ("" if head.endswith(":") or verdict.reasons else "."), ""]
+    if verdict.reasons:
+        lines += [*(f"- {fmt.markdown_cell(reason)}" for reason in verdict.reasons), ""]
+    return lines
+
+
 def _method_note(result: AnalysisResult, comparison: Comparison) -> str:
     s = result.settings
     b, c, m = comparison.baseline, comparison.candidate, comparison.min_effect
@@ -326,29 +419,64 @@ def expectations_markdown(rows: Sequence[tuple[str, str, str, str]]) -> list[str
     return lines
 
 
+def expectation_label(e: Expectation) -> str:
+    """How an expectation is named in tables: ``identical npu_cycles``, ``identical load_time (±5%)``,
+    ``gate load_time (≤ +10%)``, ``min effect: not slower than -1%``."""
+    if e.kind == "identity":
+        return f"identical {e.name}" + (f" ({e.limit})" if e.limit else "")
+    if e.kind == "gate":
+        return f"gate {e.name}" + (f" (≤ {e.limit})" if e.limit else "")
+    return f"min effect: {e.name}"
+
+
 def _expectations_section(comparison: Comparison) -> list[str]:
-    return expectations_markdown(
-        [
-            (e.model, f"identical {e.name}" if e.kind == "identity" else f"min effect: {e.name}", e.status, e.detail)
-            for e in comparison.expectations
-        ]
-    )
+    return expectations_markdown([(e.model, expectation_label(e), e.status, e.detail) for e in comparison.expectations])
 
 
 def _failures_section(result: AnalysisResult) -> list[str]:
     lines = ["## Failures", ""]
-    if not result.failed_units:
-        return [*lines, "None: every unit ran.", ""]
+    if not result.failed_units and not result.not_run:
+        if result.planned is not None:
+            return [*lines, f"None: all {result.planned} planned units ran.", ""]
+        return [*lines, "None: no recorded unit failed.", ""]
+    counts = []
+    if result.failed_units:
+        counts.append(f"{len(result.failed_units)} unit(s) failed (latest attempt)")
+    if result.not_run:
+        counts.append(f"{len(result.not_run)} of {result.planned} planned unit(s) did not run")
     rows = [
         [f.unit_id, f.build, f.model, f.attempt, f.failure_class, f.failure or "(no message)", f.log or "n/a"]
         for f in result.failed_units
     ]
+    for u in result.not_run:
+        why = "no record of this unit with its planned content key"
+        if u.other_keys:
+            why += f" ({u.other_keys} stored record(s) of other settings left out)"
+        rows.append([u.unit_id, u.build or "?", u.model or "?", "-", "not run", why, "n/a"])
     headers = ["Unit", "Build", "Model", "Attempt", "Class", "Failure", "Log"]
-    return [*lines, markdown_table(rows, headers, ["left"] * 3 + ["right"] + ["left"] * 3), ""]
+    table = markdown_table(rows, headers, ["left"] * 3 + ["right"] + ["left"] * 3)
+    return [*lines, "; ".join(counts) + ".", "", table, ""]
 
 
 def _warnings(result: AnalysisResult) -> list[str]:
     notes = []
+    by_metric: dict[str, list[tuple[str, int, str]]] = {}
+    for left_out in result.dropped:
+        by_metric.setdefault(left_out.metric, []).append((left_out.unit_id, left_out.count, left_out.kinds))
+    for metric, items in by_metric.items():
+        total = sum(count for _, count, _ in items)
+        units = ", ".join(f"{unit_id} ({kinds})" for unit_id, _, kinds in items[:6])
+        more = f", … ({len(items) - 6} more units)" if len(items) > 6 else ""
+        notes.append(
+            f"Left out {total} stored {metric} value(s) that are no measurement (not finite, or negative or "
+            f"implausibly large for a built-in metric) in {len(items)} unit(s): {units}{more}. Records of older "
+            "versions may hold them; every number above is computed without them."
+        )
+    if result.excluded_records:
+        notes.append(
+            f"Left out {result.excluded_records} stored record(s) whose content key is not the one this run planned "
+            "for their unit: they were measured with other settings."
+        )
     for d in result.drift:
         if d.flagged:
             notes.append(
@@ -413,11 +541,13 @@ def render_markdown(result: AnalysisResult, title: str | None = None, context: R
     line = _context_line(context, comparison, builds)
     if line:
         lines += [line, ""]
+    lines += verdict_lines(result)
     if comparison is not None:
         choice = comparison.primary_choice
         if choice is not None and len(choice.candidates) > 1:  # say which of the preferred metrics headlines
             lines += [f"Primary metric: **{comparison.primary}** ({choice.reason}).", ""]
         lines += [_comparison_table(comparison), "", _method_note(result, comparison), ""]
+        lines += _gates_section(comparison)
         lines += _expectations_section(comparison)
         differing = [c for m in comparison.models for c in m.identity if c.status == "fail"]
         if differing:
@@ -443,7 +573,11 @@ CSV_COLUMNS = [
     "model", "metric", "unit", "baseline", "candidate", "baseline_median", "candidate_median", "ratio",
     "saved_pct", "ci_low", "ci_high", "p_value", "p_units", "n_baseline", "n_candidate", "units_baseline",
     "units_candidate", "npu_baseline", "npu_candidate", "npu_identical", "outputs_identical", "verdict",
+    "row", "change", "change_ci_low", "change_ci_high", "change_unit", "max_regression",
 ]  # fmt: skip
+"""``row``: ``primary`` (a model on the primary metric), ``geomean`` or ``gate`` (a gated metric of a model: its
+``change`` candidate − baseline with CI, in ``change_unit`` (``%`` of the baseline median, or the metric's unit),
+the allowed ``max_regression`` in the same unit, and the gate's verdict)."""
 
 
 def _comparison_frame(comparison: Comparison) -> pd.DataFrame:
@@ -474,6 +608,7 @@ def _comparison_frame(comparison: Comparison) -> pd.DataFrame:
                 "npu_identical": "" if npu_same is None else str(npu_same).lower(),
                 "outputs_identical": _outputs_status(m),
                 "verdict": m.verdict,
+                "row": "primary",
             }
         )
     gm = comparison.geomean
@@ -490,6 +625,35 @@ def _comparison_frame(comparison: Comparison) -> pd.DataFrame:
                 "ci_low": gm.ci_low,
                 "ci_high": gm.ci_high,
                 "verdict": gm.verdict,
+                "row": "geomean",
+            }
+        )
+    for g in comparison.gates:
+        ratio = (
+            g.candidate_median / g.baseline_median
+            if g.baseline_median and g.candidate_median is not None
+            else None
+        )
+        rows.append(
+            {
+                "model": g.model,
+                "metric": g.metric,
+                "unit": g.unit,
+                "baseline": comparison.baseline,
+                "candidate": comparison.candidate,
+                "baseline_median": g.baseline_median,
+                "candidate_median": g.candidate_median,
+                "ratio": ratio,
+                "saved_pct": None if ratio is None else 100.0 * (1.0 - ratio),
+                "n_baseline": g.n_baseline,
+                "n_candidate": g.n_candidate,
+                "verdict": g.verdict,
+                "row": "gate",
+                "change": g.change,
+                "change_ci_low": g.ci_low,
+                "change_ci_high": g.ci_high,
+                "change_unit": "%" if g.relative else g.unit,
+                "max_regression": g.allowed,
             }
         )
     return pd.DataFrame(rows, columns=CSV_COLUMNS)
@@ -540,8 +704,13 @@ def render_json(result: AnalysisResult, title: str | None = None, context: Repor
         "comparison": dataclasses.asdict(comparison) if comparison is not None else None,
         "summary": _ordered_summary(result.summary, build_order(result, context)).to_dict(orient="records"),
         "failed_units": [dataclasses.asdict(f) for f in result.failed_units],
+        "not_run": [dataclasses.asdict(u) for u in result.not_run],
+        "planned_units": result.planned,
+        "excluded_records": result.excluded_records,
+        "dropped_samples": [dataclasses.asdict(d) for d in result.dropped],
         "drift": [dataclasses.asdict(d) for d in result.drift],
         "expectations_violated": expectations_violated(result),
+        "verdict": dataclasses.asdict(run_verdict(result)),
     }
     return json.dumps(jsonable(data), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 

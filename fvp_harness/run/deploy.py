@@ -39,6 +39,7 @@ from fvp_harness.targets.transfer import (
     SAFE_WINDOW_BYTES,
     WINDOW_BYTES,
     check_guest_sha256,
+    deploy_step,
     guest_sha256,
     must_succeed,
     upload_console,
@@ -144,7 +145,7 @@ class Deployer:
                                chunk_chars=SAFE_CHUNK_CHARS, window_bytes=SAFE_WINDOW_BYTES)
                 method = "console (safe retry)"
         if executable:
-            must_succeed(self.target.run(f"chmod 755 {shlex.quote(remote)}", self.timeout), "chmod")
+            must_succeed(deploy_step(self.target, f"chmod 755 {shlex.quote(remote)}", self.timeout), "chmod")
         result = DeployedArtifact(local, remote, digest, size, method, present, time.monotonic() - began)
         self.deployed[key] = result
         return result

@@ -5,6 +5,16 @@ Real models silently ignore some misspelt networking parameters and take minutes
 ``-C`` the profile and scenario set exists), and checks the firmware files, the ports and the SSH client library.
 Each check says what to do when it fails. Only ``targets/`` spawns processes, so the model is asked through
 ``targets.fvp`` helpers (argument lists, timeouts) and never booted.
+
+The two questions to the model are *probes*: they run at the same time, each bounded by ``probe_timeout`` (12 s by
+default, the CLI's ``--probe-timeout``), so a binary that never answers (a hung licence check, a wrapper waiting on a
+terminal) fails in one probe timeout with that reason instead of after two long waits in a row. ``on_start`` and
+``on_done`` say when each probe starts and each check ends, so a caller can show progress while the model thinks.
+
+A scenario with ``target: host`` runs no model: the model checks are skipped and each build's runner is checked
+instead (``scenario.executable.host_exec_problem``: the ELF machine, a simulator artifact, a script's interpreter,
+the execute bit). The CLI passes the loader's located problems (``file:line:col: builds.X.runner: ...``) as
+``located`` so a failing runner line says where the runner was written.
 """
 
 from __future__ import annotations
@@ -12,6 +22,10 @@ from __future__ import annotations
 import difflib
 import importlib.util
 import re
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -19,8 +33,10 @@ from typing import Literal
 from fvp_harness.errors import ConfigurationError
 from fvp_harness.profiles import Profile
 from fvp_harness.scenario import FvpConfig, Scenario
+from fvp_harness.scenario.executable import host_exec_problem
 from fvp_harness.targets.fvp import (
     SIM_BINARY,
+    LaunchSpec,
     build_launch,
     find_free_port,
     port_is_free,
@@ -28,9 +44,19 @@ from fvp_harness.targets.fvp import (
     resolve_binary,
 )
 
-__all__ = ["Check", "doctor_exit_code", "parse_param_names", "run_doctor"]
+__all__ = ["PROBE_TIMEOUT_S", "Check", "CheckDone", "ProbeStart", "doctor_exit_code", "parse_param_names",
+           "run_doctor"]
 
 Status = Literal["ok", "warn", "fail", "skip"]
+
+PROBE_TIMEOUT_S = 12.0
+"""How long one question to the model (``--version``, ``--list-params``) may take before the binary counts as
+silent. A real FVP answers both in a few seconds."""
+
+ProbeStart = Callable[[str, str], None]
+"""``on_start(check name, what is being asked)``: a probe started (called from its worker thread)."""
+CheckDone = Callable[["Check", float], None]
+"""``on_done(check, seconds)``: a check ended (called from whichever thread ran it)."""
 
 
 @dataclass(frozen=True)
@@ -58,10 +84,96 @@ def parse_param_names(listing: str) -> set[str]:
     return names
 
 
+def _silent(text: str) -> bool:
+    return text.startswith("no answer within")
+
+
+def _version_check(program: list[str], profile: Profile, status: int | None, text: str, timeout: float) -> Check:
+    name = Path(program[-1]).name
+    match = re.search(profile.version_pattern, text)
+    if status == 0 and match:
+        return Check("version", "ok", f"{match.group(1)}")
+    if status == 0:
+        return Check("version", "warn", f"--version printed no banner matching {profile.version_pattern!r}: "
+                     f"{text.strip()[:120]!r}", "check that the binary is the model the profile describes")
+    if status is None and _silent(text):
+        return Check("version", "fail", f"`{name} --version` gave no answer within {timeout:.3g} s: the binary is "
+                     "silent (a licence check waiting on a server, a wrapper waiting for a terminal, or not a model)",
+                     "run it by hand to see what it waits for; pass --probe-timeout S if it is only slow",
+                     failure_class="infrastructure")
+    return Check("version", "fail", f"`{name} --version` failed: {text.strip()[-300:] or status}",
+                 "run the model by hand to see why (licence, missing libraries)", failure_class="infrastructure")
+
+
+def _parameter_check(spec: LaunchSpec, status: int | None, listing: str, timeout: float) -> Check:
+    known = parse_param_names(listing) if status == 0 else set()
+    if not known:
+        why = (f"no answer within {timeout:.3g} s" if status is None and _silent(listing)
+               else f"exit status {status}" if status not in (0, None) else "no parameter lines in its output")
+        return Check("parameters", "warn", f"could not read --list-params ({why}); parameters not checked",
+                     "run the model with --list-params by hand", failure_class="infrastructure")
+    # every -C of the argv: profile and scenario params, firmware given as -C, scenario args
+    given = list(dict.fromkeys(arg.split("=", 1)[0] for flag, arg in zip(spec.argv, spec.argv[1:], strict=False)
+                               if flag in ("-C", "--parameter")))
+    unknown = [name for name in given if name not in known]
+    if unknown:
+        hints = []
+        for name in unknown:
+            close = difflib.get_close_matches(name, sorted(known), n=1)
+            hints.append(f"{name}" + (f" (did you mean {close[0]}?)" if close else ""))
+        return Check("parameters", "fail", f"unknown to the model: {', '.join(hints)}",
+                     "fix the names in fvp.params or the profile (real models ignore some misspelt parameters "
+                     "silently)")
+    return Check("parameters", "ok", f"all {len(given)} -C parameters exist")
+
+
+def _probe_all(program: list[str], spec: LaunchSpec, profile: Profile, timeout: float,
+               on_start: ProbeStart | None, on_done: CheckDone | None) -> list[Check]:
+    """``--version`` and ``--list-params`` at the same time, each within ``timeout``; Ctrl-C kills both."""
+    cancel = threading.Event()
+    name = Path(program[-1]).name if len(program) == 1 else "the simulator"
+
+    def probe(check: str, option: str) -> Check:
+        if on_start is not None:
+            on_start(check, f"asking {name} {option} (at most {timeout:.3g} s)")
+        began = time.monotonic()
+        status, text = query_model(program, option, spec.env, timeout, cancel=cancel)
+        result = (_version_check(program, profile, status, text, timeout) if option == "--version"
+                  else _parameter_check(spec, status, text, timeout))
+        if on_done is not None:
+            on_done(result, time.monotonic() - began)
+        return result
+
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="doctor-probe") as pool:
+        futures: list[Future[Check]] = [pool.submit(probe, "version", "--version"),
+                                        pool.submit(probe, "parameters", "--list-params")]
+        try:
+            for future in futures:
+                while not future.done():
+                    time.sleep(0.05)  # wake up regularly so Ctrl-C reaches the main thread
+            return [future.result() for future in futures]
+        except BaseException:
+            cancel.set()  # each probe kills its process group and returns
+            raise
+
+
 def run_doctor(scenario: Scenario, profile: Profile, *, base_dir: Path | None = None, binary: str | None = None,
-               command_timeout: float = 60.0) -> list[Check]:
+               probe_timeout: float = PROBE_TIMEOUT_S, on_start: ProbeStart | None = None,
+               on_done: CheckDone | None = None, located: Sequence[str] = ()) -> list[Check]:
     """Run every preflight check for ``scenario`` on ``profile``; returns the checklist (never raises for a
-    failed check)."""
+    failed check). The model's probes run concurrently, each within ``probe_timeout`` seconds; ``on_start`` /
+    ``on_done`` report progress. ``located``: the loader's ``file:line:col`` problems, shown by the check they
+    concern (``target: host`` runners) or as checks of their own."""
+
+    def done(check: Check, seconds: float = 0.0) -> Check:
+        if on_done is not None:
+            on_done(check, seconds)
+        return check
+
+    if scenario.target == "host":
+        skipped = Check("model", "skip", "target: host runs no model (binary, parameters, firmware and ports are "
+                                         "not needed)")
+        return [done(skipped), *_runner_checks(scenario, located, done)]
     checks: list[Check] = []
     fvp = scenario.fvp
     chosen = binary or fvp.binary
@@ -70,63 +182,55 @@ def run_doctor(scenario: Scenario, profile: Profile, *, base_dir: Path | None = 
     try:
         resolved = resolve_binary(chosen, profile)
     except ConfigurationError as exc:
-        checks.append(Check("binary", "fail", str(exc), "install the FVP, add it to PATH, or pass --fvp PATH "
-                                                         "(--fvp sim for the simulator)"))
+        checks.append(done(Check("binary", "fail", str(exc), "install the FVP, add it to PATH, or pass --fvp PATH "
+                                                              "(--fvp sim for the simulator)")))
         program = None
     else:
         program = resolved
         what = "embedded simulator" if simulated else resolved[0]
-        checks.append(Check("binary", "ok", f"{what}"))
+        checks.append(done(Check("binary", "ok", f"{what}")))
 
     try:
         spec = build_launch(profile, fvp, binary=chosen if program else SIM_BINARY, base_dir=base_dir,
                             ssh_port=find_free_port())
     except ConfigurationError as exc:
-        checks.append(Check("launch", "fail", str(exc), "fix fvp.firmware / fvp.params in the scenario"))
+        checks.append(done(Check("launch", "fail", str(exc), "fix fvp.firmware / fvp.params in the scenario")))
         return checks
 
     if program is not None:
-        status, text = query_model(program, "--version", spec.env, command_timeout)
-        match = re.search(profile.version_pattern, text)
-        if status == 0 and match:
-            checks.append(Check("version", "ok", f"{match.group(1)}"))
-        elif status == 0:
-            checks.append(Check("version", "warn", f"--version printed no banner matching "
-                                f"{profile.version_pattern!r}: {text.strip()[:120]!r}",
-                                "check that the binary is the model the profile describes"))
-        else:
-            checks.append(Check("version", "fail", f"`{Path(program[-1]).name} --version` failed: "
-                                f"{text.strip()[-300:] or status}",
-                                "run the model by hand to see why (licence, missing libraries)",
-                                failure_class="infrastructure"))
-
-        status, listing = query_model(program, "--list-params", spec.env, command_timeout)
-        known = parse_param_names(listing) if status == 0 else set()
-        if not known:
-            checks.append(Check("parameters", "warn", "could not read --list-params; parameters not checked",
-                                "run the model with --list-params by hand", failure_class="infrastructure"))
-        else:
-            # every -C of the argv: profile and scenario params, firmware given as -C, scenario args
-            given = list(dict.fromkeys(arg.split("=", 1)[0] for flag, arg in zip(spec.argv, spec.argv[1:], strict=False)
-                                       if flag in ("-C", "--parameter")))
-            unknown = [name for name in given if name not in known]
-            if unknown:
-                hints = []
-                for name in unknown:
-                    close = difflib.get_close_matches(name, sorted(known), n=1)
-                    hints.append(f"{name}" + (f" (did you mean {close[0]}?)" if close else ""))
-                checks.append(Check("parameters", "fail", f"unknown to the model: {', '.join(hints)}",
-                                    "fix the names in fvp.params or the profile (real models ignore some "
-                                    "misspelt parameters silently)"))
-            else:
-                checks.append(Check("parameters", "ok", f"all {len(given)} -C parameters exist"))
+        checks.extend(_probe_all(program, spec, profile, probe_timeout, on_start, on_done))
     else:
-        checks.append(Check("version", "skip", "no binary"))
-        checks.append(Check("parameters", "skip", "no binary"))
+        checks.append(done(Check("version", "skip", "no binary")))
+        checks.append(done(Check("parameters", "skip", "no binary")))
 
-    checks.extend(_firmware_checks(profile, fvp, base_dir, simulated))
-    checks.append(_port_check(profile, spec.params))
-    checks.append(_ssh_check(scenario, profile, spec.ssh_ports))
+    checks.extend(done(check) for check in _firmware_checks(profile, fvp, base_dir, simulated))
+    checks.append(done(_port_check(profile, spec.params)))
+    checks.append(done(_ssh_check(scenario, profile, spec.ssh_ports)))
+    checks.extend(done(Check("scenario", "fail", problem, "fix the scenario")) for problem in located)
+    return checks
+
+
+def _runner_checks(scenario: Scenario, located: Sequence[str], done: Callable[[Check], Check]) -> list[Check]:
+    """``target: host``: can this host execute each build's runner? A located problem names the runner's field."""
+    checks = []
+    left = list(located)
+    for name, build in scenario.builds.items():
+        field = f" builds.{name}.runner: "
+        mine = [problem for problem in left if field in problem]
+        left = [problem for problem in left if problem not in mine]
+        problem = host_exec_problem(build.runner)
+        fix = "build the runner for this host (or run the scenario on the model: target: fvp)"
+        if mine:
+            checks.append(done(Check(f"runner {name}", "fail", "; ".join(mine), fix)))
+        elif problem is not None:
+            checks.append(done(Check(f"runner {name}", "fail", f"builds.{name}.runner: {build.runner}: {problem}",
+                                     fix)))
+        elif not Path(build.runner).exists():
+            checks.append(done(Check(f"runner {name}", "skip", f"{build.runner} is not built yet (checked again "
+                                                                "after its build, before any unit runs)")))
+        else:
+            checks.append(done(Check(f"runner {name}", "ok", f"{build.runner} runs on this host")))
+    checks.extend(done(Check("scenario", "fail", problem, "fix the scenario")) for problem in left)
     return checks
 
 

@@ -15,7 +15,9 @@ Why it is shaped like this:
   infrastructure failure (console lost, model died, panic) is recorded as a failed attempt and the unit is
   retried on a fresh instance, at most ``run.retries`` times. Instances that cannot even boot are retried the same
   number of times in a row; then the session gives up and its remaining units stay unmeasured (``--resume``
-  runs them later).
+  runs them later). A guest step of the deploy or the runner check that fails or times out, whatever its class,
+  leaves the instance unusable like a failed boot. A fresh instance (``s0.2``, ...) never takes a name whose log
+  folder exists, so no retry and no ``--resume`` overwrites a log a stored record points at.
 - **Nothing measured is lost.** Each unit's record is appended (fsynced by ``store``) before the next unit starts,
   so Ctrl-C or a crash loses at most the unit in flight; an interrupted unit is not recorded at all.
 - **Two ways to stop.** ``stop`` (an event the caller sets, e.g. on a first Ctrl-C) lets every unit in flight
@@ -60,6 +62,7 @@ from typing import Any, Protocol
 
 from fvp_harness.errors import (
     CommandFailed,
+    ConfigurationError,
     FailureClass,
     HarnessError,
     InfrastructureError,
@@ -71,15 +74,16 @@ from fvp_harness.events import Event, Listener, null_listener
 from fvp_harness.files import file_sha256
 from fvp_harness.run.deploy import Deployer
 from fvp_harness.run.instances import TargetFactory
-from fvp_harness.run.plan import Plan, Session, Unit
+from fvp_harness.run.plan import Plan, Session, Unit, key_part_extras
 from fvp_harness.run.scrape import find_build_id, find_errors, find_etdump, scrape
+from fvp_harness.scenario.executable import host_exec_problem
 from fvp_harness.scenario.model import Scenario, render_template
+from fvp_harness.scenario.secrets import redact_text
 from fvp_harness.store.folder import ResultStore
 from fvp_harness.store.records import Record
 from fvp_harness.targets.base import CommandResult, NamesPhases, Target
 
 __all__ = [
-    "KEY_PART_PREFIX",
     "DeployFunction",
     "ExecuteOptions",
     "InstanceInfo",
@@ -88,7 +92,6 @@ __all__ = [
     "UnitCommand",
     "default_deploy",
     "execute_plan",
-    "key_part_extras",
     "render_unit_command",
     "utc_now",
 ]
@@ -96,16 +99,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 LOG_TAIL = 30
-
-KEY_PART_PREFIX = "kp."
-"""Every record carries ``extra["kp.<part>"]`` (16 hex digits per content-key part), so ``make -n`` can say which
-input changed since a unit last ran (``plan.changed_parts``)."""
-
-
-def key_part_extras(parts: Mapping[str, str]) -> dict[str, str]:
-    """The ``extra`` entries that remember a unit's key parts (shortened: equality is all ``changed_parts`` needs)."""
-    return {KEY_PART_PREFIX + name: digest[:16] for name, digest in sorted(parts.items())}
-
 
 class DeployFunction(Protocol):
     """Puts artifacts into an open target and says where they are (guest paths), plus the guest work folder."""
@@ -292,6 +285,8 @@ class SessionRunner:
         self._unit_log: str | None = None
         """The log of the unit in flight: where a failed attempt's record points (it holds the console tail)."""
         self._runner_proof: dict[str, str] = {}
+        self._secrets = self.scenario.secret_values()
+        """Secret environment values: masked in unit logs, failure texts and records (the runner gets them)."""
         """Build -> its runner's sha256 as the guest computed it (or why it could not be proven): ``_prove_runners``."""
 
     # -- files ---------------------------------------------------------------------------------------------------
@@ -314,9 +309,8 @@ class SessionRunner:
         boot_failures = 0
         retries = self.scenario.run.retries
         while queue and not self.shared.halted:
-            self._instance_count += 1
             self._unit_log = None
-            name = self.session.name if self._instance_count == 1 else f"{self.session.name}.{self._instance_count}"
+            name = self._next_instance_name()
             info = InstanceInfo(name=name, session=self.session.name)
             self.outcome.instances.append(info)
             batch = queue[:1] if self.options.fresh_boot_per_unit else queue
@@ -343,8 +337,12 @@ class SessionRunner:
                     ready = True
                     boot_failures = 0
                     self._run_units(target, name, info, queue, attempts, placed, guest_root, retries)
-            except InfrastructureError as exc:
-                info.error = _failure_text(exc)
+            except (InfrastructureError, UnitFailure) as exc:
+                if isinstance(exc, UnitFailure) and ready:
+                    raise  # not expected: a unit's own failures are recorded by run_unit
+                # before the units: a failed or timed-out guest step of the deploy or the runner check makes the
+                # instance unusable, whatever its class (a garbled console times out a deploy step, say)
+                info.error = self._with_log(exc)
                 if not ready:
                     boot_failures += 1
                     log.warning("%s could not be brought up (%s of %s tries): %s", name, boot_failures,
@@ -364,6 +362,33 @@ class SessionRunner:
         if queue and self.shared.stop.is_set() and not self.outcome.aborted:
             self.outcome.stopped = True
         return self.outcome
+
+    def _detail(self, record: Record) -> str | None:
+        """A failed record for a progress line: the failure and the log that shows it (every failure line names
+        its log)."""
+        if record.failure is None or not record.log:
+            return record.failure
+        return f"{record.failure} (log: {self.shared.store.root / record.log})"
+
+    def _next_instance_name(self) -> str:
+        """``s0``, then ``s0.2``, ``s0.3``, ...: the first whose log folder does not exist yet, so an instance of a
+        ``--resume`` (or of a retry) never writes into logs an earlier record points at."""
+        logs = self.shared.store.logs_dir
+        while True:
+            self._instance_count += 1
+            count = self._instance_count
+            name = self.session.name if count == 1 else f"{self.session.name}.{count}"
+            if not (logs / name).exists():
+                return name
+
+    def _with_log(self, exc: BaseException) -> str:
+        """An instance's failure for the manifest: the text and the log that shows it (relative to the folder)."""
+        text = _failure_text(exc)
+        log_path = exc.log_path if isinstance(exc, HarnessError) else None
+        if log_path is None:
+            return text
+        where = self._relative(log_path)
+        return text if where in text else f"{text} (log: {where})"
 
     def _prove_runners(self, target: Target, placed: Mapping[Path, str], units: Sequence[Unit]) -> dict[str, str]:
         """Hash every build's runner *in the guest* before its units run, in one command: build name -> the guest's
@@ -413,18 +438,18 @@ class SessionRunner:
                 self.shared.append(record)
                 self.outcome.records.append(record)
                 if attempt <= retries:
-                    self.shared.emit(Event("retry", session=name, unit=unit.id, detail=record.failure))
+                    self.shared.emit(Event("retry", session=name, unit=unit.id, detail=self._detail(record)))
                 else:
                     queue.pop(0)
                     self.shared.emit(Event("unit_done", session=name, unit=unit.id, status="failed",
-                                           seconds=0.0, detail=record.failure))
+                                           seconds=0.0, detail=self._detail(record)))
                 raise
             self.shared.append(record)
             self.outcome.records.append(record)
             info.units += 1
             queue.pop(0)
             self.shared.emit(Event("unit_done", session=name, unit=unit.id, status=record.status,
-                                   seconds=record.duration_s, detail=record.failure))
+                                   seconds=record.duration_s, detail=self._detail(record)))
             if self.options.fresh_boot_per_unit:
                 return
 
@@ -437,14 +462,26 @@ class SessionRunner:
         failure_class: FailureClass = exc.failure_class if isinstance(exc, HarnessError) else "test"
         if log_rel is None and isinstance(exc, HarnessError) and exc.log_path is not None:
             log_rel = self._relative(exc.log_path)
-        return Record(
+        return self._masked(Record(
             scenario=self.scenario.name, key=unit.key, unit_id=unit.id, instance=instance, build=unit.build,
             model=unit.model, repetition=unit.repetition, attempt=attempt, status="failed",
             failure_class=failure_class, failure=f"{type(exc).__name__}: {_failure_text(exc)}", log=log_rel,
             samples=dict(samples or {}), metric_units=dict(units or {}), build_id_seen=build_id_seen, started=started,
             duration_s=round(duration, 6),
             extra={**(extra or {}), **self._proof_extra(unit), **key_part_extras(unit.key_parts)},
-        )
+        ))
+
+    def _masked(self, record: Record) -> Record:
+        """The record with secret environment values masked in its texts (failure, build id line, extras)."""
+        if not self._secrets:
+            return record
+        secrets = self._secrets
+        return record.model_copy(update={
+            "failure": None if record.failure is None else redact_text(record.failure, secrets),
+            "build_id_seen": None if record.build_id_seen is None else redact_text(record.build_id_seen, secrets),
+            "extra": {key: redact_text(value, secrets) if isinstance(value, str) else value
+                      for key, value in record.extra.items()},
+        })
 
     def _proof_extra(self, unit: Unit) -> dict[str, str]:
         """``runner_sha256``: the runner's hash as the guest computed it before the unit ran (when proven)."""
@@ -484,7 +521,7 @@ class SessionRunner:
         proof = self._runner_proof.get(unit.build)
         if proof is not None and not _is_sha256(proof):  # the guest holds another binary: do not run it
             error = ProvenanceError(proof)
-            _write_log(log_path, unit, rendered.command, None, error)
+            _write_log(log_path, unit, rendered.command, None, error, secrets=self._secrets)
             return self._failed_record(unit, instance, attempt, error, started, time.monotonic() - began,
                                        log_rel=log_rel)
         try:
@@ -493,7 +530,7 @@ class SessionRunner:
                 raise CommandFailed(f"cannot prepare the unit folder {rendered.unit_dir}: "
                                     f"{prepare.output.strip()}", exit_status=prepare.exit_status)
         except UnitFailure as exc:
-            _write_log(log_path, unit, rendered.command, None, exc)
+            _write_log(log_path, unit, rendered.command, None, exc, secrets=self._secrets)
             return self._failed_record(unit, instance, attempt, exc, started, time.monotonic() - began,
                                        log_rel=log_rel)
         timeout = scenario.run.timeout or scenario.fvp.timeouts.unit
@@ -501,13 +538,13 @@ class SessionRunner:
         try:
             result = _run_unit_command(target, rendered.command, timeout)
         except CommandFailed as exc:  # a timeout (the console recovered): the runner hung, a test failure
-            _write_log(log_path, unit, rendered.command, None, exc)
+            _write_log(log_path, unit, rendered.command, None, exc, secrets=self._secrets)
             return self._failed_record(unit, instance, attempt, exc, started, time.monotonic() - began,
                                        log_rel=log_rel, extra={"exit_status": exc.exit_status})
         except InfrastructureError as exc:
-            _write_log(log_path, unit, rendered.command, None, exc)
+            _write_log(log_path, unit, rendered.command, None, exc, secrets=self._secrets)
             raise
-        _write_log(log_path, unit, rendered.command, result, None)
+        _write_log(log_path, unit, rendered.command, result, None, secrets=self._secrets)
         self.outcome.unit_seconds += result.duration_s
         record = self._judge(target, instance, unit, attempt, rendered, result, started, began, log_rel)
         with contextlib.suppress(UnitFailure):
@@ -528,11 +565,18 @@ class SessionRunner:
         short: list[str] = []
         for name, values in scraped.samples.items():
             if scraped.per.get(name, "inference") == "inference":
-                if len(values) < expected:
-                    short.append(f"{name}: {len(values)} of {expected} values")
-                samples[name] = [float(v) for v in values[run.warmup:]]
+                printed = scraped.printed(name)  # valid and rejected: how many executions reported it
+                if printed < expected:
+                    short.append(f"{name}: {printed} of {expected} values")
+                # the first `warmup` printed samples are warmup, whether they were valid or rejected
+                warm = run.warmup - sum(1 for at in scraped.rejected_at.get(name, ()) if at < run.warmup)
+                samples[name] = [float(v) for v in values[warm:]]
             else:
                 samples[name] = [float(v) for v in values]
+        rejected = scraped.rejected
+        if rejected:  # a structured count next to the warnings (the analysis never sees the rejected values)
+            extra["rejected_samples"] = sum(rejected.values())
+            extra.update({f"rejected.{name}": count for name, count in rejected.items()})
         if scraped.executions is not None:
             extra["executions"] = scraped.executions
         dumped, dump_warnings = find_etdump(result.output)
@@ -569,7 +613,8 @@ class SessionRunner:
             name for name in scraped.missing if name not in required]
         truncated = [item for item in short if item.split(":")[0] in required]
         if missing or truncated:
-            what = ", ".join(dict.fromkeys(missing)) or ""
+            what = ", ".join(f"{name} (no valid sample: {rejected[name]} rejected, see scrape_warnings)"
+                             if rejected.get(name) else name for name in dict.fromkeys(missing)) or ""
             if truncated:
                 what = (what + "; " if what else "") + "too few values: " + ", ".join(truncated)
             return failed(MetricMissing(f"required metric(s) missing in the runner output: {what}"))
@@ -579,13 +624,13 @@ class SessionRunner:
             self._fetch(target, unit, fetched)
         except UnitFailure as exc:
             return failed(exc)
-        return Record(
+        return self._masked(Record(
             scenario=scenario.name, key=unit.key, unit_id=unit.id, instance=instance, build=unit.build,
             model=unit.model, repetition=unit.repetition, attempt=attempt, status="ok", log=log_rel,
             samples=samples, metric_units=dict(scraped.units), outputs=outputs, build_id_seen=seen, started=started,
             duration_s=round(time.monotonic() - began, 6),
             extra={**extra, **self._proof_extra(unit), **key_part_extras(unit.key_parts)},
-        )
+        ))
 
     def _hash_outputs(self, target: Target, unit_dir: str, *, exclude: Sequence[str] = ()) -> dict[str, str]:
         """sha256 of every file the runner left in the unit folder, computed in the guest (nothing copied),
@@ -642,8 +687,10 @@ def _run_unit_command(target: Target, command: str, timeout: float) -> CommandRe
     return target.run(command, timeout)
 
 
-def _write_log(path: Path, unit: Unit, command: str, result: CommandResult | None, exc: BaseException | None) -> None:
-    """The unit's console text, as the target returned it, under a short header (a store-given path)."""
+def _write_log(path: Path, unit: Unit, command: str, result: CommandResult | None, exc: BaseException | None, *,
+               secrets: Sequence[str] = ()) -> None:
+    """The unit's console text, as the target returned it, under a short header (a store-given path); secret
+    environment values (``secrets``) are masked everywhere in it."""
     lines = [f"# unit {unit.id} (key {unit.key})", f"$ {command}"]
     if result is not None:
         lines += [result.output, f"# exit status {result.exit_status} after {result.duration_s:.3f} s"]
@@ -655,7 +702,22 @@ def _write_log(path: Path, unit: Unit, command: str, result: CommandResult | Non
         if tail:
             lines += ["# last console lines:", *tail[-LOG_TAIL:]]
         lines.append(f"# {type(exc).__name__}: {_failure_text(exc)}")
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    path.write_text(redact_text("\n".join(lines) + "\n", secrets), encoding="utf-8")
+
+
+def _check_host_runners(scenario: Scenario, units: Sequence[Unit]) -> None:
+    """``target: host``: refuse, before any unit runs, a runner this host cannot execute. The loader refuses the ones
+    that exist when the scenario is read (with their ``file:line:col``); this catches the ones a build produced."""
+    if scenario.target != "host":
+        return
+    problems = []
+    for build in dict.fromkeys(unit.build for unit in units):
+        runner = scenario.builds[build].runner
+        problem = host_exec_problem(runner)
+        if problem is not None:
+            problems.append(f"builds.{build}.runner: {runner} cannot run on this host (target: host): {problem}")
+    if problems:
+        raise ConfigurationError("; ".join(problems))
 
 
 def execute_plan(
@@ -680,6 +742,7 @@ def execute_plan(
     """
     options = options or ExecuteOptions()
     chosen = list(plan.units if units is None else units)
+    _check_host_runners(plan.scenario, chosen)
     shared = _Shared(store, listener, stop)
     deploy = deploy or default_deploy(plan.scenario, plan.scenario.fvp.timeouts.deploy)
     runners = []

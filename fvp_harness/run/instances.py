@@ -66,10 +66,11 @@ def make_target(
     ``put``/``get`` use ssh when the scenario deploys by ssh."""
     if scenario.target == "host":
         return HostTarget(log_dir=Path(log_dir), name=name, command_timeout=scenario.fvp.timeouts.command,
-                          timeout_scale=scenario.fvp.timeout_scale * timeout_scale)
+                          timeout_scale=scenario.fvp.timeout_scale * timeout_scale, redact=scenario.secret_values())
     transfer: Literal["console", "ssh"] = "ssh" if scenario.deploy.method == "ssh" else "console"
     return FvpTarget(scenario.fvp, profile, log_dir=log_dir, name=name, timeout_scale=timeout_scale, binary=binary,
-                     base_dir=base_dir, quiet_kernel=quiet_kernel, kernel_line=kernel_line, transfer=transfer)
+                     base_dir=base_dir, quiet_kernel=quiet_kernel, kernel_line=kernel_line, transfer=transfer,
+                     redact=scenario.secret_values())  # secret env values: *** in the terminal logs
 
 
 @contextlib.contextmanager
@@ -112,20 +113,39 @@ def default_target_factory(loaded: LoadedScenario, timeout_scale: float = 1.0) -
     return factory
 
 
+_VERSIONS: dict[tuple[object, ...], str] = {}
+"""``--version`` banners already asked in this process, by program, its file's identity and the simulator knobs."""
+
+
+def _identity_of(program: str) -> tuple[int, int] | None:
+    try:
+        stat = Path(program).stat()
+    except OSError:
+        return None
+    return stat.st_mtime_ns, stat.st_size
+
+
 def query_fvp_version(loaded: LoadedScenario, timeout_scale: float = 1.0) -> tuple[str | None, str]:
     """The model's ``--version`` (parsed with the profile's pattern) and its whole banner; (None, "") for host
     targets. The binary is resolved the way a boot resolves it, so a missing binary fails here, before any build.
-    A model silent for 60 s or its whole scaled boot timeout (whichever is shorter) is left to fail at boot."""
+    A model silent for 60 s or its whole scaled boot timeout (whichever is shorter) is left to fail at boot. A banner
+    is asked once per process per binary (and simulator knobs): it costs a model start-up."""
     scenario = loaded.scenario
     if scenario.target == "host":
         return None, ""
     program = resolve_binary(scenario.fvp.binary, loaded.profile)
     if scenario.fvp.is_sim:
         program = program[:3]
-    env = sim_environment(dict(scenario.fvp.sim) if scenario.fvp.is_sim else {})
+    knobs = dict(scenario.fvp.sim) if scenario.fvp.is_sim else {}
+    env = sim_environment(knobs)
     fvp = scenario.fvp
-    _status, text = query_model(program, "--version", env,
-                                min(60.0, fvp.timeouts.boot * fvp.timeout_scale * timeout_scale))
+    cache_key = (tuple(program), _identity_of(program[0]), tuple(sorted((k, str(v)) for k, v in knobs.items())))
+    text = _VERSIONS.get(cache_key)
+    if text is None:
+        status, text = query_model(program, "--version", env,
+                                   min(60.0, fvp.timeouts.boot * fvp.timeout_scale * timeout_scale))
+        if status == 0 and text.strip():  # a model's banner does not change while its file does not
+            _VERSIONS[cache_key] = text
     match = re.search(loaded.profile.version_pattern, text)
     lines = text.strip().splitlines()
     version = match.group(1) if match else lines[0] if lines else None

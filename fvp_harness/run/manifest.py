@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import os
 import platform
+import secrets
 import socket
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -30,9 +32,10 @@ from fvp_harness import __version__
 from fvp_harness.errors import ConfigurationError
 from fvp_harness.run.artifacts import BuildResult, artifact_digests
 from fvp_harness.run.execute import SessionOutcome, utc_now
-from fvp_harness.run.plan import Plan
+from fvp_harness.run.plan import Plan, Unit
 from fvp_harness.run.scrape import PARSERS_VERSION
 from fvp_harness.scenario import LoadedScenario, Scenario
+from fvp_harness.scenario.secrets import redact_manifest
 from fvp_harness.store.folder import MANIFEST_FORMAT_VERSION, ResultStore
 
 __all__ = [
@@ -44,8 +47,10 @@ __all__ = [
     "InstanceEntry",
     "Manifest",
     "PlanInfo",
+    "RunInfo",
     "RunSettings",
     "ScenarioInfo",
+    "git_head",
 ]
 
 Status = Literal["running", "complete", "aborted", "interrupted"]
@@ -126,11 +131,78 @@ class RunSettings(_Part):
 
 class PlanInfo(_Part):
     """The plan's size, order and sessions (plan session name -> unit ids in run order; a session is served by one
-    instance at a time)."""
+    instance at a time), and ``keys``: the content key of every unit of the plan. Only records with those keys count
+    in the report: the folder may hold records of other settings."""
 
     units: int
     order: str
     sessions: dict[str, list[str]]
+    keys: dict[str, str] = Field(default_factory=dict)
+    selected: list[str] | None = None
+    """The unit ids this run was asked for (``--only-build``/``--only-model``, ``make --only``); None: all."""
+
+    def planned(self, stored_keys: Mapping[str, set[str]]) -> dict[str, str]:
+        """Unit id -> content key of the units a report must account for: every selected unit, plus any other unit
+        of the plan that has a stored record of its current key (measured earlier in the same run).
+        ``stored_keys``: unit id -> the keys its stored records have."""
+        selected = set(self.keys) if self.selected is None else set(self.selected)
+        return {unit: key for unit, key in self.keys.items()
+                if unit in selected or key in stored_keys.get(unit, set())}
+
+
+class RunInfo(_Part):
+    """Which run this is: an id (UTC start time and a random suffix; ``runs/<id>/`` when it is archived) and the git
+    commit of the scenario's folder when it is in a git checkout (``dirty`` is not known without running git)."""
+
+    id: str
+    commit: str | None = None
+    branch: str | None = None
+
+    @classmethod
+    def new(cls, started: str, scenario_dir: Path) -> RunInfo:
+        stamp = started.replace("-", "").replace(":", "").replace("T", "-")[:15]
+        commit, branch = git_head(scenario_dir)
+        return cls(id=f"{stamp}-{secrets.token_hex(2)}", commit=commit, branch=branch)
+
+
+def git_head(folder: Path) -> tuple[str | None, str | None]:
+    """(commit, branch) of the git checkout holding ``folder``, read from ``.git`` files (no git process is
+    started: only the targets layer and the user's build commands start processes); (None, None) outside one."""
+    for parent in (folder, *folder.parents):
+        dot_git = parent / ".git"
+        if dot_git.is_file():  # a worktree or submodule: "gitdir: <path>"
+            text = dot_git.read_text(encoding="utf-8", errors="replace").strip()
+            if not text.startswith("gitdir:"):
+                return None, None
+            gitdir = (parent / text.split(":", 1)[1].strip()).resolve()
+        elif dot_git.is_dir():
+            gitdir = dot_git
+        else:
+            continue
+        try:
+            head = (gitdir / "HEAD").read_text(encoding="utf-8").strip()
+        except OSError:
+            return None, None
+        if not head.startswith("ref:"):
+            return (head or None), None
+        ref = head.split(":", 1)[1].strip()
+        branch = ref.removeprefix("refs/heads/")
+        common = gitdir
+        if (gitdir / "commondir").is_file():  # worktrees keep refs in the main repository
+            common = (gitdir / (gitdir / "commondir").read_text(encoding="utf-8").strip()).resolve()
+        for base in (gitdir, common):
+            ref_file = base / ref
+            if ref_file.is_file():
+                return ref_file.read_text(encoding="utf-8").strip() or None, branch
+        for base in (gitdir, common):
+            packed = base / "packed-refs"
+            if packed.is_file():
+                for line in packed.read_text(encoding="utf-8").splitlines():
+                    parts = line.split()
+                    if len(parts) == 2 and parts[1] == ref:
+                        return parts[0], branch
+        return None, branch
+    return None, None
 
 
 class InstanceEntry(_Part):
@@ -178,6 +250,7 @@ class Manifest(_Part):
     finished: str | None = None
     status: Status = "running"
     options: RunSettings = Field(default_factory=RunSettings)
+    run: RunInfo
     plan: PlanInfo
     instances: dict[str, InstanceEntry] = Field(default_factory=dict)
     batch: BatchInfo | None = None
@@ -187,11 +260,15 @@ class Manifest(_Part):
 
     @classmethod
     def start(cls, loaded: LoadedScenario, plan: Plan, version: str | None, banner: str, options: RunSettings,
-              builds: Sequence[BuildResult], started: str | None = None) -> Manifest:
+              builds: Sequence[BuildResult], started: str | None = None,
+              units: Sequence[Unit] | None = None) -> Manifest:
         """The manifest written before any unit runs (``status`` ``running``). ``version`` and ``banner`` are the
-        model's ``--version`` answer (``run.instances.query_fvp_version``)."""
+        model's ``--version`` answer (``run.instances.query_fvp_version``); ``units`` the ones this run wants (all
+        of the plan's by default)."""
         scenario = loaded.scenario
         digests = artifact_digests(plan.artifacts)
+        started = started or utc_now()
+        wanted = plan.units if units is None else units
         return cls(
             scenario=ScenarioInfo(name=scenario.name, file=str(loaded.path),
                                   resolved=scenario.model_dump(mode="json")),
@@ -210,18 +287,22 @@ class Manifest(_Part):
             built=[BuiltStep(name=result.step.name, command=result.step.command, reason=result.step.reason,
                              seconds=round(result.seconds, 3)) for result in builds],
             host=HostInfo.this_machine(),
-            started=started or utc_now(),
+            started=started,
             options=options,
+            run=RunInfo.new(started, loaded.directory),
             plan=PlanInfo(units=len(plan.units), order=scenario.run.order,
-                          sessions={session.name: list(session.units) for session in plan.sessions}),
+                          sessions={session.name: list(session.units) for session in plan.sessions},
+                          keys={unit.id: unit.key for unit in plan.units},
+                          selected=None if len(wanted) == len(plan.units) else [unit.id for unit in wanted]),
         )
 
     def continue_from(self, previous: Manifest | None, *, keep_start: bool = True) -> Manifest:
         """Carry over what the folder's earlier run recorded: the instances (this run adds its own), and with
-        ``keep_start`` the first start time. Returns self."""
+        ``keep_start`` (``--resume``: the same run, continued) its start time and run id. Returns self."""
         if previous is not None:
             if keep_start:
                 self.started = previous.started or self.started
+                self.run = previous.run  # the same run, continued (--resume)
             self.instances = {**previous.instances, **self.instances}
         return self
 
@@ -247,8 +328,9 @@ class Manifest(_Part):
     # -- JSON ----------------------------------------------------------------------------------------------------
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON object stored in ``manifest.json`` (optional sections left out when unset)."""
-        data = self.model_dump(mode="json")
+        """The JSON object stored in ``manifest.json`` (optional sections left out when unset; secret environment
+        values masked everywhere: ``scenario.secrets``)."""
+        data = redact_manifest(self.model_dump(mode="json"))
         for optional in ("batch", "aborted"):
             if data.get(optional) is None:
                 data.pop(optional, None)
@@ -287,12 +369,16 @@ class Manifest(_Part):
 def _upgrade(data: dict[str, Any]) -> dict[str, Any]:
     """Older manifests, read as they were meant.
 
-    Format 1 kept the booted instances under ``sessions``. And ``make`` used to overwrite ``scenario`` with the bare
+    Format 1 kept the booted instances under ``sessions``; before format 3 a manifest had no ``run`` (its start
+    time names it now). And ``make`` used to overwrite ``scenario`` with the bare
     resolved scenario when a report setting changed; such a folder is read as if it had been wrapped properly."""
-    if int(data.get("format_version", 1)) < 2:
-        if "sessions" in data:
-            data["instances"] = data.pop("sessions")
-        data["format_version"] = MANIFEST_FORMAT_VERSION
+    version = int(data.get("format_version", 1))
+    if version < 2 and "sessions" in data:
+        data["instances"] = data.pop("sessions")
+    if version < 3 and "run" not in data:  # runs were not kept apart: the start time names it
+        started = str(data.get("started") or "unknown")
+        data["run"] = {"id": started.replace("-", "").replace(":", "").replace("T", "-")[:15] or "unknown"}
+    data["format_version"] = MANIFEST_FORMAT_VERSION
     scenario = data.get("scenario")
     if isinstance(scenario, Mapping) and "resolved" not in scenario and "builds" in scenario:
         files = data.get("scenario_files") or [""]

@@ -44,10 +44,10 @@ from fvp_harness.run.artifacts import BUILD_TIMEOUT_S, BuildResult, BuildStep, b
 from fvp_harness.run.execute import DeployFunction, ExecuteOptions, SessionOutcome, execute_plan, utc_now
 from fvp_harness.run.instances import TargetFactory, default_target_factory, query_fvp_version
 from fvp_harness.run.manifest import Manifest, RunSettings
-from fvp_harness.run.plan import Plan, Unit, build_plan
+from fvp_harness.run.plan import Plan, Unit, build_plan, why_stale
 from fvp_harness.scenario.load import LoadedScenario
 from fvp_harness.scenario.model import Scenario
-from fvp_harness.store.folder import DEFAULT_RESULTS_BASE, ResultStore, results_dir_for
+from fvp_harness.store.folder import DEFAULT_RESULTS_BASE, ResultStore, StoredRun, results_dir_for
 from fvp_harness.vgf.report import VgfComparison, report_results_folder
 
 __all__ = [
@@ -76,6 +76,8 @@ class RunOptions:
     only_models: tuple[str, ...] = ()
     rebuild: bool = False
     """``--rebuild``: run every artifact's build command, even when its file is up to date."""
+    replace: bool = False
+    """``--replace``: delete the folder's current run instead of keeping it in ``runs/<id>/``."""
 
     def settings(self) -> RunSettings:
         """What the manifest records of these options."""
@@ -144,7 +146,11 @@ def write_report(store: ResultStore, scenario: Scenario, manifest: Manifest) -> 
     reports, the VGF report (``vgf_report.*``, builds and minimum effect from the scenario's ``compare``). The
     caller holds the store's lock. The outcome's exit code counts failed units and both reports' expectations."""
     records = store.records()
-    result = analyse(records, scenario.compare, scenario.metrics)
+    stored_keys: dict[str, set[str]] = {}
+    for record in records:
+        stored_keys.setdefault(record.unit_id, set()).add(record.key)
+    planned = manifest.plan.planned(stored_keys) if manifest.plan.keys else None
+    result = analyse(records, scenario.compare, scenario.metrics, planned=planned)
     files = dict(render_report(result, store.root, scenario.report.outputs, scenario.report.title,
                                ReportContext.from_manifest(manifest.to_json())))
     compare = scenario.compare
@@ -157,9 +163,12 @@ def write_report(store: ResultStore, scenario: Scenario, manifest: Manifest) -> 
         files.update({f"vgf_{name}": path for name, path in written.items()})
     failed = list(result.failed_units)
     infra = sum(1 for unit in failed if unit.failure_class == "infrastructure")
+    if result.not_run and manifest.status in ("aborted", "running"):  # the platform (or the harness) gave out
+        infra += len(result.not_run)
     violated = expectations_violated(result) or (comparison is not None and comparison.violated)
-    return ReportOutcome(store.root, result, files, len(failed), infra, violated,
-                         exit_code_for(len(failed), infra, violated), comparison)
+    unfinished = len(failed) + len(result.not_run)
+    return ReportOutcome(store.root, result, files, unfinished, infra, violated,
+                         exit_code_for(unfinished, infra, violated), comparison)
 
 
 def rebuild_report(results_dir: Path | str) -> ReportOutcome:
@@ -197,8 +206,13 @@ def run_scenario(
     with store.lock():
         version, banner = query_fvp_version(loaded, options.timeout_scale)
         phases["version"] = time.monotonic() - began
-        if not options.resume:
-            store.reset()  # a plain run starts the folder over (the user asked for a new measurement)
+        archived: Path | None = None
+        if not options.resume and store.has_run():
+            if options.replace:  # the user asked to throw the current run away
+                store.reset()
+            else:  # a plain run is a new run: the previous one is kept, whole, in runs/<its id>/
+                archived = store.archive(StoredRun.of(store.root, current=True).run_id)
+                listener(Event("archived", name=str(archived)))
         mark = time.monotonic()
         scale = options.timeout_scale
 
@@ -214,11 +228,16 @@ def run_scenario(
         plan = build_plan(loaded, fvp_version=version, artifacts=states)
         units = select_units(plan, options.only_builds, options.only_models)
         started = utc_now()
-        manifest = Manifest.start(loaded, plan, version, banner, options.settings(), builds, started)
+        manifest = Manifest.start(loaded, plan, version, banner, options.settings(), builds, started, units=units)
         if options.resume:
             store.check_compatible(manifest.to_json())
             manifest.continue_from(Manifest.read(store))
-            done = store.done_keys()
+            stored = store.records()
+            done = {record.key for record in stored if record.status == "ok"}
+            latest = {record.unit_id: record for record in stored}
+            for unit in units:  # what --resume will measure again, and why (make -n's reasons)
+                if unit.key not in done and unit.id in latest:
+                    listener(Event("rerun", unit=unit.id, detail=why_stale(unit, latest[unit.id])))
         else:
             done = set()
         todo = [unit for unit in units if unit.key not in done]
@@ -236,6 +255,9 @@ def run_scenario(
             manifest.finish((), interrupted=True).write(store)
             raise Interrupted(f"interrupted; everything measured so far is in {store.root} (continue with "
                               "--resume)") from exc
+        except Exception as exc:  # a crashed run must not leave its manifest saying "running"
+            manifest.finish([SessionOutcome("run", aborted=f"{type(exc).__name__}: {exc}")]).write(store)
+            raise
         phases["execute"] = time.monotonic() - mark
         mark = time.monotonic()
         aborted = [outcome.aborted for outcome in outcomes if outcome.aborted]

@@ -36,8 +36,10 @@ from fvp_harness.profiles import Profile
 from fvp_harness.run.scrape import PARSERS_VERSION
 from fvp_harness.scenario.load import LoadedScenario
 from fvp_harness.scenario.model import Scenario
+from fvp_harness.store.records import Record
 
 __all__ = [
+    "KEY_PART_PREFIX",
     "KEY_VERSION",
     "ArtifactState",
     "Plan",
@@ -47,7 +49,9 @@ __all__ = [
     "build_plan",
     "changed_parts",
     "fvp_identity",
+    "key_part_extras",
     "run_order",
+    "why_stale",
 ]
 
 KEY_VERSION = 1
@@ -329,3 +333,35 @@ def changed_parts(old: Mapping[str, str], new: Mapping[str, str]) -> list[str]:
     """Names of the key parts that differ (for ``make -n``: why a unit must run again)."""
     names: Iterable[str] = sorted(set(old) | set(new))
     return [name for name in names if old.get(name) != new.get(name)]
+
+
+# --- what a record says about a unit ------------------------------------------------------------------------
+
+KEY_PART_PREFIX = "kp."
+"""Every record carries ``extra["kp.<part>"]`` (16 hex digits per content-key part), so ``make -n`` and
+``run --resume`` can say which input changed since a unit last ran (``changed_parts``)."""
+
+
+def key_part_extras(parts: Mapping[str, str]) -> dict[str, str]:
+    """The ``extra`` entries that remember a unit's key parts (shortened: equality is all ``changed_parts`` needs)."""
+    return {KEY_PART_PREFIX + name: digest[:16] for name, digest in sorted(parts.items())}
+
+
+def why_stale(unit: Unit, latest: Record | None) -> str:
+    """Why a unit without an ok record under its key must run (``make -n``, ``run --resume``): ``never run``,
+    ``failed last time (...)``, ``changed: <parts>`` or ``inputs changed``. ``latest`` is the unit's latest stored
+    record whatever its key."""
+    if unit.unbuilt:
+        return "not built yet: " + ", ".join(unit.unbuilt)
+    if latest is None:
+        return "never run"
+    if latest.key == unit.key:
+        detail = (latest.failure or "").splitlines()[0][:100] if latest.failure else ""
+        return f"failed last time ({latest.failure_class}: {detail})"
+    old = {name[len(KEY_PART_PREFIX):]: str(value) for name, value in latest.extra.items()
+           if name.startswith(KEY_PART_PREFIX)}
+    if old:
+        changed = changed_parts(old, {name: digest[:16] for name, digest in unit.key_parts.items()})
+        if changed:
+            return "changed: " + ", ".join(changed)
+    return f"inputs changed (key {latest.key[:12]} -> {unit.key[:12]})"

@@ -14,6 +14,14 @@ anything shaped like ``scenario.MetricSpec`` (see ``MetricLike``) can be scraped
 Why whole-text ``finditer`` per metric instead of a loop over lines: a log of tens of MB is scanned at
 regex-engine speed (see ``benchmarks/bench_scrape.py``); the only per-match Python work is converting the
 captured number.
+
+Bounded: a scenario's own regexes run on RE2 (``scenario.metrics.compile_metric_regex``, linear time), so no
+pattern can hang a unit on its output; the built-in parsers below are the harness's own and use ``re``.
+
+Checked: every sample is checked before it is kept (``check_sample``): NaN and infinities, negative times and
+counters, times beyond an hour per inference (a day per run) and counters at or above 2**63 are rejected one by
+one, each with a warning, and counted per metric (``ScrapeResult.rejected_at``), so a unit whose required metric
+has no valid sample fails instead of averaging garbage.
 """
 
 from __future__ import annotations
@@ -23,11 +31,18 @@ import binascii
 import json
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from fvp_harness.scenario.metrics import BUILTIN_METRICS, validate_regex
+from fvp_harness.scenario.metrics import (
+    BUILTIN_METRICS,
+    MetricPattern,
+    check_sample,
+    compile_metric_regex,
+    plausible_range,
+    validate_regex,
+)
 
 __all__ = [
     "LOG_MESSAGE_LIMIT",
@@ -93,10 +108,22 @@ class ScrapeResult:
     executions: int | None = None
     """N from the last ``Model executed successfully N time(s)`` line (whatever ``specs`` asked for), so
     execute can check that warmup + iterations really ran."""
+    rejected_at: dict[str, list[int]] = field(default_factory=dict)
+    """Metric -> the positions (0-based, in the order printed, counting rejected ones) of the samples that were
+    rejected, so the caller drops exactly the warmup executions from the front of ``samples``."""
 
     def _flag(self, metric: str, raw: str, why: str) -> None:
         self.flagged.setdefault(metric, []).append(raw)
         self.warnings.append(f"{metric}: rejected {raw!r}: {why}")
+
+    @property
+    def rejected(self) -> dict[str, int]:
+        """Metric -> how many of its samples were rejected (metrics with none left out)."""
+        return {name: len(positions) for name, positions in self.rejected_at.items() if positions}
+
+    def printed(self, metric: str) -> int:
+        """How many samples of ``metric`` the output held, valid or rejected."""
+        return len(self.samples.get(metric, [])) + len(self.rejected_at.get(metric, []))
 
 
 # --- cleaning -----------------------------------------------------------------------------------------------
@@ -400,17 +427,50 @@ BUILTINS: dict[str, _Builtin] = {
 assert set(BUILTINS) == set(BUILTIN_METRICS)  # the contract and the implementation list the same names
 
 
+# --- checking samples ---------------------------------------------------------------------------------------
+
+@dataclass
+class _Samples:
+    """One metric's samples while scraping: the valid ones, and the positions of the rejected ones."""
+
+    result: ScrapeResult
+    metric: str
+    unit: str
+    per: Per
+    values: list[float] = field(default_factory=list)
+    rejected: list[int] = field(default_factory=list)
+
+    def reject(self, raw: str, why: str | None = None) -> None:
+        """A printed sample that is not kept (``why`` None: the converter flagged it already)."""
+        if why is not None:
+            self.result._flag(self.metric, raw, why)
+        self.rejected.append(len(self.values) + len(self.rejected))
+
+    def __post_init__(self) -> None:
+        self._low, self._high = plausible_range(self.unit, self.per)
+
+    def offer(self, value: float | None, raw: str) -> None:
+        """A printed sample: kept when it converted (None: it did not) and ``check_sample`` finds it plausible."""
+        if value is None:
+            self.reject(raw)
+        elif self._low <= value <= self._high:  # the common case, one comparison (NaN fails it)
+            self.values.append(value)
+        else:
+            self.reject(raw, check_sample(value, self.unit, self.per) or "implausible value")
+
+
 # --- scraping -----------------------------------------------------------------------------------------------
 
 
 def scrape(text: str, specs: Sequence[MetricLike], *, prepared: bool = False) -> ScrapeResult:
     """Scrape every metric in ``specs`` from one unit's console text.
 
-    A spec with a ``regex`` uses it (one capture group, multiplied by ``scale``), even when its name is a
-    built-in: that is how a scenario replaces the default CPU-time shape. A spec without one must name a
-    built-in. Raises ``ValueError`` for an unknown built-in name or a bad regex (the scenario validator
-    reports these earlier, with file and line). ``prepared=True`` skips cleaning when the caller already ran
-    ``prepare_text``.
+    A spec with a ``regex`` uses it (one capture group, multiplied by ``scale``; run on RE2, linear time), even
+    when its name is a built-in: that is how a scenario replaces the default CPU-time shape. A spec without one
+    must name a built-in. Every sample is checked (``check_sample``, in the metric's unit): a rejected one is
+    flagged with a warning and its position kept in ``rejected_at``. Raises ``ValueError`` for an unknown built-in
+    name or a bad regex (the scenario validator reports these earlier, with file and line). ``prepared=True``
+    skips cleaning when the caller already ran ``prepare_text``.
     """
     if prepared:
         warnings: list[str] = []
@@ -422,46 +482,47 @@ def scrape(text: str, specs: Sequence[MetricLike], *, prepared: bool = False) ->
     check_cut = max(map(len, text.split("\n")), default=0) > LOG_MESSAGE_LIMIT
     # Output that stops mid-line (the runner died while printing) may have cut the last number short.
     open_end = len(text) if text and not text.endswith("\n") else -1
+    ascii_text: bytes | None = None  # the text as bytes for RE2 when it is ASCII (b"" when not), made once
     for spec in specs:
-        values: list[float] = []
+        builtin = None if spec.regex else BUILTINS.get(spec.name)
         if spec.regex:
             problem = validate_regex(spec.regex)
             if problem is not None:
                 raise ValueError(f"metric {spec.name}: {problem}")
-            pattern = re.compile(spec.regex, re.MULTILINE)
+            pattern: MetricPattern = compile_metric_regex(spec.regex)
             per: Per = spec.per
             unit = spec.unit
-            for m in pattern.finditer(text):
-                if m.group(1) is None:  # an optional group that did not take part in the match
-                    continue
-                if check_cut and _cut_by_limit(text, m.end(1)):
-                    result._flag(spec.name, m.group(0), "value may be cut by the 255-character log limit")
-                    continue
-                if m.end(1) == open_end:
-                    result._flag(spec.name, m.group(0), "output ends in the middle of this value")
-                    continue
-                value = _to_float(m.group(1), result, spec.name)
-                if value is not None:
-                    values.append(value * spec.scale)
+        elif builtin is None:
+            known = ", ".join(sorted(BUILTINS))
+            raise ValueError(f"metric {spec.name!r} has no regex and is not a built-in ({known})")
         else:
-            builtin = BUILTINS.get(spec.name)
-            if builtin is None:
-                known = ", ".join(sorted(BUILTINS))
-                raise ValueError(f"metric {spec.name!r} has no regex and is not a built-in ({known})")
             per = builtin.per
             unit = spec.unit or builtin.unit
-            if builtin.needle in text:
-                for m in builtin.pattern.finditer(text):
-                    if check_cut and _cut_by_limit(text, m.end()):
-                        result._flag(spec.name, m.group(0), "value may be cut by the 255-character log limit")
-                        continue
-                    if m.end(1) == open_end:
-                        result._flag(spec.name, m.group(0), "output ends in the middle of this value")
-                        continue
+        kept = _Samples(result, spec.name, unit, per)
+        if spec.regex:
+            if ascii_text is None:
+                ascii_text = text.encode("ascii") if text.isascii() else b""
+            for whole, captured, end in _user_matches(pattern, text, ascii_text):
+                if check_cut and _cut_by_limit(text, end):
+                    kept.reject(whole, "value may be cut by the 255-character log limit")
+                elif end == open_end:
+                    kept.reject(whole, "output ends in the middle of this value")
+                else:
+                    value = _to_float(captured, result, spec.name)
+                    kept.offer(None if value is None else value * spec.scale, whole)
+        elif builtin is not None and builtin.needle in text:
+            for m in builtin.pattern.finditer(text):
+                if check_cut and _cut_by_limit(text, m.end()):
+                    kept.reject(m.group(0), "value may be cut by the 255-character log limit")
+                elif m.end(1) == open_end:
+                    kept.reject(m.group(0), "output ends in the middle of this value")
+                else:
                     value = builtin.convert(m, result, spec.name)
-                    if value is not None:
-                        values.append(value * spec.scale)
+                    kept.offer(None if value is None else value * spec.scale, m.group(0))
+        values, rejected = kept.values, kept.rejected
         result.samples[spec.name] = values
+        if rejected:
+            result.rejected_at[spec.name] = rejected
         result.units[spec.name] = unit
         result.per[spec.name] = per
         if per == "run" and len(values) > 1 and len(set(values)) > 1:
@@ -479,6 +540,22 @@ def scrape(text: str, specs: Sequence[MetricLike], *, prepared: bool = False) ->
 
 
 _NPU_INFERENCES = re.compile(r"NPU Inferences\s*:\s*(\d+)")
+
+
+def _user_matches(pattern: MetricPattern, text: str, ascii_text: bytes) -> Iterator[tuple[str, str, int]]:
+    """(whole match, captured text, end of the capture in characters) of a scenario regex; matches whose group
+    did not take part are skipped. ASCII text is matched as bytes (``ascii_text``): RE2's binding then skips
+    mapping byte offsets back to characters, about twice as fast (offsets are the same)."""
+    if ascii_text:
+        for m in pattern.finditer(ascii_text):
+            captured = m.group(1)
+            if captured is not None:
+                yield m.group(0).decode("ascii"), captured.decode("ascii"), m.end(1)
+        return
+    for m in pattern.finditer(text):
+        captured = m.group(1)
+        if captured is not None:
+            yield m.group(0), captured, m.end(1)
 
 
 def find_build_id(text: str, expected: str) -> str | None:

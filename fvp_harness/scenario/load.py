@@ -5,6 +5,13 @@ written: the scenario file, a base file brought in by ``extends``, or the ``--se
 supplied it. All problems found are reported together in one ``ScenarioError``; the stages that make further
 checks meaningless (YAML syntax, a missing or circular ``extends``) stop early.
 
+One round: structural problems (types, unknown keys) and cross-field problems (compare naming a build, a metric
+listed twice, missing files) are reported together. When the whole scenario does not validate, the cross-field
+checks run over the parts that did (``model.ScenarioParts``), and skip what they would have to guess. One message
+per place: a value that already has a problem (an undefined ``${vars.nope}``, a type error) gets no consequential
+one from a later stage (no "file not found: .../${vars.nope}/x"), and uses of a ``vars`` entry that failed are not
+reported again (the entry's own message is).
+
 Path rules: relative paths are relative to the file the value is written in (a base file's paths stay next to
 the base), and to the working folder for command-line overrides. The loaded ``Scenario`` holds absolute paths,
 so nothing downstream resolves paths again.
@@ -29,6 +36,7 @@ from fvp_harness.located import (
     LNode,
     Location,
     YamlProblem,
+    check_plain_size,
     compose_file,
     did_you_mean,
     display_path,
@@ -38,7 +46,16 @@ from fvp_harness.located import (
     validation_problems,
 )
 from fvp_harness.profiles import Profile, ProfileNotFound, load_profile
-from fvp_harness.scenario.model import LOADER_CONTEXT, Scenario, cross_field_problems
+from fvp_harness.scenario.executable import host_exec_problem
+from fvp_harness.scenario.model import (
+    LOADER_CONTEXT,
+    Compare,
+    FvpConfig,
+    MetricSpec,
+    Scenario,
+    ScenarioParts,
+    cross_field_problems,
+)
 
 __all__ = ["LoadedScenario", "load_scenario", "path_fields"]
 
@@ -73,6 +90,15 @@ class LoadedScenario:
         return self.path.parent
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _printable(text: str) -> str:
+    """A message safe to print: control characters from hostile values (NUL, ESC sequences) shown as escapes (line
+    breaks stay: some messages quote a multi-line reason)."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 class _Stop(Exception):
     """Raised inside the loader when problems so far make further checks meaningless."""
 
@@ -80,10 +106,17 @@ class _Stop(Exception):
 class _Problems:
     def __init__(self) -> None:
         self.located: list[tuple[Location, str]] = []
+        self.spoiled: set[str] = set()
 
     @property
     def where(self) -> set[str]:
-        return {str(loc) for loc, _ in self.located}
+        """Places that already have a problem (or hold a value spoiled by one reported elsewhere): later stages
+        say nothing more there."""
+        return {str(loc) for loc, _ in self.located} | self.spoiled
+
+    def spoil(self, loc: Location) -> None:
+        """The value at ``loc`` is unusable because of a problem reported at another place."""
+        self.spoiled.add(str(loc))
 
     def add(self, loc: Location, path: PathTuple | str, message: str) -> None:
         field = path if isinstance(path, str) else format_path(path)
@@ -100,7 +133,7 @@ class _Problems:
                 item[0].col or 0,
             ),
         )
-        return [f"{loc}: {text}" for loc, text in order]
+        return [_printable(f"{loc}: {text}") for loc, text in order]
 
     def stop(self, loc: Location, path: PathTuple | str, message: str) -> _Stop:
         self.add(loc, path, message)
@@ -135,11 +168,14 @@ def load_scenario(
         _substitute(root, scenario_path.parent, environment, problems)
         _absolutise_paths(root)
         scenario = _validate(root, problems)
-        profile = _cross_checks_and_profile(root, scenario, problems) if scenario is not None else None
-        if check_files and scenario is not None:
+        view = scenario if scenario is not None else _parts(root)
+        profile = _cross_checks_and_profile(root, view, problems)
+        if check_files:
             _check_artifacts(root, problems)
-            if profile is not None and scenario.target == "fvp" and not scenario.fvp.is_sim:
-                _check_real_model(root, scenario, profile, problems)
+            _check_host_runners(root, problems)
+            fvp, target = (scenario.fvp, scenario.target) if scenario is not None else _fvp_part(root)
+            if profile is not None and fvp is not None and target == "fvp" and not fvp.is_sim:
+                _check_real_model(root, fvp, profile, problems)
     except _Stop:
         scenario, profile = None, None
     if problems.located or scenario is None or profile is None:
@@ -173,7 +209,7 @@ def _read_with_extends(
         root = compose_file(path)
     except YamlProblem as exc:
         raise problems.stop(exc.loc, "(yaml)", exc.message) from exc
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, ValueError) as exc:
         raise problems.stop(Location(display_path(path)), "(file)", f"cannot read: {exc}") from exc
     if not isinstance(root.value, dict):
         raise problems.stop(
@@ -235,9 +271,11 @@ def _override_value(raw: str) -> Any:
         return ""
     try:
         value = yaml.safe_load(raw)
-    except yaml.YAMLError:
+    except (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError):  # ValueError: 2001-02-30
         return raw
     if isinstance(value, dict) and not raw.lstrip().startswith("{"):
+        return raw
+    if check_plain_size(value) is not None:  # aliases that would expand beyond reason: keep the text
         return raw
     return value
 
@@ -296,7 +334,14 @@ _FORMS = "${env:NAME}, ${env:NAME:-default}, ${scenario_dir}, ${file_dir} or ${v
 
 
 class _VarError(Exception):
-    pass
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.entry: str | None = None
+        """The innermost ``vars`` entry whose value holds the problem (None: not inside a ``vars`` entry)."""
+
+
+class _Consequential(_VarError):
+    """A use of a ``vars`` entry whose own problem is already reported at the entry."""
 
 
 class _Variables:
@@ -311,10 +356,13 @@ class _Variables:
         self.env = env
         self.done: dict[str, Any] = {}
         self.active: list[str] = []
+        self.failed: set[str] = set()
 
     def var(self, name: str) -> Any:
         if name in self.done:
             return self.done[name]
+        if name.partition(".")[0] in self.failed:
+            raise _Consequential(f"${{vars.{name}}} has a problem of its own")
         head, _, rest = name.partition(".")
         if name not in self.vars and head in self.vars and rest:
             value = self.var(head)
@@ -329,10 +377,17 @@ class _Variables:
             raise _VarError(f"undefined variable ${{vars.{name}}}{hint} (defined in vars: {defined})")
         if name in self.active:
             cycle = " -> ".join([*self.active[self.active.index(name) :], name])
-            raise _VarError(f"variables refer to each other in a circle: {cycle}")
+            circle = _VarError(f"variables refer to each other in a circle: {cycle}")
+            circle.entry = name  # reported once, at the entry where the circle starts
+            raise circle
         self.active.append(name)
         try:
             value = self.resolve_node(self.vars[name])
+        except _VarError as exc:
+            if exc.entry is None and not isinstance(exc, _Consequential):
+                exc.entry = name  # the problem is written in this entry (not in the entries that use it)
+            self.failed.add(name)  # uses of it say no more
+            raise
         finally:
             self.active.pop()
         self.done[name] = value
@@ -402,8 +457,17 @@ def _substitute(root: LNode, scenario_dir: Path, env: Mapping[str, str], problem
     for name, node in list(variables.vars.items()):
         try:
             resolved = variables.var(name)
+        except _Consequential:
+            problems.spoil(node.loc)
+            continue
         except _VarError as exc:
-            problems.add(node.loc, ("vars", name), str(exc))
+            entry = exc.entry if exc.entry in variables.vars else name
+            where = variables.vars[entry].loc
+            if str(where) not in problems.where:
+                problems.add(where, ("vars", entry), str(exc))
+            if entry != name:
+                problems.spoil(node.loc)
+            variables.failed.add(name)
             continue
         replacement = _to_node(resolved, node.loc)  # the vars block itself now holds resolved values
         replacement.key_loc = node.key_loc
@@ -413,6 +477,9 @@ def _substitute(root: LNode, scenario_dir: Path, env: Mapping[str, str], problem
             continue
         try:
             value = variables.expand(node.value, node.loc)
+        except _Consequential:
+            problems.spoil(node.loc)
+            continue
         except _VarError as exc:
             problems.add(node.loc, path, str(exc))
             continue
@@ -493,25 +560,107 @@ def _node_at(root: LNode, path: PathTuple, at_key: bool = False) -> Location:
     return (node.key_loc or node.loc) if at_key else node.loc
 
 
-def _cross_checks_and_profile(root: LNode, scenario: Scenario, problems: _Problems) -> Profile | None:
+_MISSING = object()
+
+
+def _lenient(model: type[Compare], raw: dict[str, Any]) -> tuple[Compare | None, set[str]]:
+    """Validate a section without the fields that fail: (the section or None, the fields left out)."""
+    data = dict(raw)
+    left_out: set[str] = set()
+    for _round in range(len(raw) + 1):
+        try:
+            return model.model_validate(data), left_out
+        except ValidationError as exc:
+            bad = {str(error["loc"][0]) for error in exc.errors() if error["loc"]}
+            if not bad or not bad & set(data):
+                break  # a problem of the section as a whole: nothing validated
+            left_out |= bad
+            data = {key: value for key, value in data.items() if key not in bad}
+    return None, set(raw)
+
+
+def _parts(root: LNode) -> ScenarioParts:
+    """What the cross-field checks may read of a scenario that did not validate (see ``ScenarioParts``)."""
+    data = root.plain()
+    unknown: set[str] = set()
+    sections: dict[str, dict[str, Any]] = {}
+    for section in ("builds", "models"):
+        value = data.get(section)
+        sections[section] = value if isinstance(value, dict) else {}
+        if not isinstance(value, dict):
+            unknown.add(section)
+    metrics: list[MetricSpec] = []
+    raw_metrics = data.get("metrics", _MISSING)
+    if raw_metrics is _MISSING:
+        metrics = list(Scenario.model_fields["metrics"].get_default(call_default_factory=True))
+    elif isinstance(raw_metrics, list):
+        for item in raw_metrics:
+            entry = {"name": item} if isinstance(item, str) else item
+            try:
+                metrics.append(MetricSpec.model_validate(entry))
+                continue
+            except ValidationError:
+                pass
+            name = entry.get("name") if isinstance(entry, dict) else None
+            if isinstance(name, str) and name:  # a stand-in: its name (and whether it has a regex) is what counts
+                metrics.append(MetricSpec.model_construct(name=name, regex=entry.get("regex")))
+            else:
+                unknown.add("metrics")
+    else:
+        unknown.add("metrics")
+    compare = None
+    raw_compare = data.get("compare")
+    if isinstance(raw_compare, dict):
+        compare, left_out = _lenient(Compare, raw_compare)
+        unknown |= {f"compare.{name}" for name in left_out}
+    return ScenarioParts(sections["builds"], sections["models"], metrics, compare, frozenset(unknown))
+
+
+def _fvp_part(root: LNode) -> tuple[FvpConfig | None, str | None]:
+    """``fvp`` and ``target`` of a scenario that did not validate, when they did on their own."""
+    data = root.plain()
+    raw = data.get("fvp", {})
+    fvp = None
+    if isinstance(raw, dict):
+        try:
+            fvp = FvpConfig.model_validate(raw)
+        except ValidationError:
+            fvp = None
+    target = data.get("target", "fvp")
+    return fvp, target if isinstance(target, str) else None
+
+
+def _cross_checks_and_profile(
+    root: LNode, scenario: Scenario | ScenarioParts, problems: _Problems
+) -> Profile | None:
+    already = problems.where  # one message per place
     for path, message, at_key in cross_field_problems(scenario):
-        problems.add(_node_at(root, path, at_key), path, message)
+        where = _node_at(root, path, at_key)
+        if str(where) not in already and str(_node_at(root, path)) not in already:
+            problems.add(where, path, message)
+    node = root.get(("platform",))
+    platform: Any = scenario.platform if isinstance(scenario, Scenario) else (
+        Scenario.model_fields["platform"].default if node is None else node.value)
+    where = _node_at(root, ("platform",))
+    if not isinstance(platform, str) or (node is not None and str(where) in already):
+        return None
     try:
-        return load_profile(scenario.platform)
+        return load_profile(platform)
     except ProfileNotFound as exc:
-        problems.add(_node_at(root, ("platform",)), ("platform",), exc.message)
+        problems.add(where, ("platform",), exc.message)
     except ConfigurationError as exc:
-        problems.add(
-            _node_at(root, ("platform",)), ("platform",), f"the profile does not load: {exc.message}"
-        )
+        problems.add(where, ("platform",), f"the profile does not load: {exc.message}")
     return None
 
 
 def _check_artifacts(root: LNode, problems: _Problems) -> None:
     """Every runner, model and input file must exist or have a build command; declared sources must exist."""
+    already = problems.where  # a path with a problem of its own (an undefined ${vars.x}) is not looked for
     for path, node in path_fields(root):
         field = path[-1] if isinstance(path[-1], str) else path[-2]
-        if path[0] == "fvp" or not isinstance(node.value, str) or Path(node.value).exists():
+        if path[0] == "fvp" or not isinstance(node.value, str) or str(node.loc) in already:
+            continue
+        if Path(node.value).exists():
             continue
         shown = display_path(Path(node.value))
         if field == "sources":
@@ -527,9 +676,29 @@ def _check_artifacts(root: LNode, problems: _Problems) -> None:
             )
 
 
-def _check_real_model(root: LNode, scenario: Scenario, profile: Profile, problems: _Problems) -> None:
-    binary = scenario.fvp.binary
+def _check_host_runners(root: LNode, problems: _Problems) -> None:
+    """``target: host`` runs each build's runner on this host: one it cannot execute (built for another machine, a
+    simulator artifact, a script without its interpreter, no execute bit) is refused at its ``runner`` field
+    (``scenario.executable``). A runner that does not exist yet (it has a build command) is checked after its build."""
+    target = root.get(("target",))
+    if target is None or target.value != "host":
+        return
+    already = problems.where
+    for path, node in path_fields(root):
+        if path[0] != "builds" or path[-1] != "runner" or not isinstance(node.value, str) or str(node.loc) in already:
+            continue
+        problem = host_exec_problem(node.value)
+        if problem is not None:
+            problems.add(node.loc, path, f"{display_path(Path(node.value))} cannot run on this host (target: host): "
+                         f"{problem}")
+
+
+def _check_real_model(root: LNode, fvp: FvpConfig, profile: Profile, problems: _Problems) -> None:
+    already = problems.where
+    binary = fvp.binary
     binary_loc = _node_at(root, ("fvp", "binary"))
+    if str(binary_loc) in already:
+        return
     if os.sep in binary or "/" in binary:
         if not os.path.isfile(binary):
             problems.add(
@@ -547,7 +716,7 @@ def _check_real_model(root: LNode, scenario: Scenario, profile: Profile, problem
             f"{binary!r} is not on PATH; expected a path to the model "
             f"(e.g. {profile.executables[0] if profile.executables else 'FVP_...'}) or `sim`",
         )
-    given = scenario.fvp.firmware
+    given = fvp.firmware
     for name, file in given.items():
         if name in profile.firmware and not os.path.isfile(file):
             problems.add(

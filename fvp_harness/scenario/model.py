@@ -18,18 +18,30 @@ import shlex
 import string
 import sys
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 
 from fvp_harness.located import did_you_mean, format_path
-from fvp_harness.scenario.metrics import BUILTIN_METRICS
+from fvp_harness.scenario.metrics import BUILTIN_METRICS, validate_regex
+from fvp_harness.scenario.secrets import DEFAULT_SECRET_PATTERNS, redact_scenario, secret_problems, secret_values
 
 if TYPE_CHECKING:
     from pathlib import Path
 
 __all__ = [
     "BUILD_PLACEHOLDERS",
+    "DEFAULT_EXPECT_IDENTICAL",
     "DEFAULT_GUEST_DIR",
     "RUN_PLACEHOLDERS",
     "Artifact",
@@ -37,11 +49,14 @@ __all__ = [
     "Compare",
     "Deploy",
     "FvpConfig",
+    "Gate",
+    "IdentityTolerance",
     "MetricSpec",
     "Model",
     "Report",
     "Run",
     "Scenario",
+    "ScenarioParts",
     "StrictModel",
     "Timeouts",
     "cross_field_problems",
@@ -137,9 +152,10 @@ def expand_build_command(template: str, output: Path | str) -> str:
 
 
 class StrictModel(BaseModel):
-    """Base for every scenario section: unknown keys are errors, objects are immutable after validation."""
+    """Base for every scenario section: unknown keys are errors, objects are immutable after validation, and a
+    number field refuses NaN and infinities (YAML's ``.nan`` and ``.inf``)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class Timeouts(StrictModel):
@@ -214,6 +230,50 @@ def _env_text(value: Any) -> Any:
     return value
 
 
+def _env_item(value: Any) -> Any:
+    """One environment value: text (numbers and booleans become text). A mapping here is a secret entry that is
+    not written ``{value: TEXT, secret: true}`` (``_secret_entries`` takes the well-formed ones out first)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, dict):
+        raise ValueError(f"got {value!r}; expected text, or {{value: TEXT, secret: true}} for a secret")
+    return value
+
+
+EnvValue = Annotated[
+    str,
+    BeforeValidator(_env_item),
+    WithJsonSchema({"anyOf": [
+        {"type": ["string", "number", "boolean"]},
+        {"type": "object", "properties": {"value": {"type": ["string", "number", "boolean"]},
+                                          "secret": {"type": "boolean"}},
+         "required": ["value"], "additionalProperties": False},
+    ]}),
+]
+"""An ``env`` value: text, a number or boolean (made text), or ``{value: ..., secret: true}``."""
+
+
+def _secret_entries(data: Any) -> Any:
+    """``env: {NAME: {value: TEXT, secret: true}}`` becomes ``env: {NAME: TEXT}`` plus NAME in ``secret_env`` (the
+    model keeps plain text values: what the runner gets). Malformed entries stay for ``_env_item`` to report."""
+    if not isinstance(data, dict) or not isinstance(data.get("env"), dict):
+        return data
+    listed = data.get("secret_env", [])
+    if not isinstance(listed, list):
+        return data
+    env = dict(data["env"])
+    marked = list(listed)
+    for name, item in env.items():
+        if (isinstance(item, dict) and "value" in item and set(item) <= {"value", "secret"}
+                and isinstance(item.get("secret", False), bool) and not isinstance(item["value"], dict | list)):
+            env[name] = item["value"]
+            if item.get("secret", False) and name not in marked:
+                marked.append(name)
+    return {**data, "env": env, **({"secret_env": marked} if marked or "secret_env" in data else {})}
+
+
 class Artifact(_BuildCommand):
     """A file the run needs, optionally produced by a command when missing or stale."""
 
@@ -232,8 +292,21 @@ class Build(_BuildCommand):
     runner: str = Field(description="Host path of the runner executable.")
     build: str | None = Field(None, description="Command that produces the runner; `{output}` is its path.")
     sources: list[str] = Field(default_factory=list, description="Files the build command reads (staleness).")
-    env: dict[str, str] = Field(default_factory=dict, description="Environment set for this build's runs.")
+    env: dict[str, EnvValue] = Field(
+        default_factory=dict,
+        description="Environment set for this build's runs; {value: ..., secret: true} hides a value in results "
+        "and logs.",
+    )
+    secret_env: list[str] = Field(
+        default_factory=list, description="Names in this build's env whose values are secret (hidden in results "
+        "and logs; the runner gets them).",
+    )
     args: list[str] = Field(default_factory=list, description="Extra runner arguments for this build.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _lift_secrets(cls, data: Any) -> Any:
+        return _secret_entries(data)
 
     @field_validator("env", mode="before")
     @classmethod
@@ -284,10 +357,27 @@ class Run(StrictModel):
         description="interleaved: builds alternate and models rotate; blocked: one build at a time.",
     )
     timeout: float | None = Field(None, gt=0, description="Per-unit timeout (default: fvp.timeouts.unit).")
-    env: dict[str, str] = Field(default_factory=dict, description="Environment for every unit.")
+    env: dict[str, EnvValue] = Field(
+        default_factory=dict,
+        description="Environment for every unit; {value: ..., secret: true} hides a value in results and logs.",
+    )
+    secret_env: list[str] = Field(
+        default_factory=list, description="Names in run.env whose values are secret (hidden in results and logs; "
+        "the runner gets them).",
+    )
+    secret_patterns: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_SECRET_PATTERNS),
+        description="Environment names (shell-style patterns, any case) whose values are secret, in run.env and "
+        "every build's env, when the value has at least 6 characters.",
+    )
     fetch: list[str] = Field(
         default_factory=list, description="Guest files to copy back after each unit (templates like command)."
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _lift_secrets(cls, data: Any) -> Any:
+        return _secret_entries(data)
 
     @field_validator("env", mode="before")
     @classmethod
@@ -332,21 +422,162 @@ class MetricSpec(StrictModel):
     def _one_group(cls, value: str | None) -> str | None:
         if value is None:
             return None
-        try:
-            compiled = re.compile(value)
-        except re.error as exc:
-            raise ValueError(f"invalid regex: {exc}") from exc
-        if compiled.groups != 1:
-            raise ValueError(
-                f"the regex has {compiled.groups} groups; expected exactly one, capturing the number "
-                "(use (?:...) for other groups)"
-            )
+        problem = validate_regex(value)  # RE2 syntax, exactly one group (scenario.metrics)
+        if problem is not None:
+            raise ValueError(problem)
         return value
 
     @property
     def builtin(self) -> bool:
         """True when the built-in parser of that name measures it (no regex given)."""
         return self.regex is None
+
+
+_PERCENT_TEXT = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*%\s*$")
+"""A percentage written as text: ``10%``, ``2.5 %`` (YAML reads ``10%`` as text)."""
+
+
+def _percent_of(text: str) -> float | None:
+    """The number of a ``10%``-style text, or None when it is not one."""
+    match = _PERCENT_TEXT.match(text)
+    return float(match.group(1)) if match else None
+
+
+def _finite_amount(value: float, what: str) -> float:
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError(f"{what} must be a finite number")
+    if value < 0:
+        raise ValueError(f"{what} must be 0 or more (a regression is an increase; give how much is allowed)")
+    return value
+
+
+class IdentityTolerance(StrictModel):
+    """An `expect_identical` entry with a tolerance: the metric may differ by `rel` (of the baseline median) or
+    `abs` (in the metric's unit), judged on the confidence interval of the change. Without either it is exact."""
+
+    metric: str = Field(min_length=1, description="A measured metric (not `outputs`: files are compared byte for "
+                        "byte).")
+    rel: float | str | None = Field(
+        None,
+        description="Allowed difference relative to the baseline median: a fraction (0.05) or a percentage "
+        "('5%').",
+        json_schema_extra={"anyOf": [{"type": "number", "minimum": 0, "exclusiveMaximum": 1},
+                                     {"type": "string", "pattern": _PERCENT_TEXT.pattern}, {"type": "null"}]},
+    )
+    abs: float | None = Field(
+        None,
+        description="Allowed difference in the metric's own unit (e.g. 0.1 for ms).",
+        json_schema_extra={"anyOf": [{"type": "number", "minimum": 0}, {"type": "null"}]},
+    )
+
+    @field_validator("rel")
+    @classmethod
+    def _rel_is_a_share(cls, value: float | str | None) -> float | str | None:
+        if value is None:
+            return None
+        if isinstance(value, str):
+            if _percent_of(value) is None:
+                raise ValueError(f"got {value!r}; expected a fraction (0.05) or a percentage ('5%')")
+            return value
+        _finite_amount(value, "rel")
+        if value >= 1:
+            raise ValueError(f"rel is a fraction of the baseline (0.05 = 5%); got {value:g}: write '{value:g}%' "
+                             "if you meant percent")
+        return value
+
+    @field_validator("abs")
+    @classmethod
+    def _abs_is_an_amount(cls, value: float | None) -> float | None:
+        return None if value is None else _finite_amount(value, "abs")
+
+    @model_validator(mode="after")
+    def _one_tolerance(self) -> IdentityTolerance:
+        if self.rel is not None and self.abs is not None:
+            raise ValueError("give rel or abs, not both")
+        if self.metric == "outputs" and not self.exact:
+            raise ValueError("outputs are compared byte for byte: a tolerance does not apply to them")
+        return self
+
+    @property
+    def exact(self) -> bool:
+        """True without a tolerance (the entry means the same as its plain metric name)."""
+        return self.rel is None and self.abs is None
+
+    @property
+    def relative(self) -> bool:
+        """True when the tolerance is a share of the baseline median (``amount`` in percent)."""
+        return self.rel is not None
+
+    @property
+    def amount(self) -> float:
+        """The tolerance: percent of the baseline median when ``relative``, else in the metric's unit (0 exact)."""
+        if isinstance(self.rel, str):
+            return _percent_of(self.rel) or 0.0
+        if self.rel is not None:
+            return 100.0 * self.rel
+        return self.abs or 0.0
+
+
+def _tolerance_item(value: Any) -> Any:
+    """A mapping in ``expect_identical`` is validated as an ``IdentityTolerance`` on its own, so a mistake inside it
+    is reported at its key (a plain ``str | IdentityTolerance`` union would list both alternatives' complaints)."""
+    return IdentityTolerance.model_validate(value) if isinstance(value, dict) else value
+
+
+_IdentityItem = Annotated[str | IdentityTolerance, BeforeValidator(_tolerance_item)]
+"""An ``expect_identical`` entry: a name (exact) or ``{metric, rel | abs}``."""
+
+
+class Gate(StrictModel):
+    """The largest regression (increase) a metric may show between baseline and candidate. Judged on the
+    confidence interval of the change: violated when the whole interval lies above it, within when the whole
+    interval lies at or below it, unverified (inconclusive) when the interval straddles it."""
+
+    max_regression: float | str = Field(
+        description="How much worse the candidate may be: a percentage of the baseline median ('10%'), 0 (no "
+        "regression at all), or a number in `unit`.",
+        json_schema_extra={"anyOf": [{"type": "number", "minimum": 0},
+                                     {"type": "string", "pattern": _PERCENT_TEXT.pattern}]},
+    )
+    unit: str | None = Field(
+        None,
+        min_length=1,
+        description="The unit of a numeric max_regression: '%', or the metric's unit (e.g. ms, cycles) for an "
+        "absolute amount. Required for a number other than 0.",
+    )
+
+    @field_validator("max_regression")
+    @classmethod
+    def _amount(cls, value: float | str) -> float | str:
+        if isinstance(value, str):
+            if _percent_of(value) is None:
+                raise ValueError(f"got {value!r}; expected a percentage ('10%'), or a number with `unit`")
+            return value
+        return _finite_amount(value, "max_regression")
+
+    @model_validator(mode="after")
+    def _unit_given(self) -> Gate:
+        if isinstance(self.max_regression, str):
+            if self.unit not in (None, "%"):
+                raise ValueError(f"max_regression {self.max_regression!r} is a percentage but unit is "
+                                 f"{self.unit!r}; drop unit, or give a number in {self.unit}")
+        elif self.max_regression != 0 and self.unit is None:
+            raise ValueError(f"max_regression {self.max_regression:g} needs a unit: write '{self.max_regression:g}%' "
+                             "for a share of the baseline, or add unit: <the metric's unit> (e.g. ms) for an "
+                             "absolute amount")
+        return self
+
+    @property
+    def relative(self) -> bool:
+        """True when the allowed regression is a share of the baseline median (``amount`` in percent)."""
+        return isinstance(self.max_regression, str) or self.unit == "%"
+
+    @property
+    def amount(self) -> float:
+        """The allowed regression: percent when ``relative``, else in ``unit`` (the metric's unit; 0 in any)."""
+        if isinstance(self.max_regression, str):
+            return _percent_of(self.max_regression) or 0.0
+        return float(self.max_regression)
 
 
 class Compare(StrictModel):
@@ -360,9 +591,15 @@ class Compare(StrictModel):
         "first one every unit produced is the primary (e.g. [cpu_time, iteration_time]: an instrumented runner's "
         "CPU time, else the stock runner's iteration time), and the report says which it was and why.",
     )
-    expect_identical: list[str] = Field(
-        default_factory=lambda: ["outputs", "npu_cycles"],
-        description="Metrics (or `outputs`) that must be identical between baseline and candidate.",
+    expect_identical: list[_IdentityItem] = Field(
+        default_factory=lambda: list[str | IdentityTolerance](["outputs", "npu_cycles"]),
+        description="Metrics (or `outputs`) that must be identical between baseline and candidate: a name (exact), "
+        "or {metric, rel | abs} for a tolerance judged on the confidence interval of the change.",
+    )
+    gates: dict[str, Gate] = Field(
+        default_factory=dict,
+        description="Metric name -> {max_regression, unit}: the largest regression each metric may show; a "
+        "violated gate fails the run's expectations.",
     )
     min_effect: float = Field(1.0, ge=0, description="Smallest change in percent that counts as a change.")
 
@@ -376,10 +613,24 @@ class Compare(StrictModel):
                 raise ValueError("a metric is listed twice")
         return value
 
+    @field_validator("expect_identical")
+    @classmethod
+    def _each_once(cls, value: list[str | IdentityTolerance]) -> list[str | IdentityTolerance]:
+        names = [item if isinstance(item, str) else item.metric for item in value]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise ValueError(f"{', '.join(twice)} listed twice")
+        return value
+
     @property
     def primary_candidates(self) -> list[str]:
         """``primary`` as a list in order of preference (one name for a plain string)."""
         return [self.primary] if isinstance(self.primary, str) else list(self.primary)
+
+    @property
+    def identity_names(self) -> list[str]:
+        """The names ``expect_identical`` checks (``outputs`` or metrics), in order."""
+        return [item if isinstance(item, str) else item.metric for item in self.expect_identical]
 
 
 _ReportOutput = Literal["markdown", "csv", "json", "png"]
@@ -426,6 +677,7 @@ class Scenario(StrictModel):
 
     @model_validator(mode="after")
     def _consistent(self, info: ValidationInfo) -> Scenario:
+        _settle_default_expectations(self)
         if info.context and info.context.get(LOADER_CONTEXT):
             return self  # the loader runs these checks itself so it can point at file positions
         problems = cross_field_problems(self)
@@ -437,11 +689,56 @@ class Scenario(StrictModel):
         """The metric spec of that name, or None."""
         return next((spec for spec in self.metrics if spec.name == name), None)
 
+    def secret_values(self) -> tuple[str, ...]:
+        """The secret environment values (and their quoted forms) to hide in results and logs
+        (``scenario.secrets``)."""
+        return secret_values(self)
 
-def cross_field_problems(scenario: Scenario) -> list[tuple[tuple[str | int, ...], str, bool]]:
+    def redacted(self) -> dict[str, Any]:
+        """This scenario as JSON data with every secret replaced by ``***`` (what ``manifest.json`` keeps)."""
+        return redact_scenario(self)
+
+
+DEFAULT_EXPECT_IDENTICAL = ("outputs", "npu_cycles")
+"""What ``compare.expect_identical`` checks when the scenario does not say: ``outputs``, and ``npu_cycles`` when the
+scenario measures it (a default entry the scenario cannot measure is dropped, never reported)."""
+
+
+def _settle_default_expectations(scenario: Scenario) -> None:
+    """Drop the default ``expect_identical`` entries the scenario does not measure (a message must never name a
+    default the user did not write). Runs inside validation, on the frozen model being built."""
+    compare = scenario.compare
+    if compare is None or "expect_identical" in compare.model_fields_set:
+        return
+    measured = {spec.name for spec in scenario.metrics}
+    wanted = [name for name in DEFAULT_EXPECT_IDENTICAL if name == "outputs" or name in measured]
+    object.__setattr__(scenario, "compare", compare.model_copy(update={"expect_identical": wanted}))
+
+
+@dataclass(frozen=True)
+class ScenarioParts:
+    """The parts of a scenario that did validate when the whole did not, so the loader can run the cross-field
+    checks over them in the same round as the structural ones. ``builds`` and ``models`` keep every name written
+    (whatever is wrong inside), ``metrics`` the entries with a usable name (a stand-in for one that failed
+    validation), ``compare`` what validated of it. ``unknown`` names what could not be read (``builds``,
+    ``metrics``, ``compare.<field>``): checks that need it are skipped rather than guessed."""
+
+    builds: Mapping[str, Any]
+    models: Mapping[str, Any]
+    metrics: list[MetricSpec]
+    compare: Compare | None
+    unknown: frozenset[str] = frozenset()
+
+    def metric(self, name: str) -> MetricSpec | None:
+        """The metric spec of that name, or None."""
+        return next((spec for spec in self.metrics if spec.name == name), None)
+
+
+def cross_field_problems(scenario: Scenario | ScenarioParts) -> list[tuple[tuple[str | int, ...], str, bool]]:
     """Checks that span sections: ``(path, message, at_key)``; ``at_key`` points the message at the key
-    itself."""
+    itself. A field the user left out is named as a default at the key of the section that holds it."""
     problems: list[tuple[tuple[str | int, ...], str, bool]] = []
+    unknown = scenario.unknown if isinstance(scenario, ScenarioParts) else frozenset()
     for section in ("builds", "models"):
         for name in getattr(scenario, section):
             if not NAME_PATTERN.match(name):
@@ -477,9 +774,21 @@ def cross_field_problems(scenario: Scenario) -> list[tuple[tuple[str | int, ...]
     compare = scenario.compare
     if compare is not None:
         builds = list(scenario.builds)
+        given = compare.model_fields_set
         for field in ("baseline", "candidate"):
             name = getattr(compare, field)
-            if name not in scenario.builds:
+            if "builds" in unknown or f"compare.{field}" in unknown:
+                continue
+            if name not in scenario.builds and field not in given:
+                problems.append(
+                    (
+                        ("compare", field),
+                        f"not given, so it is the default {name!r}, and there is no build named {name!r} (builds: "
+                        f"{', '.join(builds)}); write compare.{field}: <one of the builds>",
+                        True,
+                    )
+                )
+            elif name not in scenario.builds:
                 problems.append(
                     (
                         ("compare", field),
@@ -487,7 +796,7 @@ def cross_field_problems(scenario: Scenario) -> list[tuple[tuple[str | int, ...]
                         False,
                     )
                 )
-        if compare.baseline == compare.candidate:
+        if compare.baseline == compare.candidate and not {"compare.baseline", "compare.candidate"} & unknown:
             problems.append(
                 (
                     ("compare", "candidate"),
@@ -499,7 +808,18 @@ def cross_field_problems(scenario: Scenario) -> list[tuple[tuple[str | int, ...]
         metric_names = list(dict.fromkeys(spec.name for spec in scenario.metrics))
         listed = isinstance(compare.primary, list)
         for index, name in enumerate(compare.primary_candidates):
-            if name not in metric_names:
+            if "metrics" in unknown or "compare.primary" in unknown:
+                break
+            if name not in metric_names and "primary" not in compare.model_fields_set:
+                problems.append(
+                    (
+                        ("compare", "primary"),
+                        f"not given, so it is the default {name!r}, which this scenario does not measure; write "
+                        f"compare.primary: <one of {', '.join(metric_names)}>",
+                        True,
+                    )
+                )
+            elif name not in metric_names:
                 problems.append(
                     (
                         ("compare", "primary", index) if listed else ("compare", "primary"),
@@ -508,17 +828,48 @@ def cross_field_problems(scenario: Scenario) -> list[tuple[tuple[str | int, ...]
                         False,
                     )
                 )
-        for index, name in enumerate(compare.expect_identical):
+        for index, item in enumerate(compare.expect_identical):
+            name = item if isinstance(item, str) else item.metric
+            if "metrics" in unknown or "compare.expect_identical" in unknown:
+                break
+            if "expect_identical" not in compare.model_fields_set:
+                break  # the default: entries the scenario cannot measure are dropped (_settle_default_expectations)
             if name != "outputs" and name not in metric_names:
                 problems.append(
                     (
-                        ("compare", "expect_identical", index),
+                        ("compare", "expect_identical", index) + (() if isinstance(item, str) else ("metric",)),
                         f"unknown metric {name!r}"
                         f"{did_you_mean(name, [*metric_names, 'outputs'])}; expected 'outputs' or one of "
                         f"the measured metrics ({', '.join(metric_names)})",
                         False,
                     )
                 )
+        for name, gate in compare.gates.items():
+            if "metrics" in unknown or "compare.gates" in unknown:
+                break
+            if name not in metric_names:
+                problems.append(
+                    (
+                        ("compare", "gates", name),
+                        f"unknown metric {name!r}{did_you_mean(name, metric_names)} (this scenario measures: "
+                        f"{', '.join(metric_names)})",
+                        True,
+                    )
+                )
+                continue
+            measured = scenario.metric(name)
+            declared = measured.unit if measured is not None and measured.regex is not None else ""
+            if declared and not gate.relative and gate.unit is not None and gate.unit != declared:
+                problems.append(
+                    (
+                        ("compare", "gates", name, "unit"),
+                        f"metric {name!r} is measured in {declared!r}, not {gate.unit!r}; give max_regression in "
+                        f"{declared} (or as a percentage)",
+                        False,
+                    )
+                )
+    if isinstance(scenario, Scenario):
+        problems += secret_problems(scenario)
     return problems
 
 

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from fvp_harness.errors import ConfigurationError
-from fvp_harness.files import atomic_write
+from fvp_harness.files import atomic_write, fsync_dir
 from fvp_harness.store.records import RECORD_SCHEMA_VERSION, Record, upgrade_row
 
 try:  # POSIX; on other systems the lock degrades to a no-op (documented single-writer rule still holds)
@@ -54,8 +54,10 @@ __all__ = [
     "REPORT_FILES",
     "REPORT_FILE_PATTERNS",
     "REPORT_INPUTS_FILE",
+    "RUNS_DIR",
     "VGF_REPORT_FILES",
     "ResultStore",
+    "StoredRun",
     "key_metadata",
     "results_dir_for",
 ]
@@ -66,9 +68,10 @@ log = logging.getLogger(__name__)
 
 DEFAULT_RESULTS_BASE = Path("results")
 """Where ``run`` and ``make`` put ``<scenario stem>/`` folders unless told otherwise (``-o``, ``--results``)."""
-MANIFEST_FORMAT_VERSION = 2
+MANIFEST_FORMAT_VERSION = 3
 """2: the booted instances are under ``instances`` (was ``sessions``: they are instances, ``s0``, ``s0.2``; a plan
-session may use several). ``run.manifest`` reads format 1 too."""
+session may use several). 3: ``run`` (the run's id and the scenario's git commit) and ``plan.keys`` (the content
+key of every planned unit). ``run.manifest`` reads formats 1 and 2 too."""
 MANIFEST_FILE = "manifest.json"
 RECORDS_FILE = "records.jsonl"
 LOCK_FILE = ".lock"
@@ -93,6 +96,9 @@ REPORT_INPUTS_FILE = "report.inputs"
 REPORT_FILE_PATTERNS: tuple[str, ...] = ("report.*", "vgf_report.*")
 """Report files in a results folder (``REPORT_FILES``, ``REPORT_INPUTS_FILE``, ``VGF_REPORT_FILES``): what
 ``ResultStore.reset`` removes besides records, manifest, logs and fetched files."""
+RUNS_DIR = "runs"
+"""``runs/<run id>/``: the earlier runs of a scenario folder, each a complete results folder of its own. The
+scenario folder itself always holds the newest run, so ``results/<stem>/report.md`` is the latest report."""
 HARNESS_JSON_FILES: frozenset[str] = frozenset({MANIFEST_FILE, REPORT_FILES["json"], VGF_REPORT_FILES["json"]})
 """The JSON files the harness itself writes into a results folder (a reader of fetched JSON reports skips them)."""
 
@@ -156,6 +162,38 @@ def key_metadata(manifest: Mapping[str, Any]) -> dict[str, Any]:
         else:
             flat[path] = value
     return flat
+
+
+class StoredRun:
+    """One stored run of a scenario folder: where it is, and what its manifest says of it (id, start, status, git
+    commit, planned units); the folder's own name and ``None`` where the manifest is missing or unreadable."""
+
+    def __init__(self, path: Path, run_id: str, *, current: bool, started: str | None = None,
+                 status: str | None = None, commit: str | None = None, units: int | None = None) -> None:
+        self.path, self.run_id, self.current = path, run_id, current
+        self.started, self.status, self.commit, self.units = started, status, commit, units
+
+    def __repr__(self) -> str:
+        return f"StoredRun({self.run_id!r}, {str(self.path)!r}, current={self.current})"
+
+    @classmethod
+    def of(cls, folder: Path, *, current: bool) -> StoredRun:
+        try:
+            data = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            data = {}
+        data = data if isinstance(data, dict) else {}
+
+        def text(value: object) -> str | None:
+            return value if isinstance(value, str) else None
+
+        run = data.get("run") if isinstance(data.get("run"), dict) else {}
+        plan = data.get("plan") if isinstance(data.get("plan"), dict) else {}
+        units = plan.get("units") if isinstance(plan, dict) else None
+        return cls(folder, text(run.get("id") if isinstance(run, dict) else None) or folder.name, current=current,
+                   started=text(data.get("started")), status=text(data.get("status")),
+                   commit=text(run.get("commit") if isinstance(run, dict) else None),
+                   units=units if isinstance(units, int) else None)
 
 
 class ResultStore:
@@ -323,11 +361,56 @@ class ResultStore:
         """Content keys of units already measured successfully: what ``--resume`` skips."""
         return {record.key for record in self.records() if record.status == "ok"}
 
+    # --- stored runs ----------------------------------------------------------------------------------------
+
+    @property
+    def runs_dir(self) -> Path:
+        """``runs/``: the earlier runs kept beside the newest one."""
+        return self.root / RUNS_DIR
+
+    def has_run(self) -> bool:
+        """True when the folder holds a run (a manifest or records)."""
+        return self.manifest_path.is_file() or self.records_path.is_file()
+
+    def archive(self, run_id: str) -> Path:
+        """Move the run this folder holds into ``runs/<run_id>/`` (a complete results folder of its own) and leave
+        the folder empty for the next run; returns the new place. Nothing is deleted. A ``run_id`` already taken
+        gets a numbered suffix."""
+        name = _check_name(run_id, "run id")
+        target = self.runs_dir / name
+        number = 2
+        while target.exists():
+            target = self.runs_dir / f"{name}.{number}"
+            number += 1
+        target.mkdir(parents=True)
+        moved = [self.records_path, self.manifest_path, self.logs_dir, self.fetched_dir]
+        for pattern in REPORT_FILE_PATTERNS:
+            moved += sorted(self.root.glob(pattern))
+        for path in moved:
+            if path.exists() or path.is_symlink():
+                os.replace(path, target / path.name)
+        fsync_dir(self.root)
+        self._tail_checked = False
+        log.info("kept the previous run of %s in %s", self.root, target)
+        return target
+
+    def stored_runs(self) -> list[StoredRun]:
+        """Every run of this scenario folder, oldest first: the archived ones (``runs/``) and, last, the current one
+        when there is one. Each with its folder and the manifest's run id and start time (what the folder says
+        when a manifest is missing or unreadable)."""
+        found: list[StoredRun] = []
+        if self.runs_dir.is_dir():
+            for folder in sorted(path for path in self.runs_dir.iterdir() if path.is_dir()):
+                found.append(StoredRun.of(folder, current=False))
+        if self.has_run():
+            found.append(StoredRun.of(self.root, current=True))
+        return sorted(found, key=lambda run: (run.current, run.started or "", run.path.name))
+
     def reset(self) -> None:
-        """Remove everything a run leaves here: records, manifest, ``logs/``, ``fetched/``, the report files
+        """Remove the current run: records, manifest, ``logs/``, ``fetched/``, the report files
         (``REPORT_FILE_PATTERNS``: the A/B and VGF reports and their inputs) and temp files of an interrupted
-        ``atomic_write``. A fresh start in the same folder (the CLI asks for it explicitly; nothing here deletes
-        data implicitly). Files it does not know (and ``.lock``) stay."""
+        ``atomic_write``. Only ``run --replace`` asks for it (a plain run archives instead); ``runs/`` and files it
+        does not know (and ``.lock``) stay."""
         for path in (self.records_path, self.manifest_path):
             path.unlink(missing_ok=True)
         for pattern in (*REPORT_FILE_PATTERNS, ".*.tmp"):

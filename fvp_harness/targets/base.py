@@ -10,6 +10,7 @@ optional abilities are separate small Protocols that callers test with ``isinsta
 ``CopiesOverSsh``    copies files through a forwarded ssh port (much faster than typing base64)
 ``NamesPhases``      names the phase a timeout guarded (``unit``, ``deploy``) in its error message
 ``SharesHostFiles``  its "guest" paths are host paths (this machine): a plain copy replaces any transfer
+``MasksSecrets``     writes logs with given secret texts shown as ``***``; more can be added while open
 ==================  ===================================================================================
 
 ``FvpSettings`` is what the targets layer reads of a scenario's ``fvp:`` section. It is a Protocol so that this
@@ -28,6 +29,7 @@ __all__ = [
     "CommandResult",
     "CopiesOverSsh",
     "FvpSettings",
+    "MasksSecrets",
     "NamesPhases",
     "SharesHostFiles",
     "StreamsCommands",
@@ -121,6 +123,16 @@ class SharesHostFiles(Protocol):
 
     def local_path(self, remote: str) -> Path:
         """The host path of a guest path."""
+        ...
+
+
+@runtime_checkable
+class MasksSecrets(Protocol):
+    """A target whose logs show secret texts (a token in an environment value) as ``***``; a batch instance that
+    serves several scenarios adds each scenario's before its units run."""
+
+    def redact_also(self, secrets: Sequence[str]) -> None:
+        """Mask these texts too, from now on."""
         ...
 
 

@@ -18,7 +18,13 @@ named deadline, and every wait polls in short slices so that what the drain thre
   the shell then prints its prompts (``PS2`` while it reads a here-document, ``PS1`` between complete lines) into
   the output, and the harness removes exactly its own unique prompt strings from it;
 - a command that overruns its deadline gets Ctrl-C and a framed no-op to resynchronise; if even that fails the
-  console is lost (``ConsoleLost``). A dead model is ``FvpDied``; a panic ``KernelPanic``.
+  console is lost (``ConsoleLost``). A dead model is ``FvpDied``; a panic ``KernelPanic``;
+- a console that garbles text (line noise: bytes that are not UTF-8, C1 control codes) is the platform's failure,
+  not the command's: noise on any line of a command's exchange (``strict``, the default), or a marker that shows up
+  only once the non-ASCII characters are taken out of its line, fails at once with ``ConsoleGarbled`` (a
+  ``ConsoleLost``: infrastructure, the instance is replaced); a command whose start marker never came by its
+  deadline never ran as typed (``ConsoleLost``), and a deadline on a console that showed noise is the console's
+  (``ConsoleGarbled``): ``CommandTimeout`` is only for a command that started on a clean console and hung.
 """
 
 from __future__ import annotations
@@ -47,7 +53,7 @@ from fvp_harness.targets.deadline import Deadline
 from fvp_harness.targets.terminal import Terminal
 from fvp_harness.targets.text import KERNEL_LINE, KernelNoiseFilter
 
-__all__ = ["BootWatch", "CommandTimeout", "Console", "Failure", "frame_command"]
+__all__ = ["BootWatch", "CommandTimeout", "Console", "ConsoleGarbled", "Failure", "frame_command", "garbled"]
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +76,30 @@ class CommandTimeout(CommandFailed):
     A test failure (the code under test hung), not an infrastructure one: the console still works. ``exit_status`` is
     124, as coreutils' ``timeout`` reports.
     """
+
+
+class ConsoleGarbled(ConsoleLost):
+    """The console delivered text that is not what the guest printed (line noise, lost framing): an infrastructure
+    failure, since no output read through it can be trusted. ``output`` keeps what was read, for the unit log."""
+
+    def __init__(self, message: str, *, output: str = "", **kwargs: object) -> None:
+        super().__init__(message, **kwargs)  # type: ignore[arg-type]
+        self.output = output
+
+
+_NOT_ASCII = re.compile(r"[^\x20-\x7e]")
+_NOISE = re.compile(r"[\ufffd\x80-\x9f]")
+"""What no text program prints: the decoder's replacement for bytes that are not UTF-8, and C1 control codes."""
+
+
+def garbled(text: str) -> bool:
+    """True when ``text`` holds characters line noise leaves and a program's text output never has."""
+    return _NOISE.search(text) is not None
+
+
+def _noisy_marker(text: str, marker: re.Pattern[str]) -> bool:
+    """``marker`` is in ``text`` once everything but printable ASCII is taken out, but not as it arrived."""
+    return marker.search(text) is None and marker.search(_NOT_ASCII.sub("", text)) is not None
 
 
 @dataclass(frozen=True)
@@ -117,13 +147,18 @@ class BootWatch:
             return
         patterns = self._failures if self.booted else [*self._failures, *self._boot_failures]
         for text, pattern in patterns:
-            if pattern.search(line) and not any(b.search(line) for b in self._benign):
+            if pattern.search(line) and not self._is_benign(line):
                 with self._lock:
                     if self.failure is None:
                         self.failure = Failure(terminal, line, text, self._clock())
                         self.failed.set()
                 log.debug("failure pattern %r on %s: %s", text, terminal, line)
                 return
+
+    def _is_benign(self, line: str) -> bool:
+        """A benign line, also when line noise landed in it (the noise is the console's, not a firmware error)."""
+        cleaned = _NOT_ASCII.sub("", line) if garbled(line) else line
+        return any(b.search(line) or b.search(cleaned) for b in self._benign)
 
     def boot_done(self) -> None:
         """The shell is ready: boot-only failure patterns stop applying."""
@@ -256,7 +291,12 @@ class Console:
         tail = self._filter.visible_tail()
         candidates = [tail] if tail else []
         candidates += [line.rstrip("\n") for line in lines[-3:]]
-        return any(p.search(c) for p in self._prompts for c in candidates)
+        if any(p.search(c) for p in self._prompts for c in candidates):
+            return True
+        noisy = [c for c in candidates if garbled(c)]
+        if any(p.search(_NOT_ASCII.sub("", c)) for p in self._prompts for c in noisy):
+            raise self._garbled("the login prompt", "boot")  # rather than wait for the boot timeout
+        return False
 
     def wait_for_login_prompt(self, deadline: Deadline) -> float:
         """Wait for a login prompt (any of the profile's regexes) on the console; returns seconds waited.
@@ -308,6 +348,8 @@ class Console:
                 self._filter.pending = ""
                 self.state = "shell"
                 return
+            if garbled(tail) and self._shell_prompt.search(_NOT_ASCII.sub("", tail)):
+                raise self._garbled("the shell prompt", "login")
             if deadline.expired:
                 self.state = "lost"
                 raise BootTimeout(
@@ -328,7 +370,13 @@ class Console:
         if quiet_kernel:
             setup.append("dmesg -n 1")
         for command in setup:
-            result = self.run(command, deadline=deadline.child("login"))
+            try:
+                result = self.run(command, deadline=deadline.child("login"), stage="login")
+            except CommandTimeout as exc:  # the shell is not usable: the platform's failure, like a lost console
+                self.state = "lost"
+                raise ConsoleLost(f"the shell on {self.terminal.name} did not complete {command!r} while being set "
+                                  f"up: {exc.message}", log_path=self.log_path, last_lines=self.terminal.tail(200),
+                                  stage="login") from exc
             if not result.ok:
                 log.warning("shell setup %r exited %s: %s", command, result.exit_status, result.output.strip())
         self._check_prompt(deadline)
@@ -360,11 +408,26 @@ class Console:
 
     # -- commands ------------------------------------------------------------------------------------------------
 
-    def run(self, command: str, *, deadline: Deadline, stage: str = "command") -> CommandResult:
+    def run(self, command: str, *, deadline: Deadline, stage: str = "command", strict: bool = True) -> CommandResult:
         """Run one framed command and return its exact output and exit status.
 
-        Raises CommandTimeout (console recovered), ConsoleLost (it did not), KernelPanic, FvpDied.
+        Raises CommandTimeout (it started and did not finish; the console recovered), ConsoleLost (it did not
+        recover, or the command never started), ConsoleGarbled (line noise hit a marker, or with ``strict`` the
+        output), KernelPanic, FvpDied. ``strict=False`` keeps output with invalid bytes (``get`` of a file whose
+        sha256 then decides).
         """
+        return self._run(command, deadline=deadline, stage=stage, strict=strict)
+
+    def _garbled(self, what: str, stage: str, output: str = "") -> ConsoleGarbled:
+        """``what`` was damaged by line noise (``the end marker of 'ls'``): the console can no longer be trusted."""
+        self.state = "lost"
+        return ConsoleGarbled(
+            f"console {self.terminal.name} garbled {what} during {stage} (line noise: the text is not "
+            f"what the guest printed); see {self.log_path}", output=output, log_path=self.log_path,
+            last_lines=self.terminal.tail(200), stage=stage)
+
+    def _run(self, command: str, *, deadline: Deadline, stage: str, strict: bool = True,
+             resync: bool = False) -> CommandResult:
         token = secrets.token_hex(6)
         line = frame_command(command, token)
         several_lines = "\n" in line
@@ -376,15 +439,24 @@ class Console:
         self.commands_run += 1
         self._send_line(line, stage)
         started = False
+        noise = False
         out: list[str] = []
         while True:
             lines = self._read(deadline, stage)
             for text in lines:
                 body = text[:-1]
+                dirty = garbled(body)
+                noise = noise or dirty
                 if not started:
                     started = bool(start_re.search(body))
+                    if (strict and dirty) or (not started and _noisy_marker(body, start_re)):
+                        raise self._garbled(f"the start of {command!r}", stage)
                     continue
                 match = end_re.search(body)
+                if (strict and dirty) or (match is None and _noisy_marker(body, end_re)):
+                    at_end = match is not None or _noisy_marker(body, end_re)
+                    raise self._garbled(f"{'the end marker' if at_end else 'the output'} of {command!r}", stage,
+                                        "".join(out) + body)
                 if match:
                     if match.start() > 0:
                         out.append(body[: match.start()])
@@ -396,9 +468,24 @@ class Console:
                     return CommandResult(command=command, exit_status=int(match.group(1)), output=output,
                                          duration_s=self._clock() - began, log_path=self.log_path)
                 out.append(text)
+            if deadline.expired and not resync and (noise or not started):
+                self.state = "lost"
+                kind = ConsoleGarbled if noise else ConsoleLost
+                extra = "the console garbles text" if noise else "the shell did not answer"
+                if not started:
+                    # No start marker: the command did not run as typed (input lost or garbled, a shell that does
+                    # not answer). Not the command's failure: the console cannot be trusted.
+                    raise kind(deadline.message(f"command {command!r} never started (no start marker on "
+                                                f"{self.terminal.name})", log_path=self.log_path, extra=extra),
+                               log_path=self.log_path, last_lines=self.terminal.tail(200), stage=stage)
+                # started, but noise may have garbled the end marker beyond recognition: the console's failure
+                raise kind(deadline.message(f"no end marker for command {command!r} on {self.terminal.name}",
+                                            log_path=self.log_path, extra=extra),
+                           log_path=self.log_path, last_lines=self.terminal.tail(200), stage=stage)
             if deadline.expired:
                 partial = "".join(out)
-                self._interrupt_and_resync(command, deadline, stage)
+                if not resync:
+                    self._interrupt_and_resync(command, deadline, stage)
                 raise CommandTimeout(
                     deadline.message(f"command {command!r} did not finish", log_path=self.log_path,
                                      extra="interrupted with Ctrl-C; the console recovered"),
@@ -421,7 +508,8 @@ class Console:
             self._send_line("\x03", stage)
             time.sleep(0.1)
             try:
-                self.run(":", deadline=Deadline.after(grace / 2, "resync", clock=self._clock), stage="resync")
+                self._run(":", deadline=Deadline.after(grace / 2, "resync", clock=self._clock), stage="resync",
+                          resync=True)
                 return
             except CommandTimeout:
                 continue
@@ -481,6 +569,8 @@ class Console:
             for text in lines:
                 match = ack_re.search(text[:-1])
                 if not match:
+                    if garbled(text) or _noisy_marker(text[:-1], ack_re):
+                        raise self._garbled(f"the acknowledgement of streamed line {done + 1} of {index}", stage)
                     continue
                 number, status = int(match.group(1)), int(match.group(2))
                 while inflight and inflight[0][0] <= number:

@@ -10,7 +10,10 @@ were bitten by, and what this module does instead:
 - an anchored banner regex broke when newer models prefixed the terminal name: the profile regex is *searched*;
 - signalling only the model's PID leaves its children: the model runs in its own session/process group (pexpect
   forks through a pty, whose child calls ``setsid``), and the stop escalates SIGINT -> SIGTERM -> SIGKILL to the
-  whole group, always from ``finally``, plus ``atexit`` and SIGTERM/SIGHUP handlers for the harness's own death.
+  whole group, always from ``finally``, plus ``atexit`` and SIGTERM/SIGHUP handlers for the harness's own death;
+- a SIGKILLed harness runs no handler at all, and a real model (unlike the simulator, which watches its parent) would
+  live on holding its ports: on Linux every process the harness starts here (the model, its ``--version`` and
+  ``--list-params`` queries) gets SIGKILL when the harness dies (``PR_SET_PDEATHSIG``, see ``dies_with_harness``).
 
 The model's stdout (a pty) is drained by a thread for the whole life of the process: a full pty would stall it, and
 the lines are wanted for the port banner, the early-exit message and the ``--stat`` block.
@@ -23,6 +26,7 @@ import contextlib
 import datetime
 import logging
 import os
+import queue
 import re
 import select
 import shutil
@@ -33,10 +37,10 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import TextIO, TypeVar
 
 import pexpect
 
@@ -52,6 +56,7 @@ __all__ = [
     "FvpProcess",
     "LaunchSpec",
     "build_launch",
+    "dies_with_harness",
     "find_free_port",
     "format_param",
     "parse_stat_block",
@@ -63,12 +68,106 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 SIM_BINARY = "sim"
 SIM_ENV_PREFIX = "FVP_SIM_"
 OWNER_ENV = "FVP_HARNESS_OWNER_PID"
 _STAT_HEADER = re.compile(r"^-{3} .*statistics:")
 _STAT_LINE = re.compile(r"^(\S[^:]*?)\s*:\s*(.*?)\s*$")
+
+
+# -- dying with the harness -----------------------------------------------------------------------------------
+
+_DEATH_WRAPPER = """\
+import ctypes, os, sys
+parent, argv = int(sys.argv[1]), sys.argv[3:]
+if ctypes.CDLL(None, use_errno=True).prctl(1, 9, 0, 0, 0) != 0:  # PR_SET_PDEATHSIG, SIGKILL
+    sys.stderr.write("fvp-harness: prctl(PR_SET_PDEATHSIG) failed: %s\\n" % os.strerror(ctypes.get_errno()))
+if os.getppid() != parent:
+    os._exit(1)
+try:
+    os.execvp(argv[0], argv)
+except OSError as exc:
+    sys.stderr.write("%s: %s\\n" % (argv[0], exc.strerror))
+    os._exit(127)
+"""
+"""The exec wrapper: ``prctl(PR_SET_PDEATHSIG, SIGKILL)``, then (only if the harness is still its parent: it could
+have died before the prctl) ``execvp`` of the real argv. The process keeps its pid, process group and the setting
+across the exec; a failed exec exits 127 with the reason, as a shell would."""
+
+
+def dies_with_harness(argv: Sequence[str]) -> list[str]:
+    """``argv`` run so that the kernel SIGKILLs it when the harness dies, even by SIGKILL (Linux; elsewhere as is).
+
+    Why an exec wrapper (this Python with ``-I -S -c``, ~20 ms) and not ``preexec_fn``: the harness has threads
+    (drains, sessions), and Python code between ``fork`` and ``exec`` in a threaded parent may deadlock on a lock
+    another thread held at the fork; the wrapper is a fresh single-threaded process, and it can check that the
+    harness did not die before the setting took effect. The signal follows the *thread* that forked the process, so
+    long-lived processes (models) are forked from ``_Spawner``'s thread, which lives as long as the harness; a query
+    waits for its process in the thread that started it, so it may fork there.
+    """
+    if not sys.platform.startswith("linux"):
+        return list(argv)
+    return [sys.executable, "-I", "-S", "-c", _DEATH_WRAPPER, str(os.getpid()), "--", *argv]
+
+
+class _Spawner:
+    """Runs process launches on one daemon thread that lives as long as the harness process.
+
+    ``PR_SET_PDEATHSIG`` fires when the thread that forked the child exits, not the process: a model started from a
+    session or lane thread would be killed when that thread ends, even if another thread still uses it. Forking
+    from this thread ties the signal to the harness process itself.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._jobs: queue.SimpleQueue[tuple[Callable[[], object], dict[str, object], threading.Event]] = (
+            queue.SimpleQueue())
+        self._thread: threading.Thread | None = None
+
+    def _serve(self) -> None:
+        while True:
+            job, box, done = self._jobs.get()
+            try:
+                box["value"] = job()
+            except BaseException as exc:  # handed to the caller
+                box["error"] = exc
+            finally:
+                done.set()
+
+    def _reset_after_fork(self) -> None:
+        self._lock = threading.Lock()
+        self._jobs = queue.SimpleQueue()
+        self._thread = None
+
+    def call(self, job: Callable[[], _T]) -> _T:
+        """Run ``job`` on the spawner thread and return its result (or raise its exception). A Ctrl-C while waiting
+        is held back until the job is done, so a process it started is never lost unregistered."""
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._serve, name="fvp-spawner", daemon=True)
+                self._thread.start()
+        box: dict[str, object] = {}
+        done = threading.Event()
+        self._jobs.put((job, box, done))
+        interrupted: BaseException | None = None
+        while True:
+            try:
+                done.wait()
+                break
+            except KeyboardInterrupt as exc:
+                interrupted = exc
+        if interrupted is not None:
+            raise interrupted
+        if "error" in box:
+            raise box["error"]  # type: ignore[misc]
+        return box["value"]  # type: ignore[return-value]
+
+
+_SPAWNER = _Spawner()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_SPAWNER._reset_after_fork)
 
 
 # -- argv ------------------------------------------------------------------------------------------------------
@@ -107,11 +206,13 @@ def query_model(program: Sequence[str], option: str, env: Mapping[str, str], tim
     """Run ``program option`` (``--version``, ``--list-params``) to completion: (exit status or None, output).
 
     The query runs in its own process group, killed whole when it gives no answer within ``timeout`` or ``cancel``
-    is set (a hung model, or a wrapper script whose child would otherwise outlive it and hold the pipes open).
+    is set (a hung model, or a wrapper script whose child would otherwise outlive it and hold the pipes open), and
+    dies with the harness (``dies_with_harness``).
     """
     try:
-        proc = subprocess.Popen([*program, option], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                errors="replace", env=dict(env), stdin=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(dies_with_harness([*program, option]), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, errors="replace", env=dict(env), stdin=subprocess.DEVNULL,
+                                start_new_session=True)
     except OSError as exc:
         return None, str(exc)
     end = time.monotonic() + timeout
@@ -377,19 +478,25 @@ class FvpProcess:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log_file = self.log_path.open("a", encoding="utf-8", errors="replace")
         self._log("#", "argv: " + " ".join(self.spec.argv))
-        program, *args = self.spec.argv
-        try:
-            child = pexpect.spawn(program, args, env=self.spec.env, cwd=self.spec.cwd, echo=False,
+        program = self.spec.argv[0]
+        wrapped, *args = dies_with_harness(self.spec.argv)
+
+        def spawn() -> pexpect.spawn:  # on the spawner thread (see dies_with_harness); registered there too
+            child = pexpect.spawn(wrapped, args, env=self.spec.env, cwd=self.spec.cwd, echo=False,
                                   encoding=None, timeout=None, dimensions=(50, 250))
+            child.delaybeforesend = None
+            self._child = child
+            self.started_at = time.monotonic()
+            with _LIVE_LOCK:
+                _LIVE.add(self)
+            return child
+
+        try:
+            child = _SPAWNER.call(spawn)
         except pexpect.ExceptionPexpect as exc:
             self._close_log()
             raise FvpStartError(f"could not start the model {program}: {exc}", log_path=self.log_path,
                                 stage="launch") from exc
-        child.delaybeforesend = None
-        self._child = child
-        self.started_at = time.monotonic()
-        with _LIVE_LOCK:
-            _LIVE.add(self)
         self._thread = threading.Thread(target=self._drain, name=f"fvp-stdout-{child.pid}", daemon=True)
         self._thread.start()
         log.info("started model pid %s: %s", child.pid, " ".join(self.spec.argv))

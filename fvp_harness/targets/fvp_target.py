@@ -22,7 +22,7 @@ import re
 import shlex
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -69,6 +69,7 @@ class FvpTarget:
         ssh_port: int | None = None,
         kernel_line: str | None = "default",
         transfer: Literal["console", "ssh"] = "console",
+        redact: Sequence[str] = (),
     ) -> None:
         self.profile = profile
         self.name = name
@@ -76,6 +77,8 @@ class FvpTarget:
         self.metadata: dict[str, object] = {}
         self.fvp = fvp
         self.transfer = transfer
+        self.redact = tuple(redact)
+        """Secret texts the terminal logs show as ``***`` (``run.instances`` passes the scenario's)."""
         self.budget = TimeoutBudget.from_config(self.fvp.timeouts, scenario_scale=self.fvp.timeout_scale,
                                                 cli_scale=timeout_scale)
         self.binary = binary
@@ -134,7 +137,7 @@ class FvpTarget:
         self.watch = watch = BootWatch(self.profile)
         for term_name, port in ports.items():
             terminal = Terminal(term_name, port, log_path=self.log_dir / f"{term_name}.log",
-                                mode=self.profile.terminal_mode)
+                                mode=self.profile.terminal_mode, redact=self.redact)
             watch.attach(terminal)
             terminal.connect(boot, alive=process.alive)
             self.terminals[term_name] = terminal
@@ -202,13 +205,22 @@ class FvpTarget:
             raise ConfigurationError(f"target {self.name} is not ready for commands (console {state})")
         return self.console
 
-    def run(self, command: str, timeout: float | None = None, *, phase: str = "command") -> CommandResult:
+    def run(self, command: str, timeout: float | None = None, *, phase: str = "command",
+            strict: bool = True) -> CommandResult:
         """Run one shell command on the console; returns its exit status and exact output.
 
-        ``phase`` names the timeout in messages (``command`` or ``unit``). Raises CommandTimeout, ConsoleLost,
-        KernelPanic, FvpDied.
+        ``phase`` names the timeout in messages (``command``, ``deploy`` or ``unit``). Raises CommandTimeout,
+        ConsoleLost (ConsoleGarbled: line noise; ``strict=False`` keeps output with invalid bytes), KernelPanic,
+        FvpDied.
         """
-        return self._ready_console().run(command, deadline=self._deadline(timeout, phase), stage=phase)
+        return self._ready_console().run(command, deadline=self._deadline(timeout, phase), stage=phase,
+                                         strict=strict)
+
+    def redact_also(self, secrets: Sequence[str]) -> None:
+        """Mask these texts in every terminal log too (``MasksSecrets``)."""
+        self.redact = tuple(dict.fromkeys([*self.redact, *secrets]))
+        for terminal in self.terminals.values():
+            terminal.redact_also(secrets)
 
     def run_in_phase(self, command: str, timeout: float | None, phase: str) -> CommandResult:
         """``run`` with its timeout named after ``phase`` (``NamesPhases``)."""
@@ -293,7 +305,7 @@ class FvpTarget:
         are checked against the guest's sha256sum and a binary file is refused with DeployError)."""
         if self.transfer == "ssh":
             return self.ssh.get(remote, self._deadline(None, "deploy"))
-        result = self.run(f"cat {shlex.quote(remote)}", phase="deploy")
+        result = self.run(f"cat {shlex.quote(remote)}", phase="deploy", strict=False)  # the sha256 decides
         if not result.ok:
             raise FileNotFoundError(f"{remote}: {result.output.strip()}")
         data = result.output.encode("utf-8")

@@ -15,11 +15,13 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
 from fvp_harness.targets.base import CommandResult
 from fvp_harness.targets.console import CommandTimeout
+from fvp_harness.targets.text import mask
 
 __all__ = ["HostTarget"]
 
@@ -31,8 +33,10 @@ class HostTarget:
     ``SharesHostFiles``)."""
 
     def __init__(self, *, log_dir: Path, name: str = "host", command_timeout: float = 120.0,
-                 timeout_scale: float = 1.0) -> None:
+                 timeout_scale: float = 1.0, redact: Sequence[str] = ()) -> None:
         self.name = name
+        self.redact = tuple(redact)
+        """Secret texts ``host.log`` shows as ``***`` (``run.instances`` passes the scenario's)."""
         self.log_dir = Path(log_dir)
         self.metadata: dict[str, object] = {"kind": "host"}
         self.command_timeout = command_timeout
@@ -74,6 +78,10 @@ class HostTarget:
             raise AttributeError("guest_dir: open() the host target first")
         return str(self.workdir / "artifacts")
 
+    def redact_also(self, secrets: Sequence[str]) -> None:
+        """Mask these texts in ``host.log`` too (``MasksSecrets``)."""
+        self.redact = tuple(dict.fromkeys([*self.redact, *secrets]))
+
     def run(self, command: str, timeout: float | None = None) -> CommandResult:
         """Run ``/bin/sh -c command`` in the working folder; its process group is killed at the timeout."""
         return self.run_in_phase(command, timeout, "command")
@@ -99,7 +107,7 @@ class HostTarget:
                 proc.wait()
         text = (out or b"").decode("utf-8", "replace").replace("\r\n", "\n")
         if self._log is not None:
-            self._log.write(f"$ {command}\n{text}[exit {proc.returncode}]\n")
+            self._log.write(mask(f"$ {command}\n{text}[exit {proc.returncode}]\n", self.redact))
             self._log.flush()
         return CommandResult(command=command, exit_status=proc.returncode, output=text,
                              duration_s=time.monotonic() - began, log_path=self.log_dir / "host.log")

@@ -24,7 +24,7 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -33,7 +33,7 @@ from pexpect.spawnbase import SpawnBase
 
 from fvp_harness.errors import PortError
 from fvp_harness.targets.deadline import Deadline
-from fvp_harness.targets.text import TextCleaner
+from fvp_harness.targets.text import TextCleaner, held_back, mask
 
 __all__ = ["TelnetCodec", "Terminal", "TerminalSpawn"]
 
@@ -195,6 +195,7 @@ class Terminal:
         searchwindowsize: int = 16384,
         tail_size: int = 200,
         wall_clock: Callable[[], datetime.datetime] = datetime.datetime.now,
+        redact: Sequence[str] = (),
     ) -> None:
         if mode not in ("raw", "telnet"):
             raise ValueError(f"terminal mode must be raw or telnet, not {mode!r}")
@@ -205,6 +206,8 @@ class Terminal:
         self.newline = newline
         self.log_path = Path(log_path)
         self._now = wall_clock
+        self._redact = tuple(redact)
+        """Secret texts the log shows as ``***`` (what was typed, and the guest's echo of it)."""
         self._sock: socket.socket | None = None
         self._codec = TelnetCodec() if mode == "telnet" else None
         self._cleaner = TextCleaner()
@@ -255,6 +258,10 @@ class Terminal:
         self._thread = threading.Thread(target=self._drain, name=f"drain-{self.name}", daemon=True)
         self._thread.start()
 
+    def redact_also(self, secrets: Sequence[str]) -> None:
+        """Show these texts as ``***`` in the log too, from now on (the drain thread reads the tuple anew each time)."""
+        self._redact = tuple(dict.fromkeys([*self._redact, *secrets]))
+
     def close(self) -> None:
         """Stop draining, close the socket and the log. Safe to call twice."""
         self._stop.set()
@@ -280,7 +287,7 @@ class Terminal:
         sock = self._sock
         if sock is None or self.closed:
             raise OSError(f"terminal {self.name} is closed ({self.close_reason})")
-        shown = raw.decode("utf-8", "replace").rstrip("\r\n")
+        shown = mask(raw.decode("utf-8", "replace").rstrip("\r\n"), self._redact)
         if len(shown) > 160:
             shown = shown[:120] + f"... ({len(raw)} bytes)"
         self._write_log_line(">", shown)
@@ -357,8 +364,10 @@ class Terminal:
             if not readable:
                 if self._line and len(self._line) > self._line_logged and \
                         time.monotonic() - last_data > PARTIAL_FLUSH_S:
-                    self._write_log_line("<", self._line[self._line_logged:], partial=True)
-                    self._line_logged = len(self._line)
+                    ready = len(self._line) - held_back(self._line, self._redact)  # never log half a secret
+                    if ready > self._line_logged:
+                        self._write_log_line("<", self._line[self._line_logged:ready], partial=True)
+                        self._line_logged = ready
                 continue
             try:
                 data = sock.recv(65536)
@@ -440,6 +449,7 @@ class Terminal:
         if continued:
             mark = "+"  # the rest of a line whose start was logged as a partial line
         suffix = "  [unfinished line]" if partial else ""
+        text = mask(text, self._redact)
         with self._log_lock:
             if self._log_file is None:
                 return

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import codecs
 import re
+from collections.abc import Sequence
 
-__all__ = ["KERNEL_LINE", "KernelNoiseFilter", "TextCleaner", "clean_text", "strip_ansi"]
+__all__ = ["KERNEL_LINE", "KernelNoiseFilter", "TextCleaner", "clean_text", "held_back", "mask", "strip_ansi"]
+
+MASK = "***"
 
 # CSI (ESC [ params final), OSC (ESC ] ... BEL or ESC \), and two-byte escapes (ESC x).
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
@@ -26,6 +29,28 @@ KERNEL_LINE = r"\[\s*\d+\.\d+\] "
 def strip_ansi(text: str) -> str:
     """Remove ANSI escape sequences (colour, cursor moves) from complete text."""
     return _ANSI.sub("", text)
+
+
+def mask(text: str, secrets: Sequence[str]) -> str:
+    """``text`` with every occurrence of each of ``secrets`` (longest first, as ``run.instances`` passes them)
+    replaced by ``***``: what logs show of a scenario's secret environment values."""
+    for secret in secrets:
+        if secret and secret in text:
+            text = text.replace(secret, MASK)
+    return text
+
+
+def held_back(text: str, secrets: Sequence[str]) -> int:
+    """How many characters at the end of unfinished ``text`` could be the start of a secret (the longest
+    proper prefix of one that ``text`` ends with): a log writing text piecemeal keeps them until more arrives,
+    so no secret is ever split over two log writes (and so escapes ``mask``)."""
+    longest = 0
+    for secret in secrets:
+        for size in range(min(len(secret) - 1, len(text)), longest, -1):
+            if text.endswith(secret[:size]):
+                longest = size
+                break
+    return longest
 
 
 def clean_text(text: str) -> str:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from fvp_harness.errors import CommandFailed, DeployError
 from fvp_harness.files import file_sha256
-from fvp_harness.targets.base import CommandResult, CopiesOverSsh, StreamsCommands, Target
+from fvp_harness.targets.base import CommandResult, CopiesOverSsh, NamesPhases, StreamsCommands, Target
 
 __all__ = [
     "CHUNK_CHARS",
@@ -31,6 +31,7 @@ __all__ = [
     "SAFE_WINDOW_BYTES",
     "WINDOW_BYTES",
     "check_guest_sha256",
+    "deploy_step",
     "guest_sha256",
     "must_succeed",
     "upload_console",
@@ -48,9 +49,17 @@ SAFE_WINDOW_BYTES = 3584
 """The retry settings: one short line in flight at a time, inside even the line discipline's own 4 KiB buffer."""
 
 
+def deploy_step(target: Target, command: str, timeout: float | None) -> CommandResult:
+    """One guest command of a transfer, in the ``deploy`` phase when the target names phases: its timeout is the
+    deploy timeout, and a timeout message must name ``fvp.timeouts.deploy``, not the command timeout."""
+    if isinstance(target, NamesPhases):
+        return target.run_in_phase(command, timeout, "deploy")
+    return target.run(command, timeout)
+
+
 def guest_sha256(target: Target, remote: str, timeout: float | None = None) -> str | None:
     """The sha256 of a guest file per ``sha256sum``, or None if it is missing / unreadable."""
-    result = target.run(f"sha256sum {shlex.quote(remote)}", timeout)
+    result = deploy_step(target, f"sha256sum {shlex.quote(remote)}", timeout)
     if not result.ok:
         return None
     for line in result.output.splitlines():
@@ -89,16 +98,17 @@ def upload_console(target: Target, local: Path, remote: str, *, sha256: str | No
     folder = posixpath.dirname(remote) or "."
     staging = f"{remote}.b64"
     q_staging, q_remote = shlex.quote(staging), shlex.quote(remote)
-    must_succeed(target.run(f"mkdir -p {shlex.quote(folder)} && rm -rf {q_staging} {q_remote}", timeout), "prepare")
+    must_succeed(deploy_step(target, f"mkdir -p {shlex.quote(folder)} && rm -rf {q_staging} {q_remote}", timeout),
+                 "prepare")
     lines = (f"printf %s {shlex.quote(chunk)} >> {q_staging}" for chunk in _chunks(data, chunk_chars))
     if isinstance(target, StreamsCommands):
         target.stream(lines, timeout=timeout, window_bytes=window_bytes)
     else:
         for line in lines:
-            must_succeed(target.run(line, timeout), "append")
+            must_succeed(deploy_step(target, line, timeout), "append")
     if not data:
-        must_succeed(target.run(f"printf '' > {q_staging}", timeout), "create")
-    must_succeed(target.run(f"base64 -d {q_staging} > {q_remote} && rm -rf {q_staging}", timeout), "decode")
+        must_succeed(deploy_step(target, f"printf '' > {q_staging}", timeout), "create")
+    must_succeed(deploy_step(target, f"base64 -d {q_staging} > {q_remote} && rm -rf {q_staging}", timeout), "decode")
     check_guest_sha256(target, remote, digest, "console", timeout)
 
 
@@ -109,7 +119,7 @@ def upload_ssh(target: CopiesOverSsh, local: Path, remote: str, *, sha256: str |
     folder = posixpath.dirname(remote) or "."
     runner = target if isinstance(target, Target) else None
     if runner is not None:
-        must_succeed(runner.run(f"mkdir -p {shlex.quote(folder)}", timeout), "prepare")
+        must_succeed(deploy_step(runner, f"mkdir -p {shlex.quote(folder)}", timeout), "prepare")
     how = target.ssh_put(Path(local), remote, timeout)
     if runner is not None:
         check_guest_sha256(runner, remote, digest, f"ssh ({how})", timeout)

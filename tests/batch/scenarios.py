@@ -100,10 +100,13 @@ report: {{title: {title}, outputs: [markdown, json]}}
 
 
 def fake_artifacts(art: Path, *models: str) -> Path:
-    """Plain files standing in for the runners and the ``<model>.model`` files (the fake runs no artifact)."""
+    """Plain files standing in for the runners and the ``<model>.model`` files (the fake runs no artifact). The
+    runners are executable text, as a ``target: host`` runner must be (the loader checks)."""
     art.mkdir(parents=True, exist_ok=True)
     for name in ("runner-before", "runner-after", *(f"{model}.model" for model in models)):
         (art / name).write_text(f"fake {name}\n", encoding="utf-8")
+        if name.startswith("runner-"):
+            (art / name).chmod(0o755)
     return art
 
 

@@ -25,12 +25,11 @@ from fvp_harness.batch.engine import (
     plan_batch,
     scenario_files,
 )
-from fvp_harness.batch.lanes import JobSpec, LocalExecutor
+from fvp_harness.batch.lanes import JobSpec, LaneControl, LaneResult, LaneSpec, LocalExecutor
 from fvp_harness.cli.main import main
 from fvp_harness.errors import ConfigurationError, ConsoleLost, Interrupted
-from fvp_harness.run.execute import KEY_PART_PREFIX
 from fvp_harness.run.pipeline import rebuild_report
-from fvp_harness.run.plan import Unit
+from fvp_harness.run.plan import KEY_PART_PREFIX, Unit
 from fvp_harness.store.folder import REPORT_INPUTS_FILE
 from fvp_harness.targets.base import CommandResult
 from tests.batch.scenarios import fake_artifacts, records, snapshot, write_fake_scenario, write_scenario
@@ -190,6 +189,14 @@ def test_without_keep_going_the_first_failure_drains_the_batch(art: Path, tmp_pa
     assert result.exit_code == 1 and result.units_failed == 1
     assert [unit for _, unit in fleet.ran] == ["r0-before-m", "r0-after-m"], "a's job finishes, b's never starts"
     assert unit_ids(results, "b") == []
+    b = result.nodes[1]
+    assert sorted(b.not_run) == ["r0-after-k", "r0-before-k"] and result.units_not_run == 2
+    assert {why for _cause, why in b.not_run.values()} == {
+        "not started: an earlier failure stopped the batch (-k keeps going)"}
+    report = (results / "b" / "report.md").read_text(encoding="utf-8")
+    assert "2 of 2 planned unit(s) did not run" in report, "b's report says it never ran, it does not look complete"
+    assert json.loads((results / "b" / "manifest.json").read_text(encoding="utf-8"))["status"] == "complete", (
+        "not started because of a test failure: not the platform's doing (exit 1, not 3)")
     failed = [r for r in records(results, "a") if r.status != "ok"]
     assert [(r.unit_id, r.failure_class) for r in failed] == [("r0-after-m", "test")]
     # what the next make would do, and why
@@ -331,3 +338,136 @@ def test_two_scenarios_building_one_file_with_different_commands_are_refused(art
     nodes = plan_batch([sc], MakeOptions(results_base=tmp_path / "results"))
     assert nodes[0].error is None
     assert nodes[1].error is not None and "which scenario a builds with another command" in str(nodes[1].error)
+
+
+# --- units that did not run: never counted as done ----------------------------------------------------------------
+
+
+class LosingExecutor:
+    """Runs lanes on a ``LocalExecutor`` of fake instances, except the lanes holding a scenario named in ``lose``:
+    those come back as a lane error, as when Dask loses their worker (``silently``: they never come back)."""
+
+    name = "losing"
+    ships_artifacts = False
+
+    def __init__(self, fleet: FakeFleet, lose: set[str], *, jobs: int = 2, silently: bool = False) -> None:
+        self.inner = LocalExecutor(jobs, opener=fleet.opener)
+        self.lose = lose
+        self.silently = silently
+        self.lost: list[int] = []
+
+    def capacity(self) -> int:
+        return self.inner.capacity()
+
+    def run(self, lanes: Sequence[LaneSpec], control: LaneControl) -> None:
+        lost = [lane for lane in lanes if {job.scenario.name for job in lane.jobs} & self.lose]
+        self.lost = [lane.index for lane in lost]
+        self.inner.run([lane for lane in lanes if lane not in lost], control)
+        if not self.silently:
+            for lane in lost:
+                control.on_lane_done(LaneResult(lane.index, error="lost its Dask worker (fake)"))
+
+
+def _pools_apart(sc: Path, art: Path) -> None:
+    """Scenario a (model m) and b (model k) in different pools: each gets a lane of its own."""
+    write_fake_scenario(sc, "a", art)
+    write_fake_scenario(sc, "b", art, model="k", boot_timeout=300)
+
+
+def test_a_lost_lane_leaves_its_units_not_run_exit_3_no_report_and_the_next_make_runs_them(
+        art: Path, tmp_path: Path) -> None:
+    sc, results = tmp_path / "sc", tmp_path / "results"
+    _pools_apart(sc, art)
+    executor = LosingExecutor(FakeFleet(), {"b"})
+    result = make([sc], MakeOptions(jobs=2, results_base=results, keep_going=True), executor=executor)
+    assert len(executor.lost) == 1 and result.lanes == 2
+    assert result.exit_code == 3, "units that did not run for an infrastructure reason exit 3, never 0"
+    a, b = result.nodes
+    assert not a.not_run and (results / "a" / "report.md").is_file()
+    assert b.not_run == {unit: ("infrastructure", "lost its Dask worker (fake)") for unit in ("r0-before-k",
+                                                                                             "r0-after-k")}
+    assert result.units_run == 2 and result.units_not_run == 2
+    assert records(results, "b") == []
+    manifest = json.loads((results / "b" / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["status"] == "aborted" and "lost its Dask worker (fake)" in manifest["aborted"]
+    assert "2 of 2 planned unit(s) did not run" in (results / "b" / "report.md").read_text(encoding="utf-8")
+    assert json.loads((results / "b" / REPORT_INPUTS_FILE).read_text(encoding="utf-8"))["exit_code"] == 3
+
+    # the next make: b's units are stale ("never run"), never done; running them brings everything up to date
+    stale = {(a.kind, a.scenario, a.target): a.reason
+             for a in make([sc], MakeOptions(dry_run=True, results_base=results)).actions}
+    assert stale[("run", "b", "r0-before-k")] == stale[("run", "b", "r0-after-k")] == "never run"
+    assert ("up-to-date", "a", "") in stale
+    again = fake_make([sc], FakeFleet(), results, jobs=2)
+    assert again.exit_code == 0 and again.units_run == 2 and again.units_not_run == 0
+    assert "None: all 2 planned units ran." in (results / "b" / "report.md").read_text(encoding="utf-8")
+
+
+def test_a_lane_that_never_comes_back_counts_as_not_run(art: Path, tmp_path: Path) -> None:
+    sc, results = tmp_path / "sc", tmp_path / "results"
+    _pools_apart(sc, art)
+    result = make([sc], MakeOptions(jobs=2, results_base=results), executor=LosingExecutor(FakeFleet(), {"a", "b"},
+                                                                                          silently=True))
+    assert result.exit_code == 3 and result.units_run == 0 and result.units_not_run == 4
+    assert {why for node in result.nodes for _cause, why in node.not_run.values()} == {"its lane returned no result"}
+    for stem in ("a", "b"):
+        assert "2 of 2 planned unit(s) did not run" in (results / stem / "report.md").read_text(encoding="utf-8")
+
+
+def test_units_not_started_after_a_failed_build_get_no_report_that_looks_complete(art: Path, tmp_path: Path) -> None:
+    """The manifest on disk is the previous make's: a report made from it would not know the new keys."""
+    sc, results = tmp_path / "sc", tmp_path / "results"
+    _pools_apart(sc, art)
+    assert fake_make([sc], FakeFleet(), results, jobs=2).exit_code == 0
+    before = (results / "b" / "report.md").read_bytes()
+    (art / "k.model").write_text("new bytes\n", encoding="utf-8")  # b is stale now
+    path = sc / "a.yaml"  # and a's model has to be built, which fails
+    path.write_text(path.read_text(encoding="utf-8").replace(
+        "{file: " + str(art) + "/m.model}", "{file: " + str(art) + "/m.model, build: 'exit 1'}"), encoding="utf-8")
+    (art / "m.model").unlink()
+    result = fake_make([sc], FakeFleet(), results, jobs=2)
+    assert result.exit_code == 1 and result.units_run == 0 and result.nodes[0].error is not None
+    assert result.nodes[1].not_run == {unit: ("drained", "not started: a build failed (-k runs the others)")
+                                       for unit in ("r0-before-k", "r0-after-k")}
+    assert (results / "b" / "report.md").read_bytes() == before, "not re-rendered from the old plan"
+
+
+def test_the_cli_lists_units_that_did_not_run(art: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from fvp_harness.cli import verb_make
+
+    sc, results = tmp_path / "sc", tmp_path / "results"
+    _pools_apart(sc, art)
+    monkeypatch.setattr(verb_make, "_executor", lambda args, jobs: LosingExecutor(FakeFleet(), {"b"}))
+    assert main(["make", "-j", "2", "-k", str(sc), "--results", str(results)]) == 3
+    captured = capsys.readouterr()
+    assert "b: 2 unit(s) not run (lost its Dask worker (fake)): r0-before-k, r0-after-k" in captured.err
+    assert f"b: 0 units run (0 failed, 2 NOT RUN), report {results / 'b' / 'report.md'} [exit 3]" in captured.out
+    assert "make: 2 units run (0 failed, 2 NOT RUN)" in captured.out
+    assert "every unit" not in captured.out + captured.err
+
+
+def test_an_instance_lent_to_several_scenarios_masks_each_ones_secrets(tmp_path: Path) -> None:
+    """A pool's instance serves job after job: the secrets of every scenario it served stay out of its logs."""
+    import contextlib
+    import threading
+
+    from fvp_harness.batch.lanes import _InstanceLease
+    from fvp_harness.profiles import load_profile
+    from fvp_harness.scenario.model import Scenario
+    from fvp_harness.targets.host import HostTarget
+
+    def scenario(token: str) -> Scenario:
+        return Scenario.model_validate({"name": "s", "target": "host", "builds": {"a": {"runner": "r"}},
+                                        "models": {"m": {"file": "m"}},
+                                        "run": {"env": {"API_TOKEN": {"value": token, "secret": True}}}})
+
+    host = HostTarget(log_dir=tmp_path / "logs")
+    lease = _InstanceLease(lambda *args: contextlib.nullcontext(host), threading.Event(), 1.0)
+    profile = load_profile("corstone1000-a320")
+    with host:
+        for token in ("first-secret-1", "second-secret-2"):
+            with lease.factory(scenario(token), profile)("s0", tmp_path / "logs"):
+                host.run(f"echo {token}")
+        log = (tmp_path / "logs" / "host.log").read_text()
+    assert "first-secret-1" not in log and "second-secret-2" not in log and log.count("***") >= 2

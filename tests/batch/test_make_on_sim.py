@@ -20,7 +20,7 @@ import pytest
 from fvp_harness.batch.engine import MakeOptions, make, plan_batch
 from fvp_harness.batch.lanes import LocalExecutor
 from fvp_harness.cli.main import main
-from fvp_harness.run.execute import KEY_PART_PREFIX
+from fvp_harness.run.plan import KEY_PART_PREFIX
 from fvp_harness.store.folder import REPORT_INPUTS_FILE
 from tests.batch.scenarios import records, snapshot, write_scenario
 
@@ -30,16 +30,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.sim]
 # --- end to end on the simulator --------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def art(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Simulator artifacts for models ds_cnn (scenarios a, c, ...) and resnet8 (b), built once by a make."""
-    base = tmp_path_factory.mktemp("batch")
-    folder = base / "art"
-    write_scenario(base / "sc", "a", folder)
-    write_scenario(base / "sc", "b", folder, model="resnet8")
-    result = make([base / "sc"], MakeOptions(jobs=2, results_base=base / "results"))
-    assert result.exit_code == 0, [n.error for n in result.nodes]
-    return folder
+# ``art``: simulator artifacts built once for the folder (conftest.py)
 
 
 def _copy_artifacts(art: Path, dest: Path, names: dict[str, str]) -> None:

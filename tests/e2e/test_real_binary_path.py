@@ -122,10 +122,10 @@ def harness(workdir: Path, tmp_path: Path):
 
 
 def checklist(stdout: str) -> dict[str, tuple[str, str]]:
-    """``doctor`` output as {check name: (status, detail)}."""
+    """``doctor`` output as {check name: (status, detail)} (without the seconds a probe took)."""
     rows = {}
     for line in stdout.splitlines():
-        match = re.match(r"^\s+(ok|warn|FAIL|skip)\s+(\S+(?: \S+)*)\s{2,}(.*)$", line)
+        match = re.match(r"^\s+(ok|warn|FAIL|skip)\s+(\S+(?: \S+)*)\s{2,}(.*?)(?: \(\d+\.\d s\))?$", line)
         if match:
             rows[match.group(2)] = (match.group(1), match.group(3))
     return rows

@@ -97,6 +97,8 @@ def test_vgf_zero_copy_on_this_host(workdir: Path) -> None:
     scenario = json.loads((out / "manifest.json").read_text(encoding="utf-8"))["scenario"]
     assert scenario.get("resolved", scenario)["target"] == "host"
     assert "ET_VGF_ZERO_COPY=1 " in (out / "logs" / "s0" / "r0-zero_copy-resnet8.log").read_text(encoding="utf-8")
+    context = (out / "report.md").read_text(encoding="utf-8").split("\n\n")[1]  # the line under the title
+    assert "Host: **" in context and "FVP:" not in context and "Platform:" not in context, context
 
 
 def test_run_writes_the_vgf_report(workdir: Path) -> None:

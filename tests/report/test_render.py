@@ -139,7 +139,8 @@ def test_identity_failure_is_a_visible_fail() -> None:
 
 def test_title_and_no_context() -> None:
     markdown = render_markdown(result_for(build_records()), title="Driver reuse | A320")
-    assert markdown.startswith("# Driver reuse | A320\n\nbuilds: **before**, **after**\n\n| Model")
+    assert markdown.startswith("# Driver reuse | A320\n\nbuilds: **before**, **after**\n\n**Verdict: PASS**: no "
+                               "expectation violated (9 of 9 verified).\n\n| Model")
 
 
 def test_few_processes_warning() -> None:

@@ -284,6 +284,10 @@ def test_an_instance_that_never_boots_aborts_the_session(scenario_file, tmp_path
     assert outcome.aborted and "8 unit(s) not run" in outcome.aborted[0]
     assert stored(tmp_path) == [], "units that never ran are not recorded (resume runs them)"
     assert outcome.exit_code == 3
+    assert len(outcome.analysis.not_run) == 8, "the report lists what did not run"
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "every unit ran" not in report and "not run" in report
+    assert rebuild_report(tmp_path / "out").exit_code == 3, "`report DIR` tells the same truth"
 
 
 def test_fresh_boot_per_unit_boots_once_per_unit(scenario_file, tmp_path):
@@ -441,7 +445,7 @@ def test_progress_view_on_a_terminal_uses_a_live_bar():
 
 def test_records_from_run_carry_key_parts_so_make_n_names_the_changed_input(scenario_file, tmp_path, capsys):
     from fvp_harness.cli.main import main
-    from fvp_harness.run.execute import KEY_PART_PREFIX
+    from fvp_harness.run.plan import KEY_PART_PREFIX
 
     def crash(unit: str, build: str, calls: int) -> CommandResult | None:
         return CommandResult("x", 1, "boom") if unit == "r0-after-m1" else None
@@ -605,3 +609,69 @@ def test_an_etdump_the_runner_prints_is_kept_as_a_fetched_file(scenario_file, tm
     assert kept["r0-after-m1"] == "etdump.bin"
     assert (tmp_path / "out/fetched/r0-after-m1/etdump.bin").read_bytes() == etdump
     assert kept["r0-before-m1"] is None
+
+
+# --- runs are kept ---------------------------------------------------------------------------------------------
+
+
+def test_a_plain_run_keeps_the_previous_run_whole_and_replace_deletes_it(scenario_file, tmp_path):
+    from fvp_harness.store.folder import ResultStore
+
+    path = scenario_file()
+    run(path, FakeFleet(), tmp_path)
+    out = tmp_path / "out"
+    first = json.loads((out / "manifest.json").read_text())
+    first_records = (out / "records.jsonl").read_bytes()
+    second = run(path, FakeFleet(), tmp_path)
+    assert second.exit_code == 0
+    kept = out / "runs" / first["run"]["id"]
+    assert (kept / "records.jsonl").read_bytes() == first_records, "nothing measured is deleted"
+    assert {p.name for p in kept.iterdir()} >= {"manifest.json", "records.jsonl", "logs", "report.md", "report.json"}
+    assert json.loads((out / "manifest.json").read_text())["run"]["id"] != first["run"]["id"]
+    assert rebuild_report(kept).exit_code == 0, "an earlier run's folder is a results folder of its own"
+    runs = ResultStore(out).stored_runs()
+    assert [r.current for r in runs] == [False, True] and runs[0].run_id == first["run"]["id"]
+
+    run(path, FakeFleet(), tmp_path, replace=True)
+    assert len(ResultStore(out).stored_runs()) == 2, "--replace deleted the current run, kept the earlier one"
+
+
+def test_resume_continues_the_same_run_and_says_what_runs_again(scenario_file, tmp_path):
+    path = scenario_file()
+    run(path, FakeFleet(), tmp_path)
+    out = tmp_path / "out"
+    run_id = json.loads((out / "manifest.json").read_text())["run"]["id"]
+    events: list[Event] = []
+    loaded = load_scenario(path, ["run.iterations=4"])
+    fleet = FakeFleet()
+    outcome = run_scenario(loaded, RunOptions(output_dir=out, resume=True), factory=fleet.factory,
+                           deploy=fleet.deploy, listener=events.append)
+    reruns = {event.unit: event.detail for event in events if event.kind == "rerun"}
+    assert len(reruns) == 8 and set(reruns.values()) == {"changed: run"}
+    assert outcome.units_run == 8
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["run"]["id"] == run_id and not (out / "runs").exists(), "--resume continues, nothing archived"
+    keys = manifest["plan"]["keys"]
+    assert len(keys) == 8 and {r.key for r in stored(tmp_path)} > set(keys.values()), "the old records stay"
+    # ... but only the current settings' records are counted: 2 repetitions x 4 iterations per build and model
+    comparison = outcome.analysis.comparison
+    assert comparison is not None and {(m.n_baseline, m.n_candidate) for m in comparison.models} == {(8, 8)}
+    assert outcome.analysis.excluded_records == 8 and not outcome.analysis.not_run and outcome.exit_code == 0
+    again = rebuild_report(out)
+    assert again.analysis.excluded_records == 8 and again.exit_code == 0
+
+
+def test_prune_and_runs_verbs(scenario_file, tmp_path, capsys):
+    from fvp_harness.cli.main import main as cli
+
+    path = scenario_file()
+    for _ in range(3):
+        run(path, FakeFleet(), tmp_path)
+    out = tmp_path / "out"
+    assert cli(["runs", str(out)]) == 0
+    listed = [line for line in capsys.readouterr().out.splitlines() if line.strip()]
+    assert len(listed) == 3 and listed[-1].startswith("*")
+    assert cli(["prune", str(out)]) == 2, "nothing is deleted without being asked"
+    assert cli(["prune", str(out), "--keep", "1", "-n"]) == 0 and len(list((out / "runs").iterdir())) == 2
+    assert cli(["prune", str(out), "--keep", "1"]) == 0
+    assert len(list((out / "runs").iterdir())) == 1 and (out / "records.jsonl").is_file()

@@ -112,6 +112,8 @@ def test_deploy_puts_every_byte_over_the_console_of_a_fake(tmp_path: Path) -> No
     assert again.skipped, "each artifact at most once per instance"
     fresh = Deployer(fake, method="console", guest_dir="/g").deploy(local)
     assert fresh.skipped and fresh.method == "console", "already in the guest with the right hash"
+    assert fake.phases and set(fake.phases) == {"deploy"}, "every guest step of a deploy runs in the deploy phase " \
+        "(its timeout is fvp.timeouts.deploy, and a timeout message names that)"
 
 
 def test_a_damaged_transfer_is_a_deploy_error(tmp_path: Path) -> None:

@@ -343,9 +343,10 @@ def test_terminal_drains_logs_and_matches_with_pexpect(tmp_path: Path) -> None:
     ],
 )
 def test_a_firmware_error_line_fails_the_boot_as_a_kernel_panic(profile: Profile, tmp_path: Path, line: str,
-                                                                 where: str) -> None:
+                                                                 where: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """meta-arm's boot check, on any console: the boot fails at once (no waiting for the boot timeout) with an
     infrastructure error that names the terminal and the line."""
+    monkeypatch.setattr("fvp_harness.targets.console.PANIC_GRACE_S", 0.05)  # no call trace follows these lines
     boot = {"host_terminal_0": [b"NOTICE:  BL31: v2.12.0(debug):v2.12.0\r\n",
                                 b"ERROR:   mmap_add_region_check() failed. error -22\r\n"],  # benign
             "host_terminal_1": [b"I/TC: Primary CPU initializing\r\n"]}

@@ -1,0 +1,55 @@
+"""A secret environment value on the simulator, through the real command line: the unit's shell gets it, and no
+file under the results folder (manifest, records, unit logs, terminal and model logs, reports) nor the CLI's own
+output shows it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.test_run_e2e import _assert_no_models_left
+from tests.helpers import REPO
+
+pytestmark = [pytest.mark.slow, pytest.mark.sim]
+
+SECRET = "s3cr3t-v4lue-from-the-vault"
+
+
+def test_a_secret_reaches_the_unit_and_no_results_file(tmp_path: Path) -> None:
+    shutil.copytree(REPO / "scenarios", tmp_path / "scenarios")
+    command = ("cd {unit_dir} && {runner} --model_path={model} --inputs={inputs} --num_executions={iterations} "
+               "--output_file={output} && printf '%s' \"$API_TOKEN\" | sha256sum")
+    args = ["run", "scenarios/smoke.yaml", "-o", "out/secret", "--set", "run.repetitions=1",
+            "--set", f"run.env.API_TOKEN={SECRET}",  # secret by name (*TOKEN*)
+            "--set", f"builds.after.env.LICENCE={{value: {SECRET}-2, secret: true}}",
+            "--set", f"run.command={command}"]
+    proc = subprocess.Popen([sys.executable, "-m", "fvp_harness", *args], cwd=tmp_path, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        out, err = proc.communicate(timeout=240)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        _assert_no_models_left(proc.pid)
+    assert proc.returncode == 0, err + out
+    folder = tmp_path / "out" / "secret"
+    rows = [json.loads(line) for line in (folder / "records.jsonl").read_text().splitlines() if line.strip()]
+    assert len(rows) == 2 and all(row["status"] == "ok" for row in rows)
+    proof = hashlib.sha256(SECRET.encode()).hexdigest()
+    for row in rows:  # the unit's shell had the real value: its sha256 is in the unit's console text
+        assert proof in (folder / row["log"]).read_text(encoding="utf-8")
+    files = [path for path in folder.rglob("*") if path.is_file()]
+    assert any(path.name == "console.log" or path.parent.name == "s0" for path in files)
+    leaked = [str(path.relative_to(folder)) for path in files if SECRET.encode() in path.read_bytes()]
+    assert leaked == []
+    assert SECRET not in out + err
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["scenario"]["resolved"]["run"]["env"]["API_TOKEN"] == "***"
+    assert manifest["builds"]["after"]["env"]["LICENCE"] == "***"
