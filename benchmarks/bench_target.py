@@ -3,7 +3,9 @@
 Why: a benchmark session spends its time in boot, deploy and many short guest commands; these numbers say how much
 of that is the harness. Run ``python benchmarks/bench_target.py [--mib 4] [--commands 100] [--boots 3]``. Prints:
 
-- console and ssh deploy throughput (MB/s) for a random file of ``--mib`` MiB (sha256 checked in the guest);
+- console and ssh deploy throughput (MB/s) for two files of ``--mib`` MiB (sha256 checked in the guest): random
+  bytes (incompressible, the worst case) and machine code (the start of this Python's shared library, as
+  compressible as a runner binary), with how each went (``console`` plain or gzip, ``ssh/sftp``);
 - framed command round-trip latency (``:``), median and 95th percentile;
 - launch-to-prompt time minus the simulator's configured ``boot_seconds``: the harness's own boot overhead
   (process start, port banner, terminal connects, prompt matching), median of ``--boots`` boots.
@@ -16,6 +18,8 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
+import sysconfig
 import tempfile
 import time
 from pathlib import Path
@@ -37,6 +41,14 @@ def _scenario() -> Scenario:
     })
 
 
+def _machine_code(size: int) -> bytes:
+    """``size`` bytes of real machine code: this Python's shared library (else its executable), repeated if short."""
+    library = Path(str(sysconfig.get_config_var("LIBDIR") or ""), str(sysconfig.get_config_var("LDLIBRARY") or ""))
+    source = library if library.is_file() else Path(os.path.realpath(sys.executable))
+    data = source.read_bytes()[:size]
+    return (data * (size // max(1, len(data)) + 1))[:size]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mib", type=float, default=4.0)
@@ -45,8 +57,10 @@ def main() -> int:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-target-") as folder:
         work = Path(folder)
-        blob = work / "artifact.bin"
-        blob.write_bytes(os.urandom(int(args.mib * (1 << 20))))
+        size = int(args.mib * (1 << 20))
+        blobs = {"random": work / "random.bin", "code": work / "code.bin"}
+        blobs["random"].write_bytes(os.urandom(size))
+        blobs["code"].write_bytes(_machine_code(size))
         overheads = []
         for boot in range(args.boots):
             began = time.monotonic()
@@ -63,14 +77,15 @@ def main() -> int:
                     target.run(":")
                     latencies.append(time.perf_counter() - start)
                 results = {}
-                for method in ("console", "ssh"):
-                    deployed = Deployer(target, method=method).deploy(blob, name=f"{method}.bin")
-                    results[method] = deployed
-        size_mb = blob.stat().st_size / 1e6
+                for kind, blob in blobs.items():
+                    for method in ("console", "ssh"):
+                        deployed = Deployer(target, method=method).deploy(blob, name=f"{method}-{kind}.bin")
+                        results[(kind, method)] = deployed
+        size_mb = size / 1e6
         print(f"\ndeploy of {args.mib:g} MiB ({size_mb:.2f} MB), sha256 checked in the guest:")
-        for method, deployed in results.items():
+        for (kind, method), deployed in results.items():
             rate = size_mb / deployed.seconds
-            print(f"  {method:8} {deployed.seconds:7.2f} s  {rate:7.2f} MB/s  ({deployed.method})")
+            print(f"  {kind:7} {method:8} {deployed.seconds:7.2f} s  {rate:7.2f} MB/s  ({deployed.method})")
         latencies.sort()
         p95 = latencies[int(0.95 * (len(latencies) - 1))]
         print(f"\ncommand round trip ({args.commands} x ':'): median {statistics.median(latencies) * 1e3:.2f} ms, "

@@ -13,7 +13,9 @@ The class decides the exit code and whether a retry can help::
     │   ├── ConsoleLost               a terminal closed or went silent while a command was running
     │   ├── FvpDied                   the model process exited while in use
     │   ├── SshUnavailable            the guest's sshd did not answer before the deadline
-    │   └── DeployError               an artifact did not arrive intact (hash mismatch after transfer)
+    │   ├── DeployError               an artifact did not arrive intact (hash mismatch after transfer)
+    │   ├── HardFault                 a bare-metal program hit a hard fault (the model would spin to its time limit)
+    │   └── TimeLimitExceeded         a bare-metal model stopped at its --timelimit (or the harness stopped it)
     ├── UnitFailure                   exit 1 (class "test"): the code under test failed; a retry will not help
     │   ├── CommandFailed             a guest command exited non-zero
     │   ├── MetricMissing             a required metric was not found in a unit's output
@@ -44,6 +46,7 @@ __all__ = [
     "FailureClass",
     "FvpDied",
     "FvpStartError",
+    "HardFault",
     "HarnessError",
     "InfrastructureError",
     "Interrupted",
@@ -53,6 +56,7 @@ __all__ = [
     "ProvenanceError",
     "ScenarioError",
     "SshUnavailable",
+    "TimeLimitExceeded",
     "UnitFailure",
 ]
 
@@ -159,6 +163,25 @@ class SshUnavailable(InfrastructureError):
 
 class DeployError(InfrastructureError):
     """An artifact did not arrive in the guest intact (its sha256 there differs from the host's)."""
+
+
+class HardFault(InfrastructureError):
+    """A bare-metal program hit a hard fault (the model prints ``Hard fault`` and the CPU spins in the handler
+    until the time limit). ``output`` keeps what the program printed, for the unit log."""
+
+    def __init__(self, message: str, *, output: str = "", **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.output = output
+
+
+class TimeLimitExceeded(InfrastructureError):
+    """A bare-metal model stopped at its ``--timelimit`` (``Info: Simulation is stopping. Reason: CPU time has been
+    exceeded.``), or did not stop by itself within the harness's unit timeout and was stopped. ``output`` keeps
+    what the program printed, for the unit log."""
+
+    def __init__(self, message: str, *, output: str = "", **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.output = output
 
 
 class UnitFailure(HarnessError):

@@ -9,20 +9,27 @@ Event kinds (``Event.kind``) and the fields they use:
 
 =================  =================================================================================
 ``archived``       ``name``: the folder the previous run was moved to (``runs/<id>``) before a new run
+``baseline``       ``name`` (the baseline build), ``detail``: where ``compare.baseline_from`` takes it from, or
+                   (``status`` ``warning``) a soft difference between that run and this one
 ``rerun``          ``unit``, ``detail``: ``--resume`` measures it again, and why (``changed: run``, ...)
 ``build``          ``name`` artifact built, ``seconds``
 ``plan``           ``total`` units to run, ``skipped`` (already stored, ``--resume``), ``sessions``
-``boot``           ``session`` (instance name) is booting
-``booted``         ``session``, ``seconds`` from launch to a ready shell
+``boot``           ``session`` (instance name) is booting (``detail`` ``reused``: ``make`` lends it an instance
+                   that is already booted)
+``booted``         ``session``, ``seconds`` from launch to a ready shell (``detail`` ``reused``: no boot happened)
 ``deploy``         ``session``, ``count`` artifacts being put into the guest
 ``deployed``       ``session``, ``seconds``
 ``unit``           ``session``, ``unit`` starts
 ``unit_done``      ``session``, ``unit``, ``status`` (ok / failed), ``seconds``, ``detail`` (failure text)
 ``retry``          ``session``, ``unit``, ``detail`` (the infrastructure failure), on a fresh instance
+``unit_skipped``   ``session``, ``unit`` not run: ``run.until`` stopped its model (enough repetitions)
 ``closed``         ``session`` stopped
 ``analysis``       analysis and report are being written
 ``stopping``       a stop was requested (first Ctrl-C): the units in flight finish, nothing new starts
 =================  =================================================================================
+
+``scenario`` names the scenario an event belongs to when several run at once (``make``: ``build``, ``analysis``;
+unit events carry it in ``session``, ``smoke/s0``).
 """
 
 from __future__ import annotations
@@ -48,6 +55,7 @@ class Event:
     sessions: int | None = None
     count: int | None = None
     detail: str | None = None
+    scenario: str | None = None
 
 
 Listener = Callable[[Event], None]

@@ -35,6 +35,7 @@ RANKS: dict[str, int] = {
     "run": 5,
     "batch": 6,
     "cli": 7,
+    "pytest_plugin": 7,  # a front end like cli/ (pytest's), its peer: neither imports the other
     "__main__": 8,
 }
 """Layer of each top-level module or package of ``fvp_harness``; a module may import only lower ranks (and its

@@ -63,6 +63,7 @@ from fvp_harness.errors import (
 )
 from fvp_harness.events import Event, Listener, null_listener
 from fvp_harness.files import atomic_write, file_sha256
+from fvp_harness.run.adaptive import SamplingState, replay
 from fvp_harness.run.artifacts import (
     BUILD_TIMEOUT_S,
     BuildResult,
@@ -71,6 +72,7 @@ from fvp_harness.run.artifacts import (
     declared_artifacts,
     pending_builds,
 )
+from fvp_harness.run.baseline import pin_stored_baseline
 from fvp_harness.run.execute import SessionOutcome, utc_now
 from fvp_harness.run.instances import query_fvp_version
 from fvp_harness.run.manifest import BatchInfo, Manifest, RunSettings
@@ -374,9 +376,12 @@ def _plan_node(node: Node, options: MakeOptions, versions: _Versions, *, after_b
     latest: dict[str, Record] = {}
     for record in records:
         latest[record.unit_id] = record
+    sampling = _sampling(plan, records)
     for unit in node.selected:
         if options.always:
             node.todo.append((unit, "-B: rebuild everything"))
+        elif sampling is not None and _not_needed(sampling, unit):
+            continue  # run.until: its model stopped before this round; not stale, never measured
         elif unit.key not in done:
             node.todo.append((unit, _why(unit, latest.get(unit.id))))
         else:
@@ -392,10 +397,30 @@ def _plan_node(node: Node, options: MakeOptions, versions: _Versions, *, after_b
         node.report_reason, node.stored_exit = _report_reason(store, loaded)
 
 
+def _sampling(plan: Plan, records: Sequence[Record]) -> SamplingState | None:
+    """``run.until``: the stopping rule replayed over the stored records of the planned keys (None without it)."""
+    scenario = plan.scenario
+    if scenario.run.until is None:
+        return None
+    keys = {unit.id: unit.key for unit in plan.units}
+    wanted = [record for record in records if keys.get(record.unit_id) == record.key]
+    return replay(wanted, scenario.compare, scenario.run.until, models=list(scenario.models),
+                  builds=list(scenario.builds), metrics=scenario.metrics)
+
+
+def _not_needed(sampling: SamplingState, unit: Unit) -> bool:
+    """Whether ``run.until`` stopped ``unit``'s model before ``unit``'s round."""
+    try:
+        item = sampling.get(unit.model)
+    except KeyError:
+        return False
+    return item.stopped and unit.repetition >= item.repetitions
+
+
 def _unit_artifacts(plan: Plan, unit: Unit) -> list[str]:
     """The declared names (as ``plan.artifact_hashes`` spells them) of the files a unit reads."""
     inputs = len(plan.scenario.models[unit.model].inputs)
-    return [f"builds.{unit.build}.runner", f"models.{unit.model}.file",
+    return [f"builds.{unit.build}.runner", plan.scenario.model_artifact(unit.build, unit.model),
             *(f"models.{unit.model}.inputs[{i}].file" for i in range(inputs))]
 
 
@@ -553,8 +578,8 @@ def _build(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: Ma
         def log_for(step: BuildStep, store: ResultStore = store) -> Path:
             return store.log_path("build", step.log_name)
 
-        def built(done: BuildResult) -> None:
-            listener(Event("build", name=done.step.name, seconds=done.seconds))
+        def built(done: BuildResult, stem: str = node.stem) -> None:
+            listener(Event("build", name=done.step.name, seconds=done.seconds, scenario=stem))
 
         try:
             node.built, _states = build_artifacts(node.loaded, log_path_for=log_for, jobs=capacity,
@@ -592,8 +617,14 @@ def _execute(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: 
             manifest.run = previous.run  # make brings one run up to date: it keeps its id
         manifest.batch = BatchInfo(executor=getattr(executor, "name", "?"), jobs=capacity, only=list(options.only),
                                    always=options.always)
+        try:  # compare.baseline_from: the stored run chosen, checked and pinned before any unit runs
+            pin_stored_baseline(manifest, store, options.results_base, resume=True, listener=listener)
+        except HarnessError as exc:
+            node.error = exc
+            continue
         manifest.write(store)
         manifests[node.index] = manifest
+    working = [node for node in working if node.error is None]
     lanes = _lane_specs(working, capacity, executor.ships_artifacts, options.timeout_scale)
     result.lanes = len(lanes)
     listener(Event("plan", total=sum(len(node.todo) for node in working), sessions=len(lanes),
@@ -699,9 +730,12 @@ def _settle(node: Node, store: ResultStore, reasons: Mapping[tuple[int, str], tu
     """Fill ``node.not_run``: the stale units that still have no ok record under their key in the store and no
     record of this make (a failed one counts as run), with why (``reasons``, else: no result came back)."""
     done = store.done_keys() if store.records_path.is_file() else set()
+    sampling = _sampling(node.plan, store.records()) if node.plan is not None and store.records_path.is_file() \
+        else None  # run.until: rounds its rule skipped did not need to run
     node.not_run = {
         unit.id: reasons.get((node.index, unit.id), ("infrastructure", "no result came back for it"))
         for unit, _why in node.todo if unit.key not in done and unit.id not in node.latest
+        and not (sampling is not None and _not_needed(sampling, unit))
     }
 
 
@@ -761,10 +795,13 @@ def _reports(nodes: Sequence[Node], stores: Mapping[int, ResultStore], listener:
             log.info("%s: no report: %d stale units did not run", node.stem, len(node.not_run))
             continue
         resolved = node.loaded.scenario.model_dump(mode="json")
+        pinned = (manifest.scenario.resolved.get("compare") or {}).get("baseline_from")
+        if pinned and isinstance(resolved.get("compare"), dict) and resolved["compare"].get("baseline_from"):
+            resolved["compare"]["baseline_from"] = pinned  # keep the stored run chosen when the units ran
         if manifest.scenario.resolved != resolved:  # e.g. only the report section changed: `report DIR` must agree
             manifest.scenario.resolved = resolved
             manifest.write(store)
-        listener(Event("analysis"))
+        listener(Event("analysis", scenario=node.stem))
         try:
             outcome = write_report(store, node.loaded.scenario, manifest)
         except HarnessError as exc:

@@ -47,7 +47,8 @@ from fvp_harness.errors import ConfigurationError, HarnessError
 from fvp_harness.events import Event, Listener, null_listener
 from fvp_harness.files import atomic_write
 from fvp_harness.profiles import Profile
-from fvp_harness.run.execute import SessionOutcome, execute_plan
+from fvp_harness.run.adaptive import StoppingRule
+from fvp_harness.run.execute import ExecuteOptions, SessionOutcome, execute_plan
 from fvp_harness.run.instances import TargetFactory, open_target
 from fvp_harness.run.plan import build_plan
 from fvp_harness.scenario.model import Scenario
@@ -193,6 +194,13 @@ class _InstanceLease:
         self._context: contextlib.AbstractContextManager[Target] | None = None
         self._target: Target | None = None
         self.boots = 0
+        self.reused = False
+        """Whether the last lease lent the instance already booted (progress must not say it booted)."""
+
+    @property
+    def has_instance(self) -> bool:
+        """An instance is booted and will be lent to the next request."""
+        return self._target is not None
 
     def factory(self, scenario: Scenario, profile: Profile) -> TargetFactory:
         def make(name: str, log_dir: Path) -> contextlib.AbstractContextManager[Target]:
@@ -204,6 +212,7 @@ class _InstanceLease:
     def _lease(self, scenario: Scenario, profile: Profile, name: str, log_dir: Path) -> Iterator[Target]:
         if self._stop.is_set():
             raise _Stopped()
+        self.reused = self._target is not None
         if self._target is None:
             context = self._opener(scenario, profile, name, log_dir, self._scale)
             target = context.__enter__()
@@ -247,12 +256,20 @@ class _SinkStore(ResultStore):
         self._node = node
         self._sink = sink
         self._abort = abort
+        self.appended: list[Record] = []
+        """This job's records, for ``run.until``'s stopping rule (a remote worker has no records file)."""
 
     def append(self, record: Record) -> None:
         if self._abort.is_set() and record.status != "ok":
             log.info("dropping the record of %s: the batch was stopped while it ran", record.unit_id)
             return
+        self.appended.append(record)
         self._sink(self._node, record)
+
+    def known_records(self) -> list[Record]:
+        """Records the folder holds (locally) and this job's own: what the stopping rule may judge on (the
+        analysis keeps one record per unit, so one seen twice counts once)."""
+        return [*(self.records() if self.records_path.is_file() else []), *self.appended]
 
 
 def _cache_root() -> Path:
@@ -281,8 +298,10 @@ def _relocated(scenario: Scenario, blobs: Mapping[str, bytes], hashes: Mapping[s
             raise ConfigurationError(f"artifact {path} was not shipped with the job")
         return _materialise(blobs, path, digest)
 
-    builds = {name: build.model_copy(update={"runner": where(build.runner)})
-              for name, build in scenario.builds.items()}
+    builds = {name: build.model_copy(update={
+        "runner": where(build.runner),
+        "models": {model: own.model_copy(update={"file": where(own.file)}) for model, own in build.models.items()}})
+        for name, build in scenario.builds.items()}
     models = {}
     for name, model in scenario.models.items():
         inputs = [item.model_copy(update={"file": where(item.file)}) for item in model.inputs]
@@ -398,11 +417,20 @@ def _run_job(job: JobSpec, spec: LaneSpec, root: Path, lease: _InstanceLease, si
     label = job.scenario_path and Path(job.scenario_path).stem
 
     def relabel(event: Event) -> None:  # several scenarios have an s0: name sessions scenario/s0
+        if (event.kind == "boot" and lease.has_instance) or (event.kind == "booted" and lease.reused):
+            event = replace(event, detail="reused")  # the lane's instance serves this job too: no boot
         listener(replace(event, session=f"{label}/{event.session}") if event.session else event)
 
+    wanted = None
+    if scenario.run.until is not None:  # adaptive sampling: the lane skips the rounds a stopped model needs no more
+        rule = StoppingRule(scenario.compare, scenario.run.until, models=list(scenario.models),
+                            builds=[b for b in scenario.builds if any(u.build == b for u in units)],
+                            keys={unit.id: unit.key for unit in plan.units}, records=store.known_records,
+                            metrics=scenario.metrics)
+        wanted = rule.wanted
     out.ran = True
     out.outcomes = execute_plan(plan, store, lease.factory(scenario, job.profile), units=units, listener=relabel,
-                                stop=stop)
+                                stop=stop, options=ExecuteOptions(wanted=wanted))
 
 
 class LocalExecutor:

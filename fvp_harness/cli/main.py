@@ -60,10 +60,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+LIBRARY_LOGGERS = ("py.warnings", "distributed", "matplotlib", "PIL", "asyncio", "tornado", "bokeh")
+"""Loggers of the libraries underneath (and Python's warnings, routed into logging): shown only with ``-v``, so a
+CI log carries the harness's own words and not a library's deprecation notes."""
+
+
 def _configure_logging(verbosity: int) -> None:
     level = logging.WARNING - 10 * verbosity
     level = max(logging.DEBUG, min(logging.CRITICAL, level))
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    logging.captureWarnings(True)
+    for name in LIBRARY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.NOTSET if verbosity > 0 else logging.ERROR)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,12 +1,23 @@
 """How a terminal shows a run's events: ``ProgressView`` on a rich console.
 
 A live bar with units done/total and an ETA on a terminal; one plain line per event when the output is not a
-terminal or with ``-q``. The library only emits ``events.Event``s; this is the CLI's display of them. Tests inject
-the console (``Console(file=StringIO())``) and the clock, so they need no terminal and no sleeps.
+terminal (a CI log) or with ``-q``. The library only emits ``events.Event``s; this is the CLI's display of them.
+Tests inject the console (``Console(file=StringIO())``) and the clock, so they need no terminal and no sleeps.
+
+What a CI log needs from these lines, and why each rule is here:
+
+- every line of ``make`` names its scenario (unit lines through their session, ``smoke/s0``; build and analysis
+  lines through ``Event.scenario``), because scenarios run at once and interleave;
+- a unit failure is one line, printed once, cut to the width (``…``): its first line of text and the log that
+  holds the rest, relative to the current folder; the run's summary then lists those units by id only
+  (``failed_shown``);
+- an instance ``make`` lends to the next job is not booted again, so it does not claim "ready after 0.0 s".
 """
 
 from __future__ import annotations
 
+import os
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -24,22 +35,52 @@ from rich.progress import (
 
 from fvp_harness.events import Event
 
-__all__ = ["ProgressView"]
+__all__ = ["LOG_WIDTH", "ProgressView", "fit_line"]
+
+LOG_WIDTH = 160
+"""Width of a line when the output is not a terminal (a CI log, a file): wide enough for a unit id, a reason and a
+log path, narrow enough to read without scrolling."""
+
+_LOG_TAIL = re.compile(r"\s*\(log: (?P<log>[^()]+)\)\s*$")
+
+
+def _relative(path: str) -> str:
+    """``path`` relative to the current folder when it is inside it (shorter lines), else as given."""
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:
+        return path
+    return relative if not relative.startswith("..") else path
+
+
+def fit_line(head: str, reason: str, width: int, log: str | None = None) -> str:
+    """``head`` + the first line of ``reason`` + `` [log]``, cut to ``width`` characters with ``…`` (the reason is
+    cut first; the log path is dropped only when the reason would keep fewer than 24 characters)."""
+    first = reason.strip().splitlines()[0] if reason.strip() else "(no message)"
+    tail = f" [{log}]" if log else ""
+    budget = width - len(head) - len(tail)
+    if tail and budget < 24:
+        tail, budget = "", width - len(head)
+    if len(first) > budget:
+        first = first[: max(1, budget - 1)] + "…"
+    return head + first + tail
 
 
 class ProgressView:
     """Shows events on a rich ``Console``: a live progress bar on a terminal, plain lines otherwise.
 
     ``plain`` forces plain lines (``-q``, or output to a file / CI log). ``clock`` feeds rich's ETA (tests pass a
-    fake). Use it as a context manager around the run so the live display is stopped even on Ctrl-C. Thread-safe:
+    fake). ``width`` is how long a line may be (default: the terminal's width, ``LOG_WIDTH`` when not a terminal).
+    Use it as a context manager around the run so the live display is stopped even on Ctrl-C. Thread-safe:
     sessions running in parallel report from their own threads.
     """
 
     def __init__(self, console: Console, *, plain: bool | None = None, clock: Callable[[], float] = time.monotonic,
-                 quiet: bool = False) -> None:
+                 quiet: bool = False, width: int | None = None) -> None:
         self.console = console
         self.plain = (not console.is_terminal) if plain is None else plain
         self.quiet = quiet
+        self.width = width or (console.width if console.is_terminal else LOG_WIDTH)
         self._clock = clock
         self._lock = threading.Lock()
         self._progress: Progress | None = None
@@ -47,6 +88,8 @@ class ProgressView:
         self._done = 0
         self._failed = 0
         self._total = 0
+        self.failed_shown: list[str] = []
+        """Units whose failure was printed (``unit`` in ``run``, ``scenario/unit`` in ``make``), in order."""
 
     def __enter__(self) -> ProgressView:
         if not self.plain:
@@ -80,7 +123,7 @@ class ProgressView:
         if self.quiet and not important:
             return
         if self._progress is not None:
-            self._progress.console.print(text, highlight=False, markup=False)
+            self._progress.console.print(text, highlight=False, markup=False, soft_wrap=True)
         else:
             self.console.print(text, highlight=False, markup=False, soft_wrap=True)
 
@@ -88,22 +131,37 @@ class ProgressView:
         if self._progress is not None and self._task is not None:
             self._progress.update(self._task, state=text)
 
+    def _failure(self, head: str, detail: str | None) -> str:
+        """One line for a failure: its first line of text and the log path the library appended (``(log: X)``)."""
+        text = (detail or "").strip()
+        match = _LOG_TAIL.search(text)
+        log = None
+        if match is not None:
+            log, text = _relative(match.group("log").strip()), text[: match.start()]
+        return fit_line(head, text, self.width, log)
+
     def _handle(self, event: Event) -> None:
         kind = event.kind
+        where = f"{event.scenario}: " if event.scenario else ""
         if kind == "build":
-            self._line(f"built {event.name} ({event.seconds or 0:.1f} s)")
+            self._line(f"{where}built {event.name} ({event.seconds or 0:.1f} s)")
         elif kind == "plan":
             self._total = event.total or 0
             skipped = f", {event.skipped} already stored" if event.skipped else ""
-            self._line(f"{self._total} units to run on {event.sessions} instance(s){skipped}")
+            self._line(f"{where}{self._total} units to run on {event.sessions} instance(s){skipped}")
             if self._progress is not None:
                 self._task = self._progress.add_task("units", total=self._total, state="")
         elif kind == "boot":
-            self._state(f"{event.session}: booting")
-            self._line(f"{event.session}: booting")
+            if event.detail == "reused":
+                self._state(f"{event.session}: reusing the booted instance")
+                self._line(f"{event.session}: on the instance already booted for the previous job")
+            else:
+                self._state(f"{event.session}: booting")
+                self._line(f"{event.session}: booting")
         elif kind == "booted":
             self._state(f"{event.session}: ready")
-            self._line(f"{event.session}: ready after {event.seconds or 0:.1f} s")
+            if event.detail != "reused":
+                self._line(f"{event.session}: ready after {event.seconds or 0:.1f} s")
         elif kind == "deploy":
             self._state(f"{event.session}: deploying {event.count} artifacts")
         elif kind == "deployed":
@@ -117,22 +175,34 @@ class ProgressView:
             if self._progress is not None and self._task is not None:
                 self._progress.update(self._task, completed=self._done)
             if event.status != "ok":
-                self._line(f"{event.session}: {event.unit} FAILED: {event.detail}", important=True)
+                scenario = (event.session or "").split("/")[0] if "/" in (event.session or "") else ""
+                self.failed_shown.append(f"{scenario}/{event.unit}" if scenario else str(event.unit))
+                self._line(self._failure(f"{event.session}: {event.unit} FAILED: ", event.detail), important=True)
             elif self.plain:
                 self._line(f"[{self._done}/{self._total}] {event.session}: {event.unit} ok "
                            f"({event.seconds or 0:.2f} s)")
+        elif kind == "unit_skipped":  # run.until: its model needs no more rounds
+            self._total = max(self._done, self._total - 1)
+            if self._progress is not None and self._task is not None:
+                self._progress.update(self._task, total=self._total)
         elif kind == "retry":
-            self._line(f"{event.session}: {event.unit}: infrastructure failure, retrying on a fresh instance: "
-                       f"{event.detail}", important=True)
+            self._line(self._failure(f"{event.session}: {event.unit}: infrastructure failure, retrying on a fresh "
+                                     "instance: ", event.detail), important=True)
         elif kind == "closed":
             self._state(f"{event.session}: stopped")
         elif kind == "analysis":
             self._state("analysis and report")
-            self._line("analysing and writing the report")
+            self._line(f"{where}analysing and writing the report")
         elif kind == "archived":
-            self._line(f"the previous run is kept in {event.name}")
+            self._line(f"{where}the previous run is kept in {event.name}")
+        elif kind == "baseline":
+            if event.status == "warning":
+                self._line(fit_line(f"{where}warning: stored baseline differs: ", event.detail or "", self.width),
+                           important=True)
+            else:
+                self._line(f"{where}baseline {event.name}: {event.detail}")
         elif kind == "rerun":
-            self._line(f"{event.unit} runs again: {event.detail}")
+            self._line(f"{where}{event.unit} runs again: {event.detail}")
         elif kind == "stopping":
             self._state("stopping")
             self._line("stopping: the units in flight finish and are kept, nothing new starts "

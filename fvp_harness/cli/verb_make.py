@@ -8,19 +8,22 @@ flight finish and be recorded (and says so on stderr), the second stops at once.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fvp_harness.cli.progress import ProgressView
+from fvp_harness.cli.ci_outputs import add_ci_options, write_ci_outputs
+from fvp_harness.cli.progress import ProgressView, fit_line
 from fvp_harness.cli.scenario_args import add_timeout_scale_option, stop_on_first_interrupt
-from fvp_harness.errors import ConfigurationError
+from fvp_harness.errors import ConfigurationError, HarnessError
 from fvp_harness.events import Event
-from fvp_harness.store.folder import DEFAULT_RESULTS_BASE
+from fvp_harness.store.folder import DEFAULT_RESULTS_BASE, MANIFEST_FILE
 
 if TYPE_CHECKING:
-    from fvp_harness.batch.engine import Executor
+    from fvp_harness.batch.engine import Executor, Node
 
 __all__ = ["ORDER", "register"]
 
@@ -68,6 +71,7 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
                         help="Dask: send artifact bytes with the work (ship, default) or read the same paths on "
                         "the workers (shared filesystem)")
     add_timeout_scale_option(parser)
+    add_ci_options(parser)
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE",
                         help="override a field in every scenario, e.g. --set run.iterations=5 (repeatable)")
     parser.add_argument("--fvp", dest="fvp_binary", metavar="PATH", default=None,
@@ -90,7 +94,7 @@ def _executor(args: argparse.Namespace, jobs: int | None) -> Executor:
     # dask.distributed logs every connection at INFO: only with -v
     return DaskExecutor(scheduler=args.scheduler if args.executor == "dask" else None, workers=jobs,
                         ship_artifacts=args.artifacts != "shared",
-                        log_level=logging.INFO if args.verbose > args.quiet else logging.WARNING)
+                        log_level=logging.INFO if args.verbose > args.quiet else logging.ERROR)
 
 
 def _make_verb(args: argparse.Namespace) -> int:
@@ -117,15 +121,17 @@ def _make_verb(args: argparse.Namespace) -> int:
     with ProgressView(console, plain=True if quiet else None, quiet=quiet) as view, \
             stop_on_first_interrupt(threading.Event(), lambda: view(Event("stopping"))) as stop:
         result = make(args.scenarios, options, executor=executor, listener=view, stop=stop)
+    if args.junit is not None or args.github_summary:  # one suite (and one summary) per scenario with a report
+        _ci_outputs(args, result.nodes)
     if result.nothing_to_do:
         if not quiet:
             print("make: nothing to do (every unit and report is up to date)")
         return result.exit_code
     for node in result.nodes:
         if node.error is not None:
-            print(f"{node.stem}: {node.error.failure_class} error: {node.error.details()}", file=sys.stderr)
+            _print_error(node.stem, node.error)
         for failure_class, text in node.job_errors:
-            print(f"{node.stem}: {failure_class} failure: {text}", file=sys.stderr)
+            print(fit_line(f"{node.stem}: {failure_class} failure: ", text, view.width), file=sys.stderr)
         _print_not_run(node.stem, node.not_run)
         if node.report_files and not quiet:
             report = node.report_files.get("markdown") or next(iter(node.report_files.values()))
@@ -133,6 +139,8 @@ def _make_verb(args: argparse.Namespace) -> int:
             not_run = f", {len(node.not_run)} NOT RUN" if node.not_run else ""
             print(f"{node.stem}: {node.records} units run ({node.failed} failed{not_run}), report {report} "
                   f"[{state}]")
+        if node.report_files and node.exit_code != 0:  # a failing scenario says why, in one line
+            print(_why(node.stem, node.report_files.get("json"), view.width), file=sys.stderr)
         elif node.not_run and not node.report_files:
             print(f"{node.stem}: {node.records} units run ({node.failed} failed), {len(node.not_run)} not run; "
                   "no report written (run make again)", file=sys.stderr)
@@ -141,6 +149,60 @@ def _make_verb(args: argparse.Namespace) -> int:
         print(f"make: {result.units_run} units run ({result.units_failed} failed{not_run}) on {result.lanes} "
               f"lane(s), {result.boots} boot(s), {len(result.reports)} report(s) in {result.seconds:.1f} s")
     return result.exit_code
+
+
+def _ci_outputs(args: argparse.Namespace, nodes: Sequence[Node]) -> None:
+    """``--junit``/``--github-summary`` for every scenario whose folder holds a run: its analysis rebuilt from the
+    stored records (``report DIR``'s work, byte-identical files), so an up-to-date scenario is reported too."""
+    # late: the pipeline is loaded already by make; the junit module only when asked
+    from fvp_harness.report.junit import suite_from_result
+    from fvp_harness.run.pipeline import ReportOutcome, rebuild_report
+
+    outcomes: list[tuple[str, ReportOutcome]] = []
+    for node in nodes:
+        if node.error is None and (node.results_dir / MANIFEST_FILE).is_file():
+            try:
+                outcomes.append((node.stem, rebuild_report(node.results_dir)))
+            except HarnessError as exc:
+                print(f"{node.stem}: no CI output: {exc}", file=sys.stderr)
+
+    def markdown() -> str:
+        parts = [outcome.files["markdown"].read_text(encoding="utf-8") for _, outcome in outcomes
+                 if "markdown" in outcome.files]
+        return "\n".join(parts)
+
+    write_ci_outputs(args, lambda: [suite_from_result(stem, outcome.analysis) for stem, outcome in outcomes],
+                     markdown)
+
+
+def _print_error(stem: str, error: HarnessError) -> None:
+    """A scenario that could not run: why in one line (a scenario file's first problem), then the rest indented."""
+    lines = error.details().splitlines() or ["(no message)"]
+    problems = getattr(error, "problems", None)
+    head = problems[0] + (f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else "") \
+        if problems else lines[0]
+    print(f"{stem}: {error.failure_class} error: {head}", file=sys.stderr)
+    for line in (problems[1:] if problems else lines[1:]):
+        print(f"  {line}", file=sys.stderr)
+
+
+def _why(stem: str, report_json: Path | None, width: int) -> str:
+    """``<stem>: FAIL: <first reason> (and N more)`` from the report's verdict (``report.json``); the violated
+    expectations by name when there are several."""
+    verdict: dict[str, object] = {}
+    if report_json is not None:
+        try:
+            data = json.loads(Path(report_json).read_text(encoding="utf-8"))
+            verdict = data.get("verdict") or {} if isinstance(data, dict) else {}
+        except (OSError, ValueError):
+            verdict = {}
+    status = str(verdict.get("status") or "FAIL")
+    raw = verdict.get("reasons")
+    reasons = [str(reason) for reason in raw] if isinstance(raw, list) else []
+    if not reasons:
+        return f"{stem}: {status}: see the report"
+    more = f" (and {len(reasons) - 1} more: see the report)" if len(reasons) > 1 else ""
+    return fit_line(f"{stem}: {status}: ", reasons[0], width - len(more)) + more
 
 
 NOT_RUN_SHOWN = 12

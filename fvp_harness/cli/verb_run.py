@@ -13,11 +13,14 @@ verbs do not pay for it.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fvp_harness.cli.progress import ProgressView
+from fvp_harness.cli.ci_outputs import add_ci_options, write_ci_outputs
+from fvp_harness.cli.progress import LOG_WIDTH, ProgressView, fit_line
 from fvp_harness.cli.scenario_args import (
     add_scenario_options,
     add_timeout_scale_option,
@@ -66,6 +69,11 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
                      help="run only this build's units (repeatable)")
     run.add_argument("--only-model", action="append", default=[], metavar="MODEL",
                      help="run only this model's units (repeatable)")
+    run.add_argument("--baseline-from", default=None, metavar="RUN",
+                     help="take the baseline build's numbers from a stored run (a results or run folder, or "
+                     "SCENARIO@REF / @REF: docs/ci.md) and measure only the other builds plus a drift check "
+                     "(compare.drift_check)")
+    add_ci_options(run)
     run.set_defaults(handler=_run_verb)
 
     report = subparsers.add_parser(
@@ -77,6 +85,7 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
         "or 1 when units failed or an expectation is violated.",
     )
     report.add_argument("results", metavar="DIR", type=Path)
+    add_ci_options(report)
     report.set_defaults(handler=_report_verb)
 
     runs = subparsers.add_parser(
@@ -105,17 +114,17 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
     prune.set_defaults(handler=_prune_verb)
 
 
-def format_summary(result: AnalysisResult) -> str:
-    """A compact table for the terminal (the report has the full one): the primary comparison, one row per gate,
-    the expectations, the run's verdict (PASS / FAIL / NOT VERIFIED) with its reasons, and the units that failed
-    or did not run."""
+def format_summary(result: AnalysisResult, shown_failures: Collection[str] = ()) -> str:
+    """A compact table for the terminal (the report has the full one): each pair's comparison, one row per gate,
+    the expectations (violated ones by name), the run's verdict (PASS / FAIL / NOT VERIFIED) with its reasons, and
+    the units that failed or did not run. A failed unit in ``shown_failures`` (the progress lines printed it
+    already) is listed by id only: each failure is printed once."""
     # late: analysis and render (pandas, matplotlib) are loaded already when there is a result to show
     from fvp_harness.report.analysis import run_verdict
-    from fvp_harness.report.render import gate_allowed, gate_change, gate_interval
+    from fvp_harness.report.render import expectation_label, gate_allowed, gate_change, gate_interval
 
-    comparison = result.comparison
     lines: list[str] = []
-    if comparison is not None:
+    for comparison in result.comparisons:  # one block per pair of builds (compare.candidates / compare.pairs)
         unit = f" ({comparison.unit})" if comparison.unit else ""
         lines.append(f"{comparison.primary}{unit}: {comparison.candidate} vs {comparison.baseline}")
         choice = comparison.primary_choice
@@ -162,6 +171,8 @@ def format_summary(result: AnalysisResult) -> str:
         else:
             verdict = "PASS" + (f" ({len(checked)} verified, {unverified} could not be)" if unverified else "")
         lines.append("expectations: " + verdict)
+        if failed:  # by name, so a CI log says which without opening the report
+            lines.append("  violated: " + ", ".join(f"{expectation_label(e)} ({e.model})" for e in failed))
     run = run_verdict(result)
     lines.append(f"verdict: {run.status}")
     lines += [f"  - {reason}" for reason in run.reasons]
@@ -173,9 +184,13 @@ def format_summary(result: AnalysisResult) -> str:
     if result.excluded_records:
         counts += f"; {result.excluded_records} stored record(s) of other settings left out"
     lines.append(counts)
+    shown = set(shown_failures)
     for failed_unit in result.failed_units:
-        lines.append(f"  FAILED {failed_unit.unit_id} ({failed_unit.failure_class}): {failed_unit.failure[:160]} "
-                     f"[{failed_unit.log}]")
+        if failed_unit.unit_id in shown:  # its failure line is in the progress above: the id only
+            lines.append(f"  FAILED {failed_unit.unit_id} ({failed_unit.failure_class}, see above)")
+        else:
+            lines.append(fit_line(f"  FAILED {failed_unit.unit_id} ({failed_unit.failure_class}): ",
+                                  failed_unit.failure, LOG_WIDTH, failed_unit.log or None))
     for missing in result.not_run:
         lines.append(f"  NOT RUN {missing.unit_id}: no record with its planned content key"
                      + (f" ({missing.other_keys} of other settings)" if missing.other_keys else ""))
@@ -186,17 +201,38 @@ def format_summary(result: AnalysisResult) -> str:
     return "\n".join(lines)
 
 
-def _finish(outcome: ReportOutcome, quiet: bool) -> int:
+def _finish(outcome: ReportOutcome, quiet: bool, args: argparse.Namespace | None = None,
+            shown_failures: Collection[str] = ()) -> int:
     if not quiet:
-        print(format_summary(outcome.analysis))
+        print(format_summary(outcome.analysis, shown_failures))
     report = outcome.files.get("markdown") or next(iter(outcome.files.values()), outcome.results_dir)
     print(f"report: {report}")
+    if args is not None:  # --junit, --github-summary: from the analysis of the stored records
+        _ci_outputs(args, outcome)
     if outcome.vgf is not None:  # the run fetched VGF benchmark reports: their comparison was written too
         verdict = "FAIL" if outcome.vgf.violated else "PASS"
         where = outcome.files.get("vgf_markdown") or next(
             (path for name, path in outcome.files.items() if name.startswith("vgf_")), outcome.results_dir)
         print(f"vgf report: {where} (expectations {verdict})")
     return outcome.exit_code
+
+
+def _ci_outputs(args: argparse.Namespace, outcome: ReportOutcome) -> None:
+    # late: the report modules are loaded already when there is an outcome
+    from fvp_harness.report.junit import suite_from_result
+    from fvp_harness.report.render import render_markdown
+    from fvp_harness.store.folder import ResultStore
+
+    stored = ResultStore(outcome.results_dir, create=False).read_manifest() or {}
+    scenario = stored.get("scenario")
+    named = scenario.get("name") if isinstance(scenario, dict) else None
+    name = str(named or outcome.results_dir.name)  # the suite is named after the scenario
+
+    def markdown() -> str:
+        written = outcome.files.get("markdown")
+        return written.read_text(encoding="utf-8") if written is not None else render_markdown(outcome.analysis)
+
+    write_ci_outputs(args, lambda: [suite_from_result(name, outcome.analysis)], markdown)
 
 
 def _run_verb(args: argparse.Namespace) -> int:
@@ -207,7 +243,12 @@ def _run_verb(args: argparse.Namespace) -> int:
     # late: pandas, scipy and matplotlib load only when this verb runs, not for --help or other verbs
     from fvp_harness.run.pipeline import RunOptions, RunOutcome, run_scenario
 
+    if args.baseline_from:  # the same as --set compare.baseline_from=RUN (JSON-quoted: '@main' is no plain YAML)
+        args.overrides = [*args.overrides, f"compare.baseline_from={json.dumps(args.baseline_from)}"]
     loaded = load_from_args(args, args.scenario)
+    if args.baseline_from and loaded.scenario.compare is None:
+        raise ConfigurationError(f"--baseline-from: {loaded.path} has no compare section, so there is no baseline "
+                                 "build to take from a stored run")
     options = RunOptions(
         output_dir=args.output,
         resume=args.resume,
@@ -225,7 +266,7 @@ def _run_verb(args: argparse.Namespace) -> int:
     with ProgressView(console, plain=True if quiet else None, quiet=quiet) as view, \
             stop_on_first_interrupt(threading.Event(), lambda: view(Event("stopping"))) as stop:
         outcome: RunOutcome = run_scenario(loaded, options, listener=view, stop=stop)
-    code = _finish(outcome, quiet)
+    code = _finish(outcome, quiet, args, view.failed_shown)
     if not quiet:
         print(f"{outcome.units_run} units run, {outcome.units_skipped} skipped (stored) in "
               f"{outcome.wall_seconds:.1f} s")
@@ -238,7 +279,7 @@ def _report_verb(args: argparse.Namespace) -> int:
     # late: pandas, scipy and matplotlib load only when this verb runs, not for --help or other verbs
     from fvp_harness.run.pipeline import rebuild_report
 
-    return _finish(rebuild_report(args.results), args.quiet > 0)
+    return _finish(rebuild_report(args.results), args.quiet > 0, args)
 
 
 def _runs_verb(args: argparse.Namespace) -> int:

@@ -144,7 +144,8 @@ def format_plan(plan: Plan) -> str:
         f"platform  {plan.profile.name}",
         f"fvp       {fvp}",
         f"matrix    {len(scenario.builds)} builds x {len(scenario.models)} models x "
-        f"{run.repetitions} repetitions = {len(plan.units)} units; order {run.order}; "
+        f"{run.planned_repetitions} repetitions = {len(plan.units)} units"
+        f"{' at most (run.until: adaptive)' if run.until is not None else ''}; order {run.order}; "
         f"{len(plan.sessions)} session{'s' if len(plan.sessions) != 1 else ''}",
         f"run       warmup {run.warmup} + {run.iterations} iterations per unit",
         "",

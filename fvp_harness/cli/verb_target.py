@@ -135,6 +135,9 @@ def _run_shell_verb(args: argparse.Namespace) -> int:
     loaded = load_from_args(args, args.scenario, check_files=False)
     if loaded.scenario.target == "host":
         raise ConfigurationError("shell needs an FVP scenario (this one has target: host)")
+    if loaded.profile.baremetal:
+        raise ConfigurationError(f"shell needs a platform with a console; {loaded.profile.name} is bare metal (one "
+                                 "model launch per unit, no shell): use run, or doctor to check the launch")
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     log_dir = args.log_dir or DEFAULT_RESULTS_BASE / loaded.stem / LOGS_DIR / f"shell-{stamp}"
     print(f"booting {loaded.profile.name} ({loaded.scenario.fvp.binary}); logs in {log_dir}", file=sys.stderr)

@@ -5,6 +5,11 @@ announces and which one is the Linux console, how to find the ports, how to log 
 failure. The harness reads only the profile (never hard-coded platform facts), so a new platform is a new YAML
 file.
 
+Two kinds (``kind``): ``linux`` platforms boot once per session and run units in a guest shell (terminals, console,
+login); ``baremetal`` platforms (Corstone-300/320) run one program per model launch: the runner ELF is the
+application (``-a``), its UART goes to the model's stdout (``<uart>.out_file=-``), and the launch ends when the
+program sends EOT (``shutdown_on_eot``) or the model exits. Only the fields of a profile's kind are required.
+
 Loader: ``load_profile(name_or_path)`` (a built-in name such as ``corstone1000-a320``, or a path to a YAML
 file); listing: ``list_profiles()``. Profile files get the same ``file:line:col`` error messages as scenarios.
 """
@@ -73,25 +78,36 @@ class BootStage(_Strict):
     terminal: str | None = None  # None: any terminal
 
 
+_DEFAULT_BANNER = r"([\w-]+): Listening for serial connection on port (\d+)"
+
+
 class Profile(_Strict):
     """Everything platform-specific the target layer needs: argv defaults, terminals, banners, prompts,
     patterns."""
 
     name: str
     description: str = ""
+    kind: Literal["linux", "baremetal"] = Field(
+        "linux",
+        description="linux: boot once, log in, run units in the guest shell; baremetal: one model launch per unit "
+        "with the runner ELF as the application (-a), its UART on the model's stdout.",
+    )
     executables: list[str] = Field(description="Executable names of the real model, tried in order on PATH.")
     params: dict[str, ParamValue] = Field(default_factory=dict, description="Default -C parameters.")
     args: list[str] = Field(default_factory=list, description="Default extra options.")
     terminals: dict[str, str] = Field(
+        default_factory=dict,
         description="Announced terminal name -> its -C parameter prefix "
-        "(e.g. host_terminal_0: host.host_terminal_0)."
+        "(e.g. host_terminal_0: host.host_terminal_0). Required for linux profiles.",
     )
-    console: str = Field(description="The terminal carrying the Linux console (login, commands).")
+    console: str = Field("", description="The terminal carrying the Linux console (login, commands); linux only.")
     terminal_mode: Literal["raw", "telnet"] = "raw"
     port_banner: str = Field(
-        description="Regex with groups (terminal name, port), searched anywhere in a line."
+        _DEFAULT_BANNER, description="Regex with groups (terminal name, port), searched anywhere in a line."
     )
-    login_prompts: list[str] = Field(description="Regexes of the getty prompt (several releases).")
+    login_prompts: list[str] = Field(
+        default_factory=list, description="Regexes of the getty prompt (several releases); required for linux."
+    )
     login_incorrect: str = "Login incorrect"
     user: str = "root"
     password: str | None = None
@@ -125,6 +141,57 @@ class Profile(_Strict):
     )
     ssh_guest_port: int = 22
     npu_macs_param: str | None = "host.ethosu.num_macs"
+    npu_family: str | None = Field(
+        None, description="The NPU the platform has, as Vela and ExecuTorch spell it (ethos-u55, ethos-u85)."
+    )
+    npu_macs: list[int] = Field(
+        default_factory=list,
+        description="The MAC configurations the NPU can be set to (values of npu_macs_param); empty: not checked.",
+    )
+    # -- bare-metal platforms (kind: baremetal) -------------------------------------------------------------------
+    sim_platform: str | None = Field(
+        None, description="What the embedded simulator plays for this profile (its --platform option)."
+    )
+    uart: str | None = Field(
+        None,
+        description="-C prefix of the UART the program prints on (e.g. mps4_board.uart0); its out_file must be `-` "
+        "(the model's stdout, where the harness reads the program) and shutdown_on_eot ends the launch at EOT.",
+    )
+    semihosting: str | None = Field(
+        None,
+        description="-C prefix of the CPU's semihosting parameters (e.g. mps4_board.subsystem.cpu0, or cpu0): "
+        "<prefix>.semihosting-enable, -stack_base, -heap_limit, -cwd and -cmd_line.",
+    )
+    cmd_line_limit: int = Field(
+        256, gt=0, description="Longest semihosting command line (upstream's runner_utils refuses longer ones: the "
+        "model truncates them)."
+    )
+    data_address: str | None = Field(
+        None,
+        description="Where `data_address: true` places the model file (--data FILE@ADDRESS): the runner built with "
+        "ET_MODEL_PTE_ADDR reads it there.",
+    )
+    timelimit: float | None = Field(
+        None, gt=0, description="--timelimit seconds for every launch (scenario fvp.timelimit overrides it)."
+    )
+    timelimit_patterns: list[str] = Field(
+        default_factory=list,
+        description="Regexes of the model's own stop at --timelimit (a TimeLimitExceeded infrastructure failure).",
+    )
+    error_patterns: list[str] = Field(
+        default_factory=list,
+        description="Regexes of lines a failing program prints (upstream's scripts grep them): the unit fails as a "
+        "test failure. failure_patterns (a hard fault) fail the launch as infrastructure instead.",
+    )
+    start_failure_patterns: list[str] = Field(
+        default_factory=list,
+        description="Regexes of the model refusing to start (a licence check): FvpStartError.",
+    )
+    program_pattern: str | None = Field(
+        None,
+        description="Regex of a line the program prints (an ExecuTorch log line): a model that exits with an error "
+        "before the first one failed to start (FvpStartError); after it, it died while the program ran (FvpDied).",
+    )
     boot_timeout: float = 600.0
     stop_signal: Literal["SIGINT", "SIGTERM"] = "SIGINT"
     stop_timeout: float = Field(
@@ -166,14 +233,42 @@ class Profile(_Strict):
             raise ValueError("port_banner needs two groups: (terminal name) and (port)")
         return value
 
-    @field_validator("login_prompts", "failure_patterns", "boot_failure_patterns", "benign_patterns")
+    @field_validator("login_prompts", "failure_patterns", "boot_failure_patterns", "benign_patterns",
+                     "timelimit_patterns", "error_patterns", "start_failure_patterns")
     @classmethod
     def _regexes_compile(cls, value: list[str]) -> list[str]:
         for pattern in value:
             _compile(pattern)
         return value
 
+    @field_validator("program_pattern")
+    @classmethod
+    def _program_pattern_compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            _compile(value)
+        return value
+
+    @property
+    def baremetal(self) -> bool:
+        """True for a bare-metal platform (one model launch per unit)."""
+        return self.kind == "baremetal"
+
     @model_validator(mode="after")
+    def _what_the_kind_needs(self) -> Profile:
+        if self.baremetal:
+            if not self.uart:
+                raise ValueError("a baremetal profile needs `uart` (the -C prefix of the UART the program prints on)")
+            out_file = str(self.params.get(f"{self.uart}.out_file", "")).strip("'\"")
+            if out_file != "-":
+                raise ValueError(f"a baremetal profile must set params {self.uart}.out_file: '-' (the harness reads "
+                                 "the program on the model's stdout)")
+            if self.data_address is not None:
+                _address(self.data_address)
+            return self
+        if not self.terminals or not self.login_prompts:
+            raise ValueError("a linux profile needs `terminals`, `console` and `login_prompts`")
+        return self._console_is_a_terminal()
+
     def _console_is_a_terminal(self) -> Profile:
         if self.console not in self.terminals:
             raise ValueError(
@@ -206,6 +301,16 @@ class Profile(_Strict):
 
 _OFF = {"0", "false"}
 """How a switched-off boolean -C value reads (``format_param`` writes booleans as ``true``/``false``)."""
+
+
+_ADDRESS = re.compile(r"^0[xX][0-9a-fA-F]+$")
+
+
+def _address(text: str) -> str:
+    """A memory address as the model's ``--data FILE@ADDRESS`` takes it: hexadecimal with ``0x``."""
+    if not _ADDRESS.match(text):
+        raise ValueError(f"address {text!r} is not hexadecimal like 0x70000000")
+    return text
 
 
 def _compile(pattern: str) -> re.Pattern[str]:

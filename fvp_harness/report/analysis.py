@@ -1,4 +1,5 @@
-"""Records -> tidy DataFrame -> statistics -> A/B comparison. Pure: no files, no screen, no clock.
+"""Records -> tidy DataFrame -> statistics -> A/B comparison (one per pair of builds). Pure: no files, no screen,
+no clock.
 
 The statistics, and why (details and exact verdict rules in ``docs/results-format.md``):
 
@@ -61,10 +62,12 @@ __all__ = [
     "NotRunUnit",
     "PrimaryChoice",
     "RunVerdict",
+    "SamplingNote",
     "Settings",
     "ToleranceLike",
     "analyse",
     "bootstrap_medians",
+    "build_pairs",
     "choose_primary",
     "compare",
     "decide_gate",
@@ -155,8 +158,9 @@ class GateLike(Protocol):
 
 class CompareLike(Protocol):
     """What ``compare`` needs of a comparison spec; ``scenario.Compare`` satisfies it. ``expect_identical`` holds
-    names (exact) or ``ToleranceLike`` entries; ``gates`` (metric -> ``GateLike``) is optional (read with
-    ``getattr``) so older spec objects keep working."""
+    names (exact) or ``ToleranceLike`` entries. Optional (read with ``getattr``, so older spec objects keep
+    working): ``gates`` (metric -> ``GateLike``), and ``build_pairs``, every ``(baseline, candidate)`` pair to
+    compare in order (``analyse`` compares each; without it the one pair ``(baseline, candidate)``)."""
 
     @property
     def baseline(self) -> str: ...
@@ -618,11 +622,29 @@ class Comparison:
     gates: tuple[GateCheck, ...] = ()
     """One row per (gated metric, model), models in run order, gates in the scenario's order."""
 
+    @property
+    def label(self) -> str:
+        """How reports name the pair: ``u85-256 vs u85-128`` (candidate first, as in the titles)."""
+        return f"{self.candidate} vs {self.baseline}"
+
+
+@dataclass(frozen=True)
+class SamplingNote:
+    """``run.until`` (adaptive sampling, ``run.adaptive``): how many repetitions a model needed and why it stopped
+    (``ci_width``, ``verdict settled``, ``max_repetitions``; None when it still needed rounds: an interrupted run),
+    ``detail`` the numbers behind it."""
+
+    model: str
+    repetitions: int
+    reason: str | None
+    detail: str
+
 
 @dataclass(frozen=True, eq=False)
 class AnalysisResult:
-    """What ``report`` renders: the frames, the summary, the comparison (None without a ``compare`` spec), drift
-    checks and failed units.
+    """What ``report`` renders: the frames, the summary, the comparisons (one per pair of the ``compare`` spec, in
+    its order; none without a spec), drift checks and failed units. ``comparison`` is the first one (or None), for
+    code that knows only two builds.
 
     With ``analyse(..., planned=...)``: ``planned`` is how many units the plan wanted, ``not_run`` the planned
     units without any record of their planned key (a planned unit whose latest record of that key failed is in
@@ -633,7 +655,7 @@ class AnalysisResult:
     frame: pd.DataFrame
     units: pd.DataFrame
     summary: pd.DataFrame
-    comparison: Comparison | None
+    comparisons: tuple[Comparison, ...]
     drift: tuple[DriftFlag, ...]
     failed_units: tuple[FailedUnit, ...]
     settings: Settings = field(default_factory=Settings)
@@ -641,6 +663,18 @@ class AnalysisResult:
     not_run: tuple[NotRunUnit, ...] = ()
     excluded_records: int = 0
     planned: int | None = None
+    sampling: tuple[SamplingNote, ...] = ()
+    """``run.until``: one note per model (the run layer adds them; units its rule skipped are not planned)."""
+
+    @property
+    def comparison(self) -> Comparison | None:
+        """The first comparison (the only one of a two-build scenario), or None without a ``compare`` spec."""
+        return self.comparisons[0] if self.comparisons else None
+
+    @property
+    def expectations(self) -> tuple[Expectation, ...]:
+        """Every comparison's expectations, pair after pair."""
+        return tuple(e for comparison in self.comparisons for e in comparison.expectations)
 
     @property
     def verdict(self) -> RunVerdict:
@@ -1008,22 +1042,31 @@ def primary_candidates(spec: CompareLike) -> list[str]:
     return [spec.primary] if isinstance(spec.primary, str) else list(spec.primary)
 
 
-def choose_primary(frame: pd.DataFrame, spec: CompareLike) -> PrimaryChoice:
-    """The first metric of ``spec.primary`` that every ok unit of the two compared builds produced.
+def build_pairs(spec: CompareLike) -> list[tuple[str, str]]:
+    """Every ``(baseline, candidate)`` pair ``spec`` compares, in order: its ``build_pairs`` when it has them (see
+    ``CompareLike``), else the one pair ``(spec.baseline, spec.candidate)``."""
+    pairs = getattr(spec, "build_pairs", None)
+    return [(str(b), str(c)) for b, c in pairs] if pairs else [(spec.baseline, spec.candidate)]
+
+
+def choose_primary(frame: pd.DataFrame, spec: CompareLike, pair: tuple[str, str] | None = None) -> PrimaryChoice:
+    """The first metric of ``spec.primary`` that every ok unit of the two compared builds produced (``pair``,
+    default ``(spec.baseline, spec.candidate)``).
 
     Why per unit and not per model: a metric some units lack (a stock runner prints no CPU-time line) would
     compare different sets of units; the next metric in the list that all of them printed is a fair headline.
-    When none qualifies, the one most units produced is taken and the reason says so.
+    When none qualifies, the one most units produced is taken and the reason says so. Each pair chooses for its
+    own two builds.
     """
     candidates = tuple(primary_candidates(spec))
-    builds = (spec.baseline, spec.candidate)
+    builds = pair or (spec.baseline, spec.candidate)
     ok = frame[(frame["status"] == "ok") & (frame["build"].isin(builds))] if len(frame) else frame
     if len(candidates) == 1:
         return PrimaryChoice(candidates[0], candidates, "the scenario's compare.primary")
     units = set(ok["unit_id"]) if len(ok) else set()
     if not units:
         return PrimaryChoice(candidates[0], candidates, f"first of {', '.join(candidates)}: no unit of "
-                             f"{spec.baseline} or {spec.candidate} ran successfully")
+                             f"{builds[0]} or {builds[1]} ran successfully")
     having = {name: set(ok.loc[ok["metric"] == name, "unit_id"]) for name in candidates}
     counts = ", ".join(f"{name}: {len(having[name])} of {len(units)} units" for name in candidates)
     for name in candidates:
@@ -1048,20 +1091,24 @@ def compare(
     *,
     units: pd.DataFrame | None = None,
     settings: Settings | None = None,
+    pair: tuple[str, str] | None = None,
 ) -> Comparison:
     """Candidate vs baseline per model on the primary metric (``choose_primary``), plus identity checks, gates
     and secondary metrics.
 
-    ``metrics`` (names or MetricSpec-like objects) adds secondary metrics shown beside the primary (e.g. NPU
-    cycles); ``expect_identical`` metrics are always included. ``units`` (from ``units_frame``) is needed for
-    the ``outputs`` identity check; without it that check is unverified. Each gate of ``spec.gates`` gives one
-    ``GateCheck`` and one expectation per model.
+    ``pair`` is the ``(baseline, candidate)`` to compare (default ``(spec.baseline, spec.candidate)``; ``analyse``
+    calls this once per pair of the spec). ``metrics`` (names or MetricSpec-like objects) adds secondary metrics
+    shown beside the primary (e.g. NPU cycles); ``expect_identical`` metrics are always included. ``units`` (from
+    ``units_frame``) is needed for the ``outputs`` identity check; without it that check is unverified. Each gate
+    of ``spec.gates`` gives one ``GateCheck`` and one expectation per model. Every model in the frame gets a row,
+    so a model the pair's builds never ran is ``not measured`` in this pair.
     """
     settings = settings or Settings()
-    choice = choose_primary(frame, spec)
+    builds = pair or (spec.baseline, spec.candidate)
+    baseline, candidate = builds
+    choice = choose_primary(frame, spec, builds)
     primary = choice.metric
     ok = frame[frame["status"] == "ok"] if len(frame) else frame
-    builds = (spec.baseline, spec.candidate)
     models = _first_seen(frame["model"]) if len(frame) else []
     if units is not None and len(units):
         models = list(dict.fromkeys([*models, *_first_seen(units["model"])]))
@@ -1082,7 +1129,7 @@ def compare(
         for build in builds:
             rows = sel[sel["build"] == build] if len(sel) else sel
             groups[build] = [g["value"].to_numpy() for _, g in rows.groupby("unit_id", sort=False)] if len(rows) else []
-        base_groups, cand_groups = groups[spec.baseline], groups[spec.candidate]
+        base_groups, cand_groups = groups[baseline], groups[candidate]
         base = np.concatenate(base_groups) if base_groups else np.array([])
         cand = np.concatenate(cand_groups) if cand_groups else np.array([])
         bmed = float(np.median(base)) if len(base) else None
@@ -1091,12 +1138,12 @@ def compare(
         bci: tuple[float | None, float | None] = (None, None)
         cci: tuple[float | None, float | None] = (None, None)
         if bmed is None or cmed is None:
-            missing = [b for b, v in ((spec.baseline, base), (spec.candidate, cand)) if not len(v)]
+            missing = [b for b, v in ((baseline, base), (candidate, cand)) if not len(v)]
             verdict: Verdict = "not measured"
             reason = f"no {primary} samples for {', '.join(missing)}"
         else:
-            bdraws = bootstrap_medians(base_groups, settings.resamples, _rng(settings.seed, model, spec.baseline))
-            cdraws = bootstrap_medians(cand_groups, settings.resamples, _rng(settings.seed, model, spec.candidate))
+            bdraws = bootstrap_medians(base_groups, settings.resamples, _rng(settings.seed, model, baseline))
+            cdraws = bootstrap_medians(cand_groups, settings.resamples, _rng(settings.seed, model, candidate))
             bci, cci = _interval(bdraws, settings.confidence), _interval(cdraws, settings.confidence)
             p_value = _mann_whitney(base, cand)
             if bmed == 0:
@@ -1165,8 +1212,8 @@ def compare(
                 MetricChange(
                     name,
                     str(rows_m["unit_of_measure"].iloc[0]),
-                    float(np.median(vals[spec.baseline])) if len(vals[spec.baseline]) else None,
-                    float(np.median(vals[spec.candidate])) if len(vals[spec.candidate]) else None,
+                    float(np.median(vals[baseline])) if len(vals[baseline]) else None,
+                    float(np.median(vals[candidate])) if len(vals[candidate]) else None,
                     identical,
                 )
             )
@@ -1197,8 +1244,8 @@ def compare(
             )
         )
     return Comparison(
-        baseline=spec.baseline,
-        candidate=spec.candidate,
+        baseline=baseline,
+        candidate=candidate,
         primary=primary,
         unit=unit_label,
         min_effect=spec.min_effect,
@@ -1285,8 +1332,9 @@ def analyse(
     settings: Settings | None = None,
     planned: Mapping[str, str] | None = None,
 ) -> AnalysisResult:
-    """The whole pipeline for ``report``: frames, summary, comparison (if ``spec``), drift of the primary metric
-    (``cpu_time`` without a spec), failed units and left-out values.
+    """The whole pipeline for ``report``: frames, summary, one comparison per pair of ``spec`` (``build_pairs``),
+    drift of the primary metric (each pair's; ``cpu_time`` without a spec), failed units and left-out values.
+    Builds in no pair are still summarised.
 
     ``planned`` maps the unit id of every unit the plan wanted to its content key (``{u.id: u.key for u in
     plan.units}``; the manifest's ``plan.keys``). Then only records whose key is the planned key of their unit
@@ -1306,7 +1354,8 @@ def analyse(
         for r in records:
             if r.unit_id in planned and r.unit_id not in have:
                 stale.setdefault(r.unit_id, []).append(r)
-        known_builds = [*([spec.baseline, spec.candidate] if spec is not None else []), *(r.build for r in records)]
+        known_builds = [*(b for pair in (build_pairs(spec) if spec is not None else []) for b in pair),
+                        *(r.build for r in records)]
         known_builds = list(dict.fromkeys(known_builds))
         not_run = [_not_run_unit(unit_id, key, stale.get(unit_id, []), known_builds)
                    for unit_id, key in planned.items() if unit_id not in have]  # fmt: skip
@@ -1314,15 +1363,18 @@ def analyse(
     latest = select_latest(records)
     frame, dropped = _frame(latest)
     units = units_frame(latest, latest_only=False)
-    comparison = compare(frame, spec, metrics, units=units, settings=settings) if spec is not None else None
-    primary = comparison.primary if comparison is not None else "cpu_time"
+    comparisons: tuple[Comparison, ...] = ()
+    if spec is not None:
+        comparisons = tuple(compare(frame, spec, metrics, units=units, settings=settings, pair=pair)
+                            for pair in build_pairs(spec))  # fmt: skip
+    primaries = list(dict.fromkeys(c.primary for c in comparisons)) or ["cpu_time"]
     min_effect = spec.min_effect if spec is not None else 1.0
     return AnalysisResult(
         frame=frame,
         units=units,
         summary=summarise(frame, settings),
-        comparison=comparison,
-        drift=detect_drift(frame, primary, min_effect, settings),
+        comparisons=comparisons,
+        drift=tuple(flag for metric in primaries for flag in detect_drift(frame, metric, min_effect, settings)),
         failed_units=_failed_units(units),
         settings=settings,
         dropped=dropped,
@@ -1333,18 +1385,16 @@ def analyse(
 
 
 def expectations_violated(result: AnalysisResult, *, strict: bool = False) -> bool:
-    """True when any expectation failed (an identity check differs or lies beyond its tolerance, a gate is
-    violated, or a model got slower than -min_effect).
+    """True when any expectation of any pair failed (an identity check differs or lies beyond its tolerance, a
+    gate is violated, or a model got slower than -min_effect).
 
     ``strict`` also counts ``unverified`` ones (nothing to compare, inconclusive, not measured, a gate whose CI
     straddles its limit), for CI jobs that must prove the expectation rather than merely not disprove it. Failed
     and not-run units are reported separately (``result.failed_units``, ``result.not_run``), so "nothing
     measured" and "regression" stay distinguishable.
     """
-    if result.comparison is None:
-        return False
     bad = {"fail", "unverified"} if strict else {"fail"}
-    return any(e.status in bad for e in result.comparison.expectations)
+    return any(e.status in bad for e in result.expectations)
 
 
 def _label(expectation: Expectation) -> str:
@@ -1364,22 +1414,28 @@ def _listed(ids: Sequence[str], most: int = 6) -> str:
 def run_verdict(result: AnalysisResult) -> RunVerdict:
     """PASS, FAIL or NOT VERIFIED for the whole run, with the reasons (see ``RunVerdict``).
 
-    FAIL: an expectation failed (each one is a reason: ``gate load_time: +203% > +10% allowed (resnet8, ...)``)
-    or a unit's latest attempt failed. NOT VERIFIED (when nothing failed): a planned unit did not run, a model's
-    primary metric was not measured, a gate could not be verified, or none of the expectations could be checked.
-    PASS otherwise; its reasons list what could not be verified (inconclusive, no values), if anything.
+    FAIL: an expectation of any pair failed (each one is a reason: ``gate load_time: +203% > +10% allowed
+    (resnet8, ...)``) or a unit's latest attempt failed. NOT VERIFIED (when nothing failed): a planned unit did not
+    run, a model's primary metric was not measured, a gate could not be verified, or none of the expectations could
+    be checked. PASS otherwise; its reasons list what could not be verified (inconclusive, no values), if anything.
+    With several pairs every reason names its pair (``resnet8, u85-256 vs u85-128``).
     The exit code is the callers' (``run.pipeline``): a FAIL is exit 1 (3 when a failure is infrastructure).
     """
-    comparison = result.comparison
-    expectations = comparison.expectations if comparison is not None else ()
+    comparisons = result.comparisons
+    several = len(comparisons) > 1
+    expectations = [(c, e) for c in comparisons for e in c.expectations]
+
+    def where(comparison: Comparison, model: str) -> str:
+        return f"{model}, {comparison.label}" if several else model
+
     failed_reasons: list[str] = []
-    for e in expectations:
+    for c, e in expectations:
         if e.status == "fail":
             if e.kind == "gate":
                 head, _, rest = e.detail.partition(" (")
-                failed_reasons.append(f"gate {e.name}: {head} ({e.model}" + (f", {rest}" if rest else ")"))
+                failed_reasons.append(f"gate {e.name}: {head} ({where(c, e.model)}" + (f", {rest}" if rest else ")"))
             else:
-                failed_reasons.append(f"{_label(e)} ({e.model}): {e.detail}")
+                failed_reasons.append(f"{_label(e)} ({where(c, e.model)}): {e.detail}")
     if result.failed_units:
         ids = [f.unit_id for f in result.failed_units]
         failed_reasons.append(f"{len(ids)} unit(s) failed: {_listed(ids)}")
@@ -1389,18 +1445,20 @@ def run_verdict(result: AnalysisResult) -> RunVerdict:
     if result.not_run:
         ids = [u.unit_id for u in result.not_run]
         open_reasons.append(f"{len(ids)} of {result.planned} planned unit(s) did not run: {_listed(ids)}")
-    if comparison is not None:
+    for comparison in comparisons:
         unmeasured = [m.model for m in comparison.models if m.verdict == "not measured"]
         if unmeasured:
-            open_reasons.append(f"{comparison.primary} not measured for {', '.join(unmeasured)}")
-        if not comparison.models:
-            open_reasons.append("nothing was measured")
-        for e in expectations:
-            if e.kind == "gate" and e.status == "unverified":
-                open_reasons.append(f"gate {e.name} ({e.model}) not verified: {e.detail}")
-        if expectations and all(e.status == "unverified" for e in expectations):
-            open_reasons.append(f"none of {len(expectations)} expectations could be checked")
+            pair = f" ({comparison.label})" if several else ""
+            open_reasons.append(f"{comparison.primary} not measured for {', '.join(unmeasured)}{pair}")
+    if comparisons and not any(c.models for c in comparisons):
+        open_reasons.append("nothing was measured")
+    for c, e in expectations:
+        if e.kind == "gate" and e.status == "unverified":
+            open_reasons.append(f"gate {e.name} ({where(c, e.model)}) not verified: {e.detail}")
+    if expectations and all(e.status == "unverified" for _, e in expectations):
+        open_reasons.append(f"none of {len(expectations)} expectations could be checked")
     if open_reasons:
         return RunVerdict("NOT VERIFIED", tuple(open_reasons))
-    caveats = [f"{_label(e)} ({e.model}) not verified: {e.detail}" for e in expectations if e.status == "unverified"]
+    caveats = [f"{_label(e)} ({where(c, e.model)}) not verified: {e.detail}"
+               for c, e in expectations if e.status == "unverified"]  # fmt: skip
     return RunVerdict("PASS", tuple(caveats))

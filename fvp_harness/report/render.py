@@ -6,6 +6,11 @@ of the saving, the p-value, sample counts, NPU cycles, output identity and a ver
 a verdict row per gated metric, the expectations with a clear PASS/FAIL, the verdict for the whole run (PASS,
 FAIL or NOT VERIFIED, with its reasons), and the failed and not-run units with their class and log.
 
+A scenario that compares more than two builds (``compare.candidates`` or ``compare.pairs``) gets an overview of
+every pair, then the same sections once per pair (headed ``u85-256 vs u85-128``), a ``pair`` column in the CSV,
+``comparisons`` in the JSON and a combined chart of each candidate's change; a two-build report is exactly what it
+was before (apart from ``report.json``'s format version and its added ``comparisons``).
+
 Determinism: the same records give byte-identical markdown, CSV and JSON (dates come from the manifest
 through ``ReportContext``, never from the clock; floats are formatted to fixed precision), and the PNG
 carries no timestamp or software tag, so committed reports only change when the data does.
@@ -39,6 +44,8 @@ from fvp_harness.report.analysis import (
     expectations_violated,
     run_verdict,
 )
+from fvp_harness.report.vela_estimates import VelaInputs, load_vela_inputs, vela_section
+from fvp_harness.report.verdict import verdict_object
 from fvp_harness.store.folder import REPORT_FILES
 
 __all__ = [
@@ -63,9 +70,10 @@ __all__ = [
     "write_report_files",
 ]
 
-REPORT_FORMAT_VERSION = 2
+REPORT_FORMAT_VERSION = 3
 """Version of ``report.json``; bumped when a field changes meaning or disappears. 2: ``failed_units[].unit``
-became ``unit_id`` (the unit's id, as in records)."""
+became ``unit_id`` (the unit's id, as in records). 3: ``comparisons`` holds one comparison per pair of builds;
+``comparison`` is only the first of them, while ``expectations_violated`` and ``verdict`` cover every pair."""
 
 OutputName = Literal["markdown", "csv", "json", "png"]
 
@@ -95,6 +103,10 @@ class ReportContext:
     date: str | None = None
     host: str | None = None
     """For a run on this host (``target: host``), the machine it ran on; then no platform and no FVP are claimed."""
+    vela: VelaInputs | None = None
+    """The Vela estimates the scenario's ``models.<name>.vela`` name, read (``report/vela_estimates.py``)."""
+    deploy: str | None = None
+    """``deploy.method: auto``: how each instance got the artifacts (``s0 ssh``), from the manifest's instances."""
 
     @classmethod
     def from_manifest(cls, manifest: Mapping[str, Any] | None) -> ReportContext:
@@ -137,7 +149,18 @@ class ReportContext:
             builds=builds,
             date=str(when)[:10] if when else None,
             host=host_text,
+            vela=load_vela_inputs(manifest),
+            deploy=_deploy_text(manifest.get("instances")),
         )
+
+
+def _deploy_text(instances: object) -> str | None:
+    """``s0 ssh, s0.2 console (...)``: the ``deploy`` of each instance that recorded one (``auto`` only)."""
+    if not isinstance(instances, Mapping):
+        return None
+    shown = [f"{name} {entry['deploy']}" for name, entry in instances.items()
+             if isinstance(entry, Mapping) and entry.get("deploy")]
+    return ", ".join(shown) or None
 
 
 # --- formatting helpers -------------------------------------------------------------------------------------
@@ -190,16 +213,16 @@ def markdown_table(rows: Sequence[Sequence[object]], headers: Sequence[str], ali
 
 
 def build_order(result: AnalysisResult, context: ReportContext | None = None) -> list[str]:
-    """The order every output lists builds in: the comparison's baseline, then its candidate, then the other
-    builds in the order they first ran (the scenario's order for the built-in run orders), then builds only the
-    manifest names. Without a comparison: the order they first ran.
+    """The order every output lists builds in: each comparison's baseline, then its candidate (pair after pair,
+    each build once), then the other builds in the order they first ran (the scenario's order for the built-in
+    run orders), then builds only the manifest names. Without a comparison: the order they first ran.
 
     Why not the manifest's order: ``manifest.json`` is written with sorted keys, which would put ``after`` before
     ``before``; and per model the run order alternates (ABBA), which would mix the per-build table.
     """
     names: list[str] = []
-    if result.comparison is not None:
-        names += [result.comparison.baseline, result.comparison.candidate]
+    for comparison in result.comparisons:
+        names += [comparison.baseline, comparison.candidate]
     if len(result.summary):
         names += [str(b) for b in result.summary["build"]]
     if context is not None:
@@ -231,17 +254,25 @@ def _ordered_summary(summary: pd.DataFrame, builds: Sequence[str]) -> pd.DataFra
 
 
 def _default_title(result: AnalysisResult, context: ReportContext) -> str:
+    """``<scenario>: after vs before``; several candidates of one baseline: ``<scenario>: u85-256, u85-512 vs
+    u85-128``; pairs with different baselines: ``<scenario>: b vs a; d vs c``."""
     name = context.scenario or "benchmark"
-    if result.comparison is not None:
-        return f"{name}: {result.comparison.candidate} vs {result.comparison.baseline}"
-    return name
+    comparisons = result.comparisons
+    if not comparisons:
+        return name
+    baselines = list(dict.fromkeys(c.baseline for c in comparisons))
+    if len(baselines) == 1:
+        return f"{name}: {', '.join(c.candidate for c in comparisons)} vs {baselines[0]}"
+    return f"{name}: {'; '.join(c.label for c in comparisons)}"
 
 
-def _context_line(context: ReportContext, comparison: Comparison | None, builds_in_order: Sequence[str]) -> str:
+def _context_line(
+    context: ReportContext, comparisons: Sequence[Comparison], builds_in_order: Sequence[str]
+) -> str:
     """Platform and FVP (or the host, for ``target: host``), the builds the manifest names (and the compared ones),
     date."""
     named = set(context.builds)
-    if comparison is not None:
+    for comparison in comparisons:
         named |= {comparison.baseline, comparison.candidate}
     builds_in_order = [name for name in builds_in_order if name in named]
     parts = []
@@ -257,6 +288,8 @@ def _context_line(context: ReportContext, comparison: Comparison | None, builds_
         parts.append("builds: " + ", ".join(shown))
     if context.date:
         parts.append(f"date: {context.date}")
+    if context.deploy:
+        parts.append(f"deploy: {context.deploy}")
     return " · ".join(parts)
 
 
@@ -338,7 +371,7 @@ def gate_allowed(gate: GateCheck) -> str:
     return f"≤ {amount}" + ("%" if gate.relative else f" {gate.unit}" if gate.unit else "")
 
 
-def _gates_section(comparison: Comparison) -> list[str]:
+def _gates_section(comparison: Comparison, heading: str = "## Gates") -> list[str]:
     """``## Gates``: one verdict row per gated metric and model."""
     if not comparison.gates:
         return []
@@ -356,18 +389,17 @@ def _gates_section(comparison: Comparison) -> list[str]:
         "*violated* when the whole CI lies above the allowed regression, *within* when it lies at or below it, "
         "*inconclusive* when it straddles it (unverified: it does not fail the run, but the run is NOT VERIFIED)."
     )
-    return ["## Gates", "", table, "", note, ""]
+    return [heading, "", table, "", note, ""]
 
 
 def verdict_lines(result: AnalysisResult) -> list[str]:
     """The run's verdict as report lines: ``**Verdict: FAIL**`` and one bullet per reason."""
     verdict = run_verdict(result)
-    comparison = result.comparison
     head = f"**Verdict: {verdict.status}**"
     if verdict.status == "PASS":
-        expectations = comparison.expectations if comparison is not None else ()
+        expectations = result.expectations
         checked = sum(1 for e in expectations if e.status != "unverified")
-        if comparison is None:
+        if not result.comparisons:
             head += ": no comparison to check; no unit failed"
         else:
             head += f": no expectation violated ({checked} of {len(expectations)} verified)"
@@ -394,11 +426,14 @@ def _method_note(result: AnalysisResult, comparison: Comparison) -> str:
     )
 
 
-def expectations_markdown(rows: Sequence[tuple[str, str, str, str]]) -> list[str]:
+def expectations_markdown(
+    rows: Sequence[tuple[str, str, str, str]], heading: str = "## Expectations"
+) -> list[str]:
     """The ``## Expectations`` section as lines: a **PASS**/**FAIL** line, then one table row per expectation.
 
     ``rows`` are ``(model, expectation, status, detail)`` with status ``pass``, ``fail`` or ``unverified``; the
-    A/B report and the VGF report both use it so the two read alike.
+    A/B report and the VGF report both use it so the two read alike. ``heading`` is the section's heading line
+    (one level deeper inside a pair's section).
     """
     failed = [r for r in rows if r[2] == "fail"]
     unverified = [r for r in rows if r[2] == "unverified"]
@@ -412,7 +447,7 @@ def expectations_markdown(rows: Sequence[tuple[str, str, str, str]]) -> list[str
         head = f"**PASS**: no expectation violated ({len(rows) - len(unverified)} of {len(rows)} verified)"
     if unverified:
         head += f"; {len(unverified)} could not be verified"
-    lines = ["## Expectations", "", head + ".", ""]
+    lines = [heading, "", head + ".", ""]
     if rows:
         table = [[model, check, status.upper(), detail] for model, check, status, detail in rows]
         lines += [markdown_table(table, ["Model", "Expectation", "Result", "Detail"], ["left"] * 4), ""]
@@ -429,8 +464,26 @@ def expectation_label(e: Expectation) -> str:
     return f"min effect: {e.name}"
 
 
-def _expectations_section(comparison: Comparison) -> list[str]:
-    return expectations_markdown([(e.model, expectation_label(e), e.status, e.detail) for e in comparison.expectations])
+def _expectations_section(comparison: Comparison, heading: str = "## Expectations") -> list[str]:
+    rows = [(e.model, expectation_label(e), e.status, e.detail) for e in comparison.expectations]
+    return expectations_markdown(rows, heading)
+
+
+_STOP_TEXT = {"ci_width": "CI narrow enough", "verdict settled": "verdict settled",
+              "max_repetitions": "max_repetitions reached"}
+
+
+def _sampling_section(result: AnalysisResult) -> list[str]:
+    """``run.until``: how many repetitions each model needed and why it stopped (nothing without ``until``)."""
+    if not result.sampling:
+        return []
+    rows = [[n.model, n.repetitions, _STOP_TEXT.get(n.reason, n.reason) if n.reason else "not stopped (run cut short)",
+             n.detail or "-"] for n in result.sampling]
+    table = markdown_table(rows, ["Model", "Repetitions", "Stopped because", "Detail"],
+                           ["left", "right", "left", "left"])
+    return ["## Repetitions needed (run.until)", "",
+            "Rounds of one unit per build ran until each model's primary comparison was precise enough or decided; "
+            "units its rule skipped are not counted as not run.", "", table, ""]
 
 
 def _failures_section(result: AnalysisResult) -> list[str]:
@@ -484,15 +537,17 @@ def _warnings(result: AnalysisResult) -> list[str]:
                 f"(Spearman ρ = {d.rho:.2f}, p = {fmt.p_value(d.p_value)}, last third vs first third "
                 f"{d.change_pct:+.1f}%). Interleaving cancels drift between builds; check the host load."
             )
-    comparison = result.comparison
-    if comparison is not None:
+    fewest: dict[str, int] = {}  # per model, over every pair (pairs share builds: one note per model)
+    for comparison in result.comparisons:
         for m in comparison.models:
-            fewest = min(m.units_baseline, m.units_candidate)
-            if m.verdict != "not measured" and fewest < 3:
-                notes.append(
-                    f"{m.model}: only {fewest} runner process(es) in a build; process-to-process "
-                    "variation is poorly known: raise run.repetitions."
-                )
+            if m.verdict != "not measured":
+                fewest[m.model] = min(fewest.get(m.model, m.units_baseline), m.units_baseline, m.units_candidate)
+    for model, processes in fewest.items():
+        if processes < 3 and not result.sampling:  # run.until chose the count on the CI itself
+            notes.append(
+                f"{model}: only {processes} runner process(es) in a build; process-to-process "
+                "variation is poorly known: raise run.repetitions."
+            )
     return notes
 
 
@@ -532,32 +587,98 @@ def _summary_table(summary: pd.DataFrame) -> str:
     return markdown_table(rows, headers, ["left", "left", "left"] + ["right"] * 8)
 
 
+def _overview_cell(m: ModelComparison | None, comparison: Comparison, shared: bool) -> str:
+    """One pair's result for one model: ``600 (saved 40.0%, faster)``; with its own baseline and unit when the
+    pairs do not share them (``1,000 -> 600 cycles (saved 40.0%, faster)``)."""
+    if m is None:
+        return fmt.MISSING
+    unit = f" {comparison.unit}" if comparison.unit else ""
+    if shared:
+        medians = fmt.number(m.candidate_median)
+    else:
+        medians = f"{fmt.number(m.baseline_median)} -> {fmt.number(m.candidate_median)}{unit}"
+    saving = f"saved {fmt.percent(m.saved_pct)}, " if m.saved_pct is not None else ""
+    return f"{medians} ({saving}{m.verdict})"
+
+
+def _overview_section(comparisons: Sequence[Comparison]) -> list[str]:
+    """``## Overview`` of several pairs: a row per model, a column per pair. When every pair has one baseline and
+    one primary metric (a sweep: u85-128 against u85-256 and u85-512) the baseline gets a column of its own and
+    each candidate column holds the candidate's median, its saving and verdict."""
+    first = comparisons[0]
+    shared = len({c.baseline for c in comparisons}) == 1 and len({(c.primary, c.unit) for c in comparisons}) == 1
+    models = list(dict.fromkeys(m.model for c in comparisons for m in c.models))
+    if shared:
+        label, per = _label(first.primary)
+        unit = f" ({first.unit})" if first.unit else ""
+        intro = (f"{label} {per}{unit}: median of **{first.baseline}** and of each candidate, with the candidate's "
+                 f"saving against {first.baseline} and its verdict. Each pair's section below has the details.")
+        headers = ["Model", f"{first.baseline} (baseline)", *(c.candidate for c in comparisons)]
+    else:
+        intro = ("Each pair on its primary metric: medians baseline -> candidate, the saving and the verdict. Each "
+                 "pair's section below has the details.")
+        headers = ["Model", *(c.label for c in comparisons)]
+    rows: list[list[object]] = []
+    for model in models:
+        found = [next((m for m in c.models if m.model == model), None) for c in comparisons]
+        row: list[object] = [model]
+        if shared:
+            row.append(fmt.number(next((m.baseline_median for m in found if m is not None), None)))
+        row += [_overview_cell(m, c, shared) for m, c in zip(found, comparisons, strict=True)]
+        rows.append(row)
+    if any(c.geomean is not None for c in comparisons):
+        row = [f"**Geometric mean** ({len(models)} models)", *([""] if shared else [])]
+        for c in comparisons:
+            gm = c.geomean
+            row.append(fmt.MISSING if gm is None else
+                       f"ratio {gm.ratio:.3f} (saved {fmt.percent(gm.saved_pct)}, {gm.verdict})")
+        rows.append(row)
+    table = markdown_table(rows, headers, ["left"] + ["right"] * (len(headers) - 1))
+    return ["## Overview", "", intro, "", table, ""]
+
+
+def _comparison_section(
+    result: AnalysisResult, comparison: Comparison, builds: Sequence[str], several: bool
+) -> list[str]:
+    """One pair: its table, method note, gates, expectations and identity differences. With several pairs the
+    section is headed by the pair (``## u85-256 vs u85-128``) and its parts are one level deeper."""
+    sub = "###" if several else "##"
+    lines = [f"## {fmt.markdown_cell(comparison.label)}", ""] if several else []
+    choice = comparison.primary_choice
+    if choice is not None and len(choice.candidates) > 1:  # say which of the preferred metrics headlines
+        lines += [f"Primary metric: **{comparison.primary}** ({choice.reason}).", ""]
+    lines += [_comparison_table(comparison), "", _method_note(result, comparison), ""]
+    lines += _gates_section(comparison, f"{sub} Gates")
+    lines += _expectations_section(comparison, f"{sub} Expectations")
+    differing = [c for m in comparison.models for c in m.identity if c.status == "fail"]
+    if differing:
+        lines += [f"{sub}# Identity differences", ""]
+        for check in differing:
+            lines.append(f"- **{fmt.markdown_cell(check.model)}** `{check.name}`:")
+            for build in sorted(check.values, key=_rank(builds)):
+                values = check.values[build]
+                lines.append(f"  - {build}: {', '.join(values) or '(none)'}")
+        lines.append("")
+    return lines
+
+
 def render_markdown(result: AnalysisResult, title: str | None = None, context: ReportContext | None = None) -> str:
     """The whole ``report.md`` as text (LF line ends, ends with one newline)."""
     context = context or ReportContext()
-    comparison = result.comparison
+    comparisons = result.comparisons
+    several = len(comparisons) > 1
     builds = build_order(result, context)
     lines = [f"# {title or _default_title(result, context)}", ""]
-    line = _context_line(context, comparison, builds)
+    line = _context_line(context, comparisons, builds)
     if line:
         lines += [line, ""]
     lines += verdict_lines(result)
-    if comparison is not None:
-        choice = comparison.primary_choice
-        if choice is not None and len(choice.candidates) > 1:  # say which of the preferred metrics headlines
-            lines += [f"Primary metric: **{comparison.primary}** ({choice.reason}).", ""]
-        lines += [_comparison_table(comparison), "", _method_note(result, comparison), ""]
-        lines += _gates_section(comparison)
-        lines += _expectations_section(comparison)
-        differing = [c for m in comparison.models for c in m.identity if c.status == "fail"]
-        if differing:
-            lines += ["### Identity differences", ""]
-            for check in differing:
-                lines.append(f"- **{fmt.markdown_cell(check.model)}** `{check.name}`:")
-                for build in sorted(check.values, key=_rank(builds)):
-                    values = check.values[build]
-                    lines.append(f"  - {build}: {', '.join(values) or '(none)'}")
-            lines.append("")
+    if several:
+        lines += _overview_section(comparisons)
+    for comparison in comparisons:
+        lines += _comparison_section(result, comparison, builds, several)
+    lines += vela_section(result, context.vela)  # measured NPU cycles vs Vela's estimates: report/vela_estimates
+    lines += _sampling_section(result)
     lines += _failures_section(result)
     notes = _warnings(result)
     if notes:
@@ -577,10 +698,14 @@ CSV_COLUMNS = [
 ]  # fmt: skip
 """``row``: ``primary`` (a model on the primary metric), ``geomean`` or ``gate`` (a gated metric of a model: its
 ``change`` candidate − baseline with CI, in ``change_unit`` (``%`` of the baseline median, or the metric's unit),
-the allowed ``max_regression`` in the same unit, and the gate's verdict)."""
+the allowed ``max_regression`` in the same unit, and the gate's verdict). With several pairs a last column
+``pair`` (``u85-256 vs u85-128``) names each row's pair; a two-build report keeps the columns it always had
+(``baseline`` and ``candidate`` name the pair in both)."""
+
+PAIR_COLUMN = "pair"
 
 
-def _comparison_frame(comparison: Comparison) -> pd.DataFrame:
+def _comparison_rows(comparison: Comparison) -> list[dict[str, object]]:
     rows: list[dict[str, object]] = []
     for m in comparison.models:
         npu_b, npu_c, npu_same = _npu_values(m)
@@ -656,15 +781,19 @@ def _comparison_frame(comparison: Comparison) -> pd.DataFrame:
                 "max_regression": g.allowed,
             }
         )
-    return pd.DataFrame(rows, columns=CSV_COLUMNS)
+    return rows
 
 
 def render_csv(result: AnalysisResult) -> str:
-    """``report.csv``: one row per model plus the geometric mean (the comparison), or the per-build summary
-    when the scenario has no comparison. Floats with 6 significant digits."""
-    comparison = result.comparison
-    if comparison is not None:
-        frame = _comparison_frame(comparison)
+    """``report.csv``: one row per model plus the geometric mean and the gates (the comparison; pair after pair,
+    with a ``pair`` column, when there are several), or the per-build summary when the scenario has no comparison.
+    Floats with 6 significant digits."""
+    comparisons = result.comparisons
+    if len(comparisons) == 1:
+        frame = pd.DataFrame(_comparison_rows(comparisons[0]), columns=CSV_COLUMNS)
+    elif comparisons:
+        rows = [{**row, PAIR_COLUMN: c.label} for c in comparisons for row in _comparison_rows(c)]
+        frame = pd.DataFrame(rows, columns=[*CSV_COLUMNS, PAIR_COLUMN])
     else:
         frame = _ordered_summary(result.summary, build_order(result))
     buffer = io.StringIO()
@@ -691,7 +820,8 @@ def jsonable(value: Any) -> Any:
 
 
 def render_json(result: AnalysisResult, title: str | None = None, context: ReportContext | None = None) -> str:
-    """``report.json``: everything the markdown shows, machine-readable and versioned (``format_version``)."""
+    """``report.json``: everything the markdown shows, machine-readable and versioned (``format_version``).
+    ``comparisons`` has one entry per pair; ``comparison`` repeats the first (format 2 readers keep working)."""
     context = context or ReportContext()
     comparison = result.comparison
     data: dict[str, Any] = {
@@ -702,6 +832,7 @@ def render_json(result: AnalysisResult, title: str | None = None, context: Repor
         "context": dataclasses.asdict(context),
         "settings": dataclasses.asdict(result.settings),
         "comparison": dataclasses.asdict(comparison) if comparison is not None else None,
+        "comparisons": [dataclasses.asdict(c) for c in result.comparisons],
         "summary": _ordered_summary(result.summary, build_order(result, context)).to_dict(orient="records"),
         "failed_units": [dataclasses.asdict(f) for f in result.failed_units],
         "not_run": [dataclasses.asdict(u) for u in result.not_run],
@@ -710,8 +841,10 @@ def render_json(result: AnalysisResult, title: str | None = None, context: Repor
         "dropped_samples": [dataclasses.asdict(d) for d in result.dropped],
         "drift": [dataclasses.asdict(d) for d in result.drift],
         "expectations_violated": expectations_violated(result),
-        "verdict": dataclasses.asdict(run_verdict(result)),
+        "verdict": verdict_object(result),  # status, reasons, violated gates, not-run units: report.verdict
     }
+    if result.sampling:  # run.until only, so other reports stay as they were
+        data["sampling"] = [dataclasses.asdict(n) for n in result.sampling]
     return json.dumps(jsonable(data), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
@@ -724,9 +857,71 @@ def _error(median: float | None, ci: tuple[float | None, float | None]) -> tuple
     return max(0.0, median - ci[0]), max(0.0, ci[1] - median)
 
 
+PAIR_PALETTE = ("#1f6fb4", "#d08c2b", "#3b9b5b", "#9b3b8c", "#c94f4f", "#4fa3a3", "#8c8c8c")
+"""Bar colours of the combined chart, one per pair in order (repeating beyond seven)."""
+
+
+def _change_bar(saved: float | None, low: float | None, high: float | None) -> tuple[float, float, float]:
+    """A saving and its CI as a change bar: (change %, error below, error above); change = −saved (negative is a
+    smaller, i.e. better, value). NaN height when there is no saving (no bar is drawn, none is implied)."""
+    if saved is None:
+        return math.nan, 0.0, 0.0
+    change = -saved
+    if low is None or high is None:
+        return change, 0.0, 0.0
+    return change, max(0.0, change + high), max(0.0, -low - change)
+
+
+def _render_pairs_png(comparisons: Sequence[Comparison], path: Path, title: str | None) -> Path:
+    """The combined chart of several pairs: one group per model (and the geometric mean), one bar per pair with the
+    candidate's change of its primary metric against its baseline in %, 95% CI whiskers and the change printed at
+    the bar's end. Changes in % put pairs with different baselines or units on one axis."""
+    figure = Figure(figsize=(max(8.0, 1.2 + 1.1 * len(comparisons) * 2), 4.5), dpi=100)
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    models = list(dict.fromkeys(m.model for c in comparisons for m in c.models))
+    geomean = any(c.geomean is not None for c in comparisons)
+    groups = [*models, "geometric mean"] if geomean else models
+    width = 0.8 / len(comparisons)
+    for index, comparison in enumerate(comparisons):
+        by_model = {m.model: m for m in comparison.models}
+        bars = [_change_bar(*((m.saved_pct, m.ci_low, m.ci_high) if m is not None else (None, None, None)))
+                for m in (by_model.get(model) for model in models)]  # fmt: skip
+        if geomean:
+            gm = comparison.geomean
+            bars.append(_change_bar(gm.saved_pct, gm.ci_low, gm.ci_high) if gm is not None else (math.nan, 0.0, 0.0))
+        xs = [i + (index - (len(comparisons) - 1) / 2) * width for i in range(len(groups))]
+        heights = [bar[0] for bar in bars]
+        yerr = [[bar[1] for bar in bars], [bar[2] for bar in bars]]
+        axes.bar(xs, heights, width, label=comparison.label, color=PAIR_PALETTE[index % len(PAIR_PALETTE)],
+                 yerr=yerr, capsize=3, ecolor="#333333")
+        for x, (change, below, above) in zip(xs, bars, strict=True):
+            if math.isfinite(change):
+                end = change - below if change < 0 else change + above
+                axes.annotate(f"{change:+.0f}%", (x, end), textcoords="offset points",
+                              xytext=(0, -10 if change < 0 else 3), ha="center", fontsize=8)
+    axes.axhline(0.0, color="#333333", linewidth=0.8)
+    axes.set_xticks(range(len(groups)), groups)
+    primaries = {c.primary for c in comparisons}
+    label, per = _label(next(iter(primaries)))
+    what = f"{label} {per}" if len(primaries) == 1 else "primary metric"
+    baselines = list(dict.fromkeys(c.baseline for c in comparisons))
+    against = baselines[0] if len(baselines) == 1 else "baseline"
+    axes.set_ylabel(f"{what}: change vs {against} (%)")
+    if title:
+        figure.suptitle(title, fontsize=11)
+    axes.margins(y=0.15)
+    axes.legend(frameon=False, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=min(4, len(comparisons)))
+    axes.spines[["top", "right"]].set_visible(False)
+    return save_png(figure, path)
+
+
 def render_png(result: AnalysisResult, path: Path, title: str | None = None) -> Path:
     """Bar chart of the primary metric's median per model, baseline beside candidate, with CI whiskers and the
-    saving above each pair. Without a comparison: medians per build of the first metric in the summary."""
+    saving above each pair. Without a comparison: medians per build of the first metric in the summary. Several
+    pairs: the combined chart of each candidate's change against its baseline (``_render_pairs_png``)."""
+    if len(result.comparisons) > 1:
+        return _render_pairs_png(result.comparisons, path, title)
     figure = Figure(figsize=(8, 4.5), dpi=100)
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()

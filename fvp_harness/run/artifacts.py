@@ -132,6 +132,8 @@ def declared_artifacts(scenario: Scenario) -> list[tuple[str, str, str | None, l
     items: list[tuple[str, str, str | None, list[str]]] = []
     for name, build in scenario.builds.items():
         items.append((f"builds.{name}.runner", build.runner, build.build, build.sources))
+        for model_name, own in build.models.items():
+            items.append((f"builds.{name}.models.{model_name}.file", own.file, own.build, own.sources))
     for name, model in scenario.models.items():
         items.append((f"models.{name}.file", model.file, model.build, model.sources))
         for index, item in enumerate(model.inputs):

@@ -9,9 +9,17 @@ Strategies (``scenario.deploy.method``); the transports themselves are ``targets
 ``ssh``
     SFTP (or ``cat > file`` over exec) through the instance's forwarded port (targets that ``CopiesOverSsh``),
     then the same ``sha256sum`` check.
+``auto``
+    ssh when the target copies over ssh and its sshd answers within ``AUTO_SSH_TIMEOUT_S`` on the first file,
+    else the console; chosen once per instance (``Deployer.transport`` says which, and why; the manifest and the
+    report show it). Why: ssh moves tens of MB/s, the console a few.
 ``preloaded``
     nothing is copied: the artifact must already be in the guest (an MMC image, a rootfs build); only presence and
     hash are checked.
+
+A bare-metal platform (a target that ``LaunchesModel``) gets nothing: the model itself reads the runner (``-a``),
+the model file (``--data`` or semihosting) and the inputs on this host, so each artifact stays where it is (method
+``in place``) and is hashed when it is launched.
 
 The guest path is ``<guest_dir>/<sha256[:16]>/<file name>``: two builds with the same name never collide, and an
 artifact already there with the right hash is skipped (also across strategies). Every guest command is built with
@@ -29,9 +37,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from fvp_harness.errors import ConfigurationError, DeployError
+from fvp_harness.errors import ConfigurationError, DeployError, InfrastructureError
 from fvp_harness.files import file_sha256
 from fvp_harness.scenario.model import DEFAULT_GUEST_DIR
+from fvp_harness.targets.baremetal import LaunchesModel
 from fvp_harness.targets.base import CopiesOverSsh, SharesHostFiles, Target
 from fvp_harness.targets.transfer import (
     CHUNK_CHARS,
@@ -50,7 +59,10 @@ __all__ = ["DeployedArtifact", "Deployer", "content_path", "deploy_artifact"]
 
 log = logging.getLogger(__name__)
 
-Method = Literal["console", "ssh", "preloaded"]
+Method = Literal["console", "ssh", "preloaded", "auto"]
+
+AUTO_SSH_TIMEOUT_S = 30.0
+"""``auto``: how long the first ssh copy may take to connect and finish before the console is used instead."""
 
 
 @dataclass(frozen=True)
@@ -61,7 +73,7 @@ class DeployedArtifact:
     guest_path: str
     sha256: str
     size: int
-    method: str  # console | ssh | preloaded | host
+    method: str  # console | ssh | preloaded | host | in place
     skipped: bool  # already present with the right hash
     seconds: float
 
@@ -95,8 +107,8 @@ class Deployer:
     def __init__(self, target: Target, *, method: Method = "console", guest_dir: str | None = None,
                  timeout: float | None = None, chunk_chars: int = CHUNK_CHARS,
                  window_bytes: int = WINDOW_BYTES) -> None:
-        if method not in ("console", "ssh", "preloaded"):
-            raise ConfigurationError(f"unknown deploy method {method!r} (console, ssh or preloaded)")
+        if method not in ("console", "ssh", "preloaded", "auto"):
+            raise ConfigurationError(f"unknown deploy method {method!r} (console, ssh, preloaded or auto)")
         self.target = target
         self.method = method
         own = target.guest_dir if isinstance(target, SharesHostFiles) else None
@@ -105,6 +117,8 @@ class Deployer:
         self.chunk_chars = chunk_chars
         self.window_bytes = window_bytes
         self.deployed: dict[str, DeployedArtifact] = {}
+        self.transport: str | None = None
+        """``auto``: ``ssh`` or ``console (<why not ssh>)`` once the first file went; None before."""
 
     def deploy(self, local: Path | str, *, name: str | None = None, executable: bool = False) -> DeployedArtifact:
         """Make ``local`` present in the guest; returns where it is. Raises DeployError on a hash mismatch."""
@@ -113,6 +127,8 @@ class Deployer:
             raise ConfigurationError(f"artifact {local} does not exist (build it first, or fix the path)")
         began = time.monotonic()
         digest = file_sha256(local)
+        if isinstance(self.target, LaunchesModel):  # bare metal: the model reads the file where it is
+            return DeployedArtifact(local, str(local), digest, local.stat().st_size, "in place", True, 0.0)
         remote = content_path(self.guest_dir, digest, name or local.name)
         key = f"{digest}:{remote}"
         cached = self.deployed.get(key)
@@ -131,14 +147,19 @@ class Deployer:
             self.target.put(local, remote)  # this host: a plain copy
             check_guest_sha256(self.target, remote, digest, "copy", self.timeout)
             method = "host"
+        elif self.method == "auto" and self.transport in (None, "ssh") and isinstance(self.target, CopiesOverSsh):
+            method = self._auto(local, remote, digest)
         elif self.method == "ssh":
             if not isinstance(self.target, CopiesOverSsh):
                 raise ConfigurationError(f"deploy.method ssh: target {type(self.target).__name__} has no SSH")
             method = f"ssh/{upload_ssh(self.target, local, remote, sha256=digest, timeout=self.timeout)}"
         else:
+            if self.method == "auto":  # a target without ssh, or one whose sshd did not answer
+                self.transport = self.transport or "console (the target has no ssh)"
             try:
-                upload_console(self.target, local, remote, sha256=digest, timeout=self.timeout,
-                               chunk_chars=self.chunk_chars, window_bytes=self.window_bytes)
+                how = upload_console(self.target, local, remote, sha256=digest, timeout=self.timeout,
+                                     chunk_chars=self.chunk_chars, window_bytes=self.window_bytes)
+                method = "console/gzip" if how == "gzip" else "console"
             except DeployError as exc:
                 log.warning("%s; retrying with %s-character lines, one at a time", exc, SAFE_CHUNK_CHARS)
                 upload_console(self.target, local, remote, sha256=digest, timeout=self.timeout,
@@ -149,3 +170,21 @@ class Deployer:
         result = DeployedArtifact(local, remote, digest, size, method, present, time.monotonic() - began)
         self.deployed[key] = result
         return result
+
+    def _auto(self, local: Path, remote: str, digest: str) -> str:
+        """``auto``: ssh while it works; the first copy decides (a later failure is a real one and is raised)."""
+        assert isinstance(self.target, CopiesOverSsh)
+        first = self.transport is None
+        timeout = min(self.timeout or AUTO_SSH_TIMEOUT_S, AUTO_SSH_TIMEOUT_S) if first else self.timeout
+        try:
+            how = f"ssh/{upload_ssh(self.target, local, remote, sha256=digest, timeout=timeout)}"
+        except InfrastructureError as exc:
+            if not first or isinstance(exc, DeployError):
+                raise
+            log.warning("ssh did not answer (%s); deploying over the console", str(exc).strip()[:200])
+            self.transport = f"console (ssh did not answer: {str(exc).strip()[:120]})"
+            how = upload_console(self.target, local, remote, sha256=digest, timeout=self.timeout,
+                                 chunk_chars=self.chunk_chars, window_bytes=self.window_bytes)
+            return "console/gzip" if how == "gzip" else "console"
+        self.transport = "ssh"
+        return how

@@ -11,6 +11,10 @@ default, the CLI's ``--probe-timeout``), so a binary that never answers (a hung 
 terminal) fails in one probe timeout with that reason instead of after two long waits in a row. ``on_start`` and
 ``on_done`` say when each probe starts and each check ends, so a caller can show progress while the model thinks.
 
+A bare-metal platform (Corstone-300/320) boots nothing and has no terminals or SSH: its checks are the binary, the
+two probes over the ``-C`` parameters of every build's launch (the build's ``fvp_params`` and the semihosting
+ones included), each build's runner and the model files it launches.
+
 A scenario with ``target: host`` runs no model: the model checks are skipped and each build's runner is checked
 instead (``scenario.executable.host_exec_problem``: the ELF machine, a simulator artifact, a script's interpreter,
 the execute bit). The CLI passes the loader's located problems (``file:line:col: builds.X.runner: ...``) as
@@ -32,8 +36,10 @@ from typing import Literal
 
 from fvp_harness.errors import ConfigurationError
 from fvp_harness.profiles import Profile
+from fvp_harness.report.vela_estimates import npu_cycles_source
 from fvp_harness.scenario import FvpConfig, Scenario
 from fvp_harness.scenario.executable import host_exec_problem
+from fvp_harness.targets.baremetal import BaremetalLaunch, baremetal_argv, model_program
 from fvp_harness.targets.fvp import (
     SIM_BINARY,
     LaunchSpec,
@@ -42,6 +48,7 @@ from fvp_harness.targets.fvp import (
     port_is_free,
     query_model,
     resolve_binary,
+    sim_environment,
 )
 
 __all__ = ["PROBE_TIMEOUT_S", "Check", "CheckDone", "ProbeStart", "doctor_exit_code", "parse_param_names",
@@ -180,7 +187,7 @@ def run_doctor(scenario: Scenario, profile: Profile, *, base_dir: Path | None = 
     simulated = chosen == SIM_BINARY
     program: list[str] | None
     try:
-        resolved = resolve_binary(chosen, profile)
+        resolved = model_program(chosen, profile) if profile.baremetal else resolve_binary(chosen, profile)
     except ConfigurationError as exc:
         checks.append(done(Check("binary", "fail", str(exc), "install the FVP, add it to PATH, or pass --fvp PATH "
                                                               "(--fvp sim for the simulator)")))
@@ -190,6 +197,9 @@ def run_doctor(scenario: Scenario, profile: Profile, *, base_dir: Path | None = 
         what = "embedded simulator" if simulated else resolved[0]
         checks.append(done(Check("binary", "ok", f"{what}")))
 
+    if profile.baremetal:
+        return [*checks, *_baremetal_checks(scenario, profile, program, probe_timeout, on_start, on_done, done),
+                *(done(Check("scenario", "fail", problem, "fix the scenario")) for problem in located)]
     try:
         spec = build_launch(profile, fvp, binary=chosen if program else SIM_BINARY, base_dir=base_dir,
                             ssh_port=find_free_port())
@@ -206,7 +216,45 @@ def run_doctor(scenario: Scenario, profile: Profile, *, base_dir: Path | None = 
     checks.extend(done(check) for check in _firmware_checks(profile, fvp, base_dir, simulated))
     checks.append(done(_port_check(profile, spec.params)))
     checks.append(done(_ssh_check(scenario, profile, spec.ssh_ports)))
+    checks.append(done(Check("npu cycles", *npu_cycles_source(simulated))))  # Vela: report/vela_estimates.py
     checks.extend(done(Check("scenario", "fail", problem, "fix the scenario")) for problem in located)
+    return checks
+
+
+def _baremetal_checks(scenario: Scenario, profile: Profile, program: list[str] | None, probe_timeout: float,
+                      on_start: ProbeStart | None, on_done: CheckDone | None,
+                      done: Callable[[Check], Check]) -> list[Check]:
+    """A bare-metal platform: the probes over every build's launch parameters, then each build's files."""
+    checks: list[Check] = []
+    argv: list[str] = []
+    try:
+        for name, build in scenario.builds.items():  # one launch per build: its -C parameters join the check
+            launch = BaremetalLaunch(Path(build.runner), name, cwd=Path("."),
+                                     cmd_line="runner" if scenario.run.semihosting else None,
+                                     params=dict(build.fvp_params))
+            argv += baremetal_argv([], profile, scenario.fvp, launch,  # -C pairs are what the check reads
+                                   timelimit=scenario.fvp.timelimit or profile.timelimit)
+    except ConfigurationError as exc:
+        return [done(Check("launch", "fail", str(exc), "fix fvp.params, builds.<name>.fvp_params or run.cmd_line"))]
+    spec = LaunchSpec(argv=argv, env=sim_environment(dict(scenario.fvp.sim) if scenario.fvp.is_sim else {}),
+                      params={}, ssh_port=None, simulated=scenario.fvp.is_sim)
+    if program is not None:
+        checks.extend(_probe_all(program, spec, profile, probe_timeout, on_start, on_done))
+    else:
+        checks += [done(Check("version", "skip", "no binary")), done(Check("parameters", "skip", "no binary"))]
+    for name, build in scenario.builds.items():
+        files = [("runner", build.runner), *((f"model {model}", scenario.model_file(name, model))
+                                            for model in scenario.models)]
+        missing = [f"{what} {path}" for what, path in files if not Path(path).is_file()]
+        if missing:
+            checks.append(done(Check(f"build {name}", "skip", f"not built yet: {'; '.join(missing)} (built before "
+                                     "any unit runs)")))
+        else:
+            address = build.data_address if build.data_address is not True else profile.data_address
+            how = f"model at {address} (--data)" if address else "model by semihosting"
+            checks.append(done(Check(f"build {name}", "ok", f"{build.runner} as the application, {how}")))
+    checks.append(done(Check("terminals", "skip", f"bare metal: the program's UART ({profile.uart}) is the model's "
+                             "stdout; no terminals, ports or SSH")))
     return checks
 
 

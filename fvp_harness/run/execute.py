@@ -40,6 +40,13 @@ Why it is shaped like this:
   Build ``args`` follow the runner word. Both use only the guest contract and ``shlex.quote``.
 - With ``fvp.instances`` > 1 every session runs in its own thread with its own target; records are appended
   under one lock (the store is single-writer).
+- **Bare-metal platforms** (a target that ``LaunchesModel``): a unit is one model launch instead of a guest
+  command (``BaremetalLaunch``: the runner as the application, the build's ``fvp_params``, the model at its
+  ``data_address`` or in the unit folder for semihosting with the rendered ``run.cmd_line``). The unit folder is
+  the semihosting folder, so the outputs the runner writes there are hashed the same way (not the model and input
+  files the launch put there; without semihosting the printed ``Output[i][j]`` lines, as ``uart:Output``); the
+  record adds ``model_sha256`` (and ``inputs_sha256``), hashed as the model got them. Nothing is deployed
+  (``deploy``: in place) and the runner is still proven by its hash.
 
 Only ``targets/`` starts models: sessions get their instances from a ``TargetFactory`` (by default
 ``run.instances.open_target``), which tests replace with fakes (``targets.fake.FakeTarget``).
@@ -48,13 +55,15 @@ Only ``targets/`` starts models: sessions get their instances from a ``TargetFac
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime
+import hashlib
 import logging
 import posixpath
 import shlex
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,17 +82,21 @@ from fvp_harness.errors import (
 from fvp_harness.events import Event, Listener, null_listener
 from fvp_harness.files import file_sha256
 from fvp_harness.run.deploy import Deployer
+from fvp_harness.run.framed import FramedResult, frame_unit, new_token, parse_framed
 from fvp_harness.run.instances import TargetFactory
 from fvp_harness.run.plan import Plan, Session, Unit, key_part_extras
-from fvp_harness.run.scrape import find_build_id, find_errors, find_etdump, scrape
+from fvp_harness.run.scrape import ETDUMP_FILES, find_build_id, find_errors, find_etdump, printed_outputs, scrape
+from fvp_harness.scenario.baremetal import SEMIHOSTING_OUTPUT, semihosting_unit
 from fvp_harness.scenario.executable import host_exec_problem
 from fvp_harness.scenario.model import Scenario, render_template
 from fvp_harness.scenario.secrets import redact_text
 from fvp_harness.store.folder import ResultStore
 from fvp_harness.store.records import Record
-from fvp_harness.targets.base import CommandResult, NamesPhases, Target
+from fvp_harness.targets.baremetal import BaremetalLaunch, LaunchesModel, LaunchResult
+from fvp_harness.targets.base import CommandResult, NamesPhases, SharesHostFiles, Target
 
 __all__ = [
+    "PRINTED_OUTPUTS",
     "DeployFunction",
     "ExecuteOptions",
     "InstanceInfo",
@@ -99,6 +112,11 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 LOG_TAIL = 30
+
+PRINTED_OUTPUTS = "uart:Output"
+"""``Record.outputs`` name of a bare-metal unit's printed output tensors (``Output[i][j]: ...`` lines) when it ran
+without semihosting and so wrote no output files: the sha256 of those lines."""
+
 
 class DeployFunction(Protocol):
     """Puts artifacts into an open target and says where they are (guest paths), plus the guest work folder."""
@@ -120,6 +138,9 @@ class ExecuteOptions:
     fresh_boot_per_unit: bool = False
     command_timeout: float | None = None
     """Timeout of the harness's own guest commands (prepare, hash); None: the target's configured one."""
+    wanted: Callable[[str, int], bool] | None = None
+    """``run.until``: asked ``(model, repetition)`` before each unit; False skips it unrecorded (its model has
+    stopped: ``run.adaptive.StoppingRule``). None: every unit runs."""
 
 
 @dataclass
@@ -151,11 +172,15 @@ class SessionOutcome:
 
 @dataclass(frozen=True)
 class UnitCommand:
-    """The guest command of one unit and the guest paths it uses."""
+    """The guest command of one unit and the guest paths it uses. ``staged`` names the files the harness itself
+    puts into the unit folder (a bare-metal unit's semihosting model and inputs): not outputs."""
 
     command: str
     unit_dir: str
     output: str
+    staged: tuple[str, ...] = ()
+    launch: BaremetalLaunch | None = None
+    """A bare-metal unit's model launch (then ``command`` is only its description, for the log)."""
 
 
 def _quoted_env(env: Mapping[str, str]) -> str:
@@ -211,6 +236,8 @@ def default_deploy(scenario: Scenario, timeout: float | None = None) -> DeployFu
         placed = {}
         for local, executable in files:
             placed[local] = deployer.deploy(local, executable=executable).guest_path
+        if deployer.transport is not None:  # deploy.method auto: which way this instance took, for the manifest
+            target.metadata["deploy"] = deployer.transport
         return placed, deployer.guest_dir
 
     return deploy
@@ -296,7 +323,7 @@ class SessionRunner:
         for unit in units:
             files[Path(self.scenario.builds[unit.build].runner)] = True
             model = self.scenario.models[unit.model]
-            files.setdefault(Path(model.file), False)
+            files.setdefault(Path(self.scenario.model_file(unit.build, unit.model)), False)
             for item in model.inputs:
                 files.setdefault(Path(item.file), False)
         return list(files.items())
@@ -425,6 +452,10 @@ class SessionRunner:
         one unit has run. A unit leaves the queue when it is recorded for good."""
         while queue and not self.shared.halted:
             unit = queue[0]
+            if self.options.wanted is not None and not self.options.wanted(unit.model, unit.repetition):
+                queue.pop(0)  # run.until: its model needs no more rounds; not a failure, nothing to record
+                self.shared.emit(Event("unit_skipped", session=name, unit=unit.id))
+                continue
             self._unit_log = None
             attempt = attempts.get(unit.id, 0) + 1
             attempts[unit.id] = attempt
@@ -508,9 +539,13 @@ class SessionRunner:
         scenario = self.scenario
         build = scenario.builds[unit.build]
         model = scenario.models[unit.model]
-        rendered = render_unit_command(
-            scenario, unit, runner=placed[Path(build.runner)], model=placed[Path(model.file)],
-            inputs=[placed[Path(item.file)] for item in model.inputs], guest_root=guest_root)
+        runner, model_file = placed[Path(build.runner)], placed[Path(scenario.model_file(unit.build, unit.model))]
+        inputs = [placed[Path(item.file)] for item in model.inputs]
+        if isinstance(target, LaunchesModel):
+            rendered = self._launch_of(unit, runner=runner, model=model_file, inputs=inputs, guest_root=guest_root)
+        else:
+            rendered = render_unit_command(scenario, unit, runner=runner, model=model_file, inputs=inputs,
+                                           guest_root=guest_root)
         started = utc_now()
         began = time.monotonic()
         log_name = f"{unit.id}.log" if attempt == 1 else f"{unit.id}.a{attempt}.log"
@@ -524,6 +559,9 @@ class SessionRunner:
             _write_log(log_path, unit, rendered.command, None, error, secrets=self._secrets)
             return self._failed_record(unit, instance, attempt, error, started, time.monotonic() - began,
                                        log_rel=log_rel)
+        if rendered.launch is None:  # one round trip: prepare, run, status, hashes, clean-up (run.framed)
+            return self._run_framed(target, instance, unit, attempt, rendered, started, began, log_path, log_rel,
+                                    launched=None)
         try:
             prepare = self._guest(target, f"rm -rf {quoted_dir} && mkdir -p {quoted_dir}")
             if not prepare.ok:
@@ -536,7 +574,7 @@ class SessionRunner:
         timeout = scenario.run.timeout or scenario.fvp.timeouts.unit
         result: CommandResult | None = None
         try:
-            result = _run_unit_command(target, rendered.command, timeout)
+            result = _run_unit_command(target, rendered, timeout)
         except CommandFailed as exc:  # a timeout (the console recovered): the runner hung, a test failure
             _write_log(log_path, unit, rendered.command, None, exc, secrets=self._secrets)
             return self._failed_record(unit, instance, attempt, exc, started, time.monotonic() - began,
@@ -544,20 +582,93 @@ class SessionRunner:
         except InfrastructureError as exc:
             _write_log(log_path, unit, rendered.command, None, exc, secrets=self._secrets)
             raise
-        _write_log(log_path, unit, rendered.command, result, None, secrets=self._secrets)
+        _write_log(log_path, unit, result.command, result, None, secrets=self._secrets)
         self.outcome.unit_seconds += result.duration_s
-        record = self._judge(target, instance, unit, attempt, rendered, result, started, began, log_rel)
+        record = self._judge(target, instance, unit, attempt, rendered, result, started, began, log_rel,
+                             launched=_launch_extra(result, model_file, inputs))
         with contextlib.suppress(UnitFailure):
             self._guest(target, f"rm -rf {quoted_dir}")
         return record
 
+    def _run_framed(self, target: Target, instance: str, unit: Unit, attempt: int, rendered: UnitCommand,
+                    started: str, began: float, log_path: Path, log_rel: str,
+                    launched: Mapping[str, Any] | None) -> Record:
+        """The unit as one framed guest line (``run.framed``): the log and the scraper see only the runner's own
+        output and status, exactly as if it had run alone; the outputs' digests come from the same line. With
+        ``run.fetch`` files the folder stays until they are read back, then one more command removes it."""
+        fetched = self._fetch_paths(unit, rendered)
+        token = new_token()
+        line = frame_unit(rendered.command, rendered.unit_dir, token, cleanup=not fetched)
+        timeout = self.scenario.run.timeout or self.scenario.fvp.timeouts.unit
+
+        def failed(exc: HarnessError, extra: Mapping[str, Any] | None = None) -> Record:
+            _write_log(log_path, unit, rendered.command, None, exc, secrets=self._secrets)
+            return self._failed_record(unit, instance, attempt, exc, started, time.monotonic() - began,
+                                       log_rel=log_rel, extra=extra)
+
+        try:
+            raw = _run_unit_command(target, dataclasses.replace(rendered, command=line), timeout)
+        except CommandFailed as exc:  # a timeout (the console recovered): the runner hung, a test failure
+            return failed(exc, {"exit_status": exc.exit_status})
+        except InfrastructureError as exc:
+            _write_log(log_path, unit, rendered.command, None, exc, secrets=self._secrets)
+            raise
+        framed = parse_framed(raw.output, token)
+        if not framed.ready:
+            return failed(CommandFailed(f"cannot prepare the unit folder {rendered.unit_dir}: "
+                                        f"{framed.output.strip()[-300:]}", exit_status=raw.exit_status))
+        if framed.status is None:
+            return failed(CommandFailed(f"the unit's command line ended without its exit status (the console text "
+                                        f"is in {log_rel}): {framed.output.strip()[-300:]}",
+                                        exit_status=raw.exit_status))
+        result = CommandResult(rendered.command, framed.status, framed.output, raw.duration_s, raw.log_path)
+        _write_log(log_path, unit, result.command, result, None, secrets=self._secrets)
+        self.outcome.unit_seconds += result.duration_s
+        record = self._judge(target, instance, unit, attempt, rendered, result, started, began, log_rel,
+                             launched=launched, framed=framed)
+        if fetched:
+            with contextlib.suppress(UnitFailure):
+                self._guest(target, f"rm -rf {shlex.quote(rendered.unit_dir)}")
+        return record
+
+    def _launch_of(self, unit: Unit, *, runner: str, model: str, inputs: Sequence[str],
+                   guest_root: str) -> UnitCommand:
+        """A bare-metal unit: its folder (also the semihosting folder), the command line its runner gets and the
+        launch that runs it. Raises ConfigurationError when a name cannot be put into a command line."""
+        scenario = self.scenario
+        build = scenario.builds[unit.build]
+        unit_dir = posixpath.join(guest_root, "units", unit.id)
+        try:
+            semihosting = semihosting_unit(scenario, unit.build, unit.model, unit.id, model_file=model,
+                                           input_files=inputs)
+        except ValueError as exc:
+            raise ConfigurationError(f"run.cmd_line of {unit.id}: {exc}") from exc
+        data: list[tuple[Path, str]] = []
+        if build.data_address:
+            address = self.plan.profile.data_address if build.data_address is True else build.data_address
+            if address is None:
+                raise ConfigurationError(f"builds.{unit.build}.data_address: true, but platform "
+                                         f"{self.plan.profile.name} has no data_address; give the address")
+            data.append((Path(model), str(address)))
+        launch = BaremetalLaunch(
+            runner=Path(runner), label=unit.id, cwd=Path(unit_dir) if semihosting.cmd_line is not None else None,
+            cmd_line=semihosting.cmd_line, files={name: Path(path) for name, path in semihosting.files.items()},
+            data=data, params=dict(build.fvp_params))
+        described = (f"(launch) semihosting-cmd_line: {semihosting.cmd_line}" if semihosting.cmd_line is not None
+                     else f"(launch) {runner}")
+        return UnitCommand(described, unit_dir, posixpath.join(unit_dir, SEMIHOSTING_OUTPUT),
+                           staged=tuple(semihosting.files), launch=launch)
+
     def _judge(self, target: Target, instance: str, unit: Unit, attempt: int, rendered: UnitCommand,
-               result: CommandResult, started: str, began: float, log_rel: str) -> Record:
-        """Exit status -> provenance -> metrics -> outputs; the first problem makes the record a test failure."""
+               result: CommandResult, started: str, began: float, log_rel: str,
+               launched: Mapping[str, Any] | None = None, framed: FramedResult | None = None) -> Record:
+        """Exit status -> provenance -> metrics -> outputs; the first problem makes the record a test failure.
+        ``framed``: the digests came with the unit's own line (``run.framed``); else they are asked for."""
         scenario = self.scenario
         run = scenario.run
         build = scenario.builds[unit.build]
-        extra: dict[str, Any] = {"exit_status": result.exit_status, "command_s": round(result.duration_s, 6)}
+        extra: dict[str, Any] = {"exit_status": result.exit_status, "command_s": round(result.duration_s, 6),
+                                 **(launched or {})}
         seen = find_build_id(result.output, build.id) if build.id else None
         scraped = scrape(result.output, scenario.metrics)
         samples: dict[str, list[float]] = {}
@@ -619,8 +730,20 @@ class SessionRunner:
                 what = (what + "; " if what else "") + "too few values: " + ", ".join(truncated)
             return failed(MetricMissing(f"required metric(s) missing in the runner output: {what}"))
         fetched = self._fetch_paths(unit, rendered)
+        if rendered.launch is not None and isinstance(target, SharesHostFiles):  # bare metal: a semihosting
+            dumps = [posixpath.join(rendered.unit_dir, name) for name in ETDUMP_FILES]  # runner's ETDump files
+            written = [path for path in dumps if path not in fetched and target.local_path(path).is_file()]
+            if written:  # kept like run.fetch files, not outputs (they hold timings)
+                fetched += written
+                extra["etdump"] = ",".join(posixpath.basename(path) for path in written)
         try:
-            outputs = self._hash_outputs(target, rendered.unit_dir, exclude=fetched)
+            staged = [posixpath.join(rendered.unit_dir, name) for name in rendered.staged]
+            outputs = (_framed_outputs(framed, rendered.unit_dir, exclude=[*fetched, *staged]) if framed is not None
+                       else self._hash_outputs(target, rendered.unit_dir, exclude=[*fetched, *staged]))
+            if rendered.launch is not None and rendered.launch.cmd_line is None:  # no semihosting: no files
+                tensors = printed_outputs(result.output)
+                if tensors:
+                    outputs[PRINTED_OUTPUTS] = hashlib.sha256("\n".join(tensors).encode()).hexdigest()
             self._fetch(target, unit, fetched)
         except UnitFailure as exc:
             return failed(exc)
@@ -676,15 +799,44 @@ class SessionRunner:
             (folder / posixpath.basename(remote)).write_bytes(data)
 
 
+def _framed_outputs(framed: FramedResult, unit_dir: str, *, exclude: Sequence[str]) -> dict[str, str]:
+    """The digests of a framed line without the excluded guest paths (``run.fetch`` files, staged inputs); a
+    problem line about any other name (a folder among the outputs, an unreadable file) fails the unit, as a failed
+    ``sha256sum`` did."""
+    folder = posixpath.normpath(unit_dir)
+    skipped = {posixpath.basename(path) for path in exclude if posixpath.dirname(posixpath.normpath(path)) == folder}
+    problems = [line for line in framed.problems if not any(name in line for name in skipped)]
+    if problems:
+        raise CommandFailed(f"sha256sum of the outputs in {unit_dir} failed: {'; '.join(problems)[-300:]}",
+                            exit_status=1)
+    return {name: digest for name, digest in framed.digests.items() if name not in skipped}
+
+
 def _is_sha256(text: str) -> bool:
     return len(text) == 64 and all(c in "0123456789abcdef" for c in text)
 
 
-def _run_unit_command(target: Target, command: str, timeout: float) -> CommandResult:
-    """``target.run`` under the unit timeout; targets that name phases say ``unit`` in timeout messages."""
+def _run_unit_command(target: Target, rendered: UnitCommand, timeout: float) -> CommandResult:
+    """The unit under its timeout: a bare-metal unit's model launch, else ``target.run`` of its command (targets
+    that name phases say ``unit`` in timeout messages)."""
+    if rendered.launch is not None and isinstance(target, LaunchesModel):
+        return target.launch(rendered.launch, timeout)
     if isinstance(target, NamesPhases):
-        return target.run_in_phase(command, timeout, "unit")
-    return target.run(command, timeout)
+        return target.run_in_phase(rendered.command, timeout, "unit")
+    return target.run(rendered.command, timeout)
+
+
+def _launch_extra(result: CommandResult, model: str, inputs: Sequence[str]) -> dict[str, Any]:
+    """A bare-metal unit's provenance: the sha256 of the model file (and inputs) as the launch handed them over."""
+    if not isinstance(result, LaunchResult):
+        return {}
+    extra: dict[str, Any] = {}
+    if model in result.handed:
+        extra["model_sha256"] = result.handed[model]
+    digests = [result.handed[path] for path in inputs if path in result.handed]
+    if digests:
+        extra["inputs_sha256"] = ",".join(digests)
+    return extra
 
 
 def _write_log(path: Path, unit: Unit, command: str, result: CommandResult | None, exc: BaseException | None, *,

@@ -1,5 +1,5 @@
-"""A scenario's instances: open the target a scenario names (an FVP, the simulator, or this host) and ask a model
-binary for its identity.
+"""A scenario's instances: open the target a scenario names (an FVP, the simulator, a bare-metal platform, or this
+host) and ask a model binary for its identity.
 
 This is where the scenario language meets the targets layer. ``targets`` knows nothing of scenarios: it takes an
 ``fvp:`` section and a platform profile. Here a scenario file, a ``LoadedScenario`` or a ``Scenario`` is turned
@@ -20,8 +20,9 @@ from typing import Literal
 
 from fvp_harness.profiles import Profile, load_profile
 from fvp_harness.scenario import LoadedScenario, Scenario, load_scenario
+from fvp_harness.targets.baremetal import BaremetalTarget, model_program
 from fvp_harness.targets.base import Target
-from fvp_harness.targets.fvp import query_model, resolve_binary, sim_environment
+from fvp_harness.targets.fvp import query_model, sim_environment
 from fvp_harness.targets.fvp_target import FvpTarget
 from fvp_harness.targets.host import HostTarget
 
@@ -62,11 +63,15 @@ def make_target(
     quiet_kernel: bool = True,
     kernel_line: str | None = "default",
 ) -> FvpTarget | HostTarget:
-    """The (not yet opened) target of a scenario: this host for ``target: host``, else an FVP instance whose
-    ``put``/``get`` use ssh when the scenario deploys by ssh."""
+    """The (not yet opened) target of a scenario: this host for ``target: host``, a ``BaremetalTarget`` (one model
+    launch per unit) for a bare-metal platform, else an FVP instance whose ``put``/``get`` use ssh when the scenario
+    deploys by ssh."""
     if scenario.target == "host":
         return HostTarget(log_dir=Path(log_dir), name=name, command_timeout=scenario.fvp.timeouts.command,
                           timeout_scale=scenario.fvp.timeout_scale * timeout_scale, redact=scenario.secret_values())
+    if profile.baremetal:
+        return BaremetalTarget(scenario.fvp, profile, log_dir=log_dir, name=name, timeout_scale=timeout_scale,
+                               binary=binary, timelimit=scenario.fvp.timelimit, redact=scenario.secret_values())
     transfer: Literal["console", "ssh"] = "ssh" if scenario.deploy.method == "ssh" else "console"
     return FvpTarget(scenario.fvp, profile, log_dir=log_dir, name=name, timeout_scale=timeout_scale, binary=binary,
                      base_dir=base_dir, quiet_kernel=quiet_kernel, kernel_line=kernel_line, transfer=transfer,
@@ -86,7 +91,8 @@ def open_target(
     quiet_kernel: bool = True,
     kernel_line: str | None = "default",
 ) -> Iterator[FvpTarget | HostTarget]:
-    """Open the scenario's target (an FVP instance, or this host for ``target: host``) and close it at exit.
+    """Open the scenario's target (an FVP instance, a bare-metal platform, or this host for ``target: host``) and
+    close it at exit.
 
     ``scenario``: a scenario path, a ``LoadedScenario`` or a ``Scenario``. ``binary`` overrides ``fvp.binary``
     (the CLI's ``--fvp``). ``timeout_scale`` multiplies every timeout on top of ``fvp.timeout_scale``.
@@ -133,9 +139,7 @@ def query_fvp_version(loaded: LoadedScenario, timeout_scale: float = 1.0) -> tup
     scenario = loaded.scenario
     if scenario.target == "host":
         return None, ""
-    program = resolve_binary(scenario.fvp.binary, loaded.profile)
-    if scenario.fvp.is_sim:
-        program = program[:3]
+    program = model_program(scenario.fvp.binary, loaded.profile)  # the simulator with --platform on bare metal
     knobs = dict(scenario.fvp.sim) if scenario.fvp.is_sim else {}
     env = sim_environment(knobs)
     fvp = scenario.fvp

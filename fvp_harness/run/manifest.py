@@ -218,6 +218,8 @@ class InstanceEntry(_Part):
     stat: dict[str, str] | None = None
     exit: str | None = None
     error: str | None = None
+    deploy: str | None = None
+    """How artifacts reached this instance: ``ssh``, or ``console`` and why not ssh (``deploy.method: auto``)."""
 
 
 class BatchInfo(_Part):
@@ -315,7 +317,7 @@ class Manifest(_Part):
                     session=info.session, argv=_strings(meta.get("argv")), version=_text(meta.get("version")),
                     ports=_ports(meta.get("ports")), boot_seconds=info.boot_seconds,
                     deploy_seconds=info.deploy_seconds, units=info.units, stat=_stat(meta.get("stat")),
-                    exit=_text(meta.get("exit")), error=info.error)
+                    exit=_text(meta.get("exit")), error=info.error, deploy=_text(meta.get("deploy")))
         argvs = [entry.argv for entry in self.instances.values() if entry.argv]
         self.fvp.argv = argvs[0] if argvs else self.fvp.argv
         aborted = [outcome.aborted for outcome in outcomes if outcome.aborted]

@@ -23,9 +23,10 @@ interrupted (manifest ``interrupted``, no report, ``Interrupted`` raised: contin
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,9 +39,12 @@ from fvp_harness.errors import (
     Interrupted,
 )
 from fvp_harness.events import Event, Listener, null_listener
-from fvp_harness.report.analysis import AnalysisResult, analyse, expectations_violated
+from fvp_harness.report.analysis import AnalysisResult, SamplingNote, analyse, expectations_violated
 from fvp_harness.report.render import ReportContext, render_report
+from fvp_harness.report.stored_compare import analyse_with_stored_baseline
+from fvp_harness.run.adaptive import StoppingRule, UntilLike, planned_units, replay, unit_parts
 from fvp_harness.run.artifacts import BUILD_TIMEOUT_S, BuildResult, BuildStep, build_artifacts
+from fvp_harness.run.baseline import pin_stored_baseline
 from fvp_harness.run.execute import DeployFunction, ExecuteOptions, SessionOutcome, execute_plan, utc_now
 from fvp_harness.run.instances import TargetFactory, default_target_factory, query_fvp_version
 from fvp_harness.run.manifest import Manifest, RunSettings
@@ -48,6 +52,7 @@ from fvp_harness.run.plan import Plan, Unit, build_plan, why_stale
 from fvp_harness.scenario.load import LoadedScenario
 from fvp_harness.scenario.model import Scenario
 from fvp_harness.store.folder import DEFAULT_RESULTS_BASE, ResultStore, StoredRun, results_dir_for
+from fvp_harness.store.records import Record
 from fvp_harness.vgf.report import VgfComparison, report_results_folder
 
 __all__ = [
@@ -150,9 +155,17 @@ def write_report(store: ResultStore, scenario: Scenario, manifest: Manifest) -> 
     for record in records:
         stored_keys.setdefault(record.unit_id, set()).add(record.key)
     planned = manifest.plan.planned(stored_keys) if manifest.plan.keys else None
-    result = analyse(records, scenario.compare, scenario.metrics, planned=planned)
-    files = dict(render_report(result, store.root, scenario.report.outputs, scenario.report.title,
-                               ReportContext.from_manifest(manifest.to_json())))
+    sampling: tuple[SamplingNote, ...] = ()
+    if scenario.run.until is not None and planned is not None:
+        planned, sampling = _adaptive_planned(scenario, scenario.run.until, planned, records)
+    if scenario.compare is not None and scenario.compare.baseline_from:  # the baseline was measured by a stored run
+        result, context = analyse_with_stored_baseline(records, scenario, manifest.to_json(), planned, store.root)
+    else:
+        result = analyse(records, scenario.compare, scenario.metrics, planned=planned)
+        context = ReportContext.from_manifest(manifest.to_json())
+    if sampling:
+        result = dataclasses.replace(result, sampling=sampling)
+    files = dict(render_report(result, store.root, scenario.report.outputs, scenario.report.title, context))
     compare = scenario.compare
     spec: dict[str, Any] = ({"baseline": compare.baseline, "candidate": compare.candidate,
                              "min_effect": compare.min_effect} if compare is not None else {})
@@ -169,6 +182,39 @@ def write_report(store: ResultStore, scenario: Scenario, manifest: Manifest) -> 
     unfinished = len(failed) + len(result.not_run)
     return ReportOutcome(store.root, result, files, unfinished, infra, violated,
                          exit_code_for(unfinished, infra, violated), comparison)
+
+
+def _adaptive_planned(scenario: Scenario, until: UntilLike, planned: Mapping[str, str], records: Sequence[Record]
+                      ) -> tuple[dict[str, str], tuple[SamplingNote, ...]]:
+    """``run.until``: the units the stopping rule wanted (those it skipped are no "did not run" failures) and one
+    note per model, both replayed from the stored records exactly as the run decided (``run.adaptive.replay``)."""
+    builds = list(scenario.builds)
+    wanted = [r for r in records if planned.get(r.unit_id) == r.key]
+    # models in the order they ran (the manifest's scenario may list them in another order; the report must not move)
+    models = list(dict.fromkeys([*(r.model for r in wanted), *sorted(scenario.models)]))
+    parts = {unit_id: unit_parts(unit_id, builds, models) for unit_id in planned}
+    units = [(unit_id, part[0], part[1], planned[unit_id]) for unit_id, part in parts.items() if part is not None]
+    state = replay(wanted, scenario.compare, until, models=models, builds=builds, metrics=scenario.metrics)
+    chosen = planned_units(units, state, until, measured={r.unit_id for r in wanted})
+    chosen.update({unit_id: key for unit_id, key in planned.items() if parts[unit_id] is None})
+    notes = tuple(SamplingNote(m.model, m.repetitions, m.reason, m.detail) for m in state.models)
+    return chosen, notes
+
+
+def _stopping_rule(scenario: Scenario, plan: Plan, units: Sequence[Unit], store: ResultStore
+                   ) -> Callable[[str, int], bool] | None:
+    """The live ``run.until`` rule for ``execute`` (None without ``until``)."""
+    until = scenario.run.until
+    if until is None:
+        return None
+    if scenario.compare is not None and scenario.compare.baseline_from:
+        raise ConfigurationError("run.until cannot be combined with compare.baseline_from: the stored baseline's "
+                                 "repetitions are fixed; remove one of them")
+    builds = [build for build in scenario.builds if any(unit.build == build for unit in units)]
+    rule = StoppingRule(scenario.compare, until, models=list(scenario.models), builds=builds,
+                        keys={unit.id: unit.key for unit in plan.units}, records=store.records,
+                        metrics=scenario.metrics)
+    return rule.wanted
 
 
 def rebuild_report(results_dir: Path | str) -> ReportOutcome:
@@ -227,6 +273,7 @@ def run_scenario(
         phases["build"] = time.monotonic() - mark
         plan = build_plan(loaded, fvp_version=version, artifacts=states)
         units = select_units(plan, options.only_builds, options.only_models)
+        wanted = _stopping_rule(loaded.scenario, plan, units, store)  # checked before anything is written
         started = utc_now()
         manifest = Manifest.start(loaded, plan, version, banner, options.settings(), builds, started, units=units)
         if options.resume:
@@ -240,6 +287,7 @@ def run_scenario(
                     listener(Event("rerun", unit=unit.id, detail=why_stale(unit, latest[unit.id])))
         else:
             done = set()
+        pin_stored_baseline(manifest, store, options.results_base, resume=options.resume, listener=listener)
         todo = [unit for unit in units if unit.key not in done]
         skipped = len(units) - len(todo)
         manifest.write(store)
@@ -247,7 +295,8 @@ def run_scenario(
         listener(Event("plan", total=len(todo), skipped=skipped, sessions=sessions_used))
         mark = time.monotonic()
         outcomes: list[SessionOutcome] = []
-        execute_options = ExecuteOptions(fresh_boot_per_unit=options.fresh_boot_per_unit)
+        execute_options = ExecuteOptions(fresh_boot_per_unit=options.fresh_boot_per_unit,
+                                         wanted=wanted)
         try:
             outcomes = execute_plan(plan, store, factory or default_target_factory(loaded, scale), units=todo,
                                     options=execute_options, listener=listener, deploy=deploy, stop=stop)

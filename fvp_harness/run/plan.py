@@ -17,6 +17,11 @@ rotate
 
 With ``fvp.instances`` > 1 the (repetition, model) groups are dealt round-robin to sessions in run order, so
 every session still runs all builds of a model back to back and keeps the interleaving.
+
+With ``compare.baseline_from`` the baseline build's numbers come from a stored run: the plan keeps every other
+build's units and, of the baseline, only the ``compare.drift_check.units`` re-run units (``drift_check_units``:
+repetition 0 of each model in the scenario's order, then repetition 1, ...), in the same interleaved places they
+would have had. Unit ids and keys do not change, so ``--resume`` and ``make`` treat them like any unit.
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ __all__ = [
     "artifact_hashes",
     "build_plan",
     "changed_parts",
+    "drift_check_units",
     "fvp_identity",
     "key_part_extras",
     "run_order",
@@ -161,6 +167,9 @@ def artifact_hashes(scenario: Scenario | LoadedScenario) -> dict[str, ArtifactSt
     states: dict[str, ArtifactState] = {}
     for name, build in scenario.builds.items():
         states[f"builds.{name}.runner"] = _state(f"builds.{name}.runner", build.runner, build.build)
+        for model_name, own in build.models.items():  # this build's own file of a model
+            key = f"builds.{name}.models.{model_name}.file"
+            states[key] = _state(key, own.file, own.build)
     for name, model in scenario.models.items():
         states[f"models.{name}.file"] = _state(f"models.{name}.file", model.file, model.build)
         for index, item in enumerate(model.inputs):
@@ -216,6 +225,19 @@ def run_order(
     return result
 
 
+def drift_check_units(scenario: Scenario) -> list[tuple[int, str]]:
+    """(repetition, model) of the baseline units a run with ``compare.baseline_from`` re-runs to check that the
+    platform did not move: ``compare.drift_check.units`` of them, dealt over the models in the scenario's order
+    (repetition 0 of every model, then repetition 1, ...), at most every baseline unit; [] without
+    ``baseline_from``."""
+    compare = scenario.compare
+    if compare is None or not compare.baseline_from:
+        return []
+    models = list(scenario.models)
+    count = min(compare.drift_check.units, scenario.run.planned_repetitions * len(models))
+    return [(index // len(models), models[index % len(models)]) for index in range(count)]
+
+
 def _sessions(order: list[tuple[int, str, str]], instances: int, build_count: int) -> list[int]:
     """Session index per unit: (repetition, model) groups dealt round-robin in run order, in chunks of
     ``build_count`` groups (the period of the build rotation), so each session still alternates which build
@@ -254,8 +276,11 @@ def build_plan(
     shared = _shared_parts(scenario, profile, fvp, states)
 
     order = run_order(
-        list(scenario.builds), list(scenario.models), scenario.run.repetitions, scenario.run.order
+        list(scenario.builds), list(scenario.models), scenario.run.planned_repetitions, scenario.run.order
     )
+    if scenario.compare is not None and scenario.compare.baseline_from:  # the baseline was measured by a stored run
+        baseline, checked = scenario.compare.baseline, set(drift_check_units(scenario))
+        order = [(rep, build, model) for rep, build, model in order if build != baseline or (rep, model) in checked]
     sessions_of = _sessions(order, scenario.fvp.instances, len(scenario.builds))
     units = []
     for index, ((rep, build, model), session) in enumerate(zip(order, sessions_of, strict=True)):
@@ -287,6 +312,8 @@ def _shared_parts(
                 "args": scenario.fvp.args,
                 "sim": scenario.fvp.sim if scenario.fvp.is_sim else {},
                 "firmware": firmware,
+                # bare metal only (left out when unset, so the keys of other scenarios do not move)
+                **({"timelimit": scenario.fvp.timelimit} if scenario.fvp.timelimit is not None else {}),
             }
         ),
         "run": _digest(
@@ -297,6 +324,7 @@ def _shared_parts(
                 "order": run.order,
                 "env": run.env,
                 "fetch": run.fetch,
+                **({"cmd_line": run.cmd_line_template if run.semihosting else None} if profile.baremetal else {}),
             }
         ),
         "metrics": _digest([spec.model_dump(mode="json") for spec in scenario.metrics]),
@@ -314,13 +342,16 @@ def _unit_parts(
 ) -> tuple[dict[str, str], tuple[str, ...]]:
     spec = scenario.builds[build]
     runner = states[f"builds.{build}.runner"]
-    model_state = states[f"models.{model}.file"]
+    model_state = states[scenario.model_artifact(build, model)]
     inputs = [states[f"models.{model}.inputs[{i}].file"] for i in range(len(scenario.models[model].inputs))]
     parts = {
         # the unit's identity: an A/A test (two builds with the same bytes) must still give two keys
         "identity": _digest({"build": build, "model": model, "repetition": rep}),
         "runner": _digest(runner.key_material),
-        "build": _digest({"env": spec.env, "args": spec.args, "id": spec.id}),
+        "build": _digest({"env": spec.env, "args": spec.args, "id": spec.id,
+                          # bare metal: the build's own launch parameters (left out when unset: keys stay)
+                          **{name: value for name, value in (("fvp_params", spec.fvp_params),
+                                                             ("data_address", spec.data_address)) if value}}),
         "model": _digest(model_state.key_material),
         "inputs": _digest([state.key_material for state in inputs]),
         **shared,

@@ -45,6 +45,7 @@ from fvp_harness.scenario.metrics import (
 )
 
 __all__ = [
+    "ETDUMP_FILES",
     "LOG_MESSAGE_LIMIT",
     "PARSERS_VERSION",
     "LogLine",
@@ -56,13 +57,16 @@ __all__ = [
     "find_etdump",
     "parse_log_line",
     "prepare_text",
+    "printed_outputs",
     "repair_kernel_interleaving",
     "scrape",
 ]
 
-PARSERS_VERSION = 2
+PARSERS_VERSION = 3
 """Bump when any built-in parser's behaviour changes: every unit's content key changes with it. 2: bare-metal
-metrics read the right lines once per run (``bm_npu_cycles`` from the NPU PMU), ``bm_execute_cycles`` added."""
+metrics read the right lines once per run (``bm_npu_cycles`` from the NPU PMU), ``bm_execute_cycles`` added. 3: a
+bare-metal total must equal its per-inference figure times the block's ``NPU Inferences`` (old ``%d`` builds
+printed the low 32 bits of a 64-bit counter: negative, or wrapped and too small)."""
 
 LOG_MESSAGE_LIMIT = 255
 """ExecuTorch formats a log message into a 256-byte buffer: a message of this length may have been cut."""
@@ -335,7 +339,11 @@ def _counter(m: re.Match[str], result: ScrapeResult, metric: str) -> float | Non
 
 
 def _perf_block(m: re.Match[str], result: ScrapeResult, metric: str) -> float | None:
-    """Bare-metal perf monitor: the per-inference value, checked against the total it was derived from."""
+    """Bare-metal perf monitor (``StopMeasurements``, arm_perf_monitor.cpp): the per-inference value, checked
+    against the total it was derived from. Upstream prints ``total`` with ``PRIu64`` and ``(double)total / n`` with
+    ``%.2f``, where ``n`` is the block's ``NPU Inferences : n``; builds before upstream #21911 (2026-08) printed the
+    total with ``%d``, i.e. the counter's low 32 bits as a signed int (the double after it still reads right): such
+    a total is negative, or, wrapped, not ``n`` times the per-inference figure. Either is flagged, never kept."""
     total = _to_float(m.group(1), result, metric)
     per_inference = _to_float(m.group(2), result, metric) if m.group(2) is not None else total
     if total is None or per_inference is None:
@@ -346,7 +354,21 @@ def _perf_block(m: re.Match[str], result: ScrapeResult, metric: str) -> float | 
     if per_inference > total * (1 + 1e-6) + 1:
         result._flag(metric, m.group(0), "per-inference value exceeds the total (garbage counter)")
         return None
+    count = _inferences_before(m.string, m.start())
+    if m.group(2) is not None and count and abs(total - per_inference * count) > 0.005 * count + 1:
+        result._flag(metric, m.group(0), f"the total is not {count} (NPU Inferences) times the per-inference "
+                     "figure: a 64-bit counter printed with %d by an old build (wrapped)")
+        return None
     return per_inference
+
+
+def _inferences_before(text: str, position: int) -> int | None:
+    """``n`` of the ``NPU Inferences : n`` line that opens the perf block holding ``position`` (None: none)."""
+    start = text.rfind("NPU Inferences", 0, position)
+    if start < 0:
+        return None
+    found = _NPU_INFERENCES.match(text, start)
+    return int(found.group(1)) if found is not None and int(found.group(1)) > 0 else None
 
 
 def _mlia(m: re.Match[str], result: ScrapeResult, metric: str) -> float | None:
@@ -600,6 +622,21 @@ def find_errors(text: str) -> list[str]:
             found.append(line.strip())
     return found
 
+
+_PRINTED_OUTPUT = re.compile(r"^Output\[\d+\](?:\[\d+\])?: .*$", re.MULTILINE)
+
+
+def printed_outputs(text: str) -> list[str]:
+    """The output tensors a bare-metal runner printed (``ET_LOG_DUMP_OUTPUT``, arm_executor_runner.cpp
+    print_outputs: ``Output[%d][%d]: (char) %d`` per element, ``Output[%d]: Not Tensor``), in order: without
+    semihosting they are the run's only outputs."""
+    prepared, _ = prepare_text(text)
+    return [line.rstrip() for line in _PRINTED_OUTPUT.findall(prepared)]
+
+
+ETDUMP_FILES = ("etdump.bin", "debug_buffer.bin")
+"""The files a SEMIHOSTING arm_executor_runner writes its ETDump to, in its semihosting folder
+(arm_executor_runner.cpp write_etdump; without semihosting it prints them, ``find_etdump``)."""
 
 _ETDUMP_BLOCK = re.compile(r"^#\[RUN THIS\][ \t]*\n(.*?)^#\[END\]", re.MULTILINE | re.DOTALL)
 _ETDUMP_FILE = re.compile(r'^echo "([A-Za-z0-9+/=\s]*)" \| base64 -d ?> ?([\w.-]+)[ \t]*$', re.MULTILINE)

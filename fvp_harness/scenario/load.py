@@ -46,6 +46,7 @@ from fvp_harness.located import (
     validation_problems,
 )
 from fvp_harness.profiles import Profile, ProfileNotFound, load_profile
+from fvp_harness.scenario.baremetal import cmd_line_problem, semihosting_unit
 from fvp_harness.scenario.executable import host_exec_problem
 from fvp_harness.scenario.model import (
     LOADER_CONTEXT,
@@ -170,6 +171,8 @@ def load_scenario(
         scenario = _validate(root, problems)
         view = scenario if scenario is not None else _parts(root)
         profile = _cross_checks_and_profile(root, view, problems)
+        if scenario is not None and profile is not None:
+            _check_platform_kind(root, scenario, profile, problems)
         if check_files:
             _check_artifacts(root, problems)
             _check_host_runners(root, problems)
@@ -494,6 +497,8 @@ def path_fields(root: LNode) -> list[tuple[PathTuple, LNode]]:
     patterns: list[tuple[str | None, ...]] = [
         ("builds", None, "runner"),
         ("builds", None, "sources", None),
+        ("builds", None, "models", None, "file"),
+        ("builds", None, "models", None, "sources", None),
         ("models", None, "file"),
         ("models", None, "sources", None),
         ("models", None, "inputs", None, "file"),
@@ -540,6 +545,11 @@ def _absolutise_paths(root: LNode) -> None:
 
 
 def _validate(root: LNode, problems: _Problems) -> Scenario | None:
+    run = root.plain().get("run")
+    if isinstance(run, dict) and run.get("until") is not None and "repetitions" in run:  # either, never both
+        problems.add(_node_at(root, ("run", "repetitions"), at_key=True), ("run", "repetitions"),
+                     "run.until chooses the repetitions (at most until.max_repetitions): remove run.repetitions, "
+                     "or set run.until to null (--set run.until=null) for a fixed matrix")
     try:
         return Scenario.model_validate(root.plain(), context={LOADER_CONTEXT: True})
     except ValidationError as exc:
@@ -651,6 +661,86 @@ def _cross_checks_and_profile(
     except ConfigurationError as exc:
         problems.add(where, ("platform",), f"the profile does not load: {exc.message}")
     return None
+
+
+def _check_platform_kind(root: LNode, scenario: Scenario, profile: Profile, problems: _Problems) -> None:
+    """What the platform's kind allows (``docs/baremetal.md``): bare-metal fields only on bare-metal platforms and
+    the Linux-guest ones not there; NPU sizes the NPU has; semihosting command lines the model does not truncate."""
+    already = problems.where
+
+    def add(path: PathTuple, message: str, at_key: bool = False) -> None:
+        where = _node_at(root, path, at_key)
+        if str(where) not in already:
+            problems.add(where, path, message)
+
+    macs_param = profile.npu_macs_param
+    param_sets: list[tuple[PathTuple, Mapping[str, Any]]] = [(("fvp", "params"), scenario.fvp.params)]
+    param_sets += [(("builds", name, "fvp_params"), build.fvp_params) for name, build in scenario.builds.items()]
+    for path, params in param_sets:
+        if macs_param and profile.npu_macs and macs_param in params:
+            value = params[macs_param]
+            if isinstance(value, bool) or str(value).strip("'\"") not in {str(m) for m in profile.npu_macs}:
+                add((*path, macs_param), f"{value!r} is not a configuration of the {profile.npu_family or 'NPU'} of "
+                    f"{profile.name} (MACs: {', '.join(map(str, profile.npu_macs))})")
+    if not profile.baremetal:
+        what = f"platform {profile.name} is a Linux guest (one boot serves every build and model)"
+        for name, build in scenario.builds.items():
+            for field in ("fvp_params", "data_address"):
+                if field in build.model_fields_set and getattr(build, field):
+                    add(("builds", name, field), f"applies to bare-metal platforms only; {what}", True)
+        if "timelimit" in scenario.fvp.model_fields_set:
+            add(("fvp", "timelimit"), f"applies to bare-metal platforms only; {what}", True)
+        if "cmd_line" in scenario.run.model_fields_set:
+            add(("run", "cmd_line"), f"applies to bare-metal platforms only (semihosting); {what}: its runner "
+                "command is run.command", True)
+        return
+    if scenario.target == "host":
+        add(("target",), f"platform {profile.name} is bare metal: its runner runs only inside the model "
+            "(target: fvp), not on this host")
+        return
+    kind = f"platform {profile.name} is bare metal: every unit is one model launch with the runner as its application"
+    if "command" in scenario.run.model_fields_set:
+        add(("run", "command"), f"{kind}; the runner's command line is run.cmd_line (semihosting), not a shell "
+            "command", True)
+    for path, env in [(("run", "env"), scenario.run.env),
+                      *((("builds", name, "env"), build.env) for name, build in scenario.builds.items())]:
+        if env:
+            add(path, f"{kind}; a bare-metal program has no environment", True)
+    uart_out = f"{profile.uart}.out_file"
+    for path, params in param_sets:
+        if uart_out in params and str(params[uart_out]).strip("'\"") != "-":
+            add((*path, uart_out), "must stay '-': the harness reads the program's UART on the model's stdout")
+    for name, build in scenario.builds.items():
+        if build.data_address is True and profile.data_address is None:
+            add(("builds", name, "data_address"), f"true means the platform's data_address, and profile "
+                f"{profile.name} has none; give the address (e.g. 0x70000000)")
+    if not scenario.run.semihosting:
+        no_model = [name for name, build in scenario.builds.items() if not build.data_address]
+        for name in no_model:
+            add(("builds", name, "data_address"), "run.cmd_line is false (no semihosting), so this runner can get "
+                "its model only from memory: give data_address (where it was built to read it, ET_MODEL_PTE_ADDR)",
+                True)
+        return
+    template_at: PathTuple = ("run", "cmd_line") if "cmd_line" in scenario.run.model_fields_set else ("run",)
+    last_rep = scenario.run.planned_repetitions - 1  # the longest unit ids (most digits)
+    worst: tuple[int, str] | None = None  # one message for the template: its longest line, and how many are too long
+    over = 0
+    for build_name in scenario.builds:
+        for model in scenario.models:
+            try:
+                unit = semihosting_unit(scenario, build_name, model, f"r{last_rep}-{build_name}-{model}")
+            except ValueError as exc:
+                add(template_at, f"build {build_name}, model {model}: {exc}", template_at == ("run",))
+                return
+            line = unit.cmd_line or ""
+            problem = cmd_line_problem(line, profile.cmd_line_limit)
+            if problem is not None:
+                over += 1
+                if worst is None or len(line) > worst[0]:
+                    worst = (len(line), f"build {build_name}, model {model}: {problem}")
+    if worst is not None:
+        more = f" ({over} of {len(scenario.builds) * len(scenario.models)} units are too long)" if over > 1 else ""
+        add(template_at, worst[1] + more, template_at == ("run",))
 
 
 def _check_artifacts(root: LNode, problems: _Problems) -> None:

@@ -26,27 +26,33 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    SerializerFunctionWrapHandler,
     ValidationInfo,
     WithJsonSchema,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
 from fvp_harness.located import did_you_mean, format_path
+from fvp_harness.scenario.baseline import DriftCheck
 from fvp_harness.scenario.metrics import BUILTIN_METRICS, validate_regex
 from fvp_harness.scenario.secrets import DEFAULT_SECRET_PATTERNS, redact_scenario, secret_problems, secret_values
+from fvp_harness.scenario.vela import VelaEstimates
 
 if TYPE_CHECKING:
     from pathlib import Path
 
 __all__ = [
     "BUILD_PLACEHOLDERS",
+    "DEFAULT_CMD_LINE",
     "DEFAULT_EXPECT_IDENTICAL",
     "DEFAULT_GUEST_DIR",
     "RUN_PLACEHOLDERS",
     "Artifact",
     "Build",
     "Compare",
+    "ComparePair",
     "Deploy",
     "FvpConfig",
     "Gate",
@@ -59,6 +65,7 @@ __all__ = [
     "ScenarioParts",
     "StrictModel",
     "Timeouts",
+    "Until",
     "cross_field_problems",
     "expand_build_command",
     "render_template",
@@ -72,6 +79,7 @@ RUN_PLACEHOLDERS: dict[str, str] = {
     "runner": "guest path of the deployed runner",
     "model": "guest path of the deployed model file",
     "inputs": "guest paths of the model's input files, comma-separated",
+    "input_args": "the input files as `-i FILE` each (how arm_executor_runner takes them)",
     "iterations": "warmup + iterations: how many executions the runner performs",
     "output": "guest path prefix for the runner's output files (one per unit)",
     "unit_dir": "a guest folder private to this unit",
@@ -86,6 +94,11 @@ BUILD_PLACEHOLDERS: dict[str, str] = {
     "fvp_harness": "the running Python interpreter (quoted) + ' -m fvp_harness' (no console script needed)",
 }
 """Placeholders of ``build`` commands of builds, models and inputs."""
+
+DEFAULT_CMD_LINE = "{runner} -m {model} -o {output} {input_args}"
+"""The semihosting command line of a bare-metal unit unless ``run.cmd_line`` says otherwise: what upstream's
+``backends/arm/test/runner_utils.py`` gives ``arm_executor_runner`` (``executor_runner -m program.pte -o out -i
+i0.bin``), with the harness's file names."""
 
 DEFAULT_GUEST_DIR = "/tmp/fvp-harness"
 """Where artifacts go in the guest unless ``deploy.guest_dir`` says otherwise (under ``<sha256[:16]>/<name>``)."""
@@ -194,6 +207,12 @@ class FvpConfig(StrictModel):
         "variables and ignored for a real FVP.",
     )
     instances: int = Field(1, ge=1, description="How many instances to boot in parallel for this scenario.")
+    timelimit: float | None = Field(
+        None,
+        gt=0,
+        description="Bare-metal platforms: --timelimit seconds of every launch (default: the profile's); the "
+        "model stops itself there (a time-limit failure, retried like any infrastructure failure).",
+    )
     timeouts: Timeouts = Field(default_factory=Timeouts)
     timeout_scale: float = Field(
         1.0, gt=0, description="Multiplies every timeout (slow hosts, parallel load)."
@@ -302,11 +321,37 @@ class Build(_BuildCommand):
         "and logs; the runner gets them).",
     )
     args: list[str] = Field(default_factory=list, description="Extra runner arguments for this build.")
+    models: dict[str, Artifact] = Field(
+        default_factory=dict,
+        description="This build's own file of a model (e.g. compiled for this build's NPU configuration), by model "
+        "name; the model's inputs stay. Models not named use models.<name>.file.",
+    )
+    fvp_params: dict[str, ParamValue] = Field(
+        default_factory=dict,
+        description="Bare-metal platforms: -C parameters of this build's launches, over fvp.params (e.g. the NPU's "
+        "MAC count: each unit is a launch of its own); part of the unit's content key.",
+    )
+    data_address: str | bool | None = Field(
+        None,
+        description="Bare-metal platforms: this runner reads its model from memory (built with ET_MODEL_PTE_ADDR): "
+        "the model file is placed there with --data FILE@ADDRESS. A hexadecimal address, or true for the "
+        "profile's data_address.",
+    )
 
     @model_validator(mode="before")
     @classmethod
     def _lift_secrets(cls, data: Any) -> Any:
         return _secret_entries(data)
+
+    @field_validator("data_address")
+    @classmethod
+    def _hex_address(cls, value: str | bool | None) -> str | bool | None:
+        if isinstance(value, str) and not re.match(r"^0[xX][0-9a-fA-F]+$", value):
+            raise ValueError(f"got {value!r}; expected a hexadecimal address like 0x70000000, or true for the "
+                             "platform's")
+        if value is False:
+            return None
+        return value
 
     @field_validator("env", mode="before")
     @classmethod
@@ -329,13 +374,53 @@ class Model(_BuildCommand):
     inputs: list[Artifact] = Field(
         default_factory=list, description="Input tensor files, passed as {inputs}."
     )
+    vela: VelaEstimates | None = Field(
+        None, description="Vela's estimate (CSV) to show next to the measured NPU cycles (scenario/vela.py)."
+    )
 
 
 class Deploy(StrictModel):
     """How artifacts get into the guest."""
 
-    method: Literal["console", "ssh", "preloaded"] = "console"
+    method: Literal["console", "ssh", "preloaded", "auto"] = Field(
+        "console", description="console (typed base64, gzip when the guest has gunzip), ssh (the forwarded port), "
+        "preloaded (already in the image), or auto: ssh when the instance's sshd answers, else the console, "
+        "chosen per instance and shown in the report.",
+    )
     guest_dir: str = Field(DEFAULT_GUEST_DIR, description="Guest folder for content-addressed artifacts.")
+
+
+def _number_or_percent(schema: dict[str, Any]) -> None:
+    """The schema of a percentage written ``2`` or ``2%``."""
+    schema.pop("type", None)
+    schema.pop("exclusiveMinimum", None)
+    schema["anyOf"] = [{"type": "number", "exclusiveMinimum": 0}, {"type": "string", "pattern": r"^\s*[0-9.]+\s*%$"}]
+
+
+class Until(StrictModel):
+    """``run.until``: adaptive sampling (``run.adaptive``). Rounds of one unit per build x model run until each
+    model's primary comparison is precise enough or decided; the report says how many repetitions each needed."""
+
+    ci_width: float = Field(
+        description="Stop a model once the CI of its primary saved % spans at most this many points (full width: "
+        "2 means about ±1 %); '2%' is accepted.", gt=0, json_schema_extra=lambda schema: _number_or_percent(schema),
+    )
+    min_repetitions: int = Field(2, ge=2, description="Rounds every model runs before it may stop.")
+    max_repetitions: int = Field(10, ge=2, description="Rounds a model runs at most (the plan's size).")
+
+    @field_validator("ci_width", mode="before")
+    @classmethod
+    def _percent(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.strip().endswith("%"):
+            return value.strip()[:-1].strip()
+        return value
+
+    @model_validator(mode="after")
+    def _bounds(self) -> Until:
+        if self.max_repetitions < self.min_repetitions:
+            raise ValueError(f"max_repetitions ({self.max_repetitions}) is below min_repetitions "
+                             f"({self.min_repetitions})")
+        return self
 
 
 class Run(StrictModel):
@@ -356,6 +441,22 @@ class Run(StrictModel):
         "interleaved",
         description="interleaved: builds alternate and models rotate; blocked: one build at a time.",
     )
+    until: Until | None = Field(
+        None, description="Adaptive sampling: repeat in rounds until each model's CI is narrow enough or its "
+        "verdict is settled (replaces repetitions; needs order: interleaved).",
+    )
+
+    @model_validator(mode="after")
+    def _until_in_rounds(self) -> Run:
+        if self.until is not None and self.order != "interleaved":
+            raise ValueError("run.until measures in rounds (every build of a model, then the next repetition): "
+                             "it needs order: interleaved")
+        return self
+
+    @property
+    def planned_repetitions(self) -> int:
+        """How many repetitions the plan holds: ``until.max_repetitions`` with ``until``, else ``repetitions``."""
+        return self.until.max_repetitions if self.until is not None else self.repetitions
     timeout: float | None = Field(None, gt=0, description="Per-unit timeout (default: fvp.timeouts.unit).")
     env: dict[str, EnvValue] = Field(
         default_factory=dict,
@@ -372,6 +473,15 @@ class Run(StrictModel):
     )
     fetch: list[str] = Field(
         default_factory=list, description="Guest files to copy back after each unit (templates like command)."
+    )
+    cmd_line: str | None = Field(
+        None,
+        description="Bare-metal platforms: the runner's semihosting command line (semihosting-cmd_line; the "
+        "model launches the runner with it), a template like command whose file placeholders are names in the "
+        "unit's semihosting folder. Default: '{runner} -m {model} -o {output} {input_args}'; false: no "
+        "semihosting (a runner that reads its model from builds.<name>.data_address). At most the "
+        "platform's cmd_line_limit (256) characters once rendered.",
+        json_schema_extra={"anyOf": [{"type": "string"}, {"const": False}, {"type": "null"}]},
     )
 
     @model_validator(mode="before")
@@ -401,6 +511,29 @@ class Run(StrictModel):
         for item in value:
             _check_template(item, RUN_PLACEHOLDERS)
         return value
+
+    @field_validator("cmd_line", mode="before")
+    @classmethod
+    def _no_semihosting(cls, value: Any) -> Any:
+        """``cmd_line: false`` turns semihosting off (kept as an empty line)."""
+        return "" if value is False else value
+
+    @field_validator("cmd_line")
+    @classmethod
+    def _cmd_line_placeholders(cls, value: str | None) -> str | None:
+        if value:
+            _check_template(value, RUN_PLACEHOLDERS)
+        return value
+
+    @property
+    def semihosting(self) -> bool:
+        """False when ``cmd_line: false`` switched semihosting off (bare-metal platforms)."""
+        return self.cmd_line != ""
+
+    @property
+    def cmd_line_template(self) -> str:
+        """The semihosting command line template in force (``DEFAULT_CMD_LINE`` when not given)."""
+        return self.cmd_line if self.cmd_line is not None else DEFAULT_CMD_LINE
 
 
 class MetricSpec(StrictModel):
@@ -580,11 +713,37 @@ class Gate(StrictModel):
         return float(self.max_regression)
 
 
+class ComparePair(StrictModel):
+    """One entry of ``compare.pairs``: a candidate build judged against a baseline build."""
+
+    baseline: str = Field(min_length=1, description="The reference build of this pair.")
+    candidate: str = Field(min_length=1, description="The build judged against it; must differ from baseline.")
+
+
 class Compare(StrictModel):
-    """Which builds to compare and what to expect."""
+    """Which builds to compare and what to expect.
+
+    Two builds: ``baseline`` and ``candidate``. More than two: ``baseline`` with ``candidates`` (each judged against
+    the one baseline, e.g. a sweep of NPU sizes), or ``pairs`` (any list of ``{baseline, candidate}``). Everything
+    else (primary, expectations, gates, min_effect) applies to every pair. ``build_pairs`` lists the pairs in order;
+    ``baseline`` and ``candidate`` always hold the first pair, so code that knows only one pair reads the first.
+    A dump keeps only the keys the scenario used (``candidates`` drops ``candidate``, ``pairs`` drops both), so what
+    ``manifest.json`` stores validates again as the same spec."""
 
     baseline: str = "before"
     candidate: str = "after"
+    candidates: list[str] | None = Field(
+        None,
+        min_length=1,
+        description="Several builds, each judged against `baseline` (instead of `candidate`): the report has a "
+        "section per candidate and a combined chart.",
+    )
+    pairs: list[ComparePair] | None = Field(
+        None,
+        min_length=1,
+        description="Any list of {baseline, candidate} comparisons (instead of baseline and candidate/candidates): "
+        "the report has a section per pair.",
+    )
     primary: str | list[str] = Field(
         "cpu_time",
         description="The metric whose saving the report headlines, or a list of them in order of preference: the "
@@ -602,6 +761,18 @@ class Compare(StrictModel):
         "violated gate fails the run's expectations.",
     )
     min_effect: float = Field(1.0, ge=0, description="Smallest change in percent that counts as a change.")
+    baseline_from: str | None = Field(
+        None,
+        min_length=1,
+        description="Take the baseline build's numbers from a stored run instead of measuring it: a results folder "
+        "(its newest run), a run folder, or SCENARIO@REF / @REF (REF: run id, latest, git commit or branch; "
+        "docs/ci.md). The run then measures the other builds plus `drift_check`.",
+    )
+    drift_check: DriftCheck = Field(
+        default_factory=DriftCheck,
+        description="With baseline_from: baseline units re-run to prove the platform did not move "
+        "({units, max_shift}).",
+    )
 
     @field_validator("primary")
     @classmethod
@@ -621,6 +792,83 @@ class Compare(StrictModel):
         if twice:
             raise ValueError(f"{', '.join(twice)} listed twice")
         return value
+
+    @field_validator("candidates")
+    @classmethod
+    def _candidates_once(cls, value: list[str] | None) -> list[str] | None:
+        names = value or []
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise ValueError(f"{', '.join(twice)} listed twice; each candidate is compared once")
+        return value
+
+    @field_validator("pairs")
+    @classmethod
+    def _pairs_once(cls, value: list[ComparePair] | None) -> list[ComparePair] | None:
+        seen: set[tuple[str, str]] = set()
+        for pair in value or ():
+            key = (pair.baseline, pair.candidate)
+            if key in seen:
+                raise ValueError(f"the pair {pair.candidate} vs {pair.baseline} is listed twice")
+            seen.add(key)
+        return value
+
+    @model_validator(mode="after")
+    def _one_way_to_pair(self) -> Compare:
+        """``candidate``, ``candidates`` and ``pairs`` are three ways to say the same thing: one at a time. Then
+        ``baseline``/``candidate`` take the first pair (frozen model: set once, here)."""
+        given = self.model_fields_set
+        if self.pairs is not None:
+            written = [name for name in ("baseline", "candidate", "candidates") if name in given]
+            if written:
+                raise ValueError(f"pairs names the builds of every comparison; drop {' and '.join(written)} (or "
+                                 "drop pairs)")
+        elif self.candidates is not None and "candidate" in given:
+            raise ValueError("give candidate (one build) or candidates (several), not both")
+        baseline, candidate = self.build_pairs[0]
+        object.__setattr__(self, "baseline", baseline)
+        object.__setattr__(self, "candidate", candidate)
+        return self
+
+    @model_serializer(mode="wrap")
+    def _as_written(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """Leave out the keys the spec did not name its builds with (see the class docstring)."""
+        data = handler(self)
+        if isinstance(data, dict):
+            if self.pairs is not None:
+                dropped: tuple[str, ...] = ("baseline", "candidate", "candidates")
+            elif self.candidates is not None:
+                dropped = ("candidate", "pairs")
+            else:
+                dropped = ("candidates", "pairs")
+            for name in dropped:
+                data.pop(name, None)
+        return data
+
+    @property
+    def build_pairs(self) -> list[tuple[str, str]]:
+        """Every (baseline, candidate) pair to compare, in the scenario's order: one for plain
+        ``baseline``/``candidate``."""
+        if self.pairs is not None:
+            return [(pair.baseline, pair.candidate) for pair in self.pairs]
+        if self.candidates is not None:
+            return [(self.baseline, name) for name in self.candidates]
+        return [(self.baseline, self.candidate)]
+
+    def build_references(self) -> list[tuple[tuple[str | int, ...], str, bool]]:
+        """Where the spec names a build: ``(path, build name, written)``, ``written`` False for a default; the
+        cross-field checks look each one up among the scenario's builds."""
+        given = self.model_fields_set
+        if self.pairs is not None:
+            return [(("compare", "pairs", index, field), getattr(pair, field), True)
+                    for index, pair in enumerate(self.pairs) for field in ("baseline", "candidate")]
+        references: list[tuple[tuple[str | int, ...], str, bool]] = [
+            (("compare", "baseline"), self.baseline, "baseline" in given)]
+        if self.candidates is not None:
+            references += [(("compare", "candidates", index), name, True) for index, name in enumerate(self.candidates)]
+        else:
+            references.append((("compare", "candidate"), self.candidate, "candidate" in given))
+        return references
 
     @property
     def primary_candidates(self) -> list[str]:
@@ -689,6 +937,18 @@ class Scenario(StrictModel):
         """The metric spec of that name, or None."""
         return next((spec for spec in self.metrics if spec.name == name), None)
 
+    def model_file(self, build: str, model: str) -> str:
+        """The model file the units of ``build`` run: the build's own (``builds.<build>.models``), else the model's."""
+        own = self.builds[build].models.get(model)
+        return own.file if own is not None else self.models[model].file
+
+    def model_artifact(self, build: str, model: str) -> str:
+        """The declared name of that file (``builds.<build>.models.<model>.file`` or ``models.<model>.file``), as
+        artifact states and the manifest spell it."""
+        if model in self.builds[build].models:
+            return f"builds.{build}.models.{model}.file"
+        return f"models.{model}.file"
+
     def secret_values(self) -> tuple[str, ...]:
         """The secret environment values (and their quoted forms) to hide in results and logs
         (``scenario.secrets``)."""
@@ -750,6 +1010,17 @@ def cross_field_problems(scenario: Scenario | ScenarioParts) -> list[tuple[tuple
                         True,
                     )
                 )
+    if "models" not in unknown:
+        for build_name, build in scenario.builds.items():
+            own = build.models if isinstance(build, Build) else build.get("models") if isinstance(build, dict) else None
+            for model_name in own if isinstance(own, dict) else ():
+                if model_name not in scenario.models:
+                    problems.append((
+                        ("builds", build_name, "models", model_name),
+                        f"no model named {model_name!r}{did_you_mean(str(model_name), list(scenario.models))} "
+                        f"(models: {', '.join(scenario.models)}); a build's own file replaces one of the models'",
+                        True,
+                    ))
     seen: dict[str, int] = {}
     for index, spec in enumerate(scenario.metrics):
         if spec.name in seen:
@@ -774,15 +1045,15 @@ def cross_field_problems(scenario: Scenario | ScenarioParts) -> list[tuple[tuple
     compare = scenario.compare
     if compare is not None:
         builds = list(scenario.builds)
-        given = compare.model_fields_set
-        for field in ("baseline", "candidate"):
-            name = getattr(compare, field)
-            if "builds" in unknown or f"compare.{field}" in unknown:
-                continue
-            if name not in scenario.builds and field not in given:
+        for path, name, written in compare.build_references():  # baseline/candidate, candidates[i], pairs[i].*
+            field = str(path[1])
+            if ("builds" in unknown or f"compare.{field}" in unknown or "compare.pairs" in unknown
+                    or ("compare.candidates" in unknown and field == "candidate")):
+                continue  # what named these builds did not validate: a default here would be a guess
+            if name not in scenario.builds and not written:
                 problems.append(
                     (
-                        ("compare", field),
+                        path,
                         f"not given, so it is the default {name!r}, and there is no build named {name!r} (builds: "
                         f"{', '.join(builds)}); write compare.{field}: <one of the builds>",
                         True,
@@ -791,16 +1062,23 @@ def cross_field_problems(scenario: Scenario | ScenarioParts) -> list[tuple[tuple
             elif name not in scenario.builds:
                 problems.append(
                     (
-                        ("compare", field),
+                        path,
                         f"no build named {name!r}{did_you_mean(name, builds)} (builds: {', '.join(builds)})",
                         False,
                     )
                 )
-        if compare.baseline == compare.candidate and not {"compare.baseline", "compare.candidate"} & unknown:
+        same_ok = not {"compare.baseline", "compare.candidate", "compare.candidates", "compare.pairs"} & unknown
+        for index, (baseline, candidate) in enumerate(compare.build_pairs if same_ok else []):
+            if baseline != candidate:
+                continue
+            if compare.candidates is not None:
+                problems.append((("compare", "candidates", index),
+                                 f"{candidate!r} is the baseline; each candidate must be another build", False))
+                continue
             problems.append(
                 (
-                    ("compare", "candidate"),
-                    f"candidate is the same build as baseline ({compare.baseline!r});"
+                    ("compare", "pairs", index, "candidate") if compare.pairs is not None else ("compare", "candidate"),
+                    f"candidate is the same build as baseline ({baseline!r});"
                     " expected two different builds",
                     False,
                 )

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from fvp_harness.sim import guest_programs
 from fvp_harness.sim.applets import APPLETS
+from fvp_harness.sim.applets_gzip import GZIP_APPLETS
 from fvp_harness.sim.shell_io import IO, VARIABLE_NAME, ExitShell, read_chunks
 
 if TYPE_CHECKING:
@@ -499,6 +500,7 @@ BUILTINS: dict[str, Builtin] = {
     "dmesg": _dmesg,
     "poweroff": _poweroff,
     **APPLETS,
+    **GZIP_APPLETS,
 }
 """Every command the simulated guest knows, by name: the guest contract, the shell's own builtins and the applets."""
 

@@ -3,8 +3,16 @@
 Accepted: ``-C/--parameter NAME=VALUE`` (repeatable), ``-f/--config-file FILE`` (``NAME=VALUE`` lines, ``#``
 comments), ``--data [INSTANCE=]FILE@ADDRESS``, ``-a/--application [INSTANCE=]FILE``, ``--stat``, ``--timelimit
 N`` (host seconds), ``--simlimit N`` (simulated seconds), ``--version``, ``-h/--help``, ``-l/--list-params``,
-``-q/--quiet``, plus the simulator's own ``--sim NAME=VALUE`` knobs. An unknown parameter or option ends the
-model with a message and exit status 1 before anything starts, which is what makes a scenario typo visible.
+``-q/--quiet``, plus the simulator's own ``--sim NAME=VALUE`` knobs and ``--platform NAME``. An unknown parameter or
+option ends the model with a message and exit status 1 before anything starts, which is what makes a scenario typo
+visible.
+
+Which model is played (``Options.platform``): ``--platform corstone1000|corstone300|corstone320`` (or a real
+executable name), else the name the program was started under (``platform_for_program``: a symlink or copy named
+``FVP_Corstone_SSE-320`` plays the Corstone-320), else the Corstone-1000-A320. Each platform has its own parameter
+table (``params.parameters_of``). On the bare-metal platforms a ``-C`` value in one pair of matching quotes loses
+them (``-C mps3_board.uart0.out_file='-'`` from an argv list, as ``backends/arm/test/runner_utils.py`` passes it,
+means ``-``), as the real models read it; the Corstone-1000's values are taken as given, unchanged.
 """
 
 from __future__ import annotations
@@ -12,9 +20,18 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from fvp_harness.sim.params import PARAMETERS, ParameterError, coerce
+from fvp_harness.sim.params import BOARDS, PLATFORMS, ParameterError, coerce, parameters_of, platform_named
 
-__all__ = ["MODEL_NAME", "USAGE", "CmdlineError", "Options", "parse_args", "version_banner"]
+__all__ = [
+    "MODEL_NAME",
+    "USAGE",
+    "CmdlineError",
+    "Options",
+    "parse_args",
+    "platform_for_program",
+    "usage",
+    "version_banner",
+]
 
 MODEL_NAME = "FVP_Corstone-1000-A320"
 FAST_MODELS_VERSION = "11.30.27"
@@ -55,9 +72,46 @@ class Options:
     action: str = "run"  # run | help | version | list-params
     quiet: bool = False
     parent_pid: int = field(default_factory=os.getppid)  # the parent at start-up, for the parent-death watch
+    platform: str = "corstone1000"  # a params.PLATFORMS name
+
+    @property
+    def model_name(self) -> str:
+        """The real model's executable name (what ``--stat`` and ``--version`` call it)."""
+        return PLATFORMS[self.platform]
 
 
-def version_banner() -> str:
+def platform_for_program(argv0: str) -> str | None:
+    """The platform a program name plays (``FVP_Corstone_SSE-320`` -> ``corstone320``), or None."""
+    return platform_named(os.path.basename(argv0)) if argv0 else None
+
+
+def usage(platform: str = "corstone1000") -> str:
+    """The ``--help`` text of a platform."""
+    if platform == "corstone1000":
+        return USAGE
+    name = PLATFORMS[platform]
+    return f"""\
+Usage: {name} [OPTION]...
+A simulated {name} (fvp-harness sim): a bare-metal Cortex-M with an Ethos-U that runs one emulated
+arm_executor_runner (fvp-harness sim baremetal-runner). Options are those of a Fast Models FVP:
+
+  -C, --parameter NAME=VALUE      set a model parameter (repeatable); see --list-params
+  -f, --config-file FILE          read NAME=VALUE parameter lines from FILE
+  -a, --application [INST=]FILE   the application to run (an emulated arm_executor_runner)
+  --data [INST=]FILE@ADDR         load FILE into memory at ADDR (e.g. a model for an ET_MODEL_PTE_ADDR build)
+  --stat                          print statistics when the simulation ends
+  --timelimit N                   stop after N seconds of host time
+  --simlimit N                    stop after N seconds of simulated time
+  -l, --list-params               list every parameter with its default and exit
+  -q, --quiet                     accepted
+  --version                       print the version banner and exit
+  -h, --help                      print this help and exit
+  --platform NAME                 the platform to play (corstone1000, corstone300, corstone320)
+  --sim NAME=VALUE                simulator knob (also FVP_SIM_NAME=VALUE); see docs/simulator.md
+"""
+
+
+def version_banner(model_name: str = MODEL_NAME) -> str:
     """The ``--version`` text: a Fast Models style banner that says plainly it is a simulation."""
     try:
         from importlib.metadata import version
@@ -67,7 +121,7 @@ def version_banner() -> str:
         ours = "unknown"
     return (
         f"Fast Models [{FAST_MODELS_VERSION} (simulated by fvp-harness sim)]\n"
-        f"{MODEL_NAME} simulator from fvp-harness {ours}; not an Arm product.\n"
+        f"{model_name} simulator from fvp-harness {ours}; not an Arm product.\n"
     )
 
 
@@ -83,13 +137,23 @@ def _value(argv: list[str], i: int, opt: str) -> tuple[str, int]:
     return argv[i + 1], i + 2
 
 
+def _unquote(value: str) -> str:
+    """One pair of matching quotes around a value is dropped (an argv list passing ``'-'`` literally)."""
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    return value
+
+
 def _set_param(opts: Options, text: str) -> None:
     name, sep, value = text.partition("=")
     name = name.strip()
     if not sep:
         raise CmdlineError(f'Error: parameter "{text}" has no value (expected NAME=VALUE).')
+    value = value.strip()
+    if opts.platform in BOARDS:
+        value = _unquote(value)
     try:
-        opts.params[name] = coerce(name, value.strip())
+        opts.params[name] = coerce(name, value, parameters_of(opts.platform))
     except ParameterError as exc:
         raise CmdlineError(str(exc)) from None
     opts.given[name] = opts.params[name]
@@ -115,11 +179,34 @@ def _number(text: str, opt: str) -> float:
     return value
 
 
-def parse_args(argv: list[str]) -> Options:
-    """Parse a model command line (without the program name). Raises CmdlineError with the model's message."""
-    opts = Options(params={p.name: p.default for p in PARAMETERS.values()})
+def _platform_option(argv: list[str], platform: str) -> str:
+    """The ``--platform`` given anywhere on the command line (the last one wins), else ``platform``."""
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word == "--platform" or word.startswith("--platform="):
+            value, i = _value(argv, i, "--platform")
+            found = platform_named(value)
+            if found is None:
+                raise CmdlineError(f"Error: --platform {value}: not a simulated platform "
+                                   f"(known: {', '.join(PLATFORMS)}, or an executable name).")
+            platform = found
+        elif word in ("-C", "--parameter", "-f", "--config-file", "--data", "-a", "--application", "--timelimit",
+                      "--simlimit", "--sim"):
+            i += 2  # an option's separate value is never taken for --platform
+        else:
+            i += 1
+    return platform
+
+
+def parse_args(argv: list[str], platform: str = "corstone1000") -> Options:
+    """Parse a model command line (without the program name) for ``platform`` (a ``--platform`` option wins).
+    Raises CmdlineError with the model's message."""
+    platform = _platform_option(argv, platform)
+    table = parameters_of(platform)
+    opts = Options(params={p.name: p.default for p in table.values()}, platform=platform)
     # normalise the defaults the same way given values are normalised
-    opts.params = {name: coerce(name, value) for name, value in opts.params.items()}
+    opts.params = {name: coerce(name, value, table) for name, value in opts.params.items()}
     i = 0
     while i < len(argv):
         word = argv[i]
@@ -155,6 +242,8 @@ def parse_args(argv: list[str]) -> Options:
         elif head == "--sim":
             value, i = _value(argv, i, head)
             opts.sim.append(value)
+        elif head == "--platform":
+            _, i = _value(argv, i, head)  # read by _platform_option
         elif word == "--stat":
             opts.stat = True
             i += 1
@@ -171,7 +260,9 @@ def parse_args(argv: list[str]) -> Options:
             opts.action = "list-params"
             i += 1
         else:
-            raise CmdlineError(f"Error: unrecognised option '{word}'.\n{USAGE}")
+            raise CmdlineError(f"Error: unrecognised option '{word}'.\n{usage(platform)}")
+    if platform != "corstone1000":
+        return opts
     # Firmware the real model cannot start without. A missing MMC image is not an error: the slot stays empty
     # (meta-arm's A320 config passes board.msd_mmc.p_mmc_file=invalid.dat to boot without a card).
     for name in ("se.trustedBootROMloader.fname", "board.flash0.fname"):

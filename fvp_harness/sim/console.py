@@ -44,7 +44,7 @@ class Console:
         self._running = False
         self._last_cr = False
         self._thread = threading.Thread(target=self._main, name="console", daemon=True)
-        self.on_command: Callable[[int], None] = lambda n: None
+        self.on_command: Callable[[int, str], None] = lambda n, text: None
 
     def start(self) -> None:
         self._thread.start()
@@ -201,7 +201,7 @@ class Console:
             if text is None or not text.strip():
                 continue
             self.commands += 1
-            self.on_command(self.commands)
+            self.on_command(self.commands, text)
             if self.machine.halted.is_set():
                 raise _Stop
             io = IO(self.write, self.write, _ConsoleStdin(self), self.tty, self.tty)

@@ -22,12 +22,21 @@ Platform knobs (name, default: meaning; the workload's knobs are documented with
 - ``first_boot``, false: the Secure Enclave provisions keys and boots twice, as on a model's first run.
 - ``seed``, random: seed for noise and garbage, for reproducible fault tests.
 
+The bare-metal platforms (``--platform corstone300|corstone320``, ``baremetal.py``) use ``speed`` and
+``idle_ratio`` as above (they add no noise, so no ``seed``) and ``boot_seconds`` only when given (a wall-time delay
+before the application starts); the boot, terminal, network and ``fault_*`` knobs concern the Corstone-1000 only.
+Their emulated ``arm_executor_runner`` reads ``runner_fault`` (``hardfault=N``, ``hang[=N]``;
+``baremetal_artifact.parse_faults``), which overrides its build's ``--fault``.
+
 Fault knobs (``faults.py`` says exactly what each does):
 
 - ``fault_boot_hang``: a stage (tfm, tfa, optee, uboot, kernel, init, login); the boot stops in it.
 - ``fault_panic``: ``boot`` (kernel panic during boot) or N (panic when the Nth console command is entered).
 - ``fault_console_drop``: N; at the Nth console command host_terminal_0 drops its client, stops listening.
 - ``fault_crash``: ``boot`` or N; the process dies (exit status 139, no stop text, no --stat).
+- ``fault_count_matching``: TEXT; the N of the three knobs above counts only console command lines that contain
+  TEXT (e.g. ``--model_path``: the Nth runner start), so a fault strikes the same unit however many commands the
+  harness needs to deploy.
 - ``fault_slow_console``: bytes per second; host_terminal_0 delivers output no faster than this.
 - ``fault_garbage``: probability 0-1 per console output chunk of a few random non-text bytes mixed in.
 - ``fault_refuse_ssh``: true; forwarded ssh ports accept and immediately close every connection.
@@ -52,7 +61,7 @@ _KNOWN = {
     "boot_seconds", "boot_sim_seconds", "speed", "idle_ratio", "release", "kernel_noise_rate",
     "backlog_bytes",
     "line_max", "first_boot", "seed", "fault_boot_hang", "fault_panic", "fault_console_drop", "fault_crash",
-    "fault_slow_console", "fault_garbage", "fault_refuse_ssh", "fault_busy_ports",
+    "fault_slow_console", "fault_garbage", "fault_refuse_ssh", "fault_busy_ports", "fault_count_matching",
 }
 
 
@@ -117,6 +126,7 @@ class Knobs:
     fault_panic: int | None = None
     fault_console_drop: int | None = None
     fault_crash: int | None = None
+    fault_count_matching: str | None = None
     fault_slow_console: float = 0.0
     fault_garbage: float = 0.0
     fault_refuse_ssh: bool = False
@@ -185,6 +195,8 @@ def parse_knobs(environ: Mapping[str, str] | None = None, options: Iterable[str]
     k.fault_crash = _boot_or_n("fault_crash", get("fault_crash", ""))
     if get("fault_console_drop", "").strip():
         k.fault_console_drop = _int("fault_console_drop", raw["fault_console_drop"], 1)
+    if get("fault_count_matching", ""):
+        k.fault_count_matching = raw["fault_count_matching"]
     if "fault_slow_console" in raw:
         k.fault_slow_console = _float("fault_slow_console", raw["fault_slow_console"])
     if "fault_garbage" in raw:

@@ -1,5 +1,8 @@
-"""``fvp-sim`` / ``python -m fvp_harness.sim``: start a simulated FVP_Corstone-1000-A320 from a model command
-line.
+"""``fvp-sim`` / ``python -m fvp_harness.sim``: start a simulated FVP from a model command line.
+
+The FVP_Corstone-1000-A320 (Linux; ``model.py``) unless the program runs under a bare-metal model's executable
+name (a symlink or copy of the ``fvp-sim`` script named ``FVP_Corstone_SSE-300_Ethos-U55`` or
+``FVP_Corstone_SSE-320``) or is given ``--platform corstone300|corstone320`` (``baremetal.py``).
 
 Prints exactly what a model prints (port banners, stop text, --stat) on stdout; errors go to stderr with exit
 status 1, before anything is started. See docs/simulator.md for the knobs.
@@ -13,35 +16,54 @@ import os
 import signal
 import sys
 
-from fvp_harness.sim.cmdline import USAGE, CmdlineError, parse_args, version_banner
-from fvp_harness.sim.knobs import KnobError, parse_knobs
-from fvp_harness.sim.params import format_listing
+from fvp_harness.sim.cmdline import CmdlineError, Options, parse_args, platform_for_program, usage, version_banner
+from fvp_harness.sim.knobs import KnobError, Knobs, parse_knobs
+from fvp_harness.sim.params import format_listing, parameters_of
 
 __all__ = ["main"]
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, program: str | None = None) -> int:
     """Run the model; returns the exit status for a console script (never returns after SIGTERM or a
-    crash)."""
+    crash). ``program`` is the name it runs under (default: ``sys.argv[0]`` when ``argv`` is not given)."""
     args = sys.argv[1:] if argv is None else argv
+    name = (sys.argv[0] if argv is None else "") if program is None else program
     parent = os.getppid()  # first thing: the parent may die while the heavy modules load
     try:
-        opts = parse_args(args)
+        opts = parse_args(args, platform_for_program(name) or "corstone1000")
         opts.parent_pid = parent
         if opts.action == "help":
-            sys.stdout.write(USAGE)
+            sys.stdout.write(usage(opts.platform))
             return 0
         if opts.action == "version":
-            sys.stdout.write(version_banner())
+            sys.stdout.write(version_banner(opts.model_name))
             return 0
         if opts.action == "list-params":
-            sys.stdout.write(format_listing())
+            sys.stdout.write(format_listing(parameters_of(opts.platform)))
             return 0
         knobs = parse_knobs(os.environ, opts.sim)
     except (CmdlineError, KnobError) as exc:
         sys.stderr.write(f"{exc}\n" if str(exc).startswith("Error") else f"Error: {exc}\n")
         return 1
 
+    if opts.platform != "corstone1000":
+        from fvp_harness.sim.baremetal import run_baremetal  # late: numpy loads only when a model runs
+
+        status = run_baremetal(opts, knobs)
+    else:
+        status = _run_corstone1000(opts, knobs)
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+    if status < 0:
+        signal.signal(-status, signal.SIG_DFL)
+        os.kill(os.getpid(), -status)
+    # worker threads (console, ssh exec, a bare-metal application) may still sit in a guest program; they must
+    # not keep the process alive
+    os._exit(status)
+
+
+def _run_corstone1000(opts: Options, knobs: Knobs) -> int:
+    """The Linux platform: returns the exit status (negative: the signal that ends the process)."""
     from fvp_harness.sim.model import SimulatedModel  # late: asyncssh is slow to import, --help should not wait
 
     model = SimulatedModel(opts, knobs)
@@ -51,14 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         status = 0
     finally:
         model.fs.cleanup()
-    with contextlib.suppress(Exception):
-        sys.stdout.flush()
-    if status < 0:
-        signal.signal(-status, signal.SIG_DFL)
-        os.kill(os.getpid(), -status)
-    # worker threads (console, ssh exec) may still sit in a guest program; they must not keep the process
-    # alive
-    os._exit(status)
+    return status
 
 
 if __name__ == "__main__":

@@ -59,6 +59,7 @@ class SimulatedModel:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._files: list[BinaryIO] = []
         self._tasks: list[asyncio.Task[None]] = []
+        self._matching_commands = 0
 
     # -- output on the model's stdout ------------------------------------------------------------------------
 
@@ -276,9 +277,15 @@ class SimulatedModel:
             if self.machine.kernel_t0 and not self.machine.halted.is_set():
                 self.machine.printk(self.rng.choice(bootmod.KERNEL_NOISE), level=4, inject=True)
 
-    def _on_command(self, n: int) -> None:
-        """Console command faults, checked as the Nth command line starts (console thread)."""
+    def _on_command(self, n: int, text: str) -> None:
+        """Console command faults, checked as the Nth command line starts (console thread); with
+        ``fault_count_matching`` N counts only the lines that contain its text."""
         k = self.knobs
+        if k.fault_count_matching is not None:
+            if k.fault_count_matching not in text:
+                return
+            self._matching_commands += 1
+            n = self._matching_commands
         if k.fault_crash == n:
             self.crash()
         if k.fault_panic == n:

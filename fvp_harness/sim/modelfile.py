@@ -30,7 +30,10 @@ Model file (all integers little-endian)::
 
 The JSON header also carries the delegate's compile specs that change what the runtime prints:
 ``"compile_specs": {"ethosu.enable_cycle_counter": true|false}`` (upstream's key, default true as in
-EthosUBackend_Cortex_A.cpp; files written before the key existed read as true).
+EthosUBackend_Cortex_A.cpp; files written before the key existed read as true), and, when ``fvp-harness sim model``
+ran Vela, ``"vela": {...}``: Vela's estimate for the model (``vela_estimate.py`` documents it; the NPU cycle
+counter is its ``cycles``). The key is optional, so the format version stays 1: files without it (older ones, or
+made without Vela) count with ``npu.py``'s analytic model.
 
 Runner artifact (stands in for a cross-compiled ``executor_runner`` build)::
 
@@ -73,8 +76,10 @@ from typing import Any
 
 import numpy as np
 
+from fvp_harness.sim.accelerator import Accelerator, Family, parse_accelerator
 from fvp_harness.sim.inference import LayerQuant, float_layer, quantize_multiplier, window_size
 from fvp_harness.sim.models import Architecture, Layer
+from fvp_harness.sim.vela_estimate import VelaEstimate
 
 __all__ = [
     "DRIVER_MODES",
@@ -269,6 +274,14 @@ class CompiledModel:
     extra: dict[str, Any] = field(default_factory=dict)
     cycle_counter: bool = True
     """The ``ethosu.enable_cycle_counter`` compile spec: the delegate prints its cycle counter per inference."""
+    family: Family = "ethos-u85"
+    """The NPU family compiled for (``num_macs`` is the MAC count); ``accelerator`` joins the two."""
+    vela: VelaEstimate | None = None
+    """Vela's estimate for this model (``vela_cycles.estimate_model``); None: ``npu.py``'s model counts."""
+
+    @property
+    def accelerator(self) -> Accelerator:
+        return Accelerator(self.family, self.num_macs)
 
     @property
     def input_quant(self) -> tuple[float, int]:
@@ -302,19 +315,29 @@ def _clamp(relu: bool, zero_point: int) -> tuple[int, int]:
 
 
 def compile_model(
-    arch: Architecture, seed: int = 0, num_macs: int = 256, cycle_counter: bool = True
+    arch: Architecture,
+    seed: int = 0,
+    num_macs: int = 256,
+    cycle_counter: bool = True,
+    accelerator: Accelerator | str | None = None,
 ) -> CompiledModel:
-    """Quantise ``arch`` with seeded weights for an Ethos-U85 with ``num_macs`` MACs (``cycle_counter``: the
-    ``ethosu.enable_cycle_counter`` compile spec).
+    """Quantise ``arch`` with seeded weights for an Ethos-U85 with ``num_macs`` MACs, or for ``accelerator``
+    (e.g. ``ethos-u55-128``; it overrides ``num_macs``) (``cycle_counter``: the ``ethosu.enable_cycle_counter``
+    compile spec).
 
     Weights are He-initialised (so activations keep their magnitude through the depth), quantised
     symmetrically per output channel; activation ranges come from float passes over seeded calibration inputs
     (post-training quantisation, as a real flow does with a representative dataset).
     """
-    if num_macs not in SUPPORTED_MACS:
-        raise ValueError(
-            f"num_macs {num_macs} is not an Ethos-U85 configuration ({', '.join(map(str, SUPPORTED_MACS))})"
-        )
+    if isinstance(accelerator, str):
+        accelerator = parse_accelerator(accelerator)
+    if accelerator is None:
+        if num_macs not in SUPPORTED_MACS:
+            raise ValueError(
+                f"num_macs {num_macs} is not an Ethos-U85 configuration ({', '.join(map(str, SUPPORTED_MACS))})"
+            )
+        accelerator = Accelerator("ethos-u85", num_macs)
+    num_macs = accelerator.num_macs
     rng = np.random.default_rng([seed, 0xE7])
     in_scale, in_zp = INPUT_SCALE, 0
     tensors: dict[str, tuple[float, int]] = {arch.input_name: (in_scale, in_zp)}
@@ -345,7 +368,12 @@ def compile_model(
             float_layer(layer, [floats[name][k] for name in layer.inputs], w_deq, b_deq)
             for k in range(CALIBRATION_SAMPLES)
         ]
-        out_scale, out_zp = _activation_quant(np.stack(outs))
+        if layer.kind == "avgpool":
+            # ExecuTorch's Arm quantizer shares avg_pool's input qparams with its output (an average stays in
+            # its input's range), which is also what TFLite's AVERAGE_POOL_2D requires (sim/tflite_export.py)
+            out_scale, out_zp = in_q[0]
+        else:
+            out_scale, out_zp = _activation_quant(np.stack(outs))
         tensors[layer.output] = (out_scale, out_zp)
         floats[layer.output] = outs
         act_min, act_max = _clamp(layer.relu, out_zp)
@@ -364,7 +392,15 @@ def compile_model(
             m, s = quantize_multiplier(in_q[0][0] / (out_scale * window_size(layer)))
             quant[layer.name] = LayerQuant(in_zps, out_zp, act_min, act_max, m, s)
     return CompiledModel(
-        arch, seed, num_macs, quant, tensors, schedule_layers(arch), sizes_of(arch), cycle_counter=cycle_counter
+        arch,
+        seed,
+        num_macs,
+        quant,
+        tensors,
+        schedule_layers(arch),
+        sizes_of(arch),
+        cycle_counter=cycle_counter,
+        family=accelerator.family,
     )
 
 
@@ -412,7 +448,7 @@ def encode_model(model: CompiledModel) -> bytes:
         "model": arch.name,
         "description": arch.description,
         "seed": model.seed,
-        "npu": {"accelerator": f"ethos-u85-{model.num_macs}", "num_macs": model.num_macs},
+        "npu": {"accelerator": model.accelerator.name, "num_macs": model.num_macs},
         "compile_specs": {CYCLE_COUNTER_SPEC: bool(model.cycle_counter)},
         "input": {
             "name": arch.input_name,
@@ -436,6 +472,8 @@ def encode_model(model: CompiledModel) -> bytes:
         "tensors": {name: {"scale": s, "zero_point": zp} for name, (s, zp) in model.tensors.items()},
         "layers": layers_json,
     }
+    if model.vela is not None:
+        header["vela"] = model.vela.to_dict()
     header_bytes = json.dumps(header, separators=(",", ":")).encode()
     header_bytes += b" " * (_align(len(header_bytes)) - len(header_bytes))
     fixed = _MODEL_HEADER.pack(
@@ -527,6 +565,20 @@ def decode_model(data: bytes) -> CompiledModel:
     tensors = {name: (float(t["scale"]), int(t["zero_point"])) for name, t in header["tensors"].items()}
     sizes = Sizes(**{k: int(v) for k, v in header["sizes"].items()})
     specs = header.get("compile_specs") or {}
+    try:
+        accelerator = parse_accelerator(str(header["npu"].get("accelerator", f"ethos-u85-{macs}")))
+    except ValueError as exc:
+        raise ModelFileError(f"model file names an unknown NPU: {exc}") from exc
+    vela = None
+    if header.get("vela") is not None:
+        try:
+            vela = VelaEstimate.from_dict(header["vela"])
+        except (ValueError, TypeError, AttributeError) as exc:
+            raise ModelFileError(f"model file header: {exc}") from exc
+        if vela.accelerator != accelerator.name:
+            raise ModelFileError(
+                f"model file header: the vela estimate is for {vela.accelerator}, the model for {accelerator.name}"
+            )
     return CompiledModel(
         arch,
         int(header["seed"]),
@@ -537,6 +589,8 @@ def decode_model(data: bytes) -> CompiledModel:
         sizes,
         extra={"npu": header["npu"]},
         cycle_counter=bool(specs.get(CYCLE_COUNTER_SPEC, True)),
+        family=accelerator.family,
+        vela=vela,
     )
 
 

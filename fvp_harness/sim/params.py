@@ -1,26 +1,38 @@
-"""The model's parameter table: every ``-C name=value`` the simulated FVP_Corstone-1000-A320 accepts.
+"""The models' parameter tables: every ``-C name=value`` each simulated FVP accepts.
 
 A real model rejects a parameter it does not know, which is what catches a scenario typo early; so the
-simulator keeps an explicit table (name, type, default, description) instead of accepting anything. Parameters
-that change behaviour are marked in their description; the others are accepted and recorded
+simulator keeps an explicit table (name, type, default, description) per platform instead of accepting anything.
+Parameters that change behaviour are marked in their description; the others are accepted and recorded
 (``GuestContext.params``) so scenarios written for the real model run unchanged.
+
+Platforms (``PLATFORMS``): ``corstone1000`` (FVP_Corstone-1000-A320, the Linux platform: ``PARAMETERS``) and the
+bare-metal ``corstone300`` (FVP_Corstone_SSE-300_Ethos-U55) and ``corstone320`` (FVP_Corstone_SSE-320), whose
+``Board`` descriptions carry their tables with the parameter names ExecuTorch's ``backends/arm/scripts/run_fvp.sh``
+and ``backends/arm/test/runner_utils.py`` pass (``mps3_board.*``/``ethosu.*``/``cpu0.*`` on Corstone-300,
+``mps4_board.*``/``mps4_board.subsystem.*``/``vis_hdlcd.*`` on Corstone-320).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 __all__ = [
+    "BOARDS",
     "MMC_CARDS",
     "NETWORK_DEVICES",
     "PARAMETERS",
+    "PLATFORMS",
     "TERMINALS",
+    "Board",
     "NetworkDevice",
     "Parameter",
     "ParameterError",
     "Terminal",
     "coerce",
     "format_listing",
+    "parameters_of",
+    "platform_named",
 ]
 
 
@@ -36,6 +48,8 @@ class Parameter:
     type: str
     default: str
     description: str
+    choices: tuple[str, ...] = ()
+    """The only values the model takes (normalised text), when it has such a list (e.g. an NPU's MAC counts)."""
 
 
 @dataclass(frozen=True)
@@ -173,16 +187,157 @@ def _build() -> dict[str, Parameter]:
 
 PARAMETERS: dict[str, Parameter] = _build()
 
+
+# --- the bare-metal Corstone platforms (Cortex-M + Ethos-U, one application per launch) ------------------------
+
+
+@dataclass(frozen=True)
+class Board:
+    """A bare-metal Corstone FVP: its executable name, parameter prefixes, NPU and parameter table.
+
+    ``cpu`` and ``ethosu`` are the parameter prefixes of the Cortex-M and the Ethos-U (``cpu`` is also the
+    ``--stat`` label), ``board`` the MPS3/MPS4 board's (UARTs, telnet terminals, visualisation).
+    ``cpu_clock_hz`` turns the application's instructions (one per tick, as an FVP issues them) and the NPU's
+    cycles into simulated time; it is the core clock ExecuTorch's default Vela system config assumes for the
+    platform (Ethos_U55_High_End_Embedded 500 MHz, Ethos_U85_SYS_DRAM_Mid 1 GHz), not a measured FVP clock.
+    """
+
+    name: str
+    executable: str
+    cpu: str
+    ethosu: str
+    board: str
+    npu_family: str
+    npu_macs: tuple[int, ...]
+    default_macs: int
+    cpu_clock_hz: int
+    parameters: dict[str, Parameter]
+    terminals: tuple[str, ...] = ("telnetterminal0", "telnetterminal1", "telnetterminal2", "telnetterminal5")
+
+    @property
+    def uart0(self) -> str:
+        """Prefix of the UART the application's stdout and stderr go to (``<board>.uart0``)."""
+        return f"{self.board}.uart0"
+
+
+def _board_params(board: str, cpu: str, ethosu: str, family: str, macs: tuple[int, ...], default_macs: int,
+                  extra: list[Parameter]) -> dict[str, Parameter]:
+    """The parameters one bare-metal platform takes: its CPU's semihosting, the Ethos-U, the board's UARTs and
+    telnet terminals, plus ``extra`` (what only that platform has)."""
+    table = [
+        Parameter(f"{cpu}.semihosting-enable", "bool", "0",
+                  "Semihosting: the application reads and writes host files (relative to semihosting-cwd) and its "
+                  "stdout/stderr and exit() go to the model instead of the UART."),
+        Parameter(f"{cpu}.semihosting-cmd_line", "string", "",
+                  "The application's command line (argv), as SYS_GET_CMDLINE returns it; cut after 256 "
+                  "characters."),
+        Parameter(f"{cpu}.semihosting-cwd", "string", "",
+                  "Host directory relative semihosting paths start from (default: the model's working directory)."),
+        Parameter(f"{cpu}.semihosting-heap_base", "int", "0", "Semihosting heap base. Accepted."),
+        Parameter(f"{cpu}.semihosting-heap_limit", "int", "0", "Semihosting heap limit. Accepted."),
+        Parameter(f"{cpu}.semihosting-stack_base", "int", "0", "Semihosting stack base. Accepted."),
+        Parameter(f"{cpu}.semihosting-stack_limit", "int", "0", "Semihosting stack limit. Accepted."),
+        Parameter(f"{cpu}.semihosting-Thumb_SVC", "int", "171", "Semihosting BKPT immediate (0xAB). Accepted."),
+        Parameter(f"{cpu}.FPU", "bool", "1", "Floating-point unit present. Accepted."),
+        Parameter(f"{cpu}.MVE", "int", "2", "M-profile vector extension (0 none, 1 integer, 2 integer+float). "
+                  "Accepted."),
+        Parameter(f"{ethosu}.num_macs", "int", str(default_macs),
+                  f"{family} MACs per cycle (valid values: {', '.join(map(str, macs))}); a model compiled for "
+                  "another configuration fails in the Ethos-U driver.",
+                  choices=tuple(map(str, macs))),
+        Parameter(f"{ethosu}.extra_args", "string", "",
+                  "Extra arguments of the NPU model (--fast, --pmu-trace FILE). Accepted; the simulator's NPU "
+                  "cycles do not change with them."),
+        Parameter(f"{board}.visualisation.disable-visualisation", "bool", "0",
+                  "Disable the board's LCD/visualisation window. Accepted (the simulator opens none)."),
+        Parameter(f"{board}.DISABLE_GATING", "bool", "0", "Disable the board's clock gating. Accepted."),
+    ]
+    for i, terminal in enumerate(("telnetterminal0", "telnetterminal1", "telnetterminal2", "telnetterminal5")):
+        p = f"{board}.{terminal}"
+        table += [
+            Parameter(f"{p}.start_telnet", "bool", "1",
+                      "Launch a telnet client on the port. The simulator opens no terminal sockets and launches "
+                      "nothing; it prints the port line as the model does."),
+            Parameter(f"{p}.mode", "string", "telnet", "Terminal mode ('telnet' or 'raw'). Accepted."),
+            Parameter(f"{p}.start_port", "int", str(5000 + i), "First TCP port of the terminal (printed only)."),
+            Parameter(f"{p}.quiet", "bool", "0", "Do not print the 'Listening for serial connection' line."),
+            Parameter(f"{p}.terminal_command", "string", "", "Command that launches a terminal. Accepted."),
+        ]
+    for uart in ("uart0", "uart1", "uart2"):
+        p = f"{board}.{uart}"
+        table += [
+            Parameter(f"{p}.out_file", "string", "",
+                      "Copy the UART's output to this file; '-' means the model's stdout."
+                      + (" The application's stdout and stderr are on this UART." if uart == "uart0" else "")),
+            Parameter(f"{p}.in_file", "string", "", "Feed this file to the UART's input. Accepted."),
+            Parameter(f"{p}.unbuffered_output", "bool", "0", "Flush out_file after every character. Accepted."),
+            Parameter(f"{p}.shutdown_on_eot", "bool", "0",
+                      "Stop the simulation when the UART sends an EOT character (0x04)."),
+            Parameter(f"{p}.shutdown_tag", "string", "",
+                      "Stop the simulation when the UART's output contains this text."),
+        ]
+    table += extra
+    return {p.name: p for p in table}
+
+
+_U55_MACS = (32, 64, 128, 256)
+_U85_MACS = (128, 256, 512, 1024, 2048)
+
+BOARDS: dict[str, Board] = {
+    "corstone300": Board(
+        "corstone300", "FVP_Corstone_SSE-300_Ethos-U55", "cpu0", "ethosu", "mps3_board", "ethos-u55", _U55_MACS,
+        128, 500_000_000,
+        _board_params("mps3_board", "cpu0", "ethosu", "Ethos-U55", _U55_MACS, 128, [
+            Parameter("cpu0.CFGITCMSZ", "int", "9", "ITCM size configuration. Accepted."),
+            Parameter("cpu0.CFGDTCMSZ", "int", "10", "DTCM size configuration. Accepted."),
+        ]),
+    ),
+    "corstone320": Board(
+        "corstone320", "FVP_Corstone_SSE-320", "mps4_board.subsystem.cpu0", "mps4_board.subsystem.ethosu",
+        "mps4_board", "ethos-u85", _U85_MACS, 256, 1_000_000_000,
+        _board_params("mps4_board", "mps4_board.subsystem.cpu0", "mps4_board.subsystem.ethosu", "Ethos-U85",
+                      _U85_MACS, 256, [
+            Parameter("vis_hdlcd.disable_visualisation", "bool", "0",
+                      "Disable the HDLCD visualisation window. Accepted (the simulator opens none)."),
+        ]),
+    ),
+}
+"""The bare-metal platforms by name."""
+
+PLATFORMS: dict[str, str] = {
+    "corstone1000": "FVP_Corstone-1000-A320",
+    **{name: board.executable for name, board in BOARDS.items()},
+}
+"""Every platform the simulator plays: name -> the real model's executable name."""
+
+
+def parameters_of(platform: str) -> dict[str, Parameter]:
+    """The parameter table of a platform (``PLATFORMS`` name)."""
+    board = BOARDS.get(platform)
+    return PARAMETERS if board is None else board.parameters
+
+
+def platform_named(text: str) -> str | None:
+    """The platform a name stands for: a ``PLATFORMS`` name (any case) or a real executable name (exactly, the
+    way a stand-in executable or a symlink is named); None when it is neither."""
+    if text.lower() in PLATFORMS:
+        return text.lower()
+    for name, executable in PLATFORMS.items():
+        if text == executable:
+            return name
+    return None
+
 _TRUE = {"1", "true", "TRUE", "True"}
 _FALSE = {"0", "false", "FALSE", "False"}
 
 
-def coerce(name: str, value: str) -> str:
-    """Check ``value`` against the parameter's type and return its normalised text (bools become '1'/'0').
+def coerce(name: str, value: str, table: Mapping[str, Parameter] | None = None) -> str:
+    """Check ``value`` against the parameter's type (and choices) in ``table`` (default: the Corstone-1000's) and
+    return its normalised text (bools become '1'/'0').
 
     Raises ParameterError for an unknown name or a value of the wrong type, with the message the model prints.
     """
-    param = PARAMETERS.get(name)
+    param = (PARAMETERS if table is None else table).get(name)
     if param is None:
         raise ParameterError(f'Error: Parameter "{name}" not found in the model (see --list-params).')
     if param.type == "bool":
@@ -193,18 +348,25 @@ def coerce(name: str, value: str) -> str:
         raise ParameterError(f'Error: Parameter "{name}": "{value}" is not a valid bool (true/false, 1/0).')
     if param.type == "int":
         try:
-            return str(int(value, 0))
+            text = str(int(value, 0))
         except ValueError:
             raise ParameterError(f'Error: Parameter "{name}": "{value}" is not a valid int.') from None
+        if param.choices and text not in param.choices:
+            raise ParameterError(
+                f'Error: Parameter "{name}": {text} is not a valid value (valid values: {", ".join(param.choices)}).'
+            )
+        return text
     return value
 
 
-def format_listing() -> str:
-    """The ``--list-params`` text: ``name=default  # (type, init-time) default = '...' : description`` per
-    line, the shape real models print, so it can be parsed the same way."""
-    width = max(len(f"{p.name}={p.default}") for p in PARAMETERS.values()) + 2
+def format_listing(table: Mapping[str, Parameter] | None = None) -> str:
+    """The ``--list-params`` text of ``table`` (default: the Corstone-1000's): ``name=default  # (type,
+    init-time) default = '...' : description`` per line, the shape real models print, so it can be parsed the
+    same way."""
+    params = PARAMETERS if table is None else table
+    width = max(len(f"{p.name}={p.default}") for p in params.values()) + 2
     lines = []
-    for p in PARAMETERS.values():
+    for p in params.values():
         head = f"{p.name}={p.default}".ljust(width)
         lines.append(f"{head}# ({p.type:<6}, init-time) default = '{p.default}' : {p.description}")
     return "\n".join(lines) + "\n"

@@ -139,7 +139,7 @@ from fvp_harness.sim.modelfile import (
     is_runner,
     model_file_size,
 )
-from fvp_harness.sim.npu import NPU_CLOCK_HZ, inference_cycles
+from fvp_harness.sim.npu import NPU_CLOCK_HZ, model_cycles
 
 __all__ = [
     "EXIT_ABORT",
@@ -683,6 +683,35 @@ def _noise_from_knobs(knobs: Mapping[str, str]) -> _Noise:
     )
 
 
+def _slowdown(knobs: Mapping[str, str], model: str, driver: str) -> float:
+    """The ``runner_slowdown`` knob's factor on the driver's CPU time: comma-separated ``[DRIVER:][MODEL=]FACTOR``
+    items, ``DRIVER`` a build's driver mode (``reuse`` or ``per-inference``), ``MODEL`` an architecture name; the
+    most specific item that matches wins, 1 when none does. ``reuse:resnet8=1.2`` makes the reuse build 20 % slower
+    on resnet8 only: how a test makes one build slower for one model (a regression to find in a history of runs)
+    without a second runner build; ``1.1`` slows every build and model (a platform that moved)."""
+    text = (knobs.get("runner_slowdown") or "").strip()
+    if not text:
+        return 1.0
+    factors: dict[tuple[str, str], str] = {}
+    for item in text.split(","):
+        scope, colon, rest = item.partition(":")
+        mode, rest = (scope.strip(), rest) if colon else ("*", scope)
+        name, sep, value = rest.partition("=")
+        factors[(mode, name.strip() if sep else "*")] = (value if sep else name).strip()
+    chosen = next((factors[key] for key in ((driver, model), ("*", model), (driver, "*"), ("*", "*"))
+                   if key in factors), None)
+    if chosen is None:
+        return 1.0
+    try:
+        factor = float(chosen)
+    except ValueError:
+        raise UsageError(f"knob runner_slowdown: {chosen!r} is not a number (e.g. 1.2, resnet8=1.2 or "
+                         "reuse:resnet8=1.2)") from None
+    if not 0.1 <= factor <= 100.0:
+        raise UsageError(f"knob runner_slowdown: {factor} is outside 0.1..100")
+    return factor
+
+
 # --- ET_LOG -----------------------------------------------------------------------------------------------------
 
 
@@ -1144,10 +1173,10 @@ def _run_main(ctx: guest_programs.GuestContext, run: Callable[[guest_programs.Gu
 
 
 def _mismatch(model: CompiledModel, npu_macs: int) -> str | None:
-    if model.num_macs == npu_macs:
+    if model.num_macs == npu_macs and model.family == "ethos-u85":
         return None
     return (
-        f"network compiled for ethos-u85-{model.num_macs} ({model.num_macs} MACs) but the NPU is "
+        f"network compiled for {model.accelerator} ({model.num_macs} MACs) but the NPU is "
         f"ethos-u85-{npu_macs} ({npu_macs} MACs): recompile the model for this configuration "
         f"(fvp-harness sim model --macs {npu_macs}) or run with -C host.ethosu.num_macs={model.num_macs}"
     )
@@ -1186,7 +1215,7 @@ class _EthosU:
         total = self.noisy(run.ctx, program + method)
         self.program_ms, self.load_ms = total * program / (program + method), total * method / (program + method)
         run.spend(self.program_ms / 1000.0)
-        self.cycles = inference_cycles(model.arch.layers, model.schedule, model.num_macs)
+        self.cycles = model_cycles(model)
 
     def _address(self, size: int) -> str:
         base = 0xFFFF80000000 if size >= MMAP_THRESHOLD else 0xAAAAC0000000
@@ -1220,7 +1249,8 @@ class _EthosU:
             log.at("E", sites["npu_timed_out"], f"Ethos-U inference timed out after {NPU_TIMEOUT_NS} ns")
             raise DelegateError(INVALID_STATE)
         output = run_model(model.arch, model.quant, x)
-        cpu_ms = self.noisy(ctx, DRIVER_COSTS.execute_ms(self.sizes, self.artifact.driver))
+        cpu_ms = self.noisy(ctx, DRIVER_COSTS.execute_ms(self.sizes, self.artifact.driver)) * _slowdown(
+            ctx.knobs, model.arch.name, self.artifact.driver)
         npu_ms = self.cycles / NPU_CLOCK_HZ * 1000.0
         run.spend((cpu_ms + npu_ms + RUNNER_OVERHEAD_MS) / 1000.0, cpu_ms / 1000.0)
         if model.cycle_counter:

@@ -7,7 +7,10 @@ makers live with it; ``fvp_harness/cli/verb_sim.py`` only forwards the arguments
     sim runner --driver per-inference|reuse [--build-id TEXT] [--cpu-time-report] [--log-generation current|old]
                [--fault SPEC] -o FILE
     sim vgf-runner [--build-id TEXT] [--no-io-stats] -o FILE   (VGF benchmark mode: fvp_harness/sim/vgf_runner.py)
-    sim model NAME -o FILE [--seed N] [--macs 256] [--no-cycle-counter]
+    sim baremetal-runner -o FILE [--pte MODEL | --pte-addr ADDR | --semihosting] [--target CONFIG]
+               [--iterations N] [--etdump] [--fault SPEC] ...   (Corstone-300/320: sim/baremetal_artifact.py)
+    sim model NAME -o FILE [--seed N] [--macs 256] [--no-cycle-counter] [--tflite PATH|--no-tflite]
+              [--npu-cycles auto|vela|analytic] [--vela-dir DIR] ...   (fvp_harness/sim/vela_tool.py)
     sim input NAME -o FILE [--seed N]
     sim info FILE                      (what a model or runner file holds, with NPU cycles and driver costs)
 
@@ -30,6 +33,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from fvp_harness.sim import baremetal_artifact, vela_tool
 from fvp_harness.sim.driver_cost import DEFAULT as DRIVER_COSTS
 from fvp_harness.sim.driver_cost import DriverSizes
 from fvp_harness.sim.modelfile import (
@@ -48,7 +52,8 @@ from fvp_harness.sim.modelfile import (
     make_input,
 )
 from fvp_harness.sim.models import ARCHITECTURES, get_architecture
-from fvp_harness.sim.npu import inference_cycles
+from fvp_harness.sim.npu import cycle_source, model_cycles
+from fvp_harness.sim.vela_estimate import vela_summary
 from fvp_harness.sim.vgf_runner import add_tool_parser, artifact_info, is_vgf_runner, make_tool_artifact
 
 __all__ = ["build_parser", "main"]
@@ -101,6 +106,7 @@ def build_parser(prog: str = "fvp-harness sim") -> argparse.ArgumentParser:
     runner.add_argument("-o", "--output", required=True, type=Path, help="file to write")
 
     add_tool_parser(sub)
+    baremetal_artifact.add_tool_parser(sub)
 
     model = sub.add_parser("model", help="'compile' a network into a simulator model file")
     model.add_argument("name", choices=sorted(ARCHITECTURES))
@@ -114,12 +120,20 @@ def build_parser(prog: str = "fvp-harness sim") -> argparse.ArgumentParser:
         help="Ethos-U85 configuration compiled for (default 256, i.e. ethos-u85-256)",
     )
     model.add_argument(
+        "--accelerator",
+        default=None,
+        metavar="CONFIG",
+        help="NPU configuration compiled for, as Vela spells it (ethos-u55-32..256, ethos-u85-128..2048); "
+        "overrides --macs",
+    )
+    model.add_argument(
         "--cycle-counter",
         action=argparse.BooleanOptionalAction,
         default=True,
         help="the ethosu.enable_cycle_counter compile spec: the delegate prints 'Ethos-U Linux delegate cycle "
         "counter: N' per inference (default on)",
     )
+    vela_tool.add_arguments(model)  # --tflite, --npu-cycles, --vela-*: the TFLite file and Vela's estimate
 
     inputs = sub.add_parser("input", help="a seeded raw int8 input file of the network's input shape")
     inputs.add_argument("name", choices=sorted(ARCHITECTURES))
@@ -143,6 +157,8 @@ def _write(path: Path, data: bytes, executable: bool = False) -> None:
 
 def _info(path: Path) -> dict[str, object]:
     data = path.read_bytes()
+    if baremetal_artifact.is_baremetal_artifact(data):
+        return baremetal_artifact.artifact_info(path, data)
     if is_vgf_runner(data):
         return artifact_info(path, data)
     if is_runner(data):
@@ -164,14 +180,16 @@ def _info(path: Path) -> dict[str, object]:
             "kind": "model",
             "model": model.arch.name,
             "seed": model.seed,
-            "npu": f"ethos-u85-{model.num_macs}",
+            "npu": model.accelerator.name,
             "cycle_counter": model.cycle_counter,
             "params": model.arch.params,
             "macs": model.arch.macs,
             "input_shape": [1, *model.arch.input_shape],
             "output_shape": [1, *model.arch.output_shape],
             "sizes": model.sizes.to_dict(),
-            "npu_cycles": inference_cycles(model.arch.layers, model.schedule, model.num_macs),
+            "npu_cycles": model_cycles(model),
+            "npu_cycles_source": cycle_source(model),
+            **({"vela": vela_summary(model.vela)} if model.vela is not None else {}),
             "cpu_ms": {mode: round(DRIVER_COSTS.execute_ms(sizes, mode), 4) for mode in DRIVER_MODES},
         }
     raise ModelFileError(f"{path} is neither a simulator model file nor a runner artifact")
@@ -204,19 +222,27 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
                 f"{args.output}: executor_runner build (driver {args.driver}, {', '.join(extras)}), "
                 f"{len(data)} bytes\n"
             )
+        elif args.what == "baremetal-runner":
+            return baremetal_artifact.make_tool_artifact(args, out, err)
         elif args.what == "vgf-runner":
             return make_tool_artifact(args, out)
         elif args.what == "model":
             arch = get_architecture(args.name)
-            model = compile_model(arch, args.seed, args.macs, args.cycle_counter)
+            try:
+                model = compile_model(arch, args.seed, args.macs, args.cycle_counter, accelerator=args.accelerator)
+            except ValueError as exc:
+                err.write(f"fvp-harness sim model: {exc}\n")
+                return 2
+            model, notes = vela_tool.apply(args, model, _write)
             data = encode_model(model)
             _write(args.output, data)
             s = model.sizes
             out.write(
-                f"{args.output}: {arch.name} for ethos-u85-{args.macs}, seed {args.seed}, {len(data)} bytes "
+                f"{args.output}: {arch.name} for {model.accelerator}, seed {args.seed}, {len(data)} bytes "
                 f"(command stream {s.command_stream} B, weights {s.weights} B, scratch {s.scratch} B, "
                 f"input {s.input} B, output {s.output} B){'' if args.cycle_counter else ', cycle counter off'}\n"
             )
+            out.write("".join(f"  {note}\n" for note in notes))
         elif args.what == "input":
             arch = get_architecture(args.name)
             data = make_input(arch, args.seed).tobytes()
@@ -227,7 +253,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
             )
         else:
             out.write(json.dumps(_info(args.file), indent=2) + "\n")
-    except (OSError, ModelFileError) as exc:
+    except (OSError, ModelFileError, vela_tool.VelaFailed) as exc:
         err.write(f"fvp-harness sim {args.what}: {exc}\n")
         return 1
     return 0

@@ -42,9 +42,11 @@ except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
 __all__ = [
+    "COMPARE_DIR",
     "DEFAULT_RESULTS_BASE",
     "FETCHED_DIR",
     "HARNESS_JSON_FILES",
+    "HISTORY_DIR",
     "KEY_METADATA",
     "LOCK_FILE",
     "LOGS_DIR",
@@ -99,6 +101,12 @@ REPORT_FILE_PATTERNS: tuple[str, ...] = ("report.*", "vgf_report.*")
 RUNS_DIR = "runs"
 """``runs/<run id>/``: the earlier runs of a scenario folder, each a complete results folder of its own. The
 scenario folder itself always holds the newest run, so ``results/<stem>/report.md`` is the latest report."""
+COMPARE_DIR = "compare"
+"""``<scenario folder>/compare/<A>-vs-<B>/``: where ``fvp-harness compare`` writes a report of two stored runs unless
+told otherwise (``-o``). Never inside a run: a run's folder holds only what that run measured."""
+HISTORY_DIR = "history"
+"""``<scenario folder>/history/``: where ``fvp-harness history`` writes its table and trend charts unless told
+otherwise (``-o``)."""
 HARNESS_JSON_FILES: frozenset[str] = frozenset({MANIFEST_FILE, REPORT_FILES["json"], VGF_REPORT_FILES["json"]})
 """The JSON files the harness itself writes into a results folder (a reader of fetched JSON reports skips them)."""
 
@@ -166,12 +174,15 @@ def key_metadata(manifest: Mapping[str, Any]) -> dict[str, Any]:
 
 class StoredRun:
     """One stored run of a scenario folder: where it is, and what its manifest says of it (id, start, status, git
-    commit, planned units); the folder's own name and ``None`` where the manifest is missing or unreadable."""
+    commit and branch, planned units); the folder's own name and ``None`` where the manifest is missing or
+    unreadable."""
 
     def __init__(self, path: Path, run_id: str, *, current: bool, started: str | None = None,
-                 status: str | None = None, commit: str | None = None, units: int | None = None) -> None:
+                 status: str | None = None, commit: str | None = None, units: int | None = None,
+                 branch: str | None = None) -> None:
         self.path, self.run_id, self.current = path, run_id, current
         self.started, self.status, self.commit, self.units = started, status, commit, units
+        self.branch = branch
 
     def __repr__(self) -> str:
         return f"StoredRun({self.run_id!r}, {str(self.path)!r}, current={self.current})"
@@ -193,7 +204,8 @@ class StoredRun:
         return cls(folder, text(run.get("id") if isinstance(run, dict) else None) or folder.name, current=current,
                    started=text(data.get("started")), status=text(data.get("status")),
                    commit=text(run.get("commit") if isinstance(run, dict) else None),
-                   units=units if isinstance(units, int) else None)
+                   units=units if isinstance(units, int) else None,
+                   branch=text(run.get("branch") if isinstance(run, dict) else None))
 
 
 class ResultStore:

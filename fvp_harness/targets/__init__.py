@@ -2,11 +2,13 @@
 
 ``base`` defines the ``Target`` protocol and the optional abilities; ``fvp_target.FvpTarget`` is a booted model
 instance (simulated or real: ``fvp`` launches the process, ``terminal``/``console`` drive its consoles, ``ssh``
-its forwarded port, ``transfer`` moves files), ``host.HostTarget`` is this machine, and ``fake.FakeTarget`` is an
-in-memory stand-in for unit tests of code that uses targets. This package imports nothing above it: a scenario is
+its forwarded port, ``transfer`` moves files), ``host.HostTarget`` is this machine, ``baremetal.BaremetalTarget`` a
+Corstone-300/320 platform (one model launch per unit), and ``fake.FakeTarget`` is an in-memory stand-in for unit
+tests of code that uses targets. This package imports nothing above it: a scenario is
 turned into targets by ``run.instances``.
 """
 
+from fvp_harness.targets.baremetal import BaremetalTarget, LaunchesModel
 from fvp_harness.targets.base import (
     CommandResult,
     CopiesOverSsh,
@@ -22,6 +24,7 @@ from fvp_harness.targets.fvp_target import FvpTarget
 from fvp_harness.targets.host import HostTarget
 
 __all__ = [
+    "BaremetalTarget",
     "CommandResult",
     "CommandTimeout",
     "CopiesOverSsh",
@@ -29,6 +32,7 @@ __all__ = [
     "FvpSettings",
     "FvpTarget",
     "HostTarget",
+    "LaunchesModel",
     "NamesPhases",
     "SharesHostFiles",
     "StreamsCommands",

@@ -3,14 +3,16 @@ own scripts), so logic can be tested in milliseconds without booting anything.
 
 It keeps a dict file system and answers the guest contract the harness uses (``docs/targets.md``): ``;``, ``&&``,
 ``||``, ``>``/``>>`` redirection, ``cd``, ``mkdir -p``, ``rm -rf``, ``ls``, ``cat``, ``chmod``, ``printf``,
-``echo``, ``base64 -d``, ``sha256sum``, ``export``, ``true``/``false``, and ``NAME=value`` prefixes. Anything else
-is a *program*: a handler registered with ``FakeTarget.program`` (matched on the command's first word, a glob)
-that returns what the program printed, its exit status, or a whole ``CommandResult``, and may raise (an
+``echo``, ``base64 -d``, ``sha256sum``, ``export``, ``true``/``false``, ``NAME=value`` prefixes, ``$?`` (a whole
+word) and ``*`` globs of names in the working folder (a glob that matches nothing stays as written, as in sh).
+Anything else is a *program*: a handler registered with ``FakeTarget.program`` (matched on the command's first
+word, a glob) that returns what the program printed, its exit status, or a whole ``CommandResult``, and may raise (an
 ``InfrastructureError`` to play a lost console, ``KeyboardInterrupt`` to play Ctrl-C). An unknown program exits
 127 like a shell.
 
-What it is not: a shell. Quoting follows ``shlex`` (what the harness's ``shlex.quote`` produces), and there are no
-pipes, globs or variables. Tests of a real guest shell use the simulator; this is for the logic around it.
+What it is not: a shell. Quoting follows ``shlex`` (what the harness's ``shlex.quote`` produces, so a quoted
+``'*'`` is globbed too), and there are no pipes or other variables. Tests of a real guest shell use the
+simulator; this is for the logic around it.
 
     fake = FakeTarget()
     fake.program("/guest/runner", lambda call: "Iteration 1 of 1: 2.5 ms")
@@ -161,6 +163,7 @@ class FakeTarget:
                 words.append(token)
                 continue
             if words and not skip:
+                words = [str(status) if word == "$?" else word for word in words]
                 result, cwd = self._simple(words, cwd, timeout, phase)
                 results.append(result)
                 status = result.exit_status
@@ -175,6 +178,7 @@ class FakeTarget:
     def _simple(self, words: list[str], cwd: str, timeout: float | None, phase: str) -> tuple[CommandResult, str]:
         """Run one simple command; returns its result and the working folder after it (``cd`` changes it)."""
         words, redirect = _redirection(words)
+        words = words[:1] + [match for word in words[1:] for match in self._glob(word, cwd)]
         env: dict[str, str] = {}
         while words and "=" in words[0] and words[0].split("=", 1)[0].isidentifier():
             name, value = words.pop(0).split("=", 1)
@@ -213,6 +217,15 @@ class FakeTarget:
                     return CommandResult(" ".join(words), answer, "")
                 return CommandResult(" ".join(words), 0, answer or "")
         return CommandResult(" ".join(words), 127, f"sh: {words[0]}: not found\n")
+
+    def _glob(self, word: str, cwd: str) -> list[str]:
+        """``word`` expanded like sh's ``*`` in the working folder (sorted names), or as written."""
+        if "*" not in word or "/" in word:
+            return [word]
+        prefix = cwd.rstrip("/") + "/"
+        names = {key[len(prefix):].split("/", 1)[0] for key in [*self.files, *self.dirs] if key.startswith(prefix)}
+        matches = sorted(name for name in names if fnmatch.fnmatchcase(name, word) and not name.startswith("."))
+        return matches or [word]
 
     def _is_dir(self, path: str) -> bool:
         prefix = path.rstrip("/") + "/"

@@ -247,7 +247,7 @@ def resolve_binary(binary: str, profile: Profile) -> list[str]:
         if os.sep in name or "/" in name:
             path = Path(name).expanduser()
             if path.is_file() and os.access(path, os.X_OK):
-                return [str(path.resolve())]
+                return [os.path.abspath(path)]  # not resolved: a link named like the model must keep its name
             continue
         found = shutil.which(name)
         if found:

@@ -78,9 +78,10 @@ def test_verbosity_flags_work_after_the_verb(capsys, write):
 def test_plan_lists_matrix_order_and_keys(capsys, repo):
     code, out, _ = run(capsys, "plan", str(repo / "scenarios" / "driver_reuse.yaml"))
     assert code == EXIT_OK
-    assert "2 builds x 4 models x 3 repetitions = 24 units; order interleaved; 1 session" in out
+    assert ("2 builds x 4 models x 10 repetitions = 80 units at most (run.until: adaptive); order interleaved; "
+            "1 session") in out
     unit_lines = [line for line in out.splitlines() if line[:1].isdigit()]
-    assert len(unit_lines) == 24
+    assert len(unit_lines) == 80
     assert unit_lines[0].split()[:6] == ["1", "r0-before-resnet8", "s0", "before", "resnet8", "0"]
     assert unit_lines[1].split()[1] == "r0-after-resnet8"
     assert unit_lines[2].split()[1] == "r0-after-ds_cnn"
@@ -167,7 +168,8 @@ def test_every_schema_field_is_documented(repo):
 def test_profiles_list_and_show(capsys):
     code, out, _ = run(capsys, "profiles")
     assert code == EXIT_OK
-    assert [line.split()[0] for line in out.splitlines()] == ["corstone1000", "corstone1000-a320"]
+    assert [line.split()[0] for line in out.splitlines()] == ["corstone1000", "corstone1000-a320", "corstone300-u55",
+                                                               "corstone320-u85"]
     code, out, _ = run(capsys, "profiles", "show", "corstone1000-a320")
     assert code == EXIT_OK
     shown = yaml.safe_load(out)

@@ -27,11 +27,12 @@ pytestmark = [pytest.mark.slow, pytest.mark.sim]
 BASE = ("--set", "run.repetitions=1", "--set", "run.retries=1", "--set", "fvp.timeouts.boot=10",
         "--set", "fvp.timeouts.login=10", "--set", "fvp.timeouts.command=10", "--set", "fvp.timeouts.deploy=30",
         "--set", "fvp.timeouts.unit=15")
-DROP_AT = 55
-"""The console command line the second unit's runner is typed on (3 setup lines, the deploy, the first unit): a
-fault there strikes during a unit, and the fresh instance, which deploys less, finishes the run."""
+DROP_AT = 2
+"""The second runner start (``fault_count_matching=--model_path``): a fault there strikes during the second unit
+however many command lines the deploy and each unit take, and the fresh instance finishes the run."""
+AT_SECOND_UNIT = ("--set", "fvp.sim.fault_count_matching=--model_path")
 UNITS = ("r0-before-ds_cnn", "r0-after-ds_cnn")
-LOG_PATH = re.compile(r"(\S+/logs/[\w.+-]+/[\w.+-]+\.log)")
+LOG_PATH = re.compile(r"([^\s\[\]()]+/logs/[\w.+-]+/[\w.+-]+\.log)")
 
 
 @dataclass(frozen=True)
@@ -50,11 +51,14 @@ class Fault:
 
 FAULTS = {
     "garbage": Fault(("--set", "fvp.sim.fault_garbage=0.05"), 3, "garbled", aborts=True, resume_exit=0),
-    "console_drop": Fault(("--set", f"fvp.sim.fault_console_drop={DROP_AT}"), 0, "ConsoleLost", during_unit=True),
+    "console_drop": Fault(("--set", f"fvp.sim.fault_console_drop={DROP_AT}", *AT_SECOND_UNIT), 0, "ConsoleLost",
+                          during_unit=True),
     "panic_boot": Fault(("--set", "fvp.sim.fault_panic=boot"), 3, "Kernel panic", aborts=True, resume_exit=0),
-    "panic_n": Fault(("--set", f"fvp.sim.fault_panic={DROP_AT}"), 0, "KernelPanic", during_unit=True),
+    "panic_n": Fault(("--set", f"fvp.sim.fault_panic={DROP_AT}", *AT_SECOND_UNIT), 0, "KernelPanic",
+                     during_unit=True),
     "crash_boot": Fault(("--set", "fvp.sim.fault_crash=boot"), 3, "exit status 139", aborts=True, resume_exit=0),
-    "crash_n": Fault(("--set", f"fvp.sim.fault_crash={DROP_AT}"), 0, "FvpDied", during_unit=True),
+    "crash_n": Fault(("--set", f"fvp.sim.fault_crash={DROP_AT}", *AT_SECOND_UNIT), 0, "FvpDied",
+                     during_unit=True),
     "boot_hang": Fault(("--set", "fvp.sim.fault_boot_hang=kernel", "--set", "fvp.timeouts.boot=4"), 3,
                        "raise fvp.timeouts.boot", aborts=True, resume_exit=0),
     "slow_console": Fault(("--set", "fvp.sim.fault_slow_console=20000"), 0),

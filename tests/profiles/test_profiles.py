@@ -15,7 +15,7 @@ from fvp_harness.targets.text import clean_text
 
 
 def test_builtin_profiles_are_listed():
-    assert list_profiles() == ["corstone1000", "corstone1000-a320"]
+    assert list_profiles() == ["corstone1000", "corstone1000-a320", "corstone300-u55", "corstone320-u85"]
 
 
 @pytest.mark.parametrize("name", ["corstone1000", "corstone1000-a320"])

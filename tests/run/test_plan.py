@@ -259,7 +259,7 @@ def test_build_plan_accepts_scenario_path_and_profile(scenario_path):
 
 def test_shipped_driver_reuse_plan(repo):
     plan = build_plan(load_scenario(repo / "scenarios" / "driver_reuse.yaml"))
-    assert len(plan.units) == 4 * 2 * plan.scenario.run.repetitions
+    assert len(plan.units) == 4 * 2 * plan.scenario.run.planned_repetitions
     assert [unit.id for unit in plan.units[:4]] == [
         "r0-before-resnet8",
         "r0-after-resnet8",

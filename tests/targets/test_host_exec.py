@@ -172,7 +172,7 @@ def test_a_host_report_names_the_host_not_an_fvp() -> None:
                 "fvp": {"binary": "sim", "version": "11.30.27"}, "host": {"hostname": "bench1", "machine": "x86_64"},
                 "started": "2026-03-01T10:00:00Z"}
     context = ReportContext.from_manifest(manifest)
-    line = _context_line(context, None, [])
+    line = _context_line(context, (), [])
     assert "Host: **bench1 (x86_64)**" in line and "FVP" not in line and "Platform" not in line
     fvp = ReportContext.from_manifest({**manifest, "scenario": {"name": "vgf", "resolved": {"target": "fvp"}}})
-    assert "FVP: **sim 11.30.27**" in _context_line(fvp, None, []) and fvp.host is None
+    assert "FVP: **sim 11.30.27**" in _context_line(fvp, (), []) and fvp.host is None

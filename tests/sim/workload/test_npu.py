@@ -63,5 +63,17 @@ def test_a_new_network_gets_cycles_without_new_constants() -> None:
 
 def test_unknown_config_refused() -> None:
     arch = get_architecture("ds_cnn")
-    with pytest.raises(ValueError, match="no Ethos-U85 configuration with 384 MACs"):
+    with pytest.raises(ValueError, match="no ethos-u85 configuration with 384 MACs"):
         inference_cycles(arch.layers, schedule_layers(arch), 384)
+
+
+def test_u55_configurations_follow_the_work() -> None:
+    """The Ethos-U55 fallback: more MACs never cost cycles, and a U55 is slower than a U85 of equal MACs (narrower
+    output stage, slower memories)."""
+    arch = get_architecture("resnet8")
+    schedule = schedule_layers(arch)
+    u55 = [inference_cycles(arch.layers, schedule, macs, "ethos-u55") for macs in (32, 64, 128, 256)]
+    assert u55 == sorted(u55, reverse=True) and u55[0] > u55[-1]
+    assert inference_cycles(arch.layers, schedule, 256, "ethos-u55") > inference_cycles(arch.layers, schedule, 256)
+    with pytest.raises(ValueError, match="no ethos-u55 configuration with 512 MACs"):
+        inference_cycles(arch.layers, schedule, 512, "ethos-u55")

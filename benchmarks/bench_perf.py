@@ -1,0 +1,230 @@
+"""Issue 17's figures, side by side in one run: where FVP time goes, and how few units an answer needs.
+
+Run: ``python benchmarks/bench_perf.py [--quick] [--skip boot]``. In a private copy of ``scenarios/`` it measures,
+on the embedded simulator, one after the other in this one process:
+
+1. **harness overhead**: a warm run of the seed scenario (``driver_reuse.yaml``) as shipped (``run.until``) and as
+   the fixed 3 x 10 matrix (``--set run.until=null --set run.repetitions=3``): the share of wall time spent outside
+   the boot (until a ready shell) and the units' guest commands (a unit's one framed line: prepare, runner, hashes);
+2. **deploy MB/s**, console and ssh, for incompressible (random) bytes and machine code, and the console with the
+   settings before issue 17 (2048-character lines, no gzip) for comparison;
+3. **units needed, adaptive vs fixed sampling**, with the runner's noise (``runner_jitter``) at its default and at
+   3x: one run of 10 repetitions per noise level, then ``run.adaptive.replay`` over its records (exactly what a live
+   run decides) for the shipped target (2 points) and for the CI width the fixed 3 x 10 matrix reached; the saving
+   each model reports with adaptive sampling next to the fixed matrix's;
+4. **make -j 1 vs -j 2** on ``bench_batch.py``'s four scenarios;
+5. **boot-once vs boot-per-unit** with ``boot_seconds`` 30: the 24-unit fixed matrix on one boot, and
+   ``--fresh-boot-per-unit`` measured on 4 of its units (per-unit cost x 24 for the ratio: 24 real 30 s boots would
+   take 12 minutes; ``--full-fresh`` measures them all).
+
+Nothing is asserted: this measures the harness, it does not test it. The machine's load moves every figure:
+``uptime`` is printed first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+
+from fvp_harness.report.analysis import analyse
+from fvp_harness.run import adaptive
+from fvp_harness.run.deploy import Deployer
+from fvp_harness.run.instances import open_target
+from fvp_harness.run.pipeline import RunOptions, RunOutcome, run_scenario
+from fvp_harness.scenario import load_scenario
+from fvp_harness.store.folder import ResultStore
+from fvp_harness.store.records import Record
+from fvp_harness.targets.transfer import upload_console
+
+REPO = Path(__file__).resolve().parent.parent
+FIXED = ["run.until=null", "run.repetitions=3"]
+"""Overrides (``--set`` values) that turn the shipped scenario into the fixed 3 x 10 matrix."""
+
+
+def _module(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _run(scenario: Path, out: Path, overrides: Sequence[str], *, fresh: bool = False,
+         only_models: Sequence[str] = ()) -> tuple[RunOutcome, float]:
+    loaded = load_scenario(scenario, list(overrides))
+    began = time.monotonic()
+    outcome = run_scenario(loaded, RunOptions(output_dir=out, fresh_boot_per_unit=fresh,
+                                              only_models=tuple(only_models)))
+    return outcome, time.monotonic() - began
+
+
+def _overhead(outcome: RunOutcome, wall: float) -> tuple[float, float, float]:
+    boot = sum(info.boot_seconds or 0.0 for s in outcome.sessions for info in s.instances)
+    commands = sum(s.unit_seconds for s in outcome.sessions)
+    return boot, commands, 100.0 * (1.0 - (boot + commands) / wall)
+
+
+def overhead(scenario: Path, work: Path) -> None:
+    print("\n1. harness overhead (warm runs: artifacts built, one boot each)")
+    _run(scenario, work / "cold", FIXED)  # builds the artifacts
+    for label, overrides in (("shipped (run.until)", []), ("fixed 3 x 10", FIXED)):
+        outcome, wall = _run(scenario, work / f"warm-{label[:5]}", overrides)
+        boot, commands, share = _overhead(outcome, wall)
+        deployed = sum(info.deploy_seconds or 0.0 for s in outcome.sessions for info in s.instances)
+        how = ", ".join(str(info.metadata.get("deploy", "?")) for s in outcome.sessions for info in s.instances)
+        phases = ", ".join(f"{k} {v:.2f} s" for k, v in outcome.phase_seconds.items() if v >= 0.005)
+        print(f"   {label:20} {outcome.units_run:3d} units  wall {wall:6.2f} s  boot {boot:5.2f} s  unit commands "
+              f"{commands:6.2f} s  -> overhead {share:4.1f}% of wall  (deploy {deployed:.2f} s by {how}; {phases})")
+
+
+def deploy(work: Path, mib: float) -> None:
+    print(f"\n2. deploy of {mib:g} MiB, sha256 checked in the guest")
+    target_bench = _module("bench_target")
+    size = int(mib * (1 << 20))
+    blobs = {"random": work / "random.bin", "code": work / "code.bin"}
+    blobs["random"].write_bytes(os.urandom(size))
+    blobs["code"].write_bytes(target_bench._machine_code(size))
+    with open_target(target_bench._scenario(), log_dir=work / "deploy-logs") as target:
+        for kind, blob in blobs.items():
+            began = time.monotonic()
+            upload_console(target, blob, f"/tmp/legacy/{kind}.bin", chunk_chars=2048, compress=False)
+            legacy = time.monotonic() - began
+            rates = {}
+            for method in ("console", "ssh"):
+                placed = Deployer(target, method=method).deploy(blob, name=f"{method}-{kind}.bin")
+                rates[method] = (size / 1e6 / placed.seconds, placed.method)
+            print(f"   {kind:7} console before (2048-char lines, plain) {size / 1e6 / legacy:6.2f} MB/s | console now "
+                  f"{rates['console'][0]:6.2f} MB/s | ssh {rates['ssh'][0]:7.2f} MB/s ({rates['ssh'][1]})")
+
+
+def _saved(records: Sequence[Record], spec: object, metrics: Sequence[object]) -> dict[str, tuple[float, float]]:
+    """model -> (saved %, CI width) of the first comparison."""
+    result = analyse(records, spec, metrics)  # type: ignore[arg-type]  # a scenario.Compare
+    comparison = result.comparison
+    out: dict[str, tuple[float, float]] = {}
+    if comparison is not None:
+        for row in comparison.models:
+            if row.saved_pct is not None and row.ci_low is not None and row.ci_high is not None:
+                out[row.model] = (row.saved_pct, row.ci_high - row.ci_low)
+    return out
+
+
+def sampling(scenario: Path, work: Path, jitters: Sequence[float]) -> None:
+    print("\n3. units needed: adaptive (run.until, replayed on the records of a 10-repetition run) vs fixed 3 x 10")
+    for jitter in jitters:
+        out = work / f"noise-{jitter}"
+        overrides = ["run.until=null", "run.repetitions=10", f"fvp.sim.runner_jitter={jitter}"]
+        outcome, _ = _run(scenario, out, overrides)
+        loaded = load_scenario(scenario, overrides)
+        spec, metrics = loaded.scenario.compare, loaded.scenario.metrics
+        records = ResultStore(out).records()
+        models, builds = list(loaded.scenario.models), list(loaded.scenario.builds)
+        fixed = [r for r in records if r.repetition < 3]
+        fixed_saved = _saved(fixed, spec, metrics)
+        fixed_width = max(width for _, width in fixed_saved.values())
+        print(f"   runner_jitter {jitter:g} ({outcome.units_run} units measured); fixed 3 x 10: {len(fixed)} units, "
+              f"CI widths {', '.join(f'{m} {w:.2f}' for m, (_, w) in fixed_saved.items())} points")
+        for label, width in (("target 2 points (shipped)", 2.0), (f"target {fixed_width:.2f} (fixed's widest)",
+                                                                    fixed_width)):
+            until = adaptive.replay(records, spec, _Until(width), models=models, builds=builds, metrics=metrics)
+            cut = [r for r in records if r.repetition < until.get(r.model).repetitions]
+            saved = _saved(cut, spec, metrics)
+            fewer = 100.0 * (1 - len(cut) / len(fixed))
+            diff = max(abs(saved[m][0] - fixed_saved[m][0]) for m in saved if m in fixed_saved)
+            widest = max(w for _, w in saved.values())
+            reasons = ", ".join(f"{m.model} {m.repetitions} ({m.reason})" for m in until.models)
+            print(f"     adaptive, {label}: {len(cut)} units ({fewer:+.0f}% fewer than fixed), widest CI "
+                  f"{widest:.2f} points, savings within {diff:.2f} points of the fixed matrix's; {reasons}")
+        needed: dict[str, int] = {}  # the CI-width rule alone (no "verdict settled"), aiming at the fixed's widest CI
+        prefixes = {k: _saved([r for r in records if r.repetition < k], spec, metrics) for k in range(2, 11)}
+        for model in models:
+            needed[model] = next((k for k in range(2, 11) if prefixes[k].get(model, (0, 1e9))[1] <= fixed_width), 10)
+        units = sum(needed.values()) * len(builds)
+        print(f"     CI-width rule alone, target {fixed_width:.2f} (same CI width as the fixed matrix): {units} units "
+              f"({100.0 * (1 - units / len(fixed)):+.0f}% fewer); {', '.join(f'{m} {k}' for m, k in needed.items())}")
+        for reps in range(2, 11):  # the smallest fixed matrix that meets the shipped 2-point target everywhere
+            uniform = _saved([r for r in records if r.repetition < reps], spec, metrics)
+            if max(w for _, w in uniform.values()) <= 2.0:
+                print(f"     smallest fixed matrix with every CI within 2 points: {reps} repetitions = "
+                      f"{reps * len(models) * len(builds)} units")
+                break
+        else:
+            print("     no fixed matrix up to 10 repetitions brings every CI within 2 points")
+
+
+class _Until:
+    def __init__(self, width: float) -> None:
+        self.ci_width, self.min_repetitions, self.max_repetitions = width, 2, 10
+
+
+def batch(work: Path) -> None:
+    print("\n4. make -j 1 vs -j 2 (bench_batch.py's four scenarios, 3 repetitions x 30 iterations)")
+    bench = _module("bench_batch")
+    folder = work / "batch"
+    scenarios = bench._write(folder, 3, 30)
+    from fvp_harness.batch.engine import MakeOptions, make  # late: only this section needs the engine
+
+    make([scenarios], MakeOptions(jobs=2, results_base=folder / "warm"))
+    serial, one = bench._timed([scenarios], MakeOptions(jobs=1, results_base=folder / "j1"))
+    parallel, two = bench._timed([scenarios], MakeOptions(jobs=2, results_base=folder / "j2"))
+    print(f"   -j 1 {serial:6.2f} s ({one.boots} boot(s)), -j 2 {parallel:6.2f} s ({two.boots} boot(s)): "
+          f"{serial / parallel:.2f}x")
+
+
+def boots(scenario: Path, work: Path, full: bool) -> None:
+    print("\n5. boot-once vs boot-per-unit, boot_seconds 30 (fixed 3 x 10 matrix, 24 units)")
+    slow = [*FIXED, "fvp.sim.boot_seconds=30"]
+    once, once_wall = _run(scenario, work / "boot-once", slow)
+    if full:
+        fresh, fresh_wall = _run(scenario, work / "boot-fresh", slow, fresh=True)
+        per_unit, measured = fresh_wall / max(1, fresh.units_run), fresh.units_run
+    else:
+        fresh, fresh_wall = _run(scenario, work / "boot-fresh", [*slow, "run.repetitions=2"], fresh=True,
+                                 only_models=["resnet8"])
+        per_unit, measured = fresh_wall / max(1, fresh.units_run), fresh.units_run
+    total = per_unit * once.units_run
+    print(f"   boot once: {once.units_run} units in {once_wall:6.1f} s; boot per unit: {per_unit:5.1f} s per unit "
+          f"(measured on {measured} units) -> {total:6.1f} s for {once.units_run} units: boot-once "
+          f"{total / once_wall:.1f}x faster")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--skip", action="append", default=[], choices=["overhead", "deploy", "sampling", "batch",
+                                                                        "boot"])
+    parser.add_argument("--mib", type=float, default=4.0)
+    parser.add_argument("--full-fresh", action="store_true", help="boot per unit for all 24 units (12 minutes)")
+    parser.add_argument("--keep", type=Path, default=None, help="work in this folder and keep it")
+    args = parser.parse_args()
+    print("load:", os.getloadavg())
+    work = args.keep or Path(tempfile.mkdtemp(prefix="bench-perf-"))
+    try:
+        shutil.copytree(REPO / "scenarios", work / "scenarios", dirs_exist_ok=True)
+        shutil.rmtree(work / ".artifacts", ignore_errors=True)
+        scenario = work / "scenarios" / "driver_reuse.yaml"
+        if "overhead" not in args.skip:
+            overhead(scenario, work)
+        if "deploy" not in args.skip:
+            deploy(work, args.mib)
+        if "sampling" not in args.skip:
+            sampling(scenario, work, (0.01, 0.03))
+        if "batch" not in args.skip:
+            batch(work)
+        if "boot" not in args.skip:
+            boots(scenario, work, args.full_fresh)
+    finally:
+        if args.keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+    print("load:", os.getloadavg())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

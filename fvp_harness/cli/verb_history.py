@@ -1,0 +1,99 @@
+"""``history SCENARIO_OR_RESULTS_DIR``: every stored run of a scenario, one row each, and the steps in each model's
+series.
+
+Wiring only: ``report.history`` reads the runs, finds the steps and writes ``history.md/.csv/.json`` and a chart per
+model. Exit 0 (no regression in effect), 1 (a regression still in effect at the newest run), 2 (bad input).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from fvp_harness.cli.ci_outputs import add_ci_options, write_ci_outputs
+from fvp_harness.errors import EXIT_FAILED, EXIT_OK, ConfigurationError
+from fvp_harness.store.folder import DEFAULT_RESULTS_BASE, HISTORY_DIR
+
+__all__ = ["ORDER", "register"]
+
+ORDER = 28
+
+
+def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    parser = subparsers.add_parser(
+        "history",
+        parents=[common],
+        help="one row per stored run of a scenario, and the regressions in each model's series",
+        description="Read every stored run of a scenario's results folder (runs/<id>/ and the newest), oldest first: "
+        "commit, date, host, and per model the primary metric's median with its CI and the NPU cycles. A step "
+        "detector (a piecewise constant fit over the whole series, penalised least squares, in the spirit of asv) "
+        "flags the run where a model's level went up (regression) or down. Writes history.md/.csv/.json and "
+        f"history-<model>.png into <results folder>/{HISTORY_DIR}/ (or -o DIR). Exit 0, or 1 when a regression "
+        "is still in effect at the newest run, 2 bad input.",
+    )
+    parser.add_argument("target", metavar="SCENARIO_OR_RESULTS_DIR",
+                        help="a scenario file, its results folder, or its file stem under --results")
+    parser.add_argument("--build", default=None, metavar="BUILD",
+                        help="the build to follow (default: the scenario's compare.candidate)")
+    parser.add_argument("--metric", default=None, metavar="M",
+                        help="the metric to follow (default: the scenario's primary metric)")
+    parser.add_argument("--threshold", type=float, default=None, metavar="PCT",
+                        help="smallest step reported, in percent (default: the scenario's compare.min_effect)")
+    parser.add_argument("-o", "--output", type=Path, default=None, metavar="DIR",
+                        help=f"where to write (default: <results folder>/{HISTORY_DIR})")
+    parser.add_argument("--results", type=Path, default=DEFAULT_RESULTS_BASE, metavar="DIR",
+                        help="results base for a scenario file or stem (default: results)")
+    parser.add_argument("--no-charts", action="store_true", help="write the table, CSV and JSON only")
+    add_ci_options(parser)
+    parser.set_defaults(handler=_history_verb)
+
+
+def _results_folder(target: str, base: Path) -> Path:
+    path = Path(target)
+    if path.suffix in (".yaml", ".yml") and path.is_file():
+        return base / path.stem
+    if path.is_dir():
+        return path
+    if "/" not in target and (base / target).is_dir():
+        return base / target
+    raise ConfigurationError(f"{target}: no scenario file, results folder or scenario name under {base}/")
+
+
+def _history_verb(args: argparse.Namespace) -> int:
+    # late: pandas, scipy and matplotlib load only when this verb runs, not for --help or other verbs
+    from fvp_harness.report import format as fmt
+    from fvp_harness.report.history import (
+        history_from_runs,
+        history_suite,
+        load_history,
+        render_history,
+        render_markdown,
+    )
+
+    if args.threshold is not None and args.threshold <= 0:
+        raise ConfigurationError("--threshold must be a positive percentage")
+    folder = _results_folder(args.target, args.results)
+    history = history_from_runs(load_history(folder), build=args.build, metric=args.metric, threshold=args.threshold)
+    out = args.output or folder / HISTORY_DIR
+    written = render_history(history, out, charts=not args.no_charts)
+    if args.quiet <= 0:
+        unit = f" {history.unit}" if history.unit else ""
+        print(f"{history.scenario}: {len(history.runs)} run(s); {history.metric} of {history.build}, newest run:")
+        for model in history.models:
+            point = history.points[model][-1]
+            print(f"  {model:<22} {fmt.number(point.median)}{unit}")
+        for step in history.steps:
+            if step.kind == "shift":
+                continue
+            run = history.runs[step.index]
+            commit = f" (commit {run.commit[:7]})" if run.commit else ""
+            state = ", in effect" if step.in_effect else ""
+            print(f"{step.kind.upper()}: {step.model} {fmt.signed_percent(step.change_pct, 1)} at run "
+                  f"{run.run_id}{commit}{state}")
+        if not history.regressions:
+            print(f"no regression of {history.threshold:g}% or more")
+        for note in history.notes:
+            print(f"note: {note}")
+    print(f"history: {written['markdown']}")
+    write_ci_outputs(args, lambda: [history_suite(history)], lambda: render_markdown(history))
+    return EXIT_FAILED if history.in_effect else EXIT_OK

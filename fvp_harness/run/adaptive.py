@@ -1,0 +1,279 @@
+"""Adaptive sampling (``run.until``): after each round of units, which models still need repetitions, and why the
+others stopped.
+
+Why: on a real FVP a unit costs seconds to minutes of model time, and a fixed matrix spends it whatever the noise:
+a quiet model gets CIs far narrower than the question needs while a noisy one gets no more samples than a quiet
+one. A *round* is one unit per build x model (one repetition). After each round a model stops when
+
+- ``ci_width``: the CI of the saved % of its primary comparison (every pair of ``compare``) spans at most
+  ``until.ci_width`` points; or
+- ``verdict settled``: every pair's verdict is decided (faster, slower or no change) and the CI lies at least its
+  own width away from every verdict boundary (``±min_effect``): more samples narrow the interval, and it would
+  have to move by more than its whole width to change the answer; or
+- ``max_repetitions``: the budget is spent (the verdict may still be inconclusive; the report says so).
+
+No model stops before ``until.min_repetitions`` (the unit-level interval needs two processes per build). The
+statistics are ``report.analysis``'s own (``analyse``: the two-level bootstrap and the unit-level Welch interval),
+with the report's settings, so the decision is made on exactly the numbers the report shows.
+
+Pure and deterministic: the state after round k depends only on the records of rounds 1..k, so ``replay`` rebuilds
+the decisions from stored records (``report``, ``--resume``) and gives what the live run decided.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Literal, Protocol
+
+from fvp_harness.report.analysis import CompareLike, ModelComparison, Settings, analyse, build_pairs
+from fvp_harness.store.records import Record
+
+__all__ = [
+    "STOP_REASONS",
+    "ModelSampling",
+    "SamplingState",
+    "StoppingRule",
+    "UntilLike",
+    "advance",
+    "complete_rounds",
+    "judge",
+    "planned_units",
+    "replay",
+    "start",
+    "unit_parts",
+]
+
+StopReason = Literal["ci_width", "verdict settled", "max_repetitions"]
+STOP_REASONS: tuple[StopReason, ...] = ("ci_width", "verdict settled", "max_repetitions")
+
+
+class UntilLike(Protocol):
+    """``scenario.Until``: the target full width of the saved-% CI in points, and the repetition bounds."""
+
+    @property
+    def ci_width(self) -> float: ...
+    @property
+    def min_repetitions(self) -> int: ...
+    @property
+    def max_repetitions(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class ModelSampling:
+    """Where one model stands: ``repetitions`` complete rounds judged, ``reason`` why it stopped (None while it
+    still needs rounds), ``detail`` the numbers behind the decision (widths, verdicts)."""
+
+    model: str
+    repetitions: int = 0
+    reason: StopReason | None = None
+    detail: str = ""
+
+    @property
+    def stopped(self) -> bool:
+        return self.reason is not None
+
+
+@dataclass(frozen=True)
+class SamplingState:
+    """Every model's ``ModelSampling``, in the plan's model order."""
+
+    models: tuple[ModelSampling, ...]
+
+    def running(self) -> list[str]:
+        """Models that need another round."""
+        return [m.model for m in self.models if not m.stopped]
+
+    def get(self, model: str) -> ModelSampling:
+        for item in self.models:
+            if item.model == model:
+                return item
+        raise KeyError(model)
+
+    @property
+    def done(self) -> bool:
+        return all(m.stopped for m in self.models)
+
+
+def start(models: Sequence[str]) -> SamplingState:
+    """The state before any round: every model running."""
+    return SamplingState(tuple(ModelSampling(model) for model in dict.fromkeys(models)))
+
+
+def complete_rounds(records: Iterable[Record], model: str, builds: Sequence[str]) -> int:
+    """How many leading rounds of ``model`` are complete: the largest r such that every repetition 0..r-1 (the
+    plan numbers repetitions from 0) has a record (any status: a failed unit is a measured failure, reported as
+    such) for every build."""
+    seen: dict[str, set[int]] = {build: set() for build in builds}
+    for record in records:
+        if record.model == model and record.build in seen:
+            seen[record.build].add(record.repetition)
+    rounds = 0
+    while seen and all(rounds in reps for reps in seen.values()):
+        rounds += 1
+    return rounds
+
+
+def _width(item: ModelComparison) -> float | None:
+    if item.ci_low is None or item.ci_high is None:
+        return None
+    return item.ci_high - item.ci_low
+
+
+def _settled(item: ModelComparison, min_effect: float) -> bool:
+    """A decided verdict whose CI lies at least its own width away from every boundary (±min_effect)."""
+    width = _width(item)
+    if width is None or item.ci_low is None or item.ci_high is None:
+        return False
+    if item.verdict == "faster":
+        margin = item.ci_low - min_effect
+    elif item.verdict == "slower":
+        margin = -min_effect - item.ci_high
+    elif item.verdict == "no change":
+        margin = min(item.ci_low + min_effect, min_effect - item.ci_high)
+    else:
+        return False
+    return margin >= width
+
+
+def judge(rows: Sequence[ModelComparison], until: UntilLike, min_effect: float) -> tuple[StopReason, str] | None:
+    """Whether a model with these comparisons (one per pair) may stop, and why; None when it needs more rounds.
+
+    ``rows`` empty (the model is in no comparison) stops it on ``ci_width`` at once: there is no question more
+    samples would answer."""
+    if not rows:
+        return "ci_width", "no comparison to narrow"
+    widths = [_width(row) for row in rows]
+    shown = ", ".join("no CI" if w is None else f"{w:.2f}" for w in widths)
+    if all(w is not None and w <= until.ci_width for w in widths):
+        return "ci_width", f"CI width {shown} points <= {until.ci_width:g}"
+    if all(_settled(row, min_effect) for row in rows):
+        verdicts = ", ".join(row.verdict for row in rows)
+        return "verdict settled", f"{verdicts}: CI width {shown} points, at least that far from ±{min_effect:g}%"
+    return None
+
+
+def advance(state: SamplingState, records: Sequence[Record], spec: CompareLike | None, until: UntilLike, *,
+            builds: Sequence[str], metrics: Sequence[object] = (), settings: Settings | None = None
+            ) -> SamplingState:
+    """The state after the records now stored: each running model with a new complete round is judged on its
+    records of rounds 1..that round (``complete_rounds``). ``records`` must be those of the planned keys only
+    (``analyse(planned=...)`` rules); stopped models never restart. Without a ``compare`` spec there is no
+    question to answer: every model stops at ``min_repetitions``."""
+    rounds = {m.model: complete_rounds(records, m.model, builds) for m in state.models}
+    fresh = [m for m in state.models if not m.stopped and rounds[m.model] > m.repetitions]
+    if not fresh:
+        return state
+    judged = {m.model for m in fresh}
+    cut = [r for r in records if r.model in judged and r.repetition < rounds[r.model]]
+    result = analyse(cut, spec, metrics, settings)
+    pairs = set(build_pairs(spec)) if spec is not None else set()
+    by_model: dict[str, list[ModelComparison]] = {}
+    for comparison in result.comparisons:
+        if (comparison.baseline, comparison.candidate) in pairs:
+            for row in comparison.models:
+                by_model.setdefault(row.model, []).append(row)
+    updated: list[ModelSampling] = []
+    for item in state.models:
+        if item.model not in judged:
+            updated.append(item)
+            continue
+        done = rounds[item.model]
+        min_effect = spec.min_effect if spec is not None else 0.0
+        decision = judge(by_model.get(item.model, []), until, min_effect) if done >= until.min_repetitions else None
+        if decision is None and done >= until.max_repetitions:
+            rows = by_model.get(item.model, [])
+            widths = ", ".join("no CI" if _width(r) is None else f"{_width(r):.2f}" for r in rows) or "no CI"
+            decision = "max_repetitions", f"CI width {widths} points after {done} repetitions; target " \
+                f"{until.ci_width:g}"
+        if decision is None:
+            updated.append(replace(item, repetitions=done))
+        else:
+            updated.append(ModelSampling(item.model, done, decision[0], decision[1]))
+    return SamplingState(tuple(updated))
+
+
+def replay(records: Sequence[Record], spec: CompareLike | None, until: UntilLike, *, models: Sequence[str],
+           builds: Sequence[str], metrics: Sequence[object] = (), settings: Settings | None = None
+           ) -> SamplingState:
+    """The decisions a live run made, rebuilt from its stored records: ``advance`` after every round 1..max in
+    turn, each seeing only the records of the rounds done by then (repetitions numbered from 0, as planned)."""
+    state = start(models)
+    for k in range(1, until.max_repetitions + 1):
+        if state.done:
+            break
+        state = advance(state, [r for r in records if r.repetition < k], spec, until, builds=builds,
+                        metrics=metrics, settings=settings)
+    return state
+
+
+def unit_parts(unit_id: str, builds: Sequence[str], models: Sequence[str]) -> tuple[str, int] | None:
+    """(model, repetition) of a plan unit id ``r<rep>-<build>-<model>`` (names may contain ``-``: the scenario's
+    own build and model names decide), or None when it is not one of this scenario's."""
+    head, _, rest = unit_id.partition("-")
+    if not head.startswith("r") or not head[1:].isdigit():
+        return None
+    for model in sorted(models, key=len, reverse=True):
+        if rest.endswith(f"-{model}") and rest[: -len(model) - 1] in builds:
+            return model, int(head[1:])
+    return None
+
+
+def planned_units(units: Iterable[tuple[str, str, int, str]], state: SamplingState,
+                  until: UntilLike, measured: Iterable[str] = ()) -> dict[str, str]:
+    """Which planned units the run still wants, as ``{unit id: key}`` for ``analyse(planned=...)``, from
+    ``(unit id, model, repetition, key)`` of the plan (planned up to ``max_repetitions``, numbered from 0): a
+    stopped model's units up to the rounds it needed; a running model's up to its next round (at least
+    ``min_repetitions``); and every unit in ``measured`` (ids with a record of their planned key: units that ran
+    although the rule had stopped their model, when instances ran rounds in parallel, still count). Units the
+    stopping rule skipped are not wanted, so they are never reported as "did not run"."""
+    measured = set(measured)
+    wanted: dict[str, str] = {}
+    by_model: Mapping[str, ModelSampling] = {m.model: m for m in state.models}
+    for unit_id, model, repetition, key in units:
+        item = by_model.get(model)
+        if item is None:
+            limit = until.max_repetitions
+        elif item.stopped:
+            limit = item.repetitions
+        else:
+            limit = max(until.min_repetitions, item.repetitions + 1)
+        if repetition < limit or unit_id in measured:
+            wanted[unit_id] = key
+    return wanted
+
+
+class StoppingRule:
+    """The live side of ``run.until`` for ``run.execute``: ``wanted(model, repetition)`` before each unit says
+    whether its model still needs that round. Thread-safe (sessions ask from their own threads).
+
+    ``records`` reads what is stored so far (``ResultStore.records``); only records of their unit's planned key
+    (``keys``: unit id -> key) count, as in the report. A round that another instance has not finished yet is
+    not judged: its next round runs anyway (the report then counts those units too: ``planned_units``)."""
+
+    def __init__(self, spec: CompareLike | None, until: UntilLike, *, models: Sequence[str], builds: Sequence[str],
+                 keys: Mapping[str, str], records: Callable[[], Sequence[Record]],
+                 metrics: Sequence[object] = (), settings: Settings | None = None) -> None:
+        self.spec, self.until, self.builds = spec, until, list(builds)
+        self.keys = dict(keys)
+        self.metrics, self.settings = metrics, settings
+        self._records = records
+        self._lock = threading.Lock()
+        self.state = start(models)
+
+    def wanted(self, model: str, repetition: int) -> bool:
+        """Whether the unit of ``model``'s round ``repetition`` (from 0) should run."""
+        if repetition < self.until.min_repetitions:
+            return True
+        with self._lock:
+            try:
+                item = self.state.get(model)
+            except KeyError:
+                return True
+            if not item.stopped and item.repetitions < repetition:
+                stored = [r for r in self._records() if self.keys.get(r.unit_id) == r.key]
+                self.state = advance(self.state, stored, self.spec, self.until, builds=self.builds,
+                                     metrics=self.metrics, settings=self.settings)
+                item = self.state.get(model)
+            return not item.stopped

@@ -1,0 +1,82 @@
+"""One guest command per unit: prepare the unit folder, run the runner, report its exit status, hash its outputs and
+clean up, in a single round trip.
+
+Why: on a real FVP every console round trip costs model time (the guest shell runs on the simulated CPU), and a
+unit used to cost five besides its command (``rm -rf && mkdir -p``, the command, ``ls``, ``sha256sum``, ``rm
+-rf``). The framed line is plain guest-contract shell (``&&``, ``;``, ``printf``, ``$?``, ``cd``, ``sha256sum`` of
+a ``*`` glob, ``rm -rf``), so any busybox guest runs it::
+
+    rm -rf D && mkdir -p D && printf '%s\\n' T.ready; <run.command>; printf '\\n%s %s\\n' T.status $?;
+    cd D && sha256sum *; cd / && rm -rf D
+
+``T`` is a random token per unit, so nothing the runner prints can pass for a marker. The runner's own output (what
+is scraped and logged) is exactly the text between the two markers; the status line gives its exit status; after it
+come the digests. The folder is removed in the same line unless ``run.fetch`` files must be read back first (then
+the caller removes it after fetching). ``parse_framed`` is pure: tests feed it text.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shlex
+from dataclasses import dataclass, field
+
+__all__ = ["FramedResult", "frame_unit", "new_token", "parse_framed"]
+
+
+def new_token() -> str:
+    """A marker nobody can print by accident: ``fvpunit`` and 12 random hex digits."""
+    return f"fvpunit{secrets.token_hex(6)}"
+
+
+def frame_unit(command: str, unit_dir: str, token: str, *, cleanup: bool = True) -> str:
+    """The one guest line of a unit (see the module docstring); ``cleanup`` False keeps the folder (``run.fetch``)."""
+    folder = shlex.quote(unit_dir)
+    line = (f"rm -rf {folder} && mkdir -p {folder} && printf '%s\\n' {token}.ready; {command}; "
+            f"printf '\\n%s %s\\n' {token}.status $?; cd {folder} && sha256sum *")
+    return f"{line}; cd / && rm -rf {folder}" if cleanup else line
+
+
+@dataclass(frozen=True)
+class FramedResult:
+    """What one framed line said: ``ready`` (the folder was prepared), the runner's ``output`` and ``status``
+    (None when the status line is missing: the line was cut short), the output ``digests`` by file name, and
+    ``problems``: lines of the hashing part that are no digest (a folder among the outputs, an unreadable file)."""
+
+    ready: bool
+    output: str
+    status: int | None
+    digests: dict[str, str] = field(default_factory=dict)
+    problems: tuple[str, ...] = ()
+
+
+def _is_digest(word: str) -> bool:
+    return len(word) == 64 and all(c in "0123456789abcdef" for c in word.lower())
+
+
+def parse_framed(text: str, token: str) -> FramedResult:
+    """Split a framed line's console text into its parts (see ``FramedResult``)."""
+    ready_mark = f"{token}.ready\n"
+    ready = text.startswith(ready_mark) or f"\n{ready_mark}" in text
+    start = text.find(ready_mark)
+    body = text[start + len(ready_mark):] if start >= 0 else text
+    status_mark = f"\n{token}.status "
+    at = body.rfind(status_mark)
+    if at < 0:
+        return FramedResult(ready, body, None)
+    output = body[:at]
+    rest = body[at + len(status_mark):]
+    first, _, tail = rest.partition("\n")
+    try:
+        status: int | None = int(first.strip())
+    except ValueError:
+        status = None
+    digests: dict[str, str] = {}
+    problems: list[str] = []
+    for line in tail.splitlines():
+        parts = line.strip().split(None, 1)
+        if len(parts) == 2 and _is_digest(parts[0]):
+            digests[parts[1].lstrip("*")] = parts[0].lower()
+        elif line.strip() and "'*'" not in line and ": *:" not in line:  # an empty folder leaves the glob as is
+            problems.append(line.strip())
+    return FramedResult(ready, output, status, digests, tuple(problems))

@@ -1,0 +1,126 @@
+"""Adaptive sampling's stopping rules on synthetic records (``run.adaptive``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fvp_harness.report.analysis import Settings
+from fvp_harness.run import adaptive
+from fvp_harness.store.records import Record
+from tests.helpers import record
+
+SETTINGS = Settings(resamples=400)
+BUILDS = ("before", "after")
+
+
+@dataclass(frozen=True)
+class Spec:
+    baseline: str = "before"
+    candidate: str = "after"
+    primary: str = "cpu_time"
+    expect_identical: tuple[object, ...] = ()
+    min_effect: float = 5.0
+    gates: dict[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Until:
+    ci_width: float = 2.0
+    min_repetitions: int = 2
+    max_repetitions: int = 6
+
+
+def _records(models: dict[str, tuple[float, float, float]], reps: int, seed: int = 1) -> list[Record]:
+    """``models``: name -> (before ms, after ms, relative unit-to-unit noise); 10 samples per unit."""
+    rng = np.random.default_rng(seed)
+    out: list[Record] = []
+    minute = 0
+    for rep in range(reps):  # numbered from 0, as the plan numbers them
+        for model, (before, after, noise) in models.items():
+            for build, centre in (("before", before), ("after", after)):
+                level = centre * (1 + rng.normal(0, noise))
+                values = [float(v) for v in level * (1 + rng.normal(0, noise / 4, 10))]
+                unit = f"r{rep}-{build}-{model}"
+                out.append(record(unit, build=build, model=model, repetition=rep, samples={"cpu_time": values},
+                                  started=f"2026-03-01T10:{minute // 60:02d}:{minute % 60:02d}Z"))
+                minute += 1
+    return out
+
+
+def _replay(records: list[Record], models: list[str], until: Until = Until(), spec: Spec = Spec()
+            ) -> adaptive.SamplingState:
+    return adaptive.replay(records, spec, until, models=models, builds=BUILDS, settings=SETTINGS)
+
+
+def test_a_quiet_model_stops_at_min_repetitions_a_noisy_one_goes_on() -> None:
+    # quiet: a 3 % change measured with 0.1 % noise (CI narrow at once); noisy: the same change with 4 % noise
+    records = _records({"quiet": (10.0, 9.7, 0.001), "noisy": (10.0, 9.7, 0.04)}, reps=6)
+    state = _replay(records, ["quiet", "noisy"])
+    quiet, noisy = state.get("quiet"), state.get("noisy")
+    assert (quiet.repetitions, quiet.reason) == (2, "ci_width")
+    assert "<= 2" in quiet.detail
+    assert noisy.reason == "max_repetitions" and noisy.repetitions == 6
+    assert state.done and state.running() == []
+
+
+def test_a_settled_verdict_stops_even_when_the_ci_is_wider_than_the_target() -> None:
+    # a 50 % saving with 2 % noise: the CI is several points wide, but far from ±5 %
+    records = _records({"big": (10.0, 5.0, 0.02)}, reps=6)
+    state = _replay(records, ["big"], Until(ci_width=0.1))
+    item = state.get("big")
+    assert (item.repetitions, item.reason) == (2, "verdict settled")
+    assert item.detail.startswith("faster")
+
+
+def test_a_ci_straddling_the_minimum_effect_is_not_settled() -> None:
+    records = _records({"edge": (10.0, 9.5, 0.03)}, reps=3)  # 5 % saving against min_effect 5
+    state = _replay(records, ["edge"], Until(ci_width=0.1, max_repetitions=10))
+    assert state.get("edge").reason is None
+    assert state.running() == ["edge"]
+    assert state.get("edge").repetitions == 3
+
+
+def test_nobody_stops_before_min_repetitions_and_incomplete_rounds_do_not_count() -> None:
+    records = _records({"quiet": (10.0, 9.7, 0.001)}, reps=3)
+    one_round = [r for r in records if r.repetition == 0]
+    state = adaptive.advance(adaptive.start(["quiet"]), one_round, Spec(), Until(), builds=BUILDS,
+                             settings=SETTINGS)
+    assert state.get("quiet") == adaptive.ModelSampling("quiet", 1)
+    half = [*one_round, *(r for r in records if r.repetition == 1 and r.build == "before")]
+    assert adaptive.complete_rounds(half, "quiet", BUILDS) == 1
+    state = adaptive.advance(state, half, Spec(), Until(), builds=BUILDS, settings=SETTINGS)
+    assert state.get("quiet").repetitions == 1 and not state.get("quiet").stopped
+
+
+def test_live_advancing_round_by_round_matches_the_replay() -> None:
+    records = _records({"quiet": (10.0, 9.7, 0.001), "noisy": (10.0, 9.7, 0.02)}, reps=6, seed=7)
+    state = adaptive.start(["quiet", "noisy"])
+    for k in range(1, 7):
+        wanted = set(state.running())
+        # a live run only measures the models still running
+        so_far = [r for r in records if r.repetition < k and (r.repetition < k - 1 or r.model in wanted)]
+        state = adaptive.advance(state, so_far, Spec(), Until(), builds=BUILDS, settings=SETTINGS)
+    assert state == _replay(records, ["quiet", "noisy"])
+
+
+def test_planned_units_leaves_out_rounds_the_rule_skipped() -> None:
+    state = adaptive.SamplingState((adaptive.ModelSampling("quiet", 2, "ci_width", ""),
+                                    adaptive.ModelSampling("noisy", 3)))
+    units = [(f"r{rep}-{b}-{m}", m, rep, f"k{rep}{b}{m}") for rep in range(6) for m in ("quiet", "noisy")
+             for b in BUILDS]
+    wanted = adaptive.planned_units(units, state, Until())
+    assert sorted(u for u in wanted if u.endswith("quiet")) == sorted(
+        f"r{rep}-{b}-quiet" for rep in (0, 1) for b in BUILDS)
+    assert max(int(u[1]) for u in wanted if u.endswith("noisy")) == 3  # the round it still needs (the 4th)
+    again = adaptive.planned_units(units, state, Until(), measured={"r2-after-quiet"})
+    assert set(again) - set(wanted) == {"r2-after-quiet"}, "a unit that ran is never left out"
+
+
+def test_a_model_without_samples_runs_to_the_budget() -> None:
+    failed = [record(f"r{rep}-{b}-m", status="failed", build=b, model="m", repetition=rep)
+              for rep in (0, 1, 2) for b in BUILDS]
+    state = _replay(failed, ["m"], Until(max_repetitions=3))
+    assert state.get("m").reason == "max_repetitions"
+    assert "no CI" in state.get("m").detail
