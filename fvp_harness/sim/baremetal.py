@@ -72,7 +72,7 @@ from fvp_harness.sim.clock import SimClock
 from fvp_harness.sim.cmdline import Options
 from fvp_harness.sim.guest_programs import ProgramInterrupted
 from fvp_harness.sim.knobs import Knobs
-from fvp_harness.sim.lifecycle import stat_block, watch_limits, watch_parent
+from fvp_harness.sim.lifecycle import StopRequests, stat_block, watch_limits, watch_parent
 from fvp_harness.sim.modelfile import ModelFileError
 from fvp_harness.sim.params import BOARDS
 
@@ -104,7 +104,7 @@ class _SemihostingExit(ProgramInterrupted):
     """SYS_EXIT: the application ended the simulation."""
 
 
-class BareMetalModel:
+class BareMetalModel(StopRequests):
     """One bare-metal model instance; also the ``BoardContext`` its application runs against."""
 
     def __init__(self, opts: Options, knobs: Knobs, out: BinaryIO | None = None, err: BinaryIO | None = None) -> None:
@@ -264,17 +264,6 @@ class BareMetalModel:
 
     # -- running --------------------------------------------------------------------------------------------------
 
-    def request_stop(self, reason: str) -> None:
-        """Ask the loop to stop for ``reason`` (any thread)."""
-        loop = self._loop
-        if loop is None or loop.is_closed():
-            return
-        with contextlib.suppress(RuntimeError):
-            loop.call_soon_threadsafe(self._set_stop, reason)
-
-    def _set_stop(self, reason: str) -> None:
-        if self._stop is not None and not self._stop.done():
-            self._stop.set_result(reason)
 
     def _application(self) -> None:
         """The CPU (its own thread: the application runs synchronously, as guest programs do)."""

@@ -21,12 +21,13 @@ for a model that keeps one host CPU busy.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections.abc import Callable
 
 from fvp_harness.sim.clock import SimClock
 
-__all__ = ["STOP_TEXT", "stat_block", "watch_limits", "watch_parent"]
+__all__ = ["STOP_TEXT", "StopRequests", "stat_block", "watch_limits", "watch_parent"]
 
 STOP_TEXT: dict[str, str] = {
     "user": "Stopping simulation...\n\nInfo: /OSCI/SystemC: Simulation stopped by user.\n",
@@ -41,6 +42,27 @@ PRINTS_STAT = frozenset(STOP_TEXT)
 EXIT_STATUS: dict[str, int] = {
     "user": 0, "timelimit": 0, "simlimit": 0, "poweroff": 0, "parent": 1, "crash": 139,
 }
+
+
+
+class StopRequests:
+    """The stop future both simulated platforms (Corstone-1000 and bare-metal) end their event loop on: any thread
+    may ask, the loop thread sets the first reason, later requests are ignored (the first reason is the exit's)."""
+
+    _loop: asyncio.AbstractEventLoop | None = None
+    _stop: asyncio.Future[str] | None = None
+
+    def request_stop(self, reason: str) -> None:
+        """Ask the loop to stop for ``reason`` (any thread)."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(self._set_stop, reason)
+
+    def _set_stop(self, reason: str) -> None:
+        if self._stop is not None and not self._stop.done():
+            self._stop.set_result(reason)
 
 
 def stat_block(model_name: str, clock: SimClock, cpu: str = "host.cpu0") -> str:

@@ -27,6 +27,7 @@ from fvp_harness.sim.lifecycle import (
     EXIT_STATUS,
     PRINTS_STAT,
     STOP_TEXT,
+    StopRequests,
     stat_block,
     watch_limits,
     watch_parent,
@@ -39,7 +40,7 @@ from fvp_harness.sim.terminal import TerminalServer
 __all__ = ["SimulatedModel"]
 
 
-class SimulatedModel:
+class SimulatedModel(StopRequests):
     """Build with the parsed command line and knobs; ``run()`` returns the exit status (or ends the
     process)."""
 
@@ -72,17 +73,6 @@ class SimulatedModel:
 
     # -- stopping --------------------------------------------------------------------------------------------
 
-    def request_stop(self, reason: str) -> None:
-        """Ask the loop to stop for ``reason`` (any thread)."""
-        loop = self._loop
-        if loop is None or loop.is_closed():
-            return
-        with contextlib.suppress(RuntimeError):
-            loop.call_soon_threadsafe(self._set_stop, reason)
-
-    def _set_stop(self, reason: str) -> None:
-        if self._stop is not None and not self._stop.done():
-            self._stop.set_result(reason)
             self.machine.stopping.set()
 
     def crash(self) -> None:
