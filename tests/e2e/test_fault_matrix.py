@@ -13,14 +13,13 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO, eventually
-from tests.proc_scan import processes_with_env
+from tests.e2e.cli import run_cli
+from tests.helpers import REPO
 
 pytestmark = [pytest.mark.slow, pytest.mark.sim]
 
@@ -82,17 +81,7 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def fvp_harness(workdir: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.Popen([sys.executable, "-m", "fvp_harness", *args], cwd=workdir, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            out, err = proc.communicate()
-        eventually(lambda: not processes_with_env("FVP_HARNESS_OWNER_PID", str(proc.pid)), timeout=5)
-        assert not processes_with_env("FVP_HARNESS_OWNER_PID", str(proc.pid)), "models left running"
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    return run_cli(workdir, *args, timeout=timeout)
 
 
 def _records(out: Path) -> list[dict]:

@@ -8,36 +8,21 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO, eventually, wait_until
-from tests.proc_scan import processes_with_env
+from tests.e2e.cli import assert_no_models_left, run_cli
+from tests.helpers import REPO, wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.sim]
 
 PUBLISHED_SAVED = {"resnet8": 64, "ds_cnn": 53, "mobilenet_v1_025": 77, "deep_autoencoder": 77}
 CRASH_BUILD = ("{fvp_harness} sim runner --driver reuse --cpu-time-report --build-id driver-reuse --fault crash=2 "
                "-o {output}")
-
-
-def _models_owned_by(pid: int) -> list[int]:
-    """Live processes started by the harness process ``pid`` (models carry its pid in FVP_HARNESS_OWNER_PID)."""
-    return processes_with_env("FVP_HARNESS_OWNER_PID", str(pid))
-
-
-def _assert_no_models_left(pid: int, grace: float = 5.0) -> None:
-    eventually(lambda: not _models_owned_by(pid), timeout=grace, interval=0.1)
-    left = _models_owned_by(pid)
-    for stray in left:
-        os.kill(stray, signal.SIGKILL)
-    assert not left, f"simulator processes left running: {left}"
 
 
 @pytest.fixture(scope="module")
@@ -49,16 +34,7 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def fvp_harness(workdir: Path, *args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.Popen([sys.executable, "-m", "fvp_harness", *args], cwd=workdir, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-        _assert_no_models_left(proc.pid)
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    return run_cli(workdir, *args, timeout=timeout)
 
 
 def records(folder: Path) -> list[dict]:
@@ -186,7 +162,7 @@ def test_resume_after_the_run_is_killed_part_way(workdir: Path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
-    _assert_no_models_left(proc.pid, grace=10.0)  # the simulator notices its parent is gone
+    assert_no_models_left(proc.pid, grace=10.0)  # the simulator notices its parent is gone
     kept = [r for r in records(out) if r["status"] == "ok"]
     assert 2 <= len(kept) < 6
 

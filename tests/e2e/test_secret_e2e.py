@@ -7,13 +7,11 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_run_e2e import _assert_no_models_left
+from tests.e2e.cli import run_cli
 from tests.helpers import REPO
 
 pytestmark = [pytest.mark.slow, pytest.mark.sim]
@@ -29,16 +27,9 @@ def test_a_secret_reaches_the_unit_and_no_results_file(tmp_path: Path) -> None:
             "--set", f"run.env.API_TOKEN={SECRET}",  # secret by name (*TOKEN*)
             "--set", f"builds.after.env.LICENCE={{value: {SECRET}-2, secret: true}}",
             "--set", f"run.command={command}"]
-    proc = subprocess.Popen([sys.executable, "-m", "fvp_harness", *args], cwd=tmp_path, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        out, err = proc.communicate(timeout=240)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-        _assert_no_models_left(proc.pid)
-    assert proc.returncode == 0, err + out
+    done = run_cli(tmp_path, *args, timeout=240)
+    out, err = done.stdout, done.stderr
+    assert done.returncode == 0, err + out
     folder = tmp_path / "out" / "secret"
     rows = [json.loads(line) for line in (folder / "records.jsonl").read_text().splitlines() if line.strip()]
     assert len(rows) == 2 and all(row["status"] == "ok" for row in rows)

@@ -17,11 +17,11 @@ import csv
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.e2e.cli import run_cli
 from tests.helpers import REPO
 
 pytestmark = [pytest.mark.slow, pytest.mark.sim]
@@ -53,8 +53,7 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def harness(workdir: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([sys.executable, "-m", "fvp_harness", *args], cwd=workdir, text=True,
-                          capture_output=True, timeout=timeout)
+    done = run_cli(workdir, *args, timeout=timeout)
     assert "Traceback" not in done.stderr, done.stderr
     return done
 

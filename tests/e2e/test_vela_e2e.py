@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO, eventually
-from tests.proc_scan import processes_with_env
+from tests.e2e.cli import run_cli
+from tests.helpers import REPO
 
 pytestmark = [pytest.mark.slow, pytest.mark.sim]
 
@@ -20,16 +20,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.sim]
 def test_vela_check_scenario_shows_measured_vs_estimated_and_flags_the_wrong_estimate(tmp_path: Path) -> None:
     pytest.importorskip("ethosu.vela", reason="the scenario's model build runs Vela")
     shutil.copytree(REPO / "scenarios", tmp_path / "scenarios")
-    proc = subprocess.Popen([sys.executable, "-m", "fvp_harness", "run", "scenarios/vela_check.yaml", "-q"],
-                            cwd=tmp_path, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        out, err = proc.communicate(timeout=300)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    eventually(lambda: not processes_with_env("FVP_HARNESS_OWNER_PID", str(proc.pid)), timeout=5, interval=0.1)
-    assert proc.returncode == 0, err + out
+    done = run_cli(tmp_path, "run", "scenarios/vela_check.yaml", "-q")
+    out, err = done.stdout, done.stderr
+    assert done.returncode == 0, err + out
 
     folder = tmp_path / "results" / "vela_check"
     report = (folder / "report.md").read_text()

@@ -8,13 +8,12 @@ import csv
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO, eventually
-from tests.proc_scan import processes_with_env
+from tests.e2e.cli import run_cli
+from tests.helpers import REPO
 
 pytestmark = pytest.mark.slow
 
@@ -22,23 +21,8 @@ QUICK = ("--set", "run.repetitions=2", "--set", "run.iterations=60")
 UNITS = 2 * 2 * 2  # builds x models x repetitions with QUICK
 
 
-def _left_over(owner: int) -> list[int]:
-    """Processes (simulator instances) started for the harness process ``owner`` that are still alive."""
-    return processes_with_env("FVP_HARNESS_OWNER_PID", str(owner))
-
-
 def harness(cwd: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.Popen([sys.executable, "-m", "fvp_harness", *args], cwd=cwd, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            out, err = proc.communicate()
-        eventually(lambda: not _left_over(proc.pid), timeout=5)
-        assert not _left_over(proc.pid), "simulator processes left running"
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    return run_cli(cwd, *args, timeout=timeout)
 
 
 @pytest.fixture(scope="module")
