@@ -30,7 +30,7 @@ MODELS = {"kws_a": "ds_cnn", "kws_b": "ds_cnn", "res": "resnet8", "ae": "deep_au
 TEMPLATE = """\
 name: {name}
 vars: {{art: {art}}}
-fvp: {{binary: sim}}
+fvp: {{binary: sim{sim}}}
 builds:
   before:
     runner: ${{vars.art}}/runner-before
@@ -58,12 +58,15 @@ report: {{outputs: [markdown, csv, json]}}
 """
 
 
-def _write(folder: Path, repetitions: int, iterations: int) -> Path:
+def _write(folder: Path, repetitions: int, iterations: int, speed: float = 0.0) -> Path:
+    """The four scenarios in ``folder/scenarios``; ``speed`` > 0 paces the simulator (``fvp.sim.speed``: simulated
+    seconds per wall second) so a unit takes the model's time, as on a real FVP, instead of the simulator's CPU."""
     scenarios = folder / "scenarios"
     scenarios.mkdir(parents=True)
+    sim = f", sim: {{speed: {speed:g}}}" if speed > 0 else ""
     for name, model in MODELS.items():
         (scenarios / f"{name}.yaml").write_text(TEMPLATE.format(
-            name=name, model=model, art=folder / "art", repetitions=repetitions, iterations=iterations))
+            name=name, model=model, art=folder / "art", repetitions=repetitions, iterations=iterations, sim=sim))
     return scenarios
 
 
@@ -90,10 +93,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repetitions", type=int, default=3)
     parser.add_argument("--iterations", type=int, default=30)
+    parser.add_argument("--speed", type=float, default=0.0,
+                        help="pace the simulator (fvp.sim.speed), e.g. 0.2: units take model time, not its CPU")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-batch-") as tmp:
         folder = Path(tmp)
-        scenarios = _write(folder, args.repetitions, args.iterations)
+        scenarios = _write(folder, args.repetitions, args.iterations, args.speed)
         paths = [scenarios]
         make(paths, MakeOptions(jobs=2, results_base=folder / "warm"))  # builds the artifacts once
         serial, one = _timed(paths, MakeOptions(jobs=1, results_base=folder / "j1"))

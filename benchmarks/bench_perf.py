@@ -1,21 +1,27 @@
 """Issue 17's figures, side by side in one run: where FVP time goes, and how few units an answer needs.
 
-Run: ``python benchmarks/bench_perf.py [--quick] [--skip boot]``. In a private copy of ``scenarios/`` it measures,
+Run: ``python benchmarks/bench_perf.py [--skip boot ...]``. In a private copy of ``scenarios/`` it measures,
 on the embedded simulator, one after the other in this one process:
 
 1. **harness overhead**: a warm run of the seed scenario (``driver_reuse.yaml``) as shipped (``run.until``) and as
    the fixed 3 x 10 matrix (``--set run.until=null --set run.repetitions=3``): the share of wall time spent outside
    the boot (until a ready shell) and the units' guest commands (a unit's one framed line: prepare, runner, hashes);
+   unpaced (a unit is the simulator's own numpy CPU, ~50 ms) and paced (``fvp.sim.speed``: a unit takes its model
+   time, as on a real FVP);
 2. **deploy MB/s**, console and ssh, for incompressible (random) bytes and machine code, and the console with the
    settings before issue 17 (2048-character lines, no gzip) for comparison;
 3. **units needed, adaptive vs fixed sampling**, with the runner's noise (``runner_jitter``) at its default and at
    3x: one run of 10 repetitions per noise level, then ``run.adaptive.replay`` over its records (exactly what a live
    run decides) for the shipped target (2 points) and for the CI width the fixed 3 x 10 matrix reached; the saving
    each model reports with adaptive sampling next to the fixed matrix's;
-4. **make -j 1 vs -j 2** on ``bench_batch.py``'s four scenarios;
+4. **make -j 1 vs -j 2** on ``bench_batch.py``'s four scenarios, unpaced and paced;
 5. **boot-once vs boot-per-unit** with ``boot_seconds`` 30: the 24-unit fixed matrix on one boot, and
    ``--fresh-boot-per-unit`` measured on 4 of its units (per-unit cost x 24 for the ratio: 24 real 30 s boots would
-   take 12 minutes; ``--full-fresh`` measures them all).
+   take 12 minutes; ``--full-fresh`` measures them all);
+6. **work stealing** with ``fvp.instances: 4``: the fixed matrix, paced, with the plan's deal kept (``--no-steal``)
+   and with stealing;
+7. **early boot**: a cold run (every artifact rebuilt) with the model booting while the artifacts build, and after
+   them (``--no-early-boot``).
 
 Nothing is asserted: this measures the harness, it does not test it. The machine's load moves every figure:
 ``uptime`` is printed first.
@@ -44,6 +50,10 @@ from fvp_harness.store.records import Record
 from fvp_harness.targets.transfer import upload_console
 
 REPO = Path(__file__).resolve().parent.parent
+EARLY_BOOT_S = 10.0
+"""``boot_seconds`` of the early-boot figure (a real Corstone-1000 boot takes minutes, its builds about as long)."""
+PACE = 0.05
+"""``fvp.sim.speed`` of the paced figures: simulated seconds per wall second (a seed-scenario unit ~0.5-1 s)."""
 FIXED = ["run.until=null", "run.repetitions=3"]
 """Overrides (``--set`` values) that turn the shipped scenario into the fixed 3 x 10 matrix."""
 
@@ -57,11 +67,13 @@ def _module(name: str) -> ModuleType:
 
 
 def _run(scenario: Path, out: Path, overrides: Sequence[str], *, fresh: bool = False,
-         only_models: Sequence[str] = ()) -> tuple[RunOutcome, float]:
+         only_models: Sequence[str] = (), steal: bool = True, rebuild: bool = False,
+         early_boot: bool = True) -> tuple[RunOutcome, float]:
     loaded = load_scenario(scenario, list(overrides))
     began = time.monotonic()
     outcome = run_scenario(loaded, RunOptions(output_dir=out, fresh_boot_per_unit=fresh,
-                                              only_models=tuple(only_models)))
+                                              only_models=tuple(only_models), steal=steal, rebuild=rebuild,
+                                              early_boot=early_boot))
     return outcome, time.monotonic() - began
 
 
@@ -71,11 +83,18 @@ def _overhead(outcome: RunOutcome, wall: float) -> tuple[float, float, float]:
     return boot, commands, 100.0 * (1.0 - (boot + commands) / wall)
 
 
+PACED = f"fvp.sim.speed={PACE}"
+"""Override that paces the simulator: a unit then takes the model's time (as on a real FVP), not the simulator's
+own numpy CPU time."""
+
+
 def overhead(scenario: Path, work: Path) -> None:
-    print("\n1. harness overhead (warm runs: artifacts built, one boot each)")
+    print("\n1. harness overhead (warm runs: artifacts built, one boot each); unpaced: a unit is the simulator's "
+          f"CPU time (~50 ms); paced (fvp.sim.speed {PACE:g}): a unit takes its model time (~0.5-1 s)")
     _run(scenario, work / "cold", FIXED)  # builds the artifacts
-    for label, overrides in (("shipped (run.until)", []), ("fixed 3 x 10", FIXED)):
-        outcome, wall = _run(scenario, work / f"warm-{label[:5]}", overrides)
+    for label, overrides in (("shipped (run.until)", []), ("fixed 3 x 10", FIXED),
+                             ("shipped, paced", [PACED]), ("fixed 3 x 10, paced", [*FIXED, PACED])):
+        outcome, wall = _run(scenario, work / f"warm-{label.replace(' ', '_')}", overrides)
         boot, commands, share = _overhead(outcome, wall)
         deployed = sum(info.deploy_seconds or 0.0 for s in outcome.sessions for info in s.instances)
         how = ", ".join(str(info.metadata.get("deploy", "?")) for s in outcome.sessions for info in s.instances)
@@ -164,18 +183,39 @@ class _Until:
         self.ci_width, self.min_repetitions, self.max_repetitions = width, 2, 10
 
 
+BATCH_PACE = 0.2
+"""``fvp.sim.speed`` of the paced batch: bench_batch's 30-iteration units take ~0.3-0.6 s of model time."""
+
+
 def batch(work: Path) -> None:
-    print("\n4. make -j 1 vs -j 2 (bench_batch.py's four scenarios, 3 repetitions x 30 iterations)")
+    print("\n4. make -j 1 vs -j 2 (bench_batch.py's four scenarios, 3 repetitions x 30 iterations); unpaced: the "
+          "units are two Python simulators' CPU on 2 cores; paced (fvp.sim.speed "
+          f"{BATCH_PACE:g}): the units take model time, as each real FVP on its own core")
     bench = _module("bench_batch")
-    folder = work / "batch"
-    scenarios = bench._write(folder, 3, 30)
     from fvp_harness.batch.engine import MakeOptions, make  # late: only this section needs the engine
 
-    make([scenarios], MakeOptions(jobs=2, results_base=folder / "warm"))
-    serial, one = bench._timed([scenarios], MakeOptions(jobs=1, results_base=folder / "j1"))
-    parallel, two = bench._timed([scenarios], MakeOptions(jobs=2, results_base=folder / "j2"))
-    print(f"   -j 1 {serial:6.2f} s ({one.boots} boot(s)), -j 2 {parallel:6.2f} s ({two.boots} boot(s)): "
-          f"{serial / parallel:.2f}x")
+    for label, speed in (("unpaced", 0.0), ("paced", BATCH_PACE)):
+        folder = work / f"batch-{label}"
+        scenarios = bench._write(folder, 3, 30, speed)
+        make([scenarios], MakeOptions(jobs=2, results_base=folder / "warm"))
+        serial, one = bench._timed([scenarios], MakeOptions(jobs=1, results_base=folder / "j1"))
+        parallel, two = bench._timed([scenarios], MakeOptions(jobs=2, results_base=folder / "j2"))
+        print(f"   {label:8} -j 1 {serial:6.2f} s ({one.boots} boot(s)), -j 2 {parallel:6.2f} s ({two.boots} boot(s)):"
+              f" {serial / parallel:.2f}x")
+
+
+def stealing(scenario: Path, work: Path) -> None:
+    print(f"\n6. work stealing, fvp.instances 4 (fixed 3 x 10 matrix, paced at fvp.sim.speed {PACE:g}): the plan's "
+          "deal kept (--no-steal) vs an idle instance taking not-started groups of the busier one")
+    overrides = [*FIXED, PACED, "fvp.instances=4"]
+    for label, steal in (("fixed deal", False), ("stealing", True)):
+        outcome, wall = _run(scenario, work / f"steal-{steal}", overrides, steal=steal)
+        busy = ", ".join(f"{info.name} {info.units} units" for s in outcome.sessions for info in s.instances)
+        dealt = {unit.id: f"s{unit.session}" for unit in outcome.plan.units}
+        moved = sum(record.instance.split(".")[0] != dealt[record.unit_id]
+                    for s in outcome.sessions for record in s.records)
+        print(f"   {label:10} {outcome.units_run} units in {wall:6.2f} s ({busy}; {moved} ran on another instance "
+              "than dealt)")
 
 
 def boots(scenario: Path, work: Path, full: bool) -> None:
@@ -195,10 +235,24 @@ def boots(scenario: Path, work: Path, full: bool) -> None:
           f"{total / once_wall:.1f}x faster")
 
 
+def early_boot(scenario: Path, work: Path) -> None:
+    print(f"\n7. early boot: a cold run (--rebuild: every artifact built again), boot_seconds {EARLY_BOOT_S:g}, the "
+          "model booting while the artifacts build vs after them (--no-early-boot)")
+    overrides = [*FIXED, f"fvp.sim.boot_seconds={EARLY_BOOT_S:g}"]
+    walls = {}
+    for label, early in (("after the builds", False), ("while they build", True)):
+        outcome, wall = _run(scenario, work / f"early-{early}", overrides, rebuild=True, early_boot=early)
+        walls[early] = wall
+        boot = sum(info.boot_seconds or 0.0 for s in outcome.sessions for info in s.instances)
+        print(f"   boot {label:17} {wall:6.2f} s (builds {outcome.phase_seconds.get('build', 0.0):5.2f} s, boot "
+              f"{boot:5.2f} s, {outcome.units_run} units)")
+    print(f"   early boot saves {walls[False] - walls[True]:.2f} s: {walls[False] / walls[True]:.2f}x")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--skip", action="append", default=[], choices=["overhead", "deploy", "sampling", "batch",
-                                                                        "boot"])
+                                                                        "boot", "steal", "early"])
     parser.add_argument("--mib", type=float, default=4.0)
     parser.add_argument("--full-fresh", action="store_true", help="boot per unit for all 24 units (12 minutes)")
     parser.add_argument("--keep", type=Path, default=None, help="work in this folder and keep it")
@@ -219,6 +273,10 @@ def main() -> int:
             batch(work)
         if "boot" not in args.skip:
             boots(scenario, work, args.full_fresh)
+        if "steal" not in args.skip:
+            stealing(scenario, work)
+        if "early" not in args.skip:
+            early_boot(scenario, work)
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)

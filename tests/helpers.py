@@ -8,6 +8,7 @@ the same small machine.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -52,6 +53,14 @@ def wait_until(predicate: Callable[[], T], *, timeout: float = 10.0, interval: f
 
 
 # --- records ------------------------------------------------------------------------------------------------------
+
+
+def join_early_boots(timeout: float = 10.0) -> None:
+    """Wait for every early boot thread (``run.preboot``) to end: one still booting when a run ended closes its
+    instance itself, so a test that checks every instance was closed must let it finish first."""
+    for thread in threading.enumerate():
+        if thread.name.startswith("preboot-"):
+            thread.join(timeout)
 
 
 def record(unit_id: str = "r1-after-resnet8", *, status: str = "ok", **fields: Any) -> Record:

@@ -20,8 +20,10 @@ Scheduling: every (scenario, plan session) with stale units is a job; jobs are g
 platform profile, FVP identity, params, args, simulator knobs, firmware and timeouts, and each pool's jobs are
 dealt to **lanes** (one booted instance each, longest job first onto the least loaded lane). A lane runs its
 jobs one after another on one instance, so scenarios of a pool share boots. At most ``-j`` lanes run at once
-(executors: ``batch.lanes.LocalExecutor``, ``batch.dask.DaskExecutor``). Records flow back to this process,
-which alone writes every results folder.
+(executors: ``batch.lanes.LocalExecutor``, ``batch.dask.DaskExecutor``). Locally the deal is only the start: a lane
+that runs out of jobs steals unstarted ones from the others and boots the next pool's instance while it still
+works (``batch.lanes``); on Dask the deal is fixed. Records flow back to this process, which alone writes every
+results folder.
 
 Failures: without ``-k`` the first failed unit or job stops scheduling (running units finish); with ``-k``
 everything else still runs. A ``stop`` request (the CLI's first Ctrl-C) lets the units in flight finish and be
@@ -687,7 +689,10 @@ def _execute(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: 
                 explain(job.node, job.units, "infrastructure", f"its instance kept failing: {aborted}")
                 if not options.keep_going:
                     drain.set()
-        for wanted in (planned.jobs if planned else ()):  # units the lane did not get to
+        # units the lane did not get to: of the jobs it answers for (work stealing moves jobs between lanes:
+        # ``owned``), so a job another lane took is explained by that lane's result, after that lane's job errors
+        owned = lane.owned if lane.owned is not None else (planned.jobs if planned else ())
+        for wanted in owned:
             if stop.is_set() or control.abort.is_set():
                 explain(wanted.node, wanted.units, "interrupted", "not started: stop requested")
             elif drain.is_set():

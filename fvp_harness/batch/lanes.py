@@ -1,9 +1,9 @@
 """Work units of the batch engine (lanes) and the local executor that runs them.
 
 A **lane** is one booted FVP instance's worth of work: a sequence of *jobs*, each one plan session of one scenario
-(the units of that session that are not up to date, in plan order). Every job of a lane belongs to the same
-*pool* (same platform profile, FVP identity, params, args, simulator knobs, firmware and timeouts), so the lane
-boots one instance and runs job after job on it; the scenarios of a pool share booted instances. An
+(the units of that session that are not up to date, in plan order). Every job dealt to a lane belongs to the
+same *pool* (same platform profile, FVP identity, params, args, simulator knobs, firmware and timeouts), so the
+lane boots one instance and runs job after job on it; the scenarios of a pool share booted instances. An
 infrastructure failure closes the instance, and the next unit gets a fresh one (execute's retry rule).
 
 Lanes are **self-contained** (``LaneSpec`` pickles): the resolved ``Scenario`` and ``Profile`` objects, the unit
@@ -17,6 +17,14 @@ Records flow back to the **one store** of the coordinating process: a lane appen
 records go through ``sink`` as each unit finishes (so Ctrl-C keeps everything measured); on a remote worker they
 are collected with the unit logs and returned in the ``LaneResult``. Each record already carries its unit's
 content-key parts (``plan.key_part_extras``), so ``make -n`` can say what changed.
+
+**Work stealing** (local executor only): the deal is a starting point. The lanes of one ``LocalExecutor.run``
+share a board (``_Board``) holding every job nobody started; a lane takes its own jobs first, and a lane with none
+left takes one from another lane's tail (the busiest lane of its instance's pool first: no boot needed; a job of
+another pool only when it is worth a boot, ``BOOT_COST``). When a lane starts the last job it holds and the job it
+will take next is of another pool (worth a boot, and by the estimates still unstarted when the current job ends),
+it claims that job at once and, as soon as the current job has its instance, boots the next pool's instance on a
+thread of its own (``_PreBoot``). The Dask executor keeps the fixed deal: its lanes are shipped tasks.
 
 Three events steer running lanes (``LaneControl``): *drain* (start no further job: a failure without ``-k``),
 *stop* (the first Ctrl-C: the unit in flight finishes and is recorded, then nothing new starts) and *abort* (the
@@ -38,10 +46,13 @@ import os
 import shutil
 import tempfile
 import threading
+import time
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from types import TracebackType
 
 from fvp_harness.errors import ConfigurationError, HarnessError
 from fvp_harness.events import Event, Listener, null_listener
@@ -52,11 +63,12 @@ from fvp_harness.run.execute import ExecuteOptions, SessionOutcome, execute_plan
 from fvp_harness.run.instances import TargetFactory, open_target
 from fvp_harness.run.plan import build_plan
 from fvp_harness.scenario.model import Scenario
-from fvp_harness.store.folder import LOGS_DIR, ResultStore
+from fvp_harness.store.folder import LOGS_DIR, ResultStore, free_instance_name
 from fvp_harness.store.records import Record
 from fvp_harness.targets.base import MasksSecrets, Target
 
 __all__ = [
+    "BOOT_COST",
     "JobResult",
     "JobSpec",
     "LaneControl",
@@ -72,6 +84,10 @@ log = logging.getLogger(__name__)
 
 RecordSink = Callable[[int, Record], None]
 """``sink(node, record)``: hand one finished record of scenario ``node`` to the coordinator (thread-safe)."""
+
+BOOT_COST = 20
+"""A boot's estimated cost in ``JobSpec.cost`` units (executions): what balancing adds per lane, and what a job of
+another pool must exceed before an idle lane closes its instance and boots one for it (work stealing)."""
 
 ARTIFACT_CACHE_ENV = "FVP_HARNESS_ARTIFACT_CACHE"
 """Where a worker keeps shipped artifacts (default: ``<tmp>/fvp-harness-artifacts``), by sha256."""
@@ -121,7 +137,7 @@ class LaneSpec:
 
     @property
     def cost(self) -> int:
-        return sum(job.cost for job in self.jobs) + 20  # + a boot
+        return sum(job.cost for job in self.jobs) + BOOT_COST
 
 
 @dataclass
@@ -150,9 +166,14 @@ class LaneResult:
     jobs: list[JobResult] = field(default_factory=list)
     interrupted: bool = False
     boots: int = 0
-    """Instances booted (more than one when an infrastructure failure forced a fresh instance)."""
+    """Instances booted (more than one when an infrastructure failure forced a fresh instance, or the lane went on
+    with another pool's job: pre-booted instances count, used or not)."""
     error: str | None = None
     error_class: str = "infrastructure"
+    owned: list[JobSpec] | None = None
+    """With work stealing (``LocalExecutor``): the jobs this lane answers for, started or not: its dealt jobs no
+    other lane took, and those it took from other lanes. The coordinator explains the units of these that got no
+    record (a job is in exactly one lane's list). None: the lane's dealt jobs (no stealing, e.g. on Dask)."""
 
 
 @dataclass(frozen=True)
@@ -181,10 +202,151 @@ def _open_target(scenario: Scenario, profile: Profile, name: str, log_dir: Path,
     return open_target(scenario, log_dir=log_dir, name=name, profile=profile, timeout_scale=timeout_scale)
 
 
+def _close_context(context: contextlib.AbstractContextManager[Target]) -> None:
+    try:
+        context.__exit__(None, None, None)
+    except Exception:  # cleanup must not hide the reason we are closing
+        log.exception("closing a batch instance failed")
+
+
+def _emit(listener: Listener, event: Event) -> None:
+    try:
+        listener(event)
+    except Exception:  # a broken progress display must never stop a measurement
+        log.exception("progress listener failed on %s", event.kind)
+
+
+@dataclass(frozen=True)
+class _Claim:
+    """A job a lane took off the board, with the lane it was dealt to (its pool and shipped blobs)."""
+
+    job: JobSpec
+    origin: LaneSpec
+
+    @property
+    def pool(self) -> str:
+        return self.origin.pool
+
+
+class _PreBoot:
+    """The instance of a lane's next job (of another pool), booting on a thread of its own while the current job
+    runs so it is ready when that job ends.
+
+    It is opened with the name and log folder the next job's session would pick then
+    (``store.folder.free_instance_name``), and that session takes it under that name (``_Early``), so its logs land
+    in that job's own results folder. Whoever holds it last closes it: the lease once it lent it, the lane
+    otherwise (stop, abort, drain, an error), the boot thread itself when a close or an abort came while it booted.
+    ``close`` waits for a boot in progress, so no instance outlives its lane."""
+
+    def __init__(self, opener: Opener, claim: _Claim, root: Path, scale: float, abort: threading.Event,
+                 listener: Listener) -> None:
+        self.claim = claim
+        self._opener = opener
+        self._root = root
+        self._scale = scale
+        self._abort = abort
+        self._listener = listener
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._context: contextlib.AbstractContextManager[Target] | None = None
+        self._target: Target | None = None
+        self._error: BaseException | None = None
+        self._closed = False
+        self._started = False
+        self._label = ""
+        self.name: str | None = None
+        """The instance's name, once ``start`` chose it."""
+        self.boot_seconds: float | None = None
+        self.booted = False
+        """An instance was opened (it counts as a boot, used or not)."""
+
+    @property
+    def started(self) -> bool:
+        return self._started
+
+    def start(self) -> None:
+        """Name the instance and create its log folder here, in the lane's thread (so the folder exists before the
+        next job's session names its own instance), then boot on a thread of its own. Idempotent; nothing after
+        ``close``."""
+        with self._lock:
+            if self._started or self._closed:
+                return
+            self._started = True
+            job = self.claim.job
+            try:
+                name, _ = free_instance_name(self._root / LOGS_DIR, f"s{job.session}")
+                log_dir = self._root / LOGS_DIR / name
+                log_dir.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:  # the session that asks for this instance gets the error
+                self._error = exc
+                self._done.set()
+                return
+            self.name = name
+            self._label = f"{Path(job.scenario_path).stem}/{name}"
+            self._thread = threading.Thread(target=self._boot, args=(name, log_dir), name=f"preboot-{job.node}",
+                                            daemon=True)
+            self._thread.start()
+
+    def _boot(self, name: str, log_dir: Path) -> None:
+        job = self.claim.job
+        try:
+            _emit(self._listener, Event("boot", session=self._label))
+            began = time.monotonic()
+            context = self._opener(job.scenario, job.profile, name, log_dir, self._scale)
+            target = context.__enter__()
+        except BaseException as exc:  # handed to the session that asks for this instance: execute's boot rules
+            with self._lock:
+                self._error = exc
+            self._done.set()
+            return
+        self.boot_seconds = round(time.monotonic() - began, 3)
+        _emit(self._listener, Event("booted", session=self._label, seconds=self.boot_seconds))
+        with self._lock:
+            self.booted = True
+            keep = not (self._closed or self._abort.is_set())
+            if keep:
+                self._context, self._target = context, target
+        if not keep:
+            self._shut(context)
+        self._done.set()
+
+    def take(self) -> tuple[contextlib.AbstractContextManager[Target], Target]:
+        """Wait for the boot and hand the instance over (the caller closes it from then on). Raises the boot's
+        own error, or ``_Stopped`` when the instance was closed meanwhile."""
+        self._done.wait()
+        with self._lock:
+            if self._error is not None:
+                raise self._error
+            context, target, self._context, self._target = self._context, self._target, None, None
+        if context is None or target is None:
+            raise _Stopped()
+        return context, target
+
+    def close(self) -> None:
+        """Close the instance unless it was handed over; wait for a boot in progress (idempotent, any thread)."""
+        with self._lock:
+            self._closed = True
+            context, self._context, self._target = self._context, None, None
+            thread = self._thread
+        if context is not None:
+            self._shut(context)
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+
+    def _shut(self, context: contextlib.AbstractContextManager[Target]) -> None:
+        _close_context(context)
+        _emit(self._listener, Event("closed", session=self._label))
+
+
 class _InstanceLease:
     """One booted instance lent to job after job (``execute_plan`` asks its factory for an instance per
     session). A unit that ends in an exception closes the instance, so execute's retry gets a fresh one; a stop
-    request closes it from another thread (ending the unit in flight) and makes the next request fail."""
+    request closes it from another thread (ending the unit in flight) and makes the next request fail.
+
+    ``pool``: the pool of the jobs it serves; ``switch`` closes an instance another pool's job cannot use. ``adopt``
+    makes a pre-booted instance the one lent next; ``on_lend`` is called each time an instance is lent (the lane
+    starts its pre-boot then: once the current job has its instance, not while that one boots too)."""
 
     def __init__(self, opener: Opener, stop: threading.Event, timeout_scale: float) -> None:
         self._opener = opener
@@ -193,14 +355,44 @@ class _InstanceLease:
         self._lock = threading.Lock()
         self._context: contextlib.AbstractContextManager[Target] | None = None
         self._target: Target | None = None
+        self._preboot: _PreBoot | None = None
+        self.pool: str | None = None
+        self.on_lend: Callable[[], None] | None = None
         self.boots = 0
+        self.last_boot_seconds: float | None = None
+        """The boot time of the last pre-booted instance lent (its own boot, not the wait for it)."""
         self.reused = False
-        """Whether the last lease lent the instance already booted (progress must not say it booted)."""
+        """Whether the last lease lent an instance booted before it was asked for (progress must not say it
+        booted)."""
 
     @property
     def has_instance(self) -> bool:
-        """An instance is booted and will be lent to the next request."""
-        return self._target is not None
+        """An instance is booted (or being pre-booted) and will be lent to the next request."""
+        return self._target is not None or self._preboot is not None
+
+    @property
+    def warm_pool(self) -> str | None:
+        """The pool whose jobs the lease can serve without a boot, if any."""
+        return self.pool if self.has_instance else None
+
+    def switch(self, pool: str) -> None:
+        """The next job is of ``pool``: an instance of another pool cannot serve it and is closed."""
+        if pool != self.pool:
+            self.close()
+            self.pool = pool
+
+    def preboot_name(self, job: JobSpec) -> str | None:
+        """The name of the pre-booted instance waiting for ``job`` (None: the job boots or reuses as usual)."""
+        with self._lock:
+            preboot = self._preboot
+        if preboot is None or preboot.claim.job is not job or not preboot.started:
+            return None
+        return preboot.name
+
+    def adopt(self, preboot: _PreBoot) -> None:
+        """Lend ``preboot``'s instance to the next request (after ``switch`` to its pool)."""
+        with self._lock:
+            self._preboot = preboot
 
     def factory(self, scenario: Scenario, profile: Profile) -> TargetFactory:
         def make(name: str, log_dir: Path) -> contextlib.AbstractContextManager[Target]:
@@ -208,23 +400,37 @@ class _InstanceLease:
 
         return make
 
+    def _open(self, scenario: Scenario, profile: Profile, name: str,
+              log_dir: Path) -> tuple[contextlib.AbstractContextManager[Target], Target]:
+        with self._lock:
+            preboot, self._preboot = self._preboot, None
+        if preboot is not None:  # its boot's failure is this request's: execute's boot retry rule applies
+            context, target = preboot.take()
+            self.reused = True
+            self.last_boot_seconds = preboot.boot_seconds
+            return context, target
+        context = self._opener(scenario, profile, name, log_dir, self._scale)
+        target = context.__enter__()
+        self.boots += 1
+        return context, target
+
     @contextlib.contextmanager
     def _lease(self, scenario: Scenario, profile: Profile, name: str, log_dir: Path) -> Iterator[Target]:
         if self._stop.is_set():
             raise _Stopped()
         self.reused = self._target is not None
-        if self._target is None:
-            context = self._opener(scenario, profile, name, log_dir, self._scale)
-            target = context.__enter__()
-            self.boots += 1
+        target = self._target
+        if target is None:
+            context, target = self._open(scenario, profile, name, log_dir)
             with self._lock:
                 self._context, self._target = context, target
             if self._stop.is_set():
                 self.close()
                 raise _Stopped()
-        target = self._target
         if isinstance(target, MasksSecrets):  # an instance lent to another scenario learns that one's secrets
             target.redact_also(scenario.secret_values())
+        if self.on_lend is not None:
+            self.on_lend()
         try:
             yield target
         except BaseException:
@@ -232,14 +438,110 @@ class _InstanceLease:
             raise
 
     def close(self) -> None:
-        """Stop the instance (idempotent, any thread)."""
+        """Stop the instance, and a pre-booted one not lent yet (idempotent, any thread)."""
         with self._lock:
             context, self._context, self._target = self._context, None, None
+            preboot, self._preboot = self._preboot, None
         if context is not None:
-            try:
-                context.__exit__(None, None, None)
-            except Exception:  # cleanup must not hide the reason we are closing
-                log.exception("closing a batch instance failed")
+            _close_context(context)
+        if preboot is not None:
+            preboot.close()
+
+
+class _Board:
+    """The jobs nobody started yet, lane by lane, shared by the lanes of one ``LocalExecutor.run`` (work stealing).
+
+    A lane takes its own jobs first (the deal, ``engine.assign_lanes``, so a balanced batch runs as dealt). A lane
+    with none left takes one from another lane's tail: from the lane with the most estimated work left among those
+    of its instance's pool (no boot needed), else a job of another pool worth a boot (cost above ``BOOT_COST``).
+    Every take happens under one lock and only while no drain, stop or abort is set, so a job is started by exactly
+    one lane and a stopped batch starts nothing new. ``retire`` tells a finished lane which jobs it answers for."""
+
+    def __init__(self, lanes: Sequence[LaneSpec], events: Sequence[threading.Event]) -> None:
+        self._lock = threading.Lock()
+        self._events = tuple(events)
+        self._lanes = {lane.index: lane for lane in lanes}
+        self._queues: dict[int, deque[JobSpec]] = {lane.index: deque(lane.jobs) for lane in lanes}
+        self._running: dict[int, int] = {}
+        """Lane -> estimated cost of the job it runs (its remaining work counts it until it takes the next)."""
+        self._jobs = [job for lane in lanes for job in lane.jobs]
+        self._owner = {(job.node, job.session): lane.index for lane in lanes for job in lane.jobs}
+
+    @property
+    def jobs(self) -> list[JobSpec]:
+        """Every job dealt to the board's lanes."""
+        return list(self._jobs)
+
+    def _halted(self) -> bool:
+        return any(event.is_set() for event in self._events)
+
+    def _left(self, lane: int) -> int:
+        return self._running.get(lane, 0) + sum(job.cost for job in self._queues[lane])
+
+    def take(self, lane: int, warm_pool: str | None) -> _Claim | None:
+        """The next job for ``lane``, whose instance (if it has one) serves ``warm_pool``; None: nothing left for
+        it. Raises ``_Stopped`` when there is a job but a drain, stop or abort forbids starting it."""
+        with self._lock:
+            own = self._queues[lane]
+            found = (lane, 0) if own else self._steal(lane, warm_pool)
+            if found is None:
+                return None
+            if self._halted():
+                raise _Stopped()
+            claim = self._remove(lane, *found)
+            self._running[lane] = claim.job.cost
+            return claim
+
+    def claim_ahead(self, lane: int, pool: str, current: int) -> _Claim | None:
+        """The job of another pool ``lane`` will take after its current one (cost ``current``), claimed now so
+        its instance can boot meanwhile; None when the lane still holds jobs, a job of ``pool`` is left to take,
+        or no other pool's job is worth a boot and likely still unstarted when the current job ends (the
+        estimated work ahead of it on its own lane exceeds ``current``)."""
+        with self._lock:
+            if self._halted() or self._queues[lane] or self._steal(lane, pool, warm_only=True) is not None:
+                return None
+            found = self._steal(lane, pool, ahead_of=current)
+            return None if found is None else self._remove(lane, *found)
+
+    def _steal(self, thief: int, warm_pool: str | None, *, warm_only: bool = False,
+               ahead_of: int | None = None) -> tuple[int, int] | None:
+        """(victim lane, queue position) of the job ``thief`` would take from another lane, or None."""
+        victims = [index for index, queue in self._queues.items() if index != thief and queue]
+        warm = [index for index in victims if self._lanes[index].pool == warm_pool]
+        if warm:  # the same pool as the thief's instance: no boot, any job is worth it
+            victim = max(warm, key=lambda index: (self._left(index), -index))
+            return victim, len(self._queues[victim]) - 1
+        if warm_only:
+            return None
+        best: tuple[int, int] | None = None
+        for victim in sorted(victims, key=lambda index: (-self._left(index), index)):
+            queue = self._queues[victim]
+            for position in range(len(queue) - 1, -1, -1):  # from the tail: the job its lane would run last
+                job = queue[position]
+                before = self._running.get(victim, 0) + sum(queue[i].cost for i in range(position))
+                if job.cost > BOOT_COST and (ahead_of is None or before > ahead_of):
+                    best = victim, position
+                    break
+            if best is not None:
+                return best
+        return None
+
+    def _remove(self, thief: int, victim: int, position: int) -> _Claim:
+        queue = self._queues[victim]
+        job = queue[position]
+        del queue[position]
+        self._owner[(job.node, job.session)] = thief
+        if victim != thief:
+            log.info("lane %s takes %s/s%s from lane %s", thief, Path(job.scenario_path).stem, job.session, victim)
+        return _Claim(job, self._lanes[victim])
+
+    def retire(self, lane: int) -> list[JobSpec]:
+        """``lane`` has ended: its unstarted jobs leave the board (it reports them; nobody may start them after),
+        and the jobs it answers for are returned (``LaneResult.owned``)."""
+        with self._lock:
+            self._queues[lane].clear()
+            self._running.pop(lane, None)
+            return [job for job in self._jobs if self._owner[(job.node, job.session)] == lane]
 
 
 class _SinkStore(ResultStore):
@@ -329,6 +631,7 @@ def run_lane(
     stop: threading.Event | None = None,
     listener: Listener = null_listener,
     opener: Opener = _open_target,
+    board: _Board | None = None,
 ) -> LaneResult:
     """Run a lane's jobs on one instance at a time (see the module docstring).
 
@@ -336,10 +639,14 @@ def run_lane(
     into the results folders (local). Without them (remote) records and logs are collected into the result.
     ``drain`` set: start no further job. ``stop`` set: finish and record the unit in flight, then start nothing
     (the instance is closed politely). ``abort`` set: close the instance now (the unit in flight is dropped).
+    ``board``: the lanes' shared board (work stealing, pre-boots; ``LocalExecutor``); without one the lane runs
+    exactly its dealt jobs, in order.
     """
     drain = drain or threading.Event()
     abort = abort or threading.Event()
     stop = stop or threading.Event()
+    shared = board is not None
+    source = board if board is not None else _Board([spec], (drain, stop, abort))
     result = LaneResult(spec.index)
     lease = _InstanceLease(opener, abort, spec.timeout_scale)
     finished = threading.Event()
@@ -353,49 +660,90 @@ def run_lane(
     watcher = threading.Thread(target=watch, name=f"lane{spec.index}-watch", daemon=True)
     watcher.start()
     scratch = Path(tempfile.mkdtemp(prefix="fvp-harness-lane-")) if results_roots is None else None
+    ahead: _PreBoot | None = None
+    preboots: list[_PreBoot] = []
     try:
-        for number, job in enumerate(spec.jobs):
-            if drain.is_set() or stop.is_set() or abort.is_set():
-                result.interrupted = True
-                break
-            if results_roots is not None:
-                root = results_roots[job.node]
+        for number in range(len(source.jobs)):  # no lane runs more jobs than the board holds
+            if ahead is not None:  # claimed while the last job ran: it still obeys the three events
+                if drain.is_set() or stop.is_set() or abort.is_set():
+                    result.interrupted = True
+                    break
+                claim: _Claim | None = ahead.claim
             else:
-                assert scratch is not None  # made above exactly when there are no results roots
-                root = scratch / f"{number}"
-            job_result = JobResult(job.node, job.session, job.units)
-            result.jobs.append(job_result)
-            collected: list[Record] = []
-
-            def keep(node: int, record: Record, collected: list[Record] = collected) -> None:
-                if sink is not None:
-                    sink(node, record)
-                else:
-                    collected.append(record)
-
-            try:
-                _run_job(job, spec, root, lease, keep, abort, stop, listener, job_result)
-            except _Stopped:
-                result.interrupted = True
-            except HarnessError as exc:
-                job_result.error, job_result.error_class = str(exc), exc.failure_class
-                log.warning("batch job %s/s%s failed: %s", job.scenario.name, job.session, exc)
-            finally:
-                job_result.records = collected
-                if results_roots is None:
-                    job_result.logs = _collect_logs(root)
-            if any(outcome.stopped for outcome in job_result.outcomes):
-                result.interrupted = True
-            if result.interrupted:
+                try:
+                    claim = source.take(spec.index, lease.warm_pool)
+                except _Stopped:
+                    result.interrupted = True
+                    break
+            if claim is None:
+                break
+            lease.switch(claim.pool)
+            if ahead is not None:
+                if ahead.started:
+                    lease.adopt(ahead)
+                else:  # the last job never got an instance: boot this one as usual
+                    ahead.close()
+            ahead = None
+            lease.on_lend = None
+            if shared and results_roots is not None:
+                upcoming = source.claim_ahead(spec.index, claim.pool, claim.job.cost)
+                if upcoming is not None:
+                    ahead = _PreBoot(opener, upcoming, results_roots[upcoming.job.node], spec.timeout_scale, abort,
+                                     listener)
+                    preboots.append(ahead)
+                    lease.on_lend = ahead.start
+            if _run_one(claim, number, lease, result, sink, results_roots, scratch, abort, stop, listener):
                 break
     finally:
         finished.set()
+        lease.on_lend = None
+        if ahead is not None:
+            ahead.close()
         lease.close()
-        result.boots = lease.boots
+        result.boots = lease.boots + sum(preboot.booted for preboot in preboots)
+        owned = source.retire(spec.index)
+        if shared:
+            result.owned = owned
         watcher.join()
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
     return result
+
+
+def _run_one(claim: _Claim, number: int, lease: _InstanceLease, result: LaneResult, sink: RecordSink | None,
+             results_roots: Mapping[int, Path] | None, scratch: Path | None, abort: threading.Event,
+             stop: threading.Event, listener: Listener) -> bool:
+    """Run one job of the lane into ``result``; True when the lane must end (a stop request cut it short)."""
+    job = claim.job
+    if results_roots is not None:
+        root = results_roots[job.node]
+    else:
+        assert scratch is not None  # made by the lane exactly when there are no results roots
+        root = scratch / f"{number}"
+    job_result = JobResult(job.node, job.session, job.units)
+    result.jobs.append(job_result)
+    collected: list[Record] = []
+
+    def keep(node: int, record: Record) -> None:
+        if sink is not None:
+            sink(node, record)
+        else:
+            collected.append(record)
+
+    try:
+        _run_job(job, claim.origin, root, lease, keep, abort, stop, listener, job_result)
+    except _Stopped:
+        result.interrupted = True
+    except HarnessError as exc:
+        job_result.error, job_result.error_class = str(exc), exc.failure_class
+        log.warning("batch job %s/s%s failed: %s", job.scenario.name, job.session, exc)
+    finally:
+        job_result.records = collected
+        if results_roots is None:
+            job_result.logs = _collect_logs(root)
+    if any(outcome.stopped for outcome in job_result.outcomes):
+        result.interrupted = True
+    return result.interrupted
 
 
 def _run_job(job: JobSpec, spec: LaneSpec, root: Path, lease: _InstanceLease, sink: RecordSink,
@@ -428,9 +776,35 @@ def _run_job(job: JobSpec, spec: LaneSpec, root: Path, lease: _InstanceLease, si
                             keys={unit.id: unit.key for unit in plan.units}, records=store.known_records,
                             metrics=scenario.metrics)
         wanted = rule.wanted
+    factory = lease.factory(scenario, job.profile)
+
+    def early(session: str) -> _Early | None:  # this job's pre-booted instance keeps the name it booted under
+        name = lease.preboot_name(job)
+        return None if name is None else _Early(name, factory(name, root / LOGS_DIR / name), lease)
+
     out.ran = True
-    out.outcomes = execute_plan(plan, store, lease.factory(scenario, job.profile), units=units, listener=relabel,
-                                stop=stop, options=ExecuteOptions(wanted=wanted))
+    out.outcomes = execute_plan(plan, store, factory, units=units, listener=relabel, stop=stop,
+                                options=ExecuteOptions(wanted=wanted, preboot=early))
+
+
+class _Early(contextlib.AbstractContextManager[Target]):
+    """A job's pre-booted instance as execute's ``EarlyInstance``: the session takes the name it booted under (its
+    logs are that instance's folder), and the lease lends it as usual."""
+
+    def __init__(self, name: str, lent: contextlib.AbstractContextManager[Target], lease: _InstanceLease) -> None:
+        self.name = name
+        self.boot_seconds: float | None = None
+        self._lent = lent
+        self._lease = lease
+
+    def __enter__(self) -> Target:
+        target = self._lent.__enter__()
+        self.boot_seconds = self._lease.last_boot_seconds
+        return target
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> bool | None:
+        return self._lent.__exit__(kind, value, traceback)
 
 
 class LocalExecutor:
@@ -447,16 +821,18 @@ class LocalExecutor:
         return self.workers
 
     def run(self, lanes: Sequence[LaneSpec], control: LaneControl) -> None:
-        """Run every lane; ``control.on_lane_done`` is called in this thread as lanes finish. On
+        """Run every lane, sharing one board (work stealing: see the module docstring);
+        ``control.on_lane_done`` is called in this thread as lanes finish. On
         KeyboardInterrupt: stop scheduling, close every instance, wait for the lanes to wind down, report them,
         re-raise."""
         if not lanes:
             return
+        board = _Board(lanes, (control.drain, control.stop, control.abort))  # lanes steal from each other
         with ThreadPoolExecutor(max_workers=min(self.workers, len(lanes)), thread_name_prefix="lane") as pool:
             futures: dict[Future[LaneResult], LaneSpec] = {
                 pool.submit(run_lane, lane, sink=control.sink, results_roots=control.results_roots,
                             drain=control.drain, abort=control.abort, stop=control.stop, listener=control.listener,
-                            opener=self._opener): lane
+                            opener=self._opener, board=board): lane
                 for lane in lanes
             }
             pending = set(futures)

@@ -155,6 +155,9 @@ class ProgressView:
             if event.detail == "reused":
                 self._state(f"{event.session}: reusing the booted instance")
                 self._line(f"{event.session}: on the instance already booted for the previous job")
+            elif event.detail == "early":  # run.preboot: the boot needs no artifact, so it starts first
+                self._state(f"{event.session}: booting")
+                self._line(f"{event.session}: booting (while the artifacts build)")
             else:
                 self._state(f"{event.session}: booting")
                 self._line(f"{event.session}: booting")
@@ -188,6 +191,8 @@ class ProgressView:
         elif kind == "retry":
             self._line(self._failure(f"{event.session}: {event.unit}: infrastructure failure, retrying on a fresh "
                                      "instance: ", event.detail), important=True)
+        elif kind == "stolen":  # work stealing: an idle instance took units dealt to a busier one
+            self._line(f"{event.session}: took {event.count} not-started unit(s) of a busier instance: {event.detail}")
         elif kind == "closed":
             self._state(f"{event.session}: stopped")
         elif kind == "analysis":

@@ -62,6 +62,11 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
                      help="delete the folder's current run instead of keeping it in runs/<run id>/")
     run.add_argument("--fresh-boot-per-unit", action="store_true",
                      help="boot a new instance for every unit (how one-launch-per-run scripts work; for comparison)")
+    run.add_argument("--no-early-boot", dest="early_boot", action="store_false",
+                     help="boot only after the artifacts are built (by default the model boots while they build)")
+    run.add_argument("--no-steal", dest="steal", action="store_false",
+                     help="with fvp.instances > 1, keep the plan's deal of units to instances (an idle instance "
+                     "otherwise takes not-started units of a busier one; for measuring what that saves)")
     add_timeout_scale_option(run)
     run.add_argument("--rebuild", action="store_true",
                      help="run every artifact's build command first, even when its file is up to date")
@@ -258,6 +263,8 @@ def _run_verb(args: argparse.Namespace) -> int:
         only_models=tuple(args.only_model),
         rebuild=args.rebuild,
         replace=args.replace,
+        steal=args.steal,
+        early_boot=args.early_boot,
     )
     if args.resume and args.replace:
         raise ConfigurationError("--resume continues the current run and --replace deletes it: give one of them")

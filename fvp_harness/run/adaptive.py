@@ -14,7 +14,8 @@ one. A *round* is one unit per build x model (one repetition). After each round 
 
 No model stops before ``until.min_repetitions`` (the unit-level interval needs two processes per build). The
 statistics are ``report.analysis``'s own (``analyse``: the two-level bootstrap and the unit-level Welch interval),
-with the report's settings, so the decision is made on exactly the numbers the report shows.
+with the report's settings, so the decision is made on exactly the numbers the report shows
+(``analysis.primary_comparisons``: only the primary comparison, the part of ``analyse`` a decision reads).
 
 Pure and deterministic: the state after round k depends only on the records of rounds 1..k, so ``replay`` rebuilds
 the decisions from stored records (``report``, ``--resume``) and gives what the live run decided.
@@ -27,7 +28,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal, Protocol
 
-from fvp_harness.report.analysis import CompareLike, ModelComparison, Settings, analyse, build_pairs
+from fvp_harness.report.analysis import CompareLike, ModelComparison, Settings, primary_comparisons
 from fvp_harness.store.records import Record
 
 __all__ = [
@@ -160,20 +161,21 @@ def advance(state: SamplingState, records: Sequence[Record], spec: CompareLike |
     """The state after the records now stored: each running model with a new complete round is judged on its
     records of rounds 1..that round (``complete_rounds``). ``records`` must be those of the planned keys only
     (``analyse(planned=...)`` rules); stopped models never restart. Without a ``compare`` spec there is no
-    question to answer: every model stops at ``min_repetitions``."""
+    question to answer: every model stops at ``min_repetitions``.
+
+    The rows judged are ``analysis.primary_comparisons``: the primary comparison of each pair, the very numbers
+    ``analyse`` reports, without the summary, checks and secondary metrics nobody reads here. ``metrics`` is
+    accepted for the callers' sake and changes nothing: secondary metrics never decide when to stop."""
     rounds = {m.model: complete_rounds(records, m.model, builds) for m in state.models}
     fresh = [m for m in state.models if not m.stopped and rounds[m.model] > m.repetitions]
     if not fresh:
         return state
     judged = {m.model for m in fresh}
     cut = [r for r in records if r.model in judged and r.repetition < rounds[r.model]]
-    result = analyse(cut, spec, metrics, settings)
-    pairs = set(build_pairs(spec)) if spec is not None else set()
     by_model: dict[str, list[ModelComparison]] = {}
-    for comparison in result.comparisons:
-        if (comparison.baseline, comparison.candidate) in pairs:
-            for row in comparison.models:
-                by_model.setdefault(row.model, []).append(row)
+    for _, pair_rows in primary_comparisons(cut, spec, settings) if spec is not None else ():
+        for row in pair_rows:
+            by_model.setdefault(row.model, []).append(row)
     updated: list[ModelSampling] = []
     for item in state.models:
         if item.model not in judged:

@@ -33,6 +33,7 @@ import logging
 import posixpath
 import shlex
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -50,6 +51,7 @@ from fvp_harness.targets.transfer import (
     check_guest_sha256,
     deploy_step,
     guest_sha256,
+    guest_sha256_many,
     must_succeed,
     upload_console,
     upload_ssh,
@@ -120,8 +122,10 @@ class Deployer:
         self.transport: str | None = None
         """``auto``: ``ssh`` or ``console (<why not ssh>)`` once the first file went; None before."""
 
-    def deploy(self, local: Path | str, *, name: str | None = None, executable: bool = False) -> DeployedArtifact:
-        """Make ``local`` present in the guest; returns where it is. Raises DeployError on a hash mismatch."""
+    def deploy(self, local: Path | str, *, name: str | None = None, executable: bool = False,
+               present: bool | None = None) -> DeployedArtifact:
+        """Make ``local`` present in the guest; returns where it is. Raises DeployError on a hash mismatch.
+        ``present``: whether the guest already holds it, when the caller asked already (``deploy_all``)."""
         local = Path(local)
         if not local.is_file():
             raise ConfigurationError(f"artifact {local} does not exist (build it first, or fix the path)")
@@ -135,7 +139,8 @@ class Deployer:
         if cached is not None:
             return DeployedArtifact(local, remote, digest, cached.size, cached.method, True, 0.0)
         size = local.stat().st_size
-        present = guest_sha256(self.target, remote, self.timeout) == digest
+        if present is None:
+            present = guest_sha256(self.target, remote, self.timeout) == digest
         method: str = self.method
         if present:
             log.info("%s already in the guest at %s; skipped", local.name, remote)
@@ -170,6 +175,31 @@ class Deployer:
         result = DeployedArtifact(local, remote, digest, size, method, present, time.monotonic() - began)
         self.deployed[key] = result
         return result
+
+    def deploy_all(self, files: Sequence[tuple[Path, bool]]) -> dict[Path, DeployedArtifact]:
+        """Deploy several files (``(local, executable)``) with the fewest guest round trips: one ``sha256sum`` of
+        every candidate path says which are already there, each missing file is uploaded (and checked) as
+        ``deploy`` does, and one ``chmod`` covers every runner. Why: on a real FVP each console round trip runs the
+        guest shell on the simulated CPU, so two per file (presence, chmod) cost model time per boot."""
+        if isinstance(self.target, LaunchesModel) or self.method == "preloaded" or len(files) < 2:
+            return {Path(local): self.deploy(local, executable=executable) for local, executable in files}
+        wanted: dict[Path, tuple[str, str, bool]] = {}
+        for local, executable in files:
+            local = Path(local)
+            if not local.is_file():
+                raise ConfigurationError(f"artifact {local} does not exist (build it first, or fix the path)")
+            digest = file_sha256(local)
+            wanted[local] = (digest, content_path(self.guest_dir, digest, local.name), executable)
+        unknown = sorted({remote for digest, remote, _ in wanted.values()
+                          if f"{digest}:{remote}" not in self.deployed})
+        present = guest_sha256_many(self.target, unknown, self.timeout) if unknown else {}
+        placed = {local: self.deploy(local, present=present.get(remote) == digest)  # no round trip of its own
+                  for local, (digest, remote, _) in wanted.items()}
+        runners = sorted({remote for _, remote, executable in wanted.values() if executable})
+        if runners:
+            command = "chmod 755 " + " ".join(shlex.quote(remote) for remote in runners)
+            must_succeed(deploy_step(self.target, command, self.timeout), "chmod")
+        return placed
 
     def _auto(self, local: Path, remote: str, digest: str) -> str:
         """``auto``: ssh while it works; the first copy decides (a later failure is a real one and is raised)."""

@@ -39,7 +39,10 @@ Why it is shaped like this:
   before the command (they then stay set in that instance's shell; a later unit's own values override them).
   Build ``args`` follow the runner word. Both use only the guest contract and ``shlex.quote``.
 - With ``fvp.instances`` > 1 every session runs in its own thread with its own target; records are appended
-  under one lock (the store is single-writer).
+  under one lock (the store is single-writer). The plan's deal is only the starting point: an instance that has run
+  out of units **steals** the last not-started (repetition, model) group of the busiest other session (all builds of
+  that model, so the interleaving stays within one instance), deploys what it lacks and proves the new runners
+  first. An instance that is slow, or lost a boot to an infrastructure retry, so holds up no one (``_Shared.steal``).
 - **Bare-metal platforms** (a target that ``LaunchesModel``): a unit is one model launch instead of a guest
   command (``BaremetalLaunch``: the runner as the application, the build's ``fvp_params``, the model at its
   ``data_address`` or in the unit folder for semihosting with the rendered ``run.cmd_line``). The unit folder is
@@ -67,6 +70,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import TracebackType
 from typing import Any, Protocol
 
 from fvp_harness.errors import (
@@ -90,7 +94,7 @@ from fvp_harness.scenario.baremetal import SEMIHOSTING_OUTPUT, semihosting_unit
 from fvp_harness.scenario.executable import host_exec_problem
 from fvp_harness.scenario.model import Scenario, render_template
 from fvp_harness.scenario.secrets import redact_text
-from fvp_harness.store.folder import ResultStore
+from fvp_harness.store.folder import ResultStore, free_instance_name
 from fvp_harness.store.records import Record
 from fvp_harness.targets.baremetal import BaremetalLaunch, LaunchesModel, LaunchResult
 from fvp_harness.targets.base import CommandResult, NamesPhases, SharesHostFiles, Target
@@ -118,6 +122,20 @@ PRINTED_OUTPUTS = "uart:Output"
 without semihosting and so wrote no output files: the sha256 of those lines."""
 
 
+class EarlyInstance(Protocol):
+    """A session's first instance booted before the session asked (``run.preboot``, a batch lane's pre-boot): its
+    name (its log folder exists already), and entering it waits for its boot; ``boot_seconds`` is the boot's own
+    duration once entered (None: unknown, the wait is counted instead)."""
+
+    name: str
+    boot_seconds: float | None
+
+    def __enter__(self) -> Target: ...
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> bool | None: ...
+
+
 class DeployFunction(Protocol):
     """Puts artifacts into an open target and says where they are (guest paths), plus the guest work folder."""
 
@@ -141,6 +159,11 @@ class ExecuteOptions:
     wanted: Callable[[str, int], bool] | None = None
     """``run.until``: asked ``(model, repetition)`` before each unit; False skips it unrecorded (its model has
     stopped: ``run.adaptive.StoppingRule``). None: every unit runs."""
+    steal: bool = True
+    """Work stealing between the sessions of one execution (``_Shared.steal``); False keeps the plan's deal."""
+    preboot: Callable[[str], EarlyInstance | None] | None = None
+    """A session's first instance when it was booted while the artifacts built (``run.preboot``): asked with the
+    session's name; None (or no callable): the session boots its own."""
 
 
 @dataclass
@@ -233,9 +256,7 @@ def default_deploy(scenario: Scenario, timeout: float | None = None) -> DeployFu
     def deploy(target: Target, files: Sequence[tuple[Path, bool]]) -> tuple[dict[Path, str], str]:
         deployer = Deployer(target, method=scenario.deploy.method, guest_dir=scenario.deploy.guest_dir,
                             timeout=timeout)
-        placed = {}
-        for local, executable in files:
-            placed[local] = deployer.deploy(local, executable=executable).guest_path
+        placed = {local: placed.guest_path for local, placed in deployer.deploy_all(files).items()}
         if deployer.transport is not None:  # deploy.method auto: which way this instance took, for the manifest
             target.metadata["deploy"] = deployer.transport
         return placed, deployer.guest_dir
@@ -262,6 +283,10 @@ class _Shared:
         self.stop = stop if stop is not None else threading.Event()
         self.abort = threading.Event()
         self.targets: dict[str, Target] = {}
+        self.runners: list[SessionRunner] = []
+        """Every session of this execution: where an idle instance steals work from."""
+        self.queues = threading.Lock()
+        """Guards every runner's ``queue`` (its owner takes from the front, a thief from the tail)."""
 
     @property
     def halted(self) -> bool:
@@ -277,6 +302,37 @@ class _Shared:
             self.listener(event)
         except Exception:  # a broken progress display must never stop a measurement
             log.exception("progress listener failed on %s", event.kind)
+
+    def take_front(self, runner: SessionRunner) -> None:
+        """``runner`` is done with the first unit of its queue."""
+        with self.queues:
+            runner.queue.pop(0)
+
+    def steal(self, thief: SessionRunner) -> list[Unit]:
+        """Move the last not-started (repetition, model) group of the session with the most units left to
+        ``thief``'s (empty) queue and return it; [] when no session has a group to spare.
+
+        The victim's first unit is never taken (it may be in flight, or a unit being retried), nor a group that
+        shares its (repetition, model), so a model's builds of one round always run on one instance, back to back.
+        Finished sessions (done, or given up after failed boots) are not robbed: their leftovers stay unrun, as
+        their outcome says."""
+        with self.queues:
+            victims = [r for r in self.runners if r is not thief and not r.finished and len(r.queue) > 1]
+            for victim in sorted(victims, key=lambda r: -len(r.queue)):
+                head = victim.queue[0]
+                group = (victim.queue[-1].repetition, victim.queue[-1].model)
+                if group == (head.repetition, head.model):
+                    continue
+                count = 0
+                for unit in reversed(victim.queue):
+                    if (unit.repetition, unit.model) != group:
+                        break
+                    count += 1
+                taken = victim.queue[-count:]
+                del victim.queue[-count:]
+                thief.queue.extend(taken)
+                return taken
+            return []
 
     def close_all(self) -> None:
         with self.lock:
@@ -308,6 +364,10 @@ class SessionRunner:
         self.deploy = deploy
         self.options = options
         self.outcome = SessionOutcome(session.name)
+        self.queue: list[Unit] = list(units)
+        """Units still to run, in run order; shared with thieves under ``shared.queues``."""
+        self.finished = False
+        """The session has left its loop: its instance is closed and it takes no more units."""
         self._instance_count = 0
         self._unit_log: str | None = None
         """The log of the unit in flight: where a failed attempt's record points (it holds the console tail)."""
@@ -331,26 +391,43 @@ class SessionRunner:
     # -- the loop --------------------------------------------------------------------------------------------
 
     def run(self) -> SessionOutcome:
-        queue = list(self.units)
+        try:
+            return self._run()
+        finally:
+            with self.shared.queues:
+                self.finished = True
+
+    def _run(self) -> SessionOutcome:
+        queue = self.queue
         attempts: dict[str, int] = {}
         boot_failures = 0
         retries = self.scenario.run.retries
         while queue and not self.shared.halted:
             self._unit_log = None
-            name = self._next_instance_name()
+            early = None
+            if self.options.preboot is not None and not self.outcome.instances:
+                early = self.options.preboot(self.session.name)
+            if early is not None:
+                name = early.name
+                self._instance_count += 1  # its log folder exists: a fresh instance after it is s0.2, ...
+            else:
+                name = self._next_instance_name()
             info = InstanceInfo(name=name, session=self.session.name)
             self.outcome.instances.append(info)
             batch = queue[:1] if self.options.fresh_boot_per_unit else queue
             ready = False
             target: Target | None = None
             try:
-                self.shared.emit(Event("boot", session=name))
+                if early is None:  # an early boot announced itself when it started
+                    self.shared.emit(Event("boot", session=name))
                 began = time.monotonic()
                 log_dir = self.shared.store.log_path(name, "fvp.log").parent  # a checked name, folder created
-                with self.factory(name, log_dir) as target:
+                with early if early is not None else self.factory(name, log_dir) as target:
                     with self.shared.lock:
                         self.shared.targets[name] = target
                     info.boot_seconds = round(time.monotonic() - began, 3)
+                    if early is not None and early.boot_seconds is not None:  # the boot's own time, not the wait
+                        info.boot_seconds = early.boot_seconds
                     self.shared.emit(Event("booted", session=name, seconds=info.boot_seconds))
                     if self.shared.halted:
                         break  # stopped while booting: close the instance without deploying
@@ -398,15 +475,11 @@ class SessionRunner:
         return f"{record.failure} (log: {self.shared.store.root / record.log})"
 
     def _next_instance_name(self) -> str:
-        """``s0``, then ``s0.2``, ``s0.3``, ...: the first whose log folder does not exist yet, so an instance of a
-        ``--resume`` (or of a retry) never writes into logs an earlier record points at."""
-        logs = self.shared.store.logs_dir
-        while True:
-            self._instance_count += 1
-            count = self._instance_count
-            name = self.session.name if count == 1 else f"{self.session.name}.{count}"
-            if not (logs / name).exists():
-                return name
+        """``s0``, then ``s0.2``, ``s0.3``, ...: the first whose log folder does not exist yet
+        (``store.folder.free_instance_name``)."""
+        name, self._instance_count = free_instance_name(self.shared.store.logs_dir, self.session.name,
+                                                        self._instance_count + 1)
+        return name
 
     def _with_log(self, exc: BaseException) -> str:
         """An instance's failure for the manifest: the text and the log that shows it (relative to the folder)."""
@@ -450,10 +523,12 @@ class SessionRunner:
                    placed: dict[Path, str], guest_root: str, retries: int) -> None:
         """Run units from the front of ``queue`` on this instance until it is done, broken, or (fresh-boot mode)
         one unit has run. A unit leaves the queue when it is recorded for good."""
-        while queue and not self.shared.halted:
+        while not self.shared.halted:
+            if not queue and not self._steal(target, name, placed):
+                return
             unit = queue[0]
             if self.options.wanted is not None and not self.options.wanted(unit.model, unit.repetition):
-                queue.pop(0)  # run.until: its model needs no more rounds; not a failure, nothing to record
+                self.shared.take_front(self)  # run.until: no more rounds needed; nothing to record
                 self.shared.emit(Event("unit_skipped", session=name, unit=unit.id))
                 continue
             self._unit_log = None
@@ -471,18 +546,38 @@ class SessionRunner:
                 if attempt <= retries:
                     self.shared.emit(Event("retry", session=name, unit=unit.id, detail=self._detail(record)))
                 else:
-                    queue.pop(0)
+                    self.shared.take_front(self)
                     self.shared.emit(Event("unit_done", session=name, unit=unit.id, status="failed",
                                            seconds=0.0, detail=self._detail(record)))
                 raise
             self.shared.append(record)
             self.outcome.records.append(record)
             info.units += 1
-            queue.pop(0)
+            self.shared.take_front(self)
             self.shared.emit(Event("unit_done", session=name, unit=unit.id, status=record.status,
                                    seconds=record.duration_s, detail=self._detail(record)))
             if self.options.fresh_boot_per_unit:
                 return
+
+    def _steal(self, target: Target, name: str, placed: dict[Path, str]) -> bool:
+        """Out of units: take a group from a busier session (``_Shared.steal``), deploy the files this instance
+        lacks and prove the runners it has not proven yet. False when there is nothing to take (or in fresh-boot
+        mode, where every unit has an instance of its own anyway)."""
+        if self.options.fresh_boot_per_unit or not self.options.steal or len(self.shared.runners) < 2:
+            return False
+        taken = self.shared.steal(self)
+        if not taken:
+            return False
+        missing = [(local, executable) for local, executable in self._files_for(taken) if local not in placed]
+        if missing:
+            more, _ = self.deploy(target, missing)
+            placed.update(more)
+        unproven = [unit for unit in taken if unit.build not in self._runner_proof]
+        if unproven:
+            self._runner_proof.update(self._prove_runners(target, placed, unproven))
+        self.shared.emit(Event("stolen", session=name, count=len(taken),
+                               detail=", ".join(unit.id for unit in taken)))
+        return True
 
     # -- one unit --------------------------------------------------------------------------------------------
 
@@ -902,6 +997,7 @@ def execute_plan(
         mine = [unit for unit in chosen if unit.session == session.index]
         if mine:
             runners.append(SessionRunner(plan, session, mine, shared, factory, deploy, options))
+    shared.runners = runners
     if len(runners) <= 1:
         try:
             return [runner.run() for runner in runners]

@@ -49,9 +49,16 @@ from fvp_harness.run.execute import DeployFunction, ExecuteOptions, SessionOutco
 from fvp_harness.run.instances import TargetFactory, default_target_factory, query_fvp_version
 from fvp_harness.run.manifest import Manifest, RunSettings
 from fvp_harness.run.plan import Plan, Unit, build_plan, why_stale
+from fvp_harness.run.preboot import PreBoot
 from fvp_harness.scenario.load import LoadedScenario
 from fvp_harness.scenario.model import Scenario
-from fvp_harness.store.folder import DEFAULT_RESULTS_BASE, ResultStore, StoredRun, results_dir_for
+from fvp_harness.store.folder import (
+    DEFAULT_RESULTS_BASE,
+    ResultStore,
+    StoredRun,
+    free_instance_name,
+    results_dir_for,
+)
 from fvp_harness.store.records import Record
 from fvp_harness.vgf.report import VgfComparison, report_results_folder
 
@@ -83,6 +90,12 @@ class RunOptions:
     """``--rebuild``: run every artifact's build command, even when its file is up to date."""
     replace: bool = False
     """``--replace``: delete the folder's current run instead of keeping it in ``runs/<id>/``."""
+    early_boot: bool = True
+    """Boot the sessions' first instances while the artifacts build (``run.preboot``); ``--no-early-boot``: boot
+    only once the builds succeeded (a licence seat is then never taken for a run whose build fails)."""
+    steal: bool = True
+    """With ``fvp.instances`` > 1, an idle instance takes not-started units dealt to a busier one (``--no-steal``
+    keeps the plan's fixed deal: for measuring what stealing saves)."""
 
     def settings(self) -> RunSettings:
         """What the manifest records of these options."""
@@ -261,72 +274,102 @@ def run_scenario(
                 listener(Event("archived", name=str(archived)))
         mark = time.monotonic()
         scale = options.timeout_scale
+        factory = factory or default_target_factory(loaded, scale)
+        early = _early_boots(loaded, options, store, factory, listener)
+        with early:  # instances boot while the artifacts build; the ones no session takes are closed at the end
+            return _build_and_run(loaded, options, store, factory, deploy, listener, stop, early, version, banner,
+                                  began, phases, mark)
+    raise AssertionError("unreachable")  # pragma: no cover
 
-        def log_for(step: BuildStep) -> Path:
-            return store.log_path("build", step.log_name)
 
-        def built(result: BuildResult) -> None:
-            listener(Event("build", name=result.step.name, seconds=result.seconds))
+def _early_boots(loaded: LoadedScenario, options: RunOptions, store: ResultStore, factory: TargetFactory,
+                 listener: Listener) -> PreBoot:
+    """The sessions' first instances, booting while the artifacts build (``run.preboot``): one per session the
+    plan will have, when the units to run are known without the artifacts (see that module for when not)."""
+    scenario = loaded.scenario
+    sessions: list[str] = []
+    if options.early_boot and not (options.resume or options.fresh_boot_per_unit or scenario.target == "host"
+                                   or loaded.profile.baremetal):
+        models = [m for m in scenario.models if not options.only_models or m in options.only_models]
+        groups = scenario.run.planned_repetitions * len(models)
+        sessions = [f"s{index}" for index in range(min(scenario.fvp.instances, groups))]
 
-        builds, states = build_artifacts(loaded, log_path_for=log_for, timeout=BUILD_TIMEOUT_S * scale,
-                                         on_built=built, force=options.rebuild)
-        phases["build"] = time.monotonic() - mark
-        plan = build_plan(loaded, fvp_version=version, artifacts=states)
-        units = select_units(plan, options.only_builds, options.only_models)
-        wanted = _stopping_rule(loaded.scenario, plan, units, store)  # checked before anything is written
-        started = utc_now()
-        manifest = Manifest.start(loaded, plan, version, banner, options.settings(), builds, started, units=units)
-        if options.resume:
-            store.check_compatible(manifest.to_json())
-            manifest.continue_from(Manifest.read(store))
-            stored = store.records()
-            done = {record.key for record in stored if record.status == "ok"}
-            latest = {record.unit_id: record for record in stored}
-            for unit in units:  # what --resume will measure again, and why (make -n's reasons)
-                if unit.key not in done and unit.id in latest:
-                    listener(Event("rerun", unit=unit.id, detail=why_stale(unit, latest[unit.id])))
-        else:
-            done = set()
-        pin_stored_baseline(manifest, store, options.results_base, resume=options.resume, listener=listener)
-        todo = [unit for unit in units if unit.key not in done]
-        skipped = len(units) - len(todo)
-        manifest.write(store)
-        sessions_used = len({unit.session for unit in todo})
-        listener(Event("plan", total=len(todo), skipped=skipped, sessions=sessions_used))
-        mark = time.monotonic()
-        outcomes: list[SessionOutcome] = []
-        execute_options = ExecuteOptions(fresh_boot_per_unit=options.fresh_boot_per_unit,
-                                         wanted=wanted)
-        try:
-            outcomes = execute_plan(plan, store, factory or default_target_factory(loaded, scale), units=todo,
-                                    options=execute_options, listener=listener, deploy=deploy, stop=stop)
-        except KeyboardInterrupt as exc:
-            manifest.finish((), interrupted=True).write(store)
-            raise Interrupted(f"interrupted; everything measured so far is in {store.root} (continue with "
-                              "--resume)") from exc
-        except Exception as exc:  # a crashed run must not leave its manifest saying "running"
-            manifest.finish([SessionOutcome("run", aborted=f"{type(exc).__name__}: {exc}")]).write(store)
-            raise
-        phases["execute"] = time.monotonic() - mark
-        mark = time.monotonic()
-        aborted = [outcome.aborted for outcome in outcomes if outcome.aborted]
-        stopped = any(outcome.stopped for outcome in outcomes)
-        manifest.finish(outcomes, interrupted=stopped).write(store)
-        if stopped:
-            done_now = len({record.unit_id for outcome in outcomes for record in outcome.records})
-            raise Interrupted(f"stopped after the units in flight ({done_now} of {len(todo)} units run); everything "
-                              f"measured so far is in {store.root} (continue with --resume)")
-        listener(Event("analysis"))
-        # the report reads the manifest back as stored, exactly as ``rebuild_report`` does (byte-identical files)
-        report = write_report(store, loaded.scenario, Manifest.read(store) or manifest)
-        phases["report"] = time.monotonic() - mark
+    return PreBoot(factory, sessions, lambda name: store.log_path(name, "fvp.log").parent,
+                   lambda session: free_instance_name(store.logs_dir, session)[0], listener)
+
+
+def _build_and_run(loaded: LoadedScenario, options: RunOptions, store: ResultStore, factory: TargetFactory,
+                   deploy: DeployFunction | None, listener: Listener, stop: threading.Event | None, early: PreBoot,
+                   version: str | None, banner: str, began: float, phases: dict[str, float], mark: float
+                   ) -> RunOutcome:
+    """``run_scenario`` from the artifact builds on (the store is locked, the early boots started)."""
+    scale = options.timeout_scale
+
+    def log_for(step: BuildStep) -> Path:
+        return store.log_path("build", step.log_name)
+
+    def built(result: BuildResult) -> None:
+        listener(Event("build", name=result.step.name, seconds=result.seconds))
+
+    builds, states = build_artifacts(loaded, log_path_for=log_for, timeout=BUILD_TIMEOUT_S * scale,
+                                     on_built=built, force=options.rebuild)
+    phases["build"] = time.monotonic() - mark
+    plan = build_plan(loaded, fvp_version=version, artifacts=states)
+    units = select_units(plan, options.only_builds, options.only_models)
+    wanted = _stopping_rule(loaded.scenario, plan, units, store)  # checked before anything is written
+    started = utc_now()
+    manifest = Manifest.start(loaded, plan, version, banner, options.settings(), builds, started, units=units)
+    if options.resume:
+        store.check_compatible(manifest.to_json())
+        manifest.continue_from(Manifest.read(store))
+        stored = store.records()
+        done = {record.key for record in stored if record.status == "ok"}
+        latest = {record.unit_id: record for record in stored}
+        for unit in units:  # what --resume will measure again, and why (make -n's reasons)
+            if unit.key not in done and unit.id in latest:
+                listener(Event("rerun", unit=unit.id, detail=why_stale(unit, latest[unit.id])))
+    else:
+        done = set()
+    pin_stored_baseline(manifest, store, options.results_base, resume=options.resume, listener=listener)
+    todo = [unit for unit in units if unit.key not in done]
+    skipped = len(units) - len(todo)
+    manifest.write(store)
+    sessions_used = len({unit.session for unit in todo})
+    listener(Event("plan", total=len(todo), skipped=skipped, sessions=sessions_used))
+    mark = time.monotonic()
+    outcomes: list[SessionOutcome] = []
+    execute_options = ExecuteOptions(fresh_boot_per_unit=options.fresh_boot_per_unit,
+                                     wanted=wanted, steal=options.steal, preboot=early.take)
+    try:
+        outcomes = execute_plan(plan, store, factory, units=todo,
+                                options=execute_options, listener=listener, deploy=deploy, stop=stop)
+    except KeyboardInterrupt as exc:
+        manifest.finish((), interrupted=True).write(store)
+        raise Interrupted(f"interrupted; everything measured so far is in {store.root} (continue with "
+                          "--resume)") from exc
+    except Exception as exc:  # a crashed run must not leave its manifest saying "running"
+        manifest.finish([SessionOutcome("run", aborted=f"{type(exc).__name__}: {exc}")]).write(store)
+        raise
+    phases["execute"] = time.monotonic() - mark
+    mark = time.monotonic()
+    aborted = [outcome.aborted for outcome in outcomes if outcome.aborted]
+    stopped = any(outcome.stopped for outcome in outcomes)
+    manifest.finish(outcomes, interrupted=stopped).write(store)
+    if stopped:
+        done_now = len({record.unit_id for outcome in outcomes for record in outcome.records})
+        raise Interrupted(f"stopped after the units in flight ({done_now} of {len(todo)} units run); everything "
+                          f"measured so far is in {store.root} (continue with --resume)")
+    listener(Event("analysis"))
+    # the report reads the manifest back as stored, exactly as ``rebuild_report`` does (byte-identical files)
+    report = write_report(store, loaded.scenario, Manifest.read(store) or manifest)
+    phases["report"] = time.monotonic() - mark
     code = exit_code_for(report.failed_units, report.infrastructure_failures, report.expectations_violated,
-                         bool(aborted))
+                     bool(aborted))
     return RunOutcome(
-        results_dir=store.root, analysis=report.analysis, files=report.files, failed_units=report.failed_units,
-        infrastructure_failures=report.infrastructure_failures, expectations_violated=report.expectations_violated,
-        exit_code=code, vgf=report.vgf, plan=plan, units_run=len({r.unit_id for o in outcomes for r in o.records}),
-        units_skipped=skipped, sessions=outcomes, aborted=aborted, builds=builds, wall_seconds=time.monotonic() - began,
-        phase_seconds=phases,
+    results_dir=store.root, analysis=report.analysis, files=report.files, failed_units=report.failed_units,
+    infrastructure_failures=report.infrastructure_failures, expectations_violated=report.expectations_violated,
+    exit_code=code, vgf=report.vgf, plan=plan, units_run=len({r.unit_id for o in outcomes for r in o.records}),
+    units_skipped=skipped, sessions=outcomes, aborted=aborted, builds=builds, wall_seconds=time.monotonic() - began,
+    phase_seconds=phases,
     )
 

@@ -60,6 +60,7 @@ __all__ = [
     "VGF_REPORT_FILES",
     "ResultStore",
     "StoredRun",
+    "free_instance_name",
     "key_metadata",
     "results_dir_for",
 ]
@@ -124,6 +125,19 @@ def _check_name(name: str, what: str) -> str:
             "'_', '.', '+', '-', not starting with '.'); rename it or pass -o DIR"
         )
     return name
+
+
+def free_instance_name(logs: Path, session: str, start: int = 1) -> tuple[str, int]:
+    """The name of a session's next instance and its number: ``s0`` (1), then ``s0.2``, ``s0.3``, ... from ``start``
+    on, the first whose log folder under ``logs`` does not exist yet, so an instance of a ``--resume``, of a retry
+    or booted early never writes into logs an earlier record points at. One rule for ``run.execute``, the early
+    boots of ``run.preboot`` and the batch lanes' pre-boots, which name an instance before its session exists."""
+    count = max(1, start)
+    while True:
+        name = session if count == 1 else f"{session}.{count}"
+        if not (logs / name).exists():
+            return name, count
+        count += 1
 
 
 def results_dir_for(

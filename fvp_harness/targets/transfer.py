@@ -25,7 +25,7 @@ import gzip
 import hashlib
 import posixpath
 import shlex
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from fvp_harness.errors import CommandFailed, DeployError
@@ -41,6 +41,7 @@ __all__ = [
     "deploy_step",
     "guest_can_gunzip",
     "guest_sha256",
+    "guest_sha256_many",
     "must_succeed",
     "upload_console",
     "upload_ssh",
@@ -81,6 +82,18 @@ def guest_sha256(target: Target, remote: str, timeout: float | None = None) -> s
         if len(word) == 64 and all(c in "0123456789abcdef" for c in word.lower()):
             return word.lower()
     return None
+
+
+def guest_sha256_many(target: Target, remotes: Sequence[str], timeout: float | None = None) -> dict[str, str]:
+    """The sha256 of each guest file that exists and is readable, in one ``sha256sum`` round trip (a missing file
+    only adds an error line, which is no digest line, and the status is then 1: both are expected)."""
+    result = deploy_step(target, "sha256sum " + " ".join(shlex.quote(path) for path in remotes), timeout)
+    found: dict[str, str] = {}
+    for line in result.output.splitlines():
+        parts = line.strip().split(None, 1)
+        if len(parts) == 2 and len(parts[0]) == 64 and all(c in "0123456789abcdef" for c in parts[0].lower()):
+            found[parts[1].lstrip("*")] = parts[0].lower()
+    return found
 
 
 def check_guest_sha256(target: Target, remote: str, expected: str, how: str, timeout: float | None) -> None:

@@ -12,8 +12,8 @@ from pathlib import Path
 from fvp_harness.store.folder import ResultStore
 from fvp_harness.store.records import Record
 
-__all__ = ["FAKE_SCENARIO", "SIM_SCENARIO", "fake_artifacts", "records", "snapshot", "write_fake_scenario",
-           "write_scenario"]
+__all__ = ["FAKE_SCENARIO", "SIM_SCENARIO", "copy_artifacts", "fake_artifacts", "records", "snapshot",
+           "write_fake_scenario", "write_scenario"]
 
 SIM_SCENARIO = """\
 name: {name}
@@ -122,3 +122,15 @@ def write_fake_scenario(folder: Path, name: str, art: Path, *, model: str = "m",
                                          repetitions=repetitions, iterations=iterations,
                                          boot_timeout=boot_timeout), encoding="utf-8")
     return path
+
+
+def copy_artifacts(art: Path, dest: Path, names: dict[str, str]) -> None:
+    """The package's simulator artifacts (``art``) under other scenario names (``write_scenario`` names files by
+    scenario): both runners, and each new name's model and input copied from the old name's."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for runner in ("runner-before", "runner-after"):
+        (dest / runner).write_bytes((art / runner).read_bytes())
+        (dest / runner).chmod(0o755)
+    for new, old in names.items():
+        for suffix in (".model", ".input.bin"):
+            (dest / f"{new}{suffix}").write_bytes((art / f"{old}{suffix}").read_bytes())

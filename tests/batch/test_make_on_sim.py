@@ -22,7 +22,7 @@ from fvp_harness.batch.lanes import LocalExecutor
 from fvp_harness.cli.main import main
 from fvp_harness.run.plan import KEY_PART_PREFIX
 from fvp_harness.store.folder import REPORT_INPUTS_FILE
-from tests.batch.scenarios import records, snapshot, write_scenario
+from tests.batch.scenarios import copy_artifacts, records, snapshot, write_scenario
 
 pytestmark = [pytest.mark.slow, pytest.mark.sim]
 
@@ -33,20 +33,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.sim]
 # ``art``: simulator artifacts built once for the folder (conftest.py)
 
 
-def _copy_artifacts(art: Path, dest: Path, names: dict[str, str]) -> None:
-    dest.mkdir(parents=True, exist_ok=True)
-    for runner in ("runner-before", "runner-after"):
-        (dest / runner).write_bytes((art / runner).read_bytes())
-        (dest / runner).chmod(0o755)
-    for new, old in names.items():
-        for suffix in (".model", ".input.bin"):
-            (dest / f"{new}{suffix}").write_bytes((art / f"{old}{suffix}").read_bytes())
-
-
 def test_incremental_model_change_reruns_only_its_units_and_noop_writes_nothing(
         art: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     own = tmp_path / "art"
-    _copy_artifacts(art, own, {"a": "a", "b": "b"})
+    copy_artifacts(art, own, {"a": "a", "b": "b"})
     sc = tmp_path / "sc"
     write_scenario(sc, "a", own)
     write_scenario(sc, "b", own, model="resnet8")

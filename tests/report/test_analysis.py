@@ -381,3 +381,96 @@ def test_a_single_primary_is_used_as_written() -> None:
     comparison = analyse(_runs(lambda *_: False), Compare(primary="cpu_time", expect_identical=[])).comparison
     assert comparison is not None and comparison.primary == "cpu_time"
     assert all(m.verdict == "not measured" for m in comparison.models)
+
+
+# --- pinned numbers -------------------------------------------------------------------------------------------------
+
+
+def _pinned_records() -> list[Record]:
+    """A fixed record set, no random numbers: two models (``a`` 64 % faster, ``b`` about 4 % faster), three
+    repetitions of 10 iterations (one unit of 12, so unit sizes differ), constant NPU cycles, one ``load_time`` per
+    unit, a drifting ``after`` build of ``a``, and a failed fourth repetition of ``b``."""
+    out = []
+    for count, rep, model, build in interleaved([1, 2, 3], ["a", "b"], ["before", "after"]):
+        centre = {"before": 2.6, "after": 0.93 if model == "a" else 2.5}[build]
+        n = 12 if (rep, build) == (2, "after") else 10
+        trend = 0.004 * count if (model, build) == ("a", "after") else 0.0
+        cpu = [round(centre * (1 + trend + 0.01 * (((i * 7 + rep * 5 + count) % 11) - 5)), 4) for i in range(n)]
+        out.append(record(
+            f"r{rep}-{build}-{model}", build=build, model=model, repetition=rep,
+            samples={"cpu_time": cpu, "npu_cycles": [85092.0] * n, "load_time": [40.0 + rep + 3 * (build == "after")]},
+            metric_units={"cpu_time": "ms", "npu_cycles": "cycles", "load_time": "ms"},
+            outputs={"out-0.bin": "ab" * 32}, started=f"2026-03-01T10:{count:02d}:00Z"))
+    out.append(record("r4-after-b", status="failed", build="after", model="b", repetition=4,
+                      started="2026-03-01T10:59:00Z"))
+    return out
+
+
+PINNED_SPEC = Compare.model_validate({
+    "primary": "cpu_time", "min_effect": 5,
+    "expect_identical": ["outputs", "npu_cycles", {"metric": "load_time", "rel": 0.5}],
+    "gates": {"load_time": {"max_regression": "10%"}, "cpu_time": {"max_regression": 0.05, "unit": "ms"}},
+})
+
+
+def _pinned_numbers(settings: Settings) -> dict[str, object]:
+    """The numbers ``analyse`` gives for ``_pinned_records``: per-build statistics, comparisons, gates, tolerance
+    checks and drift."""
+    result = analyse(_pinned_records(), PINNED_SPEC, ["npu_cycles"], settings)
+    comparison = result.comparison
+    assert comparison is not None and comparison.geomean is not None
+    numbers: dict[str, object] = {}
+    for row in result.summary[result.summary["metric"] != "npu_cycles"].to_dict("records"):
+        numbers[f"{row['model']} {row['build']} {row['metric']}"] = tuple(
+            row[name] for name in ("n", "units", "median", "mean", "std", "p5", "p95", "ci_low", "ci_high"))
+    for m in comparison.models:
+        numbers[m.model] = (m.ratio, m.saved_pct, m.ci_low, m.ci_high, m.p_value, m.p_units, *m.baseline_ci,
+                            *m.candidate_ci, m.verdict)
+        numbers[f"{m.model} identity"] = tuple((c.name, c.status, c.detail) for c in m.identity)
+        numbers[f"{m.model} others"] = tuple((c.metric, c.baseline_median, c.candidate_median) for c in m.others)
+    gm = comparison.geomean
+    numbers["geomean"] = (gm.ratio, gm.saved_pct, gm.ci_low, gm.ci_high, gm.verdict)
+    for g in comparison.gates:
+        numbers[f"gate {g.model} {g.metric}"] = (g.change, g.ci_low, g.ci_high, g.verdict)
+    for d in result.drift:
+        numbers[f"drift {d.model} {d.build}"] = (d.n, d.rho, d.p_value, d.change_pct, d.flagged)
+    numbers["failed"] = tuple(f.unit_id for f in result.failed_units)
+    return numbers
+
+
+PINNED: dict[str, object] = {
+    "a before cpu_time": (30, 3, 2.5869999999999997, 2.5922, 0.08254461698441305, 2.47, 2.7183, 2.548, 2.645825),
+    "a before load_time": (3, 3, 42.0, 42.0, 1.0, 41.1, 42.9, 41.0, 43.0),
+    "a after cpu_time": (32, 3, 0.9523, 0.953171875, 0.03032585646877127, 0.9078350000000001, 1.00132, 0.9374, 0.9672),
+    "a after load_time": (3, 3, 45.0, 45.0, 1.0, 44.1, 45.9, 44.0, 46.0),
+    "b before cpu_time": (30, 3, 2.6, 2.5965333333333334, 0.08071223183518154, 2.47, 2.7183, 2.548, 2.652),
+    "b before load_time": (3, 3, 42.0, 42.0, 1.0, 41.1, 42.9, 41.0, 43.0),
+    "b after cpu_time": (32, 3, 2.5, 2.50078125, 0.0789253360420774, 2.375, 2.625, 2.45, 2.55),
+    "b after load_time": (3, 3, 45.0, 45.0, 1.0, 44.1, 45.9, 44.0, 46.0),
+    "a": (0.36810977966756864, 63.189022033243134, 62.192917142668655, 64.1616507127535, 1.4063087639822499e-11,
+          3.8663550880487744e-05, 2.548, 2.6260000000000003, 0.9374, 0.9672, "faster"),
+    "a identity": (("outputs", "pass", "all identical (1 file(s))"), ("npu_cycles", "pass", "all identical (85092)"),
+                   ("load_time", "pass", "+7.1% within ±50% (CI +1.7 … +12.9%)")),
+    "a others": (("npu_cycles", 85092.0, 85092.0), ("load_time", 42.0, 45.0)),
+    "b": (0.9615384615384615, 3.8461538461538547, 0.9167915417915444, 5.760186595582631, 0.0002023723655589585,
+          0.0015980791493146517, 2.548, 2.645825, 2.45, 2.55, "inconclusive"),
+    "b identity": (("outputs", "pass", "all identical (1 file(s))"), ("npu_cycles", "pass", "all identical (85092)"),
+                   ("load_time", "pass", "+7.1% within ±50% (CI +1.7 … +12.9%)")),
+    "b others": (("npu_cycles", 85092.0, 85092.0), ("load_time", 42.0, 45.0)),
+    "geomean": (0.594938409601209, 40.506159039879094, 39.4515715609804, 41.37802659886449, "faster"),
+    "gate a load_time": (7.14285714285714, 1.6842094211933833, 12.900040163845294, "inconclusive"),
+    "gate a cpu_time": (-1.6346999999999996, -1.6969975, -1.5864, "within"),
+    "gate b load_time": (7.14285714285714, 1.6842094211933833, 12.900040163845294, "inconclusive"),
+    "gate b cpu_time": (-0.10000000000000009, -0.15152499999999997, -0.02400000000000002, "within"),
+    "drift a before": (30, 0.05002829947803977, 0.7929073325283833, 0.0, False),
+    "drift a after": (32, 0.2601044828081175, 0.15051489795393236, 2.1526829780531305, False),
+    "drift b before": (30, -0.0906762928039471, 0.6336935422061778, -1.0000000000000093, False),
+    "drift b after": (32, -0.10379179652662295, 0.5718657817636092, -1.0000000000000142, False),
+    "failed": ("r4-after-b",),
+}
+
+
+def test_analysis_numbers_are_pinned() -> None:
+    """Exact floats, so a faster implementation cannot change a number unnoticed (these are the numbers the
+    pandas-mask implementation gave, before the analysis was made faster)."""
+    assert _pinned_numbers(Settings(resamples=300)) == PINNED

@@ -15,6 +15,7 @@ from fvp_harness.run.plan import build_plan, drift_check_units
 from fvp_harness.scenario import load_scenario
 from fvp_harness.targets.base import CommandResult
 from tests.fakes import FakeFleet, runner_output
+from tests.helpers import join_early_boots
 
 SCENARIO = """
 name: fake
@@ -124,7 +125,9 @@ def test_a_stored_run_of_other_model_bytes_is_refused_before_any_unit_runs(scena
     with pytest.raises(ConfigurationError) as info:
         _run(scenario, fleet, tmp_path / "results" / "pr", "compare.baseline_from=main")
     assert "m2: model file bytes differ" in str(info.value) and "(stored) ->" in str(info.value)
-    assert fleet.ran == [] and fleet.boots == []
+    assert fleet.ran == [], "refused before any unit runs"
+    join_early_boots()
+    assert all(target.closed for target in fleet.targets), "an instance booted while the artifacts built is closed"
 
 
 def test_a_stored_baseline_that_is_this_run_or_lacks_the_baseline_is_refused(scenario, tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import random
@@ -11,7 +12,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib.figure import Figure
 
+from fvp_harness.report import render
 from fvp_harness.report.analysis import AnalysisResult, Settings, analyse
 from fvp_harness.report.render import (
     REPORT_FORMAT_VERSION,
@@ -19,6 +22,7 @@ from fvp_harness.report.render import (
     expectations_markdown,
     expectations_violated,
     render_markdown,
+    render_png,
     render_report,
 )
 from fvp_harness.scenario.model import Compare
@@ -314,3 +318,34 @@ def test_expectations_that_nothing_could_check_are_not_called_a_pass() -> None:
     assert mixed.startswith("**PASS**") and "1 could not be verified" in mixed
     failed = expectations_markdown([("m", "identical outputs", "fail", "a != b"), *rows])[2]
     assert failed.startswith("**FAIL**: 1 of 3")
+
+
+def _save_laid_out_twice(figure: Figure, path: Path) -> Path:
+    """How the chart was saved before: ``tight_layout`` leaves its placeholder engine, so ``savefig`` lays the
+    figure out once more in a draw of its own."""
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", metadata={"Software": None})
+    path.write_bytes(buffer.getvalue())
+    return path
+
+
+@pytest.mark.parametrize("with_comparison", [True, False])
+def test_png_chart_is_drawn_once_and_has_the_bytes_of_the_chart_laid_out_twice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, with_comparison: bool
+) -> None:
+    records = build_records(fail=True)
+    result = result_for(records) if with_comparison else analyse(records, None, (), Settings(resamples=200))
+    draws: list[object] = []
+    draw = Figure.draw
+
+    def counted(self: Figure, renderer: object) -> None:
+        draws.append(renderer)
+        draw(self, renderer)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(Figure, "draw", counted)
+        once = render_png(result, tmp_path / "once.png", "driver reuse").read_bytes()
+    assert len(draws) == 1
+    monkeypatch.setattr(render, "save_png", _save_laid_out_twice)
+    assert once == render_png(result, tmp_path / "twice.png", "driver reuse").read_bytes()

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
+import pytest
 
-from fvp_harness.report.analysis import Settings
+from fvp_harness.report.analysis import ModelComparison, Settings, analyse, primary_comparisons
 from fvp_harness.run import adaptive
 from fvp_harness.store.records import Record
 from tests.helpers import record
@@ -124,3 +126,78 @@ def test_a_model_without_samples_runs_to_the_budget() -> None:
     state = _replay(failed, ["m"], Until(max_repetitions=3))
     assert state.get("m").reason == "max_repetitions"
     assert "no CI" in state.get("m").detail
+
+
+# --- the rows the rule judges: analyse's own numbers ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Pairs(Spec):
+    primary: object = ("cpu_time", "iteration_time")
+    expect_identical: tuple[object, ...] = ("outputs", "npu_cycles")
+    build_pairs: tuple[tuple[str, str], ...] = (("before", "after"), ("before", "other"))
+
+
+def _three_builds(reps: int) -> list[Record]:
+    """Two models in three builds (``cpu_time`` missing from some units, so the primary list decides), plus a model
+    whose every unit failed, and NPU cycles and outputs for the checks a full analysis adds."""
+    rng = np.random.default_rng(5)
+    out: list[Record] = []
+    minute = 0
+    for rep in range(reps):
+        for model, centre in (("m1", 10.0), ("m2", 4.0), ("dead", 1.0)):
+            for build, factor in (("before", 1.0), ("after", 0.9), ("other", 1.02)):
+                unit = f"r{rep}-{build}-{model}"
+                started = f"2026-03-01T10:{minute // 60:02d}:{minute % 60:02d}Z"
+                minute += 1
+                if model == "dead":
+                    out.append(record(unit, status="failed", build=build, model=model, repetition=rep,
+                                      started=started))
+                    continue
+                values = [float(v) for v in centre * factor * (1 + rng.normal(0, 0.02, 8))]
+                samples = {"iteration_time": values, "npu_cycles": [100.0] * 8}
+                if not (model == "m2" and build == "other" and rep == 1):
+                    samples["cpu_time"] = [v - 0.1 for v in values]
+                out.append(record(unit, build=build, model=model, repetition=rep, samples=samples,
+                                  metric_units={"cpu_time": "ms", "iteration_time": "ms", "npu_cycles": "cycles"},
+                                  outputs={"out.bin": "ab" * 32}, started=started))
+    return out
+
+
+def _full_rows(records: Sequence[Record], spec: object, settings: Settings | None = None
+               ) -> list[tuple[tuple[str, str], tuple[ModelComparison, ...]]]:
+    """What ``advance`` judged before ``primary_comparisons``: every comparison of the whole ``analyse``."""
+    result = analyse(records, spec, ["npu_cycles", "iteration_time"], settings)  # type: ignore[arg-type]
+    return [((c.baseline, c.candidate), tuple(replace(m, identity=(), others=()) for m in c.models))
+            for c in result.comparisons]
+
+
+def test_primary_comparisons_are_the_rows_of_the_full_analysis() -> None:
+    cases = [(_three_builds(3), Pairs()), (_three_builds(1), Pairs()),
+             (_records({"quiet": (10.0, 9.7, 0.001), "noisy": (10.0, 9.7, 0.04)}, reps=3), Spec()),
+             ([], Spec())]
+    for records, spec in cases:
+        restricted = primary_comparisons(records, spec, SETTINGS)  # type: ignore[arg-type]
+        assert restricted == _full_rows(records, spec, SETTINGS)
+    rows = dict(primary_comparisons(_three_builds(3), Pairs(), SETTINGS))  # type: ignore[arg-type]
+    assert [row.model for row in rows[("before", "other")]] == ["m1", "m2", "dead"]
+    assert {row.metric for row in rows[("before", "other")]} == {"iteration_time"}  # m2 lacks cpu_time there
+    assert {row.metric for row in rows[("before", "after")]} == {"cpu_time"}
+    assert rows[("before", "after")][0].verdict == "faster" and rows[("before", "other")][2].verdict == "not measured"
+
+
+def test_decisions_are_those_the_full_analysis_gives(monkeypatch: pytest.MonkeyPatch) -> None:
+    noisy = _records({"quiet": (10.0, 9.7, 0.001), "noisy": (10.0, 9.7, 0.03), "big": (10.0, 5.0, 0.02)}, reps=6)
+    failed = [record(f"r{rep}-{b}-m", status="failed", build=b, model="m", repetition=rep)
+              for rep in (0, 1, 2) for b in BUILDS]
+    cases = [(noisy, Spec(), ["quiet", "noisy", "big"]), ([*noisy, *failed], Spec(), ["quiet", "noisy", "big", "m"]),
+             (_three_builds(6), Pairs(), ["m1", "m2", "dead"])]
+    for until in (Until(), Until(ci_width=0.5, max_repetitions=5)):
+        for records, spec, models in cases:
+            builds = sorted({r.build for r in records})
+            fast = adaptive.replay(records, spec, until, models=models, builds=builds, settings=SETTINGS)
+            with monkeypatch.context() as patched:
+                patched.setattr(adaptive, "primary_comparisons", _full_rows)
+                full = adaptive.replay(records, spec, until, models=models, builds=builds, settings=SETTINGS)
+            assert fast == full
+            assert any(m.reason is not None for m in fast.models)

@@ -303,9 +303,77 @@ def test_parallel_sessions_each_get_their_own_instance(scenario_file, tmp_path):
     outcome = run(scenario_file(), fleet, tmp_path, overrides=("fvp.instances=2",))
     assert sorted(fleet.boots) == ["s0", "s1"]
     assert len({r.unit_id for r in stored(tmp_path)}) == 8 and outcome.exit_code == 0
-    plan = build_plan(load_scenario(scenario_file(), ["fvp.instances=2"]))
-    for record in stored(tmp_path):
-        assert record.instance == f"s{plan.unit(record.unit_id).session}"
+    assert {record.instance for record in stored(tmp_path)} <= {"s0", "s1"}
+    assert sorted(unit for _, unit in fleet.ran) == sorted(record.unit_id for record in stored(tmp_path)), \
+        "every unit ran exactly once, on whichever instance took it"
+
+
+def _groups(plan: Any) -> dict[str, tuple[int, str]]:
+    return {unit.id: (unit.repetition, unit.model) for unit in plan.units}
+
+
+def test_an_idle_instance_steals_whole_groups_from_a_busy_one(scenario_file, tmp_path):
+    """s1 is stuck in its first unit; s0 runs out of its own units and takes s1's last (repetition, model) group
+    (both builds), never the unit in flight nor the rest of its group."""
+    path = scenario_file()
+    plan = build_plan(load_scenario(path, ["fvp.instances=2"]))
+    dealt = {unit.id: unit.session for unit in plan.units}
+    stuck = next(unit.id for unit in plan.units if unit.session == 1)
+    stolen = threading.Event()
+
+    def slow(unit: str, build: str, calls: int) -> None:
+        if unit == stuck:
+            assert stolen.wait(10), "s0 never stole while s1 was busy"
+        return None
+
+    def listener(event: Event) -> None:
+        if event.kind == "stolen":
+            stolen.set()
+
+    fleet = FakeFleet(slow)
+    loaded = load_scenario(path, ["fvp.instances=2"])
+    outcome = run_scenario(loaded, RunOptions(output_dir=tmp_path / "out"), factory=fleet.factory,
+                           deploy=fleet.deploy, listener=listener)
+    assert outcome.exit_code == 0 and stolen.is_set()
+    where = {record.unit_id: record.instance for record in stored(tmp_path)}
+    assert sorted(where) == sorted(dealt) and len(fleet.ran) == len(dealt), "each unit ran once"
+    moved = sorted(unit for unit, instance in where.items() if instance != f"s{dealt[unit]}")
+    assert moved and all(dealt[unit] == 1 and where[unit] == "s0" for unit in moved)
+    groups = _groups(plan)
+    assert stuck not in moved and groups[stuck] not in {groups[unit] for unit in moved}
+    for group in {groups[unit] for unit in moved}:  # a group moves whole: every build of that round
+        assert {unit for unit, g in groups.items() if g == group} <= set(moved)
+    assert all(record.extra.get("runner_sha256") for record in stored(tmp_path)), "stolen units ran proven runners"
+
+
+def test_a_thief_deploys_the_files_it_lacks_before_running_stolen_units(scenario_file, tmp_path):
+    """Three instances, one group each but s0 with two: s0 is stuck, so another instance takes s0's last
+    group and gets that model's files first."""
+    path = scenario_file()
+    overrides = ["fvp.instances=3"]
+    plan = build_plan(load_scenario(path, overrides))
+    assert len({unit.session for unit in plan.units}) == 3
+    stuck = next(unit.id for unit in plan.units if unit.session == 0)
+    stolen = threading.Event()
+
+    def slow(unit: str, build: str, calls: int) -> None:
+        if unit == stuck:
+            assert stolen.wait(10)
+        return None
+
+    fleet = FakeFleet(slow)
+    outcome = run_scenario(load_scenario(path, overrides), RunOptions(output_dir=tmp_path / "out"),
+                           factory=fleet.factory, deploy=fleet.deploy,
+                           listener=lambda event: event.kind == "stolen" and stolen.set())
+    assert outcome.exit_code == 0
+    dealt = {unit.id: unit.session for unit in plan.units}
+    records = stored(tmp_path)
+    moved = [r for r in records if r.instance != f"s{dealt[r.unit_id]}"]
+    assert moved and {dealt[r.unit_id] for r in moved} == {0}
+    thief = moved[0].instance
+    files = {name for instance, names in fleet.deployed if instance == thief for name in names}
+    needs = {"m1.model", "m1.in"} if moved[0].model == "m1" else {"m2.model"}
+    assert needs | {f"runner-{r.build}" for r in moved} <= files
 
 
 # --- resume and interrupt -------------------------------------------------------------------------------

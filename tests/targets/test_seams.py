@@ -147,3 +147,31 @@ def test_unit_commands_render_for_any_target(tmp_path: Path) -> None:
     fake.run(f"mkdir -p {rendered.unit_dir}")
     assert fake.run(rendered.command).output == "ok\n"
     assert fake.run(f"ls {rendered.unit_dir}").output == "out\n"
+
+
+def test_deploying_several_files_asks_for_presence_and_modes_once(tmp_path: Path) -> None:
+    """``deploy_all``: one ``sha256sum`` for every file's presence and one ``chmod`` for every runner, whatever
+    the number of files (two round trips per file before); a file already there is not sent again."""
+    files = []
+    for name, executable in (("runner-a", True), ("runner-b", True), ("m.pte", False), ("m.in", False)):
+        (tmp_path / name).write_bytes(name.encode() * 50)
+        files.append((tmp_path / name, executable))
+    fake = FakeTarget()
+    first = Deployer(fake, method="console", guest_dir="/g").deploy_all(files[:1])  # runner-a is already there
+    before = len(fake.commands)
+    placed = Deployer(fake, method="console", guest_dir="/g").deploy_all(files)
+    commands = fake.commands[before:]
+    assert sum(command.startswith("sha256sum ") and command.count(" /g/") == 4 for command in commands) == 1, \
+        "one presence check for all four files"
+    assert sum(command.startswith("sha256sum ") for command in commands) == 1 + 3, \
+        "plus the own check of each of the three uploads (runner-a was there already)"
+    assert [command for command in commands if command.startswith("chmod")] == [
+        "chmod 755 " + " ".join(sorted(placed[local].guest_path for local, executable in files if executable))]
+    assert placed[files[0][0]].skipped and placed[files[0][0]].guest_path == first[files[0][0]].guest_path
+    for local, executable in files:
+        assert fake.get(placed[local].guest_path) == local.read_bytes()
+        assert (fake.modes.get(placed[local].guest_path) == 0o755) == executable or not executable
+    single = Deployer(fake, method="console", guest_dir="/g")
+    assert not any(command.startswith("chmod") for command in fake.commands[before:] if "runner-a" in command
+                   and "runner-b" not in command), "runners are made executable together"
+    assert single.deploy_all([]) == {}

@@ -1,0 +1,149 @@
+"""Boot a run's instances while its artifacts build: the boot never needed them.
+
+Why: ``run`` used to build (compile runners, convert and Vela-compile models, hash everything), then plan, then
+boot. A Corstone-1000 boot takes minutes and needs only the platform, never an artifact, so waiting for the builds
+before starting it wastes the shorter of the two. ``PreBoot`` starts one boot thread per session the run will use
+(``fvp.instances``, at most one per (repetition, model) group) as soon as the results folder is locked, and
+``execute`` takes each session's first instance from it (``take``) instead of booting one.
+
+What it must never do:
+
+- **leak a model.** Instances nobody took (a build failed, the plan had nothing to run, Ctrl-C) are closed by
+  ``close`` (the ``with`` block's exit): a booted one at once, one still booting by its own thread as soon as its
+  boot ends (its model is in the harness's registry meanwhile, so ``atexit`` and the death signal still reach it);
+- **hide a failed boot.** A boot that failed is raised when the session takes it, so execute counts it as a failed
+  boot and retries with a fresh instance (``s0.2``), exactly as for a boot it started itself;
+- **reuse a log folder.** Each instance gets the name execute would give it (``s0``, or ``s0.2``, ... when that log
+  folder exists), and its folder is created before the boot starts.
+
+It is used only where the boot is a separate, long step and the units to run are known without the artifacts: not
+with ``--resume`` (which units are done depends on the content keys, so on the built files), not with
+``--fresh-boot-per-unit``, not for ``target: host`` (nothing boots) and not on bare-metal platforms (each unit is
+its own model launch).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import TracebackType
+
+from fvp_harness.events import Event, Listener, null_listener
+from fvp_harness.run.instances import TargetFactory
+from fvp_harness.targets.base import Target
+
+__all__ = ["PreBoot", "PreBooted"]
+
+log = logging.getLogger(__name__)
+
+
+class PreBooted(contextlib.AbstractContextManager[Target]):
+    """One instance booting (or booted) in its own thread; entering waits for the boot and returns the target,
+    or raises what the boot raised. ``boot_seconds`` is the boot's own duration (not the wait)."""
+
+    def __init__(self, factory: TargetFactory, name: str, log_dir: Path) -> None:
+        self.name = name
+        self.log_dir = log_dir
+        self._factory = factory
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._context: contextlib.AbstractContextManager[Target] | None = None
+        self._target: Target | None = None
+        self._error: BaseException | None = None
+        self._cancelled = False
+        self._taken = False
+        self.boot_seconds: float | None = None
+        self._thread = threading.Thread(target=self._boot, name=f"preboot-{name}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _boot(self) -> None:
+        began = time.monotonic()
+        context = self._factory(self.name, self.log_dir)
+        try:
+            target = context.__enter__()
+        except BaseException as exc:  # raised to the session that takes it (a failed boot, counted and retried)
+            self._error = exc
+            self._done.set()
+            return
+        self.boot_seconds = round(time.monotonic() - began, 3)
+        with self._lock:
+            cancelled = self._cancelled
+            if not cancelled:
+                self._context, self._target = context, target
+        if cancelled:  # nobody will take it: close it now that its boot is over
+            with contextlib.suppress(Exception):
+                context.__exit__(None, None, None)
+        self._done.set()
+
+    # -- the session's side ------------------------------------------------------------------------------------
+
+    def __enter__(self) -> Target:
+        with self._lock:
+            self._taken = True
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        assert self._target is not None  # set with _done unless the boot failed or it was cancelled (not taken)
+        return self._target
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> bool | None:
+        context = self._context
+        self._context = None
+        if context is None:
+            return None
+        return context.__exit__(kind, value, traceback)
+
+    # -- nobody took it ----------------------------------------------------------------------------------------
+
+    def cancel(self) -> None:
+        """Close the instance if nobody took it: now when booted, at the end of its boot otherwise."""
+        with self._lock:
+            if self._taken:
+                return
+            self._cancelled = True
+            context, self._context = self._context, None
+        if context is not None:
+            with contextlib.suppress(Exception):
+                context.__exit__(None, None, None)
+
+
+class PreBoot:
+    """The early boots of one run (see the module docstring): ``take(session)`` hands a session its instance."""
+
+    def __init__(self, factory: TargetFactory, sessions: Sequence[str], log_dir_for: Callable[[str], Path],
+                 name_for: Callable[[str], str], listener: Listener = null_listener) -> None:
+        self._instances: dict[str, PreBooted] = {}
+        for session in sessions:
+            name = name_for(session)
+            self._instances[session] = PreBooted(factory, name, log_dir_for(name))
+        self._listener = listener
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> PreBoot:
+        for instance in self._instances.values():
+            self._listener(Event("boot", session=instance.name, detail="early"))
+            instance.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def take(self, session: str) -> PreBooted | None:
+        """The instance booting for ``session`` (once; None when there is none or it was taken)."""
+        with self._lock:
+            return self._instances.pop(session, None)
+
+    def close(self) -> None:
+        """Close every instance no session took (see ``PreBooted.cancel``)."""
+        with self._lock:
+            left, self._instances = list(self._instances.values()), {}
+        for instance in left:
+            log.info("closing %s: booted early, no session took it", instance.name)
+            instance.cancel()
