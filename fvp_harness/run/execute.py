@@ -102,6 +102,7 @@ from fvp_harness.targets.base import CommandResult, NamesPhases, SharesHostFiles
 __all__ = [
     "PRINTED_OUTPUTS",
     "DeployFunction",
+    "EarlyInstance",
     "ExecuteOptions",
     "InstanceInfo",
     "SessionOutcome",
