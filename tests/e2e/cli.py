@@ -11,13 +11,17 @@ import os
 import signal
 import subprocess
 import sys
+import uuid
 from collections.abc import Mapping
 from pathlib import Path
 
 from tests.helpers import eventually
 from tests.proc_scan import processes_with_env
 
-__all__ = ["assert_no_models_left", "run_cli"]
+__all__ = ["MARK", "assert_no_models_left", "run_cli"]
+
+MARK = "FVP_HARNESS_TEST_MARK"
+"""Environment variable whose unique value marks every process of one ``run_cli(..., scratch=...)``."""
 
 
 def assert_no_models_left(pid: int, grace: float = 5.0) -> None:
@@ -30,11 +34,23 @@ def assert_no_models_left(pid: int, grace: float = 5.0) -> None:
     assert not left, f"simulator processes left running: {left}"
 
 
-def run_cli(cwd: Path, *args: str, timeout: float = 300,
-            env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def run_cli(cwd: Path, *args: str, timeout: float = 300, env: Mapping[str, str] | None = None,
+            scratch: Path | None = None) -> subprocess.CompletedProcess[str]:
     """``python -m fvp_harness ARGS`` in ``cwd``; its output, once the process and every model it started are
-    gone."""
-    proc = subprocess.Popen([sys.executable, "-m", "fvp_harness", *args], cwd=cwd, text=True, env=env,
+    gone.
+
+    ``scratch``: a stricter check for tests of the process rules. The run gets a private ``TMPDIR`` in a fresh folder
+    under ``scratch`` and a unique ``MARK`` in its environment, which every descendant inherits (also a stand-in
+    model that is not the harness's child, or that dropped ``FVP_HARNESS_OWNER_PID``); no marked process may
+    outlive it and no temp file may be left behind."""
+    token = uuid.uuid4().hex
+    private_tmp = None
+    child_env = dict(os.environ if env is None else env)
+    if scratch is not None:
+        private_tmp = scratch / f"tmp-{token[:8]}"
+        private_tmp.mkdir(parents=True)
+        child_env.update({MARK: token, "TMPDIR": str(private_tmp)})
+    proc = subprocess.Popen([sys.executable, "-m", "fvp_harness", *args], cwd=cwd, text=True, env=child_env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         out, err = proc.communicate(timeout=timeout)
@@ -42,5 +58,19 @@ def run_cli(cwd: Path, *args: str, timeout: float = 300,
         if proc.poll() is None:
             proc.kill()
             out, err = proc.communicate()
-        assert_no_models_left(proc.pid)
+        if scratch is None:
+            assert_no_models_left(proc.pid)
+        else:
+            _assert_none_marked(token, f"fvp-harness {' '.join(args)}")
+    if private_tmp is not None:
+        assert not list(private_tmp.iterdir()), f"temp files left behind: {list(private_tmp.iterdir())}"
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def _assert_none_marked(token: str, what: str, grace: float = 5.0) -> None:
+    """Fail (after killing them) if processes carrying ``MARK=token`` are alive after ``grace`` seconds."""
+    eventually(lambda: not processes_with_env(MARK, token), timeout=grace, interval=0.1)
+    left = processes_with_env(MARK, token)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert not left, f"processes left running after `{what}`: {left}"

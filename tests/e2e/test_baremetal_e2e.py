@@ -10,23 +10,19 @@ marker may live and its private TMPDIR must be empty (no model, no working folde
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO, eventually
-from tests.proc_scan import processes_with_env
+from tests.e2e.cli import run_cli
+from tests.helpers import REPO
 
 pytestmark = [pytest.mark.slow, pytest.mark.sim]
 
-MARK = "FVP_HARNESS_TEST_MARK"
 SCENARIO = "scenarios/baremetal_macs.yaml"
 BUILDS = ("u85-128", "u85-256", "u85-512")
 MODELS = ("resnet8", "ds_cnn", "mobilenet_v1_025", "deep_autoencoder")
@@ -45,25 +41,7 @@ def harness(workdir: Path, tmp_path: Path):
     """``harness(*args, timeout=600)``: run the CLI in the workdir; check that nothing it started lives on."""
 
     def _run(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-        token = uuid.uuid4().hex
-        private_tmp = tmp_path / f"tmp-{token[:8]}"
-        private_tmp.mkdir()
-        env = {**os.environ, MARK: token, "TMPDIR": str(private_tmp)}
-        proc = subprocess.Popen([sys.executable, "-m", "fvp_harness", *args], cwd=workdir, text=True, env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.communicate()
-            eventually(lambda: not processes_with_env(MARK, token), timeout=5.0)
-            left = processes_with_env(MARK, token)
-            for pid in left:
-                os.kill(pid, signal.SIGKILL)
-        assert not left, f"processes left running after `fvp-harness {' '.join(args)}`: {left}"
-        assert not list(private_tmp.iterdir()), f"temp files left behind: {list(private_tmp.iterdir())}"
-        return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+        return run_cli(workdir, *args, timeout=timeout, scratch=tmp_path)
 
     return _run
 

@@ -18,32 +18,25 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
 import pytest
 
 from fvp_harness.profiles import load_profile
-from tests.helpers import REPO, eventually
-from tests.proc_scan import process_group_members, processes_with_env
+from tests.e2e.cli import run_cli
+from tests.helpers import REPO
+from tests.proc_scan import process_group_members
 
 pytestmark = [pytest.mark.slow, pytest.mark.sim]
 
 MODEL = "FVP_Corstone-1000-A320"
-MARK = "FVP_HARNESS_TEST_MARK"
 VERSION = "11.30.27 (simulated by fvp-harness sim)"
 
 
 # -- helpers ---------------------------------------------------------------------------------------------------
-
-
-def _marked(token: str) -> list[int]:
-    """Live (not zombie) processes whose environment carries ``MARK=token``."""
-    return processes_with_env(MARK, token)
 
 
 def _install(folder: Path, script: str) -> Path:
@@ -98,25 +91,7 @@ def harness(workdir: Path, tmp_path: Path):
 
     def _run(*args: str, timeout: float = 120, env: dict[str, str] | None = None
              ) -> subprocess.CompletedProcess[str]:
-        token = uuid.uuid4().hex
-        private_tmp = tmp_path / f"tmp-{token[:8]}"
-        private_tmp.mkdir()
-        child_env = {**os.environ, **(env or {}), MARK: token, "TMPDIR": str(private_tmp)}
-        proc = subprocess.Popen([sys.executable, "-m", "fvp_harness", *args], cwd=workdir, text=True, env=child_env,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.communicate()
-            eventually(lambda: not _marked(token), timeout=5.0)
-            left = _marked(token)
-            for pid in left:
-                os.kill(pid, signal.SIGKILL)
-        assert not left, f"processes left running after `fvp-harness {' '.join(args)}`: {left}"
-        assert not list(private_tmp.iterdir()), f"temp files left behind: {list(private_tmp.iterdir())}"
-        return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+        return run_cli(workdir, *args, timeout=timeout, env={**os.environ, **(env or {})}, scratch=tmp_path)
 
     return _run
 
