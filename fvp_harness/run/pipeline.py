@@ -23,6 +23,7 @@ interrupted (manifest ``interrupted``, no report, ``Interrupted`` raised: contin
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
 import time
@@ -262,7 +263,8 @@ def run_scenario(
     began = time.monotonic()
     phases: dict[str, float] = {}
     store = ResultStore(results_dir_for(loaded.path, options.results_base, options.output_dir))
-    with store.lock():
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(store.lock())
         version, banner = query_fvp_version(loaded, options.timeout_scale)
         phases["version"] = time.monotonic() - began
         archived: Path | None = None
@@ -275,11 +277,77 @@ def run_scenario(
         mark = time.monotonic()
         scale = options.timeout_scale
         factory = factory or default_target_factory(loaded, scale)
-        early = _early_boots(loaded, options, store, factory, listener)
-        with early:  # instances boot while the artifacts build; the ones no session takes are closed at the end
-            return _build_and_run(loaded, options, store, factory, deploy, listener, stop, early, version, banner,
-                                  began, phases, mark)
-    raise AssertionError("unreachable")  # pragma: no cover
+        # instances boot while the artifacts build; the ones no session took are closed when execution ends
+        early = stack.enter_context(_early_boots(loaded, options, store, factory, listener))
+
+        def log_for(step: BuildStep) -> Path:
+            return store.log_path("build", step.log_name)
+
+        def built(result: BuildResult) -> None:
+            listener(Event("build", name=result.step.name, seconds=result.seconds))
+
+        builds, states = build_artifacts(loaded, log_path_for=log_for, timeout=BUILD_TIMEOUT_S * scale,
+                                         on_built=built, force=options.rebuild)
+        phases["build"] = time.monotonic() - mark
+        plan = build_plan(loaded, fvp_version=version, artifacts=states)
+        units = select_units(plan, options.only_builds, options.only_models)
+        wanted = _stopping_rule(loaded.scenario, plan, units, store)  # checked before anything is written
+        started = utc_now()
+        manifest = Manifest.start(loaded, plan, version, banner, options.settings(), builds, started, units=units)
+        if options.resume:
+            store.check_compatible(manifest.to_json())
+            manifest.continue_from(Manifest.read(store))
+            stored = store.records()
+            done = {record.key for record in stored if record.status == "ok"}
+            latest = {record.unit_id: record for record in stored}
+            for unit in units:  # what --resume will measure again, and why (make -n's reasons)
+                if unit.key not in done and unit.id in latest:
+                    listener(Event("rerun", unit=unit.id, detail=why_stale(unit, latest[unit.id])))
+        else:
+            done = set()
+        pin_stored_baseline(manifest, store, options.results_base, resume=options.resume, listener=listener)
+        todo = [unit for unit in units if unit.key not in done]
+        skipped = len(units) - len(todo)
+        manifest.write(store)
+        sessions_used = len({unit.session for unit in todo})
+        listener(Event("plan", total=len(todo), skipped=skipped, sessions=sessions_used))
+        mark = time.monotonic()
+        outcomes: list[SessionOutcome] = []
+        execute_options = ExecuteOptions(fresh_boot_per_unit=options.fresh_boot_per_unit,
+                                         wanted=wanted, steal=options.steal, preboot=early.take)
+        try:
+            outcomes = execute_plan(plan, store, factory, units=todo,
+                                    options=execute_options, listener=listener, deploy=deploy, stop=stop)
+        except KeyboardInterrupt as exc:
+            manifest.finish((), interrupted=True).write(store)
+            raise Interrupted(f"interrupted; everything measured so far is in {store.root} (continue with "
+                              "--resume)") from exc
+        except Exception as exc:  # a crashed run must not leave its manifest saying "running"
+            manifest.finish([SessionOutcome("run", aborted=f"{type(exc).__name__}: {exc}")]).write(store)
+            raise
+        phases["execute"] = time.monotonic() - mark
+        early.close()  # an early instance no session took (its session had nothing to run) is not kept booted
+        mark = time.monotonic()
+        aborted = [outcome.aborted for outcome in outcomes if outcome.aborted]
+        stopped = any(outcome.stopped for outcome in outcomes)
+        manifest.finish(outcomes, interrupted=stopped).write(store)
+        if stopped:
+            done_now = len({record.unit_id for outcome in outcomes for record in outcome.records})
+            raise Interrupted(f"stopped after the units in flight ({done_now} of {len(todo)} units run); everything "
+                              f"measured so far is in {store.root} (continue with --resume)")
+        listener(Event("analysis"))
+        # the report reads the manifest back as stored, exactly as ``rebuild_report`` does (byte-identical files)
+        report = write_report(store, loaded.scenario, Manifest.read(store) or manifest)
+        phases["report"] = time.monotonic() - mark
+    code = exit_code_for(report.failed_units, report.infrastructure_failures, report.expectations_violated,
+                         bool(aborted))
+    return RunOutcome(
+        results_dir=store.root, analysis=report.analysis, files=report.files, failed_units=report.failed_units,
+        infrastructure_failures=report.infrastructure_failures, expectations_violated=report.expectations_violated,
+        exit_code=code, vgf=report.vgf, plan=plan, units_run=len({r.unit_id for o in outcomes for r in o.records}),
+        units_skipped=skipped, sessions=outcomes, aborted=aborted, builds=builds, wall_seconds=time.monotonic() - began,
+        phase_seconds=phases,
+    )
 
 
 def _early_boots(loaded: LoadedScenario, options: RunOptions, store: ResultStore, factory: TargetFactory,
@@ -293,83 +361,5 @@ def _early_boots(loaded: LoadedScenario, options: RunOptions, store: ResultStore
         models = [m for m in scenario.models if not options.only_models or m in options.only_models]
         groups = scenario.run.planned_repetitions * len(models)
         sessions = [f"s{index}" for index in range(min(scenario.fvp.instances, groups))]
-
     return PreBoot(factory, sessions, lambda name: store.log_path(name, "fvp.log").parent,
                    lambda session: free_instance_name(store.logs_dir, session)[0], listener)
-
-
-def _build_and_run(loaded: LoadedScenario, options: RunOptions, store: ResultStore, factory: TargetFactory,
-                   deploy: DeployFunction | None, listener: Listener, stop: threading.Event | None, early: PreBoot,
-                   version: str | None, banner: str, began: float, phases: dict[str, float], mark: float
-                   ) -> RunOutcome:
-    """``run_scenario`` from the artifact builds on (the store is locked, the early boots started)."""
-    scale = options.timeout_scale
-
-    def log_for(step: BuildStep) -> Path:
-        return store.log_path("build", step.log_name)
-
-    def built(result: BuildResult) -> None:
-        listener(Event("build", name=result.step.name, seconds=result.seconds))
-
-    builds, states = build_artifacts(loaded, log_path_for=log_for, timeout=BUILD_TIMEOUT_S * scale,
-                                     on_built=built, force=options.rebuild)
-    phases["build"] = time.monotonic() - mark
-    plan = build_plan(loaded, fvp_version=version, artifacts=states)
-    units = select_units(plan, options.only_builds, options.only_models)
-    wanted = _stopping_rule(loaded.scenario, plan, units, store)  # checked before anything is written
-    started = utc_now()
-    manifest = Manifest.start(loaded, plan, version, banner, options.settings(), builds, started, units=units)
-    if options.resume:
-        store.check_compatible(manifest.to_json())
-        manifest.continue_from(Manifest.read(store))
-        stored = store.records()
-        done = {record.key for record in stored if record.status == "ok"}
-        latest = {record.unit_id: record for record in stored}
-        for unit in units:  # what --resume will measure again, and why (make -n's reasons)
-            if unit.key not in done and unit.id in latest:
-                listener(Event("rerun", unit=unit.id, detail=why_stale(unit, latest[unit.id])))
-    else:
-        done = set()
-    pin_stored_baseline(manifest, store, options.results_base, resume=options.resume, listener=listener)
-    todo = [unit for unit in units if unit.key not in done]
-    skipped = len(units) - len(todo)
-    manifest.write(store)
-    sessions_used = len({unit.session for unit in todo})
-    listener(Event("plan", total=len(todo), skipped=skipped, sessions=sessions_used))
-    mark = time.monotonic()
-    outcomes: list[SessionOutcome] = []
-    execute_options = ExecuteOptions(fresh_boot_per_unit=options.fresh_boot_per_unit,
-                                     wanted=wanted, steal=options.steal, preboot=early.take)
-    try:
-        outcomes = execute_plan(plan, store, factory, units=todo,
-                                options=execute_options, listener=listener, deploy=deploy, stop=stop)
-    except KeyboardInterrupt as exc:
-        manifest.finish((), interrupted=True).write(store)
-        raise Interrupted(f"interrupted; everything measured so far is in {store.root} (continue with "
-                          "--resume)") from exc
-    except Exception as exc:  # a crashed run must not leave its manifest saying "running"
-        manifest.finish([SessionOutcome("run", aborted=f"{type(exc).__name__}: {exc}")]).write(store)
-        raise
-    phases["execute"] = time.monotonic() - mark
-    mark = time.monotonic()
-    aborted = [outcome.aborted for outcome in outcomes if outcome.aborted]
-    stopped = any(outcome.stopped for outcome in outcomes)
-    manifest.finish(outcomes, interrupted=stopped).write(store)
-    if stopped:
-        done_now = len({record.unit_id for outcome in outcomes for record in outcome.records})
-        raise Interrupted(f"stopped after the units in flight ({done_now} of {len(todo)} units run); everything "
-                          f"measured so far is in {store.root} (continue with --resume)")
-    listener(Event("analysis"))
-    # the report reads the manifest back as stored, exactly as ``rebuild_report`` does (byte-identical files)
-    report = write_report(store, loaded.scenario, Manifest.read(store) or manifest)
-    phases["report"] = time.monotonic() - mark
-    code = exit_code_for(report.failed_units, report.infrastructure_failures, report.expectations_violated,
-                     bool(aborted))
-    return RunOutcome(
-    results_dir=store.root, analysis=report.analysis, files=report.files, failed_units=report.failed_units,
-    infrastructure_failures=report.infrastructure_failures, expectations_violated=report.expectations_violated,
-    exit_code=code, vgf=report.vgf, plan=plan, units_run=len({r.unit_id for o in outcomes for r in o.records}),
-    units_skipped=skipped, sessions=outcomes, aborted=aborted, builds=builds, wall_seconds=time.monotonic() - began,
-    phase_seconds=phases,
-    )
-
