@@ -64,8 +64,8 @@ class PreBooted(contextlib.AbstractContextManager[Target]):
 
     def _boot(self) -> None:
         began = time.monotonic()
-        context = self._factory(self.name, self.log_dir)
         try:
+            context = self._factory(self.name, self.log_dir)
             target = context.__enter__()
         except BaseException as exc:  # raised to the session that takes it (a failed boot, counted and retried)
             self._error = exc

@@ -195,3 +195,27 @@ def test_no_early_boot_boots_only_after_the_builds(tmp_path: Path) -> None:
     assert outcome.exit_code == 0 and fleet.boots == ["s0"]
     kinds = [(event.kind, event.detail) for event in events if event.kind in ("boot", "build")]
     assert kinds.index(("boot", None)) > kinds.index(("build", None)), "the boot waited for the build"
+
+
+def test_a_factory_that_fails_before_booting_is_raised_too(tmp_path: Path) -> None:
+    """Not only a failed boot: a factory that cannot even make the instance must not leave the session waiting."""
+    def broken(name: str, log_dir: Path) -> contextlib.AbstractContextManager[FakeTarget]:
+        raise RuntimeError("no such model binary")
+
+    outcome: list[BaseException] = []
+
+    def take_it(early: PreBoot) -> None:
+        instance = early.take("s0")
+        assert instance is not None
+        try:
+            with instance:
+                pass
+        except RuntimeError as exc:
+            outcome.append(exc)
+
+    with PreBoot(broken, ["s0"], lambda name: tmp_path / name, lambda session: session) as early:
+        session = threading.Thread(target=take_it, args=(early,), daemon=True)
+        session.start()
+        session.join(10)
+    assert not session.is_alive(), "the session still waits for an instance that will never boot"
+    assert [str(exc) for exc in outcome] == ["no such model binary"]
