@@ -62,6 +62,7 @@ from fvp_harness.run.adaptive import StoppingRule
 from fvp_harness.run.execute import ExecuteOptions, SessionOutcome, execute_plan
 from fvp_harness.run.instances import TargetFactory, open_target
 from fvp_harness.run.plan import build_plan
+from fvp_harness.run.preboot import EarlyBootCancelled, PreBooted
 from fvp_harness.scenario.model import Scenario
 from fvp_harness.store.folder import LOGS_DIR, ResultStore, free_instance_name
 from fvp_harness.store.records import Record
@@ -247,17 +248,14 @@ class _PreBoot:
         self._abort = abort
         self._listener = listener
         self._lock = threading.Lock()
-        self._done = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._context: contextlib.AbstractContextManager[Target] | None = None
-        self._target: Target | None = None
-        self._error: BaseException | None = None
+        self._instance: PreBooted | None = None
+        self._error: OSError | None = None
         self._closed = False
         self._started = False
+        self._lent = False
         self._label = ""
         self.name: str | None = None
         """The instance's name, once ``start`` chose it."""
-        self.boot_seconds: float | None = None
         self.booted = False
         """An instance was opened (it counts as a boot, used or not)."""
 
@@ -265,10 +263,15 @@ class _PreBoot:
     def started(self) -> bool:
         return self._started
 
+    @property
+    def boot_seconds(self) -> float | None:
+        """The boot's own duration, once it booted."""
+        return None if self._instance is None else self._instance.boot_seconds
+
     def start(self) -> None:
         """Name the instance and create its log folder here, in the lane's thread (so the folder exists before the
-        next job's session names its own instance), then boot on a thread of its own. Idempotent; nothing after
-        ``close``."""
+        next job's session names its own instance), then boot on a thread of its own (``run.preboot.PreBooted``).
+        Idempotent; nothing after ``close``."""
         with self._lock:
             if self._started or self._closed:
                 return
@@ -280,63 +283,53 @@ class _PreBoot:
                 log_dir.mkdir(parents=True, exist_ok=True)
             except OSError as exc:  # the session that asks for this instance gets the error
                 self._error = exc
-                self._done.set()
                 return
             self.name = name
             self._label = f"{Path(job.scenario_path).stem}/{name}"
-            self._thread = threading.Thread(target=self._boot, args=(name, log_dir), name=f"preboot-{job.node}",
-                                            daemon=True)
-            self._thread.start()
+            self._instance = PreBooted(self._open, name, log_dir)
+            self._instance.start()
 
-    def _boot(self, name: str, log_dir: Path) -> None:
+    @contextlib.contextmanager
+    def _open(self, name: str, log_dir: Path) -> Iterator[Target]:
+        """The opener's instance, announced to the progress display; closed at once when the batch was aborted
+        while it booted."""
         job = self.claim.job
         try:
             _emit(self._listener, Event("boot", session=self._label))
             began = time.monotonic()
-            context = self._opener(job.scenario, job.profile, name, log_dir, self._scale)
-            target = context.__enter__()
-        except BaseException as exc:  # handed to the session that asks for this instance: execute's boot rules
-            with self._lock:
-                self._error = exc
-            self._done.set()
-            return
-        self.boot_seconds = round(time.monotonic() - began, 3)
-        _emit(self._listener, Event("booted", session=self._label, seconds=self.boot_seconds))
-        with self._lock:
-            self.booted = True
-            keep = not (self._closed or self._abort.is_set())
-            if keep:
-                self._context, self._target = context, target
-        if not keep:
-            self._shut(context)
-        self._done.set()
+            with self._opener(job.scenario, job.profile, name, log_dir, self._scale) as target:
+                self.booted = True
+                _emit(self._listener, Event("booted", session=self._label,
+                                            seconds=round(time.monotonic() - began, 3)))
+                if self._abort.is_set():
+                    raise _Stopped()
+                yield target
+        finally:
+            if self.booted and not self._lent:  # closed by the pre-boot itself, not by the lease it was lent to
+                _emit(self._listener, Event("closed", session=self._label))
 
     def take(self) -> tuple[contextlib.AbstractContextManager[Target], Target]:
         """Wait for the boot and hand the instance over (the caller closes it from then on). Raises the boot's
         own error, or ``_Stopped`` when the instance was closed meanwhile."""
-        self._done.wait()
         with self._lock:
-            if self._error is not None:
-                raise self._error
-            context, target, self._context, self._target = self._context, self._target, None, None
-        if context is None or target is None:
+            instance, error = self._instance, self._error
+        if error is not None:
+            raise error
+        if instance is None:
             raise _Stopped()
-        return context, target
+        self._lent = True
+        try:
+            return instance, instance.__enter__()
+        except EarlyBootCancelled:
+            raise _Stopped() from None
 
     def close(self) -> None:
         """Close the instance unless it was handed over; wait for a boot in progress (idempotent, any thread)."""
         with self._lock:
             self._closed = True
-            context, self._context, self._target = self._context, None, None
-            thread = self._thread
-        if context is not None:
-            self._shut(context)
-        if thread is not None and thread is not threading.current_thread():
-            thread.join()
-
-    def _shut(self, context: contextlib.AbstractContextManager[Target]) -> None:
-        _close_context(context)
-        _emit(self._listener, Event("closed", session=self._label))
+            instance = self._instance
+        if instance is not None:
+            instance.cancel(wait=True)
 
 
 class _InstanceLease:

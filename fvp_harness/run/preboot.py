@@ -36,9 +36,13 @@ from fvp_harness.events import Event, Listener, null_listener
 from fvp_harness.run.instances import TargetFactory
 from fvp_harness.targets.base import Target
 
-__all__ = ["PreBoot", "PreBooted"]
+__all__ = ["EarlyBootCancelled", "PreBoot", "PreBooted"]
 
 log = logging.getLogger(__name__)
+
+
+class EarlyBootCancelled(Exception):
+    """Entering a ``PreBooted`` that was cancelled before anyone took it (its instance is closed)."""
 
 
 class PreBooted(contextlib.AbstractContextManager[Target]):
@@ -77,8 +81,10 @@ class PreBooted(contextlib.AbstractContextManager[Target]):
             if not cancelled:
                 self._context, self._target = context, target
         if cancelled:  # nobody will take it: close it now that its boot is over
-            with contextlib.suppress(Exception):
+            try:
                 context.__exit__(None, None, None)
+            except Exception:  # cleanup must not hide why we are closing
+                log.exception("closing %s failed", self.name)
         self._done.set()
 
     # -- the session's side ------------------------------------------------------------------------------------
@@ -89,7 +95,8 @@ class PreBooted(contextlib.AbstractContextManager[Target]):
         self._done.wait()
         if self._error is not None:
             raise self._error
-        assert self._target is not None  # set with _done unless the boot failed or it was cancelled (not taken)
+        if self._target is None:  # cancelled before anyone took it: its boot ended in a close
+            raise EarlyBootCancelled(f"{self.name}: closed before a session took it")
         return self._target
 
     def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
@@ -102,16 +109,25 @@ class PreBooted(contextlib.AbstractContextManager[Target]):
 
     # -- nobody took it ----------------------------------------------------------------------------------------
 
-    def cancel(self) -> None:
-        """Close the instance if nobody took it: now when booted, at the end of its boot otherwise."""
+    @property
+    def started(self) -> bool:
+        return self._thread.ident is not None
+
+    def cancel(self, *, wait: bool = False) -> None:
+        """Close the instance if nobody took it: now when booted, at the end of its boot otherwise; ``wait``: also
+        wait for a boot in progress to end (and so for that close), so the instance cannot outlive the caller."""
         with self._lock:
-            if self._taken:
-                return
-            self._cancelled = True
-            context, self._context = self._context, None
-        if context is not None:
-            with contextlib.suppress(Exception):
+            taken = self._taken
+            if not taken:
+                self._cancelled = True
+                context, self._context = self._context, None
+        if not taken and context is not None:
+            try:
                 context.__exit__(None, None, None)
+            except Exception:  # cleanup must not hide why we are closing
+                log.exception("closing %s failed", self.name)
+        if wait and self.started and self._thread is not threading.current_thread():
+            self._thread.join()
 
 
 class PreBoot:
