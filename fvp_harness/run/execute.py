@@ -98,6 +98,7 @@ from fvp_harness.store.folder import ResultStore, free_instance_name
 from fvp_harness.store.records import Record
 from fvp_harness.targets.baremetal import BaremetalLaunch, LaunchesModel, LaunchResult
 from fvp_harness.targets.base import CommandResult, NamesPhases, SharesHostFiles, Target
+from fvp_harness.targets.transfer import sha256sum_digests
 
 __all__ = [
     "PRINTED_OUTPUTS",
@@ -504,11 +505,7 @@ class SessionRunner:
                 runners[unit.build] = (placed[local], file_sha256(local))
         paths = sorted({guest for guest, _ in runners.values()})
         result = self._guest(target, "sha256sum " + " ".join(shlex.quote(path) for path in paths))
-        seen: dict[str, str] = {}
-        for line in result.output.splitlines():
-            parts = line.strip().split(None, 1)
-            if len(parts) == 2 and len(parts[0]) == 64:
-                seen[parts[1].lstrip("*")] = parts[0].lower()
+        seen = sha256sum_digests(result.output)
         proof: dict[str, str] = {}
         for build, (guest, expected) in runners.items():
             actual = seen.get(guest)
@@ -868,12 +865,7 @@ class SessionRunner:
         if not hashed.ok:
             raise CommandFailed(f"sha256sum of the outputs in {unit_dir} failed: {hashed.output.strip()[-300:]}",
                                 exit_status=hashed.exit_status)
-        digests: dict[str, str] = {}
-        for line in hashed.output.splitlines():
-            parts = line.strip().split(None, 1)
-            if len(parts) == 2 and len(parts[0]) == 64:
-                digests[parts[1].lstrip("*")] = parts[0].lower()
-        return digests
+        return sha256sum_digests(hashed.output)
 
     def _fetch_paths(self, unit: Unit, rendered: UnitCommand) -> list[str]:
         """The guest paths ``run.fetch`` names for this unit (templates filled, unquoted)."""

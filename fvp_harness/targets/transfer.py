@@ -43,6 +43,7 @@ __all__ = [
     "guest_sha256",
     "guest_sha256_many",
     "must_succeed",
+    "sha256sum_digests",
     "upload_console",
     "upload_ssh",
 ]
@@ -72,28 +73,30 @@ def deploy_step(target: Target, command: str, timeout: float | None) -> CommandR
     return target.run(command, timeout)
 
 
+def sha256sum_digests(text: str) -> dict[str, str]:
+    """``sha256sum`` output as {file name as printed: lower-case digest}; error lines (a missing file) and anything
+    else that is no ``<64 hex digits> <name>`` line are left out. One parser for every guest hash the harness asks."""
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        parts = line.strip().split(None, 1)
+        if len(parts) == 2 and len(parts[0]) == 64 and all(c in "0123456789abcdef" for c in parts[0].lower()):
+            found[parts[1].lstrip("*")] = parts[0].lower()
+    return found
+
+
 def guest_sha256(target: Target, remote: str, timeout: float | None = None) -> str | None:
     """The sha256 of a guest file per ``sha256sum``, or None if it is missing / unreadable."""
     result = deploy_step(target, f"sha256sum {shlex.quote(remote)}", timeout)
     if not result.ok:
         return None
-    for line in result.output.splitlines():
-        word = line.strip().split(" ", 1)[0]
-        if len(word) == 64 and all(c in "0123456789abcdef" for c in word.lower()):
-            return word.lower()
-    return None
+    return next(iter(sha256sum_digests(result.output).values()), None)
 
 
 def guest_sha256_many(target: Target, remotes: Sequence[str], timeout: float | None = None) -> dict[str, str]:
     """The sha256 of each guest file that exists and is readable, in one ``sha256sum`` round trip (a missing file
     only adds an error line, which is no digest line, and the status is then 1: both are expected)."""
-    result = deploy_step(target, "sha256sum " + " ".join(shlex.quote(path) for path in remotes), timeout)
-    found: dict[str, str] = {}
-    for line in result.output.splitlines():
-        parts = line.strip().split(None, 1)
-        if len(parts) == 2 and len(parts[0]) == 64 and all(c in "0123456789abcdef" for c in parts[0].lower()):
-            found[parts[1].lstrip("*")] = parts[0].lower()
-    return found
+    return sha256sum_digests(deploy_step(target, "sha256sum " + " ".join(shlex.quote(path) for path in remotes),
+                                         timeout).output)
 
 
 def check_guest_sha256(target: Target, remote: str, expected: str, how: str, timeout: float | None) -> None:
