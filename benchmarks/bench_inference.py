@@ -11,11 +11,11 @@ import argparse
 import statistics
 import time
 
-from fvp_harness.sim.driver_cost import DEFAULT, DriverSizes
-from fvp_harness.sim.inference import run_model
-from fvp_harness.sim.modelfile import compile_model, make_input
-from fvp_harness.sim.models import ARCHITECTURES, get_architecture
-from fvp_harness.sim.npu import inference_cycles
+from fvp_harness.sim.networks.architectures import ARCHITECTURES, get_architecture
+from fvp_harness.sim.networks.inference import run_model
+from fvp_harness.sim.networks.modelfile import compile_model, make_input
+from fvp_harness.sim.npu.cycles import inference_cycles
+from fvp_harness.sim.npu.driver_cost import DEFAULT, DriverSizes
 
 MACS = (128, 256, 512, 1024, 2048)
 

@@ -1,6 +1,6 @@
 """Fit the driver cost model's constants to the published before/after figures and print them with the fit.
 
-Why a script: the constants in ``fvp_harness/sim/driver_cost.py`` must come from a reproducible fit over the
+Why a script: the constants in ``fvp_harness/sim/npu/driver_cost.py`` must come from a reproducible fit over the
 four models' compiled sizes, not from hand-picking per model. Run ``python benchmarks/fit_driver_cost.py``
 after changing the size model in ``modelfile.py`` and paste the printed constants into ``driver_cost.DEFAULT``
 and its docstring.
@@ -8,9 +8,9 @@ and its docstring.
 
 from __future__ import annotations
 
-from fvp_harness.sim.driver_cost import DriverCostModel, DriverSizes, fit
-from fvp_harness.sim.modelfile import sizes_of
-from fvp_harness.sim.models import get_architecture
+from fvp_harness.sim.networks.architectures import get_architecture
+from fvp_harness.sim.networks.modelfile import sizes_of
+from fvp_harness.sim.npu.driver_cost import DriverCostModel, DriverSizes, fit
 
 PUBLISHED: dict[str, tuple[float, float]] = {
     # ExecuTorch PR "Stop re-creating Ethos-U driver objects per inference on Linux": execute() CPU ms before,

@@ -168,7 +168,7 @@ def test_the_top_level_shows_the_layers() -> None:
         ("fvp_harness.scenario.x", "import fvp_harness.run.plan\n", "which is not below it"),
         ("fvp_harness.scenario.x", "from fvp_harness.store.records import Record\n", "which is not below it"),
         ("fvp_harness.sim.x", "from fvp_harness.errors import HarnessError\n", "the simulator imports the harness"),
-        ("fvp_harness.run.x", "from fvp_harness.sim.runner import main\n", "imports the simulator"),
+        ("fvp_harness.run.x", "from fvp_harness.sim.workloads.executor_runner import main\n", "imports the simulator"),
         ("fvp_harness.report.x", "from fvp_harness import run_scenario\n", "from the package root"),
         ("fvp_harness.run.x", "def f():\n    from fvp_harness.store.folder import ResultStore\n",
          "inside a function without"),
@@ -188,7 +188,7 @@ def test_the_checker_accepts_what_the_rules_allow() -> None:
         "fvp_harness.cli.x": "def f():\n    # late: pandas loads only when this verb runs\n"
                              "    from fvp_harness.run.pipeline import run_scenario\n"
                              "    from fvp_harness.batch.engine import make\n",
-        "fvp_harness.sim.x": "from fvp_harness.sim.npu import inference_cycles\n",
+        "fvp_harness.sim.x": "from fvp_harness.sim.npu.cycles import inference_cycles\n",
     }
     for module, source in allowed.items():
         assert violations(module, source) == [], module

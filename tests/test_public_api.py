@@ -42,7 +42,7 @@ def _defined_here(module: ModuleType) -> list[str]:
 def test_the_package_walk_finds_the_layers() -> None:
     names = {module.__name__ for module in MODULES}
     for expected in ("fvp_harness.scenario.model", "fvp_harness.targets.fvp_target", "fvp_harness.cli.main",
-                     "fvp_harness.sim.shell", "fvp_harness.profiles"):
+                     "fvp_harness.sim.guest.shell", "fvp_harness.profiles"):
         assert expected in names
 
 

@@ -7,9 +7,9 @@ run here, from what the kernel looks at when it executes a file:
 
 - an ELF file: its ``e_machine`` must be this host's (``platform.machine()``), its class the right word size, its
   type an executable or a shared object (``ET_EXEC`` / ``ET_DYN``);
-- a simulator runner artifact (magic ``FVPSIMRN``, ``sim/modelfile.py``) runs only inside the simulator's guest;
-  the simulator's VGF runner (``#!/bin/sh`` + ``# FVPSIMVG``, ``sim/vgf_runner.py``) is a shell script that runs
-  here too, through the Python that made it (which must exist on this host);
+- a simulator runner artifact (magic ``FVPSIMRN``, ``sim/networks/modelfile.py``) runs only inside the simulator's
+  guest; the simulator's VGF runner (``#!/bin/sh`` + ``# FVPSIMVG``, ``sim/workloads/vgf_runner.py``) is a shell script
+  that runs here too, through the Python that made it (which must exist on this host);
 - a script (``#!``): its interpreter must exist and be executable (``#!/usr/bin/env NAME``: NAME on PATH);
 - a file that is none of these is run by ``/bin/sh`` as a shell script when it is text, and fails when it is binary;
 - and the file must carry an execute bit (the deploy step copies it with mode 755, which would hide the mistake).

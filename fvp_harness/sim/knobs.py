@@ -22,13 +22,13 @@ Platform knobs (name, default: meaning; the workload's knobs are documented with
 - ``first_boot``, false: the Secure Enclave provisions keys and boots twice, as on a model's first run.
 - ``seed``, random: seed for noise and garbage, for reproducible fault tests.
 
-The bare-metal platforms (``--platform corstone300|corstone320``, ``baremetal.py``) use ``speed`` and
+The bare-metal platforms (``--platform corstone300|corstone320``, ``baremetal/platform.py``) use ``speed`` and
 ``idle_ratio`` as above (they add no noise, so no ``seed``) and ``boot_seconds`` only when given (a wall-time delay
 before the application starts); the boot, terminal, network and ``fault_*`` knobs concern the Corstone-1000 only.
 Their emulated ``arm_executor_runner`` reads ``runner_fault`` (``hardfault=N``, ``hang[=N]``;
 ``baremetal_artifact.parse_faults``), which overrides its build's ``--fault``.
 
-Fault knobs (``faults.py`` says exactly what each does):
+Fault knobs (``corstone1000/faults.py`` says exactly what each does):
 
 - ``fault_boot_hang``: a stage (tfm, tfa, optee, uboot, kernel, init, login); the boot stops in it.
 - ``fault_panic``: ``boot`` (kernel panic during boot) or N (panic when the Nth console command is entered).

@@ -1,8 +1,8 @@
 """``fvp-sim`` / ``python -m fvp_harness.sim``: start a simulated FVP from a model command line.
 
-The FVP_Corstone-1000-A320 (Linux; ``model.py``) unless the program runs under a bare-metal model's executable
-name (a symlink or copy of the ``fvp-sim`` script named ``FVP_Corstone_SSE-300_Ethos-U55`` or
-``FVP_Corstone_SSE-320``) or is given ``--platform corstone300|corstone320`` (``baremetal.py``).
+The FVP_Corstone-1000-A320 (Linux; ``corstone1000/platform.py``) unless the program runs under a bare-metal model's
+executable name (a symlink or copy of the ``fvp-sim`` script named ``FVP_Corstone_SSE-300_Ethos-U55`` or
+``FVP_Corstone_SSE-320``) or is given ``--platform corstone300|corstone320`` (``baremetal/platform.py``).
 
 Prints exactly what a model prints (port banners, stop text, --stat) on stdout; errors go to stderr with exit
 status 1, before anything is started. See docs/simulator.md for the knobs.
@@ -16,9 +16,9 @@ import os
 import signal
 import sys
 
-from fvp_harness.sim.cmdline import CmdlineError, Options, parse_args, platform_for_program, usage, version_banner
+from fvp_harness.sim.fvp.cmdline import CmdlineError, Options, parse_args, platform_for_program, usage, version_banner
+from fvp_harness.sim.fvp.params import format_listing, parameters_of
 from fvp_harness.sim.knobs import KnobError, Knobs, parse_knobs
-from fvp_harness.sim.params import format_listing, parameters_of
 
 __all__ = ["main"]
 
@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None, program: str | None = None) -> int:
         return 1
 
     if opts.platform != "corstone1000":
-        from fvp_harness.sim.baremetal import run_baremetal  # late: numpy loads only when a model runs
+        from fvp_harness.sim.baremetal.platform import run_baremetal  # late: numpy loads only when a model runs
 
         status = run_baremetal(opts, knobs)
     else:
@@ -64,7 +64,9 @@ def main(argv: list[str] | None = None, program: str | None = None) -> int:
 
 def _run_corstone1000(opts: Options, knobs: Knobs) -> int:
     """The Linux platform: returns the exit status (negative: the signal that ends the process)."""
-    from fvp_harness.sim.model import SimulatedModel  # late: asyncssh is slow to import, --help should not wait
+    from fvp_harness.sim.corstone1000.platform import (
+        SimulatedModel,  # late: asyncssh is slow to import, --help should not wait
+    )
 
     model = SimulatedModel(opts, knobs)
     try:

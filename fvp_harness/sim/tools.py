@@ -6,16 +6,16 @@ makers live with it; ``fvp_harness/cli/verb_sim.py`` only forwards the arguments
 
     sim runner --driver per-inference|reuse [--build-id TEXT] [--cpu-time-report] [--log-generation current|old]
                [--fault SPEC] -o FILE
-    sim vgf-runner [--build-id TEXT] [--no-io-stats] -o FILE   (VGF benchmark mode: fvp_harness/sim/vgf_runner.py)
+    sim vgf-runner [--build-id TEXT] [--no-io-stats] -o FILE   (VGF benchmark mode: sim/workloads/vgf_runner.py)
     sim baremetal-runner -o FILE [--pte MODEL | --pte-addr ADDR | --semihosting] [--target CONFIG]
-               [--iterations N] [--etdump] [--fault SPEC] ...   (Corstone-300/320: sim/baremetal_artifact.py)
+               [--iterations N] [--etdump] [--fault SPEC] ...   (Corstone-300/320: sim/baremetal/artifact.py)
     sim model NAME -o FILE [--seed N] [--macs 256] [--no-cycle-counter] [--tflite PATH|--no-tflite]
-              [--npu-cycles auto|vela|analytic] [--vela-dir DIR] ...   (fvp_harness/sim/vela_tool.py)
+              [--npu-cycles auto|vela|analytic] [--vela-dir DIR] ...   (fvp_harness/sim/npu/tool.py)
     sim input NAME -o FILE [--seed N]
     sim info FILE                      (what a model or runner file holds, with NPU cycles and driver costs)
 
-A runner build prints what upstream's executor_runner prints (fvp_harness/sim/runner.py) unless it is built with
-instrumentation upstream lacks: ``--build-id`` (alias ``--id``) adds ``executor_runner build id: TEXT``,
+A runner build prints what upstream's executor_runner prints (fvp_harness/sim/workloads/executor_runner) unless it is
+built with instrumentation upstream lacks: ``--build-id`` (alias ``--id``) adds ``executor_runner build id: TEXT``,
 ``--cpu-time-report`` adds ``EthosUBackend::execute() CPU time: %.3f ms`` per inference (the shape of an unmerged
 instrumentation). ``--log-generation old`` makes a build of the older executor_runner.cpp (before 2026-04-10).
 
@@ -33,10 +33,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from fvp_harness.sim import baremetal_artifact, vela_tool
-from fvp_harness.sim.driver_cost import DEFAULT as DRIVER_COSTS
-from fvp_harness.sim.driver_cost import DriverSizes
-from fvp_harness.sim.modelfile import (
+from fvp_harness.sim.baremetal import artifact as baremetal_artifact
+from fvp_harness.sim.networks.architectures import ARCHITECTURES, get_architecture
+from fvp_harness.sim.networks.estimate import vela_summary
+from fvp_harness.sim.networks.modelfile import (
     DRIVER_MODES,
     LOG_GENERATIONS,
     SUPPORTED_MACS,
@@ -51,10 +51,11 @@ from fvp_harness.sim.modelfile import (
     is_runner,
     make_input,
 )
-from fvp_harness.sim.models import ARCHITECTURES, get_architecture
-from fvp_harness.sim.npu import cycle_source, model_cycles
-from fvp_harness.sim.vela_estimate import vela_summary
-from fvp_harness.sim.vgf_runner import add_tool_parser, artifact_info, is_vgf_runner, make_tool_artifact
+from fvp_harness.sim.npu import tool
+from fvp_harness.sim.npu.cycles import cycle_source, model_cycles
+from fvp_harness.sim.npu.driver_cost import DEFAULT as DRIVER_COSTS
+from fvp_harness.sim.npu.driver_cost import DriverSizes
+from fvp_harness.sim.workloads.vgf_runner import add_tool_parser, artifact_info, is_vgf_runner, make_tool_artifact
 
 __all__ = ["build_parser", "main"]
 
@@ -133,7 +134,7 @@ def build_parser(prog: str = "fvp-harness sim") -> argparse.ArgumentParser:
         help="the ethosu.enable_cycle_counter compile spec: the delegate prints 'Ethos-U Linux delegate cycle "
         "counter: N' per inference (default on)",
     )
-    vela_tool.add_arguments(model)  # --tflite, --npu-cycles, --vela-*: the TFLite file and Vela's estimate
+    tool.add_arguments(model)  # --tflite, --npu-cycles, --vela-*: the TFLite file and Vela's estimate
 
     inputs = sub.add_parser("input", help="a seeded raw int8 input file of the network's input shape")
     inputs.add_argument("name", choices=sorted(ARCHITECTURES))
@@ -207,7 +208,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
             )
             data = encode_runner(artifact)
             if args.fault:
-                from fvp_harness.sim.runner import UsageError, parse_faults  # late: only builds with faults need it
+                from fvp_harness.sim.workloads.executor_runner import (  # late: only builds with faults need it
+                    UsageError,
+                    parse_faults,
+                )
 
                 try:
                     parse_faults(args.fault)
@@ -233,7 +237,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
             except ValueError as exc:
                 err.write(f"fvp-harness sim model: {exc}\n")
                 return 2
-            model, notes = vela_tool.apply(args, model, _write)
+            model, notes = tool.apply(args, model, _write)
             data = encode_model(model)
             _write(args.output, data)
             s = model.sizes
@@ -253,7 +257,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
             )
         else:
             out.write(json.dumps(_info(args.file), indent=2) + "\n")
-    except (OSError, ModelFileError, vela_tool.VelaFailed) as exc:
+    except (OSError, ModelFileError, tool.VelaFailed) as exc:
         err.write(f"fvp-harness sim {args.what}: {exc}\n")
         return 1
     return 0

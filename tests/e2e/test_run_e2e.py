@@ -45,10 +45,10 @@ def _implied_iteration_savings(artifacts: Path) -> dict[str, float]:
     """What the simulator's own cost models say the stock runner's iteration time saves, per model: the driver
     cost model's CPU time (per-inference vs reuse) plus the NPU time and the runner's overhead, which both builds
     pay alike."""
-    from fvp_harness.sim.driver_cost import DEFAULT, DriverSizes
-    from fvp_harness.sim.modelfile import decode_model
-    from fvp_harness.sim.npu import NPU_CLOCK_HZ, model_cycles
-    from fvp_harness.sim.runner import RUNNER_OVERHEAD_MS
+    from fvp_harness.sim.networks.modelfile import decode_model
+    from fvp_harness.sim.npu.cycles import NPU_CLOCK_HZ, model_cycles
+    from fvp_harness.sim.npu.driver_cost import DEFAULT, DriverSizes
+    from fvp_harness.sim.workloads.executor_runner import RUNNER_OVERHEAD_MS
 
     implied = {}
     for model in PUBLISHED_SAVED:

@@ -151,7 +151,7 @@ def test_the_simulators_boot_text_is_a_good_boot(options, mmc_bytes, ssh):
     """Every line the simulator prints from power-on to the login prompt, on every terminal, passes the watch; the
     one line meta-arm's bare pattern would take is TF-A's benign memory-map notice, before the login prompt on the
     default console, where meta-arm's check never looks."""
-    from fvp_harness.sim.boot import boot_steps
+    from fvp_harness.sim.corstone1000.boot import boot_steps
 
     profile = load_profile("corstone1000-a320")
     watch = BootWatch(profile)
@@ -171,7 +171,7 @@ def test_the_simulators_boot_text_is_a_good_boot(options, mmc_bytes, ssh):
 
 
 def test_the_simulators_panic_text_fails():
-    from fvp_harness.sim.boot import PANIC_TEXT
+    from fvp_harness.sim.corstone1000.boot import PANIC_TEXT
 
     assert _fails(load_profile("corstone1000-a320"), PANIC_TEXT[0])
 

@@ -5,6 +5,7 @@ Fixtures:
 * ``sim``: a factory ``sim(*args, knobs={...}, env={...})`` that starts ``python -m fvp_harness.sim`` with a free
   high port range, a private TMPDIR and short boot times, and returns a ``Sim`` (banner ports, stdout, stop).
 * ``booted``: one shared, logged-in console session for the many shell tests (module scope, so the suite stays fast).
+* ``model_files`` / ``input_files``: the four networks compiled for ethos-u85-256 (seed 0) and their inputs.
 * an autouse guard that fails a test when it leaves a simulator process running or a guest temp dir behind.
 
 Everything waits on conditions with generous deadlines (others run tests on this 2-core machine at the same time);
@@ -30,6 +31,8 @@ from pathlib import Path
 
 import pytest
 
+from fvp_harness.sim.networks.architectures import ARCHITECTURES, get_architecture
+from fvp_harness.sim.networks.modelfile import compile_model, encode_model, make_input
 from tests.helpers import eventually
 
 BANNER = re.compile(r"(\S+): Listening for serial connection on port (\d+)")
@@ -374,3 +377,17 @@ def no_leftovers(request: pytest.FixtureRequest) -> Iterator[None]:
         _ALIVE.remove(s)
     if problems:
         pytest.fail("; ".join(problems))
+
+
+# --- compiled models, for the tests of the networks, the NPU models and the workloads --------------------------
+
+
+@pytest.fixture(scope="session")
+def model_files() -> dict[str, bytes]:
+    """Each of the four models compiled for ethos-u85-256 with seed 0."""
+    return {name: encode_model(compile_model(get_architecture(name), 0, 256)) for name in ARCHITECTURES}
+
+
+@pytest.fixture(scope="session")
+def input_files() -> dict[str, bytes]:
+    return {name: make_input(get_architecture(name), 0).tobytes() for name in ARCHITECTURES}

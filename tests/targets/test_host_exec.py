@@ -17,8 +17,8 @@ from fvp_harness.report.render import ReportContext, _context_line
 from fvp_harness.run.doctor import doctor_exit_code, run_doctor
 from fvp_harness.scenario import load_scenario
 from fvp_harness.scenario.executable import SIM_RUNNER_MAGIC, SIM_VGF_MAGIC, host_exec_problem
-from fvp_harness.sim.modelfile import RUNNER_MAGIC, RunnerArtifact, encode_runner
-from fvp_harness.sim.vgf_runner import VGF_MAGIC, VgfArtifact, make_artifact
+from fvp_harness.sim.networks.modelfile import RUNNER_MAGIC, RunnerArtifact, encode_runner
+from fvp_harness.sim.workloads.vgf_runner import VGF_MAGIC, VgfArtifact, make_artifact
 
 X86_64, AARCH64, ARM = 62, 183, 40
 

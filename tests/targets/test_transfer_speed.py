@@ -14,13 +14,13 @@ import pytest
 from fvp_harness.errors import SshUnavailable
 from fvp_harness.run.deploy import Deployer
 from fvp_harness.sim.clock import SimClock
-from fvp_harness.sim.guestfs import GuestFS
+from fvp_harness.sim.corstone1000.machine import Machine
+from fvp_harness.sim.guest.fs import GuestFS
 from fvp_harness.sim.knobs import parse_knobs
-from fvp_harness.sim.machine import Machine
 from fvp_harness.targets.base import CommandResult
 from fvp_harness.targets.fake import FakeTarget
 from fvp_harness.targets.transfer import LINE_BUDGET, guest_can_gunzip, upload_console
-from tests.sim.test_shell_language import Guest
+from tests.sim.guest.test_shell_language import Guest
 
 
 class ShellTarget:

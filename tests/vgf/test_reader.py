@@ -284,7 +284,10 @@ def test_a_run_whose_every_execute_failed_is_a_failed_record():
 
 @pytest.mark.parametrize(
     "name",
-    ["fvp_harness.vgf.reader", "fvp_harness.vgf.report", "fvp_harness.sim.vgf_runner", "fvp_harness.cli.verb_vgf"],
+    [
+        "fvp_harness.vgf.reader", "fvp_harness.vgf.report", "fvp_harness.sim.workloads.vgf_runner",
+        "fvp_harness.cli.verb_vgf",
+    ],
 )
 def test_all_matches_what_is_public(name):
     import importlib

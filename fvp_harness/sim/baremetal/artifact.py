@@ -1,0 +1,358 @@
+"""The emulated ``arm_executor_runner`` "ELF": a simulator artifact that the bare-metal platforms run with ``-a``.
+
+Why an artifact of our own: the simulator cannot execute a Cortex-M ELF, but the harness must build, hash, pass and
+launch the runner exactly as it would a real one. ``fvp-harness sim baremetal-runner`` plays the build: its options
+are the CMake settings ``examples/arm/run.sh`` passes to ``examples/arm/executor_runner`` (pytorch/executorch
+cff6f4dd32), recorded in the file, and ``sim/baremetal/runner.py`` prints what a runner built that way prints.
+
+Where the model comes from, as upstream builds it:
+
+* ``--pte MODEL``: compiled into the ELF (``ET_PTE_FILE_PATH`` -> ``ET_COMPILED_PTE``, run.sh's default
+  ``--pte_placement=elf``); the model file's bytes are stored in the artifact;
+* ``--pte-addr ADDR``: read from memory at ADDR (``ET_MODEL_PTE_ADDR``, run.sh ``--pte_placement=ADDR``); the FVP
+  is given the model with ``--data model.pte@ADDR`` (run_fvp.sh ``--data``);
+* ``--semihosting``: a ``SEMIHOSTING`` build (backends/arm/test/runner_utils.py) reading ``-m program.pte``,
+  ``-i`` inputs and writing ``-o`` outputs through the semihosting command line, relative to
+  ``cpu0.semihosting-cwd``; with ``--pte`` too it reuses the compiled-in model (``ET_COMPILED_PTE``) and needs no
+  ``-m``.
+
+File format (integers little-endian)::
+
+    offset  size  field
+    0       8     magic b"FVPSIMBM" (not ELF, not .pte, not the Linux runner's FVPSIMRN)
+    8       2     format version (BAREMETAL_VERSION = 1)
+    10      2     flags (0)
+    12      4     JSON length J
+    16      4     compiled-in model length P (0: none)
+    20      12    reserved (0)
+    32      J     JSON: {"format": "fvp-sim-arm-executor-runner", "target": "ethos-u85-256", "pte_addr": INT|null,
+                  "semihosting": BOOL, "num_inferences": N, "etdump": BOOL, "log_dump_output": BOOL,
+                  "memory_mode": TEXT, "system_config": TEXT, "id": TEXT, "fault": SPEC}
+    32+J'   P     the compiled-in model file (J' = J rounded up to 16)
+
+``target`` is ``ETHOSU_TARGET_NPU_CONFIG``: its family picks the platform the ELF is linked for (ethos-u55 ->
+Corstone-300, ethos-u85 -> Corstone-320) and the PMU counters the perf monitor reads (4 or 7). ``etdump`` is
+run.sh's ``--etdump`` (``EXECUTORCH_ENABLE_EVENT_TRACER`` and ``ET_DUMP_INTERMEDIATE_OUTPUTS``);
+``log_dump_output`` is ``ET_LOG_DUMP_OUTPUT`` (on by default upstream). ``memory_mode`` and ``system_config`` default
+to run.sh's per target (Shared_Sram / Ethos_U55_High_End_Embedded for the U55, Dedicated_Sram_384KB /
+Ethos_U85_SYS_DRAM_Mid for the U85); a Dedicated_Sram build has a 64 MiB temporary pool and a fast scratch of the
+size the mode names. ``id`` (``--build-id``) adds a line upstream does not print (``arm_executor_runner build id:
+TEXT``) so the harness can prove which build ran. ``fault`` injects faults (``parse_faults``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from fvp_harness.sim.networks.accelerator import parse_accelerator
+from fvp_harness.sim.networks.modelfile import ModelFileError, decode_model, is_model_file
+
+__all__ = [
+    "BAREMETAL_MAGIC",
+    "BAREMETAL_VERSION",
+    "BareMetalArtifact",
+    "BareMetalFaults",
+    "add_tool_parser",
+    "artifact_info",
+    "decode_artifact",
+    "encode_artifact",
+    "fast_scratch_bytes",
+    "is_baremetal_artifact",
+    "make_tool_artifact",
+    "parse_faults",
+]
+
+BAREMETAL_MAGIC = b"FVPSIMBM"
+BAREMETAL_VERSION = 1
+_HEADER = struct.Struct("<8sHHII12s")  # 32 bytes
+FAULT_KINDS = ("hardfault", "hang")
+PLATFORM_OF_FAMILY = {"ethos-u55": "corstone300", "ethos-u85": "corstone320"}
+DEFAULT_MEMORY_MODE = {"ethos-u55": "Shared_Sram", "ethos-u85": "Dedicated_Sram_384KB"}
+DEFAULT_SYSTEM_CONFIG = {"ethos-u55": "Ethos_U55_High_End_Embedded", "ethos-u85": "Ethos_U85_SYS_DRAM_Mid"}
+_MEMORY_MODE = re.compile(r"Shared_Sram|Sram_Only|Dedicated_Sram(?:_(\d+)(KB|MB))?")
+DEDICATED_SRAM_DEFAULT = 0x60000
+"""``set_ethosu_dedicated_sram_fast_scratch_size`` for plain ``Dedicated_Sram`` (corstone_utils.cmake): 384 KiB."""
+
+
+def fast_scratch_bytes(memory_mode: str) -> int:
+    """``ET_ARM_BAREMETAL_FAST_SCRATCH_TEMP_ALLOCATOR_POOL_SIZE`` of a memory mode (0 unless Dedicated_Sram)."""
+    match = _MEMORY_MODE.fullmatch(memory_mode)
+    if not match or not memory_mode.startswith("Dedicated_Sram"):
+        return 0
+    if match.group(1) is None:
+        return DEDICATED_SRAM_DEFAULT
+    return int(match.group(1)) * (1024 if match.group(2) == "KB" else 1024 * 1024)
+
+
+@dataclass(frozen=True)
+class BareMetalFaults:
+    """Injected faults: ``hardfault`` after N completed inferences (a bus fault inside the delegate: the
+    HardFault handler's report, then ``exit(1)``); ``hang`` after N (the NPU never signals completion: the
+    driver waits forever, so only ``--timelimit``, ``--simlimit`` or a signal end the model)."""
+
+    hardfault: int | None = None
+    hang: int | None = None
+
+
+def parse_faults(spec: str) -> BareMetalFaults:
+    """``hardfault=N,hang=N`` (``hang`` alone means ``hang=0``); ValueError names what is wrong."""
+    found: dict[str, int] = {}
+    for item in (part.strip() for part in spec.split(",")):
+        if not item:
+            continue
+        kind, sep, count = item.partition("=")
+        kind = kind.strip()
+        if kind not in FAULT_KINDS:
+            raise ValueError(f"unknown bare-metal runner fault {kind!r} (known: {', '.join(FAULT_KINDS)}; "
+                             "e.g. hardfault=1 or hang)")  # fmt: skip
+        try:
+            found[kind] = int(count) if sep and count.strip() else 0
+        except ValueError:
+            raise ValueError(f"bare-metal runner fault {item!r}: the count must be an integer") from None
+        if found[kind] < 0:
+            raise ValueError(f"bare-metal runner fault {item!r}: the count must not be negative")
+    return BareMetalFaults(**found)
+
+
+@dataclass(frozen=True)
+class BareMetalArtifact:
+    """One build of the emulated arm_executor_runner (see the module docstring for each field's CMake
+    setting)."""
+
+    target: str = "ethos-u55-128"
+    pte: bytes = b""
+    pte_addr: int | None = None
+    semihosting: bool = False
+    num_inferences: int = 1
+    etdump: bool = False
+    log_dump_output: bool = True
+    memory_mode: str = ""
+    system_config: str = ""
+    build_id: str = ""
+    fault: str = ""
+
+    def __post_init__(self) -> None:
+        accelerator = parse_accelerator(self.target)  # ValueError for an unknown target
+        if self.target != accelerator.name:
+            object.__setattr__(self, "target", accelerator.name)
+        if not self.memory_mode:
+            object.__setattr__(self, "memory_mode", DEFAULT_MEMORY_MODE[accelerator.family])
+        if not self.system_config:
+            object.__setattr__(self, "system_config", DEFAULT_SYSTEM_CONFIG[accelerator.family])
+        if not _MEMORY_MODE.fullmatch(self.memory_mode):
+            raise ValueError(f"memory mode {self.memory_mode!r}: expected Shared_Sram, Sram_Only, Dedicated_Sram or "
+                             "Dedicated_Sram_<size>KB|MB")  # fmt: skip
+        if self.pte and self.pte_addr is not None:
+            raise ValueError("ET_MODEL_PTE_ADDR and ET_COMPILED_PTE are mutually exclusive: give --pte or --pte-addr")
+        if not self.pte and self.pte_addr is None and not self.semihosting:
+            raise ValueError("One of ET_MODEL_PTE_ADDR, ET_COMPILED_PTE, or SEMIHOSTING must be defined: give "
+                             "--pte MODEL, --pte-addr ADDR or --semihosting")  # fmt: skip
+        if self.pte_addr is not None and not 0 <= self.pte_addr < 1 << 64:
+            raise ValueError(f"PTE address {self.pte_addr:#x} is larger than 64 bits")
+        if self.num_inferences < 1:
+            raise ValueError("the number of inferences (ET_NUM_INFERENCES) must be at least 1")
+        parse_faults(self.fault)
+
+    @property
+    def family(self) -> str:
+        return parse_accelerator(self.target).family
+
+    @property
+    def platform(self) -> str:
+        """The platform the ELF is linked for (``corstone300`` or ``corstone320``)."""
+        return PLATFORM_OF_FAMILY[self.family]
+
+    @property
+    def model_source(self) -> str:
+        """``elf`` (compiled in), ``address`` (ET_MODEL_PTE_ADDR) or ``semihosting`` (``-m FILE``)."""
+        if self.pte:
+            return "elf"
+        return "address" if self.pte_addr is not None else "semihosting"
+
+
+def encode_artifact(artifact: BareMetalArtifact) -> bytes:
+    body = json.dumps(
+        {
+            "format": "fvp-sim-arm-executor-runner",
+            "target": artifact.target,
+            "pte_addr": artifact.pte_addr,
+            "semihosting": artifact.semihosting,
+            "num_inferences": artifact.num_inferences,
+            "etdump": artifact.etdump,
+            "log_dump_output": artifact.log_dump_output,
+            "memory_mode": artifact.memory_mode,
+            "system_config": artifact.system_config,
+            "id": artifact.build_id,
+            "fault": artifact.fault,
+        },
+        sort_keys=True,
+    ).encode()
+    body += b" " * (-len(body) % 16)
+    header = _HEADER.pack(BAREMETAL_MAGIC, BAREMETAL_VERSION, 0, len(body), len(artifact.pte), b"\0" * 12)
+    return header + body + artifact.pte
+
+
+def is_baremetal_artifact(head: bytes) -> bool:
+    return head[:8] == BAREMETAL_MAGIC
+
+
+def decode_artifact(data: bytes) -> BareMetalArtifact:
+    """Read an artifact; ModelFileError says what is wrong."""
+    if len(data) < _HEADER.size or not is_baremetal_artifact(data):
+        raise ModelFileError("not a simulator bare-metal runner artifact (magic FVPSIMBM missing)")
+    _magic, version, _flags, json_len, pte_len, _ = _HEADER.unpack_from(data)
+    if version != BAREMETAL_VERSION:
+        raise ModelFileError(f"bare-metal runner artifact version {version} is not supported (this simulator reads "
+                             f"{BAREMETAL_VERSION})")  # fmt: skip
+    end = _HEADER.size + json_len + pte_len
+    if len(data) < end:
+        raise ModelFileError(f"bare-metal runner artifact truncated: {len(data)} bytes, header says {end}")
+    try:
+        info = json.loads(data[_HEADER.size : _HEADER.size + json_len])
+        addr = info.get("pte_addr")
+        return BareMetalArtifact(
+            target=str(info["target"]),
+            pte=bytes(data[_HEADER.size + json_len : end]),
+            pte_addr=None if addr is None else int(addr),
+            semihosting=bool(info.get("semihosting", False)),
+            num_inferences=int(info.get("num_inferences", 1)),
+            etdump=bool(info.get("etdump", False)),
+            log_dump_output=bool(info.get("log_dump_output", True)),
+            memory_mode=str(info.get("memory_mode", "")),
+            system_config=str(info.get("system_config", "")),
+            build_id=str(info.get("id", "")),
+            fault=str(info.get("fault", "")),
+        )
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ModelFileError(f"bare-metal runner artifact is corrupt: {exc}") from exc
+
+
+# --- fvp-harness sim baremetal-runner --------------------------------------------------------------------------
+
+
+def _address(text: str) -> int:
+    try:
+        return int(text, 16 if text.lower().startswith("0x") else 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an address (e.g. 0x70000000)") from None
+
+
+def add_tool_parser(sub: Any) -> None:
+    """``sim baremetal-runner``: the sub-command ``tools.build_parser`` adds (kept next to the format it writes)."""
+    parser = sub.add_parser(
+        "baremetal-runner",
+        help="an emulated arm_executor_runner ELF for the Corstone-300/320 bare-metal platforms",
+        description="Write an emulated examples/arm/executor_runner build (what run.sh builds). The bare-metal "
+        "platforms (fvp-sim --platform corstone300|corstone320) run it with -a FILE.",
+    )
+    parser.add_argument("-o", "--output", required=True, type=Path, help="file to write")
+    parser.add_argument("--pte", type=Path, metavar="MODEL",
+                        help="compile this simulator model file into the ELF (ET_COMPILED_PTE; run.sh's default)")
+    parser.add_argument("--pte-addr", type=_address, metavar="ADDR", dest="pte_addr",
+                        help="read the model from memory at ADDR (ET_MODEL_PTE_ADDR; give the FVP --data "
+                        "MODEL@ADDR)")
+    parser.add_argument("--semihosting", action="store_true",
+                        help="a SEMIHOSTING build: -m/-i/-o from cpu0.semihosting-cmd_line, files relative to "
+                        "semihosting-cwd")
+    parser.add_argument("--target", default=None, metavar="CONFIG",
+                        help="ETHOSU_TARGET_NPU_CONFIG, e.g. ethos-u55-128 or ethos-u85-256 (default: the --pte "
+                        "model's, else ethos-u55-128 as run.sh)")
+    parser.add_argument("--iterations", "--num-inferences", type=int, default=1, dest="iterations", metavar="N",
+                        help="ET_NUM_INFERENCES: inferences per run (default 1)")
+    parser.add_argument("--etdump", action="store_true",
+                        help="run.sh --etdump: print a base64 ETDump between '#[RUN THIS]' and '#[END]'")
+    parser.add_argument("--no-output-dump", dest="log_dump_output", action="store_false",
+                        help="ET_LOG_DUMP_OUTPUT=OFF: no 'Output[i][j]: (char) v' lines")
+    parser.add_argument("--memory-mode", default="", help="MEMORY_MODE (default per target, as run.sh)")
+    parser.add_argument("--system-config", default="", help="SYSTEM_CONFIG (default per target, as run.sh)")
+    parser.add_argument("--build-id", "--id", default="", dest="build_id", metavar="TEXT",
+                        help="add the line 'arm_executor_runner build id: TEXT' (not upstream)")
+    parser.add_argument("--fault", default="", help="injected faults: hardfault=N, hang[=N] (N = inferences "
+                        "completed before the fault)")  # fmt: skip
+
+
+def make_tool_artifact(args: Any, out: TextIO, err: TextIO) -> int:
+    """Handle ``sim baremetal-runner``: write the artifact atomically and say what it is. Returns the exit
+    status (2 for a build upstream's CMake would refuse, 1 when a file cannot be read or written)."""
+    pte = b""
+    model_text = ""
+    target = args.target
+    if args.pte is not None:
+        try:
+            pte = args.pte.read_bytes()
+        except OSError as exc:
+            err.write(f"fvp-harness sim baremetal-runner: {args.pte}: {exc.strerror or exc}\n")
+            return 1
+        if not is_model_file(pte):
+            err.write(f"fvp-harness sim baremetal-runner: {args.pte} is not a simulator model file (make one with "
+                      "'fvp-harness sim model NAME --accelerator CONFIG -o FILE')\n")  # fmt: skip
+            return 2
+        try:
+            model = decode_model(pte)
+        except ModelFileError as exc:
+            err.write(f"fvp-harness sim baremetal-runner: {args.pte}: {exc}\n")
+            return 2
+        target = target or model.accelerator.name
+        model_text = f", model {model.arch.name} for {model.accelerator} compiled in"
+    try:
+        artifact = BareMetalArtifact(
+            target=target or "ethos-u55-128", pte=pte, pte_addr=args.pte_addr, semihosting=args.semihosting,
+            num_inferences=args.iterations, etdump=args.etdump, log_dump_output=args.log_dump_output,
+            memory_mode=args.memory_mode, system_config=args.system_config, build_id=args.build_id,
+            fault=args.fault,
+        )  # fmt: skip
+    except ValueError as exc:
+        err.write(f"fvp-harness sim baremetal-runner: {exc}\n")
+        return 2
+    data = encode_artifact(artifact)
+    path: Path = args.output
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+        tmp.write_bytes(data)
+        tmp.chmod(0o755)
+        tmp.replace(path)
+    except OSError as exc:
+        err.write(f"fvp-harness sim baremetal-runner: {path}: {exc.strerror or exc}\n")
+        return 1
+    where = {"elf": "", "address": f", model at {artifact.pte_addr or 0:#x}", "semihosting": ", model from -m"}
+    extras = [f"{artifact.num_inferences} inference(s)", artifact.memory_mode]
+    extras += ["semihosting"] if artifact.semihosting else []
+    extras += ["ETDump"] if artifact.etdump else []
+    extras += [f"build id {artifact.build_id}"] if artifact.build_id else []
+    extras += [f"fault {artifact.fault}"] if artifact.fault else []
+    out.write(f"{path}: arm_executor_runner for {artifact.target} ({artifact.platform}{model_text}"
+              f"{where[artifact.model_source]}; {', '.join(extras)}), {len(data)} bytes\n")  # fmt: skip
+    return 0
+
+
+def artifact_info(path: Path, data: bytes) -> dict[str, object]:
+    """What ``sim info`` shows for a bare-metal runner artifact."""
+    artifact = decode_artifact(data)
+    info: dict[str, object] = {
+        "file": str(path),
+        "kind": "baremetal-runner",
+        "target": artifact.target,
+        "platform": artifact.platform,
+        "model_source": artifact.model_source,
+        "pte_addr": None if artifact.pte_addr is None else f"{artifact.pte_addr:#x}",
+        "semihosting": artifact.semihosting,
+        "num_inferences": artifact.num_inferences,
+        "etdump": artifact.etdump,
+        "log_dump_output": artifact.log_dump_output,
+        "memory_mode": artifact.memory_mode,
+        "system_config": artifact.system_config,
+        "id": artifact.build_id,
+        "fault": artifact.fault,
+    }
+    if artifact.pte:
+        model = decode_model(artifact.pte)
+        info["model"] = {"name": model.arch.name, "npu": model.accelerator.name, "bytes": len(artifact.pte)}
+    return info

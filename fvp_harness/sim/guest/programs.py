@@ -1,0 +1,97 @@
+"""The seam between the simulated platform (the guest shell) and the programs it can execute.
+
+When the guest shell executes a file, it reads the file's first bytes and asks ``find_program``; a registered
+program (the emulated ``executor_runner``, ...) runs in-process against a ``GuestContext`` that the shell provides.
+Files that match no program fail as Linux would (``Exec format error``).
+
+This keeps the platform (terminals, boot, shell, ssh) and the workloads (inference, NPU and driver cost models)
+apart: neither imports the other's internals, only this module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
+from typing import Protocol
+
+__all__ = ["GuestContext", "GuestProgram", "ProgramInterrupted", "find_program", "register_program"]
+
+
+class ProgramInterrupted(Exception):
+    """Raised by ``GuestContext.check_interrupt`` when the user sent Ctrl-C (0x03) or the session is closing.
+
+    The shell catches it and reports exit status 130, as busybox does for a program killed by SIGINT.
+    """
+
+
+class GuestContext(Protocol):
+    """What a guest program may use. Paths are guest paths (absolute or relative to ``cwd``)."""
+
+    argv: list[str]  # argv[0] is the program path as the shell resolved it
+    env: Mapping[str, str]  # exported variables plus per-command assignments
+    cwd: str
+    params: Mapping[str, str]  # every -C parameter of the model, as given (strings)
+    knobs: Mapping[str, str]  # simulator knobs (FVP_SIM_* environment, lower-case names without the prefix)
+    npu_macs: int  # host.ethosu.num_macs
+
+    def read_file(self, path: str) -> bytes:
+        """Read a guest file. Raises FileNotFoundError / IsADirectoryError / PermissionError like open()."""
+
+    def write_file(self, path: str, data: bytes) -> None:
+        """Create or replace a guest file."""
+
+    def stdout(self, text: str) -> None:
+        """Write to the program's stdout (the console or the ssh channel); '\\n' is sent as the terminal would."""
+
+    def stderr(self, text: str) -> None:
+        """Write to the program's stderr (on a console, interleaved with stdout as on a real tty)."""
+
+    def advance(self, cpu_seconds: float, instructions: int = 0) -> None:
+        """Spend simulated time: moves the guest clock, counts towards --simlimit, --stat and the speed knob's
+        wall-time sleep."""
+
+    def now(self) -> float:
+        """Simulated seconds since the model started."""
+
+    def busy(self) -> AbstractContextManager[None]:
+        """Around the program's work: the guest is busy, so simulated time is only what ``advance`` declares."""
+
+    def check_interrupt(self) -> None:
+        """Raise ProgramInterrupted if Ctrl-C arrived or the model is stopping; call it inside long loops."""
+
+
+GuestProgram = Callable[[GuestContext], int]
+"""A program: takes the context, returns its exit status (0-255)."""
+
+_Matcher = Callable[[bytes], bool]
+_REGISTRY: list[tuple[_Matcher, GuestProgram]] = []
+
+
+def register_program(matches: _Matcher, program: GuestProgram) -> None:
+    """Register a program for files whose leading bytes satisfy ``matches``."""
+    _REGISTRY.append((matches, program))
+
+
+def find_program(head: bytes) -> GuestProgram | None:
+    """The program for a file starting with ``head`` (its first 64 bytes), or None."""
+    _load_builtin_programs()
+    for matches, program in _REGISTRY:
+        if matches(head):
+            return program
+    return None
+
+
+_loaded = False
+
+
+def _load_builtin_programs() -> None:
+    """Import the modules that register the simulator's own programs (lazily: numpy is heavy)."""
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    # late: registers the emulated executor_runner and its VGF build; numpy loads only when a guest runs one
+    from fvp_harness.sim.workloads import (
+        executor_runner,  # noqa: F401
+        vgf_runner,  # noqa: F401
+    )
