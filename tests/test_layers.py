@@ -5,6 +5,13 @@ that keeps the data flow one-way and lets each layer be tested (and understood) 
 simulator is a world of its own that imports nothing of the harness, and the targets layer may import only
 errors, profiles, events, files and itself (a scenario is turned into targets by ``run.instances``).
 
+Inside the simulator the same rule ranks its worlds (``SIM_RANKS``): a world (a folder of ``sim/``) imports the
+shared modules and the worlds below it, never one above or beside it; the platforms compose the guest, the
+workloads and the NPU models, which never know a platform. And nowhere in the package may imports go round in a
+circle, not even between two modules of one folder, nor through an import made only for type checking or inside a
+function (the root ``fvp_harness`` is left out: it re-exports the public API on first use, and modules take only
+``__version__`` from it).
+
 An import inside a function is allowed only with a ``# late: <why>`` comment on its line or on the comment lines
 right above its import block (the CLI defers pandas and matplotlib so ``--help`` stays fast, for example): a
 hidden import is how an upward dependency creeps in unnoticed.
@@ -43,6 +50,27 @@ own layer). ``sim`` is not ranked: it may import only itself."""
 
 TARGETS_MAY_IMPORT = {"errors", "profiles", "events", "files", "targets"}
 
+SIM_RANKS: dict[str, int] = {
+    "clock": 0,  # shared by every world
+    "knobs": 0,
+    "fvp": 1,  # what every simulated FVP has: command line, parameter tables, how it stops
+    "networks": 1,  # the networks and their compiled files
+    "npu": 2,  # cost models over a compiled network
+    "guest": 3,  # the Linux guest: shell, builtins, applets, file system, the program registry
+    "workloads": 4,  # the programs the guest runs (emulated runners): register into guest.programs
+    "corstone1000": 5,  # the platforms: compose the guest, the workloads and the NPU models
+    "baremetal": 5,
+    "main": 6,  # the entry points and the `sim` tools, shared at sim's top
+    "tools": 6,
+    "vgf_runner": 6,
+    "": 6,  # sim/__init__.py
+    "__main__": 7,
+}
+"""Rank of each world (folder) and shared module of ``fvp_harness.sim``; a sim module may import only its own world
+and lower ranks (peers in one rank import none of each other)."""
+
+SIM_WORLD_PREFIXES = ("baremetal_", "shell_", "vela_", "applets_", "guest_", "corstone", "npu_")
+
 LATE_MARK = "# late:"
 
 
@@ -50,6 +78,27 @@ def _layer(module: str) -> str:
     """``fvp_harness.run.plan`` -> ``run``; the package root is ``""``."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else ""
+
+
+def _sim_world(module: str) -> str:
+    """``fvp_harness.sim.guest.shell`` -> ``guest``; ``fvp_harness.sim.clock`` -> ``clock``; ``fvp_harness.sim`` ->
+    ``""``."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 else ""
+
+
+def _sim_violation(where: str, module: str, target: str) -> str | None:
+    """The broken rule when sim module ``module`` imports sim module ``target``, or None."""
+    own, world = _sim_world(module), _sim_world(target)
+    if own == world and own in SIM_RANKS:
+        return None
+    if own not in SIM_RANKS or world not in SIM_RANKS:
+        unknown = own if own not in SIM_RANKS else world
+        return f"{where}: sim's {unknown or 'root'} has no rank in SIM_RANKS"
+    if SIM_RANKS[world] >= SIM_RANKS[own]:
+        return (f"{where}: sim's {own or 'root'} (rank {SIM_RANKS[own]}) imports {target} ({world}, rank "
+                f"{SIM_RANKS[world]}), which is not below it")
+    return None
 
 
 def _module_name(path: Path) -> str:
@@ -123,6 +172,8 @@ def violations(module: str, source: str, *, is_package: bool = False) -> list[st
                 if own != layer and module != "fvp_harness.cli.verb_sim":
                     what = "the simulator imports the harness" if own == "sim" else "imports the simulator"
                     found.append(f"{where}: {what} ({target}); sim is a world of its own")
+                elif own == layer and (problem := _sim_violation(where, module, target)):
+                    found.append(problem)
                 continue
             if own == layer or module == "fvp_harness":
                 continue
@@ -133,6 +184,59 @@ def violations(module: str, source: str, *, is_package: bool = False) -> list[st
                 found.append(f"{where}: {own} (layer {RANKS.get(own)}) imports {target} (layer {RANKS.get(layer)}), "
                              "which is not below it")
     return found
+
+
+def import_graph(sources: dict[str, tuple[str, bool]]) -> dict[str, set[str]]:
+    """Module -> the modules it imports, from ``{module: (source, is_package)}``: every import statement counts
+    (at the top, inside a function, under ``TYPE_CHECKING``); ``from package import module`` reaches the module.
+    The root ``fvp_harness`` is left out (its exports load on first use; modules take only ``__version__``)."""
+    graph: dict[str, set[str]] = {module: set() for module in sources}
+    for module, (source, is_package) in sources.items():
+        for node in ast.walk(ast.parse(source)):
+            if not isinstance(node, (ast.Import, ast.ImportFrom)):
+                continue
+            for target, names in _imported(node, module, is_package):
+                reached = [f"{target}.{name}" for name in names if f"{target}.{name}" in sources]
+                for found in reached or [target]:
+                    if found in sources and found != module and "fvp_harness" not in (module, found):
+                        graph[module].add(found)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every group of modules that import each other round in a circle (the strongly connected components of more
+    than one module, Tarjan's algorithm), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
 
 
 def _sources() -> list[tuple[str, Path]]:
@@ -147,6 +251,29 @@ def test_every_module_belongs_to_a_ranked_layer_or_the_simulator() -> None:
 @pytest.mark.parametrize(("module", "path"), _sources(), ids=[name for name, _ in _sources()])
 def test_imports_follow_the_layers(module: str, path: Path) -> None:
     assert violations(module, path.read_text(encoding="utf-8"), is_package=path.name == "__init__.py") == []
+
+
+def test_no_imports_go_round_in_a_circle() -> None:
+    sources = {name: (path.read_text(encoding="utf-8"), path.name == "__init__.py") for name, path in _sources()}
+    assert cycles(import_graph(sources)) == []
+
+
+def test_every_sim_world_has_a_rank() -> None:
+    sim = PACKAGE / "sim"
+    names = {path.stem for path in sim.glob("*.py")} | {path.name for path in sim.iterdir() if path.is_dir()
+                                                          and (path / "__init__.py").exists()}
+    unknown = sorted(names - set(SIM_RANKS) - {"__init__"})
+    assert not unknown, f"sim's new modules or worlds need a rank in SIM_RANKS: {unknown}"
+
+
+def test_sim_holds_its_shared_modules_and_one_folder_per_world() -> None:
+    sim = PACKAGE / "sim"
+    modules = sorted(path.stem for path in sim.glob("*.py"))
+    assert modules == ["__init__", "__main__", "clock", "knobs", "main", "tools", "vgf_runner"], (
+        f"sim's top holds what every world shares (and the entry points), not a world's modules: {modules}")
+    prefixed = sorted(str(path.relative_to(sim)) for path in sim.rglob("*.py")
+                      if path.stem.startswith(SIM_WORLD_PREFIXES))
+    assert not prefixed, f"a world's prefix belongs in its folder's name: {prefixed}"
 
 
 def test_the_top_level_shows_the_layers() -> None:
@@ -173,6 +300,14 @@ def test_the_top_level_shows_the_layers() -> None:
         ("fvp_harness.run.x", "def f():\n    from fvp_harness.store.folder import ResultStore\n",
          "inside a function without"),
         ("fvp_harness.report.render", "from .. import run\n", "which is not below it"),
+        ("fvp_harness.sim.guest.shell", "from fvp_harness.sim.corstone1000.machine import Machine\n",
+         "sim's guest (rank 3) imports fvp_harness.sim.corstone1000.machine"),
+        ("fvp_harness.sim.workloads.x", "from fvp_harness.sim.baremetal import runner\n", "which is not below it"),
+        ("fvp_harness.sim.corstone1000.x", "from fvp_harness.sim.baremetal.platform import run_baremetal\n",
+         "which is not below it"),
+        ("fvp_harness.sim.clock", "from fvp_harness.sim.guest.fs import GuestFS\n", "which is not below it"),
+        ("fvp_harness.sim.npu.x", "from ..workloads.executor_runner import EtLog\n", "which is not below it"),
+        ("fvp_harness.sim.guest.x", "from fvp_harness.sim.newworld.y import z\n", "has no rank in SIM_RANKS"),
     ],
 )
 def test_the_checker_catches(module: str, source: str, expected: str) -> None:
@@ -188,7 +323,35 @@ def test_the_checker_accepts_what_the_rules_allow() -> None:
         "fvp_harness.cli.x": "def f():\n    # late: pandas loads only when this verb runs\n"
                              "    from fvp_harness.run.pipeline import run_scenario\n"
                              "    from fvp_harness.batch.engine import make\n",
-        "fvp_harness.sim.x": "from fvp_harness.sim.npu.cycles import inference_cycles\n",
+        "fvp_harness.sim.workloads.x": "from fvp_harness.sim.npu.cycles import inference_cycles\n"
+                                       "from fvp_harness.sim.guest import programs\nfrom ..clock import SimClock\n",
+        "fvp_harness.sim.guest.x": "from fvp_harness.sim.guest.session import Session\n",
+        "fvp_harness.sim.main": "from fvp_harness.sim.corstone1000.platform import SimulatedModel\n",
     }
     for module, source in allowed.items():
         assert violations(module, source) == [], module
+
+
+
+def test_the_cycle_check_catches_a_circle_within_one_folder() -> None:
+    sources = {
+        "fvp_harness.report.a": ("from fvp_harness.report.b import f\n", False),
+        "fvp_harness.report.b": ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                 "    from fvp_harness.report.a import A\n", False),
+        "fvp_harness.report": ("", True),
+        "fvp_harness.report.c": ("from fvp_harness.report import a\n", False),
+    }
+    assert cycles(import_graph(sources)) == [["fvp_harness.report.a", "fvp_harness.report.b"]]
+
+
+def test_the_cycle_check_catches_a_circle_through_a_late_import_and_across_folders() -> None:
+    sources = {
+        "fvp_harness.sim.guest.programs": ("def load():\n    # late: heavy\n"
+                                           "    from fvp_harness.sim.workloads import runner\n", False),
+        "fvp_harness.sim.workloads": ("", True),
+        "fvp_harness.sim.workloads.runner": ("from fvp_harness.sim.guest import programs\n", False),
+        "fvp_harness.sim.guest": ("", True),
+        "fvp_harness": ("from fvp_harness.run.x import y\n", True),
+        "fvp_harness.run.x": ("from fvp_harness import __version__\n", False),
+    }
+    assert cycles(import_graph(sources)) == [["fvp_harness.sim.guest.programs", "fvp_harness.sim.workloads.runner"]]

@@ -9,23 +9,40 @@ share an instance and a test of another scenario gets its own.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import pytest
 
 from fvp_harness.pytest_plugin.ab import AbRunner
 from fvp_harness.pytest_plugin.deployed import DeployedArtifacts
-from fvp_harness.pytest_plugin.settings import ScenarioSpec, Scope
+from fvp_harness.pytest_plugin.settings import PluginSettings, ScenarioSpec, Scope
 from fvp_harness.pytest_plugin.target import SharedTarget
 from fvp_harness.scenario.load import LoadedScenario
 
-if TYPE_CHECKING:
-    from fvp_harness.pytest_plugin.plugin import FvpState
+__all__ = ["STATE", "FixtureState", "fvp_ab", "fvp_deployed", "fvp_scenario", "fvp_target", "scope_of"]
 
-__all__ = ["STATE", "fvp_ab", "fvp_deployed", "fvp_scenario", "fvp_target", "scope_of"]
 
-STATE: pytest.StashKey[FvpState] = pytest.StashKey()
-"""Where ``plugin.activate`` keeps the plugin's state in ``config.stash``."""
+class FixtureState(Protocol):
+    """What the fixtures ask of the plugin's state (``plugin.FvpState`` satisfies it; the plugin imports this
+    module, so the fixtures are typed against this protocol rather than import the plugin back)."""
+
+    @property
+    def settings(self) -> PluginSettings: ...
+
+    @property
+    def default_spec(self) -> ScenarioSpec: ...
+
+    def fixture_scenario(self, spec: ScenarioSpec) -> LoadedScenario: ...
+
+    def boot(self, scenario: LoadedScenario) -> SharedTarget: ...
+
+    def deployed(self, target: SharedTarget) -> DeployedArtifacts: ...
+
+    def ab_runner(self, spec: ScenarioSpec, target: SharedTarget) -> AbRunner: ...
+
+
+STATE: pytest.StashKey[FixtureState] = pytest.StashKey()
+"""Where ``plugin.activate`` keeps the plugin's state for the fixtures in ``config.stash``."""
 
 
 def scope_of(fixture_name: str, config: pytest.Config) -> Scope:

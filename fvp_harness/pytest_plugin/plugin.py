@@ -32,7 +32,6 @@ from fvp_harness.errors import HarnessError
 from fvp_harness.pytest_plugin import fixtures
 from fvp_harness.pytest_plugin.ab import AbResult, AbRunner
 from fvp_harness.pytest_plugin.deployed import BUILD_LOCK, DeployedArtifacts, build_locked
-from fvp_harness.pytest_plugin.fixtures import STATE
 from fvp_harness.pytest_plugin.options import OPTIONS_PLUGIN
 from fvp_harness.pytest_plugin.settings import (
     MARKER,
@@ -76,8 +75,12 @@ WORKER_OUTPUT = "fvp_harness"
 HOOKS_NAME = "fvp_harness.pytest_plugin.hooks"
 FIXTURES_NAME = "fvp_harness.pytest_plugin.fixtures"
 
+_STATE: pytest.StashKey[FvpState] = pytest.StashKey()
+"""The plugin's state in ``config.stash`` (``fixtures.STATE`` holds the same object for the fixtures)."""
+
+
 def state_of(config: pytest.Config) -> FvpState:
-    return config.stash[STATE]
+    return config.stash[_STATE]
 
 
 def needs_fvp(item: pytest.Item) -> bool:
@@ -116,7 +119,8 @@ def activate(config: pytest.Config) -> None:
         except HarnessError as exc:
             raise pytest.UsageError(failure_text(f"--fvp-scenario / fvp_scenario {settings.scenario}", exc)) from exc
     config.addinivalue_line("markers", MARKER_HELP)
-    config.stash[STATE] = state
+    config.stash[_STATE] = state
+    config.stash[fixtures.STATE] = state
     config.pluginmanager.register(FvpHooks(state, config), HOOKS_NAME)
     config.pluginmanager.register(fixtures, FIXTURES_NAME)
     log.debug("fvp-harness pytest plugin active: %s", settings)

@@ -9,12 +9,16 @@ or an infinity is shown as missing too, never as ``nan%``.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+
+from tabulate import tabulate
 
 __all__ = [
     "byte_count",
     "count",
     "duration_ns",
     "markdown_cell",
+    "markdown_table",
     "number",
     "p_value",
     "percent",
@@ -123,3 +127,15 @@ def quantity_with_interval(unit: str, median: float | None, ci: tuple[float | No
 def markdown_cell(text: object) -> str:
     """Escape what breaks a GitHub pipe table: ``|`` and line breaks."""
     return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+
+
+def markdown_table(rows: Sequence[Sequence[object]], headers: Sequence[str], align: Sequence[str]) -> str:
+    """A GitHub pipe table; every cell escaped (``|``, line breaks), numbers kept as the caller formatted them.
+    ``align`` holds one of ``left``/``right``/``center`` per column."""
+    return tabulate(
+        [[markdown_cell(c) for c in row] for row in rows],
+        headers=[markdown_cell(h) for h in headers],
+        tablefmt="pipe",
+        colalign=list(align),
+        disable_numparse=True,
+    )

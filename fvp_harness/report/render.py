@@ -30,7 +30,6 @@ from typing import Any, Literal
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from tabulate import tabulate
 
 from fvp_harness.files import atomic_write
 from fvp_harness.report import format as fmt
@@ -44,6 +43,7 @@ from fvp_harness.report.analysis import (
     expectations_violated,
     run_verdict,
 )
+from fvp_harness.report.format import markdown_table
 from fvp_harness.report.vela_estimates import VelaInputs, load_vela_inputs, vela_section
 from fvp_harness.report.verdict import verdict_object
 from fvp_harness.store.folder import REPORT_FILES
@@ -195,18 +195,6 @@ def _outputs_status(model: ModelComparison) -> str:
 
 def _outputs_cell(model: ModelComparison) -> str:
     return {"pass": "✓ yes", "fail": "✗ no"}.get(_outputs_status(model), "not checked")
-
-
-def markdown_table(rows: Sequence[Sequence[object]], headers: Sequence[str], align: Sequence[str]) -> str:
-    """A GitHub pipe table; every cell escaped (``|``, line breaks), numbers kept as the caller formatted them.
-    ``align`` holds one of ``left``/``right``/``center`` per column."""
-    return tabulate(
-        [[fmt.markdown_cell(c) for c in row] for row in rows],
-        headers=[fmt.markdown_cell(h) for h in headers],
-        tablefmt="pipe",
-        colalign=list(align),
-        disable_numparse=True,
-    )
 
 
 # --- build order --------------------------------------------------------------------------------------------

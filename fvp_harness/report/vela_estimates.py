@@ -298,11 +298,10 @@ def vela_section(result: AnalysisResult, inputs: VelaInputs | None) -> list[str]
             ]
             for row in rows
         ]
-        from fvp_harness.report.render import markdown_table  # late: render imports this module
 
         headers = ["Model", "Build", "Measured NPU cycles", "Vela estimate", "Measured / Vela", "Band check",
                    "Vela config"]
-        lines += [markdown_table(table, headers, ["left", "left", "right", "right", "right", "left", "left"]), ""]
+        lines += [fmt.markdown_table(table, headers, ["left", "left", "right", "right", "right", "left", "left"]), ""]
     elif inputs.specs:
         lines += [f"No unit of {', '.join(sorted(inputs.specs))} ran, so nothing is compared.", ""]
     problems = sorted({text for text in inputs.files.values() if isinstance(text, str)})

@@ -24,10 +24,32 @@ import fnmatch
 import re
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
+
+
+class _EnvSection(Protocol):
+    @property
+    def env(self) -> Mapping[str, str]: ...
+
+    @property
+    def secret_env(self) -> Sequence[str]: ...
+
+
+class _ScenarioShape(Protocol):
+    """What this module reads of a ``scenario.model.Scenario``: ``model.py`` imports this module, so it is typed
+    by shape rather than importing the model back."""
+
+    @property
+    def run(self) -> _EnvSection: ...
+
+    @property
+    def builds(self) -> Mapping[str, _EnvSection]: ...
+
+    def model_dump(self, *, mode: str = "python", include: Any = None) -> dict[str, Any]: ...
+
 
 if TYPE_CHECKING:
-    from fvp_harness.scenario.model import Scenario
+    Scenario = _ScenarioShape
 
 __all__ = [
     "DEFAULT_SECRET_PATTERNS",

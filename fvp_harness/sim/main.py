@@ -64,9 +64,8 @@ def main(argv: list[str] | None = None, program: str | None = None) -> int:
 
 def _run_corstone1000(opts: Options, knobs: Knobs) -> int:
     """The Linux platform: returns the exit status (negative: the signal that ends the process)."""
-    from fvp_harness.sim.corstone1000.platform import (
-        SimulatedModel,  # late: asyncssh is slow to import, --help should not wait
-    )
+    # late: asyncssh is slow to import, --help should not wait
+    from fvp_harness.sim.corstone1000.platform import SimulatedModel
 
     model = SimulatedModel(opts, knobs)
     try:

@@ -130,7 +130,8 @@ def test_a_run_without_the_build_leaves_a_gap(tmp_path):
 
 
 def test_the_simulator_knob_that_makes_one_build_slower_for_one_model():
-    from fvp_harness.sim.workloads.executor_runner import UsageError, _slowdown
+    from fvp_harness.sim.workloads.executor_runner.faults import slowdown as _slowdown
+    from fvp_harness.sim.workloads.executor_runner.flags import UsageError
 
     knob = {"runner_slowdown": "reuse:resnet8=1.2"}
     assert _slowdown(knob, "resnet8", "reuse") == 1.2

@@ -24,7 +24,7 @@ KERNEL_VERSION = "#1 SMP PREEMPT Wed Jan  1 00:00:00 UTC 2025"
 
 @dataclass
 class Machine:
-    """Shared state of one simulated model instance."""
+    """Shared state of one simulated model instance (satisfies ``guest.session.GuestMachine``)."""
 
     fs: GuestFS
     clock: SimClock
@@ -68,6 +68,14 @@ class Machine:
         if show:
             data = (line + "\r\n").encode()
             (self.console_inject if inject else self.console_write)(data)
+
+    def read_kernel_log(self, clear: bool = False) -> list[str]:
+        """The kernel log's lines (``dmesg``); ``clear`` empties it (``dmesg -c``)."""
+        with self._lock:
+            lines = list(self.kernel_log)
+            if clear:
+                self.kernel_log.clear()
+        return lines
 
     def uname(self) -> dict[str, str]:
         """``uname`` fields."""

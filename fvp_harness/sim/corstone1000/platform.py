@@ -36,6 +36,7 @@ from fvp_harness.sim.fvp.lifecycle import (
 from fvp_harness.sim.fvp.params import MMC_CARDS, NETWORK_DEVICES, TERMINALS
 from fvp_harness.sim.guest.fs import GuestFS
 from fvp_harness.sim.knobs import Knobs
+from fvp_harness.sim.workloads.programs import register as register_workloads
 
 __all__ = ["SimulatedModel"]
 
@@ -53,6 +54,7 @@ class SimulatedModel(StopRequests):
         self.clock = SimClock(int(params["host.cpu0.clock_hz"]), knobs.speed, knobs.idle_ratio)
         self.fs = GuestFS(knobs.hostname, ethosu_device=knobs.release != "next")
         self.machine = Machine(self.fs, self.clock, dict(params), knobs)
+        register_workloads()  # the guest executes the emulated runners
         self.console = Console(self.machine, login_fail_delay=min(1.0, max(0.2, knobs.boot_seconds / 2)))
         self.terminals: dict[str, TerminalServer] = {}
         self.sshd: GuestSSHServer | None = None

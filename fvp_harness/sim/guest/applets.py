@@ -17,13 +17,10 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
 
 from fvp_harness.sim.guest import programs
 from fvp_harness.sim.guest.io import IO, BytesStdin, read_chunks, read_lines
-
-if TYPE_CHECKING:
-    from fvp_harness.sim.guest.shell import Shell
+from fvp_harness.sim.guest.session import Session
 
 __all__ = ["APPLETS", "posix_regex"]
 
@@ -39,7 +36,7 @@ class _Fail(Exception):
     """An error busybox reports as ``applet: message`` and exits on (the applet's usage exit status)."""
 
 
-def _check(sh: Shell) -> None:
+def _check(sh: Session) -> None:
     if sh.interrupted() or sh.machine.stopping.is_set():
         raise programs.ProgramInterrupted
 
@@ -86,7 +83,7 @@ def _usage(io: IO, name: str, usage: str, message: str = "") -> None:
     io.complain(f"{BUSYBOX}\n\nUsage: {name} {usage}\n")
 
 
-def _open(sh: Shell, name: str, io: IO, applet: str, style: str = "open") -> bytes | None:
+def _open(sh: Session, name: str, io: IO, applet: str, style: str = "open") -> bytes | None:
     """A file's bytes, or None after busybox's message (``can't open 'X': ...`` or ``X: ...`` for grep)."""
     try:
         return sh.fs.read(name, sh.cwd)
@@ -104,7 +101,7 @@ def _lines_of(data: bytes) -> list[bytes]:
     return [line + b"\n" for line in lines] + ([last] if last else [])
 
 
-def _input_lines(sh: Shell, io: IO, name: str, data: bytes | None) -> Iterator[bytes]:
+def _input_lines(sh: Session, io: IO, name: str, data: bytes | None) -> Iterator[bytes]:
     if name == "-":
         for line in read_lines(io.stdin):
             _check(sh)
@@ -120,13 +117,13 @@ def _number(text: str) -> int:
     return int(m.group(1)) * {"": 1, "b": 512, "k": 1024, "m": 1024 * 1024}[m.group(2)]
 
 
-def _applet(usage: str, usage_status: int = 1) -> Callable[[Callable[[Shell, list[str], IO], int]],
-                                                             Callable[[Shell, list[str], IO], int]]:
+def _applet(usage: str, usage_status: int = 1) -> Callable[[Callable[[Session, list[str], IO], int]],
+                                                             Callable[[Session, list[str], IO], int]]:
     """Turn _Usage into busybox's usage text and exit status."""
 
-    def wrap(fn: Callable[[Shell, list[str], IO], int]) -> Callable[[Shell, list[str], IO], int]:
+    def wrap(fn: Callable[[Session, list[str], IO], int]) -> Callable[[Session, list[str], IO], int]:
         @functools.wraps(fn)
-        def run(sh: Shell, argv: list[str], io: IO) -> int:
+        def run(sh: Session, argv: list[str], io: IO) -> int:
             try:
                 return fn(sh, argv, io)
             except _Usage as exc:
@@ -151,7 +148,7 @@ def _header(io: IO, name: str, first: bool) -> None:
 
 
 @_applet("[OPTIONS] [FILE]...")
-def _head(sh: Shell, argv: list[str], io: IO) -> int:
+def _head(sh: Session, argv: list[str], io: IO) -> int:
     args = argv[1:]
     count, negative, by_bytes = 10, False, False
     if args and re.fullmatch(r"-\d+[bkm]?", args[0]):
@@ -200,7 +197,7 @@ def _head(sh: Shell, argv: list[str], io: IO) -> int:
 
 
 @_applet("[OPTIONS] [FILE]...")
-def _tail(sh: Shell, argv: list[str], io: IO) -> int:
+def _tail(sh: Session, argv: list[str], io: IO) -> int:
     args = argv[1:]
     count, from_top, by_bytes = 10, False, False
     if args and re.fullmatch(r"[-+]\d+[bkm]?", args[0]):
@@ -402,7 +399,7 @@ def posix_regex(pattern: str, extended: bool) -> str:
 
 
 @_applet("[-HhnlLoqvsrRiwFE] [-m N] [-A|B|C N] { PATTERN | -e PATTERN... } [FILE]...", usage_status=2)
-def _grep(sh: Shell, argv: list[str], io: IO) -> int:
+def _grep(sh: Session, argv: list[str], io: IO) -> int:
     opts, operands = _getopt(argv[1:], "lnqvscFiHhe:LowxEm:A:B:C:")
     flags = {opt for opt, _ in opts}
     patterns = [value for opt, value in opts if opt == "e"]
@@ -545,7 +542,7 @@ def _wc_counts(chunks: Iterator[bytes]) -> list[int]:
 
 
 @_applet("[-cmlwL] [FILE]...")
-def _wc(sh: Shell, argv: list[str], io: IO) -> int:
+def _wc(sh: Session, argv: list[str], io: IO) -> int:
     opts, files = _getopt(argv[1:], "lwmcL")
     order = "lwmcL"
     wanted = [order.index(o) for o in order if any(opt == o for opt, _ in opts)] or [0, 1, 3]
@@ -605,7 +602,7 @@ def _sort_key(line: bytes, start: int, end: int, sep: bytes | None) -> bytes:
 
 
 @_applet("[-nrufbs] [-k START[,END]] [-t CHAR] [-o FILE] [FILE]...", usage_status=2)
-def _sort(sh: Shell, argv: list[str], io: IO) -> int:
+def _sort(sh: Session, argv: list[str], io: IO) -> int:
     opts, files = _getopt(argv[1:], "nrufbscgMzk:t:o:")
     flags = "".join(o for o, _ in opts if o in "nrufbsg")
     sep = None
@@ -673,7 +670,7 @@ def _sort(sh: Shell, argv: list[str], io: IO) -> int:
 
 
 @_applet("[-cdui] [-f,s,w N] [INPUT [OUTPUT]]")
-def _uniq(sh: Shell, argv: list[str], io: IO) -> int:
+def _uniq(sh: Session, argv: list[str], io: IO) -> int:
     opts, files = _getopt(argv[1:], "cduif:s:w:z")
     flags = {o for o, _ in opts}
     data = None
@@ -760,7 +757,7 @@ def _tr_char(raw: bytes, i: int) -> tuple[int, int]:
 
 
 @_applet("[-cds] STRING1 [STRING2]")
-def _tr(sh: Shell, argv: list[str], io: IO) -> int:
+def _tr(sh: Session, argv: list[str], io: IO) -> int:
     args = argv[1:]
     flags = ""
     while args and re.fullmatch(r"-[cCds]+", args[0]):
@@ -808,7 +805,7 @@ def _tr(sh: Shell, argv: list[str], io: IO) -> int:
 
 
 @_applet("[-ai] [FILE]...")
-def _tee(sh: Shell, argv: list[str], io: IO) -> int:
+def _tee(sh: Session, argv: list[str], io: IO) -> int:
     opts, files = _getopt(argv[1:], "ia")
     append = any(o == "a" for o, _ in opts)
     status = 0
@@ -879,7 +876,7 @@ def _xargs_items(data: bytes) -> list[str]:
 
 
 @_applet("[OPTIONS] [PROG ARGS]")
-def _xargs(sh: Shell, argv: list[str], io: IO) -> int:
+def _xargs(sh: Session, argv: list[str], io: IO) -> int:
     args = argv[1:]
     flags = ""
     per_call = None
@@ -944,7 +941,7 @@ def _xargs(sh: Shell, argv: list[str], io: IO) -> int:
     return exitcode
 
 
-def _exists(sh: Shell, path: str) -> bool:
+def _exists(sh: Session, path: str) -> bool:
     try:
         return sh.fs.host_path(path, sh.cwd).exists()
     except OSError:
@@ -952,7 +949,7 @@ def _exists(sh: Shell, path: str) -> bool:
 
 
 @_applet("[-i] [-u NAME] [NAME=VALUE]... [PROG ARGS]")
-def _env(sh: Shell, argv: list[str], io: IO) -> int:
+def _env(sh: Session, argv: list[str], io: IO) -> int:
     args = argv[1:]
     env = sh.environment()
     while args and args[0].startswith("-") and args[0] != "-":
@@ -989,7 +986,7 @@ def _env(sh: Shell, argv: list[str], io: IO) -> int:
 
 
 @_applet("[-w] [-s SEP] [FIRST [INC]] LAST")
-def _seq(sh: Shell, argv: list[str], io: IO) -> int:
+def _seq(sh: Session, argv: list[str], io: IO) -> int:
     args = argv[1:]
     sep, width = "\n", False
     while args and (args[0] in ("-w", "-s") or (args[0].startswith("-s") and len(args[0]) > 2)):
@@ -1035,7 +1032,7 @@ def _duration(text: str) -> float:
 
 
 @_applet("[N]...")
-def _sleep(sh: Shell, argv: list[str], io: IO) -> int:
+def _sleep(sh: Session, argv: list[str], io: IO) -> int:
     if len(argv) < 2:
         raise _Usage()
     seconds = sum(_duration(a) for a in argv[1:])
@@ -1051,7 +1048,7 @@ def _sleep(sh: Shell, argv: list[str], io: IO) -> int:
 
 
 @_applet("FILE [SUFFIX]")
-def _basename(sh: Shell, argv: list[str], io: IO) -> int:
+def _basename(sh: Session, argv: list[str], io: IO) -> int:
     if not 2 <= len(argv) <= 3:
         raise _Usage()
     path = argv[1].rstrip("/") or ("/" if argv[1] else "")
@@ -1063,7 +1060,7 @@ def _basename(sh: Shell, argv: list[str], io: IO) -> int:
 
 
 @_applet("FILENAME")
-def _dirname(sh: Shell, argv: list[str], io: IO) -> int:
+def _dirname(sh: Session, argv: list[str], io: IO) -> int:
     if len(argv) != 2:
         raise _Usage()
     path = argv[1].rstrip("/")
@@ -1076,7 +1073,7 @@ def _dirname(sh: Shell, argv: list[str], io: IO) -> int:
 
 
 @_applet("[-c] FILE...")
-def _touch(sh: Shell, argv: list[str], io: IO) -> int:
+def _touch(sh: Session, argv: list[str], io: IO) -> int:
     opts, files = _getopt(argv[1:], "cham")
     if not files:
         raise _Usage()
@@ -1094,17 +1091,17 @@ def _touch(sh: Shell, argv: list[str], io: IO) -> int:
     return status
 
 
-def _hostname(sh: Shell, argv: list[str], io: IO) -> int:
+def _hostname(sh: Session, argv: list[str], io: IO) -> int:
     io.say(sh.machine.hostname + "\n")
     return 0
 
 
-def _whoami(sh: Shell, argv: list[str], io: IO) -> int:
+def _whoami(sh: Session, argv: list[str], io: IO) -> int:
     io.say("root\n")
     return 0
 
 
-APPLETS: dict[str, Callable[[Shell, list[str], IO], int]] = {
+APPLETS: dict[str, Callable[[Session, list[str], IO], int]] = {
     "head": _head,
     "tail": _tail,
     "grep": _grep,

@@ -3,7 +3,7 @@ export, unset, set, uname, sync, dmesg, poweroff, true, false, ``:``, exit, ``.`
 has the language; ``guest/applets.py`` the everyday tools such as head, grep and sort, merged into ``BUILTINS`` here).
 
 Each is ``f(shell, argv, io) -> exit status`` and prints busybox's messages; ``BUILTINS`` maps names to them.
-They read and change the calling ``Shell`` (cwd, variables, ``$?``) and its ``Machine``, and poll
+They read and change the calling shell (cwd, variables, ``$?``; typed as ``session.Session``) and its machine, and poll
 ``_check(shell)`` in loops so Ctrl-C interrupts them.
 """
 
@@ -18,37 +18,32 @@ import re
 import shutil
 import stat
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from fvp_harness.sim.guest import programs
 from fvp_harness.sim.guest.applets import APPLETS
 from fvp_harness.sim.guest.gzip import GZIP_APPLETS
 from fvp_harness.sim.guest.io import IO, VARIABLE_NAME, ExitShell, read_chunks
-
-if TYPE_CHECKING:
-    from fvp_harness.sim.guest.shell import Shell
+from fvp_harness.sim.guest.session import Builtin, Session
 
 __all__ = ["BUILTINS", "Builtin"]
 
-Builtin = Callable[["Shell", list[str], IO], int]
 """A builtin command: ``(shell, argv, io) -> exit status``."""
 
 
-def _check(sh: Shell) -> None:
+def _check(sh: Session) -> None:
     if sh.interrupted():
         raise programs.ProgramInterrupted
 
 
-def _true(sh: Shell, argv: list[str], io: IO) -> int:
+def _true(sh: Session, argv: list[str], io: IO) -> int:
     return 0
 
 
-def _false(sh: Shell, argv: list[str], io: IO) -> int:
+def _false(sh: Session, argv: list[str], io: IO) -> int:
     return 1
 
 
-def _unset(sh: Shell, argv: list[str], io: IO) -> int:
+def _unset(sh: Session, argv: list[str], io: IO) -> int:
     for name in argv[1:]:
         if name in ("-v", "-f"):
             continue
@@ -57,7 +52,7 @@ def _unset(sh: Shell, argv: list[str], io: IO) -> int:
     return 0
 
 
-def _set(sh: Shell, argv: list[str], io: IO) -> int:
+def _set(sh: Session, argv: list[str], io: IO) -> int:
     args = argv[1:]
     if not args:
         for name in sorted(sh.vars):
@@ -82,7 +77,7 @@ def _set(sh: Shell, argv: list[str], io: IO) -> int:
     return 0
 
 
-def _source(sh: Shell, argv: list[str], io: IO) -> int:
+def _source(sh: Session, argv: list[str], io: IO) -> int:
     if len(argv) < 2:
         io.complain(f"sh: {argv[0]}: filename argument required\n")
         return 2
@@ -102,7 +97,7 @@ def _source(sh: Shell, argv: list[str], io: IO) -> int:
         sh.args = saved
 
 
-def _test(sh: Shell, argv: list[str], io: IO) -> int:
+def _test(sh: Session, argv: list[str], io: IO) -> int:
     args = argv[1:]
     if argv[0] == "[":
         if not args or args[-1] != "]":
@@ -116,7 +111,7 @@ def _test(sh: Shell, argv: list[str], io: IO) -> int:
         return 2
 
 
-def _exit(sh: Shell, argv: list[str], io: IO) -> int:
+def _exit(sh: Session, argv: list[str], io: IO) -> int:
     try:
         status = int(argv[1]) & 0xFF if len(argv) > 1 else sh.status
     except ValueError:
@@ -125,7 +120,7 @@ def _exit(sh: Shell, argv: list[str], io: IO) -> int:
     raise ExitShell(status)
 
 
-def _echo(sh: Shell, argv: list[str], io: IO) -> int:
+def _echo(sh: Session, argv: list[str], io: IO) -> int:
     args = argv[1:]
     newline, escapes = True, False
     while args and re.fullmatch(r"-[neE]+", args[0]):
@@ -143,7 +138,7 @@ def _echo(sh: Shell, argv: list[str], io: IO) -> int:
     return 0
 
 
-def _printf(sh: Shell, argv: list[str], io: IO) -> int:
+def _printf(sh: Session, argv: list[str], io: IO) -> int:
     if len(argv) < 2:
         io.complain("printf: usage: printf FORMAT [ARGUMENT...]\n")
         return 1
@@ -155,7 +150,7 @@ def _printf(sh: Shell, argv: list[str], io: IO) -> int:
     return 0
 
 
-def _cat(sh: Shell, argv: list[str], io: IO) -> int:
+def _cat(sh: Session, argv: list[str], io: IO) -> int:
     files = [a for a in argv[1:] if a != "-u"] or ["-"]
     status = 0
     for name in files:
@@ -178,7 +173,7 @@ def _cat(sh: Shell, argv: list[str], io: IO) -> int:
     return status
 
 
-def _mkdir(sh: Shell, argv: list[str], io: IO) -> int:
+def _mkdir(sh: Session, argv: list[str], io: IO) -> int:
     opts, names = _split_opts(argv[1:])
     if names == [] or not set(opts) <= set("pm"):
         io.complain("mkdir: usage: mkdir [-p] DIRECTORY...\n")
@@ -199,7 +194,7 @@ def _mkdir(sh: Shell, argv: list[str], io: IO) -> int:
     return status
 
 
-def _rm(sh: Shell, argv: list[str], io: IO) -> int:
+def _rm(sh: Session, argv: list[str], io: IO) -> int:
     opts, names = _split_opts(argv[1:])
     recursive = bool(set(opts) & set("rR"))
     force = "f" in opts
@@ -233,7 +228,7 @@ def _rm(sh: Shell, argv: list[str], io: IO) -> int:
     return status
 
 
-def _cd(sh: Shell, argv: list[str], io: IO) -> int:
+def _cd(sh: Session, argv: list[str], io: IO) -> int:
     target = argv[1] if len(argv) > 1 else sh.vars.get("HOME", "/root")
     if target == "-":
         target = sh.vars.get("OLDPWD", sh.cwd)
@@ -252,12 +247,12 @@ def _cd(sh: Shell, argv: list[str], io: IO) -> int:
     return 0
 
 
-def _pwd(sh: Shell, argv: list[str], io: IO) -> int:
+def _pwd(sh: Session, argv: list[str], io: IO) -> int:
     io.say(sh.cwd + "\n")
     return 0
 
 
-def _ls(sh: Shell, argv: list[str], io: IO) -> int:
+def _ls(sh: Session, argv: list[str], io: IO) -> int:
     opts, names = _split_opts(argv[1:])
     long_form, show_all = "l" in opts, "a" in opts
     one = "1" in opts or io.tty is None or long_form
@@ -306,7 +301,7 @@ def _ls_block(names: list[str], hosts: list, long_form: bool, one: bool) -> str:
     return "  ".join(names) + "\n"
 
 
-def _chmod(sh: Shell, argv: list[str], io: IO) -> int:
+def _chmod(sh: Session, argv: list[str], io: IO) -> int:
     args = [a for a in argv[1:] if a not in ("-R", "-f", "-v")]
     if len(args) < 2:
         io.complain("chmod: usage: chmod MODE FILE...\n")
@@ -328,7 +323,7 @@ def _chmod(sh: Shell, argv: list[str], io: IO) -> int:
     return status
 
 
-def _base64(sh: Shell, argv: list[str], io: IO) -> int:
+def _base64(sh: Session, argv: list[str], io: IO) -> int:
     opts, names = _split_opts(argv[1:])
     if not set(opts) <= set("di") or len(names) > 1:
         io.complain("base64: usage: base64 [-d] [FILE]\n")
@@ -352,7 +347,7 @@ def _base64(sh: Shell, argv: list[str], io: IO) -> int:
     return 0
 
 
-def _sha256sum(sh: Shell, argv: list[str], io: IO) -> int:
+def _sha256sum(sh: Session, argv: list[str], io: IO) -> int:
     names = [a for a in argv[1:] if a not in ("-b", "-t")] or ["-"]
     status = 0
     for name in names:
@@ -371,7 +366,7 @@ def _sha256sum(sh: Shell, argv: list[str], io: IO) -> int:
     return status
 
 
-def _stty(sh: Shell, argv: list[str], io: IO) -> int:
+def _stty(sh: Session, argv: list[str], io: IO) -> int:
     tty = io.term  # stty works on its standard input
     if tty is None:
         io.complain("stty: standard input: Not a tty\n")
@@ -407,7 +402,7 @@ def _stty(sh: Shell, argv: list[str], io: IO) -> int:
     return 0
 
 
-def _export(sh: Shell, argv: list[str], io: IO) -> int:
+def _export(sh: Session, argv: list[str], io: IO) -> int:
     args = argv[1:]
     if not args or args == ["-p"]:
         for k in sorted(sh.exported):
@@ -426,7 +421,7 @@ def _export(sh: Shell, argv: list[str], io: IO) -> int:
     return 0
 
 
-def _uname(sh: Shell, argv: list[str], io: IO) -> int:
+def _uname(sh: Session, argv: list[str], io: IO) -> int:
     fields = sh.machine.uname()
     flags = "".join(a.lstrip("-") for a in argv[1:]) or "s"
     if not set(flags) <= set("asnrvmpio"):
@@ -438,11 +433,11 @@ def _uname(sh: Shell, argv: list[str], io: IO) -> int:
     return 0
 
 
-def _sync(sh: Shell, argv: list[str], io: IO) -> int:
+def _sync(sh: Session, argv: list[str], io: IO) -> int:
     return 0
 
 
-def _dmesg(sh: Shell, argv: list[str], io: IO) -> int:
+def _dmesg(sh: Session, argv: list[str], io: IO) -> int:
     args = argv[1:]
     if args and args[0].startswith("-n"):
         level = args[0][2:] or (args[1] if len(args) > 1 else "")
@@ -451,15 +446,12 @@ def _dmesg(sh: Shell, argv: list[str], io: IO) -> int:
             return 1
         sh.machine.console_loglevel = int(level)
         return 0
-    with sh.machine._lock:
-        lines = list(sh.machine.kernel_log)
-        if "-c" in args:
-            sh.machine.kernel_log.clear()
+    lines = sh.machine.read_kernel_log(clear="-c" in args)
     io.say("".join(line + "\n" for line in lines))
     return 0
 
 
-def _poweroff(sh: Shell, argv: list[str], io: IO) -> int:
+def _poweroff(sh: Session, argv: list[str], io: IO) -> int:
     if "-f" not in argv[1:]:
         for line in ("", "Broadcast message from root@" + sh.machine.hostname + " (ttyAMA0):", "",
                      "The system is going down for poweroff NOW!", "Stopping dropbear: done",
@@ -505,7 +497,7 @@ BUILTINS: dict[str, Builtin] = {
 """Every command the simulated guest knows, by name: the guest contract, the shell's own builtins and the applets."""
 
 
-def _test_expr(sh: Shell, args: list[str]) -> bool:
+def _test_expr(sh: Session, args: list[str]) -> bool:
     """``test``'s expression: ``!``, ``-a``/``-o``, unary file and string tests, binary string and integer
     comparisons."""
     if not args:
@@ -547,7 +539,7 @@ def _test_expr(sh: Shell, args: list[str]) -> bool:
     raise ValueError("syntax error")
 
 
-def _file_test(sh: Shell, op: str, name: str) -> bool:
+def _file_test(sh: Session, op: str, name: str) -> bool:
     try:
         host = sh.fs.host_path(name, sh.cwd)
         if op in ("-L", "-h"):

@@ -11,12 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from types import MappingProxyType
-from typing import TYPE_CHECKING
 
+from fvp_harness.sim.guest.io import IO
 from fvp_harness.sim.guest.programs import ProgramInterrupted
-
-if TYPE_CHECKING:
-    from fvp_harness.sim.guest.shell import IO, Shell
+from fvp_harness.sim.guest.session import Session
 
 __all__ = ["SimGuestContext"]
 
@@ -24,7 +22,7 @@ __all__ = ["SimGuestContext"]
 class SimGuestContext:
     """One program execution's view of the machine (satisfies ``guest_programs.GuestContext``)."""
 
-    def __init__(self, shell: Shell, argv: list[str], env: Mapping[str, str], io: IO) -> None:
+    def __init__(self, shell: Session, argv: list[str], env: Mapping[str, str], io: IO) -> None:
         machine = shell.machine
         self._shell = shell
         self._machine = machine

@@ -17,12 +17,9 @@ import gzip
 import os
 import zlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from fvp_harness.sim.guest.io import IO
-
-if TYPE_CHECKING:
-    from fvp_harness.sim.guest.shell import Shell
+from fvp_harness.sim.guest.session import Session
 
 __all__ = ["GZIP_APPLETS"]
 
@@ -56,7 +53,7 @@ def _reason(exc: OSError) -> str:
     return exc.strerror or os.strerror(exc.errno or 0)
 
 
-def _one(sh: Shell, io: IO, applet: str, name: str, flags: set[str], level: int) -> int:
+def _one(sh: Session, io: IO, applet: str, name: str, flags: set[str], level: int) -> int:
     unpack = applet != "gzip" or "d" in flags or "t" in flags
     to_stdout = "c" in flags or applet == "zcat"
     if unpack and name != "-" and not to_stdout and "t" not in flags and not name.endswith((".gz", ".tgz")):
@@ -92,7 +89,7 @@ def _one(sh: Shell, io: IO, applet: str, name: str, flags: set[str], level: int)
     return 0
 
 
-def _applet(sh: Shell, argv: list[str], io: IO) -> int:
+def _applet(sh: Session, argv: list[str], io: IO) -> int:
     applet = os.path.basename(argv[0])
     known = _OPTIONS[applet]
     flags: set[str] = set()
@@ -120,5 +117,5 @@ def _applet(sh: Shell, argv: list[str], io: IO) -> int:
     return status
 
 
-GZIP_APPLETS: dict[str, Callable[[Shell, list[str], IO], int]] = {"gzip": _applet, "gunzip": _applet, "zcat": _applet}
+GZIP_APPLETS: dict[str, Callable[[Session, list[str], IO], int]] = {"gzip": _applet, "gunzip": _applet, "zcat": _applet}
 """The compression applets, by name (merged into ``builtins.BUILTINS``)."""

@@ -4,8 +4,9 @@ When the guest shell executes a file, it reads the file's first bytes and asks `
 program (the emulated ``executor_runner``, ...) runs in-process against a ``GuestContext`` that the shell provides.
 Files that match no program fail as Linux would (``Exec format error``).
 
-This keeps the platform (terminals, boot, shell, ssh) and the workloads (inference, NPU and driver cost models)
-apart: neither imports the other's internals, only this module.
+A registry the programs register into, so the dependency runs one way: the workloads import this module
+(``workloads/programs.py`` registers them, when the platform that composes a guest asks it to), the guest never
+imports a workload.
 """
 
 from __future__ import annotations
@@ -74,24 +75,7 @@ def register_program(matches: _Matcher, program: GuestProgram) -> None:
 
 def find_program(head: bytes) -> GuestProgram | None:
     """The program for a file starting with ``head`` (its first 64 bytes), or None."""
-    _load_builtin_programs()
     for matches, program in _REGISTRY:
         if matches(head):
             return program
     return None
-
-
-_loaded = False
-
-
-def _load_builtin_programs() -> None:
-    """Import the modules that register the simulator's own programs (lazily: numpy is heavy)."""
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    # late: registers the emulated executor_runner and its VGF build; numpy loads only when a guest runs one
-    from fvp_harness.sim.workloads import (
-        executor_runner,  # noqa: F401
-        vgf_runner,  # noqa: F401
-    )

@@ -37,7 +37,6 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from fvp_harness.sim.corstone1000.machine import Machine
 from fvp_harness.sim.guest import arith, programs
 from fvp_harness.sim.guest.builtins import BUILTINS, Builtin
 from fvp_harness.sim.guest.io import IO, BytesStdin, ExitShell, Pipe, PipeClosed, Stdin, Tty
@@ -54,6 +53,7 @@ from fvp_harness.sim.guest.parse import (
     parse_heredoc_body,
     parse_prompt,
 )
+from fvp_harness.sim.guest.session import GuestMachine
 
 __all__ = [
     "IO",
@@ -199,7 +199,7 @@ class Shell:
 
     def __init__(
         self,
-        machine: Machine,
+        machine: GuestMachine,
         *,
         interrupted: Callable[[], bool] = lambda: False,
         args: list[str] | None = None,

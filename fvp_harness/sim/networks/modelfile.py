@@ -80,6 +80,7 @@ from fvp_harness.sim.networks.accelerator import Accelerator, Family, parse_acce
 from fvp_harness.sim.networks.architectures import Architecture, Layer
 from fvp_harness.sim.networks.estimate import VelaEstimate
 from fvp_harness.sim.networks.inference import LayerQuant, float_layer, quantize_multiplier, window_size
+from fvp_harness.sim.networks.magic import RUNNER_MAGIC, is_runner
 
 __all__ = [
     "DRIVER_MODES",
@@ -109,7 +110,6 @@ __all__ = [
 
 MODEL_MAGIC = b"FVPSIMMD"
 MODEL_VERSION = 1
-RUNNER_MAGIC = b"FVPSIMRN"
 RUNNER_VERSION = 2
 RUNNER_VERSIONS_READ = (1, 2)
 DRIVER_MODES = ("per-inference", "reuse")
@@ -631,10 +631,6 @@ def encode_runner(artifact: RunnerArtifact) -> bytes:
         sort_keys=True,
     ).encode()
     return _RUNNER_HEADER.pack(RUNNER_MAGIC, RUNNER_VERSION, 0, len(body)) + body + b"\n"
-
-
-def is_runner(head: bytes) -> bool:
-    return head[:8] == RUNNER_MAGIC
 
 
 def decode_runner(data: bytes) -> RunnerArtifact:

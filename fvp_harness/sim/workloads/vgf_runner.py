@@ -76,6 +76,7 @@ import numpy as np
 
 from fvp_harness.sim.guest import programs
 from fvp_harness.sim.networks.inference import run_model
+from fvp_harness.sim.networks.magic import VGF_MAGIC, is_vgf_runner
 from fvp_harness.sim.networks.modelfile import CompiledModel, ModelFileError
 from fvp_harness.sim.workloads.executor_runner import (
     EXIT_USAGE,
@@ -103,7 +104,6 @@ __all__ = [
     "make_tool_artifact",
 ]
 
-VGF_MAGIC = b"#!/bin/sh\n# FVPSIMVG "
 REPORT_FORMAT = "executorch-vgf-perf"
 REPORT_FORMAT_VERSION = 1
 VGF_SRC = "VGFBackend.cpp"
@@ -183,11 +183,6 @@ def make_artifact(artifact: VgfArtifact, python: str | None = None) -> bytes:
     )
     interpreter = shlex.quote(python or sys.executable)
     return VGF_MAGIC + info.encode() + b"\n" + f'exec {interpreter} -m fvp_harness.sim.vgf_runner "$0" "$@"\n'.encode()
-
-
-def is_vgf_runner(head: bytes) -> bool:
-    """True for a VGF runner artifact (its first bytes)."""
-    return head.startswith(VGF_MAGIC)
 
 
 def decode_artifact(data: bytes) -> VgfArtifact:
@@ -539,8 +534,6 @@ def executor_runner_vgf(ctx: programs.GuestContext) -> int:
     """The guest program: run as the VGF-enabled executor_runner would, return its exit status."""
     return run_as_main(ctx, _run)
 
-
-programs.register_program(is_vgf_runner, executor_runner_vgf)
 
 
 # --- on this host ---------------------------------------------------------------------------------------------

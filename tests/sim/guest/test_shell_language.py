@@ -16,6 +16,7 @@ from fvp_harness.sim.guest.fs import GuestFS
 from fvp_harness.sim.guest.parse import Incomplete, ShellSyntaxError, parse
 from fvp_harness.sim.guest.shell import IO, BytesStdin, ExitShell, Shell, Tty
 from fvp_harness.sim.knobs import parse_knobs
+from fvp_harness.sim.workloads.programs import register as register_workloads
 
 
 class Guest:
@@ -46,6 +47,7 @@ class Guest:
 def guest() -> Iterator[Guest]:
     fs = GuestFS()
     machine = Machine(fs, SimClock(), {}, parse_knobs({}))
+    register_workloads()  # as the platform does: the guest executes the emulated runners
     for message in ("Booting Linux on physical CPU 0x0", "random: crng init done", "Run /sbin/init as init process"):
         machine.printk(message)
     try:

@@ -19,7 +19,8 @@ from fvp_harness.sim.networks.modelfile import (
 )
 from fvp_harness.sim.npu.cycles import inference_cycles
 from fvp_harness.sim.npu.driver_cost import DEFAULT, DriverSizes
-from fvp_harness.sim.workloads.executor_runner import UsageError, executor_runner, parse_faults, parse_flags
+from fvp_harness.sim.workloads import programs as workload_programs
+from fvp_harness.sim.workloads.executor_runner import UsageError, parse_faults, parse_flags
 
 from .conftest import RunRunner
 
@@ -54,8 +55,9 @@ def find(regex: re.Pattern[str], text: str) -> list[re.Match[str]]:
 
 
 def test_runner_is_registered_for_its_magic_only() -> None:
+    workload_programs.register()
     head = encode_runner(RunnerArtifact("reuse"))[:64]
-    assert programs.find_program(head) is executor_runner
+    assert programs.find_program(head) is workload_programs.executor_runner
     assert programs.find_program(b"\x7fELF\x02\x01\x01" + b"\0" * 57) is None
     assert programs.find_program(b"\0\0\0\0ET12" + b"\0" * 56) is None
 
@@ -259,7 +261,7 @@ def test_runner_seed_makes_a_session_reproducible(
 ) -> None:
     import itertools
 
-    import fvp_harness.sim.workloads.executor_runner as runner
+    import fvp_harness.sim.workloads.executor_runner.run as runner
 
     def session() -> list[str]:
         monkeypatch.setattr(runner, "_invocations", itertools.count())

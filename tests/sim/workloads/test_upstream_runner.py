@@ -309,7 +309,7 @@ def test_timestamps_are_truncated_microseconds() -> None:
     ],
 )
 def test_scalar_list_matches_upstream_unit_test(values: range, edge: int, expected: str) -> None:
-    assert executor_runner._scalar_list([str(v) for v in values], edge) == expected
+    assert executor_runner.log._scalar_list([str(v) for v in values], edge) == expected
 
 
 def test_summary_wraps_ten_per_line_with_a_trailing_comma() -> None:

@@ -3,8 +3,8 @@
 Why emulate the runner rather than stub its output: the harness must be tested against everything a real run
 shows (flags, log prefix, per-inference lines, output files, exit codes, noise and failures), and every number
 the runner prints comes from a model of the work: integer inference (``networks/inference.py``), the NPU cycle model
-(``npu/cycles.py``) and the driver cost model (``npu/driver_cost.py``). Importing this module registers the program for
-files that start with the runner magic (``modelfile.RUNNER_MAGIC``).
+(``npu/cycles.py``) and the driver cost model (``npu/driver_cost.py``). ``workloads/programs.py`` registers it
+for files that start with the runner magic (``networks/magic.py``).
 
 **Stock output.** By default the emulation prints what upstream prints, line for line, error for error, exit code
 for exit code: pytorch/executorch ``examples/portable/executor_runner/executor_runner.cpp`` at cff6f4dd32 with the
@@ -14,7 +14,7 @@ executorch:%s:%zu] %s`` (runtime/platform/default/posix.cpp), with the short sou
 ``ET_LOG(`` call (for an ``ET_CHECK_MSG``, the line of ``ET_CHECK_MSG(``), the simulated time since the program
 started (truncated to microseconds), and the message cut to 255 bytes and then back to a valid UTF-8 prefix
 (runtime/platform/log.cpp). Only Info level and above is printed (Debug lines such as ``Inputs prepared.`` are
-hidden, as in a default build). ``SITES`` holds every file:line used. A successful run of
+hidden, as in a default build). ``log.SITES`` holds every file:line used. A successful run of
 ``executor_runner --model_path=m.pte --num_executions=2`` prints (``*`` = not in every run)::
 
     I ... executor_runner.cpp:393] Loading inputs from input file(s).            * with --inputs
@@ -116,11 +116,10 @@ from __future__ import annotations
 import errno as errno_codes
 import itertools
 import os
-import re
 import time
 import zlib
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
@@ -134,40 +133,24 @@ from fvp_harness.sim.networks.modelfile import (
     decode_model,
     decode_runner,
     is_model_file,
-    is_runner,
     model_file_size,
 )
 from fvp_harness.sim.npu.cycles import NPU_CLOCK_HZ, model_cycles
 from fvp_harness.sim.npu.driver_cost import DEFAULT as DRIVER_COSTS
 from fvp_harness.sim.npu.driver_cost import DriverSizes
+from fvp_harness.sim.workloads.executor_runner.faults import FaultSpec, noise_from_knobs, parse_faults, slowdown
+from fvp_harness.sim.workloads.executor_runner.flags import (
+    EXIT_ABORT,
+    EXIT_SEGV,
+    FlagSpec,
+    RunnerFlags,
+    UsageError,
+    parse_flags,
+)
+from fvp_harness.sim.workloads.executor_runner.log import SITES, EtLog, OutputTruncated, format_outputs, note
 
-__all__ = [
-    "EXIT_ABORT",
-    "EXIT_SEGV",
-    "EXIT_USAGE",
-    "FAULT_KINDS",
-    "GENERATIONS",
-    "SITES",
-    "Delegate",
-    "DelegateError",
-    "EtLog",
-    "FaultSpec",
-    "FlagSpec",
-    "Run",
-    "RunnerAbort",
-    "RunnerFlags",
-    "UsageError",
-    "executor_main",
-    "executor_runner",
-    "format_outputs",
-    "parse_faults",
-    "parse_flags",
-    "run_as_main",
-    "stock_flags",
-]
+__all__ = ["Delegate", "DelegateError", "Run", "RunnerAbort", "executor_main", "executor_runner", "run_as_main"]
 
-MAX_LOG_MESSAGE = 255
-"""vlogf's buffer is 256 bytes: at most 255 of the message (runtime/platform/log.cpp)."""
 RUNNER_OVERHEAD_MS = 0.015
 """Per execution outside the delegate: method dispatch, input/output tensor bookkeeping."""
 LOAD_BASE_MS = 0.35
@@ -178,127 +161,11 @@ NPU_TIMEOUT_NS = 60_000_000_000
 EXTENDED_HEAD_BYTES = 64
 """``ExtendedHeader::kNumHeadBytes``: Program::load reads this much first (schema/extended_header.h)."""
 PROGRAM_IDENTIFIER = "ET12"
-SUMMARY_EDGE_ITEMS = 100
-"""``evalue_edge_items(100)`` in executor_runner.cpp's summary printing."""
-ITEMS_PER_LINE = 10
-"""``kItemsPerLine`` of print_evalue.cpp."""
 PLANNED_ALIGNMENT = 16
 MMAP_THRESHOLD = 128 * 1024
-FAULT_KINDS = ("crash", "hang", "truncate", "timeout")
-EXIT_USAGE, EXIT_ABORT, EXIT_SEGV = 1, 134, 139
 ACCESS_FAILED, INVALID_STATE, INVALID_ARGUMENT = 0x22, 0x2, 0x12
 """runtime/core/error.h: Error::AccessFailed, Error::InvalidState, Error::InvalidArgument."""
-GENERATIONS = ("current", "old")
-
 _invocations = itertools.count()
-
-# --- where upstream logs each line ------------------------------------------------------------------------------
-
-_R, _FDL, _PROG, _METH, _INP = (
-    "executor_runner.cpp", "file_data_loader.cpp", "program.cpp", "method.cpp", "inputs.cpp",
-)  # fmt: skip
-_ETHOS, _CORTEX_A, _VGF = "EthosUBackend.cpp", "EthosUBackend_Cortex_A.cpp", "VGFBackend.cpp"
-
-_COMMON: dict[str, tuple[str, int]] = {
-    # unchanged between the two generations
-    "input_size_mismatch": (_INP, 178),  # "input size (%zu) and tensor size (%zu) mismatch!"
-    "input_count_mismatch": (_INP, 37),  # "Wrong number of inputs allocated compared to method  %zu ? %zu"
-    "npu_timed_out": (_CORTEX_A, 278),  # "Ethos-U inference timed out after %lld ns"
-    "cycle_counter": (_CORTEX_A, 296),  # "Ethos-U Linux delegate cycle counter: %llu"
-    "driver_failed": (_CORTEX_A, 318),  # "Ethos-U Linux driver invocation failed: %s"
-    "vgf_available": (_VGF, 448),  # "Checking VGFBackend is available" (cff6f4dd32)
-    "vgf_extensions": (_VGF, 84),  # "VKML Extensions loaded"
-    "vgf_init": (_VGF, 460),  # "Entered VGF init"
-    "vgf_execute": (_VGF, 556),  # "VGF execute: args=%zu IOs=%zu inputs=%zu outputs=%zu"
-    "vgf_copy_input": (_VGF, 629),  # "Copy input IO[%d] -> args[%zu]"
-    "vgf_copy_output": (_VGF, 742),  # "Copy output IO[%d] -> args[%zu]"
-}
-
-SITES: dict[str, dict[str, tuple[str, int]]] = {
-    # pytorch/executorch cff6f4dd32 (2026-08-22)
-    "current": {
-        **_COMMON,
-        "build_id": (_R, 306),  # ours: inserted after gflags::ParseCommandLineFlags
-        "extra_args": (_R, 312),
-        "print_output_mode": (_R, 324),
-        "loading_inputs": (_R, 393),
-        "input_open_failed": (_R, 156),
-        "load_inputs_check": (_R, 405),
-        "loading_ptd": (_R, 416),
-        "ptd_loader_check": (_R, 419),
-        "ptd_loaded": (_R, 425),
-        "loader_check": (_R, 461),
-        "parse_failed": (_R, 473),
-        "model_loaded": (_R, 476),
-        "using_method": (_R, 486),
-        "method_meta_check": (_R, 490),
-        "planned_buffer": (_R, 556),
-        "load_method_check": (_R, 617),
-        "model_loaded_in": (_R, 624),
-        "prepare_inputs_check": (_R, 751),
-        "execute_check": (_R, 773),
-        "iteration": (_R, 779),
-        "executed": (_R, 789),
-        "outputs": (_R, 798),
-        "writing_output": (_R, 809),
-        "output_open_check": (_R, 811),
-        "open_failed": (_FDL, 110),
-        "load_out_of_range": (_FDL, 155),
-        "read_failed": (_FDL, 258),
-        "no_method": (_PROG, 67),
-        "file_too_small": (_PROG, 114),
-        "program_identifier": (_PROG, 168),
-        "init_failed": (_METH, 128),
-        "call_delegate_failed": (_METH, 1528),
-        "delegate_data": (_ETHOS, 101),
-        "cpu_time": (_ETHOS, 70),  # ours: the EthosUBackend_execute_end() call site
-    },
-    # pytorch/executorch 5e8a0df301 (2026-04-10, before "Model loaded in" and "Iteration")
-    "old": {
-        **_COMMON,
-        "build_id": (_R, 187),  # ours
-        "extra_args": (_R, 193),
-        "loading_inputs": (_R, 254),
-        "input_open_failed": (_R, 270),
-        "loading_ptd": (_R, 293),
-        "ptd_loader_check": (_R, 296),
-        "ptd_loaded": (_R, 302),
-        "loader_check": (_R, 338),
-        "parse_failed": (_R, 349),
-        "model_loaded": (_R, 352),
-        "using_method": (_R, 361),
-        "method_meta_check": (_R, 365),
-        "planned_buffer": (_R, 412),
-        "load_method_check": (_R, 435),
-        "method_loaded": (_R, 440),
-        "prepare_inputs_check": (_R, 471),
-        "execute_check": (_R, 485),
-        "executed": (_R, 493),
-        "outputs": (_R, 502),
-        "writing_output": (_R, 513),
-        "open_failed": (_FDL, 104),
-        "load_out_of_range": (_FDL, 149),
-        "read_failed": (_FDL, 252),
-        "no_method": (_PROG, 58),
-        "file_too_small": (_PROG, 105),
-        "program_identifier": (_PROG, 159),
-        "init_failed": (_METH, 110),
-        "call_delegate_failed": (_METH, 1467),
-        "delegate_data": (_ETHOS, 81),
-        "cpu_time": (_ETHOS, 62),  # ours
-    },
-}
-"""(file, line) of every line the emulation prints, per log generation (``ours`` marks lines upstream lacks)."""
-
-
-class UsageError(ValueError):
-    """The program ends before running anything: bad command line, bad knob, bad fault spec, ``--help``.
-
-    ``str(self)`` goes to stderr, ``stdout`` to stdout, and ``status`` is the exit status (1 unless said)."""
-
-    def __init__(self, message: str, status: int = EXIT_USAGE, stdout: str = "") -> None:
-        super().__init__(message)
-        self.status, self.stdout = status, stdout
 
 
 class RunnerAbort(Exception):
@@ -323,509 +190,6 @@ class _Exit(Exception):
     def __init__(self, status: int) -> None:
         super().__init__(status)
         self.status = status
-
-
-class _OutputTruncated(Exception):
-    """The injected ``truncate`` fault cut a line: the program stops there, status 0."""
-
-
-# --- gflags -----------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class FlagSpec:
-    """One ``DEFINE_<type>(name, default, help)``: ``kind`` is gflags' type name."""
-
-    name: str
-    kind: str  # "string" | "bool" | "int32" | "uint32"
-    default: str | bool | int
-    help: str
-
-
-_FLAGS_FILE = "examples/portable/executor_runner/executor_runner.cpp"
-_MODEL_PATH = FlagSpec("model_path", "string", "model.pte", "Model serialized in flatbuffer format.")
-_DATA_PATH = FlagSpec("data_path", "string", "", "Path to data file (.ptd).")
-_INPUTS = FlagSpec("inputs", "string", "", "Comma-separated list of input files")
-_OUTPUT_FILE = FlagSpec(
-    "output_file", "string", "", "Base name of output file. If not empty output will be written to the file(s)."
-)
-_NUM_EXECUTIONS = FlagSpec("num_executions", "uint32", 1, "Number of times to run the model.")
-_CPU_THREADS = FlagSpec(
-    "cpu_threads",
-    "int32",
-    -1,
-    "Number of CPU threads for inference. Defaults to -1, which implies we'll use a heuristic to derive the # of "
-    "performant cores for a specific device.",
-)
-_STOCK_FLAGS: dict[str, tuple[FlagSpec, ...]] = {
-    # DEFINE_* of executor_runner.cpp in a build without ET_EVENT_TRACER_ENABLED, bundled IO or VGF input dumps
-    "current": (
-        _MODEL_PATH,
-        _DATA_PATH,
-        _INPUTS,
-        _OUTPUT_FILE,
-        FlagSpec(
-            "server_mode",
-            "bool",
-            False,
-            "Run continuously, executing one inference per line read from stdin. In server mode, input files "
-            "specified by --inputs are re-read before each execution and outputs are overwritten under "
-            "--output_file.",
-        ),
-        FlagSpec(
-            "print_output",
-            "string",
-            "summary",
-            "Output printing mode: 'none' to suppress, 'summary' for first/last 100 elements, 'all' for "
-            "everything.",
-        ),
-        _NUM_EXECUTIONS,
-        FlagSpec(
-            "method_name",
-            "string",
-            "",
-            "Name of the method to run. If empty, uses the first method in the program.",
-        ),
-        _CPU_THREADS,
-    ),
-    "old": (
-        _MODEL_PATH,
-        _DATA_PATH,
-        _INPUTS,
-        _OUTPUT_FILE,
-        FlagSpec(
-            "print_all_output",
-            "bool",
-            False,
-            "Prints all output. By default only first and last 100 elements are printed.",
-        ),
-        _NUM_EXECUTIONS,
-        _CPU_THREADS,
-    ),
-}
-
-# gflags' own flags (src/gflags.cc, gflags_reporting.cc, gflags_completions.cc)
-_GFLAGS_OWN = {
-    **{name: FlagSpec(name, "string", "", "") for name in ("flagfile", "fromenv", "tryfromenv", "undefok")},
-    **{name: FlagSpec(name, "string", "", "") for name in ("helpon", "helpmatch", "tab_completion_word")},
-    **{name: FlagSpec(name, "bool", False, "") for name in ("help", "helpfull", "helpshort", "helppackage")},
-    **{name: FlagSpec(name, "bool", False, "") for name in ("helpxml", "version")},
-    "tab_completion_columns": FlagSpec("tab_completion_columns", "int32", 80, ""),
-}
-_TRUE, _FALSE = ("1", "t", "true", "y", "yes"), ("0", "f", "false", "n", "no")
-_INT_TEXT = {10: re.compile(r"\s*[+-]?[0-9]+"), 16: re.compile(r"\s*[+-]?(?:0[xX])?[0-9a-fA-F]+")}
-
-
-def stock_flags(generation: str = "current") -> tuple[FlagSpec, ...]:
-    """The flags an executor_runner of ``generation`` defines."""
-    return _STOCK_FLAGS[generation]
-
-
-def _parse_value(spec: FlagSpec, text: str) -> str | bool | int | None:
-    """FlagValue::ParseFrom: the value, or None when gflags calls it illegal."""
-    if spec.kind == "string":
-        return text
-    if spec.kind == "bool":
-        word = text.lower()
-        return True if word in _TRUE else False if word in _FALSE else None
-    if not text:
-        return None
-    base = 16 if text.startswith(("0x", "0X")) else 10  # decided before uint32 skips leading spaces
-    if spec.kind == "uint32":
-        text = text.lstrip(" ")
-        if text.startswith("-"):
-            return None
-    if not _INT_TEXT[base].fullmatch(text):
-        return None
-    number = int(text.strip(), base)  # int() takes the sign and the 0x prefix as strtoll does
-    low, high = (0, 2**32 - 1) if spec.kind == "uint32" else (-(2**31), 2**31 - 1)
-    return number if low <= number <= high else None
-
-
-def _describe_flag(spec: FlagSpec, width: int = 80) -> str:
-    """gflags' DescribeOneFlag: ``    -name (help) type: T default: V``, wrapped before column 80."""
-    text, out, column = f"    -{spec.name} ({spec.help})", "", 0
-    while True:
-        if column + len(text) < width:
-            out, column = out + text, column + len(text)
-            break
-        cut = width - column - 1
-        while cut > 0 and not text[cut].isspace():
-            cut -= 1
-        if cut <= 0:
-            out, column = out + text, width
-            break
-        out, column = out + text[:cut], column + cut
-        text = text[cut:].lstrip()
-        if not text:
-            break
-        out, column = out + "\n      ", 6
-    default = spec.default
-    shown = f'"{default}"' if spec.kind == "string" else str(default).lower() if spec.kind == "bool" else str(default)
-    for part in (f"type: {spec.kind}", f"default: {shown}"):
-        if column + 1 + len(part) >= width:
-            out, column = out + "\n      ", 6
-        else:
-            out, column = out + " ", column + 1
-        out, column = out + part, column + len(part)
-    return out + "\n"
-
-
-def _usage(argv0: str, specs: Sequence[FlagSpec]) -> str:
-    """What ``--help`` prints (stdout): the program's own flags; gflags' flags are left out (documented)."""
-    text = f"{os.path.basename(argv0)}: Warning: SetUsageMessage() never called\n\n  Flags from {_FLAGS_FILE}:\n"
-    return text + "".join(_describe_flag(spec) for spec in sorted(specs, key=lambda s: s.name))
-
-
-@dataclass
-class _Parsed:
-    values: dict[str, str | bool | int]
-    explicit: set[str]
-    extras: list[str]
-
-
-def _parse_gflags(argv0: str, args: Sequence[str], specs: Sequence[FlagSpec]) -> _Parsed:
-    """``gflags::ParseCommandLineFlags(&argc, &argv, true)`` as gflags 2.2 does it (src/gflags.cc:
-    ParseNewCommandLineFlags, SplitArgumentLocked, TryParseLocked, ReportErrors; gflags_reporting.cc:
-    HandleCommandLineHelpFlags); written from its documented behaviour and its messages."""
-    table = {**_GFLAGS_OWN, **{spec.name: spec for spec in specs}}
-
-    def find(name: str) -> FlagSpec | None:
-        return table.get(name) or table.get(name.replace("-", "_"))
-
-    values: dict[str, str | bool | int] = {}
-    errors: dict[str, str] = {}
-    undefined: set[str] = set()
-    positional: list[str] = []
-    after_dashes: list[str] = []
-    items = list(args)
-    i = 0
-    while i < len(items):
-        arg = items[i]
-        i += 1
-        if not arg.startswith("-") or arg == "-":
-            positional.append(arg)  # permuted to the end: left for the program
-            continue
-        body = arg[2:] if arg.startswith("--") else arg[1:]
-        if not body:  # "--": the rest are arguments
-            after_dashes = items[i:]
-            break
-        key, eq, text = body.partition("=")
-        value: str | None = text if eq else None
-        spec = find(key)
-        if spec is None:
-            plain = find(key[2:]) if key.startswith("no") else None
-            if plain is None:
-                errors[key] = f"ERROR: unknown command line flag '{key}'\n"
-                undefined.add(key)
-                continue
-            if plain.kind != "bool":
-                errors[key] = f"ERROR: boolean value ({key}) specified for {plain.kind} command line flag\n"
-                undefined.add(key)
-                continue
-            spec, value = plain, "0"
-        if value is None:
-            if spec.kind == "bool":
-                value = "1"
-            elif i >= len(items):
-                errors[key] = f"ERROR: flag '{arg}' is missing its argument; flag description: {spec.help}\n"
-                break
-            else:
-                value = items[i]
-                i += 1
-        parsed = _parse_value(spec, value)
-        if parsed is None:
-            errors[spec.name] = f"ERROR: illegal value '{value}' specified for {spec.kind} flag '{spec.name}'\n"
-            continue
-        values[spec.name] = parsed
-    # reporting flags first (they exit even when there are errors), then --undefok, then the errors
-    if any(values.get(name) for name in ("help", "helpfull", "helpshort", "helppackage", "helpxml", "helpon",
-                                         "helpmatch")):  # fmt: skip
-        raise UsageError("", status=1, stdout=_usage(argv0, specs))
-    if values.get("version"):
-        raise UsageError("", status=0, stdout=f"{os.path.basename(argv0)}\n")
-    for name in str(values.get("undefok", "")).split(","):
-        for key in (name, f"no{name}"):
-            if name and key in undefined:
-                errors.pop(key, None)
-    if errors:
-        raise UsageError("".join(errors[key] for key in sorted(errors)))
-    for name in ("flagfile", "fromenv", "tryfromenv"):
-        if values.get(name):
-            raise UsageError(f"fvp-sim: --{name} is not emulated by the simulator; give the flags on the command line")
-    explicit = {name for name in values if name not in _GFLAGS_OWN}
-    return _Parsed(values, explicit, after_dashes + positional)
-
-
-@dataclass
-class RunnerFlags:
-    """The executor_runner's flags after gflags parsing (``extras``: what gflags left in argv)."""
-
-    model_path: str = "model.pte"
-    num_executions: int = 1
-    inputs: list[str] = field(default_factory=list)
-    inputs_text: str = ""
-    output_file: str = ""
-    print_output: str = "summary"
-    method_name: str = ""
-    data_path: str = ""
-    server_mode: bool = False
-    cpu_threads: int = -1
-    extras: list[str] = field(default_factory=list)
-    explicit: set[str] = field(default_factory=set)
-    other: dict[str, str | bool | int] = field(default_factory=dict)
-
-
-def _split_inputs(text: str) -> list[str]:
-    """``std::getline(stream, path, ',')`` over ``--inputs``: a trailing comma adds no empty path."""
-    parts = text.split(",")
-    return parts[:-1] if parts and parts[-1] == "" else parts
-
-
-def parse_flags(
-    args: Sequence[str],
-    generation: str = "current",
-    extra_specs: Sequence[FlagSpec] = (),
-    argv0: str = "executor_runner",
-) -> RunnerFlags:
-    """gflags parsing of the arguments after argv[0] for a runner of ``generation``; ``extra_specs`` are flags a
-    special build adds. UsageError (with gflags' wording and status) on mistakes and reporting flags."""
-    parsed = _parse_gflags(argv0, args, (*stock_flags(generation), *extra_specs))
-    v = parsed.values
-    flags = RunnerFlags(extras=parsed.extras, explicit=parsed.explicit)
-    flags.model_path = str(v.get("model_path", flags.model_path))
-    flags.num_executions = int(v.get("num_executions", 1))
-    flags.inputs_text = str(v.get("inputs", ""))
-    flags.inputs = _split_inputs(flags.inputs_text) if flags.inputs_text else []
-    flags.output_file = str(v.get("output_file", ""))
-    flags.data_path = str(v.get("data_path", ""))
-    flags.cpu_threads = int(v.get("cpu_threads", -1))
-    if generation == "old":
-        flags.print_output = "all" if v.get("print_all_output") else "summary"
-    else:
-        flags.print_output = str(v.get("print_output", "summary"))
-        flags.method_name = str(v.get("method_name", ""))
-        flags.server_mode = bool(v.get("server_mode", False))
-    known = {spec.name for spec in stock_flags(generation)} | set(_GFLAGS_OWN)
-    flags.other = {name: value for name, value in v.items() if name not in known}
-    return flags
-
-
-# --- faults and noise -------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class FaultSpec:
-    """Injected faults: each is the number of completed iterations after which it strikes (None: off)."""
-
-    crash: int | None = None
-    hang: int | None = None
-    truncate: int | None = None
-    timeout: int | None = None
-
-    @property
-    def any(self) -> bool:
-        return any(v is not None for v in (self.crash, self.hang, self.truncate, self.timeout))
-
-
-def parse_faults(spec: str) -> FaultSpec:
-    """``"crash=3,hang=0"`` -> FaultSpec; a bare kind means after 0 iterations. UsageError on unknown
-    kinds."""
-    found: dict[str, int] = {}
-    for item in (part.strip() for part in spec.split(",")):
-        if not item or item.lower() in ("none", "off"):
-            continue
-        kind, _, count = item.partition("=")
-        kind = kind.strip().lower().removesuffix("_after")
-        if kind not in FAULT_KINDS:
-            raise UsageError(f"unknown runner fault {kind!r} (known: {', '.join(FAULT_KINDS)}; e.g. crash=3)")
-        try:
-            found[kind] = int(count) if count.strip() else 0
-        except ValueError:
-            raise UsageError(f"runner fault {item!r}: the count must be an integer") from None
-        if found[kind] < 0:
-            raise UsageError(f"runner fault {item!r}: the count must not be negative")
-    return FaultSpec(**found)
-
-
-@dataclass(frozen=True)
-class _Noise:
-    seed: int
-    jitter: float
-    outlier_rate: float
-    drift: float
-
-
-def _knob_float(knobs: Mapping[str, str], name: str, default: float, high: float) -> float:
-    text = knobs.get(name)
-    if text is None or text == "":
-        return default
-    try:
-        value = float(text)
-    except ValueError:
-        raise UsageError(f"knob {name}: {text!r} is not a number") from None
-    if not 0.0 <= value <= high:
-        raise UsageError(f"knob {name}: {value} is outside 0..{high}")
-    return value
-
-
-def _noise_from_knobs(knobs: Mapping[str, str]) -> _Noise:
-    seed_text = knobs.get("runner_seed") or knobs.get("seed") or "0"
-    try:
-        seed = int(seed_text, 0)
-    except ValueError:
-        seed = zlib.crc32(seed_text.encode())
-    return _Noise(
-        seed & 0xFFFFFFFF,
-        _knob_float(knobs, "runner_jitter", 0.01, 0.5),
-        _knob_float(knobs, "runner_outlier_rate", 0.002, 1.0),
-        _knob_float(knobs, "runner_drift", 0.0, 10.0),
-    )
-
-
-def _slowdown(knobs: Mapping[str, str], model: str, driver: str) -> float:
-    """The ``runner_slowdown`` knob's factor on the driver's CPU time: comma-separated ``[DRIVER:][MODEL=]FACTOR``
-    items, ``DRIVER`` a build's driver mode (``reuse`` or ``per-inference``), ``MODEL`` an architecture name; the
-    most specific item that matches wins, 1 when none does. ``reuse:resnet8=1.2`` makes the reuse build 20 % slower
-    on resnet8 only: how a test makes one build slower for one model (a regression to find in a history of runs)
-    without a second runner build; ``1.1`` slows every build and model (a platform that moved)."""
-    text = (knobs.get("runner_slowdown") or "").strip()
-    if not text:
-        return 1.0
-    factors: dict[tuple[str, str], str] = {}
-    for item in text.split(","):
-        scope, colon, rest = item.partition(":")
-        mode, rest = (scope.strip(), rest) if colon else ("*", scope)
-        name, sep, value = rest.partition("=")
-        factors[(mode, name.strip() if sep else "*")] = (value if sep else name).strip()
-    chosen = next((factors[key] for key in ((driver, model), ("*", model), (driver, "*"), ("*", "*"))
-                   if key in factors), None)
-    if chosen is None:
-        return 1.0
-    try:
-        factor = float(chosen)
-    except ValueError:
-        raise UsageError(f"knob runner_slowdown: {chosen!r} is not a number (e.g. 1.2, resnet8=1.2 or "
-                         "reuse:resnet8=1.2)") from None
-    if not 0.1 <= factor <= 100.0:
-        raise UsageError(f"knob runner_slowdown: {factor} is outside 0.1..100")
-    return factor
-
-
-# --- ET_LOG -----------------------------------------------------------------------------------------------------
-
-
-def _valid_utf8_prefix(data: bytes) -> int:
-    """log.cpp's rule: look only at the last character; cut it off when it is incomplete or malformed."""
-    i = len(data)
-    while i > 0 and data[i - 1] & 0xC0 == 0x80:
-        i -= 1
-    if i == 0:
-        return 0
-    lead = data[i - 1]
-    need = 0
-    for mask, value, length in ((0x80, 0x00, 1), (0xE0, 0xC0, 2), (0xF0, 0xE0, 3), (0xF8, 0xF0, 4)):
-        if lead & mask == value:
-            need = length
-            break
-    if not need:
-        return i - 1
-    return len(data) if len(data) - (i - 1) == need else i - 1
-
-
-class EtLog:
-    """ET_LOG on Linux: ``%c %02u:%02u:%02u.%06lu executorch:%s:%zu] %s`` to stderr, time since program start
-    (truncated to microseconds); the message cut to 255 bytes and back to a valid UTF-8 prefix as vlogf does.
-    Shared by every emulated runner."""
-
-    def __init__(self, ctx: programs.GuestContext) -> None:
-        self.ctx = ctx
-        self.start = ctx.now()
-        self.truncate_next = False
-
-    def prefix(self, level: str, source: str, line: int) -> str:
-        micros = max(0, round((self.ctx.now() - self.start) * 1e9)) // 1000  # ns ticks, then "timestamp /= 1000"
-        seconds, us = divmod(micros, 1_000_000)
-        minutes, ss = divmod(seconds, 60)
-        hh, mm = divmod(minutes, 60)
-        return f"{level} {hh:02d}:{mm:02d}:{ss:02d}.{us:06d} executorch:{source}:{line}] "
-
-    @staticmethod
-    def cut(message: str) -> str:
-        data = message.encode("utf-8", "surrogateescape")[:MAX_LOG_MESSAGE]
-        return data[: _valid_utf8_prefix(data)].decode("utf-8", "surrogateescape")
-
-    def line(self, level: str, source: str, line: int, message: str) -> str:
-        return self.prefix(level, source, line) + self.cut(message) + "\n"
-
-    def __call__(self, level: str, source: str, line: int, message: str) -> None:
-        text = self.line(level, source, line, message)
-        if self.truncate_next:
-            self.ctx.stderr(text[: len(text) // 2])
-            raise _OutputTruncated
-        self.ctx.stderr(text)
-
-    def at(self, level: str, site: tuple[str, int], message: str) -> None:
-        """Log ``message`` at an upstream location (``SITES``)."""
-        self(level, site[0], site[1], message)
-
-
-def _note(ctx: programs.GuestContext, message: str) -> None:
-    """A line of ours that upstream cannot print (no ET_LOG prefix, so no parser takes it for upstream's)."""
-    ctx.stderr(f"fvp-sim: {message}\n")
-
-
-# --- printing outputs (extension/evalue_util/print_evalue.cpp, executor_runner.cpp) ----------------------------
-
-
-def _scalar_list(items: Sequence[str], edge: int | None) -> str:
-    """print_scalar_list: ``edge`` first and last items (None: all), wrapped 10 per line when more than 10 are
-    shown, with a trailing ``, `` on every wrapped item."""
-    n = len(items)
-    wrapping = (n if edge is None else min(n, 2 * edge)) > ITEMS_PER_LINE
-    parts = ["["]
-    printed = 0
-    i = 0
-    while i < n:
-        if wrapping and printed % ITEMS_PER_LINE == 0:
-            parts.append("\n  ")
-        parts.append(items[i])
-        if wrapping or i < n - 1:
-            parts.append(", ")
-        printed += 1
-        if edge is not None and i + 1 == edge and i + edge + 1 < n:
-            if wrapping:
-                parts.append("\n  ...,")
-                printed = ITEMS_PER_LINE - edge % ITEMS_PER_LINE
-                if printed % ITEMS_PER_LINE:
-                    parts.append("\n  ")
-            else:
-                parts.append("..., ")
-            i = n - edge - 1
-        i += 1
-    if wrapping:
-        parts.append("\n")
-    parts.append("]")
-    return "".join(parts)
-
-
-def format_outputs(outputs: Sequence[tuple[np.ndarray, Sequence[int]]], mode: str) -> str:
-    """What executor_runner prints on stdout for int8 output tensors ``(values, sizes)`` in ``mode``."""
-    if mode == "all":
-        return "".join(
-            f"Output[{i}][{j}]: (char) {int(v)}\n" for i, (values, _) in enumerate(outputs)
-            for j, v in enumerate(values.reshape(-1))
-        )  # fmt: skip
-    if mode != "summary":
-        return ""
-    text = []
-    for i, (values, sizes) in enumerate(outputs):
-        tensor = (
-            f"tensor(sizes={_scalar_list([str(s) for s in sizes], None)}, "
-            f"{_scalar_list([str(int(v)) for v in values.reshape(-1)], SUMMARY_EDGE_ITEMS)})"
-        )
-        text.append(f"OutputX {i}: {tensor}\n")
-    return "".join(text)
 
 
 # --- main() of executor_runner.cpp, with a pluggable delegate -----------------------------------------------------
@@ -923,7 +287,7 @@ def _load_program(run: Run, path: str, data: bytes) -> CompiledModel:
     if not is_model_file(data):
         ident = data[4:8].split(b"\0", 1)[0]  # "%.4s"
         if ident == PROGRAM_IDENTIFIER.encode():
-            _note(ctx, f"{path} is a real ExecuTorch program ({PROGRAM_IDENTIFIER}): this simulated "
+            note(ctx, f"{path} is a real ExecuTorch program ({PROGRAM_IDENTIFIER}): this simulated "
                   "executor_runner runs only simulator model files (magic FVPSIMMD); make one with "
                   "'fvp-harness sim model NAME -o FILE'")  # fmt: skip
             raise fail()
@@ -937,7 +301,7 @@ def _load_program(run: Run, path: str, data: bytes) -> CompiledModel:
     try:
         return decode_model(data)
     except (ModelFileError, KeyError, ValueError, TypeError) as exc:
-        _note(ctx, f"{path}: {exc}")
+        note(ctx, f"{path}: {exc}")
         raise fail() from None
 
 
@@ -975,7 +339,7 @@ def _load_data_file(run: Run) -> None:
         raise RunnerAbort(*sites["ptd_loader_check"], "ptd_loader_result.ok()",
                           f"FileDataLoader::from() failed for PTD file: 0x{ACCESS_FAILED:x}") from None  # fmt: skip
     log.at("I", sites["ptd_loaded"], f"PTD file {path} is loaded.")
-    _note(run.ctx, "--data_path: external tensor data (.ptd) is not emulated; simulator model files hold "
+    note(run.ctx, "--data_path: external tensor data (.ptd) is not emulated; simulator model files hold "
           "all their data")  # fmt: skip
     raise _Exit(1)
 
@@ -1033,7 +397,7 @@ def executor_main(
         return _main(run, delegate, build_id, faults)
     except _Exit as exc:
         return exc.status
-    except _OutputTruncated:
+    except OutputTruncated:
         return 0
 
 
@@ -1050,7 +414,7 @@ def _main(run: Run, delegate: Delegate, build_id: str, faults: FaultSpec) -> int
         log.at("E", sites["print_output_mode"], message)
         return 1
     if flags.server_mode:
-        _note(ctx, "--server_mode is not emulated by the simulator; run one invocation per input")
+        note(ctx, "--server_mode is not emulated by the simulator; run one invocation per input")
         return 1
     buffers = _read_input_files(run)
     _load_data_file(run)
@@ -1189,7 +553,7 @@ class _EthosU:
 
     def __init__(self, ctx: programs.GuestContext, artifact: RunnerArtifact, faults: FaultSpec) -> None:
         self.artifact, self.faults = artifact, faults
-        self.noise = _noise_from_knobs(ctx.knobs)
+        self.noise = noise_from_knobs(ctx.knobs)
         invocation = next(_invocations)
         self.rng = np.random.default_rng(
             [self.noise.seed, invocation, zlib.crc32(f"{artifact.driver}\0{artifact.build_id}".encode())]
@@ -1249,7 +613,7 @@ class _EthosU:
             log.at("E", sites["npu_timed_out"], f"Ethos-U inference timed out after {NPU_TIMEOUT_NS} ns")
             raise DelegateError(INVALID_STATE)
         output = run_model(model.arch, model.quant, x)
-        cpu_ms = self.noisy(ctx, DRIVER_COSTS.execute_ms(self.sizes, self.artifact.driver)) * _slowdown(
+        cpu_ms = self.noisy(ctx, DRIVER_COSTS.execute_ms(self.sizes, self.artifact.driver)) * slowdown(
             ctx.knobs, model.arch.name, self.artifact.driver)
         npu_ms = self.cycles / NPU_CLOCK_HZ * 1000.0
         run.spend((cpu_ms + npu_ms + RUNNER_OVERHEAD_MS) / 1000.0, cpu_ms / 1000.0)
@@ -1283,5 +647,3 @@ def executor_runner(ctx: programs.GuestContext) -> int:
     """The guest program: run as the real Linux executor_runner would, return its exit status."""
     return run_as_main(ctx, _run)
 
-
-programs.register_program(is_runner, executor_runner)

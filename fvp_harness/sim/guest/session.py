@@ -1,0 +1,105 @@
+"""What a command sees of the shell that runs it (``Session``) and of the machine under the guest
+(``GuestMachine``): two protocols.
+
+Why protocols: the shell (``shell.py``) calls the builtins, the applets and the guest context, so they cannot import
+it back; they are typed against ``Session``, which ``shell.Shell`` satisfies. The guest runs on whichever platform
+composes it: the shell is typed against ``GuestMachine``, which the Corstone-1000's ``Machine`` satisfies, so the
+guest never imports a platform.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from typing import Protocol
+
+from fvp_harness.sim.clock import SimClock
+from fvp_harness.sim.guest.fs import GuestFS
+from fvp_harness.sim.guest.io import IO
+from fvp_harness.sim.knobs import Knobs
+
+__all__ = ["Builtin", "GuestMachine", "Session"]
+
+
+class GuestMachine(Protocol):
+    """The machine state the guest shares with its platform: files, clock, parameters, kernel log, stop."""
+
+    console_loglevel: int  # ``dmesg -n``: kernel messages below it reach the console
+
+    @property
+    def fs(self) -> GuestFS: ...
+
+    @property
+    def clock(self) -> SimClock: ...
+
+    @property
+    def params(self) -> Mapping[str, str]:
+        """Every -C parameter of the model, as given."""
+
+    @property
+    def knobs(self) -> Knobs: ...
+
+    @property
+    def hostname(self) -> str: ...
+
+    @property
+    def npu_macs(self) -> int: ...
+
+    @property
+    def stopping(self) -> threading.Event:
+        """Set when the model is stopping."""
+
+    @property
+    def halted(self) -> threading.Event:
+        """Set after a kernel panic: nothing responds."""
+
+    @property
+    def console_write(self) -> Callable[[bytes], None]:
+        """Write to the serial console (``poweroff``'s last lines)."""
+
+    @property
+    def request_stop(self) -> Callable[[str], None]:
+        """Stop the model for a reason (``poweroff``)."""
+
+    def printk(self, message: str, level: int = 4, inject: bool = False) -> None: ...
+
+    def uname(self) -> dict[str, str]: ...
+
+    def read_kernel_log(self, clear: bool = False) -> list[str]:
+        """The kernel log's lines (``dmesg``); ``clear`` empties it (``dmesg -c``)."""
+
+
+class Session(Protocol):
+    """One shell session as its commands see it: cwd, variables, options, ``$?``, and how to run more."""
+
+    OPTIONS: str
+    cwd: str
+    status: int
+    args: list[str]
+    vars: dict[str, str]
+    exported: set[str]
+    options: set[str]
+
+    @property
+    def machine(self) -> GuestMachine: ...
+
+    @property
+    def fs(self) -> GuestFS: ...
+
+    @property
+    def interrupted(self) -> Callable[[], bool]:
+        """True after Ctrl-C on the console or when the ssh channel closed."""
+
+    def subshell(self) -> Session: ...
+
+    def environment(self) -> dict[str, str]: ...
+
+    def find_command(self, name: str, env: dict[str, str] | None = None) -> Builtin | str | None: ...
+
+    def execute(self, argv: list[str], env: dict[str, str], io: IO) -> int: ...
+
+    def source(self, text: str, io: IO) -> int: ...
+
+
+Builtin = Callable[[Session, list[str], IO], int]
+"""A builtin or applet: ``f(session, argv, io) -> exit status``."""
