@@ -1,6 +1,6 @@
 """The guest shell's builtin commands: echo, printf, cat, mkdir, rm, cd, pwd, ls, chmod, base64, sha256sum, stty,
 export, unset, set, uname, sync, dmesg, poweroff, true, false, ``:``, exit, ``.``/source, test/``[`` (``guest/shell.py``
-has the language; ``guest/applets.py`` the everyday tools such as head, grep and sort, merged into ``BUILTINS`` here).
+has the language; ``applets/`` the everyday tools such as head, grep and sort, merged into ``BUILTINS`` here).
 
 Each is ``f(shell, argv, io) -> exit status`` and prints busybox's messages; ``BUILTINS`` maps names to them.
 They read and change the calling shell (cwd, variables, ``$?``; typed as ``session.Session``) and its machine, and poll
@@ -21,7 +21,7 @@ import time
 
 from fvp_harness.sim.guest import programs
 from fvp_harness.sim.guest.applets import APPLETS
-from fvp_harness.sim.guest.gzip import GZIP_APPLETS
+from fvp_harness.sim.guest.applets.gzip import GZIP_APPLETS
 from fvp_harness.sim.guest.io import IO, VARIABLE_NAME, ExitShell, read_chunks
 from fvp_harness.sim.guest.session import Builtin, Session
 

@@ -1,6 +1,6 @@
 """What a shell command runs with: its three streams (``IO``), stdin sources, pipes between the stages of a
 pipeline, the console's tty settings, and ``ExitShell``. Shared by the shell, its builtins (``guest/builtins.py``,
-``guest/applets.py``), the console, ssh and guest programs' context.
+``applets/``), the console, ssh and guest programs' context.
 
 A command's stdin is anything with ``read()`` (everything up to end of file). Sources that can deliver data as it
 comes (a pipe, the console, a file) also have ``read_chunk()``; ``read_chunks`` and ``read_lines`` use it when it is
