@@ -26,7 +26,7 @@ The bare-metal platforms (``--platform corstone300|corstone320``, ``baremetal/pl
 ``idle_ratio`` as above (they add no noise, so no ``seed``) and ``boot_seconds`` only when given (a wall-time delay
 before the application starts); the boot, terminal, network and ``fault_*`` knobs concern the Corstone-1000 only.
 Their emulated ``arm_executor_runner`` reads ``runner_fault`` (``hardfault=N``, ``hang[=N]``;
-``baremetal_artifact.parse_faults``), which overrides its build's ``--fault``.
+``baremetal.artifact.parse_faults``), which overrides its build's ``--fault``.
 
 Fault knobs (``corstone1000/faults.py`` says exactly what each does):
 

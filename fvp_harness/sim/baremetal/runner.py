@@ -12,7 +12,7 @@ cost model (``baremetal/cost.py``).
 and ``retarget.c``). Every ET_LOG line has the bare-metal PAL's shape, ``%c [executorch:%s:%lu %s()] %s``
 (arm_executor_runner.cpp ``et_pal_emit_log_message``: level, short file name, the line of the ``ET_LOG(`` call - of
 ``ET_CHECK_MSG(`` for a failed check - and the function), the message cut to 255 bytes as runtime/platform/log.cpp
-does; only Info and above (``ET_MIN_LOG_LEVEL``). ``baremetal_log.SITES`` holds every file, line and function. A
+does; only Info and above (``ET_MIN_LOG_LEVEL``). ``log.SITES`` holds every file, line and function. A
 run of a build with the model compiled in (run.sh's default) prints::
 
     I [executorch:arm_executor_runner.cpp:1523 main()] PTE @ 0x70000000 [----IMMD]
@@ -55,7 +55,7 @@ FVP; here an ``fvp-sim:`` note on the model's stderr says only simulator model f
 invalid program. Injected faults (``runner_fault`` knob, else the artifact's ``--fault``): ``hardfault=N`` a bus
 fault in the delegate after N inferences, ``hang=N`` the NPU never completes inference N+1.
 
-Lines of ours (``arm_executor_runner build id: TEXT`` with ``--build-id``) are marked in ``baremetal_log.SITES``.
+Lines of ours (``arm_executor_runner build id: TEXT`` with ``--build-id``) are marked in ``log.SITES``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``SimGuestContext``: the simulator's implementation of ``guest_programs.GuestContext``.
+"""``SimGuestContext``: the simulator's implementation of ``programs.GuestContext``.
 
 A guest program (the emulated ``executor_runner``) gets one per execution. Everything it can touch goes
 through here: guest files (never host paths), the command's stdout/stderr (the console with tty newline
@@ -20,7 +20,7 @@ __all__ = ["SimGuestContext"]
 
 
 class SimGuestContext:
-    """One program execution's view of the machine (satisfies ``guest_programs.GuestContext``)."""
+    """One program execution's view of the machine (satisfies ``programs.GuestContext``)."""
 
     def __init__(self, shell: Session, argv: list[str], env: Mapping[str, str], io: IO) -> None:
         machine = shell.machine

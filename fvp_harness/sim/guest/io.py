@@ -39,7 +39,7 @@ class Stdin(Protocol):
     """A command's standard input."""
 
     def read(self) -> bytes:
-        """Everything up to end of file (blocks; raises guest_programs.ProgramInterrupted on Ctrl-C)."""
+        """Everything up to end of file (blocks; raises programs.ProgramInterrupted on Ctrl-C)."""
 
 
 class BytesStdin:

@@ -277,7 +277,7 @@ class CompiledModel:
     family: Family = "ethos-u85"
     """The NPU family compiled for (``num_macs`` is the MAC count); ``accelerator`` joins the two."""
     vela: VelaEstimate | None = None
-    """Vela's estimate for this model (``vela_cycles.estimate_model``); None: ``npu/cycles.py``'s model counts."""
+    """Vela's estimate for this model (``npu.vela.estimate_model``); None: ``npu/cycles.py``'s model counts."""
 
     @property
     def accelerator(self) -> Accelerator:
