@@ -217,10 +217,16 @@ class StoredRun:
     @classmethod
     def of(cls, folder: Path, *, current: bool) -> StoredRun:
         problem: str | None = None
-        try:
-            data = ResultStore(folder, create=False).read_manifest() or {}
-        except ConfigurationError as exc:
-            data, problem = {}, str(exc)
+        try:  # not read_manifest: a listing shows a run of a newer format too
+            data = json.loads((folder / MANIFEST_FILE).read_bytes().decode("utf-8"))
+        except FileNotFoundError:
+            data = {}
+        except (OSError, ValueError):
+            data = {}
+            try:
+                ResultStore(folder, create=False).read_manifest()
+            except ConfigurationError as exc:  # the same words as every other reader of a damaged manifest
+                problem = str(exc)
         data = data if isinstance(data, dict) else {}
 
         def text(value: object) -> str | None:

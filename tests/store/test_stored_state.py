@@ -36,7 +36,7 @@ def test_a_valid_last_record_without_newline_counts_and_is_repaired_not_deleted(
     store = ResultStore(tmp_path)
     store.records_path.write_text(_line("u1") + "\n" + _line("u2"))  # newline lost
     assert [r.unit_id for r in store.records()] == ["u1", "u2"]  # counted: --resume does not measure it again
-    assert store.read_warnings == []
+    assert store.read_warnings == [] and store.done_keys() == {"key-u1", "key-u2"}
     store.append(record("u3"))
     text = store.records_path.read_text()
     assert text == _line("u1") + "\n" + _line("u2") + "\n" + _line("u3") + "\n"
@@ -134,6 +134,8 @@ def test_report_runs_and_compare_on_a_damaged_manifest_exit_2_naming_it(tmp_path
     assert main(["compare", f"{folder}@latest~1", str(folder), "-o", str(tmp_path / "cmp")]) == 2
     err = capsys.readouterr().err
     assert wanted in err and "Traceback" not in err
+    (folder / "manifest.json").write_text('{"format_version": 99}')  # newer, not damaged: listed, exit 0
+    assert main(["runs", str(folder)]) == 0
 
 
 def test_report_and_compare_on_a_damaged_records_file_exit_2_naming_the_line(tmp_path: Path, capsys) -> None:
