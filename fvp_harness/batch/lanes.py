@@ -64,6 +64,7 @@ from fvp_harness.run.instances import TargetFactory, open_target
 from fvp_harness.run.plan import build_plan
 from fvp_harness.run.preboot import EarlyBootCancelled, PreBooted
 from fvp_harness.scenario.model import Scenario
+from fvp_harness.scenario.secrets import redact_data, secret_names
 from fvp_harness.store.folder import LOGS_DIR, ResultStore, free_instance_name
 from fvp_harness.store.records import Record
 from fvp_harness.targets.base import MasksSecrets, Target
@@ -628,8 +629,6 @@ def withhold_secrets(spec: LaneSpec) -> LaneSpec:
     kept in ``JobSpec.withheld``) and ``vars`` are masked, so a spec sent over a plain (unencrypted) connection
     carries the names, never the values. ``restore_secrets`` puts them back on the worker from its environment; the
     worker's re-plan then checks the keys, so a different value there refuses the units (key mismatch)."""
-    from fvp_harness.scenario.secrets import redact_data, secret_names
-
     jobs: list[JobSpec] = []
     for job in spec.jobs:
         scenario = job.scenario
