@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
+import os
 import threading
 import time
 import traceback
@@ -44,7 +45,15 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from fvp_harness.batch.lanes import LaneControl, LaneResult, LaneSpec, default_jobs, run_lane
+from fvp_harness.batch.lanes import (
+    LaneControl,
+    LaneResult,
+    LaneSpec,
+    default_jobs,
+    restore_secrets,
+    run_lane,
+    withhold_secrets,
+)
 from fvp_harness.errors import ConfigurationError, HarnessError, InfrastructureError
 
 __all__ = ["DaskExecutor", "remote_lane"]
@@ -153,6 +162,7 @@ def remote_lane(spec: LaneSpec, drain_name: str, abort_name: str, stop_name: str
         names["stop"] = stop_name
     remote = _RemoteEvents(distributed, names)
     remote.poll()  # once in the task's thread: a misuse fails the task here, loudly, before anything boots
+    spec = restore_secrets(spec, os.environ)  # withheld secrets come from this worker's environment
     drain, abort, stop, finished = threading.Event(), threading.Event(), threading.Event(), threading.Event()
     trouble: list[str] = []
     watcher = threading.Thread(target=_watch, args=(remote, spec.index, drain, stop, abort, finished, trouble),
@@ -225,6 +235,17 @@ class DaskExecutor:
             self._cluster.close()
             self._cluster = None
 
+    @property
+    def ships_secrets(self) -> bool:
+        """Whether lanes may carry secret values: on a ``tls://`` scheduler (encrypted, with distributed's security
+        settings) or the LocalCluster this executor starts (its own child processes on this machine). On any
+        other address (``tcp://``) the values are withheld and each worker reads them from its environment."""
+        return self.scheduler is None or self.scheduler.startswith("tls://")
+
+    def shipped(self, lane: LaneSpec) -> LaneSpec:
+        """The lane as it is sent to the scheduler (see ``ships_secrets``)."""
+        return lane if self.ships_secrets else withhold_secrets(lane)
+
     def _where(self) -> str:
         return self.scheduler or "the LocalCluster's scheduler"
 
@@ -246,8 +267,8 @@ class DaskExecutor:
             forwarder = threading.Thread(target=self._forward, args=(control, remote, finished),
                                          name="dask-stop-forward", daemon=True)
             forwarder.start()
-            futures = {client.submit(remote_lane, lane, names["drain"], names["abort"], names["stop"], pure=False,
-                                     key=f"fvp-harness-{batch}-lane{lane.index}"): lane for lane in lanes}
+            futures = {client.submit(remote_lane, self.shipped(lane), names["drain"], names["abort"], names["stop"],
+                                     pure=False, key=f"fvp-harness-{batch}-lane{lane.index}"): lane for lane in lanes}
             pending = dict(futures)
             try:
                 for future in distributed.as_completed(list(futures)):

@@ -64,6 +64,7 @@ from fvp_harness.run.instances import TargetFactory, open_target
 from fvp_harness.run.plan import build_plan
 from fvp_harness.run.preboot import EarlyBootCancelled, PreBooted
 from fvp_harness.scenario.model import Scenario
+from fvp_harness.scenario.secrets import redact_data, secret_names
 from fvp_harness.store.folder import LOGS_DIR, ResultStore, free_instance_name
 from fvp_harness.store.records import Record
 from fvp_harness.targets.base import MasksSecrets, Target
@@ -78,7 +79,9 @@ __all__ = [
     "LocalExecutor",
     "RecordSink",
     "default_jobs",
+    "restore_secrets",
     "run_lane",
+    "withhold_secrets",
 ]
 
 log = logging.getLogger(__name__)
@@ -117,6 +120,9 @@ class JobSpec:
     fvp_version: str | None = None
     artifacts: Mapping[str, str] = field(default_factory=dict)
     """Host path -> sha256 of every artifact file the scenario names (used when the bytes are shipped)."""
+    withheld: tuple[tuple[str, str], ...] = ()
+    """Secret environment entries whose values this spec does not carry (``withhold_secrets``): (section, name),
+    section ``run`` or ``builds.<build>``; the worker takes each value from its own environment variable NAME."""
 
     @property
     def cost(self) -> int:
@@ -612,6 +618,61 @@ def _collect_logs(root: Path) -> dict[str, bytes]:
             if path.is_file():
                 found[path.relative_to(root).as_posix()] = path.read_bytes()
     return found
+
+
+WITHHELD = "<secret withheld: taken from the worker's environment>"
+"""What a withheld secret's value reads as in a shipped spec (long enough to stay secret by the name patterns)."""
+
+
+def withhold_secrets(spec: LaneSpec) -> LaneSpec:
+    """The lane without its scenarios' secret values: each secret ``env`` value becomes ``WITHHELD`` (its name is
+    kept in ``JobSpec.withheld``) and ``vars`` are masked, so a spec sent over a plain (unencrypted) connection
+    carries the names, never the values. ``restore_secrets`` puts them back on the worker from its environment; the
+    worker's re-plan then checks the keys, so a different value there refuses the units (key mismatch)."""
+    jobs: list[JobSpec] = []
+    for job in spec.jobs:
+        scenario = job.scenario
+        names = secret_names(scenario)
+        if not names:
+            jobs.append(job)
+            continue
+        withheld: list[tuple[str, str]] = [("run", name) for name in scenario.run.env if name in names]
+        builds = {}
+        for build_name, build in scenario.builds.items():
+            withheld += [(f"builds.{build_name}", name) for name in build.env if name in names]
+            builds[build_name] = build.model_copy(update={"env": {
+                name: WITHHELD if name in names else value for name, value in build.env.items()}})
+        run = scenario.run.model_copy(update={"env": {
+            name: WITHHELD if name in names else value for name, value in scenario.run.env.items()}})
+        hidden = scenario.model_copy(update={"run": run, "builds": builds,
+                                             "vars": redact_data(scenario.vars, scenario.secret_values())})
+        jobs.append(replace(job, scenario=hidden, withheld=tuple(withheld)))
+    return replace(spec, jobs=tuple(jobs))
+
+
+def restore_secrets(spec: LaneSpec, environ: Mapping[str, str]) -> LaneSpec:
+    """The lane with every withheld secret taken from ``environ`` (the worker's own environment), by its ``env``
+    name. Raises ConfigurationError naming every one that is not set there (nothing runs)."""
+    missing = sorted({name for job in spec.jobs for _section, name in job.withheld if name not in environ})
+    if missing:
+        raise ConfigurationError(
+            f"secret environment value(s) {', '.join(missing)} are not sent to Dask workers over a plain connection; "
+            "set them in each worker's environment under the same names, or use a tls:// scheduler "
+            "(distributed's security settings)")
+    jobs: list[JobSpec] = []
+    for job in spec.jobs:
+        if not job.withheld:
+            jobs.append(job)
+            continue
+        scenario = job.scenario
+        wanted = set(job.withheld)
+        run = scenario.run.model_copy(update={"env": {
+            name: environ[name] if ("run", name) in wanted else value for name, value in scenario.run.env.items()}})
+        builds = {build_name: build.model_copy(update={"env": {
+            name: environ[name] if (f"builds.{build_name}", name) in wanted else value
+            for name, value in build.env.items()}}) for build_name, build in scenario.builds.items()}
+        jobs.append(replace(job, scenario=scenario.model_copy(update={"run": run, "builds": builds}), withheld=()))
+    return replace(spec, jobs=tuple(jobs))
 
 
 def run_lane(

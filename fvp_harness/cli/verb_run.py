@@ -27,7 +27,7 @@ from fvp_harness.cli.scenario_args import (
     load_from_args,
     stop_on_first_interrupt,
 )
-from fvp_harness.errors import EXIT_OK, ConfigurationError
+from fvp_harness.errors import EXIT_BAD_INPUT, EXIT_OK, ConfigurationError
 from fvp_harness.events import Event
 from fvp_harness.report import format as fmt
 
@@ -305,7 +305,10 @@ def _runs_verb(args: argparse.Namespace) -> int:
         units = "?" if run.units is None else str(run.units)
         print(f"{mark} {run.run_id:<22} {run.started or '?':<29} {run.status or '?':<11} {commit:<12} {units:>5}  "
               f"{run.path}")
-    return EXIT_OK
+    damaged = [run.problem for run in stored if run.problem]
+    for problem in damaged:
+        print(f"error: {problem}", file=sys.stderr)
+    return EXIT_BAD_INPUT if damaged else EXIT_OK
 
 
 def _prune_verb(args: argparse.Namespace) -> int:

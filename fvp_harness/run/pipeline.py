@@ -264,7 +264,10 @@ def run_scenario(
     phases: dict[str, float] = {}
     store = ResultStore(results_dir_for(loaded.path, options.results_base, options.output_dir))
     with contextlib.ExitStack() as stack:
-        stack.enter_context(store.lock())
+        stack.enter_context(store.lock())  # refuses a folder it cannot write, before anything boots
+        if options.resume:  # a damaged manifest or records file is refused now, not after the builds
+            store.read_manifest()
+            store.records()
         version, banner = query_fvp_version(loaded, options.timeout_scale)
         phases["version"] = time.monotonic() - began
         archived: Path | None = None

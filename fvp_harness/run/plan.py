@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from fvp_harness import __version__
+from fvp_harness.errors import ConfigurationError
 from fvp_harness.files import file_sha256
 from fvp_harness.profiles import Profile
 from fvp_harness.run.scrape import PARSERS_VERSION
@@ -151,9 +152,15 @@ class Plan:
 
 
 def _state(name: str, file: str, build: str | None) -> ArtifactState:
+    """The artifact's state; a file that is there but cannot be hashed (unreadable, a name too long for the file
+    system, loaded with ``check_files=False``) is a ConfigurationError naming its field, not an OSError."""
     path = Path(file)
-    if path.is_file():
-        return ArtifactState(name, path, build, file_sha256(path), path.stat().st_size)
+    try:
+        if path.is_file():
+            return ArtifactState(name, path, build, file_sha256(path), path.stat().st_size)
+    except OSError as exc:
+        raise ConfigurationError(f"{name}: {path} cannot be read ({exc.strerror or exc}); expected a regular file "
+                                 "this user can read") from exc
     return ArtifactState(name, path, build, None, None)
 
 

@@ -23,6 +23,7 @@ import logging
 import os
 import re
 import shutil
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +58,7 @@ from fvp_harness.scenario.model import (
     ScenarioParts,
     cross_field_problems,
 )
+from fvp_harness.scenario.secrets import redact_problems
 
 __all__ = ["LoadedScenario", "load_scenario", "path_fields"]
 
@@ -159,6 +161,7 @@ def load_scenario(
     scenario_path = Path(os.path.abspath(Path(path).expanduser()))
     problems = _Problems()
     environment = os.environ if env is None else env
+    root: LNode | None = None
     try:
         root, files = _read_with_extends(scenario_path, (), None, problems)
         for text in overrides:
@@ -167,12 +170,14 @@ def load_scenario(
             where = Location(f"--fvp {fvp_binary}", base_dir=Path.cwd())
             _set_path(root, ("fvp", "binary"), LNode(fvp_binary, where, where))
         _substitute(root, scenario_path.parent, environment, problems)
-        _absolutise_paths(root)
+        _absolutise_paths(root, problems)
         scenario = _validate(root, problems)
         view = scenario if scenario is not None else _parts(root)
         profile = _cross_checks_and_profile(root, view, problems)
         if scenario is not None and profile is not None:
             _check_platform_kind(root, scenario, profile, problems)
+        if scenario is not None:
+            _check_input_separators(root, scenario, problems)
         if check_files:
             _check_artifacts(root, problems)
             _check_host_runners(root, problems)
@@ -182,9 +187,68 @@ def load_scenario(
     except _Stop:
         scenario, profile = None, None
     if problems.located or scenario is None or profile is None:
-        raise ScenarioError(problems.sorted())
+        raise ScenarioError(_without_secrets(problems.sorted(), root))
     log.debug("loaded scenario %s (%d files, %d overrides)", scenario_path, len(files), len(overrides))
     return LoadedScenario(scenario, scenario_path, profile, tuple(files), tuple(overrides))
+
+
+def _without_secrets(problems: list[str], root: LNode | None) -> list[str]:
+    """The messages with the scenario's secret values masked (a message may quote the value it refuses)."""
+    if root is None:
+        return problems
+    data = root.plain()
+    return redact_problems(problems, data) if isinstance(data, dict) else problems
+
+
+# --- host paths -------------------------------------------------------------------------------------------
+
+NAME_MAX = 255
+"""Bytes in one name of a path (Linux, macOS): a longer one fails every file-system call with ENAMETOOLONG."""
+PATH_MAX = 4096
+"""Bytes in a whole path, its terminating NUL included."""
+
+
+def path_problem(text: str) -> str | None:
+    """Why ``text`` cannot be a host path at all (too long for the file system, a NUL byte), or None. Checked before
+    any file-system call, so such a path is a located validation message rather than an ``OSError`` traceback."""
+    try:
+        raw = os.fsencode(text)
+    except UnicodeError:
+        return "the path cannot be encoded for this file system"
+    if b"\0" in raw:
+        return f"the path {text!r} contains a NUL byte"
+    if len(raw) >= PATH_MAX:
+        return f"the path is {len(raw)} bytes long; a file system takes at most {PATH_MAX - 1}"
+    longest = max(len(part) for part in raw.split(b"/"))
+    if longest > NAME_MAX:
+        return f"a name in the path is {longest} bytes long; a file system takes at most {NAME_MAX}"
+    return None
+
+
+def file_problem(path: str) -> tuple[bool, str | None]:
+    """(exists, why it cannot be an artifact) for a runner, model or input file: what ``run`` needs of it, checked
+    by ``validate`` too: a regular file that can be read (not a folder, device, named pipe or socket, and not a
+    file whose first read fails, like ``/proc/self/mem``). Opening is non-blocking, so a FIFO cannot hang it."""
+    try:
+        info = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return False, None
+    except OSError as exc:
+        return True, f"cannot be read: {exc.strerror or exc}"
+    if not stat.S_ISREG(info.st_mode):
+        kind = ("a folder" if stat.S_ISDIR(info.st_mode) else "a named pipe" if stat.S_ISFIFO(info.st_mode)
+                else "a socket" if stat.S_ISSOCK(info.st_mode)
+                else "a device" if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode) else "not a file")
+        return True, f"is {kind}; expected a regular file"
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        try:
+            os.read(fd, 1)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        return True, f"cannot be read: {exc.strerror or exc}"
+    return True, None
 
 
 # --- extends ------------------------------------------------------------------------------------------------
@@ -199,7 +263,17 @@ def _read_with_extends(
         raise problems.stop(
             via.loc, "extends", f"circular extends: {cycle}; expected a chain of bases that ends"
         )
-    if not path.is_file():
+    problem = path_problem(str(path))
+    if problem is not None:
+        if via is None:
+            raise problems.stop(Location(display_path(path)), "(file)", f"cannot be a scenario file: {problem}")
+        raise problems.stop(via.loc, "extends", f"cannot be a base file: {problem}")
+    try:
+        is_file = path.is_file()
+    except OSError as exc:
+        raise problems.stop(via.loc if via is not None else Location(display_path(path)),
+                            "extends" if via is not None else "(file)", f"cannot read: {exc.strerror or exc}") from exc
+    if not is_file:
         if via is None:
             raise problems.stop(Location(display_path(path)), "(file)", "scenario file not found")
         raise problems.stop(
@@ -521,9 +595,12 @@ def _absolute(node: LNode) -> None:
         node.value = os.path.normpath(os.path.join(base, os.path.expanduser(node.value)))
 
 
-def _absolutise_paths(root: LNode) -> None:
-    for _path, node in path_fields(root):
+def _absolutise_paths(root: LNode, problems: _Problems) -> None:
+    """Make every host path absolute (relative to the file that wrote it), and refuse one no file system takes."""
+    checked: list[tuple[PathTuple, LNode]] = []
+    for path, node in path_fields(root):
         _absolute(node)
+        checked.append((path, node))
     binary = root.get(("fvp", "binary"))
     if (
         binary is not None
@@ -532,6 +609,7 @@ def _absolutise_paths(root: LNode) -> None:
         and (os.sep in binary.value or "/" in binary.value or binary.value.startswith("~"))
     ):
         _absolute(binary)
+        checked.append((("fvp", "binary"), binary))
     platform = root.get(("platform",))
     if (
         platform is not None
@@ -539,6 +617,12 @@ def _absolutise_paths(root: LNode) -> None:
         and ("/" in platform.value or platform.value.endswith((".yaml", ".yml")))
     ):
         _absolute(platform)
+        checked.append((("platform",), platform))
+    already = problems.where
+    for path, node in checked:
+        problem = path_problem(node.value) if isinstance(node.value, str) else None
+        if problem is not None and str(node.loc) not in already:
+            problems.add(node.loc, path, problem)
 
 
 # --- validation and cross checks ----------------------------------------------------------------------------
@@ -743,6 +827,30 @@ def _check_platform_kind(root: LNode, scenario: Scenario, profile: Profile, prob
         add(template_at, worst[1] + more, template_at == ("run",))
 
 
+def _check_input_separators(root: LNode, scenario: Scenario, problems: _Problems) -> None:
+    """``{inputs}`` joins the guest paths of a model's inputs with commas (what ``executor_runner --inputs`` takes),
+    so an input whose file name holds a comma would silently become two: refused here, where the user can rename it
+    or pass ``{input_args}`` (``-i FILE`` each) instead. The guest path is ``<guest_dir>/<hash>/<file name>``; on
+    ``target: host`` it is the host path, so there the whole path counts."""
+    templates = [scenario.run.command, *scenario.run.fetch]
+    if not any("{inputs}" in template.replace("{{", "").replace("}}", "") for template in templates):
+        return
+    already = problems.where
+    for name, model in scenario.models.items():
+        for index, item in enumerate(model.inputs):
+            shown = item.file if scenario.target == "host" else os.path.basename(item.file)
+            path: PathTuple = ("models", name, "inputs", index, "file")
+            where = _node_at(root, path)
+            if "," in shown and str(where) not in already:
+                problems.add(where, path, f"{shown!r} holds a comma, and run.command's {{inputs}} separates input "
+                             "files with commas (it would pass two files); rename the file, or use {input_args}")
+    has_inputs = any(model.inputs for model in scenario.models.values())
+    if scenario.target != "host" and "," in scenario.deploy.guest_dir and has_inputs:
+        problems.add(_node_at(root, ("deploy", "guest_dir")), ("deploy", "guest_dir"),
+                     "holds a comma, and run.command's {inputs} separates input files with commas; choose another "
+                     "folder, or use {input_args}")
+
+
 def _check_artifacts(root: LNode, problems: _Problems) -> None:
     """Every runner, model and input file must exist or have a build command; declared sources must exist."""
     already = problems.where  # a path with a problem of its own (an undefined ${vars.x}) is not looked for
@@ -750,14 +858,20 @@ def _check_artifacts(root: LNode, problems: _Problems) -> None:
         field = path[-1] if isinstance(path[-1], str) else path[-2]
         if path[0] == "fvp" or not isinstance(node.value, str) or str(node.loc) in already:
             continue
-        if Path(node.value).exists():
-            continue
         shown = display_path(Path(node.value))
         if field == "sources":
-            problems.add(node.loc, path, f"source file not found: {shown}")
+            if not os.path.lexists(node.value):
+                problems.add(node.loc, path, f"source file not found: {shown}")
+            continue
+        exists, problem = file_problem(node.value)
+        if problem is not None:
+            problems.add(node.loc, path, f"{shown} {problem}")
+            continue
+        if exists:
             continue
         owner = root.get(path[:-1])
-        if owner is None or not isinstance(owner.value, dict) or owner.value.get("build") is None:
+        build = owner.value.get("build") if owner is not None and isinstance(owner.value, dict) else None
+        if build is None or build.value is None:  # `build: null` (a base's command taken away) is no build
             problems.add(
                 node.loc,
                 path,

@@ -171,15 +171,31 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
+MAX_REPETITIONS = 10_000
+"""Upper bounds on the counts a scenario gives: far above any real benchmark, low enough that a typo (``1e9``) is a
+validation error instead of a plan that never finishes enumerating or a run that never ends."""
+MAX_ITERATIONS = 10_000_000
+MAX_WARMUP = 1_000_000
+MAX_INSTANCES = 256
+MAX_RETRIES = 100
+MAX_UNITS = 10_000
+"""Builds x models x repetitions: the plan enumerates (and hashes keys for) every unit up front."""
+MAX_TIMEOUT_S = 30 * 24 * 3600.0
+"""30 days: longer deadlines overflow the waits of ``threading`` and ``select`` (``OverflowError``)."""
+MAX_TIMEOUT_SCALE = 1000.0
+
+
 class Timeouts(StrictModel):
     """Deadlines in seconds, each multiplied by ``fvp.timeout_scale`` and ``--timeout-scale``."""
 
-    boot: float = Field(600.0, gt=0, description="From launch until the login prompt (real models: minutes).")
-    login: float = Field(60.0, gt=0, description="From the login prompt until a shell answers.")
-    command: float = Field(120.0, gt=0, description="One framed guest command (setup, hash checks).")
-    deploy: float = Field(900.0, gt=0, description="Putting one artifact into the guest.")
-    unit: float = Field(600.0, gt=0, description="One unit: one runner invocation with all its iterations.")
-    session: float = Field(14400.0, gt=0, description="One booted instance from launch to stop.")
+    boot: float = Field(600.0, gt=0, le=MAX_TIMEOUT_S,
+        description="From launch until the login prompt (real models: minutes).")
+    login: float = Field(60.0, gt=0, le=MAX_TIMEOUT_S, description="From the login prompt until a shell answers.")
+    command: float = Field(120.0, gt=0, le=MAX_TIMEOUT_S, description="One framed guest command (setup, hash checks).")
+    deploy: float = Field(900.0, gt=0, le=MAX_TIMEOUT_S, description="Putting one artifact into the guest.")
+    unit: float = Field(600.0, gt=0, le=MAX_TIMEOUT_S,
+        description="One unit: one runner invocation with all its iterations.")
+    session: float = Field(14400.0, gt=0, le=MAX_TIMEOUT_S, description="One booted instance from launch to stop.")
 
 
 class FvpConfig(StrictModel):
@@ -206,16 +222,18 @@ class FvpConfig(StrictModel):
         description="Embedded-simulator knobs (boot time, speed, faults); passed as FVP_SIM_* environment "
         "variables and ignored for a real FVP.",
     )
-    instances: int = Field(1, ge=1, description="How many instances to boot in parallel for this scenario.")
+    instances: int = Field(1, ge=1, le=MAX_INSTANCES,
+        description="How many instances to boot in parallel for this scenario.")
     timelimit: float | None = Field(
         None,
         gt=0,
+        le=MAX_TIMEOUT_S,
         description="Bare-metal platforms: --timelimit seconds of every launch (default: the profile's); the "
         "model stops itself there (a time-limit failure, retried like any infrastructure failure).",
     )
     timeouts: Timeouts = Field(default_factory=Timeouts)
     timeout_scale: float = Field(
-        1.0, gt=0, description="Multiplies every timeout (slow hosts, parallel load)."
+        1.0, gt=0, le=MAX_TIMEOUT_SCALE, description="Multiplies every timeout (slow hosts, parallel load)."
     )
 
     @property
@@ -405,8 +423,9 @@ class Until(StrictModel):
         description="Stop a model once the CI of its primary saved % spans at most this many points (full width: "
         "2 means about ±1 %); '2%' is accepted.", gt=0, json_schema_extra=lambda schema: _number_or_percent(schema),
     )
-    min_repetitions: int = Field(2, ge=2, description="Rounds every model runs before it may stop.")
-    max_repetitions: int = Field(10, ge=2, description="Rounds a model runs at most (the plan's size).")
+    min_repetitions: int = Field(2, ge=2, le=MAX_REPETITIONS, description="Rounds every model runs before it may stop.")
+    max_repetitions: int = Field(10, ge=2, le=MAX_REPETITIONS,
+        description="Rounds a model runs at most (the plan's size).")
 
     @field_validator("ci_width", mode="before")
     @classmethod
@@ -433,10 +452,10 @@ class Run(StrictModel):
         "executes). {{ and }} are literal braces.",
     )
     warmup: int = Field(
-        1, ge=0, description="Executions at the start of each unit whose samples are discarded."
+        1, ge=0, le=MAX_WARMUP, description="Executions at the start of each unit whose samples are discarded."
     )
-    iterations: int = Field(10, ge=1, description="Measured executions per unit.")
-    repetitions: int = Field(3, ge=1, description="Separate runner processes per build x model.")
+    iterations: int = Field(10, ge=1, le=MAX_ITERATIONS, description="Measured executions per unit.")
+    repetitions: int = Field(3, ge=1, le=MAX_REPETITIONS, description="Separate runner processes per build x model.")
     order: Literal["interleaved", "blocked"] = Field(
         "interleaved",
         description="interleaved: builds alternate and models rotate; blocked: one build at a time.",
@@ -457,7 +476,8 @@ class Run(StrictModel):
     def planned_repetitions(self) -> int:
         """How many repetitions the plan holds: ``until.max_repetitions`` with ``until``, else ``repetitions``."""
         return self.until.max_repetitions if self.until is not None else self.repetitions
-    timeout: float | None = Field(None, gt=0, description="Per-unit timeout (default: fvp.timeouts.unit).")
+    timeout: float | None = Field(None, gt=0, le=MAX_TIMEOUT_S,
+                                  description="Per-unit timeout (default: fvp.timeouts.unit).")
     env: dict[str, EnvValue] = Field(
         default_factory=dict,
         description="Environment for every unit; {value: ..., secret: true} hides a value in results and logs.",
@@ -495,7 +515,7 @@ class Run(StrictModel):
         return _env_text(value)
 
     retries: int = Field(
-        1, ge=0, description="Retries of a unit after an infrastructure failure (fresh instance)."
+        1, ge=0, le=MAX_RETRIES, description="Retries of a unit after an infrastructure failure (fresh instance)."
     )
 
     @field_validator("command")
@@ -999,6 +1019,14 @@ def cross_field_problems(scenario: Scenario | ScenarioParts) -> list[tuple[tuple
     itself. A field the user left out is named as a default at the key of the section that holds it."""
     problems: list[tuple[tuple[str | int, ...], str, bool]] = []
     unknown = scenario.unknown if isinstance(scenario, ScenarioParts) else frozenset()
+    if isinstance(scenario, Scenario):
+        reps = scenario.run.planned_repetitions
+        units = len(scenario.builds) * len(scenario.models) * reps
+        if units > MAX_UNITS:
+            field = "until" if scenario.run.until is not None else "repetitions"
+            problems.append((("run", field), f"{len(scenario.builds)} builds x {len(scenario.models)} models x {reps} "
+                             f"repetitions is {units} units; at most {MAX_UNITS} fit in one plan: run fewer "
+                             "repetitions or split the scenario", True))
     for section in ("builds", "models"):
         for name in getattr(scenario, section):
             if not NAME_PATTERN.match(name):

@@ -13,8 +13,11 @@ The runner receives the real value. Everything the harness writes shows ``MASK``
 and records (``run.execute``), and the terminal and host logs of the targets (their ``redact`` argument, given by
 ``run.instances``). Masking is by value, so a secret is hidden wherever it shows up (echoed by the guest shell,
 printed by the runner, inside a ``vars`` entry); hence an explicitly marked secret must have at least
-``MIN_SECRET_LENGTH`` characters and no line breaks (validation says so), and ``secret_values`` also lists the
-forms a value takes when it is shell-quoted or ``repr``-ed. The scenario has no ``fvp.env``: the model's own
+``MIN_SECRET_LENGTH`` characters (validation says so), and ``secret_values`` also lists the forms a value takes
+when it is shell-quoted or ``repr``-ed. A value with line breaks (a certificate) is also masked line by line, and
+with its line ends as a terminal echoes them (CRLF), because logs are written, and consoles echo, a line at a time:
+the whole value never appears in one piece there. Validation messages are masked too (``redact_problems``): a
+message may quote the value it refuses. The scenario has no ``fvp.env``: the model's own
 environment (``fvp.sim`` knobs) is not secret.
 """
 
@@ -58,6 +61,7 @@ __all__ = [
     "is_secret_name",
     "redact_data",
     "redact_manifest",
+    "redact_problems",
     "redact_scenario",
     "redact_text",
     "secret_names",
@@ -137,8 +141,65 @@ def secret_values(scenario: Scenario | Mapping[str, Any]) -> tuple[str, ...]:
     for _path, env, _listed in sections:
         for name, value in env.items():
             if name in names and len(value) >= MIN_SECRET_LENGTH and value != MASK:
-                forms.update({value, shlex.quote(value), repr(value)[1:-1]})
-    return tuple(sorted((form for form in forms if len(form) >= MIN_SECRET_LENGTH), key=lambda f: (-len(f), f)))
+                forms.update(_forms(value))
+    return _longest_first(forms)
+
+
+def _longest_first(forms: Iterable[str]) -> tuple[str, ...]:
+    return tuple(sorted({form for form in forms if len(form) >= MIN_SECRET_LENGTH}, key=lambda f: (-len(f), f)))
+
+
+def _forms(value: str) -> set[str]:
+    """Every text ``value`` may show up as: itself, shell-quoted, ``repr``-ed, and for a multi-line value the value
+    with LF, CRLF and CR line ends (a terminal echoes CRLF) and each of its lines, with the quoting of the first and
+    last line (``'-----BEGIN`` ... ``END-----'``). Lines shorter than ``MIN_SECRET_LENGTH`` are left out by the
+    caller: they cannot be masked without masking ordinary text."""
+    forms = {value, shlex.quote(value), repr(value)[1:-1]}
+    if "\n" in value or "\r" in value:
+        lines = value.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        for end in ("\n", "\r\n", "\r"):
+            joined = end.join(lines)
+            forms.update({joined, shlex.quote(joined), repr(joined)[1:-1]})
+        quoted = shlex.quote(value).replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        forms.update(line.strip() for line in (*lines, *quoted) if line.strip())
+    return forms
+
+
+def redact_problems(problems: Sequence[str], data: Mapping[str, Any]) -> list[str]:
+    """Validation messages with every secret of the scenario data they are about masked: a message may quote the
+    value it refuses (``got {...}``, a ``--set`` text). ``data`` is the scenario as written (before validation), so
+    an entry counts as secret when it looks like one in any way: ``{value: ..., secret: ...}`` whatever else is
+    wrong with it, a name in its section's ``secret_env`` or matching the patterns (``secret_values``)."""
+    def leaves(value: Any) -> Iterable[str]:
+        if isinstance(value, Mapping):
+            for item in value.values():
+                yield from leaves(item)
+        elif isinstance(value, list):
+            for item in value:
+                yield from leaves(item)
+        elif value is not None:
+            yield str(value)
+
+    forms: set[str] = set(secret_values(data))
+    run = data.get("run")
+    patterns = run.get("secret_patterns") if isinstance(run, Mapping) else None
+    patterns = [p for p in patterns if isinstance(p, str)] if isinstance(patterns, list) else DEFAULT_SECRET_PATTERNS
+    sections = [run]
+    builds = data.get("builds")
+    sections += list(builds.values()) if isinstance(builds, Mapping) else []
+    for section in sections:
+        env = section.get("env") if isinstance(section, Mapping) else None
+        listed = section.get("secret_env") if isinstance(section, Mapping) else None
+        listed = listed if isinstance(listed, list) else []
+        for name, entry in env.items() if isinstance(env, Mapping) else ():
+            if isinstance(entry, Mapping) and "value" in entry:
+                entry = entry["value"]
+            elif not (name in listed or is_secret_name(str(name), patterns)) or isinstance(entry, str):
+                continue  # a plain setting, or text that secret_values already judged
+            for text in leaves(entry):
+                forms.update(_forms(text))
+    secrets = _longest_first(forms)
+    return [redact_text(problem, secrets) for problem in problems]
 
 
 def redact_text(text: str, secrets: Sequence[str]) -> str:
@@ -196,7 +257,8 @@ def redact_scenario(scenario: Scenario) -> dict[str, Any]:
 
 def secret_problems(scenario: Scenario) -> list[tuple[tuple[str | int, ...], str, bool]]:
     """Cross-field problems of the secret settings (``cross_field_problems`` adds them): a ``secret_env`` name
-    that is no entry of its ``env``, and an explicitly secret value too short to hide or holding a line break."""
+    that is no entry of its ``env``, and an explicitly secret value too short to hide. A line break is fine: such a
+    value is masked line by line (``secret_values``)."""
     problems: list[tuple[tuple[str | int, ...], str, bool]] = []
     sections: list[_Section] = [(("run",), scenario.run.env, scenario.run.secret_env)]
     sections += [(("builds", name), build.env, build.secret_env) for name, build in scenario.builds.items()]
@@ -215,8 +277,4 @@ def secret_problems(scenario: Scenario) -> list[tuple[tuple[str | int, ...], str
                 problems.append(((*path, "env", name),
                                  f"a secret value must have at least {MIN_SECRET_LENGTH} characters to be hidden in "
                                  f"logs and results (this one has {len(value)})", False))
-            elif any(char in value for char in "\r\n"):
-                problems.append(((*path, "env", name),
-                                 "a secret value cannot contain a line break (it could not be hidden in logs)",
-                                 False))
     return problems

@@ -8,8 +8,14 @@ Why these choices:
 - ``records.jsonl`` is append-only, one JSON object per line, flushed and fsynced per record: a crash or
   Ctrl-C loses at most the unit being written, never one already measured, and ``--resume`` can trust what is
   there.
-- A crash can leave a partial last line. Readers skip it with a warning; the next writer cuts it off before
-  appending, so it never glues onto a good record.
+- A crash can leave a partial last line. A last line that is a complete record but lacks its newline (the crash
+  came between the two writes, or another tool cut the newline) is a record: readers count it, and the next writer
+  adds the newline instead of dropping it (dropping it would measure that unit again). A last line that is no
+  record is skipped by readers with a warning; the next writer moves its bytes into ``records.jsonl.partial-<time>``
+  before cutting it off, so nothing is silently lost and the new line never glues onto it.
+- A stored file that is damaged (not UTF-8, not JSON) is a ``ConfigurationError`` naming the file (and line) and
+  what to do: the harness cannot know which of its records to trust. A results folder the harness cannot write
+  is refused by ``lock()``, before anything boots.
 - ``manifest.json`` and the report files are replaced atomically by ``atomic_write`` (temp file in the same
   folder, fsync, rename, fsync of the folder): readers see the old or the new file, never half of one. It is the
   one way the harness replaces a whole file; report modules call it too.
@@ -28,6 +34,7 @@ import logging
 import os
 import re
 import shutil
+import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -52,6 +59,7 @@ __all__ = [
     "LOGS_DIR",
     "MANIFEST_FILE",
     "MANIFEST_FORMAT_VERSION",
+    "PARTIAL_RECORDS_PATTERN",
     "RECORDS_FILE",
     "REPORT_FILES",
     "REPORT_FILE_PATTERNS",
@@ -77,6 +85,9 @@ session may use several). 3: ``run`` (the run's id and the scenario's git commit
 key of every planned unit). ``run.manifest`` reads formats 1 and 2 too."""
 MANIFEST_FILE = "manifest.json"
 RECORDS_FILE = "records.jsonl"
+PARTIAL_RECORDS_PATTERN = f"{RECORDS_FILE}.partial-*"
+"""Incomplete last lines of ``records.jsonl`` set aside by the next append (``ResultStore._repair_tail``); they
+belong to the run and move with it (``archive``, ``reset``)."""
 LOCK_FILE = ".lock"
 LOGS_DIR = "logs"
 FETCHED_DIR = "fetched"
@@ -193,20 +204,29 @@ class StoredRun:
 
     def __init__(self, path: Path, run_id: str, *, current: bool, started: str | None = None,
                  status: str | None = None, commit: str | None = None, units: int | None = None,
-                 branch: str | None = None) -> None:
+                 branch: str | None = None, problem: str | None = None) -> None:
         self.path, self.run_id, self.current = path, run_id, current
         self.started, self.status, self.commit, self.units = started, status, commit, units
         self.branch = branch
+        self.problem = problem
+        """Why the manifest could not be read (damaged, unreadable), or None; a missing manifest is no problem."""
 
     def __repr__(self) -> str:
         return f"StoredRun({self.run_id!r}, {str(self.path)!r}, current={self.current})"
 
     @classmethod
     def of(cls, folder: Path, *, current: bool) -> StoredRun:
-        try:
-            data = json.loads((folder / MANIFEST_FILE).read_text(encoding="utf-8"))
+        problem: str | None = None
+        try:  # not read_manifest: a listing shows a run of a newer format too
+            data = json.loads((folder / MANIFEST_FILE).read_bytes().decode("utf-8"))
+        except FileNotFoundError:
+            data = {}
         except (OSError, ValueError):
             data = {}
+            try:
+                ResultStore(folder, create=False).read_manifest()
+            except ConfigurationError as exc:  # the same words as every other reader of a damaged manifest
+                problem = str(exc)
         data = data if isinstance(data, dict) else {}
 
         def text(value: object) -> str | None:
@@ -219,7 +239,7 @@ class StoredRun:
                    started=text(data.get("started")), status=text(data.get("status")),
                    commit=text(run.get("commit") if isinstance(run, dict) else None),
                    units=units if isinstance(units, int) else None,
-                   branch=text(run.get("branch") if isinstance(run, dict) else None))
+                   branch=text(run.get("branch") if isinstance(run, dict) else None), problem=problem)
 
 
 class ResultStore:
@@ -249,6 +269,7 @@ class ResultStore:
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
         """Hold an exclusive lock on the folder: a second writer fails at once instead of mixing records."""
+        self.check_writable()
         if fcntl is None:  # pragma: no cover
             yield
             return
@@ -264,6 +285,22 @@ class ResultStore:
             finally:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
+    def check_writable(self) -> None:
+        """Refuse a results folder this process cannot write (read-only file system, no permission), before a
+        command boots anything, instead of a traceback at the first record. Probes by creating and removing a
+        file: ``os.access`` is wrong for root and for read-only mounts alike."""
+        probe = self.root / f".write-probe-{os.getpid()}"
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            os.close(fd)
+            probe.unlink()
+        except OSError as exc:
+            raise ConfigurationError(
+                f"results folder {self.root} is not writable ({exc.strerror or exc}); make it writable or write "
+                "elsewhere with -o DIR"
+            ) from exc
+
     # --- manifest -------------------------------------------------------------------------------------------
 
     def write_manifest(self, manifest: Mapping[str, Any]) -> Path:
@@ -278,14 +315,24 @@ class ResultStore:
     def read_manifest(self) -> dict[str, Any] | None:
         """The stored manifest, or None when the folder has none yet. Refuses a newer format."""
         try:
-            text = self.manifest_path.read_text(encoding="utf-8")
+            text = self.manifest_path.read_bytes().decode("utf-8")
         except FileNotFoundError:
             return None
+        except UnicodeDecodeError as exc:
+            raise ConfigurationError(
+                f"{self.manifest_path} is damaged: not valid UTF-8 (byte {exc.start}); restore it, move "
+                f"{self.root} away, or write elsewhere with -o DIR"
+            ) from exc
+        except OSError as exc:
+            raise ConfigurationError(
+                f"{self.manifest_path} cannot be read ({exc.strerror or exc}); fix it or write elsewhere with -o DIR"
+            ) from exc
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ConfigurationError(
-                f"{self.manifest_path} is not valid JSON ({exc}); delete the folder or pass -o DIR"
+                f"{self.manifest_path} is damaged: not valid JSON ({exc}); restore it, move {self.root} away, or "
+                "write elsewhere with -o DIR"
             ) from exc
         version = data.get("format_version", 1) if isinstance(data, dict) else None
         if not isinstance(version, int) or version > MANIFEST_FORMAT_VERSION:
@@ -323,11 +370,11 @@ class ResultStore:
     def append(self, record: Record) -> None:
         """Append one record as one JSON line, flushed and fsynced before returning.
 
-        Before the first append of this object, a partial last line left by a crash is cut off (it was never a
-        complete record), so the new line cannot be glued to it.
+        Before the first append of this object the last line is repaired (``_repair_tail``): a complete record
+        without its newline gets one, a partial line is set aside, so the new line cannot be glued to either.
         """
         if not self._tail_checked:
-            self._truncate_partial_tail()
+            self._repair_tail()
             self._tail_checked = True
         line = json.dumps(record.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":")) + "\n"
         with open(self.records_path, "a", encoding="utf-8", newline="\n") as handle:
@@ -338,38 +385,62 @@ class ResultStore:
     def records(self) -> list[Record]:
         """Every stored record in file (= execution) order.
 
-        A trailing line without its newline (a crash mid-write) is skipped and noted in ``read_warnings`` and
-        the log. A corrupt line elsewhere, or a record of a newer schema, raises ConfigurationError naming the
-        line.
+        A last line without its newline counts when it is a complete record; otherwise (a crash mid-write) it is
+        skipped and noted in ``read_warnings`` and the log. A corrupt line elsewhere (not UTF-8, not JSON, not a
+        record) or a record of a newer schema raises ConfigurationError naming the file and line.
         """
         self.read_warnings = []
         try:
             data = self.records_path.read_bytes()
         except FileNotFoundError:
             return []
-        text = data.decode("utf-8", errors="replace")
-        lines = text.split("\n")
-        partial = lines.pop()  # "" when the file ends with a newline
-        if partial.strip():
-            message = (
-                f"{self.records_path}: ignoring an incomplete last line ({len(partial)} characters, "
-                "probably a crash while writing); that unit will run again with --resume"
-            )
-            self.read_warnings.append(message)
-            log.warning("%s", message)
+        except OSError as exc:
+            raise ConfigurationError(
+                f"{self.records_path} cannot be read ({exc.strerror or exc}); fix it or write elsewhere with -o DIR"
+            ) from exc
+        lines = data.split(b"\n")
+        partial = lines.pop()  # b"" when the file ends with a newline
         out: list[Record] = []
         for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
-            out.append(self._parse_line(line, number))
+            out.append(self._parse_line(self._decode(line, number), number))
+        if partial.strip():
+            last = self._complete_record(partial)
+            if last is not None:
+                out.append(last)
+            else:
+                message = (
+                    f"{self.records_path}: ignoring an incomplete last line ({len(partial)} bytes, "
+                    "probably a crash while writing); that unit will run again with --resume"
+                )
+                self.read_warnings.append(message)
+                log.warning("%s", message)
         return out
+
+    def _decode(self, line: bytes, number: int) -> str:
+        try:
+            return line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ConfigurationError(
+                f"{self.records_path}:{number}: damaged: not valid UTF-8 (byte {exc.start} of the line); remove "
+                f"that line (its unit runs again with --resume), or move {self.root} away"
+            ) from exc
+
+    def _complete_record(self, line: bytes) -> Record | None:
+        """The record an unterminated last line holds, or None when it is not one whole record."""
+        try:
+            return self._parse_line(line.decode("utf-8"), 0)
+        except (UnicodeDecodeError, ConfigurationError):
+            return None
 
     def _parse_line(self, line: str, number: int) -> Record:
         where = f"{self.records_path}:{number}"
         try:
             raw = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise ConfigurationError(f"{where}: not a JSON record ({exc}); remove the line or the folder") from exc
+            raise ConfigurationError(f"{where}: damaged: not a JSON record ({exc}); remove that line (its unit "
+                                     "runs again with --resume), or move the folder away") from exc
         if not isinstance(raw, dict):
             raise ConfigurationError(f"{where}: a record must be a JSON object; remove the line or the folder")
         version = raw.get("schema_version", 1)
@@ -410,7 +481,7 @@ class ResultStore:
             number += 1
         target.mkdir(parents=True)
         moved = [self.records_path, self.manifest_path, self.logs_dir, self.fetched_dir]
-        for pattern in REPORT_FILE_PATTERNS:
+        for pattern in (*REPORT_FILE_PATTERNS, PARTIAL_RECORDS_PATTERN):
             moved += sorted(self.root.glob(pattern))
         for path in moved:
             if path.exists() or path.is_symlink():
@@ -439,7 +510,7 @@ class ResultStore:
         does not know (and ``.lock``) stay."""
         for path in (self.records_path, self.manifest_path):
             path.unlink(missing_ok=True)
-        for pattern in (*REPORT_FILE_PATTERNS, ".*.tmp"):
+        for pattern in (*REPORT_FILE_PATTERNS, PARTIAL_RECORDS_PATTERN, ".*.tmp"):
             for path in self.root.glob(pattern):
                 if path.is_file() or path.is_symlink():
                     path.unlink()
@@ -468,35 +539,48 @@ class ResultStore:
 
     # --- helpers --------------------------------------------------------------------------------------------
 
-    def _truncate_partial_tail(self) -> None:
+    def _repair_tail(self) -> None:
+        """Make the file end with a newline without losing anything: a complete last record gets its newline; a
+        partial last line is copied to ``records.jsonl.partial-<UTC time>`` (logged) and then cut off."""
         try:
-            with open(self.records_path, "rb+") as handle:
-                size = handle.seek(0, os.SEEK_END)
-                if size == 0:
-                    return
-                handle.seek(size - 1)
-                if handle.read(1) == b"\n":
-                    return
-                # find the last newline; everything after it is a partial record
-                block = 1 << 16
-                end = size
-                keep = 0
-                while end > 0:
-                    start = max(0, end - block)
-                    handle.seek(start)
-                    chunk = handle.read(end - start)
-                    pos = chunk.rfind(b"\n")
-                    if pos >= 0:
-                        keep = start + pos + 1
-                        break
-                    end = start
-                log.warning(
-                    "%s: cutting an incomplete last line (%d bytes) before appending",
-                    self.records_path,
-                    size - keep,
-                )
-                handle.truncate(keep)
-                handle.flush()
-                os.fsync(handle.fileno())
+            handle = open(self.records_path, "rb+")  # noqa: SIM115 - closed below, after the repair
         except FileNotFoundError:
             return
+        with handle:
+            size = handle.seek(0, os.SEEK_END)
+            if size == 0:
+                return
+            handle.seek(size - 1)
+            if handle.read(1) == b"\n":
+                return
+            # find the last newline; everything after it is the unterminated last line
+            block = 1 << 16
+            end = size
+            keep = 0
+            while end > 0:
+                start = max(0, end - block)
+                handle.seek(start)
+                chunk = handle.read(end - start)
+                pos = chunk.rfind(b"\n")
+                if pos >= 0:
+                    keep = start + pos + 1
+                    break
+                end = start
+            handle.seek(keep)
+            tail = handle.read()
+            if self._complete_record(tail) is not None:
+                log.warning("%s: the last record had no newline; added it", self.records_path)
+                handle.seek(0, os.SEEK_END)
+                handle.write(b"\n")
+            else:
+                stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+                aside = self.root / f"{RECORDS_FILE}.partial-{stamp}-{os.getpid()}"
+                with open(aside, "wb") as out:
+                    out.write(tail)
+                    out.flush()
+                    os.fsync(out.fileno())
+                log.warning("%s: moved an incomplete last line (%d bytes) to %s before appending",
+                            self.records_path, len(tail), aside)
+                handle.truncate(keep)
+            handle.flush()
+            os.fsync(handle.fileno())

@@ -1,9 +1,14 @@
 """This machine as a target, for runs that need no model (VGF host runs).
 
-Commands run under ``/bin/sh -c`` (the Target contract hands over one shell command line, already quoted) in a private
+Commands run under ``/bin/sh`` (the Target contract hands over one shell command line, already quoted) in a private
 temporary working folder, each in its own process group so a timeout kills the whole command tree. Relative "guest"
 paths are relative to that folder; deploy puts artifacts under ``guest_dir`` (``<workdir>/artifacts``), which the
 deploy layer prefers over the scenario's guest folder, so nothing outside the working folder is written.
+
+The command line reaches the shell as a script file (mode 0600, in the 0700 working folder), never as an argument:
+it holds the scenario's environment values (``NAME='value' runner ...``), secrets included, and every process's
+argv is world-readable (``ps``, ``/proc/PID/cmdline``). The runner then has the values in its environment, which
+only the same user and root can read (``/proc/PID/environ``); ``docs/scenarios.md`` says so.
 """
 
 from __future__ import annotations
@@ -91,7 +96,8 @@ class HostTarget:
         assert self.workdir is not None, "open() the target first"
         limit = (timeout if timeout is not None else self.command_timeout) * self.timeout_scale
         began = time.monotonic()
-        proc = subprocess.Popen(["/bin/sh", "-c", command], cwd=self.workdir, stdout=subprocess.PIPE,
+        script = _script_file(self.workdir, command)
+        proc = subprocess.Popen(["/bin/sh", script], cwd=self.workdir, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         try:
             out, _ = proc.communicate(timeout=limit)
@@ -105,6 +111,7 @@ class HostTarget:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
+            os.unlink(script)
         text = (out or b"").decode("utf-8", "replace").replace("\r\n", "\n")
         if self._log is not None:
             self._log.write(mask(f"$ {command}\n{text}[exit {proc.returncode}]\n", self.redact))
@@ -120,3 +127,12 @@ class HostTarget:
 
     def get(self, remote: str) -> bytes:
         return self.local_path(remote).read_bytes()
+
+
+def _script_file(folder: Path, command: str) -> str:
+    """``command`` in a new file only this user can read, for ``/bin/sh FILE``: no secret on a world-readable argv
+    (see the module docstring). The caller removes it when the command has ended."""
+    fd, path = tempfile.mkstemp(prefix=".command-", suffix=".sh", dir=folder)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(command + "\n")
+    return path

@@ -5,8 +5,12 @@ by its test id; each case runs under a short pytest-timeout."""
 
 from __future__ import annotations
 
+import functools
+import json
+import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -179,3 +183,219 @@ def test_validate_cli_exits_2_without_traceback(tmp_path):
     assert "Traceback" not in result.stderr + result.stdout
     for path in files:
         assert re.search(rf"{re.escape(str(path))}:\d+:\d+: \(yaml\): ", result.stderr), (path, result.stderr)
+
+
+# --- hostile values (issue 23, item 6): each cause the 1000-mutant pass found, as an explicit case -----------------
+
+
+LONG_NAME = "x" * 300  # over NAME_MAX: Path.exists/resolve raised ENAMETOOLONG
+SMOKE = REPO / "scenarios" / "smoke.yaml"
+
+
+def _located(message: str, field: str) -> None:
+    assert LOCATED.match(message) or message.startswith("--set "), message
+    assert f" {field}: " in message, message
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(("override", "field", "wanted"), [
+    (f"platform={LONG_NAME}.yaml", "platform", "a name in the path is 305 bytes long; a file system takes at most 255"),
+    (f"models.ds_cnn.file={LONG_NAME}", "models.ds_cnn.file", "a name in the path is 300 bytes long"),
+    (f"builds.before.runner={'/a' * 2100}", "builds.before.runner", "a file system takes at most 4095"),
+    ("builds.before.runner=/proc/self/mem", "builds.before.runner", "/proc/self/mem cannot be read: Input/output"),
+    ("models.ds_cnn.file=/dev/zero", "models.ds_cnn.file", "/dev/zero is a device; expected a regular file"),
+    ("run.repetitions=1000000000", "run.repetitions", "expected less than or equal to 10000"),
+    ("run.repetitions=1.0e+9", "run.repetitions", "expected less than or equal to 10000"),
+    ("run.iterations=100000000", "run.iterations", "expected less than or equal to 10000000"),
+    ("run.warmup=100000000", "run.warmup", "expected less than or equal to 1000000"),
+    ("fvp.instances=100000", "fvp.instances", "expected less than or equal to 256"),
+    ("run.retries=1000", "run.retries", "expected less than or equal to 100"),
+    ("fvp.timeouts.unit=1e12", "fvp.timeouts.unit", "expected less than or equal to 2592000"),
+    ("run.until={ci_width: 2, max_repetitions: 1000000}", "run.until.max_repetitions", "less than or equal to 10000"),
+    ("models.ds_cnn.inputs=[{file: 'in,put.bin', build: x}]", "models.ds_cnn.inputs[0].file", "holds a comma"),
+])
+def test_hostile_values_are_located_validation_errors(tmp_path, override, field, wanted):
+    overrides = [override] + (["run.until=null"] if override.startswith("run.repetitions") else [])
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(SMOKE, overrides)
+    messages = [problem for problem in info.value.problems if f" {field}: " in problem]
+    assert messages, info.value.problems
+    _located(messages[0], field)
+    assert wanted in messages[0]
+
+
+def test_too_many_units_for_one_plan_is_refused():
+    with pytest.raises(ScenarioError) as info:  # 2 builds x 1 model x 6000 = 12000 units
+        load_scenario(SMOKE, ["run.repetitions=6000"])
+    assert any("is 12000 units; at most 10000 fit in one plan" in item for item in info.value.problems)
+
+
+@pytest.mark.timeout(30)
+def test_pipes_folders_and_a_null_build_are_refused_like_run_refuses_them(tmp_path):
+    fifo = tmp_path / "model.fifo"
+    os.mkfifo(fifo)
+    for path, kind in ((fifo, "a named pipe"), (tmp_path, "a folder")):
+        with pytest.raises(ScenarioError) as info:
+            load_scenario(SMOKE, [f"models.ds_cnn.file={path}"])
+        found = info.value.problems
+        assert any(" models.ds_cnn.file: " in item and f"is {kind}; expected a regular file" in item
+                   for item in found), found
+    missing = tmp_path / "nowhere" / "m.model"  # no file, and --set takes the build command away
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(SMOKE, [f"models.ds_cnn.file={missing}", "models.ds_cnn.build=null"])
+    assert any("there is no `build` command to produce it" in item for item in info.value.problems)
+
+
+def test_a_long_extends_path_is_located(write):
+    path = write("s.yaml", f"extends: {LONG_NAME}.yaml\nname: s\n")
+    message = only(path)
+    assert ":1:10: extends: cannot be a base file: a name in the path is 305 bytes long" in message
+
+
+def test_input_names_with_a_comma_work_with_input_args(tmp_path):
+    loaded = load_scenario(SMOKE, ["models.ds_cnn.inputs=[{file: 'in,put.bin', build: x}]",
+                                   "run.command={runner} --model_path={model} {input_args} --output_file={output}"])
+    assert loaded.scenario.models["ds_cnn"].inputs[0].file.endswith("in,put.bin")
+
+
+# --- 1000 seeded mutants through validate and plan (the slow lane) ----------------------------------------------
+
+MUTANTS = 1000
+MUTANT_SECONDS = 10
+"""Per mutant: a hang (``plan`` enumerating 1e9 repetitions) fails the test at its seed instead of stalling CI."""
+
+
+def _hostile_values(folder: Path) -> list[object]:
+    fifo = folder / "fifo"
+    if not fifo.exists():
+        os.mkfifo(fifo)
+    return [
+        LONG_NAME, "/" + "/".join([LONG_NAME] * 3), "y/" * 2100, "/proc/self/mem", "/dev/zero", str(fifo),
+        str(folder), "/", "", " ", None, 0, -1, 1e9, 10**9, 10**30, 2**63, 1.5, True, [], {}, [[[]]],
+        {"a": {"b": None}},
+        "a,b.bin", "${env:FVP_HARNESS_NO_SUCH_VAR}", "${vars.nope}", "${", "{nope}", "{inputs}", "{{", "~", "~nobody/x",
+        "../" * 50, "\u202e", "x" * 20_000, "NaN", ".inf", "0x10", "1e9", "-0", "null", "*", "[a", "{a: 1}",
+        "sim", "host", "fvp", "corstone300-u55", "interleaved", "cpu_time",
+    ]
+
+
+def _leaves(data: object, path: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+    found: list[tuple[object, ...]] = [path]
+    if isinstance(data, dict):
+        for key, value in data.items():
+            found += _leaves(value, (*path, key))
+    elif isinstance(data, list):
+        for index, value in enumerate(data):
+            found += _leaves(value, (*path, index))
+    return found
+
+
+def _put(data: object, path: tuple[object, ...], value: object) -> object:
+    if not path:
+        return value
+    parent = data
+    for step in path[:-1]:
+        parent = parent[step]  # type: ignore[index]
+    parent[path[-1]] = value  # type: ignore[index]
+    return data
+
+
+@functools.cache
+def _shipped(source: Path) -> tuple[bytes, str]:
+    """A shipped scenario's bytes and its data as JSON (a cheap deep copy per mutant)."""
+    import yaml
+
+    text = source.read_bytes()
+    return text, json.dumps(yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
+
+
+def make_mutant(case: int, folder: Path) -> tuple[Path, list[str]]:
+    """Mutant ``case`` (reproducible by number): one of the shipped scenarios with a value replaced by a hostile one,
+    a key added, a ``--set`` override, or bytes flipped / the file cut (``mutate``)."""
+    import yaml
+
+    rng = random.Random(f"mutant:{case}")
+    source = SHIPPED[case % len(SHIPPED)]
+    target = folder / f"mutant-{source.name}"
+    text, as_json = _shipped(source)
+    kind = rng.randrange(10)
+    if kind < 2:
+        target.write_bytes(mutate(text, case, rng))
+        return target, []
+    data = json.loads(as_json)
+    values = _hostile_values(folder)
+    value = rng.choice(values)
+    paths = _leaves(data)[1:]
+    path = rng.choice(paths)
+    if kind < 6:
+        data = _put(data, path, value)
+    elif kind < 8:
+        parent = path[:-1]
+        holder = data
+        for step in parent:
+            holder = holder[step]
+        key = rng.choice(["extends", "platform", "file", "runner", "build", "repetitions", "iterations", "warmup",
+                          "instances", "inputs", "sources", "env", "secret_env", "timeout", "until", "fetch"])
+        if isinstance(holder, dict):
+            holder[key] = value
+        else:
+            data = _put(data, path, value)
+    else:
+        dotted = ".".join(str(step) for step in path if isinstance(step, str))
+        shown = yaml.safe_dump(value, default_flow_style=True).strip().removesuffix("...").strip()
+        target.write_bytes(text)
+        return target, [f"{dotted}={shown}"]
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    target.write_text(yaml.dump(data, Dumper=dumper, allow_unicode=True), encoding="utf-8")
+    return target, []
+
+
+class _TooSlow(Exception):
+    pass
+
+
+def _alarm(signum: int, frame: object) -> None:
+    raise _TooSlow
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_1000_seeded_mutants_through_validate_and_plan(tmp_path, monkeypatch):
+    """Every mutant either loads and plans or fails with a HarnessError; any other exception, or a mutant taking
+    longer than MUTANT_SECONDS (SIGALRM), fails the test naming its case number (``make_mutant(case, folder)``
+    rebuilds it). Built-in profiles are parsed once (they do not change here; a third of the time otherwise)."""
+    import signal
+
+    from fvp_harness.errors import HarnessError
+    from fvp_harness.run.plan import build_plan
+    from fvp_harness.scenario import load as loader
+
+    monkeypatch.setattr(loader, "load_profile", functools.cache(loader.load_profile))
+
+    for source in SHIPPED:
+        (tmp_path / source.name).write_bytes(source.read_bytes())
+    for extra in (REPO / "scenarios").iterdir():
+        if extra.is_dir():  # bases and data some scenarios name
+            shutil.copytree(extra, tmp_path / extra.name)
+    failures: list[str] = []
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    counts = {"planned": 0, "refused": 0}
+    try:
+        for case in range(MUTANTS):
+            path, overrides = make_mutant(case, tmp_path)
+            signal.setitimer(signal.ITIMER_REAL, MUTANT_SECONDS)
+            try:
+                build_plan(load_scenario(path, overrides))
+                counts["planned"] += 1
+            except HarnessError:
+                counts["refused"] += 1
+            except _TooSlow:
+                failures.append(f"case {case} ({path.name} {overrides}): no answer within {MUTANT_SECONDS} s")
+            except Exception as exc:
+                failures.append(f"case {case} ({path.name} {overrides}): {type(exc).__name__}: {exc}"[:400])
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+    assert not failures, "\n".join(failures)
+    assert counts["refused"] > MUTANTS // 4 and counts["planned"] > 0, counts

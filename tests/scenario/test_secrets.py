@@ -106,3 +106,28 @@ def test_redact_helpers():
     assert redact_data(data, ("abab" * 4,), {"TOKEN"}) == {"k": digest, "env": {"TOKEN": MASK}, "list": [f"x{SECRET}y"]}
     manifest = {"scenario": {"resolved": {"run": {"env": {"TOKEN": SECRET}}}}, "overrides": [f"run.env.TOKEN={SECRET}"]}
     assert SECRET not in json.dumps(redact_manifest(manifest))
+
+
+def test_validation_messages_never_show_a_secret_value(write):
+    """A message that quotes the value it refuses (``got {...}``, the ``--set`` text) shows ``***`` instead."""
+    path = write("s.yaml", "name: s\nbuilds: {b: {runner: r, build: x}}\n" + BODY)
+    cert = "-----BEGIN KEY-----\\nMIIBszCCAVmgAwIBAgIU\\n-----END KEY-----"
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(path, [f'run.env.LICENCE={{value: "{SECRET}", secret: true, typo: 1}}',
+                             f"run.env.API_TOKEN=[{SECRET}-2]",
+                             f'builds.b.env.CERT={{value: "{cert}", secret: yes, extra: no}}'])
+    text = "\n".join(info.value.problems)
+    assert "run.env.LICENCE" in text and "run.env.API_TOKEN" in text and "builds.b.env.CERT" in text
+    for leaked in (SECRET, "MIIBszCCAVmgAwIBAgIU", "-----BEGIN KEY-----"):
+        assert leaked not in text, text
+    assert MASK in text
+
+
+def test_a_multi_line_secret_is_accepted_and_masked_line_by_line(write):
+    scenario = scenario_of(write, 'run:\n  env:\n    CERT: {value: "-----BEGIN-----\\nline-two-secret\\nend-of-it", '
+                                  'secret: true}\nbuilds: {b: {runner: r, build: x}}\n')
+    secrets = scenario.secret_values()
+    echoed = "$ export CERT='-----BEGIN-----\r\n> line-two-secret\r\n> end-of-it'\r\n"
+    assert redact_text(echoed, secrets) == "$ export CERT=***\r\n> ***\r\n> ***\r\n"
+    assert redact_text("x line-two-secret y", secrets) == f"x {MASK} y"
+    assert redact_text("-----BEGIN-----\nline-two-secret\nend-of-it", secrets) == MASK

@@ -176,3 +176,19 @@ def test_a_host_report_names_the_host_not_an_fvp() -> None:
     assert "Host: **bench1 (x86_64)**" in line and "FVP" not in line and "Platform" not in line
     fvp = ReportContext.from_manifest({**manifest, "scenario": {"name": "vgf", "resolved": {"target": "fvp"}}})
     assert "FVP: **sim 11.30.27**" in _context_line(fvp, (), []) and fvp.host is None
+
+
+def test_host_commands_put_no_secret_on_a_world_readable_argv(tmp_path):
+    """The shell gets the command as a 0600 script file, not as ``-c TEXT``: ``ps`` (``/proc/PID/cmdline``) shows
+    no environment value of the command; the runner still gets it in its environment."""
+    from fvp_harness.targets.host import HostTarget
+
+    secret = "argv-s3cr3t-value"
+    with HostTarget(log_dir=tmp_path / "logs") as target:
+        done = target.run(f"API_TOKEN={secret} sh -c 'tr \"\\0\" \" \" < /proc/$PPID/cmdline; echo; "
+                          "printf %s \"$API_TOKEN\" | wc -c'; tr '\\0' ' ' < /proc/$$/cmdline")
+        leftovers = list(target.workdir.glob(".command-*"))
+    assert done.exit_status == 0, done.output
+    assert secret not in done.output and "/bin/sh" in done.output
+    assert f"{len(secret)}\n" in done.output  # the child had it in its environment
+    assert leftovers == []  # the script file is removed once the command ended

@@ -1,0 +1,165 @@
+"""Stored state you can lean on (issue 23, item 7): a damaged manifest or records file is a clear error naming the
+file and what to do (exit 2), a read-only results folder is refused before anything boots, and an append never
+deletes a valid last record (a missing newline is repaired; a partial line is set aside, never silently dropped).
+In process, through the store and through the CLI verbs (``run``, ``report``, ``runs``, ``compare``)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from fvp_harness.cli.main import main
+from fvp_harness.errors import ConfigurationError
+from fvp_harness.store.folder import PARTIAL_RECORDS_PATTERN, ResultStore
+from tests.helpers import record
+from tests.report.stored_runs import write_run
+
+REPO = Path(__file__).resolve().parents[2]
+BASE = {("before", "m1"): 2.0, ("after", "m1"): 1.0}
+
+
+def _line(unit: str) -> str:
+    return json.dumps(record(unit).model_dump(mode="json"), separators=(",", ":"))
+
+
+# --- records.jsonl: the last line -----------------------------------------------------------------------------
+
+
+def test_a_valid_last_record_without_newline_counts_and_is_repaired_not_deleted(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path)
+    store.records_path.write_text(_line("u1") + "\n" + _line("u2"))  # newline lost
+    assert [r.unit_id for r in store.records()] == ["u1", "u2"]  # counted: --resume does not measure it again
+    assert store.read_warnings == [] and store.done_keys() == {"key-u1", "key-u2"}
+    store.append(record("u3"))
+    text = store.records_path.read_text()
+    assert text == _line("u1") + "\n" + _line("u2") + "\n" + _line("u3") + "\n"
+    assert [r.unit_id for r in ResultStore(tmp_path).records()] == ["u1", "u2", "u3"]
+    assert not list(tmp_path.glob(PARTIAL_RECORDS_PATTERN))
+
+
+def test_a_partial_last_line_is_set_aside_before_appending(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path)
+    store.append(record("u1"))
+    with open(store.records_path, "a", encoding="utf-8") as handle:
+        handle.write(_line("u2")[:40])
+    resumed = ResultStore(tmp_path)
+    resumed.append(record("u3"))
+    assert [r.unit_id for r in resumed.records()] == ["u1", "u3"] and resumed.read_warnings == []
+    (aside,) = tmp_path.glob(PARTIAL_RECORDS_PATTERN)
+    assert aside.read_text() == _line("u2")[:40]  # kept, byte for byte
+    resumed.archive("old")  # it belongs to the run and moves with it
+    assert not list(tmp_path.glob(PARTIAL_RECORDS_PATTERN))
+    assert len(list((tmp_path / "runs" / "old").glob(PARTIAL_RECORDS_PATTERN))) == 1
+
+
+# --- damaged files --------------------------------------------------------------------------------------------
+
+
+def test_a_manifest_that_is_not_utf8_is_an_error_naming_the_file(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path)
+    store.manifest_path.write_bytes(b'{"format_version": 3, "x": "\xff\xfe"}\n')
+    with pytest.raises(ConfigurationError, match=r"manifest.json is damaged: not valid UTF-8.*-o DIR") as caught:
+        store.read_manifest()
+    assert str(store.manifest_path) in str(caught.value)
+
+
+def test_a_records_line_that_is_not_utf8_is_an_error_naming_the_line(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path)
+    store.records_path.write_bytes(_line("u1").encode() + b"\n" + b'{"unit_id": "\xff"}\n' + _line("u3").encode()
+                                   + b"\n")
+    with pytest.raises(ConfigurationError, match=r"records.jsonl:2: damaged: not valid UTF-8.*--resume"):
+        store.records()
+
+
+# --- a read-only results folder --------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _read_only_folder(path: Path) -> Iterator[Path]:
+    """A real read-only file system (chmod does not stop root): a small tmpfs mounted read-only."""
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("mounting a read-only tmpfs needs root")
+    path.mkdir(parents=True)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(path)], capture_output=True,
+                          check=False)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode(errors='replace').strip()}")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+def test_a_read_only_results_folder_is_refused_before_anything_runs(tmp_path: Path, capsys) -> None:
+    with _read_only_folder(tmp_path / "ro") as folder:
+        store = ResultStore(folder)
+        with pytest.raises(ConfigurationError, match=r"results folder .*ro is not writable \(Read-only file system"):
+            store.check_writable()
+        artifacts = tmp_path / "artifacts"
+        code = main(["run", str(REPO / "scenarios" / "smoke.yaml"), "-o", str(folder), "-q",
+                     "--set", f"vars.artifacts={artifacts}"])
+        err = capsys.readouterr().err
+        assert code == 2 and f"{folder} is not writable" in err and "Traceback" not in err
+        assert not artifacts.exists()  # refused at the lock, before builds and boots
+        assert os.listdir(folder) == []
+
+
+# --- through the CLI --------------------------------------------------------------------------------------------
+
+
+def _damaged_run(tmp_path: Path) -> Path:
+    folder = tmp_path / "results" / "demo"
+    write_run(folder, BASE, run_id="20260301-100000-aaaa", commit="a" * 40, seed=1)
+    write_run(folder, BASE, run_id="20260302-100000-bbbb", commit="b" * 40, seed=2)
+    manifest = folder / "manifest.json"
+    manifest.write_bytes(manifest.read_bytes().replace(b'"', b'\xff', 1))
+    return folder
+
+
+def test_report_runs_and_compare_on_a_damaged_manifest_exit_2_naming_it(tmp_path: Path, capsys) -> None:
+    folder = _damaged_run(tmp_path)
+    wanted = f"{folder / 'manifest.json'} is damaged: not valid UTF-8"
+    assert main(["report", str(folder)]) == 2
+    assert wanted in capsys.readouterr().err
+    assert main(["runs", str(folder)]) == 2  # the other runs are still listed
+    out, err = capsys.readouterr()
+    assert "20260301-100000-aaaa" in out and wanted in err
+    assert main(["compare", f"{folder}@latest~1", str(folder), "-o", str(tmp_path / "cmp")]) == 2
+    err = capsys.readouterr().err
+    assert wanted in err and "Traceback" not in err
+    (folder / "manifest.json").write_text('{"format_version": 99}')  # newer, not damaged: listed, exit 0
+    assert main(["runs", str(folder)]) == 0
+
+
+def test_report_and_compare_on_a_damaged_records_file_exit_2_naming_the_line(tmp_path: Path, capsys) -> None:
+    folder = tmp_path / "results" / "demo"
+    write_run(folder, BASE, run_id="20260301-100000-aaaa", commit="a" * 40, seed=1)
+    write_run(folder, BASE, run_id="20260302-100000-bbbb", commit="b" * 40, seed=2)
+    records = folder / "records.jsonl"
+    lines = records.read_bytes().split(b"\n")
+    lines[1] = lines[1][:10] + b"\xc3" + lines[1][11:]
+    records.write_bytes(b"\n".join(lines))
+    assert main(["report", str(folder)]) == 2
+    assert f"{records}:2: damaged: not valid UTF-8" in capsys.readouterr().err
+    assert main(["compare", f"{folder}@latest~1", str(folder), "-o", str(tmp_path / "cmp")]) == 2
+    assert f"{records}:2: damaged" in capsys.readouterr().err
+
+
+def test_run_resume_on_a_damaged_folder_exits_2_before_building(tmp_path: Path, capsys) -> None:
+    folder = tmp_path / "smoke"
+    folder.mkdir()
+    (folder / "manifest.json").write_bytes(b'{"format_version": 3, \xff}')
+    artifacts = tmp_path / "artifacts"
+    code = main(["run", str(REPO / "scenarios" / "smoke.yaml"), "-o", str(folder), "--resume", "-q",
+                 "--set", f"vars.artifacts={artifacts}"])
+    err = capsys.readouterr().err
+    assert code == 2 and f"{folder / 'manifest.json'} is damaged: not valid UTF-8" in err
+    assert not artifacts.exists()  # nothing built, nothing booted
+    assert (folder / "manifest.json").read_bytes() == b'{"format_version": 3, \xff}'  # left for the user
