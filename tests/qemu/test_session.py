@@ -60,3 +60,13 @@ def test_transfer_both_ways(target: FvpTarget, tmp_path: Path, method: str) -> N
         assert target.get(f"/tmp/{method}.txt") == local.read_bytes()
     finally:
         target.transfer = "console"
+
+
+def test_a_console_upload_announces_its_measured_rate(target: FvpTarget, tmp_path: Path,
+                                                      caplog: pytest.LogCaptureFixture) -> None:
+    local = tmp_path / "random.bin"
+    local.write_bytes(os.urandom(48 * 1024))  # incompressible: typed as base64, ~64 KiB over the UART
+    with caplog.at_level("INFO", logger="fvp_harness.targets.transfer"):
+        target.put(local, "/tmp/random.bin")
+    said = [r.getMessage() for r in caplog.records if "console upload of /tmp/random.bin at" in r.getMessage()]
+    assert said and re.search(r"at \d+\.\d KiB/s: the remaining \d+ KiB will take about \d+ s", said[0]), said
