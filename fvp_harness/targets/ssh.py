@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import shlex
+import socket
 import threading
 import time
 from collections.abc import Coroutine
@@ -55,6 +56,9 @@ class _LoopThread:
         if not self.thread.is_alive():
             self.loop.close()
 
+
+KEX_DROPS = 3
+"""Failed handshakes in a row, each time with a server that greets (``SSH-...``), before SshUnavailable."""
 
 _READ_CHUNK = 1 << 16
 """SFTP read size of ``get``; it reads until EOF, never trusting the reported file size."""
@@ -101,7 +105,7 @@ class SshTransport:
             return
         if self._loop is None:
             self._loop = _LoopThread()
-        attempts = 0
+        attempts = dropped = 0
         last: BaseException | None = None
         while True:
             attempts += 1
@@ -115,12 +119,33 @@ class SshTransport:
             except (OSError, asyncssh.Error, asyncio.TimeoutError, TimeoutError) as exc:
                 last = exc
                 log.debug("ssh attempt %s to %s:%s failed: %s", attempts, self.host, self.port, exc)
+                banner = self._banner(deadline) if isinstance(exc, asyncssh.Error | ConnectionError) else None
+                dropped = dropped + 1 if banner else 0
+                if dropped >= KEX_DROPS:
+                    raise SshUnavailable(
+                        f"the SSH server on {self.host}:{self.port} ({banner}) answers but dropped the key exchange "
+                        f"{dropped} times in a row: {type(exc).__name__}: {exc} (see the guest's sshd log)",
+                        log_path=self.log_path, stage="ssh") from exc
             if deadline.expired:
                 raise SshUnavailable(
                     deadline.message(f"no SSH server answered on {self.host}:{self.port} ({attempts} attempts; "
                                      f"last error: {type(last).__name__}: {last})", log_path=self.log_path),
                     log_path=self.log_path, stage="ssh") from last
             time.sleep(deadline.slice(min(0.2 * attempts, 1.0)))
+
+    def _banner(self, deadline: Deadline) -> str | None:
+        """The server's ``SSH-`` version line if one answers on the port now (within 2 s), else None.
+
+        Why: a port that accepts and closes is a server not up yet (QEMU's user network accepts for a guest port
+        nobody listens on), worth waiting for; a server that greets and then drops the key exchange is broken,
+        and waiting the whole deploy timeout for it (600 s) hides the reason."""
+        try:
+            with socket.create_connection((self.host, self.port), timeout=max(0.1, deadline.slice(2.0))) as probe:
+                probe.settimeout(max(0.1, deadline.slice(2.0)))
+                line = probe.recv(256).split(b"\n", 1)[0].strip()
+        except OSError:
+            return None
+        return line.decode("ascii", "replace") if line.startswith(b"SSH-") else None
 
     async def _connect(self, asyncssh: Any, timeout: float) -> Any:
         return await asyncssh.connect(
