@@ -315,9 +315,10 @@ def build_guest(folder: Path | None = None, *, force: bool = False, log: Log = l
     log("apt-get update (private arm64 state; the system's apt state is not touched)")
     _run(["apt-get", *apt_options(state), "update"])
     kernel_pkg = _kernel_package(state)
-    log(f"apt-get download {kernel_pkg} {' '.join(PACKAGES)}")
-    debs = _download(state, base / "debs", [kernel_pkg, *PACKAGES])
+    shutil.rmtree(base / "debs", ignore_errors=True)  # older builds kept their packages here
     with tempfile.TemporaryDirectory(prefix="guest-", dir=base) as scratch:
+        log(f"apt-get download {kernel_pkg} {' '.join(PACKAGES)}")
+        debs = _download(state, Path(scratch) / "debs", [kernel_pkg, *PACKAGES])
         extracted, kernel_root, root = (Path(scratch) / name for name in ("pkgs", "kernel", "root"))
         for deb in debs:
             target = kernel_root if deb.name.startswith(kernel_pkg + "_") else extracted
