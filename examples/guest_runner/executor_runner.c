@@ -22,7 +22,7 @@
 #include <string.h>
 #include <time.h>
 
-#define ARENA_BYTES (4u << 20) /* the planned-memory arena a method allocator would hand out */
+#define ARENA_BYTES (8u << 20) /* the planned-memory arena a method allocator would hand out */
 
 static double now_ms(void) {
     struct timespec ts;
