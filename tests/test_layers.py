@@ -34,6 +34,7 @@ RANKS: dict[str, int] = {
     "files": 0,
     "located": 0,
     "profiles": 1,
+    "guest": 1,  # the QEMU guest builder: errors only (apt and dpkg-deb do the work)
     "scenario": 2,
     "store": 2,
     "targets": 2,

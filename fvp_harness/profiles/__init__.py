@@ -5,8 +5,11 @@ announces and which one is the Linux console, how to find the ports, how to log 
 failure. The harness reads only the profile (never hard-coded platform facts), so a new platform is a new YAML
 file.
 
-Two kinds (``kind``): ``linux`` platforms boot once per session and run units in a guest shell (terminals, console,
-login); ``baremetal`` platforms (Corstone-300/320) run one program per model launch: the runner ELF is the
+Three kinds (``kind``): ``linux`` platforms boot once per session and run units in a guest shell (terminals, console,
+login); ``qemu`` platforms are Linux guests too, but QEMU is launched natively: ``args`` is its command line
+(``{ssh_port}`` becomes the host port forwarded to the guest's sshd), firmware inputs are ``option``s such as
+``-kernel``, and the one socket console is announced by a banner with a single (port) group, since QEMU names no
+terminal; ``baremetal`` platforms (Corstone-300/320) run one program per model launch: the runner ELF is the
 application (``-a``), its UART goes to the model's stdout (``<uart>.out_file=-``), and the launch ends when the
 program sends EOT (``shutdown_on_eot``) or the model exits. Only the fields of a profile's kind are required.
 
@@ -55,15 +58,19 @@ class FirmwareInput(_Strict):
     param: str | None = None
     data: str | None = None
     address: str | None = None
+    option: str | None = Field(
+        None, description="A QEMU option the file follows (-kernel, -initrd): becomes `<option> <path>`."
+    )
     required: bool = Field(
         True, description="A real model cannot boot without it; validation fails when absent."
     )
 
     @model_validator(mode="after")
     def _one_way_in(self) -> FirmwareInput:
-        if (self.param is None) == (self.data is None):
+        if sum(way is not None for way in (self.param, self.data, self.option)) != 1:
             raise ValueError(
-                "give exactly one of `param` (-C name=path) or `data` (--data name=path@address)"
+                "give exactly one of `param` (-C name=path), `data` (--data name=path@address) or `option` "
+                "(QEMU: -kernel path)"
             )
         if self.data is not None and self.address is None:
             raise ValueError("`data` needs an `address` (e.g. 0x68000000)")
@@ -87,10 +94,11 @@ class Profile(_Strict):
 
     name: str
     description: str = ""
-    kind: Literal["linux", "baremetal"] = Field(
+    kind: Literal["linux", "qemu", "baremetal"] = Field(
         "linux",
-        description="linux: boot once, log in, run units in the guest shell; baremetal: one model launch per unit "
-        "with the runner ELF as the application (-a), its UART on the model's stdout.",
+        description="linux: boot once, log in, run units in the guest shell; qemu: the same guest session, QEMU "
+        "launched with `args` as its command line; baremetal: one model launch per unit with the runner ELF as "
+        "the application (-a), its UART on the model's stdout.",
     )
     executables: list[str] = Field(description="Executable names of the real model, tried in order on PATH.")
     params: dict[str, ParamValue] = Field(default_factory=dict, description="Default -C parameters.")
@@ -203,6 +211,11 @@ class Profile(_Strict):
         r"Fast Models \[([^\]]+)\]",
         description="Regex over `--version` output; group 1 is the version recorded.",
     )
+    params_option: str | None = Field(
+        "--list-params",
+        description="The option that lists the model's parameters (doctor checks every -C against it); null: the "
+        "program has none (QEMU).",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -228,9 +241,10 @@ class Profile(_Strict):
 
     @field_validator("port_banner")
     @classmethod
-    def _banner_has_two_groups(cls, value: str) -> str:
-        if _compile(value).groups < 2:
-            raise ValueError("port_banner needs two groups: (terminal name) and (port)")
+    def _banner_has_groups(cls, value: str) -> str:
+        if _compile(value).groups < 1:
+            raise ValueError("port_banner needs two groups, (terminal name) and (port), or (port) alone when the "
+                             "platform has one terminal")
         return value
 
     @field_validator("login_prompts", "failure_patterns", "boot_failure_patterns", "benign_patterns",
@@ -247,6 +261,11 @@ class Profile(_Strict):
         if value is not None:
             _compile(value)
         return value
+
+    @property
+    def qemu(self) -> bool:
+        """True for a QEMU platform (``args`` is QEMU's command line; no -C parameters, no --stat)."""
+        return self.kind == "qemu"
 
     @property
     def baremetal(self) -> bool:
@@ -266,7 +285,15 @@ class Profile(_Strict):
                 _address(self.data_address)
             return self
         if not self.terminals or not self.login_prompts:
-            raise ValueError("a linux profile needs `terminals`, `console` and `login_prompts`")
+            raise ValueError(f"a {self.kind} profile needs `terminals`, `console` and `login_prompts`")
+        if _compile(self.port_banner).groups < 2 and len(self.terminals) != 1:
+            raise ValueError("a port_banner with one group (the port) needs exactly one terminal")
+        if self.qemu:
+            if self.params or self.ssh_forward_params:
+                raise ValueError("a qemu profile has no -C `params` or `ssh_forward_params`: its `args` are QEMU's "
+                                 "command line, with {ssh_port} where the ssh forward's host port goes")
+            if any(spec.option is None for spec in self.firmware.values()):
+                raise ValueError("a qemu profile's firmware inputs are QEMU options (`option: -kernel`)")
         return self._console_is_a_terminal()
 
     def _console_is_a_terminal(self) -> Profile:
@@ -294,6 +321,8 @@ class Profile(_Strict):
                 continue
             if spec.param is not None:
                 argv += ["-C", f"{spec.param}={files[name]}"]
+            elif spec.option is not None:
+                argv += [spec.option, files[name]]
             else:
                 argv += ["--data", f"{spec.data}={files[name]}@{spec.address}"]
         return argv

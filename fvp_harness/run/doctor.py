@@ -112,13 +112,14 @@ def _version_check(program: list[str], profile: Profile, status: int | None, tex
                  "run the model by hand to see why (licence, missing libraries)", failure_class="infrastructure")
 
 
-def _parameter_check(spec: LaunchSpec, status: int | None, listing: str, timeout: float) -> Check:
+def _parameter_check(spec: LaunchSpec, status: int | None, listing: str, timeout: float,
+                     option: str = "--list-params") -> Check:
     known = parse_param_names(listing) if status == 0 else set()
     if not known:
         why = (f"no answer within {timeout:.3g} s" if status is None and _silent(listing)
                else f"exit status {status}" if status not in (0, None) else "no parameter lines in its output")
-        return Check("parameters", "warn", f"could not read --list-params ({why}); parameters not checked",
-                     "run the model with --list-params by hand", failure_class="infrastructure")
+        return Check("parameters", "warn", f"could not read {option} ({why}); parameters not checked",
+                     f"run the model with {option} by hand", failure_class="infrastructure")
     # every -C of the argv: profile and scenario params, firmware given as -C, scenario args
     given = list(dict.fromkeys(arg.split("=", 1)[0] for flag, arg in zip(spec.argv, spec.argv[1:], strict=False)
                                if flag in ("-C", "--parameter")))
@@ -146,14 +147,19 @@ def _probe_all(program: list[str], spec: LaunchSpec, profile: Profile, timeout: 
         began = time.monotonic()
         status, text = query_model(program, option, spec.env, timeout, cancel=cancel)
         result = (_version_check(program, profile, status, text, timeout) if option == "--version"
-                  else _parameter_check(spec, status, text, timeout))
+                  else _parameter_check(spec, status, text, timeout, option))
         if on_done is not None:
             on_done(result, time.monotonic() - began)
         return result
 
+    if profile.params_option is None:  # QEMU lists no parameters: its options are checked by its own start
+        skipped = Check("parameters", "skip", f"{name} has no parameter listing (profile params_option: null)")
+        if on_done is not None:
+            on_done(skipped, 0.0)
+        return [probe("version", "--version"), skipped]
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="doctor-probe") as pool:
         futures: list[Future[Check]] = [pool.submit(probe, "version", "--version"),
-                                        pool.submit(probe, "parameters", "--list-params")]
+                                        pool.submit(probe, "parameters", profile.params_option)]
         try:
             for future in futures:
                 while not future.done():

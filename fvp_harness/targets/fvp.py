@@ -312,7 +312,12 @@ def build_launch(
     present. In every one of the profile's ``ssh_forward_params`` the mapping to the guest's sshd gets a host port
     of its own: ``ssh_port`` for the first (None: a free one), a free one for each other.
     Firmware paths and relative scenario paths are resolved against ``base_dir`` (the scenario's folder).
+    A ``kind: qemu`` profile is QEMU's own command line instead (``targets.qemu.qemu_launch``).
     """
+    if profile.qemu:
+        from fvp_harness.targets.qemu import qemu_launch  # late: qemu.py builds on this module's helpers
+
+        return qemu_launch(profile, fvp, ssh_port=ssh_port, binary=binary, base_dir=base_dir, environ=environ)
     chosen = binary or getattr(fvp, "binary", SIM_BINARY) or SIM_BINARY
     program = resolve_binary(chosen, profile)
     simulated = chosen == SIM_BINARY
@@ -536,8 +541,11 @@ class FvpProcess:
             if _STAT_HEADER.match(line.strip()) or self._all_stat_lines:
                 self._all_stat_lines.append(line)
             match = self._banner.pattern.search(line)
-            if match:
-                name, port = match.group(1), int(match.group(2))
+            if match:  # one group: the port of the platform's one terminal (QEMU names none)
+                if self._banner.pattern.groups >= 2:
+                    name, port = match.group(1), int(match.group(2))
+                else:
+                    name, port = self.profile.console, int(match.group(1))
                 self._banner.ports[name] = port
             self._cond.notify_all()
 

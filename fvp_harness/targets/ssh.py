@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import shlex
+import socket
 import threading
 import time
 from collections.abc import Coroutine
@@ -56,6 +57,27 @@ class _LoopThread:
             self.loop.close()
 
 
+KEX_DROPS = 3
+"""Failed handshakes in a row, each time with a server that greets (``SSH-...``), before SshUnavailable."""
+
+_READ_CHUNK = 1 << 16
+"""SFTP read size of ``get``; it reads until EOF, never trusting the reported file size."""
+
+_PREFERRED_HOST_KEYS = ("ssh-ed25519", "ecdsa-sha2-nistp256")
+
+
+def _host_key_preference(asyncssh: Any) -> list[str]:
+    """Host key algorithms, ed25519 and ECDSA first, then asyncssh's defaults.
+
+    Why: asyncssh takes the first of its list the server offers, and its default puts RSA early. Dropbear 2022.83
+    started with only an ed25519 key (or ``-R``, keys made on demand) still offers RSA; picking it made a real guest's
+    server die on an assertion (or spend seconds making an RSA key under emulation). OpenSSH's client prefers ed25519
+    and never shows it; so does this one now."""
+    defaults = [alg.decode() if isinstance(alg, bytes) else str(alg)
+                for alg in asyncssh.public_key.get_default_public_key_algs()]
+    return [*_PREFERRED_HOST_KEYS, *(alg for alg in defaults if alg not in _PREFERRED_HOST_KEYS)]
+
+
 class SshTransport:
     """An SSH connection to ``host:port`` as ``user``; connect lazily with retries until a deadline."""
 
@@ -83,7 +105,7 @@ class SshTransport:
             return
         if self._loop is None:
             self._loop = _LoopThread()
-        attempts = 0
+        attempts = dropped = 0
         last: BaseException | None = None
         while True:
             attempts += 1
@@ -97,6 +119,13 @@ class SshTransport:
             except (OSError, asyncssh.Error, asyncio.TimeoutError, TimeoutError) as exc:
                 last = exc
                 log.debug("ssh attempt %s to %s:%s failed: %s", attempts, self.host, self.port, exc)
+                banner = self._banner(deadline) if isinstance(exc, asyncssh.Error | ConnectionError) else None
+                dropped = dropped + 1 if banner else 0
+                if dropped >= KEX_DROPS:
+                    raise SshUnavailable(
+                        f"the SSH server on {self.host}:{self.port} ({banner}) answers but dropped the key exchange "
+                        f"{dropped} times in a row: {type(exc).__name__}: {exc} (see the guest's sshd log)",
+                        log_path=self.log_path, stage="ssh") from exc
             if deadline.expired:
                 raise SshUnavailable(
                     deadline.message(f"no SSH server answered on {self.host}:{self.port} ({attempts} attempts; "
@@ -104,12 +133,26 @@ class SshTransport:
                     log_path=self.log_path, stage="ssh") from last
             time.sleep(deadline.slice(min(0.2 * attempts, 1.0)))
 
+    def _banner(self, deadline: Deadline) -> str | None:
+        """The server's ``SSH-`` version line if one answers on the port now (within 2 s), else None.
+
+        Why: a port that accepts and closes is a server not up yet (QEMU's user network accepts for a guest port
+        nobody listens on), worth waiting for; a server that greets and then drops the key exchange is broken,
+        and waiting the whole deploy timeout for it (600 s) hides the reason."""
+        try:
+            with socket.create_connection((self.host, self.port), timeout=max(0.1, deadline.slice(2.0))) as probe:
+                probe.settimeout(max(0.1, deadline.slice(2.0)))
+                line = probe.recv(256).split(b"\n", 1)[0].strip()
+        except OSError:
+            return None
+        return line.decode("ascii", "replace") if line.startswith(b"SSH-") else None
+
     async def _connect(self, asyncssh: Any, timeout: float) -> Any:
         return await asyncssh.connect(
             self.host, self.port, username=self.user, password=self.password,
             known_hosts=None,  # throwaway local instance with a fresh key per boot: see the module docstring
             client_keys=None, agent_path=None, login_timeout=timeout, connect_timeout=timeout,
-            keepalive_interval=15,
+            keepalive_interval=15, server_host_key_algs=_host_key_preference(asyncssh),
         )
 
     def _require(self) -> Any:
@@ -187,7 +230,12 @@ class SshTransport:
         if self._sftp_ok is not False:
             async def sftp_get() -> bytes:
                 async with conn.start_sftp_client() as sftp, sftp.open(remote, "rb") as handle:
-                    return bytes(await handle.read())
+                    # read to EOF in chunks: a plain read() stops at the size the server reports, and procfs and
+                    # sysfs files report 0 (``/proc/version`` came back empty from a real guest)
+                    parts = []
+                    while chunk := await handle.read(_READ_CHUNK):
+                        parts.append(bytes(chunk))
+                    return b"".join(parts)
 
             try:
                 data = self._call(sftp_get(), deadline, "sftp get")

@@ -15,7 +15,8 @@ from fvp_harness.targets.text import clean_text
 
 
 def test_builtin_profiles_are_listed():
-    assert list_profiles() == ["corstone1000", "corstone1000-a320", "corstone300-u55", "corstone320-u85"]
+    assert list_profiles() == ["corstone1000", "corstone1000-a320", "corstone300-u55", "corstone320-u85",
+                               "qemu-aarch64-virt"]
 
 
 @pytest.mark.parametrize("name", ["corstone1000", "corstone1000-a320"])
@@ -271,7 +272,7 @@ def test_profile_file_problems_have_positions(write):
         executables: [FVP]
         terminals: {t0: host.t0}
         console: t1
-        port_banner: '(\\S+): Listening'
+        port_banner: '\\S+: Listening'
         login_prompts: ['login:']
         firmwre: {}
         """,
