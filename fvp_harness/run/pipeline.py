@@ -287,7 +287,7 @@ def run_scenario(
             listener(Event("build", name=result.step.name, seconds=result.seconds))
 
         builds, states = build_artifacts(loaded, log_path_for=log_for, timeout=BUILD_TIMEOUT_S * scale,
-                                         on_built=built, force=options.rebuild)
+                                         on_built=built, force=options.rebuild, stop=stop)
         phases["build"] = time.monotonic() - mark
         plan = build_plan(loaded, fvp_version=version, artifacts=states)
         units = select_units(plan, options.only_builds, options.only_models)
