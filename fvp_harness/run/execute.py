@@ -81,7 +81,10 @@ from fvp_harness.errors import (
     InfrastructureError,
     MetricMissing,
     ProvenanceError,
+    StorageError,
     UnitFailure,
+    is_storage_failure,
+    storage_error,
 )
 from fvp_harness.events import Event, Listener, null_listener
 from fvp_harness.files import file_sha256
@@ -393,8 +396,19 @@ class SessionRunner:
     # -- the loop --------------------------------------------------------------------------------------------
 
     def run(self) -> SessionOutcome:
+        """The session's loop. A file of this host that cannot be written (a unit log, a record, a fetched file:
+        disk full, read-only, ...) is a ``StorageError``: raised at once, never retried, and it halts every other
+        session of the execution (``_Shared.abort``) so the run ends within seconds."""
         try:
             return self._run()
+        except StorageError:
+            self.shared.abort.set()
+            raise
+        except OSError as exc:
+            if not is_storage_failure(exc):
+                raise
+            self.shared.abort.set()
+            raise storage_error(exc.filename, exc) from exc
         finally:
             with self.shared.queues:
                 self.finished = True
@@ -443,6 +457,8 @@ class SessionRunner:
                     ready = True
                     boot_failures = 0
                     self._run_units(target, name, info, queue, attempts, placed, guest_root, retries)
+            except StorageError:
+                raise  # no fresh instance can help: the run ends (``run``)
             except (InfrastructureError, UnitFailure) as exc:
                 if isinstance(exc, UnitFailure) and ready:
                     raise  # not expected: a unit's own failures are recorded by run_unit
@@ -535,6 +551,8 @@ class SessionRunner:
             self.shared.emit(Event("unit", session=name, unit=unit.id))
             try:
                 record = self.run_unit(target, name, unit, attempt, placed, guest_root)
+            except StorageError:
+                raise  # nothing is recorded: the store's own disk may be the one that failed
             except InfrastructureError as exc:
                 if self.shared.abort.is_set():
                     return  # interrupted: the instance was closed under us; record nothing
@@ -1000,9 +1018,17 @@ def execute_plan(
     with ThreadPoolExecutor(max_workers=len(runners), thread_name_prefix="session") as pool:
         futures = [pool.submit(runner.run) for runner in runners]
         try:
-            for future in futures:
-                while not future.done():
-                    time.sleep(0.1)  # wake up regularly so Ctrl-C reaches the main thread
+            while not all(future.done() for future in futures):
+                if shared.abort.is_set():  # a session hit a StorageError: end the others' units at once
+                    shared.close_all()
+                    for future in futures:
+                        with contextlib.suppress(BaseException):
+                            future.result()
+                    break
+                time.sleep(0.1)  # wake up regularly so Ctrl-C reaches the main thread
+            failed = [f.exception() for f in futures if isinstance(f.exception(), StorageError)]
+            if failed:
+                raise failed[0]  # type: ignore[misc]
             return [future.result() for future in futures]
         except KeyboardInterrupt:
             shared.abort.set()
