@@ -720,6 +720,7 @@ class SessionRunner:
         try:
             raw = _run_unit_command(target, dataclasses.replace(rendered, command=line), timeout)
         except CommandFailed as exc:  # a timeout (the console recovered): the runner hung, a test failure
+            _name_the_users_command(exc, line, rendered.command)
             return failed(exc, {"exit_status": exc.exit_status})
         except InfrastructureError as exc:
             _write_log(log_path, unit, rendered.command, None, exc, secrets=self._secrets)
@@ -806,7 +807,10 @@ class SessionRunner:
             folder = self.shared.store.fetched_dir / unit.id
             folder.mkdir(parents=True, exist_ok=True)
             for name, data in dumped.items():
-                (folder / name).write_bytes(data)
+                try:
+                    (folder / name).write_bytes(data)
+                except OSError as exc:  # a write error names no file: say which
+                    raise storage_error(folder / name, exc) if is_storage_failure(exc) else exc from exc
             extra["etdump"] = ",".join(sorted(dumped))
         warnings = [*scraped.warnings, *dump_warnings]
         if warnings:
@@ -901,8 +905,12 @@ class SessionRunner:
                 data = target.get(remote)
             except FileNotFoundError as exc:
                 raise CommandFailed(f"run.fetch: {remote} is not in the guest ({exc})", exit_status=1) from exc
-            folder.mkdir(parents=True, exist_ok=True)
-            (folder / posixpath.basename(remote)).write_bytes(data)
+            kept = folder / posixpath.basename(remote)
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+                kept.write_bytes(data)
+            except OSError as exc:  # a write error names no file: say which
+                raise storage_error(kept, exc) if is_storage_failure(exc) else exc from exc
 
 
 def _framed_outputs(framed: FramedResult, unit_dir: str, *, exclude: Sequence[str]) -> dict[str, str]:
@@ -916,6 +924,17 @@ def _framed_outputs(framed: FramedResult, unit_dir: str, *, exclude: Sequence[st
         raise CommandFailed(f"sha256sum of the outputs in {unit_dir} failed: {'; '.join(problems)[-300:]}",
                             exit_status=1)
     return {name: digest for name, digest in framed.digests.items() if name not in skipped}
+
+
+def _name_the_users_command(exc: HarnessError, line: str, command: str) -> None:
+    """A target's message names the command it ran: for a unit that is the framed line (``run.framed``), whose
+    preparation hides the user's ``run.command`` and pushes it past where messages are cut. Name the rendered
+    command instead (in place: the exception keeps its class and fields)."""
+    for framed in (repr(line), line):
+        if framed in exc.message:
+            exc.message = exc.message.replace(framed, repr(command) if framed != line else command)
+            exc.args = (exc.message,)
+            return
 
 
 def _is_sha256(text: str) -> bool:
@@ -960,7 +979,10 @@ def _write_log(path: Path, unit: Unit, command: str, result: CommandResult | Non
         if tail:
             lines += ["# last console lines:", *tail[-LOG_TAIL:]]
         lines.append(f"# {type(exc).__name__}: {_failure_text(exc)}")
-    path.write_text(redact_text("\n".join(lines) + "\n", secrets), encoding="utf-8")
+    try:
+        path.write_text(redact_text("\n".join(lines) + "\n", secrets), encoding="utf-8")
+    except OSError as exc:  # a write error names no file: say which
+        raise storage_error(path, exc) if is_storage_failure(exc) else exc from exc
 
 
 def _check_host_runners(scenario: Scenario, units: Sequence[Unit]) -> None:
