@@ -218,7 +218,7 @@ def _run_step(step: BuildStep, cwd: Path, log_path: Path | None, timeout: float,
     The command writes a staged file (``_staging``) renamed over the artifact only when it succeeded, and the
     artifact's ``.<name>.build`` record is removed first and written last: a build killed halfway (timeout, stop,
     the harness's death) never leaves a file that looks built. ``cancelled`` set (the harness's stop): the build
-    was ended on purpose (``running`` holds the live trees for that); ``BuildCancelled`` is raised."""
+    was ended on purpose (``running`` holds the live trees for that); ``_BuildCancelled`` is raised."""
     try:
         step.path.parent.mkdir(parents=True, exist_ok=True)
         build_record_path(step.path).unlink(missing_ok=True)
@@ -281,7 +281,7 @@ def _run_step(step: BuildStep, cwd: Path, log_path: Path | None, timeout: float,
     return BuildResult(step, seconds, log_path)
 
 
-class BuildCancelled(Exception):
+class _BuildCancelled(Exception):
     """A build ended because the harness stopped (``build_artifacts`` turns it into ``Interrupted``)."""
 
 
@@ -302,10 +302,10 @@ def _wait_build(step: BuildStep, command: str, cwd: Path, sink: IO[str] | None, 
         running[step] = tree
     try:
         if cancelled is not None and cancelled.is_set():  # stopped while it was starting
-            raise BuildCancelled(step.name)
+            raise _BuildCancelled(step.name)
         status = tree.wait(timeout)
         if cancelled is not None and cancelled.is_set():
-            raise BuildCancelled(step.name)
+            raise _BuildCancelled(step.name)
         if status is None:
             raise UnitFailure(
                 f"the build command of {step.name} did not finish in {timeout:.0f} s and was ended with every "

@@ -282,15 +282,16 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 
 def _fill(folder: Path) -> None:
     """Fill the file system of ``folder`` to the last byte."""
-    with open(folder / "filler", "wb") as handle:
-        with contextlib.suppress(OSError):
-            while True:
-                handle.write(b"\0" * 65536)
-                handle.flush()
-        with contextlib.suppress(OSError):
-            while True:
-                handle.write(b"\0")
-                handle.flush()
+    import os
+
+    fd = os.open(folder / "filler", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        for size in (1 << 20, 65536, 4096, 1):
+            with contextlib.suppress(OSError):
+                while True:
+                    os.write(fd, b"\0" * size)
+    finally:
+        os.close(fd)
 
 
 def test_a_host_runner_with_a_setsid_child_times_out_and_leaves_nothing(workdir: Path) -> None:
