@@ -368,18 +368,26 @@ def _sigterm(proc: subprocess.Popen[str]) -> None:
     proc.send_signal(signal.SIGTERM)
 
 
-def test_sigterm_during_a_build_ends_it_at_once_and_leaves_no_artifact(workdir: Path) -> None:
-    path = _host_scenario(workdir / "host", "termbuild", "", build="printf PART1 > {output}; sleep 100000; "
-                                                                   "printf PART2 >> {output}")
-    out = workdir / "out" / "termbuild"
-    done = run_cli(workdir, "run", str(path), "-o", str(out), timeout=120, scratch=workdir / "scratch",
-                   when=lambda: bool(list(out.glob("logs/build/*.log"))), then=_sigterm)
-    _note("SIGTERM during a build", done, done.acted_after)
-    assert done.returncode == 143, done.stderr
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 143), (signal.SIGINT, 130)],
+                         ids=["SIGTERM", "SIGHUP", "Ctrl-C"])
+@pytest.mark.parametrize("verb", ["run", "make"])
+def test_a_signal_during_a_build_ends_it_at_once_and_leaves_no_artifact(workdir: Path, verb: str, signum: int,
+                                                                        code: int) -> None:
+    name = f"build{verb}{signal.Signals(signum).name}"
+    path = _host_scenario(workdir / "host", name, "", build="printf PART1 > {output}; sleep 100000; "
+                                                           "printf PART2 >> {output}")
+    out = workdir / "out" / name
+    args = ("run", str(path), "-o", str(out)) if verb == "run" else ("make", str(path), "--results", str(out))
+    done = run_cli(workdir, *args, timeout=120, scratch=workdir / "scratch",
+                   when=lambda: bool(list(out.glob("**/logs/build/*.log"))),
+                   then=lambda proc: proc.send_signal(signum))
+    _note(f"{signal.Signals(signum).name} during a build ({verb})", done, done.acted_after)
+    assert done.returncode == code, done.stderr
     _no_traceback(done)
-    assert "stopped by SIGTERM" in done.stderr
-    assert done.acted_after is not None and done.acted_after < 8, "the build is ended, not waited for"
-    assert sorted(p.name for p in path.parent.iterdir()) == ["m2.bin", "runner.sh", "termbuild.yaml"], \
+    if code == 143:
+        assert f"stopped by {signal.Signals(signum).name}" in done.stderr
+    assert done.acted_after is not None and done.acted_after < 15, "the build is ended, not waited for"
+    assert {p.name for p in path.parent.iterdir()} == {"m2.bin", "runner.sh", f"{name}.yaml"}, \
         "no artifact, no staged file, no build record"
 
 
