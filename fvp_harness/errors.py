@@ -14,13 +14,17 @@ The class decides the exit code and whether a retry can help::
     │   ├── FvpDied                   the model process exited while in use
     │   ├── SshUnavailable            the guest's sshd did not answer before the deadline
     │   ├── DeployError               an artifact did not arrive intact (hash mismatch after transfer)
+    │   ├── StorageError              a file on this host could not be written or read (disk full, read-only,
+    │   │                             permission, I/O error): not retried, the run ends at once
     │   ├── HardFault                 a bare-metal program hit a hard fault (the model would spin to its time limit)
     │   └── TimeLimitExceeded         a bare-metal model stopped at its --timelimit (or the harness stopped it)
     ├── UnitFailure                   exit 1 (class "test"): the code under test failed; a retry will not help
     │   ├── CommandFailed             a guest command exited non-zero
+    │   │   └── OutputLimitExceeded   a host runner printed more than run.max_output bytes (it was ended)
     │   ├── MetricMissing             a required metric was not found in a unit's output
     │   └── ProvenanceError           the runner did not identify itself as the build that was deployed
     └── Interrupted                   exit 130: Ctrl-C; everything measured so far is kept
+        └── Terminated                exit 143: SIGTERM / SIGHUP, handled as Ctrl-C (docs/architecture.md)
 
 Only ``cli`` turns these into exit codes and messages; library code raises them with context attached and never
 prints.
@@ -28,6 +32,8 @@ prints.
 
 from __future__ import annotations
 
+import errno
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -38,6 +44,8 @@ __all__ = [
     "EXIT_INFRASTRUCTURE",
     "EXIT_INTERRUPTED",
     "EXIT_OK",
+    "EXIT_TERMINATED",
+    "STORAGE_ERRNOS",
     "BootTimeout",
     "CommandFailed",
     "ConfigurationError",
@@ -52,12 +60,17 @@ __all__ = [
     "Interrupted",
     "KernelPanic",
     "MetricMissing",
+    "OutputLimitExceeded",
     "PortError",
     "ProvenanceError",
     "ScenarioError",
     "SshUnavailable",
+    "StorageError",
+    "Terminated",
     "TimeLimitExceeded",
     "UnitFailure",
+    "is_storage_failure",
+    "storage_error",
 ]
 
 EXIT_OK = 0
@@ -65,6 +78,12 @@ EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_INFRASTRUCTURE = 3
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
+"""SIGTERM (or SIGHUP) ended the run: 128 + 15, what a shell reports for a process ended by SIGTERM."""
+
+STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO, errno.EDQUOT,
+                            errno.EFBIG})
+"""``OSError`` numbers that mean the host's storage refuses the harness (no retry, no instance, can help)."""
 
 FailureClass = Literal["infrastructure", "test", "configuration", "interrupted"]
 """How a failure is classed; ``records.Record.failure_class`` holds the same four values."""
@@ -165,6 +184,34 @@ class DeployError(InfrastructureError):
     """An artifact did not arrive in the guest intact (its sha256 there differs from the host's)."""
 
 
+class StorageError(InfrastructureError):
+    """A file on this host could not be written (or read): the disk is full, the folder read-only, permission was
+    refused, or the device failed. No fresh instance can help, so the run ends at once (exit 3) with the path and
+    the error in one line; records already written stay valid. ``path`` and ``errno`` say which and why."""
+
+    def __init__(self, message: str, *, path: Path | str | None = None, errno_value: int | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.path = Path(path) if path is not None else None
+        self.errno = errno_value
+
+
+def is_storage_failure(exc: BaseException) -> bool:
+    """True for an ``OSError`` whose number is one of ``STORAGE_ERRNOS`` (a full disk, a read-only folder, ...)."""
+    return isinstance(exc, OSError) and exc.errno in STORAGE_ERRNOS
+
+
+def storage_error(path: Path | str | None, exc: OSError, action: str = "write") -> StorageError:
+    """A ``StorageError`` for ``exc`` while trying to ``action`` ``path``: ``cannot write PATH: No space left on
+    device (ENOSPC)``. The path is the one the harness used, else the one the OS named."""
+    where = path if path is not None else (exc.filename if exc.filename is not None else "a file")
+    code = errno.errorcode.get(exc.errno or 0, "")
+    reason = exc.strerror or (os.strerror(exc.errno) if exc.errno else str(exc))
+    text = f"cannot {action} {where}: {reason}" + (f" ({code})" if code else "")
+    return StorageError(text, path=where if isinstance(where, (str, Path)) else None, errno_value=exc.errno,
+                        stage="storage")
+
+
 class HardFault(InfrastructureError):
     """A bare-metal program hit a hard fault (the model prints ``Hard fault`` and the CPU spins in the handler
     until the time limit). ``output`` keeps what the program printed, for the unit log."""
@@ -202,6 +249,11 @@ class CommandFailed(UnitFailure):
         self.output = output
 
 
+class OutputLimitExceeded(CommandFailed):
+    """A host runner printed more than ``run.max_output`` bytes; it was ended with every process it started. The
+    output up to the limit is in the target's log (``output`` keeps only its tail)."""
+
+
 class MetricMissing(UnitFailure):
     """A metric marked ``required`` was not found in a unit's output."""
 
@@ -215,3 +267,9 @@ class Interrupted(HarnessError):
 
     failure_class = "interrupted"
     exit_code = EXIT_INTERRUPTED
+
+
+class Terminated(Interrupted):
+    """SIGTERM or SIGHUP (a CI cancel, a closed terminal) stopped the run as a Ctrl-C would; exit 143."""
+
+    exit_code = EXIT_TERMINATED

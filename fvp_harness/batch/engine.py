@@ -528,7 +528,7 @@ def make(
     with contextlib.ExitStack() as stack:
         stores = _lock_stores(stack, nodes)
         mark = time.monotonic()
-        build_failed = _build(nodes, stores, options, versions, capacity, listener)
+        build_failed = _build(nodes, stores, options, versions, capacity, listener, stop)
         phases["build"] = time.monotonic() - mark
         interrupted = stop.is_set()
         if not build_failed and not interrupted:
@@ -568,9 +568,11 @@ def _lock_stores(stack: contextlib.ExitStack, nodes: Sequence[Node]) -> dict[int
 
 
 def _build(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: MakeOptions, versions: _Versions,
-           capacity: int, listener: Listener) -> bool:
+           capacity: int, listener: Listener, stop: threading.Event | None = None) -> bool:
     """Build stale artifacts scenario by scenario (an artifact two scenarios share is built once, also with
-    ``-B``), then re-plan with the final hashes. Returns True when a failure must stop the batch (no ``-k``)."""
+    ``-B``), then re-plan with the final hashes. Returns True when a failure must stop the batch (no ``-k``).
+    ``stop`` set ends the builds in flight (``build_artifacts``) and builds nothing more (the caller sees
+    ``stop`` and reports the batch interrupted)."""
     forced: set[Path] = set()
     for node in nodes:
         if node.error is not None or not node.builds or node.loaded is None:
@@ -583,11 +585,15 @@ def _build(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: Ma
         def built(done: BuildResult, stem: str = node.stem) -> None:
             listener(Event("build", name=done.step.name, seconds=done.seconds, scenario=stem))
 
+        if stop is not None and stop.is_set():
+            return False
         try:
             node.built, _states = build_artifacts(node.loaded, log_path_for=log_for, jobs=capacity,
                                                   timeout=BUILD_TIMEOUT_S * options.timeout_scale, on_built=built,
-                                                  force=options.always, already_built=forced)
+                                                  force=options.always, already_built=forced, stop=stop)
             forced.update(done.step.path for done in node.built)
+        except Interrupted:
+            return False  # the caller sees ``stop`` set
         except HarnessError as exc:
             node.error = exc
             log.warning("%s: a build failed: %s", node.stem, exc)

@@ -6,6 +6,7 @@ Exit codes (documented in the README):
     2   bad input (scenario, profile, command line)
     3   infrastructure failure (model would not start or boot, console lost, ...)
     130 interrupted (Ctrl-C); everything measured so far is kept
+    143 stopped by SIGTERM or SIGHUP (as a Ctrl-C, then at once after scenario_args.TERM_GRACE_S)
 """
 
 from __future__ import annotations
@@ -14,12 +15,22 @@ import argparse
 import importlib
 import logging
 import pkgutil
+import signal
 import sys
 from collections.abc import Sequence
 from types import ModuleType
 
 from fvp_harness import __version__
-from fvp_harness.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, HarnessError
+from fvp_harness.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_INFRASTRUCTURE,
+    EXIT_INTERRUPTED,
+    EXIT_TERMINATED,
+    HarnessError,
+    Interrupted,
+    is_storage_failure,
+    storage_error,
+)
 
 __all__ = ["build_parser", "main"]
 
@@ -75,22 +86,48 @@ def _configure_logging(verbosity: int) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Parse, dispatch, map failures to exit codes. SIGTERM/SIGHUP handlers are set first, before any verb starts a
+    process or a thread (``scenario_args.install_termination_handlers``); Ctrl-C or SIGTERM at any point, start-up
+    included, ends in one line and exit 130 (143 for a signal), never a traceback."""
+    # late: every verb imports scenario_args; here only for the handlers, before the verbs are imported
+    from fvp_harness.cli.scenario_args import install_termination_handlers, termination_signal
+
+    install_termination_handlers()
+    try:
+        return _dispatch(argv)
+    except (KeyboardInterrupt, Interrupted) as exc:
+        log.debug("stopped here", exc_info=True)
+        signum = termination_signal()
+        if signum is not None:
+            name = signal.Signals(signum).name
+            print(f"fvp-harness: stopped by {name}; everything measured so far is kept", file=sys.stderr)
+            return EXIT_TERMINATED
+        if isinstance(exc, Interrupted):
+            print(f"fvp-harness: {exc.failure_class} error: {exc.details()}", file=sys.stderr)
+        else:
+            print("fvp-harness: interrupted; everything measured so far is kept", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except HarnessError as exc:
+        print(f"fvp-harness: {exc.failure_class} error: {exc.details()}", file=sys.stderr)
+        return exc.exit_code
+    except BrokenPipeError:
+        return 0
+    except OSError as exc:
+        if not is_storage_failure(exc):
+            raise
+        # a file of this host refused the harness (disk full, read-only, ...) where no layer named it
+        print(f"fvp-harness: infrastructure error: {storage_error(None, exc)}", file=sys.stderr)
+        return EXIT_INFRASTRUCTURE
+
+
+def _dispatch(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     _configure_logging(args.verbose - args.quiet)
     if not getattr(args, "handler", None):
         parser.print_help()
         return EXIT_BAD_INPUT
-    try:
-        return int(args.handler(args))
-    except HarnessError as exc:
-        print(f"fvp-harness: {exc.failure_class} error: {exc.details()}", file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print("fvp-harness: interrupted; everything measured so far is kept", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except BrokenPipeError:
-        return 0
+    return int(args.handler(args))
 
 
 if __name__ == "__main__":

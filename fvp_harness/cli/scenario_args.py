@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import signal
 import threading
 from collections.abc import Callable, Iterator
@@ -20,12 +21,15 @@ if TYPE_CHECKING:
     from fvp_harness.scenario.load import LoadedScenario
 
 __all__ = [
+    "TERM_GRACE_S",
     "add_scenario_options",
     "add_timeout_scale_option",
     "expand_scenario_paths",
+    "install_termination_handlers",
     "load_from_args",
     "positive_float",
     "stop_on_first_interrupt",
+    "termination_signal",
 ]
 
 
@@ -86,16 +90,50 @@ def expand_scenario_paths(items: list[str]) -> list[str]:
     return result
 
 
+TERM_GRACE_S = 10.0
+"""After a SIGTERM (or SIGHUP) the run stops as after a first Ctrl-C; if it is still running this many seconds
+later, it stops at once as after a second (README: exit codes; docs/architecture.md)."""
+
+TERMINATION_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+_received: list[int] = []
+
+
+def termination_signal() -> int | None:
+    """The first SIGTERM/SIGHUP this process received (None: none): ``main`` then exits 143, not 130."""
+    return _received[0] if _received else None
+
+
+def install_termination_handlers() -> None:
+    """SIGTERM and SIGHUP raise KeyboardInterrupt in the main thread, so every ``finally`` runs (models stopped,
+    host processes ended, temp folders removed) and ``main`` exits 143. ``main`` calls this before anything
+    starts, for every verb; ``stop_on_first_interrupt`` makes them graceful where units run. Outside the main
+    thread it does nothing (signals cannot be caught there)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        _received.append(signum)
+        raise KeyboardInterrupt
+
+    for signum in TERMINATION_SIGNALS:
+        with contextlib.suppress(ValueError, OSError):
+            signal.signal(signum, handler)
+
+
 @contextlib.contextmanager
 def stop_on_first_interrupt(stop: threading.Event, notice: Callable[[], None]) -> Iterator[threading.Event]:
     """Two-stage Ctrl-C while the block runs: the first SIGINT sets ``stop`` (the library lets the units in flight
     finish and be recorded, then starts nothing more) and calls ``notice`` (on a short-lived thread, so it may
-    take locks the interrupted code holds); the next one raises KeyboardInterrupt as usual (stop at once). The
-    previous handler comes back afterwards. Outside the main thread (where signals cannot be caught) it only
-    yields ``stop``."""
+    take locks the interrupted code holds); the next one raises KeyboardInterrupt as usual (stop at once).
+
+    SIGTERM and SIGHUP (a CI cancel, a closed terminal) act as the first Ctrl-C, and as the second when the run is
+    still going ``TERM_GRACE_S`` seconds later (or at a second signal). The previous handlers come back
+    afterwards. Outside the main thread (where signals cannot be caught) it only yields ``stop``."""
     if threading.current_thread() is not threading.main_thread():
         yield stop
         return
+    done = threading.Event()
 
     def handler(signum: int, frame: object) -> None:
         if stop.is_set():
@@ -103,8 +141,26 @@ def stop_on_first_interrupt(stop: threading.Event, notice: Callable[[], None]) -
         stop.set()
         threading.Thread(target=notice, name="interrupt-notice", daemon=True).start()
 
-    previous = signal.signal(signal.SIGINT, handler)
+    def second_stage() -> None:
+        if not done.wait(TERM_GRACE_S):
+            with contextlib.suppress(OSError):
+                os.kill(os.getpid(), signal.SIGINT)  # the handler above: stop at once
+
+    def on_termination(signum: int, frame: object) -> None:
+        _received.append(signum)
+        if stop.is_set():  # a second signal, or a Ctrl-C came first: this is the second stage
+            raise KeyboardInterrupt
+        handler(signum, frame)
+        threading.Thread(target=second_stage, name="termination-grace", daemon=True).start()
+
+    previous = {signal.SIGINT: signal.signal(signal.SIGINT, handler)}
+    for signum in TERMINATION_SIGNALS:
+        with contextlib.suppress(ValueError, OSError):
+            previous[signum] = signal.signal(signum, on_termination)
     try:
         yield stop
     finally:
-        signal.signal(signal.SIGINT, previous)
+        done.set()
+        for signum, old in previous.items():
+            with contextlib.suppress(ValueError, OSError, TypeError):
+                signal.signal(signum, old)

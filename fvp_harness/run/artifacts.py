@@ -13,9 +13,16 @@ Rules:
   built with is kept beside it in ``.<name>.build`` (the scenario's text, before ``{output}``/``{fvp_harness}`` are
   filled in, so another virtual environment does not look like a change).
 - The command is the user's shell text, so it runs under ``/bin/sh -c`` (``{output}`` and ``{fvp_harness}``
-  are filled in and quoted by ``scenario.expand_build_command``) in the scenario's folder, in its own process
-  group so a timeout kills the whole tree, with its output captured to a log file the caller chooses (the
+  are filled in and quoted by ``scenario.expand_build_command``) in the scenario's folder, as a
+  ``targets.children.ProcessTree`` (own session, parent-death signal, every process it starts ended at a timeout,
+  a stop, the harness's exit, and when it is done), with its output captured to a log file the caller chooses (the
   results folder's ``logs/build/``).
+- ``{output}`` is a staged file (same name, in a hidden folder beside the artifact) renamed over the artifact
+  only when the command succeeded; the ``.<name>.build`` record is removed before and written after. A build
+  killed halfway never leaves a file that looks built, nor corrupts the next run's (a command without
+  ``{output}`` writes the artifact itself: what it leaves after a failure is deleted).
+- The harness's stop (first Ctrl-C, SIGTERM) ends the builds in flight at once: a build is not a unit whose
+  result is worth waiting for.
 - Failures name the artifact, the command, the exit status and the log: a command that cannot start (126/127)
   or that "succeeds" without writing its output is a ``ConfigurationError`` (the scenario is wrong); a command
   that fails or times out is a ``UnitFailure`` (the code being built is broken).
@@ -27,22 +34,27 @@ Rules:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
-import signal
+import shutil
 import subprocess
+import tempfile
+import threading
 import time
 from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
-from fvp_harness.errors import ConfigurationError, UnitFailure
+from fvp_harness.errors import ConfigurationError, Interrupted, UnitFailure, storage_error
 from fvp_harness.files import atomic_write
 from fvp_harness.run.plan import ArtifactState, artifact_hashes
 from fvp_harness.scenario.load import LoadedScenario
 from fvp_harness.scenario.model import Scenario, expand_build_command
+from fvp_harness.targets.children import END_GRACE_S, ProcessTree
 
 __all__ = [
     "BUILD_TIMEOUT_S",
@@ -186,76 +198,125 @@ def _build_environment() -> dict[str, str]:
     return env
 
 
-def _run_step(step: BuildStep, cwd: Path, log_path: Path | None, timeout: float) -> BuildResult:
-    """Run one build command to completion; raise with the log when it fails."""
-    step.path.parent.mkdir(parents=True, exist_ok=True)
+def _staging(step: BuildStep) -> tuple[Path, str] | None:
+    """Where a build writes before its output is renamed into place, and the command that writes there: a fresh
+    hidden folder beside the artifact holding a file of the same name (a tool that looks at the name or the
+    suffix sees the real one; the rename stays on one file system). None when the command does not take
+    ``{output}`` (it writes the artifact itself)."""
+    if not step.template or "{output}" not in step.template:
+        return None
+    folder = Path(tempfile.mkdtemp(prefix=f".{step.path.name}.building-", dir=step.path.parent))
+    staged = folder / step.path.name
+    return staged, expand_build_command(step.template, staged)
+
+
+def _run_step(step: BuildStep, cwd: Path, log_path: Path | None, timeout: float,
+              cancelled: threading.Event | None = None,
+              running: dict[BuildStep, ProcessTree] | None = None) -> BuildResult:
+    """Run one build command to completion; raise with the log when it fails.
+
+    The command writes a staged file (``_staging``) renamed over the artifact only when it succeeded, and the
+    artifact's ``.<name>.build`` record is removed first and written last: a build killed halfway (timeout, stop,
+    the harness's death) never leaves a file that looks built. ``cancelled`` set (the harness's stop): the build
+    was ended on purpose (``running`` holds the live trees for that); ``_BuildCancelled`` is raised."""
+    try:
+        step.path.parent.mkdir(parents=True, exist_ok=True)
+        build_record_path(step.path).unlink(missing_ok=True)
+        staging = _staging(step)
+    except OSError as exc:
+        raise storage_error(exc.filename or step.path.parent, exc) from exc
+    command = staging[1] if staging is not None else step.command
     began = time.monotonic()
     log.info("building %s (%s): %s", step.name, step.reason, step.command)
-    sink = log_path.open("w", encoding="utf-8") if log_path is not None else None
     try:
-        if sink is not None:
-            sink.write(f"$ {step.command}\n# cwd: {cwd}\n# reason: {step.reason}\n")
-            sink.flush()
         try:
-            proc = subprocess.Popen(  # the user's own build command: a shell string by design
-                step.command,
-                shell=True,
-                cwd=cwd,
-                stdin=subprocess.DEVNULL,
-                stdout=sink if sink is not None else subprocess.DEVNULL,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                env=_build_environment(),
-            )
+            sink = log_path.open("w", encoding="utf-8") if log_path is not None else None
+            if sink is not None:
+                sink.write(f"$ {command}\n# cwd: {cwd}\n# reason: {step.reason}\n")
+                if staging is not None:
+                    sink.write(f"# writes {staging[0]}, renamed to {step.path} when it succeeds\n")
+                sink.flush()
         except OSError as exc:
-            raise ConfigurationError(
-                f"cannot run the build command of {step.name} ({exc}): {step.command}",
-                log_path=log_path, stage="build",
-            ) from exc
+            raise storage_error(log_path, exc) from exc
         try:
-            status = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired as exc:
-            _kill_group(proc)
-            raise UnitFailure(
-                f"the build command of {step.name} did not finish in {timeout:.0f} s and was killed: "
-                f"{step.command}; pass --timeout-scale to allow more time",
-                log_path=log_path, last_lines=_tail(log_path), stage="build",
-            ) from exc
+            status = _wait_build(step, command, cwd, sink, log_path, timeout, cancelled, running)
         finally:
-            if proc.poll() is None:
-                _kill_group(proc)
+            if sink is not None:
+                with contextlib.suppress(OSError):
+                    sink.close()
+        seconds = time.monotonic() - began
+        if status in (126, 127):
+            raise ConfigurationError(
+                f"the build command of {step.name} could not run (exit {status}: command not found or not "
+                f"executable): {step.command}; fix the scenario's build command",
+                log_path=log_path, last_lines=_tail(log_path), stage="build",
+            )
+        if status != 0:
+            raise UnitFailure(
+                f"the build command of {step.name} failed with exit status {status}: {step.command}",
+                log_path=log_path, last_lines=_tail(log_path), stage="build",
+            )
+        written = staging[0] if staging is not None else step.path
+        if not written.is_file():
+            raise ConfigurationError(
+                f"the build command of {step.name} succeeded but did not write {step.path}; make it write "
+                "{output}",
+                log_path=log_path, last_lines=_tail(log_path), stage="build",
+            )
+        try:
+            if staging is not None:
+                os.replace(staging[0], step.path)
+            if step.template:
+                atomic_write(build_record_path(step.path), json.dumps({"command": step.template}) + "\n")
+        except OSError as exc:
+            raise storage_error(step.path, exc) from exc
+    except BaseException:
+        if staging is None:  # the command wrote the artifact itself: what it left is not a finished build
+            with contextlib.suppress(OSError):
+                step.path.unlink(missing_ok=True)
+        raise
     finally:
-        if sink is not None:
-            sink.close()
-    seconds = time.monotonic() - began
-    if status in (126, 127):
-        raise ConfigurationError(
-            f"the build command of {step.name} could not run (exit {status}: command not found or not "
-            f"executable): {step.command}; fix the scenario's build command",
-            log_path=log_path, last_lines=_tail(log_path), stage="build",
-        )
-    if status != 0:
-        raise UnitFailure(
-            f"the build command of {step.name} failed with exit status {status}: {step.command}",
-            log_path=log_path, last_lines=_tail(log_path), stage="build",
-        )
-    if not step.path.is_file():
-        raise ConfigurationError(
-            f"the build command of {step.name} succeeded but did not write {step.path}; make it write "
-            "{output}",
-            log_path=log_path, last_lines=_tail(log_path), stage="build",
-        )
-    if step.template:
-        atomic_write(build_record_path(step.path), json.dumps({"command": step.template}) + "\n")
+        if staging is not None:
+            shutil.rmtree(staging[0].parent, ignore_errors=True)
     return BuildResult(step, seconds, log_path)
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+class _BuildCancelled(Exception):
+    """A build ended because the harness stopped (``build_artifacts`` turns it into ``Interrupted``)."""
+
+
+def _wait_build(step: BuildStep, command: str, cwd: Path, sink: IO[str] | None, log_path: Path | None,
+                timeout: float, cancelled: threading.Event | None,
+                running: dict[BuildStep, ProcessTree] | None) -> int:
+    """Start the command as a ``ProcessTree`` and wait for it (at most ``timeout``); its exit status."""
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    proc.wait()
+        tree = ProcessTree.start(  # the user's own build command: a shell string by design
+            ["/bin/sh", "-c", command], label=f"build {step.name}", cwd=cwd, env=_build_environment(),
+            stdout=sink if sink is not None else subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    except OSError as exc:
+        raise ConfigurationError(
+            f"cannot run the build command of {step.name} ({exc}): {step.command}",
+            log_path=log_path, stage="build",
+        ) from exc
+    if running is not None:
+        running[step] = tree
+    try:
+        if cancelled is not None and cancelled.is_set():  # stopped while it was starting
+            raise _BuildCancelled(step.name)
+        status = tree.wait(timeout)
+        if cancelled is not None and cancelled.is_set():
+            raise _BuildCancelled(step.name)
+        if status is None:
+            raise UnitFailure(
+                f"the build command of {step.name} did not finish in {timeout:.0f} s and was ended with every "
+                f"process it started: {step.command}; pass --timeout-scale to allow more time",
+                log_path=log_path, last_lines=_tail(log_path), stage="build",
+            )
+        return status
+    finally:
+        tree.end()  # also a finished build's strays: nothing it started writes on after it
+        if running is not None:
+            running.pop(step, None)
 
 
 def build_artifacts(
@@ -267,6 +328,7 @@ def build_artifacts(
     on_built: Callable[[BuildResult], None] | None = None,
     force: bool = False,
     already_built: Collection[Path] = (),
+    stop: threading.Event | None = None,
 ) -> tuple[list[BuildResult], dict[str, ArtifactState]]:
     """Build what is missing or stale (with ``force``: every artifact that has a build command, except the
     files in ``already_built``), then hash every artifact.
@@ -274,7 +336,9 @@ def build_artifacts(
     ``log_path_for(step)`` says where each command's output goes (None: discarded). ``jobs`` caps parallel
     builds (default: CPU count, at most 4). ``on_built`` is called after each success (progress). Returns the
     builds that ran and ``artifact_hashes`` of the scenario afterwards. The first failure is raised after the
-    builds already running have finished; builds not yet started are not started.
+    builds already running have finished; builds not yet started are not started. ``stop`` set (the harness's
+    first Ctrl-C or SIGTERM) or a KeyboardInterrupt ends the builds in flight at once (their artifacts are left
+    as they were before) and raises ``Interrupted`` (resp. the KeyboardInterrupt).
     """
     steps = pending_builds(loaded, force=force, already_built=already_built)
     results: list[BuildResult] = []
@@ -282,12 +346,15 @@ def build_artifacts(
         workers = max(1, min(jobs or min(4, os.cpu_count() or 1), len(steps)))
         failures: list[BaseException] = []
 
+        cancelled = threading.Event()
+        running: dict[BuildStep, ProcessTree] = {}
+
         def one(step: BuildStep) -> BuildResult | None:
-            if failures:
+            if failures or cancelled.is_set():
                 return None
             target = log_path_for(step) if log_path_for is not None else None
             try:
-                result = _run_step(step, loaded.directory, target, timeout)
+                result = _run_step(step, loaded.directory, target, timeout, cancelled, running)
             except BaseException as exc:
                 failures.append(exc)
                 raise
@@ -295,13 +362,30 @@ def build_artifacts(
                 on_built(result)
             return result
 
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="build") as pool:
+        def cancel(grace: float) -> None:
+            cancelled.set()
+            for tree in list(running.values()):
+                tree.end(grace)
+
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="build")
+        try:
             futures = [pool.submit(one, step) for step in steps]
-            for future in futures:
-                try:
-                    done = future.result()
-                except BaseException:  # collected in failures; the first one is raised below
-                    continue
+            while not all(future.done() for future in futures):
+                if stop is not None and stop.is_set():
+                    cancel(END_GRACE_S)  # the harness's stop: end the builds, do not wait for them
+                    break
+                time.sleep(0.05)  # short sleeps: a Ctrl-C reaches this (main) thread at once
+        except KeyboardInterrupt:
+            cancel(0.5)
+            raise
+        finally:
+            pool.shutdown(wait=True)  # bounded: every build is done or was ended above
+        if cancelled.is_set():
+            raise Interrupted("stopped during the builds; the builds in flight were ended and left no artifact "
+                              "(run again to build them)")
+        for future in futures:
+            with contextlib.suppress(BaseException):  # collected in failures; the first one is raised below
+                done = future.result()
                 if done is not None:
                     results.append(done)
         if failures:

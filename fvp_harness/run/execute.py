@@ -81,7 +81,10 @@ from fvp_harness.errors import (
     InfrastructureError,
     MetricMissing,
     ProvenanceError,
+    StorageError,
     UnitFailure,
+    is_storage_failure,
+    storage_error,
 )
 from fvp_harness.events import Event, Listener, null_listener
 from fvp_harness.files import file_sha256
@@ -393,8 +396,19 @@ class SessionRunner:
     # -- the loop --------------------------------------------------------------------------------------------
 
     def run(self) -> SessionOutcome:
+        """The session's loop. A file of this host that cannot be written (a unit log, a record, a fetched file:
+        disk full, read-only, ...) is a ``StorageError``: raised at once, never retried, and it halts every other
+        session of the execution (``_Shared.abort``) so the run ends within seconds."""
         try:
             return self._run()
+        except StorageError:
+            self.shared.abort.set()
+            raise
+        except OSError as exc:
+            if not is_storage_failure(exc):
+                raise
+            self.shared.abort.set()
+            raise storage_error(exc.filename, exc) from exc
         finally:
             with self.shared.queues:
                 self.finished = True
@@ -443,6 +457,8 @@ class SessionRunner:
                     ready = True
                     boot_failures = 0
                     self._run_units(target, name, info, queue, attempts, placed, guest_root, retries)
+            except StorageError:
+                raise  # no fresh instance can help: the run ends (``run``)
             except (InfrastructureError, UnitFailure) as exc:
                 if isinstance(exc, UnitFailure) and ready:
                     raise  # not expected: a unit's own failures are recorded by run_unit
@@ -535,6 +551,8 @@ class SessionRunner:
             self.shared.emit(Event("unit", session=name, unit=unit.id))
             try:
                 record = self.run_unit(target, name, unit, attempt, placed, guest_root)
+            except StorageError:
+                raise  # nothing is recorded: the store's own disk may be the one that failed
             except InfrastructureError as exc:
                 if self.shared.abort.is_set():
                     return  # interrupted: the instance was closed under us; record nothing
@@ -702,6 +720,7 @@ class SessionRunner:
         try:
             raw = _run_unit_command(target, dataclasses.replace(rendered, command=line), timeout)
         except CommandFailed as exc:  # a timeout (the console recovered): the runner hung, a test failure
+            _name_the_users_command(exc, line, rendered.command)
             return failed(exc, {"exit_status": exc.exit_status})
         except InfrastructureError as exc:
             _write_log(log_path, unit, rendered.command, None, exc, secrets=self._secrets)
@@ -788,7 +807,10 @@ class SessionRunner:
             folder = self.shared.store.fetched_dir / unit.id
             folder.mkdir(parents=True, exist_ok=True)
             for name, data in dumped.items():
-                (folder / name).write_bytes(data)
+                try:
+                    (folder / name).write_bytes(data)
+                except OSError as exc:  # a write error names no file: say which
+                    raise storage_error(folder / name, exc) if is_storage_failure(exc) else exc from exc
             extra["etdump"] = ",".join(sorted(dumped))
         warnings = [*scraped.warnings, *dump_warnings]
         if warnings:
@@ -883,8 +905,12 @@ class SessionRunner:
                 data = target.get(remote)
             except FileNotFoundError as exc:
                 raise CommandFailed(f"run.fetch: {remote} is not in the guest ({exc})", exit_status=1) from exc
-            folder.mkdir(parents=True, exist_ok=True)
-            (folder / posixpath.basename(remote)).write_bytes(data)
+            kept = folder / posixpath.basename(remote)
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+                kept.write_bytes(data)
+            except OSError as exc:  # a write error names no file: say which
+                raise storage_error(kept, exc) if is_storage_failure(exc) else exc from exc
 
 
 def _framed_outputs(framed: FramedResult, unit_dir: str, *, exclude: Sequence[str]) -> dict[str, str]:
@@ -898,6 +924,17 @@ def _framed_outputs(framed: FramedResult, unit_dir: str, *, exclude: Sequence[st
         raise CommandFailed(f"sha256sum of the outputs in {unit_dir} failed: {'; '.join(problems)[-300:]}",
                             exit_status=1)
     return {name: digest for name, digest in framed.digests.items() if name not in skipped}
+
+
+def _name_the_users_command(exc: HarnessError, line: str, command: str) -> None:
+    """A target's message names the command it ran: for a unit that is the framed line (``run.framed``), whose
+    preparation hides the user's ``run.command`` and pushes it past where messages are cut. Name the rendered
+    command instead (in place: the exception keeps its class and fields)."""
+    for framed in (repr(line), line):
+        if framed in exc.message:
+            exc.message = exc.message.replace(framed, repr(command) if framed != line else command)
+            exc.args = (exc.message,)
+            return
 
 
 def _is_sha256(text: str) -> bool:
@@ -942,7 +979,10 @@ def _write_log(path: Path, unit: Unit, command: str, result: CommandResult | Non
         if tail:
             lines += ["# last console lines:", *tail[-LOG_TAIL:]]
         lines.append(f"# {type(exc).__name__}: {_failure_text(exc)}")
-    path.write_text(redact_text("\n".join(lines) + "\n", secrets), encoding="utf-8")
+    try:
+        path.write_text(redact_text("\n".join(lines) + "\n", secrets), encoding="utf-8")
+    except OSError as exc:  # a write error names no file: say which
+        raise storage_error(path, exc) if is_storage_failure(exc) else exc from exc
 
 
 def _check_host_runners(scenario: Scenario, units: Sequence[Unit]) -> None:
@@ -1000,9 +1040,17 @@ def execute_plan(
     with ThreadPoolExecutor(max_workers=len(runners), thread_name_prefix="session") as pool:
         futures = [pool.submit(runner.run) for runner in runners]
         try:
-            for future in futures:
-                while not future.done():
-                    time.sleep(0.1)  # wake up regularly so Ctrl-C reaches the main thread
+            while not all(future.done() for future in futures):
+                if shared.abort.is_set():  # a session hit a StorageError: end the others' units at once
+                    shared.close_all()
+                    for future in futures:
+                        with contextlib.suppress(BaseException):
+                            future.result()
+                    break
+                time.sleep(0.1)  # wake up regularly so Ctrl-C reaches the main thread
+            failed = [f.exception() for f in futures if isinstance(f.exception(), StorageError)]
+            if failed:
+                raise failed[0]  # type: ignore[misc]
             return [future.result() for future in futures]
         except KeyboardInterrupt:
             shared.abort.set()

@@ -68,7 +68,8 @@ def make_target(
     deploys by ssh."""
     if scenario.target == "host":
         return HostTarget(log_dir=Path(log_dir), name=name, command_timeout=scenario.fvp.timeouts.command,
-                          timeout_scale=scenario.fvp.timeout_scale * timeout_scale, redact=scenario.secret_values())
+                          timeout_scale=scenario.fvp.timeout_scale * timeout_scale, redact=scenario.secret_values(),
+                          max_output=scenario.run.max_output)
     if profile.baremetal:
         return BaremetalTarget(scenario.fvp, profile, log_dir=log_dir, name=name, timeout_scale=timeout_scale,
                                binary=binary, timelimit=scenario.fvp.timelimit, redact=scenario.secret_values())

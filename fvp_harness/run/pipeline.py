@@ -38,6 +38,9 @@ from fvp_harness.errors import (
     EXIT_OK,
     ConfigurationError,
     Interrupted,
+    StorageError,
+    is_storage_failure,
+    storage_error,
 )
 from fvp_harness.events import Event, Listener, null_listener
 from fvp_harness.report.analysis import AnalysisResult, SamplingNote, analyse, expectations_violated
@@ -290,7 +293,7 @@ def run_scenario(
             listener(Event("build", name=result.step.name, seconds=result.seconds))
 
         builds, states = build_artifacts(loaded, log_path_for=log_for, timeout=BUILD_TIMEOUT_S * scale,
-                                         on_built=built, force=options.rebuild)
+                                         on_built=built, force=options.rebuild, stop=stop)
         phases["build"] = time.monotonic() - mark
         plan = build_plan(loaded, fvp_version=version, artifacts=states)
         units = select_units(plan, options.only_builds, options.only_models)
@@ -322,12 +325,23 @@ def run_scenario(
             outcomes = execute_plan(plan, store, factory, units=todo,
                                     options=execute_options, listener=listener, deploy=deploy, stop=stop)
         except KeyboardInterrupt as exc:
-            manifest.finish((), interrupted=True).write(store)
+            with contextlib.suppress(OSError):  # a full disk must not turn a Ctrl-C into a traceback
+                manifest.finish((), interrupted=True).write(store)
             raise Interrupted(f"interrupted; everything measured so far is in {store.root} (continue with "
                               "--resume)") from exc
         except Exception as exc:  # a crashed run must not leave its manifest saying "running"
-            manifest.finish([SessionOutcome("run", aborted=f"{type(exc).__name__}: {exc}")]).write(store)
-            raise
+            failure: BaseException = exc
+            if isinstance(exc, OSError) and is_storage_failure(exc):
+                failure = storage_error(exc.filename, exc)
+            try:
+                manifest.finish([SessionOutcome("run", aborted=f"{type(failure).__name__}: {failure}")]).write(store)
+            except OSError as again:  # the disk that failed holds the manifest too: say so where it can be read
+                if not isinstance(failure, StorageError):
+                    raise
+                failure.message += f"; the manifest could not record it either ({again.strerror})"
+            if failure is exc:
+                raise
+            raise failure from exc
         phases["execute"] = time.monotonic() - mark
         early.close()  # an early instance no session took (its session had nothing to run) is not kept booted
         mark = time.monotonic()

@@ -478,6 +478,11 @@ class Run(StrictModel):
         return self.until.max_repetitions if self.until is not None else self.repetitions
     timeout: float | None = Field(None, gt=0, le=MAX_TIMEOUT_S,
                                   description="Per-unit timeout (default: fvp.timeouts.unit).")
+    max_output: int = Field(
+        64 * 1024 * 1024, ge=1024,
+        description="Bytes of output one host-runner command may print (target: host); more ends the command and "
+        "fails the unit.",
+    )
     env: dict[str, EnvValue] = Field(
         default_factory=dict,
         description="Environment for every unit; {value: ..., secret: true} hides a value in results and logs.",

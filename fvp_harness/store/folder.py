@@ -39,7 +39,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from fvp_harness.errors import ConfigurationError
+from fvp_harness.errors import ConfigurationError, storage_error
 from fvp_harness.files import atomic_write, fsync_dir
 from fvp_harness.store.records import RECORD_SCHEMA_VERSION, Record, upgrade_row
 
@@ -371,16 +371,32 @@ class ResultStore:
         """Append one record as one JSON line, flushed and fsynced before returning.
 
         Before the first append of this object the last line is repaired (``_repair_tail``): a complete record
-        without its newline gets one, a partial line is set aside, so the new line cannot be glued to either.
+        without its newline gets one, a partial line is set aside, so the new line cannot be glued to either. A
+        write that fails (disk full, read-only, I/O error) takes back the part of the line that got in and raises
+        ``StorageError``: the file keeps only whole records.
         """
         if not self._tail_checked:
             self._repair_tail()
             self._tail_checked = True
         line = json.dumps(record.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":")) + "\n"
-        with open(self.records_path, "a", encoding="utf-8", newline="\n") as handle:
-            handle.write(line)
-            handle.flush()
-            os.fsync(handle.fileno())
+        data = line.encode("utf-8")
+        try:
+            fd = os.open(self.records_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise storage_error(self.records_path, exc) from exc
+        try:
+            size = os.lseek(fd, 0, os.SEEK_END)
+            try:  # the whole line, or (disk full, ...) none of it: a part that got in is taken back
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+                os.fsync(fd)
+            except OSError as exc:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, size)
+                raise storage_error(self.records_path, exc) from exc
+        finally:
+            os.close(fd)
 
     def records(self) -> list[Record]:
         """Every stored record in file (= execution) order.

@@ -253,6 +253,9 @@ class Console:
             self.state = "lost"
             raise FvpDied(self._died_message(f"the model died during {stage}"), log_path=self._model_log,
                           last_lines=self.terminal.tail(200), stage=stage)
+        if self.terminal.closed and self.terminal.storage_failure is not None:
+            self.state = "lost"  # its log cannot be written (disk full, ...): no retry can help
+            raise self.terminal.storage_failure
         if self.terminal.closed:
             # A crashing model closes its sockets a moment before it can be reaped: tell the two apart.
             end = time.monotonic() + 1.0

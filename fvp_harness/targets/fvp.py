@@ -387,6 +387,7 @@ def parse_stat_block(lines: Sequence[str]) -> dict[str, str]:
 _LIVE: set[FvpProcess] = set()
 _LIVE_LOCK = threading.Lock()
 _HANDLERS_INSTALLED = False
+_ATEXIT_INSTALLED = False
 
 
 def stop_all(grace: float = 2.0) -> None:
@@ -417,13 +418,15 @@ def _install_handlers() -> None:
     SIGINT needs nothing: Python raises KeyboardInterrupt and the ``finally`` around every session stops the model,
     which, living in its own session, never sees the terminal's Ctrl-C itself.
     """
-    global _HANDLERS_INSTALLED
-    if _HANDLERS_INSTALLED:
+    global _ATEXIT_INSTALLED, _HANDLERS_INSTALLED
+    if not _ATEXIT_INSTALLED:
+        _ATEXIT_INSTALLED = True
+        atexit.register(stop_all)
+    # signal handlers can only be set from the main thread: a model started first from another thread (an early
+    # boot) must not mark them done, or they are never set (the CLI sets its own before anything starts)
+    if _HANDLERS_INSTALLED or threading.current_thread() is not threading.main_thread():
         return
     _HANDLERS_INSTALLED = True
-    atexit.register(stop_all)
-    if threading.current_thread() is not threading.main_thread():
-        return
     for signum in (signal.SIGTERM, signal.SIGHUP):
         try:
             if signal.getsignal(signum) in (signal.SIG_DFL, None):
@@ -558,6 +561,10 @@ class FvpProcess:
             self._log_file.flush()
         except ValueError:  # closed during shutdown
             pass
+        except OSError as exc:  # disk full, ...: stop logging, keep draining (a full pty would stall the model);
+            log.info("cannot write %s: %s; the model's output is no longer logged", self.log_path, exc)
+            self._close_log()  # the terminals' logs fail too and end the run (targets.terminal)
+            self._log_file = None
 
     def _close_log(self) -> None:
         if self._log_file is not None:

@@ -1,7 +1,10 @@
 """This machine as a target, for runs that need no model (VGF host runs).
 
 Commands run under ``/bin/sh`` (the Target contract hands over one shell command line, already quoted) in a private
-temporary working folder, each in its own process group so a timeout kills the whole command tree. Relative "guest"
+temporary working folder, each a ``children.ProcessTree`` (own session, parent-death signal, every descendant
+found and ended at the timeout, on a second Ctrl-C and when the command is done). Output streams to ``host.log`` and
+is kept in memory only up to ``max_output`` bytes (``run.max_output``), so a runner printing without end costs
+neither memory nor the harness. Relative "guest"
 paths are relative to that folder; deploy puts artifacts under ``guest_dir`` (``<workdir>/artifacts``), which the
 deploy layer prefers over the scenario's guest folder, so nothing outside the working folder is written.
 
@@ -13,22 +16,37 @@ only the same user and root can read (``/proc/PID/environ``); ``docs/scenarios.m
 
 from __future__ import annotations
 
+import codecs
+import contextlib
 import logging
 import os
+import select
 import shutil
-import signal
 import subprocess
 import tempfile
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Literal, TextIO
 
+from fvp_harness.errors import CommandFailed, OutputLimitExceeded, storage_error
 from fvp_harness.targets.base import CommandResult
+from fvp_harness.targets.children import ProcessTree
 from fvp_harness.targets.console import CommandTimeout
-from fvp_harness.targets.text import mask
+from fvp_harness.targets.text import held_back, mask
 
-__all__ = ["HostTarget"]
+__all__ = ["DEFAULT_MAX_OUTPUT", "STRAY_OUTPUT_S", "HostTarget"]
+
+DEFAULT_MAX_OUTPUT = 64 * 1024 * 1024
+"""Bytes of one host command's output kept in memory (``run.max_output``'s default): a runner's metrics lines are
+kilobytes; a runner printing more than this is broken, and is ended rather than allowed to take the host's memory."""
+
+STRAY_OUTPUT_S = 1.0
+"""After the command exited: how long a process it started may still hold its output open before it is ended."""
+
+_CHUNK = 65536
+_LOG_PIECE = 1 << 20
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +56,8 @@ class HostTarget:
     ``SharesHostFiles``)."""
 
     def __init__(self, *, log_dir: Path, name: str = "host", command_timeout: float = 120.0,
-                 timeout_scale: float = 1.0, redact: Sequence[str] = ()) -> None:
+                 timeout_scale: float = 1.0, redact: Sequence[str] = (),
+                 max_output: int = DEFAULT_MAX_OUTPUT) -> None:
         self.name = name
         self.redact = tuple(redact)
         """Secret texts ``host.log`` shows as ``***`` (``run.instances`` passes the scenario's)."""
@@ -46,18 +65,34 @@ class HostTarget:
         self.metadata: dict[str, object] = {"kind": "host"}
         self.command_timeout = command_timeout
         self.timeout_scale = timeout_scale
+        self.max_output = max_output
+        """Bytes of one command's output kept; more ends the command (``OutputLimitExceeded``, ``run.max_output``)."""
         self.workdir: Path | None = None
         self._log: TextIO | None = None
+        self._trees: set[ProcessTree] = set()
+        self._trees_lock = threading.Lock()
 
     def open(self) -> None:
         self.workdir = Path(tempfile.mkdtemp(prefix="fvp-harness-host-"))
-        self.log_dir.mkdir(parents=True, exist_ok=True)
-        self._log = (self.log_dir / "host.log").open("a", encoding="utf-8")
+        try:
+            self.log_dir.mkdir(parents=True, exist_ok=True)
+            self._log = self.log_path.open("a", encoding="utf-8")
+        except OSError as exc:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            self.workdir = None
+            raise storage_error(self.log_path, exc, "open") from exc
         self.metadata.update({"workdir": str(self.workdir), "uname": " ".join(os.uname())})
 
     def close(self) -> None:
+        """End every command still running (a second Ctrl-C closes targets under the units in flight), then remove
+        the working folder. Never raises."""
+        with self._trees_lock:
+            trees = list(self._trees)
+        for tree in trees:
+            tree.end(0.5)
         if self._log is not None:
-            self._log.close()
+            with contextlib.suppress(OSError):  # a full disk: the log loses its last buffered line
+                self._log.close()
             self._log = None
         if self.workdir is not None:
             shutil.rmtree(self.workdir, ignore_errors=True)
@@ -88,36 +123,77 @@ class HostTarget:
         self.redact = tuple(dict.fromkeys([*self.redact, *secrets]))
 
     def run(self, command: str, timeout: float | None = None) -> CommandResult:
-        """Run ``/bin/sh -c command`` in the working folder; its process group is killed at the timeout."""
+        """Run ``/bin/sh -c command`` in the working folder; its whole process tree is ended at the timeout."""
         return self.run_in_phase(command, timeout, "command")
 
     def run_in_phase(self, command: str, timeout: float | None, phase: str) -> CommandResult:
-        """``run`` with its timeout message naming ``phase`` (``NamesPhases``)."""
+        """``run`` with its timeout message naming ``phase`` (``NamesPhases``).
+
+        The output is streamed to ``host.log`` as it comes and kept in memory up to ``max_output`` bytes; a
+        command that prints more is ended and raises ``OutputLimitExceeded``. Every read has the command's
+        deadline: a child that keeps stdout open after the command ended (``setsid ... &``) gets
+        ``STRAY_OUTPUT_S`` more, then is ended with the rest of the tree (``children.ProcessTree``)."""
         assert self.workdir is not None, "open() the target first"
         limit = (timeout if timeout is not None else self.command_timeout) * self.timeout_scale
         began = time.monotonic()
+        deadline = began + limit
         script = _script_file(self.workdir, command)
-        proc = subprocess.Popen(["/bin/sh", script], cwd=self.workdir, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        self._log_write(f"$ {command}\n")
         try:
-            out, _ = proc.communicate(timeout=limit)
-        except subprocess.TimeoutExpired as exc:
-            os.killpg(proc.pid, signal.SIGKILL)
-            out, _ = proc.communicate()
-            raise CommandTimeout(f"host command {command!r} did not finish after {limit:.4g} s (phase {phase}); "
-                                 f"killed; pass --timeout-scale to allow more time", exit_status=124,
-                                 output=(out or b"").decode("utf-8", "replace")) from exc
+            tree = ProcessTree.start(["/bin/sh", script], label=f"{self.name}: host command",
+                                     cwd=self.workdir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        except OSError as exc:
+            raise CommandFailed(f"cannot start /bin/sh on this host: {exc}", exit_status=127) from exc
+        with self._trees_lock:
+            self._trees.add(tree)
+        sink = _OutputSink(self, self.max_output)
+        status: int | None = None
+        try:
+            assert tree.proc.stdout is not None
+            fd = tree.proc.stdout.fileno()
+            ended = _read_until(fd, sink, deadline, exited=lambda: tree.proc.poll() is not None)
+            if ended == "exited":  # the command is done, but a process it started holds its output open
+                _read_until(fd, sink, time.monotonic() + STRAY_OUTPUT_S)
+            status = tree.wait(max(0.0, deadline - time.monotonic()))
+            if status is None:  # the deadline passed (or it closed its output and did not exit in time)
+                tree.end()
+                _read_until(fd, sink, time.monotonic() + 0.2)  # what was in the pipe when it was ended
+                self._log_write(sink.flush() + f"[ended after {limit:.4g} s]\n")
+                raise CommandTimeout(
+                    f"host command did not finish after {limit:.4g} s (phase {phase}) and was ended with every "
+                    f"process it started; pass --timeout-scale to allow more time (log: {self.log_path}): "
+                    f"{command}", exit_status=124, output=sink.text(), log_path=self.log_path)
+        except OutputLimitExceeded:
+            tree.end()
+            self._log_write(sink.flush() + f"[ended: more than {self.max_output} bytes of output]\n")
+            raise
         finally:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-            os.unlink(script)
-        text = (out or b"").decode("utf-8", "replace").replace("\r\n", "\n")
-        if self._log is not None:
-            self._log.write(mask(f"$ {command}\n{text}[exit {proc.returncode}]\n", self.redact))
+            tree.end()  # strays of a finished command too: nothing it started outlives it
+            with self._trees_lock:
+                self._trees.discard(tree)
+            if tree.proc.stdout is not None:
+                tree.proc.stdout.close()
+            with contextlib.suppress(OSError):
+                os.unlink(script)
+        text = sink.text()
+        self._log_write(sink.flush() + f"[exit {status}]\n")
+        return CommandResult(command=command, exit_status=status, output=text,
+                             duration_s=time.monotonic() - began, log_path=self.log_path)
+
+    @property
+    def log_path(self) -> Path:
+        return self.log_dir / "host.log"
+
+    def _log_write(self, text: str) -> None:
+        """Append to ``host.log`` (secrets masked); a write that fails is the host's storage failing: raised as
+        ``StorageError`` naming the file (the run ends at once)."""
+        if self._log is None or not text:
+            return
+        try:
+            self._log.write(mask(text, self.redact))
             self._log.flush()
-        return CommandResult(command=command, exit_status=proc.returncode, output=text,
-                             duration_s=time.monotonic() - began, log_path=self.log_dir / "host.log")
+        except OSError as exc:
+            raise storage_error(self.log_path, exc, "write") from exc
 
     def put(self, local: Path, remote: str) -> None:
         target = self.local_path(remote)
@@ -136,3 +212,61 @@ def _script_file(folder: Path, command: str) -> str:
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(command + "\n")
     return path
+
+
+def _read_until(fd: int, sink: _OutputSink, deadline: float,
+                exited: Callable[[], bool] | None = None) -> Literal["eof", "deadline", "exited"]:
+    """Read ``fd`` into ``sink`` until EOF, ``deadline``, or (checked whenever the pipe is quiet) ``exited()``;
+    never blocks past the deadline."""
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return "deadline"
+        readable, _, _ = select.select([fd], [], [], min(remaining, 0.1))
+        if not readable:
+            if exited is not None and exited():
+                return "exited"
+            continue
+        data = os.read(fd, _CHUNK)
+        if not data:
+            return "eof"
+        sink.feed(data)
+
+
+class _OutputSink:
+    """A command's output: streamed into ``host.log`` in pieces (never splitting a secret), the first
+    ``limit`` bytes kept for the result; more raises ``OutputLimitExceeded``."""
+
+    def __init__(self, target: HostTarget, limit: int) -> None:
+        self._target = target
+        self._limit = limit
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self._kept: list[str] = []
+        self._size = 0
+        self._pending = ""
+
+    def feed(self, data: bytes) -> None:
+        self._size += len(data)
+        text = self._decoder.decode(data)
+        if self._size > self._limit:
+            self._pending += text
+            raise OutputLimitExceeded(
+                f"the command printed more than {self._limit} bytes (run.max_output) and was ended; the output "
+                f"so far is in {self._target.log_path}", exit_status=1, output=self.text()[-4096:],
+                log_path=self._target.log_path)
+        self._kept.append(text)
+        self._pending += text
+        if len(self._pending) >= _LOG_PIECE or "\n" in text:
+            cut = self._pending.rfind("\n") + 1 if len(self._pending) < _LOG_PIECE else len(self._pending)
+            cut -= held_back(self._pending[:cut], self._target.redact) if cut == len(self._pending) else 0
+            piece, self._pending = self._pending[:cut], self._pending[cut:]
+            self._target._log_write(piece)
+
+    def flush(self) -> str:
+        """What is not in the log yet (the unfinished last line), for the caller's last log write."""
+        self._pending += self._decoder.decode(b"", final=True)
+        rest, self._pending = self._pending, ""
+        return rest if not rest or rest.endswith("\n") else rest + "\n"
+
+    def text(self) -> str:
+        return "".join(self._kept).replace("\r\n", "\n")

@@ -17,6 +17,7 @@ text that is already clean, and no unread terminal can ever block the model.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import logging
 import select
@@ -31,7 +32,7 @@ from typing import TextIO
 import pexpect
 from pexpect.spawnbase import SpawnBase
 
-from fvp_harness.errors import PortError
+from fvp_harness.errors import PortError, StorageError, storage_error
 from fvp_harness.targets.deadline import Deadline
 from fvp_harness.targets.text import TextCleaner, held_back, mask
 
@@ -226,6 +227,9 @@ class Terminal:
         self._stop = threading.Event()
         self.closed = False
         self.close_reason: str | None = None
+        self.storage_failure: StorageError | None = None
+        """Why the log could not be written (disk full, read-only, ...): the terminal is then closed, and the
+        console raises this instead of waiting out its deadline on a terminal nobody drains."""
         self.bytes_received = 0
         self.spawn = TerminalSpawn(self, searchwindowsize=searchwindowsize, timeout=30)
 
@@ -352,6 +356,14 @@ class Terminal:
     # -- drain thread -------------------------------------------------------------------------------------------
 
     def _drain(self) -> None:
+        """The drain thread: ``_drain_loop``; a log that cannot be written closes the terminal with the reason
+        (``storage_failure``), so whoever waits on it learns at once instead of at its deadline."""
+        try:
+            self._drain_loop()
+        except StorageError:
+            pass  # the terminal is closed with the reason (``_write_log_line``)
+
+    def _drain_loop(self) -> None:
         sock = self._sock
         assert sock is not None
         last_data = time.monotonic()
@@ -452,6 +464,19 @@ class Terminal:
         text = mask(text, self._redact)
         with self._log_lock:
             if self._log_file is None:
+                if self.storage_failure is not None:
+                    raise self.storage_failure
                 return
-            self._log_file.write(f"{stamp} {mark} {text}{suffix}\n")
-            self._log_file.flush()
+            try:
+                self._log_file.write(f"{stamp} {mark} {text}{suffix}\n")
+                self._log_file.flush()
+            except OSError as exc:
+                failure = self.storage_failure = storage_error(self.log_path, exc)
+                with contextlib.suppress(OSError):
+                    self._log_file.close()
+                self._log_file = None
+            else:
+                return
+        log.debug("%s: %s", self.name, failure)
+        self._mark_closed(str(failure))
+        raise failure

@@ -11,14 +11,15 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from tests.helpers import eventually
 from tests.proc_scan import processes_with_env
 
-__all__ = ["MARK", "assert_no_models_left", "run_cli"]
+__all__ = ["MARK", "Finished", "assert_no_models_left", "run_cli"]
 
 MARK = "FVP_HARNESS_TEST_MARK"
 """Environment variable whose unique value marks every process of one ``run_cli(..., scratch=...)``."""
@@ -34,15 +35,26 @@ def assert_no_models_left(pid: int, grace: float = 5.0) -> None:
     assert not left, f"simulator processes left running: {left}"
 
 
+class Finished(subprocess.CompletedProcess):  # type: ignore[type-arg]
+    """A finished run; ``acted_after``: seconds from ``then`` (e.g. a SIGTERM) to the process's exit (None: never
+    acted)."""
+
+    acted_after: float | None = None
+
+
 def run_cli(cwd: Path, *args: str, timeout: float = 300, env: Mapping[str, str] | None = None,
-            scratch: Path | None = None) -> subprocess.CompletedProcess[str]:
+            scratch: Path | None = None, when: Callable[[], bool] | None = None,
+            then: Callable[[subprocess.Popen[str]], None] | None = None) -> Finished:
     """``python -m fvp_harness ARGS`` in ``cwd``; its output, once the process and every model it started are
     gone.
 
     ``scratch``: a stricter check for tests of the process rules. The run gets a private ``TMPDIR`` in a fresh folder
     under ``scratch`` and a unique ``MARK`` in its environment, which every descendant inherits (also a stand-in
     model that is not the harness's child, or that dropped ``FVP_HARNESS_OWNER_PID``); no marked process may
-    outlive it and no temp file may be left behind."""
+    outlive it and no temp file may be left behind.
+
+    ``then(proc)`` is called once ``when()`` holds (polled every 50 ms; at once without ``when``): a fault
+    injected mid-run; ``Finished.acted_after`` says how long the process took to exit after it."""
     token = uuid.uuid4().hex
     private_tmp = None
     child_env = dict(os.environ if env is None else env)
@@ -52,8 +64,18 @@ def run_cli(cwd: Path, *args: str, timeout: float = 300, env: Mapping[str, str] 
         child_env.update({MARK: token, "TMPDIR": str(private_tmp)})
     proc = subprocess.Popen([sys.executable, "-m", "fvp_harness", *args], cwd=cwd, text=True, env=child_env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    acted: float | None = None
     try:
+        if then is not None:  # act once ``when()`` holds (a fault injected mid-run: a signal, a full disk)
+            end = time.monotonic() + timeout
+            while proc.poll() is None and time.monotonic() < end and not (when is None or when()):
+                time.sleep(0.05)
+            if proc.poll() is None:
+                then(proc)
+                acted = time.monotonic()
+            timeout = max(1.0, end - time.monotonic())
         out, err = proc.communicate(timeout=timeout)
+        exited = time.monotonic()
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -64,7 +86,9 @@ def run_cli(cwd: Path, *args: str, timeout: float = 300, env: Mapping[str, str] 
             _assert_none_marked(token, f"fvp-harness {' '.join(args)}")
     if private_tmp is not None:
         assert not list(private_tmp.iterdir()), f"temp files left behind: {list(private_tmp.iterdir())}"
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    done = Finished(proc.args, proc.returncode, out, err)
+    done.acted_after = None if acted is None else round(exited - acted, 2)
+    return done
 
 
 def _assert_none_marked(token: str, what: str, grace: float = 5.0) -> None:

@@ -8,11 +8,15 @@ every instance are resumed with the fault switched off (the run then completes);
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
 import shutil
+import signal
 import subprocess
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -176,3 +180,262 @@ def test_target_host_with_simulator_runners_is_refused_before_any_unit(workdir: 
         located.stderr
     doctor = fvp_harness(workdir, "doctor", "scenarios/smoke.yaml", "--set", "target=host")
     assert doctor.returncode == 2 and "FAIL  runner before" in doctor.stdout and "skip  model" in doctor.stdout
+
+
+# --- faults of the user's machine (issue 23): a runner's stray child, a flood of output, a full disk, SIGTERM ---
+
+HOST_SCENARIO = """\
+name: {name}
+target: host
+builds:
+  a: {{runner: runner.sh}}
+models:
+  m1: {{file: m1.bin{build}}}
+  m2: {{file: m2.bin}}
+run:
+  command: "{{runner}} {{model}}"
+  warmup: 0
+  iterations: 1
+  repetitions: 1
+  timeout: {timeout}
+  env: {{FILL: "{fill}"}}
+metrics: [{{name: t, regex: "t=([0-9.]+)", required: true}}]
+"""
+
+HOST_RUNNER = """\
+#!/bin/sh
+case "$(cat "$1")" in
+  setsid) setsid sleep 100000 & echo started; sleep 100000 ;;
+  flood) head -c 200000000 /dev/zero | tr '\\0' a; echo ;;
+  fill) dd if=/dev/zero of="$FILL" bs=64k 2>/dev/null; i=0
+        while [ $i -lt 5000 ]; do echo "t=1.0 line $i of a runner that goes on printing"; i=$((i+1)); done ;;
+  slow) echo "t=1.0"; sleep 100000 ;;
+  *) echo "t=1.0" ;;
+esac
+"""
+
+FAULT_TIMINGS: dict[str, tuple[int, float | None]] = {}
+"""fault -> (exit code, seconds from the fault to the harness's exit): the issue's table (printed with ``-s``)."""
+
+
+def _note(name: str, done: subprocess.CompletedProcess[str], seconds: float | None) -> None:
+    import os
+
+    FAULT_TIMINGS[name] = (done.returncode, seconds)
+    line = f"FAULT {name}: exit {done.returncode}, {seconds} s to exit"
+    print("\n" + line)
+    table = os.environ.get("FVP_FAULT_TABLE")  # collect the table across xdist workers
+    if table:
+        with open(table, "a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
+
+
+def _host_scenario(root: Path, name: str, m1: str, *, m2: str = "ok", timeout: float = 30, fill: str = "",
+                   build: str = "") -> Path:
+    folder = root / name
+    folder.mkdir(parents=True)
+    (folder / "runner.sh").write_text(HOST_RUNNER)
+    (folder / "runner.sh").chmod(0o755)
+    if not build:
+        (folder / "m1.bin").write_text(m1)
+    (folder / "m2.bin").write_text(m2)
+    path = folder / f"{name}.yaml"
+    path.write_text(HOST_SCENARIO.format(name=name, timeout=timeout, fill=fill,
+                                         build=f", build: {json.dumps(build)}" if build else ""))
+    return path
+
+
+def _assert_records_valid(out: Path) -> list[dict]:
+    path = out / "records.jsonl"
+    if not path.exists():
+        return []
+    data = path.read_bytes()
+    assert not data or data.endswith(b"\n"), "a partial record line"
+    return [json.loads(line) for line in data.decode().splitlines()]
+
+
+def _no_traceback(done: subprocess.CompletedProcess[str]) -> None:
+    assert "Traceback" not in done.stderr + done.stdout, done.stderr
+
+
+def _require_root() -> None:
+    import os
+
+    if os.geteuid() != 0:
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI runs the tests as root: the tmpfs fault tests must run there")
+        pytest.skip("mounting a small tmpfs needs root (CI runs as root)")
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A real 4 MiB tmpfs for a results folder, unmounted afterwards."""
+    _require_root()
+    folder = tmp_path / "disk"
+    folder.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(folder)], check=True)
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+def _fill(folder: Path) -> None:
+    """Fill the file system of ``folder`` to the last byte."""
+    import os
+
+    fd = os.open(folder / "filler", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        for size in (1 << 20, 65536, 4096, 1):
+            with contextlib.suppress(OSError):
+                while True:
+                    os.write(fd, b"\0" * size)
+    finally:
+        os.close(fd)
+
+
+def test_a_host_runner_with_a_setsid_child_times_out_and_leaves_nothing(workdir: Path) -> None:
+    path = _host_scenario(workdir / "host", "setsid", "setsid", timeout=3)
+    out = workdir / "out" / "setsid"
+    began = time.monotonic()
+    done = run_cli(workdir, "run", str(path), "-o", str(out), timeout=120, scratch=workdir / "scratch")
+    _note("host runner with a setsid child (run.timeout 3)", done, round(time.monotonic() - began, 2))
+    assert done.returncode == 1, done.stderr
+    _no_traceback(done)
+    records = _assert_records_valid(out)
+    failed = next(r for r in records if r["model"] == "m1")
+    assert failed["status"] == "failed" and "did not finish after 3 s" in failed["failure"]
+    assert failed["failure"].rstrip().rstrip("'").endswith("m1.bin"), "the message ends with the user's command, whole"
+    assert "mkdir" not in failed["failure"], "not the framed shell line"
+    assert next(r for r in records if r["model"] == "m2")["status"] == "ok"
+
+
+def test_200_mb_of_runner_output_fail_the_unit_with_bounded_memory_and_logs(workdir: Path) -> None:
+    import resource
+
+    path = _host_scenario(workdir / "host", "flood", "flood")
+    out = workdir / "out" / "flood"
+    began = time.monotonic()
+    done = run_cli(workdir, "run", str(path), "-o", str(out), timeout=300, scratch=workdir / "scratch")
+    _note("200 MB of host-runner output", done, round(time.monotonic() - began, 2))
+    assert done.returncode == 1, done.stderr
+    _no_traceback(done)
+    failed = next(r for r in _assert_records_valid(out) if r["model"] == "m1")
+    assert "OutputLimitExceeded" in failed["failure"] and "(run.max_output)" in failed["failure"]
+    logs = sum(p.stat().st_size for p in (out / "logs").rglob("*") if p.is_file())
+    assert logs < 80 * 1024 * 1024, f"logs hold {logs} bytes"
+    peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    assert peak_kib < 700 * 1024, f"a child of the tests peaked at {peak_kib} KiB"
+
+
+def test_a_full_disk_under_a_host_run_ends_it_at_once_with_one_line(workdir: Path, small_disk: Path) -> None:
+    path = _host_scenario(workdir / "host", "fill", "ok", m2="fill", fill=str(small_disk / "filler"))
+    out = small_disk / "out"
+    began = time.monotonic()
+    done = run_cli(workdir, "run", str(path), "-o", str(out), timeout=120, scratch=workdir / "scratch")
+    _note("full disk mid-run (target: host, tmpfs results folder)", done, round(time.monotonic() - began, 2))
+    assert done.returncode == 3, done.stderr
+    _no_traceback(done)
+    lines = [line for line in done.stderr.splitlines() if "No space left on device" in line]
+    assert len(lines) == 1 and f"cannot write {out}" in lines[0] and "(ENOSPC)" in lines[0], done.stderr
+    records = _assert_records_valid(out)
+    assert [(r["model"], r["status"]) for r in records] == [("m1", "ok")]
+
+
+def test_a_full_disk_under_the_console_ends_the_run_within_seconds(workdir: Path, small_disk: Path) -> None:
+    out = small_disk / "out"
+    began: list[float] = []
+
+    def first_unit_logged() -> bool:
+        return bool(list(out.glob("logs/s0/r0-*.log")))
+
+    def fill(proc: subprocess.Popen[str]) -> None:
+        began.append(time.monotonic())
+        _fill(small_disk)
+
+    done = run_cli(workdir, "run", "scenarios/smoke.yaml", "-o", str(out), *BASE, timeout=300,
+                   scratch=workdir / "scratch", when=first_unit_logged, then=fill)
+    _note("full disk mid-run (console, simulator)", done, done.acted_after)
+    assert done.returncode == 3, done.stderr
+    _no_traceback(done)
+    assert done.acted_after is not None and done.acted_after < 20
+    lines = [line for line in done.stderr.splitlines() if "No space left on device" in line]
+    assert len(lines) == 1 and f"cannot write {out}" in lines[0], done.stderr
+    _assert_records_valid(out)
+
+
+def _sigterm(proc: subprocess.Popen[str]) -> None:
+    proc.send_signal(signal.SIGTERM)
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 143), (signal.SIGINT, 130)],
+                         ids=["SIGTERM", "SIGHUP", "Ctrl-C"])
+@pytest.mark.parametrize("verb", ["run", "make"])
+def test_a_signal_during_a_build_ends_it_at_once_and_leaves_no_artifact(workdir: Path, verb: str, signum: int,
+                                                                        code: int) -> None:
+    name = f"build{verb}{signal.Signals(signum).name}"
+    path = _host_scenario(workdir / "host", name, "", build="printf PART1 > {output}; sleep 100000; "
+                                                           "printf PART2 >> {output}")
+    out = workdir / "out" / name
+    args = ("run", str(path), "-o", str(out)) if verb == "run" else ("make", str(path), "--results", str(out))
+    done = run_cli(workdir, *args, timeout=120, scratch=workdir / "scratch",
+                   when=lambda: bool(list(out.glob("**/logs/build/*.log"))),
+                   then=lambda proc: proc.send_signal(signum))
+    _note(f"{signal.Signals(signum).name} during a build ({verb})", done, done.acted_after)
+    assert done.returncode == code, done.stderr
+    _no_traceback(done)
+    if code == 143:
+        assert f"stopped by {signal.Signals(signum).name}" in done.stderr
+    assert done.acted_after is not None and done.acted_after < 15, "the build is ended, not waited for"
+    assert {p.name for p in path.parent.iterdir()} == {"m2.bin", "runner.sh", f"{name}.yaml"}, \
+        "no artifact, no staged file, no build record"
+
+
+def test_sigterm_during_the_boot_stops_after_it_with_the_manifest_interrupted(workdir: Path) -> None:
+    out = workdir / "out" / "termboot"
+    done = run_cli(workdir, "run", "scenarios/smoke.yaml", "-o", str(out), *BASE, timeout=300,
+                   scratch=workdir / "scratch", when=lambda: (out / "logs" / "s0" / "fvp.log").is_file(),
+                   then=_sigterm)
+    _note("SIGTERM during the boot", done, done.acted_after)
+    assert done.returncode == 143, done.stderr
+    _no_traceback(done)
+    if (out / "manifest.json").exists():
+        assert json.loads((out / "manifest.json").read_text())["status"] == "interrupted"
+    _assert_records_valid(out)
+
+
+def test_sigterm_during_a_unit_stops_it_after_the_grace_period(workdir: Path) -> None:
+    out = workdir / "out" / "termunit"
+
+    def runner_started() -> bool:
+        return any("--model_path" in p.read_text(errors="replace") for p in out.glob("logs/s0/*.log"))
+
+    done = run_cli(workdir, "run", "scenarios/smoke.yaml", "-o", str(out), *BASE, "--set",
+                   "fvp.sim.runner_fault=hang=1", "--set", "fvp.timeouts.unit=120", timeout=300,
+                   scratch=workdir / "scratch", when=runner_started, then=_sigterm)
+    _note("SIGTERM during a unit (runner hangs: the 10 s grace, then at once)", done, done.acted_after)
+    assert done.returncode == 143, done.stderr
+    _no_traceback(done)
+    assert done.acted_after is not None and 9 < done.acted_after < 30
+    assert json.loads((out / "manifest.json").read_text())["status"] == "interrupted"
+    _assert_records_valid(out)
+
+
+def test_sigterm_during_a_host_unit_ends_the_runner(workdir: Path) -> None:
+    path = _host_scenario(workdir / "host", "termhost", "slow", timeout=120)
+    out = workdir / "out" / "termhost"
+    done = run_cli(workdir, "run", str(path), "-o", str(out), timeout=120, scratch=workdir / "scratch",
+                   when=lambda: "t=1.0" in _read(out / "logs" / "s0" / "host.log"), then=_sigterm)
+    _note("SIGTERM during a host unit (runner sleeps: the 10 s grace, then at once)", done, done.acted_after)
+    assert done.returncode == 143, done.stderr
+    _no_traceback(done)
+    assert done.acted_after is not None and done.acted_after < 25
+    assert json.loads((out / "manifest.json").read_text())["status"] == "interrupted"
+    _assert_records_valid(out)
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""

@@ -132,8 +132,8 @@ def test_set_unknown_path_names_set(write):
     problems = info.value.problems
     assert problems[0] == (
         "--set run.iteratons=5: run.iteratons: unknown field 'iteratons'; did you mean 'iterations'? "
-        "(expected one of: command, warmup, iterations, repetitions, order, until, timeout, env, secret_env, "
-        "secret_patterns, fetch, cmd_line, retries)"
+        "(expected one of: command, warmup, iterations, repetitions, order, until, timeout, max_output, env, "
+        "secret_env, secret_patterns, fetch, cmd_line, retries)"
     )
     assert problems[1].startswith("--set nonsense: --set: expected PATH=VALUE")
     assert problems[2].startswith(

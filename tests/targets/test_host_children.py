@@ -1,0 +1,94 @@
+"""Host commands are process trees the harness ends whole: a ``setsid`` child holding stdout open, a runner that
+prints without end, a second stop while a command runs (issue 23 items 1 and 5)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from fvp_harness.errors import OutputLimitExceeded
+from fvp_harness.targets.children import ProcessTree, marked_processes
+from fvp_harness.targets.console import CommandTimeout
+from fvp_harness.targets.host import HostTarget
+from tests.proc_scan import processes_with_env
+
+
+def _no_strays(marker: str) -> None:
+    deadline = time.monotonic() + 3
+    while processes_with_env("T23_MARK", marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not processes_with_env("T23_MARK", marker), "a process the command started is still alive"
+
+
+def test_a_setsid_child_holding_stdout_open_is_ended_at_the_timeout(tmp_path: Path) -> None:
+    with HostTarget(log_dir=tmp_path / "logs") as target:
+        began = time.monotonic()
+        with pytest.raises(CommandTimeout) as caught:
+            target.run("export T23_MARK=a; setsid sleep 100000 & echo started; sleep 100000", timeout=1.0)
+        assert time.monotonic() - began < 6
+    assert "did not finish after 1 s" in str(caught.value)
+    assert str(caught.value).endswith("sleep 100000"), "the command the user wrote comes last, whole"
+    assert "host.log" in str(caught.value)
+    assert "started" in caught.value.output
+    _no_strays("a")
+
+
+def test_a_finished_command_leaves_no_child_behind_even_one_that_keeps_its_stdout(tmp_path: Path) -> None:
+    with HostTarget(log_dir=tmp_path / "logs") as target:
+        began = time.monotonic()
+        result = target.run("export T23_MARK=b; setsid sleep 100000 & echo done", timeout=30)
+        assert time.monotonic() - began < 5, "the open pipe of the escaped child is not waited for"
+    assert result.exit_status == 0 and "done" in result.output
+    _no_strays("b")
+
+
+def test_a_runner_printing_more_than_max_output_is_ended_and_the_log_is_bounded(tmp_path: Path) -> None:
+    with HostTarget(log_dir=tmp_path / "logs", max_output=1 << 20) as target:
+        with pytest.raises(OutputLimitExceeded) as caught:
+            target.run("export T23_MARK=c; yes 0123456789abcdef", timeout=60)
+        assert "more than 1048576 bytes (run.max_output)" in str(caught.value)
+        assert len(caught.value.output) <= 4096
+    assert (tmp_path / "logs" / "host.log").stat().st_size < 2 << 20
+    _no_strays("c")
+
+
+def test_output_streams_to_the_log_with_secrets_masked(tmp_path: Path) -> None:
+    with HostTarget(log_dir=tmp_path / "logs", redact=("hunter2",)) as target:
+        result = target.run("printf 'a hunter2 b\\nno newline'", timeout=10)
+    assert result.output == "a hunter2 b\nno newline"
+    log = (tmp_path / "logs" / "host.log").read_text()
+    assert "hunter2" not in log and "a *** b" in log and "no newline\n[exit 0]" in log
+
+
+def test_closing_the_target_ends_a_command_in_flight(tmp_path: Path) -> None:
+    target = HostTarget(log_dir=tmp_path / "logs")
+    target.open()
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            target.run("export T23_MARK=d; sleep 100000", timeout=100)
+        except BaseException as exc:
+            errors.append(exc)
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    time.sleep(0.5)
+    target.close()
+    worker.join(timeout=5)
+    assert not worker.is_alive(), "the command in flight was not ended by close()"
+    _no_strays("d")
+
+
+def test_a_tree_is_found_by_its_token_after_its_shell_died(tmp_path: Path) -> None:
+    tree = ProcessTree.start(["/bin/sh", "-c", "setsid sleep 100000 & exit 0"], label="test")
+    assert tree.wait(5) == 0
+    deadline = time.monotonic() + 2
+    while not marked_processes(tree.token) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert marked_processes(tree.token), "the escaped child carries the token"
+    tree.end(0.5)
+    assert not marked_processes(tree.token)
