@@ -7,7 +7,9 @@ fetched), so the report files it writes are byte-identical to the ones the run w
 
 Order of work, and why:
 
-1. ask the model binary for its ``--version`` banner (no boot; fails fast with exit 2 if the binary is missing);
+1. the preflight, ``doctor``'s own checks (``run.doctor.preflight``: ``--version``, ``--list-params``, every ``-C``
+   parameter, firmware files; no boot): a deterministic start failure is exit 2 before anything is built, archived
+   or booted, and never retried; then the model's ``--version`` banner for the manifest;
 2. build missing or stale artifacts (``run.artifacts``; all of them with ``RunOptions.rebuild``), hash everything,
    and re-plan with those hashes so every content key is final before a single unit runs;
 3. open the results folder (``store``): a plain run starts it over, ``--resume`` refuses a folder whose key
@@ -54,6 +56,7 @@ from fvp_harness.run.adaptive import (
 )
 from fvp_harness.run.artifacts import BUILD_TIMEOUT_S, BuildResult, BuildStep, build_artifacts
 from fvp_harness.run.baseline import pin_stored_baseline
+from fvp_harness.run.doctor import PROBE_TIMEOUT_S, preflight
 from fvp_harness.run.execute import DeployFunction, ExecuteOptions, SessionOutcome, execute_plan, utc_now
 from fvp_harness.run.instances import TargetFactory, default_target_factory, query_fvp_version
 from fvp_harness.run.manifest import Manifest, RunSettings
@@ -305,6 +308,9 @@ def run_scenario(
     store = ResultStore(results_dir_for(loaded.path, options.results_base, options.output_dir))
     with contextlib.ExitStack() as stack:
         stack.enter_context(store.lock())
+        if factory is None and loaded.scenario.target != "host":  # the model will start: doctor's checks first
+            preflight(loaded.scenario, loaded.profile, base_dir=loaded.directory,
+                      probe_timeout=min(PROBE_TIMEOUT_S, _boot_timeout(loaded, options.timeout_scale)))
         version, banner = query_fvp_version(loaded, options.timeout_scale)
         phases["version"] = time.monotonic() - began
         archived: Path | None = None
@@ -395,6 +401,12 @@ def run_scenario(
         builds=builds, wall_seconds=time.monotonic() - began,
         phase_seconds=phases,
     )
+
+
+def _boot_timeout(loaded: LoadedScenario, scale: float) -> float:
+    """The scaled boot timeout: a preflight probe never waits longer than a boot would."""
+    fvp = loaded.scenario.fvp
+    return fvp.timeouts.boot * fvp.timeout_scale * scale
 
 
 def _early_boots(loaded: LoadedScenario, options: RunOptions, store: ResultStore, factory: TargetFactory,
