@@ -236,7 +236,8 @@ def until_sampling(scenario: Scenario, until: UntilLike, planned: Mapping[str, s
     """``run.until`` over a run's stored records: the units a report accounts for (``planned`` less the ones the
     stopping rule spared), one note per model, and the spared unit ids, all replayed from the records exactly as
     the run decided (``run.adaptive.replay``). ``stored``: the stored baseline of a ``compare.baseline_from`` run,
-    judged with every round as the live rule judged it. ``write_report`` and ``make`` both decide here."""
+    judged with every round as the live rule judged it. ``write_report`` decides here, so ``run``, ``make`` and
+    ``report DIR`` record the same ``plan.spared``."""
     builds = list(scenario.builds)
     wanted = [r for r in records if planned.get(r.unit_id) == r.key]
     # models in the order they ran (the manifest's scenario may list them in another order; the report must not move)
