@@ -155,11 +155,6 @@ class PlanInfo(_Part):
         return {unit: key for unit, key in self.keys.items()
                 if unit in selected or key in stored_keys.get(unit, set())}
 
-    def accounted(self) -> int:
-        """How many units this run accounts for: the selected ones the stopping rule did not spare."""
-        selected = set(self.keys) if self.selected is None else set(self.selected)
-        return len(selected - set(self.spared))
-
 
 class RunInfo(_Part):
     """Which run this is: an id (UTC start time and a random suffix; ``runs/<id>/`` when it is archived) and the git
