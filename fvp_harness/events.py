@@ -13,7 +13,8 @@ Event kinds (``Event.kind``) and the fields they use:
                    (``status`` ``warning``) a soft difference between that run and this one
 ``rerun``          ``unit``, ``detail``: ``--resume`` measures it again, and why (``changed: run``, ...)
 ``build``          ``name`` artifact built, ``seconds``
-``plan``           ``total`` units to run, ``skipped`` (already stored, ``--resume``), ``sessions``
+``plan``           ``total`` units to run, ``skipped`` (already stored, ``--resume``), ``sessions``; with
+                   ``run.until`` ``count``: the most rounds the rule may run (``total`` is then a ceiling)
 ``boot``           ``session`` (instance name) is booting (``detail`` ``reused``: ``make`` lends it an instance
                    that is already booted)
 ``booted``         ``session``, ``seconds`` from launch to a ready shell (``detail`` ``reused``: no boot happened)

@@ -65,7 +65,7 @@ from fvp_harness.errors import (
 )
 from fvp_harness.events import Event, Listener, null_listener
 from fvp_harness.files import atomic_write, file_sha256
-from fvp_harness.run.adaptive import SamplingState, replay
+from fvp_harness.run.adaptive import SamplingState, replay, round_builds
 from fvp_harness.run.artifacts import (
     BUILD_TIMEOUT_S,
     BuildResult,
@@ -402,12 +402,13 @@ def _plan_node(node: Node, options: MakeOptions, versions: _Versions, *, after_b
 def _sampling(plan: Plan, records: Sequence[Record]) -> SamplingState | None:
     """``run.until``: the stopping rule replayed over the stored records of the planned keys (None without it)."""
     scenario = plan.scenario
-    if scenario.run.until is None:
-        return None
+    if scenario.run.until is None or (scenario.compare is not None and scenario.compare.baseline_from):
+        return None  # with a stored baseline make measures every round (its lanes judge no stored samples)
     keys = {unit.id: unit.key for unit in plan.units}
     wanted = [record for record in records if keys.get(record.unit_id) == record.key]
     return replay(wanted, scenario.compare, scenario.run.until, models=list(scenario.models),
-                  builds=list(scenario.builds), metrics=scenario.metrics)
+                  builds=round_builds((unit.build, unit.repetition) for unit in plan.units),
+                  metrics=scenario.metrics)
 
 
 def _not_needed(sampling: SamplingState, unit: Unit) -> bool:

@@ -824,7 +824,10 @@ def _run_job(job: JobSpec, spec: LaneSpec, root: Path, lease: _InstanceLease, si
         listener(replace(event, session=f"{label}/{event.session}") if event.session else event)
 
     wanted = None
-    if scenario.run.until is not None:  # adaptive sampling: the lane skips the rounds a stopped model needs no more
+    stored_baseline = scenario.compare is not None and bool(scenario.compare.baseline_from)
+    if scenario.run.until is not None and not stored_baseline:
+        # adaptive sampling: the lane skips the rounds a stopped model needs no more (not against a stored baseline:
+        # a worker has no stored run to judge on, so it measures every round; the report's replay spares none)
         rule = StoppingRule(scenario.compare, scenario.run.until, models=list(scenario.models),
                             builds=[b for b in scenario.builds if any(u.build == b for u in units)],
                             keys={unit.id: unit.key for unit in plan.units}, records=store.known_records,

@@ -11,7 +11,12 @@ What a CI log needs from these lines, and why each rule is here:
 - a unit failure is one line, printed once, cut to the width (``…``): its first line of text and the log that
   holds the rest, relative to the current folder; the run's summary then lists those units by id only
   (``failed_shown``);
-- an instance ``make`` lends to the next job is not booted again, so it does not claim "ready after 0.0 s".
+- an instance ``make`` lends to the next job is not booted again, so it does not claim "ready after 0.0 s";
+- under ``run.until`` (the ``plan`` event's ``count``: the most rounds the rule may run) the plan is a ceiling,
+  not a promise: lines and bar show the round and the units run so far against the most the rule may still run
+  (``[round 2/≤10: 12/≤80]``), every unit the rule spares lowers that ceiling, and the time left is an upper
+  bound from the rounds so far (``≤ 0:40 left``: the mean unit time so far times the units still possible), never
+  rich's guess from a total the rule will not reach.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from rich.progress import (
 
 from fvp_harness.events import Event
 
-__all__ = ["LOG_WIDTH", "ProgressView", "fit_line"]
+__all__ = ["LOG_WIDTH", "ProgressView", "fit_line", "format_seconds"]
 
 LOG_WIDTH = 160
 """Width of a line when the output is not a terminal (a CI log, a file): wide enough for a unit id, a reason and a
@@ -66,6 +71,17 @@ def fit_line(head: str, reason: str, width: int, log: str | None = None) -> str:
     return head + first + tail
 
 
+_ROUND = re.compile(r"^r(?P<rep>\d+)-")
+
+
+def format_seconds(seconds: float) -> str:
+    """``M:SS`` (``H:MM:SS`` from an hour), as rich shows elapsed time."""
+    whole = max(0, round(seconds))
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
 class ProgressView:
     """Shows events on a rich ``Console``: a live progress bar on a terminal, plain lines otherwise.
 
@@ -88,25 +104,31 @@ class ProgressView:
         self._done = 0
         self._failed = 0
         self._total = 0
+        self._rounds = 0
+        """``run.until``: the most rounds the rule may run (0: a fixed matrix, ``total`` is what will run)."""
+        self._round = 0
+        self._spared = 0
+        self._unit_seconds = 0.0
         self.failed_shown: list[str] = []
         """Units whose failure was printed (``unit`` in ``run``, ``scenario/unit`` in ``make``), in order."""
 
     def __enter__(self) -> ProgressView:
-        if not self.plain:
-            self._progress = Progress(
-                TextColumn("[bold]{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("{task.fields[state]}"),
-                TimeElapsedColumn(),
-                TextColumn("ETA"),
-                TimeRemainingColumn(),
-                console=self.console,
-                get_time=self._clock,
-                transient=False,
-            )
-            self._progress.start()
         return self
+
+    def _start_bar(self, adaptive: bool) -> None:
+        """The live bar, once the plan says what kind of run this is: with ``run.until`` the count reads
+        ``12/≤80`` and the time left is ``_left()``'s upper bound; else rich's count and ETA."""
+        if self.plain or self._progress is not None:
+            return
+        columns = [TextColumn("[bold]{task.description}"), BarColumn()]
+        if adaptive:
+            columns += [TextColumn("{task.completed}/≤{task.total}"), TextColumn("{task.fields[state]}"),
+                        TimeElapsedColumn(), TextColumn("{task.fields[left]}")]
+        else:
+            columns += [MofNCompleteColumn(), TextColumn("{task.fields[state]}"), TimeElapsedColumn(),
+                        TextColumn("ETA"), TimeRemainingColumn()]
+        self._progress = Progress(*columns, console=self.console, get_time=self._clock, transient=False)
+        self._progress.start()
 
     def __exit__(self, *exc: object) -> None:
         if self._progress is not None:
@@ -147,10 +169,18 @@ class ProgressView:
             self._line(f"{where}built {event.name} ({event.seconds or 0:.1f} s)")
         elif kind == "plan":
             self._total = event.total or 0
+            self._rounds = event.count or 0
             skipped = f", {event.skipped} already stored" if event.skipped else ""
-            self._line(f"{where}{self._total} units to run on {event.sessions} instance(s){skipped}")
+            if self._rounds:
+                self._line(f"{where}at most {self._total} units to run in up to {self._rounds} rounds on "
+                           f"{event.sessions} instance(s){skipped} (run.until: each model stops once its CI is "
+                           "narrow enough or its verdict settled)")
+            else:
+                self._line(f"{where}{self._total} units to run on {event.sessions} instance(s){skipped}")
+            self._start_bar(bool(self._rounds))
             if self._progress is not None:
-                self._task = self._progress.add_task("units", total=self._total, state="")
+                self._task = self._progress.add_task(self._description(), total=self._total, state="",
+                                                     left=self._left())
         elif kind == "boot":
             if event.detail == "reused":
                 self._state(f"{event.session}: reusing the booted instance")
@@ -173,21 +203,23 @@ class ProgressView:
             self._state(f"{event.session}: {event.unit}")
         elif kind == "unit_done":
             self._done += 1
+            self._unit_seconds += event.seconds or 0.0
+            match = _ROUND.match(event.unit or "")
+            if match is not None:
+                self._round = max(self._round, int(match.group("rep")) + 1)
             if event.status != "ok":
                 self._failed += 1
-            if self._progress is not None and self._task is not None:
-                self._progress.update(self._task, completed=self._done)
+            self._update_bar()
             if event.status != "ok":
                 scenario = (event.session or "").split("/")[0] if "/" in (event.session or "") else ""
                 self.failed_shown.append(f"{scenario}/{event.unit}" if scenario else str(event.unit))
                 self._line(self._failure(f"{event.session}: {event.unit} FAILED: ", event.detail), important=True)
             elif self.plain:
-                self._line(f"[{self._done}/{self._total}] {event.session}: {event.unit} ok "
-                           f"({event.seconds or 0:.2f} s)")
-        elif kind == "unit_skipped":  # run.until: its model needs no more rounds
+                self._line(f"[{self._count()}] {event.session}: {event.unit} ok ({event.seconds or 0:.2f} s)")
+        elif kind == "unit_skipped":  # run.until: its model needs no more rounds; the ceiling comes down
+            self._spared += 1
             self._total = max(self._done, self._total - 1)
-            if self._progress is not None and self._task is not None:
-                self._progress.update(self._task, total=self._total)
+            self._update_bar()
         elif kind == "retry":
             self._line(self._failure(f"{event.session}: {event.unit}: infrastructure failure, retrying on a fresh "
                                      "instance: ", event.detail), important=True)
@@ -212,6 +244,33 @@ class ProgressView:
             self._state("stopping")
             self._line("stopping: the units in flight finish and are kept, nothing new starts "
                        "(Ctrl-C again to stop at once)", important=True)
+
+    def _count(self) -> str:
+        """``3/8``; under ``run.until`` ``round 2/≤10: 12/≤80`` (the most the rule may still run)."""
+        if not self._rounds:
+            return f"{self._done}/{self._total}"
+        return f"round {self._round}/≤{self._rounds}: {self._done}/≤{self._total}"
+
+    def _description(self) -> str:
+        return f"round {max(self._round, 1)}/≤{self._rounds}" if self._rounds else "units"
+
+    def _left(self) -> str:
+        """``run.until``: an upper bound of the time left, from the rounds so far (mean unit time times the units
+        the rule may still run); empty before the first unit."""
+        if not self._rounds or not self._done:
+            return ""
+        left = self._unit_seconds / self._done * max(0, self._total - self._done)
+        return f"≤ {format_seconds(left)} left"
+
+    def _update_bar(self) -> None:
+        if self._progress is not None and self._task is not None:
+            self._progress.update(self._task, completed=self._done, total=self._total,
+                                  description=self._description(), left=self._left())
+
+    @property
+    def spared(self) -> int:
+        """Units ``run.until``'s stopping rule spared (``unit_skipped`` events) so far."""
+        return self._spared
 
     @property
     def counts(self) -> tuple[int, int, int]:

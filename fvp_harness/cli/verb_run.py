@@ -275,7 +275,9 @@ def _run_verb(args: argparse.Namespace) -> int:
         outcome: RunOutcome = run_scenario(loaded, options, listener=view, stop=stop)
     code = _finish(outcome, quiet, args, view.failed_shown)
     if not quiet:
-        print(f"{outcome.units_run} units run, {outcome.units_skipped} skipped (stored) in "
+        spared = f", {outcome.units_spared} spared by the stopping rule (run.until)" \
+            if loaded.scenario.run.until is not None else ""
+        print(f"{outcome.units_run} units run{spared}, {outcome.units_skipped} skipped (stored) in "
               f"{outcome.wall_seconds:.1f} s")
     for reason in outcome.aborted:
         print(f"session aborted: {reason}", file=sys.stderr)
@@ -303,8 +305,9 @@ def _runs_verb(args: argparse.Namespace) -> int:
         mark = "*" if run.current else " "
         commit = run.commit[:12] if run.commit else "-"
         units = "?" if run.units is None else str(run.units)
+        spared = f"  ({run.spared} spared by run.until)" if run.spared else ""
         print(f"{mark} {run.run_id:<22} {run.started or '?':<29} {run.status or '?':<11} {commit:<12} {units:>5}  "
-              f"{run.path}")
+              f"{run.path}{spared}")
     damaged = [run.problem for run in stored if run.problem]
     for problem in damaged:
         print(f"error: {problem}", file=sys.stderr)

@@ -55,11 +55,13 @@ __all__ = [
     "LoadedRun",
     "PairSpec",
     "RunComparison",
+    "StoredBaseline",
     "analyse_with_stored_baseline",
     "comparable",
     "compare_runs",
     "dotted_get",
     "load_run",
+    "load_stored_baseline",
     "run_labels",
 ]
 
@@ -92,7 +94,8 @@ class LoadedRun:
 
 def _planned(manifest: Mapping[str, Any], records: Sequence[Record]) -> dict[str, str] | None:
     """``manifest.plan.planned``, on the JSON form (the report layer does not read ``run.manifest``): every selected
-    unit, plus the plan's other units that have a stored record of their planned key."""
+    unit but those ``run.until``'s stopping rule spared (``plan.spared``: deliberately not run, so never "not
+    run"), plus the plan's other units that have a stored record of their planned key."""
     plan = manifest.get("plan")
     keys = plan.get("keys") if isinstance(plan, Mapping) else None
     if not isinstance(keys, Mapping) or not keys:
@@ -102,6 +105,8 @@ def _planned(manifest: Mapping[str, Any], records: Sequence[Record]) -> dict[str
         stored.setdefault(record.unit_id, set()).add(record.key)
     selected = plan.get("selected") if isinstance(plan, Mapping) else None
     wanted = set(keys) if not isinstance(selected, list) else set(selected)
+    spared = plan.get("spared") if isinstance(plan, Mapping) else None
+    wanted -= set(spared) if isinstance(spared, list) else set()
     return {str(unit): str(key) for unit, key in keys.items() if unit in wanted or key in stored.get(unit, set())}
 
 
@@ -425,21 +430,38 @@ def _stored_baseline_spec(scenario: Scenario, manifest: Mapping[str, Any]) -> st
     return scenario.compare.baseline_from if scenario.compare is not None else None
 
 
-def analyse_with_stored_baseline(
-    records: Sequence[Record],
-    scenario: Scenario,
-    manifest: Mapping[str, Any],
-    planned: Mapping[str, str] | None,
-    results_dir: Path,
-) -> tuple[AnalysisResult, ReportContext]:
-    """The report analysis of a run whose ``compare.baseline_from`` names a stored run: that run's baseline records
-    as the baseline, this run's re-run baseline units as ``<baseline> (re-run)`` (the drift check), everything else
-    as measured. A ConfigurationError when the stored run cannot be found, has no baseline records, or measured
-    something else (``comparable``)."""
+@dataclass(frozen=True)
+class StoredBaseline:
+    """The baseline a ``compare.baseline_from`` run compares with: the stored run (``run``, ``loaded``) and its
+    records of the baseline build, unit ids labelled ``<unit>@<run id>`` (``records``), as the report analyses
+    them; ``baseline`` the build's name."""
+
+    run: StoredRun
+    loaded: LoadedRun
+    baseline: str
+    records: tuple[Record, ...]
+
+    @property
+    def label(self) -> str:
+        return self.run.run_id
+
+    def merged(self, records: Iterable[Record]) -> list[Record]:
+        """This run's ``records`` with the re-run baseline units as ``<baseline> (re-run)`` (the stored records
+        alone are the baseline); without the stored records themselves."""
+        rerun = self.baseline + RERUN_SUFFIX
+        return [record.model_copy(update={"build": rerun}) if record.build == self.baseline else record
+                for record in records]
+
+
+def load_stored_baseline(scenario: Scenario, manifest: Mapping[str, Any], results_dir: Path) -> StoredBaseline:
+    """The stored run a ``compare.baseline_from`` run (``manifest``, in ``results_dir``) takes its baseline from,
+    as pinned in its manifest. A ConfigurationError when it cannot be found, is this very run, has no baseline
+    records, or measured something else (``comparable``). The report and ``run.until``'s stopping rule both read
+    it here, so the rule judges on exactly the baseline samples the report shows."""
     compare_spec = scenario.compare
     spec_text = _stored_baseline_spec(scenario, manifest)
     if compare_spec is None or not spec_text:
-        raise ConfigurationError("analyse_with_stored_baseline needs a scenario with compare.baseline_from")
+        raise ConfigurationError("a stored baseline needs a scenario with compare.baseline_from")
     baseline = compare_spec.baseline
     stored_run = find_run(spec_text, results_base=results_dir.parent, scenario_folder=results_dir)
     if stored_run.run_id == dotted_get(manifest, "run.id"):
@@ -455,10 +477,31 @@ def analyse_with_stored_baseline(
                        metrics=[*compare_spec.primary_candidates, "npu_cycles"], sides=("stored", "this run"))
     check.raise_if_refused(f"compare.baseline_from {spec_text!r}")
     label = stored_run.run_id
+    labelled = tuple(record.model_copy(update={"unit_id": f"{record.unit_id}@{label}"}) for record in stored_records)
+    return StoredBaseline(stored_run, stored, baseline, labelled)
+
+
+def analyse_with_stored_baseline(
+    records: Sequence[Record],
+    scenario: Scenario,
+    manifest: Mapping[str, Any],
+    planned: Mapping[str, str] | None,
+    results_dir: Path,
+    stored_baseline: StoredBaseline | None = None,
+) -> tuple[AnalysisResult, ReportContext]:
+    """The report analysis of a run whose ``compare.baseline_from`` names a stored run: that run's baseline records
+    as the baseline, this run's re-run baseline units as ``<baseline> (re-run)`` (the drift check), everything else
+    as measured. ``stored_baseline``: ``load_stored_baseline``'s answer when the caller has it already. A
+    ConfigurationError as ``load_stored_baseline`` raises."""
+    compare_spec = scenario.compare
+    if compare_spec is None:
+        raise ConfigurationError("analyse_with_stored_baseline needs a scenario with compare.baseline_from")
+    source = stored_baseline or load_stored_baseline(scenario, manifest, results_dir)
+    stored_run, stored, baseline, label = source.run, source.loaded, source.baseline, source.label
+    stored_records = [record for record in stored.records if record.build == baseline]
+    models = list(scenario.models)
     rerun = baseline + RERUN_SUFFIX
-    merged = [record.model_copy(update={"unit_id": f"{record.unit_id}@{label}"}) for record in stored_records]
-    merged += [record.model_copy(update={"build": rerun}) if record.build == baseline else record
-               for record in records]
+    merged = [*source.records, *source.merged(records)]
     merged_planned: dict[str, str] | None = None
     if planned is not None:
         merged_planned = dict(planned)

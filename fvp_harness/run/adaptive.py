@@ -18,7 +18,16 @@ with the report's settings, so the decision is made on exactly the numbers the r
 (``analysis.primary_comparisons``: only the primary comparison, the part of ``analyse`` a decision reads).
 
 Pure and deterministic: the state after round k depends only on the records of rounds 1..k, so ``replay`` rebuilds
-the decisions from stored records (``report``, ``--resume``) and gives what the live run decided.
+the decisions from stored records (``report``, ``--resume``, ``make``) and gives what the live run decided.
+
+A stored baseline (``compare.baseline_from``) takes part as ``fixed`` records: the stored run's baseline records
+count in every judgement, whole, but never in the rounds (``round_builds``: only the builds that run every round
+are counted), so the candidate samples adaptively against the stored samples while the drift-check units (round
+0 of the baseline) still run.
+
+What the rule spared is recorded, not inferred at read time: ``spared_units`` names the units a stopped model did
+not need, and the run writes them into ``manifest.json`` (``plan.spared``), so every reader of a stored run
+(``compare``, ``history``, ``runs``, a later ``--baseline-from``) tells a spared unit from one that did not run.
 """
 
 from __future__ import annotations
@@ -42,6 +51,8 @@ __all__ = [
     "judge",
     "planned_units",
     "replay",
+    "round_builds",
+    "spared_units",
     "start",
     "unit_parts",
 ]
@@ -156,8 +167,8 @@ def judge(rows: Sequence[ModelComparison], until: UntilLike, min_effect: float) 
 
 
 def advance(state: SamplingState, records: Sequence[Record], spec: CompareLike | None, until: UntilLike, *,
-            builds: Sequence[str], metrics: Sequence[object] = (), settings: Settings | None = None
-            ) -> SamplingState:
+            builds: Sequence[str], metrics: Sequence[object] = (), settings: Settings | None = None,
+            fixed: Sequence[Record] = ()) -> SamplingState:
     """The state after the records now stored: each running model with a new complete round is judged on its
     records of rounds 1..that round (``complete_rounds``). ``records`` must be those of the planned keys only
     (``analyse(planned=...)`` rules); stopped models never restart. Without a ``compare`` spec there is no
@@ -165,13 +176,15 @@ def advance(state: SamplingState, records: Sequence[Record], spec: CompareLike |
 
     The rows judged are ``analysis.primary_comparisons``: the primary comparison of each pair, the very numbers
     ``analyse`` reports, without the summary, checks and secondary metrics nobody reads here. ``metrics`` is
-    accepted for the callers' sake and changes nothing: secondary metrics never decide when to stop."""
+    accepted for the callers' sake and changes nothing: secondary metrics never decide when to stop. ``fixed``:
+    records judged with every round but never counted as one (a stored baseline's, ``compare.baseline_from``)."""
     rounds = {m.model: complete_rounds(records, m.model, builds) for m in state.models}
     fresh = [m for m in state.models if not m.stopped and rounds[m.model] > m.repetitions]
     if not fresh:
         return state
     judged = {m.model for m in fresh}
     cut = [r for r in records if r.model in judged and r.repetition < rounds[r.model]]
+    cut += [r for r in fixed if r.model in judged]
     by_model: dict[str, list[ModelComparison]] = {}
     for _, pair_rows in primary_comparisons(cut, spec, settings) if spec is not None else ():
         for row in pair_rows:
@@ -197,17 +210,28 @@ def advance(state: SamplingState, records: Sequence[Record], spec: CompareLike |
 
 
 def replay(records: Sequence[Record], spec: CompareLike | None, until: UntilLike, *, models: Sequence[str],
-           builds: Sequence[str], metrics: Sequence[object] = (), settings: Settings | None = None
-           ) -> SamplingState:
+           builds: Sequence[str], metrics: Sequence[object] = (), settings: Settings | None = None,
+           fixed: Sequence[Record] = ()) -> SamplingState:
     """The decisions a live run made, rebuilt from its stored records: ``advance`` after every round 1..max in
-    turn, each seeing only the records of the rounds done by then (repetitions numbered from 0, as planned)."""
+    turn, each seeing only the records of the rounds done by then (repetitions numbered from 0, as planned), plus
+    the ``fixed`` ones (a stored baseline) in every round."""
     state = start(models)
     for k in range(1, until.max_repetitions + 1):
         if state.done:
             break
         state = advance(state, [r for r in records if r.repetition < k], spec, until, builds=builds,
-                        metrics=metrics, settings=settings)
+                        metrics=metrics, settings=settings, fixed=fixed)
     return state
+
+
+def round_builds(units: Iterable[tuple[str, int]]) -> list[str]:
+    """The builds whose units make up the rounds, from ``(build, repetition)`` of the units a run measures: those
+    with a unit past round 0. A stored baseline's re-run build (``compare.baseline_from``: drift-check units, round
+    0 only) is no part of a round; counting it would keep every round incomplete, so no model would ever stop.
+    The live rule and every replay take their builds from here, so they count the same rounds."""
+    pairs = list(units)
+    return list(dict.fromkeys(build for build, repetition in pairs if repetition > 0)) or \
+        list(dict.fromkeys(build for build, _ in pairs))
 
 
 def unit_parts(unit_id: str, builds: Sequence[str], models: Sequence[str]) -> tuple[str, int] | None:
@@ -222,28 +246,31 @@ def unit_parts(unit_id: str, builds: Sequence[str], models: Sequence[str]) -> tu
     return None
 
 
-def planned_units(units: Iterable[tuple[str, str, int, str]], state: SamplingState,
-                  until: UntilLike, measured: Iterable[str] = ()) -> dict[str, str]:
-    """Which planned units the run still wants, as ``{unit id: key}`` for ``analyse(planned=...)``, from
-    ``(unit id, model, repetition, key)`` of the plan (planned up to ``max_repetitions``, numbered from 0): a
-    stopped model's units up to the rounds it needed; a running model's up to its next round (at least
-    ``min_repetitions``); and every unit in ``measured`` (ids with a record of their planned key: units that ran
-    although the rule had stopped their model, when instances ran rounds in parallel, still count). Units the
-    stopping rule skipped are not wanted, so they are never reported as "did not run"."""
+def spared_units(units: Iterable[tuple[str, str, int]], state: SamplingState,
+                 measured: Iterable[str] = ()) -> list[str]:
+    """The units the stopping rule spared, from ``(unit id, model, repetition)`` of the planned units (numbered
+    from 0): a *stopped* model's units of the rounds after the ones it needed, except those in ``measured`` (ids
+    with a record of their planned key: units that ran although the rule had stopped their model, when instances
+    ran rounds in parallel, still count). A model the rule had not stopped (an aborted or interrupted run) spares
+    nothing: its missing units did not run."""
     measured = set(measured)
-    wanted: dict[str, str] = {}
     by_model: Mapping[str, ModelSampling] = {m.model: m for m in state.models}
-    for unit_id, model, repetition, key in units:
+    spared: list[str] = []
+    for unit_id, model, repetition in units:
         item = by_model.get(model)
-        if item is None:
-            limit = until.max_repetitions
-        elif item.stopped:
-            limit = item.repetitions
-        else:
-            limit = max(until.min_repetitions, item.repetitions + 1)
-        if repetition < limit or unit_id in measured:
-            wanted[unit_id] = key
-    return wanted
+        if item is not None and item.stopped and repetition >= item.repetitions and unit_id not in measured:
+            spared.append(unit_id)
+    return spared
+
+
+def planned_units(units: Iterable[tuple[str, str, int, str]], state: SamplingState,
+                  measured: Iterable[str] = ()) -> dict[str, str]:
+    """Which planned units a report accounts for, as ``{unit id: key}`` for ``analyse(planned=...)``, from
+    ``(unit id, model, repetition, key)`` of the plan: every unit but the ones ``spared_units`` names. Spared
+    units are never "did not run"; every other unit without a record is."""
+    listed = list(units)
+    spared = set(spared_units(((u, m, r) for u, m, r, _k in listed), state, measured))
+    return {unit_id: key for unit_id, _model, _rep, key in listed if unit_id not in spared}
 
 
 class StoppingRule:
@@ -251,13 +278,16 @@ class StoppingRule:
     whether its model still needs that round. Thread-safe (sessions ask from their own threads).
 
     ``records`` reads what is stored so far (``ResultStore.records``); only records of their unit's planned key
-    (``keys``: unit id -> key) count, as in the report. A round that another instance has not finished yet is
+    (``keys``: unit id -> key) count, as in the report; ``fixed`` records (a stored baseline) count in every
+    judgement. A round that another instance has not finished yet is
     not judged: its next round runs anyway (the report then counts those units too: ``planned_units``)."""
 
     def __init__(self, spec: CompareLike | None, until: UntilLike, *, models: Sequence[str], builds: Sequence[str],
                  keys: Mapping[str, str], records: Callable[[], Sequence[Record]],
-                 metrics: Sequence[object] = (), settings: Settings | None = None) -> None:
+                 metrics: Sequence[object] = (), settings: Settings | None = None,
+                 fixed: Sequence[Record] = ()) -> None:
         self.spec, self.until, self.builds = spec, until, list(builds)
+        self.fixed = list(fixed)
         self.keys = dict(keys)
         self.metrics, self.settings = metrics, settings
         self._records = records
@@ -276,6 +306,6 @@ class StoppingRule:
             if not item.stopped and item.repetitions < repetition:
                 stored = [r for r in self._records() if self.keys.get(r.unit_id) == r.key]
                 self.state = advance(self.state, stored, self.spec, self.until, builds=self.builds,
-                                     metrics=self.metrics, settings=self.settings)
+                                     metrics=self.metrics, settings=self.settings, fixed=self.fixed)
                 item = self.state.get(model)
             return not item.stopped

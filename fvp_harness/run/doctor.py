@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import difflib
 import importlib.util
+import json
 import re
 import threading
 import time
@@ -52,7 +53,7 @@ from fvp_harness.targets.fvp import (
 )
 
 __all__ = ["PROBE_TIMEOUT_S", "Check", "CheckDone", "ProbeStart", "doctor_exit_code", "parse_param_names",
-           "run_doctor"]
+           "preflight", "run_doctor"]
 
 Status = Literal["ok", "warn", "fail", "skip"]
 
@@ -108,13 +109,19 @@ def _version_check(program: list[str], profile: Profile, status: int | None, tex
                      "silent (a licence check waiting on a server, a wrapper waiting for a terminal, or not a model)",
                      "run it by hand to see what it waits for; pass --probe-timeout S if it is only slow",
                      failure_class="infrastructure")
-    return Check("version", "fail", f"`{name} --version` failed: {text.strip()[-300:] or status}",
-                 "run the model by hand to see why (licence, missing libraries)", failure_class="infrastructure")
+    # it answered, and refused: a licence checkout, a missing library, not a model. That is deterministic (a second
+    # try gives the same answer), so it is the configuration's to fix, in the model's own words, whole
+    return Check("version", "fail", f"`{name} --version` failed (exit status {status}): "
+                 f"{text.strip() or '(no output)'}", "run the model by hand to see why (licence, missing libraries)")
 
 
 def _parameter_check(spec: LaunchSpec, status: int | None, listing: str, timeout: float,
                      option: str = "--list-params") -> Check:
     known = parse_param_names(listing) if status == 0 else set()
+    if status not in (0, None):  # it answered and refused (a licence, a library): deterministic, the model's words
+        return Check("parameters", "fail", f"`--list-params` failed (exit status {status}): "
+                     f"{listing.strip() or '(no output)'}", "run the model with --list-params by hand to see why "
+                     "(licence, missing libraries)")
     if not known:
         why = (f"no answer within {timeout:.3g} s" if status is None and _silent(listing)
                else f"exit status {status}" if status not in (0, None) else "no parameter lines in its output")
@@ -351,3 +358,46 @@ def doctor_exit_code(checks: list[Check]) -> int:
     if not failed:
         return 0
     return 2 if any(check.failure_class == "configuration" for check in failed) else 3
+
+
+_PREFLIGHTS: dict[str, list[Check]] = {}
+"""Checklists already made in this process, by what they depend on (``_preflight_key``): a model start-up each."""
+
+
+def _preflight_key(scenario: Scenario, profile: Profile, base_dir: Path | None, binary: str) -> str:
+    """What a checklist depends on: the model settings, every build's launch parameters, the profile, the binary
+    file's identity (a replaced binary is asked again) and the folder relative paths resolve from."""
+    try:
+        program = model_program(binary, profile) if profile.baremetal else resolve_binary(binary, profile)
+        stat = Path(program[0]).stat()
+        identity: object = (program, stat.st_mtime_ns, stat.st_size)
+    except (ConfigurationError, OSError):
+        identity = None
+    return json.dumps([scenario.fvp.model_dump(mode="json"), {n: b.fvp_params for n, b in scenario.builds.items()},
+                       scenario.deploy.method, scenario.run.semihosting, profile.model_dump(mode="json"),
+                       str(base_dir), binary, repr(identity)], sort_keys=True, default=str)
+
+
+def preflight(scenario: Scenario, profile: Profile, *, base_dir: Path | None = None, binary: str | None = None,
+              probe_timeout: float = PROBE_TIMEOUT_S) -> list[Check]:
+    """``run``'s preflight: ``run_doctor``'s very checks (the binary answers ``--version`` and ``--list-params``,
+    every ``-C`` parameter exists, the licence is there, the platform's parameters are the model's, the firmware
+    files exist), made before anything boots. A deterministic failure (``failure_class`` configuration: an unknown
+    parameter, a refused licence, a model of another platform, a missing file) raises ``ConfigurationError``
+    (exit 2, nothing retried) naming every failed check with the model's own words, whole. What may pass on a
+    second try (a probe that got no answer, a busy port) is left to the boot, whose retries are for exactly that.
+    Returns the checklist. A checklist is made once per process for the same settings (``_preflight_key``)."""
+    chosen = binary or scenario.fvp.binary
+    key = _preflight_key(scenario, profile, base_dir, chosen)
+    checks = _PREFLIGHTS.get(key)
+    if checks is None:
+        checks = run_doctor(scenario, profile, base_dir=base_dir, binary=binary, probe_timeout=probe_timeout)
+        _PREFLIGHTS[key] = checks
+    failed = [check for check in checks if check.status == "fail" and check.failure_class == "configuration"]
+    if failed:
+        lines = [f"  {check.name}: {check.detail}" + (f"\n    fix: {check.fix}" if check.fix else "")
+                 for check in failed]
+        raise ConfigurationError("the preflight checks failed (fvp-harness doctor shows the whole checklist); "
+                                 "nothing was booted:\n" + "\n".join(lines))
+    return checks
+

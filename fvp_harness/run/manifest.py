@@ -140,12 +140,18 @@ class PlanInfo(_Part):
     keys: dict[str, str] = Field(default_factory=dict)
     selected: list[str] | None = None
     """The unit ids this run was asked for (``--only-build``/``--only-model``, ``make --only``); None: all."""
+    spared: list[str] = Field(default_factory=list)
+    """``run.until``: the selected units the stopping rule spared (their model had stopped before their round),
+    written when the units have run (``run.adaptive.spared_units`` over this run's records). A deliberate status,
+    recorded so every reader of the stored run (``compare``, ``history``, ``runs``, ``--baseline-from``) tells
+    them from units that did not run; they are no part of the units a report accounts for."""
 
     def planned(self, stored_keys: Mapping[str, set[str]]) -> dict[str, str]:
-        """Unit id -> content key of the units a report must account for: every selected unit, plus any other unit
-        of the plan that has a stored record of its current key (measured earlier in the same run).
-        ``stored_keys``: unit id -> the keys its stored records have."""
+        """Unit id -> content key of the units a report must account for: every selected unit the stopping rule
+        did not spare, plus any other unit of the plan that has a stored record of its current key (measured
+        earlier in the same run). ``stored_keys``: unit id -> the keys its stored records have."""
         selected = set(self.keys) if self.selected is None else set(self.selected)
+        selected -= set(self.spared)
         return {unit: key for unit, key in self.keys.items()
                 if unit in selected or key in stored_keys.get(unit, set())}
 

@@ -7,7 +7,9 @@ fetched), so the report files it writes are byte-identical to the ones the run w
 
 Order of work, and why:
 
-1. ask the model binary for its ``--version`` banner (no boot; fails fast with exit 2 if the binary is missing);
+1. the preflight, ``doctor``'s own checks (``run.doctor.preflight``: ``--version``, ``--list-params``, every ``-C``
+   parameter, firmware files; no boot): a deterministic start failure is exit 2 before anything is built, archived
+   or booted, and never retried; then the model's ``--version`` banner for the manifest;
 2. build missing or stale artifacts (``run.artifacts``; all of them with ``RunOptions.rebuild``), hash everything,
    and re-plan with those hashes so every content key is final before a single unit runs;
 3. open the results folder (``store``): a plain run starts it over, ``--resume`` refuses a folder whose key
@@ -45,10 +47,19 @@ from fvp_harness.errors import (
 from fvp_harness.events import Event, Listener, null_listener
 from fvp_harness.report.analysis import AnalysisResult, SamplingNote, analyse, expectations_violated
 from fvp_harness.report.render import ReportContext, render_report
-from fvp_harness.report.stored_compare import analyse_with_stored_baseline
-from fvp_harness.run.adaptive import StoppingRule, UntilLike, planned_units, replay, unit_parts
+from fvp_harness.report.stored_compare import StoredBaseline, analyse_with_stored_baseline, load_stored_baseline
+from fvp_harness.run.adaptive import (
+    StoppingRule,
+    UntilLike,
+    planned_units,
+    replay,
+    round_builds,
+    spared_units,
+    unit_parts,
+)
 from fvp_harness.run.artifacts import BUILD_TIMEOUT_S, BuildResult, BuildStep, build_artifacts
 from fvp_harness.run.baseline import pin_stored_baseline
+from fvp_harness.run.doctor import PROBE_TIMEOUT_S, preflight
 from fvp_harness.run.execute import DeployFunction, ExecuteOptions, SessionOutcome, execute_plan, utc_now
 from fvp_harness.run.instances import TargetFactory, default_target_factory, query_fvp_version
 from fvp_harness.run.manifest import Manifest, RunSettings
@@ -74,6 +85,7 @@ __all__ = [
     "rebuild_report",
     "run_scenario",
     "select_units",
+    "until_sampling",
     "write_report",
 ]
 
@@ -133,6 +145,9 @@ class RunOutcome(ReportOutcome):
     plan: Plan | None = None
     units_run: int = 0
     units_skipped: int = 0
+    """Units not run because a record of their key was stored already (``--resume``)."""
+    units_spared: int = 0
+    """``run.until``: units the stopping rule spared (the manifest's ``plan.spared``)."""
     sessions: list[SessionOutcome] = field(default_factory=list)
     aborted: list[str] = field(default_factory=list)
     builds: list[BuildResult] = field(default_factory=list)
@@ -166,17 +181,29 @@ def write_report(store: ResultStore, scenario: Scenario, manifest: Manifest) -> 
     """Analyse every record in ``store`` and write the report files into its folder: the A/B report
     (``report.*``, the manifest as stored gives its context) and, when the folder holds fetched VGF benchmark
     reports, the VGF report (``vgf_report.*``, builds and minimum effect from the scenario's ``compare``). The
-    caller holds the store's lock. The outcome's exit code counts failed units and both reports' expectations."""
+    caller holds the store's lock. The outcome's exit code counts failed units and both reports' expectations.
+
+    With ``run.until`` the units the stopping rule spared are written into the manifest (``plan.spared``) when
+    they differ from what it holds: this is where a run (and ``make``) records them, and ``report DIR`` adds them to
+    a run stored before they were recorded, so readers of the stored run never count them as not run."""
     records = store.records()
     stored_keys: dict[str, set[str]] = {}
     for record in records:
         stored_keys.setdefault(record.unit_id, set()).add(record.key)
     planned = manifest.plan.planned(stored_keys) if manifest.plan.keys else None
     sampling: tuple[SamplingNote, ...] = ()
+    from_stored = scenario.compare is not None and bool(scenario.compare.baseline_from)
+    stored = load_stored_baseline(scenario, manifest.to_json(), store.root) if from_stored else None
     if scenario.run.until is not None and planned is not None:
-        planned, sampling = _adaptive_planned(scenario, scenario.run.until, planned, records)
-    if scenario.compare is not None and scenario.compare.baseline_from:  # the baseline was measured by a stored run
-        result, context = analyse_with_stored_baseline(records, scenario, manifest.to_json(), planned, store.root)
+        # the replay decides afresh over every selected unit: the recorded list is its copy, never its input
+        every = manifest.plan.model_copy(update={"spared": []}).planned(stored_keys)
+        planned, sampling, spared = until_sampling(scenario, scenario.run.until, every, records, stored)
+        if spared != manifest.plan.spared:
+            manifest.plan.spared = spared
+            manifest.write(store)
+    if stored is not None:  # the baseline was measured by a stored run
+        result, context = analyse_with_stored_baseline(records, scenario, manifest.to_json(), planned, store.root,
+                                                       stored)
     else:
         result = analyse(records, scenario.compare, scenario.metrics, planned=planned)
         context = ReportContext.from_manifest(manifest.to_json())
@@ -201,36 +228,53 @@ def write_report(store: ResultStore, scenario: Scenario, manifest: Manifest) -> 
                          exit_code_for(unfinished, infra, violated), comparison)
 
 
-def _adaptive_planned(scenario: Scenario, until: UntilLike, planned: Mapping[str, str], records: Sequence[Record]
-                      ) -> tuple[dict[str, str], tuple[SamplingNote, ...]]:
-    """``run.until``: the units the stopping rule wanted (those it skipped are no "did not run" failures) and one
-    note per model, both replayed from the stored records exactly as the run decided (``run.adaptive.replay``)."""
+def _unit_build(unit_id: str, model: str, repetition: int) -> str:
+    """The build part of a plan unit id ``r<rep>-<build>-<model>`` whose model and repetition are known."""
+    return unit_id[len(f"r{repetition}-"): -len(model) - 1]
+
+
+def until_sampling(scenario: Scenario, until: UntilLike, planned: Mapping[str, str], records: Sequence[Record],
+                   stored: StoredBaseline | None = None
+                   ) -> tuple[dict[str, str], tuple[SamplingNote, ...], list[str]]:
+    """``run.until`` over a run's stored records: the units a report accounts for (``planned`` less the ones the
+    stopping rule spared), one note per model, and the spared unit ids, all replayed from the records exactly as
+    the run decided (``run.adaptive.replay``). ``stored``: the stored baseline of a ``compare.baseline_from`` run,
+    judged with every round as the live rule judged it. ``write_report`` decides here, so ``run``, ``make`` and
+    ``report DIR`` record the same ``plan.spared``."""
     builds = list(scenario.builds)
     wanted = [r for r in records if planned.get(r.unit_id) == r.key]
     # models in the order they ran (the manifest's scenario may list them in another order; the report must not move)
     models = list(dict.fromkeys([*(r.model for r in wanted), *sorted(scenario.models)]))
     parts = {unit_id: unit_parts(unit_id, builds, models) for unit_id in planned}
     units = [(unit_id, part[0], part[1], planned[unit_id]) for unit_id, part in parts.items() if part is not None]
-    state = replay(wanted, scenario.compare, until, models=models, builds=builds, metrics=scenario.metrics)
-    chosen = planned_units(units, state, until, measured={r.unit_id for r in wanted})
+    rounds = round_builds((_unit_build(unit_id, model, rep), rep) for unit_id, model, rep, _key in units)
+    judged = stored.merged(wanted) if stored is not None else wanted
+    state = replay(judged, scenario.compare, until, models=models, builds=rounds, metrics=scenario.metrics,
+                   fixed=stored.records if stored is not None else ())
+    measured = {r.unit_id for r in wanted}
+    spared = spared_units(((unit_id, model, rep) for unit_id, model, rep, _key in units), state, measured)
+    chosen = planned_units(units, state, measured)
     chosen.update({unit_id: key for unit_id, key in planned.items() if parts[unit_id] is None})
     notes = tuple(SamplingNote(m.model, m.repetitions, m.reason, m.detail) for m in state.models)
-    return chosen, notes
+    return chosen, notes, spared
 
 
-def _stopping_rule(scenario: Scenario, plan: Plan, units: Sequence[Unit], store: ResultStore
-                   ) -> Callable[[str, int], bool] | None:
-    """The live ``run.until`` rule for ``execute`` (None without ``until``)."""
+def _stopping_rule(scenario: Scenario, plan: Plan, units: Sequence[Unit], store: ResultStore,
+                   stored: StoredBaseline | None) -> Callable[[str, int], bool] | None:
+    """The live ``run.until`` rule for ``execute`` (None without ``until``). With a stored baseline
+    (``compare.baseline_from``) its records are judged with every round, and this run's re-run baseline units
+    (the drift check, round 0) are no part of a round: the candidate samples against the stored samples."""
     until = scenario.run.until
     if until is None:
         return None
-    if scenario.compare is not None and scenario.compare.baseline_from:
-        raise ConfigurationError("run.until cannot be combined with compare.baseline_from: the stored baseline's "
-                                 "repetitions are fixed; remove one of them")
-    builds = [build for build in scenario.builds if any(unit.build == build for unit in units)]
-    rule = StoppingRule(scenario.compare, until, models=list(scenario.models), builds=builds,
-                        keys={unit.id: unit.key for unit in plan.units}, records=store.records,
-                        metrics=scenario.metrics)
+
+    def judged() -> list[Record]:
+        return stored.merged(store.records()) if stored is not None else store.records()
+
+    rule = StoppingRule(scenario.compare, until, models=list(scenario.models),
+                        builds=round_builds((unit.build, unit.repetition) for unit in units),
+                        keys={unit.id: unit.key for unit in plan.units}, records=judged,
+                        metrics=scenario.metrics, fixed=stored.records if stored is not None else ())
     return rule.wanted
 
 
@@ -271,6 +315,9 @@ def run_scenario(
         if options.resume:  # a damaged manifest or records file is refused now, not after the builds
             store.read_manifest()
             store.records()
+        if factory is None and loaded.scenario.target != "host":  # the model will start: doctor's checks first
+            preflight(loaded.scenario, loaded.profile, base_dir=loaded.directory,
+                      probe_timeout=min(PROBE_TIMEOUT_S, _boot_timeout(loaded, options.timeout_scale)))
         version, banner = query_fvp_version(loaded, options.timeout_scale)
         phases["version"] = time.monotonic() - began
         archived: Path | None = None
@@ -297,7 +344,6 @@ def run_scenario(
         phases["build"] = time.monotonic() - mark
         plan = build_plan(loaded, fvp_version=version, artifacts=states)
         units = select_units(plan, options.only_builds, options.only_models)
-        wanted = _stopping_rule(loaded.scenario, plan, units, store)  # checked before anything is written
         started = utc_now()
         manifest = Manifest.start(loaded, plan, version, banner, options.settings(), builds, started, units=units)
         if options.resume:
@@ -311,12 +357,18 @@ def run_scenario(
                     listener(Event("rerun", unit=unit.id, detail=why_stale(unit, latest[unit.id])))
         else:
             done = set()
-        pin_stored_baseline(manifest, store, options.results_base, resume=options.resume, listener=listener)
+        pinned = pin_stored_baseline(manifest, store, options.results_base, resume=options.resume,
+                                     listener=listener)
+        source = (load_stored_baseline(loaded.scenario, manifest.to_json(), store.root)
+                  if pinned is not None and loaded.scenario.run.until is not None else None)
+        wanted = _stopping_rule(loaded.scenario, plan, units, store, source)
         todo = [unit for unit in units if unit.key not in done]
         skipped = len(units) - len(todo)
         manifest.write(store)
         sessions_used = len({unit.session for unit in todo})
-        listener(Event("plan", total=len(todo), skipped=skipped, sessions=sessions_used))
+        until = loaded.scenario.run.until  # the plan is then a ceiling: count is the most rounds the rule may run
+        listener(Event("plan", total=len(todo), skipped=skipped, sessions=sessions_used,
+                       count=until.max_repetitions if until is not None else None))
         mark = time.monotonic()
         outcomes: list[SessionOutcome] = []
         execute_options = ExecuteOptions(fresh_boot_per_unit=options.fresh_boot_per_unit,
@@ -354,7 +406,8 @@ def run_scenario(
                               f"measured so far is in {store.root} (continue with --resume)")
         listener(Event("analysis"))
         # the report reads the manifest back as stored, exactly as ``rebuild_report`` does (byte-identical files)
-        report = write_report(store, loaded.scenario, Manifest.read(store) or manifest)
+        stored_manifest = Manifest.read(store) or manifest
+        report = write_report(store, loaded.scenario, stored_manifest)
         phases["report"] = time.monotonic() - mark
     code = exit_code_for(report.failed_units, report.infrastructure_failures, report.expectations_violated,
                          bool(aborted))
@@ -362,9 +415,16 @@ def run_scenario(
         results_dir=store.root, analysis=report.analysis, files=report.files, failed_units=report.failed_units,
         infrastructure_failures=report.infrastructure_failures, expectations_violated=report.expectations_violated,
         exit_code=code, vgf=report.vgf, plan=plan, units_run=len({r.unit_id for o in outcomes for r in o.records}),
-        units_skipped=skipped, sessions=outcomes, aborted=aborted, builds=builds, wall_seconds=time.monotonic() - began,
+        units_skipped=skipped, units_spared=len(stored_manifest.plan.spared), sessions=outcomes, aborted=aborted,
+        builds=builds, wall_seconds=time.monotonic() - began,
         phase_seconds=phases,
     )
+
+
+def _boot_timeout(loaded: LoadedScenario, scale: float) -> float:
+    """The scaled boot timeout: a preflight probe never waits longer than a boot would."""
+    fvp = loaded.scenario.fvp
+    return fvp.timeouts.boot * fvp.timeout_scale * scale
 
 
 def _early_boots(loaded: LoadedScenario, options: RunOptions, store: ResultStore, factory: TargetFactory,

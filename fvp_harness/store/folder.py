@@ -79,10 +79,11 @@ log = logging.getLogger(__name__)
 
 DEFAULT_RESULTS_BASE = Path("results")
 """Where ``run`` and ``make`` put ``<scenario stem>/`` folders unless told otherwise (``-o``, ``--results``)."""
-MANIFEST_FORMAT_VERSION = 3
+MANIFEST_FORMAT_VERSION = 4
 """2: the booted instances are under ``instances`` (was ``sessions``: they are instances, ``s0``, ``s0.2``; a plan
 session may use several). 3: ``run`` (the run's id and the scenario's git commit) and ``plan.keys`` (the content
-key of every planned unit). ``run.manifest`` reads formats 1 and 2 too."""
+key of every planned unit). 4: ``plan.spared`` (the units ``run.until``'s stopping rule spared). ``run.manifest``
+reads formats 1 to 3 too."""
 MANIFEST_FILE = "manifest.json"
 RECORDS_FILE = "records.jsonl"
 PARTIAL_RECORDS_PATTERN = f"{RECORDS_FILE}.partial-*"
@@ -204,12 +205,14 @@ class StoredRun:
 
     def __init__(self, path: Path, run_id: str, *, current: bool, started: str | None = None,
                  status: str | None = None, commit: str | None = None, units: int | None = None,
-                 branch: str | None = None, problem: str | None = None) -> None:
+                 branch: str | None = None, problem: str | None = None, spared: int = 0) -> None:
         self.path, self.run_id, self.current = path, run_id, current
         self.started, self.status, self.commit, self.units = started, status, commit, units
         self.branch = branch
         self.problem = problem
         """Why the manifest could not be read (damaged, unreadable), or None; a missing manifest is no problem."""
+        self.spared = spared
+        """``units``: the units the run accounts for (asked for, less those ``run.until`` spared: ``spared``)."""
 
     def __repr__(self) -> str:
         return f"StoredRun({self.run_id!r}, {str(self.path)!r}, current={self.current})"
@@ -235,11 +238,19 @@ class StoredRun:
         run = data.get("run") if isinstance(data.get("run"), dict) else {}
         plan = data.get("plan") if isinstance(data.get("plan"), dict) else {}
         units = plan.get("units") if isinstance(plan, dict) else None
+        selected = plan.get("selected") if isinstance(plan, dict) else None
+        if isinstance(selected, list):  # the units this run was asked for (--only-*)
+            units = len(selected)
+        spared = plan.get("spared") if isinstance(plan, dict) else None
+        spared_count = len(spared) if isinstance(spared, list) else 0
+        if isinstance(units, int):  # what the run accounts for: run.until's spared units are none of it
+            units -= spared_count
         return cls(folder, text(run.get("id") if isinstance(run, dict) else None) or folder.name, current=current,
                    started=text(data.get("started")), status=text(data.get("status")),
                    commit=text(run.get("commit") if isinstance(run, dict) else None),
                    units=units if isinstance(units, int) else None,
-                   branch=text(run.get("branch") if isinstance(run, dict) else None), problem=problem)
+                   branch=text(run.get("branch") if isinstance(run, dict) else None), problem=problem,
+                   spared=spared_count)
 
 
 class ResultStore:

@@ -18,7 +18,7 @@ from fvp_harness.report.stored_compare import (
     load_run,
 )
 from fvp_harness.scenario.model import Scenario
-from fvp_harness.store.folder import ResultStore
+from fvp_harness.store.folder import ResultStore, StoredRun
 from fvp_harness.store.locate import find_run, parse_run_spec, pinned_spec, read_git_ref
 from tests.report.stored_runs import SCENARIO, manifest_for, write_run
 
@@ -283,3 +283,35 @@ def test_a_drift_check_with_no_re_run_unit_measured_leaves_the_run_not_verified(
     verdict = run_verdict(result)
     assert verdict.status == "NOT VERIFIED"
     assert any("no before unit was re-run" in reason for reason in verdict.reasons), verdict.reasons
+
+
+# --- run.until's spared units -----------------------------------------------------------------------------------
+
+
+def _adaptive_runs(tmp_path: Path, spared: bool) -> tuple[ResultStore, ResultStore]:
+    """Two stored runs that measured 2 rounds of a plan of 3; the third round is recorded as spared, or not."""
+    rounds = {f"r2-{build}-{model}": f"key-r2-{build}-{model}" for build, model in BASE}
+    stores = []
+    for index, run_id in enumerate(("run-a", "run-b")):
+        store = write_run(tmp_path / f"{run_id}", BASE, run_id=run_id, seed=index, reps=2)
+        manifest = store.read_manifest() or {}
+        manifest["plan"]["keys"].update(rounds)
+        manifest["plan"]["units"] = len(manifest["plan"]["keys"])
+        if spared:
+            manifest["plan"]["spared"] = sorted(rounds)
+        store.write_manifest(manifest)
+        stores.append(store)
+    return stores[0], stores[1]
+
+
+@pytest.mark.parametrize("spared", [True, False])
+def test_units_the_stopping_rule_spared_are_not_run_only_when_not_recorded_as_spared(tmp_path: Path,
+                                                                                     spared: bool) -> None:
+    a, b = _adaptive_runs(tmp_path, spared)
+    result = compare_runs(load_run(StoredRun.of(a.root, current=True)), load_run(StoredRun.of(b.root, current=True)))
+    if spared:
+        assert result.result.not_run == () and run_verdict(result.result).status == "PASS"
+    else:  # a unit that really did not run still counts as not run
+        assert len(result.result.not_run) == 8
+    listed = StoredRun.of(a.root, current=True)
+    assert (listed.units, listed.spared) == ((8, 4) if spared else (12, 0))

@@ -107,17 +107,39 @@ def test_live_advancing_round_by_round_matches_the_replay() -> None:
     assert state == _replay(records, ["quiet", "noisy"])
 
 
-def test_planned_units_leaves_out_rounds_the_rule_skipped() -> None:
+def test_planned_units_leaves_out_only_the_rounds_the_rule_spared() -> None:
     state = adaptive.SamplingState((adaptive.ModelSampling("quiet", 2, "ci_width", ""),
                                     adaptive.ModelSampling("noisy", 3)))
     units = [(f"r{rep}-{b}-{m}", m, rep, f"k{rep}{b}{m}") for rep in range(6) for m in ("quiet", "noisy")
              for b in BUILDS]
-    wanted = adaptive.planned_units(units, state, Until())
+    wanted = adaptive.planned_units(units, state)
     assert sorted(u for u in wanted if u.endswith("quiet")) == sorted(
         f"r{rep}-{b}-quiet" for rep in (0, 1) for b in BUILDS)
-    assert max(int(u[1]) for u in wanted if u.endswith("noisy")) == 3  # the round it still needs (the 4th)
-    again = adaptive.planned_units(units, state, Until(), measured={"r2-after-quiet"})
+    # a model the rule had not stopped (an aborted run) spared nothing: every round it lacks did not run
+    assert len([u for u in wanted if u.endswith("noisy")]) == 12
+    spared = adaptive.spared_units(((u, m, r) for u, m, r, _k in units), state)
+    assert sorted(spared) == sorted(f"r{rep}-{b}-quiet" for rep in (2, 3, 4, 5) for b in BUILDS)
+    again = adaptive.planned_units(units, state, measured={"r2-after-quiet"})
     assert set(again) - set(wanted) == {"r2-after-quiet"}, "a unit that ran is never left out"
+
+
+def test_round_builds_leave_out_a_build_measured_in_round_zero_only() -> None:
+    # compare.baseline_from: the baseline's drift-check units are round 0 only; the candidate runs every round
+    units = [("before", 0), ("after", 0), ("after", 1), ("after", 2)]
+    assert adaptive.round_builds(units) == ["after"]
+    assert adaptive.round_builds([("before", 0), ("after", 0), ("before", 1), ("after", 1)]) == ["before", "after"]
+
+
+def test_fixed_records_are_judged_in_every_round_but_never_count_as_one() -> None:
+    # a stored baseline: its before records are fixed; this run measures only after
+    records = _records({"quiet": (10.0, 9.7, 0.001)}, reps=6)
+    stored = [r for r in records if r.build == "before"]
+    fresh = [r for r in records if r.build == "after"]
+    state = adaptive.replay(fresh, Spec(), Until(), models=["quiet"], builds=["after"], settings=SETTINGS,
+                            fixed=stored)
+    assert (state.get("quiet").repetitions, state.get("quiet").reason) == (2, "ci_width")
+    alone = adaptive.replay(fresh, Spec(), Until(), models=["quiet"], builds=["after"], settings=SETTINGS)
+    assert alone.get("quiet").reason == "max_repetitions", "without them no CI narrows: the budget is spent"
 
 
 def test_a_model_without_samples_runs_to_the_budget() -> None:

@@ -1,0 +1,77 @@
+"""``ProgressView`` under ``run.until``: the plan is a ceiling, so counts, bar and time left must say so."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from fvp_harness.cli.progress import ProgressView, format_seconds
+from fvp_harness.events import Event
+
+
+def _adaptive_run(view: ProgressView) -> None:
+    """Two rounds of 2 models x 2 builds at 1 s a unit, then the rule spares the other 8 rounds (32 units)."""
+    view(Event("plan", total=40, skipped=0, sessions=1, count=10))
+    for rep in (0, 1):
+        for model in ("m1", "m2"):
+            for build in ("before", "after"):
+                view(Event("unit_done", session="s0", unit=f"r{rep}-{build}-{model}", status="ok", seconds=1.0))
+    for rep in range(2, 10):
+        for model in ("m1", "m2"):
+            for build in ("before", "after"):
+                view(Event("unit_skipped", session="s0", unit=f"r{rep}-{build}-{model}"))
+
+
+def test_plain_lines_show_rounds_and_the_most_the_rule_may_run() -> None:
+    buffer = io.StringIO()
+    with ProgressView(Console(file=buffer, width=200, force_terminal=False), clock=lambda: 0.0) as view:
+        _adaptive_run(view)
+    text = buffer.getvalue()
+    assert "at most 40 units to run in up to 10 rounds on 1 instance(s)" in text
+    assert "40 units to run" not in text.replace("at most 40 units to run", "")
+    assert "[round 1/≤10: 1/≤40] s0: r0-before-m1 ok (1.00 s)" in text
+    assert "[round 2/≤10: 8/≤40] s0: r1-after-m2 ok (1.00 s)" in text
+    assert "/80]" not in text and "[8/40]" not in text
+    assert view.counts == (8, 0, 8), "the ceiling came down to what ran"
+    assert view.spared == 32
+
+
+def test_the_live_bar_counts_against_the_ceiling_and_bounds_the_time_left_from_the_rounds_so_far() -> None:
+    buffer = io.StringIO()
+    now = [0.0]
+    view = ProgressView(Console(file=buffer, width=160, force_terminal=True), clock=lambda: now[0])
+    with view:
+        assert not view.plain
+        view(Event("plan", total=40, skipped=0, sessions=1, count=10))
+        for index, unit in enumerate(("r0-before-m1", "r0-after-m1", "r0-before-m2", "r0-after-m2")):
+            now[0] = float(index + 1)
+            view(Event("unit_done", session="s0", unit=unit, status="ok", seconds=1.0))
+        assert view._progress is not None
+        rendered = io.StringIO()
+        Console(file=rendered, width=160, force_terminal=False).print(view._progress.make_tasks_table(
+            view._progress.tasks))
+        line = rendered.getvalue()
+        assert "round 1/≤10" in line and "4/≤40" in line
+        assert "≤ 0:36 left" in line, line  # 36 units at most, 1 s each so far
+        for rep in range(1, 10):  # the rule spares every further round
+            for unit in ("before-m1", "after-m1", "before-m2", "after-m2"):
+                view(Event("unit_skipped", session="s0", unit=f"r{rep}-{unit}"))
+        rendered = io.StringIO()
+        Console(file=rendered, width=160, force_terminal=False).print(view._progress.make_tasks_table(
+            view._progress.tasks))
+        assert "4/≤4" in rendered.getvalue() and "≤ 0:00 left" in rendered.getvalue()
+
+
+def test_a_fixed_matrix_keeps_its_plain_count() -> None:
+    buffer = io.StringIO()
+    with ProgressView(Console(file=buffer, width=200, force_terminal=False), clock=lambda: 0.0) as view:
+        view(Event("plan", total=2, skipped=0, sessions=1))
+        view(Event("unit_done", session="s0", unit="r0-a-m", status="ok", seconds=0.5))
+    text = buffer.getvalue()
+    assert "2 units to run on 1 instance(s)" in text and "at most" not in text
+    assert "[1/2] s0: r0-a-m ok (0.50 s)" in text
+
+
+def test_format_seconds() -> None:
+    assert [format_seconds(s) for s in (0, 36, 90, 3725)] == ["0:00", "0:36", "1:30", "1:02:05"]
