@@ -76,7 +76,8 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
                      help="run only this model's units (repeatable)")
     run.add_argument("--baseline-from", default=None, metavar="RUN",
                      help="take the baseline build's numbers from a stored run (a results or run folder, or "
-                     "SCENARIO@REF / @REF: docs/ci.md) and measure only the other builds plus a drift check "
+                     "SCENARIO@REF / @REF, REF#-N for N stored runs back; REF~N is git's: docs/ci.md) and "
+                     "measure only the other builds plus a drift check "
                      "(compare.drift_check)")
     add_ci_options(run)
     run.set_defaults(handler=_run_verb)
