@@ -151,7 +151,7 @@ def test_each_metric_asked_for_gets_its_own_comparison(tmp_path):
     done = compare_runs(load_run(runs[0]), load_run(runs[1]), metrics=["cpu_time", "npu_cycles"], builds=["after"])
     assert [(c.candidate, c.primary) for c in done.result.comparisons] == [("after@B", "cpu_time"),
                                                                            ("after@B", "npu_cycles")]
-    with pytest.raises(ConfigurationError, match="--build nope"):
+    with pytest.raises(ConfigurationError, match="no build named 'nope'; the builds both runs measured: after, before"):
         compare_runs(load_run(runs[0]), load_run(runs[1]), builds=["nope"])
 
 
