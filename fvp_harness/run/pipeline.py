@@ -69,6 +69,7 @@ __all__ = [
     "ReportOutcome",
     "RunOptions",
     "RunOutcome",
+    "check_selection",
     "exit_code_for",
     "rebuild_report",
     "run_scenario",

@@ -33,6 +33,7 @@ from fvp_harness.files import file_sha256
 from fvp_harness.targets.base import CommandResult, CopiesOverSsh, NamesPhases, StreamsCommands, Target
 
 __all__ = [
+    "AUTO_SSH_TIMEOUT_S",
     "CHUNK_CHARS",
     "SAFE_CHUNK_CHARS",
     "SAFE_WINDOW_BYTES",
@@ -47,6 +48,10 @@ __all__ = [
     "upload_console",
     "upload_ssh",
 ]
+
+AUTO_SSH_TIMEOUT_S = 30.0
+"""``auto`` (``deploy.method``, ``FvpTarget(transfer="auto")``): how long the first ssh copy may take to connect and
+finish before the console is used instead."""
 
 CHUNK_CHARS = 3584
 """Base64 characters per typed line at most; ``LINE_BUDGET`` shortens it for long guest paths."""
