@@ -343,17 +343,33 @@ RUN_CI_COMPARE = "fvp-harness compare driver_reuse@main results/pr-42 --junit ju
 
 @pytest.mark.slow
 @pytest.mark.sim
+@pytest.mark.timeout(1800)  # three stored runs, a pull request run, two compares and the history
 def test_ci_workflow_on_a_fixed_matrix(tmp_path: Path) -> None:
     """docs/ci.md verbatim on driver_reuse.yaml with a fixed matrix: push, pull request, compare, jq, history."""
     _ci_workflow(tmp_path, fixed=True)
 
 
+class AdaptiveVersusStoredRuns(AssertionError):
+    """The one failure the adaptive workflow may show until issue 29 item 1 lands: ``run.until`` refused (or its
+    skipped units counted as not run) next to a stored baseline."""
+
+
+ITEM_1_SYMPTOMS = ("run.until cannot be combined with compare.baseline_from", "did not run")
+
+
 @pytest.mark.slow
 @pytest.mark.sim
-@pytest.mark.xfail(strict=True, reason="issue 29 item 1 (adaptive sampling vs stored runs), fixed on another branch")
+@pytest.mark.xfail(strict=True, raises=AdaptiveVersusStoredRuns,
+                   reason="issue 29 item 1 (adaptive sampling vs stored runs), fixed on another branch")
+@pytest.mark.timeout(1800)
 def test_ci_workflow_on_the_shipped_adaptive_scenario(tmp_path: Path) -> None:
-    """docs/ci.md verbatim on driver_reuse.yaml as shipped (run.until)."""
-    _ci_workflow(tmp_path, fixed=False)
+    """docs/ci.md verbatim on driver_reuse.yaml as shipped (run.until). Any failure but item 1's fails the test."""
+    try:
+        _ci_workflow(tmp_path, fixed=False)
+    except AssertionError as exc:
+        if any(symptom in str(exc) for symptom in ITEM_1_SYMPTOMS):
+            raise AdaptiveVersusStoredRuns(str(exc)) from exc
+        raise
 
 
 # --- README.md ------------------------------------------------------------------------------------------------------
@@ -361,6 +377,7 @@ def test_ci_workflow_on_the_shipped_adaptive_scenario(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.sim
+@pytest.mark.timeout(2400)  # make -j 2 scenarios/ brings every shipped scenario up to date
 def test_readme_everyday_use_block(tmp_path: Path) -> None:
     """README.md's everyday commands, in the page's order, in one clone: each run builds on the one before (the
     resume continues the run, report and runs read it, make brings every shipped scenario up to date)."""
@@ -375,6 +392,7 @@ def test_readme_everyday_use_block(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.sim
+@pytest.mark.timeout(900)
 def test_pytest_plugin_example_block(tmp_path: Path) -> None:
     workdir = clone(tmp_path)
     item = block("docs/pytest-plugin.md",
