@@ -13,6 +13,10 @@ from __future__ import annotations
 
 import shlex
 
+# The example asks for the plugin itself, so a bare `pytest examples/test_fvp_example.py` skips its three tests with
+# the reason (no FVP configured) instead of erroring on fixtures pytest does not know.
+pytest_plugins = ["fvp_harness.pytest_plugin"]
+
 
 def test_guest_is_up(fvp_target):
     """``fvp_target``: a booted, logged-in instance; ``run`` returns the exit status and the clean output."""

@@ -4,7 +4,8 @@ The class decides the exit code and whether a retry can help::
 
     HarnessError                      base; carries failure_class, log_path, last_lines, stage
     ├── ConfigurationError            exit 2: the user's input is wrong; nothing ran
-    │   └── ScenarioError             a scenario file failed to load; .problems lists each file:line:col message
+    │   ├── ScenarioError             a scenario file failed to load; .problems lists each file:line:col message
+    │   └── UnknownName               an option named a metric, build, model, scenario or run that does not exist
     ├── InfrastructureError           exit 3: the platform failed, not the code under test; a retry may help
     │   ├── FvpStartError             the model exited before announcing its ports (its own words in the message)
     │   ├── PortError                 no port banner in time, or a terminal could not be connected
@@ -32,9 +33,10 @@ prints.
 
 from __future__ import annotations
 
+import difflib
 import errno
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -71,6 +73,8 @@ __all__ = [
     "UnitFailure",
     "is_storage_failure",
     "storage_error",
+    "UnknownName",
+    "check_names",
 ]
 
 EXIT_OK = 0
@@ -143,6 +147,41 @@ class ScenarioError(ConfigurationError):
         count = len(self.problems)
         head = f"{count} problem{'s' if count != 1 else ''} in scenario"
         super().__init__(head + ":\n" + "\n".join(self.problems))
+
+
+_SHOWN_NAMES = 24
+"""How many valid names an ``UnknownName`` message lists (a batch has hundreds of units)."""
+
+
+class UnknownName(ConfigurationError):
+    """An option named something that matches nothing: ``--metric cpu_tim``, ``--only-build aftr``.
+
+    Why a class of its own: a typo in a CI job's option must stop the job before any work (exit 2), and the message
+    must carry what would have matched, so every verb words it the same way: the option, the name, the closest valid
+    name (``difflib``), and every valid one."""
+
+    def __init__(self, option: str, names: Sequence[str], valid: Iterable[str], *, what: str,
+                 plural: str | None = None) -> None:
+        """``plural`` introduces the valid names (default ``the {what}s there are``)."""
+        self.option, self.names, self.valid = option, list(names), sorted(dict.fromkeys(valid))
+        hints = []
+        for name in self.names:
+            close = difflib.get_close_matches(name, self.valid, n=1, cutoff=0.6)
+            hints.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        shown = self.valid[:_SHOWN_NAMES]
+        more = f", ... ({len(self.valid) - len(shown)} more)" if len(self.valid) > len(shown) else ""
+        known = ", ".join(shown) + more if shown else "none"
+        super().__init__(f"{option}: no {what} named {', '.join(hints)}; {plural or f'the {what}s there are'}: "
+                         f"{known}")
+
+
+def check_names(option: str, names: Iterable[str], valid: Iterable[str], *, what: str,
+                plural: str | None = None) -> None:
+    """Raise ``UnknownName`` for the ``names`` that are not in ``valid`` (nothing when all are)."""
+    known = list(valid)
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise UnknownName(option, unknown, known, what=what, plural=plural)
 
 
 class InfrastructureError(HarnessError):

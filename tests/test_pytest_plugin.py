@@ -202,7 +202,7 @@ def test_ab(fvp_ab, fvp_target):
     assert result.identical("outputs")
     assert "| m1 " in result.markdown  # rendered although report.outputs has no markdown
     assert fvp_target.boots == 1, "the A/B run borrowed the booted instance"
-    with pytest.raises(Exception, match="no build named nightly"):
+    with pytest.raises(Exception, match="no build named 'nightly'"):
         fvp_ab(builds=["nightly"])
 
 

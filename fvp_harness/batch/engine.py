@@ -62,6 +62,7 @@ from fvp_harness.errors import (
     ConfigurationError,
     HarnessError,
     Interrupted,
+    UnknownName,
 )
 from fvp_harness.events import Event, Listener, null_listener
 from fvp_harness.files import atomic_write, file_sha256
@@ -334,8 +335,35 @@ def plan_batch(paths: Sequence[str | Path], options: MakeOptions, *, versions: _
             _plan_node(node, options, versions)
         except HarnessError as exc:
             node.error = exc
+    _check_only(options.only, nodes)
     _refuse_conflicting_builds(nodes)
     return nodes
+
+
+def _check_only(patterns: Sequence[str], nodes: Sequence[Node]) -> None:
+    """Each ``--only`` pattern must match a scenario or a unit, else ``UnknownName`` (exit 2) before anything is
+    built: a typo said "nothing to do" with every unit stale. A scenario that did not load counts as matched when
+    its stem matches the pattern's scenario part (its units are unknown; its own error is reported)."""
+    for pattern in patterns:
+        head = pattern.split("/", 1)[0]
+
+        def hit(node: Node, pattern: str = pattern, head: str = head) -> bool:
+            if node.plan is None:
+                return fnmatch.fnmatchcase(node.stem, head)
+            return fnmatch.fnmatchcase(node.stem, pattern) or any(
+                _matches([pattern], node.stem, unit.id) for unit in node.plan.units)
+
+        matched = any(hit(node) for node in nodes)
+        if matched:
+            continue
+        heads = [node for node in nodes if fnmatch.fnmatchcase(node.stem, head)]
+        if heads and "/" in pattern:
+            valid = [f"{node.stem}/{unit.id}" for node in heads if node.plan is not None for unit in node.plan.units]
+            what, plural = "unit", "the units (SCENARIO/UNIT) there are"
+        else:
+            valid = [name for node in nodes for name in (node.stem, f"{node.stem}/*")]
+            what, plural = "scenario or unit", "the scenarios (SCENARIO, SCENARIO/* or SCENARIO/UNIT) there are"
+        raise UnknownName("--only", [pattern], valid, what=what, plural=plural)
 
 
 def _refuse_conflicting_builds(nodes: Sequence[Node]) -> None:

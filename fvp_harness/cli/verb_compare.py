@@ -31,7 +31,9 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
         "statistics, verdicts, gates and report.md/.csv/.json/.png as an A/B inside one run, builds labelled by "
         "commit (after@3f2a1bc). A run is a run folder (results/x/runs/<id>), a results folder (its newest run), or "
         "SCENARIO@REF: the run of results/SCENARIO (or a scenario file's results folder) stored for REF (a run id, "
-        "latest, a git commit, a branch, or a git ref of this checkout; REF~N steps N runs back). Refused (exit 2, "
+        "latest, a git commit, a branch, or anything git rev-parse reads in this checkout: a tag, HEAD~2, main~1 "
+        "(git's: the commit before main); REF#-N steps N stored runs back: latest#-1 is the run before the newest). "
+        "Refused (exit 2, "
         "saying why) when the runs measured different platforms, FVP builds, model bytes or run settings. Exit 0 "
         "PASS (or NOT VERIFIED), 1 FAIL, 2 refused or bad input.",
     )

@@ -113,8 +113,13 @@ def _make_verb(args: argparse.Namespace) -> int:
     quiet = args.quiet > 0
     if args.dry_run:
         result = make(args.scenarios, options)
+        errors = {node.stem: node.error for node in result.nodes if node.error is not None}
         for action in result.actions:
             print(action)
+            error = errors.get(action.scenario) if action.kind == "error" else None
+            if error is not None:  # "2 problems in scenario:" is no use without the problems
+                for line in (getattr(error, "problems", None) or error.details().splitlines()[1:]):
+                    print(f"  {line}")
         return result.exit_code
     executor = _executor(args, args.jobs)
     console = Console(file=sys.stderr, highlight=False)

@@ -76,7 +76,8 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
                      help="run only this model's units (repeatable)")
     run.add_argument("--baseline-from", default=None, metavar="RUN",
                      help="take the baseline build's numbers from a stored run (a results or run folder, or "
-                     "SCENARIO@REF / @REF: docs/ci.md) and measure only the other builds plus a drift check "
+                     "SCENARIO@REF / @REF, REF#-N for N stored runs back; REF~N is git's: docs/ci.md) and "
+                     "measure only the other builds plus a drift check "
                      "(compare.drift_check)")
     add_ci_options(run)
     run.set_defaults(handler=_run_verb)
@@ -86,10 +87,11 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
         parents=[common],
         help="rebuild report.md/.csv/.json/.png of a results folder from its stored records",
         description="Re-analyse records.jsonl with the scenario stored in manifest.json and rewrite the report "
-        "files; no model runs. DIR is a scenario's results folder (its newest run) or one of its runs/<id>. Exit 0, "
+        "files; no model runs. DIR is a scenario's results folder (its newest run) or one of its runs/<id>; a "
+        "scenario file means its results folder (results/<file stem>). Exit 0, "
         "or 1 when units failed or an expectation is violated.",
     )
-    report.add_argument("results", metavar="DIR", type=Path)
+    report.add_argument("results", metavar="DIR_OR_SCENARIO", type=Path)
     add_ci_options(report)
     report.set_defaults(handler=_report_verb)
 
@@ -108,7 +110,8 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
         parents=[common],
         help="delete earlier stored runs of a results folder (never the newest)",
         description="Delete runs/<id>/ folders of a scenario's results folder, keeping the newest N earlier runs "
-        "(--keep) or those started within the last DAYS (--newer-than); the current run is never deleted here "
+        "(--keep N), or deleting those started more than DAYS ago (--older-than DAYS); both together delete what "
+        "either names; the current run is never deleted here "
         "(run --replace does that). -n says what would go.",
     )
     prune.add_argument("results", metavar="DIR", type=Path)
@@ -288,7 +291,21 @@ def _report_verb(args: argparse.Namespace) -> int:
     # late: pandas, scipy and matplotlib load only when this verb runs, not for --help or other verbs
     from fvp_harness.run.pipeline import rebuild_report
 
-    return _finish(rebuild_report(args.results), args.quiet > 0, args)
+    return _finish(rebuild_report(_report_folder(args.results)), args.quiet > 0, args)
+
+
+def _report_folder(given: Path) -> Path:
+    """``report``'s argument: a results folder as given, or a scenario file's results folder (``results/<stem>``,
+    where ``run`` writes by default): users type the scenario they ran, and "does not exist" helped no one."""
+    from fvp_harness.store.folder import DEFAULT_RESULTS_BASE, results_dir_for  # late: pydantic only for this verb
+
+    if given.suffix in (".yaml", ".yml") and given.is_file():
+        folder = results_dir_for(given, DEFAULT_RESULTS_BASE)
+        if not folder.is_dir():
+            raise ConfigurationError(f"{given} is a scenario file; its results folder {folder} does not exist yet "
+                                     f"(run it: fvp-harness run {given}), or give the folder a run wrote (-o DIR)")
+        return folder
+    return given
 
 
 def _runs_verb(args: argparse.Namespace) -> int:
@@ -323,7 +340,9 @@ def _prune_verb(args: argparse.Namespace) -> int:
     if args.keep is None and args.older_than is None:
         raise ConfigurationError("prune needs --keep N or --older-than DAYS (nothing is deleted without being asked)")
     if args.keep is not None and args.keep < 0:
-        raise ConfigurationError("--keep must be 0 or more")
+        raise ConfigurationError(f"--keep {args.keep}: must be 0 or more")
+    if args.older_than is not None and not args.older_than >= 0:  # also refuses nan
+        raise ConfigurationError(f"--older-than {args.older_than:g}: must be 0 or more days")
     store = ResultStore(args.results, create=False)
     if not store.root.is_dir():
         raise ConfigurationError(f"{store.root}: no such results folder")

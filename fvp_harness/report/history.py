@@ -38,7 +38,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from fvp_harness.errors import ConfigurationError
+from fvp_harness.errors import ConfigurationError, check_names
 from fvp_harness.files import atomic_write
 from fvp_harness.report import format as fmt
 from fvp_harness.report.analysis import NPU_CYCLE_METRICS, Settings, select_latest, summarise, to_frame
@@ -289,11 +289,19 @@ def _run_row(run: LoadedRun) -> RunRow:
 def history_from_runs(runs: Sequence[LoadedRun], *, build: str | None = None, metric: str | None = None,
                       threshold: float | None = None, settings: Settings | None = None) -> History:
     """The history of ``runs`` (oldest first): ``build`` (default: the newest run's ``compare.candidate``),
-    ``metric`` (default: its primary metric), ``threshold`` in percent (default: its ``compare.min_effect``)."""
+    ``metric`` (default: its primary metric), ``threshold`` in percent (default: its ``compare.min_effect``).
+
+    A ``build`` no run recorded, or a ``metric`` no record of that build carries, is ``UnknownName`` (exit 2)
+    before anything is written: a typo must not turn a nightly regression job green with a history of ``n/a``."""
     if not runs:
         raise ValueError("history_from_runs needs at least one run")
     newest = runs[-1]
+    if build is not None:
+        check_names("--build", [build], dict.fromkeys(r.build for run in runs for r in run.records), what="build")
     build = build or _default_build(newest)
+    if metric is not None:
+        measured = dict.fromkeys(name for run in runs for r in run.records if r.build == build for name in r.samples)
+        check_names("--metric", [metric], measured, what="metric", plural=f"the metrics of build {build!r} there are")
     metric = _choose_metric(newest, build, metric)
     if threshold is None:
         threshold = newest.scenario.compare.min_effect if newest.scenario.compare is not None else 5.0

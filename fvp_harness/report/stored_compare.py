@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fvp_harness.errors import ConfigurationError
+from fvp_harness.errors import ConfigurationError, check_names
 from fvp_harness.report import format as fmt
 from fvp_harness.report.analysis import (
     AnalysisResult,
@@ -337,14 +337,15 @@ def compare_runs(a: LoadedRun, b: LoadedRun, *, metrics: Sequence[str] = (),
     these), on ``metrics`` (each its own comparison per build; default: the scenario's ``compare.primary``).
 
     Refuses (ConfigurationError, exit 2) when ``comparable`` finds a problem, or when the runs share no build and
-    model."""
+    model; a ``builds`` or ``metrics`` name that both runs did not measure is ``UnknownName`` (exit 2)."""
     common_builds = [name for name in b.builds if name in set(a.builds)]
     if builds:
-        unknown = [name for name in builds if name not in common_builds]
-        if unknown:
-            raise ConfigurationError(f"--build {', '.join(unknown)}: not measured by both runs (both have: "
-                                     f"{', '.join(common_builds) or 'none'})")
+        check_names("--build", builds, common_builds, what="build", plural="the builds both runs measured")
         common_builds = [name for name in common_builds if name in builds]
+    if metrics:  # checked before the refusal rules: a typo is the first thing to hear about
+        measured = [{name for r in side.records if r.build in common_builds for name in r.samples} for side in (a, b)]
+        check_names("--metric", metrics, sorted(measured[0] & measured[1]), what="metric",
+                    plural="the metrics both runs measured")
     common_models = [name for name in b.models if name in set(a.models)]
     if not common_builds or not common_models:
         raise ConfigurationError(

@@ -44,6 +44,7 @@ from fvp_harness.scenario.model import DEFAULT_GUEST_DIR
 from fvp_harness.targets.baremetal import LaunchesModel
 from fvp_harness.targets.base import CopiesOverSsh, SharesHostFiles, Target
 from fvp_harness.targets.transfer import (
+    AUTO_SSH_TIMEOUT_S,
     CHUNK_CHARS,
     SAFE_CHUNK_CHARS,
     SAFE_WINDOW_BYTES,
@@ -63,8 +64,6 @@ log = logging.getLogger(__name__)
 
 Method = Literal["console", "ssh", "preloaded", "auto"]
 
-AUTO_SSH_TIMEOUT_S = 30.0
-"""``auto``: how long the first ssh copy may take to connect and finish before the console is used instead."""
 
 
 @dataclass(frozen=True)

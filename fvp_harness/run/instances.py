@@ -33,6 +33,7 @@ __all__ = [
     "open_target",
     "query_fvp_version",
     "resolve_scenario",
+    "transfer_for",
 ]
 
 TargetFactory = Callable[[str, Path], AbstractContextManager[Target]]
@@ -51,6 +52,15 @@ def resolve_scenario(scenario: str | Path | LoadedScenario | Scenario, *, profil
     return scenario, profile or load_profile(scenario.platform), None
 
 
+def transfer_for(method: str) -> Literal["console", "ssh", "auto"]:
+    """How an instance's ``put``/``get`` move files for a scenario's ``deploy.method``: as the run deploys, so
+    ``open_target(...).put`` and the pytest fixtures take ssh where the run's ``auto`` does (tens of MB/s instead
+    of the console's one or two); ``preloaded`` (the run copies nothing) copies a user's file as ``auto`` would."""
+    if method in ("console", "ssh"):
+        return "console" if method == "console" else "ssh"
+    return "auto"
+
+
 def make_target(
     scenario: Scenario,
     profile: Profile,
@@ -64,8 +74,8 @@ def make_target(
     kernel_line: str | None = "default",
 ) -> FvpTarget | HostTarget:
     """The (not yet opened) target of a scenario: this host for ``target: host``, a ``BaremetalTarget`` (one model
-    launch per unit) for a bare-metal platform, else an FVP instance whose ``put``/``get`` use ssh when the scenario
-    deploys by ssh."""
+    launch per unit) for a bare-metal platform, else an FVP instance whose ``put``/``get`` move files the way the
+    run deploys them (``transfer_for``)."""
     if scenario.target == "host":
         return HostTarget(log_dir=Path(log_dir), name=name, command_timeout=scenario.fvp.timeouts.command,
                           timeout_scale=scenario.fvp.timeout_scale * timeout_scale, redact=scenario.secret_values(),
@@ -73,7 +83,7 @@ def make_target(
     if profile.baremetal:
         return BaremetalTarget(scenario.fvp, profile, log_dir=log_dir, name=name, timeout_scale=timeout_scale,
                                binary=binary, timelimit=scenario.fvp.timelimit, redact=scenario.secret_values())
-    transfer: Literal["console", "ssh"] = "ssh" if scenario.deploy.method == "ssh" else "console"
+    transfer = transfer_for(scenario.deploy.method)
     return FvpTarget(scenario.fvp, profile, log_dir=log_dir, name=name, timeout_scale=timeout_scale, binary=binary,
                      base_dir=base_dir, quiet_kernel=quiet_kernel, kernel_line=kernel_line, transfer=transfer,
                      redact=scenario.secret_values())  # secret env values: *** in the terminal logs

@@ -43,6 +43,7 @@ from fvp_harness.errors import (
     StorageError,
     is_storage_failure,
     storage_error,
+    check_names,
 )
 from fvp_harness.events import Event, Listener, null_listener
 from fvp_harness.report.analysis import AnalysisResult, SamplingNote, analyse, expectations_violated
@@ -74,6 +75,7 @@ from fvp_harness.store.folder import (
     free_instance_name,
     results_dir_for,
 )
+from fvp_harness.store.locate import find_run
 from fvp_harness.store.records import Record
 from fvp_harness.vgf.report import VgfComparison, report_results_folder
 
@@ -81,6 +83,7 @@ __all__ = [
     "ReportOutcome",
     "RunOptions",
     "RunOutcome",
+    "check_selection",
     "exit_code_for",
     "rebuild_report",
     "run_scenario",
@@ -165,14 +168,18 @@ def exit_code_for(failed_units: int, infrastructure: int, violated: bool, aborte
     return EXIT_OK
 
 
+def check_selection(scenario: Scenario, only_builds: Sequence[str] = (), only_models: Sequence[str] = ()) -> None:
+    """``--only-build`` / ``--only-model`` name builds and models of the scenario, else ``UnknownName`` (exit 2).
+
+    ``run_scenario`` calls it first, before the lock, the version query, the archive, the early boot and the
+    builds: a typo must cost nothing and leave no log folder behind (nor shift the next boot's name to ``s0.2``)."""
+    check_names("--only-build", only_builds, scenario.builds, what="build")
+    check_names("--only-model", only_models, scenario.models, what="model")
+
+
 def select_units(plan: Plan, only_builds: Sequence[str] = (), only_models: Sequence[str] = ()) -> list[Unit]:
     """The plan's units restricted to some builds / models (in plan order); unknown names are input errors."""
-    for names, known, what in ((only_builds, plan.scenario.builds, "build"),
-                               (only_models, plan.scenario.models, "model")):
-        unknown = [name for name in names if name not in known]
-        if unknown:
-            raise ConfigurationError(f"--only-{what}: no {what} named {', '.join(unknown)} "
-                                     f"(this scenario has: {', '.join(known)})")
+    check_selection(plan.scenario, only_builds, only_models)
     return [unit for unit in plan.units
             if (not only_builds or unit.build in only_builds) and (not only_models or unit.model in only_models)]
 
@@ -309,7 +316,13 @@ def run_scenario(
     options = options or RunOptions()
     began = time.monotonic()
     phases: dict[str, float] = {}
-    store = ResultStore(results_dir_for(loaded.path, options.results_base, options.output_dir))
+    check_selection(loaded.scenario, options.only_builds, options.only_models)
+    results_dir = results_dir_for(loaded.path, options.results_base, options.output_dir)
+    compare = loaded.scenario.compare
+    if compare is not None and compare.baseline_from and not options.resume:
+        # the stored baseline's name is checked before anything is built or booted (pinned later, after the archive)
+        find_run(compare.baseline_from, results_base=options.results_base, scenario_folder=results_dir)
+    store = ResultStore(results_dir)
     with contextlib.ExitStack() as stack:
         stack.enter_context(store.lock())  # refuses a folder it cannot write, before anything boots
         if options.resume:  # a damaged manifest or records file is refused now, not after the builds

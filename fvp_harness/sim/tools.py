@@ -257,7 +257,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
             )
         else:
             out.write(json.dumps(_info(args.file), indent=2) + "\n")
-    except (OSError, ModelFileError, tool.VelaFailed) as exc:
+    except (ModelFileError, FileNotFoundError, IsADirectoryError, NotADirectoryError) as exc:
+        err.write(f"fvp-harness sim {args.what}: {exc}\n")
+        return 2  # the file named is missing or no simulator artifact: bad input, as the harness's exit 2
+    except (OSError, tool.VelaFailed) as exc:
         err.write(f"fvp-harness sim {args.what}: {exc}\n")
         return 1
     return 0

@@ -8,18 +8,25 @@
   file stem under the results base) stored for ``REF``; ``@REF`` alone is the scenario's own folder (only where a
   scenario is known: ``compare.baseline_from``);
 - ``REF`` is, in this order: a run id; ``latest``; a git commit (4 to 40 hex digits, a prefix of the commit a run
-  recorded); a branch a run recorded; a ref of the git checkout around the folder or the current directory
-  (``main``, ``origin/main``, a tag), read to its commit. When several runs match, the newest complete one wins
-  (the newest of any status when none is complete). ``REF~N`` steps N runs back from there (``latest~1``: the run
-  before the newest).
+  recorded); a branch a run recorded; anything ``git rev-parse`` reads to a commit in the checkout around the folder
+  or the current directory (``main``, ``origin/main``, a tag, an annotated tag, ``HEAD~2``, ``main~1``, a short
+  hash, packed refs). When several runs match, the newest complete one wins (the newest of any status when none is
+  complete).
+- ``REF#-N`` steps N *stored runs* back from the run ``REF`` names (``latest#-1``: the run before the newest;
+  ``main#-1``: the stored run before main's newest). ``~`` and ``^`` are git's (``main~1`` is the commit before
+  main), so the old spelling ``latest~1``, which named stored runs, is refused with the new one named; ``#`` means
+  nothing in git's revision syntax, so neither reading can be taken for the other.
 
-Why no ``git`` process: only the targets layer and the user's build commands start processes; the refs a CI job
-needs are plain files (``.git/refs/...``, ``packed-refs``), read as ``run.manifest.git_head`` reads ``HEAD``.
+Why ``git`` itself (``git rev-parse --verify REF^{commit}``, list arguments, no shell, a timeout): tags, annotated
+tags, ``HEAD~2``, short hashes and packed refs are git's to interpret; reading ``.git`` files by hand got annotated
+tags wrong. It is the one process this layer starts, and only when a name is not a stored run's id, commit or branch.
 """
 
 from __future__ import annotations
 
+import logging
 import re
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,17 +40,25 @@ from fvp_harness.store.folder import (
     StoredRun,
 )
 
-__all__ = ["RunSpec", "describe_run", "find_run", "parse_run_spec", "pinned_spec", "read_git_ref"]
+__all__ = ["GIT_TIMEOUT", "RunSpec", "describe_run", "find_run", "parse_run_spec", "pinned_spec", "read_git_ref"]
+
+_log = logging.getLogger(__name__)
+
+GIT_TIMEOUT = 10.0
+"""Seconds ``git rev-parse`` may take before the ref counts as unknown (a hung network filesystem must not hang CI)."""
 
 _HEX = re.compile(r"[0-9a-fA-F]{4,40}")
-_BACK = re.compile(r"^(?P<ref>.*?)~(?P<steps>\d+)$")
+_BACK = re.compile(r"^(?P<ref>.*?)#-(?P<steps>\d+)$")
+_WRONG_BACK = re.compile(r"^(?P<ref>.*?)#\+?(?P<steps>\d+)$")
+_GIT_NOT_A_REPOSITORY = 128  # git's exit status outside a checkout (an unknown ref is 1 with --quiet)
+_OLD_BACK = re.compile(r"^(?P<ref>.*?)~(?P<steps>\d+)$")
 _SCENARIO_SUFFIXES = (".yaml", ".yml")
 
 
 @dataclass(frozen=True)
 class RunSpec:
     """A parsed run name: ``where`` (a path or stem; empty for ``@REF``), ``ref`` (None: the folder's own run or its
-    newest), ``back`` (``~N``)."""
+    newest), ``back`` (``#-N``: stored runs back)."""
 
     text: str
     where: str
@@ -52,7 +67,7 @@ class RunSpec:
 
 
 def parse_run_spec(text: str) -> RunSpec:
-    """Split ``WHERE@REF~N``; a ConfigurationError says what is wrong with the text. The ``@`` that separates is
+    """Split ``WHERE@REF#-N``; a ConfigurationError says what is wrong with the text. The ``@`` that separates is
     the last one (folders may contain ``@``, refs do not)."""
     text = text.strip()
     if not text:
@@ -64,6 +79,10 @@ def parse_run_spec(text: str) -> RunSpec:
     match = _BACK.match(ref) if sep else None
     if match:
         ref, back = match.group("ref"), int(match.group("steps"))
+    elif sep and (wrong := _WRONG_BACK.match(ref)):
+        raise ConfigurationError(f"run {text!r}: stored runs are counted back only: write "
+                                 f"{wrong.group('ref')}#-{wrong.group('steps')} for {wrong.group('steps')} run(s) "
+                                 f"before the one {wrong.group('ref') or 'latest'} names")
     if sep and not ref:
         raise ConfigurationError(f"run {text!r}: nothing after '@'; give a run id, latest, a commit or a branch")
     return RunSpec(text, where, ref if sep else None, back)
@@ -134,8 +153,20 @@ def find_run(text: str, *, results_base: Path | str = DEFAULT_RESULTS_BASE, scen
         if commit is not None:
             chosen = _newest([run for run in runs if run.commit == commit])
         if chosen is None:
-            raise ConfigurationError(_no_match(text, folder, ref, runs, commit))
+            raise ConfigurationError(_no_match(text, folder, ref, runs, commit) + _old_back_hint(spec, runs))
     return _back(chosen, folder, spec)
+
+
+def _old_back_hint(spec: RunSpec, runs: list[StoredRun]) -> str:
+    """For ``REF~N`` that git could not place where ``REF`` alone names a stored run: the spelling of "N stored runs
+    back" (``REF#-N``), since ``~N`` used to mean that and now means git's N commits back."""
+    old = _OLD_BACK.match(spec.ref or "")
+    if old is None or _match(runs, old.group("ref")) is None:
+        return ""
+    where = f"{spec.where}@" if spec.where else "@"
+    return (f"\n'~{old.group('steps')}' is git's (commits back), not stored runs back; for the run "
+            f"{old.group('steps')} stored run(s) before {old.group('ref')}'s, write "
+            f"{where}{old.group('ref')}#-{old.group('steps')}")
 
 
 def _runs(folder: Path, text: str) -> list[StoredRun]:
@@ -178,7 +209,7 @@ def _back(run: StoredRun, folder: Path, spec: RunSpec) -> StoredRun:
         raise ConfigurationError(f"run {spec.text!r}: {run.path} is not a run of {folder}") from None
     if index - spec.back < 0:
         raise ConfigurationError(f"run {spec.text!r}: only {index} run(s) of {folder} are older than "
-                                 f"{run.run_id}; ~{spec.back} goes past the oldest")
+                                 f"{run.run_id}; #-{spec.back} goes past the oldest")
     return runs[index - spec.back]
 
 
@@ -190,68 +221,33 @@ def _no_match(text: str, folder: Path, ref: str, runs: list[StoredRun], commit: 
             f"{shown}{more}\nname one by id, commit or branch (or 'latest')")
 
 
-# --- git refs, read from files ------------------------------------------------------------------------------------
+# --- git refs, read by git ---------------------------------------------------------------------------------------
 
 
-def _git_dirs(start: Path) -> list[Path]:
-    """The git folders of the checkout holding ``start`` (its own and, for a worktree, the common one); [] when
-    there is none."""
-    for parent in (start, *start.parents):
-        dot_git = parent / ".git"
-        if dot_git.is_file():
-            text = dot_git.read_text(encoding="utf-8", errors="replace").strip()
-            if not text.startswith("gitdir:"):
-                return []
-            gitdir = (parent / text.split(":", 1)[1].strip()).resolve()
-        elif dot_git.is_dir():
-            gitdir = dot_git
-        else:
-            continue
-        dirs = [gitdir]
-        common = gitdir / "commondir"
-        if common.is_file():
-            dirs.append((gitdir / common.read_text(encoding="utf-8").strip()).resolve())
-        return dirs
-    return []
+def read_git_ref(ref: str, places: list[Path], *, timeout: float = GIT_TIMEOUT) -> str | None:
+    """The commit ``ref`` names (``git rev-parse --verify REF^{commit}``) in the first of ``places`` inside a git
+    checkout; None when git is missing, none of them is in a checkout, or the ref names no commit there.
 
-
-def read_git_ref(ref: str, places: list[Path]) -> str | None:
-    """The commit ``ref`` names in the first git checkout holding one of ``places``: ``HEAD``, a branch, a tag
-    (annotated tags only through ``packed-refs``), ``origin/main``-style remote refs; None when it names none."""
-    if ".." in ref or ref.startswith("/"):
+    A name that starts with ``-`` is never handed to git (it would read as an option)."""
+    if not ref or ref.startswith("-") or any(ord(char) < 32 for char in ref):
         return None
-    names = [ref] if ref == "HEAD" else [f"refs/heads/{ref}", f"refs/tags/{ref}", f"refs/remotes/{ref}",
-                                         f"refs/remotes/origin/{ref}", ref]
     for place in places:
-        dirs = _git_dirs(place.resolve())
-        if not dirs:
+        directory = place if place.is_dir() else place.parent
+        if not directory.is_dir():
             continue
-        for name in names:
-            commit = _ref_in(dirs, name, depth=0)
-            if commit is not None:
-                return commit
-        return None
-    return None
-
-
-def _ref_in(dirs: list[Path], name: str, depth: int) -> str | None:
-    if depth > 5:
-        return None
-    for base in dirs:
-        file = base / name
-        if file.is_file():
-            text = file.read_text(encoding="utf-8", errors="replace").strip()
-            if text.startswith("ref:"):
-                return _ref_in(dirs, text.split(":", 1)[1].strip(), depth + 1)
-            return text.lower() if re.fullmatch(r"[0-9a-fA-F]{40}", text) else None
-    for base in dirs:
-        packed = base / "packed-refs"
-        if not packed.is_file():
+        try:
+            done = subprocess.run(["git", "-C", str(directory), "rev-parse", "--verify", "--quiet",
+                                   f"{ref}^{{commit}}"], capture_output=True, text=True, timeout=timeout,
+                                  check=False)
+        except FileNotFoundError:
+            _log.debug("git is not installed: %r is not read as a git ref", ref)
+            return None
+        except subprocess.TimeoutExpired:
+            _log.warning("git rev-parse took more than %.0f s in %s: %r is not read as a git ref", timeout,
+                         directory, ref)
+            return None
+        if done.returncode == _GIT_NOT_A_REPOSITORY:
             continue
-        lines = packed.read_text(encoding="utf-8", errors="replace").splitlines()
-        for index, line in enumerate(lines):
-            parts = line.split()
-            if len(parts) == 2 and parts[1] == name:
-                following = lines[index + 1] if index + 1 < len(lines) else ""
-                return (following[1:].strip() if following.startswith("^") else parts[0]).lower()
+        commit = done.stdout.strip().lower()
+        return commit if done.returncode == 0 and re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", commit) else None
     return None

@@ -22,11 +22,11 @@ import re
 import shlex
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Literal
 
-from fvp_harness.errors import ConfigurationError, DeployError, SshUnavailable
+from fvp_harness.errors import ConfigurationError, DeployError, InfrastructureError, SshUnavailable
 from fvp_harness.profiles import Profile
 from fvp_harness.targets.base import CommandResult, FvpSettings
 from fvp_harness.targets.console import BootWatch, Console
@@ -35,7 +35,7 @@ from fvp_harness.targets.fvp import FvpProcess, LaunchSpec, build_launch, query_
 from fvp_harness.targets.ssh import SshTransport
 from fvp_harness.targets.terminal import Terminal
 from fvp_harness.targets.text import KERNEL_LINE
-from fvp_harness.targets.transfer import guest_sha256, upload_console, upload_ssh
+from fvp_harness.targets.transfer import AUTO_SSH_TIMEOUT_S, guest_sha256, upload_console, upload_ssh
 
 __all__ = ["FvpTarget"]
 
@@ -51,8 +51,10 @@ class FvpTarget:
 
     ``timeout`` arguments are in scenario seconds and are multiplied by the session's scale like every configured
     timeout. ``metadata`` holds argv, ports, version banner, boot and login seconds, and after ``close`` the
-    ``--stat`` block. ``transfer`` is how ``put`` and ``get`` move files: ``ssh`` through the forwarded port, or
-    ``console`` (base64 typed into the shell; ``get`` then reads text files only).
+    ``--stat`` block. ``transfer`` is how ``put`` and ``get`` move files: ``ssh`` through the forwarded port,
+    ``console`` (base64 typed into the shell; ``get`` then reads text files only), or ``auto``: ssh when the guest's
+    sshd answers the first copy within ``AUTO_SSH_TIMEOUT_S``, else the console from then on (``transport`` says
+    which, and why), as a run's ``deploy.method: auto`` chooses (``run.deploy``).
     """
 
     def __init__(
@@ -68,7 +70,7 @@ class FvpTarget:
         quiet_kernel: bool = True,
         ssh_port: int | None = None,
         kernel_line: str | None = "default",
-        transfer: Literal["console", "ssh"] = "console",
+        transfer: Literal["console", "ssh", "auto"] = "console",
         redact: Sequence[str] = (),
     ) -> None:
         self.profile = profile
@@ -77,6 +79,9 @@ class FvpTarget:
         self.metadata: dict[str, object] = {}
         self.fvp = fvp
         self.transfer = transfer
+        self.transport: str | None = transfer if transfer != "auto" else None
+        """How ``put``/``get`` move files: ``ssh``, ``console``, or with ``auto`` ``console (<why not ssh>)``; None
+        while ``auto`` has not copied yet."""
         self.redact = tuple(redact)
         """Secret texts the terminal logs show as ``***`` (``run.instances`` passes the scenario's)."""
         self.budget = TimeoutBudget.from_config(self.fvp.timeouts, scenario_scale=self.fvp.timeout_scale,
@@ -294,17 +299,38 @@ class FvpTarget:
         return self.ssh.put(local, remote, self._deadline(timeout, "deploy"))
 
     def put(self, local: Path, remote: str) -> None:
-        """Copy a host file to a guest path by ``transfer`` (ssh, else console); sha256 checked."""
+        """Copy a host file to a guest path by ``transfer`` (ssh, console, or ``auto``); sha256 checked."""
+        if self._by_ssh(lambda timeout: upload_ssh(self, Path(local), remote, timeout=timeout)):
+            return
+        upload_console(self, Path(local), remote)
+
+    def _by_ssh(self, action: Callable[[float | None], object]) -> bool:
+        """Do ``action`` over ssh when ``transfer`` says so (True), or return False for the console. With ``auto``
+        the first copy decides: an ssh that does not answer within ``AUTO_SSH_TIMEOUT_S`` (an infrastructure
+        failure other than a hash mismatch) sends this and every later copy over the console."""
         if self.transfer == "ssh":
-            upload_ssh(self, Path(local), remote)
-        else:
-            upload_console(self, Path(local), remote)
+            action(None)
+            return True
+        if self.transfer != "auto" or (self.transport is not None and self.transport != "ssh"):
+            return False
+        first = self.transport is None
+        try:
+            action(AUTO_SSH_TIMEOUT_S if first else None)
+        except InfrastructureError as exc:
+            if not first or isinstance(exc, DeployError):
+                raise
+            log.warning("ssh did not answer (%s); copying over the console", str(exc).strip()[:200])
+            self.transport = f"console (ssh did not answer: {str(exc).strip()[:120]})"
+            return False
+        self.transport = "ssh"
+        return True
 
     def get(self, remote: str) -> bytes:
         """A guest file's bytes: by SSH when ``transfer`` is ssh, else ``cat`` on the console (text only: the bytes
         are checked against the guest's sha256sum and a binary file is refused with DeployError)."""
-        if self.transfer == "ssh":
-            return self.ssh.get(remote, self._deadline(None, "deploy"))
+        fetched: list[bytes] = []
+        if self._by_ssh(lambda timeout: fetched.append(self.ssh.get(remote, self._deadline(timeout, "deploy")))):
+            return fetched[0]
         result = self.run(f"cat {shlex.quote(remote)}", phase="deploy", strict=False)  # the sha256 decides
         if not result.ok:
             raise FileNotFoundError(f"{remote}: {result.output.strip()}")

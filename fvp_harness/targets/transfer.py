@@ -44,6 +44,7 @@ SLOW_DEPLOY_S = 60.0
 """A console upload estimated to take longer than this is announced as a warning, with the faster way."""
 
 __all__ = [
+    "AUTO_SSH_TIMEOUT_S",
     "CHUNK_CHARS",
     "SAFE_CHUNK_CHARS",
     "SAFE_WINDOW_BYTES",
@@ -58,6 +59,10 @@ __all__ = [
     "upload_console",
     "upload_ssh",
 ]
+
+AUTO_SSH_TIMEOUT_S = 30.0
+"""``auto`` (``deploy.method``, ``FvpTarget(transfer="auto")``): how long the first ssh copy may take to connect and
+finish before the console is used instead."""
 
 CHUNK_CHARS = 3584
 """Base64 characters per typed line at most; ``LINE_BUDGET`` shortens it for long guest paths."""

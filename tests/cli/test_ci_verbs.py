@@ -57,7 +57,7 @@ def test_compare_verb_fails_on_a_violated_gate_and_writes_ci_outputs(tmp_path, c
 def test_compare_verb_passes_when_nothing_changed(tmp_path, capsys):
     folder = _two_runs(tmp_path, after_m1=1.0)
     out_dir = tmp_path / "cmp"
-    assert main(["compare", f"{folder}@latest~1", str(folder), "-o", str(out_dir), "-q"]) == 0
+    assert main(["compare", f"{folder}@latest#-1", str(folder), "-o", str(out_dir), "-q"]) == 0
     assert (out_dir / "report.md").is_file() and (out_dir / "report.png").is_file()
 
 

@@ -82,8 +82,8 @@ def test_compare_of_two_stored_runs_matches_the_in_run_ab(workdir: Path, two_run
     run_a, run_b = two_runs
     commit = _git(workdir, "rev-parse", "HEAD")
     # run B is the baseline (its `after` is the per-inference runner), run A the candidate: run A's in-run A/B again.
-    # @<commit> names the newest run of that commit (B), latest~1 the one before the newest (A)
-    done = harness(workdir, "compare", f"driver_reuse@{commit[:8]}", "driver_reuse@latest~1", "-o", "cmp",
+    # @<commit> names the newest run of that commit (B), latest#-1 the one before the newest (A)
+    done = harness(workdir, "compare", f"driver_reuse@{commit[:8]}", "driver_reuse@latest#-1", "-o", "cmp",
                    "--junit", "cmp/junit.xml")
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"A: run {run_b}" in done.stdout and f"B: run {run_a}" in done.stdout

@@ -418,7 +418,7 @@ def test_only_build_and_model_select_units(scenario_file, tmp_path):
     fleet = FakeFleet()
     run(scenario_file(), fleet, tmp_path, only_builds=("after",), only_models=("m2",))
     assert [u for _, u in fleet.ran] == ["r0-after-m2", "r1-after-m2"]
-    with pytest.raises(ConfigurationError, match="no model named nope"):
+    with pytest.raises(ConfigurationError, match=r"no model named 'nope'; the models there are: m1, m2"):
         run(scenario_file(), FakeFleet(), tmp_path, only_models=("nope",))
 
 

@@ -1,0 +1,91 @@
+"""The small mistakes a new user meets first (issue 29, item 7), each through the real command line: ``report`` given
+the scenario file, ``prune``'s help and its negative age, ``make -n`` on a broken scenario, ``sim info`` on a file
+that is no artifact, the example test file without options, and the top-level folders a clone must keep."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.cli import run_cli
+from tests.helpers import REPO
+from tests.report.stored_runs import write_run
+
+BASE = {("before", "m1"): 2.0, ("after", "m1"): 1.0}
+
+
+def test_report_given_a_scenario_file_reports_its_results_folder(tmp_path: Path) -> None:
+    shutil.copytree(REPO / "scenarios", tmp_path / "scenarios")
+    missing = run_cli(tmp_path, "report", "scenarios/smoke.yaml")
+    assert missing.returncode == 2, missing.stderr
+    assert "is a scenario file; its results folder results/smoke does not exist yet" in missing.stderr
+    assert "fvp-harness run scenarios/smoke.yaml" in missing.stderr
+    write_run(tmp_path / "results" / "smoke", BASE, run_id="20260301-100000-aaaa")
+    done = run_cli(tmp_path, "report", "scenarios/smoke.yaml", "-q")
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert (tmp_path / "results" / "smoke" / "report.md").is_file()
+
+
+def test_prune_help_names_only_options_that_exist_and_refuses_a_negative_age(tmp_path: Path) -> None:
+    helped = run_cli(tmp_path, "prune", "--help")
+    assert helped.returncode == 0
+    assert "--newer-than" not in helped.stdout and "--older-than" in helped.stdout
+    folder = tmp_path / "results" / "demo"
+    write_run(folder, BASE, run_id="20260301-100000-aaaa")
+    write_run(folder, BASE, run_id="20260302-100000-bbbb")
+    refused = run_cli(tmp_path, "prune", str(folder), "--older-than", "-1")
+    assert refused.returncode == 2 and "--older-than -1: must be 0 or more days" in refused.stderr, refused.stderr
+    assert (folder / "runs" / "20260301-100000-aaaa").is_dir(), "nothing deleted"
+
+
+def test_make_dry_run_lists_a_broken_scenario_s_problems(tmp_path: Path) -> None:
+    text = (REPO / "scenarios" / "smoke.yaml").read_text(encoding="utf-8")
+    text = text.replace("iterations:", "iteratons:", 1).replace("repetitions:", "repetitons:", 1)
+    (tmp_path / "scenarios").mkdir()
+    (tmp_path / "scenarios" / "broken.yaml").write_text(text, encoding="utf-8")
+    done = run_cli(tmp_path, "make", "-n", "scenarios/")
+    assert done.returncode == 2, done.stderr + done.stdout
+    assert "2 problems" in done.stdout
+    assert "did you mean 'iterations'?" in done.stdout and "did you mean 'repetitions'?" in done.stdout, done.stdout
+
+
+def test_sim_info_on_a_file_that_is_no_artifact_is_bad_input(tmp_path: Path) -> None:
+    stranger = tmp_path / "passwd"
+    stranger.write_text("root:x:0:0:root:/root:/bin/sh\n")
+    done = run_cli(tmp_path, "sim", "info", str(stranger))
+    assert done.returncode == 2, done.stderr
+    assert "is neither a simulator model file nor a runner artifact" in done.stderr
+    assert run_cli(tmp_path, "sim", "info", str(tmp_path / "nosuch")).returncode == 2
+
+
+@pytest.mark.slow
+def test_the_example_test_file_without_options_skips_with_the_reason() -> None:
+    """docs/pytest-plugin.md: without a configured FVP the example's tests skip; they used to error on
+    "fixture 'fvp_target' not found" because nothing asked for the plugin."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_")}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider",
+                           "examples/test_fvp_example.py"], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=240, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "3 skipped" in done.stdout and "no FVP scenario configured" in done.stdout, done.stdout
+    assert "not found" not in done.stdout
+
+
+def test_the_tracked_tree_keeps_the_top_level_entries_the_layout_promises() -> None:
+    """docs/results-format.md and the README promise these at the top of a clone; a commit that deletes one (as one
+    deleted results/README.md, the only tracked file of results/) fails here."""
+    if not (REPO / ".git").exists():
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI=true but the project is not a git checkout: the tracked tree cannot be checked")
+        pytest.skip("not a git checkout (run from a clone)")
+    listed = subprocess.run(["git", "-C", str(REPO), "ls-files"], capture_output=True, text=True, check=True,
+                            timeout=30).stdout.splitlines()
+    top = {line.split("/", 1)[0] for line in listed}
+    missing = {"pyproject.toml", "fvp_harness", "scenarios", "tests", "results", "README.md"} - top
+    assert not missing, f"the tracked tree lost {sorted(missing)}"
+    assert "results/README.md" in listed
