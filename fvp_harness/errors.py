@@ -71,10 +71,10 @@ __all__ = [
     "Terminated",
     "TimeLimitExceeded",
     "UnitFailure",
-    "is_storage_failure",
-    "storage_error",
     "UnknownName",
     "check_names",
+    "is_storage_failure",
+    "storage_error",
 ]
 
 EXIT_OK = 0

@@ -45,6 +45,7 @@ __all__ = [
     "GUEST_ENV",
     "GuestBuildError",
     "GuestImage",
+    "apt_options",
     "build_guest",
     "default_guest_dir",
     "guest_image",

@@ -41,9 +41,9 @@ from fvp_harness.errors import (
     ConfigurationError,
     Interrupted,
     StorageError,
+    check_names,
     is_storage_failure,
     storage_error,
-    check_names,
 )
 from fvp_harness.events import Event, Listener, null_listener
 from fvp_harness.report.analysis import AnalysisResult, SamplingNote, analyse, expectations_violated

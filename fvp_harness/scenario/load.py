@@ -60,7 +60,7 @@ from fvp_harness.scenario.model import (
 )
 from fvp_harness.scenario.secrets import redact_problems
 
-__all__ = ["LoadedScenario", "load_scenario", "path_fields"]
+__all__ = ["LoadedScenario", "file_problem", "load_scenario", "path_fields", "path_problem"]
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from fvp_harness.errors import ConfigurationError
 from fvp_harness.profiles import Profile
-from fvp_harness.targets.fvp import (
+from fvp_harness.targets.launch import (
     OWNER_ENV,
     SIM_BINARY,
     LaunchSpec,
