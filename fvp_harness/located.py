@@ -158,6 +158,29 @@ def _decode(data: bytes, shown: str, base_dir: Path) -> str:
         ) from exc
 
 
+def _refuse_deep_nesting(text: str, shown: str, base_dir: Path | None) -> None:
+    """Refuse nesting far deeper than ``MAX_DEPTH`` before PyYAML's composer, which recurses once per level, sees it.
+
+    PyYAML's parser is a state machine (no recursion), so its event stream can be walked at any depth; without this
+    a document of thousands of ``[`` depended on a ``RecursionError`` raised wherever the stack happened to end,
+    which under a deep caller (a test runner's worker) could be inside the error handling itself. The exact limit
+    and its message stay with ``_check_graph``; this only stops what would otherwise blow the stack."""
+    scanner = yaml.SafeLoader(text)
+    try:
+        depth = 0
+        while not scanner.check_event(yaml.StreamEndEvent):
+            event = scanner.get_event()
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > 2 * MAX_DEPTH:
+                    loc = Location.from_mark(shown, event.start_mark, base_dir)
+                    raise YamlProblem(loc, f"values nested too deeply (at most {MAX_DEPTH} levels)")
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+    finally:
+        scanner.dispose()
+
+
 def _reader_problem(text: str, exc: yaml.reader.ReaderError, shown: str, base_dir: Path) -> YamlProblem:
     character = exc.character if isinstance(exc.character, int) else ord(str(exc.character)[:1] or "\0")
     return YamlProblem(
@@ -187,6 +210,7 @@ def compose_file(path: Path) -> LNode:
         raise _reader_problem(text, exc, shown, base_dir) from exc
     try:
         try:
+            _refuse_deep_nesting(text, shown, base_dir)
             node = loader.get_single_node()
         except yaml.MarkedYAMLError as exc:
             loc = Location.from_mark(shown, exc.problem_mark or exc.context_mark, base_dir)
