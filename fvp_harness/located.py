@@ -22,7 +22,7 @@ import typing
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, Union, cast
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -173,7 +173,7 @@ def _refuse_deep_nesting(text: str, shown: str, base_dir: Path | None) -> None:
             if isinstance(event, yaml.CollectionStartEvent):
                 depth += 1
                 if depth > 2 * MAX_DEPTH:
-                    loc = Location.from_mark(shown, event.start_mark, base_dir)
+                    loc = Location.from_mark(shown, cast("yaml.Mark | None", event.start_mark), base_dir)
                     raise YamlProblem(loc, f"values nested too deeply (at most {MAX_DEPTH} levels)")
             elif isinstance(event, yaml.CollectionEndEvent):
                 depth -= 1

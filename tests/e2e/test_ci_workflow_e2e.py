@@ -95,7 +95,7 @@ def _workflow(root: Path, scenario: str, adaptive: bool) -> None:
     assert all(("spared by run.until" in line) == adaptive for line in lines)
 
     # an A/A compare of two plain runs of one commit: PASS (or no change), nothing "not run", even with --strict
-    same = _harness(root, "compare", f"{stem}@latest~1", f"{stem}@latest", "--strict", "-o", "aa", "--junit",
+    same = _harness(root, "compare", f"{stem}@latest#-1", f"{stem}@latest", "--strict", "-o", "aa", "--junit",
                     "aa.xml")
     assert same.returncode == 0, same.stdout + same.stderr
     assert "NOT RUN" not in same.stdout and "did not run" not in same.stdout + same.stderr

@@ -131,7 +131,7 @@ def test_report_runs_and_compare_on_a_damaged_manifest_exit_2_naming_it(tmp_path
     assert main(["runs", str(folder)]) == 2  # the other runs are still listed
     out, err = capsys.readouterr()
     assert "20260301-100000-aaaa" in out and wanted in err
-    assert main(["compare", f"{folder}@latest~1", str(folder), "-o", str(tmp_path / "cmp")]) == 2
+    assert main(["compare", f"{folder}@latest#-1", str(folder), "-o", str(tmp_path / "cmp")]) == 2
     err = capsys.readouterr().err
     assert wanted in err and "Traceback" not in err
     (folder / "manifest.json").write_text('{"format_version": 99}')  # newer, not damaged: listed, exit 0
@@ -148,7 +148,7 @@ def test_report_and_compare_on_a_damaged_records_file_exit_2_naming_the_line(tmp
     records.write_bytes(b"\n".join(lines))
     assert main(["report", str(folder)]) == 2
     assert f"{records}:2: damaged: not valid UTF-8" in capsys.readouterr().err
-    assert main(["compare", f"{folder}@latest~1", str(folder), "-o", str(tmp_path / "cmp")]) == 2
+    assert main(["compare", f"{folder}@latest#-1", str(folder), "-o", str(tmp_path / "cmp")]) == 2
     assert f"{records}:2: damaged" in capsys.readouterr().err
 
 
