@@ -368,8 +368,11 @@ def builtin_profile_path(name: str) -> Path | None:
     """Path of the built-in profile file ``name``, or None."""
     for suffix in _SUFFIXES:
         candidate = Path(str(resources.files(__name__).joinpath(name + suffix)))
-        if candidate.is_file():
-            return candidate
+        try:
+            if candidate.is_file():
+                return candidate
+        except OSError:  # a name the file system cannot hold (too long, NUL) names no built-in profile
+            return None
     return None
 
 
@@ -389,7 +392,11 @@ def load_profile(name_or_path: str | Path, *, base_dir: Path | None = None) -> P
         path = Path(text).expanduser()
         if not path.is_absolute() and base_dir is not None:
             path = base_dir / path
-        if not path.is_file():
+        try:
+            found_file = path.is_file()
+        except OSError as exc:  # ENAMETOOLONG and the like: no such file, said as such
+            raise ProfileNotFound(f"profile file not found: {display_path(path)} ({exc.strerror})") from exc
+        if not found_file:
             raise ProfileNotFound(f"profile file not found: {display_path(path)}")
     else:
         found = builtin_profile_path(text)

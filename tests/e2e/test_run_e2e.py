@@ -48,7 +48,7 @@ def _implied_iteration_savings(artifacts: Path) -> dict[str, float]:
     from fvp_harness.sim.networks.modelfile import decode_model
     from fvp_harness.sim.npu.cycles import NPU_CLOCK_HZ, model_cycles
     from fvp_harness.sim.npu.driver_cost import DEFAULT, DriverSizes
-    from fvp_harness.sim.workloads.executor_runner import RUNNER_OVERHEAD_MS
+    from fvp_harness.sim.workloads.executor_runner.run import RUNNER_OVERHEAD_MS
 
     implied = {}
     for model in PUBLISHED_SAVED:

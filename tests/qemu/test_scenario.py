@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.qemu, pytest.mark.slow]
 def test_qemu_driver_reuse_scenario(tmp_path: Path) -> None:
     require_qemu(need_compiler=True)
     out = tmp_path / "results"
-    proc = run_cli(REPO, "run", "scenarios/qemu_driver_reuse.yaml", "-o", str(out), "--set", "run.iterations=5",
+    proc = run_cli(REPO, "run", "scenarios/qemu/qemu_driver_reuse.yaml", "-o", str(out), "--set", "run.iterations=5",
                    "--set", "run.repetitions=2", timeout=280)
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr  # 1: a too-small sample on a busy machine
     report = json.loads((out / "report.json").read_text())
