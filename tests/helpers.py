@@ -8,11 +8,16 @@ the same small machine.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
+
+import pytest
 
 from fvp_harness.store.records import Record
 
@@ -99,3 +104,27 @@ def interleaved(reps: Sequence[int], models: Sequence[str], builds: Sequence[str
             for build in builds:
                 count += 1
                 yield count, rep, model, build
+
+
+@contextlib.contextmanager
+def mounted_tmpfs(folder: Path, options: str) -> Iterator[Path]:
+    """A real tmpfs at ``folder`` (created) with mount ``options`` (``size=4m``, ``ro,size=1m``), unmounted afterwards.
+
+    Disk-full and read-only faults need a real file system; mounting one needs root, which CI has: there a test
+    that cannot mount fails, elsewhere it skips saying why."""
+    def refuse(why: str) -> None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI runs the tests as root, so a tmpfs test must run there: {why}")
+        pytest.skip(f"{why} (CI runs as root)")
+
+    if os.geteuid() != 0:
+        refuse("mounting a tmpfs needs root")
+    folder.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)], capture_output=True,
+                          check=False)
+    if done.returncode != 0:
+        refuse(f"cannot mount a tmpfs here: {done.stderr.decode(errors='replace').strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.cli import run_cli
-from tests.helpers import REPO
+from tests.helpers import REPO, mounted_tmpfs
 
 pytestmark = [pytest.mark.slow, pytest.mark.sim]
 
@@ -258,26 +258,11 @@ def _no_traceback(done: subprocess.CompletedProcess[str]) -> None:
     assert "Traceback" not in done.stderr + done.stdout, done.stderr
 
 
-def _require_root() -> None:
-    import os
-
-    if os.geteuid() != 0:
-        if os.environ.get("CI") == "true":
-            pytest.fail("CI runs the tests as root: the tmpfs fault tests must run there")
-        pytest.skip("mounting a small tmpfs needs root (CI runs as root)")
-
-
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
     """A real 4 MiB tmpfs for a results folder, unmounted afterwards."""
-    _require_root()
-    folder = tmp_path / "disk"
-    folder.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(folder)], check=True)
-    try:
+    with mounted_tmpfs(tmp_path / "disk", "size=4m") as folder:
         yield folder
-    finally:
-        subprocess.run(["umount", "-l", str(folder)], check=False)
 
 
 def _fill(folder: Path) -> None:

@@ -8,9 +8,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,7 +15,7 @@ import pytest
 from fvp_harness.cli.main import main
 from fvp_harness.errors import ConfigurationError
 from fvp_harness.store.folder import PARTIAL_RECORDS_PATTERN, ResultStore
-from tests.helpers import record
+from tests.helpers import mounted_tmpfs, record
 from tests.report.stored_runs import write_run
 
 REPO = Path(__file__).resolve().parents[2]
@@ -81,20 +78,9 @@ def test_a_records_line_that_is_not_utf8_is_an_error_naming_the_line(tmp_path: P
 # --- a read-only results folder --------------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def _read_only_folder(path: Path) -> Iterator[Path]:
+def _read_only_folder(path: Path) -> contextlib.AbstractContextManager[Path]:
     """A real read-only file system (chmod does not stop root): a small tmpfs mounted read-only."""
-    if os.geteuid() != 0 or shutil.which("mount") is None:
-        pytest.skip("mounting a read-only tmpfs needs root")
-    path.mkdir(parents=True)
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", str(path)], capture_output=True,
-                          check=False)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode(errors='replace').strip()}")
-    try:
-        yield path
-    finally:
-        subprocess.run(["umount", "-l", str(path)], check=False)
+    return mounted_tmpfs(path, "ro,size=1m")
 
 
 def test_a_read_only_results_folder_is_refused_before_anything_runs(tmp_path: Path, capsys) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import errno
 import os
 import socket
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -23,6 +22,7 @@ from fvp_harness.targets.console import BootWatch, Console
 from fvp_harness.targets.deadline import Deadline
 from fvp_harness.targets.host import HostTarget
 from fvp_harness.targets.terminal import Terminal
+from tests.helpers import mounted_tmpfs
 
 
 class _FullDisk:
@@ -125,24 +125,11 @@ def test_storage_error_names_the_path_the_harness_used() -> None:
     assert error.exit_code == 3 and error.errno == errno.EROFS
 
 
-def _root_or_skip() -> None:
-    if os.geteuid() != 0:
-        if os.environ.get("CI") == "true":
-            pytest.fail("CI runs the tests as root: a tmpfs test must not skip there")
-        pytest.skip("mounting a tmpfs needs root (CI runs as root)")
-
-
 @pytest.fixture
 def tiny_disk(tmp_path: Path) -> Iterator[Path]:
     """A real 256 KiB tmpfs, unmounted afterwards."""
-    _root_or_skip()
-    folder = tmp_path / "disk"
-    folder.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(folder)], check=True)
-    try:
+    with mounted_tmpfs(tmp_path / "disk", "size=256k") as folder:
         yield folder
-    finally:
-        subprocess.run(["umount", "-l", str(folder)], check=False)
 
 
 def test_records_on_a_real_full_disk_stay_whole(tiny_disk: Path) -> None:
