@@ -168,7 +168,8 @@ def chart_svg(history: History, model: str, *, chart_id: str, link: Callable[[in
         buffer = io.StringIO()
         figure.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
     svg = buffer.getvalue()
-    svg = svg[svg.index("<svg"):]  # inline in HTML: no XML declaration, no DOCTYPE
+    svg = svg[svg.index("<svg"):]  # inline in HTML: no XML declaration, no DOCTYPE, no RDF metadata
+    svg = re.sub(r"\s*<metadata>.*?</metadata>", "", svg, count=1, flags=re.S)
     titles = {html.escape(link(index), quote=True): html.escape(_point_title(history, index, point), quote=False)
               for index, point in enumerate(points)}
 
