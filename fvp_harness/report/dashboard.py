@@ -247,7 +247,7 @@ def _scenario_section(site: SiteScenario, number: int) -> str:
              f"<h2>{html.escape(history.scenario)}: {html.escape(history.metric)}{html.escape(unit)} of build "
              f"{html.escape(history.build)}</h2>",
              f"<p>{len(history.runs)} stored run(s), oldest first. Each point: the median per inference with its "
-             f"95 % CI; grey: the fitted level; a dashed line: a step of at least {history.threshold:g} % found "
+             f"95 % CI; grey: the fitted level; a dashed line: a step of at least {history.threshold:g}&nbsp;% found "
              "over the whole series (red a regression, green an improvement). Below: the NPU cycles. Each point "
              "opens its run's report.</p>"]
     shown = [step for step in history.steps if step.kind != "shift"]
@@ -255,7 +255,7 @@ def _scenario_section(site: SiteScenario, number: int) -> str:
         parts.append("<ul class=\"steps\">" + "".join(
             _step_line(history, step, link(step.index)) for step in shown) + "</ul>")
     else:
-        parts.append(f"<p>No step of {history.threshold:g} % or more in any model.</p>")
+        parts.append(f"<p>No step of {history.threshold:g}&nbsp;% or more in any model.</p>")
     for offset, model in enumerate(history.models):
         chart_id = f"c{number}-{offset}"
         measured = sum(point.median is not None for point in history.points[model])
