@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
     from fvp_harness.report.history import History, Point, Step
 
-__all__ = ["DASHBOARD_INDEX", "SiteScenario", "chart_svg", "run_page_path", "write_dashboard"]
+__all__ = ["DASHBOARD_INDEX", "SiteScenario", "chart_svg", "run_page_path", "site_scenario", "write_dashboard"]
 
 DASHBOARD_INDEX = "index.html"
 """The site's entry page, at the top of ``DIR``."""
@@ -79,6 +79,17 @@ class SiteScenario:
     def __post_init__(self) -> None:
         if len(self.run_dirs) != len(self.history.runs):
             raise ValueError(f"{self.name}: {len(self.run_dirs)} run folders for {len(self.history.runs)} runs")
+
+
+def site_scenario(results_dir: Path) -> SiteScenario:
+    """A scenario's results folder as the site shows it: every stored run, the history's defaults (the candidate
+    build, the primary metric, ``compare.min_effect``). ``make --html`` builds its site from these; ``history
+    --html`` from the history it was asked for."""
+    # late: the history's analysis (pandas, scipy) loads only when a site is asked for
+    from fvp_harness.report.history import history_from_runs, load_history
+
+    runs = load_history(results_dir)
+    return SiteScenario(Path(results_dir).name, history_from_runs(runs), tuple(run.run.path for run in runs))
 
 
 def _slug(text: str) -> str:
@@ -179,10 +190,20 @@ def chart_svg(history: History, model: str, *, chart_id: str, link: Callable[[in
         title = titles.get(href)
         return f'<a xlink:href="{href}">' + (f"<title>{title}</title>" if title else "")
 
-    return _ANCHOR.sub(anchor, svg)
+    return _own_ids(_ANCHOR.sub(anchor, svg), chart_id)
 
 
 _ANCHOR = re.compile(r'<a xlink:href="([^"]*)"(?: target="_blank")?>')
+_ID = re.compile(r'\bid="([^"]+)"')
+_REFERENCE = re.compile(r'(url\(#|xlink:href="#)([^)"]+)')
+
+
+def _own_ids(svg: str, chart_id: str) -> str:
+    """Every id of one chart under its ``chart_id`` (matplotlib names its groups ``figure_1``, ``axes_1``... in every
+    chart, and ids must be unique in a page holding several), the references to them following."""
+    ids = {name for name in _ID.findall(svg) if not name.startswith(chart_id + "-")}
+    svg = _ID.sub(lambda m: f'id="{chart_id}-{m.group(1)}"' if m.group(1) in ids else m.group(0), svg)
+    return _REFERENCE.sub(lambda m: f"{m.group(1)}{chart_id}-{m.group(2)}" if m.group(2) in ids else m.group(0), svg)
 
 
 def _mark_step(axes: Axes, npu_axes: Axes | None, step: Step, chart_id: str) -> None:

@@ -123,3 +123,26 @@ def test_history_verb_writes_the_site_with_html(tmp_path, capsys):
     assert main(["history", str(folder), "--no-charts", "--html", str(out)]) == 1  # the regression is in effect
     assert f"dashboard: {out / DASHBOARD_INDEX}" in capsys.readouterr().out
     assert len(list(out.glob("demo/*/index.html"))) == 4
+
+
+def test_make_html_puts_every_scenario_with_stored_runs_on_one_site(tmp_path, capsys):
+    from types import SimpleNamespace
+
+    from fvp_harness.cli.verb_make import _dashboard
+
+    base = tmp_path / "results"
+    for stem in ("alpha", "beta"):
+        for index in range(2):
+            write_run(base / stem, BASE, run_id=f"2026030{index + 1}-100000-{stem}", seed=index,
+                      started=f"2026-03-0{index + 1}T10:00:00Z")
+    (base / "never-run").mkdir()
+    nodes = [SimpleNamespace(stem=stem, results_dir=base / stem, error=None) for stem in ("alpha", "never-run", "beta")]
+    _dashboard(tmp_path / "site", nodes, quiet=False)  # type: ignore[arg-type]
+    assert f"dashboard: {tmp_path / 'site' / DASHBOARD_INDEX} (2 scenario(s))" in capsys.readouterr().out
+    page = (tmp_path / "site" / DASHBOARD_INDEX).read_text(encoding="utf-8")
+    assert page.count('<section class="scenario"') == 2 and 'href="#alpha"' in page and 'href="#beta"' in page
+    assert 'data-scenario="beta" data-model="m2"' in page
+    ids = re.findall(r'\bid="([^"]+)"', page)
+    assert len(ids) == len(set(ids)), "ids are unique in a page of several charts"
+    assert all(ref in ids for ref in re.findall(r'(?:url\(#|xlink:href="#)([^)"]+)', page)), "references resolve"
+    assert (tmp_path / "site" / run_page_path("beta", "20260302-100000-beta")).is_file()
