@@ -2,7 +2,8 @@
 series.
 
 Wiring only: ``report.history`` reads the runs, finds the steps and writes ``history.md/.csv/.json`` and a chart per
-model. Exit 0 (no regression in effect), 1 (a regression still in effect at the newest run), 2 (bad input).
+model; with ``--html DIR`` ``report.dashboard`` writes the same history as a static site. Exit 0 (no regression
+in effect), 1 (a regression still in effect at the newest run), 2 (bad input).
 """
 
 from __future__ import annotations

@@ -181,6 +181,8 @@ def chart_svg(history: History, model: str, *, chart_id: str, link: Callable[[in
     svg = buffer.getvalue()
     svg = svg[svg.index("<svg"):]  # inline in HTML: no XML declaration, no DOCTYPE, no RDF metadata
     svg = re.sub(r"\s*<metadata>.*?</metadata>", "", svg, count=1, flags=re.S)
+    label = html.escape(f"{history.scenario}: {model}, {history.metric} over {len(points)} runs", quote=True)
+    svg = svg.replace("<svg ", f'<svg role="img" aria-label="{label}" ', 1)
     titles = {html.escape(link(index), quote=True): html.escape(_point_title(history, index, point), quote=False)
               for index, point in enumerate(points)}
 
