@@ -2,7 +2,8 @@
 series.
 
 Wiring only: ``report.history`` reads the runs, finds the steps and writes ``history.md/.csv/.json`` and a chart per
-model. Exit 0 (no regression in effect), 1 (a regression still in effect at the newest run), 2 (bad input).
+model; with ``--html DIR`` ``report.dashboard`` writes the same history as a static site. Exit 0 (no regression
+in effect), 1 (a regression still in effect at the newest run), 2 (bad input).
 """
 
 from __future__ import annotations
@@ -44,6 +45,9 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
     parser.add_argument("--results", type=Path, default=DEFAULT_RESULTS_BASE, metavar="DIR",
                         help="results base for a scenario file or stem (default: results)")
     parser.add_argument("--no-charts", action="store_true", help="write the table, CSV and JSON only")
+    parser.add_argument("--html", type=Path, default=None, metavar="DIR",
+                        help="also write the history as a static site into DIR (index.html: a chart per model "
+                        "with each point linking to its run's report; opens from a file:// URL, no server)")
     add_ci_options(parser)
     parser.set_defaults(handler=_history_verb)
 
@@ -62,6 +66,7 @@ def _results_folder(target: str, base: Path) -> Path:
 def _history_verb(args: argparse.Namespace) -> int:
     # late: pandas, scipy and matplotlib load only when this verb runs, not for --help or other verbs
     from fvp_harness.report import format as fmt
+    from fvp_harness.report.dashboard import SiteScenario, write_dashboard
     from fvp_harness.report.history import (
         history_from_runs,
         history_suite,
@@ -73,9 +78,13 @@ def _history_verb(args: argparse.Namespace) -> int:
     if args.threshold is not None and args.threshold <= 0:
         raise ConfigurationError("--threshold must be a positive percentage")
     folder = _results_folder(args.target, args.results)
-    history = history_from_runs(load_history(folder), build=args.build, metric=args.metric, threshold=args.threshold)
+    runs = load_history(folder)
+    history = history_from_runs(runs, build=args.build, metric=args.metric, threshold=args.threshold)
     out = args.output or folder / HISTORY_DIR
     written = render_history(history, out, charts=not args.no_charts)
+    site = None
+    if args.html is not None:
+        site = write_dashboard([SiteScenario(folder.name, history, tuple(run.run.path for run in runs))], args.html)
     if args.quiet <= 0:
         unit = f" {history.unit}" if history.unit else ""
         print(f"{history.scenario}: {len(history.runs)} run(s); {history.metric} of {history.build}, newest run:")
@@ -95,5 +104,7 @@ def _history_verb(args: argparse.Namespace) -> int:
         for note in history.notes:
             print(f"note: {note}")
     print(f"history: {written['markdown']}")
+    if site is not None:
+        print(f"dashboard: {site}")
     write_ci_outputs(args, lambda: [history_suite(history)], lambda: render_markdown(history))
     return EXIT_FAILED if history.in_effect else EXIT_OK

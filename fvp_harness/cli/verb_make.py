@@ -72,6 +72,9 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
                         "the workers (shared filesystem)")
     add_timeout_scale_option(parser)
     add_ci_options(parser)
+    parser.add_argument("--html", type=Path, default=None, metavar="DIR",
+                        help="afterwards, write the history of every scenario with stored runs as one static site "
+                        "into DIR (as history --html; not with -n)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE",
                         help="override a field in every scenario, e.g. --set run.iterations=5 (repeatable)")
     parser.add_argument("--fvp", dest="fvp_binary", metavar="PATH", default=None,
@@ -128,6 +131,8 @@ def _make_verb(args: argparse.Namespace) -> int:
         result = make(args.scenarios, options, executor=executor, listener=view, stop=stop)
     if args.junit is not None or args.github_summary:  # one suite (and one summary) per scenario with a report
         _ci_outputs(args, result.nodes)
+    if args.html is not None:
+        _dashboard(args.html, result.nodes, quiet)
     if result.nothing_to_do:
         if not quiet:
             print("make: nothing to do (every unit and report is up to date)")
@@ -178,6 +183,28 @@ def _ci_outputs(args: argparse.Namespace, nodes: Sequence[Node]) -> None:
 
     write_ci_outputs(args, lambda: [suite_from_result(stem, outcome.analysis) for stem, outcome in outcomes],
                      markdown)
+
+
+def _dashboard(out: Path, nodes: Sequence[Node], quiet: bool) -> None:
+    """``--html DIR``: one site of every scenario whose folder holds a stored run, up to date or not. A scenario
+    whose history cannot be read is left out, saying why; it never changes make's exit code."""
+    # late: the dashboard and the history's analysis only when asked
+    from fvp_harness.report.dashboard import site_scenario, write_dashboard
+
+    sites = []
+    for node in nodes:
+        if node.error is not None or not (node.results_dir / MANIFEST_FILE).is_file():
+            continue
+        try:
+            sites.append(site_scenario(node.results_dir))
+        except HarnessError as exc:
+            print(f"{node.stem}: left out of the dashboard: {str(exc).splitlines()[0]}", file=sys.stderr)
+    if not sites:
+        print(f"dashboard: no scenario has a stored run; nothing written to {out}", file=sys.stderr)
+        return
+    index = write_dashboard(sites, out)
+    if not quiet:
+        print(f"dashboard: {index} ({len(sites)} scenario(s))")
 
 
 def _print_error(stem: str, error: HarnessError) -> None:
