@@ -148,6 +148,7 @@ from fvp_harness.sim.workloads.executor_runner.flags import (
     parse_flags,
 )
 from fvp_harness.sim.workloads.executor_runner.log import SITES, EtLog, OutputTruncated, format_outputs, note
+from fvp_harness.sim.workloads.executor_runner.partitioned import Calls
 
 __all__ = ["Delegate", "DelegateError", "Run", "RunnerAbort", "executor_main", "executor_runner", "run_as_main"]
 
@@ -561,6 +562,7 @@ class _EthosU:
         self.addresses = np.random.default_rng([self.noise.seed, invocation, 0xDA7A])
         self.load_ms = 0.0
         self.program_ms = 0.0
+        self.calls: Calls | None = None
 
     def noisy(self, ctx: programs.GuestContext, ms: float) -> float:
         noise, rng = self.noise, self.rng
@@ -574,8 +576,11 @@ class _EthosU:
     def load_program(self, run: Run) -> None:
         model = run.compiled
         self.sizes = DriverSizes.from_mapping(model.sizes.to_dict())
+        # a partly delegated program makes one delegate call per partition (partitioned.py)
+        self.calls = Calls(model, self.artifact.driver, run.ctx.knobs) if model.cpu_layers else None
+        setup = self.calls.setup_ms() if self.calls is not None else DRIVER_COSTS.setup_ms(self.sizes)
         program = LOAD_BASE_MS / 2 + LOAD_US_PER_KIB * run.file_bytes / 1024.0 / 1000.0
-        method = LOAD_BASE_MS / 2 + (DRIVER_COSTS.setup_ms(self.sizes) if self.artifact.driver == "reuse" else 0.0)
+        method = LOAD_BASE_MS / 2 + (setup if self.artifact.driver == "reuse" else 0.0)
         total = self.noisy(run.ctx, program + method)
         self.program_ms, self.load_ms = total * program / (program + method), total * method / (program + method)
         run.spend(self.program_ms / 1000.0)
@@ -588,8 +593,11 @@ class _EthosU:
 
     def init(self, run: Run) -> None:
         model = run.compiled
-        segment = model.sizes.weights + model.sizes.command_stream
-        run.log.at("I", run.sites["delegate_data"], f"data:{self._address(segment)}")
+        if self.calls is not None:  # one EthosUBackend::init() per delegate
+            self.calls.init(self, run)
+        else:
+            segment = model.sizes.weights + model.sizes.command_stream
+            run.log.at("I", run.sites["delegate_data"], f"data:{self._address(segment)}")
         if self.artifact.driver == "reuse":  # the driver-reuse build creates the network and buffers here
             mismatch = _mismatch(model, run.ctx.npu_macs)
             if mismatch:
@@ -612,6 +620,9 @@ class _EthosU:
                 remaining -= step
             log.at("E", sites["npu_timed_out"], f"Ethos-U inference timed out after {NPU_TIMEOUT_NS} ns")
             raise DelegateError(INVALID_STATE)
+        if self.calls is not None:
+            return self.calls.execute(self, run, x, runner_overhead_ms=RUNNER_OVERHEAD_MS,
+                                      cpu_time_report=self.artifact.cpu_time_report)
         output = run_model(model.arch, model.quant, x)
         cpu_ms = self.noisy(ctx, DRIVER_COSTS.execute_ms(self.sizes, self.artifact.driver)) * slowdown(
             ctx.knobs, model.arch.name, self.artifact.driver)
