@@ -40,9 +40,9 @@ from fvp_harness.sim.networks.modelfile import (
     DRIVER_MODES,
     LOG_GENERATIONS,
     SUPPORTED_MACS,
+    CompiledModel,
     ModelFileError,
     RunnerArtifact,
-    CompiledModel,
     compile_model,
     decode_model,
     decode_runner,
@@ -52,12 +52,12 @@ from fvp_harness.sim.networks.modelfile import (
     is_runner,
     make_input,
 )
-from fvp_harness.sim.npu import tool
 from fvp_harness.sim.networks.partition import choose_cpu_layers
+from fvp_harness.sim.npu import tool
 from fvp_harness.sim.npu.cycles import cycle_source
-from fvp_harness.sim.npu.partitions import partition_cycles, partition_sizes
 from fvp_harness.sim.npu.driver_cost import DEFAULT as DRIVER_COSTS
 from fvp_harness.sim.npu.driver_cost import DriverSizes
+from fvp_harness.sim.npu.partitions import partition_cycles, partition_sizes
 from fvp_harness.sim.workloads.vgf_runner import add_tool_parser, artifact_info, is_vgf_runner, make_tool_artifact
 
 __all__ = ["build_parser", "main"]

@@ -109,7 +109,8 @@ class Calls:
     def init(self, delegate: _Delegate, run: _Run) -> None:
         """``EthosUBackend::init()`` of each delegate: its ``data:%p`` line (EthosUBackend.cpp:101)."""
         for sizes in self.sizes:
-            run.log.at("I", run.sites["delegate_data"], f"data:{delegate._address(sizes.weights + sizes.command_stream)}")
+            segment = sizes.weights + sizes.command_stream
+            run.log.at("I", run.sites["delegate_data"], f"data:{delegate._address(segment)}")
 
     def execute(self, delegate: _Delegate, run: _Run, x: np.ndarray, *, runner_overhead_ms: float,
                 cpu_time_report: bool) -> np.ndarray:
