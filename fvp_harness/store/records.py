@@ -47,8 +47,8 @@ class Record(BaseModel):
 
     ``samples`` maps a metric name to its values in execution order, warmup already dropped (metrics measured once
     per run hold one value); ``partitions`` keeps, for a model split into several Ethos-U partitions, each
-    inference's per-call values of a metric whose sample is their sum. ``outputs`` maps an output file name to its sha256, so analysis can prove that two
-    builds produced byte-identical outputs without keeping the bytes.
+    inference's per-call values of a metric whose sample is their sum. ``outputs`` maps an output file name to its
+    sha256, so analysis can prove that two builds produced byte-identical outputs without keeping the bytes.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -69,9 +69,10 @@ class Record(BaseModel):
     samples: dict[str, list[float]] = Field(default_factory=dict)
     partitions: dict[str, list[list[float]]] = Field(
         default_factory=dict,
-        description="Metric printed once per delegate call (npu_cycles, cpu_time) -> for each value of samples[metric], "
-        "in the same order, the value of each call of that inference: one per Ethos-U partition, in call order. Only "
-        "for metrics some inference printed more than once (a partly delegated model); samples holds their sums.",
+        description="Metric printed once per delegate call (npu_cycles, cpu_time) -> for each value of "
+        "samples[metric], in the same order, the value of each call of that inference: one per Ethos-U partition, "
+        "in call order. Only for metrics some inference printed more than once (a partly delegated model); samples "
+        "holds their sums.",
     )
     metric_units: dict[str, str] = Field(default_factory=dict, description="Metric name -> unit of its values.")
     outputs: dict[str, str] = Field(default_factory=dict, description="Output file name -> sha256 hex.")

@@ -5,8 +5,8 @@ and OFM buffers (``networks/partition.py``), so each call is one NPU inference (
 in the per-inference driver build, its own set of driver objects re-created. The numbers come from the same models
 as a fully delegated program's, applied to the partition's layers alone:
 
-* cycles: Vela's per-layer estimates of the partition's layers, summed, when the model file carries Vela's estimate;
-  else ``cycles.inference_cycles`` over the partition's layers (its fixed ``INFERENCE_OVERHEAD`` once per call:
+* cycles: Vela's per-layer estimates of the partition's layers, summed, when the model file carries Vela's estimate
+  with its per-layer rows; else ``cycles.inference_cycles`` over the partition's layers (its fixed ``INFERENCE_OVERHEAD`` once per call:
   every command stream starts and ends with an interrupt of its own);
 * driver sizes: the partition's command stream (a header each), encoded weights, the largest live set of its
   intermediate tensors (scratch) and the tensors crossing its edge (IFM and OFM buffers, one per tensor);
@@ -92,7 +92,7 @@ def partition_cycles(model: CompiledModel) -> tuple[int, ...]:
     if not model.cpu_layers:
         return (model_cycles(model),)
     delegation = model.delegation
-    if model.vela is not None:
+    if model.vela is not None and model.vela.layers:
         per_layer: dict[str, int] = {}
         for row in model.vela.layers:
             per_layer[row.name] = per_layer.get(row.name, 0) + row.cycles
