@@ -16,8 +16,10 @@ makers live with it; ``fvp_harness/cli/verb_sim.py`` only forwards the arguments
 
 A runner build prints what upstream's executor_runner prints (fvp_harness/sim/workloads/executor_runner) unless it is
 built with instrumentation upstream lacks: ``--build-id`` (alias ``--id``) adds ``executor_runner build id: TEXT``,
-``--cpu-time-report`` adds ``EthosUBackend::execute() CPU time: %.3f ms`` per inference (the shape of an unmerged
-instrumentation). ``--log-generation old`` makes a build of the older executor_runner.cpp (before 2026-04-10).
+``--cpu-time-report`` adds ``EthosUBackend::execute() CPU time: %.3f ms`` per delegate call (the documented shape of
+the report of ExecuTorch #22596, closed unmerged; it lived in arm_perf_monitor.cpp). ``--driver reuse`` is a build
+of main since #22599 (driver reuse, merged September 2026), ``--driver per-inference`` one from before it.
+``--log-generation old`` makes a build of the older executor_runner.cpp (before 2026-04-10).
 
 Exit status: 0 ok, 2 bad arguments (argparse), 1 a file could not be written or read.
 """
@@ -76,8 +78,9 @@ def build_parser(prog: str = "fvp-harness sim") -> argparse.ArgumentParser:
         "--driver",
         required=True,
         choices=DRIVER_MODES,
-        help="per-inference: re-create Ethos-U driver objects on every execute() (before the "
-        "driver-reuse change); reuse: create them once (after)",
+        help="per-inference: re-create Ethos-U driver objects on every execute(), as ExecuTorch did before "
+        "#22599 (the 'before' build); reuse: create them once at init, as main does since #22599 (merged September "
+        "2026; the 'after' build)",
     )
     runner.add_argument(
         "--build-id",
@@ -91,8 +94,9 @@ def build_parser(prog: str = "fvp-harness sim") -> argparse.ArgumentParser:
     runner.add_argument(
         "--cpu-time-report",
         action="store_true",
-        help="add 'EthosUBackend::execute() CPU time: X ms' per inference (not upstream: the shape of the unmerged "
-        "instrumentation that measured the driver-reuse change)",
+        help="add 'EthosUBackend::execute() CPU time: X ms' per delegate call (not upstream: the documented shape "
+        "of the report that measured the driver-reuse change, #22596, closed unmerged; it lived in "
+        "arm_perf_monitor.cpp)",
     )
     runner.add_argument(
         "--log-generation",

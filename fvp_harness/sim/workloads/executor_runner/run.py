@@ -40,10 +40,17 @@ below glibc's mmap threshold of 128 KiB, ``0xffff...`` above), different in ever
 
 **Lines that are ours, only when the runner build asks for them** (``fvp-harness sim runner``): ``--build-id TEXT``
 (alias ``--id``) adds ``executor_runner build id: TEXT`` after flag parsing (as ``executor_runner.cpp:306``, the
-line it would follow); ``--cpu-time-report`` adds ``EthosUBackend::execute() CPU time: %.3f ms`` per inference
-after the cycle counter line (as ``EthosUBackend.cpp:70``, where ``EthosUBackend_execute_end()`` runs): the
-instrumentation used to measure the driver-reuse change came from a pull request that was closed unmerged, its
-exact text is not public, and this is the harness's documented default shape. Upstream prints neither line.
+line it would follow); ``--cpu-time-report`` adds ``EthosUBackend::execute() CPU time: %.3f ms`` per delegate call
+after the cycle counter line, shown as ``arm_perf_monitor.cpp:124``: the report used to measure the driver-reuse
+change (#22599) came from #22596, closed unmerged, whose Linux report was a branch of
+examples/arm/executor_runner/arm_perf_monitor.cpp (124 is ``EthosUBackend_execute_end()``'s body there, the hook
+that ends every ``execute()``); its exact text is not public, and this is the harness's documented default shape.
+Upstream prints neither line.
+
+**Driver modes** (``sim runner --driver``): ``reuse`` is a build of main since ExecuTorch #22599 (merged September
+2026: driver objects created in ``platform_init()``, kept in ``PlatformState``, freed in ``destroy()``), the
+"after" build; ``per-inference`` one from before it, the "before" build. A model in K Ethos-U partitions
+(``sim model --partitions K``) makes K delegate calls per ``execute()``: ``partitioned.py``.
 Lines of ours that explain something upstream cannot know (a real ``.pte``, flags the simulator does not emulate)
 start with ``fvp-sim:`` and carry no ET_LOG prefix.
 
@@ -79,7 +86,7 @@ the Fatal ``Execution of method forward failed with status 0x2``, exit 134. An N
 driver exception (``Ethos-U Linux driver invocation failed: <text>``; the driver's own text is not public, ours
 names both configurations): in the per-inference build at the first execute (then as a timeout), in the reuse
 build at method load (``Init failed for backend EthosUBackend: 0x2`` and the Fatal ``Loading of method forward
-failed with status 0x2``; the reuse build is not upstream). Wrong input files fail in prepare_input_tensors
+failed with status 0x2``; the line sites after #22599 are not known, these are cff6f4dd32's). Wrong input files fail in prepare_input_tensors
 (inputs.cpp) with ``Could not prepare inputs: 0x12``; an unknown ``--method_name`` with program.cpp's ``No method
 named`` and ``Failed to get method_meta for X: 0x12``. ``Aborted`` / ``Segmentation fault`` are what the shell
 shows for SIGABRT / SIGSEGV.
@@ -630,7 +637,7 @@ class _EthosU:
         run.spend((cpu_ms + npu_ms + RUNNER_OVERHEAD_MS) / 1000.0, cpu_ms / 1000.0)
         if model.cycle_counter:
             log.at("I", sites["cycle_counter"], f"Ethos-U Linux delegate cycle counter: {self.cycles}")
-        if self.artifact.cpu_time_report:  # ours: the unmerged instrumentation's documented default shape
+        if self.artifact.cpu_time_report:  # ours: #22596's report (closed unmerged), the documented default shape
             log.at("I", sites["cpu_time"], f"EthosUBackend::execute() CPU time: {cpu_ms:.3f} ms")
         return output
 
