@@ -648,6 +648,20 @@ class _CallLines:
         self.lines.append((position, None, raw, why))
 
 
+def _one_per_iteration(lines: Sequence[tuple[int, float | None, str, str | None]],
+                       iteration_starts: Sequence[int]) -> bool:
+    """True when every ``Iteration`` line has exactly one of ``lines`` before it and after the previous one (so
+    grouping would change nothing: checked without building groups, which matters for logs of tens of MB)."""
+    if len(lines) != len(iteration_starts) or not lines:
+        return False
+    previous = -1
+    for (position, *_), start in zip(lines, iteration_starts, strict=True):
+        if not previous < position <= start:
+            return False
+        previous = start
+    return True
+
+
 def _group_calls(lines: list[tuple[int, float | None, str, str | None]], iteration_starts: Sequence[int],
                  executions: int | None, kept: _Samples, result: ScrapeResult, metric: str
                  ) -> list[list[float]] | None:
@@ -659,6 +673,13 @@ def _group_calls(lines: list[tuple[int, float | None, str, str | None]], iterati
     before 2026-04-10), ``executions`` N and a line count of K x N give groups of K consecutive lines; else each
     line is one inference, as before partitions were known. A group with a rejected line, or with another number
     of calls than most groups have, gives no sample (a partial sum is no measurement)."""
+    if _one_per_iteration(lines, iteration_starts):  # the common case (fully delegated): each line is a sample
+        for _, value, raw, why in lines:
+            if value is None:
+                kept.reject(raw, why)
+            else:
+                kept.offer(value, raw)
+        return None
     groups: list[list[tuple[int, float | None, str, str | None]]] = []
     if iteration_starts:
         bounds = iter(iteration_starts)
