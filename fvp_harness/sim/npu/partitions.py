@@ -6,8 +6,8 @@ in the per-inference driver build, its own set of driver objects re-created. The
 as a fully delegated program's, applied to the partition's layers alone:
 
 * cycles: Vela's per-layer estimates of the partition's layers, summed, when the model file carries Vela's estimate
-  with its per-layer rows; else ``cycles.inference_cycles`` over the partition's layers (its fixed ``INFERENCE_OVERHEAD`` once per call:
-  every command stream starts and ends with an interrupt of its own);
+  with its per-layer rows; else ``cycles.inference_cycles`` over the partition's layers (its fixed
+  ``INFERENCE_OVERHEAD`` once per call: every command stream starts and ends with an interrupt of its own);
 * driver sizes: the partition's command stream (a header each), encoded weights, the largest live set of its
   intermediate tensors (scratch) and the tensors crossing its edge (IFM and OFM buffers, one per tensor);
 * a CPU layer (the int8 work runs in numpy with the rest of the network, ``networks/inference.py``): a fixed
