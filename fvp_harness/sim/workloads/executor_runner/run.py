@@ -87,9 +87,9 @@ driver exception (``Ethos-U Linux driver invocation failed: <text>``; the driver
 names both configurations): in the per-inference build at the first execute (then as a timeout), in the reuse
 build at method load (``Init failed for backend EthosUBackend: 0x2`` and the Fatal ``Loading of method forward
 failed with status 0x2``; the line sites after #22599 are not known, these are cff6f4dd32's). Wrong input files
-fail in prepare_input_tensors (inputs.cpp) with ``Could not prepare inputs: 0x12``; an unknown ``--method_name`` with program.cpp's ``No method
-named`` and ``Failed to get method_meta for X: 0x12``. ``Aborted`` / ``Segmentation fault`` are what the shell
-shows for SIGABRT / SIGSEGV.
+fail in prepare_input_tensors (inputs.cpp) with ``Could not prepare inputs: 0x12``; an unknown ``--method_name``
+with program.cpp's ``No method named`` and ``Failed to get method_meta for X: 0x12``. ``Aborted`` / ``Segmentation
+fault`` are what the shell shows for SIGABRT / SIGSEGV.
 
 Times: ``Iteration`` is the simulated time ``method->execute()`` took, as upstream measures it: the driver cost
 model for the artifact's driver mode (with noise), the NPU busy time (cycles at 1 GHz) and the runner's own
