@@ -45,14 +45,13 @@ after the cycle counter line, shown as ``arm_perf_monitor.cpp:124``: the report 
 change (#22599) came from #22596, closed unmerged, whose Linux report was a branch of
 examples/arm/executor_runner/arm_perf_monitor.cpp (124 is ``EthosUBackend_execute_end()``'s body there, the hook
 that ends every ``execute()``); its exact text is not public, and this is the harness's documented default shape.
-Upstream prints neither line.
+Upstream prints neither line. Lines of ours that explain something upstream cannot know (a real ``.pte``, flags
+the simulator does not emulate) start with ``fvp-sim:`` and carry no ET_LOG prefix.
 
 **Driver modes** (``sim runner --driver``): ``reuse`` is a build of main since ExecuTorch #22599 (merged September
 2026: driver objects created in ``platform_init()``, kept in ``PlatformState``, freed in ``destroy()``), the
 "after" build; ``per-inference`` one from before it, the "before" build. A model in K Ethos-U partitions
 (``sim model --partitions K``) makes K delegate calls per ``execute()``: ``partitioned.py``.
-Lines of ours that explain something upstream cannot know (a real ``.pte``, flags the simulator does not emulate)
-start with ``fvp-sim:`` and carry no ET_LOG prefix.
 
 **Log generations** (``--log-generation``): ``current`` is cff6f4dd32 as above; ``old`` is executor_runner.cpp at
 5e8a0df301, the last before 2026-04-10 (the Linux Ethos-U delegate exists since 2026-02-16): its own line numbers,
@@ -86,10 +85,10 @@ the Fatal ``Execution of method forward failed with status 0x2``, exit 134. An N
 driver exception (``Ethos-U Linux driver invocation failed: <text>``; the driver's own text is not public, ours
 names both configurations): in the per-inference build at the first execute (then as a timeout), in the reuse
 build at method load (``Init failed for backend EthosUBackend: 0x2`` and the Fatal ``Loading of method forward
-failed with status 0x2``; the line sites after #22599 are not known, these are cff6f4dd32's). Wrong input files
-fail in prepare_input_tensors (inputs.cpp) with ``Could not prepare inputs: 0x12``; an unknown ``--method_name``
-with program.cpp's ``No method named`` and ``Failed to get method_meta for X: 0x12``. ``Aborted`` / ``Segmentation
-fault`` are what the shell shows for SIGABRT / SIGSEGV.
+failed with status 0x2``; sites as at cff6f4dd32). Wrong input files fail in prepare_input_tensors
+(inputs.cpp) with ``Could not prepare inputs: 0x12``; an unknown ``--method_name`` with program.cpp's ``No method
+named`` and ``Failed to get method_meta for X: 0x12``. ``Aborted`` / ``Segmentation fault`` are what the shell
+shows for SIGABRT / SIGSEGV.
 
 Times: ``Iteration`` is the simulated time ``method->execute()`` took, as upstream measures it: the driver cost
 model for the artifact's driver mode (with noise), the NPU busy time (cycles at 1 GHz) and the runner's own
