@@ -803,6 +803,9 @@ class SessionRunner:
         if rejected:  # a structured count next to the warnings (the analysis never sees the rejected values)
             extra["rejected_samples"] = sum(rejected.values())
             extra.update({f"rejected.{name}": count for name, count in rejected.items()})
+            for name in rejected:  # nothing kept: say why in one field (a failed measurement gives no sample)
+                if not samples.get(name) and scraped.reasons.get(name):
+                    extra[f"no_sample.{name}"] = scraped.reasons[name][0][:300]
         if scraped.executions is not None:
             extra["executions"] = scraped.executions
         dumped, dump_warnings = find_etdump(result.output)

@@ -124,8 +124,12 @@ class ScrapeResult:
     """Metric -> the positions (0-based, in the order printed, counting rejected ones) of the samples that were
     rejected, so the caller drops exactly the warmup executions from the front of ``samples``."""
 
+    reasons: dict[str, list[str]] = field(default_factory=dict)
+    """Metric -> why each of its flagged values was rejected, in order (``warnings`` has them with the raw text)."""
+
     def _flag(self, metric: str, raw: str, why: str) -> None:
         self.flagged.setdefault(metric, []).append(raw)
+        self.reasons.setdefault(metric, []).append(why)
         self.warnings.append(f"{metric}: rejected {raw!r}: {why}")
 
     @property
