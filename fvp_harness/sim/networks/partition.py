@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from fvp_harness.sim.networks.architectures import Architecture
 
-__all__ = ["Delegation", "Partition", "choose_cpu_layers", "delegation_of", "max_partitions"]
+__all__ = ["Delegation", "Partition", "choose_cpu_layers", "delegation_of", "max_partitions", "planned_edge_bytes"]
 
 
 @dataclass(frozen=True)
@@ -105,3 +105,25 @@ def delegation_of(arch: Architecture, cpu_layers: Sequence[str] = ()) -> Delegat
                    if arch.layers[i].output == arch.output_name or readers.get(arch.layers[i].output, set()) - inside]
         partitions.append(Partition(index, tuple(run), tuple(dict.fromkeys(inputs)), tuple(outputs)))
     return Delegation(tuple(partitions), tuple(sorted(on_cpu)), tuple(steps))
+
+
+def planned_edge_bytes(arch: Architecture, delegation: Delegation, alignment: int = 16) -> int:
+    """Bytes the CPU planned buffer needs beyond the model's input and output: the tensors handed between partitions
+    and CPU layers (each ``alignment``-aligned), at the largest set alive at once in ``steps`` order (memory
+    planning reuses a tensor's space once its last reader ran). 0 for a fully delegated program."""
+    if len(delegation.steps) <= 1:
+        return 0
+    step_of: dict[int, int] = {}
+    for step, (kind, index) in enumerate(delegation.steps):
+        for layer in (delegation.partitions[index].layers if kind == "npu" else (index,)):
+            step_of[layer] = step
+    produced = {layer.output: step_of[i] for i, layer in enumerate(arch.layers)}
+    last: dict[str, int] = {}
+    for i, layer in enumerate(arch.layers):
+        for name in layer.inputs:
+            if name in produced and produced[name] != step_of[i]:
+                last[name] = max(last.get(name, 0), step_of[i])
+    sizes = {layer.output: -(-layer.out_elements // alignment) * alignment for layer in arch.layers}
+    edges = [name for name in last if name not in (arch.input_name, arch.output_name)]
+    return max((sum(sizes[name] for name in edges if produced[name] <= step <= last[name])
+                for step in range(len(delegation.steps))), default=0)

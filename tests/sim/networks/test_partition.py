@@ -17,7 +17,12 @@ from fvp_harness.sim.networks.modelfile import (
     encode_model,
     sizes_of,
 )
-from fvp_harness.sim.networks.partition import choose_cpu_layers, delegation_of, max_partitions
+from fvp_harness.sim.networks.partition import (
+    choose_cpu_layers,
+    delegation_of,
+    max_partitions,
+    planned_edge_bytes,
+)
 from fvp_harness.sim.npu.cycles import inference_cycles, model_cycles
 from fvp_harness.sim.npu.partitions import cpu_layer_ms, partition_cycles, partition_sizes
 from fvp_harness.sim.workloads.executor_runner import UsageError
@@ -45,6 +50,14 @@ def test_partition_edges_are_the_tensors_that_cross_them() -> None:
     first, second = delegation_of(arch, ("s2_add",)).partitions
     assert first.inputs == (arch.input_name,) and set(first.outputs) == {"s2_conv2", "s2_skip"}
     assert second.inputs == ("s2_add",) and second.outputs == (arch.output_name,)
+
+
+def test_the_cpu_planned_buffer_also_holds_the_tensors_handed_between_partitions_and_cpu_layers() -> None:
+    """ResNet8 with s2_add on the CPU: its two inputs and its output (16x16x32 int8 each, 8192 B) are alive at once
+    outside the delegates, so executor_runner.cpp:556's planned buffer grows by 24576 B; fully delegated, by 0."""
+    arch = get_architecture("resnet8")
+    assert planned_edge_bytes(arch, delegation_of(arch, ("s2_add",))) == 3 * 8192
+    assert planned_edge_bytes(arch, delegation_of(arch)) == 0
 
 
 def test_too_many_partitions_or_an_unknown_layer_is_refused() -> None:

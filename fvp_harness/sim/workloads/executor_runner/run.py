@@ -141,6 +141,7 @@ from fvp_harness.sim.networks.modelfile import (
     is_model_file,
     model_file_size,
 )
+from fvp_harness.sim.networks.partition import planned_edge_bytes
 from fvp_harness.sim.npu.cycles import NPU_CLOCK_HZ, model_cycles
 from fvp_harness.sim.npu.driver_cost import DEFAULT as DRIVER_COSTS
 from fvp_harness.sim.npu.driver_cost import DriverSizes
@@ -376,7 +377,8 @@ def _planned_buffer_bytes(model: CompiledModel) -> int:
     def align(n: int) -> int:
         return (n + PLANNED_ALIGNMENT - 1) // PLANNED_ALIGNMENT * PLANNED_ALIGNMENT
 
-    return align(model.sizes.input) + align(model.sizes.output)
+    # a partly delegated program also plans the tensors its partitions and CPU layers hand each other
+    return align(model.sizes.input) + align(model.sizes.output) + planned_edge_bytes(model.arch, model.delegation)
 
 
 def _output_filename(prefix: str, index: int) -> str:
