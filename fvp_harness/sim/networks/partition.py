@@ -115,8 +115,8 @@ def planned_edge_bytes(arch: Architecture, delegation: Delegation, alignment: in
         return 0
     step_of: dict[int, int] = {}
     for step, (kind, index) in enumerate(delegation.steps):
-        for layer in (delegation.partitions[index].layers if kind == "npu" else (index,)):
-            step_of[layer] = step
+        for position in (delegation.partitions[index].layers if kind == "npu" else (index,)):
+            step_of[position] = step
     produced = {layer.output: step_of[i] for i, layer in enumerate(arch.layers)}
     last: dict[str, int] = {}
     for i, layer in enumerate(arch.layers):
