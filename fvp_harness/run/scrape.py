@@ -18,6 +18,10 @@ captured number.
 Bounded: a scenario's own regexes run on RE2 (``scenario.metrics.compile_metric_regex``, linear time), so no
 pattern can hang a unit on its output; the built-in parsers below are the harness's own and use ``re``.
 
+Per call, then per inference: the delegate prints ``npu_cycles`` and ``cpu_time`` once per delegate call, so a model
+in K Ethos-U partitions prints K of each per inference; their lines are grouped by the ``Iteration`` lines and summed
+(``PER_CALL_METRICS``), each call's value kept in ``ScrapeResult.calls``.
+
 Checked: every sample is checked before it is kept (``check_sample``): NaN and infinities, negative times and
 counters, times beyond an hour per inference (a day per run) and counters at or above 2**63 are rejected one by
 one, each with a warning, and counted per metric (``ScrapeResult.rejected_at``), so a unit whose required metric
