@@ -41,6 +41,7 @@ import pandas as pd
 from scipy import stats
 
 from fvp_harness.report import format as fmt
+from fvp_harness.report.partitions import compare_partitions
 from fvp_harness.scenario.metrics import BUILTIN_METRICS, check_sample
 from fvp_harness.store.records import Record
 
@@ -337,12 +338,14 @@ def units_frame(records: Iterable[Record], *, latest_only: bool = True) -> pd.Da
                   {"repetition": "int64", "attempt": "int64", "duration_s": "float64"})
 
 
-def _unit_columns(recs: Sequence[Record]) -> dict[str, list[str]]:
+def _unit_columns(recs: Sequence[Record]) -> dict[str, list[Any]]:
     """What the statistics read of the unit frame, as lists in execution order (``units_frame``'s rows):
-    model, build, status and the outputs digest."""
+    model, build, status and the outputs digest; and, for the per-partition identity check, each unit's id and
+    ``Record.partitions`` (not in ``units_frame``: a report table has no place for them)."""
     recs = [recs[i] for i in _execution_order(recs)]
     return {"model": [r.model for r in recs], "build": [r.build for r in recs],
-            "status": [r.status for r in recs], "outputs": [_outputs_digest(r.outputs) for r in recs]}
+            "status": [r.status for r in recs], "outputs": [_outputs_digest(r.outputs) for r in recs],
+            "unit_id": [r.unit_id for r in recs], "partitions": [r.partitions for r in recs]}
 
 
 # --- the samples, grouped once ------------------------------------------------------------------------------
@@ -402,6 +405,12 @@ class _Samples:
         """Models in the order they first appear in the frame (any status), then those only the unit frame has."""
         self.outputs: dict[tuple[str, str], list[str]] = {}
         """(model, build) -> the outputs digest of each ok unit, in unit frame order."""
+        self.partitions: dict[str, Mapping[str, Sequence[Sequence[float]]]] = {}
+        """unit id -> its ``Record.partitions`` (ok units that have any; only from records, not from a frame)."""
+        if units is not None and "partitions" in units:
+            self.partitions = {unit_id: calls for unit_id, status, calls
+                               in zip(units["unit_id"], units["status"], units["partitions"], strict=True)
+                               if status == "ok" and calls}  # fmt: skip
         if units is not None and len(units["model"]):
             self.models = list(dict.fromkeys([*self.models, *units["model"]]))
             for model, build, status, outputs in zip(units["model"], units["build"], units["status"],
@@ -422,6 +431,21 @@ class _Samples:
         """One array of ok samples per unit (empty without any)."""
         group = self.groups.get((model, build, metric))
         return group.units if group is not None else []
+
+    def calls_of(self, model: str, build: str, metric: str) -> list[tuple[float, ...]]:
+        """Each ok inference's per-call values of ``metric`` (``Record.partitions``; a unit without them counts
+        each sample as one call), in frame order."""
+        group = self.groups.get((model, build, metric))
+        if group is None:
+            return []
+        calls: list[tuple[float, ...]] = []
+        for unit_id, values in zip(group.unit_ids, group.units, strict=True):
+            kept = self.partitions.get(unit_id, {}).get(metric)
+            if kept is not None and len(kept) == len(values):
+                calls.extend(tuple(float(v) for v in inference) for inference in kept)
+            else:
+                calls.extend((float(v),) for v in values)
+        return calls
 
     def values_of(self, model: str, build: str, metric: str) -> np.ndarray:
         """The ok samples in frame order (an empty float array without any)."""
@@ -1311,6 +1335,10 @@ def _compare(samples: _Samples, spec: CompareLike, metrics: Sequence[object], se
             else:
                 per_build = {build: samples.values_of(model, build, name).tolist() for build in builds}
             check = _identity(model, name, per_build)
+            if name != "outputs" and samples.partitions and check.status != "unverified":
+                by_partition = compare_partitions({build: samples.calls_of(model, build, name) for build in builds})
+                if by_partition is not None:  # a partly delegated model: judged call by call, naming the partition
+                    check = dataclasses.replace(check, status=by_partition[0], detail=by_partition[1])
             identity.append(check)
             expectations.append(Expectation("identity", model, name, check.status, check.detail))
         for name, gate in gates.items():

@@ -784,6 +784,7 @@ class SessionRunner:
         seen = find_build_id(result.output, build.id) if build.id else None
         scraped = scrape(result.output, scenario.metrics)
         samples: dict[str, list[float]] = {}
+        partitions: dict[str, list[list[float]]] = {}
         expected = run.warmup + run.iterations
         short: list[str] = []
         for name, values in scraped.samples.items():
@@ -794,12 +795,17 @@ class SessionRunner:
                 # the first `warmup` printed samples are warmup, whether they were valid or rejected
                 warm = run.warmup - sum(1 for at in scraped.rejected_at.get(name, ()) if at < run.warmup)
                 samples[name] = [float(v) for v in values[warm:]]
+                if name in scraped.calls:  # each inference's delegate calls (partitions), aligned with samples
+                    partitions[name] = scraped.calls[name][warm:]
             else:
                 samples[name] = [float(v) for v in values]
         rejected = scraped.rejected
         if rejected:  # a structured count next to the warnings (the analysis never sees the rejected values)
             extra["rejected_samples"] = sum(rejected.values())
             extra.update({f"rejected.{name}": count for name, count in rejected.items()})
+            for name in rejected:  # nothing kept: say why in one field (a failed measurement gives no sample)
+                if not samples.get(name) and scraped.reasons.get(name):
+                    extra[f"no_sample.{name}"] = scraped.reasons[name][0][:300]
         if scraped.executions is not None:
             extra["executions"] = scraped.executions
         dumped, dump_warnings = find_etdump(result.output)
@@ -865,7 +871,8 @@ class SessionRunner:
         return self._masked(Record(
             scenario=scenario.name, key=unit.key, unit_id=unit.id, instance=instance, build=unit.build,
             model=unit.model, repetition=unit.repetition, attempt=attempt, status="ok", log=log_rel,
-            samples=samples, metric_units=dict(scraped.units), outputs=outputs, build_id_seen=seen, started=started,
+            samples=samples, partitions=partitions, metric_units=dict(scraped.units), outputs=outputs,
+            build_id_seen=seen, started=started,
             duration_s=round(time.monotonic() - began, 6),
             extra={**extra, **self._proof_extra(unit), **key_part_extras(unit.key_parts)},
         ))

@@ -18,6 +18,10 @@ captured number.
 Bounded: a scenario's own regexes run on RE2 (``scenario.metrics.compile_metric_regex``, linear time), so no
 pattern can hang a unit on its output; the built-in parsers below are the harness's own and use ``re``.
 
+Per call, then per inference: the delegate prints ``npu_cycles`` and ``cpu_time`` once per delegate call, so a model
+in K Ethos-U partitions prints K of each per inference; their lines are grouped by the ``Iteration`` lines and summed
+(``PER_CALL_METRICS``), each call's value kept in ``ScrapeResult.calls``.
+
 Checked: every sample is checked before it is kept (``check_sample``): NaN and infinities, negative times and
 counters, times beyond an hour per inference (a day per run) and counters at or above 2**63 are rejected one by
 one, each with a warning, and counted per metric (``ScrapeResult.rejected_at``), so a unit whose required metric
@@ -48,6 +52,7 @@ __all__ = [
     "ETDUMP_FILES",
     "LOG_MESSAGE_LIMIT",
     "PARSERS_VERSION",
+    "PER_CALL_METRICS",
     "LogLine",
     "MetricLike",
     "ScrapeResult",
@@ -62,11 +67,14 @@ __all__ = [
     "scrape",
 ]
 
-PARSERS_VERSION = 3
+PARSERS_VERSION = 4
 """Bump when any built-in parser's behaviour changes: every unit's content key changes with it. 2: bare-metal
 metrics read the right lines once per run (``bm_npu_cycles`` from the NPU PMU), ``bm_execute_cycles`` added. 3: a
 bare-metal total must equal its per-inference figure times the block's ``NPU Inferences`` (old ``%d`` builds
-printed the low 32 bits of a 64-bit counter: negative, or wrapped and too small)."""
+printed the low 32 bits of a 64-bit counter: negative, or wrapped and too small). 4: ``npu_cycles`` and ``cpu_time``
+lines are grouped per inference (one per delegate call: a partly delegated model prints several) and summed; a
+bare-metal ``nan``/``inf`` per-inference figure, a block after zero inferences, or a total without a per-inference
+figure gives no sample (it used to fall back to the run total)."""
 
 LOG_MESSAGE_LIMIT = 255
 """ExecuTorch formats a log message into a 256-byte buffer: a message of this length may have been cut."""
@@ -112,12 +120,20 @@ class ScrapeResult:
     executions: int | None = None
     """N from the last ``Model executed successfully N time(s)`` line (whatever ``specs`` asked for), so
     execute can check that warmup + iterations really ran."""
+    calls: dict[str, list[list[float]]] = field(default_factory=dict)
+    """Per-call metric (``PER_CALL_METRICS``) -> for each kept sample, in the same order, the value of each
+    delegate call of that inference (the partitions, in call order); only metrics some inference printed more
+    than once."""
     rejected_at: dict[str, list[int]] = field(default_factory=dict)
     """Metric -> the positions (0-based, in the order printed, counting rejected ones) of the samples that were
     rejected, so the caller drops exactly the warmup executions from the front of ``samples``."""
 
+    reasons: dict[str, list[str]] = field(default_factory=dict)
+    """Metric -> why each of its flagged values was rejected, in order (``warnings`` has them with the raw text)."""
+
     def _flag(self, metric: str, raw: str, why: str) -> None:
         self.flagged.setdefault(metric, []).append(raw)
+        self.reasons.setdefault(metric, []).append(why)
         self.warnings.append(f"{metric}: rejected {raw!r}: {why}")
 
     @property
@@ -283,6 +299,8 @@ def _cut_by_limit(text: str, match_end: int) -> bool:
 
 _NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _INT = r"[-+]?\d+"
+_PER_INFERENCE = rf"(?:\s*\(({_NUM}|[-+]?nan|[-+]?inf) per inference\))?"
+"""The perf block's ``(%.2f per inference)``: a number, or glibc/newlib's ``nan``/``inf`` after zero inferences."""
 
 
 @dataclass(frozen=True)
@@ -343,7 +361,26 @@ def _perf_block(m: re.Match[str], result: ScrapeResult, metric: str) -> float | 
     against the total it was derived from. Upstream prints ``total`` with ``PRIu64`` and ``(double)total / n`` with
     ``%.2f``, where ``n`` is the block's ``NPU Inferences : n``; builds before upstream #21911 (2026-08) printed the
     total with ``%d``, i.e. the counter's low 32 bits as a signed int (the double after it still reads right): such
-    a total is negative, or, wrapped, not ``n`` times the per-inference figure. Either is flagged, never kept."""
+    a total is negative, or, wrapped, not ``n`` times the per-inference figure. Either is flagged, never kept.
+
+    No sample from a failed measurement: when the first inference fails the runner still calls
+    ``StopMeasurements(0)`` (arm_executor_runner.cpp:1344) and C's division prints ``nan`` (0/0) or ``inf``
+    (arm_perf_monitor.cpp:151-222); a block whose ``NPU Inferences`` is 0 measured nothing; and a total printed
+    without a per-inference figure is a run total, not a per-inference value (unless the block ran exactly one
+    inference). Each is flagged with why, never kept."""
+    count_line = _inferences_line(m.string, m.start())
+    if count_line == 0:
+        result._flag(metric, m.group(0), "the perf block follows zero inferences (StopMeasurements(0), "
+                     "arm_executor_runner.cpp:1344): no inference completed, so nothing was measured")
+        return None
+    if m.group(2) is not None and m.group(2).lstrip("+-").lower() in ("nan", "inf"):
+        result._flag(metric, m.group(0), f"'{m.group(2)} per inference': no inference completed "
+                     "(StopMeasurements(0), arm_executor_runner.cpp:1344), so the block has no per-inference figure")
+        return None
+    if m.group(2) is None and count_line != 1:
+        result._flag(metric, m.group(0), "a run total without a per-inference figure is not a per-inference "
+                     "sample")
+        return None
     total = _to_float(m.group(1), result, metric)
     per_inference = _to_float(m.group(2), result, metric) if m.group(2) is not None else total
     if total is None or per_inference is None:
@@ -363,12 +400,18 @@ def _perf_block(m: re.Match[str], result: ScrapeResult, metric: str) -> float | 
 
 
 def _inferences_before(text: str, position: int) -> int | None:
-    """``n`` of the ``NPU Inferences : n`` line that opens the perf block holding ``position`` (None: none)."""
+    """``n`` of the ``NPU Inferences : n`` line that opens the perf block holding ``position`` (None: none, or 0)."""
+    count = _inferences_line(text, position)
+    return count if count else None
+
+
+def _inferences_line(text: str, position: int) -> int | None:
+    """``n`` of the ``NPU Inferences : n`` line before ``position``, 0 included (None: no such line)."""
     start = text.rfind("NPU Inferences", 0, position)
     if start < 0:
         return None
     found = _NPU_INFERENCES.match(text, start)
-    return int(found.group(1)) if found is not None and int(found.group(1)) > 0 else None
+    return int(found.group(1)) if found is not None else None
 
 
 def _mlia(m: re.Match[str], result: ScrapeResult, metric: str) -> float | None:
@@ -422,21 +465,21 @@ BUILTINS: dict[str, _Builtin] = {
     # The bare-metal perf block (arm_perf_monitor.cpp StopMeasurements) is printed once per run, after the
     # inference loop: a total and "(%.2f per inference)". Each metric is one value per run, the per-inference one.
     "bm_npu_cycles": _Builtin(  # NPU cycles: the Ethos-U PMU cycle counter ("% " PRIu64: a space before it)
-        re.compile(rf"ethosu_pmu_cycle_cntr\s*:\s*({_INT})(?:\s*\(({_NUM}) per inference\))?"),
+        re.compile(rf"ethosu_pmu_cycle_cntr\s*:\s*({_INT}){_PER_INFERENCE}"),
         "ethosu_pmu_cycle_cntr",
         "cycles",
         "run",
         _perf_block,
     ),
     "bm_execute_cycles": _Builtin(  # CPU cycles spent inside EthosUBackend::execute (not NPU cycles)
-        re.compile(rf"ethos-u\s*:\s*cycle_cnt\s*:\s*({_INT})\s*cycles(?:\s*\(({_NUM}) per inference\))?"),
+        re.compile(rf"ethos-u\s*:\s*cycle_cnt\s*:\s*({_INT})\s*cycles{_PER_INFERENCE}"),
         "cycle_cnt",
         "CPU cycles",
         "run",
         _perf_block,
     ),
     "bm_cpu_cycles": _Builtin(  # CPU cycles of the whole method->execute() loop
-        re.compile(rf"Inference runtime:\s*({_INT})\s*CPU cycles total(?:\s*\(({_NUM}) per inference\))?"),
+        re.compile(rf"Inference runtime:\s*({_INT})\s*CPU cycles total{_PER_INFERENCE}"),
         "Inference runtime:",
         "CPU cycles",
         "run",
@@ -462,8 +505,9 @@ class _Samples:
     values: list[float] = field(default_factory=list)
     rejected: list[int] = field(default_factory=list)
 
-    def reject(self, raw: str, why: str | None = None) -> None:
-        """A printed sample that is not kept (``why`` None: the converter flagged it already)."""
+    def reject(self, raw: str, why: str | None = None, position: int = 0) -> None:
+        """A printed sample that is not kept (``why`` None: the converter flagged it already; ``position``
+        unused here: ``_CallLines`` takes the same calls)."""
         if why is not None:
             self.result._flag(self.metric, raw, why)
         self.rejected.append(len(self.values) + len(self.rejected))
@@ -471,7 +515,7 @@ class _Samples:
     def __post_init__(self) -> None:
         self._low, self._high = plausible_range(self.unit, self.per)
 
-    def offer(self, value: float | None, raw: str) -> None:
+    def offer(self, value: float | None, raw: str, position: int = 0) -> None:
         """A printed sample: kept when it converted (None: it did not) and ``check_sample`` finds it plausible."""
         if value is None:
             self.reject(raw)
@@ -505,6 +549,8 @@ def scrape(text: str, specs: Sequence[MetricLike], *, prepared: bool = False) ->
     # Output that stops mid-line (the runner died while printing) may have cut the last number short.
     open_end = len(text) if text and not text.endswith("\n") else -1
     ascii_text: bytes | None = None  # the text as bytes for RE2 when it is ASCII (b"" when not), made once
+    executions = _executions(text)
+    iteration_starts: list[int] | None = None  # where each "Iteration i of n" line starts, found once when needed
     for spec in specs:
         builtin = None if spec.regex else BUILTINS.get(spec.name)
         if spec.regex:
@@ -521,26 +567,34 @@ def scrape(text: str, specs: Sequence[MetricLike], *, prepared: bool = False) ->
             per = builtin.per
             unit = spec.unit or builtin.unit
         kept = _Samples(result, spec.name, unit, per)
+        grouped = per == "inference" and spec.name in PER_CALL_METRICS
+        sink: _Samples | _CallLines = _CallLines() if grouped else kept
         if spec.regex:
             if ascii_text is None:
                 ascii_text = text.encode("ascii") if text.isascii() else b""
             for whole, captured, end in _user_matches(pattern, text, ascii_text):
                 if check_cut and _cut_by_limit(text, end):
-                    kept.reject(whole, "value may be cut by the 255-character log limit")
+                    sink.reject(whole, "value may be cut by the 255-character log limit", end)
                 elif end == open_end:
-                    kept.reject(whole, "output ends in the middle of this value")
+                    sink.reject(whole, "output ends in the middle of this value", end)
                 else:
                     value = _to_float(captured, result, spec.name)
-                    kept.offer(None if value is None else value * spec.scale, whole)
+                    sink.offer(None if value is None else value * spec.scale, whole, end)
         elif builtin is not None and builtin.needle in text:
             for m in builtin.pattern.finditer(text):
                 if check_cut and _cut_by_limit(text, m.end()):
-                    kept.reject(m.group(0), "value may be cut by the 255-character log limit")
+                    sink.reject(m.group(0), "value may be cut by the 255-character log limit", m.end())
                 elif m.end(1) == open_end:
-                    kept.reject(m.group(0), "output ends in the middle of this value")
+                    sink.reject(m.group(0), "output ends in the middle of this value", m.end())
                 else:
                     value = builtin.convert(m, result, spec.name)
-                    kept.offer(None if value is None else value * spec.scale, m.group(0))
+                    sink.offer(None if value is None else value * spec.scale, m.group(0), m.end())
+        if isinstance(sink, _CallLines) and sink.lines:
+            if iteration_starts is None:
+                iteration_starts = _iteration_starts(text)
+            calls = _group_calls(sink.lines, iteration_starts, executions, kept, result, spec.name)
+            if calls is not None:
+                result.calls[spec.name] = calls
         values, rejected = kept.values, kept.rejected
         result.samples[spec.name] = values
         if rejected:
@@ -551,14 +605,139 @@ def scrape(text: str, specs: Sequence[MetricLike], *, prepared: bool = False) ->
             result.warnings.append(f"{spec.name}: measured once per run but found {len(values)} different values")
         if spec.required and not values:
             result.missing.append(spec.name)
+    result.executions = executions
+    return result
+
+
+def _executions(text: str) -> int | None:
+    """N of the last ``Model executed successfully N time(s)`` line, else of the last bare-metal ``NPU Inferences``
+    line (None: neither)."""
+    executions = None
     run_line = BUILTINS["run_time"]
     if run_line.needle in text:
         for m in run_line.pattern.finditer(text):
-            result.executions = int(m.group(1))
-    if result.executions is None and "NPU Inferences" in text:  # bare metal: the perf block's inference count
+            executions = int(m.group(1))
+    if executions is None and "NPU Inferences" in text:  # bare metal: the perf block's inference count
         for m in _NPU_INFERENCES.finditer(text):
-            result.executions = int(m.group(1))
-    return result
+            executions = int(m.group(1))
+    return executions
+
+
+# --- lines printed once per delegate call -------------------------------------------------------------------
+
+PER_CALL_METRICS = frozenset({"npu_cycles", "cpu_time"})
+"""Metrics whose line is printed once per delegate call, not once per inference: the Linux delegate's cycle
+counter (EthosUBackend_Cortex_A.cpp:294-299, inside ``execute()``) and the CPU-time report of ``execute()``. A
+program split into K Ethos-U partitions prints K of each per inference. Their lines are grouped per inference (the
+``Iteration i of n`` lines, printed after each ``method->execute()``, bound the groups; executor_runner.cpp:779) and
+the sample is the group's sum; the values of each call are kept in ``ScrapeResult.calls``. A scenario regex under
+one of these names is grouped the same way."""
+
+_ITERATION_LINE = re.compile(r"Iteration \d+ of \d+:")
+
+
+def _iteration_starts(text: str) -> list[int]:
+    if "Iteration " not in text:
+        return []
+    return [m.start() for m in _ITERATION_LINE.finditer(text)]
+
+
+@dataclass
+class _CallLines:
+    """A per-call metric's lines while scraping, before they are grouped per inference: (position, value or None,
+    raw text, why it was rejected or None when the converter flagged it already)."""
+
+    lines: list[tuple[int, float | None, str, str | None]] = field(default_factory=list)
+
+    def offer(self, value: float | None, raw: str, position: int = 0) -> None:
+        self.lines.append((position, value, raw, None))
+
+    def reject(self, raw: str, why: str | None = None, position: int = 0) -> None:
+        self.lines.append((position, None, raw, why))
+
+
+def _one_per_iteration(lines: Sequence[tuple[int, float | None, str, str | None]],
+                       iteration_starts: Sequence[int]) -> bool:
+    """True when every ``Iteration`` line has exactly one of ``lines`` before it and after the previous one (so
+    grouping would change nothing: checked without building groups, which matters for logs of tens of MB)."""
+    if len(lines) != len(iteration_starts) or not lines:
+        return False
+    previous = -1
+    for (position, *_), start in zip(lines, iteration_starts, strict=True):
+        if not previous < position <= start:
+            return False
+        previous = start
+    return True
+
+
+def _group_calls(lines: list[tuple[int, float | None, str, str | None]], iteration_starts: Sequence[int],
+                 executions: int | None, kept: _Samples, result: ScrapeResult, metric: str
+                 ) -> list[list[float]] | None:
+    """Offer one sample per inference (the sum of its calls) to ``kept``; return the kept inferences' call values
+    when some inference made more than one call (None: one call each, nothing more to keep).
+
+    Groups: the lines before each ``Iteration`` line and after the previous one. Lines after the last one belong
+    to an ``execute()`` that never completed: no sample, a warning. Without ``Iteration`` lines (executor_runner.cpp
+    before 2026-04-10), ``executions`` N and a line count of K x N give groups of K consecutive lines; else each
+    line is one inference, as before partitions were known. A group with a rejected line, or with another number
+    of calls than most groups have, gives no sample (a partial sum is no measurement)."""
+    if _one_per_iteration(lines, iteration_starts):  # the common case (fully delegated): each line is a sample
+        for _, value, raw, why in lines:
+            if value is None:
+                kept.reject(raw, why)
+            else:
+                kept.offer(value, raw)
+        return None
+    groups: list[list[tuple[int, float | None, str, str | None]]] = []
+    if iteration_starts:
+        bounds = iter(iteration_starts)
+        bound = next(bounds, None)
+        current: list[tuple[int, float | None, str, str | None]] = []
+        late = 0
+        for line in lines:
+            while bound is not None and line[0] > bound:
+                groups.append(current)
+                current = []
+                bound = next(bounds, None)
+            if bound is None:
+                late += 1
+            else:
+                current.append(line)
+        if bound is not None:
+            groups.append(current)
+            groups.extend([] for _ in bounds)
+        if late:
+            result.warnings.append(f"{metric}: {late} delegate call(s) after the last completed iteration (its "
+                                   "execute() never finished): no sample from them")
+        while groups and not groups[-1]:
+            groups.pop()  # iterations after the last delegate line: the metric is not printed (counter off)
+    elif executions and len(lines) > executions and len(lines) % executions == 0:
+        k = len(lines) // executions
+        groups = [lines[i:i + k] for i in range(0, len(lines), k)]
+    else:
+        groups = [[line] for line in lines]
+    sizes = [len(group) for group in groups]
+    usual = max(set(sizes), key=sizes.count) if sizes else 0
+    calls: list[list[float]] = []
+    for number, group in enumerate(groups, start=1):
+        bad = [line for line in group if line[1] is None]
+        if bad:
+            for _, _, raw, why in bad:
+                if why is not None:
+                    result._flag(metric, raw, why)
+            kept.reject(bad[0][2])
+            continue
+        if len(group) != usual:
+            raw = group[0][2] if group else f"iteration {number}"
+            kept.reject(raw, f"iteration {number} made {len(group)} delegate call(s), the others {usual}: a "
+                        "partial or extra measurement is no sample")
+            continue
+        values = [float(line[1]) for line in group if line[1] is not None]
+        before = len(kept.values)
+        kept.offer(math.fsum(values), " + ".join(line[2] for line in group))
+        if len(kept.values) > before:
+            calls.append(values)
+    return calls if usual > 1 else None
 
 
 _NPU_INFERENCES = re.compile(r"NPU Inferences\s*:\s*(\d+)")

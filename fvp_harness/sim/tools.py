@@ -9,15 +9,17 @@ makers live with it; ``fvp_harness/cli/verb_sim.py`` only forwards the arguments
     sim vgf-runner [--build-id TEXT] [--no-io-stats] -o FILE   (VGF benchmark mode: sim/workloads/vgf_runner.py)
     sim baremetal-runner -o FILE [--pte MODEL | --pte-addr ADDR | --semihosting] [--target CONFIG]
                [--iterations N] [--etdump] [--fault SPEC] ...   (Corstone-300/320: sim/baremetal/artifact.py)
-    sim model NAME -o FILE [--seed N] [--macs 256] [--no-cycle-counter] [--tflite PATH|--no-tflite]
+    sim model NAME -o FILE [--seed N] [--macs 256] [--no-cycle-counter] [--partitions K] [--tflite PATH|--no-tflite]
               [--npu-cycles auto|vela|analytic] [--vela-dir DIR] ...   (fvp_harness/sim/npu/tool.py)
     sim input NAME -o FILE [--seed N]
     sim info FILE                      (what a model or runner file holds, with NPU cycles and driver costs)
 
 A runner build prints what upstream's executor_runner prints (fvp_harness/sim/workloads/executor_runner) unless it is
 built with instrumentation upstream lacks: ``--build-id`` (alias ``--id``) adds ``executor_runner build id: TEXT``,
-``--cpu-time-report`` adds ``EthosUBackend::execute() CPU time: %.3f ms`` per inference (the shape of an unmerged
-instrumentation). ``--log-generation old`` makes a build of the older executor_runner.cpp (before 2026-04-10).
+``--cpu-time-report`` adds ``EthosUBackend::execute() CPU time: %.3f ms`` per delegate call (the documented shape of
+the report of ExecuTorch #22596, closed unmerged; it lived in arm_perf_monitor.cpp). ``--driver reuse`` is a build
+of main since #22599 (driver reuse, merged September 2026), ``--driver per-inference`` one from before it.
+``--log-generation old`` makes a build of the older executor_runner.cpp (before 2026-04-10).
 
 Exit status: 0 ok, 2 bad arguments (argparse), 1 a file could not be written or read.
 """
@@ -40,6 +42,7 @@ from fvp_harness.sim.networks.modelfile import (
     DRIVER_MODES,
     LOG_GENERATIONS,
     SUPPORTED_MACS,
+    CompiledModel,
     ModelFileError,
     RunnerArtifact,
     compile_model,
@@ -51,10 +54,12 @@ from fvp_harness.sim.networks.modelfile import (
     is_runner,
     make_input,
 )
+from fvp_harness.sim.networks.partition import choose_cpu_layers
 from fvp_harness.sim.npu import tool
-from fvp_harness.sim.npu.cycles import cycle_source, model_cycles
+from fvp_harness.sim.npu.cycles import cycle_source
 from fvp_harness.sim.npu.driver_cost import DEFAULT as DRIVER_COSTS
 from fvp_harness.sim.npu.driver_cost import DriverSizes
+from fvp_harness.sim.npu.partitions import partition_cycles, partition_sizes
 from fvp_harness.sim.workloads.vgf_runner import add_tool_parser, artifact_info, is_vgf_runner, make_tool_artifact
 
 __all__ = ["build_parser", "main"]
@@ -73,8 +78,9 @@ def build_parser(prog: str = "fvp-harness sim") -> argparse.ArgumentParser:
         "--driver",
         required=True,
         choices=DRIVER_MODES,
-        help="per-inference: re-create Ethos-U driver objects on every execute() (before the "
-        "driver-reuse change); reuse: create them once (after)",
+        help="per-inference: re-create Ethos-U driver objects on every execute(), as ExecuTorch did before "
+        "#22599 (the 'before' build); reuse: create them once at init, as main does since #22599 (merged September "
+        "2026; the 'after' build)",
     )
     runner.add_argument(
         "--build-id",
@@ -88,8 +94,9 @@ def build_parser(prog: str = "fvp-harness sim") -> argparse.ArgumentParser:
     runner.add_argument(
         "--cpu-time-report",
         action="store_true",
-        help="add 'EthosUBackend::execute() CPU time: X ms' per inference (not upstream: the shape of the unmerged "
-        "instrumentation that measured the driver-reuse change)",
+        help="add 'EthosUBackend::execute() CPU time: X ms' per delegate call (not upstream: the documented shape "
+        "of the report that measured the driver-reuse change, #22596, closed unmerged; it lived in "
+        "arm_perf_monitor.cpp)",
     )
     runner.add_argument(
         "--log-generation",
@@ -134,6 +141,14 @@ def build_parser(prog: str = "fvp-harness sim") -> argparse.ArgumentParser:
         help="the ethosu.enable_cycle_counter compile spec: the delegate prints 'Ethos-U Linux delegate cycle "
         "counter: N' per inference (default on)",
     )
+    model.add_argument(
+        "--partitions",
+        type=int,
+        default=1,
+        metavar="K",
+        help="delegate the network as K Ethos-U partitions with a CPU operator between each two (default 1: "
+        "fully delegated); the runner then prints one cycle-counter line per delegate call, K per inference",
+    )
     tool.add_arguments(model)  # --tflite, --npu-cycles, --vela-*: the TFLite file and Vela's estimate
 
     inputs = sub.add_parser("input", help="a seeded raw int8 input file of the network's input shape")
@@ -154,6 +169,16 @@ def _write(path: Path, data: bytes, executable: bool = False) -> None:
     if executable:
         tmp.chmod(0o755)
     tmp.replace(path)
+
+
+def _partitions_info(model: CompiledModel) -> list[dict[str, object]]:
+    """``sim info`` of a partly delegated model: each partition's layers, NPU cycles and driver costs."""
+    rows: list[dict[str, object]] = []
+    for partition, cycles in zip(model.delegation.partitions, partition_cycles(model), strict=True):
+        sizes = partition_sizes(model, partition)
+        rows.append({"layers": [model.arch.layers[i].name for i in partition.layers], "npu_cycles": cycles,
+                     "cpu_ms": {mode: round(DRIVER_COSTS.execute_ms(sizes, mode), 4) for mode in DRIVER_MODES}})
+    return rows
 
 
 def _info(path: Path) -> dict[str, object]:
@@ -188,7 +213,8 @@ def _info(path: Path) -> dict[str, object]:
             "input_shape": [1, *model.arch.input_shape],
             "output_shape": [1, *model.arch.output_shape],
             "sizes": model.sizes.to_dict(),
-            "npu_cycles": model_cycles(model),
+            "npu_cycles": sum(partition_cycles(model)),
+            **({"partitions": _partitions_info(model)} if model.cpu_layers else {}),
             "npu_cycles_source": cycle_source(model),
             **({"vela": vela_summary(model.vela)} if model.vela is not None else {}),
             "cpu_ms": {mode: round(DRIVER_COSTS.execute_ms(sizes, mode), 4) for mode in DRIVER_MODES},
@@ -233,7 +259,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
         elif args.what == "model":
             arch = get_architecture(args.name)
             try:
-                model = compile_model(arch, args.seed, args.macs, args.cycle_counter, accelerator=args.accelerator)
+                cpu_layers = choose_cpu_layers(arch, args.partitions)
+                model = compile_model(arch, args.seed, args.macs, args.cycle_counter, accelerator=args.accelerator,
+                                      cpu_layers=cpu_layers)
             except ValueError as exc:
                 err.write(f"fvp-harness sim model: {exc}\n")
                 return 2
@@ -246,6 +274,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
                 f"(command stream {s.command_stream} B, weights {s.weights} B, scratch {s.scratch} B, "
                 f"input {s.input} B, output {s.output} B){'' if args.cycle_counter else ', cycle counter off'}\n"
             )
+            if model.cpu_layers:
+                out.write(f"  {args.partitions} Ethos-U partitions, NPU cycles {list(partition_cycles(model))} per "
+                          f"call; on the CPU between them: {', '.join(model.cpu_layers)}\n")
             out.write("".join(f"  {note}\n" for note in notes))
         elif args.what == "input":
             arch = get_architecture(args.name)

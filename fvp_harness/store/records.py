@@ -10,7 +10,9 @@ Schema history:
 1. the first format (fields ``unit``, ``session``, ``units``);
 2. those three renamed for what they hold: ``unit_id`` (the unit's readable id, not a unit of measure),
    ``instance`` (the booted model instance that ran it, ``s0`` or ``s0.2``; a plan *session* may use several)
-   and ``metric_units`` (metric name -> unit of its values).
+   and ``metric_units`` (metric name -> unit of its values);
+3. ``partitions`` added (each inference's per-delegate-call values of a metric of a partly delegated model); a
+   schema-2 row reads as one without them.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = ["RECORD_SCHEMA_VERSION", "Record", "upgrade_row"]
 
-RECORD_SCHEMA_VERSION = 2
+RECORD_SCHEMA_VERSION = 3
 
 _RENAMED_IN_2 = {"unit": "unit_id", "session": "instance", "units": "metric_units"}
 
@@ -30,10 +32,12 @@ _RENAMED_IN_2 = {"unit": "unit_id", "session": "instance", "units": "metric_unit
 def upgrade_row(raw: Mapping[str, Any]) -> dict[str, Any]:
     """A stored row of any schema this version reads, in the current schema's field names."""
     row = dict(raw)
-    if int(row.get("schema_version", 1)) < 2:
+    version = int(row.get("schema_version", 1))
+    if version < 2:
         for old, new in _RENAMED_IN_2.items():
             if old in row:
                 row[new] = row.pop(old)
+    if version < RECORD_SCHEMA_VERSION:  # 3 only added a field with a default
         row["schema_version"] = RECORD_SCHEMA_VERSION
     return row
 
@@ -42,8 +46,9 @@ class Record(BaseModel):
     """One unit's outcome: identity (scenario, key, build, model, repetition), status, and its samples.
 
     ``samples`` maps a metric name to its values in execution order, warmup already dropped (metrics measured once
-    per run hold one value). ``outputs`` maps an output file name to its sha256, so analysis can prove that two
-    builds produced byte-identical outputs without keeping the bytes.
+    per run hold one value); ``partitions`` keeps, for a model split into several Ethos-U partitions, each
+    inference's per-call values of a metric whose sample is their sum. ``outputs`` maps an output file name to its
+    sha256, so analysis can prove that two builds produced byte-identical outputs without keeping the bytes.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -62,6 +67,13 @@ class Record(BaseModel):
     failure: str | None = None
     log: str | None = Field(None, description="Path of the unit's console log, relative to the results folder.")
     samples: dict[str, list[float]] = Field(default_factory=dict)
+    partitions: dict[str, list[list[float]]] = Field(
+        default_factory=dict,
+        description="Metric printed once per delegate call (npu_cycles, cpu_time) -> for each value of "
+        "samples[metric], in the same order, the value of each call of that inference: one per Ethos-U partition, "
+        "in call order. Only for metrics some inference printed more than once (a partly delegated model); samples "
+        "holds their sums.",
+    )
     metric_units: dict[str, str] = Field(default_factory=dict, description="Metric name -> unit of its values.")
     outputs: dict[str, str] = Field(default_factory=dict, description="Output file name -> sha256 hex.")
     build_id_seen: str | None = None

@@ -105,6 +105,7 @@ def test_a_required_metric_without_a_valid_sample_fails_the_unit(tmp_path):
     assert before.failure is not None and before.failure.startswith("MetricMissing")
     assert "cpu_time (no valid sample: 3 rejected" in before.failure
     assert before.samples["cpu_time"] == []
+    assert before.extra["no_sample.cpu_time"] == "negative time", "the record says why in one field"
 
 
 class EnvFleet(FakeFleet):

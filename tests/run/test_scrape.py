@@ -71,7 +71,7 @@ def test_builtin_names_are_the_published_contract() -> None:
         "bm_cpu_cycles",
         "mlia_npu_active",
     }
-    assert PARSERS_VERSION == 3
+    assert PARSERS_VERSION == 4
 
 
 # --- cleaning -----------------------------------------------------------------------------------------------

@@ -231,6 +231,17 @@ def test_unknown_builtin_metric_and_bad_regex(write):
     assert len(found) == 2
 
 
+def test_a_user_pattern_for_the_cpu_time_report_is_checked_with_its_place(write):
+    """#22596's CPU-time report (closed unmerged) has no public text: a scenario gives its own pattern under the
+    built-in name (docs/results-format.md), and a pattern that cannot run is refused naming file, line and field."""
+    good = write("g.yaml", "name: g\n" + GOOD_BUILDS + "metrics: [{name: cpu_time, regex: 'took (\\d+) us', "
+                 "scale: 0.001, unit: ms}]\n")
+    assert load_scenario(good).scenario.metric("cpu_time").regex == r"took (\d+) us"
+    path = write("s.yaml", "name: s\n" + GOOD_BUILDS + "metrics: [{name: cpu_time, regex: 'took ((\\d+) us'}]\n")
+    message = only(path)
+    assert ":7:35: metrics[0].regex: invalid regex 'took ((" in message and "missing )" in message, message
+
+
 def test_bad_build_name(write):
     message = only(
         write("s.yaml", "name: s\nbuilds: {'a b': {runner: r, build: x}}\nmodels: {m: {file: m, build: x}}\n")

@@ -82,8 +82,8 @@ from fvp_harness.sim.networks.modelfile import (
     is_model_file,
     model_file_size,
 )
-from fvp_harness.sim.npu.cycles import model_cycles
 from fvp_harness.sim.npu.driver_cost import DriverSizes
+from fvp_harness.sim.npu.partitions import partition_cycles
 from fvp_harness.sim.workloads.etdump import DebugTensor, ProfileEvent, RunBlock, encode_etdump
 from fvp_harness.sim.workloads.executor_runner import EtLog
 
@@ -459,7 +459,11 @@ class _Program:
         model = loaded.model
         sizes = DriverSizes.from_mapping(model.sizes.to_dict())
         cost = COSTS.inference(sizes)
-        npu_cycles = model_cycles(model)
+        # a partly delegated model (sim model --partitions K) makes K delegate calls per inference: the PMU
+        # callbacks add each call's counters (ethosu_inference_end, arm_perf_monitor.cpp:101-112) and count it in
+        # "NPU delegations" (line 151); no line is printed per call on bare metal
+        calls = len(model.delegation.partitions)
+        npu_cycles = sum(partition_cycles(model))
         per_counter = pmu_counters(model.arch.layers, sizes, npu_cycles, self.board.npu.num_macs,
                                    self.board.npu.family)  # fmt: skip
         measure = Measure(start=self.cycles, counters=[0] * len(PMU_EVENTS[self.board.npu.family]))
@@ -467,7 +471,7 @@ class _Program:
         done = 0
         for n in range(total):
             self.board.check_interrupt()
-            status = self._execute(loaded, n, cost, npu_cycles, per_counter, measure)
+            status = self._execute(loaded, n, cost, npu_cycles, per_counter, measure, calls)
             if status != OK:
                 break
             done += 1
@@ -485,8 +489,9 @@ class _Program:
         return (model.family, model.num_macs) != (npu.family, npu.num_macs)
 
     def _execute(self, loaded: _Loaded, n: int, cost: InferenceCost, npu_cycles: int, per_counter: list[int],
-                 measure: Measure) -> int:  # fmt: skip
-        """One ``method->execute()``: returns the Error it returns."""
+                 measure: Measure, calls: int = 1) -> int:  # fmt: skip
+        """One ``method->execute()`` making ``calls`` delegate calls (their NPU cycles summed in ``npu_cycles``;
+        the CPU cost of the backend is charged as for one call): returns the Error it returns."""
         model = loaded.model
         start = self.cycles
         before = cost.total - cost.backend
@@ -511,7 +516,7 @@ class _Program:
         output = run_model(model.arch, model.quant, loaded.x)
         self.spend(cost.wait, npu_cycles)
         measure.wait += self.cycles - wait_start
-        measure.delegations += 1
+        measure.delegations += calls
         measure.npu += npu_cycles
         measure.counters = [a + b for a, b in zip(measure.counters, per_counter, strict=True)]
         self.spend(cost.backend - cost.wait - setup)  # cache invalidate, copy out, release

@@ -33,7 +33,10 @@ The JSON header also carries the delegate's compile specs that change what the r
 EthosUBackend_Cortex_A.cpp; files written before the key existed read as true), and, when ``fvp-harness sim model``
 ran Vela, ``"vela": {...}``: Vela's estimate for the model (``networks/estimate.py`` documents it; the NPU cycle
 counter is its ``cycles``). The key is optional, so the format version stays 1: files without it (older ones, or
-made without Vela) count with ``npu/cycles.py``'s analytic model.
+made without Vela) count with ``npu/cycles.py``'s analytic model. A partly delegated program (``sim model
+--partitions K``) carries ``"delegation": {"cpu_layers": [NAME, ...]}``: the layers that run on the CPU between
+the Ethos-U partitions (``networks/partition.py`` derives the partitions from them); without the key every layer is
+in one partition, so files made before it read as they did.
 
 Runner artifact (stands in for a cross-compiled ``executor_runner`` build)::
 
@@ -81,6 +84,7 @@ from fvp_harness.sim.networks.architectures import Architecture, Layer
 from fvp_harness.sim.networks.estimate import VelaEstimate
 from fvp_harness.sim.networks.inference import LayerQuant, float_layer, quantize_multiplier, window_size
 from fvp_harness.sim.networks.magic import RUNNER_MAGIC, is_runner
+from fvp_harness.sim.networks.partition import Delegation, delegation_of
 
 __all__ = [
     "DRIVER_MODES",
@@ -278,6 +282,13 @@ class CompiledModel:
     """The NPU family compiled for (``num_macs`` is the MAC count); ``accelerator`` joins the two."""
     vela: VelaEstimate | None = None
     """Vela's estimate for this model (``npu.vela.estimate_model``); None: ``npu/cycles.py``'s model counts."""
+    cpu_layers: tuple[str, ...] = ()
+    """Layers left on the CPU between Ethos-U partitions (``sim model --partitions``); empty: fully delegated."""
+
+    @property
+    def delegation(self) -> Delegation:
+        """The program's Ethos-U partitions and CPU layers (one partition of every layer when fully delegated)."""
+        return delegation_of(self.arch, self.cpu_layers)
 
     @property
     def accelerator(self) -> Accelerator:
@@ -320,10 +331,11 @@ def compile_model(
     num_macs: int = 256,
     cycle_counter: bool = True,
     accelerator: Accelerator | str | None = None,
+    cpu_layers: tuple[str, ...] = (),
 ) -> CompiledModel:
     """Quantise ``arch`` with seeded weights for an Ethos-U85 with ``num_macs`` MACs, or for ``accelerator``
     (e.g. ``ethos-u55-128``; it overrides ``num_macs``) (``cycle_counter``: the ``ethosu.enable_cycle_counter``
-    compile spec).
+    compile spec; ``cpu_layers``: layers left on the CPU between Ethos-U partitions, ``partition.choose_cpu_layers``).
 
     Weights are He-initialised (so activations keep their magnitude through the depth), quantised
     symmetrically per output channel; activation ranges come from float passes over seeded calibration inputs
@@ -338,6 +350,7 @@ def compile_model(
             )
         accelerator = Accelerator("ethos-u85", num_macs)
     num_macs = accelerator.num_macs
+    delegation_of(arch, cpu_layers)  # ValueError for a layer the network does not have
     rng = np.random.default_rng([seed, 0xE7])
     in_scale, in_zp = INPUT_SCALE, 0
     tensors: dict[str, tuple[float, int]] = {arch.input_name: (in_scale, in_zp)}
@@ -401,6 +414,7 @@ def compile_model(
         sizes_of(arch),
         cycle_counter=cycle_counter,
         family=accelerator.family,
+        cpu_layers=tuple(cpu_layers),
     )
 
 
@@ -474,6 +488,8 @@ def encode_model(model: CompiledModel) -> bytes:
     }
     if model.vela is not None:
         header["vela"] = model.vela.to_dict()
+    if model.cpu_layers:  # only then: a fully delegated model's file is what it was before partitions existed
+        header["delegation"] = {"cpu_layers": list(model.cpu_layers)}
     header_bytes = json.dumps(header, separators=(",", ":")).encode()
     header_bytes += b" " * (_align(len(header_bytes)) - len(header_bytes))
     fixed = _MODEL_HEADER.pack(
@@ -579,6 +595,11 @@ def decode_model(data: bytes) -> CompiledModel:
             raise ModelFileError(
                 f"model file header: the vela estimate is for {vela.accelerator}, the model for {accelerator.name}"
             )
+    cpu_layers = tuple(str(name) for name in (header.get("delegation") or {}).get("cpu_layers", ()))
+    try:
+        delegation_of(arch, cpu_layers)
+    except ValueError as exc:
+        raise ModelFileError(f"model file header: {exc}") from exc
     return CompiledModel(
         arch,
         int(header["seed"]),
@@ -591,6 +612,7 @@ def decode_model(data: bytes) -> CompiledModel:
         cycle_counter=bool(specs.get(CYCLE_COUNTER_SPEC, True)),
         family=accelerator.family,
         vela=vela,
+        cpu_layers=cpu_layers,
     )
 
 

@@ -415,6 +415,23 @@ def test_perf_block_numbers_follow_the_work(models: dict[tuple[str, str], Compil
     assert small_cnt and int(small_cnt[1]) < int(m[2])
 
 
+def test_a_partitioned_model_counts_each_delegate_call_in_the_one_perf_block() -> None:
+    """Bare metal prints nothing per delegate call: ethosu_inference_end() adds each call's PMU cycles and counts it
+    (arm_perf_monitor.cpp:101-112), so K partitions show as ``NPU delegations: K x n (K.00 per inference)`` (line
+    151-155) and a PMU cycle count that is the partitions' sum."""
+    from fvp_harness.sim.networks.partition import choose_cpu_layers
+    from fvp_harness.sim.npu.partitions import partition_cycles
+
+    arch = get_architecture("ds_cnn")
+    model = compile_model(arch, 0, accelerator="ethos-u85-256", cpu_layers=choose_cpu_layers(arch, 3))
+    board = board_for(model)
+    run(board, elf(model, num_inferences=2))
+    text = "".join(board.text)
+    npu = sum(partition_cycles(model))
+    assert "NPU delegations: 6 (3.00 per inference)" in text
+    assert f"ethosu_pmu_cycle_cntr : {2 * npu} ({npu}.00 per inference)" in text
+
+
 def test_deterministic(models: dict[tuple[str, str], CompiledModel]) -> None:
     model = models["ds_cnn", "ethos-u85-128"]
     first, second = board_for(model), board_for(model)

@@ -19,6 +19,7 @@ import pytest
 
 from fvp_harness.sim.networks.architectures import get_architecture
 from fvp_harness.sim.networks.modelfile import compile_model, encode_model
+from fvp_harness.sim.networks.partition import choose_cpu_layers
 from fvp_harness.sim.workloads import executor_runner
 
 from .conftest import RunRunner
@@ -68,7 +69,9 @@ OLD_EXTRA_ARGS = ("E", RUNNER, 193, "%s")  # executor_runner.cpp:189-193
 
 # --- lines that are ours (not upstream), where the build asks for them ---------------------------------------------
 BUILD_ID = ("I", RUNNER, 306, "executor_runner build id: %s")  # after gflags::ParseCommandLineFlags (line 306)
-CPU_TIME = ("I", ETHOSU, 70, "EthosUBackend::execute() CPU time: %.3f ms")  # the execute_end() hook's call site
+# #22596 (closed unmerged) put its Linux CPU-time report in examples/arm/executor_runner/arm_perf_monitor.cpp; its text
+# and lines are not public: shown at EthosUBackend_execute_end()'s body (arm_perf_monitor.cpp:124 at cff6f4dd32)
+CPU_TIME = ("I", "arm_perf_monitor.cpp", 124, "EthosUBackend::execute() CPU time: %.3f ms")
 
 _CONVERSIONS = {
     "%s": r".*?",
@@ -358,3 +361,22 @@ def test_vgf_runner_prints_the_same_executor_runner_lines() -> None:
     ctx = FakeContext(["/root/runner", "--model_path=m.model", "stray"], files)
     assert executor_runner_vgf(ctx) == 1
     assert_lines(ctx.stderr_text, [EXTRA_ARGS])
+
+
+def test_a_partitioned_model_prints_one_data_line_per_delegate_and_one_counter_per_call(run_runner: RunRunner) -> None:
+    """K Ethos-U partitions are K delegates: EthosUBackend::init() prints ``data:%p`` once each
+    (EthosUBackend.cpp:101), and every execute() call prints its cycle counter (EthosUBackend_Cortex_A.cpp:294-299,
+    inside ``if (options.enable_cycle_counter)``), so one ``method->execute()`` prints K counters before its
+    ``Iteration`` line (executor_runner.cpp:779)."""
+    arch = get_architecture("ds_cnn")
+    model = compile_model(arch, 0, 256, cpu_layers=choose_cpu_layers(arch, 3))
+    status, ctx = run_runner("reuse", "--model_path=part.bin", "--num_executions=2", cpu_time_report=True,
+                             extra_files={"/root/part.bin": encode_model(model)})  # fmt: skip
+    assert status == 0
+    assert_lines(ctx.stderr_text, [
+        MODEL_FILE_LOADED, USING_METHOD, CPU_PLANNED, *[DELEGATE_DATA] * 3, MODEL_LOADED_IN,
+        *([CYCLE_COUNTER, CPU_TIME] * 3 + [ITERATION]) * 2,
+        EXECUTED, OUTPUTS,
+    ])  # fmt: skip
+    counters = [int(line.rsplit(" ", 1)[1]) for line in ctx.stderr_text.splitlines() if "cycle counter" in line]
+    assert counters[:3] == counters[3:] and len(set(counters[:3])) == 3  # each partition its own work, every time

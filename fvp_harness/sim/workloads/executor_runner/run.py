@@ -40,12 +40,18 @@ below glibc's mmap threshold of 128 KiB, ``0xffff...`` above), different in ever
 
 **Lines that are ours, only when the runner build asks for them** (``fvp-harness sim runner``): ``--build-id TEXT``
 (alias ``--id``) adds ``executor_runner build id: TEXT`` after flag parsing (as ``executor_runner.cpp:306``, the
-line it would follow); ``--cpu-time-report`` adds ``EthosUBackend::execute() CPU time: %.3f ms`` per inference
-after the cycle counter line (as ``EthosUBackend.cpp:70``, where ``EthosUBackend_execute_end()`` runs): the
-instrumentation used to measure the driver-reuse change came from a pull request that was closed unmerged, its
-exact text is not public, and this is the harness's documented default shape. Upstream prints neither line.
-Lines of ours that explain something upstream cannot know (a real ``.pte``, flags the simulator does not emulate)
-start with ``fvp-sim:`` and carry no ET_LOG prefix.
+line it would follow); ``--cpu-time-report`` adds ``EthosUBackend::execute() CPU time: %.3f ms`` per delegate call
+after the cycle counter line, shown as ``arm_perf_monitor.cpp:124``: the report used to measure the driver-reuse
+change (#22599) came from #22596, closed unmerged, whose Linux report was a branch of
+examples/arm/executor_runner/arm_perf_monitor.cpp (124 is ``EthosUBackend_execute_end()``'s body there, the hook
+that ends every ``execute()``); its exact text is not public, and this is the harness's documented default shape.
+Upstream prints neither line. Lines of ours that explain something upstream cannot know (a real ``.pte``, flags
+the simulator does not emulate) start with ``fvp-sim:`` and carry no ET_LOG prefix.
+
+**Driver modes** (``sim runner --driver``): ``reuse`` is a build of main since ExecuTorch #22599 (merged September
+2026: driver objects created in ``platform_init()``, kept in ``PlatformState``, freed in ``destroy()``), the
+"after" build; ``per-inference`` one from before it, the "before" build. A model in K Ethos-U partitions
+(``sim model --partitions K``) makes K delegate calls per ``execute()``: ``partitioned.py``.
 
 **Log generations** (``--log-generation``): ``current`` is cff6f4dd32 as above; ``old`` is executor_runner.cpp at
 5e8a0df301, the last before 2026-04-10 (the Linux Ethos-U delegate exists since 2026-02-16): its own line numbers,
@@ -79,7 +85,7 @@ the Fatal ``Execution of method forward failed with status 0x2``, exit 134. An N
 driver exception (``Ethos-U Linux driver invocation failed: <text>``; the driver's own text is not public, ours
 names both configurations): in the per-inference build at the first execute (then as a timeout), in the reuse
 build at method load (``Init failed for backend EthosUBackend: 0x2`` and the Fatal ``Loading of method forward
-failed with status 0x2``; the reuse build is not upstream). Wrong input files fail in prepare_input_tensors
+failed with status 0x2``; sites as at cff6f4dd32). Wrong input files fail in prepare_input_tensors
 (inputs.cpp) with ``Could not prepare inputs: 0x12``; an unknown ``--method_name`` with program.cpp's ``No method
 named`` and ``Failed to get method_meta for X: 0x12``. ``Aborted`` / ``Segmentation fault`` are what the shell
 shows for SIGABRT / SIGSEGV.
@@ -135,6 +141,7 @@ from fvp_harness.sim.networks.modelfile import (
     is_model_file,
     model_file_size,
 )
+from fvp_harness.sim.networks.partition import planned_edge_bytes
 from fvp_harness.sim.npu.cycles import NPU_CLOCK_HZ, model_cycles
 from fvp_harness.sim.npu.driver_cost import DEFAULT as DRIVER_COSTS
 from fvp_harness.sim.npu.driver_cost import DriverSizes
@@ -148,6 +155,7 @@ from fvp_harness.sim.workloads.executor_runner.flags import (
     parse_flags,
 )
 from fvp_harness.sim.workloads.executor_runner.log import SITES, EtLog, OutputTruncated, format_outputs, note
+from fvp_harness.sim.workloads.executor_runner.partitioned import Calls
 
 __all__ = ["Delegate", "DelegateError", "Run", "RunnerAbort", "executor_main", "executor_runner", "run_as_main"]
 
@@ -369,7 +377,8 @@ def _planned_buffer_bytes(model: CompiledModel) -> int:
     def align(n: int) -> int:
         return (n + PLANNED_ALIGNMENT - 1) // PLANNED_ALIGNMENT * PLANNED_ALIGNMENT
 
-    return align(model.sizes.input) + align(model.sizes.output)
+    # a partly delegated program also plans the tensors its partitions and CPU layers hand each other
+    return align(model.sizes.input) + align(model.sizes.output) + planned_edge_bytes(model.arch, model.delegation)
 
 
 def _output_filename(prefix: str, index: int) -> str:
@@ -561,6 +570,7 @@ class _EthosU:
         self.addresses = np.random.default_rng([self.noise.seed, invocation, 0xDA7A])
         self.load_ms = 0.0
         self.program_ms = 0.0
+        self.calls: Calls | None = None
 
     def noisy(self, ctx: programs.GuestContext, ms: float) -> float:
         noise, rng = self.noise, self.rng
@@ -574,8 +584,11 @@ class _EthosU:
     def load_program(self, run: Run) -> None:
         model = run.compiled
         self.sizes = DriverSizes.from_mapping(model.sizes.to_dict())
+        # a partly delegated program makes one delegate call per partition (partitioned.py)
+        self.calls = Calls(model, self.artifact.driver, run.ctx.knobs) if model.cpu_layers else None
+        setup = self.calls.setup_ms() if self.calls is not None else DRIVER_COSTS.setup_ms(self.sizes)
         program = LOAD_BASE_MS / 2 + LOAD_US_PER_KIB * run.file_bytes / 1024.0 / 1000.0
-        method = LOAD_BASE_MS / 2 + (DRIVER_COSTS.setup_ms(self.sizes) if self.artifact.driver == "reuse" else 0.0)
+        method = LOAD_BASE_MS / 2 + (setup if self.artifact.driver == "reuse" else 0.0)
         total = self.noisy(run.ctx, program + method)
         self.program_ms, self.load_ms = total * program / (program + method), total * method / (program + method)
         run.spend(self.program_ms / 1000.0)
@@ -588,8 +601,11 @@ class _EthosU:
 
     def init(self, run: Run) -> None:
         model = run.compiled
-        segment = model.sizes.weights + model.sizes.command_stream
-        run.log.at("I", run.sites["delegate_data"], f"data:{self._address(segment)}")
+        if self.calls is not None:  # one EthosUBackend::init() per delegate
+            self.calls.init(self, run)
+        else:
+            segment = model.sizes.weights + model.sizes.command_stream
+            run.log.at("I", run.sites["delegate_data"], f"data:{self._address(segment)}")
         if self.artifact.driver == "reuse":  # the driver-reuse build creates the network and buffers here
             mismatch = _mismatch(model, run.ctx.npu_macs)
             if mismatch:
@@ -612,6 +628,9 @@ class _EthosU:
                 remaining -= step
             log.at("E", sites["npu_timed_out"], f"Ethos-U inference timed out after {NPU_TIMEOUT_NS} ns")
             raise DelegateError(INVALID_STATE)
+        if self.calls is not None:
+            return self.calls.execute(self, run, x, runner_overhead_ms=RUNNER_OVERHEAD_MS,
+                                      cpu_time_report=self.artifact.cpu_time_report)
         output = run_model(model.arch, model.quant, x)
         cpu_ms = self.noisy(ctx, DRIVER_COSTS.execute_ms(self.sizes, self.artifact.driver)) * slowdown(
             ctx.knobs, model.arch.name, self.artifact.driver)
@@ -619,7 +638,7 @@ class _EthosU:
         run.spend((cpu_ms + npu_ms + RUNNER_OVERHEAD_MS) / 1000.0, cpu_ms / 1000.0)
         if model.cycle_counter:
             log.at("I", sites["cycle_counter"], f"Ethos-U Linux delegate cycle counter: {self.cycles}")
-        if self.artifact.cpu_time_report:  # ours: the unmerged instrumentation's documented default shape
+        if self.artifact.cpu_time_report:  # ours: #22596's report (closed unmerged), the documented default shape
             log.at("I", sites["cpu_time"], f"EthosUBackend::execute() CPU time: {cpu_ms:.3f} ms")
         return output
 

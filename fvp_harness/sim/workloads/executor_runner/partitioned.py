@@ -1,0 +1,133 @@
+"""``method->execute()`` of a partly delegated program: K Ethos-U delegate calls with CPU operators between them.
+
+Why apart from ``run.py``: a fully delegated program (every shipped model) keeps ``run.py``'s one-call path exactly,
+so its numbers and noise draws do not move; this module is the K-call path ``_EthosU`` hands over to when the model
+file names CPU layers (``networks/partition.py``, ``fvp-harness sim model --partitions K``).
+
+What upstream prints, per call, and what the simulator therefore prints:
+
+* at method load, ``EthosUBackend::init()`` runs once per delegate: one ``data:%p`` line each
+  (EthosUBackend.cpp:101), and the reuse build creates each partition's driver objects there;
+* per ``execute()`` call of each delegate (each partition, in graph order): the driver work of the build's mode for
+  that partition's sizes (``npu/driver_cost.py``), the NPU inference (its own cycle count,
+  ``npu/partitions.partition_cycles``), then ``Ethos-U Linux delegate cycle counter: %llu``
+  (EthosUBackend_Cortex_A.cpp:296, inside the ``if (options.enable_cycle_counter)`` of lines 294-299) and, in a
+  build with the CPU-time report, its line for that call;
+* between calls, the CPU operators' time (``npu/partitions.cpu_layer_ms``); the int8 results of every layer,
+  delegated or not, come from ``networks/inference.run_model``, so outputs do not depend on the partitioning;
+* ``Iteration i of n`` after the whole ``method->execute()``, as for one call (executor_runner.cpp:779).
+
+Knob ``runner_partition_cycles`` (``FVP_SIM_RUNNER_PARTITION_CYCLES`` / ``--sim runner_partition_cycles=...``):
+comma-separated ``[DRIVER:]P=FACTOR``, partition ``P`` (1-based) of builds with driver mode ``DRIVER``
+(``reuse``, ``per-inference``; omitted: every build) counts ``FACTOR`` times its modelled cycles. It stands for a
+build whose command stream for one partition changed (how a test proves that ``expect_identical: npu_cycles``
+names the partition that moved); the default changes nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Protocol
+
+import numpy as np
+
+from fvp_harness.sim.guest import programs
+from fvp_harness.sim.networks.inference import run_model
+from fvp_harness.sim.networks.modelfile import CompiledModel
+from fvp_harness.sim.npu.cycles import NPU_CLOCK_HZ
+from fvp_harness.sim.npu.driver_cost import DEFAULT as DRIVER_COSTS
+from fvp_harness.sim.npu.driver_cost import DriverSizes
+from fvp_harness.sim.npu.partitions import cpu_layer_ms, partition_cycles, partition_sizes
+from fvp_harness.sim.workloads.executor_runner.faults import slowdown
+from fvp_harness.sim.workloads.executor_runner.flags import UsageError
+from fvp_harness.sim.workloads.executor_runner.log import EtLog
+
+__all__ = ["PARTITION_CYCLES_KNOB", "Calls", "partition_factors"]
+
+PARTITION_CYCLES_KNOB = "runner_partition_cycles"
+
+
+class _Run(Protocol):
+    """What this module uses of ``run.Run`` (typed structurally: ``run.py`` imports this module)."""
+
+    ctx: programs.GuestContext
+    log: EtLog
+
+    @property
+    def sites(self) -> dict[str, tuple[str, int]]: ...
+    @property
+    def compiled(self) -> CompiledModel: ...
+    def spend(self, seconds: float, cpu_seconds: float | None = None) -> None: ...
+
+
+class _Delegate(Protocol):
+    """What this module uses of ``run._EthosU``: its noise and address generators and its build."""
+
+    def noisy(self, ctx: programs.GuestContext, ms: float) -> float: ...
+    def _address(self, size: int) -> str: ...
+
+
+def partition_factors(knobs: Mapping[str, str], driver: str, partitions: int) -> tuple[float, ...]:
+    """Each partition's factor from ``runner_partition_cycles`` for a build of ``driver`` (1 where no item
+    names it); UsageError for a malformed item or a partition the program does not have."""
+    factors = [1.0] * partitions
+    text = (knobs.get(PARTITION_CYCLES_KNOB) or "").strip()
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        scope, colon, rest = item.partition(":")
+        mode, rest = (scope.strip(), rest) if colon else ("", scope)
+        number, sep, value = rest.partition("=")
+        try:
+            index, factor = int(number), float(value)
+        except ValueError:
+            raise UsageError(f"knob {PARTITION_CYCLES_KNOB}: {item!r} is not [DRIVER:]P=FACTOR "
+                             "(e.g. reuse:2=1.05)") from None
+        if not sep or not math.isfinite(factor) or not 0.1 <= factor <= 100.0:
+            raise UsageError(f"knob {PARTITION_CYCLES_KNOB}: {item!r}: FACTOR must be within 0.1..100")
+        if not 1 <= index <= partitions:
+            raise UsageError(f"knob {PARTITION_CYCLES_KNOB}: {item!r}: the program has partitions 1..{partitions}")
+        if mode in ("", driver):
+            factors[index - 1] = factor
+    return tuple(factors)
+
+
+class Calls:
+    """The delegate calls of one partly delegated program, for one runner build (``driver``)."""
+
+    def __init__(self, model: CompiledModel, driver: str, knobs: Mapping[str, str]) -> None:
+        self.model, self.driver = model, driver
+        self.delegation = model.delegation
+        self.sizes: list[DriverSizes] = [partition_sizes(model, p) for p in self.delegation.partitions]
+        factors = partition_factors(knobs, driver, len(self.sizes))
+        self.cycles = [max(1, round(c * f)) for c, f in zip(partition_cycles(model), factors, strict=True)]
+        self.slowdown = slowdown(knobs, model.arch.name, driver)
+
+    def setup_ms(self) -> float:
+        """What the reuse build spends creating every partition's driver objects at method load."""
+        return sum(DRIVER_COSTS.setup_ms(sizes) for sizes in self.sizes)
+
+    def init(self, delegate: _Delegate, run: _Run) -> None:
+        """``EthosUBackend::init()`` of each delegate: its ``data:%p`` line (EthosUBackend.cpp:101)."""
+        for sizes in self.sizes:
+            segment = sizes.weights + sizes.command_stream
+            run.log.at("I", run.sites["delegate_data"], f"data:{delegate._address(segment)}")
+
+    def execute(self, delegate: _Delegate, run: _Run, x: np.ndarray, *, runner_overhead_ms: float,
+                cpu_time_report: bool) -> np.ndarray:
+        """One ``method->execute()``: the steps in graph order; returns the model output."""
+        ctx, model, log, sites = run.ctx, run.compiled, run.log, run.sites
+        output = run_model(model.arch, model.quant, x)
+        run.spend(runner_overhead_ms / 1000.0)
+        for kind, index in self.delegation.steps:
+            if kind == "cpu":
+                ms = cpu_layer_ms(model.arch.layers[index])
+                run.spend(ms / 1000.0)
+                continue
+            cpu_ms = delegate.noisy(ctx, DRIVER_COSTS.execute_ms(self.sizes[index], self.driver)) * self.slowdown
+            npu_ms = self.cycles[index] / NPU_CLOCK_HZ * 1000.0
+            run.spend((cpu_ms + npu_ms) / 1000.0, cpu_ms / 1000.0)
+            if model.cycle_counter:
+                log.at("I", sites["cycle_counter"], f"Ethos-U Linux delegate cycle counter: {self.cycles[index]}")
+            if cpu_time_report:
+                log.at("I", sites["cpu_time"], f"EthosUBackend::execute() CPU time: {cpu_ms:.3f} ms")
+        return output
