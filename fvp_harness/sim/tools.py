@@ -5,7 +5,7 @@ Why here and not in the harness CLI: the simulator is its own world (it could sh
 makers live with it; ``fvp_harness/cli/verb_sim.py`` only forwards the arguments to ``main``.
 
     sim runner --driver per-inference|reuse [--build-id TEXT] [--cpu-time-report] [--log-generation current|old]
-               [--fault SPEC] -o FILE
+               [--event-tracer] [--fault SPEC] -o FILE
     sim vgf-runner [--build-id TEXT] [--no-io-stats] -o FILE   (VGF benchmark mode: sim/workloads/vgf_runner.py)
     sim baremetal-runner -o FILE [--pte MODEL | --pte-addr ADDR | --semihosting] [--target CONFIG]
                [--iterations N] [--etdump] [--fault SPEC] ...   (Corstone-300/320: sim/baremetal/artifact.py)
@@ -17,7 +17,9 @@ makers live with it; ``fvp_harness/cli/verb_sim.py`` only forwards the arguments
 A runner build prints what upstream's executor_runner prints (fvp_harness/sim/workloads/executor_runner) unless it is
 built with instrumentation upstream lacks: ``--build-id`` (alias ``--id``) adds ``executor_runner build id: TEXT``,
 ``--cpu-time-report`` adds ``EthosUBackend::execute() CPU time: %.3f ms`` per inference (the shape of an unmerged
-instrumentation). ``--log-generation old`` makes a build of the older executor_runner.cpp (before 2026-04-10).
+instrumentation). ``--event-tracer`` makes upstream's traced build (``--etdump_path``, an ETDump file per run:
+sim/workloads/executor_runner/tracer.py). ``--log-generation old`` makes a build of the older executor_runner.cpp
+(before 2026-04-10).
 
 Exit status: 0 ok, 2 bad arguments (argparse), 1 a file could not be written or read.
 """
@@ -90,6 +92,12 @@ def build_parser(prog: str = "fvp-harness sim") -> argparse.ArgumentParser:
         action="store_true",
         help="add 'EthosUBackend::execute() CPU time: X ms' per inference (not upstream: the shape of the unmerged "
         "instrumentation that measured the driver-reuse change)",
+    )
+    runner.add_argument(
+        "--event-tracer",
+        action="store_true",
+        help="a build with the event tracer (EXECUTORCH_ENABLE_EVENT_TRACER, ET_EVENT_TRACER_ENABLED): the runner "
+        "takes --etdump_path (default model.etdump) and writes its ETDump there after the outputs",
     )
     runner.add_argument(
         "--log-generation",
@@ -204,7 +212,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     try:
         if args.what == "runner":
             artifact = RunnerArtifact(
-                args.driver, args.build_id, args.fault, args.cpu_time_report, args.log_generation
+                args.driver, args.build_id, args.fault, args.cpu_time_report, args.log_generation,
+                event_tracer=args.event_tracer,
             )
             data = encode_runner(artifact)
             if args.fault:
