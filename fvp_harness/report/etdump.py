@@ -20,6 +20,7 @@ cycles on bare metal).
 from __future__ import annotations
 
 import re
+import struct
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -155,9 +156,8 @@ class _Reader:
         if not at:
             return _default(field)
         self.need(tab.Pos + at, size, f"{table}.{name}")
-        import struct  # late: only here
-
-        return struct.unpack_from("<" + code, self.data, tab.Pos + at)[0]  # type: ignore[no-any-return]
+        value: int | float | bool = struct.unpack_from("<" + code, self.data, tab.Pos + at)[0]
+        return value
 
     def string(self, tab: Any, table: str, name: str) -> str | None:
         at = self.offset(tab, table, name)
