@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from fvp_harness.report.analysis import AnalysisResult, Settings
 
 __all__ = ["EVENT_CSV_COLUMNS", "EventComparison", "EventReport", "EventRow", "Trace", "compare_events",
-           "event_rows", "events_csv", "events_json", "events_markdown", "load_traces"]  # fmt: skip
+           "compare_traces", "event_rows", "events_csv", "events_json", "events_markdown", "load_traces"]  # fmt: skip
 
 ETDUMP_FILE = "etdump.bin"
 EXECUTE_BLOCK = "Execute"
@@ -284,20 +284,25 @@ def compare_events(root: Path, records: Sequence[Record], result: AnalysisResult
     traces, warnings = load_traces(root, records, planned)
     if not traces and not warnings:
         return None
-    settings = result.settings
+    pairs = [(c.baseline, c.candidate) for c in result.comparisons]
+    return compare_traces(traces, pairs, result.settings, warmup=warmup, warnings=warnings)
+
+
+def compare_traces(traces: Sequence[Trace], pairs: Sequence[tuple[str, str]], settings: Settings, *,
+                   warmup: int = 0, warnings: Sequence[str] = ()) -> EventReport:
+    """The event comparison of each (baseline, candidate) pair and each model both builds have traces of."""
     by: dict[tuple[str, str], list[Trace]] = {}
     for trace in traces:
         by.setdefault((trace.model, trace.build), []).append(trace)
     models = list(dict.fromkeys(trace.model for trace in traces))
     comparisons: list[EventComparison] = []
-    for pair in result.comparisons:
+    for baseline, candidate in pairs:
         for model in models:
-            base, cand = by.get((model, pair.baseline), []), by.get((model, pair.candidate), [])
+            base, cand = by.get((model, baseline), []), by.get((model, candidate), [])
             if not base or not cand:
                 continue
-            unit = base[0].time_unit
-            comparisons.append(_compare_model(model, pair.baseline, pair.candidate, _collect(base, warmup),
-                                              _collect(cand, warmup), unit, settings))
+            comparisons.append(_compare_model(model, baseline, candidate, _collect(base, warmup),
+                                              _collect(cand, warmup), base[0].time_unit, settings))
     return EventReport(tuple(comparisons), tuple(warnings))
 
 
