@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["EVENT_COLUMNS", "EtdumpError", "EtdumpEvent", "EtdumpFile", "events_frame", "read_etdump", "schema"]
+__all__ = ["EVENT_COLUMNS", "SCHEMA_FILE", "EtdumpError", "EtdumpEvent", "EtdumpFile", "Field", "Schema",
+           "events_frame", "read_etdump", "schema"]
 
 SCHEMA_FILE = Path(__file__).with_name("etdump.fbs")
 EVENT_COLUMNS = ("block", "run_block", "position", "event", "chain_index", "instruction_id", "delegate_debug_id",

@@ -113,6 +113,7 @@ __all__ = [
     "SessionRunner",
     "UnitCommand",
     "default_deploy",
+    "etdump_path",
     "execute_plan",
     "render_unit_command",
     "utc_now",
