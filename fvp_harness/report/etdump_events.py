@@ -10,10 +10,10 @@ position (the k-th ``DELEGATE_CALL`` of a block is one event, the k+1-th another
   ``analysis.bootstrap_medians``), the warmup executions left out as the headline leaves them out;
 * the change of the median (candidate − baseline) with the CI of the bootstrap difference;
 * the **self** time saved (the event's duration less the events it encloses, found by time containment within its
-  block) and that saving's share of the total saving, the saving of the block's outermost event
-  (``Method::execute``). Self times of a block add up to its outermost event, so the shares add up to 100 % up to
-  the difference between a median of sums and a sum of medians; the section says how close they came and whether
-  their sum lies within the total saving's CI.
+  block), with the CI of its bootstrap difference, and that saving's share of the total saving, the saving of the
+  block's outermost event (``Method::execute``). Self times of a block add up to its outermost event, so the
+  shares add up to 100 % up to the difference between a median of sums and a sum of medians; the section says how
+  close they came and whether their sum lies within the total saving's CI.
 
 Rows are sorted by share (largest first); events only one build has are listed as such. The ``Default`` block
 (method loading, once per process) is not per inference and is left out of the table. A file that cannot be read
@@ -106,6 +106,7 @@ class EventRow:
     change: float | None = None
     change_ci: tuple[float | None, float | None] = (None, None)
     self_saved: float | None = None
+    self_saved_ci: tuple[float | None, float | None] = (None, None)
     share_pct: float | None = None
 
 
@@ -252,10 +253,13 @@ def _compare_model(model: str, baseline: str, candidate: str, base: _Collected, 
         bmed, cmed = _median(b_groups), _median(c_groups)
         assert bmed is not None and cmed is not None
         b_own, c_own = _median(base.own[key]), _median(cand.own[key])
+        own_draws = (_draws(base.own[key], settings, *labels, "self", baseline)
+                     - _draws(cand.own[key], settings, *labels, "self", candidate))
         rows.append(EventRow(
             model, name, occurrence, chain, instruction, "both", nb, nc, bmed, _interval(bd, settings.confidence),
             cmed, _interval(cd, settings.confidence), cmed - bmed, _interval(cd - bd, settings.confidence),
-            (b_own - c_own) if b_own is not None and c_own is not None else None))
+            (b_own - c_own) if b_own is not None and c_own is not None else None,
+            _interval(own_draws, settings.confidence)))
     total_key = max(base.outermost, key=lambda k: base.outermost[k]) if base.outermost else None
     total = next((r for r in rows if total_key and (r.event, r.occurrence) == total_key and r.present == "both"),
                  None)
@@ -359,7 +363,7 @@ def events_markdown(report: EventReport | None) -> list[str]:
             lines.append(f"| {name} | {where} | {_with_ci(r.baseline_median, r.baseline_ci, c.time_unit)} | "
                          f"{_with_ci(r.candidate_median, r.candidate_ci, c.time_unit)} | "
                          f"{_with_ci(r.change, r.change_ci, c.time_unit, signed=True)} | "
-                         f"{_amount(r.self_saved, c.time_unit, signed=True)} | {share} |")
+                         f"{_with_ci(r.self_saved, r.self_saved_ci, c.time_unit, signed=True)} | {share} |")
         lines.append("")
         if c.total_saved is not None and c.self_saved_sum is not None:
             within = {True: "within", False: "outside", None: "(no CI)"}[c.shares_within_ci]
@@ -378,7 +382,7 @@ EVENT_CSV_COLUMNS = [
     "baseline", "candidate", "model", "event", "occurrence", "chain_index", "instruction_id", "present",
     "time_unit", "n_baseline", "n_candidate", "baseline_median", "baseline_ci_low", "baseline_ci_high",
     "candidate_median", "candidate_ci_low", "candidate_ci_high", "change", "change_ci_low", "change_ci_high",
-    "self_saved", "share_pct",
+    "self_saved", "self_saved_ci_low", "self_saved_ci_high", "share_pct",
 ]  # fmt: skip
 """The columns of ``report.events.csv`` and of each row of ``report.json``'s ``etdump_events.rows``."""
 
@@ -396,7 +400,9 @@ def event_rows(report: EventReport) -> list[dict[str, Any]]:
                 "baseline_ci_low": r.baseline_ci[0], "baseline_ci_high": r.baseline_ci[1],
                 "candidate_median": r.candidate_median, "candidate_ci_low": r.candidate_ci[0],
                 "candidate_ci_high": r.candidate_ci[1], "change": r.change, "change_ci_low": r.change_ci[0],
-                "change_ci_high": r.change_ci[1], "self_saved": r.self_saved, "share_pct": r.share_pct,
+                "change_ci_high": r.change_ci[1], "self_saved": r.self_saved,
+                "self_saved_ci_low": r.self_saved_ci[0], "self_saved_ci_high": r.self_saved_ci[1],
+                "share_pct": r.share_pct,
             })  # fmt: skip
     return rows
 
