@@ -45,3 +45,20 @@ def test_a_bad_traced_value_names_file_line_and_field(tmp_path: Path) -> None:
         load_scenario(path, check_files=False)
     assert any(p.startswith(f"{path}:5:") and "builds.b.traced" in p for p in caught.value.problems), \
         caught.value.problems
+
+
+def test_tracing_a_build_moves_only_its_units_build_key(tmp_path: Path) -> None:
+    """A traced unit runs another command (its --etdump_path) and keeps a trace: a stored untraced result is not
+    current for it, while the other build's units, and every untraced scenario's keys, stay as they were."""
+    from fvp_harness.run.plan import build_plan
+
+    text = ("name: k\nbuilds: {a: {runner: r1}, b: {runner: r2}}\nmodels: {m: {file: m}}\n"
+            "run: {command: '{runner} --model_path={model}'}\n")
+    plain, traced = tmp_path / "p.yaml", tmp_path / "t.yaml"
+    plain.write_text(text)
+    traced.write_text(text.replace("b: {runner: r2}", "b: {runner: r2, traced: true}"))
+    before = build_plan(load_scenario(plain, check_files=False)).units
+    after = build_plan(load_scenario(traced, check_files=False)).units
+    for old, new in zip(before, after, strict=True):
+        moved = [name for name in old.key_parts if old.key_parts[name] != new.key_parts[name]]
+        assert moved == (["build"] if old.build == "b" else []), old.id
