@@ -6,6 +6,7 @@ install it."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -22,10 +23,14 @@ from fvp_harness.sim.workloads.executor_runner import executor_runner
 from tests.sim.workloads.fake_context import FakeContext
 
 
+@functools.cache
+def _model() -> bytes:
+    return encode_model(compile_model(get_architecture("resnet8"), 0, 256))
+
+
 def _runner_etdump(driver: str, executions: int = 2) -> bytes:
     """The ETDump the emulated Linux executor_runner (built with the event tracer) writes for resnet8."""
-    files = {"/root/runner": encode_runner(RunnerArtifact(driver, event_tracer=True)),
-             "/root/m.bin": encode_model(compile_model(get_architecture("resnet8"), 0, 256))}
+    files = {"/root/runner": encode_runner(RunnerArtifact(driver, event_tracer=True)), "/root/m.bin": _model()}
     ctx = FakeContext(["/root/runner", "--model_path=/root/m.bin", f"--num_executions={executions}",
                        "--etdump_path=/root/trace.etdp"], files, {}, 256)
     assert executor_runner(ctx) == 0, ctx.stderr_text
