@@ -319,10 +319,9 @@ def _amount(value: float | None, unit: str, signed: bool = False) -> str:
     if value is None:
         return "–"
     scale, _ = _SCALE.get(unit, (1.0, unit))
-    number = value / scale
-    if round(number, 1) == 0:  # no "-0.0": a change that rounds to nothing has no sign
-        number = 0.0
-    return f"{number:+,.1f}" if signed else f"{number:,.1f}"
+    number = value / scale + 0.0  # + 0.0: no "-0.0"
+    spec = ",.1f" if abs(number) >= 1 or number == 0 else ".2g"  # a fraction of the unit keeps two digits
+    return f"{number:+{spec}}" if signed else f"{number:{spec}}"
 
 
 def _with_ci(value: float | None, ci: tuple[float | None, float | None], unit: str, signed: bool = False) -> str:
@@ -366,10 +365,11 @@ def events_markdown(report: EventReport | None) -> list[str]:
                          f"{_with_ci(r.self_saved, r.self_saved_ci, c.time_unit, signed=True)} | {share} |")
         lines.append("")
         if c.total_saved is not None and c.self_saved_sum is not None:
-            within = {True: "within", False: "outside", None: "(no CI)"}[c.shares_within_ci]
+            within = {True: "within", False: "outside", None: "with no CI to hold it"}[c.shares_within_ci]
+            part = f" ({100.0 * c.self_saved_sum / c.total_saved:.1f} % of it)" if c.total_saved else ""
             lines += [f"Total saving {_with_ci(c.total_saved, c.total_saved_ci, c.time_unit, signed=True)} {shown}; "
                       f"the self-time savings add up to {_amount(c.self_saved_sum, c.time_unit, signed=True)} "
-                      f"{shown} ({100.0 * c.self_saved_sum / c.total_saved:.1f} % of it), {within} its CI.", ""]
+                      f"{shown}{part}, {within} its CI.", ""]
     if not report.comparisons:
         lines += ["No model has an ETDump from both builds of a pair.", ""]
     lines += [f"- {w}" for w in report.warnings]

@@ -871,11 +871,13 @@ class SessionRunner:
                 if tensors:
                     outputs[PRINTED_OUTPUTS] = hashlib.sha256("\n".join(tensors).encode()).hexdigest()
             self._fetch(target, unit, fetched)
-            if traced is not None and "etdump_sha256" in extra:  # the copy is the file the guest hashed
+            if traced is not None:  # the copy is the file the guest hashed (unframed: the copy's own digest)
                 kept = self.shared.store.fetched_dir / unit.id / posixpath.basename(traced)
-                if hashlib.sha256(kept.read_bytes()).hexdigest() != extra["etdump_sha256"]:
+                digest = hashlib.sha256(kept.read_bytes()).hexdigest()
+                if digest != extra.setdefault("etdump_sha256", digest):
                     raise CommandFailed(f"the ETDump fetched from {traced} differs from the file the guest hashed "
                                         f"(sha256 {extra['etdump_sha256']})", exit_status=1)
+                extra["etdump"] = posixpath.basename(traced)
         except UnitFailure as exc:
             return failed(exc)
         return self._masked(Record(

@@ -62,3 +62,63 @@ def test_tracing_a_build_moves_only_its_units_build_key(tmp_path: Path) -> None:
     for old, new in zip(before, after, strict=True):
         moved = [name for name in old.key_parts if old.key_parts[name] != new.key_parts[name]]
         assert moved == (["build"] if old.build == "b" else []), old.id
+
+
+FLEET_SCENARIO = """
+name: fake
+fvp: {binary: sim}
+builds:
+  before: {runner: bin/runner-before, id: id-before, traced: true}
+  after: {runner: bin/runner-after, id: id-after, traced: true}
+models:
+  m1: {file: m1.model}
+run:
+  command: "{runner} --model_path={model} --num_executions={iterations} --output_file={output}"
+  warmup: 1
+  iterations: 3
+  repetitions: 2
+metrics: [{name: cpu_time, required: true}]
+compare: {baseline: before, candidate: after, min_effect: 5}
+report: {outputs: [markdown, csv, json]}
+"""
+
+
+def _fleet_run(tmp_path: Path, outputs: dict[str, bytes]) -> list[object]:
+    from fvp_harness.run.pipeline import RunOptions, run_scenario
+    from fvp_harness.store.folder import ResultStore
+    from tests.fakes import FakeFleet
+
+    (tmp_path / "bin").mkdir()
+    for name in ("bin/runner-before", "bin/runner-after", "m1.model"):
+        (tmp_path / name).write_text(name)
+    (tmp_path / "s.yaml").write_text(FLEET_SCENARIO)
+    fleet = FakeFleet(outputs=outputs)
+    run_scenario(load_scenario(tmp_path / "s.yaml"), RunOptions(output_dir=tmp_path / "out"), factory=fleet.factory,
+                 deploy=fleet.deploy)
+    runs = [c for c in fleet.commands if "--num_executions=" in c]
+    assert runs and all("--etdump_path=" in c for c in runs)
+    return list(ResultStore(tmp_path / "out").records())
+
+
+def test_a_traced_units_etdump_is_kept_hashed_and_no_output(tmp_path: Path) -> None:
+    import hashlib
+
+    from fvp_harness.sim.workloads.etdump import ProfileEvent, RunBlock, encode_etdump
+
+    trace = encode_etdump([RunBlock("Execute", (ProfileEvent(0, 10, name="Method::execute"),))] * 4)
+    records = _fleet_run(tmp_path, {"out-0.bin": b"same", "etdump.bin": trace})
+    assert len(records) == 4
+    for r in records:
+        assert r.status == "ok" and list(r.outputs) == ["out-0.bin"]  # type: ignore[attr-defined]
+        assert r.extra["etdump_sha256"] == hashlib.sha256(trace).hexdigest()  # type: ignore[attr-defined]
+        assert (tmp_path / "out" / "fetched" / r.unit_id / "etdump.bin").read_bytes() == trace  # type: ignore[attr-defined]
+    assert "## Where the time went (ETDump events)" in (tmp_path / "out" / "report.md").read_text()
+    assert (tmp_path / "out" / "report.events.csv").is_file()
+
+
+def test_a_traced_build_that_writes_no_etdump_fails_its_units_saying_why(tmp_path: Path) -> None:
+    records = _fleet_run(tmp_path, {"out-0.bin": b"same"})
+    assert {r.status for r in records} == {"failed"}  # type: ignore[attr-defined]
+    failure = records[0].failure  # type: ignore[attr-defined]
+    assert "traced: the runner wrote no ETDump at" in failure and "ET_EVENT_TRACER_ENABLED" in failure
+    assert "Where the time went" not in (tmp_path / "out" / "report.md").read_text()
