@@ -16,7 +16,8 @@ position (the k-th ``DELEGATE_CALL`` of a block is one event, the k+1-th another
   close they came and whether their sum lies within the total saving's CI.
 
 Rows are sorted by share (largest first); events only one build has are listed as such. The ``Default`` block
-(method loading, once per process) is not per inference and is left out of the table. A file that cannot be read
+(method loading, once per process) gets a table of its own under the per-inference one, with shares of the load's
+change: a change that moves work from every inference into the load shows both sides. A file that cannot be read
 is a warning naming the unit and what is wrong, and that unit's events are left out; nothing else changes. No
 traced unit: no section (``compare_events`` returns None), and ``report.md/.json/.csv`` are what they were.
 
@@ -45,7 +46,8 @@ __all__ = ["EVENT_CSV_COLUMNS", "EventComparison", "EventReport", "EventRow", "T
            "compare_traces", "event_rows", "events_csv", "events_json", "events_markdown", "load_traces"]  # fmt: skip
 
 ETDUMP_FILE = "etdump.bin"
-EXECUTE_BLOCK = "Execute"
+EXECUTE_BLOCK, LOAD_BLOCK = "Execute", "Default"
+"""The per-inference blocks (one per ``Method::execute``) and the method load's (``Program::load_method``)."""
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,8 @@ class EventComparison:
     total_saved: float | None = None
     total_saved_ci: tuple[float | None, float | None] = (None, None)
     self_saved_sum: float | None = None
+    run_block: str = EXECUTE_BLOCK
+    """``Execute``: per inference; ``Default``: the method load, once per process."""
 
     @property
     def shares_within_ci(self) -> bool | None:
@@ -175,12 +179,12 @@ class _Collected:
     outermost: dict[_Key, int] = field(default_factory=dict)
 
 
-def _collect(traces: Sequence[Trace], warmup: int) -> _Collected:
+def _collect(traces: Sequence[Trace], warmup: int, run_block: str = EXECUTE_BLOCK) -> _Collected:
     out = _Collected()
     for trace in traces:
         blocks: dict[int, list[EtdumpEvent]] = {}
         for event in trace.file.events:
-            if event.run_block == EXECUTE_BLOCK:
+            if event.run_block == run_block:
                 blocks.setdefault(event.block, []).append(event)
         unit_duration: dict[_Key, list[float]] = {}
         unit_own: dict[_Key, list[float]] = {}
@@ -231,7 +235,7 @@ def _median(groups: Sequence[Sequence[float]]) -> float | None:
 
 
 def _compare_model(model: str, baseline: str, candidate: str, base: _Collected, cand: _Collected, unit: str,
-                   settings: Settings) -> EventComparison:
+                   settings: Settings, run_block: str = EXECUTE_BLOCK) -> EventComparison:
     rows: list[EventRow] = []
     keys = [*base.order, *(k for k in cand.order if k not in base.duration)]
     for key in keys:
@@ -272,7 +276,7 @@ def _compare_model(model: str, baseline: str, candidate: str, base: _Collected, 
     saved = [r.self_saved for r in rows if r.self_saved is not None]
     rows.sort(key=lambda r: (r.present != "both", -(r.share_pct if r.share_pct is not None else -1e300)))
     return EventComparison(baseline, candidate, model, unit, tuple(rows), total_key[0] if total_key else None,
-                           total_saved, total_ci, float(sum(saved)) if saved else None)
+                           total_saved, total_ci, float(sum(saved)) if saved else None, run_block)
 
 
 def _with_share(row: EventRow, total: float) -> EventRow:
@@ -307,6 +311,10 @@ def compare_traces(traces: Sequence[Trace], pairs: Sequence[tuple[str, str]], se
                 continue
             comparisons.append(_compare_model(model, baseline, candidate, _collect(base, warmup),
                                               _collect(cand, warmup), base[0].time_unit, settings))
+            loads = _collect(base, 0, LOAD_BLOCK), _collect(cand, 0, LOAD_BLOCK)
+            if loads[0].order and loads[1].order:  # what each process paid once, where the set-up may have gone
+                comparisons.append(_compare_model(model, baseline, candidate, *loads, base[0].time_unit, settings,
+                                                  LOAD_BLOCK))
     return EventReport(tuple(comparisons), tuple(warnings))
 
 
@@ -343,13 +351,17 @@ def events_markdown(report: EventReport | None) -> list[str]:
     lines = ["## Where the time went (ETDump events)", ""]
     for c in report.comparisons:
         _, shown = _SCALE.get(c.time_unit, (1.0, c.time_unit))
-        lines += [f"### {_cell(c.model)}: {c.candidate} vs {c.baseline}", "",
-                  f"Per inference (`Execute` blocks), medians in {shown} with 95 % CIs (two-level bootstrap); "
-                  "the change is the candidate's median less the baseline's; self time is an event's duration "
-                  "less the events it encloses, and its saving's share is of the total saving"
-                  + (f" (`{c.total_event}`)." if c.total_event else "."), "",
-                  f"| Event | Instruction | {c.baseline} | {c.candidate} | Change | Self time saved "
-                  "| Share of saving |",
+        if c.run_block == LOAD_BLOCK:
+            lines += [f"Method load (`Default` block, once per process; not part of the saving above), medians in "
+                      f"{shown}; shares are of the load's change (`{c.total_event}`):", ""]
+        else:
+            lines += [f"### {_cell(c.model)}: {c.candidate} vs {c.baseline}", "",
+                      f"Per inference (`Execute` blocks), medians in {shown} with 95 % CIs (two-level bootstrap); "
+                      "the change is the candidate's median less the baseline's; self time is an event's duration "
+                      "less the events it encloses, and its saving's share is of the total saving"
+                      + (f" (`{c.total_event}`)." if c.total_event else "."), ""]
+        share_of = "Share of the change" if c.run_block == LOAD_BLOCK else "Share of saving"
+        lines += [f"| Event | Instruction | {c.baseline} | {c.candidate} | Change | Self time saved | {share_of} |",
                   "|---|---|---|---|---|---|---|"]
         for r in c.rows:
             name = f"`{_cell(r.event)}`" + (f" #{r.occurrence + 1}" if r.occurrence else "")
@@ -370,6 +382,8 @@ def events_markdown(report: EventReport | None) -> list[str]:
             lines += [f"Total saving {_with_ci(c.total_saved, c.total_saved_ci, c.time_unit, signed=True)} {shown}; "
                       f"the self-time savings add up to {_amount(c.self_saved_sum, c.time_unit, signed=True)} "
                       f"{shown}{part}, {within} its CI.", ""]
+            if c.run_block == LOAD_BLOCK:
+                lines[-2] = lines[-2].replace("Total saving", "Load saving", 1)
     if not report.comparisons:
         lines += ["No model has an ETDump from both builds of a pair.", ""]
     lines += [f"- {w}" for w in report.warnings]
@@ -379,7 +393,7 @@ def events_markdown(report: EventReport | None) -> list[str]:
 
 
 EVENT_CSV_COLUMNS = [
-    "baseline", "candidate", "model", "event", "occurrence", "chain_index", "instruction_id", "present",
+    "baseline", "candidate", "model", "run_block", "event", "occurrence", "chain_index", "instruction_id", "present",
     "time_unit", "n_baseline", "n_candidate", "baseline_median", "baseline_ci_low", "baseline_ci_high",
     "candidate_median", "candidate_ci_low", "candidate_ci_high", "change", "change_ci_low", "change_ci_high",
     "self_saved", "self_saved_ci_low", "self_saved_ci_high", "share_pct",
@@ -393,7 +407,8 @@ def event_rows(report: EventReport) -> list[dict[str, Any]]:
     for c in report.comparisons:
         for r in c.rows:
             rows.append({
-                "baseline": c.baseline, "candidate": c.candidate, "model": c.model, "event": r.event,
+                "baseline": c.baseline, "candidate": c.candidate, "model": c.model, "run_block": c.run_block,
+                "event": r.event,
                 "occurrence": r.occurrence, "chain_index": r.chain_index, "instruction_id": r.instruction_id,
                 "present": r.present, "time_unit": c.time_unit, "n_baseline": r.n_baseline,
                 "n_candidate": r.n_candidate, "baseline_median": r.baseline_median,
@@ -411,7 +426,8 @@ def events_json(report: EventReport | None) -> dict[str, Any] | None:
     """``report.json``'s ``etdump_events``: the rows, the totals per model and the warnings."""
     if report is None:
         return None
-    totals = [{"baseline": c.baseline, "candidate": c.candidate, "model": c.model, "total_event": c.total_event,
+    totals = [{"baseline": c.baseline, "candidate": c.candidate, "model": c.model, "run_block": c.run_block,
+               "total_event": c.total_event,
                "time_unit": c.time_unit, "total_saved": c.total_saved, "total_saved_ci_low": c.total_saved_ci[0],
                "total_saved_ci_high": c.total_saved_ci[1], "self_saved_sum": c.self_saved_sum,
                "shares_within_ci": c.shares_within_ci} for c in report.comparisons]

@@ -68,7 +68,9 @@ def test_the_saving_is_placed_in_the_event_that_lost_it_and_shares_add_up() -> N
     traces = [_trace(f"r{r}-{b}-m", b, setup, seed=10 * r + i) for r in range(3)
               for i, (b, setup) in enumerate((("before", 1700), ("after", 0)))]
     report = compare_traces(traces, [("before", "after")], SETTINGS, warmup=1)
-    (c,) = report.comparisons
+    c, load = report.comparisons
+    assert (c.run_block, load.run_block) == ("Execute", "Default")  # the load's table follows, apart
+    assert [r.event for r in load.rows] == ["Program::load_method"] and load.rows[0].n_baseline == 3
     rows = {r.event: r for r in c.rows}
     assert c.rows[0].event == "+NPU" and rows["+NPU"].share_pct is not None and rows["+NPU"].share_pct > 95
     assert c.total_event == "Method::execute" and c.total_saved is not None and 1650 < c.total_saved < 1750
@@ -109,7 +111,8 @@ def test_csv_and_json_carry_the_same_rows() -> None:
     from_csv = list(csv.DictReader(io.StringIO(events_csv(report))))
     from_json = json.loads(json.dumps(events_json(report)))["rows"]
     assert [(r["event"], r["present"]) for r in from_csv] == [(r["event"], r["present"]) for r in from_json]
-    assert len(from_csv) == len(event_rows(report)) == 5
+    assert len(from_csv) == len(event_rows(report)) == 5 + 1  # the Execute events and the load's one
+    assert [r["run_block"] for r in from_csv] == ["Execute"] * 5 + ["Default"]
     for a, b in zip(from_csv, from_json, strict=True):
         assert float(a["baseline_median"]) == float(f"{b['baseline_median']:.6g}")
 
