@@ -180,6 +180,7 @@ def _info(path: Path) -> dict[str, object]:
             "fault": artifact.fault,
             "cpu_time_report": artifact.cpu_time_report,
             "log_generation": artifact.log_generation,
+            "event_tracer": artifact.event_tracer,
         }
     if is_model_file(data):
         model = decode_model(data)
@@ -211,6 +212,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     args = build_parser().parse_args(list(argv) if argv is not None else None)
     try:
         if args.what == "runner":
+            if args.event_tracer and args.log_generation != "current":
+                err.write("fvp-harness sim runner: --event-tracer is emulated for --log-generation current only\n")
+                return 2
             artifact = RunnerArtifact(
                 args.driver, args.build_id, args.fault, args.cpu_time_report, args.log_generation,
                 event_tracer=args.event_tracer,
@@ -230,6 +234,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
             _write(args.output, data, executable=True)
             extras = [f"build id {args.build_id}" if args.build_id else "no build-id line"]
             extras += ["CPU-time report"] if args.cpu_time_report else []
+            extras += ["event tracer (--etdump_path)"] if args.event_tracer else []
             extras += [f"{args.log_generation} log generation"] + ([f"fault {args.fault}"] if args.fault else [])
             out.write(
                 f"{args.output}: executor_runner build (driver {args.driver}, {', '.join(extras)}), "

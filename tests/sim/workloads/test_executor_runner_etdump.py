@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -78,3 +79,26 @@ def test_an_unwritable_etdump_path_is_upstreams_fatal(model_files: dict[str, byt
                     "executorch:executor_runner.cpp:871] In function main(), assert failed (status == Error::Ok): "
                     "Failed to save ETDump file."]
     assert ctx.stderr_text.endswith("Aborted\n")
+
+
+def test_sim_runner_event_tracer_makes_a_traced_build(tmp_path: Path) -> None:
+    import io
+    import json
+
+    from fvp_harness.sim import tools
+    from fvp_harness.sim.networks.modelfile import decode_runner
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        return tools.main(list(argv), out, err), out.getvalue(), err.getvalue()
+
+    status, out, _ = run("runner", "--driver", "reuse", "--event-tracer", "-o", str(tmp_path / "r"))
+    assert status == 0 and "event tracer (--etdump_path)" in out
+    assert decode_runner((tmp_path / "r").read_bytes()) == RunnerArtifact("reuse", event_tracer=True)
+    assert json.loads(run("info", str(tmp_path / "r"))[1])["event_tracer"] is True
+    stock = tmp_path / "s"
+    assert run("runner", "--driver", "reuse", "-o", str(stock))[0] == 0
+    assert b"event_tracer" not in stock.read_bytes()  # untraced builds keep their bytes (and their hashes)
+    status, _, err = run("runner", "--driver", "reuse", "--event-tracer", "--log-generation", "old",
+                         "-o", str(tmp_path / "o"))
+    assert status == 2 and "--log-generation current only" in err
