@@ -30,11 +30,11 @@ def _model() -> bytes:
 
 def _runner_etdump(driver: str, executions: int = 2) -> bytes:
     """The ETDump the emulated Linux executor_runner (built with the event tracer) writes for resnet8."""
-    files = {"/root/runner": encode_runner(RunnerArtifact(driver, event_tracer=True)), "/root/m.bin": _model()}
-    ctx = FakeContext(["/root/runner", "--model_path=/root/m.bin", f"--num_executions={executions}",
-                       "--etdump_path=/root/trace.etdp"], files, {}, 256)
+    files = {"/g/runner": encode_runner(RunnerArtifact(driver, event_tracer=True)), "/g/m.bin": _model()}
+    ctx = FakeContext(["/g/runner", "--model_path=/g/m.bin", f"--num_executions={executions}",
+                       "--etdump_path=/g/trace.etdp"], files, {}, 256)
     assert executor_runner(ctx) == 0, ctx.stderr_text
-    return ctx.files["/root/trace.etdp"]
+    return ctx.files["/g/trace.etdp"]
 
 
 def _baremetal_etdump() -> bytes:

@@ -21,7 +21,7 @@ from .fake_context import FakeContext
 
 
 def _traced(driver: str) -> dict[str, bytes]:
-    return {"/root/runner": encode_runner(RunnerArtifact(driver, event_tracer=True))}
+    return {f"{FakeContext.cwd}/runner": encode_runner(RunnerArtifact(driver, event_tracer=True))}  # the fixture's
 
 
 def _numbers(text: str) -> list[str]:
@@ -36,14 +36,14 @@ def test_a_traced_build_writes_the_etdump_and_prints_the_same_numbers(run_runner
     status, plain = run_runner("per-inference", *flags)
     assert status == 0
     monkeypatch.setattr(runner_run, "_invocations", itertools.count())
-    status, traced = run_runner("per-inference", *flags, "--etdump_path=/root/out/trace.etdp",
+    status, traced = run_runner("per-inference", *flags, "--etdump_path=out/trace.etdp",
                                 extra_files=_traced("per-inference"))
     assert status == 0, traced.stderr_text
     assert _numbers(traced.stderr_text) == _numbers(plain.stderr_text)  # tracing moves no number
     last = traced.stderr_text.splitlines()[-1]
     assert re.fullmatch(r"I \d\d:\d\d:\d\d\.\d{6} executorch:executor_runner\.cpp:261\] "
-                        r"ETDump written to file '/root/out/trace\.etdp'\.", last)
-    decoded = read_etdump(traced.files["/root/out/trace.etdp"])
+                        r"ETDump written to file 'out/trace\.etdp'\.", last)
+    decoded = read_etdump(traced.read_file("out/trace.etdp"))
     assert decoded.blocks == ("Default", "Execute", "Execute", "Execute")
     iterations = [float(m) for m in re.findall(r"Iteration \d of 3: ([0-9.]+) ms", traced.stderr_text)]
     executes = [e.duration / 1e6 for e in decoded.events if e.event == "Method::execute"]
@@ -52,7 +52,7 @@ def test_a_traced_build_writes_the_etdump_and_prints_the_same_numbers(run_runner
 
 def test_the_default_path_is_model_etdump(run_runner: RunRunner) -> None:
     status, ctx = run_runner("reuse", extra_files=_traced("reuse"))
-    assert status == 0 and "/root/model.etdump" in ctx.files
+    assert status == 0 and ctx.read_file("model.etdump")
     assert "ETDump written to file 'model.etdump'." in ctx.stderr_text
 
 
@@ -71,11 +71,11 @@ class _ReadOnly(FakeContext):
 
 
 def test_an_unwritable_etdump_path_is_upstreams_fatal(model_files: dict[str, bytes]) -> None:
-    files = {**_traced("reuse"), "/root/m.bin": model_files["resnet8"]}
-    ctx = _ReadOnly(["/root/runner", "--model_path=m.bin", "--etdump_path=/ro/t.etdp"], files)
+    files = {**_traced("reuse"), f"{FakeContext.cwd}/m.bin": model_files["resnet8"]}
+    ctx = _ReadOnly([f"{FakeContext.cwd}/runner", "--model_path=m.bin", "--etdump_path=ro/t.etdp"], files)
     assert executor_runner(ctx) == 134
     tail = [line.split(" ", 2)[2] for line in ctx.stderr_text.splitlines()[-3:-1]]
-    assert tail == ["executorch:executor_runner.cpp:253] Failed to open ETDump file at /ro/t.etdp.",
+    assert tail == ["executorch:executor_runner.cpp:253] Failed to open ETDump file at ro/t.etdp.",
                     "executorch:executor_runner.cpp:871] In function main(), assert failed (status == Error::Ok): "
                     "Failed to save ETDump file."]
     assert ctx.stderr_text.endswith("Aborted\n")
