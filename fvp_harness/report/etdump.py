@@ -241,9 +241,14 @@ def _profile_event(reader: _Reader, tab: Any, block: int, run_block: str, positi
                        delegate, start, end)
 
 
-def events_frame(events: EtdumpFile | tuple[EtdumpEvent, ...] | list[EtdumpEvent]) -> pd.DataFrame:
-    """The tidy frame of the events: ``EVENT_COLUMNS``, one row per profiling event."""
+def events_frame(events: EtdumpFile | tuple[EtdumpEvent, ...] | list[EtdumpEvent],
+                 time_unit: str | None = None) -> pd.DataFrame:
+    """The tidy frame of the events: ``EVENT_COLUMNS``, one row per profiling event, and with ``time_unit`` (the
+    platform's ticks: ``ns`` on Linux, ``cycles`` on bare metal; the file does not say) a column holding it."""
     import pandas as pd  # late: pandas only when a frame is wanted
 
     rows = events.events if isinstance(events, EtdumpFile) else events
-    return pd.DataFrame([{**{c: getattr(e, c) for c in EVENT_COLUMNS}} for e in rows], columns=list(EVENT_COLUMNS))
+    frame = pd.DataFrame([{c: getattr(e, c) for c in EVENT_COLUMNS} for e in rows], columns=list(EVENT_COLUMNS))
+    if time_unit is not None:
+        frame["time_unit"] = time_unit
+    return frame
