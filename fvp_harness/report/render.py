@@ -43,10 +43,11 @@ from fvp_harness.report.analysis import (
     expectations_violated,
     run_verdict,
 )
+from fvp_harness.report.etdump_events import EventReport, events_csv, events_json, events_markdown
 from fvp_harness.report.format import markdown_table
 from fvp_harness.report.vela_estimates import VelaInputs, load_vela_inputs, vela_section
 from fvp_harness.report.verdict import verdict_object
-from fvp_harness.store.folder import REPORT_FILES
+from fvp_harness.store.folder import EVENTS_CSV_FILE, REPORT_FILES
 
 __all__ = [
     "REPORT_FORMAT_VERSION",
@@ -650,8 +651,10 @@ def _comparison_section(
     return lines
 
 
-def render_markdown(result: AnalysisResult, title: str | None = None, context: ReportContext | None = None) -> str:
-    """The whole ``report.md`` as text (LF line ends, ends with one newline)."""
+def render_markdown(result: AnalysisResult, title: str | None = None, context: ReportContext | None = None,
+                    events: EventReport | None = None) -> str:
+    """The whole ``report.md`` as text (LF line ends, ends with one newline); ``events``: the ETDump event
+    comparison (``report/etdump_events.py``), shown after the comparisons."""
     context = context or ReportContext()
     comparisons = result.comparisons
     several = len(comparisons) > 1
@@ -665,6 +668,7 @@ def render_markdown(result: AnalysisResult, title: str | None = None, context: R
         lines += _overview_section(comparisons)
     for comparison in comparisons:
         lines += _comparison_section(result, comparison, builds, several)
+    lines += events_markdown(events)  # where the time went, event by event: report/etdump_events
     lines += vela_section(result, context.vela)  # measured NPU cycles vs Vela's estimates: report/vela_estimates
     lines += _sampling_section(result)
     lines += _failures_section(result)
@@ -807,7 +811,8 @@ def jsonable(value: Any) -> Any:
     return str(value)
 
 
-def render_json(result: AnalysisResult, title: str | None = None, context: ReportContext | None = None) -> str:
+def render_json(result: AnalysisResult, title: str | None = None, context: ReportContext | None = None,
+                events: EventReport | None = None) -> str:
     """``report.json``: everything the markdown shows, machine-readable and versioned (``format_version``).
     ``comparisons`` has one entry per pair; ``comparison`` repeats the first (format 2 readers keep working)."""
     context = context or ReportContext()
@@ -833,6 +838,8 @@ def render_json(result: AnalysisResult, title: str | None = None, context: Repor
     }
     if result.sampling:  # run.until only, so other reports stay as they were
         data["sampling"] = [dataclasses.asdict(n) for n in result.sampling]
+    if events is not None:  # traced builds only, so other reports stay as they were
+        data["etdump_events"] = events_json(events)
     return json.dumps(jsonable(data), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
@@ -1034,16 +1041,23 @@ def render_report(
     outputs: Sequence[str] = ("markdown", "csv", "json", "png"),
     title: str | None = None,
     context: ReportContext | None = None,
+    events: EventReport | None = None,
 ) -> dict[str, Path]:
-    """Write the requested outputs into ``out_dir`` (``report.md/.csv/.json/.png``); return name -> path.
+    """Write the requested outputs into ``out_dir`` (``report.md/.csv/.json/.png``, and with ``events`` and the
+    ``csv`` output ``report.events.csv``); return name -> path.
 
     ``out_dir`` is the folder ``store.ResultStore`` owns (``store.root``); nothing else is written.
     """
     context = context or ReportContext()
     text = {
-        "markdown": lambda: render_markdown(result, title, context),
+        "markdown": lambda: render_markdown(result, title, context, events),
         "csv": lambda: render_csv(result),
-        "json": lambda: render_json(result, title, context),
+        "json": lambda: render_json(result, title, context, events),
     }
     png_title = title or _default_title(result, context)
-    return write_report_files(out_dir, outputs, REPORT_FILES, text, lambda path: render_png(result, path, png_title))
+    written = write_report_files(out_dir, outputs, REPORT_FILES, text,
+                                 lambda path: render_png(result, path, png_title))
+    if events is not None and "csv" in written:  # the event rows, as report.json's etdump_events holds them
+        written["events_csv"] = Path(out_dir) / EVENTS_CSV_FILE
+        atomic_write(written["events_csv"], events_csv(events))
+    return written

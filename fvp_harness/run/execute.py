@@ -113,6 +113,7 @@ __all__ = [
     "SessionRunner",
     "UnitCommand",
     "default_deploy",
+    "etdump_path",
     "execute_plan",
     "render_unit_command",
     "utc_now",
@@ -235,6 +236,8 @@ def render_unit_command(
     runner_word = shlex.quote(runner)
     if build.args:
         runner_word += " " + " ".join(shlex.quote(arg) for arg in build.args)
+    if build.traced:  # a runner built with the event tracer writes its ETDump where the harness says
+        runner_word += " " + shlex.quote(f"--etdump_path={etdump_path(unit_dir)}")
     if env and simple:
         runner_word = f"{_quoted_env(env)} {runner_word}"
     values = {
@@ -851,6 +854,14 @@ class SessionRunner:
                 what = (what + "; " if what else "") + "too few values: " + ", ".join(truncated)
             return failed(MetricMissing(f"required metric(s) missing in the runner output: {what}"))
         fetched = self._fetch_paths(unit, rendered)
+        traced = _traced_etdump(scenario, unit, rendered)
+        if traced is not None and framed is not None:  # the digests say whether the runner wrote it
+            digest = framed.digests.get(posixpath.basename(traced))
+            if digest is None:
+                return failed(CommandFailed(
+                    f"builds.{unit.build}.traced: the runner wrote no ETDump at {traced} (it was given "
+                    f"--etdump_path); is it built with the event tracer (ET_EVENT_TRACER_ENABLED)?", exit_status=1))
+            extra["etdump"], extra["etdump_sha256"] = posixpath.basename(traced), digest
         if rendered.launch is not None and isinstance(target, SharesHostFiles):  # bare metal: a semihosting
             dumps = [posixpath.join(rendered.unit_dir, name) for name in ETDUMP_FILES]  # runner's ETDump files
             written = [path for path in dumps if path not in fetched and target.local_path(path).is_file()]
@@ -866,6 +877,13 @@ class SessionRunner:
                 if tensors:
                     outputs[PRINTED_OUTPUTS] = hashlib.sha256("\n".join(tensors).encode()).hexdigest()
             self._fetch(target, unit, fetched)
+            if traced is not None:  # the copy is the file the guest hashed (unframed: the copy's own digest)
+                kept = self.shared.store.fetched_dir / unit.id / posixpath.basename(traced)
+                digest = hashlib.sha256(kept.read_bytes()).hexdigest()
+                if digest != extra.setdefault("etdump_sha256", digest):
+                    raise CommandFailed(f"the ETDump fetched from {traced} differs from the file the guest hashed "
+                                        f"(sha256 {extra['etdump_sha256']})", exit_status=1)
+                extra["etdump"] = posixpath.basename(traced)
         except UnitFailure as exc:
             return failed(exc)
         return self._masked(Record(
@@ -897,10 +915,13 @@ class SessionRunner:
         return sha256sum_digests(hashed.output)
 
     def _fetch_paths(self, unit: Unit, rendered: UnitCommand) -> list[str]:
-        """The guest paths ``run.fetch`` names for this unit (templates filled, unquoted)."""
+        """The guest paths ``run.fetch`` names for this unit (templates filled, unquoted), and a traced Linux
+        build's ETDump file."""
         values = {"runner": "", "model": "", "inputs": "", "iterations": "", "output": rendered.output,
                   "unit_dir": rendered.unit_dir, "build": unit.build, "model_name": unit.model, "unit": unit.id}
-        return [render_template(template, values, quote=False) for template in self.scenario.run.fetch]
+        paths = [render_template(template, values, quote=False) for template in self.scenario.run.fetch]
+        traced = _traced_etdump(self.scenario, unit, rendered)
+        return [*paths, traced] if traced is not None and traced not in paths else paths
 
     def _fetch(self, target: Target, unit: Unit, remotes: Sequence[str]) -> None:
         """Copy the ``run.fetch`` files (guest paths) back into ``<results>/fetched/<unit>/``."""
@@ -918,6 +939,20 @@ class SessionRunner:
                 kept.write_bytes(data)
             except OSError as exc:  # a write error names no file: say which
                 raise storage_error(kept, exc) if is_storage_failure(exc) else exc from exc
+
+
+def etdump_path(unit_dir: str) -> str:
+    """Where a traced Linux build writes its ETDump: the unit folder's ``etdump.bin``, the name the bare-metal
+    runner's file has, so ``fetched/<unit>/etdump.bin`` is every unit's trace."""
+    return posixpath.join(unit_dir, ETDUMP_FILES[0])
+
+
+def _traced_etdump(scenario: Scenario, unit: Unit, rendered: UnitCommand) -> str | None:
+    """The guest path of this unit's ETDump when its build is traced and runs under Linux (a bare-metal runner
+    prints or semihosts its own, which is kept either way)."""
+    if not scenario.builds[unit.build].traced or rendered.launch is not None:
+        return None
+    return etdump_path(rendered.unit_dir)
 
 
 def _framed_outputs(framed: FramedResult, unit_dir: str, *, exclude: Sequence[str]) -> dict[str, str]:

@@ -47,6 +47,7 @@ from fvp_harness.errors import (
 )
 from fvp_harness.events import Event, Listener, null_listener
 from fvp_harness.report.analysis import AnalysisResult, SamplingNote, analyse, expectations_violated
+from fvp_harness.report.etdump_events import compare_events
 from fvp_harness.report.render import ReportContext, render_report
 from fvp_harness.report.stored_compare import StoredBaseline, analyse_with_stored_baseline, load_stored_baseline
 from fvp_harness.run.adaptive import (
@@ -226,7 +227,9 @@ def write_report(store: ResultStore, scenario: Scenario, manifest: Manifest) -> 
         context = ReportContext.from_manifest(manifest.to_json())
     if sampling:
         result = dataclasses.replace(result, sampling=sampling)
-    files = dict(render_report(result, store.root, scenario.report.outputs, scenario.report.title, context))
+    events = compare_events(store.root, records, result, warmup=scenario.run.warmup, planned=planned)
+    files = dict(render_report(result, store.root, scenario.report.outputs, scenario.report.title, context,
+                               events=events))
     compare = scenario.compare
     spec: dict[str, Any] = ({"baseline": compare.baseline, "candidate": compare.candidate,
                              "min_effect": compare.min_effect} if compare is not None else {})

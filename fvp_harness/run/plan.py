@@ -356,9 +356,11 @@ def _unit_parts(
         "identity": _digest({"build": build, "model": model, "repetition": rep}),
         "runner": _digest(runner.key_material),
         "build": _digest({"env": spec.env, "args": spec.args, "id": spec.id,
-                          # bare metal: the build's own launch parameters (left out when unset: keys stay)
+                          # bare metal: the build's own launch parameters; traced: its --etdump_path (left out
+                          # when unset: keys stay)
                           **{name: value for name, value in (("fvp_params", spec.fvp_params),
-                                                             ("data_address", spec.data_address)) if value}}),
+                                                             ("data_address", spec.data_address),
+                                                             ("traced", spec.traced)) if value}}),
         "model": _digest(model_state.key_material),
         "inputs": _digest([state.key_material for state in inputs]),
         **shared,

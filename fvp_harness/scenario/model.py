@@ -349,6 +349,13 @@ class Build(_BuildCommand):
         description="Bare-metal platforms: -C parameters of this build's launches, over fvp.params (e.g. the NPU's "
         "MAC count: each unit is a launch of its own); part of the unit's content key.",
     )
+    traced: bool = Field(
+        False,
+        description="This runner is built with ExecuTorch's event tracer (ET_EVENT_TRACER_ENABLED): each unit's "
+        "command gets --etdump_path=<unit folder>/etdump.bin, the file is kept in fetched/<unit>/ (hashed, not an "
+        "output) and the report compares the builds' ETDump events. Bare-metal runners print or semihost theirs "
+        "(run.sh --etdump); it is kept whether or not this is set.",
+    )
     data_address: str | bool | None = Field(
         None,
         description="Bare-metal platforms: this runner reads its model from memory (built with ET_MODEL_PTE_ADDR): "
@@ -360,6 +367,13 @@ class Build(_BuildCommand):
     @classmethod
     def _lift_secrets(cls, data: Any) -> Any:
         return _secret_entries(data)
+
+    @model_validator(mode="after")
+    def _one_etdump_path(self) -> Build:
+        if self.traced and any(arg.startswith(("--etdump_path", "-etdump_path")) for arg in self.args):
+            raise ValueError("traced: true passes --etdump_path per unit (the unit's own file); remove "
+                             "--etdump_path from args")
+        return self
 
     @field_validator("data_address")
     @classmethod

@@ -5,7 +5,7 @@ Why here and not in the harness CLI: the simulator is its own world (it could sh
 makers live with it; ``fvp_harness/cli/verb_sim.py`` only forwards the arguments to ``main``.
 
     sim runner --driver per-inference|reuse [--build-id TEXT] [--cpu-time-report] [--log-generation current|old]
-               [--fault SPEC] -o FILE
+               [--event-tracer] [--fault SPEC] -o FILE
     sim vgf-runner [--build-id TEXT] [--no-io-stats] -o FILE   (VGF benchmark mode: sim/workloads/vgf_runner.py)
     sim baremetal-runner -o FILE [--pte MODEL | --pte-addr ADDR | --semihosting] [--target CONFIG]
                [--iterations N] [--etdump] [--fault SPEC] ...   (Corstone-300/320: sim/baremetal/artifact.py)
@@ -19,7 +19,9 @@ built with instrumentation upstream lacks: ``--build-id`` (alias ``--id``) adds 
 ``--cpu-time-report`` adds ``EthosUBackend::execute() CPU time: %.3f ms`` per delegate call (the documented shape of
 the report of ExecuTorch #22596, closed unmerged; it lived in arm_perf_monitor.cpp). ``--driver reuse`` is a build
 of main since #22599 (driver reuse, merged September 2026), ``--driver per-inference`` one from before it.
-``--log-generation old`` makes a build of the older executor_runner.cpp (before 2026-04-10).
+``--event-tracer`` makes upstream's traced build (``--etdump_path``, an ETDump file per run:
+sim/workloads/executor_runner/tracer.py). ``--log-generation old`` makes a build of the older executor_runner.cpp
+(before 2026-04-10).
 
 Exit status: 0 ok, 2 bad arguments (argparse), 1 a file could not be written or read.
 """
@@ -97,6 +99,12 @@ def build_parser(prog: str = "fvp-harness sim") -> argparse.ArgumentParser:
         help="add 'EthosUBackend::execute() CPU time: X ms' per delegate call (not upstream: the documented shape "
         "of the report that measured the driver-reuse change, #22596, closed unmerged; it lived in "
         "arm_perf_monitor.cpp)",
+    )
+    runner.add_argument(
+        "--event-tracer",
+        action="store_true",
+        help="a build with the event tracer (EXECUTORCH_ENABLE_EVENT_TRACER, ET_EVENT_TRACER_ENABLED): the runner "
+        "takes --etdump_path (default model.etdump) and writes its ETDump there after the outputs",
     )
     runner.add_argument(
         "--log-generation",
@@ -197,6 +205,7 @@ def _info(path: Path) -> dict[str, object]:
             "fault": artifact.fault,
             "cpu_time_report": artifact.cpu_time_report,
             "log_generation": artifact.log_generation,
+            "event_tracer": artifact.event_tracer,
         }
     if is_model_file(data):
         model = decode_model(data)
@@ -229,8 +238,12 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     args = build_parser().parse_args(list(argv) if argv is not None else None)
     try:
         if args.what == "runner":
+            if args.event_tracer and args.log_generation != "current":
+                err.write("fvp-harness sim runner: --event-tracer is emulated for --log-generation current only\n")
+                return 2
             artifact = RunnerArtifact(
-                args.driver, args.build_id, args.fault, args.cpu_time_report, args.log_generation
+                args.driver, args.build_id, args.fault, args.cpu_time_report, args.log_generation,
+                event_tracer=args.event_tracer,
             )
             data = encode_runner(artifact)
             if args.fault:
@@ -247,6 +260,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
             _write(args.output, data, executable=True)
             extras = [f"build id {args.build_id}" if args.build_id else "no build-id line"]
             extras += ["CPU-time report"] if args.cpu_time_report else []
+            extras += ["event tracer (--etdump_path)"] if args.event_tracer else []
             extras += [f"{args.log_generation} log generation"] + ([f"fault {args.fault}"] if args.fault else [])
             out.write(
                 f"{args.output}: executor_runner build (driver {args.driver}, {', '.join(extras)}), "

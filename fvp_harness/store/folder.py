@@ -51,6 +51,7 @@ except ImportError:  # pragma: no cover - Windows
 __all__ = [
     "COMPARE_DIR",
     "DEFAULT_RESULTS_BASE",
+    "EVENTS_CSV_FILE",
     "FETCHED_DIR",
     "HARNESS_JSON_FILES",
     "HISTORY_DIR",
@@ -99,6 +100,8 @@ REPORT_FILES: dict[str, str] = {
     "png": "report.png",
 }
 """The A/B report's files by output name (``report.outputs`` in a scenario chooses which are written)."""
+EVENTS_CSV_FILE = "report.events.csv"
+"""The ETDump event comparison's rows (``report/etdump_events.py``), beside ``report.csv`` when builds are traced."""
 VGF_REPORT_FILES: dict[str, str] = {
     "markdown": "vgf_report.md",
     "csv": "vgf_report.csv",

@@ -630,6 +630,8 @@ class RunnerArtifact:
     fault: str = ""
     cpu_time_report: bool = False
     log_generation: str = "current"
+    event_tracer: bool = False
+    """Built with ``ET_EVENT_TRACER_ENABLED``: ``--etdump_path`` and an ETDump file (executor_runner/tracer.py)."""
 
     def __post_init__(self) -> None:
         if self.driver not in DRIVER_MODES:
@@ -638,6 +640,8 @@ class RunnerArtifact:
             raise ValueError(
                 f"log generation {self.log_generation!r}: expected one of {', '.join(LOG_GENERATIONS)}"
             )
+        if self.event_tracer and self.log_generation != "current":
+            raise ValueError("the event tracer is emulated for the current log generation only")
 
 
 def encode_runner(artifact: RunnerArtifact) -> bytes:
@@ -649,6 +653,7 @@ def encode_runner(artifact: RunnerArtifact) -> bytes:
             "fault": artifact.fault,
             "cpu_time_report": artifact.cpu_time_report,
             "log_generation": artifact.log_generation,
+            **({"event_tracer": True} if artifact.event_tracer else {}),
         },
         sort_keys=True,
     ).encode()
@@ -680,6 +685,7 @@ def decode_runner(data: bytes) -> RunnerArtifact:
             str(info.get("fault", "")),
             cpu_time_report=bool(info.get("cpu_time_report", False)),
             log_generation=str(info.get("log_generation", "current")),
+            event_tracer=bool(info.get("event_tracer", False)),
         )
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ModelFileError(f"runner artifact is corrupt: {exc}") from exc

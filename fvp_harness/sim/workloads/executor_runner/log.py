@@ -72,6 +72,9 @@ SITES: dict[str, dict[str, tuple[str, int]]] = {
         "outputs": (_R, 798),
         "writing_output": (_R, 809),
         "output_open_check": (_R, 811),
+        "etdump_open_failed": (_R, 253),  # a build with ET_EVENT_TRACER_ENABLED (tracer.py)
+        "etdump_written": (_R, 261),
+        "etdump_check": (_R, 871),
         "open_failed": (_FDL, 110),
         "load_out_of_range": (_FDL, 155),
         "read_failed": (_FDL, 258),

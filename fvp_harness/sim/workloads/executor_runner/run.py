@@ -119,6 +119,7 @@ runner_fault           (none)    fault spec, overrides the artifact's ``--fault`
 
 from __future__ import annotations
 
+import contextlib
 import errno as errno_codes
 import itertools
 import os
@@ -156,11 +157,15 @@ from fvp_harness.sim.workloads.executor_runner.flags import (
 )
 from fvp_harness.sim.workloads.executor_runner.log import SITES, EtLog, OutputTruncated, format_outputs, note
 from fvp_harness.sim.workloads.executor_runner.partitioned import Calls
+from fvp_harness.sim.workloads.executor_runner.tracer import ETDUMP_PATH_FLAG, EventTracer
 
 __all__ = ["Delegate", "DelegateError", "Run", "RunnerAbort", "executor_main", "executor_runner", "run_as_main"]
 
 RUNNER_OVERHEAD_MS = 0.015
 """Per execution outside the delegate: method dispatch, input/output tensor bookkeeping."""
+METHOD_OVERHEAD_MS, DISPATCH_OVERHEAD_MS = 0.008, 0.004
+"""The parts of ``RUNNER_OVERHEAD_MS`` spent in ``Method::execute`` outside its instructions and in the
+``DELEGATE_CALL`` dispatch outside the backend; the rest is the backend's own bookkeeping (scratch allocation)."""
 LOAD_BASE_MS = 0.35
 LOAD_US_PER_KIB = 0.9
 """Model load: program and method setup, plus reading and verifying the model file."""
@@ -214,6 +219,8 @@ class Run:
     method: str = "forward"
     model: CompiledModel | None = None
     file_bytes: int = 0
+    tracer: EventTracer | None = None
+    """The ETDump event tracer of a build with ``ET_EVENT_TRACER_ENABLED`` (``tracer.py``), else None."""
 
     @property
     def sites(self) -> dict[str, tuple[str, int]]:
@@ -223,6 +230,10 @@ class Run:
     def compiled(self) -> CompiledModel:
         assert self.model is not None
         return self.model
+
+    def traced(self, name: str) -> contextlib.AbstractContextManager[None]:
+        """A profiling scope of the event tracer (nothing in a build without it)."""
+        return self.tracer.scope(name) if self.tracer is not None else contextlib.nullcontext()
 
     def spend(self, seconds: float, cpu_seconds: float | None = None) -> None:
         """Advance the simulated clock (CPU instructions at the simulated CPU clock)."""
@@ -396,12 +407,17 @@ def executor_main(
     build_id: str = "",
     faults: FaultSpec | None = None,
     extra_specs: Sequence[FlagSpec] = (),
+    event_tracer: bool = False,
 ) -> int:
     """``main()`` of executor_runner.cpp of ``generation`` around ``delegate``; returns the exit status (raises
-    RunnerAbort for a failed ET_CHECK). ``build_id`` adds our build-id line; ``faults`` the injected faults."""
+    RunnerAbort for a failed ET_CHECK). ``build_id`` adds our build-id line; ``faults`` the injected faults;
+    ``event_tracer`` makes a build with ``ET_EVENT_TRACER_ENABLED`` (``--etdump_path``, an ETDump file)."""
     faults = faults or FaultSpec()
-    flags = parse_flags(ctx.argv[1:], generation, extra_specs, argv0=ctx.argv[0])
+    specs = (*extra_specs, ETDUMP_PATH_FLAG) if event_tracer else tuple(extra_specs)
+    flags = parse_flags(ctx.argv[1:], generation, specs, argv0=ctx.argv[0])
     run = Run(ctx, log, generation, flags)
+    if event_tracer:
+        run.tracer = EventTracer(lambda: round(ctx.now() * 1e9))
     try:
         return _main(run, delegate, build_id, faults)
     except _Exit as exc:
@@ -444,7 +460,10 @@ def _main(run: Run, delegate: Delegate, build_id: str, faults: FaultSpec) -> int
     kind = "CPU planned" if run.generation == "current" else "planned"
     log.at("I", sites["planned_buffer"], f"Setting up {kind} buffer 0, size {_planned_buffer_bytes(model)}.")
     try:
-        delegate.init(run)
+        if run.tracer is not None:
+            run.tracer.create_event_block("Default")  # Program::load_method (program.cpp:377)
+        with run.traced("Program::load_method"), run.traced("Method::init"):
+            delegate.init(run)
     except DelegateError as exc:
         log.at("E", sites["init_failed"], f"Init failed for backend {delegate.backend_id}: 0x{exc.code:x}")
         raise RunnerAbort(*sites["load_method_check"], "method.ok()",
@@ -469,7 +488,7 @@ def _main(run: Run, delegate: Delegate, build_id: str, faults: FaultSpec) -> int
         x = _prepare_input(run, buffers)
         before = ctx.now()
         try:
-            output = delegate.execute(run, i, total, x)
+            output = _method_execute(run, delegate, i, total, x)
         except DelegateError as exc:
             code = exc.code
             log.at("E", sites["call_delegate_failed"], f"CALL_DELEGATE execute failed at instruction 0: 0x{code:x}")
@@ -498,7 +517,34 @@ def _main(run: Run, delegate: Delegate, build_id: str, faults: FaultSpec) -> int
     printed = format_outputs([(output, [1, *model.arch.output_shape])], flags.print_output)
     if printed:
         ctx.stdout(printed)
+    if run.tracer is not None:
+        _write_etdump(run, run.tracer)
     return 0
+
+
+def _method_execute(run: Run, delegate: Delegate, index: int, total: int, x: np.ndarray) -> np.ndarray:
+    """``method->execute()`` of a program that is one delegate call: with the event tracer, its ``Execute`` block
+    (method.cpp:1698-1768: ``Method::execute`` around instruction 0 of chain 0, a ``DELEGATE_CALL``)."""
+    tracer = run.tracer
+    if tracer is None:
+        return delegate.execute(run, index, total, x)
+    tracer.create_event_block("Execute")
+    with tracer.scope("Method::execute"):
+        run.spend(METHOD_OVERHEAD_MS / 1000.0)  # the input checks, temp allocator reset, instruction loop
+        with tracer.instruction(0, 0), tracer.scope("DELEGATE_CALL"):
+            run.spend(DISPATCH_OVERHEAD_MS / 1000.0)
+            return delegate.execute(run, index, total, x)
+
+
+def _write_etdump(run: Run, tracer: EventTracer) -> None:
+    """``EventTraceManager::write_etdump_to_file`` (executor_runner.cpp:238-268) and its ET_CHECK (:871)."""
+    path = str(run.flags.other.get("etdump_path", ETDUMP_PATH_FLAG.default))
+    try:
+        run.ctx.write_file(path, tracer.etdump())
+    except OSError:
+        run.log.at("E", run.sites["etdump_open_failed"], f"Failed to open ETDump file at {path}.")
+        raise RunnerAbort(*run.sites["etdump_check"], "status == Error::Ok", "Failed to save ETDump file.") from None
+    run.log.at("I", run.sites["etdump_written"], f"ETDump written to file '{path}'.")
 
 
 def _clock_hz(ctx: programs.GuestContext) -> float:
@@ -601,17 +647,26 @@ class _EthosU:
 
     def init(self, run: Run) -> None:
         model = run.compiled
+        load_ms = self.load_ms
         if self.calls is not None:  # one EthosUBackend::init() per delegate
             self.calls.init(self, run)
         else:
             segment = model.sizes.weights + model.sizes.command_stream
+            with run.traced("+EthosUBackend::init()processed_data"):
+                pass  # a pointer to the processed blob: no time
             run.log.at("I", run.sites["delegate_data"], f"data:{self._address(segment)}")
+            if run.tracer is not None:  # vela_bin_read() parses the blob: the method's share of the load
+                setup = DRIVER_COSTS.setup_ms(self.sizes) if self.artifact.driver == "reuse" else 0.0
+                read_ms = self.load_ms * (LOAD_BASE_MS / 2) / (LOAD_BASE_MS / 2 + setup)
+                with run.traced("+EthosUBackend::init()vela_bin_read()"):
+                    run.spend(read_ms / 1000.0)
+                load_ms -= read_ms
         if self.artifact.driver == "reuse":  # the driver-reuse build creates the network and buffers here
             mismatch = _mismatch(model, run.ctx.npu_macs)
             if mismatch:
                 run.log.at("E", run.sites["driver_failed"], f"Ethos-U Linux driver invocation failed: {mismatch}")
                 raise DelegateError(INVALID_STATE)
-        run.spend(self.load_ms / 1000.0)
+        run.spend(load_ms / 1000.0)
 
     def execute(self, run: Run, index: int, total: int, x: np.ndarray) -> np.ndarray:
         ctx, model, log, sites = run.ctx, run.compiled, run.log, run.sites
@@ -632,10 +687,13 @@ class _EthosU:
             return self.calls.execute(self, run, x, runner_overhead_ms=RUNNER_OVERHEAD_MS,
                                       cpu_time_report=self.artifact.cpu_time_report)
         output = run_model(model.arch, model.quant, x)
-        cpu_ms = self.noisy(ctx, DRIVER_COSTS.execute_ms(self.sizes, self.artifact.driver)) * slowdown(
-            ctx.knobs, model.arch.name, self.artifact.driver)
+        nominal = DRIVER_COSTS.execute_ms(self.sizes, self.artifact.driver)
+        cpu_ms = self.noisy(ctx, nominal) * slowdown(ctx.knobs, model.arch.name, self.artifact.driver)
         npu_ms = self.cycles / NPU_CLOCK_HZ * 1000.0
-        run.spend((cpu_ms + npu_ms + RUNNER_OVERHEAD_MS) / 1000.0, cpu_ms / 1000.0)
+        if run.tracer is None:
+            run.spend((cpu_ms + npu_ms + RUNNER_OVERHEAD_MS) / 1000.0, cpu_ms / 1000.0)
+        else:
+            self._traced_execute(run, cpu_ms * self._input_copy_ms() / nominal, cpu_ms, npu_ms)
         if model.cycle_counter:
             log.at("I", sites["cycle_counter"], f"Ethos-U Linux delegate cycle counter: {self.cycles}")
         if self.artifact.cpu_time_report:  # ours: #22596's report (closed unmerged), the documented default shape
@@ -644,6 +702,23 @@ class _EthosU:
 
     def after_executions(self, run: Run) -> None:
         return None
+
+    def _input_copy_ms(self) -> float:
+        """The nominal cost of copying the input into the NPU's scratch (the driver cost model's I/O rate over the
+        input's bytes): what ``+EthosUBackend::execute()handles.input.memcpy()`` times."""
+        return DRIVER_COSTS.io_us_per_kib * self.sizes.input / 1024.0 / 1000.0
+
+    def _traced_execute(self, run: Run, copy_ms: float, cpu_ms: float, npu_ms: float) -> None:
+        """The same time as an untraced execute, spent scope by scope as EthosUBackend::execute records it
+        (EthosUBackend.cpp:144-279): the input copy, then ``platform_execute`` (the driver's work, with the
+        per-inference set-up in that build, and the NPU's), around them the backend's bookkeeping."""
+        own_ms = RUNNER_OVERHEAD_MS - METHOD_OVERHEAD_MS - DISPATCH_OVERHEAD_MS
+        with run.traced("EthosUBackend::execute()"):
+            run.spend(own_ms / 1000.0)
+            with run.traced("+EthosUBackend::execute()handles.input.memcpy()"):
+                run.spend(copy_ms / 1000.0)
+            with run.traced("+EthosUBackend::execute()NPU"):
+                run.spend((cpu_ms - copy_ms + npu_ms) / 1000.0, (cpu_ms - copy_ms) / 1000.0)
 
 
 def _artifact(ctx: programs.GuestContext) -> RunnerArtifact:
@@ -657,9 +732,8 @@ def _run(ctx: programs.GuestContext, log: EtLog) -> int:
     artifact = _artifact(ctx)
     faults = parse_faults(ctx.knobs.get("runner_fault") or artifact.fault)
     delegate = _EthosU(ctx, artifact, faults)
-    return executor_main(
-        ctx, log, delegate, generation=artifact.log_generation, build_id=artifact.build_id, faults=faults
-    )
+    return executor_main(ctx, log, delegate, generation=artifact.log_generation, build_id=artifact.build_id,
+                         faults=faults, event_tracer=artifact.event_tracer)
 
 
 def executor_runner(ctx: programs.GuestContext) -> int:
