@@ -86,6 +86,7 @@ __all__ = [
     "RunOutcome",
     "check_selection",
     "exit_code_for",
+    "in_scenario_order",
     "rebuild_report",
     "run_scenario",
     "select_units",
