@@ -36,7 +36,9 @@ from typing import TextIO
 from fvp_harness.sim.baremetal import artifact as baremetal_artifact
 from fvp_harness.sim.networks.architectures import ARCHITECTURES, get_architecture
 from fvp_harness.sim.networks.estimate import vela_summary
+from fvp_harness.sim.networks.magic import RUNNER_LIBCS
 from fvp_harness.sim.networks.modelfile import (
+    DEFAULT_NPU_DEVICE,
     DRIVER_MODES,
     LOG_GENERATIONS,
     SUPPORTED_MACS,
@@ -103,6 +105,21 @@ def build_parser(prog: str = "fvp-harness sim") -> argparse.ArgumentParser:
         default="",
         help="injected faults, comma-separated: crash=N, hang=N, truncate=N, timeout=N (N = "
         "iterations completed before the fault)",
+    )
+    runner.add_argument(
+        "--libc",
+        choices=RUNNER_LIBCS,
+        default="glibc",
+        help="the C library it was linked against: glibc (default; needs /lib/ld-linux-aarch64.so.1), musl (needs "
+        "/lib/ld-musl-aarch64.so.1: meta-arm's A320 image, TCLIBC=musl) or static (needs no loader); on a guest "
+        "without its loader the shell says 'not found', exit 127",
+    )
+    runner.add_argument(
+        "--npu-device",
+        default=DEFAULT_NPU_DEVICE,
+        metavar="PATH",
+        help="the NPU node the delegate opens (upstream's ethosu.device compile spec; default /dev/ethosu0, the "
+        "ethos-u-linux-driver-stack's): absent, the first execute fails as upstream does (Aborted, exit 134)",
     )
     runner.add_argument("-o", "--output", required=True, type=Path, help="file to write")
 
@@ -172,6 +189,8 @@ def _info(path: Path) -> dict[str, object]:
             "fault": artifact.fault,
             "cpu_time_report": artifact.cpu_time_report,
             "log_generation": artifact.log_generation,
+            "libc": artifact.libc,
+            "npu_device": artifact.npu_device,
         }
     if is_model_file(data):
         model = decode_model(data)
@@ -203,9 +222,12 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     args = build_parser().parse_args(list(argv) if argv is not None else None)
     try:
         if args.what == "runner":
-            artifact = RunnerArtifact(
-                args.driver, args.build_id, args.fault, args.cpu_time_report, args.log_generation
-            )
+            try:
+                artifact = RunnerArtifact(args.driver, args.build_id, args.fault, args.cpu_time_report,
+                                          args.log_generation, libc=args.libc, npu_device=args.npu_device)
+            except ValueError as exc:
+                err.write(f"fvp-harness sim runner: {exc}\n")
+                return 2
             data = encode_runner(artifact)
             if args.fault:
                 from fvp_harness.sim.workloads.executor_runner import (  # late: only builds with faults need it
@@ -222,6 +244,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
             extras = [f"build id {args.build_id}" if args.build_id else "no build-id line"]
             extras += ["CPU-time report"] if args.cpu_time_report else []
             extras += [f"{args.log_generation} log generation"] + ([f"fault {args.fault}"] if args.fault else [])
+            extras += [args.libc] + ([f"NPU {args.npu_device}"] if args.npu_device != DEFAULT_NPU_DEVICE else [])
             out.write(
                 f"{args.output}: executor_runner build (driver {args.driver}, {', '.join(extras)}), "
                 f"{len(data)} bytes\n"

@@ -111,8 +111,9 @@ arm_executor_runner (fvp-harness sim baremetal-runner). Options are those of a F
 """
 
 
-def version_banner(model_name: str = MODEL_NAME) -> str:
-    """The ``--version`` text: a Fast Models style banner that says plainly it is a simulation."""
+def version_banner(model_name: str = MODEL_NAME, fast_models: str | None = None) -> str:
+    """The ``--version`` text: a Fast Models style banner that says plainly it is a simulation. ``fast_models``: the
+    Fast Models version of the image's release (default ``FAST_MODELS_VERSION``)."""
     try:
         from importlib.metadata import version
 
@@ -120,7 +121,7 @@ def version_banner(model_name: str = MODEL_NAME) -> str:
     except Exception:  # not installed as a distribution (e.g. run from a source tree)
         ours = "unknown"
     return (
-        f"Fast Models [{FAST_MODELS_VERSION} (simulated by fvp-harness sim)]\n"
+        f"Fast Models [{fast_models or FAST_MODELS_VERSION} (simulated by fvp-harness sim)]\n"
         f"{model_name} simulator from fvp-harness {ours}; not an Arm product.\n"
     )
 

@@ -138,6 +138,7 @@ from fvp_harness.sim.networks.modelfile import (
 from fvp_harness.sim.npu.cycles import NPU_CLOCK_HZ, model_cycles
 from fvp_harness.sim.npu.driver_cost import DEFAULT as DRIVER_COSTS
 from fvp_harness.sim.npu.driver_cost import DriverSizes
+from fvp_harness.sim.workloads.executor_runner.device import open_problem
 from fvp_harness.sim.workloads.executor_runner.faults import FaultSpec, noise_from_knobs, parse_faults, slowdown
 from fvp_harness.sim.workloads.executor_runner.flags import (
     EXIT_ABORT,
@@ -591,7 +592,7 @@ class _EthosU:
         segment = model.sizes.weights + model.sizes.command_stream
         run.log.at("I", run.sites["delegate_data"], f"data:{self._address(segment)}")
         if self.artifact.driver == "reuse":  # the driver-reuse build creates the network and buffers here
-            mismatch = _mismatch(model, run.ctx.npu_macs)
+            mismatch = open_problem(run.ctx, self.artifact.npu_device) or _mismatch(model, run.ctx.npu_macs)
             if mismatch:
                 run.log.at("E", run.sites["driver_failed"], f"Ethos-U Linux driver invocation failed: {mismatch}")
                 raise DelegateError(INVALID_STATE)
@@ -599,8 +600,8 @@ class _EthosU:
 
     def execute(self, run: Run, index: int, total: int, x: np.ndarray) -> np.ndarray:
         ctx, model, log, sites = run.ctx, run.compiled, run.log, run.sites
-        if self.artifact.driver == "per-inference":  # creates the network on every execute
-            mismatch = _mismatch(model, ctx.npu_macs)
+        if self.artifact.driver == "per-inference":  # opens the device and creates the network on every execute
+            mismatch = open_problem(ctx, self.artifact.npu_device) or _mismatch(model, ctx.npu_macs)
             if mismatch:
                 log.at("E", sites["driver_failed"], f"Ethos-U Linux driver invocation failed: {mismatch}")
                 raise DelegateError(INVALID_STATE)
