@@ -19,6 +19,8 @@ Platform knobs (name, default: meaning; the workload's knobs are documented with
   The platform checks the name against its table (``main.py``); here only aliases are resolved.
 - ``ssh_fragment``, false: the image was built with meta-arm's kas/corstone1000-ssh.yml, so it has Dropbear even
   where its release has none.
+- ``tclibc``, the release's: ``glibc`` or ``musl``, the image's C library (``TCLIBC``; meta-arm's
+  kas/corstone1000-firmware-only.yml sets musl), which decides the dynamic loader in /lib.
 - ``kernel_noise_rate``, 0: benign kernel messages per wall second on host_terminal_0, injected at random
   points of the output stream (so they land mid-line too); ``dmesg -n 1`` silences them.
 - ``backlog_bytes``, 1048576: output a terminal keeps while no client is connected (oldest dropped).
@@ -62,7 +64,7 @@ BOOT_STAGES = ("tfm", "tfa", "optee", "uboot", "kernel", "init", "login")
 """Boot stages in order, the names ``fault_boot_hang`` accepts."""
 
 _KNOWN = {
-    "boot_seconds", "boot_sim_seconds", "speed", "idle_ratio", "release", "ssh_fragment", "kernel_noise_rate",
+    "boot_seconds", "boot_sim_seconds", "speed", "idle_ratio", "release", "ssh_fragment", "tclibc", "kernel_noise_rate",
     "backlog_bytes",
     "line_max", "first_boot", "seed", "fault_boot_hang", "fault_panic", "fault_console_drop", "fault_crash",
     "fault_slow_console", "fault_garbage", "fault_refuse_ssh", "fault_busy_ports", "fault_count_matching",
@@ -126,6 +128,7 @@ class Knobs:
     idle_ratio: float = 1.0
     release: str = "2025.12"
     ssh_fragment: bool = False
+    tclibc: str = ""
     kernel_noise_rate: float = 0.0
     backlog_bytes: int = 1 << 20
     line_max: int = 4096
@@ -173,6 +176,8 @@ def parse_knobs(environ: Mapping[str, str] | None = None, options: Iterable[str]
     if "release" in raw:
         release = raw["release"].strip().lower()
         k.release = _RELEASE_ALIASES.get(release, release)
+    if get("tclibc", "").strip():
+        k.tclibc = raw["tclibc"].strip().lower()
     if "ssh_fragment" in raw:
         k.ssh_fragment = _bool("ssh_fragment", raw["ssh_fragment"])
     if "kernel_noise_rate" in raw:

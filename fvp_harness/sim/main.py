@@ -16,7 +16,7 @@ import os
 import signal
 import sys
 
-from fvp_harness.sim.corstone1000.releases import UnknownRelease, get_release
+from fvp_harness.sim.corstone1000.releases import UnknownRelease, image_of
 from fvp_harness.sim.fvp.cmdline import CmdlineError, Options, parse_args, platform_for_program, usage, version_banner
 from fvp_harness.sim.fvp.params import format_listing, parameters_of
 from fvp_harness.sim.knobs import KnobError, Knobs, parse_knobs
@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None, program: str | None = None) -> int:
             return 0
         knobs = parse_knobs(os.environ, opts.sim)
         if opts.platform == "corstone1000":
-            get_release(knobs.release)  # an image the table does not have is a bad knob, before anything starts
+            image_of(knobs)  # an image the table does not have is a bad knob, before anything starts
     except (CmdlineError, KnobError, UnknownRelease) as exc:
         sys.stderr.write(f"{exc}\n" if str(exc).startswith("Error") else f"Error: {exc}\n")
         return 1
@@ -72,7 +72,7 @@ def _fast_models_version(opts: Options) -> str | None:
     if opts.platform != "corstone1000":
         return None
     try:
-        return get_release(parse_knobs(os.environ, opts.sim).release).fast_models
+        return image_of(parse_knobs(os.environ, opts.sim)).fast_models
     except (KnobError, UnknownRelease):
         return None
 

@@ -19,10 +19,10 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from fvp_harness.sim.corstone1000.releases import Release, get_release
+from fvp_harness.sim.corstone1000.releases import Release, image_of
 from fvp_harness.sim.knobs import Knobs
 
-__all__ = ["KERNEL_NOISE", "BootStep", "boot_steps", "kernel_line", "panic_text", "play"]
+__all__ = ["KERNEL_NOISE", "BootStep", "boot_steps", "getty_banner", "kernel_line", "panic_text", "play"]
 
 CONSOLE = "host_terminal_0"
 UART1 = "host_terminal_1"
@@ -257,7 +257,7 @@ def boot_steps(knobs: Knobs, *, mmc_bytes: int | None = None, num_macs: int = 25
                ) -> list[BootStep]:
     """Every step from power-on to the getty banner; the login prompt itself is the shell's. ``ssh``: a network
     device is up and the image has Dropbear."""
-    rel = get_release(knobs.release)
+    rel = image_of(knobs)
     return (_tfm(knobs, rel) + _tfa(rel) + _optee(rel) + _uboot(knobs, rel) + _kernel(knobs, rel, mmc_bytes, num_macs)
             + _init(knobs, rel, ssh) + _login(rel))
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from fvp_harness.sim.clock import SimClock
 from fvp_harness.sim.corstone1000.boot import kernel_line
-from fvp_harness.sim.corstone1000.releases import Release, get_release
+from fvp_harness.sim.corstone1000.releases import Release, image_of
 from fvp_harness.sim.guest.fs import GuestFS
 from fvp_harness.sim.knobs import Knobs
 
@@ -44,7 +44,7 @@ class Machine:
     @property
     def release(self) -> Release:
         """The image that booted (the release knob's row of ``releases.py``)."""
-        return get_release(self.knobs.release)
+        return image_of(self.knobs)
 
     @property
     def hostname(self) -> str:

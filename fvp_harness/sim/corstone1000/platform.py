@@ -21,7 +21,7 @@ from fvp_harness.sim.corstone1000 import boot as bootmod
 from fvp_harness.sim.corstone1000 import faults
 from fvp_harness.sim.corstone1000.console import Console
 from fvp_harness.sim.corstone1000.machine import Machine
-from fvp_harness.sim.corstone1000.releases import get_release
+from fvp_harness.sim.corstone1000.releases import image_of
 from fvp_harness.sim.corstone1000.sshd import GuestSSHServer, parse_user_net_ports
 from fvp_harness.sim.corstone1000.terminal import TerminalServer
 from fvp_harness.sim.fvp.cmdline import MODEL_NAME, Options
@@ -53,8 +53,8 @@ class SimulatedModel(StopRequests):
         self.rng = random.Random(knobs.seed)
         params = opts.params
         self.clock = SimClock(int(params["host.cpu0.clock_hz"]), knobs.speed, knobs.idle_ratio)
-        release = get_release(knobs.release)
-        self.dropbear = release.dropbear or knobs.ssh_fragment  # kas/corstone1000-ssh.yml adds it
+        release = image_of(knobs)  # the release's row with the kas options the knobs add
+        self.dropbear = release.dropbear
         self.fs = GuestFS(release.hostname, devices=[release.npu_device], os_version=release.poky,
                           files=[release.loader, *(["/usr/sbin/dropbear"] if self.dropbear else [])])
         self.machine = Machine(self.fs, self.clock, dict(params), knobs)

@@ -19,9 +19,11 @@ Where each fact comes from (meta-arm file, or "not verified") is in docs/simulat
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-__all__ = ["DEFAULT_RELEASE", "LOADERS", "RELEASES", "Release", "UnknownRelease", "get_release"]
+from fvp_harness.sim.knobs import Knobs
+
+__all__ = ["DEFAULT_RELEASE", "LOADERS", "RELEASES", "Release", "UnknownRelease", "get_release", "image_of"]
 
 
 LOADERS: dict[str, str] = {
@@ -143,3 +145,17 @@ def get_release(name: str) -> Release:
         return RELEASES[name]
     except KeyError:
         raise UnknownRelease(f"knob release: {name!r} is not one of {', '.join(RELEASES)}") from None
+
+
+def image_of(knobs: Knobs) -> Release:
+    """The image that boots: the ``release`` knob's row with the build options a user may add on top, as meta-arm's
+    kas files do: ``tclibc`` (``TCLIBC`` in local.conf, which kas/corstone1000-firmware-only.yml sets to musl) and
+    ``ssh_fragment`` (kas/corstone1000-ssh.yml, which adds Dropbear)."""
+    release = get_release(knobs.release)
+    if knobs.tclibc:
+        if knobs.tclibc not in LOADERS:
+            raise UnknownRelease(f"knob tclibc: {knobs.tclibc!r} is not one of {', '.join(LOADERS)}")
+        release = replace(release, libc=knobs.tclibc)
+    if knobs.ssh_fragment:
+        release = replace(release, dropbear=True)
+    return release
