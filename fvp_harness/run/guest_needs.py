@@ -107,8 +107,8 @@ def runner_needs(build: str, path: Path | str, default_npu_device: str | None) -
     try:
         with open(path, "rb") as fh:
             head = fh.read(_HEAD)
-    except OSError:
-        return RunnerNeeds(build)  # the deploy says why it cannot be read
+    except OSError:  # not built yet (doctor --boot), or the deploy will say why it cannot be read: a stock runner
+        return RunnerNeeds(build, npu_device=default_npu_device)
     if head.startswith(SIM_RUNNER_MAGIC) and len(head) >= 16:
         code = int.from_bytes(head[10:12], "little") & 0x3
         libc = _SIM_LIBCS[code] if code < len(_SIM_LIBCS) else None
