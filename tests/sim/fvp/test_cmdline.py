@@ -222,7 +222,7 @@ def test_meta_arms_command_line_boots_to_the_login_prompt(sim, free_ports, tmp_p
     import asyncssh
 
     port = free_ports(1)
-    s = sim(*meta_arm_argv(_images(tmp_path), port, mmc_file), knobs={"release": "next"})
+    s = sim(*meta_arm_argv(_images(tmp_path), port, mmc_file), knobs={"release": "next", "ssh_fragment": "1"})
     t = s.term()
     boot = t.expect(b"corstone1000-a320-fvp login: ")
     assert b"Ethos-U85 NPU, 256 MACs" in boot
