@@ -850,13 +850,6 @@ class Shell:
         # ash runs a text file without #! as a script
         return self._run_script(host.read_bytes(), argv, env, io)
 
-    def _exists(self, path: str) -> bool:
-        """A guest file exists (a path that escapes the root does not)."""
-        try:
-            return self.fs.host_path(path).exists()
-        except OSError:
-            return False
-
     def _run_program(self, program: programs.GuestProgram, path: str, argv: list[str],
                      env: dict[str, str], io: IO) -> int:
         from fvp_harness.sim.guest.context import SimGuestContext  # late: context imports this module's IO

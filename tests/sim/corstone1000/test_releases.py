@@ -69,7 +69,7 @@ def test_kas_options_on_top_of_a_release() -> None:
     image = image_of(parse_knobs({}, ["release=2025.12", "tclibc=musl"]))
     assert (image.libc, image.loader, image.npu_device) == ("musl", "/lib/ld-musl-aarch64.so.1", "/dev/ethosu0")
     assert image_of(parse_knobs({}, ["release=2026.05", "ssh_fragment=1"])).dropbear
-    with pytest.raises(UnknownRelease, match="2025.12, 2026.05, next"):
+    with pytest.raises(UnknownRelease, match=r"2025\.12, 2026\.05, next"):
         image_of(parse_knobs({}, ["release=1999"]))
     with pytest.raises(UnknownRelease, match="tclibc"):
         image_of(parse_knobs({}, ["tclibc=uclibc"]))
@@ -93,7 +93,7 @@ def _run(shell: Shell, line: str) -> tuple[str, str, int]:
 
 @pytest.mark.parametrize("guest", [["release=2026.05"]], indirect=True)
 def test_todays_guest_files(guest: tuple[SimulatedModel, Shell]) -> None:
-    model, shell = guest
+    _, shell = guest
     out, _, _ = _run(shell, "ls -1d /dev/ethosu0 /dev/accel/accel0 /lib/ld-musl-aarch64.so.1 "
                             "/lib/ld-linux-aarch64.so.1 /usr/sbin/dropbear")
     assert out.split() == ["/dev/accel/accel0", "/lib/ld-musl-aarch64.so.1"]
