@@ -79,7 +79,9 @@ the Fatal ``Execution of method forward failed with status 0x2``, exit 134. An N
 driver exception (``Ethos-U Linux driver invocation failed: <text>``; the driver's own text is not public, ours
 names both configurations): in the per-inference build at the first execute (then as a timeout), in the reuse
 build at method load (``Init failed for backend EthosUBackend: 0x2`` and the Fatal ``Loading of method forward
-failed with status 0x2``; the reuse build is not upstream). Wrong input files fail in prepare_input_tensors
+failed with status 0x2``; the reuse build is not upstream). An image without the NPU node the build opens
+(``RunnerArtifact.npu_device``, default ``/dev/ethosu0``; meta-arm 2026.05 has only ``/dev/accel/accel0``) fails the
+same two ways with ``Failed to open device`` (``device.py``). Wrong input files fail in prepare_input_tensors
 (inputs.cpp) with ``Could not prepare inputs: 0x12``; an unknown ``--method_name`` with program.cpp's ``No method
 named`` and ``Failed to get method_meta for X: 0x12``. ``Aborted`` / ``Segmentation fault`` are what the shell
 shows for SIGABRT / SIGSEGV.
