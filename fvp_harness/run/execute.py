@@ -452,9 +452,10 @@ class SessionRunner:
                     self.shared.emit(Event("booted", session=name, seconds=info.boot_seconds))
                     if self.shared.halted:
                         break  # stopped while booting: close the instance without deploying
-                    self._needs = check_guest(functools.partial(self._guest_output, target), self.scenario,
-                                              self.plan.profile, [unit.build for unit in batch])
                     files = self._files_for(batch)
+                    self._needs = check_guest(functools.partial(self._guest_output, target), self.scenario,
+                                              self.plan.profile, [unit.build for unit in batch],
+                                              [local for local, _ in files])
                     self.shared.emit(Event("deploy", session=name, count=len(files)))
                     began = time.monotonic()
                     placed, guest_root = self.deploy(target, files)

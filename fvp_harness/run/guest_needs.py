@@ -39,6 +39,8 @@ __all__ = [
     "RunnerNeeds",
     "check_answer",
     "check_guest",
+    "deploy_kib",
+    "free_kib",
     "needs_command",
     "not_found_problem",
     "runner_needs",
@@ -143,13 +145,37 @@ def _probed(needs: Iterable[RunnerNeeds], ssh: bool) -> list[str]:
     return list(dict.fromkeys(paths))
 
 
-def needs_command(needs: Iterable[RunnerNeeds], *, ssh: bool) -> str | None:
+def needs_command(needs: Iterable[RunnerNeeds], *, ssh: bool, space_dir: str | None = None) -> str | None:
     """The one guest command that answers every question (None: nothing to ask). Prints the paths that exist,
-    one a line; the status is ``ls``'s and means nothing."""
+    one a line, then (``space_dir``) ``df -kP``'s table of the file system that folder is on; the status means
+    nothing."""
     paths = _probed(needs, ssh)
-    if not paths:
+    if not paths and space_dir is None:
         return None
-    return "ls -1d " + " ".join(shlex.quote(path) for path in paths) + " 2>/dev/null; true"
+    parts = ["ls -1d " + " ".join(shlex.quote(path) for path in paths) + " 2>/dev/null"] if paths else []
+    if space_dir is not None:
+        parts.append(f"df -kP {shlex.quote(space_dir)} 2>/dev/null")
+    return "; ".join([*parts, "true"])
+
+
+def free_kib(output: str) -> int | None:
+    """The ``Available`` KiB of the first row of a ``df -kP`` table in ``output`` (None: no table, e.g. no df)."""
+    lines = output.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("Filesystem") and i + 1 < len(lines):
+            fields = lines[i + 1].split()
+            if len(fields) >= 6 and fields[-3].isdigit():
+                return int(fields[-3])
+    return None
+
+
+def deploy_kib(sizes: Iterable[int]) -> int:
+    """KiB the deploy needs in the guest at its peak: every file, plus the largest one's base64 staging copy (the
+    console deploy writes ``<file>.b64`` and decodes it next to it)."""
+    sizes = list(sizes)
+    if not sizes:
+        return 0
+    return -(-(sum(sizes) + max(sizes) * 4 // 3) // 1024)
 
 
 def _image_libc(present: set[str]) -> str | None:
@@ -171,8 +197,8 @@ def _builds(names: list[str]) -> str:
     return ", ".join(f"builds.{name}" for name in names)
 
 
-def check_answer(needs: Iterable[RunnerNeeds], output: str, *, ssh: bool, ssh_why: str = "deploy.method is ssh"
-                 ) -> list[str]:
+def check_answer(needs: Iterable[RunnerNeeds], output: str, *, ssh: bool, ssh_why: str = "deploy.method is ssh",
+                 need_kib: int = 0, space_dir: str = "") -> list[str]:
     """The problems the guest's answer to ``needs_command`` shows, each naming its fix (empty: all there). Builds
     that lack the same thing share one problem."""
     present = {line.strip() for line in output.splitlines() if line.strip().startswith("/")}
@@ -199,6 +225,12 @@ def check_answer(needs: Iterable[RunnerNeeds], output: str, *, ssh: bool, ssh_wh
             f"{_builds(builds)}: the runner is linked against {libc} and needs the dynamic loader {loader}, which "
             f"this image does not have, so the guest shell would answer 'not found' for a file that exists (exit "
             f"127). Fix: {_libc_fix(present)}")
+    free = free_kib(output) if need_kib else None
+    if free is not None and free < need_kib:
+        problems.append(
+            f"the deploy needs about {need_kib} KiB in {space_dir} and the guest has {free} KiB free there. Fix: "
+            f"set deploy.guest_dir to a folder on a larger file system (an MMC image's, say), or deploy fewer or "
+            f"smaller files")
     if ssh and not any(server in present for server in SSH_SERVERS):
         problems.append(
             f"{ssh_why}, but this image has no ssh server ({', '.join(SSH_SERVERS)}): meta-arm's A320 image "
@@ -231,10 +263,11 @@ def not_found_problem(output: str, exit_status: int | None, runners: Mapping[str
     return None
 
 
-def check_guest(ask: Callable[[str], str], scenario: Scenario, profile: Profile, builds: Iterable[str]
-                ) -> dict[str, RunnerNeeds]:
+def check_guest(ask: Callable[[str], str], scenario: Scenario, profile: Profile, builds: Iterable[str],
+                files: Iterable[Path] = ()) -> dict[str, RunnerNeeds]:
     """After boot, before the deploy: ask the guest once (``ask(command) -> output``) whether it has what the
-    ``builds``' runners need and raise ``ConfigurationError`` naming every problem and its fix. Returns each build's
+    ``builds``' runners need and room for the deploy of ``files`` (this host's), and raise ``ConfigurationError``
+    naming every problem and its fix. Returns each build's
     needs (``not_found_problem`` explains a unit's ``not found`` with them). Only a Linux FVP guest is asked: a host
     target, a QEMU guest (no NPU, no simulator runner) and bare metal have nothing of this to check."""
     if scenario.target != "fvp" or profile.kind != "linux":
@@ -242,10 +275,13 @@ def check_guest(ask: Callable[[str], str], scenario: Scenario, profile: Profile,
     npu = DEFAULT_NPU_DEVICE if profile.npu_macs_param else None
     needs = {build: runner_needs(build, scenario.builds[build].runner, npu) for build in dict.fromkeys(builds)}
     ssh = scenario.deploy.method == "ssh"
-    command = needs_command(needs.values(), ssh=ssh)
+    sizes = [path.stat().st_size for path in files if path.is_file()]
+    need = deploy_kib(sizes) if scenario.deploy.method != "preloaded" else 0
+    space_dir = posixpath.dirname(scenario.deploy.guest_dir.rstrip("/")) or "/"
+    command = needs_command(needs.values(), ssh=ssh, space_dir=space_dir if need else None)
     if command is None:
         return needs
-    problems = check_answer(needs.values(), ask(command), ssh=ssh)
+    problems = check_answer(needs.values(), ask(command), ssh=ssh, need_kib=need, space_dir=space_dir)
     if problems:
         raise ConfigurationError("the booted image cannot run this scenario's runners: " + "; ".join(problems))
     return needs

@@ -19,6 +19,8 @@ from fvp_harness.run.guest_needs import (
     RunnerNeeds,
     check_answer,
     check_guest,
+    deploy_kib,
+    free_kib,
     needs_command,
     not_found_problem,
     runner_needs,
@@ -116,3 +118,20 @@ def test_a_units_not_found_for_a_deployed_runner_is_the_images_fault() -> None:
     assert problem is not None and "builds.before" in problem and "/lib/ld-linux-aarch64.so.1" in problem
     assert not_found_problem(output, 1, runners, {}) is None
     assert not_found_problem("sh: gunzip: not found\n", 127, runners, {}) is None
+
+
+BUSYBOX_DF = """Filesystem           1024-blocks    Used Available Capacity Mounted on
+tmpfs                   1015544        12   1015532   0% /tmp
+"""  # busybox df -kP (coreutils/df.c's POSIX format)
+
+
+def test_free_space_for_the_deploy() -> None:
+    assert free_kib(BUSYBOX_DF) == 1015532 and free_kib("sh: df: not found\n") is None
+    assert deploy_kib([3 * 1024 * 1024, 1024]) == 3 * 1024 + 1 + 4 * 1024  # all files + the largest's base64 copy
+    assert check_answer([], BUSYBOX_DF, ssh=False, need_kib=1015532, space_dir="/tmp") == []
+    [problem] = check_answer([], BUSYBOX_DF, ssh=False, need_kib=2_000_000, space_dir="/tmp")
+    assert "needs about 2000000 KiB in /tmp" in problem and "1015532 KiB free" in problem
+    assert "deploy.guest_dir" in problem
+    assert check_answer([], "", ssh=False, need_kib=2_000_000, space_dir="/tmp") == []  # no df: not checked
+    command = needs_command([], ssh=False, space_dir="/tmp")
+    assert command == "df -kP /tmp 2>/dev/null; true"

@@ -99,6 +99,9 @@ def test_todays_guest_files(guest: tuple[SimulatedModel, Shell]) -> None:
     assert out.split() == ["/dev/accel/accel0", "/lib/ld-musl-aarch64.so.1"]
     assert _run(shell, "uname -r")[0] == "6.19.0-yocto-standard\n"
     assert _run(shell, "hostname")[0] == "corstone1000-a320-fvp\n"
+    table = _run(shell, "df -kP /tmp")[0].splitlines()  # busybox df: what backs the guest's files
+    assert table[0].split()[:2] == ["Filesystem", "1K-blocks"] and table[1].split()[-1] == "/"
+    assert int(table[1].split()[3]) > 0
 
 
 @pytest.mark.parametrize("guest", [["release=2026.05"]], indirect=True)
