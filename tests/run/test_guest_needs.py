@@ -86,6 +86,16 @@ def test_todays_image_names_both_nodes_and_the_fix() -> None:
     assert "linked against glibc" in libc and "this is a musl image" in libc and "statically" in libc
 
 
+def test_musl_and_static_runners_on_a_musl_image_with_the_ethos_u_driver() -> None:
+    """``fvp.sim.tclibc=musl`` on 2025.12: /dev/ethosu0 and only the musl loader; a glibc runner is refused."""
+    musl = RunnerNeeds("before", "musl", "/lib/ld-musl-aarch64.so.1", "/dev/ethosu0")
+    static = RunnerNeeds("after", "static", None, "/dev/ethosu0")
+    answer = "/dev/ethosu0\n/lib/ld-musl-aarch64.so.1\n"
+    assert check_answer([musl, static], answer, ssh=False) == []
+    [problem] = check_answer([STOCK], answer, ssh=False)
+    assert problem.startswith("builds.before: the runner is linked against glibc") and "musl image" in problem
+
+
 def test_ssh_asked_of_an_image_without_a_server() -> None:
     [problem] = check_answer([], "", ssh=True)
     assert "no ssh server" in problem and "kas/corstone1000-ssh.yml" in problem and "deploy.method: console" in problem
