@@ -392,3 +392,17 @@ def test_a_build_for_another_node_opens_that_node(run_runner: RunRunner) -> None
     assert status == 0 and CYCLE_COUNTER[3].split(":")[0] in ctx.stderr_text
     status, ctx = run_runner("per-inference", "--model_path=resnet8.bin", npu_device="/dev/ethosu1")
     assert status == 134 and "Failed to open device" in ctx.stderr_text
+
+
+def test_a_reuse_build_without_the_node_fails_at_method_load(run_runner: RunRunner) -> None:
+    """After #22599 the driver objects are made in platform_init (method load); its line numbers are not known
+    (upstream-conformance.md), so the failure keeps the delegate's line 318 and method load's Init failed path."""
+    status, ctx = run_runner("reuse", "--model_path=resnet8.bin", devices=())
+    assert status == 134
+    msgs = messages(ctx.stderr_text)
+    assert msgs[-3:] == [
+        "Ethos-U Linux driver invocation failed: Failed to open device",
+        "Init failed for backend EthosUBackend: 0x2",
+        "In function main(), assert failed (method.ok()): Loading of method forward failed with status 0x2",
+    ]
+    assert ctx.stderr_text.endswith("Aborted\n")
