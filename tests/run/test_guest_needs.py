@@ -122,8 +122,8 @@ def test_check_guest_asks_once_and_raises_a_configuration_error(tmp_path: Path) 
 
 
 def test_a_units_not_found_for_a_deployed_runner_is_the_images_fault() -> None:
-    runners = {"before": "/root/.fvp-harness/abc/executor_runner"}
-    output = "sh: /root/.fvp-harness/abc/executor_runner: not found\n"
+    runners = {"before": "/data/fh/abc/executor_runner"}
+    output = "sh: /data/fh/abc/executor_runner: not found\n"
     problem = not_found_problem(output, 127, runners, {"before": STOCK})
     assert problem is not None and "builds.before" in problem and "/lib/ld-linux-aarch64.so.1" in problem
     assert not_found_problem(output, 1, runners, {}) is None
