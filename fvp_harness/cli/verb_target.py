@@ -46,6 +46,10 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
     doctor.add_argument("--probe-timeout", type=positive_float, default=None, metavar="S",
                         help="seconds the model may take to answer --version and --list-params before it counts as "
                         "silent (default 12, times --timeout-scale)")
+    doctor.add_argument("--boot", action="store_true",
+                        help="also boot one instance and check that the image has what the runners need (the NPU "
+                        "node, the runner's C library loader, an ssh server for deploy.method: ssh), as a run does "
+                        "before its first unit")
     doctor.set_defaults(handler=_run_doctor_verb)
 
     shell = subparsers.add_parser(
@@ -117,6 +121,15 @@ def _run_doctor_verb(args: argparse.Namespace) -> int:
     timeout = (args.probe_timeout or PROBE_TIMEOUT_S) * args.timeout_scale
     checks = run_doctor(scenario, loaded.profile, base_dir=loaded.directory, probe_timeout=timeout,
                         on_start=started, on_done=ended, located=located)
+    if args.boot and doctor_exit_code(checks) == EXIT_OK:
+        from fvp_harness.run.doctor_boot import boot_check  # late: the targets layer loads only for --boot
+
+        started("guest", "booting one instance")
+        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+        check = boot_check(loaded, log_dir=DEFAULT_RESULTS_BASE / loaded.stem / LOGS_DIR / f"doctor-{stamp}",
+                           timeout_scale=args.timeout_scale)
+        ended(check, 0.0)
+        checks.append(check)
     code = doctor_exit_code(checks)
     seconds = time.monotonic() - began
     if code == EXIT_OK:

@@ -201,11 +201,16 @@ class Profile(_Strict):
         "before the first one failed to start (FvpStartError); after it, it died while the program ran (FvpDied).",
     )
     boot_timeout: float = 600.0
-    stop_signal: Literal["SIGINT", "SIGTERM"] = "SIGINT"
+    stop_signal: Literal["SIGINT", "SIGTERM"] = Field(
+        "SIGINT",
+        description="The polite stop: SIGINT (the model prints --stat and exits, as on Ctrl-C; then SIGTERM, then "
+        "SIGKILL) or SIGTERM (meta-arm's stop, lib/fvp/runner.py:112-121: SIGTERM, stop_timeout, SIGKILL).",
+    )
     stop_timeout: float = Field(
         10.0,
         gt=0,
-        description="Seconds to wait after the polite stop signal before SIGTERM, then SIGKILL of the group.",
+        description="Seconds to wait after the polite stop signal before SIGTERM (SIGKILL when the stop signal is "
+        "SIGTERM) of the group.",
     )
     version_pattern: str = Field(
         r"Fast Models \[([^\]]+)\]",

@@ -60,6 +60,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime
+import functools
 import hashlib
 import logging
 import posixpath
@@ -90,6 +91,7 @@ from fvp_harness.events import Event, Listener, null_listener
 from fvp_harness.files import file_sha256
 from fvp_harness.run.deploy import Deployer
 from fvp_harness.run.framed import FramedResult, frame_unit, new_token, parse_framed
+from fvp_harness.run.guest_needs import RunnerNeeds, check_guest, not_found_problem
 from fvp_harness.run.instances import TargetFactory
 from fvp_harness.run.plan import Plan, Session, Unit, key_part_extras
 from fvp_harness.run.scrape import ETDUMP_FILES, find_build_id, find_errors, find_etdump, printed_outputs, scrape
@@ -380,6 +382,9 @@ class SessionRunner:
         self._unit_log: str | None = None
         """The log of the unit in flight: where a failed attempt's record points (it holds the console tail)."""
         self._runner_proof: dict[str, str] = {}
+        self._needs: dict[str, RunnerNeeds] = {}
+        self._runner_paths: dict[str, str] = {}  # build -> its runner's guest path (``_prove_runners``)
+        """Build -> what its runner needs of the guest (``run.guest_needs``), checked after each boot."""
         self._secrets = self.scenario.secret_values()
         """Secret environment values: masked in unit logs, failure texts and records (the runner gets them)."""
         """Build -> its runner's sha256 as the guest computed it (or why it could not be proven): ``_prove_runners``."""
@@ -404,7 +409,7 @@ class SessionRunner:
         session of the execution (``_Shared.abort``) so the run ends within seconds."""
         try:
             return self._run()
-        except StorageError:
+        except (StorageError, ConfigurationError):  # the image cannot run the runners: no other instance can
             self.shared.abort.set()
             raise
         except OSError as exc:
@@ -451,6 +456,9 @@ class SessionRunner:
                     if self.shared.halted:
                         break  # stopped while booting: close the instance without deploying
                     files = self._files_for(batch)
+                    self._needs = check_guest(functools.partial(self._guest_output, target), self.scenario,
+                                              self.plan.profile, [unit.build for unit in batch],
+                                              [local for local, _ in files])
                     self.shared.emit(Event("deploy", session=name, count=len(files)))
                     began = time.monotonic()
                     placed, guest_root = self.deploy(target, files)
@@ -522,6 +530,7 @@ class SessionRunner:
             if unit.build not in runners:
                 local = Path(self.scenario.builds[unit.build].runner)
                 runners[unit.build] = (placed[local], file_sha256(local))
+        self._runner_paths.update({build: guest for build, (guest, _) in runners.items()})
         paths = sorted({guest for guest, _ in runners.values()})
         result = self._guest(target, "sha256sum " + " ".join(shlex.quote(path) for path in paths))
         seen = sha256sum_digests(result.output)
@@ -591,6 +600,10 @@ class SessionRunner:
         if missing:
             more, _ = self.deploy(target, missing)
             placed.update(more)
+        unchecked = [unit.build for unit in taken if unit.build not in self._needs]
+        if unchecked:
+            self._needs.update(check_guest(functools.partial(self._guest_output, target), self.scenario,
+                                           self.plan.profile, unchecked))
         unproven = [unit for unit in taken if unit.build not in self._runner_proof]
         if unproven:
             self._runner_proof.update(self._prove_runners(target, placed, unproven))
@@ -642,6 +655,10 @@ class SessionRunner:
 
     def _command_timeout(self) -> float | None:
         return self.options.command_timeout
+
+    def _guest_output(self, target: Target, command: str) -> str:
+        """A guest command's output (``run.guest_needs.check_guest`` asks through it)."""
+        return self._guest(target, command).output
 
     def _guest(self, target: Target, command: str) -> CommandResult:
         return target.run(command, self._command_timeout())
@@ -833,6 +850,9 @@ class SessionRunner:
                                        units=scraped.units)
 
         if not result.ok:
+            problem = not_found_problem(result.output, result.exit_status, self._runner_paths, self._needs)
+            if problem is not None:  # the runner is there (hashed in the guest), its loader is not: the image's
+                raise ConfigurationError(problem)
             errors = find_errors(result.output)
             why = f"; {' | '.join(errors[-3:])}" if errors else ""
             tail = next((line for line in reversed(result.output.strip().splitlines()) if line.strip()), "")

@@ -13,8 +13,14 @@ Platform knobs (name, default: meaning; the workload's knobs are documented with
 - ``speed``, 0: simulated seconds per wall second for guest programs' work; 0 = no waiting; 0.003 is about
   the real model's pace on NPU-heavy work.
 - ``idle_ratio``, 1.0: simulated seconds that pass per wall second while the guest idles.
-- ``release``, 2025.12: ``2025.12`` (hostname corstone1000-fvp, /dev/ethosu0) or ``next`` (hostname
-  corstone1000-a320-fvp, in-kernel accel driver, no /dev/ethosu0).
+- ``release``, 2025.12: which Corstone-1000 image boots, a row of ``corstone1000/releases.py``: ``2025.12``
+  (hostname corstone1000-fvp, glibc, Dropbear, /dev/ethosu0), ``2026.05`` or ``next`` (meta-arm's today: hostname
+  corstone1000-a320-fvp, musl, no Dropbear, the in-kernel accel driver at /dev/accel/accel0, no /dev/ethosu0).
+  The platform checks the name against its table (``main.py``); here only aliases are resolved.
+- ``ssh_fragment``, false: the image was built with meta-arm's kas/corstone1000-ssh.yml, so it has Dropbear even
+  where its release has none.
+- ``tclibc``, the release's: ``glibc`` or ``musl``, the image's C library (``TCLIBC``; meta-arm's
+  kas/corstone1000-firmware-only.yml sets musl), which decides the dynamic loader in /lib.
 - ``kernel_noise_rate``, 0: benign kernel messages per wall second on host_terminal_0, injected at random
   points of the output stream (so they land mid-line too); ``dmesg -n 1`` silences them.
 - ``backlog_bytes``, 1048576: output a terminal keeps while no client is connected (oldest dropped).
@@ -58,11 +64,15 @@ BOOT_STAGES = ("tfm", "tfa", "optee", "uboot", "kernel", "init", "login")
 """Boot stages in order, the names ``fault_boot_hang`` accepts."""
 
 _KNOWN = {
-    "boot_seconds", "boot_sim_seconds", "speed", "idle_ratio", "release", "kernel_noise_rate",
+    "boot_seconds", "boot_sim_seconds", "speed", "idle_ratio", "release", "ssh_fragment", "tclibc", "kernel_noise_rate",
     "backlog_bytes",
     "line_max", "first_boot", "seed", "fault_boot_hang", "fault_panic", "fault_console_drop", "fault_crash",
     "fault_slow_console", "fault_garbage", "fault_refuse_ssh", "fault_busy_ports", "fault_count_matching",
 }
+
+
+_RELEASE_ALIASES = {"corstone1000-a320-fvp": "next", "newer": "next", "master": "next", "corstone1000-fvp": "2025.12"}
+"""Older spellings of the ``release`` knob (the hostnames it used to be told by)."""
 
 
 class KnobError(ValueError):
@@ -117,6 +127,8 @@ class Knobs:
     speed: float = 0.0
     idle_ratio: float = 1.0
     release: str = "2025.12"
+    ssh_fragment: bool = False
+    tclibc: str = ""
     kernel_noise_rate: float = 0.0
     backlog_bytes: int = 1 << 20
     line_max: int = 4096
@@ -131,11 +143,6 @@ class Knobs:
     fault_garbage: float = 0.0
     fault_refuse_ssh: bool = False
     fault_busy_ports: int = 0
-
-    @property
-    def hostname(self) -> str:
-        """The guest's hostname, which the login prompt and shell prompt show."""
-        return "corstone1000-a320-fvp" if self.release == "next" else "corstone1000-fvp"
 
 
 def parse_knobs(environ: Mapping[str, str] | None = None, options: Iterable[str] = ()) -> Knobs:
@@ -168,12 +175,11 @@ def parse_knobs(environ: Mapping[str, str] | None = None, options: Iterable[str]
         k.idle_ratio = _float("idle_ratio", raw["idle_ratio"])
     if "release" in raw:
         release = raw["release"].strip().lower()
-        if release in ("next", "corstone1000-a320-fvp", "newer"):
-            k.release = "next"
-        elif release in ("2025.12", "corstone1000-fvp"):
-            k.release = "2025.12"
-        else:
-            raise KnobError(f"knob release: {raw['release']!r} is not 2025.12 or next")
+        k.release = _RELEASE_ALIASES.get(release, release)
+    if get("tclibc", "").strip():
+        k.tclibc = raw["tclibc"].strip().lower()
+    if "ssh_fragment" in raw:
+        k.ssh_fragment = _bool("ssh_fragment", raw["ssh_fragment"])
     if "kernel_noise_rate" in raw:
         k.kernel_noise_rate = _float("kernel_noise_rate", raw["kernel_noise_rate"])
     if "backlog_bytes" in raw:

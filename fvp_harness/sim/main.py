@@ -16,6 +16,7 @@ import os
 import signal
 import sys
 
+from fvp_harness.sim.corstone1000.releases import UnknownRelease, image_of
 from fvp_harness.sim.fvp.cmdline import CmdlineError, Options, parse_args, platform_for_program, usage, version_banner
 from fvp_harness.sim.fvp.params import format_listing, parameters_of
 from fvp_harness.sim.knobs import KnobError, Knobs, parse_knobs
@@ -36,13 +37,15 @@ def main(argv: list[str] | None = None, program: str | None = None) -> int:
             sys.stdout.write(usage(opts.platform))
             return 0
         if opts.action == "version":
-            sys.stdout.write(version_banner(opts.model_name))
+            sys.stdout.write(version_banner(opts.model_name, _fast_models_version(opts)))
             return 0
         if opts.action == "list-params":
             sys.stdout.write(format_listing(parameters_of(opts.platform)))
             return 0
         knobs = parse_knobs(os.environ, opts.sim)
-    except (CmdlineError, KnobError) as exc:
+        if opts.platform == "corstone1000":
+            image_of(knobs)  # an image the table does not have is a bad knob, before anything starts
+    except (CmdlineError, KnobError, UnknownRelease) as exc:
         sys.stderr.write(f"{exc}\n" if str(exc).startswith("Error") else f"Error: {exc}\n")
         return 1
 
@@ -60,6 +63,18 @@ def main(argv: list[str] | None = None, program: str | None = None) -> int:
     # worker threads (console, ssh exec, a bare-metal application) may still sit in a guest program; they must
     # not keep the process alive
     os._exit(status)
+
+
+def _fast_models_version(opts: Options) -> str | None:
+    """The Fast Models version ``--version`` shows: the release's (``corstone1000/releases.py``), as the model
+    meta-arm fetches for that image; None (the default) for the bare-metal platforms or a knob that does not parse
+    (``--version`` answers anyway, as a real model ignores the environment)."""
+    if opts.platform != "corstone1000":
+        return None
+    try:
+        return image_of(parse_knobs(os.environ, opts.sim)).fast_models
+    except (KnobError, UnknownRelease):
+        return None
 
 
 def _run_corstone1000(opts: Options, knobs: Knobs) -> int:

@@ -40,7 +40,9 @@ from typing import TextIO
 from fvp_harness.sim.baremetal import artifact as baremetal_artifact
 from fvp_harness.sim.networks.architectures import ARCHITECTURES, get_architecture
 from fvp_harness.sim.networks.estimate import vela_summary
+from fvp_harness.sim.networks.magic import RUNNER_LIBCS
 from fvp_harness.sim.networks.modelfile import (
+    DEFAULT_NPU_DEVICE,
     DRIVER_MODES,
     LOG_GENERATIONS,
     SUPPORTED_MACS,
@@ -118,6 +120,21 @@ def build_parser(prog: str = "fvp-harness sim") -> argparse.ArgumentParser:
         default="",
         help="injected faults, comma-separated: crash=N, hang=N, truncate=N, timeout=N (N = "
         "iterations completed before the fault)",
+    )
+    runner.add_argument(
+        "--libc",
+        choices=RUNNER_LIBCS,
+        default="glibc",
+        help="the C library it was linked against: glibc (default; needs /lib/ld-linux-aarch64.so.1), musl (needs "
+        "/lib/ld-musl-aarch64.so.1: meta-arm's A320 image, TCLIBC=musl) or static (needs no loader); on a guest "
+        "without its loader the shell says 'not found', exit 127",
+    )
+    runner.add_argument(
+        "--npu-device",
+        default=DEFAULT_NPU_DEVICE,
+        metavar="PATH",
+        help="the NPU node the delegate opens (upstream's ethosu.device compile spec; default /dev/ethosu0, the "
+        "ethos-u-linux-driver-stack's): absent, the first execute fails as upstream does (Aborted, exit 134)",
     )
     runner.add_argument("-o", "--output", required=True, type=Path, help="file to write")
 
@@ -206,6 +223,8 @@ def _info(path: Path) -> dict[str, object]:
             "cpu_time_report": artifact.cpu_time_report,
             "log_generation": artifact.log_generation,
             "event_tracer": artifact.event_tracer,
+            "libc": artifact.libc,
+            "npu_device": artifact.npu_device,
         }
     if is_model_file(data):
         model = decode_model(data)
@@ -241,10 +260,13 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
             if args.event_tracer and args.log_generation != "current":
                 err.write("fvp-harness sim runner: --event-tracer is emulated for --log-generation current only\n")
                 return 2
-            artifact = RunnerArtifact(
-                args.driver, args.build_id, args.fault, args.cpu_time_report, args.log_generation,
-                event_tracer=args.event_tracer,
-            )
+            try:
+                artifact = RunnerArtifact(args.driver, args.build_id, args.fault, args.cpu_time_report,
+                                          args.log_generation, event_tracer=args.event_tracer, libc=args.libc,
+                                          npu_device=args.npu_device)
+            except ValueError as exc:
+                err.write(f"fvp-harness sim runner: {exc}\n")
+                return 2
             data = encode_runner(artifact)
             if args.fault:
                 from fvp_harness.sim.workloads.executor_runner import (  # late: only builds with faults need it
@@ -262,6 +284,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
             extras += ["CPU-time report"] if args.cpu_time_report else []
             extras += ["event tracer (--etdump_path)"] if args.event_tracer else []
             extras += [f"{args.log_generation} log generation"] + ([f"fault {args.fault}"] if args.fault else [])
+            extras += [args.libc] + ([f"NPU {args.npu_device}"] if args.npu_device != DEFAULT_NPU_DEVICE else [])
             out.write(
                 f"{args.output}: executor_runner build (driver {args.driver}, {', '.join(extras)}), "
                 f"{len(data)} bytes\n"

@@ -35,8 +35,10 @@ What a launch's end means (``docs/baremetal.md``, "Failure classes"), first rule
 
 - a licence refusal (``start_failure_patterns``): ``FvpStartError`` (infrastructure);
 - the instance was closed under the launch (a second Ctrl-C): ``FvpDied``;
-- the program printed an error line (``error_patterns``: ET_LOG Error/Fatal, ``[critical]``, ``Assertion``),
-  even when a fault or the time limit followed (an ``ET_CHECK`` abort traps): ``exit_status`` 1, a test failure;
+- the program printed an error line (``error_patterns``: any line starting ``E`` or ``F`` as run_fvp.sh:238 greps
+  them, ``[critical]``, ``Assertion``; not one of the profile's ``benign_patterns``, the timing-adapter lines
+  run_fvp.sh:241 drops under ``--fast``), even when a fault or the time limit followed (an ``ET_CHECK`` abort
+  traps): ``exit_status`` 1, a test failure;
 - a hard fault (``failure_patterns``): ``HardFault`` (infrastructure);
 - the model stopped at ``--timelimit`` (``timelimit_patterns``), or the program did not end within the unit
   timeout: ``TimeLimitExceeded`` (infrastructure);
@@ -469,9 +471,7 @@ def judge_launch(profile: Profile, label: str, ending: LaunchEnding, output: str
     failure: the program printed an error line), or raise its infrastructure failure. ``output`` is the clean
     text, ``timelimit`` the ``--timelimit`` given and ``limit`` the unit's timeout (both for messages)."""
     lines = output.split("\n")
-    errors = [re.compile(pattern) for pattern in profile.error_patterns]
-    if ending.refused is None and not ending.closed and any(
-            pattern.search(line) for line in lines for pattern in errors):
+    if ending.refused is None and not ending.closed and _program_error(profile, lines):
         return exit_status or 1  # the program's own error: a test failure, whatever came after (ET_CHECK traps)
     if ending.eot and ending.fault is None and ending.limit is None:
         return 0
@@ -481,6 +481,21 @@ def judge_launch(profile: Profile, label: str, ending: LaunchEnding, output: str
     tail = [line for line in lines if line.strip()][-200:]
     raise _failure(profile, label, ending, lines, tail, exit_status, signal_status, timelimit, limit)(
         log_path=log_path, last_lines=tail, stage=label)
+
+
+def _program_error(profile: Profile, lines: list[str]) -> bool:
+    """A line of the program (from its first ``program_pattern`` line on: before it, an ``Error: ...`` is the
+    model's refusal to start) that matches ``error_patterns`` and none of ``benign_patterns`` (run_fvp.sh:241's
+    timing-adapter lines)."""
+    errors = [re.compile(pattern) for pattern in profile.error_patterns]
+    benign = [re.compile(pattern) for pattern in profile.benign_patterns]
+    started = re.compile(profile.program_pattern) if profile.program_pattern else None
+    seen = started is None
+    for line in lines:
+        seen = seen or bool(started is not None and started.search(line))
+        if seen and any(p.search(line) for p in errors) and not any(p.search(line) for p in benign):
+            return True
+    return False
 
 
 def _failure(profile: Profile, label: str, ending: LaunchEnding, lines: list[str], tail: list[str],

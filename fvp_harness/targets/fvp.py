@@ -566,7 +566,8 @@ class FvpProcess:
 
         1. the profile's stop signal (SIGINT: the model prints its statistics and exits) to the process group, as a
            terminal's Ctrl-C would (so a model started by a wrapper script gets it too), wait ``polite_timeout``;
-        2. SIGTERM to the process group, wait ``term_timeout``;
+        2. SIGTERM to the process group, wait ``term_timeout`` (skipped when the stop signal was SIGTERM: then the
+           sequence is meta-arm's, SIGTERM, ``stop_timeout`` (10 s), SIGKILL: meta-arm/lib/fvp/runner.py:112-121);
         3. SIGKILL to the process group. Never raises; safe to call twice.
         """
         if self._child is None or self.stopped:
@@ -576,11 +577,14 @@ class FvpProcess:
             if self.alive():
                 self._signal_group(getattr(signal, self.profile.stop_signal))
                 if not self._wait_exit(polite):
-                    log.warning("model pid %s ignored %s for %.3g s; sending SIGTERM to its group", self.pid,
-                                self.profile.stop_signal, polite)
-                    self._signal_group(signal.SIGTERM)
-                    if not self._wait_exit(term_timeout):
-                        log.warning("model pid %s ignored SIGTERM; killing its group", self.pid)
+                    if self.profile.stop_signal == "SIGTERM":
+                        log.warning("model pid %s ignored SIGTERM for %.3g s; killing its group", self.pid, polite)
+                    else:
+                        log.warning("model pid %s ignored %s for %.3g s; sending SIGTERM to its group", self.pid,
+                                    self.profile.stop_signal, polite)
+                        self._signal_group(signal.SIGTERM)
+                        if not self._wait_exit(term_timeout):
+                            log.warning("model pid %s ignored SIGTERM; killing its group", self.pid)
         finally:
             self.kill_group()
         return self.stat()

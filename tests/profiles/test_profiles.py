@@ -146,6 +146,7 @@ def _knobs(*options: str) -> Knobs:
         ((), None, True),
         (("release=next", "first_boot=1"), 64 << 20, True),  # the A320 release, first boot, an MMC card
         (("release=next",), None, False),  # no network service
+        (("release=2026.05",), None, False),  # meta-arm 2026.05: the accel driver, musl, no Dropbear
     ],
 )
 def test_the_simulators_boot_text_is_a_good_boot(options, mmc_bytes, ssh):

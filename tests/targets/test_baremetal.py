@@ -408,3 +408,13 @@ def test_close_from_another_thread_stops_the_launch_in_flight(tmp_path: Path) ->
     worker.join(timeout=30)
     assert not worker.is_alive() and isinstance(outcome.get("error"), FvpDied)
     assert wait_until(lambda: gone(pid), message="the model's process group to go")
+
+
+def test_error_lines_as_run_fvp_sh_greps_them() -> None:
+    """run_fvp.sh:238 greps ``^(F|E|...)``: any program line starting E or F fails the run (``Error: ...`` too, which
+    the older ``^[EF][: ]`` let through); under ``--fast`` run_fvp.sh:241 drops the timing-adapter lines first."""
+    assert judge(program("Error: could not allocate the planned buffer"), LaunchEnding(eot=True)) == 1
+    assert judge(program("Fatal: out of memory"), LaunchEnding(eot=True)) == 1
+    adapter = ["Failed to initialize timing-adapter #0",
+               "Timing adapter has no effect if option --fast/-F is enabled"]
+    assert judge(program(*adapter), LaunchEnding(eot=True)) == 0

@@ -4,8 +4,9 @@ Text follows the public logs of the Corstone-1000 stack (see shared/reference/fv
 ``secenc_terminal`` (ANSI colour, CRLF), TF-A BL2/BL31 and U-Boot with its autoboot countdown on
 ``host_terminal_0``, OP-TEE and TF-A runtime on ``host_terminal_1``, then the Linux kernel log (with ``[
 t.tttttt]`` timestamps from the simulated clock, and the benign noise real logs carry, including TF-A's
-``ERROR:   mmap_add_region_check() failed``), busybox init, the getty banner and the login prompt. Versions in
-the text are plausible, not authoritative.
+``ERROR:   mmap_add_region_check() failed``), busybox init, the getty banner and the login prompt. Versions, the
+kernel command line, the NPU's driver and whether Dropbear starts come from the release's row
+(``releases.py``); the rest of the text is the same for every release.
 
 Stages are named (``tfm``, ``tfa``, ``optee``, ``uboot``, ``kernel``, ``init``, ``login``) so a fault can hang
 the boot in one of them. ``boot_seconds`` of wall time and ``boot_sim_seconds`` of simulated time are spread
@@ -18,9 +19,10 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from fvp_harness.sim.corstone1000.releases import Release, image_of
 from fvp_harness.sim.knobs import Knobs
 
-__all__ = ["KERNEL_NOISE", "BootStep", "boot_steps", "kernel_line", "play"]
+__all__ = ["KERNEL_NOISE", "BootStep", "boot_steps", "getty_banner", "kernel_line", "panic_text", "play"]
 
 CONSOLE = "host_terminal_0"
 UART1 = "host_terminal_1"
@@ -56,7 +58,7 @@ def kernel_line(seconds: float, message: str) -> str:
     return f"[{seconds:12.6f}] {message}"
 
 
-def _tfm(knobs: Knobs) -> list[BootStep]:
+def _tfm(knobs: Knobs, rel: Release) -> list[BootStep]:
     lines = [
         "[INF] Starting TF-M BL1_1",
         "[INF] Jumping to BL1_2",
@@ -68,7 +70,7 @@ def _tfm(knobs: Knobs) -> list[BootStep]:
         "[INF] PSA Crypto init done, sig_type: EC-P256",
         "[INF] Bootloader chainload address offset: 0x0",
         "[INF] Jumping to the first image slot",
-        "\x1b[1;34mBooting TF-M v2.2.2\x1b[0m",
+        f"\x1b[1;34mBooting TF-M v{rel.tfm}\x1b[0m",
         "[Sec Thread] Secure image initializing!",
         "TF-M isolation level is: 0x00000001",
     ]
@@ -84,10 +86,10 @@ def _tfm(knobs: Knobs) -> list[BootStep]:
     return [BootStep(SECENC, "tfm", line) for line in lines]
 
 
-def _tfa() -> list[BootStep]:
+def _tfa(rel: Release) -> list[BootStep]:
     lines = [
         "NOTICE:  Booting Trusted Firmware",
-        "NOTICE:  BL2: v2.12.0(debug):v2.12.0",
+        f"NOTICE:  BL2: v{rel.tfa}(debug):v{rel.tfa}",
         "NOTICE:  BL2: Built : 00:00:00, Jan  1 2025",
         "INFO:    BL2: Doing platform setup",
         "INFO:    BL2: Loading image id 3",
@@ -101,7 +103,7 @@ def _tfa() -> list[BootStep]:
         "NOTICE:  BL2: Booting BL31",
         "INFO:    Entry point address = 0x2002000",
         "INFO:    SPSR = 0x3cd",
-        "NOTICE:  BL31: v2.12.0(debug):v2.12.0",
+        f"NOTICE:  BL31: v{rel.tfa}(debug):v{rel.tfa}",
         "NOTICE:  BL31: Built : 00:00:00, Jan  1 2025",
         "INFO:    GICv3 without legacy support detected.",
         "INFO:    BL31: Initializing runtime services",
@@ -113,10 +115,10 @@ def _tfa() -> list[BootStep]:
     return [BootStep(CONSOLE, "tfa", line) for line in lines]
 
 
-def _optee() -> list[BootStep]:
+def _optee(rel: Release) -> list[BootStep]:
     lines = [
         "I/TC: ",
-        "I/TC: OP-TEE version: 4.4.0 (gcc version 14.2.0 (GCC)) #1 Wed Jan  1 00:00:00 UTC 2025 aarch64",
+        f"I/TC: OP-TEE version: {rel.optee} (gcc version {rel.gcc} (GCC)) {_build_date(rel)} aarch64",
         "I/TC: WARNING: This OP-TEE configuration might be insecure!",
         "I/TC: WARNING: Please check https://optee.readthedocs.io/en/latest/architecture/porting_guidelines.html",
         "I/TC: Primary CPU initializing",
@@ -130,11 +132,11 @@ def _optee() -> list[BootStep]:
     return [BootStep(UART1, "optee", line) for line in lines]
 
 
-def _uboot(knobs: Knobs) -> list[BootStep]:
+def _uboot(knobs: Knobs, rel: Release) -> list[BootStep]:
     steps = [BootStep(CONSOLE, "uboot", line) for line in (
         "",
         "",
-        "U-Boot 2023.07.02 (Jan 01 2025 - 00:00:00 +0000)",
+        f"U-Boot {rel.uboot} ({_uboot_date(rel)} - 00:00:00 +0000)",
         "",
         "DRAM:  2 GiB",
         "Core:  29 devices, 15 uclasses, devicetree: separate",
@@ -165,11 +167,11 @@ def _uboot(knobs: Knobs) -> list[BootStep]:
     return steps
 
 
-def _kernel(knobs: Knobs, mmc_bytes: int | None, num_macs: int) -> list[BootStep]:
+def _kernel(knobs: Knobs, rel: Release, mmc_bytes: int | None, num_macs: int) -> list[BootStep]:
     msgs = [
         "Booting Linux on physical CPU 0x0000000000 [0x410fd8f0]",
-        "Linux version 6.12.20-yocto-standard (oe-user@oe-host) (aarch64-poky-linux-gcc (GCC) 14.2.0, "
-        "GNU ld (GNU Binutils) 2.44) #1 SMP PREEMPT Wed Jan  1 00:00:00 UTC 2025",
+        f"Linux version {rel.linux} (oe-user@oe-host) ({_triplet(rel)}-gcc (GCC) {rel.gcc}, "
+        f"GNU ld (GNU Binutils) {rel.binutils}) {rel.linux_build}",
         "KASLR disabled due to lack of seed",
         "Machine model: ARM Corstone1000-A320 FVP (Fixed Virtual Platform)",
         "efi: UEFI not found.",
@@ -178,7 +180,7 @@ def _kernel(knobs: Knobs, mmc_bytes: int | None, num_macs: int) -> list[BootStep
         "  DMA      [mem 0x0000000080000000-0x00000000ffffffff]",
         "psci: probing for conduit method from DT.",
         "psci: PSCIv1.1 detected in firmware.",
-        "Kernel command line: console=ttyAMA0 loglevel=9 earlycon=pl011,0x1a510000",
+        f"Kernel command line: {rel.kernel_cmdline}",
         "Memory: 1934720K/2097152K available (11328K kernel code, 1552K rwdata, 3728K rodata, 2112K init)",
         "rcu: Preemptible hierarchical RCU implementation.",
         "arch_timer: cp15 timer(s) running at 100.00MHz (phys).",
@@ -204,8 +206,12 @@ def _kernel(knobs: Knobs, mmc_bytes: int | None, num_macs: int) -> list[BootStep
             f"mmcblk0: mmc0:4567 FVP   {mmc_bytes / (1 << 20):.1f} MiB",
             f"mmcblk0: p1 ({blocks} sectors)",
         ]
-    if knobs.release == "next":
-        msgs.append(f"ethos-u 1a050000.npu: Ethos-U85 NPU, {num_macs} MACs, accel driver (accel0)")
+    if rel.npu_driver == "drm-accel":  # the in-tree accel/ethosu driver: a DRM accel minor, no /dev/ethosu0
+        device = _device_name(rel.npu_dt_node)
+        msgs += [
+            f"ethosu {device}: Ethos-U85 NPU, {num_macs} MACs",
+            f"[drm] Initialized ethosu 1.0.0 for {device} on minor 0",
+        ]
     else:
         msgs += [
             "ethosu: loading out-of-tree module taints kernel.",
@@ -221,7 +227,7 @@ def _kernel(knobs: Knobs, mmc_bytes: int | None, num_macs: int) -> list[BootStep
     return [BootStep(CONSOLE, "kernel", m, kernel=True, early=i < early) for i, m in enumerate(msgs)]
 
 
-def _init(knobs: Knobs, ssh: bool) -> list[BootStep]:
+def _init(knobs: Knobs, rel: Release, ssh: bool) -> list[BootStep]:
     lines = [
         "Starting mdev... done.",
         "Starting syslogd/klogd: done",
@@ -229,23 +235,66 @@ def _init(knobs: Knobs, ssh: bool) -> list[BootStep]:
     ]
     if ssh:
         lines.append("Starting Dropbear SSH server: dropbear.")
-    lines.append("Starting ethos-u services: done.")
+    if rel.npu_driver == "ethos-u":  # meta-ethos's init script; the in-tree driver has none
+        lines.append("Starting ethos-u services: done.")
     return [BootStep(CONSOLE, "init", line) for line in lines]
 
 
-def _login(knobs: Knobs) -> list[BootStep]:
+def getty_banner(rel: Release) -> str:
+    """The line the getty prints above the login prompt."""
+    return f"Poky (Yocto Project Reference Distro) {rel.poky} {rel.hostname} ttyAMA0"
+
+
+def _login(rel: Release) -> list[BootStep]:
     return [
         BootStep(CONSOLE, "login", ""),
-        BootStep(CONSOLE, "login", f"Poky (Yocto Project Reference Distro) 5.2 {knobs.hostname} ttyAMA0"),
+        BootStep(CONSOLE, "login", getty_banner(rel)),
         BootStep(CONSOLE, "login", ""),
     ]
 
 
 def boot_steps(knobs: Knobs, *, mmc_bytes: int | None = None, num_macs: int = 256, ssh: bool = True
                ) -> list[BootStep]:
-    """Every step from power-on to the getty banner; the login prompt itself is the shell's."""
-    return (_tfm(knobs) + _tfa() + _optee() + _uboot(knobs) + _kernel(knobs, mmc_bytes, num_macs)
-            + _init(knobs, ssh) + _login(knobs))
+    """Every step from power-on to the getty banner; the login prompt itself is the shell's. ``ssh``: a network
+    device is up and the image has Dropbear."""
+    rel = image_of(knobs)
+    return (_tfm(knobs, rel) + _tfa(rel) + _optee(rel) + _uboot(knobs, rel) + _kernel(knobs, rel, mmc_bytes, num_macs)
+            + _init(knobs, rel, ssh) + _login(rel))
+
+
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def _build_date(rel: Release) -> str:
+    """``#1 Wed Jan  1 00:00:00 UTC 2025``: the kernel's build stamp without its SMP flags (OP-TEE prints it so)."""
+    words = rel.linux_build.split()  # #1 SMP PREEMPT Wed Jan  1 00:00:00 UTC 2025
+    return f"{words[0]} {words[3]} {words[4]} {int(words[5]):>2} {' '.join(words[6:])}"
+
+
+def _uboot_date(rel: Release) -> str:
+    """``Jan 01 2025``: U-Boot's build date, from the kernel's build stamp."""
+    words = rel.linux_build.split()
+    return f"{words[4]} {int(words[5]):02d} {words[-1]}"
+
+
+def _triplet(rel: Release) -> str:
+    """The cross compiler's name: Poky's ``aarch64-poky-linux`` (``-musl`` on a musl image)."""
+    return "aarch64-poky-linux-musl" if rel.libc == "musl" else "aarch64-poky-linux"
+
+
+def _device_name(dt_node: str) -> str:
+    """Linux's platform-device name of a device-tree node: ``ethosu@1A050000`` -> ``1a050000.ethosu``."""
+    name, _, address = dt_node.partition("@")
+    return f"{int(address, 16):x}.{name}"
+
+
+def panic_text(rel: Release) -> tuple[str, ...]:
+    """What the kernel prints when init dies (the panic fault)."""
+    return (
+        "Kernel panic - not syncing: Attempted to kill init! exitcode=0x0000000b",
+        f"CPU: 0 UID: 0 PID: 1 Comm: init Not tainted {rel.linux} #1",
+        *PANIC_TEXT[2:],
+    )
 
 
 PANIC_TEXT = (

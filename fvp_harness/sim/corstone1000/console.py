@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from fvp_harness.sim.corstone1000.boot import PANIC_TEXT
+from fvp_harness.sim.corstone1000.boot import getty_banner, panic_text
 from fvp_harness.sim.corstone1000.machine import Machine
 from fvp_harness.sim.guest.programs import ProgramInterrupted
 from fvp_harness.sim.guest.shell import IO, ExitShell, Incomplete, Shell, Tty, parse
@@ -169,7 +169,7 @@ class Console:
                     self._say("Login incorrect\r\n")
                     continue
                 self._shell_session()
-                banner = f"Poky (Yocto Project Reference Distro) 5.2 {self.machine.hostname} ttyAMA0"
+                banner = getty_banner(self.machine.release)
                 self._say(f"\r\n{banner}\r\n\r\n")
         except _Stop:
             return
@@ -222,7 +222,7 @@ class Console:
 
     def panic(self) -> None:
         """Kernel panic: print the panic text (at any loglevel) and stop responding."""
-        for line in PANIC_TEXT:
+        for line in panic_text(self.machine.release):
             self.machine.printk(line, level=0)
         self.machine.halted.set()
 

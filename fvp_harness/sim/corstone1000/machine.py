@@ -13,13 +13,11 @@ from dataclasses import dataclass, field
 
 from fvp_harness.sim.clock import SimClock
 from fvp_harness.sim.corstone1000.boot import kernel_line
+from fvp_harness.sim.corstone1000.releases import Release, image_of
 from fvp_harness.sim.guest.fs import GuestFS
 from fvp_harness.sim.knobs import Knobs
 
-__all__ = ["KERNEL_RELEASE", "Machine"]
-
-KERNEL_RELEASE = "6.12.20-yocto-standard"
-KERNEL_VERSION = "#1 SMP PREEMPT Wed Jan  1 00:00:00 UTC 2025"
+__all__ = ["Machine"]
 
 
 @dataclass
@@ -44,9 +42,14 @@ class Machine:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
+    def release(self) -> Release:
+        """The image that booted (the release knob's row of ``releases.py``)."""
+        return image_of(self.knobs)
+
+    @property
     def hostname(self) -> str:
-        """The guest's hostname (depends on the release knob)."""
-        return self.knobs.hostname
+        """The guest's hostname (the release's)."""
+        return self.release.hostname
 
     @property
     def npu_macs(self) -> int:
@@ -82,8 +85,8 @@ class Machine:
         return {
             "s": "Linux",
             "n": self.hostname,
-            "r": KERNEL_RELEASE,
-            "v": KERNEL_VERSION,
+            "r": self.release.linux,
+            "v": self.release.linux_build,
             "m": "aarch64",
             "o": "GNU/Linux",
         }

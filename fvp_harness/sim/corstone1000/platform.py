@@ -21,6 +21,7 @@ from fvp_harness.sim.corstone1000 import boot as bootmod
 from fvp_harness.sim.corstone1000 import faults
 from fvp_harness.sim.corstone1000.console import Console
 from fvp_harness.sim.corstone1000.machine import Machine
+from fvp_harness.sim.corstone1000.releases import image_of
 from fvp_harness.sim.corstone1000.sshd import GuestSSHServer, parse_user_net_ports
 from fvp_harness.sim.corstone1000.terminal import TerminalServer
 from fvp_harness.sim.fvp.cmdline import MODEL_NAME, Options
@@ -52,7 +53,10 @@ class SimulatedModel(StopRequests):
         self.rng = random.Random(knobs.seed)
         params = opts.params
         self.clock = SimClock(int(params["host.cpu0.clock_hz"]), knobs.speed, knobs.idle_ratio)
-        self.fs = GuestFS(knobs.hostname, ethosu_device=knobs.release != "next")
+        release = image_of(knobs)  # the release's row with the kas options the knobs add
+        self.dropbear = release.dropbear
+        self.fs = GuestFS(release.hostname, devices=[release.npu_device], os_version=release.poky,
+                          files=[release.loader, *(["/usr/sbin/dropbear"] if self.dropbear else [])])
         self.machine = Machine(self.fs, self.clock, dict(params), knobs)
         register_workloads()  # the guest executes the emulated runners
         self.console = Console(self.machine, login_fail_delay=min(1.0, max(0.2, knobs.boot_seconds / 2)))
@@ -194,8 +198,8 @@ class SimulatedModel(StopRequests):
 
     async def _start_sshd(self) -> None:
         networks = self._user_networks()
-        if not networks:
-            return
+        if not networks or not self.dropbear:
+            return  # no network, or an image without Dropbear: the forwarded port reaches nothing
         self.sshd = GuestSSHServer(self.machine, refuse=self.knobs.fault_refuse_ssh)
         for ports in networks:
             for host_port, guest_port in parse_user_net_ports(ports):
@@ -231,7 +235,7 @@ class SimulatedModel(StopRequests):
 
     async def _boot(self) -> None:
         steps = bootmod.boot_steps(self.knobs, mmc_bytes=self._card_bytes(), num_macs=self.machine.npu_macs,
-                                   ssh=bool(self._user_networks()))
+                                   ssh=bool(self._user_networks()) and self.dropbear)
         plan = faults.boot_plan(self.knobs, steps)
 
         async def on_stage(stage: str) -> bool:

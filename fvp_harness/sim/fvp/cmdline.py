@@ -111,8 +111,9 @@ arm_executor_runner (fvp-harness sim baremetal-runner). Options are those of a F
 """
 
 
-def version_banner(model_name: str = MODEL_NAME) -> str:
-    """The ``--version`` text: a Fast Models style banner that says plainly it is a simulation."""
+def version_banner(model_name: str = MODEL_NAME, fast_models: str | None = None) -> str:
+    """The ``--version`` text: a Fast Models style banner that says plainly it is a simulation. ``fast_models``: the
+    Fast Models version of the image's release (default ``FAST_MODELS_VERSION``)."""
     try:
         from importlib.metadata import version
 
@@ -120,7 +121,7 @@ def version_banner(model_name: str = MODEL_NAME) -> str:
     except Exception:  # not installed as a distribution (e.g. run from a source tree)
         ours = "unknown"
     return (
-        f"Fast Models [{FAST_MODELS_VERSION} (simulated by fvp-harness sim)]\n"
+        f"Fast Models [{fast_models or FAST_MODELS_VERSION} (simulated by fvp-harness sim)]\n"
         f"{model_name} simulator from fvp-harness {ours}; not an Arm product.\n"
     )
 
@@ -199,6 +200,23 @@ def _platform_option(argv: list[str], platform: str) -> str:
     return platform
 
 
+FAST_MODE_FLAGS = ("--fast", "-F")
+"""The NPU model's fast mode (``ethosu.extra_args``; backends/arm/test/runner_utils.py:606,640 passes it)."""
+
+
+def _refuse_fast_mode(opts: Options) -> None:
+    """Refuse the NPU's fast mode rather than ignore it: the real model runs the NPU without its timing adapters
+    then (run_fvp.sh:241 filters the lines it prints about them), so its NPU cycles change, and the simulator has no
+    model of that change. Silently accepting it would print cycle counts the real model would not."""
+    for name, value in opts.params.items():
+        if name.endswith("ethosu.extra_args") and any(word in FAST_MODE_FLAGS for word in value.split()):
+            raise CmdlineError(
+                f'Error: Parameter "{name}": {value.strip()!r}: the simulator does not model the NPU\'s fast mode '
+                "(the real model then runs without its timing adapters and its NPU cycles change); drop --fast to "
+                "measure NPU cycles (fvp-harness sim)."
+            )
+
+
 def parse_args(argv: list[str], platform: str = "corstone1000") -> Options:
     """Parse a model command line (without the program name) for ``platform`` (a ``--platform`` option wins).
     Raises CmdlineError with the model's message."""
@@ -261,6 +279,7 @@ def parse_args(argv: list[str], platform: str = "corstone1000") -> Options:
             i += 1
         else:
             raise CmdlineError(f"Error: unrecognised option '{word}'.\n{usage(platform)}")
+    _refuse_fast_mode(opts)
     if platform != "corstone1000":
         return opts
     # Firmware the real model cannot start without. A missing MMC image is not an error: the slot stays empty

@@ -159,7 +159,8 @@ def _build() -> dict[str, Parameter]:
                   "Copy the Secure Enclave UART (secenc_terminal) output to this file; '-' means stdout."),
         Parameter("host.ethosu.num_macs", "int", "256",
                   "Ethos-U85 MACs per cycle (128, 256, 512, 1024 or 2048); guest programs see it."),
-        Parameter("host.ethosu.extra_args", "string", "", "Extra arguments for the NPU model. Accepted."),
+        Parameter("host.ethosu.extra_args", "string", "", "Extra arguments for the NPU model. Accepted, except "
+                  "--fast (-F): refused, the simulator does not model the fast mode's NPU timing."),
         *_network_params(),
         *_mmc_params("board.msd_mmc", "board.msd_config", "The card and its size show in the kernel log."),
         *_mmc_params("board.msd_mmc_2", "board.msd_config_2", "The kernel log does not show this card."),
@@ -246,8 +247,8 @@ def _board_params(board: str, cpu: str, ethosu: str, family: str, macs: tuple[in
                   "another configuration fails in the Ethos-U driver.",
                   choices=tuple(map(str, macs))),
         Parameter(f"{ethosu}.extra_args", "string", "",
-                  "Extra arguments of the NPU model (--fast, --pmu-trace FILE). Accepted; the simulator's NPU "
-                  "cycles do not change with them."),
+                  "Extra arguments of the NPU model (--pmu-trace FILE). Accepted and without effect, except "
+                  "--fast (-F), which the simulator refuses: it does not model the fast mode's NPU timing."),
         Parameter(f"{board}.visualisation.disable-visualisation", "bool", "0",
                   "Disable the board's LCD/visualisation window. Accepted (the simulator opens none)."),
         Parameter(f"{board}.DISABLE_GATING", "bool", "0", "Disable the board's clock gating. Accepted."),

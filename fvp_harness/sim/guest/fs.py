@@ -13,10 +13,15 @@ import posixpath
 import shutil
 import stat
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import BinaryIO
 
 __all__ = ["GuestFS", "PathEscape"]
+
+
+_DEFAULT_FILES = ("/lib/ld-linux-aarch64.so.1",)
+"""The default image's glibc loader, which the guest's programs built against glibc need."""
 
 
 class PathEscape(PermissionError):
@@ -26,20 +31,29 @@ class PathEscape(PermissionError):
 class GuestFS:
     """One guest root. ``host_path`` maps guest paths to host paths; everything else goes through it."""
 
-    def __init__(self, hostname: str = "corstone1000-fvp", ethosu_device: bool = True) -> None:
+    def __init__(self, hostname: str = "corstone1000-fvp", ethosu_device: bool = True, *,
+                 devices: Sequence[str] | None = None, files: Sequence[str] = _DEFAULT_FILES,
+                 os_version: str = "5.2") -> None:
+        """``devices``: the device nodes under /dev besides /dev/null (default: /dev/ethosu0 when
+        ``ethosu_device``); ``files``: the image's other files a check may look for (its dynamic loader, an ssh
+        server), created empty; ``os_version``: os-release's VERSION_ID. The defaults are the default image's
+        (release 2025.12: glibc); the platform passes its release's facts."""
         self.root = Path(tempfile.mkdtemp(prefix="fvp-sim-")).resolve()
         os.chmod(self.root, 0o700)
-        for d in ("root", "tmp", "dev", "etc", "bin", "sbin", "usr/bin", "usr/sbin", "var/log", "proc"):
+        for d in ("root", "tmp", "dev", "etc", "bin", "sbin", "usr/bin", "usr/sbin", "var/log", "proc", "lib"):
             (self.root / d).mkdir(parents=True, exist_ok=True)
         os.chmod(self.root / "tmp", 0o1777)
         (self.root / "etc" / "hostname").write_text(hostname + "\n")
         (self.root / "etc" / "os-release").write_text(
-            'ID=poky\nNAME="Poky (Yocto Project Reference Distro)"\nVERSION_ID=5.2\n'
+            f'ID=poky\nNAME="Poky (Yocto Project Reference Distro)"\nVERSION_ID={os_version}\n'
             f'PRETTY_NAME="Corstone1000 ({hostname}, simulated by fvp-harness sim)"\n'
         )
-        if ethosu_device:
-            (self.root / "dev" / "ethosu0").touch()
-        (self.root / "dev" / "null").touch()
+        if devices is None:
+            devices = ["/dev/ethosu0"] if ethosu_device else []
+        for path in [*devices, *files, "/dev/null"]:
+            host = self.root / path.lstrip("/")
+            host.parent.mkdir(parents=True, exist_ok=True)
+            host.touch()
 
     def cleanup(self) -> None:
         """Remove the whole guest tree; safe to call twice."""

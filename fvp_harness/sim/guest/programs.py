@@ -2,7 +2,10 @@
 
 When the guest shell executes a file, it reads the file's first bytes and asks ``find_program``; a registered
 program (the emulated ``executor_runner``, ...) runs in-process against a ``GuestContext`` that the shell provides.
-Files that match no program fail as Linux would (``Exec format error``).
+Files that match no program fail as Linux would (``Exec format error``). A program may also say which dynamic loader
+its file names (the ELF ``PT_INTERP`` of the build it stands for; None for a static link): when the guest has no such
+file, the kernel's execve fails with ENOENT and the shell says ``not found`` for a file that exists, as on a real
+image (a glibc build on a musl image).
 
 A registry the programs register into, so the dependency runs one way: the workloads import this module
 (``workloads/programs.py`` registers them, when the platform that composes a guest asks it to), the guest never
@@ -15,7 +18,7 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from typing import Protocol
 
-__all__ = ["GuestContext", "GuestProgram", "ProgramInterrupted", "find_program", "register_program"]
+__all__ = ["GuestContext", "GuestProgram", "ProgramInterrupted", "find_interpreter", "find_program", "register_program"]
 
 
 class ProgramInterrupted(Exception):
@@ -65,17 +68,27 @@ GuestProgram = Callable[[GuestContext], int]
 """A program: takes the context, returns its exit status (0-255)."""
 
 _Matcher = Callable[[bytes], bool]
-_REGISTRY: list[tuple[_Matcher, GuestProgram]] = []
+_Interpreter = Callable[[bytes], "str | None"]
+_REGISTRY: list[tuple[_Matcher, GuestProgram, _Interpreter | None]] = []
 
 
-def register_program(matches: _Matcher, program: GuestProgram) -> None:
-    """Register a program for files whose leading bytes satisfy ``matches``."""
-    _REGISTRY.append((matches, program))
+def register_program(matches: _Matcher, program: GuestProgram, interpreter: _Interpreter | None = None) -> None:
+    """Register a program for files whose leading bytes satisfy ``matches``; ``interpreter(head)`` names the dynamic
+    loader such a file needs (None: a static link, or a program that needs none)."""
+    _REGISTRY.append((matches, program, interpreter))
 
 
 def find_program(head: bytes) -> GuestProgram | None:
     """The program for a file starting with ``head`` (its first 64 bytes), or None."""
-    for matches, program in _REGISTRY:
+    for matches, program, _ in _REGISTRY:
         if matches(head):
             return program
+    return None
+
+
+def find_interpreter(head: bytes) -> str | None:
+    """The guest path of the dynamic loader the file starting with ``head`` needs, or None."""
+    for matches, _, interpreter in _REGISTRY:
+        if matches(head):
+            return interpreter(head) if interpreter is not None else None
     return None

@@ -16,8 +16,9 @@ ash does: first ``$`` expansions as inside double quotes, then busybox's line-ed
 Commands: the builtins and applets of ``builtins.py`` and ``applets.py``; anything else is ``sh: X: not found``
 (status 127). A path runs a file: a registered guest program (``programs.find_program`` on its first 64
 bytes) runs in the calling thread against a ``GuestContext``; a shell script runs in a child shell; a foreign binary
-is ``Exec format error`` (126); no execute bit is ``Permission denied`` (126); a missing file or interpreter is
-``not found`` (127).
+is ``Exec format error`` (126); no execute bit is ``Permission denied`` (126); a missing file or interpreter (a
+``#!`` line's, or the dynamic loader a guest program's build names: ``programs.find_interpreter``) is ``not found``
+(127).
 
 The same ``Shell`` serves the console (with a tty: echo, CRLF) and ssh (no tty), over one guest filesystem.
 """
@@ -831,6 +832,11 @@ class Shell:
             head = fh.read(64)
         program = _find_program(head)
         if program is not None:
+            interpreter = programs.find_interpreter(head)
+            if interpreter is not None and not self._exists(interpreter):
+                # execve(2) fails with ENOENT for a missing PT_INTERP; ash reports the file itself not found
+                io.complain(f"sh: {shown}: not found\n")
+                return 127
             return self._run_program(program, path, argv, env, io)
         if head.startswith(b"#!"):
             interp = head[2:].split(b"\n", 1)[0].strip().split(b" ")[0].decode("latin-1")

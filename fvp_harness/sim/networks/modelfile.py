@@ -42,14 +42,18 @@ Runner artifact (stands in for a cross-compiled ``executor_runner`` build)::
 
     0       8     magic b"FVPSIMRN"   (not ELF, not .pte)
     8       2     format version (RUNNER_VERSION = 2; version 1 is still read)
-    10      2     flags (0)
+    10      2     flags: bits 0-1 the C library it was linked against (0 glibc, 1 musl, 2 static; ``magic.py``)
     12      4     JSON length J
     16      J     JSON: {"format": "fvp-sim-executor-runner", "driver": "per-inference"|"reuse", "id": TEXT,
-                  "fault": FAULT-SPEC or "", "cpu_time_report": BOOL, "log_generation": "current"|"old"}
+                  "fault": FAULT-SPEC or "", "cpu_time_report": BOOL, "log_generation": "current"|"old",
+                  "npu_device": PATH (only when not /dev/ethosu0)}
 
 ``id`` and ``cpu_time_report`` stand for instrumentation a real build may carry that upstream does not print (a
 build-id line, the unmerged ``EthosUBackend::execute() CPU time`` report); ``log_generation`` picks which upstream
-executor_runner.cpp the build was made from (``sim/workloads/executor_runner`` has the details). A version 1
+executor_runner.cpp the build was made from (``sim/workloads/executor_runner`` has the details); ``npu_device`` is the
+node the delegate opens (upstream's ``ethosu.device`` compile spec, default ``/dev/ethosu0``, the
+ethos-u-linux-driver-stack's node; EthosUBackend_Cortex_A.cpp:44). A build with the defaults (glibc,
+``/dev/ethosu0``) has the same bytes as one made before these fields existed. A version 1
 artifact was made when every build printed its id (``unset`` when empty) and the CPU-time line: it reads as
 ``cpu_time_report`` true and the current generation, and prints its id only when it has one.
 
@@ -83,10 +87,11 @@ from fvp_harness.sim.networks.accelerator import Accelerator, Family, parse_acce
 from fvp_harness.sim.networks.architectures import Architecture, Layer
 from fvp_harness.sim.networks.estimate import VelaEstimate
 from fvp_harness.sim.networks.inference import LayerQuant, float_layer, quantize_multiplier, window_size
-from fvp_harness.sim.networks.magic import RUNNER_MAGIC, is_runner
+from fvp_harness.sim.networks.magic import RUNNER_LIBCS, RUNNER_MAGIC, is_runner, runner_libc
 from fvp_harness.sim.networks.partition import Delegation, delegation_of
 
 __all__ = [
+    "DEFAULT_NPU_DEVICE",
     "DRIVER_MODES",
     "LOG_GENERATIONS",
     "MODEL_MAGIC",
@@ -121,6 +126,8 @@ LOG_GENERATIONS = ("current", "old")
 """Which upstream executor_runner.cpp a runner build follows: ``current`` (pytorch/executorch cff6f4dd32) or ``old``
 (5e8a0df301, the last before 2026-04-10: ``Method loaded.``, no ``Iteration``/``Model loaded in`` lines)."""
 CYCLE_COUNTER_SPEC = "ethosu.enable_cycle_counter"
+DEFAULT_NPU_DEVICE = "/dev/ethosu0"
+"""``LinuxDriverOptions::device_path`` (EthosUBackend_Cortex_A.cpp:44): the ethos-u-linux-driver-stack's node."""
 SUPPORTED_MACS = (128, 256, 512, 1024, 2048)
 
 _MODEL_HEADER = struct.Struct("<8sHHIII32s8s")  # 64 bytes
@@ -632,8 +639,14 @@ class RunnerArtifact:
     log_generation: str = "current"
     event_tracer: bool = False
     """Built with ``ET_EVENT_TRACER_ENABLED``: ``--etdump_path`` and an ETDump file (executor_runner/tracer.py)."""
+    libc: str = "glibc"
+    npu_device: str = DEFAULT_NPU_DEVICE
 
     def __post_init__(self) -> None:
+        if self.libc not in RUNNER_LIBCS:
+            raise ValueError(f"C library {self.libc!r}: expected one of {', '.join(RUNNER_LIBCS)}")
+        if not self.npu_device.startswith("/dev/"):
+            raise ValueError(f"NPU device {self.npu_device!r}: expected a path under /dev/")
         if self.driver not in DRIVER_MODES:
             raise ValueError(f"driver mode {self.driver!r}: expected one of {', '.join(DRIVER_MODES)}")
         if self.log_generation not in LOG_GENERATIONS:
@@ -654,10 +667,12 @@ def encode_runner(artifact: RunnerArtifact) -> bytes:
             "cpu_time_report": artifact.cpu_time_report,
             "log_generation": artifact.log_generation,
             **({"event_tracer": True} if artifact.event_tracer else {}),
+            **({"npu_device": artifact.npu_device} if artifact.npu_device != DEFAULT_NPU_DEVICE else {}),
         },
         sort_keys=True,
     ).encode()
-    return _RUNNER_HEADER.pack(RUNNER_MAGIC, RUNNER_VERSION, 0, len(body)) + body + b"\n"
+    flags = RUNNER_LIBCS.index(artifact.libc)
+    return _RUNNER_HEADER.pack(RUNNER_MAGIC, RUNNER_VERSION, flags, len(body)) + body + b"\n"
 
 
 def decode_runner(data: bytes) -> RunnerArtifact:
@@ -686,6 +701,8 @@ def decode_runner(data: bytes) -> RunnerArtifact:
             cpu_time_report=bool(info.get("cpu_time_report", False)),
             log_generation=str(info.get("log_generation", "current")),
             event_tracer=bool(info.get("event_tracer", False)),
+            libc=runner_libc(data),
+            npu_device=str(info.get("npu_device", DEFAULT_NPU_DEVICE)),
         )
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ModelFileError(f"runner artifact is corrupt: {exc}") from exc

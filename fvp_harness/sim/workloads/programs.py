@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 
 from fvp_harness.sim.guest.programs import GuestContext, register_program
-from fvp_harness.sim.networks.magic import is_runner, is_vgf_runner
+from fvp_harness.sim.networks.magic import is_runner, is_vgf_runner, runner_loader
 
 __all__ = ["executor_runner", "executor_runner_vgf", "register"]
 
@@ -43,5 +43,5 @@ def register() -> None:
         if _registered:
             return
         _registered = True
-        register_program(is_runner, executor_runner)
+        register_program(is_runner, executor_runner, runner_loader)  # a glibc or musl build needs its loader
         register_program(is_vgf_runner, executor_runner_vgf)

@@ -75,6 +75,8 @@ def test_list_params_is_parseable_and_complete() -> None:
         (["--sim", "fault_bogus=1"], "unknown fault knob"),
         (["--sim", "boot_seconds=fast"], "not a number"),
         (["--sim", "release=1999"], "release"),
+        (["-C", "host.ethosu.extra_args=--fast"], "does not model the NPU's fast mode"),  # runner_utils.py:606
+        (["--platform", "corstone320", "-C", "mps4_board.subsystem.ethosu.extra_args=-F"], "drop --fast"),
     ],
 )
 def test_bad_command_lines_are_refused_before_starting(args: list[str], needle: str) -> None:
@@ -222,7 +224,7 @@ def test_meta_arms_command_line_boots_to_the_login_prompt(sim, free_ports, tmp_p
     import asyncssh
 
     port = free_ports(1)
-    s = sim(*meta_arm_argv(_images(tmp_path), port, mmc_file), knobs={"release": "next"})
+    s = sim(*meta_arm_argv(_images(tmp_path), port, mmc_file), knobs={"release": "next", "ssh_fragment": "1"})
     t = s.term()
     boot = t.expect(b"corstone1000-a320-fvp login: ")
     assert b"Ethos-U85 NPU, 256 MACs" in boot

@@ -23,8 +23,9 @@ def run_runner(model_files: dict[str, bytes], input_files: dict[str, bytes]) -> 
     """Run the emulated runner: ``run_runner(driver, *flags, model=..., knobs=..., npu_macs=..., fault=...,
     build_id=..., cpu_time_report=..., log_generation=...)``.
 
-    The guest holds ``/root/runner`` (the artifact), ``/root/<model>.bin`` and ``/root/<model>.in``. The default
-    build is stock (no build-id line, no CPU-time report, the current log generation).
+    The guest holds ``/root/runner`` (the artifact), ``/root/<model>.bin``, ``/root/<model>.in`` and the NPU node
+    ``devices`` (default ``/dev/ethosu0``, the default image's). The default build is stock (no build-id line, no
+    CPU-time report, the current log generation, ``npu_device`` /dev/ethosu0).
     """
 
     def run(
@@ -39,11 +40,14 @@ def run_runner(model_files: dict[str, bytes], input_files: dict[str, bytes]) -> 
         log_generation: str = "current",
         extra_files: Mapping[str, bytes] | None = None,
         interrupt_after_checks: int | None = None,
+        devices: tuple[str, ...] = ("/dev/ethosu0",),
+        npu_device: str = "/dev/ethosu0",
     ) -> tuple[int, FakeContext]:
         files = {
             "/root/runner": encode_runner(
-                RunnerArtifact(driver, build_id, fault, cpu_time_report, log_generation)
+                RunnerArtifact(driver, build_id, fault, cpu_time_report, log_generation, npu_device=npu_device)
             ),
+            **{device: b"" for device in devices},
             **{f"/root/{name}.bin": data for name, data in model_files.items()},
             **{f"/root/{name}.in": data for name, data in input_files.items()},
             **(extra_files or {}),

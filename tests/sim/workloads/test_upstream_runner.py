@@ -380,3 +380,51 @@ def test_a_partitioned_model_prints_one_data_line_per_delegate_and_one_counter_p
     ])  # fmt: skip
     counters = [int(line.rsplit(" ", 1)[1]) for line in ctx.stderr_text.splitlines() if "cycle counter" in line]
     assert counters[:3] == counters[3:] and len(set(counters[:3])) == 3  # each partition its own work, every time
+
+
+# --- an image without the node the delegate opens (meta-arm 2026.05's in-kernel accel driver) ---------------------
+
+DRIVER_FAILED = ("E", CORTEX_A, 318, "Ethos-U Linux driver invocation failed: %s")  # EthosUBackend_Cortex_A.cpp:318
+
+
+def test_stock_build_on_an_image_without_dev_ethosu0_aborts_at_the_first_execute(run_runner: RunRunner) -> None:
+    """meta-arm 2026.05 (recipes-kernel/linux/files/corstone1000/ethosu.cfg: CONFIG_DRM_ACCEL_ARM_ETHOSU=y) has
+    /dev/accel/accel0 and no /dev/ethosu0; the delegate opens LinuxDriverOptions::device_path, "/dev/ethosu0"
+    (Cortex_A.cpp:44), inside execute()'s try (line 191), the driver library's eopen throws "Failed to open device",
+    line 318 logs it and returns InvalidState: method.cpp:1528, then the Fatal at executor_runner.cpp:773."""
+    status, ctx = run_runner("per-inference", "--model_path=resnet8.bin", "--num_executions=3",
+                             devices=("/dev/accel/accel0",))
+    assert status == 134
+    assert_lines(ctx.stderr_text, [
+        MODEL_FILE_LOADED, USING_METHOD, CPU_PLANNED, DELEGATE_DATA, MODEL_LOADED_IN,
+        DRIVER_FAILED, CALL_DELEGATE_FAILED, EXECUTE_CHECK, "Aborted",
+    ])  # fmt: skip
+    assert messages(ctx.stderr_text)[-3:] == [
+        "Ethos-U Linux driver invocation failed: Failed to open device",
+        "CALL_DELEGATE execute failed at instruction 0: 0x2",
+        "In function main(), assert failed (status == Error::Ok): Execution of method forward failed with status 0x2",
+    ]
+    assert "cycle counter" not in ctx.stderr_text and ctx.stdout_text == ""
+
+
+def test_a_build_for_another_node_opens_that_node(run_runner: RunRunner) -> None:
+    """The ``ethosu.device`` compile spec (Cortex_A.cpp:80-94) moves the node; the build then needs that one."""
+    status, ctx = run_runner("per-inference", "--model_path=resnet8.bin", devices=("/dev/ethosu1",),
+                             npu_device="/dev/ethosu1")
+    assert status == 0 and CYCLE_COUNTER[3].split(":")[0] in ctx.stderr_text
+    status, ctx = run_runner("per-inference", "--model_path=resnet8.bin", npu_device="/dev/ethosu1")
+    assert status == 134 and "Failed to open device" in ctx.stderr_text
+
+
+def test_a_reuse_build_without_the_node_fails_at_method_load(run_runner: RunRunner) -> None:
+    """After #22599 the driver objects are made in platform_init (method load); its line numbers are not known
+    (upstream-conformance.md), so the failure keeps the delegate's line 318 and method load's Init failed path."""
+    status, ctx = run_runner("reuse", "--model_path=resnet8.bin", devices=())
+    assert status == 134
+    msgs = messages(ctx.stderr_text)
+    assert msgs[-3:] == [
+        "Ethos-U Linux driver invocation failed: Failed to open device",
+        "Init failed for backend EthosUBackend: 0x2",
+        "In function main(), assert failed (method.ok()): Loading of method forward failed with status 0x2",
+    ]
+    assert ctx.stderr_text.endswith("Aborted\n")

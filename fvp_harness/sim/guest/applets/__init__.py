@@ -37,5 +37,6 @@ APPLETS: dict[str, Builtin] = {name: _ALL[name] for name in (
     "touch",
     "hostname",
     "whoami",
+    "df",
 )}
 """The busybox applets the simulated guest has beyond the builtins, by name."""

@@ -287,6 +287,27 @@ def _hostname(sh: Session, argv: list[str], io: IO) -> int:
     return 0
 
 
+def _df(sh: Session, argv: list[str], io: IO) -> int:
+    """busybox ``df [-kP] [PATH...]`` in 1K blocks: the guest's one file system (``rootfs`` on ``/``), sized by
+    what really backs it (the host folder the guest's files live in), so a deploy that would not fit is seen."""
+    names = [arg for arg in argv[1:] if not arg.startswith("-")]
+    for name in names:
+        try:
+            if not sh.fs.host_path(name, sh.cwd).exists():
+                raise FileNotFoundError
+        except OSError:
+            io.complain(f"df: {name}: No such file or directory\n")
+            return 1
+    st = os.statvfs(sh.fs.host_path("/"))
+    total, free = st.f_blocks * st.f_frsize // 1024, st.f_bavail * st.f_frsize // 1024
+    used = total - st.f_bfree * st.f_frsize // 1024
+    percent = -(-used * 100 // (used + free)) if used + free else 0
+    io.say("Filesystem           1K-blocks      Used Available Use% Mounted on\n")
+    for _ in names or ["/"]:
+        io.say(f"{'rootfs':<20} {total:>9} {used:>9} {free:>9} {percent:>3}% /\n")
+    return 0
+
+
 def _whoami(sh: Session, argv: list[str], io: IO) -> int:
     io.say("root\n")
     return 0
@@ -301,5 +322,6 @@ APPLETS: dict[str, Builtin] = {
     "touch": _touch,
     "hostname": _hostname,
     "whoami": _whoami,
+    "df": _df,
 }
 """This module's applets, by name."""

@@ -85,7 +85,9 @@ the Fatal ``Execution of method forward failed with status 0x2``, exit 134. An N
 driver exception (``Ethos-U Linux driver invocation failed: <text>``; the driver's own text is not public, ours
 names both configurations): in the per-inference build at the first execute (then as a timeout), in the reuse
 build at method load (``Init failed for backend EthosUBackend: 0x2`` and the Fatal ``Loading of method forward
-failed with status 0x2``; sites as at cff6f4dd32). Wrong input files fail in prepare_input_tensors
+failed with status 0x2``; sites as at cff6f4dd32). An image without the NPU node the build opens
+(``RunnerArtifact.npu_device``, default ``/dev/ethosu0``; meta-arm 2026.05 has only ``/dev/accel/accel0``) fails the
+same two ways with ``Failed to open device`` (``device.py``). Wrong input files fail in prepare_input_tensors
 (inputs.cpp) with ``Could not prepare inputs: 0x12``; an unknown ``--method_name`` with program.cpp's ``No method
 named`` and ``Failed to get method_meta for X: 0x12``. ``Aborted`` / ``Segmentation fault`` are what the shell
 shows for SIGABRT / SIGSEGV.
@@ -146,6 +148,7 @@ from fvp_harness.sim.networks.partition import planned_edge_bytes
 from fvp_harness.sim.npu.cycles import NPU_CLOCK_HZ, model_cycles
 from fvp_harness.sim.npu.driver_cost import DEFAULT as DRIVER_COSTS
 from fvp_harness.sim.npu.driver_cost import DriverSizes
+from fvp_harness.sim.workloads.executor_runner.device import open_problem
 from fvp_harness.sim.workloads.executor_runner.faults import FaultSpec, noise_from_knobs, parse_faults, slowdown
 from fvp_harness.sim.workloads.executor_runner.flags import (
     EXIT_ABORT,
@@ -662,7 +665,7 @@ class _EthosU:
                     run.spend(read_ms / 1000.0)
                 load_ms -= read_ms
         if self.artifact.driver == "reuse":  # the driver-reuse build creates the network and buffers here
-            mismatch = _mismatch(model, run.ctx.npu_macs)
+            mismatch = open_problem(run.ctx, self.artifact.npu_device) or _mismatch(model, run.ctx.npu_macs)
             if mismatch:
                 run.log.at("E", run.sites["driver_failed"], f"Ethos-U Linux driver invocation failed: {mismatch}")
                 raise DelegateError(INVALID_STATE)
@@ -670,8 +673,8 @@ class _EthosU:
 
     def execute(self, run: Run, index: int, total: int, x: np.ndarray) -> np.ndarray:
         ctx, model, log, sites = run.ctx, run.compiled, run.log, run.sites
-        if self.artifact.driver == "per-inference":  # creates the network on every execute
-            mismatch = _mismatch(model, ctx.npu_macs)
+        if self.artifact.driver == "per-inference":  # opens the device and creates the network on every execute
+            mismatch = open_problem(ctx, self.artifact.npu_device) or _mismatch(model, ctx.npu_macs)
             if mismatch:
                 log.at("E", sites["driver_failed"], f"Ethos-U Linux driver invocation failed: {mismatch}")
                 raise DelegateError(INVALID_STATE)
