@@ -64,7 +64,7 @@ from fvp_harness.run.baseline import pin_stored_baseline
 from fvp_harness.run.doctor import PROBE_TIMEOUT_S, preflight
 from fvp_harness.run.execute import DeployFunction, ExecuteOptions, SessionOutcome, execute_plan, utc_now
 from fvp_harness.run.instances import TargetFactory, default_target_factory, query_fvp_version
-from fvp_harness.run.manifest import Manifest, RunSettings
+from fvp_harness.run.manifest import Manifest, PlanInfo, RunSettings
 from fvp_harness.run.plan import Plan, Unit, build_plan, why_stale
 from fvp_harness.run.preboot import PreBoot
 from fvp_harness.scenario.load import LoadedScenario
@@ -86,7 +86,7 @@ __all__ = [
     "RunOutcome",
     "check_selection",
     "exit_code_for",
-    "in_scenario_order",
+    "in_plan_order",
     "rebuild_report",
     "run_scenario",
     "select_units",
@@ -186,14 +186,24 @@ def select_units(plan: Plan, only_builds: Sequence[str] = (), only_models: Seque
             if (not only_builds or unit.build in only_builds) and (not only_models or unit.model in only_models)]
 
 
-def in_scenario_order(records: Sequence[Record], scenario: Scenario) -> list[Record]:
-    """``records`` with the models in the scenario's order, each model's records in the order they were stored.
+def in_plan_order(records: Sequence[Record], plan: PlanInfo) -> list[Record]:
+    """``records`` with the models in the order the plan first runs them, each model's records in the order they
+    were stored (a stable sort keeps each model's execution order, which drift detection reads).
 
     Why: the report lists models in the order the analysis first meets them, and records are stored as units
     finish; with ``instances: 2`` (two launches side by side) that order is a race, and the same run gave its rows
-    in another order from one ``report`` to the next. A stable sort keeps each model's execution order (drift)."""
-    rank = {name: index for index, name in enumerate(scenario.models)}
-    return sorted(records, key=lambda record: rank.get(record.model, len(rank)))
+    in another order from one ``report`` to the next. Not the scenario's order: ``report DIR`` reads the scenario
+    back from ``manifest.json``, whose keys are sorted; the plan's unit lists keep their order."""
+    position: dict[str, int] = {}
+    for name in sorted(plan.sessions):
+        for unit_id in plan.sessions[name]:
+            position.setdefault(unit_id, len(position))
+    first: dict[str, int] = {}
+    for record in records:
+        at = position.get(record.unit_id)
+        if at is not None:
+            first[record.model] = min(first.get(record.model, at), at)
+    return sorted(records, key=lambda record: first.get(record.model, len(position)))
 
 
 def write_report(store: ResultStore, scenario: Scenario, manifest: Manifest) -> ReportOutcome:
@@ -205,7 +215,7 @@ def write_report(store: ResultStore, scenario: Scenario, manifest: Manifest) -> 
     With ``run.until`` the units the stopping rule spared are written into the manifest (``plan.spared``) when
     they differ from what it holds: this is where a run (and ``make``) records them, and ``report DIR`` adds them to
     a run stored before they were recorded, so readers of the stored run never count them as not run."""
-    records = in_scenario_order(store.records(), scenario)
+    records = in_plan_order(store.records(), manifest.plan)
     stored_keys: dict[str, set[str]] = {}
     for record in records:
         stored_keys.setdefault(record.unit_id, set()).add(record.key)

@@ -30,7 +30,8 @@ def _model() -> bytes:
 
 def _runner_etdump(driver: str, executions: int = 2) -> bytes:
     """The ETDump the emulated Linux executor_runner (built with the event tracer) writes for resnet8."""
-    files = {"/g/runner": encode_runner(RunnerArtifact(driver, event_tracer=True)), "/g/m.bin": _model()}
+    files = {"/g/runner": encode_runner(RunnerArtifact(driver, event_tracer=True)), "/g/m.bin": _model(),
+             "/dev/ethosu0": b""}  # the default image's NPU node (the delegate opens it)
     ctx = FakeContext(["/g/runner", "--model_path=/g/m.bin", f"--num_executions={executions}",
                        "--etdump_path=/g/trace.etdp"], files, {}, 256)
     assert executor_runner(ctx) == 0, ctx.stderr_text

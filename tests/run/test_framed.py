@@ -83,7 +83,8 @@ def test_a_unit_costs_one_round_trip(tmp_path: Path) -> None:
     target = fleet.targets[0]
     per_unit = {unit: [c for c in target.commands if f"/units/{unit}" in c] for unit in unit_ids}
     assert len(unit_ids) == 4 and all(len(commands) == 1 for commands in per_unit.values()), per_unit
-    assert len(target.commands) == 1 + len(unit_ids), "the runner check, then one command per unit"
+    assert target.commands[0].startswith("df -kP"), "the guest check (run.guest_needs) before the deploy"
+    assert len(target.commands) == 2 + len(unit_ids), "the guest check, the runner check, then one command per unit"
     assert target.transfers == [("put", p) for _, p in target.transfers if _ == "put"], "nothing read back"
     for record in ResultStore(tmp_path / "out").records():
         assert record.outputs == {"out-0.bin": hashlib.sha256(b"same").hexdigest(),

@@ -71,7 +71,7 @@ class _ReadOnly(FakeContext):
 
 
 def test_an_unwritable_etdump_path_is_upstreams_fatal(model_files: dict[str, bytes]) -> None:
-    files = {**_traced("reuse"), f"{FakeContext.cwd}/m.bin": model_files["resnet8"]}
+    files = {**_traced("reuse"), f"{FakeContext.cwd}/m.bin": model_files["resnet8"], "/dev/ethosu0": b""}
     ctx = _ReadOnly([f"{FakeContext.cwd}/runner", "--model_path=m.bin", "--etdump_path=ro/t.etdp"], files)
     assert executor_runner(ctx) == 134
     tail = [line.split(" ", 2)[2] for line in ctx.stderr_text.splitlines()[-3:-1]]
