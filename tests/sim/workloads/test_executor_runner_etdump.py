@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 from fvp_harness.report.etdump import read_etdump
-from fvp_harness.sim.networks.modelfile import RunnerArtifact, encode_runner
+from fvp_harness.sim.networks.architectures import get_architecture
+from fvp_harness.sim.networks.modelfile import RunnerArtifact, compile_model, encode_model, encode_runner
+from fvp_harness.sim.networks.partition import choose_cpu_layers
 from fvp_harness.sim.workloads.executor_runner import executor_runner
 from fvp_harness.sim.workloads.executor_runner import run as runner_run
 
@@ -102,3 +104,30 @@ def test_sim_runner_event_tracer_makes_a_traced_build(tmp_path: Path) -> None:
     status, _, err = run("runner", "--driver", "reuse", "--event-tracer", "--log-generation", "old",
                          "-o", str(tmp_path / "o"))
     assert status == 2 and "--log-generation current only" in err
+
+
+def test_a_partly_delegated_program_traces_one_instruction_per_step(run_runner: RunRunner,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """K partitions with CPU operators between them: each step is an instruction of chain 0
+    (EventTracerProfileInstructionScope, method.cpp:1756), a CPU kernel an ``OPERATOR_CALL`` (method.cpp:1469), a
+    delegate a ``DELEGATE_CALL`` (:1505) around the backend's scopes; and tracing still moves no number."""
+    arch = get_architecture("ds_cnn")
+    part = {"/root/part.bin": encode_model(compile_model(arch, 0, 256, cpu_layers=choose_cpu_layers(arch, 3)))}
+    flags = ("--model_path=part.bin", "--num_executions=2")
+    monkeypatch.setattr(runner_run, "_invocations", itertools.count())
+    status, plain = run_runner("reuse", *flags, extra_files=part)
+    assert status == 0, plain.stderr_text
+    monkeypatch.setattr(runner_run, "_invocations", itertools.count())
+    status, traced = run_runner("reuse", *flags, "--etdump_path=p.etdp", extra_files={**part, **_traced("reuse")})
+    assert status == 0, traced.stderr_text
+    assert _numbers(traced.stderr_text) == _numbers(plain.stderr_text)
+    counters = [line.split("] ", 1)[1] for line in traced.stderr_text.splitlines() if "cycle counter" in line]
+    assert counters == [line.split("] ", 1)[1] for line in plain.stderr_text.splitlines() if "cycle counter" in line]
+    decoded = read_etdump(traced.read_file("p.etdp"))
+    first = [e for e in decoded.events if e.block == 1]
+    calls = [(e.event, e.instruction_id) for e in first if e.event in ("DELEGATE_CALL", "OPERATOR_CALL")]
+    assert calls == [("DELEGATE_CALL", 0), ("OPERATOR_CALL", 1), ("DELEGATE_CALL", 2), ("OPERATOR_CALL", 3),
+                     ("DELEGATE_CALL", 4)]
+    assert [e.event for e in first].count("+EthosUBackend::execute()NPU") == 3
+    method = next(e for e in first if e.event == "Method::execute")
+    assert method.chain_index == -1 and all(method.start <= e.start and e.end <= method.end for e in first)

@@ -26,8 +26,9 @@ names the partition that moved); the default changes nothing.
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Protocol
 
 import numpy as np
@@ -48,11 +49,21 @@ __all__ = ["PARTITION_CYCLES_KNOB", "Calls", "partition_factors"]
 PARTITION_CYCLES_KNOB = "runner_partition_cycles"
 
 
+class _Tracer(Protocol):
+    """What this module uses of ``tracer.EventTracer``: the current instruction."""
+
+    def instruction(self, chain: int, instruction: int) -> contextlib.AbstractContextManager[None]: ...
+
+
 class _Run(Protocol):
     """What this module uses of ``run.Run`` (typed structurally: ``run.py`` imports this module)."""
 
     ctx: programs.GuestContext
     log: EtLog
+
+    @property
+    def tracer(self) -> _Tracer | None: ...
+    def traced(self, name: str) -> contextlib.AbstractContextManager[None]: ...
 
     @property
     def sites(self) -> dict[str, tuple[str, int]]: ...
@@ -113,21 +124,51 @@ class Calls:
             run.log.at("I", run.sites["delegate_data"], f"data:{delegate._address(segment)}")
 
     def execute(self, delegate: _Delegate, run: _Run, x: np.ndarray, *, runner_overhead_ms: float,
-                cpu_time_report: bool) -> np.ndarray:
-        """One ``method->execute()``: the steps in graph order; returns the model output."""
+                cpu_time_report: bool, method_spent_ms: float = 0.0) -> np.ndarray:
+        """One ``method->execute()``: the steps in graph order; returns the model output.
+
+        With the event tracer each step is an instruction of chain 0 (method.cpp:1756): a CPU operator an
+        ``OPERATOR_CALL`` (method.cpp:1469), a delegate a ``DELEGATE_CALL`` (:1505) around the backend's
+        ``EthosUBackend::execute()`` scopes (EthosUBackend.cpp:144, 244, 269). The caller has spent
+        ``method_spent_ms`` of the runner's overhead inside ``Method::execute``; the rest is shared by the
+        delegate calls, so a traced build spends exactly the untraced build's time."""
         ctx, model, log, sites = run.ctx, run.compiled, run.log, run.sites
         output = run_model(model.arch, model.quant, x)
-        run.spend(runner_overhead_ms / 1000.0)
-        for kind, index in self.delegation.steps:
+        traced = run.tracer is not None
+        if not traced:
+            run.spend(runner_overhead_ms / 1000.0)
+        dispatch_ms = (runner_overhead_ms - method_spent_ms) / max(1, len(self.sizes))
+        for position, (kind, index) in enumerate(self.delegation.steps):
             if kind == "cpu":
                 ms = cpu_layer_ms(model.arch.layers[index])
-                run.spend(ms / 1000.0)
+                with _step(run, position, "OPERATOR_CALL"):
+                    run.spend(ms / 1000.0)
                 continue
             cpu_ms = delegate.noisy(ctx, DRIVER_COSTS.execute_ms(self.sizes[index], self.driver)) * self.slowdown
             npu_ms = self.cycles[index] / NPU_CLOCK_HZ * 1000.0
-            run.spend((cpu_ms + npu_ms) / 1000.0, cpu_ms / 1000.0)
+            if not traced:
+                run.spend((cpu_ms + npu_ms) / 1000.0, cpu_ms / 1000.0)
+            else:
+                nominal = DRIVER_COSTS.execute_ms(self.sizes[index], self.driver)
+                copy_ms = cpu_ms * DRIVER_COSTS.io_us_per_kib * self.sizes[index].input / 1024.0 / 1000.0 / nominal
+                with _step(run, position, "DELEGATE_CALL"), run.traced("EthosUBackend::execute()"):
+                    run.spend(dispatch_ms / 1000.0)
+                    with run.traced("+EthosUBackend::execute()handles.input.memcpy()"):
+                        run.spend(copy_ms / 1000.0)
+                    with run.traced("+EthosUBackend::execute()NPU"):
+                        run.spend((cpu_ms - copy_ms + npu_ms) / 1000.0, (cpu_ms - copy_ms) / 1000.0)
             if model.cycle_counter:
                 log.at("I", sites["cycle_counter"], f"Ethos-U Linux delegate cycle counter: {self.cycles[index]}")
             if cpu_time_report:
                 log.at("I", sites["cpu_time"], f"EthosUBackend::execute() CPU time: {cpu_ms:.3f} ms")
         return output
+
+
+@contextlib.contextmanager
+def _step(run: _Run, position: int, name: str) -> Iterator[None]:
+    """Instruction ``position`` of chain 0 and its profiling scope (nothing in a build without the tracer)."""
+    if run.tracer is None:
+        yield
+        return
+    with run.tracer.instruction(0, position), run.traced(name):
+        yield

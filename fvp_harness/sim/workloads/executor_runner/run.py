@@ -534,6 +534,8 @@ def _method_execute(run: Run, delegate: Delegate, index: int, total: int, x: np.
     tracer.create_event_block("Execute")
     with tracer.scope("Method::execute"):
         run.spend(METHOD_OVERHEAD_MS / 1000.0)  # the input checks, temp allocator reset, instruction loop
+        if isinstance(delegate, _EthosU) and delegate.calls is not None:  # partly delegated: one instruction a step
+            return delegate.execute(run, index, total, x)
         with tracer.instruction(0, 0), tracer.scope("DELEGATE_CALL"):
             run.spend(DISPATCH_OVERHEAD_MS / 1000.0)
             return delegate.execute(run, index, total, x)
@@ -688,7 +690,8 @@ class _EthosU:
             raise DelegateError(INVALID_STATE)
         if self.calls is not None:
             return self.calls.execute(self, run, x, runner_overhead_ms=RUNNER_OVERHEAD_MS,
-                                      cpu_time_report=self.artifact.cpu_time_report)
+                                      cpu_time_report=self.artifact.cpu_time_report,
+                                      method_spent_ms=METHOD_OVERHEAD_MS if run.tracer is not None else 0.0)
         output = run_model(model.arch, model.quant, x)
         nominal = DRIVER_COSTS.execute_ms(self.sizes, self.artifact.driver)
         cpu_ms = self.noisy(ctx, nominal) * slowdown(ctx.knobs, model.arch.name, self.artifact.driver)
