@@ -23,7 +23,9 @@ The events the emulated runner records, as upstream's code records them for a fu
 ``Execute`` per execution: ``+EthosUBackend::execute()handles.input.memcpy()`` per input (EthosUBackend.cpp:244),
 ``+EthosUBackend::execute()NPU`` (:269, ``platform_execute``: the Linux driver's work and the NPU's),
 ``EthosUBackend::execute()`` (:144), ``DELEGATE_CALL`` (method.cpp:1505) at chain 0 / instruction i, and
-``Method::execute`` (method.cpp:1700) at chain -1 / instruction 0.
+``Method::execute`` (method.cpp:1700) at chain -1 / instruction 0. A partly delegated program
+(``partitioned.py``) has one instruction per step: ``OPERATOR_CALL`` (method.cpp:1469) for a CPU operator,
+``DELEGATE_CALL`` around the backend's scopes for each partition.
 """
 
 from __future__ import annotations
