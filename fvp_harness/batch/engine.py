@@ -75,11 +75,9 @@ from fvp_harness.run.artifacts import (
     declared_artifacts,
     pending_builds,
 )
-from fvp_harness.run.baseline import pin_stored_baseline
 from fvp_harness.run.execute import SessionOutcome, utc_now
 from fvp_harness.run.instances import query_fvp_version
 from fvp_harness.run.manifest import BatchInfo, Manifest, RunSettings
-from fvp_harness.run.pipeline import write_report
 from fvp_harness.run.plan import Plan, Unit, build_plan, changed_parts, why_stale
 from fvp_harness.scenario import load_scenario
 from fvp_harness.scenario.load import LoadedScenario
@@ -638,6 +636,9 @@ def _execute(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: 
              executor: Executor, capacity: int, listener: Listener, result: MakeResult, stop: threading.Event) -> bool:
     """Write the manifests, run the lanes, store what comes back, finish the manifests. Returns True when a
     ``stop`` request left units unrun (the batch then counts as interrupted)."""
+    # late: a stored baseline is checked with the analysis (pandas, scipy), which the up-to-date check never needs
+    from fvp_harness.run.baseline import pin_stored_baseline
+
     working = [node for node in nodes if node.error is None and node.todo]
     manifests: dict[int, Manifest] = {}
     started = utc_now()
@@ -818,6 +819,9 @@ def _import_log(store: ResultStore, relative: str, data: bytes) -> None:
 def _reports(nodes: Sequence[Node], stores: Mapping[int, ResultStore], listener: Listener,
              result: MakeResult) -> None:
     """Render the reports whose inputs changed, and store the hash of those inputs beside them."""
+    # late: the report loads pandas, scipy and matplotlib; a make with nothing to render never does
+    from fvp_harness.run.pipeline import write_report
+
     for node in nodes:
         if node.error is not None or node.loaded is None or node.index not in stores:
             continue

@@ -35,10 +35,12 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
-from fvp_harness.report.analysis import CompareLike, ModelComparison, Settings, primary_comparisons
 from fvp_harness.store.records import Record
+
+if TYPE_CHECKING:  # the analysis (pandas, scipy) loads only when a round is judged: ``make``'s check needs none
+    from fvp_harness.report.analysis import CompareLike, ModelComparison, Settings
 
 __all__ = [
     "STOP_REASONS",
@@ -182,6 +184,9 @@ def advance(state: SamplingState, records: Sequence[Record], spec: CompareLike |
     fresh = [m for m in state.models if not m.stopped and rounds[m.model] > m.repetitions]
     if not fresh:
         return state
+    # late: pandas and scipy load only when a round is really judged (not for make's up-to-date check)
+    from fvp_harness.report.analysis import primary_comparisons
+
     judged = {m.model for m in fresh}
     cut = [r for r in records if r.model in judged and r.repetition < rounds[r.model]]
     cut += [r for r in fixed if r.model in judged]
