@@ -66,6 +66,7 @@ from fvp_harness.errors import (
 )
 from fvp_harness.events import Event, Listener, null_listener
 from fvp_harness.files import atomic_write, file_sha256
+from fvp_harness.report.summary_cache import SummaryCache
 from fvp_harness.run.adaptive import SamplingState, replay, round_builds
 from fvp_harness.run.artifacts import (
     BUILD_TIMEOUT_S,
@@ -404,7 +405,7 @@ def _plan_node(node: Node, options: MakeOptions, versions: _Versions, *, after_b
     latest: dict[str, Record] = {}
     for record in records:
         latest[record.unit_id] = record
-    sampling = _sampling(plan, records)
+    sampling = _sampling(plan, records, SummaryCache(store.root, write=False))
     for unit in node.selected:
         if options.always:
             node.todo.append((unit, "-B: rebuild everything"))
@@ -425,8 +426,9 @@ def _plan_node(node: Node, options: MakeOptions, versions: _Versions, *, after_b
         node.report_reason, node.stored_exit = _report_reason(store, loaded)
 
 
-def _sampling(plan: Plan, records: Sequence[Record]) -> SamplingState | None:
-    """``run.until``: the stopping rule replayed over the stored records of the planned keys (None without it)."""
+def _sampling(plan: Plan, records: Sequence[Record], cache: SummaryCache | None = None) -> SamplingState | None:
+    """``run.until``: the stopping rule replayed over the stored records of the planned keys (None without it);
+    ``cache``: what the last report of the folder kept of the same replay (read only: the check writes nothing)."""
     scenario = plan.scenario
     if scenario.run.until is None or (scenario.compare is not None and scenario.compare.baseline_from):
         return None  # with a stored baseline make measures every round (its lanes judge no stored samples)
@@ -434,7 +436,7 @@ def _sampling(plan: Plan, records: Sequence[Record]) -> SamplingState | None:
     wanted = [record for record in records if keys.get(record.unit_id) == record.key]
     return replay(wanted, scenario.compare, scenario.run.until, models=list(scenario.models),
                   builds=round_builds((unit.build, unit.repetition) for unit in plan.units),
-                  metrics=scenario.metrics)
+                  metrics=scenario.metrics, cache=cache)
 
 
 def _not_needed(sampling: SamplingState, unit: Unit) -> bool:
