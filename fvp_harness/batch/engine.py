@@ -49,10 +49,9 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from fvp_harness import __version__
-from fvp_harness.batch.lanes import JobSpec, LaneControl, LaneResult, LaneSpec, LocalExecutor, default_jobs
 from fvp_harness.errors import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -76,7 +75,6 @@ from fvp_harness.run.artifacts import (
     declared_artifacts,
     pending_builds,
 )
-from fvp_harness.run.execute import SessionOutcome, utc_now
 from fvp_harness.run.instances import query_fvp_version
 from fvp_harness.run.manifest import BatchInfo, Manifest, RunSettings
 from fvp_harness.run.plan import Plan, Unit, build_plan, changed_parts, why_stale
@@ -91,6 +89,10 @@ from fvp_harness.store.folder import (
     results_dir_for,
 )
 from fvp_harness.store.records import Record
+
+if TYPE_CHECKING:  # the lanes pull in execute, deploy and every target: only a make with work to do loads them
+    from fvp_harness.batch.lanes import JobSpec, LaneControl, LaneResult, LaneSpec
+    from fvp_harness.run.execute import SessionOutcome
 
 __all__ = [
     "Action",
@@ -492,6 +494,8 @@ def assign_lanes(jobs: Mapping[str, Sequence[JobSpec]], capacity: int) -> list[t
 
 
 def _lane_specs(nodes: Sequence[Node], capacity: int, ship: bool, scale: float) -> list[LaneSpec]:
+    from fvp_harness.batch.lanes import JobSpec, LaneSpec  # late: lanes load execute and every target
+
     jobs: dict[str, list[JobSpec]] = {}
     for node in nodes:
         if node.plan is None or not node.todo or node.loaded is None:
@@ -551,7 +555,10 @@ def make(
         _not_started(nodes, "drained", "not started: a scenario has an error (-k runs the others)")
         return MakeResult(nodes, actions, _exit_code(nodes, False, True), seconds=time.monotonic() - began,
                           units_not_run=sum(len(node.not_run) for node in nodes))
-    executor = executor or LocalExecutor(options.jobs or default_jobs())
+    if executor is None:
+        from fvp_harness.batch.lanes import LocalExecutor, default_jobs  # late: lanes load execute and every target
+
+        executor = LocalExecutor(options.jobs or default_jobs())
     capacity = options.jobs or executor.capacity()
     result = MakeResult(nodes, actions, EXIT_OK)
     with contextlib.ExitStack() as stack:
@@ -638,8 +645,11 @@ def _execute(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: 
              executor: Executor, capacity: int, listener: Listener, result: MakeResult, stop: threading.Event) -> bool:
     """Write the manifests, run the lanes, store what comes back, finish the manifests. Returns True when a
     ``stop`` request left units unrun (the batch then counts as interrupted)."""
-    # late: a stored baseline is checked with the analysis (pandas, scipy), which the up-to-date check never needs
+    # late: the lanes (execute, every target) and the stored-baseline check (the analysis: pandas, scipy) load only
+    # when units run; the up-to-date check never needs them
+    from fvp_harness.batch.lanes import LaneControl
     from fvp_harness.run.baseline import pin_stored_baseline
+    from fvp_harness.run.execute import utc_now
 
     working = [node for node in nodes if node.error is None and node.todo]
     manifests: dict[int, Manifest] = {}

@@ -20,13 +20,14 @@ Light on purpose: the standard library and ``files`` only, so a hit loads no ana
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib.util
 import json
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from fvp_harness.errors import HarnessError
 from fvp_harness.files import atomic_write, file_sha256
@@ -35,7 +36,8 @@ from fvp_harness.store.folder import SUMMARY_CACHE_FILE
 if TYPE_CHECKING:
     from fvp_harness.store.records import Record
 
-__all__ = ["ANALYSIS_VERSION", "CACHE_FILE", "MAX_ENTRIES", "SummaryCache", "cache_key", "records_digest"]
+__all__ = ["ANALYSIS_VERSION", "CACHE_FILE", "MAX_ENTRIES", "SummaryCache", "cache_key", "cached_run_points",
+           "records_digest"]
 
 log = logging.getLogger(__name__)
 
@@ -133,3 +135,44 @@ class SummaryCache:
             atomic_write(self.path, text + "\n")
         except (OSError, HarnessError, TypeError, ValueError) as exc:  # read-only, full, foreign: keep nothing
             log.debug("not keeping %s: %s", self.path, exc)
+
+
+P = TypeVar("P")
+S = TypeVar("S")
+RunPoints = tuple[dict[str, P], str, str | None]
+
+
+def _point_values(values: object) -> bool:
+    """Whether a cached point is (median, ci_low, ci_high, n, npu_cycles) of numbers or None, n an int."""
+    return (isinstance(values, list) and len(values) == 5 and isinstance(values[3], int)
+            and all(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
+                    for v in (values[0], values[1], values[2], values[4])))
+
+
+def cached_run_points(folder: Path, records: Sequence[Record], metric: str, settings: S,
+                      compute: Callable[[Sequence[Record], str, S], RunPoints[P]],
+                      point: Callable[..., P]) -> RunPoints[P]:
+    """``history``'s numbers of one stored run (``compute(records, metric, settings)``: per model a point, the unit,
+    the NPU cycle metric), kept in ``folder``'s cache under these very records, metric and settings. ``point``
+    builds a point from its five fields (``history.Point``), each kept as a plain list."""
+    cache = SummaryCache(folder)
+    try:
+        shown = dataclasses.asdict(settings) if dataclasses.is_dataclass(settings) and not isinstance(settings, type) \
+            else repr(settings)
+        inputs = {"records": records_digest(records), "metric": metric, "settings": shown}
+    except TypeError:
+        return compute(records, metric, settings)
+    key = cache_key("history points", inputs, code=("fvp_harness.report.history", "fvp_harness.report.analysis"))
+    kept = cache.get(key)
+    if isinstance(kept, dict) and isinstance(kept.get("unit"), str) and isinstance(kept.get("points"), list) \
+            and (kept.get("npu") is None or isinstance(kept.get("npu"), str)) \
+            and all(isinstance(row, list) and len(row) == 6 and isinstance(row[0], str) and _point_values(row[1:])
+                    for row in kept["points"]):
+        return {row[0]: point(*row[1:]) for row in kept["points"]}, kept["unit"], kept["npu"]
+    found, unit, npu = compute(records, metric, settings)
+    try:
+        rows = [[model, *dataclasses.astuple(value)] for model, value in found.items()]  # type: ignore[call-overload]
+    except TypeError:
+        return found, unit, npu
+    cache.put(key, {"unit": unit, "npu": npu, "points": rows})
+    return found, unit, npu
