@@ -54,6 +54,7 @@ __all__ = [
     "complete_rounds",
     "judge",
     "planned_units",
+    "primary_comparisons",
     "replay",
     "round_builds",
     "spared_units",
@@ -170,6 +171,15 @@ def judge(rows: Sequence[ModelComparison], until: UntilLike, min_effect: float) 
     return None
 
 
+def primary_comparisons(records: Iterable[Record], spec: CompareLike, settings: Settings | None = None
+                        ) -> list[tuple[tuple[str, str], tuple[ModelComparison, ...]]]:
+    """``report.analysis.primary_comparisons``, loaded when a round is first judged."""
+    # late: pandas and scipy load only when a round is really judged (not for make's up-to-date check)
+    from fvp_harness.report.analysis import primary_comparisons as rows
+
+    return rows(records, spec, settings)
+
+
 def advance(state: SamplingState, records: Sequence[Record], spec: CompareLike | None, until: UntilLike, *,
             builds: Sequence[str], metrics: Sequence[object] = (), settings: Settings | None = None,
             fixed: Sequence[Record] = ()) -> SamplingState:
@@ -186,9 +196,6 @@ def advance(state: SamplingState, records: Sequence[Record], spec: CompareLike |
     fresh = [m for m in state.models if not m.stopped and rounds[m.model] > m.repetitions]
     if not fresh:
         return state
-    # late: pandas and scipy load only when a round is really judged (not for make's up-to-date check)
-    from fvp_harness.report.analysis import primary_comparisons
-
     judged = {m.model for m in fresh}
     cut = [r for r in records if r.model in judged and r.repetition < rounds[r.model]]
     cut += [r for r in fixed if r.model in judged]
