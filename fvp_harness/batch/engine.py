@@ -76,7 +76,6 @@ from fvp_harness.run.artifacts import (
     pending_builds,
 )
 from fvp_harness.run.instances import query_fvp_version
-from fvp_harness.run.manifest import BatchInfo, Manifest, RunSettings
 from fvp_harness.run.plan import Plan, Unit, build_plan, changed_parts, why_stale
 from fvp_harness.scenario import load_scenario
 from fvp_harness.scenario.load import LoadedScenario
@@ -90,9 +89,10 @@ from fvp_harness.store.folder import (
 )
 from fvp_harness.store.records import Record
 
-if TYPE_CHECKING:  # the lanes pull in execute, deploy and every target: only a make with work to do loads them
+if TYPE_CHECKING:  # lanes and manifest load execute, deploy and every target: only a make with work loads them
     from fvp_harness.batch.lanes import JobSpec, LaneControl, LaneResult, LaneSpec
     from fvp_harness.run.execute import SessionOutcome
+    from fvp_harness.run.manifest import Manifest
 
 __all__ = [
     "Action",
@@ -645,11 +645,12 @@ def _execute(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: 
              executor: Executor, capacity: int, listener: Listener, result: MakeResult, stop: threading.Event) -> bool:
     """Write the manifests, run the lanes, store what comes back, finish the manifests. Returns True when a
     ``stop`` request left units unrun (the batch then counts as interrupted)."""
-    # late: the lanes (execute, every target) and the stored-baseline check (the analysis: pandas, scipy) load only
-    # when units run; the up-to-date check never needs them
+    # late: the lanes and the manifest (execute, every target) and the stored-baseline check (the analysis: pandas,
+    # scipy) load only when units run; the up-to-date check never needs them
     from fvp_harness.batch.lanes import LaneControl
     from fvp_harness.run.baseline import pin_stored_baseline
     from fvp_harness.run.execute import utc_now
+    from fvp_harness.run.manifest import BatchInfo, Manifest, RunSettings
 
     working = [node for node in nodes if node.error is None and node.todo]
     manifests: dict[int, Manifest] = {}
@@ -802,6 +803,8 @@ def _not_started(nodes: Sequence[Node], failure_class: str, why: str) -> None:
 def _previous_manifest(store: ResultStore) -> Manifest | None:
     """The folder's earlier manifest, whose instances a new one carries on; one this version cannot read is
     replaced (``make`` tells stale records apart by their keys, not by the manifest)."""
+    from fvp_harness.run.manifest import Manifest  # late: the manifest model loads execute and the targets
+
     try:
         return Manifest.read(store)
     except HarnessError as exc:
@@ -832,6 +835,7 @@ def _reports(nodes: Sequence[Node], stores: Mapping[int, ResultStore], listener:
              result: MakeResult) -> None:
     """Render the reports whose inputs changed, and store the hash of those inputs beside them."""
     # late: the report loads pandas, scipy and matplotlib; a make with nothing to render never does
+    from fvp_harness.run.manifest import Manifest
     from fvp_harness.run.pipeline import write_report
 
     for node in nodes:
