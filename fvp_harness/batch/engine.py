@@ -49,10 +49,9 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from fvp_harness import __version__
-from fvp_harness.batch.lanes import JobSpec, LaneControl, LaneResult, LaneSpec, LocalExecutor, default_jobs
 from fvp_harness.errors import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -66,6 +65,7 @@ from fvp_harness.errors import (
 )
 from fvp_harness.events import Event, Listener, null_listener
 from fvp_harness.files import atomic_write, file_sha256
+from fvp_harness.report.summary_cache import SummaryCache
 from fvp_harness.run.adaptive import SamplingState, replay, round_builds
 from fvp_harness.run.artifacts import (
     BUILD_TIMEOUT_S,
@@ -75,11 +75,7 @@ from fvp_harness.run.artifacts import (
     declared_artifacts,
     pending_builds,
 )
-from fvp_harness.run.baseline import pin_stored_baseline
-from fvp_harness.run.execute import SessionOutcome, utc_now
 from fvp_harness.run.instances import query_fvp_version
-from fvp_harness.run.manifest import BatchInfo, Manifest, RunSettings
-from fvp_harness.run.pipeline import write_report
 from fvp_harness.run.plan import Plan, Unit, build_plan, changed_parts, why_stale
 from fvp_harness.scenario import load_scenario
 from fvp_harness.scenario.load import LoadedScenario
@@ -92,6 +88,11 @@ from fvp_harness.store.folder import (
     results_dir_for,
 )
 from fvp_harness.store.records import Record
+
+if TYPE_CHECKING:  # lanes and manifest load execute, deploy and every target: only a make with work loads them
+    from fvp_harness.batch.lanes import JobSpec, LaneControl, LaneResult, LaneSpec
+    from fvp_harness.run.execute import SessionOutcome
+    from fvp_harness.run.manifest import Manifest
 
 __all__ = [
     "Action",
@@ -406,7 +407,7 @@ def _plan_node(node: Node, options: MakeOptions, versions: _Versions, *, after_b
     latest: dict[str, Record] = {}
     for record in records:
         latest[record.unit_id] = record
-    sampling = _sampling(plan, records)
+    sampling = _sampling(plan, records, SummaryCache(store.root, write=False))
     for unit in node.selected:
         if options.always:
             node.todo.append((unit, "-B: rebuild everything"))
@@ -427,8 +428,9 @@ def _plan_node(node: Node, options: MakeOptions, versions: _Versions, *, after_b
         node.report_reason, node.stored_exit = _report_reason(store, loaded)
 
 
-def _sampling(plan: Plan, records: Sequence[Record]) -> SamplingState | None:
-    """``run.until``: the stopping rule replayed over the stored records of the planned keys (None without it)."""
+def _sampling(plan: Plan, records: Sequence[Record], cache: SummaryCache | None = None) -> SamplingState | None:
+    """``run.until``: the stopping rule replayed over the stored records of the planned keys (None without it);
+    ``cache``: what the last report of the folder kept of the same replay (read only: the check writes nothing)."""
     scenario = plan.scenario
     if scenario.run.until is None or (scenario.compare is not None and scenario.compare.baseline_from):
         return None  # with a stored baseline make measures every round (its lanes judge no stored samples)
@@ -436,7 +438,7 @@ def _sampling(plan: Plan, records: Sequence[Record]) -> SamplingState | None:
     wanted = [record for record in records if keys.get(record.unit_id) == record.key]
     return replay(wanted, scenario.compare, scenario.run.until, models=list(scenario.models),
                   builds=round_builds((unit.build, unit.repetition) for unit in plan.units),
-                  metrics=scenario.metrics)
+                  metrics=scenario.metrics, cache=cache)
 
 
 def _not_needed(sampling: SamplingState, unit: Unit) -> bool:
@@ -492,6 +494,8 @@ def assign_lanes(jobs: Mapping[str, Sequence[JobSpec]], capacity: int) -> list[t
 
 
 def _lane_specs(nodes: Sequence[Node], capacity: int, ship: bool, scale: float) -> list[LaneSpec]:
+    from fvp_harness.batch.lanes import JobSpec, LaneSpec  # late: lanes load execute and every target
+
     jobs: dict[str, list[JobSpec]] = {}
     for node in nodes:
         if node.plan is None or not node.todo or node.loaded is None:
@@ -551,7 +555,10 @@ def make(
         _not_started(nodes, "drained", "not started: a scenario has an error (-k runs the others)")
         return MakeResult(nodes, actions, _exit_code(nodes, False, True), seconds=time.monotonic() - began,
                           units_not_run=sum(len(node.not_run) for node in nodes))
-    executor = executor or LocalExecutor(options.jobs or default_jobs())
+    if executor is None:
+        from fvp_harness.batch.lanes import LocalExecutor, default_jobs  # late: lanes load execute and every target
+
+        executor = LocalExecutor(options.jobs or default_jobs())
     if not executor.ships_artifacts:  # the models start on this machine: doctor's checks first, as ``run`` does
         _preflight(nodes)
         if any(node.error for node in nodes) and not options.keep_going:
@@ -669,6 +676,13 @@ def _execute(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: 
              executor: Executor, capacity: int, listener: Listener, result: MakeResult, stop: threading.Event) -> bool:
     """Write the manifests, run the lanes, store what comes back, finish the manifests. Returns True when a
     ``stop`` request left units unrun (the batch then counts as interrupted)."""
+    # late: the lanes and the manifest (execute, every target) and the stored-baseline check (the analysis: pandas,
+    # scipy) load only when units run; the up-to-date check never needs them
+    from fvp_harness.batch.lanes import LaneControl
+    from fvp_harness.run.baseline import pin_stored_baseline
+    from fvp_harness.run.execute import utc_now
+    from fvp_harness.run.manifest import BatchInfo, Manifest, RunSettings
+
     working = [node for node in nodes if node.error is None and node.todo]
     manifests: dict[int, Manifest] = {}
     started = utc_now()
@@ -820,6 +834,8 @@ def _not_started(nodes: Sequence[Node], failure_class: str, why: str) -> None:
 def _previous_manifest(store: ResultStore) -> Manifest | None:
     """The folder's earlier manifest, whose instances a new one carries on; one this version cannot read is
     replaced (``make`` tells stale records apart by their keys, not by the manifest)."""
+    from fvp_harness.run.manifest import Manifest  # late: the manifest model loads execute and the targets
+
     try:
         return Manifest.read(store)
     except HarnessError as exc:
@@ -849,6 +865,10 @@ def _import_log(store: ResultStore, relative: str, data: bytes) -> None:
 def _reports(nodes: Sequence[Node], stores: Mapping[int, ResultStore], listener: Listener,
              result: MakeResult) -> None:
     """Render the reports whose inputs changed, and store the hash of those inputs beside them."""
+    # late: the report loads pandas, scipy and matplotlib; a make with nothing to render never does
+    from fvp_harness.run.manifest import Manifest
+    from fvp_harness.run.pipeline import write_report
+
     for node in nodes:
         if node.error is not None or node.loaded is None or node.index not in stores:
             continue

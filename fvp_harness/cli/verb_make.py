@@ -82,14 +82,13 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
     parser.set_defaults(handler=_make_verb)
 
 
-def _executor(args: argparse.Namespace, jobs: int | None) -> Executor:
-    # late: the batch engine pulls in the whole run pipeline (pandas, matplotlib); --help and other verbs skip it
-    from fvp_harness.batch.lanes import LocalExecutor, default_jobs
-
+def _executor(args: argparse.Namespace, jobs: int | None) -> Executor | None:
+    """The executor asked for; None for local threads, which ``make`` starts only when there is work (the lanes
+    load the whole run side: a make with nothing to do skips it)."""
     if args.executor == "local":
         if args.scheduler:
             raise ConfigurationError("--scheduler needs --executor dask")
-        return LocalExecutor(jobs or default_jobs())
+        return None
     from fvp_harness.batch.dask import DaskExecutor  # late: only this executor needs dask.distributed
 
     if args.executor == "dask" and not args.scheduler:

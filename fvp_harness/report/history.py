@@ -45,7 +45,9 @@ from fvp_harness.report.analysis import NPU_CYCLE_METRICS, Settings, select_late
 from fvp_harness.report.junit import Case, Suite
 from fvp_harness.report.render import jsonable, markdown_table, save_png
 from fvp_harness.report.stored_compare import LoadedRun, load_run
+from fvp_harness.report.summary_cache import cached_run_points
 from fvp_harness.store.folder import ResultStore
+from fvp_harness.store.records import Record
 
 __all__ = [
     "HISTORY_FILES",
@@ -313,27 +315,9 @@ def history_from_runs(runs: Sequence[LoadedRun], *, build: str | None = None, me
     models: list[str] = []
     for run in runs:
         chosen = [r for r in select_latest(run.records) if r.build == build]
-        frame = to_frame(chosen, latest_only=False)
-        keep = [metric, *NPU_CYCLE_METRICS]
-        frame = frame[frame["metric"].isin(keep)] if len(frame) else frame
-        summary = summarise(frame, settings)
-        found: dict[str, Point] = {}
-        for model in dict.fromkeys(r.model for r in chosen):
-            rows_m = summary[(summary["model"] == model)] if len(summary) else summary
-            main = rows_m[rows_m["metric"] == metric] if len(rows_m) else rows_m
-            npu = None
-            for name in NPU_CYCLE_METRICS:
-                hit = rows_m[rows_m["metric"] == name] if len(rows_m) else rows_m
-                if len(hit):
-                    npu, npu_metric = float(hit["median"].iloc[0]), npu_metric or name
-                    break
-            if len(main):
-                row = main.iloc[0]
-                unit = unit or str(row["unit_of_measure"])
-                found[model] = Point(float(row["median"]), _number(row["ci_low"]), _number(row["ci_high"]),
-                                     int(row["n"]), npu)
-            else:
-                found[model] = Point(None, None, None, 0, npu)
+        found, run_unit, run_npu = cached_run_points(run.run.path, chosen, metric, settings, _run_points, Point)
+        unit, npu_metric = unit or run_unit, npu_metric or run_npu
+        for model in found:
             if model not in models:
                 models.append(model)
         per_run.append(found)
@@ -351,6 +335,35 @@ def history_from_runs(runs: Sequence[LoadedRun], *, build: str | None = None, me
         notes.append(f"{len(missing)} run(s) measured no {metric} of build {build}: {', '.join(missing)}")
     return History(newest.scenario.name, build, metric, unit, float(threshold), rows, points, levels,
                    tuple(steps), npu_metric, tuple(notes))
+
+
+def _run_points(chosen: Sequence[Record], metric: str, settings: Settings) -> tuple[dict[str, Point], str, str | None]:
+    """One run's point per model (``chosen``: its latest records of the followed build), the metric's unit and the
+    NPU cycle metric it measured: what ``summary_cache.cached_run_points`` keeps per run folder."""
+    frame = to_frame(chosen, latest_only=False)
+    keep = [metric, *NPU_CYCLE_METRICS]
+    frame = frame[frame["metric"].isin(keep)] if len(frame) else frame
+    summary = summarise(frame, settings)
+    found: dict[str, Point] = {}
+    unit = ""
+    npu_metric: str | None = None
+    for model in dict.fromkeys(r.model for r in chosen):
+        rows_m = summary[(summary["model"] == model)] if len(summary) else summary
+        main = rows_m[rows_m["metric"] == metric] if len(rows_m) else rows_m
+        npu = None
+        for name in NPU_CYCLE_METRICS:
+            hit = rows_m[rows_m["metric"] == name] if len(rows_m) else rows_m
+            if len(hit):
+                npu, npu_metric = float(hit["median"].iloc[0]), npu_metric or name
+                break
+        if len(main):
+            row = main.iloc[0]
+            unit = unit or str(row["unit_of_measure"])
+            found[model] = Point(float(row["median"]), _number(row["ci_low"]), _number(row["ci_high"]),
+                                 int(row["n"]), npu)
+        else:
+            found[model] = Point(None, None, None, 0, npu)
+    return found, unit, npu_metric
 
 
 def _number(value: object) -> float | None:

@@ -32,13 +32,17 @@ not need, and the run writes them into ``manifest.json`` (``plan.spared``), so e
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
-from fvp_harness.report.analysis import CompareLike, ModelComparison, Settings, primary_comparisons
+from fvp_harness.report.summary_cache import SummaryCache, cache_key, records_digest
 from fvp_harness.store.records import Record
+
+if TYPE_CHECKING:  # the analysis (pandas, scipy) loads only when a round is judged: ``make``'s check needs none
+    from fvp_harness.report.analysis import CompareLike, ModelComparison, Settings
 
 __all__ = [
     "STOP_REASONS",
@@ -50,6 +54,7 @@ __all__ = [
     "complete_rounds",
     "judge",
     "planned_units",
+    "primary_comparisons",
     "replay",
     "round_builds",
     "spared_units",
@@ -166,6 +171,15 @@ def judge(rows: Sequence[ModelComparison], until: UntilLike, min_effect: float) 
     return None
 
 
+def primary_comparisons(records: Iterable[Record], spec: CompareLike, settings: Settings | None = None
+                        ) -> list[tuple[tuple[str, str], tuple[ModelComparison, ...]]]:
+    """``report.analysis.primary_comparisons``, loaded when a round is first judged."""
+    # late: pandas and scipy load only when a round is really judged (not for make's up-to-date check)
+    from fvp_harness.report.analysis import primary_comparisons as rows
+
+    return rows(records, spec, settings)
+
+
 def advance(state: SamplingState, records: Sequence[Record], spec: CompareLike | None, until: UntilLike, *,
             builds: Sequence[str], metrics: Sequence[object] = (), settings: Settings | None = None,
             fixed: Sequence[Record] = ()) -> SamplingState:
@@ -211,10 +225,68 @@ def advance(state: SamplingState, records: Sequence[Record], spec: CompareLike |
 
 def replay(records: Sequence[Record], spec: CompareLike | None, until: UntilLike, *, models: Sequence[str],
            builds: Sequence[str], metrics: Sequence[object] = (), settings: Settings | None = None,
-           fixed: Sequence[Record] = ()) -> SamplingState:
+           fixed: Sequence[Record] = (), cache: SummaryCache | None = None) -> SamplingState:
     """The decisions a live run made, rebuilt from its stored records: ``advance`` after every round 1..max in
     turn, each seeing only the records of the rounds done by then (repetitions numbered from 0, as planned), plus
-    the ``fixed`` ones (a stored baseline) in every round."""
+    the ``fixed`` ones (a stored baseline) in every round.
+
+    ``cache``: the stored run's ``summary-cache.json``, keyed by these very records and settings (the order of
+    ``models`` and ``builds`` changes no decision, so it is no part of the key): a hit is the state without the
+    analysis (``make``'s up-to-date check loads no pandas or scipy), a miss is computed and kept."""
+    key = _replay_key(records, spec, until, models, builds, settings, fixed) if cache is not None else None
+    kept = _state_of(cache.get(key), models) if cache is not None else None
+    if kept is not None:
+        return kept
+    state = _replay(records, spec, until, models=models, builds=builds, metrics=metrics, settings=settings,
+                    fixed=fixed)
+    if cache is not None:
+        cache.put(key, [[m.model, m.repetitions, m.reason, m.detail] for m in state.models])
+    return state
+
+
+def _jsonable(value: object) -> object:
+    """A compare spec, ``until`` or settings as JSON for a cache key (pydantic models, dataclasses, None)."""
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return dump(mode="json")
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    raise TypeError(f"no JSON form for {type(value).__name__}")
+
+
+def _replay_key(records: Sequence[Record], spec: CompareLike | None, until: UntilLike, models: Sequence[str],
+                builds: Sequence[str], settings: Settings | None, fixed: Sequence[Record]) -> str | None:
+    try:
+        inputs = {"records": records_digest(records), "fixed": records_digest(fixed), "spec": _jsonable(spec),
+                  "until": _jsonable(until), "models": sorted(set(models)), "builds": sorted(set(builds)),
+                  "settings": _jsonable(settings)}
+    except TypeError:
+        return None
+    return cache_key("run.until replay", inputs, code=(__name__, "fvp_harness.report.analysis"))
+
+
+def _state_of(kept: object, models: Sequence[str]) -> SamplingState | None:
+    """The cached state in the order of ``models``; None unless it is one well-formed entry per model."""
+    if not isinstance(kept, list):
+        return None
+    by_model: dict[str, ModelSampling] = {}
+    for item in kept:
+        if not (isinstance(item, list) and len(item) == 4 and isinstance(item[0], str)
+                and isinstance(item[1], int) and (item[2] is None or item[2] in STOP_REASONS)
+                and isinstance(item[3], str)):
+            return None
+        by_model[item[0]] = ModelSampling(item[0], item[1], item[2], item[3])
+    wanted = list(dict.fromkeys(models))
+    if sorted(by_model) != sorted(wanted):
+        return None
+    return SamplingState(tuple(by_model[model] for model in wanted))
+
+
+def _replay(records: Sequence[Record], spec: CompareLike | None, until: UntilLike, *, models: Sequence[str],
+            builds: Sequence[str], metrics: Sequence[object] = (), settings: Settings | None = None,
+            fixed: Sequence[Record] = ()) -> SamplingState:
     state = start(models)
     for k in range(1, until.max_repetitions + 1):
         if state.done:

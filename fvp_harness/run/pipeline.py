@@ -50,6 +50,7 @@ from fvp_harness.report.analysis import AnalysisResult, SamplingNote, analyse, e
 from fvp_harness.report.etdump_events import compare_events
 from fvp_harness.report.render import ReportContext, render_report
 from fvp_harness.report.stored_compare import StoredBaseline, analyse_with_stored_baseline, load_stored_baseline
+from fvp_harness.report.summary_cache import SummaryCache
 from fvp_harness.run.adaptive import (
     StoppingRule,
     UntilLike,
@@ -226,7 +227,8 @@ def write_report(store: ResultStore, scenario: Scenario, manifest: Manifest) -> 
     if scenario.run.until is not None and planned is not None:
         # the replay decides afresh over every selected unit: the recorded list is its copy, never its input
         every = manifest.plan.model_copy(update={"spared": []}).planned(stored_keys)
-        planned, sampling, spared = until_sampling(scenario, scenario.run.until, every, records, stored)
+        planned, sampling, spared = until_sampling(scenario, scenario.run.until, every, records, stored,
+                                                   cache=SummaryCache(store.root))
         if spared != manifest.plan.spared:
             manifest.plan.spared = spared
             manifest.write(store)
@@ -265,7 +267,7 @@ def _unit_build(unit_id: str, model: str, repetition: int) -> str:
 
 
 def until_sampling(scenario: Scenario, until: UntilLike, planned: Mapping[str, str], records: Sequence[Record],
-                   stored: StoredBaseline | None = None
+                   stored: StoredBaseline | None = None, *, cache: SummaryCache | None = None
                    ) -> tuple[dict[str, str], tuple[SamplingNote, ...], list[str]]:
     """``run.until`` over a run's stored records: the units a report accounts for (``planned`` less the ones the
     stopping rule spared), one note per model, and the spared unit ids, all replayed from the records exactly as
@@ -281,7 +283,7 @@ def until_sampling(scenario: Scenario, until: UntilLike, planned: Mapping[str, s
     rounds = round_builds((_unit_build(unit_id, model, rep), rep) for unit_id, model, rep, _key in units)
     judged = stored.merged(wanted) if stored is not None else wanted
     state = replay(judged, scenario.compare, until, models=models, builds=rounds, metrics=scenario.metrics,
-                   fixed=stored.records if stored is not None else ())
+                   fixed=stored.records if stored is not None else (), cache=cache)
     measured = {r.unit_id for r in wanted}
     spared = spared_units(((unit_id, model, rep) for unit_id, model, rep, _key in units), state, measured)
     chosen = planned_units(units, state, measured)

@@ -66,6 +66,7 @@ __all__ = [
     "REPORT_FILE_PATTERNS",
     "REPORT_INPUTS_FILE",
     "RUNS_DIR",
+    "SUMMARY_CACHE_FILE",
     "VGF_REPORT_FILES",
     "ResultStore",
     "StoredRun",
@@ -123,7 +124,11 @@ told otherwise (``-o``). Never inside a run: a run's folder holds only what that
 HISTORY_DIR = "history"
 """``<scenario folder>/history/``: where ``fvp-harness history`` writes its table and trend charts unless told
 otherwise (``-o``)."""
-HARNESS_JSON_FILES: frozenset[str] = frozenset({MANIFEST_FILE, REPORT_FILES["json"], VGF_REPORT_FILES["json"]})
+SUMMARY_CACHE_FILE = "summary-cache.json"
+"""Beside the records: what was analysed from them, keyed by their content (``report.summary_cache``); it belongs
+to the run and moves with it (``archive``, ``reset``); stale or damaged, it is ignored and rewritten."""
+HARNESS_JSON_FILES: frozenset[str] = frozenset({MANIFEST_FILE, REPORT_FILES["json"], VGF_REPORT_FILES["json"],
+                                                SUMMARY_CACHE_FILE})
 """The JSON files the harness itself writes into a results folder (a reader of fetched JSON reports skips them)."""
 
 KEY_METADATA: tuple[str, ...] = ("platform", "fvp.binary", "fvp.version", "artifacts", "parsers_version")
@@ -510,7 +515,8 @@ class ResultStore:
             target = self.runs_dir / f"{name}.{number}"
             number += 1
         target.mkdir(parents=True)
-        moved = [self.records_path, self.manifest_path, self.logs_dir, self.fetched_dir]
+        moved = [self.records_path, self.manifest_path, self.root / SUMMARY_CACHE_FILE, self.logs_dir,
+                 self.fetched_dir]
         for pattern in (*REPORT_FILE_PATTERNS, PARTIAL_RECORDS_PATTERN):
             moved += sorted(self.root.glob(pattern))
         for path in moved:
@@ -538,7 +544,7 @@ class ResultStore:
         (``REPORT_FILE_PATTERNS``: the A/B and VGF reports and their inputs) and temp files of an interrupted
         ``atomic_write``. Only ``run --replace`` asks for it (a plain run archives instead); ``runs/`` and files it
         does not know (and ``.lock``) stay."""
-        for path in (self.records_path, self.manifest_path):
+        for path in (self.records_path, self.manifest_path, self.root / SUMMARY_CACHE_FILE):
             path.unlink(missing_ok=True)
         for pattern in (*REPORT_FILE_PATTERNS, PARTIAL_RECORDS_PATTERN, ".*.tmp"):
             for path in self.root.glob(pattern):
