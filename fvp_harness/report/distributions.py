@@ -85,6 +85,8 @@ def samples_figure(result: AnalysisResult, builds: Sequence[str], title: str | N
                 ticks.append(x)
                 labels.append(str(unit_id).split("-", 1)[0])  # r0, r1: the repetition names the process
                 x += 1.0
+            axes.annotate(build, xy=((start + x - 1.0) / 2, 0), xycoords=("data", "axes fraction"),
+                          xytext=(0, -20), textcoords="offset points", ha="center", fontsize=8, color=colour)
             hit = summary[(summary["model"] == model) & (summary["build"] == build) & (summary["metric"] == metric)]
             if len(hit):
                 median, low, high = (float(hit[k].iloc[0]) for k in ("median", "ci_low", "ci_high"))

@@ -174,7 +174,7 @@ def machine_section(machine: Mapping[str, Any] | None, builds: Sequence[str]) ->
     fvp = machine.get("fvp") or {}
     if machine.get("simulated"):
         lines.append(f"- Model: embedded simulator, {fvp.get('simulator') or 'fvp-harness sim'} "
-                     f"(answers `--version` as {fvp.get('version') or '?'}); not an Arm FVP")
+                     f"(its `--version`: {fvp.get('version') or '?'}); not an Arm FVP")
     elif fvp.get("version") or fvp.get("path"):
         bits = [f"`--version` {fvp.get('version') or '?'}"]
         if fvp.get("path"):

@@ -146,9 +146,6 @@ class ReportContext:
                         bits.append(f"id `{info['id']}`")
                     if info.get("sha256"):
                         bits.append(f"runner sha256 `{str(info['sha256'])[:12]}`")
-                    source = machine_record.source_text(info.get("source"))
-                    if source:
-                        bits.append(f"source {source}")
                     builds[str(build)] = ", ".join(bits)
                 else:
                     builds[str(build)] = str(info)
@@ -950,7 +947,7 @@ def _render_pairs_png(comparisons: Sequence[Comparison], path: Path, title: str 
         for x, (change, below, above) in zip(xs, bars, strict=True):
             if math.isfinite(change):
                 end = change - below if change < 0 else change + above
-                axes.annotate(f"{change:+.0f}%", (x, end), textcoords="offset points",
+                axes.annotate("0%" if round(change) == 0 else f"{change:+.0f}%", (x, end), textcoords="offset points",
                               xytext=(0, -10 if change < 0 else 3), ha="center", fontsize=8)
     axes.axhline(0.0, color="#333333", linewidth=0.8)
     axes.set_xticks(range(len(groups)), groups)
@@ -1030,7 +1027,7 @@ def render_png(result: AnalysisResult, path: Path, title: str | None = None) -> 
             top = max(v for v in (m.baseline_median, m.candidate_median, 0.0) if v is not None)
             if m.saved_pct is not None:
                 axes.annotate(
-                    f"saved {m.saved_pct:.0f}%",
+                    fmt.saving_phrase(m.saved_pct, 0),
                     (i, top),
                     textcoords="offset points",
                     xytext=(0, 8),
