@@ -1047,15 +1047,16 @@ def render_png(result: AnalysisResult, path: Path, title: str | None = None) -> 
 # --- files --------------------------------------------------------------------------------------------------
 
 
-def save_png(figure: Figure, path: Path) -> Path:
+def save_png(figure: Figure, path: Path, *, layout: bool = True) -> Path:
     """Lay out ``figure`` and write it to ``path`` as PNG with ``files.atomic_write``, without the Software tag
     or a date, so the same figure gives the same bytes.
 
     The layout is done once: ``tight_layout`` leaves a placeholder layout engine behind, and with any engine set
     ``savefig`` lays the figure out again in a draw of its own before the real one (a tenth of the chart's cost,
     for nothing: the placeholder changes no position). Removing the engine after the layout gives the same bytes."""
-    figure.tight_layout()
-    figure.set_layout_engine(None)
+    if layout:  # a figure laid out by its maker (``layout=False``) is saved as it is
+        figure.tight_layout()
+        figure.set_layout_engine(None)
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", metadata={"Software": None})
     atomic_write(path, buffer.getvalue())
@@ -1116,7 +1117,7 @@ def render_report(
         figure = samples_figure(result, builds, png_title)
         samples = path.with_name(REPORT_SAMPLES_FILE)
         if figure is not None:
-            save_png(figure, samples)
+            save_png(figure, samples, layout=False)
         else:
             samples.unlink(missing_ok=True)  # nothing to draw: no stale picture of an earlier run either
 
