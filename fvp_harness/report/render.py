@@ -443,7 +443,8 @@ def _caption_line(comparison: Comparison, context: ReportContext) -> str:
     label, per = _label(comparison.primary)
     what = f"{label} {per}, {comparison.baseline} -> {comparison.candidate}"
     if context.simulated:
-        return f"**Simulated, not measured on an FVP** ({context.measured_on or 'fvp-harness sim'}): {what}."
+        shown = context.measured_on if context.measured_on and "simulator" in context.measured_on else None
+        return f"**Simulated, not measured on an FVP** ({shown or 'fvp-harness sim'}): {what}."
     if context.measured_on:
         return f"Measured on {context.measured_on}: {what}."
     return ""  # nothing known of the source: no caption that would only repeat the header
