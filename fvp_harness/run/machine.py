@@ -12,6 +12,7 @@ starts nothing (an exception to "only ``targets/`` starts processes", like ``sto
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import shutil
@@ -133,9 +134,11 @@ def git_describe(folder: Path) -> str | None:
     return text if done.returncode == 0 and text else None
 
 
+@functools.lru_cache(maxsize=4)
 def harness_checkout(package_dir: Path | None = None) -> tuple[str | None, str | None]:
     """(commit, describe) of the git checkout the harness runs from (an editable install); (None, None) when it
-    was installed from a wheel: its version says it all then."""
+    was installed from a wheel: its version says it all then. Asked once per process (the code that runs is the
+    code that was imported, whatever the checkout does meanwhile)."""
     package_dir = package_dir or Path(__file__).resolve().parent.parent
     root = package_dir.parent
     if not (root / "pyproject.toml").is_file():
