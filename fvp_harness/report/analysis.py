@@ -184,7 +184,8 @@ class CompareLike(Protocol):
 @dataclass(frozen=True)
 class Settings:
     """Statistical knobs. ``alpha`` is the significance level a faster/slower verdict needs from the process-level
-    p-value (``process_level_p``); ``drift_alpha`` the Spearman level for a drift flag."""
+    p-value (``process_level_p``); ``drift_alpha`` the Spearman level for a drift flag. The bootstrap's p cannot go
+    below ``2 / (resamples + 1)``: with fewer than ``2 / alpha`` resamples no verdict could be faster or slower."""
 
     confidence: float = 0.95
     resamples: int = 2000
