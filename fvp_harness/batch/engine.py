@@ -552,6 +552,12 @@ def make(
         return MakeResult(nodes, actions, _exit_code(nodes, False, True), seconds=time.monotonic() - began,
                           units_not_run=sum(len(node.not_run) for node in nodes))
     executor = executor or LocalExecutor(options.jobs or default_jobs())
+    if not executor.ships_artifacts:  # the models start on this machine: doctor's checks first, as ``run`` does
+        _preflight(nodes)
+        if any(node.error for node in nodes) and not options.keep_going:
+            _not_started(nodes, "drained", "not started: a scenario failed its preflight checks (-k runs the others)")
+            return MakeResult(nodes, actions, _exit_code(nodes, False, True), seconds=time.monotonic() - began,
+                              units_not_run=sum(len(node.not_run) for node in nodes))
     capacity = options.jobs or executor.capacity()
     result = MakeResult(nodes, actions, EXIT_OK)
     with contextlib.ExitStack() as stack:
@@ -583,6 +589,31 @@ def make(
     result.seconds = time.monotonic() - began
     result.phase_seconds = phases
     return result
+
+
+def _preflight(nodes: Sequence[Node]) -> None:
+    """``run.doctor.preflight`` for every scenario with work that starts a model here (not ``target: host``):
+    an unknown ``-C`` parameter, a refused licence or a missing firmware file is a configuration error of that
+    scenario (exit 2) before anything builds or boots, named with the model's own words, as under ``run``.
+    On a cluster the workers' machines hold the FVP, so their boots report it instead."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from fvp_harness.run.doctor import preflight  # late: only when something will run
+
+    def check(node: Node) -> None:
+        loaded = node.loaded
+        assert loaded is not None
+        try:
+            preflight(loaded.scenario, loaded.profile, base_dir=loaded.directory)
+        except ConfigurationError as exc:
+            node.error = exc
+
+    todo = [node for node in nodes
+            if node.error is None and node.loaded is not None and node.loaded.scenario.target != "host"
+            and (node.todo or node.maybe or node.builds)]
+    if todo:  # the probes are processes that mostly wait (a licence server, a model's start): side by side
+        with ThreadPoolExecutor(max_workers=min(4, len(todo)), thread_name_prefix="preflight") as pool:
+            list(pool.map(check, todo))
 
 
 def _lock_stores(stack: contextlib.ExitStack, nodes: Sequence[Node]) -> dict[int, ResultStore]:

@@ -184,6 +184,16 @@ def select_units(plan: Plan, only_builds: Sequence[str] = (), only_models: Seque
             if (not only_builds or unit.build in only_builds) and (not only_models or unit.model in only_models)]
 
 
+def in_scenario_order(records: Sequence[Record], scenario: Scenario) -> list[Record]:
+    """``records`` with the models in the scenario's order, each model's records in the order they were stored.
+
+    Why: the report lists models in the order the analysis first meets them, and records are stored as units
+    finish; with ``instances: 2`` (two launches side by side) that order is a race, and the same run gave its rows
+    in another order from one ``report`` to the next. A stable sort keeps each model's execution order (drift)."""
+    rank = {name: index for index, name in enumerate(scenario.models)}
+    return sorted(records, key=lambda record: rank.get(record.model, len(rank)))
+
+
 def write_report(store: ResultStore, scenario: Scenario, manifest: Manifest) -> ReportOutcome:
     """Analyse every record in ``store`` and write the report files into its folder: the A/B report
     (``report.*``, the manifest as stored gives its context) and, when the folder holds fetched VGF benchmark
@@ -193,7 +203,7 @@ def write_report(store: ResultStore, scenario: Scenario, manifest: Manifest) -> 
     With ``run.until`` the units the stopping rule spared are written into the manifest (``plan.spared``) when
     they differ from what it holds: this is where a run (and ``make``) records them, and ``report DIR`` adds them to
     a run stored before they were recorded, so readers of the stored run never count them as not run."""
-    records = store.records()
+    records = in_scenario_order(store.records(), scenario)
     stored_keys: dict[str, set[str]] = {}
     for record in records:
         stored_keys.setdefault(record.unit_id, set()).add(record.key)

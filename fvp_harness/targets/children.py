@@ -8,8 +8,10 @@ EOF, and the wait after the kill had no deadline) and the child outlived it. So 
 - it runs in its own session (process group) with the parent-death signal (``fvp.dies_with_harness``: SIGKILL when
   the harness dies, even by SIGKILL), and with ``FVP_HARNESS_JOB=<token>`` in its environment, which every
   descendant inherits;
-- on Linux the harness is a child subreaper (``PR_SET_CHILD_SUBREAPER``), so a grandchild whose parent died is
-  re-parented to the harness rather than to init: it stays in reach of the ppid walk below, and is reaped here;
+- on Linux the harness is a child subreaper (``PR_SET_CHILD_SUBREAPER``) while any tree is live, so a grandchild
+  whose parent died is re-parented to the harness rather than to init: it stays in reach of the ppid walk below,
+  and is reaped here (only while a tree is live: a long-lived process would otherwise collect zombies of every
+  child's orphans);
 - ``end()`` finds the whole tree however it escaped: the process group, the ppid descendants of the shell (taken
   while it still lives) and every process carrying the token (a ``setsid`` child in a session of its own), sends
   SIGTERM, waits ``grace`` seconds, then SIGKILLs what is left and reaps what was re-parented to us. It is called
@@ -49,26 +51,51 @@ END_GRACE_S = 2.0
 
 _PR_SET_CHILD_SUBREAPER = 36
 _subreaper_lock = threading.Lock()
-_subreaper: bool | None = None
+_subreaper = False
 
 _LIVE: set[ProcessTree] = set()
+_PENDING = [0]
+"""Trees being started (not yet in ``_LIVE``): the subreaper stays on for them."""
 _LIVE_LOCK = threading.Lock()
 
 
+def _leave() -> None:
+    """A start that failed: it no longer holds the subreaper."""
+    with _LIVE_LOCK:
+        _PENDING[0] -= 1
+        if not _LIVE and not _PENDING[0]:
+            _release_subreaper()
+
+
+def _prctl_subreaper(on: bool) -> bool:
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return bool(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1 if on else 0, 0, 0, 0) == 0)
+    except (OSError, AttributeError):
+        return False
+
+
 def enable_subreaper() -> bool:
-    """Make the harness a child subreaper (Linux; once): orphaned descendants of its children are re-parented to it.
-    False where that is not possible (then the token scan alone finds escaped processes)."""
+    """Make the harness a child subreaper (Linux): orphaned descendants of its children are re-parented to it.
+    False where that is not possible (then the token scan alone finds escaped processes). ``ProcessTree`` holds it
+    only while a tree is live (``_hold_subreaper``): a long-lived process (a pytest worker, the Python API) would
+    otherwise adopt, and keep as zombies, the orphans of every child it has, a simulator's included."""
     global _subreaper
     with _subreaper_lock:
-        if _subreaper is None:
+        if not _subreaper:
+            _subreaper = _prctl_subreaper(True)
+        return bool(_subreaper)
+
+
+def _release_subreaper() -> None:
+    """The last live tree has ended: stop adopting orphans (each tree's end reaped the members it adopted)."""
+    global _subreaper
+    with _subreaper_lock:
+        if _subreaper:
+            _prctl_subreaper(False)
             _subreaper = False
-            if sys.platform.startswith("linux"):
-                try:
-                    libc = ctypes.CDLL(None, use_errno=True)
-                    _subreaper = libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
-                except (OSError, AttributeError):
-                    _subreaper = False
-        return _subreaper
 
 
 def _stat(pid: int) -> tuple[int, int, int] | None:
@@ -162,15 +189,22 @@ class ProcessTree:
               stdout: int | IO[Any] | None = None, stderr: int | IO[Any] | None = None) -> ProcessTree:
         """Start ``argv`` in a new session, dying with the harness, marked with a fresh token; registered until
         ``end``. Raises OSError when it cannot start."""
-        enable_subreaper()
+        with _LIVE_LOCK:
+            enable_subreaper()  # before the start: an orphan of its first instant is adopted too
+            _PENDING[0] += 1
         token = uuid.uuid4().hex
         child_env = dict(os.environ if env is None else env)
         child_env[JOB_ENV] = token
-        proc = subprocess.Popen(dies_with_harness(list(argv)), cwd=cwd, env=child_env, stdin=stdin, stdout=stdout,
-                                stderr=stderr, start_new_session=True)
+        try:
+            proc = subprocess.Popen(dies_with_harness(list(argv)), cwd=cwd, env=child_env, stdin=stdin,
+                                    stdout=stdout, stderr=stderr, start_new_session=True)
+        except BaseException:
+            _leave()
+            raise
         tree = cls(proc, token, label)
         with _LIVE_LOCK:
             _LIVE.add(tree)
+            _PENDING[0] -= 1
         _install_atexit()
         return tree
 
@@ -216,7 +250,10 @@ class ProcessTree:
             log.exception("ending %s failed", self.label)
         finally:
             with _LIVE_LOCK:
+                was_live = self in _LIVE
                 _LIVE.discard(self)
+                if was_live and not _LIVE and not _PENDING[0]:
+                    _release_subreaper()
 
     def _end(self, grace: float) -> None:
         members = self._members()

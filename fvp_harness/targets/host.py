@@ -143,6 +143,8 @@ class HostTarget:
             tree = ProcessTree.start(["/bin/sh", script], label=f"{self.name}: host command",
                                      cwd=self.workdir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         except OSError as exc:
+            with contextlib.suppress(OSError):  # the 0600 script holds the user's command (secrets too)
+                os.unlink(script)
             raise CommandFailed(f"cannot start /bin/sh on this host: {exc}", exit_status=127) from exc
         with self._trees_lock:
             self._trees.add(tree)

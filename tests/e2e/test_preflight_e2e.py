@@ -88,3 +88,14 @@ def test_list_params_refused_by_the_licence_fails_doctor_and_run_alike(workdir: 
     assert f"parameters: `--list-params` failed (exit status 1): {words}" in done.stderr
     assert all("--version" in launch or "--list-params" in launch for launch in _launches(log)), _launches(log)
     assert not (workdir / "out" / "logs").exists()
+
+
+def test_make_runs_the_same_preflight_before_it_builds_or_boots(workdir: Path) -> None:
+    """``make`` starts the models on this machine as ``run`` does: the same checks, exit 2, nothing built."""
+    binary, log = _stand_in(workdir / "bin", "FVP_Corstone_SSE-300_Ethos-U55",
+                            f'exec "{sys.executable}" -m fvp_harness.sim --platform corstone300 "$@"\n')
+    done = _harness(workdir, "make", "scenarios/baremetal_macs.yaml", "--fvp", str(binary), "--results", "out")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert set(_launches(log)) == {"--list-params", "--version"}, "the probes; the model itself never launched"
+    assert "unknown to the model: mps4_board.subsystem.ethosu.num_macs" in done.stdout + done.stderr
+    assert not (workdir / "out" / "baremetal_macs" / "logs").exists() and not (workdir / ".artifacts").exists()

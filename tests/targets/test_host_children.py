@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fvp_harness.errors import OutputLimitExceeded
+from fvp_harness.errors import CommandFailed, OutputLimitExceeded
 from fvp_harness.targets.children import ProcessTree, marked_processes
 from fvp_harness.targets.console import CommandTimeout
 from fvp_harness.targets.host import HostTarget
@@ -63,6 +63,19 @@ def test_output_streams_to_the_log_with_secrets_masked(tmp_path: Path) -> None:
     assert "hunter2" not in log and "a *** b" in log and "no newline\n[exit 0]" in log
 
 
+def test_a_shell_that_cannot_start_leaves_no_script_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The 0600 script holds the user's command (secrets too): removed at once, not when the target closes."""
+    def no_shell(*args: object, **kwargs: object) -> ProcessTree:
+        raise FileNotFoundError(2, "No such file or directory", "/bin/sh")
+
+    with HostTarget(log_dir=tmp_path / "logs") as target:
+        monkeypatch.setattr(ProcessTree, "start", no_shell)
+        with pytest.raises(CommandFailed, match="cannot start /bin/sh"):
+            target.run("echo hunter2", timeout=10)
+        assert target.workdir is not None
+        assert [p for p in target.workdir.rglob("*") if p.is_file()] == []
+
+
 def test_closing_the_target_ends_a_command_in_flight(tmp_path: Path) -> None:
     target = HostTarget(log_dir=tmp_path / "logs")
     target.open()
@@ -92,3 +105,31 @@ def test_a_tree_is_found_by_its_token_after_its_shell_died(tmp_path: Path) -> No
     assert marked_processes(tree.token), "the escaped child carries the token"
     tree.end(0.5)
     assert not marked_processes(tree.token)
+
+
+def test_the_harness_adopts_orphans_only_while_a_tree_is_live(tmp_path: Path) -> None:
+    """Subreaper only while a host command runs: a long-lived process (a pytest worker, the Python API) must not
+    collect, as zombies, the orphans of children that are not ours to end (a simulator's, say)."""
+    import os
+    import subprocess
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("PR_SET_CHILD_SUBREAPER is Linux's")
+
+    def orphan_parent() -> int:
+        shell = subprocess.run(["/bin/sh", "-c", "sleep 2 >/dev/null 2>&1 & echo $!"], capture_output=True,
+                               text=True, timeout=10, check=True)
+        pid = int(shell.stdout)
+        parent = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        os.kill(pid, 9)
+        if parent == os.getpid():
+            os.waitpid(pid, 0)  # adopted: ours to reap
+        return parent
+
+    tree = ProcessTree.start(["/bin/sh", "-c", "sleep 30"], label="test tree")
+    try:
+        assert orphan_parent() == os.getpid(), "adopted while a tree is live"
+    finally:
+        tree.end(0.5)
+    assert orphan_parent() != os.getpid(), "no tree is live: the orphan goes to init, not to us"
