@@ -876,7 +876,7 @@ def render_json(result: AnalysisResult, title: str | None = None, context: Repor
         "format_version": REPORT_FORMAT_VERSION,
         "title": title or _default_title(result, context),
         "builds": build_order(result, context),
-        "context": dataclasses.asdict(context),
+        "context": {k: v for k, v in dataclasses.asdict(context).items() if k != "machine"},  # top level
         "settings": dataclasses.asdict(result.settings),
         "comparison": dataclasses.asdict(comparison) if comparison is not None else None,
         "comparisons": [dataclasses.asdict(c) for c in result.comparisons],
