@@ -25,7 +25,7 @@ from fvp_harness.report.analysis import AnalysisResult
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["BUILD_COLOURS", "distribution_metric", "samples_figure"]
+__all__ = ["BUILD_COLOURS", "distribution_metric", "has_samples", "samples_figure"]
 
 BUILD_COLOURS = ("#8c8c8c", "#1f6fb4", "#d08c2b", "#3b9b5b", "#9b3b8c", "#c94f4f")
 """One colour per build in report order (the bar chart's first two: baseline grey, candidate blue)."""
@@ -40,6 +40,15 @@ def distribution_metric(result: AnalysisResult) -> str | None:
         return result.comparison.primary
     summary = result.summary
     return str(summary["metric"].iloc[0]) if len(summary) else None
+
+
+def has_samples(result: AnalysisResult) -> bool:
+    """Whether ``samples_figure`` has anything to draw (an ok sample of ``distribution_metric``): the markdown links
+    the chart only then."""
+    metric = distribution_metric(result)
+    frame = result.frame
+    return metric is not None and bool(len(frame)) and bool(
+        ((frame["metric"] == metric) & (frame["status"] == "ok")).any())
 
 
 def _spread(index: int, count: int, width: float = 0.32) -> float:

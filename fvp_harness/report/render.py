@@ -44,7 +44,7 @@ from fvp_harness.report.analysis import (
     expectations_violated,
     run_verdict,
 )
-from fvp_harness.report.distributions import samples_figure
+from fvp_harness.report.distributions import has_samples, samples_figure
 from fvp_harness.report.format import markdown_table
 from fvp_harness.report.vela_estimates import VelaInputs, load_vela_inputs, vela_section
 from fvp_harness.report.verdict import verdict_object
@@ -681,8 +681,9 @@ def _comparison_section(
     lines += [*([caption, ""] if caption else []), _comparison_table(comparison, context.sources), "",
               _numbers_note(comparison, context), "", _method_note(result, comparison), ""]
     if links:
-        lines += [" · ".join(f"[{name}]({name})" for name in links) + ": the charts (medians with CIs; every "
-                  "sample per build and runner process).", ""]
+        what = ("the charts (medians with CIs; every sample per build and runner process)" if len(links) > 1
+                else "the chart (medians with CIs)")
+        lines += [" · ".join(f"[{name}]({name})" for name in links) + f": {what}.", ""]
     lines += _gates_section(comparison, f"{sub} Gates")
     lines += _expectations_section(comparison, f"{sub} Expectations")
     differing = [c for m in comparison.models for c in m.identity if c.status == "fail"]
@@ -1104,7 +1105,7 @@ def render_report(
     ``out_dir`` is the folder ``store.ResultStore`` owns (``store.root``); nothing else is written.
     """
     context = context or ReportContext()
-    links = [REPORT_FILES["png"], REPORT_SAMPLES_FILE] if "png" in outputs else []
+    links = [REPORT_FILES["png"], *([REPORT_SAMPLES_FILE] if has_samples(result) else [])] if "png" in outputs else []
     text = {
         "markdown": lambda: render_markdown(result, title, context, links),
         "csv": lambda: render_csv(result, context),
