@@ -9,7 +9,10 @@ The statistics, and why (details and exact verdict rules in ``docs/results-forma
   **two-level bootstrap**: resample units (processes) with replacement, then iterations inside each chosen
   unit. With few processes the interval honestly widens.
 - The headline number is the saving of the **median** (robust to the odd slow iteration), with a bootstrap CI
-  of the saved percentage, and a Mann-Whitney U p-value (reported, and required for a faster/slower verdict).
+  of the saved percentage, and a p-value computed at the same level as that CI (``process_level_p``: the larger of
+  the two-level bootstrap's p and the Welch t-test's over unit medians, as the CI is the wider of the two
+  intervals), required for a faster/slower verdict. The Mann-Whitney U over pooled iterations is kept as
+  ``p_pooled`` for the CSV only: it treats iterations of one process as independent, which they are not.
 - The verdict compares the CI with the scenario's minimum effect, so a change smaller than what the user cares
   about is "no change" only when the CI proves it is small, and "inconclusive" when the data cannot tell.
 - Drift (a trend over execution order inside one build) is flagged: interleaving cancels it between builds,
@@ -69,6 +72,7 @@ __all__ = [
     "ToleranceLike",
     "analyse",
     "bootstrap_medians",
+    "bootstrap_p",
     "build_pairs",
     "choose_primary",
     "compare",
@@ -78,6 +82,7 @@ __all__ = [
     "expectations_violated",
     "primary_candidates",
     "primary_comparisons",
+    "process_level_p",
     "run_verdict",
     "select_latest",
     "summarise",
@@ -179,8 +184,9 @@ class CompareLike(Protocol):
 
 @dataclass(frozen=True)
 class Settings:
-    """Statistical knobs. ``alpha`` is the significance level a faster/slower verdict needs from Mann-Whitney;
-    ``drift_alpha`` the Spearman level for a drift flag."""
+    """Statistical knobs. ``alpha`` is the significance level a faster/slower verdict needs from the process-level
+    p-value (``process_level_p``); ``drift_alpha`` the Spearman level for a drift flag. The bootstrap's p cannot go
+    below ``2 / (resamples + 1)``: with fewer than ``2 / alpha`` resamples no verdict could be faster or slower."""
 
     confidence: float = 0.95
     resamples: int = 2000
@@ -737,13 +743,17 @@ class ModelComparison:
     ci_low: float | None
     ci_high: float | None
     p_value: float | None
-    """Mann-Whitney U, two-sided, over all samples of both builds."""
+    """The headline p-value, at the level of the CI (``process_level_p``): the larger of the two-level bootstrap's
+    two-sided p and ``p_units``."""
     p_units: float | None
     """Welch t-test over log unit medians (each process counted once); None if a build has < 2 units."""
     verdict: Verdict
     reason: str
     identity: tuple[IdentityCheck, ...] = ()
     others: tuple[MetricChange, ...] = ()
+    p_pooled: float | None = None
+    """Mann-Whitney U, two-sided, over the pooled iterations of both builds: treats iterations of one runner process
+    as independent (they are not), so it is only in the CSV, labelled so, never in the markdown or a verdict."""
 
 
 @dataclass(frozen=True)
@@ -893,20 +903,18 @@ def decide_verdict(
     """
     if ci_low is None or ci_high is None:
         return "inconclusive", "no confidence interval (too few samples or a zero baseline)"
-    ci = f"CI [{fmt.signed_percent(ci_low, 2)}, {fmt.signed_percent(ci_high, 2)}]"
+    ci = f"CI {fmt.saved_interval(ci_low, ci_high)}"
+    band = f"the ±{min_effect:g}% that counts as no change"
     if -min_effect <= ci_low and ci_high <= min_effect:
-        return "no change", f"{ci} lies within ±{min_effect:g}%"
+        return "no change", f"{ci} lies inside {band}"
     significant = p_value is None or p_value < alpha
-    p_text = f"p={p_value:.3g}" if p_value is not None else ""
-    if ci_low > min_effect:
+    p_text = f"p = {p_value:.3g}" if p_value is not None else ""
+    if ci_low > min_effect or ci_high < -min_effect:
+        side = "saving" if ci_low > min_effect else "loss"
         if significant:
-            return "faster", f"{ci} lies above +{min_effect:g}%"
-        return "inconclusive", f"{ci} lies above +{min_effect:g}% but {p_text} ≥ {alpha:g}"
-    if ci_high < -min_effect:
-        if significant:
-            return "slower", f"{ci} lies below -{min_effect:g}%"
-        return "inconclusive", f"{ci} lies below -{min_effect:g}% but {p_text} ≥ {alpha:g}"
-    return "inconclusive", f"{ci} straddles ±{min_effect:g}%: more repetitions would settle it"
+            return ("faster" if side == "saving" else "slower"), f"{ci}: all of it a {side} beyond {band}"
+        return "inconclusive", f"{ci} lies beyond {band}, but {p_text} is not below {alpha:g}"
+    return "inconclusive", f"{ci} overlaps {band}: more repetitions would settle it"
 
 
 def _unit_level_interval(
@@ -939,6 +947,26 @@ def _unit_level_interval(
     high = 100.0 * (1.0 - math.exp(centre - quantile * se))
     p_units = float(2 * stats.t.sf(abs(lc.mean() - lb.mean()) / se, df))
     return (low, high), p_units
+
+
+def bootstrap_p(ratio_draws: np.ndarray) -> float | None:
+    """Two-sided p-value of "no change" from the two-level bootstrap draws of the ratio candidate / baseline:
+    twice the smaller share of draws on either side of 1, each counted with the add-one rule, so it can never be 0
+    and its floor is ``2 / (resamples + 1)``. Why this one: it is read off the very draws the CI is read from, so a
+    95% CI that excludes 0% saved and p < 0.05 say the same thing. None with fewer than 10 finite draws."""
+    finite = ratio_draws[np.isfinite(ratio_draws)]
+    if len(finite) < 10:
+        return None
+    at_or_above = int(np.count_nonzero(finite >= 1.0))
+    at_or_below = int(np.count_nonzero(finite <= 1.0))
+    return min(1.0, 2.0 * (min(at_or_above, at_or_below) + 1) / (len(finite) + 1))
+
+
+def process_level_p(boot: float | None, units: float | None) -> float | None:
+    """The headline p-value: the larger of the bootstrap's and the Welch t-test's over unit medians (when a build
+    has >= 2 units), exactly as the CI is the wider of the two intervals; either alone when the other is None."""
+    known = [p for p in (boot, units) if p is not None]
+    return max(known) if known else None
 
 
 def _mann_whitney(a: np.ndarray, b: np.ndarray) -> float | None:
@@ -1030,6 +1058,24 @@ def _measure_change(
     return _Change(len(base), len(cand), bmed, cmed, change, low, high, why)
 
 
+def _change_words(value: float, relative: bool, unit: str) -> str:
+    """A change (candidate - baseline) in words: ``57.2% lower``, ``203% higher``, ``0.85 ms higher``, ``unchanged``;
+    a reader need not know which sign means worse."""
+    if value == 0:
+        return "unchanged"
+    direction = "higher" if value > 0 else "lower"
+    if relative:
+        return f"{abs(value):.{0 if abs(value) >= 100 else 1}f}% {direction}"
+    return fmt.number(abs(value)) + (f" {unit}" if unit else "") + f" {direction}"
+
+
+def _allowed_words(amount: float, relative: bool, unit: str) -> str:
+    """A gate's limit in words: ``a rise of at most 10%``, ``a rise of at most 0.2 ms``, ``no rise``."""
+    if not amount:
+        return "no rise"
+    return f"a rise of at most {amount:g}" + ("%" if relative else f" {unit}" if unit else "")
+
+
 def _signed_amount(value: float, relative: bool, unit: str) -> str:
     """A change as the gate and tolerance texts show it: ``+203%``, ``+2.1%``, ``+0.85 ms``."""
     if relative:
@@ -1069,7 +1115,6 @@ def _gate_check(
     unit = str(samples.uom.get((model, metric), ""))
     relative, allowed = gate.relative, float(gate.amount)
     shown_unit = (unit or gate.unit or "") if not relative else ""
-    limit = _limit_text(allowed, relative, shown_unit)
     change = _measure_change(samples, model, metric, builds, relative, settings)
 
     def check(verdict: GateVerdict, status: Status, detail: str) -> GateCheck:
@@ -1084,17 +1129,19 @@ def _gate_check(
         return check("not measured", "unverified", change.why)
     if change.change is None:
         return check("inconclusive", "unverified", change.why)
-    shown = _signed_amount(change.change, relative, shown_unit)
+    shown = _change_words(change.change, relative, shown_unit)
     if change.low is None or change.high is None:
         return check("inconclusive", "unverified", f"{shown}: {change.why}")
     verdict, status = decide_gate(change.low, change.high, allowed)
     ci = _interval_text(change.low, change.high, relative, shown_unit)
+    words = _allowed_words(allowed, relative, shown_unit)
     if verdict == "violated":
-        detail = f"{shown} > {limit} allowed (CI {ci}, entirely above)"
+        detail = f"{shown}, more than allowed ({words}; CI of the change {ci}, all of it above)"
     elif verdict == "within":
-        detail = f"{shown} ≤ {limit} allowed (CI {ci}, entirely within)"
+        detail = f"{shown}, within what is allowed ({words}; CI of the change {ci}, all of it within)"
     else:
-        detail = f"{shown}: CI {ci} straddles {limit} allowed; more repetitions would settle it"
+        detail = (f"{shown}: the CI of the change ({ci}) reaches past what is allowed ({words}); more repetitions "
+                  "would settle it")
     return check(verdict, status, detail)
 
 
@@ -1392,7 +1439,7 @@ def _primary_comparison(samples: _Samples, model: str, builds: tuple[str, str], 
     cand = np.concatenate(cand_groups) if cand_groups else np.array([])
     bmed = float(np.median(base)) if len(base) else None
     cmed = float(np.median(cand)) if len(cand) else None
-    ratio = saved = low = high = p_value = p_units = None
+    ratio = saved = low = high = p_value = p_units = p_pooled = None
     bci: tuple[float | None, float | None] = (None, None)
     cci: tuple[float | None, float | None] = (None, None)
     ratio_draws: np.ndarray | None = None
@@ -1404,7 +1451,7 @@ def _primary_comparison(samples: _Samples, model: str, builds: tuple[str, str], 
         bdraws = _bootstrap(base_groups, settings, model, baseline)
         cdraws = _bootstrap(cand_groups, settings, model, candidate)
         bci, cci = _interval(bdraws, settings.confidence), _interval(cdraws, settings.confidence)
-        p_value = _mann_whitney(base, cand)
+        p_pooled = _mann_whitney(base, cand)
         if bmed == 0:
             verdict, reason = "inconclusive", "baseline median is 0: no ratio"
         else:
@@ -1419,6 +1466,7 @@ def _primary_comparison(samples: _Samples, model: str, builds: tuple[str, str], 
                 (t_low, t_high), p_units = cluster
                 if low is not None and high is not None:
                     low, high = min(low, t_low), max(high, t_high)
+            p_value = process_level_p(bootstrap_p(draws), p_units)
             if len(base) < 2 or len(cand) < 2:
                 verdict, reason = "inconclusive", "fewer than 2 samples in a build"
             else:
@@ -1443,6 +1491,7 @@ def _primary_comparison(samples: _Samples, model: str, builds: tuple[str, str], 
         ci_high=high,
         p_value=p_value,
         p_units=p_units,
+        p_pooled=p_pooled,
         verdict=verdict,
         reason=reason,
     )
@@ -1460,8 +1509,8 @@ def _effect_expectation(model: str, verdict: Verdict, reason: str, saved: float 
         status = "unverified"
     else:
         status = "pass"
-    shown = f"saved {saved:.1f}%; " if saved is not None else ""
-    return Expectation("min_effect", model, f"not slower than -{m:g}%", status, f"{verdict}: {shown}{reason}")
+    shown = f"{fmt.saving_phrase(saved)}; " if saved is not None else ""
+    return Expectation("min_effect", model, f"not more than {m:g}% slower", status, f"{verdict}: {shown}{reason}")
 
 
 def _geomean(

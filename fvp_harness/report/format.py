@@ -25,6 +25,9 @@ __all__ = [
     "percent_interval",
     "quantity",
     "quantity_with_interval",
+    "saved_interval",
+    "saved_percent",
+    "saving_phrase",
     "signed_percent",
     "signed_percent_interval",
     "signed_quantity",
@@ -69,6 +72,43 @@ def signed_percent(value: float | None, digits: int = 1, missing: str = MISSING)
 def signed_percent_interval(low: float | None, high: float | None, missing: str = MISSING) -> str:
     """A confidence interval of a change: ``+1.0 … +5.2%``."""
     return f"{low:+.1f} … {high:+.1f}%" if _finite(low) and _finite(high) else missing
+
+
+def saved_percent(value: float | None, digits: int = 1, missing: str = MISSING) -> str:
+    """A saving as a reader says it: ``+64.3%`` saved, ``20.0% slower`` for a loss, ``0.0%`` when it rounds to
+    nothing (never ``-0.0%``, never a negative saving a reader must turn round)."""
+    if not _finite(value):
+        return missing
+    assert value is not None
+    shown = round(value, digits)
+    if shown == 0:
+        return f"{0:.{digits}f}%"
+    return f"+{shown:.{digits}f}%" if shown > 0 else f"{-shown:.{digits}f}% slower"
+
+
+def saving_phrase(value: float | None, digits: int = 1, missing: str = MISSING) -> str:
+    """A saving in a sentence or a chart label: ``saved 64.3%``, ``20.0% slower``, ``no change`` (rounds to 0)."""
+    if not _finite(value):
+        return missing
+    assert value is not None
+    shown = round(value, digits)
+    if shown == 0:
+        return "no change"
+    return f"saved {shown:.{digits}f}%" if shown > 0 else f"{-shown:.{digits}f}% slower"
+
+
+def saved_interval(low: float | None, high: float | None, digits: int = 1, missing: str = MISSING) -> str:
+    """A CI of a saving in the words of ``saved_percent``: ``62.9 … 65.9%`` (all saved), ``18.0 … 22.0% slower``
+    (all a loss), ``3.0% slower … 5.2%`` (it reaches both sides)."""
+    if not (_finite(low) and _finite(high)):
+        return missing
+    assert low is not None and high is not None
+    lo, hi = round(low, digits), round(high, digits)
+    if lo >= 0:
+        return f"{lo:.{digits}f} … {hi:.{digits}f}%"
+    if hi <= 0:
+        return f"{-hi:.{digits}f} … {-lo:.{digits}f}% slower"
+    return f"{-lo:.{digits}f}% slower … {hi:.{digits}f}%"
 
 
 def p_value(value: float | None) -> str:

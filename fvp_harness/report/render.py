@@ -33,6 +33,7 @@ from matplotlib.figure import Figure
 
 from fvp_harness.files import atomic_write
 from fvp_harness.report import format as fmt
+from fvp_harness.report import machine as machine_record
 from fvp_harness.report.analysis import (
     NPU_CYCLE_METRICS,
     AnalysisResult,
@@ -43,16 +44,18 @@ from fvp_harness.report.analysis import (
     expectations_violated,
     run_verdict,
 )
+from fvp_harness.report.distributions import has_samples, samples_figure
 from fvp_harness.report.etdump_events import EventReport, events_csv, events_json, events_markdown
 from fvp_harness.report.format import markdown_table
 from fvp_harness.report.vela_estimates import VelaInputs, load_vela_inputs, vela_section
 from fvp_harness.report.verdict import verdict_object
-from fvp_harness.store.folder import EVENTS_CSV_FILE, REPORT_FILES
+from fvp_harness.store.folder import EVENTS_CSV_FILE, REPORT_FILES, REPORT_SAMPLES_FILE
 
 __all__ = [
     "REPORT_FORMAT_VERSION",
     "ReportContext",
     "build_order",
+    "chart_title",
     "expectation_label",
     "expectations_markdown",
     "expectations_violated",
@@ -71,10 +74,12 @@ __all__ = [
     "write_report_files",
 ]
 
-REPORT_FORMAT_VERSION = 3
+REPORT_FORMAT_VERSION = 4
 """Version of ``report.json``; bumped when a field changes meaning or disappears. 2: ``failed_units[].unit``
 became ``unit_id`` (the unit's id, as in records). 3: ``comparisons`` holds one comparison per pair of builds;
-``comparison`` is only the first of them, while ``expectations_violated`` and ``verdict`` cover every pair."""
+``comparison`` is only the first of them, while ``expectations_violated`` and ``verdict`` cover every pair.
+4: a model's ``p_value`` is the process-level one (``analysis.process_level_p``; the pooled Mann-Whitney is
+``p_pooled``); ``machine`` (the manifest's machine record), ``simulated`` and ``measured_on`` are added."""
 
 OutputName = Literal["markdown", "csv", "json", "png"]
 
@@ -108,6 +113,15 @@ class ReportContext:
     """The Vela estimates the scenario's ``models.<name>.vela`` name, read (``report/vela_estimates.py``)."""
     deploy: str | None = None
     """``deploy.method: auto``: how each instance got the artifacts (``s0 ssh``), from the manifest's instances."""
+    simulated: bool = False
+    """Some unit ran on the embedded simulator: every output that can travel alone says so (``report/machine``)."""
+    measured_on: str | None = None
+    """What measured the numbers, in one phrase: the simulator's release, the FVP build (version, sha256), or the
+    host; the table's caption line, the CSV column, the PNG titles say it."""
+    sources: dict[str, str] = field(default_factory=dict)
+    """Build name -> ``repository@commit`` of its declared ``builds.X.source`` (shown in the table's header)."""
+    machine: dict[str, Any] | None = None
+    """The manifest's machine record (host, harness, model, builds' sources): ``report.json`` and the footer."""
 
     @classmethod
     def from_manifest(cls, manifest: Mapping[str, Any] | None) -> ReportContext:
@@ -152,6 +166,10 @@ class ReportContext:
             host=host_text,
             vela=load_vela_inputs(manifest),
             deploy=_deploy_text(manifest.get("instances")),
+            simulated=machine_record.is_simulated(manifest),
+            measured_on=machine_record.measured_on(manifest),
+            sources=machine_record.declared_sources(manifest),
+            machine=machine_record.machine_record(manifest),
         )
 
 
@@ -282,12 +300,15 @@ def _context_line(
     return " · ".join(parts)
 
 
-def _comparison_table(comparison: Comparison) -> str:
+def _comparison_table(comparison: Comparison, sources: Mapping[str, str] | None = None) -> str:
     label, per = _label(comparison.primary)
+    sources = sources or {}
     b, c = comparison.baseline, comparison.candidate
+    b_shown = f"{b} ({sources[b]})" if sources.get(b) else b
+    c_shown = f"{c} ({sources[c]})" if sources.get(c) else c
     headers = [
         "Model",
-        f"{label} {per}, {b} -> {c}",
+        f"{label} {per}, {b_shown} -> {c_shown}",
         "Saved",
         "95% CI of saved",
         "p",
@@ -304,8 +325,8 @@ def _comparison_table(comparison: Comparison) -> str:
             [
                 m.model,
                 values,
-                fmt.percent(m.saved_pct),
-                fmt.percent_interval(m.ci_low, m.ci_high),
+                fmt.saved_percent(m.saved_pct),
+                fmt.saved_interval(m.ci_low, m.ci_high),
                 fmt.p_value(m.p_value),
                 f"{m.n_baseline}/{m.n_candidate}",
                 _npu(m),
@@ -319,8 +340,8 @@ def _comparison_table(comparison: Comparison) -> str:
             [
                 f"**Geometric mean** ({gm.models} models)",
                 f"ratio {gm.ratio:.3f}",
-                fmt.percent(gm.saved_pct),
-                fmt.percent_interval(gm.ci_low, gm.ci_high),
+                fmt.saved_percent(gm.saved_pct),
+                fmt.saved_interval(gm.ci_low, gm.ci_high),
                 "",
                 "",
                 "",
@@ -406,13 +427,33 @@ def _method_note(result: AnalysisResult, comparison: Comparison) -> str:
     s = result.settings
     b, c, m = comparison.baseline, comparison.candidate, comparison.min_effect
     return (
-        f"Medians over all measured iterations of every unit; Saved = 100 × (1 − {c} / {b}). "
+        f"Medians over all measured iterations of every unit (one unit is one runner process); Saved = 100 × "
+        f"(1 − {c} / {b}): +64% means {c} takes 64% less, \"20% slower\" that it takes 20% more. "
         f"{s.confidence * 100:g}% CI of saved: two-level bootstrap ({s.resamples} resamples, seed {s.seed}) "
         "over units then iterations, widened to the Welch t-interval over unit medians when that is wider. "
-        f"p: Mann-Whitney U, two-sided. n: samples {b}/{c}. Verdict: *no change* when the CI lies within "
-        f"±{m:g}%, *faster*/*slower* when it lies entirely beyond it (and p < {s.alpha:g}), otherwise "
-        "*inconclusive*."
+        "p: two-sided, for \"no change\", at the same level as the CI: the larger of the bootstrap's (the share "
+        "of resamples on the far side of no change) and the Welch t-test's over unit medians (each process "
+        f"counted once). n: iterations {b}/{c}. Verdict: *no change* when the CI lies within ±{m:g}%, "
+        f"*faster*/*slower* when it lies entirely beyond that (and p < {s.alpha:g}), otherwise *inconclusive*."
     )
+
+
+def _caption_line(comparison: Comparison, context: ReportContext) -> str:
+    """The line directly above a comparison table, which any paste of the table keeps: what measured it. A
+    simulated run says so in its first word."""
+    label, per = _label(comparison.primary)
+    what = f"{label} {per}, {comparison.baseline} -> {comparison.candidate}"
+    if context.simulated:
+        shown = context.measured_on if context.measured_on and "simulator" in context.measured_on else None
+        return f"**Simulated, not measured on an FVP** ({shown or 'fvp-harness sim'}): {what}."
+    if context.measured_on:
+        return f"Measured on {context.measured_on}: {what}."
+    return ""  # nothing known of the source: no caption that would only repeat the header
+
+
+def _numbers_note(comparison: Comparison, context: ReportContext) -> str:
+    """What these numbers are, under the table: what a CPU time or an NPU cycle count from this source means."""
+    return machine_record.numbers_note(comparison.primary, context.simulated, context.host is not None)
 
 
 def expectations_markdown(
@@ -586,7 +627,7 @@ def _overview_cell(m: ModelComparison | None, comparison: Comparison, shared: bo
         medians = fmt.number(m.candidate_median)
     else:
         medians = f"{fmt.number(m.baseline_median)} -> {fmt.number(m.candidate_median)}{unit}"
-    saving = f"saved {fmt.percent(m.saved_pct)}, " if m.saved_pct is not None else ""
+    saving = f"{fmt.saving_phrase(m.saved_pct)}, " if m.saved_pct is not None else ""
     return f"{medians} ({saving}{m.verdict})"
 
 
@@ -620,14 +661,15 @@ def _overview_section(comparisons: Sequence[Comparison]) -> list[str]:
         for c in comparisons:
             gm = c.geomean
             row.append(fmt.MISSING if gm is None else
-                       f"ratio {gm.ratio:.3f} (saved {fmt.percent(gm.saved_pct)}, {gm.verdict})")
+                       f"ratio {gm.ratio:.3f} ({fmt.saving_phrase(gm.saved_pct)}, {gm.verdict})")
         rows.append(row)
     table = markdown_table(rows, headers, ["left"] + ["right"] * (len(headers) - 1))
     return ["## Overview", "", intro, "", table, ""]
 
 
 def _comparison_section(
-    result: AnalysisResult, comparison: Comparison, builds: Sequence[str], several: bool
+    result: AnalysisResult, comparison: Comparison, builds: Sequence[str], several: bool,
+    context: ReportContext, links: Sequence[str] = (),
 ) -> list[str]:
     """One pair: its table, method note, gates, expectations and identity differences. With several pairs the
     section is headed by the pair (``## u85-256 vs u85-128``) and its parts are one level deeper."""
@@ -636,7 +678,13 @@ def _comparison_section(
     choice = comparison.primary_choice
     if choice is not None and len(choice.candidates) > 1:  # say which of the preferred metrics headlines
         lines += [f"Primary metric: **{comparison.primary}** ({choice.reason}).", ""]
-    lines += [_comparison_table(comparison), "", _method_note(result, comparison), ""]
+    caption = _caption_line(comparison, context)
+    lines += [*([caption, ""] if caption else []), _comparison_table(comparison, context.sources), "",
+              _numbers_note(comparison, context), "", _method_note(result, comparison), ""]
+    if links:
+        what = ("the charts (medians with CIs; every sample per build and runner process)" if len(links) > 1
+                else "the chart (medians with CIs)")
+        lines += [" · ".join(f"[{name}]({name})" for name in links) + f": {what}.", ""]
     lines += _gates_section(comparison, f"{sub} Gates")
     lines += _expectations_section(comparison, f"{sub} Expectations")
     differing = [c for m in comparison.models for c in m.identity if c.status == "fail"]
@@ -652,9 +700,10 @@ def _comparison_section(
 
 
 def render_markdown(result: AnalysisResult, title: str | None = None, context: ReportContext | None = None,
-                    events: EventReport | None = None) -> str:
+                    events: EventReport | None = None, links: Sequence[str] = ()) -> str:
     """The whole ``report.md`` as text (LF line ends, ends with one newline); ``events``: the ETDump event
-    comparison (``report/etdump_events.py``), shown after the comparisons."""
+    comparison (``report/etdump_events.py``), shown after the comparisons. ``links``: the chart files written
+    beside it (``report.png``, ``report.samples.png``), linked under the first comparison's table."""
     context = context or ReportContext()
     comparisons = result.comparisons
     several = len(comparisons) > 1
@@ -666,8 +715,8 @@ def render_markdown(result: AnalysisResult, title: str | None = None, context: R
     lines += verdict_lines(result)
     if several:
         lines += _overview_section(comparisons)
-    for comparison in comparisons:
-        lines += _comparison_section(result, comparison, builds, several)
+    for index, comparison in enumerate(comparisons):
+        lines += _comparison_section(result, comparison, builds, several, context, links if index == 0 else ())
     lines += events_markdown(events)  # where the time went, event by event: report/etdump_events
     lines += vela_section(result, context.vela)  # measured NPU cycles vs Vela's estimates: report/vela_estimates
     lines += _sampling_section(result)
@@ -677,6 +726,7 @@ def render_markdown(result: AnalysisResult, title: str | None = None, context: R
         lines += ["## Warnings", "", *(f"- {n}" for n in notes), ""]
     if len(result.summary):
         lines += ["## Per build", "", _summary_table(_ordered_summary(result.summary, builds)), ""]
+    lines += machine_record.machine_section(context.machine, builds)
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
@@ -687,10 +737,14 @@ CSV_COLUMNS = [
     "saved_pct", "ci_low", "ci_high", "p_value", "p_units", "n_baseline", "n_candidate", "units_baseline",
     "units_candidate", "npu_baseline", "npu_candidate", "npu_identical", "outputs_identical", "verdict",
     "row", "change", "change_ci_low", "change_ci_high", "change_unit", "max_regression",
+    "p_pooled_iterations_mann_whitney", "simulated", "measured_on",
 ]  # fmt: skip
 """``row``: ``primary`` (a model on the primary metric), ``geomean`` or ``gate`` (a gated metric of a model: its
 ``change`` candidate − baseline with CI, in ``change_unit`` (``%`` of the baseline median, or the metric's unit),
-the allowed ``max_regression`` in the same unit, and the gate's verdict). With several pairs a last column
+the allowed ``max_regression`` in the same unit, and the gate's verdict). ``p_value`` is the process-level p the
+markdown shows, ``p_units`` the Welch t-test's over unit medians, ``p_pooled_iterations_mann_whitney`` the Mann-Whitney
+U over pooled iterations (which treats iterations of one process as independent: here only, labelled so);
+``simulated`` and ``measured_on`` say on every row what measured it. With several pairs a last column
 ``pair`` (``u85-256 vs u85-128``) names each row's pair; a two-build report keeps the columns it always had
 (``baseline`` and ``candidate`` name the pair in both)."""
 
@@ -716,6 +770,7 @@ def _comparison_rows(comparison: Comparison) -> list[dict[str, object]]:
                 "ci_high": m.ci_high,
                 "p_value": m.p_value,
                 "p_units": m.p_units,
+                "p_pooled_iterations_mann_whitney": m.p_pooled,
                 "n_baseline": m.n_baseline,
                 "n_candidate": m.n_candidate,
                 "units_baseline": m.units_baseline,
@@ -776,10 +831,12 @@ def _comparison_rows(comparison: Comparison) -> list[dict[str, object]]:
     return rows
 
 
-def render_csv(result: AnalysisResult) -> str:
+def render_csv(result: AnalysisResult, context: ReportContext | None = None) -> str:
     """``report.csv``: one row per model plus the geometric mean and the gates (the comparison; pair after pair,
     with a ``pair`` column, when there are several), or the per-build summary when the scenario has no comparison.
-    Floats with 6 significant digits."""
+    Every row carries ``simulated`` and ``measured_on`` (the label travels with the numbers). Floats with 6
+    significant digits."""
+    context = context or ReportContext()
     comparisons = result.comparisons
     if len(comparisons) == 1:
         frame = pd.DataFrame(_comparison_rows(comparisons[0]), columns=CSV_COLUMNS)
@@ -787,7 +844,9 @@ def render_csv(result: AnalysisResult) -> str:
         rows = [{**row, PAIR_COLUMN: c.label} for c in comparisons for row in _comparison_rows(c)]
         frame = pd.DataFrame(rows, columns=[*CSV_COLUMNS, PAIR_COLUMN])
     else:
-        frame = _ordered_summary(result.summary, build_order(result))
+        frame = _ordered_summary(result.summary, build_order(result)).copy()
+    frame["simulated"] = "true" if context.simulated else "false"
+    frame["measured_on"] = context.measured_on or ""
     buffer = io.StringIO()
     frame.to_csv(buffer, index=False, lineterminator="\n", float_format="%.6g")
     return buffer.getvalue()
@@ -822,7 +881,7 @@ def render_json(result: AnalysisResult, title: str | None = None, context: Repor
         "format_version": REPORT_FORMAT_VERSION,
         "title": title or _default_title(result, context),
         "builds": build_order(result, context),
-        "context": dataclasses.asdict(context),
+        "context": {k: v for k, v in dataclasses.asdict(context).items() if k != "machine"},  # top level
         "settings": dataclasses.asdict(result.settings),
         "comparison": dataclasses.asdict(comparison) if comparison is not None else None,
         "comparisons": [dataclasses.asdict(c) for c in result.comparisons],
@@ -835,6 +894,9 @@ def render_json(result: AnalysisResult, title: str | None = None, context: Repor
         "drift": [dataclasses.asdict(d) for d in result.drift],
         "expectations_violated": expectations_violated(result),
         "verdict": verdict_object(result),  # status, reasons, violated gates, not-run units: report.verdict
+        "simulated": context.simulated,
+        "measured_on": context.measured_on,
+        "machine": context.machine,
     }
     if result.sampling:  # run.until only, so other reports stay as they were
         data["sampling"] = [dataclasses.asdict(n) for n in result.sampling]
@@ -893,7 +955,7 @@ def _render_pairs_png(comparisons: Sequence[Comparison], path: Path, title: str 
         for x, (change, below, above) in zip(xs, bars, strict=True):
             if math.isfinite(change):
                 end = change - below if change < 0 else change + above
-                axes.annotate(f"{change:+.0f}%", (x, end), textcoords="offset points",
+                axes.annotate("0%" if round(change) == 0 else f"{change:+.0f}%", (x, end), textcoords="offset points",
                               xytext=(0, -10 if change < 0 else 3), ha="center", fontsize=8)
     axes.axhline(0.0, color="#333333", linewidth=0.8)
     axes.set_xticks(range(len(groups)), groups)
@@ -973,7 +1035,7 @@ def render_png(result: AnalysisResult, path: Path, title: str | None = None) -> 
             top = max(v for v in (m.baseline_median, m.candidate_median, 0.0) if v is not None)
             if m.saved_pct is not None:
                 axes.annotate(
-                    f"saved {m.saved_pct:.0f}%",
+                    fmt.saving_phrase(m.saved_pct, 0),
                     (i, top),
                     textcoords="offset points",
                     xytext=(0, 8),
@@ -993,15 +1055,16 @@ def render_png(result: AnalysisResult, path: Path, title: str | None = None) -> 
 # --- files --------------------------------------------------------------------------------------------------
 
 
-def save_png(figure: Figure, path: Path) -> Path:
+def save_png(figure: Figure, path: Path, *, layout: bool = True) -> Path:
     """Lay out ``figure`` and write it to ``path`` as PNG with ``files.atomic_write``, without the Software tag
     or a date, so the same figure gives the same bytes.
 
     The layout is done once: ``tight_layout`` leaves a placeholder layout engine behind, and with any engine set
     ``savefig`` lays the figure out again in a draw of its own before the real one (a tenth of the chart's cost,
     for nothing: the placeholder changes no position). Removing the engine after the layout gives the same bytes."""
-    figure.tight_layout()
-    figure.set_layout_engine(None)
+    if layout:  # a figure laid out by its maker (``layout=False``) is saved as it is
+        figure.tight_layout()
+        figure.set_layout_engine(None)
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", metadata={"Software": None})
     atomic_write(path, buffer.getvalue())
@@ -1043,21 +1106,40 @@ def render_report(
     context: ReportContext | None = None,
     events: EventReport | None = None,
 ) -> dict[str, Path]:
-    """Write the requested outputs into ``out_dir`` (``report.md/.csv/.json/.png``, and with ``events`` and the
-    ``csv`` output ``report.events.csv``); return name -> path.
+    """Write the requested outputs into ``out_dir`` (``report.md/.csv/.json/.png``; with ``png``
+    ``report.samples.png``, the distributions; with ``events`` and the ``csv`` output ``report.events.csv``);
+    return name -> path of the outputs asked for.
 
     ``out_dir`` is the folder ``store.ResultStore`` owns (``store.root``); nothing else is written.
     """
     context = context or ReportContext()
+    links = [REPORT_FILES["png"], *([REPORT_SAMPLES_FILE] if has_samples(result) else [])] if "png" in outputs else []
     text = {
-        "markdown": lambda: render_markdown(result, title, context, events),
-        "csv": lambda: render_csv(result),
+        "markdown": lambda: render_markdown(result, title, context, events, links),
+        "csv": lambda: render_csv(result, context),
         "json": lambda: render_json(result, title, context, events),
     }
-    png_title = title or _default_title(result, context)
-    written = write_report_files(out_dir, outputs, REPORT_FILES, text,
-                                 lambda path: render_png(result, path, png_title))
+    png_title = chart_title(title or _default_title(result, context), context)
+    builds = build_order(result, context)
+
+    def charts(path: Path) -> None:
+        render_png(result, path, png_title)
+        figure = samples_figure(result, builds, png_title)
+        samples = path.with_name(REPORT_SAMPLES_FILE)
+        if figure is not None:
+            save_png(figure, samples, layout=False)
+        else:
+            samples.unlink(missing_ok=True)  # nothing to draw: no stale picture of an earlier run either
+
+    written = write_report_files(out_dir, outputs, REPORT_FILES, text, charts)
     if events is not None and "csv" in written:  # the event rows, as report.json's etdump_events holds them
         written["events_csv"] = Path(out_dir) / EVENTS_CSV_FILE
         atomic_write(written["events_csv"], events_csv(events))
     return written
+
+
+def chart_title(title: str, context: ReportContext) -> str:
+    """A chart's title with what measured it on a second line, so a chart shown alone keeps the label."""
+    if context.simulated:
+        return f"{title}\nSIMULATED ({context.measured_on or 'fvp-harness sim'}), not measured on an FVP"
+    return f"{title}\nmeasured on {context.measured_on}" if context.measured_on else title

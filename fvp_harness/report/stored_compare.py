@@ -42,6 +42,7 @@ from fvp_harness.report.analysis import (
     analyse,
     compare,
 )
+from fvp_harness.report.machine import is_simulated
 from fvp_harness.report.render import ReportContext
 from fvp_harness.scenario.model import Scenario
 from fvp_harness.store.folder import ResultStore, StoredRun
@@ -387,7 +388,8 @@ def compare_runs(a: LoadedRun, b: LoadedRun, *, metrics: Sequence[str] = (),
     context = ReportContext.from_manifest(b.manifest)
     builds_text = {f"{build}@{la}": _build_text(a.manifest, build, a.run) for build in common_builds}
     builds_text.update({f"{build}@{lb}": _build_text(b.manifest, build, b.run) for build in common_builds})
-    context = dataclasses.replace(context, builds=builds_text)
+    context = dataclasses.replace(context, builds=builds_text,  # simulated when either run was
+                                  simulated=context.simulated or is_simulated(a.manifest))
     title = f"{b.scenario.name}: {lb} vs {la}"
     return RunComparison(result, context, title, tuple(common_builds), tuple(common_models), check.warnings, (la, lb))
 
@@ -513,6 +515,8 @@ def analyse_with_stored_baseline(
     result = _apply_drift_check(result, baseline, rerun, compare_spec.drift_check.max_shift,
                                 compare_spec.drift_check.units)
     context = ReportContext.from_manifest(manifest)
+    if is_simulated(stored.manifest) and not context.simulated:  # the stored baseline's units ran on the simulator
+        context = dataclasses.replace(context, simulated=True)
     builds_text = dict(context.builds)
     builds_text[baseline] = "stored " + _build_text(stored.manifest, baseline, stored_run)
     drift = _drift_summary(result, rerun, compare_spec.drift_check.units)

@@ -32,6 +32,16 @@ from fvp_harness import __version__
 from fvp_harness.errors import ConfigurationError
 from fvp_harness.run.artifacts import BuildResult, artifact_digests
 from fvp_harness.run.execute import SessionOutcome, utc_now
+from fvp_harness.run.machine import (
+    cpu_model,
+    git_describe,
+    git_head,
+    harness_checkout,
+    load_average,
+    memory_bytes,
+    os_name,
+    resolve_binary,
+)
 from fvp_harness.run.plan import Plan, Unit
 from fvp_harness.run.scrape import PARSERS_VERSION
 from fvp_harness.scenario import LoadedScenario, Scenario
@@ -41,8 +51,10 @@ from fvp_harness.store.folder import MANIFEST_FORMAT_VERSION, ResultStore
 __all__ = [
     "BatchInfo",
     "BuildInfo",
+    "BuildSourceInfo",
     "BuiltStep",
     "FvpInfo",
+    "HarnessInfo",
     "HostInfo",
     "InstanceEntry",
     "Manifest",
@@ -82,16 +94,34 @@ class FvpInfo(_Part):
     params: dict[str, Any] = Field(default_factory=dict)
     args: list[str] = Field(default_factory=list)
     sim: dict[str, Any] = Field(default_factory=dict)
+    path: str | None = None
+    """A real model: the binary's absolute path as a boot resolves it (None for ``sim`` and when not found)."""
+    sha256: str | None = None
+    """A real model: the binary's sha256 (which FVP build measured the numbers)."""
+    simulator: str | None = None
+    """``sim``: the simulator's release, the harness version it ships with (``fvp-harness 0.1.0``)."""
+
+
+class BuildSourceInfo(_Part):
+    """Where a build's runner came from: the scenario's ``builds.X.source`` (``origin: scenario``), or the git
+    checkout holding the runner file (``origin: checkout``: its commit and ``git describe``)."""
+
+    origin: Literal["scenario", "checkout"]
+    repository: str | None = None
+    commit: str | None = None
+    describe: str | None = None
 
 
 class BuildInfo(_Part):
-    """One build of the runner: the id it must print (if any), its runner path and sha256, env and args."""
+    """One build of the runner: the id it must print (if any), its runner path and sha256, env and args, and its
+    source where it is known."""
 
     id: str | None = None
     runner: str
     sha256: str | None = None
     env: dict[str, str] = Field(default_factory=dict)
     args: list[str] = Field(default_factory=list)
+    source: BuildSourceInfo | None = None
 
 
 class BuiltStep(_Part):
@@ -104,18 +134,41 @@ class BuiltStep(_Part):
 
 
 class HostInfo(_Part):
-    """The machine the harness ran on."""
+    """The machine the harness ran on (``run/machine.py`` reads it; every field but the first five may be None
+    where this host does not say, and is absent from manifests of format 4 and older)."""
 
     hostname: str
     platform: str
     machine: str
     python: str
     cpus: int | None = None
+    cpu_model: str | None = None
+    memory_bytes: int | None = None
+    os: str | None = None
+    load_before: list[float] | None = None
+    """1, 5 and 15 minute load averages when the manifest was started (before any unit ran)."""
+    load_after: list[float] | None = None
+    """The same when the run finished: a busy host during the run shows here."""
 
     @classmethod
     def this_machine(cls) -> HostInfo:
         return cls(hostname=socket.gethostname(), platform=platform.platform(), machine=platform.machine(),
-                   python=platform.python_version(), cpus=os.cpu_count())
+                   python=platform.python_version(), cpus=os.cpu_count(), cpu_model=cpu_model(),
+                   memory_bytes=memory_bytes(), os=os_name(), load_before=load_average())
+
+
+class HarnessInfo(_Part):
+    """The harness that measured: its version, and its commit and ``git describe`` when it runs from a git
+    checkout (an editable install); None for a wheel."""
+
+    version: str = __version__
+    commit: str | None = None
+    describe: str | None = None
+
+    @classmethod
+    def this_harness(cls) -> HarnessInfo:
+        commit, describe = harness_checkout()
+        return cls(commit=commit, describe=describe)
 
 
 class RunSettings(_Part):
@@ -171,46 +224,6 @@ class RunInfo(_Part):
         return cls(id=f"{stamp}-{secrets.token_hex(2)}", commit=commit, branch=branch)
 
 
-def git_head(folder: Path) -> tuple[str | None, str | None]:
-    """(commit, branch) of the git checkout holding ``folder``, read from ``.git`` files (no git process is
-    started: only the targets layer and the user's build commands start processes); (None, None) outside one."""
-    for parent in (folder, *folder.parents):
-        dot_git = parent / ".git"
-        if dot_git.is_file():  # a worktree or submodule: "gitdir: <path>"
-            text = dot_git.read_text(encoding="utf-8", errors="replace").strip()
-            if not text.startswith("gitdir:"):
-                return None, None
-            gitdir = (parent / text.split(":", 1)[1].strip()).resolve()
-        elif dot_git.is_dir():
-            gitdir = dot_git
-        else:
-            continue
-        try:
-            head = (gitdir / "HEAD").read_text(encoding="utf-8").strip()
-        except OSError:
-            return None, None
-        if not head.startswith("ref:"):
-            return (head or None), None
-        ref = head.split(":", 1)[1].strip()
-        branch = ref.removeprefix("refs/heads/")
-        common = gitdir
-        if (gitdir / "commondir").is_file():  # worktrees keep refs in the main repository
-            common = (gitdir / (gitdir / "commondir").read_text(encoding="utf-8").strip()).resolve()
-        for base in (gitdir, common):
-            ref_file = base / ref
-            if ref_file.is_file():
-                return ref_file.read_text(encoding="utf-8").strip() or None, branch
-        for base in (gitdir, common):
-            packed = base / "packed-refs"
-            if packed.is_file():
-                for line in packed.read_text(encoding="utf-8").splitlines():
-                    parts = line.split()
-                    if len(parts) == 2 and parts[1] == ref:
-                        return parts[0], branch
-        return None, branch
-    return None, None
-
-
 class InstanceEntry(_Part):
     """One booted instance (``s0``, or ``s0.2`` after a retry) and what it reported."""
 
@@ -252,6 +265,7 @@ class Manifest(_Part):
     builds: dict[str, BuildInfo] = Field(default_factory=dict)
     built: list[BuiltStep] = Field(default_factory=list)
     harness_version: str = __version__
+    harness: HarnessInfo | None = None
     parsers_version: int = PARSERS_VERSION
     host: HostInfo
     started: str
@@ -284,14 +298,13 @@ class Manifest(_Part):
             overrides=list(loaded.overrides),
             platform=loaded.profile.name,
             profile=loaded.profile.model_dump(mode="json"),
-            fvp=FvpInfo(binary=scenario.fvp.binary, version=version, banner=banner, identity=dict(plan.fvp),
-                        params=dict(scenario.fvp.params), args=list(scenario.fvp.args),
-                        sim=dict(scenario.fvp.sim) if scenario.fvp.is_sim else {}),
+            fvp=_fvp_info(loaded, plan, version, banner),
             artifacts=digests,
             artifact_paths={name: str(state.path) for name, state in sorted(plan.artifacts.items())},
             builds={name: BuildInfo(id=build.id, runner=build.runner, sha256=digests.get(f"builds.{name}.runner"),
-                                    env=dict(build.env), args=list(build.args))
+                                    env=dict(build.env), args=list(build.args), source=_build_source(build))
                     for name, build in scenario.builds.items()},
+            harness=HarnessInfo.this_harness(),
             built=[BuiltStep(name=result.step.name, command=result.step.command, reason=result.step.reason,
                              seconds=round(result.seconds, 3)) for result in builds],
             host=HostInfo.this_machine(),
@@ -328,6 +341,7 @@ class Manifest(_Part):
         self.fvp.argv = argvs[0] if argvs else self.fvp.argv
         aborted = [outcome.aborted for outcome in outcomes if outcome.aborted]
         self.finished = utc_now()
+        self.host.load_after = load_average()
         self.status = "interrupted" if interrupted else "aborted" if aborted else "complete"
         if aborted:
             self.aborted = aborted
@@ -392,6 +406,32 @@ def _upgrade(data: dict[str, Any]) -> dict[str, Any]:
         files = data.get("scenario_files") or [""]
         data["scenario"] = {"name": scenario.get("name", ""), "file": str(files[0]), "resolved": dict(scenario)}
     return data
+
+
+def _fvp_info(loaded: LoadedScenario, plan: Plan, version: str | None, banner: str) -> FvpInfo:
+    """The model's section: as configured and as it answered, plus which bytes it is (a real binary's path and
+    sha256) or which simulator release (``sim``); ``target: host`` runs no model and records no binary."""
+    fvp = loaded.scenario.fvp
+    info = FvpInfo(binary=fvp.binary, version=version, banner=banner, identity=dict(plan.fvp),
+                   params=dict(fvp.params), args=list(fvp.args), sim=dict(fvp.sim) if fvp.is_sim else {})
+    if fvp.is_sim:
+        info.simulator = f"fvp-harness {__version__}"
+    elif loaded.scenario.target != "host":
+        info.path, info.sha256 = resolve_binary(fvp.binary)
+    return info
+
+
+def _build_source(build: Any) -> BuildSourceInfo | None:
+    """A build's source: the scenario's ``source:`` when given, else the git checkout holding its runner (commit
+    read from ``.git`` files, ``git describe`` asked of git), else None."""
+    declared = getattr(build, "source", None)
+    if declared is not None:
+        return BuildSourceInfo(origin="scenario", repository=declared.repository, commit=declared.commit)
+    folder = Path(build.runner).parent
+    commit, _ = git_head(folder)
+    if commit is None:
+        return None
+    return BuildSourceInfo(origin="checkout", commit=commit, describe=git_describe(folder))
 
 
 def _text(value: object) -> str | None:

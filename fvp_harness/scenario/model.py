@@ -51,6 +51,7 @@ __all__ = [
     "RUN_PLACEHOLDERS",
     "Artifact",
     "Build",
+    "BuildSource",
     "Compare",
     "ComparePair",
     "Deploy",
@@ -323,6 +324,34 @@ class Artifact(_BuildCommand):
     sources: list[str] = Field(default_factory=list, description="Files the build command reads (staleness).")
 
 
+class BuildSource(StrictModel):
+    """Where a build's runner came from (``builds.X.source``): the repository and commit a reviewer can check out.
+    Provenance only: it is written to the manifest and shown in the report, and is no part of any content key
+    (the runner's sha256 is what the measurement depends on)."""
+
+    repository: str = Field(
+        min_length=1, max_length=500,
+        description="The repository the runner was built from: a URL or owner/name (e.g. pytorch/executorch).",
+    )
+    commit: str = Field(
+        description="The commit the runner was built from: 7 to 40 hexadecimal digits (or 64, SHA-256 repositories).",
+    )
+
+    @field_validator("repository")
+    @classmethod
+    def _one_word(cls, value: str) -> str:
+        if value != value.strip() or any(c.isspace() for c in value):
+            raise ValueError(f"got {value!r}; expected a URL or owner/name without spaces")
+        return value
+
+    @field_validator("commit")
+    @classmethod
+    def _hex_commit(cls, value: str) -> str:
+        if not re.fullmatch(r"[0-9a-fA-F]{7,40}|[0-9a-fA-F]{64}", value):
+            raise ValueError(f"got {value!r}; expected a commit of 7 to 40 hexadecimal digits (git rev-parse HEAD)")
+        return value.lower()
+
+
 class Build(_BuildCommand):
     """One variant of the runner (e.g. `before`, `after`)."""
 
@@ -394,6 +423,11 @@ class Build(_BuildCommand):
         None,
         description="Text the runner prints to identify itself; a unit whose output lacks it fails as a "
         "provenance error (the wrong build ran).",
+    )
+    source: BuildSource | None = Field(
+        None,
+        description="Where the runner was built from ({repository, commit}); shown in the report beside the build. "
+        "Without it, the report names the git checkout holding the runner (git describe), when there is one.",
     )
 
 

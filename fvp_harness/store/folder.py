@@ -65,6 +65,7 @@ __all__ = [
     "REPORT_FILES",
     "REPORT_FILE_PATTERNS",
     "REPORT_INPUTS_FILE",
+    "REPORT_SAMPLES_FILE",
     "RUNS_DIR",
     "SUMMARY_CACHE_FILE",
     "VGF_REPORT_FILES",
@@ -81,11 +82,12 @@ log = logging.getLogger(__name__)
 
 DEFAULT_RESULTS_BASE = Path("results")
 """Where ``run`` and ``make`` put ``<scenario stem>/`` folders unless told otherwise (``-o``, ``--results``)."""
-MANIFEST_FORMAT_VERSION = 4
+MANIFEST_FORMAT_VERSION = 5
 """2: the booted instances are under ``instances`` (was ``sessions``: they are instances, ``s0``, ``s0.2``; a plan
 session may use several). 3: ``run`` (the run's id and the scenario's git commit) and ``plan.keys`` (the content
-key of every planned unit). 4: ``plan.spared`` (the units ``run.until``'s stopping rule spared). ``run.manifest``
-reads formats 1 to 3 too."""
+key of every planned unit). 4: ``plan.spared`` (the units ``run.until``'s stopping rule spared). 5: the machine
+record (``host`` CPU model, memory, OS, load before/after; ``harness``; ``fvp.path``/``sha256``/``simulator``;
+``builds.X.source``). ``run.manifest`` reads formats 1 to 4 too."""
 MANIFEST_FILE = "manifest.json"
 RECORDS_FILE = "records.jsonl"
 PARTIAL_RECORDS_PATTERN = f"{RECORDS_FILE}.partial-*"
@@ -103,6 +105,8 @@ REPORT_FILES: dict[str, str] = {
 """The A/B report's files by output name (``report.outputs`` in a scenario chooses which are written)."""
 EVENTS_CSV_FILE = "report.events.csv"
 """The ETDump event comparison's rows (``report/etdump_events.py``), beside ``report.csv`` when builds are traced."""
+REPORT_SAMPLES_FILE = "report.samples.png"
+"""Written with ``report.png`` (the ``png`` output): every sample per model, build and runner process."""
 VGF_REPORT_FILES: dict[str, str] = {
     "markdown": "vgf_report.md",
     "csv": "vgf_report.csv",

@@ -420,8 +420,9 @@ def render_vgf_markdown(c: VgfComparison, title: str | None = None) -> str:
         "",
         f"Medians over every measured inference of every run (warmup dropped). {s.confidence * 100:g}% CIs: two-level "
         f"bootstrap ({s.resamples} resamples, seed {s.seed}) over runs then inferences, as in the A/B report; the "
-        f"change's CI is widened to the Welch t-interval over run medians when that is wider. p: Mann-Whitney U, "
-        "two-sided. Boundary cost total = input + output memcpy + import + binding refresh time.",
+        f"change's CI is widened to the Welch t-interval over run medians when that is wider. p: two-sided, at "
+        "the level of the CI (the larger of the bootstrap's and the Welch t-test's over run medians). Boundary cost "
+        "total = input + output memcpy + import + binding refresh time.",
         "",
     ]
     return "\n".join(lines).rstrip("\n") + "\n"

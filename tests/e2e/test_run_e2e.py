@@ -113,6 +113,7 @@ def test_driver_reuse_main_command_writes_the_report(workdir: Path) -> None:
     assert manifest["fvp"]["version"] and manifest["artifacts"]["builds.after.runner"]
     report = (out / "report.md").read_text()
     assert "PASS" in report and "| resnet8" in report
+    assert "[report.samples.png](report.samples.png)" in report and (out / "report.samples.png").is_file()
 
     before = {name: (out / name).read_bytes() for name in ("report.md", "report.csv", "report.json")}
     again = fvp_harness(workdir, "report", "results/driver_reuse")
@@ -121,12 +122,31 @@ def test_driver_reuse_main_command_writes_the_report(workdir: Path) -> None:
 
 
 def test_smoke_runs_to_a_chosen_folder(workdir: Path) -> None:
-    done = fvp_harness(workdir, "run", "scenarios/smoke.yaml", "-o", "out/smoke", "-q")
+    """Also what a reviewer gets when the report is pasted: the simulated label on the line above the table (the
+    header lines cut off), the declared source's commit in the table, the machine record in report.json and a
+    ``simulated`` column in the CSV."""
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    done = fvp_harness(workdir, "run", "scenarios/smoke.yaml", "-o", "out/smoke", "-q",
+                       "--set", f"builds.after.source={{repository: pytorch/executorch, commit: {commit}}}")
     assert done.returncode == 0, done.stderr + done.stdout
     out = workdir / "out" / "smoke"
     assert {r["unit_id"] for r in records(out)} == {"r0-before-ds_cnn", "r0-after-ds_cnn", "r1-before-ds_cnn",
                                                  "r1-after-ds_cnn"}
     assert (out / "report.md").is_file() and not (out / "report.png").exists(), "smoke asks for md/csv/json"
+    pasted = (out / "report.md").read_text().split("\n")[4:]  # no title, no context line
+    table = next(i for i, line in enumerate(pasted) if line.startswith("| Model"))
+    assert pasted[table - 2].startswith("**Simulated, not measured on an FVP** (fvp-harness "), pasted[table - 2]
+    assert f"after (pytorch/executorch@{commit[:12]})" in pasted[table]
+    assert "report.samples.png" not in "\n".join(pasted), "no link to a chart smoke does not write"
+    machine = json.loads((out / "report.json").read_text())["machine"]
+    host = machine["host"]
+    assert host["cpus"] and host["os"] and host["memory_bytes"] and len(host["load_before"]) == 3
+    assert len(host["load_after"]) == 3 and machine["simulated"] is True
+    assert machine["fvp"]["simulator"].startswith("fvp-harness ") and machine["harness"]["version"]
+    assert machine["builds"]["after"]["source"] == {"origin": "scenario", "repository": "pytorch/executorch",
+                                                    "commit": commit, "describe": None}
+    with (out / "report.csv").open(newline="") as handle:
+        assert {row["simulated"] for row in csv.DictReader(handle)} == {"true"}
 
 
 def test_runner_crash_gives_a_failed_unit_that_the_report_shows(workdir: Path) -> None:

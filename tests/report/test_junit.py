@@ -68,7 +68,7 @@ def test_a_violated_gate_is_a_failure_with_its_numbers():
     gate = cases["resnet8: gate load_time (≤ +10%)"]
     failure = gate.find("failure")
     assert failure is not None and failure.get("type") == "violated gate"
-    assert failure.get("message", "").startswith("+200% > +10% allowed (CI")
+    assert failure.get("message", "").startswith("200% higher, more than allowed (a rise of at most 10%; CI")
     text = failure.text or ""
     for words in ("baseline before: median 1.00 ms (n=3)", "candidate after: median 3.00 ms (n=3)",
                   "change: +200%", "allowed: ≤ +10%", "verdict: violated"):
@@ -128,7 +128,7 @@ def test_report_json_verdict_names_violated_gates_and_not_run_units():
     assert [u["unit_id"] for u in verdict["not_run"]] == ["r4-after-resnet8"]
     assert [u["unit_id"] for u in verdict["failed_units"]] == ["r3-after-resnet8"]
     assert {e["name"] for e in verdict["violated_expectations"]} == {"load_time"}
-    assert verdict["reasons"] and verdict["reasons"][0].startswith("gate load_time: +200%")
+    assert verdict["reasons"] and verdict["reasons"][0].startswith("gate load_time: 200% higher")
 
 
 def test_report_json_verdict_of_a_clean_run_is_pass_with_empty_lists():

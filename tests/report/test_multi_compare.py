@@ -115,7 +115,7 @@ def test_gates_are_per_pair_and_one_violated_pair_fails_the_run() -> None:
     assert all(g.change is not None and g.change == pytest.approx(200.0, abs=5.0) for g in top_gates)
     verdict = run_verdict(result)
     assert verdict.status == "FAIL"
-    assert verdict.reasons[0].startswith("gate load_time: +") and f"(kws, {TOP} vs {BASE}, CI " in verdict.reasons[0]
+    assert verdict.reasons[0].startswith("gate load_time: ") and f"(kws, {TOP} vs {BASE}, a rise " in verdict.reasons[0]
     assert expectations_violated(result)
     assert len(result.expectations) == sum(len(c.expectations) for c in result.comparisons)
 
@@ -225,7 +225,7 @@ def test_json_lists_every_comparison_and_keeps_the_first_as_comparison() -> None
     spec = Compare(baseline=BASE, candidates=[MID, TOP], expect_identical=["outputs"],
                    gates={"load_time": Gate(max_regression="10%")})
     data = json.loads(render_json(analysed(sweep(load_ms={TOP: 15.0}), spec), context=CONTEXT))
-    assert data["format_version"] == REPORT_FORMAT_VERSION == 3
+    assert data["format_version"] == REPORT_FORMAT_VERSION == 4
     assert [(c["baseline"], c["candidate"]) for c in data["comparisons"]] == [(BASE, MID), (BASE, TOP)]
     assert data["comparison"] == data["comparisons"][0]
     assert data["expectations_violated"] is True and data["verdict"]["status"] == "FAIL"

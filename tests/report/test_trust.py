@@ -103,15 +103,16 @@ def test_a_tripled_secondary_metric_violates_its_gate_and_fails_the_run() -> Non
     assert (load.verdict, load.status, load.relative, load.allowed, load.unit) == ("violated", "fail", True, 10.0, "ms")
     assert load.change == pytest.approx(100 * (1.27 / 0.42 - 1), abs=10)
     assert load.ci_low is not None and load.ci_low > 10
-    assert load.detail.startswith(f"+{load.change:.0f}% > +10% allowed (CI ")
+    assert load.detail.startswith(f"{load.change:.0f}% higher, more than allowed (a rise of at most 10%; CI ")
     assert (gates["npu_cycles"].verdict, gates["npu_cycles"].change) == ("within", 0.0)
-    assert gates["npu_cycles"].detail.startswith("0 cycles ≤ 0 cycles allowed")
+    assert gates["npu_cycles"].detail.startswith("unchanged, within what is allowed (no rise; CI")
     kinds = [(e.kind, e.name, e.status, e.limit) for e in comparison.expectations]
     assert ("gate", "load_time", "fail", "+10%") in kinds and ("gate", "npu_cycles", "pass", "0 cycles") in kinds
     assert expectations_violated(result)
     verdict = run_verdict(result)
     assert verdict.status == "FAIL"
-    assert verdict.reasons[0].startswith(f"gate load_time: +{load.change:.0f}% > +10% allowed (resnet8, CI ")
+    assert verdict.reasons[0].startswith(f"gate load_time: {load.change:.0f}% higher, more than allowed (resnet8, "
+                                         "a rise ")
 
 
 def test_a_small_change_is_within_its_gate() -> None:
@@ -127,7 +128,7 @@ def test_a_gate_the_ci_straddles_is_unverified_and_the_run_not_verified() -> Non
     result = analyse(runs(load=lambda b: 0.42 if b == "before" else 0.46, load_noise=0.08), GATED, METRICS, FAST)
     gate = next(g for g in result.comparison.gates if g.metric == "load_time")  # type: ignore[union-attr]
     assert (gate.verdict, gate.status) == ("inconclusive", "unverified")
-    assert "straddles +10% allowed" in gate.detail
+    assert "reaches past what is allowed (a rise of at most 10%)" in gate.detail
     assert not expectations_violated(result) and expectations_violated(result, strict=True)
     verdict = run_verdict(result)
     assert verdict.status == "NOT VERIFIED"
@@ -138,15 +139,15 @@ def test_a_counter_that_moves_violates_a_zero_gate() -> None:
     result = analyse(runs(npu=lambda b: 85092.0 if b == "before" else 85100.0), GATED, METRICS, FAST)
     gate = next(g for g in result.comparison.gates if g.metric == "npu_cycles")  # type: ignore[union-attr]
     assert (gate.verdict, gate.change, gate.ci_low, gate.ci_high) == ("violated", 8.0, 8.0, 8.0)
-    assert gate.detail.startswith("+8.00 cycles > 0 cycles allowed")
+    assert gate.detail.startswith("8.00 cycles higher, more than allowed (no rise;")
 
 
 def test_an_absolute_gate_is_in_the_metrics_unit() -> None:
     spec = Compare(gates={"load_time": {"max_regression": 0.2, "unit": "ms"}})
     gate = analyse(tripled(), spec, METRICS, FAST).comparison.gates[0]  # type: ignore[union-attr]
     assert (gate.relative, gate.verdict) == (False, "violated")
-    assert gate.change == pytest.approx(0.85, abs=0.05) and gate.detail.startswith("+0.8")
-    assert "ms > +0.2 ms allowed" in gate.detail
+    assert gate.change == pytest.approx(0.85, abs=0.05) and gate.detail.startswith("0.8")
+    assert "ms higher, more than allowed (a rise of at most 0.2 ms;" in gate.detail
 
     other_unit = Compare(gates={"load_time": {"max_regression": 200, "unit": "us"}})
     gate = analyse(tripled(), other_unit, METRICS, FAST).comparison.gates[0]  # type: ignore[union-attr]
@@ -348,7 +349,8 @@ def test_markdown_shows_gates_verdict_and_not_run_units() -> None:
     markdown = render_markdown(full_result())
     lines = markdown.split("\n")
     assert lines[4] == "**Verdict: FAIL**"  # under the title and the context line
-    assert any(line.startswith("- gate load_time: +") and "% > +10% allowed (resnet8, CI " in line for line in lines)
+    assert any(line.startswith("- gate load_time: ")
+               and "% higher, more than allowed (resnet8, a rise of at most 10%; CI " in line for line in lines)
     assert "- 1 unit(s) failed: r5-after-resnet8" in lines
     gates = markdown.split("## Gates")[1].split("##")[0]
     header = next(line for line in gates.split("\n") if line.startswith("| Model"))
@@ -381,7 +383,7 @@ def test_csv_and_json_carry_gate_rows_verdict_and_not_run(tmp_path: Path) -> Non
     assert (gate["verdict"], gate["change_unit"], gate["max_regression"]) == ("violated", "%", 10)
     assert gate["change_ci_low"] > 10 and gate["change"] == pytest.approx(-gate["saved_pct"], rel=1e-4)
     data = json.loads(render_json(result))
-    assert data["verdict"]["status"] == "FAIL" and data["verdict"]["reasons"][0].startswith("gate load_time: +")
+    assert data["verdict"]["status"] == "FAIL" and data["verdict"]["reasons"][0].startswith("gate load_time: ")
     assert [g["verdict"] for g in data["comparison"]["gates"]] == ["violated", "within"]
     assert [u["unit_id"] for u in data["not_run"]] == ["r4-after-resnet8"]
     assert (data["planned_units"], data["excluded_records"]) == (8, 0)
@@ -395,7 +397,7 @@ def test_terminal_summary_names_the_gate_and_the_verdict() -> None:
     assert "allowed ≤ +10%" in gate_row and "0.4" in gate_row
     assert any("npu_cycles" in line and "WITHIN" in line for line in lines)
     assert "expectations: FAIL (1 violated)" in lines and "verdict: FAIL" in lines
-    assert any(line.startswith("  - gate load_time: +") for line in lines)
+    assert any(line.startswith("  - gate load_time: ") and "higher" in line for line in lines)
     assert "units: 6 ok, 1 failed, 1 not run (of 8 planned)" in lines
     assert "  NOT RUN r4-after-resnet8: no record with its planned content key" in lines
 
