@@ -100,6 +100,10 @@ class Session(Protocol):
 
     def source(self, text: str, io: IO) -> int: ...
 
+    def run_script(self, text: bytes, argv: list[str], env: dict[str, str], io: IO) -> int:
+        """Run ``text`` in a new shell (``argv[0]`` is its ``$0``, the rest ``$1``...; ``env`` its variables):
+        a script file, or ``sh -c``."""
+
 
 Builtin = Callable[[Session, list[str], IO], int]
 """A builtin or applet: ``f(session, argv, io) -> exit status``."""

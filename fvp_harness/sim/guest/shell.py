@@ -837,12 +837,12 @@ class Shell:
             if posixpath.basename(interp) not in ("sh", "ash", "busybox"):
                 io.complain(f"sh: {shown}: not found\n")
                 return 127
-            return self._run_script(host.read_bytes(), argv, env, io)
+            return self.run_script(host.read_bytes(), argv, env, io)
         if b"\0" in head or head.startswith(b"\x7fELF"):
             io.complain(f"sh: {shown}: Exec format error\n")
             return 126
         # ash runs a text file without #! as a script
-        return self._run_script(host.read_bytes(), argv, env, io)
+        return self.run_script(host.read_bytes(), argv, env, io)
 
     def _run_program(self, program: programs.GuestProgram, path: str, argv: list[str],
                      env: dict[str, str], io: IO) -> int:
@@ -865,7 +865,8 @@ class Shell:
             return 139
         return int(status) & 0xFF if status is not None else 0
 
-    def _run_script(self, text: bytes, argv: list[str], env: dict[str, str], io: IO) -> int:
+    def run_script(self, text: bytes, argv: list[str], env: dict[str, str], io: IO) -> int:
+        """A new shell runs ``text`` (a script file, ``sh -c``); its exit ends only it."""
         child = Shell(self.machine, interrupted=self.interrupted, args=argv[1:], login=False)
         child.cwd = self.cwd
         child.argv0 = argv[0]
