@@ -69,7 +69,8 @@ CORPUS: list[str] = [
     "stty -echo; echo $?",
     "dmesg -n 1; echo $?",
     "X='fh-''abc# '; printf '%s|\\n' \"$X\"",
-    "mkdir -p '/tmp/a b' && printf %s 'it'\"'\"'s' > '/tmp/a b/q'\"'\"'t' && cat '/tmp/a b/q'\"'\"'t'; echo; rm -rf '/tmp/a b'",
+    "mkdir -p '/tmp/a b' && printf %s 'it'\"'\"'s' > '/tmp/a b/q'\"'\"'t' && cat '/tmp/a b/q'\"'\"'t'; echo; "
+    "rm -rf '/tmp/a b'",
     "mkdir -p /tmp/fu && rm -rf /tmp/fu/x.b64 /tmp/fu/x && printf %s aGVsbG8K >> /tmp/fu/x.b64 && "
     "base64 -d /tmp/fu/x.b64 > /tmp/fu/x && rm -rf /tmp/fu/x.b64 && sha256sum /tmp/fu/x; rm -rf /tmp/fu",
     "echo hello | gzip -c | base64 > /tmp/g.b64; base64 -d /tmp/g.b64 | gunzip -c; rm -f /tmp/g.b64",

@@ -173,3 +173,19 @@ def test_a_console_upload_announces_its_measured_rate(booted_on: Booted, tmp_pat
         booted_on.target.put(local, "/tmp/random.bin")
     said = [r.getMessage() for r in caplog.records if "console upload of /tmp/random.bin at" in r.getMessage()]
     assert said and re.search(r"at \d+\.\d KiB/s: the remaining \d+ KiB will take about \d+ s", said[0]), said
+
+
+def test_terminal_queries_never_reach_the_output(booted_on: Booted) -> None:
+    """Queries and mode changes the guest sends (its programs', and busybox ash's own ``ESC [6n`` after each prompt
+    while the tty echoes: switched back on here, off again at the end) are not part of any command's output."""
+    target = booted_on.target
+    result = target.run("printf '\\033[6n\\033[c\\0337x\\0338\\033(B\\033]10;?\\007y\\n'")
+    assert (result.exit_status, result.output) == (0, "xy\n")
+    target.run("stty echo")
+    try:
+        for _ in range(3):
+            result = target.run("printf '%s\\n' after-a-query; false")
+            assert result.exit_status == 1 and "after-a-query\n" in result.output and "\x1b" not in result.output
+    finally:
+        assert target.run("stty -echo").ok
+    assert target.run("printf '%s\\n' clean").output == "clean\n"

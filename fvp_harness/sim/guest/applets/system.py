@@ -190,10 +190,7 @@ class _Expr:
             self.take()
             pattern = str(self.primary())
             m = re.match(pattern.replace(r"\(", "(").replace(r"\)", ")"), str(left))
-            if m and m.groups():
-                left = m.group(1) or ""
-            else:
-                left = len(m.group(0)) if m else 0
+            left = _match_value(m)
         return left
 
     def primary(self) -> str | int:
@@ -206,6 +203,13 @@ class _Expr:
         if token == "length" and self.peek() is not None:
             return len(self.take())
         return token
+
+
+def _match_value(m: re.Match[str] | None) -> str | int:
+    """``expr STRING : REGEX``: with a ``\\( \\)`` group the text it matched, else the length of the match (0: none)."""
+    if m is None:
+        return 0
+    return (m.group(1) or "") if m.groups() else len(m.group(0))
 
 
 @busybox_applet("EXPRESSION", usage_status=2)
