@@ -1,5 +1,6 @@
 """The applets the differential check against real busybox found missing (``sh``, ``id``, ``cut``, ``expr``): their
-output, messages and statuses as busybox 1.36 gives them (each expected value was read on the QEMU guest)."""
+output, messages and statuses as busybox 1.36 gives them (the differential corpus,
+tests/qemu/test_shell_differential.py, runs the same kinds of command on the real guest)."""
 
 from __future__ import annotations
 
