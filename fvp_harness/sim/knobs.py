@@ -17,6 +17,9 @@ Platform knobs (name, default: meaning; the workload's knobs are documented with
   corstone1000-a320-fvp, in-kernel accel driver, no /dev/ethosu0).
 - ``kernel_noise_rate``, 0: benign kernel messages per wall second on host_terminal_0, injected at random
   points of the output stream (so they land mid-line too); ``dmesg -n 1`` silences them.
+- ``uart_rate``, 0: bytes per second host_terminal_0's line carries in each direction, as a real UART's (a PL011
+  at 115200 baud: 11520; QEMU's emulated one measured 27-34 KiB/s typed in), so a console deploy takes as long
+  as on a board; 0 = as fast as the host goes.
 - ``backlog_bytes``, 1048576: output a terminal keeps while no client is connected (oldest dropped).
 - ``line_max``, 4096: longest console input line; longer lines are cut like the tty's canonical buffer.
 - ``first_boot``, false: the Secure Enclave provisions keys and boots twice, as on a model's first run.
@@ -58,7 +61,7 @@ BOOT_STAGES = ("tfm", "tfa", "optee", "uboot", "kernel", "init", "login")
 """Boot stages in order, the names ``fault_boot_hang`` accepts."""
 
 _KNOWN = {
-    "boot_seconds", "boot_sim_seconds", "speed", "idle_ratio", "release", "kernel_noise_rate",
+    "boot_seconds", "boot_sim_seconds", "speed", "idle_ratio", "release", "kernel_noise_rate", "uart_rate",
     "backlog_bytes",
     "line_max", "first_boot", "seed", "fault_boot_hang", "fault_panic", "fault_console_drop", "fault_crash",
     "fault_slow_console", "fault_garbage", "fault_refuse_ssh", "fault_busy_ports", "fault_count_matching",
@@ -118,6 +121,7 @@ class Knobs:
     idle_ratio: float = 1.0
     release: str = "2025.12"
     kernel_noise_rate: float = 0.0
+    uart_rate: float = 0.0
     backlog_bytes: int = 1 << 20
     line_max: int = 4096
     first_boot: bool = False
@@ -174,6 +178,8 @@ def parse_knobs(environ: Mapping[str, str] | None = None, options: Iterable[str]
             k.release = "2025.12"
         else:
             raise KnobError(f"knob release: {raw['release']!r} is not 2025.12 or next")
+    if "uart_rate" in raw:
+        k.uart_rate = _float("uart_rate", raw["uart_rate"])
     if "kernel_noise_rate" in raw:
         k.kernel_noise_rate = _float("kernel_noise_rate", raw["kernel_noise_rate"])
     if "backlog_bytes" in raw:

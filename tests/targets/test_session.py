@@ -189,3 +189,25 @@ def test_terminal_queries_never_reach_the_output(booted_on: Booted) -> None:
     finally:
         assert target.run("stty -echo").ok
     assert target.run("printf '%s\\n' clean").output == "clean\n"
+
+
+@pytest.mark.sim
+def test_the_simulators_uart_rate_paces_a_console_upload_like_a_real_line(tmp_path: Path,
+                                                                           caplog: pytest.LogCaptureFixture) -> None:
+    """``fvp.sim.uart_rate`` makes the simulator's console a real line's speed (here 16 KiB/s, QEMU's PL011 is
+    27-34 KiB/s typed in): the upload's measured rate, which the harness announces, cannot exceed it. (Only the
+    ceiling is asserted: a loaded host makes any upload slower, never faster.)"""
+    rate = 16 * 1024
+    fvp = FvpConfig(binary="sim", sim={"boot_seconds": 0.4, "seed": 7, "uart_rate": rate},
+                    timeouts={"boot": 30, "login": 15, "command": 15, "deploy": 60})
+    local = tmp_path / "random.bin"
+    local.write_bytes(os.urandom(24 * 1024))
+    with FvpTarget(fvp, load_profile("corstone1000-a320"), log_dir=tmp_path / "logs") as target, \
+            caplog.at_level("INFO", logger="fvp_harness.targets.transfer"):
+        target.put(local, "/tmp/random.bin")
+        assert target.run("sha256sum /tmp/random.bin").output.split()[0] == hashlib.sha256(
+            local.read_bytes()).hexdigest()
+    said = [m for m in (r.getMessage() for r in caplog.records) if "console upload of /tmp/random.bin at" in m]
+    match = re.search(r"at (\d+\.\d) KiB/s", said[0]) if said else None
+    assert match is not None, said
+    assert float(match.group(1)) <= rate / 1024 * 1.05, said
