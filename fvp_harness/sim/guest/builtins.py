@@ -66,7 +66,7 @@ def _set(sh: Session, argv: list[str], io: IO) -> int:
             return 0
         for letter in arg[1:]:
             if letter not in sh.OPTIONS:
-                io.complain(f"sh: set: illegal option {arg[0]}{letter}\n")
+                io.complain(f"{sh.argv0}: set: illegal option {arg[0]}{letter}\n")
                 return 2
             if arg[0] == "-":
                 sh.options.add(letter)
@@ -79,14 +79,14 @@ def _set(sh: Session, argv: list[str], io: IO) -> int:
 
 def _source(sh: Session, argv: list[str], io: IO) -> int:
     if len(argv) < 2:
-        io.complain(f"sh: {argv[0]}: filename argument required\n")
+        io.complain(f"{sh.argv0}: {argv[0]}: filename argument required\n")
         return 2
     name = argv[1]
     path = name if "/" in name else sh.find_command(name)
     try:
         text = sh.fs.read(path if isinstance(path, str) else name, sh.cwd)
     except OSError:
-        io.complain(f"sh: {argv[0]}: can't open '{name}'\n")
+        io.complain(f"{sh.argv0}: {argv[0]}: can't open '{name}'\n")
         return 2
     saved = sh.args
     if len(argv) > 2:
@@ -101,13 +101,13 @@ def _test(sh: Session, argv: list[str], io: IO) -> int:
     args = argv[1:]
     if argv[0] == "[":
         if not args or args[-1] != "]":
-            io.complain("sh: [: missing ]\n")
+            io.complain(f"{sh.argv0}: [: missing ]\n")
             return 2
         args = args[:-1]
     try:
         return 0 if _test_expr(sh, args) else 1
     except ValueError as exc:
-        io.complain(f"sh: {argv[0]}: {exc}\n")
+        io.complain(f"{sh.argv0}: {argv[0]}: {exc}\n")
         return 2
 
 
@@ -115,7 +115,7 @@ def _exit(sh: Session, argv: list[str], io: IO) -> int:
     try:
         status = int(argv[1]) & 0xFF if len(argv) > 1 else sh.status
     except ValueError:
-        io.complain(f"sh: exit: Illegal number: {argv[1]}\n")
+        io.complain(f"{sh.argv0}: exit: Illegal number: {argv[1]}\n")
         status = 2
     raise ExitShell(status)
 
@@ -239,7 +239,7 @@ def _cd(sh: Session, argv: list[str], io: IO) -> int:
     except OSError:
         ok, reason = False, "Permission denied"
     if not ok:
-        io.complain(f"sh: cd: can't cd to {target}: {reason}\n")
+        io.complain(f"{sh.argv0}: cd: can't cd to {target}: {reason}\n")
         return 2
     sh.vars["OLDPWD"] = sh.cwd
     sh.cwd = sh.fs.normalize(target, sh.cwd)
@@ -413,7 +413,7 @@ def _export(sh: Session, argv: list[str], io: IO) -> int:
     for a in args:
         name, sep, value = a.partition("=")
         if not VARIABLE_NAME.fullmatch(name):
-            io.complain(f"sh: export: {name}: bad variable name\n")
+            io.complain(f"{sh.argv0}: export: {name}: bad variable name\n")
             return 2
         if sep:
             sh.vars[name] = value

@@ -73,6 +73,7 @@ class Session(Protocol):
     """One shell session as its commands see it: cwd, variables, options, ``$?``, and how to run more."""
 
     OPTIONS: str
+    argv0: str  # $0, and how the shell names itself in its messages: ``-sh`` for a login shell, as ash does
     cwd: str
     status: int
     args: list[str]

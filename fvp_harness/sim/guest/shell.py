@@ -323,13 +323,13 @@ class Shell:
             try:
                 self._run_andor(andor, io)
             except _ExpandError as exc:  # ash abandons the rest of the input line
-                io.complain(f"sh: {exc}\n")
+                io.complain(f"{self.argv0}: {exc}\n")
                 self.status = 2
                 return self.status
             if self.machine.halted.is_set() or self.machine.stopping.is_set():
                 return self.status
         if error is not None:
-            io.complain(f"sh: {error}\n")
+            io.complain(f"{self.argv0}: {error}\n")
             self.status = 2
         return self.status
 
@@ -369,7 +369,7 @@ class Shell:
             except ExitShell as exc:
                 statuses[k] = exc.status
             except _ExpandError as exc:
-                sio.complain(f"sh: {exc}\n")
+                sio.complain(f"{self.argv0}: {exc}\n")
                 statuses[k] = 2
             except PipeClosed:
                 statuses[k] = 141
@@ -407,7 +407,7 @@ class Shell:
             try:
                 cio = self._redirect(cmd.redirs, io, opened)
             except _RedirError as exc:
-                io.complain(f"sh: {exc}\n")
+                io.complain(f"{self.argv0}: {exc}\n")
                 return 1
             if not argv:
                 for name, value in assigns:
@@ -791,7 +791,7 @@ class Shell:
         """Run one command: a builtin, or a guest file (by path or $PATH)."""
         found = self.find_command(argv[0], env)
         if found is None:
-            io.complain(f"sh: {argv[0]}: not found\n")
+            io.complain(f"{self.argv0}: {argv[0]}: not found\n")
             return 127
         if isinstance(found, str):
             return self.run_file(found, argv, env, io)
@@ -819,13 +819,13 @@ class Shell:
             host = self.fs.host_path(path, self.cwd)
             mode = os.stat(host).st_mode
         except (FileNotFoundError, NotADirectoryError):
-            io.complain(f"sh: {shown}: not found\n")
+            io.complain(f"{self.argv0}: {shown}: not found\n")
             return 127
         except OSError:
-            io.complain(f"sh: {shown}: Permission denied\n")
+            io.complain(f"{self.argv0}: {shown}: Permission denied\n")
             return 126
         if not stat.S_ISREG(mode) or not mode & 0o111:
-            io.complain(f"sh: {shown}: Permission denied\n")
+            io.complain(f"{self.argv0}: {shown}: Permission denied\n")
             return 126
         with open(host, "rb") as fh:
             head = fh.read(64)
@@ -835,11 +835,11 @@ class Shell:
         if head.startswith(b"#!"):
             interp = head[2:].split(b"\n", 1)[0].strip().split(b" ")[0].decode("latin-1")
             if posixpath.basename(interp) not in ("sh", "ash", "busybox"):
-                io.complain(f"sh: {shown}: not found\n")
+                io.complain(f"{self.argv0}: {shown}: not found\n")
                 return 127
             return self.run_script(host.read_bytes(), argv, env, io)
         if b"\0" in head or head.startswith(b"\x7fELF"):
-            io.complain(f"sh: {shown}: Exec format error\n")
+            io.complain(f"{self.argv0}: {shown}: Exec format error\n")
             return 126
         # ash runs a text file without #! as a script
         return self.run_script(host.read_bytes(), argv, env, io)
