@@ -208,3 +208,26 @@ def test_the_simulators_uart_rate_paces_a_console_upload_like_a_real_line(tmp_pa
     match = re.search(r"at (\d+\.\d) KiB/s", said[0]) if said else None
     assert match is not None, said
     assert float(match.group(1)) <= rate / 1024 * 1.05, said
+
+
+# What the real guest's ssh showed (issue 25), on the QEMU half only (the simulator's sshd is asyncssh, which has
+# neither trait): the same module-scoped boot, chosen by indirect parametrisation.
+ON_QEMU = pytest.mark.parametrize("booted_on", [pytest.param("qemu", marks=pytest.mark.qemu)], indirect=True)
+
+
+@ON_QEMU
+def test_procfs_reads_over_ssh_are_not_empty(booted_on: Booted) -> None:
+    """procfs files report size 0: an SFTP read that stops at the reported size returns nothing."""
+    target = booted_on.target
+    data = target.ssh.get("/proc/version", target._deadline(None, "deploy"))
+    assert data.startswith(b"Linux version 6.") and data == target.run("cat /proc/version").output.encode()
+
+
+@ON_QEMU
+def test_the_ssh_client_takes_the_ed25519_host_key(booted_on: Booted) -> None:
+    """dropbear offers RSA it cannot use; the client must pick the ed25519 key the server really has."""
+    ssh = booted_on.target.ssh
+    ssh.connect(booted_on.target._deadline(None, "deploy"))
+    assert "dropbear" in (ssh.server_version or "").lower()
+    key = ssh._require().get_server_host_key()
+    assert key is not None and key.algorithm == b"ssh-ed25519"
