@@ -84,13 +84,14 @@ CORPUS: list[str] = [
 ]
 """Commands whose output and exit status should be the same on both shells."""
 
-HANGS = "the simulator's shell has no compound commands and waits for more input (PS2): the harness sends none"
+COMPOUND = ("the simulator's shell parses no compound commands (a syntax error naming the construct, status 2): "
+            "the harness sends none (the guest contract has none) and a person at `fvp-harness shell` is told so")
 KNOWN: dict[str, str] = {
-    "set -- a 'b c' d; echo $# \"$2\"; for i in \"$@\"; do echo \"[$i]\"; done": HANGS,
-    "case abc in a*) echo starts-a;; *) echo other;; esac": HANGS,
-    "i=0; while [ $i -lt 3 ]; do i=$((i+1)); done; echo $i": HANGS,
-    "f() { echo in-f \"$1\"; return 3; }; f arg; echo $?": HANGS,
-    "(exit 5); echo $?": HANGS,
+    "set -- a 'b c' d; echo $# \"$2\"; for i in \"$@\"; do echo \"[$i]\"; done": COMPOUND,
+    "case abc in a*) echo starts-a;; *) echo other;; esac": COMPOUND,
+    "i=0; while [ $i -lt 3 ]; do i=$((i+1)); done; echo $i": COMPOUND,
+    "f() { echo in-f \"$1\"; return 3; }; f arg; echo $?": COMPOUND,
+    "(exit 5); echo $?": COMPOUND,
     "wc -c < /etc/passwd | tr -d ' ' | grep -c .": "the simulator's file system has no /etc/passwd (the file system "
     "is another part's; the harness never reads it)",
 }
@@ -104,7 +105,7 @@ def _results(fvp: FvpConfig, profile: str, log_dir: object, commands: list[str])
 
 
 def test_the_simulators_shell_agrees_with_busybox(guest: GuestImage, tmp_path_factory: pytest.TempPathFactory) -> None:
-    listed = [command for command, why in KNOWN.items() if why != HANGS]
+    listed = list(KNOWN)
     real = _results(FvpConfig(binary="qemu-system-aarch64",
                               firmware={"kernel": str(guest.kernel), "initrd": str(guest.initrd)}),
                     "qemu-aarch64-virt", tmp_path_factory.mktemp("diff-qemu"), [*CORPUS, *KNOWN])
