@@ -80,18 +80,26 @@ CORPUS: list[str] = [
     # ash names itself by $0 in its messages: `-sh`, the console's login shell; `sh` inside `sh -c`
     "nonexistent-command-xyz; echo $?",
     "cd /nonexistent-dir; echo $?; sh -c 'nonexistent-command-xyz'; echo $?",
+    # compound commands (guest/parse.py, guest/shell.py)
+    "set -- a 'b c' d; echo $# \"$2\"; for i in \"$@\"; do echo \"[$i]\"; done",
+    "i=0; while [ $i -lt 3 ]; do i=$((i+1)); done; echo $i",
+    "(exit 5); echo $?",
+    "(cd /tmp; x=1); pwd; echo \"[$x]\"; { y=2; }; echo \"[$y]\"",
+    "if false; then echo a; elif true; then echo b; else echo c; fi; if false; then :; fi; echo $?",
+    "for i in 1 2 3; do if [ $i = 2 ]; then continue; fi; echo $i; done",
+    "for i in 1 2; do for j in a b; do echo $i$j; break 2; done; done; echo after",
+    "i=0; until [ $i -ge 2 ]; do i=$((i+1)); echo $i; done | sort -r",
+    "while true; do echo x; done | head -n 2",
+    "{ echo b; echo a; } | sort; for i in a b; do echo $i; done > /tmp/o; cat /tmp/o; rm /tmp/o",
     "printf 'x\\n' > /tmp/x.sh; chmod +x /tmp/x.sh; echo $?; sync; echo $?; rm -f /tmp/x.sh",
 ]
 """Commands whose output and exit status should be the same on both shells."""
 
-COMPOUND = ("the simulator's shell parses no compound commands (a syntax error naming the construct, status 2): "
-            "the harness sends none (the guest contract has none) and a person at `fvp-harness shell` is told so")
 KNOWN: dict[str, str] = {
-    "set -- a 'b c' d; echo $# \"$2\"; for i in \"$@\"; do echo \"[$i]\"; done": COMPOUND,
-    "case abc in a*) echo starts-a;; *) echo other;; esac": COMPOUND,
-    "i=0; while [ $i -lt 3 ]; do i=$((i+1)); done; echo $i": COMPOUND,
-    "f() { echo in-f \"$1\"; return 3; }; f arg; echo $?": COMPOUND,
-    "(exit 5); echo $?": COMPOUND,
+    "case abc in a*) echo starts-a;; *) echo other;; esac": "the simulator's shell parses no `case` (a syntax "
+    "error naming it, status 2): the harness sends none and a person at `fvp-harness shell` is told so",
+    "f() { echo in-f \"$1\"; return 3; }; f arg; echo $?": "the simulator's shell has no functions (a syntax "
+    "error naming the subshell it takes `f()` for, status 2): the harness defines none",
     "wc -c < /etc/passwd | tr -d ' ' | grep -c .": "the simulator's file system has no /etc/passwd (the file system "
     "is another part's; the harness never reads it)",
 }
@@ -104,8 +112,13 @@ def _results(fvp: FvpConfig, profile: str, log_dir: object, commands: list[str])
         return [(r.exit_status, r.output) for r in (target.run(command, timeout=30) for command in commands)]
 
 
+NOT_PARSED = ("case abc", "f() {")
+"""Listed commands the simulator's shell refuses as a syntax error: ash drops the whole line then, the framing's
+start marker with it, so the harness could only time out on them; they run on busybox only."""
+
+
 def test_the_simulators_shell_agrees_with_busybox(guest: GuestImage, tmp_path_factory: pytest.TempPathFactory) -> None:
-    listed = list(KNOWN)
+    listed = [command for command in KNOWN if not command.startswith(NOT_PARSED)]
     real = _results(FvpConfig(binary="qemu-system-aarch64",
                               firmware={"kernel": str(guest.kernel), "initrd": str(guest.initrd)}),
                     "qemu-aarch64-virt", tmp_path_factory.mktemp("diff-qemu"), [*CORPUS, *KNOWN])

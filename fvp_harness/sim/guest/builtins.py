@@ -22,7 +22,7 @@ import time
 from fvp_harness.sim.guest import programs
 from fvp_harness.sim.guest.applets import APPLETS
 from fvp_harness.sim.guest.applets.gzip import GZIP_APPLETS
-from fvp_harness.sim.guest.io import IO, VARIABLE_NAME, ExitShell, read_chunks
+from fvp_harness.sim.guest.io import IO, VARIABLE_NAME, ExitShell, LoopControl, read_chunks
 from fvp_harness.sim.guest.session import Builtin, Session
 
 __all__ = ["BUILTINS", "Builtin"]
@@ -118,6 +118,18 @@ def _exit(sh: Session, argv: list[str], io: IO) -> int:
         io.complain(f"{sh.argv0}: exit: Illegal number: {argv[1]}\n")
         status = 2
     raise ExitShell(status)
+
+
+def _loop_control(sh: Session, argv: list[str], io: IO) -> int:
+    """``break [N]`` and ``continue [N]``: the loops of ``shell.py`` catch what this raises."""
+    try:
+        count = int(argv[1]) if len(argv) > 1 else 1
+    except ValueError:
+        count = 0
+    if count < 1:
+        io.complain(f"{sh.argv0}: {argv[0]}: Illegal number: {argv[1]}\n")
+        return 2
+    raise LoopControl(argv[0], count)
 
 
 def _echo(sh: Session, argv: list[str], io: IO) -> int:
@@ -474,6 +486,8 @@ BUILTINS: dict[str, Builtin] = {
     "test": _test,
     "[": _test,
     "exit": _exit,
+    "break": _loop_control,
+    "continue": _loop_control,
     "echo": _echo,
     "printf": _printf,
     "cat": _cat,

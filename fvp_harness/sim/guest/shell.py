@@ -34,15 +34,16 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from fvp_harness.sim.guest import arith, programs
 from fvp_harness.sim.guest.builtins import BUILTINS, Builtin
-from fvp_harness.sim.guest.io import IO, BytesStdin, ExitShell, Pipe, PipeClosed, Stdin, Tty
+from fvp_harness.sim.guest.io import IO, BytesStdin, ExitShell, LoopControl, Pipe, PipeClosed, Stdin, Tty
 from fvp_harness.sim.guest.parse import (
     AndOr,
     Command,
+    Compound,
     Incomplete,
     Part,
     Pipeline,
@@ -222,6 +223,7 @@ class Shell:
         self.login = login
         self.options: set[str] = set()
         self._sub_status: int | None = None
+        self._compound_depth = 0  # compound commands being run (a closed pipe then ends them all)
 
     def subshell(self) -> Shell:
         """A copy of this shell for a pipeline stage, a command substitution or ``xargs``: changes to its cwd and
@@ -322,6 +324,8 @@ class Shell:
         for andor in lists:
             try:
                 self._run_andor(andor, io)
+            except LoopControl:  # break/continue outside a loop: nothing to leave
+                self.status = 0
             except _ExpandError as exc:  # ash abandons the rest of the input line
                 io.complain(f"{self.argv0}: {exc}\n")
                 self.status = 2
@@ -354,7 +358,7 @@ class Shell:
             status = 0 if status else 1
         return status
 
-    def _run_stages(self, commands: list[Command], io: IO) -> int:
+    def _run_stages(self, commands: list[Command | Compound], io: IO) -> int:
         """A pipeline: every stage in a subshell, all but the last in threads, joined by pipes."""
         n = len(commands)
         pipes = [Pipe(self._stopping, programs.ProgramInterrupted) for _ in range(n - 1)]
@@ -368,6 +372,8 @@ class Shell:
                 statuses[k] = self.subshell()._run_command(commands[k], sio)
             except ExitShell as exc:
                 statuses[k] = exc.status
+            except LoopControl:
+                statuses[k] = 0
             except _ExpandError as exc:
                 sio.complain(f"{self.argv0}: {exc}\n")
                 statuses[k] = 2
@@ -398,7 +404,81 @@ class Shell:
             return 130  # Ctrl-C reaches every process of the pipeline
         return statuses[-1]
 
-    def _run_command(self, cmd: Command, io: IO) -> int:
+    def _run_list(self, body: list[AndOr], io: IO) -> int:
+        """A compound command's list, in this shell; returns the last status."""
+        self.status = 0
+        for andor in body:
+            self._run_andor(andor, io)
+            if self._stopping():
+                break
+        return self.status
+
+    def _run_compound(self, node: Compound, io: IO) -> int:
+        """``( )`` in a copy of this shell (its exit ends only it), the rest in this one; redirections apply to the
+        whole command; loops end at Ctrl-C."""
+        opened: list = []
+        self._compound_depth += 1
+        try:
+            try:
+                cio = self._redirect(node.redirs, io, opened)
+            except _RedirError as exc:
+                io.complain(f"{self.argv0}: {exc}\n")
+                return 1
+            if node.kind == "subshell":
+                sub = self.subshell()
+                try:
+                    return sub._run_list(node.parts[0], cio)
+                except ExitShell as exc:
+                    return exc.status
+            if node.kind == "group":
+                return self._run_list(node.parts[0], cio)
+            if node.kind == "if":
+                return self._run_if(node, cio)
+            return self._run_loop(node, cio)
+        finally:
+            self._compound_depth -= 1
+            for fh in opened:
+                try:
+                    fh.close()
+                except OSError:
+                    pass
+
+    def _run_if(self, node: Compound, io: IO) -> int:
+        pairs = node.parts[:-1] if node.has_else else node.parts
+        for k in range(0, len(pairs), 2):
+            if self._run_list(pairs[k], io) == 0:
+                return self._run_list(pairs[k + 1], io)
+        return self._run_list(node.parts[-1], io) if node.has_else else 0
+
+    def _run_loop(self, node: Compound, io: IO) -> int:
+        """while, until and for; ``break N``/``continue N`` reach through N loops."""
+        if node.kind == "for":
+            values = self.expand_words(node.items, io) if node.items is not None else list(self.args)
+            rounds: Iterator[str | None] = iter(values)
+        else:
+            rounds = itertools.repeat(None)
+        status = 0
+        for value in rounds:
+            if self._stopping():
+                return 130
+            try:
+                if node.kind == "for":
+                    self.vars[node.name or ""] = value or ""
+                elif (self._run_list(node.parts[0], io) == 0) != (node.kind == "while"):
+                    break
+                status = self._run_list(node.parts[-1], io)
+            except LoopControl as exc:
+                if exc.count > 1:
+                    raise LoopControl(exc.kind, exc.count - 1) from None
+                status = 0
+                if exc.kind == "break":
+                    break
+        self.status = status
+        return status
+
+    def _run_command(self, cmd: Command | Compound, io: IO) -> int:
+        if isinstance(cmd, Compound):
+            return self._run_compound(cmd, io)
         self._sub_status = None
         argv = self.expand_words(cmd.words, io)
         assigns = [(name, self._expand_assignment(value, io)) for name, value in cmd.assigns]
@@ -800,8 +880,10 @@ class Shell:
         except programs.ProgramInterrupted:
             return 130
         except PipeClosed:
+            if self._compound_depth:  # SIGPIPE ends the whole subshell, not just this command of its loop
+                raise
             return 141
-        except (ExitShell, Incomplete):
+        except (ExitShell, Incomplete, LoopControl):
             raise
         except Exception:
             if self._stopping():

@@ -192,8 +192,9 @@ def test_continuation_and_unsupported_syntax(booted) -> None:
     assert t.expect(PROMPT).endswith(b"open\r\nclosed\r\n" + PROMPT)
     out, code = t.status("echo a &")
     assert code == 2 and "not supported" in out
-    assert t.status("(echo)")[1] == 2
-    assert t.status("if true; then echo; fi")[1] == 2
+    assert t.status("case a in a) echo;; esac")[1] == 2
+    assert t.status("(exit 4)")[1] == 4
+    assert t.status("if true; then printf x; fi") == ("x", 0)
 
 
 def test_ps1_and_ps2_change_the_console_prompts(booted) -> None:

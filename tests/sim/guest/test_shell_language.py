@@ -136,7 +136,16 @@ def test_prompt_set_the_way_the_harness_sets_it(guest: Guest) -> None:
         ("echo >\n", "error: syntax error: unexpected newline"),
         ("echo a;;\n", 'error: syntax error: unexpected ";;"'),
         ("echo a &\n", "error: background jobs ('&') are not supported by the simulator's shell"),
-        ("if true; then :; fi\n", "error: 'if' (control flow) is not supported by the simulator's shell"),
+        ("if true; then :; fi\n", "complete"),
+        ("if true; then\n", "more"),
+        ("for i in a b\n", "more"),
+        ("while true; do echo\n", "more"),
+        ("( echo a\n", "more"),
+        ("{ echo a; } > /tmp/x\n", "complete"),
+        ("fi\n", 'error: syntax error: unexpected "fi"'),
+        ("if then fi\n", 'error: syntax error: unexpected "then"'),
+        ("for 1 in a; do :; done\n", "error: syntax error: bad for loop variable"),
+        ("case a in a) :;; esac\n", "error: 'case' (control flow) is not supported by the simulator's shell"),
     ],
 )
 def test_incomplete_and_refused_input(text: str, state: str) -> None:
