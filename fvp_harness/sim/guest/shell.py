@@ -6,15 +6,16 @@ with a byte stream between, ``$?`` from the last stage), redirections ``>`` ``>>
 ``$NAME`` ``${NAME}`` ``${NAME:-x}``-style operators, ``$?`` ``$$`` ``$#`` ``$@`` ``$*`` ``$0..9``, command
 substitution ``$(...)`` and backquotes, field splitting of unquoted expansions on ``IFS``, ``~``, globbing
 (``*`` ``?`` ``[...]`` over the guest filesystem, left as typed when nothing matches), quoting, comments,
-``$((...))`` arithmetic, ``NAME=value`` prefixes, ``set -efux``. Background jobs, subshells and control flow are
-refused (status 2).
+``$((...))`` arithmetic, ``NAME=value`` prefixes, ``set -efux``; compound commands (``( )`` in a copy of the
+shell, ``{ }``, ``if``, ``while``/``until``, ``for``, ``break``/``continue N``). Background jobs, ``case`` and
+functions are refused (status 2).
 
 Prompts: ``PS1`` (default ``\\u@\\h:\\w\\$ `` as Poky's /etc/profile sets it) and ``PS2`` (``> ``) are expanded as
 ash does: first ``$`` expansions as inside double quotes, then busybox's line-editing escapes (``\\u`` ``\\h``
 ``\\H`` ``\\w`` ``\\W`` ``\\$`` ``\\n`` ``\\t`` ``\\\\`` ``\\NNN`` ``\\[`` ``\\]`` ...).
 
-Commands: the builtins and applets of ``builtins.py`` and ``applets.py``; anything else is ``sh: X: not found``
-(status 127). A path runs a file: a registered guest program (``programs.find_program`` on its first 64
+Commands: the builtins and applets of ``builtins.py`` and ``applets.py``; anything else is ``-sh: X: not found``
+(status 127; every message starts with the shell's ``$0``, as ash's do). A path runs a file: a registered guest program (``programs.find_program`` on its first 64
 bytes) runs in the calling thread against a ``GuestContext``; a shell script runs in a child shell; a foreign binary
 is ``Exec format error`` (126); no execute bit is ``Permission denied`` (126); a missing file or interpreter is
 ``not found`` (127).
