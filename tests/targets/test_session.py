@@ -67,8 +67,11 @@ def _boot_qemu(log_dir: Path) -> tuple[FvpTarget, str]:
     return FvpTarget(fvp, load_profile("qemu-aarch64-virt"), log_dir=log_dir), " login:"
 
 
-@pytest.fixture(scope="module", params=[pytest.param("sim", marks=pytest.mark.sim),
-                                        pytest.param("qemu", marks=pytest.mark.qemu)])
+SIM = pytest.param("sim", marks=pytest.mark.sim)
+QEMU = pytest.param("qemu", marks=pytest.mark.qemu)
+
+
+@pytest.fixture(scope="module", params=[QEMU, SIM])  # QEMU first: ON_QEMU's index, so its tests run within the same boot
 def booted_on(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Booted]:
     """Each target booted once for the module's tests; after them its process must be gone."""
     boot = _boot_qemu if request.param == "qemu" else _boot_sim
@@ -212,7 +215,7 @@ def test_the_simulators_uart_rate_paces_a_console_upload_like_a_real_line(tmp_pa
 
 # What the real guest's ssh showed (issue 25), on the QEMU half only (the simulator's sshd is asyncssh, which has
 # neither trait): the same module-scoped boot, chosen by indirect parametrisation.
-ON_QEMU = pytest.mark.parametrize("booted_on", [pytest.param("qemu", marks=pytest.mark.qemu)], indirect=True)
+ON_QEMU = pytest.mark.parametrize("booted_on", [QEMU], indirect=True)
 
 
 @ON_QEMU
