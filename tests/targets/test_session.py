@@ -71,7 +71,8 @@ SIM = pytest.param("sim", marks=pytest.mark.sim)
 QEMU = pytest.param("qemu", marks=pytest.mark.qemu)
 
 
-@pytest.fixture(scope="module", params=[QEMU, SIM])  # QEMU first: ON_QEMU's index, so its tests run within the same boot
+# QEMU first: the param index ON_QEMU's tests carry, so pytest orders them into the same boot
+@pytest.fixture(scope="module", params=[QEMU, SIM])
 def booted_on(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Booted]:
     """Each target booted once for the module's tests; after them its process must be gone."""
     boot = _boot_qemu if request.param == "qemu" else _boot_sim
