@@ -16,9 +16,9 @@ ash does: first ``$`` expansions as inside double quotes, then busybox's line-ed
 
 Commands: the builtins and applets of ``builtins.py`` and ``applets.py``; anything else is ``-sh: X: not found``
 (status 127; every message starts with the shell's ``$0``, as ash's do). A path runs a file: a registered guest
-program (``programs.find_program`` on its first 64 bytes) runs in the calling thread against a ``GuestContext``; a shell script runs in a child shell; a foreign binary
-is ``Exec format error`` (126); no execute bit is ``Permission denied`` (126); a missing file or interpreter is
-``not found`` (127).
+program (``programs.find_program`` on its first 64 bytes) runs in the calling thread against a ``GuestContext``; a
+shell script runs in a child shell; a foreign binary is ``Exec format error`` (126); no execute bit is ``Permission
+denied`` (126); a missing file or interpreter is ``not found`` (127).
 
 The same ``Shell`` serves the console (with a tty: echo, CRLF) and ssh (no tty), over one guest filesystem.
 """
