@@ -23,6 +23,9 @@ Platform knobs (name, default: meaning; the workload's knobs are documented with
   kas/corstone1000-firmware-only.yml sets musl), which decides the dynamic loader in /lib.
 - ``kernel_noise_rate``, 0: benign kernel messages per wall second on host_terminal_0, injected at random
   points of the output stream (so they land mid-line too); ``dmesg -n 1`` silences them.
+- ``uart_rate``, 0: bytes per second host_terminal_0's line carries in each direction, as a real UART's (a PL011
+  at 115200 baud: 11520; QEMU's emulated one measured 27-34 KiB/s typed in), so a console deploy takes as long
+  as on a board; 0 = as fast as the host goes.
 - ``backlog_bytes``, 1048576: output a terminal keeps while no client is connected (oldest dropped).
 - ``line_max``, 4096: longest console input line; longer lines are cut like the tty's canonical buffer.
 - ``first_boot``, false: the Secure Enclave provisions keys and boots twice, as on a model's first run.
@@ -65,7 +68,7 @@ BOOT_STAGES = ("tfm", "tfa", "optee", "uboot", "kernel", "init", "login")
 
 _KNOWN = {
     "boot_seconds", "boot_sim_seconds", "speed", "idle_ratio", "release", "ssh_fragment", "tclibc", "kernel_noise_rate",
-    "backlog_bytes",
+    "uart_rate", "backlog_bytes",
     "line_max", "first_boot", "seed", "fault_boot_hang", "fault_panic", "fault_console_drop", "fault_crash",
     "fault_slow_console", "fault_garbage", "fault_refuse_ssh", "fault_busy_ports", "fault_count_matching",
 }
@@ -130,6 +133,7 @@ class Knobs:
     ssh_fragment: bool = False
     tclibc: str = ""
     kernel_noise_rate: float = 0.0
+    uart_rate: float = 0.0
     backlog_bytes: int = 1 << 20
     line_max: int = 4096
     first_boot: bool = False
@@ -180,6 +184,8 @@ def parse_knobs(environ: Mapping[str, str] | None = None, options: Iterable[str]
         k.tclibc = raw["tclibc"].strip().lower()
     if "ssh_fragment" in raw:
         k.ssh_fragment = _bool("ssh_fragment", raw["ssh_fragment"])
+    if "uart_rate" in raw:
+        k.uart_rate = _float("uart_rate", raw["uart_rate"])
     if "kernel_noise_rate" in raw:
         k.kernel_noise_rate = _float("kernel_noise_rate", raw["kernel_noise_rate"])
     if "backlog_bytes" in raw:

@@ -15,10 +15,12 @@ __all__ = ["KERNEL_LINE", "KernelNoiseFilter", "TextCleaner", "clean_text", "hel
 
 MASK = "***"
 
-# CSI (ESC [ params final), OSC (ESC ] ... BEL or ESC \), and two-byte escapes (ESC x).
-_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+# CSI (ESC [ params final: colours, cursor moves, and the terminal queries busybox ash sends after each prompt until
+# `stty -echo`, ESC [6n, and their replies), OSC (ESC ] ... BEL or ESC \), ESC + intermediates + final (ESC ( B),
+# and two-byte escapes (ESC 7/8 save/restore cursor, ESC =, ESC c, ESC M, ...).
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[ -/]+[0-~]|[0-~])")
 # An escape sequence not finished at the end of a chunk: keep it for the next one.
-_ANSI_PARTIAL = re.compile(r"\x1b(?:\[[0-?]*[ -/]*|\][^\x07\x1b]*(?:\x1b)?)?\Z")
+_ANSI_PARTIAL = re.compile(r"\x1b(?:\[[0-?]*[ -/]*|\][^\x07\x1b]*(?:\x1b)?|[ -/]+)?\Z")
 # Control characters that carry no text (keep \n and \t; \r is handled separately).
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f]")
 

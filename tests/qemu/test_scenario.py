@@ -10,7 +10,7 @@ import pytest
 
 from tests.e2e.cli import run_cli
 from tests.helpers import REPO
-from tests.qemu.conftest import require_qemu
+from tests.qemu.lane import require_qemu
 
 pytestmark = [pytest.mark.qemu, pytest.mark.slow]
 

@@ -1,4 +1,5 @@
-"""Against the embedded simulator: boot, login, framed commands, noise, deploy, two instances, timeouts."""
+"""Against the embedded simulator: boot metadata, deploy, two instances, ssh forwards, timeouts (the session layer
+both targets share, framed commands, noise and transfers, is tests/targets/test_session.py)."""
 
 from __future__ import annotations
 
@@ -31,39 +32,12 @@ def test_boot_login_and_metadata(booted: FvpTarget) -> None:
     assert "Listening for serial connection" in (booted.log_dir / "fvp.log").read_text()
 
 
-@pytest.mark.parametrize(
-    ("command", "status", "output"),
-    [
-        ("true", 0, ""),
-        ("false", 1, ""),
-        ("printf abc", 0, "abc"),
-        ("printf 'abc\\n'", 0, "abc\n"),
-        ("printf '%s\\n' one two; false", 1, "one\ntwo\n"),
-        ("no_such_command", 127, "sh: no_such_command: not found\n"),
-        ("echo 'quotes \" and $HOME are kept' ;", 0, "quotes \" and $HOME are kept\n"),
-        ("printf '\\n\\n'", 0, "\n\n"),
-    ],
-)
-def test_framed_commands_exact(booted: FvpTarget, command: str, status: int, output: str) -> None:
-    result = booted.run(command)
-    assert (result.exit_status, result.output) == (status, output)
-
-
 def test_command_timeout_interrupts_and_recovers(booted: FvpTarget) -> None:
     with pytest.raises(CommandTimeout) as caught:
         booted.run("cat", timeout=0.5)  # reads the console forever
     assert caught.value.failure_class == "test"
     assert "did not finish" in str(caught.value) and "host_terminal_0.log" in str(caught.value)
     assert booted.run("printf ok").output == "ok"
-
-
-def test_framed_commands_under_kernel_noise(tmp_path: Path, make_scenario) -> None:
-    scenario = make_scenario(sim={"kernel_noise_rate": 200})
-    with open_target(scenario, log_dir=tmp_path / "logs", quiet_kernel=False) as target:
-        for _ in range(25):
-            result = target.run("printf '%s\\n' alpha beta gamma; false")
-            assert (result.exit_status, result.output) == (1, "alpha\nbeta\ngamma\n")
-        assert target.console.kernel_lines_removed > 0  # noise really was injected (mid-line included)
 
 
 def _blob(tmp_path: Path, size: int, name: str = "blob.bin") -> Path:
@@ -93,14 +67,6 @@ def test_preloaded_checks_presence(booted: FvpTarget, tmp_path: Path) -> None:
         Deployer(booted, method="preloaded").deploy(local)
     Deployer(booted, method="console").deploy(local)
     assert Deployer(booted, method="preloaded").deploy(local).skipped
-
-
-def test_put_and_get(booted: FvpTarget, tmp_path: Path) -> None:
-    text = tmp_path / "notes.txt"
-    text.write_text("line one\nline two\n")
-    booted.put(text, "/tmp/notes.txt")
-    assert booted.get("/tmp/notes.txt") == b"line one\nline two\n"
-    assert booted.ssh.get("/tmp/notes.txt", booted._deadline(None, "deploy")) == b"line one\nline two\n"
 
 
 def test_two_instances_at_once_get_distinct_ports(tmp_path: Path, make_scenario) -> None:

@@ -160,6 +160,7 @@ class SimulatedModel(StopRequests):
                 rng=self.rng,
                 copy_to=copy_to,
                 on_input=self.console.feed if is_console else None,
+                uart_rate=self.knobs.uart_rate if is_console else 0.0,
             )
             start = int(params[f"{p}.start_port"])
             busy = range(start, start + self.knobs.fault_busy_ports)

@@ -124,7 +124,8 @@ class GuestSSHServer:
     async def _process(self, process: asyncssh.SSHServerProcess) -> None:
         """One session: exec a command, or an interactive shell when none is given."""
         closed = threading.Event()
-        shell = Shell(self.machine, interrupted=closed.is_set)
+        # dropbear runs a command as `sh -c CMD` ($0 `sh`), a session without one as the login shell `-sh`
+        shell = Shell(self.machine, interrupted=closed.is_set, login=process.command is None)
         loop = asyncio.get_running_loop()
 
         def out(data: bytes) -> None:

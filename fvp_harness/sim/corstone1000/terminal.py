@@ -108,8 +108,10 @@ class TerminalServer:
         rng: random.Random | None = None,
         copy_to: BinaryIO | None = None,
         on_input: Callable[[bytes], None] | None = None,
+        uart_rate: float = 0.0,
     ) -> None:
         self.name = name
+        self.uart_rate = uart_rate  # bytes/s of the line both ways (knob uart_rate), 0: as fast as the host goes
         self.mode = mode
         self.backlog_bytes = backlog_bytes
         self.rate = rate
@@ -200,7 +202,8 @@ class TerminalServer:
             await self._wake.wait()
             self._wake.clear()
             while self._pending and self._writer is not None and not self._closed:
-                size = max(1, int(self.rate * 0.05)) if self.rate else 65536
+                rate = min(r for r in (self.rate, self.uart_rate, float("inf")) if r)
+                size = max(1, int(rate * 0.05)) if rate != float("inf") else 65536
                 chunk = bytes(self._pending[:size])
                 del self._pending[:size]
                 writer = self._writer
@@ -212,8 +215,8 @@ class TerminalServer:
                     self._pending[0:0] = chunk  # keep it for the next client
                     self._disconnect(writer)
                     break
-                if self.rate:
-                    await asyncio.sleep(len(chunk) / self.rate)
+                if rate != float("inf"):
+                    await asyncio.sleep(len(chunk) / rate)
 
     # -- clients ---------------------------------------------------------------------------------------------
 
@@ -230,9 +233,13 @@ class TerminalServer:
         decoder = _TelnetDecoder() if self.mode == "telnet" else None
         try:
             while True:
-                data = await reader.read(4096)
+                # a UART takes a character at a time (a PL011 interrupt each): with uart_rate the line is read no
+                # faster than its rate, and the client's writes wait in its socket as they wait in a real line's
+                data = await reader.read(max(1, int(self.uart_rate * 0.05)) if self.uart_rate else 4096)
                 if not data:
                     break
+                if self.uart_rate:
+                    await asyncio.sleep(len(data) / self.uart_rate)
                 if decoder is not None:
                     data = decoder.feed(data)
                 if data and self.on_input is not None and self._writer is writer:

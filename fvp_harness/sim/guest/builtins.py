@@ -22,7 +22,7 @@ import time
 from fvp_harness.sim.guest import programs
 from fvp_harness.sim.guest.applets import APPLETS
 from fvp_harness.sim.guest.applets.gzip import GZIP_APPLETS
-from fvp_harness.sim.guest.io import IO, VARIABLE_NAME, ExitShell, read_chunks
+from fvp_harness.sim.guest.io import IO, VARIABLE_NAME, ExitShell, LoopControl, read_chunks
 from fvp_harness.sim.guest.session import Builtin, Session
 
 __all__ = ["BUILTINS", "Builtin"]
@@ -66,7 +66,7 @@ def _set(sh: Session, argv: list[str], io: IO) -> int:
             return 0
         for letter in arg[1:]:
             if letter not in sh.OPTIONS:
-                io.complain(f"sh: set: illegal option {arg[0]}{letter}\n")
+                io.complain(f"{sh.argv0}: set: illegal option {arg[0]}{letter}\n")
                 return 2
             if arg[0] == "-":
                 sh.options.add(letter)
@@ -79,14 +79,14 @@ def _set(sh: Session, argv: list[str], io: IO) -> int:
 
 def _source(sh: Session, argv: list[str], io: IO) -> int:
     if len(argv) < 2:
-        io.complain(f"sh: {argv[0]}: filename argument required\n")
+        io.complain(f"{sh.argv0}: {argv[0]}: filename argument required\n")
         return 2
     name = argv[1]
     path = name if "/" in name else sh.find_command(name)
     try:
         text = sh.fs.read(path if isinstance(path, str) else name, sh.cwd)
     except OSError:
-        io.complain(f"sh: {argv[0]}: can't open '{name}'\n")
+        io.complain(f"{sh.argv0}: {argv[0]}: can't open '{name}'\n")
         return 2
     saved = sh.args
     if len(argv) > 2:
@@ -101,13 +101,13 @@ def _test(sh: Session, argv: list[str], io: IO) -> int:
     args = argv[1:]
     if argv[0] == "[":
         if not args or args[-1] != "]":
-            io.complain("sh: [: missing ]\n")
+            io.complain(f"{sh.argv0}: [: missing ]\n")
             return 2
         args = args[:-1]
     try:
         return 0 if _test_expr(sh, args) else 1
     except ValueError as exc:
-        io.complain(f"sh: {argv[0]}: {exc}\n")
+        io.complain(f"{sh.argv0}: {argv[0]}: {exc}\n")
         return 2
 
 
@@ -115,9 +115,21 @@ def _exit(sh: Session, argv: list[str], io: IO) -> int:
     try:
         status = int(argv[1]) & 0xFF if len(argv) > 1 else sh.status
     except ValueError:
-        io.complain(f"sh: exit: Illegal number: {argv[1]}\n")
+        io.complain(f"{sh.argv0}: exit: Illegal number: {argv[1]}\n")
         status = 2
     raise ExitShell(status)
+
+
+def _loop_control(sh: Session, argv: list[str], io: IO) -> int:
+    """``break [N]`` and ``continue [N]``: the loops of ``shell.py`` catch what this raises."""
+    try:
+        count = int(argv[1]) if len(argv) > 1 else 1
+    except ValueError:
+        count = 0
+    if count < 1:
+        io.complain(f"{sh.argv0}: {argv[0]}: Illegal number: {argv[1]}\n")
+        return 2
+    raise LoopControl(argv[0], count)
 
 
 def _echo(sh: Session, argv: list[str], io: IO) -> int:
@@ -239,7 +251,7 @@ def _cd(sh: Session, argv: list[str], io: IO) -> int:
     except OSError:
         ok, reason = False, "Permission denied"
     if not ok:
-        io.complain(f"sh: cd: can't cd to {target}: {reason}\n")
+        io.complain(f"{sh.argv0}: cd: can't cd to {target}: {reason}\n")
         return 2
     sh.vars["OLDPWD"] = sh.cwd
     sh.cwd = sh.fs.normalize(target, sh.cwd)
@@ -413,7 +425,7 @@ def _export(sh: Session, argv: list[str], io: IO) -> int:
     for a in args:
         name, sep, value = a.partition("=")
         if not VARIABLE_NAME.fullmatch(name):
-            io.complain(f"sh: export: {name}: bad variable name\n")
+            io.complain(f"{sh.argv0}: export: {name}: bad variable name\n")
             return 2
         if sep:
             sh.vars[name] = value
@@ -474,6 +486,8 @@ BUILTINS: dict[str, Builtin] = {
     "test": _test,
     "[": _test,
     "exit": _exit,
+    "break": _loop_control,
+    "continue": _loop_control,
     "echo": _echo,
     "printf": _printf,
     "cat": _cat,

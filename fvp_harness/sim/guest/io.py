@@ -20,6 +20,7 @@ __all__ = [
     "VARIABLE_NAME",
     "BytesStdin",
     "ExitShell",
+    "LoopControl",
     "Pipe",
     "PipeClosed",
     "Stdin",
@@ -182,6 +183,16 @@ class IO:
 
     def complain(self, text: str) -> None:
         self.err(text.encode("utf-8", "surrogateescape"))
+
+
+class LoopControl(Exception):
+    """``break [N]`` / ``continue [N]``: leaves (``kind`` ``break``) or restarts (``continue``) the Nth enclosing
+    loop; outside a loop it does nothing, as in ash."""
+
+    def __init__(self, kind: str, count: int = 1) -> None:
+        super().__init__(kind, count)
+        self.kind = kind
+        self.count = count
 
 
 class ExitShell(Exception):

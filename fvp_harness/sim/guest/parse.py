@@ -5,7 +5,9 @@ Grammar (``guest/shell.py`` runs what this builds)::
     program   := { and_or ( ';' | NEWLINE ) }
     and_or    := pipeline { ( '&&' | '||' ) linebreak pipeline }
     pipeline  := [ '!' ] command { '|' linebreak command }
-    command   := { NAME=value | word | redirection }
+    command   := compound { redirection } | { NAME=value | word | redirection }
+    compound  := '(' list ')' | '{' list '}' | if list then list { elif list then list } [ else list ] fi
+               | ( while | until ) list do list done | for NAME [ in { word } ] ( ';' | NEWLINE ) do list done
 
 Words keep their quoting (``Part.quoted``) so that expansion knows what is split and globbed. Redirections are
 ``[n]>`` ``>>`` ``>|`` ``<`` ``<>`` ``>&`` ``<&`` (with ``-`` to close), bash's ``&>``, and here-documents ``<<``
@@ -17,8 +19,7 @@ reads on. With ``final=True`` (a script, ``ssh host cmd``) the end of the text i
 syntax errors (a here-document simply ends there). ``ShellSyntaxError`` carries the lists of the lines before the
 one in error, which ash would already have run.
 
-Not parsed (a syntax error naming the construct, status 2): ``&`` (background jobs), ``( ... )`` subshells and
-control flow (``if``, ``for``, ``while``, ``case``, ``{ }``, functions).
+Not parsed (a syntax error naming the construct, status 2): ``&`` (background jobs), ``case`` and functions.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from fvp_harness.sim.guest.io import VARIABLE_NAME
 __all__ = [
     "AndOr",
     "Command",
+    "Compound",
     "HereDoc",
     "Incomplete",
     "Part",
@@ -113,10 +115,25 @@ class Command:
 
 
 @dataclass
+class Compound:
+    """A compound command: ``kind`` is ``subshell`` (``( list )``), ``group`` (``{ list; }``), ``if``, ``while``,
+    ``until`` or ``for``. ``parts`` are its lists in order: if: condition, body, [condition, body]..., [else body]
+    (``has_else``); while/until: condition, body; subshell, group, for: the body. A for loop's variable is
+    ``name`` and its words ``items`` (None: ``"$@"``). ``redirs`` apply to the whole command."""
+
+    kind: str
+    parts: list[list[AndOr]]
+    redirs: list[Redir] = field(default_factory=list)
+    name: str = ""
+    items: list[Word] | None = None
+    has_else: bool = False
+
+
+@dataclass
 class Pipeline:
     """Commands joined by ``|``; ``negate`` for a leading ``!``."""
 
-    commands: list[Command]
+    commands: list[Command | Compound]
     negate: bool = False
 
 
@@ -510,6 +527,8 @@ def _describe(tok: _Token) -> str:
         return "end of file"
     if tok.kind == "newline":
         return "newline"
+    if tok.kind == "word" and not tok.quoted and tok.value in _RESERVED:
+        return f'"{tok.value}"'  # a reserved word out of place is named
     if tok.kind in ("word", "ionum"):
         return "word"
     return f'"{tok.value}"'
@@ -580,14 +599,119 @@ class _Parser:
         if tok.kind == "word" and tok.value == "!" and not tok.quoted:
             self.lex.next()
             negate = True
-        commands = [self.command()]
+        commands: list[Command | Compound] = [self.compound() or self.command()]
         while True:
             tok = self.lex.peek()
             if tok.kind != "op" or tok.value != "|":
                 return Pipeline(commands, negate)
             self.lex.next()
             self.linebreak()
-            commands.append(self.command())
+            commands.append(self.compound() or self.command())
+
+    # -- compound commands -----------------------------------------------------------------------------------
+
+    def _reserved(self, tok: _Token, words: frozenset[str] | set[str] | tuple[str, ...]) -> bool:
+        return tok.kind == "word" and not tok.quoted and tok.value in words
+
+    def _skip_newlines(self) -> None:
+        while self.lex.peek().kind == "newline":
+            self.lex.next()
+
+    def compound_list(self, ends: frozenset[str], paren: bool = False) -> tuple[list[AndOr], str]:
+        """The lists up to one of the reserved words ``ends`` (or ``)`` for a subshell), which is consumed and
+        returned; an empty list is a syntax error, the end of the text asks for more (PS2)."""
+        body: list[AndOr] = []
+        while True:
+            tok = self.lex.peek()
+            if tok.kind == "newline":
+                self.lex.next()
+                continue
+            if self._reserved(tok, ends) or (paren and tok.kind == "op" and tok.value == ")"):
+                if not body:
+                    raise self.unexpected(tok)
+                self.lex.next()
+                return body, tok.value
+            if tok.kind == "eof":
+                raise self.unexpected(tok)
+            body.append(self.and_or())
+            tok = self.lex.peek()
+            if tok.kind == "newline" or (tok.kind == "op" and tok.value == ";"):
+                self.lex.next()
+            elif paren and tok.kind == "op" and tok.value == ")":
+                continue
+            else:
+                raise self.unexpected(tok)
+
+    def compound(self) -> Compound | None:
+        """A compound command starting here, or None (a simple command)."""
+        tok = self.lex.peek()
+        if tok.kind == "op" and tok.value == "(":
+            self.lex.next()
+            body, _ = self.compound_list(frozenset(), paren=True)
+            node = Compound("subshell", [body])
+        elif self._reserved(tok, ("{", "if", "while", "until", "for")):
+            self.lex.next()
+            node = self._keyword_compound(tok.value)
+        else:
+            return None
+        holder = Command()
+        while True:
+            tok = self.lex.peek()
+            if tok.kind == "ionum" or (tok.kind == "op" and tok.value in _REDIRECTIONS):
+                self.lex.next()
+                self._redirection(holder, tok)
+            else:
+                break
+        node.redirs = holder.redirs
+        return node
+
+    def _keyword_compound(self, keyword: str) -> Compound:
+        if keyword == "{":
+            body, _ = self.compound_list(frozenset({"}"}))
+            return Compound("group", [body])
+        if keyword == "if":
+            parts: list[list[AndOr]] = []
+            while True:
+                condition, _ = self.compound_list(frozenset({"then"}))
+                body, end = self.compound_list(frozenset({"elif", "else", "fi"}))
+                parts += [condition, body]
+                if end == "elif":
+                    continue
+                if end == "else":
+                    other, _ = self.compound_list(frozenset({"fi"}))
+                    return Compound("if", [*parts, other], has_else=True)
+                return Compound("if", parts)
+        if keyword in ("while", "until"):
+            condition, _ = self.compound_list(frozenset({"do"}))
+            body, _ = self.compound_list(frozenset({"done"}))
+            return Compound(keyword, [condition, body])
+        name = self.lex.next()
+        if name.kind == "eof":
+            raise self.unexpected(name)
+        if name.kind != "word" or name.quoted or not VARIABLE_NAME.fullmatch(name.value):
+            raise ShellSyntaxError("syntax error: bad for loop variable")
+        self._skip_newlines()
+        items: list[Word] | None = None
+        tok = self.lex.peek()
+        if self._reserved(tok, ("in",)):
+            self.lex.next()
+            items = []
+            while True:
+                tok = self.lex.next()
+                if tok.kind == "word":
+                    items.append(tok.parts)
+                elif tok.kind == "newline" or (tok.kind == "op" and tok.value == ";"):
+                    break
+                else:
+                    raise self.unexpected(tok)
+        elif tok.kind == "op" and tok.value == ";":
+            self.lex.next()
+        self._skip_newlines()
+        tok = self.lex.next()
+        if not self._reserved(tok, ("do",)):
+            raise self.unexpected(tok)
+        body, _ = self.compound_list(frozenset({"done"}))
+        return Compound("for", [body], name=name.value, items=items)
 
     def command(self) -> Command:
         cmd = Command()
@@ -614,8 +738,10 @@ class _Parser:
                 value = ([Part("lit", rest)] if rest else []) + tok.parts[1:]
                 cmd.assigns.append((first.text[:eq], value))
                 return
-            if not tok.quoted and tok.value in _RESERVED:
+            if not tok.quoted and tok.value in ("case", "esac", "function"):
                 raise ShellSyntaxError(f"'{tok.value}' (control flow) is {_NOT_SUPPORTED}")
+            if not tok.quoted and tok.value in _RESERVED:  # a closing word with nothing open
+                raise ShellSyntaxError(f'syntax error: unexpected "{tok.value}"')
         cmd.words.append(tok.parts)
 
     def _redirection(self, cmd: Command, tok: _Token) -> None:

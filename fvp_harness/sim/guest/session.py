@@ -73,6 +73,7 @@ class Session(Protocol):
     """One shell session as its commands see it: cwd, variables, options, ``$?``, and how to run more."""
 
     OPTIONS: str
+    argv0: str  # $0, and how the shell names itself in its messages: ``-sh`` for a login shell, as ash does
     cwd: str
     status: int
     args: list[str]
@@ -99,6 +100,10 @@ class Session(Protocol):
     def execute(self, argv: list[str], env: dict[str, str], io: IO) -> int: ...
 
     def source(self, text: str, io: IO) -> int: ...
+
+    def run_script(self, text: bytes, argv: list[str], env: dict[str, str], io: IO) -> int:
+        """Run ``text`` in a new shell (``argv[0]`` is its ``$0``, the rest ``$1``...; ``env`` its variables):
+        a script file, or ``sh -c``."""
 
 
 Builtin = Callable[[Session, list[str], IO], int]

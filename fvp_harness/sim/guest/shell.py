@@ -6,19 +6,20 @@ with a byte stream between, ``$?`` from the last stage), redirections ``>`` ``>>
 ``$NAME`` ``${NAME}`` ``${NAME:-x}``-style operators, ``$?`` ``$$`` ``$#`` ``$@`` ``$*`` ``$0..9``, command
 substitution ``$(...)`` and backquotes, field splitting of unquoted expansions on ``IFS``, ``~``, globbing
 (``*`` ``?`` ``[...]`` over the guest filesystem, left as typed when nothing matches), quoting, comments,
-``$((...))`` arithmetic, ``NAME=value`` prefixes, ``set -efux``. Background jobs, subshells and control flow are
-refused (status 2).
+``$((...))`` arithmetic, ``NAME=value`` prefixes, ``set -efux``; compound commands (``( )`` in a copy of the
+shell, ``{ }``, ``if``, ``while``/``until``, ``for``, ``break``/``continue N``). Background jobs, ``case`` and
+functions are refused (status 2).
 
 Prompts: ``PS1`` (default ``\\u@\\h:\\w\\$ `` as Poky's /etc/profile sets it) and ``PS2`` (``> ``) are expanded as
 ash does: first ``$`` expansions as inside double quotes, then busybox's line-editing escapes (``\\u`` ``\\h``
 ``\\H`` ``\\w`` ``\\W`` ``\\$`` ``\\n`` ``\\t`` ``\\\\`` ``\\NNN`` ``\\[`` ``\\]`` ...).
 
-Commands: the builtins and applets of ``builtins.py`` and ``applets.py``; anything else is ``sh: X: not found``
-(status 127). A path runs a file: a registered guest program (``programs.find_program`` on its first 64
-bytes) runs in the calling thread against a ``GuestContext``; a shell script runs in a child shell; a foreign binary
-is ``Exec format error`` (126); no execute bit is ``Permission denied`` (126); a missing file or interpreter (a
-``#!`` line's, or the dynamic loader a guest program's build names: ``programs.find_interpreter``) is ``not found``
-(127).
+Commands: the builtins and applets of ``builtins.py`` and ``applets.py``; anything else is ``-sh: X: not found``
+(status 127; every message starts with the shell's ``$0``, as ash's do). A path runs a file: a registered guest
+program (``programs.find_program`` on its first 64 bytes) runs in the calling thread against a ``GuestContext``; a
+shell script runs in a child shell; a foreign binary is ``Exec format error`` (126); no execute bit is ``Permission
+denied`` (126); a missing file or interpreter (a ``#!`` line's, or the dynamic loader a guest program's build names:
+``programs.find_interpreter``) is ``not found`` (127).
 
 The same ``Shell`` serves the console (with a tty: echo, CRLF) and ssh (no tty), over one guest filesystem.
 """
@@ -35,15 +36,16 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from fvp_harness.sim.guest import arith, programs
 from fvp_harness.sim.guest.builtins import BUILTINS, Builtin
-from fvp_harness.sim.guest.io import IO, BytesStdin, ExitShell, Pipe, PipeClosed, Stdin, Tty
+from fvp_harness.sim.guest.io import IO, BytesStdin, ExitShell, LoopControl, Pipe, PipeClosed, Stdin, Tty
 from fvp_harness.sim.guest.parse import (
     AndOr,
     Command,
+    Compound,
     Incomplete,
     Part,
     Pipeline,
@@ -223,6 +225,7 @@ class Shell:
         self.login = login
         self.options: set[str] = set()
         self._sub_status: int | None = None
+        self._compound_depth = 0  # compound commands being run (a closed pipe then ends them all)
 
     def subshell(self) -> Shell:
         """A copy of this shell for a pipeline stage, a command substitution or ``xargs``: changes to its cwd and
@@ -323,14 +326,16 @@ class Shell:
         for andor in lists:
             try:
                 self._run_andor(andor, io)
+            except LoopControl:  # break/continue outside a loop: nothing to leave
+                self.status = 0
             except _ExpandError as exc:  # ash abandons the rest of the input line
-                io.complain(f"sh: {exc}\n")
+                io.complain(f"{self.argv0}: {exc}\n")
                 self.status = 2
                 return self.status
             if self.machine.halted.is_set() or self.machine.stopping.is_set():
                 return self.status
         if error is not None:
-            io.complain(f"sh: {error}\n")
+            io.complain(f"{self.argv0}: {error}\n")
             self.status = 2
         return self.status
 
@@ -355,7 +360,7 @@ class Shell:
             status = 0 if status else 1
         return status
 
-    def _run_stages(self, commands: list[Command], io: IO) -> int:
+    def _run_stages(self, commands: list[Command | Compound], io: IO) -> int:
         """A pipeline: every stage in a subshell, all but the last in threads, joined by pipes."""
         n = len(commands)
         pipes = [Pipe(self._stopping, programs.ProgramInterrupted) for _ in range(n - 1)]
@@ -369,8 +374,10 @@ class Shell:
                 statuses[k] = self.subshell()._run_command(commands[k], sio)
             except ExitShell as exc:
                 statuses[k] = exc.status
+            except LoopControl:
+                statuses[k] = 0
             except _ExpandError as exc:
-                sio.complain(f"sh: {exc}\n")
+                sio.complain(f"{self.argv0}: {exc}\n")
                 statuses[k] = 2
             except PipeClosed:
                 statuses[k] = 141
@@ -399,7 +406,81 @@ class Shell:
             return 130  # Ctrl-C reaches every process of the pipeline
         return statuses[-1]
 
-    def _run_command(self, cmd: Command, io: IO) -> int:
+    def _run_list(self, body: list[AndOr], io: IO) -> int:
+        """A compound command's list, in this shell; returns the last status."""
+        self.status = 0
+        for andor in body:
+            self._run_andor(andor, io)
+            if self._stopping():
+                break
+        return self.status
+
+    def _run_compound(self, node: Compound, io: IO) -> int:
+        """``( )`` in a copy of this shell (its exit ends only it), the rest in this one; redirections apply to the
+        whole command; loops end at Ctrl-C."""
+        opened: list = []
+        self._compound_depth += 1
+        try:
+            try:
+                cio = self._redirect(node.redirs, io, opened)
+            except _RedirError as exc:
+                io.complain(f"{self.argv0}: {exc}\n")
+                return 1
+            if node.kind == "subshell":
+                sub = self.subshell()
+                try:
+                    return sub._run_list(node.parts[0], cio)
+                except ExitShell as exc:
+                    return exc.status
+            if node.kind == "group":
+                return self._run_list(node.parts[0], cio)
+            if node.kind == "if":
+                return self._run_if(node, cio)
+            return self._run_loop(node, cio)
+        finally:
+            self._compound_depth -= 1
+            for fh in opened:
+                try:
+                    fh.close()
+                except OSError:
+                    pass
+
+    def _run_if(self, node: Compound, io: IO) -> int:
+        pairs = node.parts[:-1] if node.has_else else node.parts
+        for k in range(0, len(pairs), 2):
+            if self._run_list(pairs[k], io) == 0:
+                return self._run_list(pairs[k + 1], io)
+        return self._run_list(node.parts[-1], io) if node.has_else else 0
+
+    def _run_loop(self, node: Compound, io: IO) -> int:
+        """while, until and for; ``break N``/``continue N`` reach through N loops."""
+        if node.kind == "for":
+            values = self.expand_words(node.items, io) if node.items is not None else list(self.args)
+            rounds: Iterator[str | None] = iter(values)
+        else:
+            rounds = itertools.repeat(None)
+        status = 0
+        for value in rounds:
+            if self._stopping():
+                return 130
+            try:
+                if node.kind == "for":
+                    self.vars[node.name or ""] = value or ""
+                elif (self._run_list(node.parts[0], io) == 0) != (node.kind == "while"):
+                    break
+                status = self._run_list(node.parts[-1], io)
+            except LoopControl as exc:
+                if exc.count > 1:
+                    raise LoopControl(exc.kind, exc.count - 1) from None
+                status = 0
+                if exc.kind == "break":
+                    break
+        self.status = status
+        return status
+
+    def _run_command(self, cmd: Command | Compound, io: IO) -> int:
+        if isinstance(cmd, Compound):
+            return self._run_compound(cmd, io)
         self._sub_status = None
         argv = self.expand_words(cmd.words, io)
         assigns = [(name, self._expand_assignment(value, io)) for name, value in cmd.assigns]
@@ -408,7 +489,7 @@ class Shell:
             try:
                 cio = self._redirect(cmd.redirs, io, opened)
             except _RedirError as exc:
-                io.complain(f"sh: {exc}\n")
+                io.complain(f"{self.argv0}: {exc}\n")
                 return 1
             if not argv:
                 for name, value in assigns:
@@ -792,7 +873,7 @@ class Shell:
         """Run one command: a builtin, or a guest file (by path or $PATH)."""
         found = self.find_command(argv[0], env)
         if found is None:
-            io.complain(f"sh: {argv[0]}: not found\n")
+            io.complain(f"{self.argv0}: {argv[0]}: not found\n")
             return 127
         if isinstance(found, str):
             return self.run_file(found, argv, env, io)
@@ -801,8 +882,10 @@ class Shell:
         except programs.ProgramInterrupted:
             return 130
         except PipeClosed:
+            if self._compound_depth:  # SIGPIPE ends the whole subshell, not just this command of its loop
+                raise
             return 141
-        except (ExitShell, Incomplete):
+        except (ExitShell, Incomplete, LoopControl):
             raise
         except Exception:
             if self._stopping():
@@ -820,13 +903,13 @@ class Shell:
             host = self.fs.host_path(path, self.cwd)
             mode = os.stat(host).st_mode
         except (FileNotFoundError, NotADirectoryError):
-            io.complain(f"sh: {shown}: not found\n")
+            io.complain(f"{self.argv0}: {shown}: not found\n")
             return 127
         except OSError:
-            io.complain(f"sh: {shown}: Permission denied\n")
+            io.complain(f"{self.argv0}: {shown}: Permission denied\n")
             return 126
         if not stat.S_ISREG(mode) or not mode & 0o111:
-            io.complain(f"sh: {shown}: Permission denied\n")
+            io.complain(f"{self.argv0}: {shown}: Permission denied\n")
             return 126
         with open(host, "rb") as fh:
             head = fh.read(64)
@@ -841,14 +924,14 @@ class Shell:
         if head.startswith(b"#!"):
             interp = head[2:].split(b"\n", 1)[0].strip().split(b" ")[0].decode("latin-1")
             if posixpath.basename(interp) not in ("sh", "ash", "busybox"):
-                io.complain(f"sh: {shown}: not found\n")
+                io.complain(f"{self.argv0}: {shown}: not found\n")
                 return 127
-            return self._run_script(host.read_bytes(), argv, env, io)
+            return self.run_script(host.read_bytes(), argv, env, io)
         if b"\0" in head or head.startswith(b"\x7fELF"):
-            io.complain(f"sh: {shown}: Exec format error\n")
+            io.complain(f"{self.argv0}: {shown}: Exec format error\n")
             return 126
         # ash runs a text file without #! as a script
-        return self._run_script(host.read_bytes(), argv, env, io)
+        return self.run_script(host.read_bytes(), argv, env, io)
 
     def _run_program(self, program: programs.GuestProgram, path: str, argv: list[str],
                      env: dict[str, str], io: IO) -> int:
@@ -871,7 +954,8 @@ class Shell:
             return 139
         return int(status) & 0xFF if status is not None else 0
 
-    def _run_script(self, text: bytes, argv: list[str], env: dict[str, str], io: IO) -> int:
+    def run_script(self, text: bytes, argv: list[str], env: dict[str, str], io: IO) -> int:
+        """A new shell runs ``text`` (a script file, ``sh -c``); its exit ends only it."""
         child = Shell(self.machine, interrupted=self.interrupted, args=argv[1:], login=False)
         child.cwd = self.cwd
         child.argv0 = argv[0]

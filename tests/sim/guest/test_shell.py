@@ -35,7 +35,7 @@ def test_status_and_connectors(booted) -> None:
     assert t.run("true && echo yes || echo no") == "yes\n"
     assert t.run("false && echo yes || echo no") == "no\n"
     assert t.run("false || false; echo $?") == "1\n"
-    assert t.status("nosuchcmd") == ("sh: nosuchcmd: not found\n", 127)
+    assert t.status("nosuchcmd") == ("-sh: nosuchcmd: not found\n", 127)
     assert t.run("exit_is_not_here 2>/dev/null; echo $?") == "127\n"
 
 
@@ -66,7 +66,7 @@ def test_redirections(booted) -> None:
     assert t.run("cat /tmp/redir/missing 2> /tmp/redir/err; cat /tmp/redir/err") == (
         "cat: can't open '/tmp/redir/missing': No such file or directory\n")
     assert t.run("cat /tmp/redir/missing > /tmp/redir/both 2>&1; cat /tmp/redir/both").startswith("cat: can't")
-    assert t.run("echo x > /nonexistent/dir/f") == "sh: can't create /nonexistent/dir/f: nonexistent directory\n"
+    assert t.run("echo x > /nonexistent/dir/f") == "-sh: can't create /nonexistent/dir/f: nonexistent directory\n"
     assert t.run("cat < /tmp/redir/f") == "one\ntwo\n"
 
 
@@ -94,16 +94,16 @@ def test_chmod_and_executing_files(booted) -> None:
     _, t = booted
     t.run("mkdir -p /tmp/exec && cd /tmp/exec")
     t.run("printf 'echo from script $#\\n' > s")
-    assert t.status("./s") == ("sh: ./s: Permission denied\n", 126)
+    assert t.status("./s") == ("-sh: ./s: Permission denied\n", 126)
     t.run("chmod +x s")
     assert t.status("./s a b") == ("from script 2\n", 0)
     t.run("chmod 644 s")
     assert t.status("/tmp/exec/s")[1] == 126
     t.run("printf '\\177ELF\\002\\001\\001\\000' > elf && chmod 755 elf")
-    assert t.status("./elf --help") == ("sh: ./elf: Exec format error\n", 126)
+    assert t.status("./elf --help") == ("-sh: ./elf: Exec format error\n", 126)
     t.run("printf '#!/usr/bin/python3\\nprint(1)\\n' > py && chmod u+x py")
     assert t.status("./py")[1] == 127
-    assert t.status("./absent") == ("sh: ./absent: not found\n", 127)
+    assert t.status("./absent") == ("-sh: ./absent: not found\n", 127)
     assert t.status("/tmp")[1] == 126
     long = t.run("ls -l elf")
     assert long.startswith("-rwxr-xr-x")
@@ -192,8 +192,9 @@ def test_continuation_and_unsupported_syntax(booted) -> None:
     assert t.expect(PROMPT).endswith(b"open\r\nclosed\r\n" + PROMPT)
     out, code = t.status("echo a &")
     assert code == 2 and "not supported" in out
-    assert t.status("(echo)")[1] == 2
-    assert t.status("if true; then echo; fi")[1] == 2
+    assert t.status("case a in a) echo;; esac")[1] == 2
+    assert t.status("(exit 4)")[1] == 4
+    assert t.status("if true; then printf x; fi") == ("x", 0)
 
 
 def test_ps1_and_ps2_change_the_console_prompts(booted) -> None:
@@ -246,4 +247,4 @@ def test_ctrl_c_interrupts_a_whole_pipeline(booted) -> None:
 @pytest.mark.parametrize("cmd", ["wget", "python3", "awk"])
 def test_outside_the_contract_is_not_found(booted, cmd: str) -> None:
     _, t = booted
-    assert t.status(f"{cmd} x") == (f"sh: {cmd}: not found\n", 127)
+    assert t.status(f"{cmd} x") == (f"-sh: {cmd}: not found\n", 127)

@@ -136,7 +136,16 @@ def test_prompt_set_the_way_the_harness_sets_it(guest: Guest) -> None:
         ("echo >\n", "error: syntax error: unexpected newline"),
         ("echo a;;\n", 'error: syntax error: unexpected ";;"'),
         ("echo a &\n", "error: background jobs ('&') are not supported by the simulator's shell"),
-        ("if true; then :; fi\n", "error: 'if' (control flow) is not supported by the simulator's shell"),
+        ("if true; then :; fi\n", "complete"),
+        ("if true; then\n", "more"),
+        ("for i in a b\n", "more"),
+        ("while true; do echo\n", "more"),
+        ("( echo a\n", "more"),
+        ("{ echo a; } > /tmp/x\n", "complete"),
+        ("fi\n", 'error: syntax error: unexpected "fi"'),
+        ("if then fi\n", 'error: syntax error: unexpected "then"'),
+        ("for 1 in a; do :; done\n", "error: syntax error: bad for loop variable"),
+        ("case a in a) :;; esac\n", "error: 'case' (control flow) is not supported by the simulator's shell"),
     ],
 )
 def test_incomplete_and_refused_input(text: str, state: str) -> None:
@@ -145,8 +154,8 @@ def test_incomplete_and_refused_input(text: str, state: str) -> None:
 
 def test_syntax_errors_run_the_lines_before_them(guest: Guest) -> None:
     out, err, status = guest.run("echo before\necho a; ;")
-    assert (out, err, status) == ("before\n", 'sh: syntax error: unexpected ";"\n', 2)
-    assert guest.run("echo 'unterminated") == ("", "sh: syntax error: unterminated quoted string\n", 2)
+    assert (out, err, status) == ("before\n", '-sh: syntax error: unexpected ";"\n', 2)
+    assert guest.run("echo 'unterminated") == ("", "-sh: syntax error: unterminated quoted string\n", 2)
     assert guest.out("echo $?") == "2\n"
 
 
@@ -156,8 +165,8 @@ def test_syntax_errors_run_the_lines_before_them(guest: Guest) -> None:
 def test_lists_and_status(guest: Guest) -> None:
     assert guest.out("false; echo $?; true && echo yes || echo no; false && echo yes || echo no") == "1\nyes\nno\n"
     assert guest.out("! false; echo $?; ! true; echo $?") == "0\n1\n"
-    assert guest.run("nosuch; echo $?") == ("127\n", "sh: nosuch: not found\n", 0)
-    assert guest.run("nosuch") == ("", "sh: nosuch: not found\n", 127)
+    assert guest.run("nosuch; echo $?") == ("127\n", "-sh: nosuch: not found\n", 0)
+    assert guest.run("nosuch") == ("", "-sh: nosuch: not found\n", 127)
     assert guest.out("true # a comment; echo not run") == ""
 
 
@@ -177,12 +186,12 @@ def test_variables_field_splitting_and_parameter_operators(guest: Guest) -> None
     assert guest.out("v=archive.tar.gz; echo ${v%.*} ${v%%.*} ${v#*.} ${v##*.} ${#v}") == (
         "archive.tar archive tar.gz gz 14\n")
     assert guest.out("echo ${U:-dflt} ${U-x} [${U+set}] ${U:=now} $U ${HOME:+home}") == "dflt x [] now now home\n"
-    assert guest.run("echo ${NOPE?missing}; echo not run") == ("", "sh: NOPE: missing\n", 2)
+    assert guest.run("echo ${NOPE?missing}; echo not run") == ("", "-sh: NOPE: missing\n", 2)
     assert guest.out("echo ~ ~/x \"~\" ~root") == "/root /root/x ~ /root\n"
     assert guest.out("echo $(echo sub) `echo back` \"$(printf 'a\\n\\n')\" end") == "sub back a end\n"
     assert guest.out("echo $((1 + 2 * 3)) $((7 / -2)) $((2 ** 10)) $((0x10)); i=1; : $((i += 4)); echo $i") == (
         "7 -3 1024 16\n5\n")
-    assert guest.run("echo $((1 / 0))") == ("", "sh: divide by zero\n", 2)
+    assert guest.run("echo $((1 / 0))") == ("", "-sh: divide by zero\n", 2)
 
 
 def test_export_unset_and_prefix_assignments(guest: Guest) -> None:
@@ -191,18 +200,18 @@ def test_export_unset_and_prefix_assignments(guest: Guest) -> None:
     assert guest.out("BAR=two; /tmp/show.sh") == "[][][]\n"
     assert guest.out("export BAR; /tmp/show.sh") == "[][two][]\n"
     assert guest.out("unset BAR; /tmp/show.sh; echo \"[$BAR]\"") == "[][][]\n[]\n"
-    assert guest.run("export 1x=2") == ("", "sh: export: 1x: bad variable name\n", 2)
+    assert guest.run("export 1x=2") == ("", "-sh: export: 1x: bad variable name\n", 2)
     assert guest.out("export | grep -c PATH=") == "1\n"
 
 
 def test_cd_pwd_and_set_options(guest: Guest) -> None:
     assert guest.out("cd /tmp; pwd; cd ..; pwd; cd; pwd; cd -; pwd") == "/tmp\n/\n/root\n/\n"
-    assert guest.run("cd /nope") == ("", "sh: cd: can't cd to /nope: No such file or directory\n", 2)
+    assert guest.run("cd /nope") == ("", "-sh: cd: can't cd to /nope: No such file or directory\n", 2)
     assert guest.run("set -x; echo hi") == ("hi\n", "+ echo hi\n", 0)
     guest.run("set +x -f")
     assert guest.out("echo /e*") == "/e*\n"
     guest.run("set +f -u")
-    assert guest.run("echo $UNSET_VAR; echo not run") == ("", "sh: UNSET_VAR: parameter not set\n", 2)
+    assert guest.run("echo $UNSET_VAR; echo not run") == ("", "-sh: UNSET_VAR: parameter not set\n", 2)
 
 
 # -- globbing ------------------------------------------------------------------------------------------------------
@@ -229,7 +238,7 @@ def test_pipes_stream_bytes_and_report_the_last_status(guest: Guest) -> None:
     assert guest.out("dmesg | grep -c crng") == "1\n"
     # every stage runs in a subshell
     assert guest.out("cd /tmp | true; pwd; X=1 | true; echo \"[$X]\"; exit 3 | true; echo $?") == "/root\n[]\n0\n"
-    assert guest.run("nosuch | wc -l") == ("0\n", "sh: nosuch: not found\n", 0)
+    assert guest.run("nosuch | wc -l") == ("0\n", "-sh: nosuch: not found\n", 0)
     assert guest.out("ls /nope 2>&1 | wc -l") == "1\n"
     assert guest.out("printf 'x\\0y' | wc -c") == "3\n"
 
@@ -245,9 +254,9 @@ def test_redirections(guest: Guest) -> None:
     assert guest.run("ls /nope > /tmp/both 2>&1; cat /tmp/both") == ("ls: /nope: No such file or directory\n", "", 0)
     assert guest.run("echo err >&2") == ("", "err\n", 0)
     assert guest.run("echo x > /nonexistent/dir/f") == (
-        "", "sh: can't create /nonexistent/dir/f: nonexistent directory\n", 1)
-    assert guest.run("cat < /nope") == ("", "sh: can't open /nope: no such file\n", 1)
-    assert guest.run("echo x >&7") == ("", "sh: 7: Bad file descriptor\n", 1)
+        "", "-sh: can't create /nonexistent/dir/f: nonexistent directory\n", 1)
+    assert guest.run("cat < /nope") == ("", "-sh: can't open /nope: no such file\n", 1)
+    assert guest.run("echo x >&7") == ("", "-sh: 7: Bad file descriptor\n", 1)
     assert guest.run("ls /nope &> /tmp/all; cat /tmp/all") == ("ls: /nope: No such file or directory\n", "", 0)
 
 
@@ -352,7 +361,7 @@ def test_small_applets(guest: Guest) -> None:
     assert guest.out("hostname; whoami; env | grep -c ^HOME=") == "corstone1000-fvp\nroot\n1\n"
     assert guest.out("[ -d /tmp ] && test -e /etc/hostname && [ abc != x ] && [ 3 -lt 10 ] && echo ok") == "ok\n"
     assert guest.run("[ 1 -eq 2 ]")[2] == 1
-    assert guest.run("[ 1 -eq x ]") == ("", "sh: [: x: bad number\n", 2)
+    assert guest.run("[ 1 -eq x ]") == ("", "-sh: [: x: bad number\n", 2)
     assert guest.out("sleep 0.01; echo slept") == "slept\n"
     guest.out("printf 'echo sourced $1\\nV=set\\n' > /tmp/s.sh")
     assert guest.out(". /tmp/s.sh arg; echo $V") == "sourced arg\nset\n"
