@@ -2,7 +2,8 @@
 
 Why emulate the runner rather than stub its output: the harness must be tested against everything a real run
 shows (flags, log prefix, per-inference lines, output files, exit codes, noise and failures), and every number
-the runner prints comes from a model of the work: integer inference (``networks/inference.py``), the NPU cycle model
+the runner prints comes from a model of the work: integer inference (``networks/inference.py``, computed once per
+model file and input by ``networks/once.py``: every iteration is still charged), the NPU cycle model
 (``npu/cycles.py``) and the driver cost model (``npu/driver_cost.py``). ``workloads/programs.py`` registers it
 for files that start with the runner magic (``networks/magic.py``).
 
@@ -125,7 +126,6 @@ from typing import Protocol
 import numpy as np
 
 from fvp_harness.sim.guest import programs
-from fvp_harness.sim.networks.inference import run_model
 from fvp_harness.sim.networks.modelfile import (
     CompiledModel,
     ModelFileError,
@@ -135,6 +135,7 @@ from fvp_harness.sim.networks.modelfile import (
     is_model_file,
     model_file_size,
 )
+from fvp_harness.sim.networks.once import model_digest, run_model_once
 from fvp_harness.sim.npu.cycles import NPU_CLOCK_HZ, model_cycles
 from fvp_harness.sim.npu.driver_cost import DEFAULT as DRIVER_COSTS
 from fvp_harness.sim.npu.driver_cost import DriverSizes
@@ -206,6 +207,7 @@ class Run:
     method: str = "forward"
     model: CompiledModel | None = None
     file_bytes: int = 0
+    model_digest: str = ""  # sha256 of the model file: names it in the inference cache (networks/once.py)
 
     @property
     def sites(self) -> dict[str, tuple[str, int]]:
@@ -422,6 +424,7 @@ def _main(run: Run, delegate: Delegate, build_id: str, faults: FaultSpec) -> int
     data = _open_model(run, path)
     before_load = ctx.now()
     run.file_bytes = len(data)
+    run.model_digest = model_digest(data)
     model = _load_program(run, path, data)
     run.model = model
     delegate.load_program(run)
@@ -612,7 +615,7 @@ class _EthosU:
                 remaining -= step
             log.at("E", sites["npu_timed_out"], f"Ethos-U inference timed out after {NPU_TIMEOUT_NS} ns")
             raise DelegateError(INVALID_STATE)
-        output = run_model(model.arch, model.quant, x)
+        output = run_model_once(run.model_digest, model.arch, model.quant, x)  # the time is charged below
         cpu_ms = self.noisy(ctx, DRIVER_COSTS.execute_ms(self.sizes, self.artifact.driver)) * slowdown(
             ctx.knobs, model.arch.name, self.artifact.driver)
         npu_ms = self.cycles / NPU_CLOCK_HZ * 1000.0
