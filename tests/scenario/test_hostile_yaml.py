@@ -145,10 +145,23 @@ def fuzzed_copy(folder: Path, name: str, case: int) -> Path:
     return target
 
 
+@functools.cache
+def _profile_parsed_once(name_or_path: str | Path, *, base_dir: Path | None = None) -> object:
+    """``load_profile`` remembered for the whole worker: the fuzz mutates scenarios, never the profiles, and parsing
+    the built-in profile again for each of the 420 cases was half of their time (a failure is not remembered, so a
+    mutated ``platform`` is still refused every time)."""
+    from fvp_harness.profiles import load_profile
+
+    return load_profile(name_or_path, base_dir=base_dir)
+
+
 @pytest.mark.timeout(10)
 @pytest.mark.parametrize("case", range(CASES_PER_SCENARIO))
 @pytest.mark.parametrize("name", [path.name for path in SHIPPED])
-def test_fuzzed_shipped_scenarios_fail_with_located_messages(tmp_path, name, case):
+def test_fuzzed_shipped_scenarios_fail_with_located_messages(tmp_path, monkeypatch, name, case):
+    from fvp_harness.scenario import load as loader
+
+    monkeypatch.setattr(loader, "load_profile", _profile_parsed_once)
     path = fuzzed_copy(tmp_path, name, case)
     try:
         load_scenario(path)
