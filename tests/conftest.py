@@ -34,16 +34,34 @@ xdist workers a suite ends when its last long test does; started first (``--dist
 out one test at a time, in this order), the long ones spread over both workers and the short ones fill the gaps,
 so the two workers finish together instead of one running a long test alone at the end."""
 
-BOOTED_ONCE = frozenset({"booted", "target", "two_runs"})
-"""Module-scoped fixtures that boot a model or store runs once for a module's tests: a module using one runs on
-one xdist worker (``xdist_group``), so the boot is not paid again by the other worker."""
+ONE_WORKER = frozenset({
+    "tests/e2e/test_stored_baselines_e2e.py",  # two_runs: two stored runs
+    "tests/qemu/test_session.py",  # target: the QEMU guest
+    "tests/qemu/test_ssh.py",
+    "tests/sim/guest/test_shell.py",  # booted: a booted simulator with a console
+    "tests/targets/test_fvp_target.py",  # booted: an FvpTarget
+    "tests/targets/test_real_prompt.py",
+})
+"""Modules whose tests share a module-scoped boot (``booted``, ``target``, ``two_runs``): each runs whole on one
+xdist worker, so the other worker does not boot it again. (xdist's ``xdist_group`` marks cannot do this: its
+loadgroup suffix is lost on pytest 9's node ids.) A module missing here still passes, it just boots twice."""
 
 
-def pytest_itemcollected(item: pytest.Item) -> None:
-    """Group the tests of a module that boots once (before xdist names the groups in ``modifyitems``)."""
-    definitions = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
-    if any(definitions.get(name) and definitions[name][-1].scope == "module" for name in BOOTED_ONCE):
-        item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+@pytest.hookimpl(tryfirst=True, optionalhook=True)  # before xdist's own choice; absent without xdist
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """For ``--dist loadgroup`` (pyproject): one test at a time in collection order (the long ones first, see
+    ``LONG_FIRST``), a module of ``ONE_WORKER`` as one unit of work."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling  # late: only the xdist controller schedules
+
+    class LongFirstScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return module if module in ONE_WORKER else nodeid
+
+    config.option.loadscopereorder = False  # keep the collection order (longest first)
+    return LongFirstScheduling(config, log)
 
 
 def _start_rank(item: pytest.Item) -> tuple[int, int]:
