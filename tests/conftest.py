@@ -47,18 +47,38 @@ xdist worker, so the other worker does not boot it again. (xdist's ``xdist_group
 loadgroup suffix is lost on pytest 9's node ids.) A module missing here still passes, it just boots twice."""
 
 
+CHUNK = 20
+"""Tests of one module handed out together (outside ``LONG_FIRST``): a few seconds of work at most."""
+
+
 @pytest.hookimpl(tryfirst=True, optionalhook=True)  # before xdist's own choice; absent without xdist
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
-    """For ``--dist loadgroup`` (pyproject): one test at a time in collection order (the long ones first, see
-    ``LONG_FIRST``), a module of ``ONE_WORKER`` as one unit of work."""
+    """For ``--dist loadgroup`` (pyproject): units of work in collection order (the long ones first): each
+    ``LONG_FIRST`` test alone, a module of ``ONE_WORKER`` whole, the other tests of a module by ``CHUNK`` (few
+    round trips to the controller, and still small enough that the two workers end together)."""
     if config.getvalue("dist") != "loadgroup":
         return None
     from xdist.scheduler import LoadScopeScheduling  # late: only the xdist controller schedules
 
     class LongFirstScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        def __init__(self, config: pytest.Config, log: object) -> None:
+            super().__init__(config, log)
+            self.scopes: dict[str, str] = {}
+            self.counts: dict[str, int] = {}
+
         def _split_scope(self, nodeid: str) -> str:
-            module = nodeid.split("::", 1)[0]
-            return module if module in ONE_WORKER else nodeid
+            """The unit ``nodeid`` belongs to; first asked in collection order, then remembered (xdist asks again
+            as each test completes)."""
+            if nodeid not in self.scopes:
+                module = nodeid.split("::", 1)[0]
+                if module in ONE_WORKER:
+                    self.scopes[nodeid] = module
+                elif nodeid.startswith(LONG_FIRST):
+                    self.scopes[nodeid] = nodeid
+                else:
+                    seen = self.counts[module] = self.counts.get(module, 0) + 1
+                    self.scopes[nodeid] = f"{module}#{(seen - 1) // CHUNK}"
+            return self.scopes[nodeid]
 
     config.option.loadscopereorder = False  # keep the collection order (longest first)
     return LongFirstScheduling(config, log)
