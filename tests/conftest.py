@@ -31,7 +31,7 @@ LONG_FIRST = (
 )
 """Node-id prefixes of the longest tests, longest first (each takes minutes, or many of them do). Why: with two
 xdist workers a suite ends when its last long test does; started first (``--dist loadgroup`` in pyproject hands
-out one test at a time, in this order), the long ones spread over both workers and the short ones fill the gaps,
+out each of them alone, in this order), the long ones spread over both workers and the short ones fill the gaps,
 so the two workers finish together instead of one running a long test alone at the end."""
 
 ONE_WORKER = frozenset({
