@@ -19,7 +19,83 @@ from tests.helpers import REPO
 BOOTING_FIXTURES = frozenset({"sim", "booted"})
 """Fixtures that boot the simulator (``tests/sim``'s ``sim`` and ``booted``, ``tests/targets``'s ``booted``)."""
 
+LONG_FIRST = (
+    "tests/e2e/test_doc_commands.py::test_readme_everyday_use_block",
+    "tests/e2e/test_doc_commands.py::test_ci_workflow_",
+    "tests/e2e/test_ci_workflow_e2e.py::",
+    "tests/e2e/test_fault_matrix.py::",
+    "tests/qemu/",
+    "tests/scenario/test_hostile_yaml.py::test_1000_seeded_mutants",
+    "tests/e2e/test_doc_commands.py::",
+    "tests/e2e/",
+)
+"""Node-id prefixes of the longest tests, longest first (each takes minutes, or many of them do). Why: with two
+xdist workers a suite ends when its last long test does; started first (``--dist loadgroup`` in pyproject hands
+out each of them alone, in this order), the long ones spread over both workers and the short ones fill the gaps,
+so the two workers finish together instead of one running a long test alone at the end."""
 
+ONE_WORKER = frozenset({
+    "tests/e2e/test_stored_baselines_e2e.py",  # two_runs: two stored runs
+    "tests/qemu/test_session.py",  # target: the QEMU guest
+    "tests/qemu/test_ssh.py",
+    "tests/sim/guest/test_shell.py",  # booted: a booted simulator with a console
+    "tests/targets/test_fvp_target.py",  # booted: an FvpTarget
+    "tests/targets/test_real_prompt.py",
+})
+"""Modules whose tests share a module-scoped boot (``booted``, ``target``, ``two_runs``): each runs whole on one
+xdist worker, so the other worker does not boot it again. (xdist's ``xdist_group`` marks cannot do this: its
+loadgroup suffix is lost on pytest 9's node ids.) A module missing here still passes, it just boots twice."""
+
+
+CHUNK = 20
+"""Tests of one module handed out together (outside ``LONG_FIRST``): a few seconds of work at most."""
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)  # before xdist's own choice; absent without xdist
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """For ``--dist loadgroup`` (pyproject): units of work in collection order (the long ones first): each
+    ``LONG_FIRST`` test alone, a module of ``ONE_WORKER`` whole, the other tests of a module by ``CHUNK`` (few
+    round trips to the controller, and still small enough that the two workers end together)."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling  # late: only the xdist controller schedules
+
+    class LongFirstScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        def __init__(self, config: pytest.Config, log: object) -> None:
+            super().__init__(config, log)
+            self.scopes: dict[str, str] = {}
+            self.counts: dict[str, int] = {}
+
+        def _split_scope(self, nodeid: str) -> str:
+            """The unit ``nodeid`` belongs to; first asked in collection order, then remembered (xdist asks again
+            as each test completes)."""
+            if nodeid not in self.scopes:
+                module = nodeid.split("::", 1)[0]
+                if module in ONE_WORKER:
+                    self.scopes[nodeid] = module
+                elif nodeid.startswith(LONG_FIRST):
+                    self.scopes[nodeid] = nodeid
+                else:
+                    seen = self.counts[module] = self.counts.get(module, 0) + 1
+                    self.scopes[nodeid] = f"{module}#{(seen - 1) // CHUNK}"
+            return self.scopes[nodeid]
+
+    config.option.loadscopereorder = False  # keep the collection order (longest first)
+    return LongFirstScheduling(config, log)
+
+
+def _start_rank(item: pytest.Item) -> tuple[int, int]:
+    """Where ``item`` starts: the ``LONG_FIRST`` groups in order, then the simulator's tests, the other slow ones,
+    and the fast lane last (file order inside each group, so module fixtures stay together)."""
+    for index, prefix in enumerate(LONG_FIRST):
+        if item.nodeid.startswith(prefix):
+            return 0, index
+    if item.get_closest_marker("sim"):
+        return 1, 0
+    return (2, 0) if item.get_closest_marker("slow") else (3, 0)
+
+
+@pytest.hookimpl(trylast=True)  # after pytest's own reordering and the -m/-k deselection
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     unmarked = [
         item.nodeid for item in items
@@ -28,6 +104,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     ]
     if unmarked:
         raise pytest.UsageError("tests that boot the simulator must be marked slow and sim: " + ", ".join(unmarked))
+    items[:] = sorted(items, key=_start_rank)
 
 
 @pytest.fixture

@@ -289,14 +289,70 @@ def _steps_for(workflow: dict, event: str) -> list[tuple[str, str]]:
     return chosen
 
 
-def _run_step(workdir: Path, name: str, script: str, env: Mapping[str, str]) -> None:
+def _run_step(workdir: Path, name: str, script: str, env: Mapping[str, str]) -> str:
+    """One ``run:`` step through bash; its stdout and stderr (a step that prints a traceback fails)."""
     if script.strip() == "python -m pip install -q -e .":
-        return  # the project is installed already: the test runs in that environment
-    ok(workdir, "set -eo pipefail\n" + script, env=env)
-    assert name
+        return ""  # the project is installed already: the test runs in that environment
+    done = ok(workdir, "set -eo pipefail\n" + script, env=env)
+    assert name and "Traceback" not in done.stderr, done.stderr
+    return done.stdout + done.stderr
+
+
+def _junit_errors(path: Path) -> list[int]:
+    return [int(n) for n in re.findall(r'<testsuite [^>]*errors="(\d+)"', path.read_text(encoding="utf-8"))]
+
+
+def _json(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _check_main_runs(workdir: Path, pushed: str, adaptive: bool) -> str:
+    """Main's two stored runs of one commit: what ``run.until`` spared is recorded as spared, never as a record or
+    "not run"; ``runs`` lists both; an A/A compare of the two says PASS even with ``--strict``. Returns the newest
+    run's id (the pull request's baseline)."""
+    folder = workdir / "results" / "driver_reuse"
+    manifest = _json(folder / "manifest.json")
+    records = [json.loads(line) for line in (folder / "records.jsonl").read_text(encoding="utf-8").splitlines()]
+    spared = manifest["plan"]["spared"]
+    assert bool(spared) == adaptive, spared
+    assert ("spared by the stopping rule (run.until)" in pushed) == adaptive, pushed
+    assert not {r["unit_id"] for r in records} & set(spared), "a spared unit never has a record"
+    assert len(records) + len(spared) == manifest["plan"]["units"]
+    assert _junit_errors(workdir / "junit.xml") == [0]
+    runs = ok(workdir, "fvp-harness runs results/driver_reuse").stdout.splitlines()
+    assert len(runs) == 2 and all(re.search(rf"\s{len(records)}\s+results/", line) for line in runs), runs
+    assert all(("spared by run.until" in line) == adaptive for line in runs), runs
+    same = ok(workdir, "fvp-harness compare driver_reuse@latest#-1 driver_reuse@latest --strict -o aa --junit aa.xml")
+    assert "NOT RUN" not in same.stdout and "did not run" not in same.stdout + same.stderr
+    verdict = _json(workdir / "aa" / "report.json")["verdict"]
+    assert verdict["status"] == "PASS" and verdict["not_run"] == [], verdict
+    assert _junit_errors(workdir / "aa.xml") == [0]
+    return manifest["run"]["id"]
+
+
+def _check_pull_request(workdir: Path, output: str, main_id: str, adaptive: bool) -> None:
+    """The candidate measured against main's stored baseline (its drift check included), then compared with
+    main's candidate: nothing "not run", no JUnit error, the gates hold."""
+    pr = workdir / "results" / "pr-42"
+    assert f"baseline before: from stored run {main_id}" in output, output
+    verdict = _json(pr / "report.json")["verdict"]
+    assert verdict["status"] in ("PASS", "NOT VERIFIED") and verdict["not_run"] == [], verdict
+    assert verdict["violated_gates"] == []
+    records = [json.loads(line) for line in (pr / "records.jsonl").read_text(encoding="utf-8").splitlines()]
+    drift = [r["unit_id"] for r in records if r["build"] == "before"]
+    assert 1 <= len(drift) <= 2, "the drift-check units (drift_check.units: 2 by default) still run"
+    if adaptive:
+        assert "## Repetitions needed (run.until)" in (pr / "report.md").read_text(encoding="utf-8")
+        assert _json(pr / "manifest.json")["plan"]["spared"], "the candidate side sampled adaptively"
+        assert "at most" in output and "round 1/≤" in output, output
+    assert "NOT RUN" not in output
+    assert _json(pr / "vs-main" / "report.json")["verdict"]["not_run"] == []
+    assert _junit_errors(workdir / "junit.xml") == [0] and _junit_errors(workdir / "junit-compare.xml") == [0]
 
 
 def _ci_workflow(workdir: Path, *, fixed: bool) -> None:
+    """The workflow's push, pull request and nightly steps in one checkout, with the page's other blocks between
+    them; main is measured twice (a second plain run, as the compare block needs) before the pull request."""
     need_jq()
     clone(workdir)
     if fixed:  # the same scenario with a fixed matrix (what ci.md's notes offer for run.until)
@@ -310,24 +366,22 @@ def _ci_workflow(workdir: Path, *, fixed: bool) -> None:
     summary = workdir / "step-summary.md"
     env = {"PR": "results/pr-42", "GITHUB_STEP_SUMMARY": str(summary), "CI": "true"}
     # a push to main: both builds measured and stored (the cache keeps results/ for the pull request)
-    for name, script in _steps_for(workflow, "push"):
-        _run_step(workdir, name, script, env)
+    pushed = "".join(_run_step(workdir, name, script, env) for name, script in _steps_for(workflow, "push"))
     assert (workdir / "results" / "driver_reuse" / "report.json").is_file()
     assert (workdir / "junit.xml").is_file() and "# " in summary.read_text(encoding="utf-8")
+    main_run = ok(workdir, "fvp-harness run scenarios/driver_reuse.yaml -q")  # a second stored run of main's folder
+    assert main_run.returncode == 0
+    main_id = _check_main_runs(workdir, pushed, adaptive=not fixed)
     # a pull request: another commit on another branch, measured against main's stored run
     _git(workdir, "checkout", "-q", "-b", "pr-42")
     (workdir / "CHANGE").write_text("the candidate\n")
     _git(workdir, "add", "CHANGE")
     _git(workdir, "commit", "-q", "-m", "candidate")
-    for name, script in _steps_for(workflow, "pull_request"):
-        _run_step(workdir, name, script, env)
-    report = json.loads((workdir / "results" / "pr-42" / "report.json").read_text(encoding="utf-8"))
-    assert report["verdict"]["violated_gates"] == []
+    output = "".join(_run_step(workdir, name, script, env) for name, script in _steps_for(workflow, "pull_request"))
     assert (workdir / "results" / "pr-42" / "vs-main" / "report.json").is_file()
-    assert (workdir / "junit-compare.xml").is_file()
+    _check_pull_request(workdir, output, main_id, adaptive=not fixed)
+    assert summary.read_text(encoding="utf-8").count("# ") >= 3, "run, PR run and compare each appended a report"
     # the page's other blocks, in its order: comparing two stored runs, then the history
-    main_run = ok(workdir, "fvp-harness run scenarios/driver_reuse.yaml -q")  # a second stored run of main's folder
-    assert main_run.returncode == 0
     for command in block("docs/ci.md", RUN_CI_COMPARE).commands:
         ok(workdir, command, env=env)
     # the nightly job
@@ -336,6 +390,8 @@ def _ci_workflow(workdir: Path, *, fixed: bool) -> None:
     for command in block("docs/ci.md", "fvp-harness history driver_reuse").commands:
         ok(workdir, command, env=env)
     assert (workdir / "results" / "driver_reuse" / "history" / "history.md").is_file()
+    for folder in ("results/driver_reuse", "results/pr-42"):  # `make report`: rebuilt from the stored records
+        ok(workdir, f"fvp-harness report -q {folder}")
 
 
 RUN_CI_COMPARE = "fvp-harness compare driver_reuse@main results/pr-42 --junit junit.xml --github-summary"
@@ -354,7 +410,8 @@ def test_ci_workflow_on_a_fixed_matrix(tmp_path: Path) -> None:
 @pytest.mark.timeout(1800)
 def test_ci_workflow_on_the_shipped_adaptive_scenario(tmp_path: Path) -> None:
     """docs/ci.md verbatim on driver_reuse.yaml as shipped (run.until): the stopping rule's spared units are no
-    "not run" anywhere a stored run is read."""
+    "not run" anywhere a stored run is read (manifest, records, ``runs``, an A/A ``compare --strict``, the pull
+    request's run and compare, JUnit). tests/e2e/test_ci_workflow_e2e.py runs the fixed-matrix smoke.yaml."""
     _ci_workflow(tmp_path, fixed=False)
 
 

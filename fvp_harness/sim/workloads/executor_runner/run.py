@@ -2,7 +2,8 @@
 
 Why emulate the runner rather than stub its output: the harness must be tested against everything a real run
 shows (flags, log prefix, per-inference lines, output files, exit codes, noise and failures), and every number
-the runner prints comes from a model of the work: integer inference (``networks/inference.py``), the NPU cycle model
+the runner prints comes from a model of the work: integer inference (``networks/inference.py``, computed once per
+model file and input by ``networks/once.py``: every iteration is still charged), the NPU cycle model
 (``npu/cycles.py``) and the driver cost model (``npu/driver_cost.py``). ``workloads/programs.py`` registers it
 for files that start with the runner magic (``networks/magic.py``).
 
@@ -134,7 +135,6 @@ from typing import Protocol
 import numpy as np
 
 from fvp_harness.sim.guest import programs
-from fvp_harness.sim.networks.inference import run_model
 from fvp_harness.sim.networks.modelfile import (
     CompiledModel,
     ModelFileError,
@@ -145,6 +145,7 @@ from fvp_harness.sim.networks.modelfile import (
     model_file_size,
 )
 from fvp_harness.sim.networks.partition import planned_edge_bytes
+from fvp_harness.sim.networks.once import model_digest, run_model_once
 from fvp_harness.sim.npu.cycles import NPU_CLOCK_HZ, model_cycles
 from fvp_harness.sim.npu.driver_cost import DEFAULT as DRIVER_COSTS
 from fvp_harness.sim.npu.driver_cost import DriverSizes
@@ -224,6 +225,7 @@ class Run:
     file_bytes: int = 0
     tracer: EventTracer | None = None
     """The ETDump event tracer of a build with ``ET_EVENT_TRACER_ENABLED`` (``tracer.py``), else None."""
+    model_digest: str = ""  # sha256 of the model file: names it in the inference cache (networks/once.py)
 
     @property
     def sites(self) -> dict[str, tuple[str, int]]:
@@ -450,6 +452,7 @@ def _main(run: Run, delegate: Delegate, build_id: str, faults: FaultSpec) -> int
     data = _open_model(run, path)
     before_load = ctx.now()
     run.file_bytes = len(data)
+    run.model_digest = model_digest(data)
     model = _load_program(run, path, data)
     run.model = model
     delegate.load_program(run)
@@ -692,7 +695,7 @@ class _EthosU:
             return self.calls.execute(self, run, x, runner_overhead_ms=RUNNER_OVERHEAD_MS,
                                       cpu_time_report=self.artifact.cpu_time_report,
                                       method_spent_ms=METHOD_OVERHEAD_MS if run.tracer is not None else 0.0)
-        output = run_model(model.arch, model.quant, x)
+        output = run_model_once(run.model_digest, model.arch, model.quant, x)  # the time is charged below
         nominal = DRIVER_COSTS.execute_ms(self.sizes, self.artifact.driver)
         cpu_ms = self.noisy(ctx, nominal) * slowdown(ctx.knobs, model.arch.name, self.artifact.driver)
         npu_ms = self.cycles / NPU_CLOCK_HZ * 1000.0
