@@ -36,11 +36,9 @@ so the two workers finish together instead of one running a long test alone at t
 
 ONE_WORKER = frozenset({
     "tests/e2e/test_stored_baselines_e2e.py",  # two_runs: two stored runs
-    "tests/qemu/test_session.py",  # target: the QEMU guest
-    "tests/qemu/test_ssh.py",
     "tests/sim/guest/test_shell.py",  # booted: a booted simulator with a console
     "tests/targets/test_fvp_target.py",  # booted: an FvpTarget
-    "tests/targets/test_real_prompt.py",
+    "tests/targets/test_session.py",  # booted_on: the simulator and the QEMU guest, each booted once
 })
 """Modules whose tests share a module-scoped boot (``booted``, ``target``, ``two_runs``): each runs whole on one
 xdist worker, so the other worker does not boot it again. (xdist's ``xdist_group`` marks cannot do this: its

@@ -14,7 +14,8 @@ What upstream prints, per call, and what the simulator therefore prints:
   (EthosUBackend_Cortex_A.cpp:296, inside the ``if (options.enable_cycle_counter)`` of lines 294-299) and, in a
   build with the CPU-time report, its line for that call;
 * between calls, the CPU operators' time (``npu/partitions.cpu_layer_ms``); the int8 results of every layer,
-  delegated or not, come from ``networks/inference.run_model`` (once per input: ``networks/once.py``), so outputs do not depend on the partitioning;
+  delegated or not, come from ``networks/inference.run_model`` (``networks/once.py``), so outputs do not depend
+  on the partitioning;
 * ``Iteration i of n`` after the whole ``method->execute()``, as for one call (executor_runner.cpp:779).
 
 Knob ``runner_partition_cycles`` (``FVP_SIM_RUNNER_PARTITION_CYCLES`` / ``--sim runner_partition_cycles=...``):
@@ -34,8 +35,8 @@ from typing import Protocol
 import numpy as np
 
 from fvp_harness.sim.guest import programs
-from fvp_harness.sim.networks.once import run_model_once
 from fvp_harness.sim.networks.modelfile import CompiledModel
+from fvp_harness.sim.networks.once import run_model_once
 from fvp_harness.sim.npu.cycles import NPU_CLOCK_HZ
 from fvp_harness.sim.npu.driver_cost import DEFAULT as DRIVER_COSTS
 from fvp_harness.sim.npu.driver_cost import DriverSizes

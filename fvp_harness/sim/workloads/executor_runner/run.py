@@ -144,8 +144,8 @@ from fvp_harness.sim.networks.modelfile import (
     is_model_file,
     model_file_size,
 )
-from fvp_harness.sim.networks.partition import planned_edge_bytes
 from fvp_harness.sim.networks.once import model_digest, run_model_once
+from fvp_harness.sim.networks.partition import planned_edge_bytes
 from fvp_harness.sim.npu.cycles import NPU_CLOCK_HZ, model_cycles
 from fvp_harness.sim.npu.driver_cost import DEFAULT as DRIVER_COSTS
 from fvp_harness.sim.npu.driver_cost import DriverSizes
