@@ -87,6 +87,11 @@ def atomic_write(path: Path | str, data: bytes | str, *, mode: int | None = None
         if mode is not None:
             os.chmod(tmp, mode)
         os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        if exc.filename is None:  # a write's ENOSPC names no file: name the one the user will look for
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
+        raise
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

@@ -274,8 +274,9 @@ def test_atomic_write_keeps_the_old_file_when_writing_fails(tmp_path: Path, monk
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "fsync", broken_fsync)
-    with pytest.raises(OSError, match="No space"):
+    with pytest.raises(OSError, match="No space") as raised:
         atomic_write(target, "new")
+    assert raised.value.filename == str(target), "a write's ENOSPC names no file: the error names the target"
     assert target.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["manifest.json"]  # the temp file was removed
 
