@@ -80,6 +80,7 @@ __all__ = [
     "decide_verdict",
     "detect_drift",
     "expectations_violated",
+    "percentile_interval",
     "primary_candidates",
     "primary_comparisons",
     "process_level_p",
@@ -564,7 +565,8 @@ def _row_medians(rows: np.ndarray) -> np.ndarray:
     return np.mean(middle, axis=1)
 
 
-def _interval(draws: np.ndarray, confidence: float) -> tuple[float | None, float | None]:
+def percentile_interval(draws: np.ndarray, confidence: float) -> tuple[float | None, float | None]:
+    """The ``confidence`` percentile interval of bootstrap ``draws`` (None, None when too few are finite)."""
     finite = draws[np.isfinite(draws)]
     if len(finite) < max(10, len(draws) // 2):
         return None, None
@@ -592,7 +594,7 @@ def _summarise(samples: _Samples, settings: Settings) -> pd.DataFrame:
         values = group.values
         p5, p95 = np.percentile(values, [5, 95])  # one call, the same two numbers as two
         draws = _bootstrap(group.units, settings, str(model), str(build), str(metric))
-        low, high = _interval(draws, settings.confidence)
+        low, high = percentile_interval(draws, settings.confidence)
         rows.append(
             {
                 "model": model,
@@ -1046,11 +1048,11 @@ def _measure_change(
         with np.errstate(divide="ignore", invalid="ignore"):
             ratios = cdraws / bdraws
         ratios = np.where(np.isfinite(ratios) & (ratios > 0), ratios, np.nan)
-        low, high = _interval(100.0 * (ratios - 1.0), settings.confidence)
+        low, high = percentile_interval(100.0 * (ratios - 1.0), settings.confidence)
         cluster = _unit_level_interval(base_groups, cand_groups, cmed / bmed, settings.confidence)
         wide = (-cluster[0][1], -cluster[0][0]) if cluster is not None else None  # saved % -> change %
     else:
-        low, high = _interval(cdraws - bdraws, settings.confidence)
+        low, high = percentile_interval(cdraws - bdraws, settings.confidence)
         wide = _unit_level_difference(base_groups, cand_groups, settings.confidence)
     if low is not None and high is not None and wide is not None:
         low, high = min(low, wide[0]), max(high, wide[1])
@@ -1450,7 +1452,7 @@ def _primary_comparison(samples: _Samples, model: str, builds: tuple[str, str], 
     else:
         bdraws = _bootstrap(base_groups, settings, model, baseline)
         cdraws = _bootstrap(cand_groups, settings, model, candidate)
-        bci, cci = _interval(bdraws, settings.confidence), _interval(cdraws, settings.confidence)
+        bci, cci = percentile_interval(bdraws, settings.confidence), percentile_interval(cdraws, settings.confidence)
         p_pooled = _mann_whitney(base, cand)
         if bmed == 0:
             verdict, reason = "inconclusive", "baseline median is 0: no ratio"
@@ -1460,7 +1462,7 @@ def _primary_comparison(samples: _Samples, model: str, builds: tuple[str, str], 
             with np.errstate(divide="ignore", invalid="ignore"):
                 draws = cdraws / bdraws
             draws = np.where(np.isfinite(draws) & (draws > 0), draws, np.nan)
-            low, high = _interval(100.0 * (1.0 - draws), settings.confidence)
+            low, high = percentile_interval(100.0 * (1.0 - draws), settings.confidence)
             cluster = _unit_level_interval(base_groups, cand_groups, ratio, settings.confidence)
             if cluster is not None:
                 (t_low, t_high), p_units = cluster
@@ -1522,7 +1524,7 @@ def _geomean(
     ratio = float(math.exp(sum(math.log(r) for r in ratios) / len(ratios)))
     with np.errstate(invalid="ignore"):
         stacked = np.exp(np.mean(np.log(np.vstack(draws)), axis=0))
-    low, high = _interval(100.0 * (1.0 - stacked), settings.confidence)
+    low, high = percentile_interval(100.0 * (1.0 - stacked), settings.confidence)
     verdict, reason = decide_verdict(low, high, None, min_effect, settings.alpha)
     return GeoMean(len(ratios), ratio, 100.0 * (1.0 - ratio), low, high, verdict, reason)
 

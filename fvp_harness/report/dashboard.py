@@ -107,8 +107,10 @@ def run_page_path(scenario: str, run_id: str) -> str:
 
 def _point_title(history: History, index: int, point: Point) -> str:
     """A point's tooltip: the run, its commit, the median with its CI and the NPU cycles."""
+    from fvp_harness.report.history import point_cell  # late: history imports pandas and matplotlib
+
     run = history.runs[index]
-    bits = [f"{history.metric} {_cell(history, point)}"]
+    bits = [f"{history.metric} {point_cell(point, history.unit)}"]
     if point.npu_cycles is not None:
         bits.append(f"NPU cycles {fmt.number(point.npu_cycles)}")
     return f"run {run.run_id}" + (f" (commit {run.commit[:7]})" if run.commit else "") + ": " + "; ".join(bits)
@@ -239,15 +241,6 @@ def _page(title: str, body: str) -> str:
     )
 
 
-def _cell(history: History, point: Point) -> str:
-    if point.median is None:
-        return fmt.MISSING
-    ci = ""
-    if point.ci_low is not None and point.ci_high is not None:
-        ci = f" [{fmt.number(point.ci_low)} … {fmt.number(point.ci_high)}]"
-    return f"{fmt.number(point.median)}{ci}" + (f" {history.unit}" if history.unit else "")
-
-
 def _step_line(history: History, step: Step, href: str) -> str:
     run = history.runs[step.index]
     commit = f" (commit {html.escape(run.commit[:7])})" if run.commit else ""
@@ -296,6 +289,8 @@ def _scenario_section(site: SiteScenario, number: int) -> str:
 
 
 def _runs_table(site: SiteScenario, link: Callable[[int], str]) -> str:
+    from fvp_harness.report.history import point_cell  # late: history imports pandas and matplotlib
+
     history = site.history
     flags = {(step.model, step.index): step for step in history.steps if step.kind != "shift"}
     head = "".join(f"<th>{html.escape(h)}</th>" for h in ["Run", "Commit", "Date", "Host", *history.models])
@@ -311,7 +306,7 @@ def _runs_table(site: SiteScenario, link: Callable[[int], str]) -> str:
                 mark = (f" <span class=\"{step.kind}\">{arrow} "
                         f"{html.escape(fmt.signed_percent(step.change_pct, 1))}</span>")
             npu = f"<br>{html.escape(fmt.number(point.npu_cycles))} NPU cycles" if point.npu_cycles is not None else ""
-            cells.append(f"<td>{html.escape(_cell(history, point))}{mark}{npu}</td>")
+            cells.append(f"<td>{html.escape(point_cell(point, history.unit))}{mark}{npu}</td>")
         commit = (run.commit or "")[:7] + (f" ({run.branch})" if run.branch else "")
         when = (run.started or "")[:16].replace("T", " ")
         rows.append(f"<tr><td><a href=\"{html.escape(link(index))}\">{html.escape(run.run_id)}</a></td>"

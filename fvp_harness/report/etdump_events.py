@@ -221,12 +221,9 @@ def _draws(groups: Sequence[Sequence[float]], settings: Settings, *labels: str) 
 
 
 def _interval(draws: np.ndarray, confidence: float) -> tuple[float | None, float | None]:
-    finite = draws[np.isfinite(draws)]
-    if len(finite) < max(10, len(draws) // 2):
-        return None, None
-    tail = (1 - confidence) / 2 * 100
-    low, high = np.percentile(finite, [tail, 100 - tail])
-    return float(low), float(high)
+    from fvp_harness.report.analysis import percentile_interval  # late: analysis imports pandas and scipy
+
+    return percentile_interval(draws, confidence)
 
 
 def _median(groups: Sequence[Sequence[float]]) -> float | None:

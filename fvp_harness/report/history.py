@@ -61,6 +61,7 @@ __all__ = [
     "history_from_runs",
     "history_suite",
     "load_history",
+    "point_cell",
     "render_chart",
     "render_csv",
     "render_history",
@@ -397,7 +398,8 @@ def load_history(results_dir: Path) -> list[LoadedRun]:
 # --- rendering ----------------------------------------------------------------------------------------------------
 
 
-def _cell(point: Point, unit: str) -> str:
+def point_cell(point: Point, unit: str) -> str:
+    """A run's median with its CI and unit, as the history table (and the dashboard) show it."""
     if point.median is None:
         return fmt.MISSING
     ci = ""
@@ -435,7 +437,7 @@ def render_markdown(history: History) -> str:
             step = flags.get((model, index))
             mark = "" if step is None else (" ▲ " if step.kind == "regression" else " ▼ ") + fmt.signed_percent(
                 step.change_pct, 1)
-            cells.append(_cell(point, history.unit) + mark)
+            cells.append(point_cell(point, history.unit) + mark)
             if point.npu_cycles is not None:
                 npu_bits.append(f"{model} {fmt.number(point.npu_cycles)}")
         when = (run.started or "")[:16].replace("T", " ")
