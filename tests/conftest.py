@@ -8,6 +8,7 @@ fixture booting the simulator must carry both markers (checked at collection).
 
 from __future__ import annotations
 
+import sys
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +16,12 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import REPO
+
+# pytest keeps its assertion-rewritten test modules (and Python the package's modules) as byte code in
+# __pycache__ (git-ignored) unless Python was told to write none: where PYTHONDONTWRITEBYTECODE is set (these machines
+# set it), every collection rewrote and compiled every test module again, 10 s of a 12 s collection. The suite's own
+# processes read what this one writes.
+sys.dont_write_bytecode = False
 
 BOOTING_FIXTURES = frozenset({"sim", "booted"})
 """Fixtures that boot the simulator (``tests/sim``'s ``sim`` and ``booted``, ``tests/targets``'s ``booted``)."""
