@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.cli import run_cli
-from tests.helpers import REPO
+from tests.helpers import REPO, skip_or_fail_in_ci
 from tests.report.stored_runs import write_run
 
 BASE = {("before", "m1"): 2.0, ("after", "m1"): 1.0}
@@ -80,9 +80,8 @@ def test_the_tracked_tree_keeps_the_top_level_entries_the_layout_promises() -> N
     """docs/results-format.md and the README promise these at the top of a clone; a commit that deletes one (as one
     deleted results/README.md, the only tracked file of results/) fails here."""
     if not (REPO / ".git").exists():
-        if os.environ.get("CI") == "true":
-            pytest.fail("CI=true but the project is not a git checkout: the tracked tree cannot be checked")
-        pytest.skip("not a git checkout (run from a clone)")
+        skip_or_fail_in_ci("not a git checkout (run from a clone)",
+                           "CI=true but the project is not a git checkout: the tracked tree cannot be checked")
     listed = subprocess.run(["git", "-C", str(REPO), "ls-files"], capture_output=True, text=True, check=True,
                             timeout=30).stdout.splitlines()
     top = {line.split("/", 1)[0] for line in listed}

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pytest
+from tests.helpers import skip_or_fail_in_ci
 
 __all__ = ["CHROMIUM_FLAGS", "Browser", "chromium", "require_chromium", "small_png"]
 
@@ -44,9 +44,7 @@ def require_chromium() -> str:
         missing.append("playwright (the test extra)")
     if missing:
         message = f"{' and '.join(missing)} missing: {ENABLE}"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message + " (CI=true: .ci/run should have installed it)", pytrace=False)
-        pytest.skip(message)
+        skip_or_fail_in_ci(message, message + " (CI=true: .ci/run should have installed it)")
     assert binary is not None
     return binary
 

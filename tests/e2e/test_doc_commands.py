@@ -41,7 +41,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.helpers import REPO, eventually
+from tests.helpers import REPO, eventually, skip_or_fail_in_ci
 from tests.proc_scan import processes_with_env
 
 MARK = "FVP_HARNESS_DOC_MARK"
@@ -260,9 +260,8 @@ def need_jq() -> str:
     """jq's path; under CI=true a missing jq fails (CI installs it), elsewhere the test skips saying how."""
     found = shutil.which("jq")
     if found is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("jq is missing on CI: .ci/run installs it (apt-get install -y jq)")
-        pytest.skip("needs jq: apt-get install -y jq")
+        skip_or_fail_in_ci("needs jq: apt-get install -y jq",
+                           "jq is missing on CI: .ci/run installs it (apt-get install -y jq)")
     return found
 
 

@@ -7,9 +7,8 @@ from __future__ import annotations
 import os
 import shutil
 
-import pytest
-
 from fvp_harness.guest import GuestImage, guest_image
+from tests.helpers import skip_or_fail_in_ci
 
 __all__ = ["ENABLE", "require_qemu"]
 
@@ -32,7 +31,5 @@ def require_qemu(*, need_compiler: bool = False) -> GuestImage:
     missing = _missing(need_compiler)
     if missing:
         message = f"QEMU lane: missing {', '.join(missing)}; enable with: {ENABLE}"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message + " (CI=true: .ci/run should have installed it)", pytrace=False)
-        pytest.skip(message)
+        skip_or_fail_in_ci(message, message + " (CI=true: .ci/run should have installed it)")
     return guest_image()

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -20,6 +19,7 @@ from fvp_harness.sim.networks.architectures import get_architecture
 from fvp_harness.sim.networks.modelfile import RunnerArtifact, compile_model, encode_model, encode_runner
 from fvp_harness.sim.workloads.etdump import DebugTensor, ProfileEvent, RunBlock, encode_etdump
 from fvp_harness.sim.workloads.executor_runner import executor_runner
+from tests.helpers import skip_or_fail_in_ci
 from tests.sim.workloads.fake_context import FakeContext
 
 
@@ -52,9 +52,8 @@ def _baremetal_etdump() -> bytes:
 def _flatc() -> str:
     found = shutil.which("flatc")
     if found is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("flatc is missing: .ci/run installs Debian's flatbuffers-compiler for this test")
-        pytest.skip("flatc is missing: apt-get install flatbuffers-compiler")
+        skip_or_fail_in_ci("flatc is missing: apt-get install flatbuffers-compiler",
+                           "flatc is missing: .ci/run installs Debian's flatbuffers-compiler for this test")
     return found
 
 
