@@ -15,6 +15,7 @@ knob) is booted again for the next one.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import re
 import shutil
@@ -311,6 +312,14 @@ def test_ab_result_answers_the_questions_tests_ask(tmp_path: Path) -> None:
     assert set(result.frame["model"]) == {"m1", "m2"}
     assert result.verdict == "FAIL" and result.exit_code == 1
     assert "m1 faster (saved" in repr(result) and "m2 not measured" in repr(result)
+    # a candidate that got slower: a cost in the report's words, never "saved -20.4%"
+    comparison = outcome.analysis.comparisons[0]
+    slower = [dataclasses.replace(m, saved_pct=-20.44, verdict="slower") if m.model == "m1" else m
+              for m in comparison.models]
+    analysis = dataclasses.replace(outcome.analysis, comparisons=(dataclasses.replace(comparison,
+                                                                                      models=tuple(slower)),))
+    shown = repr(AbResult(dataclasses.replace(outcome, analysis=analysis), "# report\n", loaded))
+    assert "m1 slower (20.4% slower" in shown and "saved -" not in shown, shown
 
 
 def test_the_docs_show_the_example_as_shipped() -> None:

@@ -1,9 +1,10 @@
 """``compare RUN_A RUN_B``: two stored runs side by side, with the in-run A/B's statistics, verdicts and report.
 
 Wiring only: ``store.locate.find_run`` names the runs (folders, ``SCENARIO@REF``), ``report.stored_compare``
-checks that they measured the same thing and analyses them, ``report.render`` writes the report. Exit 0 (PASS, or
-NOT VERIFIED without ``--strict``), 1 (FAIL: an expectation or gate violated, or a unit failed), 2 (the runs cannot
-be compared, or bad input: the reason is printed).
+checks that they measured the same thing and analyses them (and their ETDump traces, when both kept some),
+``report.render`` writes the report; with ``--html DIR`` ``report.report_page`` writes it as one HTML page. Exit 0
+(PASS, or NOT VERIFIED without ``--strict``), 1 (FAIL: an expectation or gate violated, or a unit failed), 2 (the
+runs cannot be compared, or bad input: the reason is printed).
 """
 
 from __future__ import annotations
@@ -48,6 +49,9 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
                         help=f"report folder (default: <B's results folder>/{COMPARE_DIR}/<run id A>-vs-<run id B>)")
     parser.add_argument("--results", type=Path, default=DEFAULT_RESULTS_BASE, metavar="DIR",
                         help="where SCENARIO@REF looks for results/<SCENARIO> (default: results)")
+    parser.add_argument("--html", type=Path, default=None, metavar="DIR",
+                        help="also write the report as one self-contained page, DIR/index.html (its tables, the "
+                        "ETDump events and the charts inlined; opens from a file:// URL, no server)")
     parser.add_argument("--strict", action="store_true",
                         help="exit 1 also when the verdict is NOT VERIFIED (something could not be checked)")
     add_ci_options(parser)
@@ -64,7 +68,8 @@ def _compare_verb(args: argparse.Namespace) -> int:
     from fvp_harness.report.analysis import run_verdict
     from fvp_harness.report.junit import suite_from_result
     from fvp_harness.report.render import render_markdown, render_report
-    from fvp_harness.report.stored_compare import compare_runs, load_run
+    from fvp_harness.report.report_page import write_report_page
+    from fvp_harness.report.stored_compare import compare_run_events, compare_runs, load_run
     from fvp_harness.store.locate import describe_run, find_run
 
     run_a = find_run(args.run_a, results_base=args.results)
@@ -76,15 +81,26 @@ def _compare_verb(args: argparse.Namespace) -> int:
         print(f"warning: {warning}", file=sys.stderr)
     folder_b = run_b.path.parent.parent if run_b.path.parent.name == RUNS_DIR else run_b.path
     out = args.output or folder_b / COMPARE_DIR / _folder_name(f"{run_a.run_id}-vs-{run_b.run_id}")
-    files = render_report(done.result, out, b.scenario.report.outputs, done.title, done.context)
+    events = compare_run_events(a, b, done)
+    outputs = b.scenario.report.outputs
+    if args.html is not None and "markdown" not in outputs:  # the page is report.md rendered
+        outputs = [*outputs, "markdown"]
+    files = render_report(done.result, out, outputs, done.title, done.context, events=events)
     if not quiet:
         print(f"A: {describe_run(run_a)}  [{run_a.path}]")
         print(f"B: {describe_run(run_b)}  [{run_b.path}]")
         print(format_summary(done.result))
+        if events is not None and events.note:
+            print(f"note: {events.note}")
     print(f"report: {files.get('markdown') or next(iter(files.values()), out)}")
+    if args.html is not None:
+        intro = [f"A: {describe_run(run_a)}", f"B: {describe_run(run_b)}"]
+        page = write_report_page(out, args.html, done.title, f"fvp-harness compare {run_a.run_id} {run_b.run_id}",
+                                 intro)
+        print(f"page: {page}")
     properties = (("run_a", run_a.run_id), ("run_b", run_b.run_id))
     write_ci_outputs(args, lambda: [suite_from_result(done.title, done.result, properties)],
-                     lambda: render_markdown(done.result, done.title, done.context))
+                     lambda: render_markdown(done.result, done.title, done.context, events))
     status = run_verdict(done.result).status
     if status == "FAIL" or (args.strict and status != "PASS"):
         return EXIT_FAILED

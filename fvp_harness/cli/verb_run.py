@@ -138,12 +138,12 @@ def format_summary(result: AnalysisResult, shown_failures: Collection[str] = ())
         choice = comparison.primary_choice
         if choice is not None and len(choice.candidates) > 1:
             lines.append(f"  (primary: {choice.reason})")
-        header = (f"  {'model':<22} {comparison.baseline:>10} {comparison.candidate:>10} {'saved':>8} "
-                  f"{'95% CI':>17}  {'verdict':<13} {'outputs':<8} {'NPU cycles'}")
+        header = (f"  {'model':<22} {comparison.baseline:>10} {comparison.candidate:>10} {'saved':>13} "
+                  f"{'95% CI of saved':>21}  {'verdict':<13} {'outputs':<8} {'NPU cycles'}")
         lines.append(header)
-        for m in comparison.models:
-            saved = fmt.percent(m.saved_pct, missing="-")
-            ci = "-" if m.ci_low is None or m.ci_high is None else f"[{m.ci_low:.1f}, {m.ci_high:.1f}]"
+        for m in comparison.models:  # a loss in the report's words: "20.4% slower", never "saved -20.4%"
+            saved = fmt.saved_percent(m.saved_pct, missing="-")
+            ci = fmt.saved_interval(m.ci_low, m.ci_high, missing="-")
             checks = {check.name: check.status for check in m.identity}
             outputs = {"pass": "same", "fail": "DIFFER", "unverified": "?"}.get(checks.get("outputs", ""), "-")
             npu = next((c for c in m.others if c.metric in ("npu_cycles", "bm_npu_cycles")), None)
@@ -154,13 +154,13 @@ def format_summary(result: AnalysisResult, shown_failures: Collection[str] = ())
                 cycles = "-" if npu.baseline_median is None else f"{npu.baseline_median:,.0f}"
                 npu_text = f"{cycles} ({same})"
             base, cand = fmt.number(m.baseline_median, missing="-"), fmt.number(m.candidate_median, missing="-")
-            lines.append(f"  {m.model:<22} {base:>10} {cand:>10} {saved:>8} {ci:>17}  {m.verdict:<13} {outputs:<8} "
-                         f"{npu_text}")
+            lines.append(f"  {m.model:<22} {base:>10} {cand:>10} {saved:>13} {ci:>21}  {m.verdict:<13} "
+                         f"{outputs:<8} {npu_text}")
         gm = comparison.geomean
         if gm is not None:
-            ci = "-" if gm.ci_low is None or gm.ci_high is None else f"[{gm.ci_low:.1f}, {gm.ci_high:.1f}]"
+            ci = fmt.saved_interval(gm.ci_low, gm.ci_high, missing="-")
             lines.append(f"  {'geometric mean':<22} {'':>10} {'ratio ' + format(gm.ratio, '.3f'):>10} "
-                         f"{gm.saved_pct:>7.1f}% {ci:>17}  {gm.verdict:<13}")
+                         f"{fmt.saved_percent(gm.saved_pct, missing='-'):>13} {ci:>21}  {gm.verdict:<13}")
         if comparison.gates:
             lines.append("gates:")
             for g in comparison.gates:

@@ -32,6 +32,7 @@ import pandas as pd
 from fvp_harness.errors import HarnessError, Interrupted
 from fvp_harness.pytest_plugin.settings import ScenarioSpec, override_text
 from fvp_harness.pytest_plugin.target import BootLog, BootRecord, SharedTarget
+from fvp_harness.report import format as fmt
 from fvp_harness.report.analysis import AnalysisResult, Comparison, ModelComparison
 from fvp_harness.report.render import ReportContext, render_markdown
 from fvp_harness.run.instances import TargetFactory, default_target_factory
@@ -167,7 +168,8 @@ class AbResult:
             comparison = None
         if comparison is not None:
             for item in comparison.models:
-                saved = "not measured" if item.saved_pct is None else f"saved {item.saved_pct:.1f}%"
+                # the report's words: "saved 12.0%", "20.4% slower", "no change"; never "saved -20.4%"
+                saved = "not measured" if item.saved_pct is None else fmt.saving_phrase(item.saved_pct)
                 failed = [check.name for check in item.identity if check.status != "pass"]
                 extra = f", not identical/unverified: {', '.join(failed)}" if failed else ""
                 parts.append(f"{item.model} {item.verdict} ({saved}{extra})")

@@ -3,7 +3,7 @@
 Why a static site: a team opens it from a CI artifact or a ``file://`` URL, with no server and no network, the way
 asv users publish theirs. So every page is plain HTML with the charts inlined as SVG (matplotlib's SVG backend,
 already a dependency; no JavaScript at all) and a Content-Security-Policy that lets the page load nothing but its
-own folder's images.
+own folder's images (the page shell: ``report.report_page``).
 
 Layout of ``DIR``:
 
@@ -33,9 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fvp_harness import __version__
 from fvp_harness.files import atomic_write
 from fvp_harness.report import format as fmt
+from fvp_harness.report.report_page import local_image, markdown_html, page
 from fvp_harness.store.folder import REPORT_FILES
 
 if TYPE_CHECKING:
@@ -50,19 +50,6 @@ DASHBOARD_INDEX = "index.html"
 RUN_PAGE = "index.html"
 """Each run's page, in ``<scenario folder>/<run id>/``."""
 
-_CSP = "default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'"
-"""Nothing is fetched but the site's own images: no script, no font, no network (a reader's check and ours)."""
-_STYLE = """
-body { font: 14px/1.45 system-ui, sans-serif; margin: 1.5em auto; max-width: 1100px; padding: 0 1em; color: #222; }
-h1 { font-size: 1.5em; } h2 { font-size: 1.25em; margin-top: 1.6em; border-bottom: 1px solid #ddd; }
-table { border-collapse: collapse; margin: .8em 0; font-size: 13px; }
-th, td { border: 1px solid #ccc; padding: .25em .55em; text-align: right; white-space: nowrap; }
-th:first-child, td:first-child { text-align: left; }
-figure.chart { margin: 1em 0; } figure.chart svg { max-width: 100%; height: auto; }
-.regression { color: #c0392b; font-weight: 600; } .improvement { color: #2e7d4f; font-weight: 600; }
-.note { color: #666; } code { background: #f4f4f4; padding: 0 .2em; }
-img { max-width: 100%; }
-""".strip()
 _REGRESSION, _IMPROVEMENT, _POINT, _NPU = "#c0392b", "#3b9b5b", "#1f6fb4", "#7b5aa6"
 
 
@@ -230,15 +217,7 @@ def _mark_step(axes: Axes, npu_axes: Axes | None, step: Step, chart_id: str) -> 
 
 
 def _page(title: str, body: str) -> str:
-    return (
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-        f"<meta http-equiv=\"Content-Security-Policy\" content=\"{_CSP}\">\n"
-        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-        "<link rel=\"icon\" href=\"data:,\">\n"
-        f"<title>{html.escape(title)}</title>\n<style>\n{_STYLE}\n</style>\n</head>\n<body>\n{body}\n"
-        f"<p class=\"note\">Written by fvp-harness {html.escape(__version__)} from the stored runs "
-        "(<code>fvp-harness history --html</code>).</p>\n</body>\n</html>\n"
-    )
+    return page(title, body, "fvp-harness history --html")
 
 
 def _step_line(history: History, step: Step, href: str) -> str:
@@ -315,16 +294,9 @@ def _runs_table(site: SiteScenario, link: Callable[[int], str]) -> str:
     return f"<table class=\"runs\"><thead><tr>{head}</tr></thead><tbody>\n" + "\n".join(rows) + "\n</tbody></table>"
 
 
-_LOCAL_IMAGE = re.compile(r"[A-Za-z0-9_.+-]+\.(?:png|svg)")
-"""An image a report links beside itself (``report.png``, ``report-<model>.png``): copied into the run's page."""
-
-
 def _run_page(site: SiteScenario, index: int, out_dir: Path) -> None:
     """The run's report (``report.md`` rendered to HTML) and the images it links, into the run's folder of the
     site; a run without a report gets a page that says so and how to write one."""
-    # late: markdown-it (rich's own dependency) loads only when a dashboard is written
-    from markdown_it import MarkdownIt
-
     history = site.history
     run = history.runs[index]
     folder = out_dir / _slug(site.name) / _slug(run.run_id)
@@ -344,16 +316,15 @@ def _run_page(site: SiteScenario, index: int, out_dir: Path) -> None:
                 "write it from the stored records with <code>fvp-harness report</code> on the run's folder, then "
                 "write the site again.</p>")
     else:
-        renderer = MarkdownIt("commonmark", {"html": False}).enable("table")
-        tokens = renderer.parse(text)
-        linked = [str(child.attrGet("src") or "") for token in tokens for child in token.children or ()
-                  if child.type == "image"]
+        rendered = markdown_html(text)
+        linked = rendered.images
         charts = sorted(path.name for path in source.glob("report*.png") if path.name not in linked)
         for name in dict.fromkeys([*linked, *charts]):
-            if _LOCAL_IMAGE.fullmatch(name) and (source / name).is_file():
-                atomic_write(folder / name, (source / name).read_bytes())
+            image = local_image(source, name)
+            if image is not None:
+                atomic_write(folder / name, image.read_bytes())
         shown = "".join(f"\n<p><img src=\"{html.escape(name)}\" alt=\"{html.escape(name)}\"></p>" for name in charts)
-        body = f"{header}\n{renderer.renderer.render(tokens, renderer.options, {})}{shown}"
+        body = f"{header}\n{rendered.html}{shown}"
     atomic_write(folder / RUN_PAGE, _page(f"{history.scenario} · {run.run_id}", body))
 
 

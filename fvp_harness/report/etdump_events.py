@@ -61,10 +61,12 @@ class Trace:
     file: EtdumpFile
 
 
-def load_traces(root: Path, records: Sequence[Record], planned: Mapping[str, str] | None = None
-                ) -> tuple[list[Trace], list[str]]:
+def load_traces(root: Path, records: Sequence[Record], planned: Mapping[str, str] | None = None, *,
+                label: str | None = None) -> tuple[list[Trace], list[str]]:
     """The ETDump of every ok unit (its latest record; with ``planned``, only a record of its planned key) that
-    kept one, and a warning per file that cannot be read."""
+    kept one, and a warning per file that cannot be read. ``label``: the traces' builds and units named as a
+    comparison across stored runs names them (``after@3f2a1bc``, ``stored_compare``), the files still read from
+    ``root`` under the unit's own id."""
     latest: dict[str, Record] = {}
     for record in records:
         if planned is not None and planned.get(record.unit_id) != record.key:
@@ -85,7 +87,8 @@ def load_traces(root: Path, records: Sequence[Record], planned: Mapping[str, str
             continue
         # a traced Linux runner's ticks are nanoseconds; a bare-metal runner's are CPU cycles
         unit = "ns" if record.extra.get("etdump_sha256") else "cycles"
-        traces.append(Trace(unit_id, record.build, record.model, unit, decoded))
+        build, name = (record.build, unit_id) if label is None else (f"{record.build}@{label}", f"{unit_id}@{label}")
+        traces.append(Trace(name, build, record.model, unit, decoded))
     return traces, warnings
 
 
@@ -139,8 +142,12 @@ class EventComparison:
 
 @dataclass(frozen=True)
 class EventReport:
+    """Every comparison of the section, the unreadable files, and ``note``: why there is no comparison when the
+    reason is not that no model has traces of both builds (``compare A B`` when only one run kept traces)."""
+
     comparisons: tuple[EventComparison, ...]
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    note: str | None = None
 
 
 # --- per block: nesting and self time ---------------------------------------------------------------------------
@@ -301,7 +308,7 @@ def compare_traces(traces: Sequence[Trace], pairs: Sequence[tuple[str, str]], se
         by.setdefault((trace.model, trace.build), []).append(trace)
     models = list(dict.fromkeys(trace.model for trace in traces))
     comparisons: list[EventComparison] = []
-    for baseline, candidate in pairs:
+    for baseline, candidate in dict.fromkeys(pairs):  # a pair compared on several metrics: its events once
         for model in models:
             base, cand = by.get((model, baseline), []), by.get((model, candidate), [])
             if not base or not cand:
@@ -381,7 +388,9 @@ def events_markdown(report: EventReport | None) -> list[str]:
                       f"{shown}{part}, {within} its CI.", ""]
             if c.run_block == LOAD_BLOCK:
                 lines[-2] = lines[-2].replace("Total saving", "Load saving", 1)
-    if not report.comparisons:
+    if report.note:
+        lines += [report.note, ""]
+    elif not report.comparisons:
         lines += ["No model has an ETDump from both builds of a pair.", ""]
     lines += [f"- {w}" for w in report.warnings]
     if report.warnings:
@@ -428,8 +437,11 @@ def events_json(report: EventReport | None) -> dict[str, Any] | None:
                "time_unit": c.time_unit, "total_saved": c.total_saved, "total_saved_ci_low": c.total_saved_ci[0],
                "total_saved_ci_high": c.total_saved_ci[1], "self_saved_sum": c.self_saved_sum,
                "shares_within_ci": c.shares_within_ci} for c in report.comparisons]
-    return {"columns": EVENT_CSV_COLUMNS, "rows": event_rows(report), "totals": totals,
-            "warnings": list(report.warnings)}
+    data: dict[str, Any] = {"columns": EVENT_CSV_COLUMNS, "rows": event_rows(report), "totals": totals,
+                            "warnings": list(report.warnings)}
+    if report.note:
+        data["note"] = report.note
+    return data
 
 
 def events_csv(report: EventReport) -> str:

@@ -42,6 +42,7 @@ from fvp_harness.report.analysis import (
     analyse,
     compare,
 )
+from fvp_harness.report.etdump_events import EventReport, compare_traces, load_traces
 from fvp_harness.report.machine import is_simulated
 from fvp_harness.report.render import ReportContext
 from fvp_harness.scenario.model import Scenario
@@ -59,6 +60,7 @@ __all__ = [
     "StoredBaseline",
     "analyse_with_stored_baseline",
     "comparable",
+    "compare_run_events",
     "compare_runs",
     "dotted_get",
     "load_run",
@@ -392,6 +394,36 @@ def compare_runs(a: LoadedRun, b: LoadedRun, *, metrics: Sequence[str] = (),
                                   simulated=context.simulated or is_simulated(a.manifest))
     title = f"{b.scenario.name}: {lb} vs {la}"
     return RunComparison(result, context, title, tuple(common_builds), tuple(common_models), check.warnings, (la, lb))
+
+
+def compare_run_events(a: LoadedRun, b: LoadedRun, done: RunComparison) -> EventReport | None:
+    """The ETDump event section of ``compare A B``: each run's traces of the compared builds and models, read from
+    its own folder and labelled as ``compare_runs`` labels its records (``after@A``), then compared event by event
+    exactly as a run's report compares its two builds (``etdump_events.compare_traces``, on the comparison's
+    bootstrap settings and the runs' warm-up, which ``comparable`` requires to be equal). When only one run kept
+    traces, a section of one line says which; when neither did (and no file was unreadable), None: no section."""
+    traces = []
+    warnings: list[str] = []
+    kept: list[str] = []
+    builds, models = set(done.builds), set(done.models)
+    for name, side, label in (("A", a, done.labels[0]), ("B", b, done.labels[1])):
+        records = [record for record in side.records if record.build in builds and record.model in models]
+        found, unreadable = load_traces(side.run.path, records, side.planned, label=label)
+        traces += found
+        warnings += [f"run {name}: {warning}" for warning in unreadable]
+        if found:
+            kept.append(name)
+    if not traces and not warnings:
+        return None
+    pairs = [(c.baseline, c.candidate) for c in done.result.comparisons]
+    report = compare_traces(traces, pairs, done.result.settings, warmup=b.scenario.run.warmup, warnings=warnings)
+    if len(kept) == 1:
+        only, other = kept[0], "B" if kept[0] == "A" else "A"
+        traced = ", ".join(dict.fromkeys(trace.build for trace in traces))
+        note = (f"Only run {only} kept ETDump traces ({traced}); run {other} has none, so there is no "
+                "event-by-event comparison: trace the builds in both runs (`builds.<name>.traced`).")
+        report = dataclasses.replace(report, note=note)
+    return report
 
 
 def _unit_in(unit_id: str, records: Sequence[Record], builds: set[str], models: set[str]) -> bool:

@@ -66,12 +66,14 @@ def write_run(folder: Path, values: Mapping[tuple[str, str], float], *, run_id: 
               branch: str | None = "main", started: str = "2026-03-01T10:00:00Z", seed: int = 0,
               spread: float = 0.01, reps: int = 3, iterations: int = 10, npu: float = 1000.0,
               changes: Mapping[str | tuple[str, ...], Any] | None = None, scenario: Mapping[str, Any] | None = None,
-              archive: bool = True, failed: tuple[str, ...] = ()) -> ResultStore:
+              archive: bool = True, failed: tuple[str, ...] = (),
+              extra: Mapping[str, Any] | None = None) -> ResultStore:
     """Write one run into the scenario folder ``folder`` (the previous one archived into ``runs/<id>/`` first, as a
     plain ``run`` does): ``values`` maps (build, model) to the median ``cpu_time`` in ms, each unit gets
     ``iterations`` samples with relative noise ``spread``; ``changes`` sets manifest fields (a dotted path, or a
     tuple of keys for names with dots such as artifacts); ``failed`` unit
-    ids are stored as failed."""
+    ids are stored as failed; ``extra`` is every ok record's ``extra`` (``{"etdump": "etdump.bin", ...}``: a traced
+    unit, whose file the caller writes into ``fetched/<unit>/``)."""
     store = ResultStore(folder)
     if archive and store.has_run():
         previous = store.read_manifest() or {}
@@ -93,7 +95,7 @@ def write_run(folder: Path, values: Mapping[tuple[str, str], float], *, run_id: 
                                 repetition=rep, status="ok", samples={"cpu_time": samples,
                                                                      "npu_cycles": [npu] * iterations},
                                 metric_units={"cpu_time": "ms", "npu_cycles": "cycles"},
-                                outputs={"out.bin": "ab" * 32}, started=started))
+                                outputs={"out.bin": "ab" * 32}, started=started, extra=dict(extra or {})))
     manifest = manifest_for(scenario or SCENARIO, run_id=run_id, commit=commit, branch=branch, started=started,
                             keys=keys)
     for dotted, value in (changes or {}).items():

@@ -1,0 +1,135 @@
+"""``compare A B`` on synthetic stored runs that kept ETDump traces: the run report's event section, compared across
+the two runs (both traced: the table and ``report.events.csv``; one traced: one line saying which; none: nothing),
+``compare --html DIR`` (one self-contained page: the tables, the charts inlined, a hostile event name escaped) and
+the terminal's words for a candidate that got slower. tests/e2e/test_etdump_e2e.py runs the same on the
+simulator."""
+
+from __future__ import annotations
+
+import csv
+import html
+import json
+import re
+from pathlib import Path
+
+from fvp_harness.cli.main import main
+from fvp_harness.report.etdump_events import EVENT_CSV_COLUMNS
+from fvp_harness.sim.workloads.etdump import ProfileEvent, RunBlock, encode_etdump
+from tests.report.stored_runs import write_run
+
+BASE = {("before", "m1"): 2.0, ("after", "m1"): 1.0}
+RUN_A, RUN_B = "20260301-100000-aaaa", "20260302-100000-bbbb"
+HOSTILE = "<img src=x onerror=alert(1)>"
+"""An event name as an untrusted trace may carry it: text on the page, never markup."""
+TRACED = {"etdump": "etdump.bin", "etdump_sha256": "0" * 64}
+
+
+def _trace(npu: int, rng_offset: int) -> bytes:
+    """A traced unit's file: the load, then four executions (the first the warmup) whose NPU call lasts ``npu``."""
+    blocks = [RunBlock("Default", (ProfileEvent(0, 500, name="Program::load_method", chain_index=-1),))]
+    for index in range(4):
+        end = 20 + npu + (index * 7 + rng_offset) % 11
+        blocks.append(RunBlock("Execute", (
+            ProfileEvent(10, 20, name=HOSTILE, instruction_id=0),
+            ProfileEvent(20, end, name="+NPU", instruction_id=0),
+            ProfileEvent(5, end + 2, name="DELEGATE_CALL", instruction_id=0),
+            ProfileEvent(0, end + 6, name="Method::execute", chain_index=-1, instruction_id=0),
+        )))
+    return encode_etdump(blocks)
+
+
+def _run(folder: Path, run_id: str, commit: str, *, after_m1: float, npu_after: int, traced: bool,
+         seed: int) -> None:
+    store = write_run(folder, BASE | {("after", "m1"): after_m1}, run_id=run_id, commit=commit * 40, seed=seed,
+                      branch="main" if commit == "a" else "feature", extra=TRACED if traced else None)
+    if traced:
+        for unit in (record.unit_id for record in store.records()):
+            npu = 2000 if "-before-" in unit else npu_after
+            path = folder / "fetched" / unit / "etdump.bin"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(_trace(npu, seed + len(unit)))
+
+
+def _runs(tmp_path: Path, *, traced: tuple[bool, bool], after_m1: float = 1.0) -> Path:
+    folder = tmp_path / "results" / "demo"
+    _run(folder, RUN_A, "a", after_m1=1.0, npu_after=1000, traced=traced[0], seed=1)
+    _run(folder, RUN_B, "b", after_m1=after_m1, npu_after=1300, traced=traced[1], seed=2)
+    return folder
+
+
+def _out(folder: Path) -> Path:
+    return folder / "compare" / f"{RUN_A}-vs-{RUN_B}"
+
+
+def test_both_runs_traced_compares_their_events_as_a_run_report_does(tmp_path, capsys):
+    folder = _runs(tmp_path, traced=(True, True))
+    assert main(["compare", f"{folder}@main", f"{folder}@feature", "-q"]) == 0
+    out = _out(folder)
+    markdown = (out / "report.md").read_text()
+    section = markdown[markdown.index("## Where the time went (ETDump events)"):]
+    assert markdown.index("| Model ") < markdown.index("## Where the time went")
+    assert "### m1: after@bbbbbbb vs after@aaaaaaa" in section  # run B's build against run A's, as labelled above
+    assert "| Event | Instruction | after@aaaaaaa | after@bbbbbbb | Change | Self time saved | Share of saving |" \
+        in section
+    assert "Method load (`Default` block" in section and "Total saving -" in section  # B's NPU call is longer
+    data = json.loads((out / "report.json").read_text())["etdump_events"]
+    npu = next(r for r in data["rows"] if r["event"] == "+NPU" and r["run_block"] == "Execute"
+               and r["baseline"] == "after@aaaaaaa")
+    assert (npu["baseline"], npu["candidate"]) == ("after@aaaaaaa", "after@bbbbbbb")
+    assert npu["n_baseline"] == npu["n_candidate"] == 9  # 3 units x (4 executions - 1 warmup)
+    assert 280 < npu["change"] < 320 and npu["share_pct"] > 95
+    assert "note" not in data and data["warnings"] == []
+    with (out / "report.events.csv").open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert list(rows[0]) == EVENT_CSV_COLUMNS and len(rows) == len(data["rows"])
+
+
+def test_one_traced_run_is_one_line_and_none_is_no_section(tmp_path, capsys):
+    folder = _runs(tmp_path, traced=(False, True))
+    assert main(["compare", f"{folder}@main", f"{folder}@feature"]) == 0
+    note = ("Only run B kept ETDump traces (before@bbbbbbb, after@bbbbbbb); run A has none, so there is no "
+            "event-by-event comparison: trace the builds in both runs (`builds.<name>.traced`).")
+    assert f"note: {note}" in capsys.readouterr().out
+    markdown = (_out(folder) / "report.md").read_text()
+    section = markdown[markdown.index("## Where the time went (ETDump events)"):]
+    assert section.split("\n")[2] == note and "| Event |" not in section
+    assert "No model has an ETDump" not in section
+
+    untraced = _runs(tmp_path / "none", traced=(False, False))
+    assert main(["compare", f"{untraced}@main", f"{untraced}@feature", "-q"]) == 0
+    assert "ETDump" not in (_out(untraced) / "report.md").read_text()
+    assert not (_out(untraced) / "report.events.csv").exists()
+    assert "etdump_events" not in json.loads((_out(untraced) / "report.json").read_text())
+
+
+def test_compare_html_is_one_page_with_its_tables_charts_and_nothing_raw(tmp_path, capsys):
+    folder = _runs(tmp_path, traced=(True, True))
+    site = tmp_path / "page"
+    assert main(["compare", f"{folder}@main", f"{folder}@feature", "--html", str(site)]) == 0
+    index = site / "index.html"
+    assert f"page: {index}" in capsys.readouterr().out
+    assert sorted(p.name for p in site.iterdir()) == ["index.html"]  # self-contained: nothing beside it
+    text = index.read_text(encoding="utf-8")
+    assert text.count("<table>") >= 3  # the headline, the events per inference, the load
+    assert "<h2>Where the time went (ETDump events)</h2>" in text
+    images = re.findall(r'<img src="([^"]+)"', text)
+    assert images and all(src.startswith("data:image/png;base64,") for src in images)
+    assert HOSTILE not in text and html.escape(HOSTILE, quote=False) in text
+    assert "<script" not in text and "Content-Security-Policy" in text
+    assert f"A: run {RUN_A}" in text
+    again = tmp_path / "again"
+    assert main(["compare", f"{folder}@main", f"{folder}@feature", "--html", str(again), "-q"]) == 0
+    assert (again / "index.html").read_bytes() == index.read_bytes()  # the same runs, the same bytes
+
+
+def test_a_slower_candidate_is_a_cost_in_the_terminal_as_in_the_report(tmp_path, capsys):
+    folder = _runs(tmp_path, traced=(False, False), after_m1=1.3)
+    assert main(["compare", f"{folder}@main", f"{folder}@feature", "--build", "after"]) == 1  # gate: ≤ 10 % slower
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("  m1 "))
+    assert re.search(r" 3\d\.\d% slower +\d\d\.\d … \d\d\.\d% slower +slower ", row), row
+    assert "saved -" not in out and "-3" not in row
+    saved = re.search(r"(3\d\.\d% slower)", row)
+    assert saved is not None
+    report = (_out(folder) / "report.md").read_text()
+    assert f"| {saved.group(1)} |" in report, "the report says it in the same words"
