@@ -36,7 +36,7 @@ CSP = "default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'"
 STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 1.5em auto; max-width: 1100px; padding: 0 1em; color: #222; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.25em; margin-top: 1.6em; border-bottom: 1px solid #ddd; }
-table { border-collapse: collapse; margin: .8em 0; font-size: 13px; }
+table { border-collapse: collapse; margin: .8em 0; font-size: 13px; display: block; overflow-x: auto; }
 th, td { border: 1px solid #ccc; padding: .25em .55em; text-align: right; white-space: nowrap; }
 th:first-child, td:first-child { text-align: left; }
 figure.chart { margin: 1em 0; } figure.chart svg { max-width: 100%; height: auto; }
@@ -129,7 +129,9 @@ def report_page(report_dir: Path, title: str, written_by: str, intro: Sequence[s
                       f"alt=\"{html.escape(name)}\"><figcaption>{html.escape(name)}</figcaption></figure>"
                       for name in charts)
     head = "".join(f"<p class=\"intro\">{html.escape(line)}</p>\n" for line in intro)
-    return page(title, head + rendered.html + figures, written_by)
+    body = rendered.html
+    end = body.find("</h1>\n") + len("</h1>\n") if body.startswith("<h1>") else 0  # under the report's title
+    return page(title, body[:end] + head + body[end:] + figures, written_by)
 
 
 def write_report_page(report_dir: Path, out_dir: Path, title: str, written_by: str,

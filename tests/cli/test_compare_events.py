@@ -14,47 +14,7 @@ from pathlib import Path
 
 from fvp_harness.cli.main import main
 from fvp_harness.report.etdump_events import EVENT_CSV_COLUMNS
-from fvp_harness.sim.workloads.etdump import ProfileEvent, RunBlock, encode_etdump
-from tests.report.stored_runs import write_run
-
-BASE = {("before", "m1"): 2.0, ("after", "m1"): 1.0}
-RUN_A, RUN_B = "20260301-100000-aaaa", "20260302-100000-bbbb"
-HOSTILE = "<img src=x onerror=alert(1)>"
-"""An event name as an untrusted trace may carry it: text on the page, never markup."""
-TRACED = {"etdump": "etdump.bin", "etdump_sha256": "0" * 64}
-
-
-def _trace(npu: int, rng_offset: int) -> bytes:
-    """A traced unit's file: the load, then four executions (the first the warmup) whose NPU call lasts ``npu``."""
-    blocks = [RunBlock("Default", (ProfileEvent(0, 500, name="Program::load_method", chain_index=-1),))]
-    for index in range(4):
-        end = 20 + npu + (index * 7 + rng_offset) % 11
-        blocks.append(RunBlock("Execute", (
-            ProfileEvent(10, 20, name=HOSTILE, instruction_id=0),
-            ProfileEvent(20, end, name="+NPU", instruction_id=0),
-            ProfileEvent(5, end + 2, name="DELEGATE_CALL", instruction_id=0),
-            ProfileEvent(0, end + 6, name="Method::execute", chain_index=-1, instruction_id=0),
-        )))
-    return encode_etdump(blocks)
-
-
-def _run(folder: Path, run_id: str, commit: str, *, after_m1: float, npu_after: int, traced: bool,
-         seed: int) -> None:
-    store = write_run(folder, BASE | {("after", "m1"): after_m1}, run_id=run_id, commit=commit * 40, seed=seed,
-                      branch="main" if commit == "a" else "feature", extra=TRACED if traced else None)
-    if traced:
-        for unit in (record.unit_id for record in store.records()):
-            npu = 2000 if "-before-" in unit else npu_after
-            path = folder / "fetched" / unit / "etdump.bin"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(_trace(npu, seed + len(unit)))
-
-
-def _runs(tmp_path: Path, *, traced: tuple[bool, bool], after_m1: float = 1.0) -> Path:
-    folder = tmp_path / "results" / "demo"
-    _run(folder, RUN_A, "a", after_m1=1.0, npu_after=1000, traced=traced[0], seed=1)
-    _run(folder, RUN_B, "b", after_m1=after_m1, npu_after=1300, traced=traced[1], seed=2)
-    return folder
+from tests.report.traced_runs import HOSTILE, RUN_A, RUN_B, traced_runs
 
 
 def _out(folder: Path) -> Path:
@@ -62,7 +22,7 @@ def _out(folder: Path) -> Path:
 
 
 def test_both_runs_traced_compares_their_events_as_a_run_report_does(tmp_path, capsys):
-    folder = _runs(tmp_path, traced=(True, True))
+    folder = traced_runs(tmp_path, traced=(True, True))
     assert main(["compare", f"{folder}@main", f"{folder}@feature", "-q"]) == 0
     out = _out(folder)
     markdown = (out / "report.md").read_text()
@@ -85,7 +45,7 @@ def test_both_runs_traced_compares_their_events_as_a_run_report_does(tmp_path, c
 
 
 def test_one_traced_run_is_one_line_and_none_is_no_section(tmp_path, capsys):
-    folder = _runs(tmp_path, traced=(False, True))
+    folder = traced_runs(tmp_path, traced=(False, True))
     assert main(["compare", f"{folder}@main", f"{folder}@feature"]) == 0
     note = ("Only run B kept ETDump traces (before@bbbbbbb, after@bbbbbbb); run A has none, so there is no "
             "event-by-event comparison: trace the builds in both runs (`builds.<name>.traced`).")
@@ -95,7 +55,7 @@ def test_one_traced_run_is_one_line_and_none_is_no_section(tmp_path, capsys):
     assert section.split("\n")[2] == note and "| Event |" not in section
     assert "No model has an ETDump" not in section
 
-    untraced = _runs(tmp_path / "none", traced=(False, False))
+    untraced = traced_runs(tmp_path / "none", traced=(False, False))
     assert main(["compare", f"{untraced}@main", f"{untraced}@feature", "-q"]) == 0
     assert "ETDump" not in (_out(untraced) / "report.md").read_text()
     assert not (_out(untraced) / "report.events.csv").exists()
@@ -103,7 +63,7 @@ def test_one_traced_run_is_one_line_and_none_is_no_section(tmp_path, capsys):
 
 
 def test_compare_html_is_one_page_with_its_tables_charts_and_nothing_raw(tmp_path, capsys):
-    folder = _runs(tmp_path, traced=(True, True))
+    folder = traced_runs(tmp_path, traced=(True, True))
     site = tmp_path / "page"
     assert main(["compare", f"{folder}@main", f"{folder}@feature", "--html", str(site)]) == 0
     index = site / "index.html"
@@ -123,7 +83,7 @@ def test_compare_html_is_one_page_with_its_tables_charts_and_nothing_raw(tmp_pat
 
 
 def test_a_slower_candidate_is_a_cost_in_the_terminal_as_in_the_report(tmp_path, capsys):
-    folder = _runs(tmp_path, traced=(False, False), after_m1=1.3)
+    folder = traced_runs(tmp_path, traced=(False, False), after_m1=1.3)
     assert main(["compare", f"{folder}@main", f"{folder}@feature", "--build", "after"]) == 1  # gate: ≤ 10 % slower
     out = capsys.readouterr().out
     row = next(line for line in out.splitlines() if line.startswith("  m1 "))

@@ -57,6 +57,8 @@ RUN: dict[tuple[str, str], str] = {
     ("docs/ci.md", "fvp-harness history driver_reuse"): "test_ci_workflow_on_a_fixed_matrix",
     ("docs/pytest-plugin.md", "$ pytest examples/test_fvp_example.py --fvp-scenario scenarios/smoke.yaml --fvp sim"):
         "test_pytest_plugin_example_block",
+    ("docs/etdump.md", "fvp-harness run scenarios/driver_reuse_traced.yaml -q --only-model resnet8 --set "
+                       "run.repetitions=2"): "test_etdump_compare_block",
 }
 """The blocks the slow tests below run: (page, first command line without its comment) -> the test."""
 
@@ -383,6 +385,8 @@ def _ci_workflow(workdir: Path, *, fixed: bool) -> None:
     # the page's other blocks, in its order: comparing two stored runs, then the history
     for command in block("docs/ci.md", RUN_CI_COMPARE).commands:
         ok(workdir, command, env=env)
+    page = (workdir / "compare-page" / "index.html").read_text(encoding="utf-8")
+    assert "<table>" in page and "data:image/png;base64," in page, "compare --html: one page, charts inlined"
     # the nightly job
     for name, script in _steps_for(workflow, "schedule"):
         _run_step(workdir, name, script, env)
@@ -443,3 +447,41 @@ def test_pytest_plugin_example_block(tmp_path: Path) -> None:
         assert command.startswith("pytest ")
         done = ok(workdir, f"{shlex.quote(sys.executable)} -m {command} -p no:cacheprovider")
         assert "3 passed" in done.stdout, done.stdout
+
+
+# --- docs/etdump.md -------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.sim
+@pytest.mark.timeout(900)  # two small traced runs and their compare
+def test_etdump_compare_block(tmp_path: Path) -> None:
+    """docs/etdump.md's two traced runs and their ``compare --html``: the compare report has the run report's
+    event section (run B's builds against run A's, per inference and for the load), ``report.events.csv`` holds
+    its rows, an A/A comparison's events change by nothing beyond their CIs, and the page holds the tables."""
+    workdir = clone(tmp_path)
+    commands = block("docs/etdump.md", "fvp-harness run scenarios/driver_reuse_traced.yaml -q --only-model resnet8 "
+                     "--set run.repetitions=2").commands
+    for command in commands:
+        done = ok(workdir, command)
+    out = done.stdout
+    report = next(line for line in out.splitlines() if line.startswith("report: ")).split(": ", 1)[1]
+    folder = workdir / Path(report).parent
+    markdown = (folder / "report.md").read_text(encoding="utf-8")
+    section = markdown[markdown.index("## Where the time went (ETDump events)"):]
+    for build in ("before", "after"):
+        assert f"### resnet8: {build}@B vs {build}@A" in section, section[:600]
+    assert section.count("Method load (`Default` block") == 2
+    events = _json(folder / "report.json")["etdump_events"]
+    assert {(t["baseline"], t["run_block"]) for t in events["totals"]} == {
+        ("before@A", "Execute"), ("before@A", "Default"), ("after@A", "Execute"), ("after@A", "Default")}
+    assert events["warnings"] == [] and "note" not in events
+    execute = [r for r in events["rows"] if r["run_block"] == "Execute" and r["present"] == "both"]
+    assert {r["event"] for r in execute} >= {"+EthosUBackend::execute()NPU", "DELEGATE_CALL", "Method::execute"}
+    for row in execute:  # one commit twice: nothing moved beyond its CI
+        assert row["change_ci_low"] <= 0 <= row["change_ci_high"], row
+    csv_rows = (folder / "report.events.csv").read_text(encoding="utf-8").splitlines()
+    assert len(csv_rows) == 1 + len(events["rows"])
+    page = (workdir / "compare-page" / "index.html").read_text(encoding="utf-8")
+    assert "<h2>Where the time went (ETDump events)</h2>" in page and "+EthosUBackend::execute()NPU" in page
+    assert "data:image/png;base64," in page and "page: compare-page/index.html" in out
