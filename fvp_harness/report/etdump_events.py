@@ -20,6 +20,8 @@ Rows are sorted by share (largest first); events only one build has are listed a
 change: a change that moves work from every inference into the load shows both sides. A file that cannot be read
 is a warning naming the unit and what is wrong, and that unit's events are left out; nothing else changes. No
 traced unit: no section (``compare_events`` returns None), and ``report.md/.json/.csv`` are what they were.
+``compare A B`` compares the traces of two stored runs with the same code (``load_traces`` labels each run's,
+``stored_compare.compare_run_events``), so the two sections read alike.
 
 Reads files (the fetched traces) as ``report.vela_estimates`` reads the Vela CSVs: only here, only in
 ``load_traces``; the comparison itself is pure.
