@@ -230,13 +230,40 @@ def compose_bytes(data: bytes, path: Path) -> LNode:
     folder). Raises ``YamlProblem`` as ``compose_file``."""
     shown = display_path(path)
     base_dir = path.parent
+    key = (data, shown, base_dir, USE_LIBYAML, MAX_DEPTH, MAX_VALUES)
+    known = _COMPOSED.get(key)
+    if known is not None:
+        return _copy(known)
     text = _decode(data, shown, base_dir)
+    tree: LNode | None = None
     if USE_LIBYAML and _CSafeLoader is not None and not yaml.reader.Reader.NON_PRINTABLE.search(text):
         try:
-            return _compose_libyaml(text, shown, base_dir, _CSafeLoader)
+            tree = _compose_libyaml(text, shown, base_dir, _CSafeLoader)
         except _FALLBACK:
             pass  # read again below: the pure-Python path gives the located message users have always had
-    return _compose_pure(text, shown, base_dir)
+    if tree is None:
+        tree = _compose_pure(text, shown, base_dir)
+    while len(_COMPOSED) >= _COMPOSED_KEPT:
+        del _COMPOSED[next(iter(_COMPOSED))]  # the oldest
+    _COMPOSED[key] = _copy(tree)  # a copy of its own: callers change their trees (extends, --set, ${...})
+    return tree
+
+
+_COMPOSED: dict[tuple[bytes, str, Path, bool, int, int], LNode] = {}
+"""Trees composed in this process, by the file's bytes and how it is named: a scenario and its bases are read again
+by every load (tests, the batch planner, validate then run); a copy is cheaper than composing. Only good documents."""
+
+_COMPOSED_KEPT = 64
+
+
+def _copy(node: LNode) -> LNode:
+    """A tree of new nodes (the values below them are immutable scalars and ``Location``s, shared)."""
+    value = node.value
+    if isinstance(value, dict):
+        value = {key: _copy(child) for key, child in value.items()}
+    elif isinstance(value, list):
+        value = [_copy(child) for child in value]
+    return LNode(value, node.loc, node.key_loc)
 
 
 class _PureOnly(Exception):

@@ -131,6 +131,7 @@ def path_taken(request, monkeypatch):
     if request.param == "libyaml" and not yaml.__with_libyaml__:
         pytest.skip("PyYAML is built without libyaml here")
     monkeypatch.setattr(located, "USE_LIBYAML", request.param == "libyaml")
+    monkeypatch.setattr(located, "_COMPOSED", {})
     calls: list[str] = []
     real = located._compose_pure
 
