@@ -243,9 +243,10 @@ def compose_bytes(data: bytes, path: Path) -> LNode:
             pass  # read again below: the pure-Python path gives the located message users have always had
     if tree is None:
         tree = _compose_pure(text, shown, base_dir)
-    while len(_COMPOSED) >= _COMPOSED_KEPT:
-        del _COMPOSED[next(iter(_COMPOSED))]  # the oldest
-    _COMPOSED[key] = _copy(tree)  # a copy of its own: callers change their trees (extends, --set, ${...})
+    if len(data) <= _COMPOSED_LARGEST:
+        for oldest in list(_COMPOSED)[: max(0, len(_COMPOSED) + 1 - _COMPOSED_KEPT)]:  # list(): safe under threads
+            _COMPOSED.pop(oldest, None)
+        _COMPOSED[key] = _copy(tree)  # a copy of its own: callers change their trees (extends, --set, ${...})
     return tree
 
 
@@ -254,6 +255,8 @@ _COMPOSED: dict[tuple[bytes, str, Path, bool, int, int], LNode] = {}
 by every load (tests, the batch planner, validate then run); a copy is cheaper than composing. Only good documents."""
 
 _COMPOSED_KEPT = 64
+_COMPOSED_LARGEST = 256 * 1024
+"""Larger files (up to ``MAX_FILE_BYTES``) are not kept: scenarios are a few kilobytes."""
 
 
 def _copy(node: LNode) -> LNode:

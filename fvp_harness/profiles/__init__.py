@@ -455,7 +455,7 @@ def _read_profile(path: Path) -> Profile:
         raise ConfigurationError(
             f"profile {display_path(path)} has problems:\n" + "\n".join(problems)
         ) from exc
-    for stale in [other for other in _LOADED if other[0] == resolved]:
-        del _LOADED[stale]
+    for stale in [other for other in list(_LOADED) if other[0] == resolved]:  # list(): safe under threads
+        _LOADED.pop(stale, None)
     _LOADED[key] = (data, root.plain())  # a copy of its own: model_validate may keep containers it was given
     return profile

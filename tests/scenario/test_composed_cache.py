@@ -94,3 +94,10 @@ def test_a_scenario_loaded_again_keeps_its_base_and_drops_the_last_overrides(par
     assert second.scenario.name == "driver_reuse_stock" and second.scenario.builds["before"].runner != "/x/r"
     assert second.files == first.files and len(second.files) == 2
     assert len(parsed) == 3  # the scenario, its base and the profile, each once
+
+
+def test_a_large_file_is_not_kept(parsed):
+    data = b"a: '" + b"x" * located._COMPOSED_LARGEST + b"'\n"
+    for _ in range(2):
+        assert len(compose_bytes(data, Path("s.yaml")).value["a"].value) == located._COMPOSED_LARGEST
+    assert len(parsed) == 2 and not located._COMPOSED
