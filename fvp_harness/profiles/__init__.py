@@ -427,6 +427,8 @@ _LOADED: dict[tuple[Path, int, int, int], tuple[bytes, Any]] = {}
 plain data). Every scenario load reads its profile, and composing the YAML was most of a load. The bytes are compared
 too: a file rewritten within one tick of the file system's clock, at the same size, keeps its stat key."""
 
+_LOADED_KEPT = 32
+
 
 def _read_profile(path: Path) -> Profile:
     """The profile in ``path``, from ``_LOADED`` when the file is unchanged. Each call returns a new ``Profile``
@@ -447,15 +449,15 @@ def _read_profile(path: Path) -> Profile:
         root = compose_bytes(data, path)
     except YamlProblem as exc:
         raise ConfigurationError(f"profile {display_path(path)} is not valid YAML:\n{exc}") from exc
-    plain = root.plain()
     try:
-        profile = Profile.model_validate(plain)
+        profile = Profile.model_validate(root.plain())
     except ValidationError as exc:
         problems = [f"{where}: {message}" for where, message in validation_problems(exc, root, Profile)]
         raise ConfigurationError(
             f"profile {display_path(path)} has problems:\n" + "\n".join(problems)
         ) from exc
-    for stale in [other for other in list(_LOADED) if other[0] == resolved]:  # list(): safe under threads
+    keys = list(_LOADED)  # a copy: safe while another thread loads
+    for stale in [other for other in keys if other[0] == resolved] + keys[: max(0, len(keys) + 1 - _LOADED_KEPT)]:
         _LOADED.pop(stale, None)
-    _LOADED[key] = (data, root.plain())  # a copy of its own: model_validate may keep containers it was given
+    _LOADED[key] = (data, root.plain())  # data of its own, never handed out
     return profile

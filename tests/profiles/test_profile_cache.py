@@ -89,3 +89,11 @@ def test_one_file_is_remembered_once(composed, profile_file):
                                 .replace(f"stop_timeout: {value - 1}", f"stop_timeout: {value}"))
         assert load_profile(profile_file).stop_timeout == value
     assert [key[0] for key in profiles._LOADED] == [profile_file.resolve()]
+
+
+def test_at_most_so_many_profiles_are_kept(composed, profile_file):
+    for number in range(profiles._LOADED_KEPT + 5):
+        copy = profile_file.with_name(f"p{number}.yaml")
+        copy.write_bytes(profile_file.read_bytes())
+        load_profile(copy)
+    assert len(profiles._LOADED) == profiles._LOADED_KEPT
