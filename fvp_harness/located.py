@@ -7,16 +7,19 @@ and then flattened to plain data for pydantic; when pydantic rejects something, 
 maps the error's ``loc`` back to the node, so the message names the file the value was written in, even
 through ``extends``.
 
-Only ``yaml.SafeLoader`` is used: arbitrary object tags are rejected as errors, never constructed. Hostile input
-is refused with a located message, never a traceback: bytes that are not UTF-8, control characters, files over
-``MAX_FILE_BYTES``, values nested deeper than ``MAX_DEPTH``, recursive aliases, and documents whose aliases would
-expand to more than ``MAX_VALUES`` values (a "billion laughs" document is refused before anything is expanded).
+Only the safe loaders are used (``yaml.CSafeLoader``, libyaml's, when PyYAML has it, else ``yaml.SafeLoader``; the
+pure-Python one also words every error, see ``USE_LIBYAML``): arbitrary object tags are rejected as errors, never
+constructed. Hostile input is refused with a located message, never a traceback: bytes that are not UTF-8, control
+characters, files over ``MAX_FILE_BYTES``, values nested deeper than ``MAX_DEPTH``, recursive aliases, and documents
+whose aliases would expand to more than ``MAX_VALUES`` values (a "billion laughs" document is refused before anything
+is expanded).
 """
 
 from __future__ import annotations
 
 import difflib
 import os
+import re
 import types
 import typing
 from collections.abc import Iterator
@@ -35,11 +38,13 @@ __all__ = [
     "Location",
     "YamlProblem",
     "check_plain_size",
+    "compose_bytes",
     "compose_file",
     "did_you_mean",
     "display_path",
     "format_path",
     "merge",
+    "read_limited",
     "schema_step",
     "validation_problems",
 ]
@@ -158,6 +163,17 @@ def _decode(data: bytes, shown: str, base_dir: Path) -> str:
         ) from exc
 
 
+_Parser = Union[yaml.SafeLoader, "yaml.CSafeLoader"]
+
+_CSafeLoader: type[yaml.CSafeLoader] | None = getattr(yaml, "CSafeLoader", None)
+
+USE_LIBYAML: bool = _CSafeLoader is not None
+"""Compose with libyaml (PyYAML's C parser) when PyYAML was built with it: the same SafeLoader resolver and
+constructor, about ten times faster than the pure-Python scanner. Whatever libyaml refuses (or anything that goes wrong
+on that path) is read again by the pure-Python path, so every error message is the one it always gave. False (tests,
+or PyYAML without libyaml): the pure-Python path only."""
+
+
 def _refuse_deep_nesting(text: str, shown: str, base_dir: Path | None) -> None:
     """Refuse nesting far deeper than ``MAX_DEPTH`` before PyYAML's composer, which recurses once per level, sees it.
 
@@ -190,20 +206,164 @@ def _reader_problem(text: str, exc: yaml.reader.ReaderError, shown: str, base_di
     )
 
 
-def compose_file(path: Path) -> LNode:
-    """Read one YAML file into a located tree. Raises ``YamlProblem`` (syntax, duplicates, tags, encoding,
-    control characters, size, nesting, alias expansion) or ``OSError``."""
-    shown = display_path(path)
-    base_dir = path.parent
+def read_limited(path: Path) -> bytes:
+    """The bytes of a YAML file, refused unread past ``MAX_FILE_BYTES``. Raises ``YamlProblem`` or ``OSError``."""
     with path.open("rb") as stream:
         data = stream.read(MAX_FILE_BYTES + 1)
     if len(data) > MAX_FILE_BYTES:
         raise YamlProblem(
-            Location(shown, 1, 1, base_dir),
+            Location(display_path(path), 1, 1, path.parent),
             f"the file is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB; a scenario is a few kilobytes "
             "(is this the right file?)",
         )
+    return data
+
+
+def compose_file(path: Path) -> LNode:
+    """Read one YAML file into a located tree. Raises ``YamlProblem`` (syntax, duplicates, tags, encoding,
+    control characters, size, nesting, alias expansion) or ``OSError``."""
+    return compose_bytes(read_limited(path), path)
+
+
+def compose_bytes(data: bytes, path: Path) -> LNode:
+    """The located tree of ``data``, read from ``path`` (named in locations; relative paths are relative to its
+    folder). Raises ``YamlProblem`` as ``compose_file``."""
+    shown = display_path(path)
+    base_dir = path.parent
+    key = (data, shown, base_dir, USE_LIBYAML, MAX_DEPTH, MAX_VALUES)
+    known = _COMPOSED.get(key)
+    if known is not None:
+        return _copy(known)
     text = _decode(data, shown, base_dir)
+    tree: LNode | None = None
+    if USE_LIBYAML and _CSafeLoader is not None and not yaml.reader.Reader.NON_PRINTABLE.search(text):
+        try:
+            tree = _compose_libyaml(text, shown, base_dir, _CSafeLoader)
+        except _FALLBACK:
+            pass  # read again below: the pure-Python path gives the located message users have always had
+    if tree is None:
+        tree = _compose_pure(text, shown, base_dir)
+    if len(data) <= _COMPOSED_LARGEST:
+        for oldest in list(_COMPOSED)[: max(0, len(_COMPOSED) + 1 - _COMPOSED_KEPT)]:  # list(): safe under threads
+            _COMPOSED.pop(oldest, None)
+        _COMPOSED[key] = _copy(tree)  # a copy of its own: callers change their trees (extends, --set, ${...})
+    return tree
+
+
+_COMPOSED: dict[tuple[bytes, str, Path, bool, int, int], LNode] = {}
+"""Trees composed in this process, by the file's bytes and how it is named: a scenario and its bases are read again
+by every load (tests, the batch planner, validate then run); a copy is cheaper than composing. Only good documents."""
+
+_COMPOSED_KEPT = 64
+_COMPOSED_LARGEST = 256 * 1024
+"""Larger files (up to ``MAX_FILE_BYTES``) are not kept: scenarios are a few kilobytes."""
+
+
+def _copy(node: LNode) -> LNode:
+    """A tree of new nodes (the values below them are immutable scalars and ``Location``s, shared)."""
+    value = node.value
+    if isinstance(value, dict):
+        value = {key: _copy(child) for key, child in value.items()}
+    elif isinstance(value, list):
+        value = [_copy(child) for child in value]
+    return LNode(value, node.loc, node.key_loc)
+
+
+class _PureOnly(Exception):
+    """The document uses something libyaml reads differently from the pure-Python parser (or is nested too deep
+    for libyaml's composer): only the pure-Python path may read it."""
+
+
+_START_TOKENS = (yaml.BlockMappingStartToken, yaml.BlockSequenceStartToken, yaml.FlowMappingStartToken,
+                 yaml.FlowSequenceStartToken)
+_END_TOKENS = (yaml.BlockEndToken, yaml.FlowMappingEndToken, yaml.FlowSequenceEndToken)
+_FLOW_START = (yaml.FlowMappingStartToken, yaml.FlowSequenceStartToken)
+_FLOW_END = (yaml.FlowMappingEndToken, yaml.FlowSequenceEndToken)
+_BLOCK_HEADER = re.compile(r"[|>](?:[-+][1-9]?|[1-9][-+]?)?(?:[ \r\n\x85\u2028\u2029]|\Z)")
+"""A block scalar header as the pure-Python scanner takes it (libyaml also takes ``|#comment``)."""
+
+
+def _check_libyaml_tokens(text: str, parser: type[yaml.CSafeLoader]) -> None:
+    """Raise ``_PureOnly`` unless libyaml reads ``text`` as the pure-Python parser would (found by comparing the two
+    on mutated scenarios and profiles): libyaml 0.2 also takes tabs as separating white space, ``?`` inside a plain
+    value in a flow collection (``{a: b?c}``) and a comment right after a block scalar's ``|``; the pure-Python
+    parser refuses them. Also refuses nesting deeper than ``_refuse_deep_nesting`` lets through, before libyaml's
+    composer (recursion in C) sees it; the pure-Python path then words the refusal."""
+    if "\t" in text:
+        raise _PureOnly("a tab")
+    scanner = parser(text)
+    try:
+        depth = flow = 0
+        while True:
+            token = scanner.get_token()
+            if isinstance(token, _START_TOKENS):
+                depth += 1
+                flow += isinstance(token, _FLOW_START)
+                if depth > 2 * MAX_DEPTH:
+                    raise _PureOnly("nested too deeply")
+            elif isinstance(token, _END_TOKENS):
+                depth -= 1
+                flow -= isinstance(token, _FLOW_END)
+            elif isinstance(token, yaml.ScalarToken):
+                if token.plain:
+                    if flow and "?" in token.value:
+                        raise _PureOnly("? in a plain value in a flow collection")
+                elif token.style in ("|", ">") and not _BLOCK_HEADER.match(text, token.start_mark.index):
+                    raise _PureOnly("a block scalar header")
+            elif isinstance(token, yaml.StreamEndToken):
+                return
+    finally:
+        scanner.dispose()
+
+
+_FALLBACK = (yaml.YAMLError, YamlProblem, RecursionError, ValueError, TypeError, _PureOnly)
+"""What the libyaml path may raise for a document the pure-Python path then reads (and says what is wrong with)."""
+
+
+def _compose_libyaml(text: str, shown: str, base_dir: Path, parser: type[yaml.CSafeLoader]) -> LNode:
+    """The located tree by libyaml, no error mapping: the fast path, whose every failure falls back to
+    ``_compose_pure``."""
+    _check_libyaml_tokens(text, parser)
+    loader = parser(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return LNode({}, Location(shown, 1, 1, base_dir))
+        _check_graph(node, shown, base_dir)
+        _check_empty_values(node, text)
+        return _convert(loader, node, shown, base_dir)
+    finally:
+        loader.dispose()
+
+
+def _check_empty_values(root: yaml.Node, text: str) -> None:
+    """Raise ``_PureOnly`` when an empty value (``key:`` with nothing after it: null) has a place libyaml marks
+    differently from the pure-Python parser, which names it in messages (``name: got None``): inside a flow
+    collection (``{a: }``: libyaml marks the ``}``), the whole document (``---``), and the end of a file without a
+    final line break. Everywhere else (block mappings and lists) both mark the end of the ``:``, ``-`` or ``?``.
+    Runs after ``_check_graph``, so the graph has no cycles and a bounded size."""
+    if isinstance(root, yaml.ScalarNode) and root.value == "":
+        raise _PureOnly("an empty document")
+    ends_open = not text.endswith("\n")
+    seen: set[int] = set()
+    stack: list[yaml.Node] = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen or isinstance(node, yaml.ScalarNode):
+            continue
+        seen.add(id(node))
+        children = [item for pair in node.value for item in pair] if isinstance(node, yaml.MappingNode) else node.value
+        for child in children:
+            if isinstance(child, yaml.ScalarNode):
+                if child.value == "" and not child.style and child.start_mark.index == child.end_mark.index and (
+                        getattr(node, "flow_style", False) or (ends_open and child.start_mark.index >= len(text))):
+                    raise _PureOnly("an empty value libyaml marks elsewhere")
+            else:
+                stack.append(child)
+
+
+def _compose_pure(text: str, shown: str, base_dir: Path) -> LNode:
+    """The located tree by PyYAML's pure-Python parser, each of its errors mapped to a located message."""
     try:
         loader = yaml.SafeLoader(text)  # checks every character up front
     except yaml.reader.ReaderError as exc:
@@ -314,7 +474,7 @@ _PLAIN_COLLECTIONS: dict[type[yaml.Node], str] = {
 }
 
 
-def _convert(loader: yaml.SafeLoader, node: yaml.Node, shown: str, base_dir: Path) -> LNode:
+def _convert(loader: _Parser, node: yaml.Node, shown: str, base_dir: Path) -> LNode:
     loc = Location.from_mark(shown, node.start_mark, base_dir)
     plain_tag = _PLAIN_COLLECTIONS.get(type(node))
     if plain_tag is not None and node.tag != plain_tag:
@@ -345,7 +505,7 @@ def _convert(loader: yaml.SafeLoader, node: yaml.Node, shown: str, base_dir: Pat
     return LNode(_construct(loader, node, loc), loc)
 
 
-def _construct(loader: yaml.SafeLoader, node: yaml.Node, loc: Location) -> Any:
+def _construct(loader: _Parser, node: yaml.Node, loc: Location) -> Any:
     try:
         return loader.construct_object(node, deep=True)
     except yaml.constructor.ConstructorError as exc:

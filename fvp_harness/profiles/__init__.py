@@ -22,12 +22,19 @@ from __future__ import annotations
 import re
 from importlib import resources
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from fvp_harness.errors import ConfigurationError
-from fvp_harness.located import YamlProblem, compose_file, did_you_mean, display_path, validation_problems
+from fvp_harness.located import (
+    YamlProblem,
+    compose_bytes,
+    did_you_mean,
+    display_path,
+    read_limited,
+    validation_problems,
+)
 
 __all__ = [
     "BootStage",
@@ -412,16 +419,45 @@ def load_profile(name_or_path: str | Path, *, base_dir: Path | None = None) -> P
                 f"(built-in: {', '.join(names)}; or give a path to a profile YAML file)"
             )
         path = found
+    return _read_profile(path)
+
+
+_LOADED: dict[tuple[Path, int, int, int], tuple[bytes, Any]] = {}
+"""Profiles read in this process: (resolved path, st_mtime_ns, st_size, st_ino) -> (the file's bytes, the validated
+plain data). Every scenario load reads its profile, and composing the YAML was most of a load. The bytes are compared
+too: a file rewritten within one tick of the file system's clock, at the same size, keeps its stat key."""
+
+_LOADED_KEPT = 32
+
+
+def _read_profile(path: Path) -> Profile:
+    """The profile in ``path``, from ``_LOADED`` when the file is unchanged. Each call returns a new ``Profile``
+    (validated again from the remembered data, cheaper than a deep copy), so no caller can change another's."""
     try:
-        root = compose_file(path)
+        resolved = path.resolve()
+        info = resolved.stat()
+        data = read_limited(path)
     except YamlProblem as exc:
         raise ConfigurationError(f"profile {display_path(path)} is not valid YAML:\n{exc}") from exc
     except OSError as exc:
         raise ProfileNotFound(f"cannot read profile {display_path(path)}: {exc.strerror}") from exc
+    key = (resolved, info.st_mtime_ns, info.st_size, info.st_ino)
+    known = _LOADED.get(key)
+    if known is not None and known[0] == data:
+        return Profile.model_validate(known[1])
     try:
-        return Profile.model_validate(root.plain())
+        root = compose_bytes(data, path)
+    except YamlProblem as exc:
+        raise ConfigurationError(f"profile {display_path(path)} is not valid YAML:\n{exc}") from exc
+    try:
+        profile = Profile.model_validate(root.plain())
     except ValidationError as exc:
         problems = [f"{where}: {message}" for where, message in validation_problems(exc, root, Profile)]
         raise ConfigurationError(
             f"profile {display_path(path)} has problems:\n" + "\n".join(problems)
         ) from exc
+    keys = list(_LOADED)  # a copy: safe while another thread loads
+    for stale in [other for other in keys if other[0] == resolved] + keys[: max(0, len(keys) + 1 - _LOADED_KEPT)]:
+        _LOADED.pop(stale, None)
+    _LOADED[key] = (data, root.plain())  # data of its own, never handed out
+    return profile

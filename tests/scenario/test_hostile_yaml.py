@@ -161,23 +161,10 @@ def originals(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-@functools.cache
-def _profile_parsed_once(name_or_path: str | Path, *, base_dir: Path | None = None) -> object:
-    """``load_profile`` remembered for the whole worker: the fuzz mutates scenarios, never the profiles, and parsing
-    the built-in profile again for each of the 420 cases was half of their time (a failure is not remembered, so a
-    mutated ``platform`` is still refused every time)."""
-    from fvp_harness.profiles import load_profile
-
-    return load_profile(name_or_path, base_dir=base_dir)
-
-
 @pytest.mark.timeout(10)
 @pytest.mark.parametrize("case", range(CASES_PER_SCENARIO))
 @pytest.mark.parametrize("name", [path.name for path in SHIPPED])
-def test_fuzzed_shipped_scenarios_fail_with_located_messages(tmp_path, monkeypatch, originals, name, case):
-    from fvp_harness.scenario import load as loader
-
-    monkeypatch.setattr(loader, "load_profile", _profile_parsed_once)
+def test_fuzzed_shipped_scenarios_fail_with_located_messages(tmp_path, originals, name, case):
     path = fuzzed_copy(tmp_path, name, case, originals)
     try:
         load_scenario(path)
@@ -389,17 +376,14 @@ def _alarm(signum: int, frame: object) -> None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-def test_1000_seeded_mutants_through_validate_and_plan(tmp_path, monkeypatch):
+def test_1000_seeded_mutants_through_validate_and_plan(tmp_path):
     """Every mutant either loads and plans or fails with a HarnessError; any other exception, or a mutant taking
     longer than MUTANT_SECONDS (SIGALRM), fails the test naming its case number (``make_mutant(case, folder)``
-    rebuilds it). Built-in profiles are parsed once (they do not change here; a third of the time otherwise)."""
+    rebuilds it)."""
     import signal
 
     from fvp_harness.errors import HarnessError
     from fvp_harness.run.plan import build_plan
-    from fvp_harness.scenario import load as loader
-
-    monkeypatch.setattr(loader, "load_profile", functools.cache(loader.load_profile))
 
     for source in SHIPPED:
         (tmp_path / source.name).write_bytes(source.read_bytes())
