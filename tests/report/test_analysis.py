@@ -9,19 +9,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fvp_harness.report.analysis import (
-    SUMMARY_COLUMNS,
-    Settings,
-    analyse,
-    bootstrap_medians,
-    bootstrap_p,
-    decide_verdict,
-    expectations_violated,
-    process_level_p,
-    select_latest,
-    summarise,
-    to_frame,
-)
+from fvp_harness.report.analysis import analyse
+from fvp_harness.report.bootstrap import bootstrap_medians
+from fvp_harness.report.frames import to_frame
+from fvp_harness.report.pvalues import bootstrap_p, process_level_p
+from fvp_harness.report.result import expectations_violated
+from fvp_harness.report.samples import select_latest
+from fvp_harness.report.spec import Settings
+from fvp_harness.report.summary import SUMMARY_COLUMNS, summarise
+from fvp_harness.report.verdicts import decide_verdict
 from fvp_harness.scenario.model import Compare
 from fvp_harness.store.records import Record
 from tests.helpers import interleaved, record
