@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -33,22 +34,31 @@ UNIT_COLUMNS = [
 
 
 def frame_columns(blocks: Sequence[SampleBlock]) -> dict[str, list[object]]:
-    """The sample frame's columns as lists, rows in block order (``samples.sample_blocks``: execution order), a
-    block at a time; ``order`` numbers the rows."""
-    columns: dict[str, list[object]] = {name: [] for name in FRAME_COLUMNS}
-    for block in blocks:
-        record, count = block.record, len(block.values)
-        shared = (("scenario", record.scenario), ("unit_id", record.unit_id), ("key", record.key),
-                  ("instance", record.instance), ("build", record.build), ("model", record.model),
-                  ("repetition", record.repetition), ("attempt", record.attempt), ("status", record.status),
-                  ("metric", block.metric), ("unit_of_measure", block.uom))
-        for name, value in shared:
-            columns[name] += [value] * count
-        first = len(columns["order"])
-        columns["iteration"] += block.iterations
-        columns["value"] += block.values
-        columns["order"] += range(first, first + count)
-    return columns
+    """The sample frame's columns as lists, rows in block order (``samples.sample_blocks``: execution order), each
+    unit's identity repeated once per kept value; ``order`` numbers the rows."""
+    records = [block.record for block in blocks]
+    counts = [len(block.values) for block in blocks]
+
+    def repeated(values: Iterable[object]) -> list[object]:
+        return list(itertools.chain.from_iterable(map(itertools.repeat, values, counts)))
+
+    columns: dict[str, list[object]] = {
+        "scenario": repeated([r.scenario for r in records]),
+        "unit_id": repeated([r.unit_id for r in records]),
+        "key": repeated([r.key for r in records]),
+        "instance": repeated([r.instance for r in records]),
+        "build": repeated([r.build for r in records]),
+        "model": repeated([r.model for r in records]),
+        "repetition": repeated([r.repetition for r in records]),
+        "attempt": repeated([r.attempt for r in records]),
+        "status": repeated([r.status for r in records]),
+        "metric": repeated([block.metric for block in blocks]),
+        "iteration": list(itertools.chain.from_iterable(block.iterations for block in blocks)),
+        "value": list(itertools.chain.from_iterable(block.values for block in blocks)),
+        "unit_of_measure": repeated([block.uom for block in blocks]),
+    }
+    columns["order"] = list(range(len(columns["value"])))
+    return {name: columns[name] for name in FRAME_COLUMNS}
 
 
 def frame_of(columns: Mapping[str, Sequence[object]]) -> pd.DataFrame:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -33,18 +33,10 @@ _SPAN_COLUMNS = ("model", "build", "metric", "unit_id", "status", "unit_of_measu
 """The sample frame's columns that place a row in its group (and the unit of measure the group reports)."""
 
 
-class Span(NamedTuple):
-    """Rows ``start`` to ``end`` (exclusive) of the sample frame, all of one model, build, metric, unit id, status and
-    unit of measure."""
-
-    start: int
-    end: int
-    model: Any
-    build: Any
-    metric: Any
-    unit_id: Any
-    status: Any
-    uom: Any
+Span = tuple[int, int, Any, Any, Any, Any, Any, Any]
+"""Rows ``start`` to ``end`` (exclusive) of the sample frame, all of one model, build, metric, unit id, status and
+unit of measure: ``(start, end, model, build, metric, unit_id, status, uom)``. A plain tuple: a stretch per record
+and metric is made for every analysis."""
 
 
 def spans_of_rows(rows: Mapping[str, Sequence[Any]]) -> list[Span]:
@@ -55,7 +47,7 @@ def spans_of_rows(rows: Mapping[str, Sequence[Any]]) -> list[Span]:
         return []
     starts = [0, *(i for i in range(1, len(keys)) if keys[i] != keys[i - 1])]
     ends = [*starts[1:], len(keys)]
-    return [Span(start, end, *keys[start]) for start, end in zip(starts, ends, strict=True)]
+    return [(start, end, *keys[start]) for start, end in zip(starts, ends, strict=True)]
 
 
 def unit_columns(records: Sequence[Record]) -> dict[str, list[Any]]:
@@ -81,10 +73,11 @@ class Group:
 
 
 def _gathered(values: np.ndarray, spans: Sequence[tuple[int, int]]) -> np.ndarray:
-    """The rows of ``spans`` of ``values``, in order, as a new array (what indexing with their positions gives)."""
+    """The rows of ``spans`` of ``values``, in order: the values indexing with their positions gives (a view for one
+    stretch; nothing in the analysis writes into a group's arrays)."""
     if len(spans) == 1:
         start, end = spans[0]
-        return values[start:end].copy()
+        return values[start:end]
     return np.concatenate([values[start:end] for start, end in spans])
 
 
@@ -103,16 +96,23 @@ class Samples:
         """(model, metric) -> the unit of measure of its first ok row, any build."""
         self.metric_uom: dict[str, str] = {}
         """metric -> the unit of measure of its first ok row, any model and build."""
-        for span in spans:
-            if span.status != "ok":
+        for start, end, model, build, metric, unit_id, status, uom in spans:
+            if status != "ok":
                 continue
-            key = (span.model, span.build, span.metric)
-            rows = (span.start, span.end)
-            spans_of.setdefault(key, []).append(rows)
-            by_unit.setdefault(key, {}).setdefault(span.unit_id, []).append(rows)
-            first_uom.setdefault(key, span.uom)
-            self.uom.setdefault((span.model, span.metric), span.uom)
-            self.metric_uom.setdefault(span.metric, span.uom)
+            key = (model, build, metric)
+            of_key = by_unit.get(key)
+            if of_key is None:  # a new group; the first ok rows of a (model, metric) or metric start one
+                of_key = by_unit[key] = {}
+                spans_of[key] = []
+                first_uom[key] = uom
+                self.uom.setdefault((model, metric), uom)
+                self.metric_uom.setdefault(metric, uom)
+            spans_of[key].append((start, end))
+            rows = of_key.get(unit_id)
+            if rows is None:
+                of_key[unit_id] = [(start, end)]
+            else:
+                rows.append((start, end))
         self.groups = {key: Group(_gathered(values, where), [_gathered(values, rows) for rows in by_unit[key].values()],
                                   tuple(by_unit[key]), first_uom[key])
                        for key, where in spans_of.items()}  # fmt: skip
@@ -149,10 +149,9 @@ class Samples:
         spans: list[Span] = []
         values: list[float] = []
         for block in blocks:
-            r = block.record
-            spans.append(Span(len(values), len(values) + len(block.values), r.model, r.build, block.metric,
-                              r.unit_id, r.status, block.uom))
+            r, start = block.record, len(values)
             values += block.values
+            spans.append((start, len(values), r.model, r.build, block.metric, r.unit_id, r.status, block.uom))
         models = [block.record.model for block in blocks]
         return cls(spans, np.array(values, dtype=np.float64), models, unit_columns(records))
 
