@@ -101,7 +101,7 @@ def report_figures(folder: Path, calls: int) -> None:
     outcome = rebuild_report(folder)
     first = 1000 * (time.perf_counter() - began)
     whole = median_ms(lambda: rebuild_report(folder), calls)
-    from fvp_harness.report.render import render_png  # late: after the timed first call
+    from fvp_harness.report.charts import render_png  # late: after the timed first call
 
     png = median_ms(lambda: render_png(outcome.analysis, folder / "bench.png", "a title"), calls)
     (folder / "bench.png").unlink(missing_ok=True)

@@ -65,10 +65,11 @@ def _folder_name(text: str) -> str:
 def _compare_verb(args: argparse.Namespace) -> int:
     # late: pandas, scipy and matplotlib load only when this verb runs, not for --help or other verbs
     from fvp_harness.cli.verb_run import format_summary
-    from fvp_harness.report.analysis import run_verdict
     from fvp_harness.report.junit import suite_from_result
-    from fvp_harness.report.render import render_markdown, render_report
+    from fvp_harness.report.markdown import render_markdown
+    from fvp_harness.report.render import render_report
     from fvp_harness.report.report_page import write_report_page
+    from fvp_harness.report.result import run_verdict
     from fvp_harness.report.stored_compare import compare_run_events, compare_runs, load_run
     from fvp_harness.store.locate import describe_run, find_run
 

@@ -33,8 +33,10 @@ from fvp_harness.errors import HarnessError, Interrupted
 from fvp_harness.pytest_plugin.settings import ScenarioSpec, override_text
 from fvp_harness.pytest_plugin.target import BootLog, BootRecord, SharedTarget
 from fvp_harness.report import format as fmt
-from fvp_harness.report.analysis import AnalysisResult, Comparison, ModelComparison
-from fvp_harness.report.render import ReportContext, render_markdown
+from fvp_harness.report.context import ReportContext
+from fvp_harness.report.findings import Comparison, ModelComparison
+from fvp_harness.report.markdown import render_markdown
+from fvp_harness.report.result import AnalysisResult
 from fvp_harness.run.instances import TargetFactory, default_target_factory
 from fvp_harness.run.manifest import Manifest
 from fvp_harness.run.pipeline import RunOptions, RunOutcome, run_scenario

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from fvp_harness.report import format as fmt
-from fvp_harness.report.analysis import AnalysisResult
+from fvp_harness.report.result import AnalysisResult
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -7,7 +7,7 @@ the report compares and each model, matches the events of the per-inference ``Ex
 position (the k-th ``DELEGATE_CALL`` of a block is one event, the k+1-th another) and gives per event:
 
 * the median duration per build with its CI: the report's two-level bootstrap (units, then blocks inside a unit;
-  ``analysis.bootstrap_medians``), the warmup executions left out as the headline leaves them out;
+  ``bootstrap.bootstrap_medians``), the warmup executions left out as the headline leaves them out;
 * the change of the median (candidate − baseline) with the CI of the bootstrap difference;
 * the **self** time saved (the event's duration less the events it encloses, found by time containment within its
   block), with the CI of its bootstrap difference, and that saving's share of the total saving, the saving of the
@@ -37,12 +37,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from fvp_harness.report.bootstrap import bootstrap_medians, percentile_interval
 from fvp_harness.report.etdump import EtdumpError, EtdumpEvent, EtdumpFile, read_etdump
 from fvp_harness.store.folder import FETCHED_DIR
 from fvp_harness.store.records import Record
 
 if TYPE_CHECKING:
-    from fvp_harness.report.analysis import AnalysisResult, Settings
+    from fvp_harness.report.result import AnalysisResult
+    from fvp_harness.report.spec import Settings
 
 __all__ = ["EVENT_CSV_COLUMNS", "EventComparison", "EventReport", "EventRow", "Trace", "compare_events",
            "compare_traces", "event_rows", "events_csv", "events_json", "events_markdown", "load_traces"]  # fmt: skip
@@ -222,16 +224,12 @@ def _collect(traces: Sequence[Trace], warmup: int, run_block: str = EXECUTE_BLOC
 
 
 def _draws(groups: Sequence[Sequence[float]], settings: Settings, *labels: str) -> np.ndarray:
-    from fvp_harness.report.analysis import bootstrap_medians  # late: analysis imports pandas and scipy
-
     arrays = [np.asarray(g, dtype=float) for g in groups if len(g)]
     rng = np.random.default_rng([settings.seed, *(zlib.crc32(label.encode()) for label in labels)])
     return bootstrap_medians(arrays, settings.resamples, rng)
 
 
 def _interval(draws: np.ndarray, confidence: float) -> tuple[float | None, float | None]:
-    from fvp_harness.report.analysis import percentile_interval  # late: analysis imports pandas and scipy
-
     return percentile_interval(draws, confidence)
 
 

@@ -1,7 +1,7 @@
 """History across stored runs: one row per run, a step detector per model, and the table, CSV, JSON and charts.
 
 Data: every stored run of a scenario folder (``runs/<id>/`` and the current one, oldest first), each analysed on its
-own (its records of its planned keys, ``analysis.summarise``): per model the median of one metric of one build, with
+own (its records of its planned keys, ``summary.summarise``): per model the median of one metric of one build, with
 the two-level bootstrap CI, and the NPU cycles. Runs that lack the build or metric leave a gap.
 
 Regressions are found the way asv finds them, by **step detection over the whole series**, not by a threshold on
@@ -41,10 +41,16 @@ from matplotlib.figure import Figure
 from fvp_harness.errors import ConfigurationError, check_names
 from fvp_harness.files import atomic_write
 from fvp_harness.report import format as fmt
-from fvp_harness.report.analysis import NPU_CYCLE_METRICS, Settings, select_latest, summarise, to_frame
+from fvp_harness.report.cells import NPU_CYCLE_METRICS
+from fvp_harness.report.format import markdown_table
+from fvp_harness.report.frames import to_frame
+from fvp_harness.report.json_report import jsonable
 from fvp_harness.report.junit import Case, Suite
-from fvp_harness.report.render import jsonable, markdown_table, save_png
+from fvp_harness.report.report_files import save_png
+from fvp_harness.report.samples import select_latest
+from fvp_harness.report.spec import Settings
 from fvp_harness.report.stored_compare import LoadedRun, load_run
+from fvp_harness.report.summary import summarise
 from fvp_harness.report.summary_cache import cached_run_points
 from fvp_harness.store.folder import ResultStore
 from fvp_harness.store.records import Record

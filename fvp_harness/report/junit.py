@@ -27,8 +27,9 @@ from typing import Literal
 
 from fvp_harness.files import atomic_write
 from fvp_harness.report import format as fmt
-from fvp_harness.report.analysis import AnalysisResult, Comparison, Expectation, GateCheck, run_verdict
-from fvp_harness.report.render import gate_allowed, gate_change, gate_interval
+from fvp_harness.report.cells import gate_allowed, gate_change, gate_interval
+from fvp_harness.report.findings import Comparison, Expectation, GateCheck
+from fvp_harness.report.result import AnalysisResult, run_verdict
 
 __all__ = ["Case", "Suite", "junit_xml", "suite_from_result", "write_junit"]
 

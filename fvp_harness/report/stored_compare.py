@@ -33,18 +33,13 @@ from typing import Any
 
 from fvp_harness.errors import ConfigurationError, check_names
 from fvp_harness.report import format as fmt
-from fvp_harness.report.analysis import (
-    AnalysisResult,
-    Comparison,
-    Expectation,
-    GateCheck,
-    ModelComparison,
-    analyse,
-    compare,
-)
+from fvp_harness.report.analysis import analyse
+from fvp_harness.report.comparison import compare
+from fvp_harness.report.context import ReportContext
 from fvp_harness.report.etdump_events import EventReport, compare_traces, load_traces
+from fvp_harness.report.findings import Comparison, Expectation, GateCheck, ModelComparison
 from fvp_harness.report.machine import is_simulated
-from fvp_harness.report.render import ReportContext
+from fvp_harness.report.result import AnalysisResult
 from fvp_harness.scenario.model import Scenario
 from fvp_harness.store.folder import ResultStore, StoredRun
 from fvp_harness.store.locate import describe_run, find_run

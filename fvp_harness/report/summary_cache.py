@@ -36,8 +36,8 @@ from fvp_harness.store.folder import SUMMARY_CACHE_FILE
 if TYPE_CHECKING:
     from fvp_harness.store.records import Record
 
-__all__ = ["ANALYSIS_VERSION", "CACHE_FILE", "MAX_ENTRIES", "SummaryCache", "cache_key", "cached_run_points",
-           "records_digest"]
+__all__ = ["ANALYSIS_MODULES", "ANALYSIS_VERSION", "CACHE_FILE", "MAX_ENTRIES", "SummaryCache", "cache_key",
+           "cached_run_points", "records_digest"]
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +50,12 @@ ANALYSIS_VERSION = 1
 default moved into another module)."""
 MAX_ENTRIES = 32
 """Entries kept per file, newest last: a folder is read with a few settings at most; more would be stale ones."""
+ANALYSIS_MODULES = tuple(f"fvp_harness.report.{name}" for name in (
+    "analysis", "bootstrap", "changes", "comparison", "drift", "findings", "format", "frames", "geomean", "identity",
+    "partitions", "primary", "pvalues", "result", "sample_groups", "samples", "spec", "summary", "verdicts"))
+"""The modules of the analysis: ``analysis`` and every module of the report package it imports, directly or not
+(``tests/report/test_summary_cache.py`` checks the list against the imports). Every entry's ``code`` includes them,
+so an edit of any part of the analysis finds nothing kept before."""
 
 
 def _code_digest(modules: Iterable[str]) -> str:
@@ -162,7 +168,8 @@ def cached_run_points(folder: Path, records: Sequence[Record], metric: str, sett
         inputs = {"records": records_digest(records), "metric": metric, "settings": shown}
     except TypeError:
         return compute(records, metric, settings)
-    key = cache_key("history points", inputs, code=("fvp_harness.report.history", "fvp_harness.report.analysis"))
+    code = ("fvp_harness.report.history", "fvp_harness.report.cells", *ANALYSIS_MODULES)  # cells: the NPU metrics
+    key = cache_key("history points", inputs, code=code)
     kept = cache.get(key)
     if isinstance(kept, dict) and isinstance(kept.get("unit"), str) and isinstance(kept.get("points"), list) \
             and (kept.get("npu") is None or isinstance(kept.get("npu"), str)) \

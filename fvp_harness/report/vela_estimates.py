@@ -32,7 +32,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from fvp_harness.report import format as fmt
-from fvp_harness.report.analysis import AnalysisResult
+from fvp_harness.report.result import AnalysisResult
 from fvp_harness.scenario.vela import VelaEstimates
 
 __all__ = [

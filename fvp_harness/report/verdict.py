@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fvp_harness.report.analysis import AnalysisResult, run_verdict
+from fvp_harness.report.result import AnalysisResult, run_verdict
 
 __all__ = ["verdict_object"]
 
@@ -23,7 +23,7 @@ def _first_line(text: str) -> str:
 
 def verdict_object(result: AnalysisResult) -> dict[str, Any]:
     """``{status, reasons, violated_gates, violated_expectations, failed_units, not_run}`` (JSON types; floats are
-    rounded by the caller's ``render.jsonable`` like every other number of ``report.json``)."""
+    rounded by the caller's ``json_report.jsonable`` like every other number of ``report.json``)."""
     verdict = run_verdict(result)
     gates = [
         {"model": g.model, "metric": g.metric, "baseline": c.baseline, "candidate": c.candidate,

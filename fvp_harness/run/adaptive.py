@@ -38,11 +38,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from fvp_harness.report.summary_cache import SummaryCache, cache_key, records_digest
+from fvp_harness.report.summary_cache import ANALYSIS_MODULES, SummaryCache, cache_key, records_digest
 from fvp_harness.store.records import Record
 
 if TYPE_CHECKING:  # the analysis (pandas, scipy) loads only when a round is judged: ``make``'s check needs none
-    from fvp_harness.report.analysis import CompareLike, ModelComparison, Settings
+    from fvp_harness.report.findings import ModelComparison
+    from fvp_harness.report.spec import CompareLike, Settings
 
 __all__ = [
     "STOP_REASONS",
@@ -267,7 +268,7 @@ def _replay_key(records: Sequence[Record], spec: CompareLike | None, until: Unti
                   "settings": _jsonable(settings)}
     except TypeError:
         return None
-    return cache_key("run.until replay", inputs, code=(__name__, "fvp_harness.report.analysis"))
+    return cache_key("run.until replay", inputs, code=(__name__, *ANALYSIS_MODULES))
 
 
 def _state_of(kept: object, models: Sequence[str]) -> SamplingState | None:

@@ -46,9 +46,12 @@ from fvp_harness.errors import (
     storage_error,
 )
 from fvp_harness.events import Event, Listener, null_listener
-from fvp_harness.report.analysis import AnalysisResult, SamplingNote, analyse, expectations_violated
+from fvp_harness.report.analysis import analyse
+from fvp_harness.report.context import ReportContext
 from fvp_harness.report.etdump_events import compare_events
-from fvp_harness.report.render import ReportContext, render_report
+from fvp_harness.report.findings import SamplingNote
+from fvp_harness.report.render import render_report
+from fvp_harness.report.result import AnalysisResult, expectations_violated
 from fvp_harness.report.stored_compare import StoredBaseline, analyse_with_stored_baseline, load_stored_baseline
 from fvp_harness.report.summary_cache import SummaryCache
 from fvp_harness.run.adaptive import (

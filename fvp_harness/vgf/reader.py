@@ -14,7 +14,7 @@ So this reader is tolerant by design (``docs/vgf.md`` documents the default layo
   .execute_ns: expected a number >= 0, got 'abc' (str)``); broken JSON names ``file:line:col``.
 
 ``to_record`` turns a run into a ``records.Record`` (one unit, one sample per measured inference per metric),
-so ``analysis.to_frame`` and the rest of the analysis serve VGF runs exactly as they serve A/B runs.
+so ``frames.to_frame`` and the rest of the analysis serve VGF runs exactly as they serve A/B runs.
 
 Pure apart from ``read_report`` (which reads one file): no printing, no clock.
 """

@@ -4,8 +4,8 @@ The question a VGF zero-copy change must answer is not "is it faster" alone but 
 boundary costs zero-copy removed (input/output copies and their memcpy time), which boundary costs it brought or
 left (imports, binding refresh, buffers the driver refused and copied anyway), and whether the VGF execution
 itself changed (it should not: zero-copy moves where I/O lives, not what the GPU computes). This module answers
-that from the same tidy DataFrame the A/B path uses (``analysis.to_frame`` over ``vgf.reader.to_record`` records), with
-the A/B statistics (``analysis.compare``: two-level bootstrap CIs of medians, Mann-Whitney p, ``decide_verdict``),
+that from the same tidy DataFrame the A/B path uses (``frames.to_frame`` over ``vgf.reader.to_record`` records), with
+the A/B statistics (``comparison.compare``: two-level bootstrap CIs of medians, Mann-Whitney p, ``decide_verdict``),
 and renders markdown, CSV, JSON and PNG with the A/B report's public helpers (``report.markdown_table``,
 ``expectations_markdown``, ``jsonable``, ``save_png``, ``write_report_files``).
 
@@ -27,14 +27,13 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from fvp_harness.report import format as fmt
-from fvp_harness.report.analysis import Settings, compare, to_frame
-from fvp_harness.report.render import (
-    expectations_markdown,
-    jsonable,
-    markdown_table,
-    save_png,
-    write_report_files,
-)
+from fvp_harness.report.comparison import compare
+from fvp_harness.report.format import markdown_table
+from fvp_harness.report.frames import to_frame
+from fvp_harness.report.json_report import jsonable
+from fvp_harness.report.md_tables import expectations_markdown
+from fvp_harness.report.report_files import save_png, write_report_files
+from fvp_harness.report.spec import Settings
 from fvp_harness.store.folder import VGF_REPORT_FILES
 from fvp_harness.store.records import Record
 from fvp_harness.vgf.reader import VGF_METRIC_UNITS, NoVgfReports, VgfRun, find_reports, load_results
@@ -200,7 +199,7 @@ def compare_vgf(
 ) -> VgfComparison:
     """Compare the ``candidate`` build (zero-copy) with the ``baseline`` (copy) per model and metric.
 
-    ``frame`` is ``analysis.to_frame`` of ``vgf.reader.to_record`` records. ``runs`` (build -> the parsed reports)
+    ``frame`` is ``frames.to_frame`` of ``vgf.reader.to_record`` records. ``runs`` (build -> the parsed reports)
     adds device, config, rejection reasons and reader warnings; without it those parts stay empty.
     ``min_effect`` (percent) is the change in a time metric that counts as a change (execution "unchanged"
     means its CI of the change lies within +-min_effect).

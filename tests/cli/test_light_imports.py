@@ -97,5 +97,5 @@ def test_no_op_commands_load_no_analysis_stack(tmp_path: Path) -> None:
         assert not row["loaded"], (
             f"fvp-harness {' '.join(row['argv'])} loaded " + "; ".join(
                 f"{module} (first imported by {who})" for module, who in row["loaded"].items()))
-    assert rows[-1]["loaded"]["pandas"].startswith("fvp_harness/report/analysis.py:"), \
+    assert rows[-1]["loaded"]["pandas"].startswith("fvp_harness/report/"), \
         f"control: importing the analysis must be seen loading pandas: {rows[-1]['loaded']}"

@@ -9,19 +9,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fvp_harness.report.analysis import (
-    SUMMARY_COLUMNS,
-    Settings,
-    analyse,
-    bootstrap_medians,
-    bootstrap_p,
-    decide_verdict,
-    expectations_violated,
-    process_level_p,
-    select_latest,
-    summarise,
-    to_frame,
-)
+from fvp_harness.report.analysis import analyse
+from fvp_harness.report.bootstrap import bootstrap_medians
+from fvp_harness.report.frames import to_frame
+from fvp_harness.report.pvalues import bootstrap_p, process_level_p
+from fvp_harness.report.result import expectations_violated
+from fvp_harness.report.samples import select_latest
+from fvp_harness.report.spec import Settings
+from fvp_harness.report.summary import SUMMARY_COLUMNS, summarise
+from fvp_harness.report.verdicts import decide_verdict
 from fvp_harness.scenario.model import Compare
 from fvp_harness.store.records import Record
 from tests.helpers import interleaved, record
@@ -493,3 +489,31 @@ def test_analysis_numbers_are_pinned() -> None:
     """Exact floats, so a faster implementation cannot change a number unnoticed (these are the numbers the
     pandas-mask implementation gave, before the analysis was made faster)."""
     assert _pinned_numbers(Settings(resamples=300)) == PINNED
+
+
+@pytest.mark.parametrize("metric", ["cpu_time", "npu_cycles", "my_metric"])
+@pytest.mark.parametrize("unit", ["ms", "s", "us", "min", "cycles", "count", "", "MB/s"])
+def test_the_samples_checked_by_block_are_those_checked_one_by_one(metric: str, unit: str) -> None:
+    """``sample_blocks`` checks a value alone only when its record holds one outside a range every value of its
+    metric may take: what it keeps and leaves out must be exactly what ``invalid_reason`` says of every value,
+    also at the ends of each unit's limits (a day of time per run, 2^63 for counters and built-in metrics)."""
+    import math
+
+    from fvp_harness.report.samples import invalid_reason, sample_blocks
+
+    limits = [86400.0, 86400e3, 86400e6, 1440.0, 2.0**63, 0.0]
+    ends = [value for limit in limits for value in (limit, math.nextafter(limit, math.inf),
+                                                    math.nextafter(limit, -math.inf), -limit)]
+    every = [*ends, 1.5, -0.0, 1e300, -1e300, math.nan, math.inf, -math.inf]
+    groups = [[value] for value in every] + [every, [0.5, 1.5, 2.5]]  # a value alone: no other one to give it away
+    records = [record(f"r{i}-after-m", samples={metric: values}, metric_units={metric: unit},
+                      started=f"2026-03-01T10:{i // 60:02d}:{i % 60:02d}Z") for i, values in enumerate(groups)]
+    blocks, dropped = sample_blocks(records)
+    kept = {(block.record.unit_id, iteration, value) for block in blocks
+            for iteration, value in zip(block.iterations, block.values, strict=True)}
+    expected = {(r.unit_id, i, v) for r in records for i, v in enumerate(r.samples[metric])
+                if invalid_reason(metric, v, unit) is None}
+    assert kept == expected
+    assert [(d.unit_id, d.count) for d in dropped] == [
+        (r.unit_id, n) for r in records if (n := sum(invalid_reason(metric, v, unit) is not None
+                                                     for v in r.samples[metric]))]

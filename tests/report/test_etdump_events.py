@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 
-from fvp_harness.report.analysis import Settings
 from fvp_harness.report.etdump import EtdumpEvent, read_etdump
 from fvp_harness.report.etdump_events import (
     Trace,
@@ -23,6 +22,7 @@ from fvp_harness.report.etdump_events import (
     load_traces,
 )
 from fvp_harness.report.etdump_events import _self_times as self_times
+from fvp_harness.report.spec import Settings
 from fvp_harness.sim.workloads.etdump import ProfileEvent, RunBlock, encode_etdump
 from tests.helpers import record
 

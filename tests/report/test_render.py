@@ -14,17 +14,16 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from fvp_harness.report import render
-from fvp_harness.report.analysis import AnalysisResult, Settings, analyse
-from fvp_harness.report.render import (
-    REPORT_FORMAT_VERSION,
-    ReportContext,
-    expectations_markdown,
-    expectations_violated,
-    render_markdown,
-    render_png,
-    render_report,
-)
+from fvp_harness.report import charts
+from fvp_harness.report.analysis import analyse
+from fvp_harness.report.charts import render_png
+from fvp_harness.report.context import ReportContext
+from fvp_harness.report.json_report import REPORT_FORMAT_VERSION
+from fvp_harness.report.markdown import render_markdown
+from fvp_harness.report.md_tables import expectations_markdown
+from fvp_harness.report.render import render_report
+from fvp_harness.report.result import AnalysisResult, expectations_violated
+from fvp_harness.report.spec import Settings
 from fvp_harness.scenario.model import Compare
 from fvp_harness.store.folder import ResultStore
 from fvp_harness.store.records import Record
@@ -299,16 +298,58 @@ def test_output_does_not_depend_on_the_order_of_lines_in_records_jsonl() -> None
 
 
 def test_public_names_exist() -> None:
-    """``__all__`` of the four modules names only things that exist (the API execute and the CLI use)."""
-    import fvp_harness.report.analysis as analysis
-    import fvp_harness.report.render as report
+    """``__all__`` of every report module, the scraper and the store names only things that exist (the API execute
+    and the CLI use), constants first, each group sorted."""
+    import importlib
+    import pkgutil
+
+    import fvp_harness.report
     import fvp_harness.run.scrape as scrape
     import fvp_harness.store.folder as store
 
-    for module in (analysis, report, scrape, store):
+    report = [importlib.import_module(f"fvp_harness.report.{info.name}")
+              for info in pkgutil.iter_modules(fvp_harness.report.__path__)]
+    assert len(report) > 30, "the walk finds the report package's modules"
+    for module in (*report, scrape, store):
         missing = [name for name in module.__all__ if not hasattr(module, name)]
         assert not missing, (module.__name__, missing)
         assert list(module.__all__) == sorted(module.__all__, key=lambda n: (not n.isupper(), n))
+
+
+CHART_CHILD = """
+import json, sys
+from pathlib import Path
+from fvp_harness.report.analysis import analyse
+from fvp_harness.report.render import render_report
+from fvp_harness.scenario.model import Compare
+from tests.helpers import record
+records = [record(f"r{rep}-{build}-m", build=build, model="m", repetition=rep,
+                  samples={"cpu_time": [1.0 + rep / 10, 1.1, 1.2] if build == "before" else [0.5, 0.6, 0.7]},
+                  started=f"2026-03-01T10:0{rep}:0{build == 'after'}Z")
+           for rep in (1, 2) for build in ("before", "after")]
+result = analyse(records, Compare(), ())
+loaded = []
+for outputs in (["markdown", "csv", "json"], ["png"]):
+    render_report(result, Path(sys.argv[1]), outputs)
+    loaded.append("matplotlib" in sys.modules)
+print(json.dumps(loaded))
+"""
+
+
+def test_matplotlib_loads_only_when_a_chart_is_written(tmp_path: Path) -> None:
+    """A report without its PNG (``render_report`` asked for markdown, CSV and JSON; the pytest plugin's and
+    ``--github-summary``'s markdown) imports no matplotlib: it costs more than the analysis of a small run. The
+    control: writing the chart must load it."""
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", CHART_CHILD, str(tmp_path)], cwd=repo, capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout) == [False, True], "matplotlib loaded before any chart was written"
+    assert sorted(path.name for path in tmp_path.iterdir()) == [
+        "report.csv", "report.json", "report.md", "report.png", "report.samples.png"]
 
 
 def test_expectations_that_nothing_could_check_are_not_called_a_pass() -> None:
@@ -349,5 +390,5 @@ def test_png_chart_is_drawn_once_and_has_the_bytes_of_the_chart_laid_out_twice(
         patched.setattr(Figure, "draw", counted)
         once = render_png(result, tmp_path / "once.png", "driver reuse").read_bytes()
     assert len(draws) == 1
-    monkeypatch.setattr(render, "save_png", _save_laid_out_twice)
+    monkeypatch.setattr(charts, "save_png", _save_laid_out_twice)
     assert once == render_png(result, tmp_path / "twice.png", "driver reuse").read_bytes()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from fvp_harness.errors import ConfigurationError
-from fvp_harness.report.analysis import run_verdict
+from fvp_harness.report.result import run_verdict
 from fvp_harness.report.stored_compare import (
     DRIFT_CHECK,
     RERUN_SUFFIX,

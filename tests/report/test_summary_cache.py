@@ -157,3 +157,21 @@ def test_a_read_only_cache_writes_nothing(tmp_path: Path) -> None:
     adaptive.replay(_until_records(), SPEC, UNTIL, models=["m1", "m2"], builds=["before", "after"],
                     cache=SummaryCache(tmp_path, write=False))
     assert not (tmp_path / CACHE_FILE).exists(), "make's up-to-date check writes nothing"
+
+
+def test_the_analysis_modules_are_every_module_the_analysis_imports() -> None:
+    """An entry's key covers the bytes of the code that computed it: ``ANALYSIS_MODULES`` must be ``analysis`` and
+    every report module it reaches (through any import, at the top, in a function or for type hints), or an edit of
+    a part it missed would find the numbers of the old code."""
+    from tests.test_layers import PACKAGE, _module_name, import_graph
+
+    sources = {_module_name(path): (path.read_text(encoding="utf-8"), path.name == "__init__.py")
+               for path in PACKAGE.rglob("*.py")}
+    graph = import_graph(sources)
+    reached, todo = set(), ["fvp_harness.report.analysis"]
+    while todo:
+        module = todo.pop()
+        if module not in reached and module.startswith("fvp_harness.report."):
+            reached.add(module)
+            todo.extend(graph[module])
+    assert sorted(summary_cache.ANALYSIS_MODULES) == sorted(reached)

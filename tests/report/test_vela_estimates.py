@@ -10,8 +10,12 @@ import pytest
 from pydantic import ValidationError
 
 from fvp_harness.report import vela_estimates
-from fvp_harness.report.analysis import AnalysisResult, Settings, analyse
-from fvp_harness.report.render import ReportContext, render_json, render_markdown
+from fvp_harness.report.analysis import analyse
+from fvp_harness.report.context import ReportContext
+from fvp_harness.report.json_report import render_json
+from fvp_harness.report.markdown import render_markdown
+from fvp_harness.report.result import AnalysisResult
+from fvp_harness.report.spec import Settings
 from fvp_harness.report.vela_estimates import (
     VelaCsvError,
     load_vela_inputs,

@@ -13,7 +13,8 @@ import pytest
 from fvp_harness.cli.main import main
 from fvp_harness.errors import ScenarioError
 from fvp_harness.profiles import load_profile
-from fvp_harness.report.render import ReportContext, _context_line
+from fvp_harness.report.captions import context_line
+from fvp_harness.report.context import ReportContext
 from fvp_harness.run.doctor import doctor_exit_code, run_doctor
 from fvp_harness.scenario import load_scenario
 from fvp_harness.scenario.executable import SIM_RUNNER_MAGIC, SIM_VGF_MAGIC, host_exec_problem
@@ -172,10 +173,10 @@ def test_a_host_report_names_the_host_not_an_fvp() -> None:
                 "fvp": {"binary": "sim", "version": "11.30.27"}, "host": {"hostname": "bench1", "machine": "x86_64"},
                 "started": "2026-03-01T10:00:00Z"}
     context = ReportContext.from_manifest(manifest)
-    line = _context_line(context, (), [])
+    line = context_line(context, (), [])
     assert "Host: **bench1 (x86_64)**" in line and "FVP" not in line and "Platform" not in line
     fvp = ReportContext.from_manifest({**manifest, "scenario": {"name": "vgf", "resolved": {"target": "fvp"}}})
-    assert "FVP: **sim 11.30.27**" in _context_line(fvp, (), []) and fvp.host is None
+    assert "FVP: **sim 11.30.27**" in context_line(fvp, (), []) and fvp.host is None
 
 
 def test_host_commands_put_no_secret_on_a_world_readable_argv(tmp_path):

@@ -120,7 +120,8 @@ def test_auto_falls_back_to_the_console_once_per_instance(tmp_path: Path) -> Non
 
 
 def test_the_instances_transport_reaches_the_manifest_and_the_report(tmp_path: Path) -> None:
-    from fvp_harness.report.render import ReportContext, _context_line  # late: only this test renders
+    from fvp_harness.report.captions import context_line
+    from fvp_harness.report.context import ReportContext  # late: only this test renders
     from fvp_harness.run.execute import default_deploy
     from fvp_harness.scenario.model import Scenario
 
@@ -130,4 +131,4 @@ def test_the_instances_transport_reaches_the_manifest_and_the_report(tmp_path: P
     default_deploy(scenario)(target, [(path, False) for path in _files(tmp_path)])
     assert str(target.metadata["deploy"]).startswith("console (ssh did not answer")
     context = ReportContext.from_manifest({"instances": {"s0": {"deploy": "ssh"}, "s0.2": {"deploy": None}}})
-    assert _context_line(context, [], []) == "deploy: s0 ssh"
+    assert context_line(context, [], []) == "deploy: s0 ssh"
