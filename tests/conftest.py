@@ -8,6 +8,7 @@ fixture booting the simulator must carry both markers (checked at collection).
 
 from __future__ import annotations
 
+import os
 import sys
 import textwrap
 from collections.abc import Callable
@@ -22,6 +23,10 @@ from tests.helpers import REPO
 # set it), every collection rewrote and compiled every test module again, 10 s of a 12 s collection. The suite's own
 # processes read what this one writes.
 sys.dont_write_bytecode = False
+# ... and so do the processes the tests start (the CLI, the simulator, the pytest plugin's runs: hundreds of them): the
+# harness's own modules were compiled anew in each, 0.4 s of every ``python -m fvp_harness``. (Under pytest this
+# process keeps assertion-rewritten copies of the harness's modules, which no child reads.)
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 BOOTING_FIXTURES = frozenset({"sim", "booted"})
 """Fixtures that boot the simulator (``tests/sim``'s ``sim`` and ``booted``, ``tests/targets``'s ``booted``)."""
