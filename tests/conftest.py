@@ -8,6 +8,7 @@ fixture booting the simulator must carry both markers (checked at collection).
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import textwrap
@@ -139,6 +140,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if unmarked:
         raise pytest.UsageError("tests that boot the simulator must be marked slow and sim: " + ", ".join(unmarked))
     items[:] = sorted(items, key=_start_rank)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Nothing is collected any more once pytest is done: the garbage collector's passes over the millions of objects
+    of pandas, scipy and matplotlib as the interpreter shut down took 2-3 s after every collection and in every
+    xdist worker at the end of a run. Frozen, they are left to the process's exit."""
+    gc.freeze()
 
 
 @pytest.fixture
