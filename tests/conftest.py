@@ -8,6 +8,8 @@ fixture booting the simulator must carry both markers (checked at collection).
 
 from __future__ import annotations
 
+import gc
+import os
 import sys
 import textwrap
 from collections.abc import Callable
@@ -22,6 +24,10 @@ from tests.helpers import REPO
 # set it), every collection rewrote and compiled every test module again, 10 s of a 12 s collection. The suite's own
 # processes read what this one writes.
 sys.dont_write_bytecode = False
+# ... and so do the processes the tests start (the CLI, the simulator, the pytest plugin's runs: hundreds of them): the
+# harness's own modules were compiled anew in each, 0.4 s of every ``python -m fvp_harness``. (Under pytest this
+# process keeps assertion-rewritten copies of the harness's modules, which no child reads.)
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 BOOTING_FIXTURES = frozenset({"sim", "booted"})
 """Fixtures that boot the simulator (``tests/sim``'s ``sim`` and ``booted``, ``tests/targets``'s ``booted``)."""
@@ -40,6 +46,26 @@ LONG_FIRST = (
 xdist workers a suite ends when its last long test does; started first (``--dist loadgroup`` in pyproject hands
 out each of them alone, in this order), the long ones spread over both workers and the short ones fill the gaps,
 so the two workers finish together instead of one running a long test alone at the end."""
+
+HEAVY_FIRST = (
+    "tests/cli/test_small_journeys.py",
+    "tests/cli/test_unknown_names.py",
+    "tests/batch/test_engine.py",
+    "tests/run/test_execute.py",
+    "tests/run/test_baremetal_units.py",
+    "tests/cli/test_ci_verbs.py",
+    "tests/cli/test_scenario_verbs.py",
+    "tests/report/test_dashboard.py",
+    "tests/report/test_render.py",
+    "tests/scenario/test_hostile_yaml.py",
+    "tests/sim/fvp/test_cmdline.py",
+    "tests/vgf/test_report.py",
+    "tests/batch/test_stealing.py",
+)
+"""The fast lane's heaviest modules (5 to 11 s of tests each on a quiet machine), started before the other fast
+tests (each module whole, in file order, handed out by ``CHUNK``). Why: in file order one of them could come last
+and leave the other worker idle for its seconds at the end; first, the light modules fill the gaps and the two
+workers finish together. A module missing here still runs, in file order."""
 
 ONE_WORKER = frozenset({
     "tests/e2e/test_stored_baselines_e2e.py",  # two_runs: two stored runs
@@ -91,13 +117,17 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
 
 def _start_rank(item: pytest.Item) -> tuple[int, int]:
     """Where ``item`` starts: the ``LONG_FIRST`` groups in order, then the simulator's tests, the other slow ones,
-    and the fast lane last (file order inside each group, so module fixtures stay together)."""
+    and the fast lane last, its ``HEAVY_FIRST`` modules first (file order inside each group, so module fixtures
+    stay together)."""
     for index, prefix in enumerate(LONG_FIRST):
         if item.nodeid.startswith(prefix):
             return 0, index
     if item.get_closest_marker("sim"):
         return 1, 0
-    return (2, 0) if item.get_closest_marker("slow") else (3, 0)
+    if item.get_closest_marker("slow"):
+        return 2, 0
+    module = item.nodeid.split("::", 1)[0]
+    return (3, HEAVY_FIRST.index(module)) if module in HEAVY_FIRST else (4, 0)
 
 
 @pytest.hookimpl(trylast=True)  # after pytest's own reordering and the -m/-k deselection
@@ -110,6 +140,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if unmarked:
         raise pytest.UsageError("tests that boot the simulator must be marked slow and sim: " + ", ".join(unmarked))
     items[:] = sorted(items, key=_start_rank)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Nothing is collected any more once pytest is done: the garbage collector's passes over the millions of objects
+    of pandas, scipy and matplotlib as the interpreter shut down took 2-3 s after every collection and in every
+    xdist worker at the end of a run. Frozen, they are left to the process's exit."""
+    gc.freeze()
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ the same small machine.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import subprocess
 import threading
@@ -21,7 +22,7 @@ import pytest
 
 from fvp_harness.store.records import Record
 
-__all__ = ["REPO", "eventually", "interleaved", "record", "wait_until"]
+__all__ = ["REPO", "eventually", "interleaved", "record", "scenario_validator", "wait_until"]
 
 REPO = Path(__file__).resolve().parent.parent
 """The repository root (shipped scenarios, docs, benchmarks)."""
@@ -55,6 +56,19 @@ def wait_until(predicate: Callable[[], T], *, timeout: float = 10.0, interval: f
             what = message or getattr(predicate, "__name__", "the condition")
             raise AssertionError(f"gave up after {timeout:g} s waiting for {what}")
         time.sleep(max(0.0, min(interval, deadline - time.monotonic())))
+
+
+@functools.cache
+def scenario_validator() -> Any:
+    """A ``jsonschema`` validator of ``scenario_json_schema()``, the schema checked against its meta-schema once per
+    process (skips without jsonschema). Why one: ``jsonschema.validate`` checks the big schema against the
+    meta-schema in every call, half a second each, and the schema tests validated a dozen documents."""
+    jsonschema = pytest.importorskip("jsonschema")
+    from fvp_harness.scenario.model import scenario_json_schema  # late: pydantic only for the tests that ask
+
+    schema = scenario_json_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
 
 
 # --- records ------------------------------------------------------------------------------------------------------

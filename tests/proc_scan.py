@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 
 def _live_pids() -> list[tuple[int, list[bytes]]]:
@@ -16,7 +15,7 @@ def _live_pids() -> list[tuple[int, list[bytes]]]:
         if not entry.isdigit():
             continue
         try:
-            fields = Path(f"/proc/{entry}/stat").read_bytes().rsplit(b")", 1)[1].split()
+            fields = _read(f"/proc/{entry}/stat").rsplit(b")", 1)[1].split()
         except OSError:
             continue
         if fields[0] != b"Z":
@@ -24,18 +23,39 @@ def _live_pids() -> list[tuple[int, list[bytes]]]:
     return found
 
 
+def _read(path: str) -> bytes:
+    """A /proc file's bytes (plain ``open``: the leak guards read two files of every process, before and after
+    each test, and ``Path`` costs more than the read)."""
+    with open(path, "rb") as file:
+        return file.read()
+
+
+def _has_env(pid: int, needle: bytes) -> bool:
+    try:
+        return needle in _read(f"/proc/{pid}/environ").split(b"\0")
+    except OSError:
+        return False
+
+
 def processes_with_env(name: str, value: str) -> list[int]:
     """Live processes whose environment carries ``name=value`` (children inherit it, so it marks a whole tree)."""
     needle = f"{name}={value}".encode()
-    found = []
-    for pid, _fields in _live_pids():
-        try:
-            environ = Path(f"/proc/{pid}/environ").read_bytes()
-        except OSError:
-            continue
-        if needle in environ.split(b"\0"):
-            found.append(pid)
-    return found
+    return [pid for pid, _fields in _live_pids() if _has_env(pid, needle)]
+
+
+def children_and_marked(parent: int, name: str, value: str) -> tuple[set[int], set[int]]:
+    """(live direct children of ``parent``, live processes carrying ``name=value``) from one scan of /proc: what a
+    leak guard compares before and after a test, at half the cost of ``child_processes`` and
+    ``processes_with_env`` one after the other."""
+    needle = f"{name}={value}".encode()
+    children: set[int] = set()
+    marked: set[int] = set()
+    for pid, fields in _live_pids():
+        if int(fields[1]) == parent:
+            children.add(pid)
+        if _has_env(pid, needle):
+            marked.add(pid)
+    return children, marked
 
 
 def process_group_members(pgid: int) -> list[int]:

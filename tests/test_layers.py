@@ -22,6 +22,7 @@ The checker is tested on synthetic modules too, so it is shown to fail on each k
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -145,23 +146,32 @@ def _explained(lines: list[str], lineno: int) -> bool:
     return False
 
 
+@functools.cache
+def _imports(source: str) -> tuple[tuple[ast.Import | ast.ImportFrom, bool], ...]:
+    """Every import statement of ``source`` and whether it sits inside a function, in one walk of one parse. Why
+    cached: the layer check and the cycle check read the same 170 modules, and parsing them is most of the cost."""
+    found: list[tuple[ast.Import | ast.ImportFrom, bool]] = []
+    pending: list[tuple[ast.AST, bool]] = [(ast.parse(source), False)]
+    while pending:
+        node, in_function = pending.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.append((node, in_function))
+            continue
+        inner = in_function or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        pending.extend((child, inner) for child in ast.iter_child_nodes(node))
+    return tuple(sorted(found, key=lambda item: (item[0].lineno, item[0].col_offset)))
+
+
 def violations(module: str, source: str, *, is_package: bool = False) -> list[str]:
     """Every broken import rule in one module's source, as ``module:line: what``."""
-    tree = ast.parse(source)
     lines = source.splitlines()
     own = _layer(module)
     found: list[str] = []
-    in_function: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            in_function.update(id(sub) for sub in ast.walk(node) if isinstance(sub, (ast.Import, ast.ImportFrom)))
-    for node in ast.walk(tree):
-        if not isinstance(node, (ast.Import, ast.ImportFrom)):
-            continue
+    for node, in_function in _imports(source):
         for target, names in _imported(node, module, is_package):
             where = f"{module}:{node.lineno}"
             layer = _layer(target)
-            if id(node) in in_function and not _explained(lines, node.lineno):
+            if in_function and not _explained(lines, node.lineno):
                 found.append(f"{where}: imports {target} inside a function without a '{LATE_MARK} <why>' comment")
             if layer == "":
                 upward = [name for name in names if name != "__version__"]
@@ -193,9 +203,7 @@ def import_graph(sources: dict[str, tuple[str, bool]]) -> dict[str, set[str]]:
     The root ``fvp_harness`` is left out (its exports load on first use; modules take only ``__version__``)."""
     graph: dict[str, set[str]] = {module: set() for module in sources}
     for module, (source, is_package) in sources.items():
-        for node in ast.walk(ast.parse(source)):
-            if not isinstance(node, (ast.Import, ast.ImportFrom)):
-                continue
+        for node, _ in _imports(source):
             for target, names in _imported(node, module, is_package):
                 reached = [f"{target}.{name}" for name in names if f"{target}.{name}" in sources]
                 for found in reached or [target]:
@@ -244,6 +252,11 @@ def _sources() -> list[tuple[str, Path]]:
     return [(_module_name(path), path) for path in sorted(PACKAGE.rglob("*.py"))]
 
 
+@functools.cache
+def _source(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
 def test_every_module_belongs_to_a_ranked_layer_or_the_simulator() -> None:
     unknown = sorted({_layer(name) for name, _ in _sources()} - set(RANKS) - {"", "sim"})
     assert not unknown, f"new top-level modules or packages need a layer in RANKS: {unknown}"
@@ -251,11 +264,11 @@ def test_every_module_belongs_to_a_ranked_layer_or_the_simulator() -> None:
 
 @pytest.mark.parametrize(("module", "path"), _sources(), ids=[name for name, _ in _sources()])
 def test_imports_follow_the_layers(module: str, path: Path) -> None:
-    assert violations(module, path.read_text(encoding="utf-8"), is_package=path.name == "__init__.py") == []
+    assert violations(module, _source(path), is_package=path.name == "__init__.py") == []
 
 
 def test_no_imports_go_round_in_a_circle() -> None:
-    sources = {name: (path.read_text(encoding="utf-8"), path.name == "__init__.py") for name, path in _sources()}
+    sources = {name: (_source(path), path.name == "__init__.py") for name, path in _sources()}
     assert cycles(import_graph(sources)) == []
 
 

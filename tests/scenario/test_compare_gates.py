@@ -8,7 +8,8 @@ import yaml
 
 from fvp_harness.errors import ScenarioError
 from fvp_harness.scenario import load_scenario
-from fvp_harness.scenario.model import Compare, Gate, IdentityTolerance, scenario_json_schema
+from fvp_harness.scenario.model import Compare, Gate, IdentityTolerance
+from tests.helpers import scenario_validator
 
 HEAD = """\
 name: s
@@ -110,16 +111,16 @@ def test_set_reaches_a_gate(write):
 
 def test_the_schema_describes_gates_and_tolerances():
     jsonschema = pytest.importorskip("jsonschema")
-    schema = scenario_json_schema()
+    validator = scenario_validator()
     good = yaml.safe_load(HEAD + """\
   expect_identical: [outputs, {metric: load_time, rel: 0.05}, {metric: thr, abs: 0.5}]
   gates: {load_time: {max_regression: 10%}, npu_cycles: {max_regression: 0}, cpu_time: {max_regression: 0.2, unit: ms}}
 """)
-    jsonschema.validate(good, schema)
+    validator.validate(good)
     for bad in ({"gates": {"load_time": {"max_regression": "ten%"}}},
                 {"gates": {"load_time": {"max_regression": -1, "unit": "ms"}}},
                 {"gates": {"load_time": "10%"}},
                 {"expect_identical": [{"metric": "load_time", "rel": 5}]},
                 {"expect_identical": [{"metric": "load_time", "rell": 0.05}]}):
         with pytest.raises(jsonschema.ValidationError):
-            jsonschema.validate({**good, "compare": bad}, schema)
+            validator.validate({**good, "compare": bad})

@@ -8,7 +8,8 @@ import yaml
 
 from fvp_harness.errors import ScenarioError
 from fvp_harness.scenario import load_scenario
-from fvp_harness.scenario.model import Compare, Scenario, scenario_json_schema
+from fvp_harness.scenario.model import Compare, Scenario
+from tests.helpers import scenario_validator
 
 HEAD = """\
 name: macs
@@ -141,11 +142,11 @@ def test_set_can_switch_to_candidates(write):
 
 def test_the_schema_describes_candidates_and_pairs():
     jsonschema = pytest.importorskip("jsonschema")
-    schema = scenario_json_schema()
+    validator = scenario_validator()
     base = yaml.safe_load(HEAD + "  baseline: u85-128\n")
-    jsonschema.validate({**base, "compare": {"baseline": "u85-128", "candidates": ["u85-256", "u85-512"]}}, schema)
-    jsonschema.validate({**base, "compare": {"pairs": [{"baseline": "u85-128", "candidate": "u85-256"}]}}, schema)
+    validator.validate({**base, "compare": {"baseline": "u85-128", "candidates": ["u85-256", "u85-512"]}})
+    validator.validate({**base, "compare": {"pairs": [{"baseline": "u85-128", "candidate": "u85-256"}]}})
     for bad in ({"candidates": "u85-256"}, {"pairs": [{"baseline": "u85-128"}]},
                 {"pairs": [{"baseline": "u85-128", "candidate": "u85-256", "extra": 1}]}):
         with pytest.raises(jsonschema.ValidationError):
-            jsonschema.validate({**base, "compare": bad}, schema)
+            validator.validate({**base, "compare": bad})

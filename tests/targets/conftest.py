@@ -10,17 +10,13 @@ import pytest
 
 from fvp_harness.targets.fvp import OWNER_ENV
 from tests.helpers import eventually
-from tests.proc_scan import child_processes, processes_with_env
+from tests.proc_scan import children_and_marked
 
 
-def _our_models() -> list[int]:
-    """PIDs of live processes launched by this test process (they carry our PID in OWNER_ENV)."""
-    return processes_with_env(OWNER_ENV, str(os.getpid()))
-
-
-def _children() -> list[int]:
-    """Direct child processes of this test process that are still running."""
-    return child_processes(os.getpid())
+def _ours() -> tuple[set[int], set[int]]:
+    """(direct child processes of this test process that are still running, live processes launched by it: they
+    carry our PID in OWNER_ENV), from one scan of /proc."""
+    return children_and_marked(os.getpid(), OWNER_ENV, str(os.getpid()))
 
 
 @pytest.fixture(autouse=True)
@@ -35,12 +31,19 @@ def no_leaks(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monke
     private_tmp = tmp_path_factory.mktemp("tmpdir")
     monkeypatch.setenv("TMPDIR", str(private_tmp))
     monkeypatch.setattr(tempfile, "tempdir", str(private_tmp))
-    before_children = set(_children())
-    before_models = set(_our_models())  # a module-scoped instance may already run (it is checked at its end)
+    before_children, before_models = _ours()  # a module-scoped instance may already run (checked at its end)
     yield
-    eventually(lambda: not (set(_our_models()) - before_models or set(_children()) - before_children), timeout=3.0)
-    leaked = sorted(set(_our_models()) - before_models)
-    extra_children = set(_children()) - before_children
+    last: list[tuple[set[int], set[int]]] = []
+
+    def clean() -> bool:
+        last[:] = [_ours()]
+        children, models = last[0]
+        return not (models - before_models or children - before_children)
+
+    eventually(clean, timeout=3.0)
+    children, models = last[0]  # the scan eventually() judged last
+    leaked = sorted(models - before_models)
+    extra_children = children - before_children
     leftovers = sorted(p.name for p in Path(private_tmp).iterdir())
     problems = []
     if leaked:
@@ -85,7 +88,7 @@ def booted(tmp_path_factory: pytest.TempPathFactory):
     with open_target(make_scenario(), log_dir=log_dir) as target:
         yield target
     assert target.process is not None and not target.process.alive()
-    assert not _our_models(), "the shared instance left a model process behind"
+    assert not _ours()[1], "the shared instance left a model process behind"
 
 
 @pytest.fixture(name="make_scenario")
