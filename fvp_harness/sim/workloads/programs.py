@@ -13,7 +13,7 @@ import threading
 from fvp_harness.sim.guest.programs import GuestContext, register_program
 from fvp_harness.sim.networks.magic import is_runner, is_vgf_runner, runner_loader
 
-__all__ = ["executor_runner", "executor_runner_vgf", "register"]
+__all__ = ["executor_runner", "executor_runner_vgf", "preload", "register"]
 
 
 def executor_runner(ctx: GuestContext) -> int:
@@ -45,3 +45,10 @@ def register() -> None:
         _registered = True
         register_program(is_runner, executor_runner, runner_loader)  # a glibc or musl build needs its loader
         register_program(is_vgf_runner, executor_runner_vgf)
+
+
+def preload() -> None:
+    """Load the Linux runner (numpy, the networks) now, off the guest's critical path: a platform calls this on a
+    thread while its boot plays, whose paced waits leave the host idle, so the first runner a guest executes does
+    not spend a third of a second importing (that first unit was the slowest of every instance)."""
+    from fvp_harness.sim.workloads.executor_runner import executor_runner as program  # noqa: F401
