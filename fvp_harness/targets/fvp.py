@@ -633,8 +633,11 @@ class FvpProcess:
         if child is None or self.stopped:
             return
         self._signal_group(signal.SIGKILL)
-        self._wait_exit(2.0)
+        exited = self._wait_exit(2.0)
         self.wait_output_end(1.0)
+        if exited:  # reaped: ptyprocess's close need not sleep its 0.1 s "for the kernel" before looking (each close)
+            with contextlib.suppress(AttributeError):
+                child.ptyproc.delayafterclose = 0.0
         with contextlib.suppress(pexpect.ExceptionPexpect, OSError):
             child.close(force=True)
         self.alive()
