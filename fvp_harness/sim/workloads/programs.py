@@ -3,7 +3,8 @@
 A platform that composes a guest with the workloads (``corstone1000/platform.py``) calls ``register`` once; the
 guest's registry (``guest/programs.py``) then finds the runner for a file the shell executes. The registry is the
 seam: the workloads register into it and the guest never imports them. Only the magic bytes are known here
-(``networks/magic.py``), so numpy and the runners load when a guest first executes one, not when the model starts.
+(``networks/magic.py``), so numpy and the runners load when a guest first executes one, or on a thread while a boot
+plays (``preload``), never before the model listens on its terminals.
 """
 
 from __future__ import annotations
