@@ -636,8 +636,9 @@ class FvpProcess:
         exited = self._wait_exit(2.0)
         self.wait_output_end(1.0)
         if exited:  # reaped: ptyprocess's close need not sleep its 0.1 s "for the kernel" before looking (each close)
-            with contextlib.suppress(AttributeError):
-                child.ptyproc.delayafterclose = 0.0
+            ptyproc = getattr(child, "ptyproc", None)  # not in pexpect's stubs
+            if ptyproc is not None:
+                ptyproc.delayafterclose = 0.0
         with contextlib.suppress(pexpect.ExceptionPexpect, OSError):
             child.close(force=True)
         self.alive()
