@@ -451,8 +451,8 @@ class _Board:
     """The jobs nobody started yet, lane by lane, shared by the lanes of one ``LocalExecutor.run`` (work stealing).
 
     A lane takes its own jobs first (the deal, ``engine.assign_lanes``, so a balanced batch runs as dealt). A lane
-    with none left takes one from the tail of another lane that runs or waits for a thread (``_may_rob``): from the
-    lane with the most estimated work left among those
+    with none left takes one from another lane's tail (never the first job of a lane whose thread has not begun:
+    ``_kept``): from the lane with the most estimated work left among those
     of its instance's pool (no boot needed), else a job of another pool worth a boot (cost above ``BOOT_COST``).
     Every take happens under one lock and only while no drain, stop or abort is set, so a job is started by exactly
     one lane and a stopped batch starts nothing new. ``retire`` tells a finished lane which jobs it answers for."""
@@ -513,7 +513,7 @@ class _Board:
                ahead_of: int | None = None) -> tuple[int, int] | None:
         """(victim lane, queue position) of the job ``thief`` would take from another lane, or None."""
         victims = [index for index, queue in self._queues.items()
-                   if index != thief and queue and self._may_rob(index)]
+                   if index != thief and len(queue) > self._kept(index)]
         warm = [index for index in victims if self._lanes[index].pool == warm_pool]
         if warm:  # the same pool as the thief's instance: no boot, any job is worth it
             victim = max(warm, key=lambda index: (self._left(index), -index))
@@ -523,7 +523,7 @@ class _Board:
         best: tuple[int, int] | None = None
         for victim in sorted(victims, key=lambda index: (-self._left(index), index)):
             queue = self._queues[victim]
-            for position in range(len(queue) - 1, -1, -1):  # from the tail: the job its lane would run last
+            for position in range(len(queue) - 1, self._kept(victim) - 1, -1):  # from the tail: run last there
                 job = queue[position]
                 before = self._running.get(victim, 0) + sum(queue[i].cost for i in range(position))
                 if job.cost > BOOT_COST and (ahead_of is None or before > ahead_of):
@@ -533,12 +533,14 @@ class _Board:
                 return best
         return None
 
-    def _may_rob(self, victim: int) -> bool:
-        """Whether another lane may take ``victim``'s unstarted jobs: once it runs (it is busy with one of them),
-        or while it waits for a thread (every thread runs another lane). A lane whose thread merely has not begun
-        yet keeps its deal: taking it would leave that lane nothing and run its jobs one after the other (a first
-        job that ends before the second lane's thread was scheduled, on a loaded host, did that)."""
-        return victim in self._started or len(self._started - self._retired) >= self._workers
+    def _kept(self, victim: int) -> int:
+        """How many jobs at the head of ``victim``'s queue no other lane may take: its first one while its thread
+        has not begun yet (it starts with it any moment: taking it would leave that lane nothing and run both
+        lanes' jobs one after the other on one instance, as a quick first job on a loaded host did), none once it
+        runs or while it waits for a thread (every thread runs another lane)."""
+        if victim in self._started or len(self._started - self._retired) >= self._workers:
+            return 0
+        return 1
 
     def _remove(self, thief: int, victim: int, position: int) -> _Claim:
         queue = self._queues[victim]

@@ -52,4 +52,5 @@ def preload() -> None:
     """Load the Linux runner (numpy, the networks) now, off the guest's critical path: a platform calls this on a
     thread while its boot plays, whose paced waits leave the host idle, so the first runner a guest executes does
     not spend a third of a second importing (that first unit was the slowest of every instance)."""
+    # late: numpy and the runner load on the caller's thread, while a boot plays
     from fvp_harness.sim.workloads.executor_runner import executor_runner as program  # noqa: F401
