@@ -10,7 +10,9 @@ into a temporary folder, builds their artifacts once, then prints from one run e
 - per unit, with ``-j 1``: the execute phase minus boots, deploys and the runner commands' own time (the guest
   folder preparation, output hashing, record handling and scheduling), and the planning time of the no-op make.
 
-Nothing is asserted: this measures, it does not test.
+``--breakdown`` adds, per lane of both makes, its boot, deploy and unit seconds, the harness's time between them
+and how long the lane sat idle at the end (the others still ran), and the time before the lanes start and after they
+end (planning, reports). Nothing is asserted: this measures, it does not test.
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ import argparse
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 from fvp_harness.batch.engine import MakeOptions, MakeResult, make
+from fvp_harness.events import Event
 from fvp_harness.store.folder import ResultStore
 
 MODELS = {"kws_a": "ds_cnn", "kws_b": "ds_cnn", "res": "resnet8", "ae": "deep_autoencoder"}
@@ -70,10 +74,58 @@ def _write(folder: Path, repetitions: int, iterations: int, speed: float = 0.0) 
     return scenarios
 
 
-def _timed(paths: list[Path], options: MakeOptions) -> tuple[float, MakeResult]:
-    began = time.perf_counter()
-    result = make(paths, options)
-    return time.perf_counter() - began, result
+class Timeline:
+    """The make's events with when (seconds from its start) and which thread (a lane's) reported them."""
+
+    def __init__(self) -> None:
+        self.began = time.perf_counter()
+        self.events: list[tuple[float, str, Event]] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, event: Event) -> None:
+        with self._lock:
+            self.events.append((time.perf_counter() - self.began, threading.current_thread().name, event))
+
+    def breakdown(self, result: MakeResult, wall: float) -> list[str]:
+        """Per lane: its boots, deploys and units (seconds, as the events say), the rest of its time (the
+        harness between units: guest checks, records, scheduling) and how long it sat idle before the make's
+        execute phase ended; then the phases around the lanes."""
+        plan = result.phase_seconds.get("plan", 0.0)
+        execute = result.phase_seconds.get("execute", 0.0)
+        report = result.phase_seconds.get("report", 0.0)
+        lanes: dict[str, dict[str, float]] = {}
+        for when, thread, event in self.events:
+            if not thread.startswith("lane"):
+                continue
+            lane = lanes.setdefault(thread, {"start": when, "end": when, "boot": 0.0, "deploy": 0.0, "units": 0.0,
+                                             "count": 0.0})
+            lane["start"], lane["end"] = min(lane["start"], when), max(lane["end"], when)
+            seconds = event.seconds or 0.0
+            if event.kind == "booted" and event.detail != "reused":
+                lane["boot"] += seconds
+            elif event.kind == "deployed":
+                lane["deploy"] += seconds
+            elif event.kind == "unit_done":
+                lane["units"] += seconds
+                lane["count"] += 1
+        first = min((lane["start"] for lane in lanes.values()), default=plan)
+        last = max((lane["end"] for lane in lanes.values()), default=wall)
+        lines = [f"  before the lanes {first:5.2f} s (plan {plan:.2f} s), after them {wall - last:5.2f} s "
+                 f"(report {report:.2f} s)"]
+        for name, lane in sorted(lanes.items()):
+            busy = lane["end"] - lane["start"]
+            other = busy - lane["boot"] - lane["deploy"] - lane["units"]
+            idle = first + execute - lane["end"]
+            lines.append(f"  {name}: boot {lane['boot']:5.2f} s, deploy {lane['deploy']:5.2f} s, "
+                         f"{int(lane['count']):2d} units {lane['units']:5.2f} s, other {other:5.2f} s, "
+                         f"idle at the end {max(0.0, idle):5.2f} s")
+        return lines
+
+
+def _timed(paths: list[Path], options: MakeOptions) -> tuple[float, MakeResult, Timeline]:
+    timeline = Timeline()
+    result = make(paths, options, listener=timeline)
+    return time.perf_counter() - timeline.began, result, timeline
 
 
 def _overhead_per_unit(result: MakeResult, base: Path) -> float:
@@ -95,15 +147,17 @@ def main() -> int:
     parser.add_argument("--iterations", type=int, default=30)
     parser.add_argument("--speed", type=float, default=0.0,
                         help="pace the simulator (fvp.sim.speed), e.g. 0.2: units take model time, not its CPU")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="also print, per lane of -j 1 and -j 2, its boot, deploy, unit and other seconds")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-batch-") as tmp:
         folder = Path(tmp)
         scenarios = _write(folder, args.repetitions, args.iterations, args.speed)
         paths = [scenarios]
         make(paths, MakeOptions(jobs=2, results_base=folder / "warm"))  # builds the artifacts once
-        serial, one = _timed(paths, MakeOptions(jobs=1, results_base=folder / "j1"))
-        parallel, two = _timed(paths, MakeOptions(jobs=2, results_base=folder / "j2"))
-        noop, nothing = _timed(paths, MakeOptions(jobs=2, results_base=folder / "j2"))
+        serial, one, serial_lanes = _timed(paths, MakeOptions(jobs=1, results_base=folder / "j1"))
+        parallel, two, parallel_lanes = _timed(paths, MakeOptions(jobs=2, results_base=folder / "j2"))
+        noop, nothing, _ = _timed(paths, MakeOptions(jobs=2, results_base=folder / "j2"))
         began = time.perf_counter()
         subprocess.run([sys.executable, "-m", "fvp_harness", "make", "-q", "--results", str(folder / "j2"),
                         str(scenarios)], check=True, capture_output=True)
@@ -114,6 +168,11 @@ def main() -> int:
         print(f"make -j 1: {serial:6.2f} s  ({one.lanes} lane(s), {one.boots} boot(s))")
         print(f"make -j 2: {parallel:6.2f} s  ({two.lanes} lane(s), {two.boots} boot(s))")
         print(f"ratio -j 1 / -j 2: {serial / parallel:.2f}x")
+        if args.breakdown:
+            for jobs, (wall, result, timeline) in ((1, (serial, one, serial_lanes)),
+                                                   (2, (parallel, two, parallel_lanes))):
+                print(f"-j {jobs} breakdown:")
+                print("\n".join(timeline.breakdown(result, wall)))
         print(f"no-op make: {noop:.3f} s in-process (nothing to do: {nothing.nothing_to_do}), "
               f"{cli_noop:.2f} s through the CLI")
         print(f"harness overhead per unit (-j 1, execute minus boot/deploy/runner time): "

@@ -451,16 +451,22 @@ class _Board:
     """The jobs nobody started yet, lane by lane, shared by the lanes of one ``LocalExecutor.run`` (work stealing).
 
     A lane takes its own jobs first (the deal, ``engine.assign_lanes``, so a balanced batch runs as dealt). A lane
-    with none left takes one from another lane's tail: from the lane with the most estimated work left among those
+    with none left takes one from another lane's tail (never the first job of a lane whose thread has not begun:
+    ``_kept``): from the lane with the most estimated work left among those
     of its instance's pool (no boot needed), else a job of another pool worth a boot (cost above ``BOOT_COST``).
     Every take happens under one lock and only while no drain, stop or abort is set, so a job is started by exactly
     one lane and a stopped batch starts nothing new. ``retire`` tells a finished lane which jobs it answers for."""
 
-    def __init__(self, lanes: Sequence[LaneSpec], events: Sequence[threading.Event]) -> None:
+    def __init__(self, lanes: Sequence[LaneSpec], events: Sequence[threading.Event],
+                 workers: int | None = None) -> None:
         self._lock = threading.Lock()
         self._events = tuple(events)
         self._lanes = {lane.index: lane for lane in lanes}
         self._queues: dict[int, deque[JobSpec]] = {lane.index: deque(lane.jobs) for lane in lanes}
+        self._workers = len(lanes) if workers is None else max(1, workers)
+        """Lanes that run at once (the executor's threads): a lane beyond them waits for one to end."""
+        self._started: set[int] = set()
+        self._retired: set[int] = set()
         self._running: dict[int, int] = {}
         """Lane -> estimated cost of the job it runs (its remaining work counts it until it takes the next)."""
         self._jobs = [job for lane in lanes for job in lane.jobs]
@@ -481,6 +487,7 @@ class _Board:
         """The next job for ``lane``, whose instance (if it has one) serves ``warm_pool``; None: nothing left for
         it. Raises ``_Stopped`` when there is a job but a drain, stop or abort forbids starting it."""
         with self._lock:
+            self._started.add(lane)
             own = self._queues[lane]
             found = (lane, 0) if own else self._steal(lane, warm_pool)
             if found is None:
@@ -505,7 +512,8 @@ class _Board:
     def _steal(self, thief: int, warm_pool: str | None, *, warm_only: bool = False,
                ahead_of: int | None = None) -> tuple[int, int] | None:
         """(victim lane, queue position) of the job ``thief`` would take from another lane, or None."""
-        victims = [index for index, queue in self._queues.items() if index != thief and queue]
+        victims = [index for index, queue in self._queues.items()
+                   if index != thief and len(queue) > self._kept(index)]
         warm = [index for index in victims if self._lanes[index].pool == warm_pool]
         if warm:  # the same pool as the thief's instance: no boot, any job is worth it
             victim = max(warm, key=lambda index: (self._left(index), -index))
@@ -515,7 +523,7 @@ class _Board:
         best: tuple[int, int] | None = None
         for victim in sorted(victims, key=lambda index: (-self._left(index), index)):
             queue = self._queues[victim]
-            for position in range(len(queue) - 1, -1, -1):  # from the tail: the job its lane would run last
+            for position in range(len(queue) - 1, self._kept(victim) - 1, -1):  # from the tail: run last there
                 job = queue[position]
                 before = self._running.get(victim, 0) + sum(queue[i].cost for i in range(position))
                 if job.cost > BOOT_COST and (ahead_of is None or before > ahead_of):
@@ -524,6 +532,15 @@ class _Board:
             if best is not None:
                 return best
         return None
+
+    def _kept(self, victim: int) -> int:
+        """How many jobs at the head of ``victim``'s queue no other lane may take: its first one while its thread
+        has not begun yet (it starts with it any moment: taking it would leave that lane nothing and run both
+        lanes' jobs one after the other on one instance, as a quick first job on a loaded host did), none once it
+        runs or while it waits for a thread (every thread runs another lane)."""
+        if victim in self._started or len(self._started - self._retired) >= self._workers:
+            return 0
+        return 1
 
     def _remove(self, thief: int, victim: int, position: int) -> _Claim:
         queue = self._queues[victim]
@@ -540,6 +557,7 @@ class _Board:
         with self._lock:
             self._queues[lane].clear()
             self._running.pop(lane, None)
+            self._retired.add(lane)
             return [job for job in self._jobs if self._owner[(job.node, job.session)] == lane]
 
 
@@ -884,8 +902,9 @@ class LocalExecutor:
         re-raise."""
         if not lanes:
             return
-        board = _Board(lanes, (control.drain, control.stop, control.abort))  # lanes steal from each other
-        with ThreadPoolExecutor(max_workers=min(self.workers, len(lanes)), thread_name_prefix="lane") as pool:
+        threads = min(self.workers, len(lanes))
+        board = _Board(lanes, (control.drain, control.stop, control.abort), threads)  # lanes steal from each other
+        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="lane") as pool:
             futures: dict[Future[LaneResult], LaneSpec] = {
                 pool.submit(run_lane, lane, sink=control.sink, results_roots=control.results_roots,
                             drain=control.drain, abort=control.abort, stop=control.stop, listener=control.listener,

@@ -362,6 +362,10 @@ def doctor_exit_code(checks: list[Check]) -> int:
 
 _PREFLIGHTS: dict[str, list[Check]] = {}
 """Checklists already made in this process, by what they depend on (``_preflight_key``): a model start-up each."""
+_MAKING: dict[str, threading.Lock] = {}
+"""Per key, held while its checklist is made: a second scenario with the same settings waits for it and reuses it
+(``make`` checks its scenarios four at a time; four alike started eight models where two do)."""
+_PREFLIGHTS_LOCK = threading.Lock()
 
 
 def _preflight_key(scenario: Scenario, profile: Profile, base_dir: Path | None, binary: str) -> str:
@@ -389,10 +393,13 @@ def preflight(scenario: Scenario, profile: Profile, *, base_dir: Path | None = N
     Returns the checklist. A checklist is made once per process for the same settings (``_preflight_key``)."""
     chosen = binary or scenario.fvp.binary
     key = _preflight_key(scenario, profile, base_dir, chosen)
-    checks = _PREFLIGHTS.get(key)
-    if checks is None:
-        checks = run_doctor(scenario, profile, base_dir=base_dir, binary=binary, probe_timeout=probe_timeout)
-        _PREFLIGHTS[key] = checks
+    with _PREFLIGHTS_LOCK:  # scenarios of one batch are checked side by side: the same settings are asked once
+        making = _MAKING.setdefault(key, threading.Lock())
+    with making:
+        checks = _PREFLIGHTS.get(key)
+        if checks is None:
+            checks = run_doctor(scenario, profile, base_dir=base_dir, binary=binary, probe_timeout=probe_timeout)
+            _PREFLIGHTS[key] = checks
     failed = [check for check in checks if check.status == "fail" and check.failure_class == "configuration"]
     if failed:
         lines = [f"  {check.name}: {check.detail}" + (f"\n    fix: {check.fix}" if check.fix else "")

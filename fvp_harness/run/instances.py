@@ -22,7 +22,7 @@ from fvp_harness.profiles import Profile, load_profile
 from fvp_harness.scenario import LoadedScenario, Scenario, load_scenario
 from fvp_harness.targets.baremetal import BaremetalTarget, model_program
 from fvp_harness.targets.base import Target
-from fvp_harness.targets.fvp import query_model, sim_environment
+from fvp_harness.targets.fvp import query_version, sim_environment
 from fvp_harness.targets.fvp_target import FvpTarget
 from fvp_harness.targets.host import HostTarget
 
@@ -130,18 +130,6 @@ def default_target_factory(loaded: LoadedScenario, timeout_scale: float = 1.0) -
     return factory
 
 
-_VERSIONS: dict[tuple[object, ...], str] = {}
-"""``--version`` banners already asked in this process, by program, its file's identity and the simulator knobs."""
-
-
-def _identity_of(program: str) -> tuple[int, int] | None:
-    try:
-        stat = Path(program).stat()
-    except OSError:
-        return None
-    return stat.st_mtime_ns, stat.st_size
-
-
 def query_fvp_version(loaded: LoadedScenario, timeout_scale: float = 1.0) -> tuple[str | None, str]:
     """The model's ``--version`` (parsed with the profile's pattern) and its whole banner; (None, "") for host
     targets. The binary is resolved the way a boot resolves it, so a missing binary fails here, before any build.
@@ -154,13 +142,7 @@ def query_fvp_version(loaded: LoadedScenario, timeout_scale: float = 1.0) -> tup
     knobs = dict(scenario.fvp.sim) if scenario.fvp.is_sim else {}
     env = sim_environment(knobs)
     fvp = scenario.fvp
-    cache_key = (tuple(program), _identity_of(program[0]), tuple(sorted((k, str(v)) for k, v in knobs.items())))
-    text = _VERSIONS.get(cache_key)
-    if text is None:
-        status, text = query_model(program, "--version", env,
-                                   min(60.0, fvp.timeouts.boot * fvp.timeout_scale * timeout_scale))
-        if status == 0 and text.strip():  # a model's banner does not change while its file does not
-            _VERSIONS[cache_key] = text
+    _status, text = query_version(program, env, min(60.0, fvp.timeouts.boot * fvp.timeout_scale * timeout_scale))
     match = re.search(loaded.profile.version_pattern, text)
     lines = text.strip().splitlines()
     version = match.group(1) if match else lines[0] if lines else None

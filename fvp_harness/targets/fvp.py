@@ -48,6 +48,7 @@ from fvp_harness.targets.deadline import Deadline
 from fvp_harness.targets.launch import (
     OWNER_ENV,
     SIM_BINARY,
+    SIM_ENV_PREFIX,
     LaunchSpec,
     find_free_port,
     format_param,
@@ -71,6 +72,7 @@ __all__ = [
     "parse_stat_block",
     "port_is_free",
     "query_model",
+    "query_version",
     "resolve_binary",
     "sim_environment",
     "stop_all",
@@ -209,6 +211,38 @@ def query_model(program: Sequence[str], option: str, env: Mapping[str, str], tim
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.communicate()
+
+
+_BANNERS: dict[tuple[object, ...], str] = {}
+"""``--version`` answers already given in this process, by program, its file's identity and the simulator knobs."""
+_BANNERS_LOCK = threading.Lock()
+
+
+def _identity_of(program: str) -> tuple[int, int] | None:
+    try:
+        stat = Path(program).stat()
+    except OSError:
+        return None
+    return stat.st_mtime_ns, stat.st_size
+
+
+def query_version(program: Sequence[str], env: Mapping[str, str], timeout: float,
+                  cancel: threading.Event | None = None) -> tuple[int | None, str]:
+    """``query_model(program, "--version", ...)``, asked once per process per binary (its path and file identity)
+    and simulator knobs (``FVP_SIM_*``): a model's banner does not change while its file does not, and each query
+    costs a model start-up, which every boot paid again beside its own (two simulators starting per lane). Only a
+    clean answer (exit status 0, some text) is kept: a failing or silent model is asked again."""
+    knobs = tuple(sorted((name, value) for name, value in env.items() if name.startswith(SIM_ENV_PREFIX)))
+    key = (tuple(program), _identity_of(program[0]) if program else None, knobs)
+    with _BANNERS_LOCK:
+        known = _BANNERS.get(key)
+    if known is not None:
+        return 0, known
+    status, text = query_model(program, "--version", env, timeout, cancel=cancel)
+    if status == 0 and text.strip():
+        with _BANNERS_LOCK:
+            _BANNERS[key] = text
+    return status, text
 
 
 def _forward_value(existing: str, host_port: int, guest_port: int) -> str:
@@ -599,8 +633,12 @@ class FvpProcess:
         if child is None or self.stopped:
             return
         self._signal_group(signal.SIGKILL)
-        self._wait_exit(2.0)
+        exited = self._wait_exit(2.0)
         self.wait_output_end(1.0)
+        if exited:  # reaped: ptyprocess's close need not sleep its 0.1 s "for the kernel" before looking (each close)
+            ptyproc = getattr(child, "ptyproc", None)  # not in pexpect's stubs
+            if ptyproc is not None:
+                ptyproc.delayafterclose = 0.0
         with contextlib.suppress(pexpect.ExceptionPexpect, OSError):
             child.close(force=True)
         self.alive()

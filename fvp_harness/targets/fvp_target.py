@@ -31,7 +31,7 @@ from fvp_harness.profiles import Profile
 from fvp_harness.targets.base import CommandResult, FvpSettings
 from fvp_harness.targets.console import BootWatch, Console
 from fvp_harness.targets.deadline import Deadline, TimeoutBudget
-from fvp_harness.targets.fvp import FvpProcess, LaunchSpec, build_launch, query_model
+from fvp_harness.targets.fvp import FvpProcess, LaunchSpec, build_launch, query_version
 from fvp_harness.targets.ssh import SshTransport
 from fvp_harness.targets.terminal import Terminal
 from fvp_harness.targets.text import KERNEL_LINE
@@ -163,8 +163,7 @@ class FvpTarget:
                  spec.ssh_port)
 
     def _read_version(self, program: list[str]) -> None:
-        status, text = query_model(program, "--version", self.spec.env if self.spec else {}, 30.0,
-                                   cancel=self._version_cancel)
+        status, text = query_version(program, self.spec.env if self.spec else {}, 30.0, cancel=self._version_cancel)
         match = re.search(self.profile.version_pattern, text)
         if match:
             self.metadata["version"] = match.group(1)

@@ -214,6 +214,33 @@ def test_the_board_starts_nothing_after_a_stop_and_claims_ahead_only_what_would_
     assert [job.node for job in again.retire(1)] == [1, 2], "what it did not start, it still answers for"
 
 
+def test_the_board_leaves_a_lane_its_first_job_until_it_runs_unless_it_waits_for_a_thread() -> None:
+    """A lane whose first job ended before the other lane's thread began (a loaded host, a quick job) must not take
+    that lane's first job: both lanes' jobs would then run on one instance, one after the other."""
+    lanes = [LaneSpec(0, "p", (_job(0, 1),)), LaneSpec(1, "p", (_job(1, 1),)), LaneSpec(2, "q", (_job(2, 2),))]
+    board = _Board(lanes, [threading.Event()], workers=3)
+    assert board.take(0, None) is not None
+    assert board.take(0, "p") is None, "lane 1 and lane 2 have threads of their own: their first jobs wait for them"
+    assert board.claim_ahead(0, "p", 1) is None
+    first = board.take(1, None)
+    assert first is not None and first.job.node == 1
+
+    longer = [LaneSpec(0, "p", (_job(0, 1),)), LaneSpec(1, "p", (_job(1, 1), _job(2, 1), _job(3, 1)))]
+    board = _Board(longer, [threading.Event()], workers=2)
+    assert board.take(0, None) is not None
+    taken = [board.take(0, "p") for _ in range(3)]
+    assert [claim.job.node if claim else None for claim in taken] == [3, 2, None], "its tail, never its head"
+    first = board.take(1, None)
+    assert first is not None and first.job.node == 1
+
+    waiting = _Board(lanes[:2], [threading.Event()], workers=1)
+    assert waiting.take(0, None) is not None
+    taken_one = waiting.take(0, "p")
+    assert taken_one is not None and taken_one.job.node == 1, "lane 1 waits for lane 0's thread: lane 0 takes it"
+    waiting.retire(0)
+    assert waiting.take(1, None) is None
+
+
 # --- one pool ------------------------------------------------------------------------------------------------
 
 

@@ -44,18 +44,19 @@ def test_a_silent_binary_fails_in_one_probe_timeout_with_the_reason(make_scenari
 
     checks = run_doctor(make_scenario(), load_profile("corstone1000-a320"), binary=str(binary), probe_timeout=1.0,
                         on_start=started, on_done=ended)
-    took = time.monotonic() - began
-    assert took < 1.9, f"the two 1 s probes must run at the same time ({took:.2f} s)"
     by_name = {check.name: check for check in checks}
     version, parameters = by_name["version"], by_name["parameters"]
     assert version.status == "fail" and version.failure_class == "infrastructure"
     assert "gave no answer within 1 s: the binary is silent" in version.detail and "--probe-timeout" in version.fix
     assert parameters.status == "warn" and "no answer within 1 s" in parameters.detail
     assert doctor_exit_code(checks) in (2, 3)
-    starts = [when for kind, name, when in events if kind == "start"]
-    probe_ends = [when for kind, name, when in events if kind == "done" and name in ("version", "parameters")]
-    assert sorted(name for kind, name, _ in events if kind == "start") == ["parameters", "version"]
-    assert max(starts) < min(probe_ends), "both probes started before either ended"
+    # one probe timeout, not two in a row, told by the order of events (a loaded host stretches wall times, not
+    # this order): the second probe started before the first gave up, and each gave up only after its timeout
+    starts = {name: when for kind, name, when in events if kind == "start"}
+    probe_ends = {name: when for kind, name, when in events if kind == "done" and name in ("version", "parameters")}
+    assert sorted(starts) == ["parameters", "version"]
+    assert max(starts.values()) < min(probe_ends.values()), "both probes started before either ended"
+    assert all(probe_ends[name] - starts[name] >= 1.0 for name in starts), "each waited its whole timeout"
     assert {name for kind, name, _ in events if kind == "done"} == set(by_name), "every check is reported as it ends"
 
 

@@ -3,6 +3,7 @@ model's words whole); a silent one is left to the boot, whose retries are for wh
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -52,3 +53,22 @@ def test_a_silent_binary_is_left_to_the_boot(make_scenario, tmp_path: Path) -> N
     checks = preflight(scenario, load_profile("corstone1000-a320"), binary=str(binary), probe_timeout=0.5)
     version = next(check for check in checks if check.name == "version")
     assert version.status == "fail" and version.failure_class == "infrastructure"
+
+
+def test_scenarios_checked_side_by_side_ask_the_model_once(make_scenario, tmp_path: Path) -> None:
+    """``make`` runs its scenarios' preflights four at a time: alike settings wait for one checklist, not four."""
+    calls = tmp_path / "calls"
+    binary = _binary(tmp_path, f'echo "$1" >> "{calls}"\nsleep 0.5\necho "Fast Models [11.30.27 (simulated)]"\n')
+    scenario, profile = make_scenario(), load_profile("corstone1000-a320")
+
+    def check(_: int) -> str:
+        try:
+            preflight(scenario, profile, binary=str(binary), probe_timeout=10)
+        except ConfigurationError as exc:  # it lists no parameters: the checklist fails, alike for every scenario
+            return str(exc)
+        return "passed"
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        outcomes = list(pool.map(check, range(4)))
+    assert sorted(calls.read_text().split()) == ["--list-params", "--version"]
+    assert len(set(outcomes)) == 1

@@ -322,7 +322,9 @@ async def play(
     on_stage: Callable[[str], Awaitable[bool]],
     record_kernel: Callable[[str], None],
 ) -> bool:
-    """Play the steps: sleep and spend simulated time by weight, write each line to its terminal.
+    """Play the steps: sleep and spend simulated time by weight, write each line to its terminal. Each line is due
+    at its share of ``wall_seconds`` from the start, so the boot lasts ``wall_seconds`` however late a busy host
+    wakes the loop (relative sleeps added every wake-up's delay: 1.8 s for 1.5).
 
     ``on_stage(name)`` is awaited when a stage starts; returning False stops the boot there (hang, panic or
     crash faults decide that). Returns True when every step was played. Lines end with CRLF, as a tty sends
@@ -330,14 +332,18 @@ async def play(
     """
     total = sum(s.weight for s in steps) or 1.0
     stage = None
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    played = 0.0  # the weight of the steps written so far, and of this one
     for step in steps:
         if step.stage != stage:
             stage = step.stage
             if not await on_stage(stage):
                 return False
         share = step.weight / total
-        if wall_seconds > 0:
-            await asyncio.sleep(wall_seconds * share)
+        played += step.weight
+        if wall_seconds > 0:  # against the boot's start: writing lines and waking late do not add up
+            await asyncio.sleep(max(0.0, began + wall_seconds * played / total - loop.time()))
         advance(sim_seconds * share)
         text = step.text
         if step.kernel:

@@ -10,19 +10,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import os
 import random
 import signal
+import socket
 import sys
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from fvp_harness.sim.clock import SimClock
 from fvp_harness.sim.corstone1000 import boot as bootmod
 from fvp_harness.sim.corstone1000 import faults
 from fvp_harness.sim.corstone1000.console import Console
+from fvp_harness.sim.corstone1000.forwarding import listening_socket, parse_user_net_ports
 from fvp_harness.sim.corstone1000.machine import Machine
 from fvp_harness.sim.corstone1000.releases import image_of
-from fvp_harness.sim.corstone1000.sshd import GuestSSHServer, parse_user_net_ports
 from fvp_harness.sim.corstone1000.terminal import TerminalServer
 from fvp_harness.sim.fvp.cmdline import MODEL_NAME, Options
 from fvp_harness.sim.fvp.lifecycle import (
@@ -37,7 +39,11 @@ from fvp_harness.sim.fvp.lifecycle import (
 from fvp_harness.sim.fvp.params import MMC_CARDS, NETWORK_DEVICES, TERMINALS
 from fvp_harness.sim.guest.fs import GuestFS
 from fvp_harness.sim.knobs import Knobs
+from fvp_harness.sim.workloads.programs import preload as preload_workloads
 from fvp_harness.sim.workloads.programs import register as register_workloads
+
+if TYPE_CHECKING:  # the sshd loads asyncssh: imported while the boot plays (``_start_sshd``)
+    from fvp_harness.sim.corstone1000.sshd import GuestSSHServer
 
 __all__ = ["SimulatedModel"]
 
@@ -62,6 +68,9 @@ class SimulatedModel(StopRequests):
         self.console = Console(self.machine, login_fail_delay=min(1.0, max(0.2, knobs.boot_seconds / 2)))
         self.terminals: dict[str, TerminalServer] = {}
         self.sshd: GuestSSHServer | None = None
+        self._sshd_start: asyncio.Task[None] | None = None
+        self._ssh_sockets: dict[int, socket.socket] = {}
+        """Forwarded ssh ports listened on and not yet handed to the sshd."""
         self._stop: asyncio.Future[str] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._files: list[BinaryIO] = []
@@ -113,6 +122,8 @@ class SimulatedModel(StopRequests):
             ]
             if self.knobs.kernel_noise_rate > 0:
                 self._tasks.append(asyncio.create_task(self._noise(), name="noise"))
+            # the runners load while the boot waits (a guest that runs one would load them in its first unit)
+            self._tasks.append(asyncio.create_task(asyncio.to_thread(preload_workloads), name="preload"))
             reason = await self._stop
         except OSError as exc:
             self.say(f"Error: {exc}\n")
@@ -135,6 +146,12 @@ class SimulatedModel(StopRequests):
                 await task
         for term in self.terminals.values():
             await term.close()
+        if self._sshd_start is not None:
+            self._sshd_start.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._sshd_start
+        for sock in self._ssh_sockets.values():  # never handed to the sshd
+            sock.close()
         if self.sshd is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.sshd.close(), 3)
@@ -198,21 +215,39 @@ class SimulatedModel(StopRequests):
                 if params[dev.enabled] == "1" and params[dev.user_networking] == "1"]
 
     async def _start_sshd(self) -> None:
+        """Listen on every port forwarded to guest port 22 now (as the real model does from its start) and start
+        the sshd on them while the boot plays: importing asyncssh takes about half a second, which the model's
+        start (up to "Listening for serial connection") no longer waits for. A client that connects meanwhile
+        waits in the backlog and then meets the sshd as it is then (closed at once until the guest booted)."""
         networks = self._user_networks()
         if not networks or not self.dropbear:
             return  # no network, or an image without Dropbear: the forwarded port reaches nothing
-        self.sshd = GuestSSHServer(self.machine, refuse=self.knobs.fault_refuse_ssh)
         for ports in networks:
             for host_port, guest_port in parse_user_net_ports(ports):
                 if guest_port != 22:
                     continue  # no other guest service exists; the real model forwards to nothing there either
-                if host_port in self.sshd.ports:
+                if host_port in self._ssh_sockets:
                     continue  # the same host port on both devices (meta-arm's 2222=22): one listener serves it
                 try:
-                    await self.sshd.listen(host_port)
+                    self._ssh_sockets[host_port] = listening_socket(host_port)
                 except OSError as exc:
                     sys.stderr.write(f"Warning: user-mode networking cannot forward host port {host_port}: "
                                      f"{exc.strerror or exc}\n")
+        if self._ssh_sockets:
+            self._sshd_start = asyncio.create_task(self._serve_ssh(), name="sshd")
+
+    async def _serve_ssh(self) -> None:
+        """Load the sshd (asyncssh) on a thread, so the boot's lines keep their pace, and serve every socket."""
+        module = await asyncio.to_thread(importlib.import_module, "fvp_harness.sim.corstone1000.sshd")
+        self.sshd = sshd = module.GuestSSHServer(self.machine, refuse=self.knobs.fault_refuse_ssh)
+        for port, sock in list(self._ssh_sockets.items()):
+            try:
+                await sshd.listen(port, sock=sock)
+            except OSError as exc:
+                sys.stderr.write(f"Warning: user-mode networking cannot forward host port {port}: "
+                                 f"{exc.strerror or exc}\n")
+                continue
+            del self._ssh_sockets[port]
 
     def _card_bytes(self) -> int | None:
         """Size of the first MMC slot's image, or None when it has none; warn about images that cannot be

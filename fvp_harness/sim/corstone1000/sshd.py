@@ -21,14 +21,17 @@ import asyncio
 import contextlib
 import os
 import queue
+import socket
 import sys
 import threading
 import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import asyncssh
 
+from fvp_harness.sim.corstone1000.forwarding import parse_user_net_ports
 from fvp_harness.sim.corstone1000.machine import Machine
 from fvp_harness.sim.guest.programs import ProgramInterrupted
 from fvp_harness.sim.guest.shell import IO, ExitShell, Incomplete, Shell, parse
@@ -36,17 +39,6 @@ from fvp_harness.sim.guest.shell import IO, ExitShell, Incomplete, Shell, parse
 __all__ = ["GuestSSHServer", "parse_user_net_ports"]
 
 _EOF = b""
-
-
-def parse_user_net_ports(text: str) -> list[tuple[int, int]]:
-    """``5555=5555,8080=80,2222=22`` -> [(5555, 5555), (8080, 80), (2222, 22)]; malformed entries are skipped,
-    as the real model does not report them either."""
-    pairs = []
-    for item in text.replace(" ", "").split(","):
-        host, sep, guest = item.partition("=")
-        if sep and host.isdigit() and guest.isdigit():
-            pairs.append((int(host), int(guest)))
-    return pairs
 
 
 class _ChannelStdin:
@@ -85,11 +77,13 @@ class GuestSSHServer:
         self._pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="ssh-exec")
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    async def listen(self, port: int) -> None:
-        """Serve ssh on 127.0.0.1:``port`` (raises OSError if the port is taken)."""
+    async def listen(self, port: int, sock: socket.socket | None = None) -> None:
+        """Serve ssh on 127.0.0.1:``port`` (raises OSError if the port is taken), or on ``sock``, a socket
+        already listening there (``forwarding.listening_socket``)."""
         self._loop = asyncio.get_running_loop()
+        where: dict[str, Any] = {"sock": sock} if sock is not None else {"host": "127.0.0.1", "port": port}
         acceptor = await asyncssh.create_server(
-            self._server_factory, "127.0.0.1", port,
+            self._server_factory, **where,
             server_host_keys=[self._key],
             process_factory=self._process,
             sftp_factory=self._sftp_factory,
