@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy import stats
 
 from fvp_harness.report.findings import DriftFlag
 from fvp_harness.report.sample_groups import Samples
@@ -53,6 +52,8 @@ def _drift_flag(model: str, build: str, metric: str, values: np.ndarray, min_eff
     n = len(values)
     if n < 8 or np.ptp(values) == 0:
         return None
+    from scipy import stats  # late: as in pvalues, scipy loads when a drift check really runs
+
     rho, p_value = stats.spearmanr(np.arange(n), values)
     third = max(1, n // 3)
     median = float(np.median(values))

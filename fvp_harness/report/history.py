@@ -35,8 +35,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
 from fvp_harness.errors import ConfigurationError, check_names
 from fvp_harness.files import atomic_write
@@ -527,6 +525,10 @@ def render_json(history: History) -> str:
 
 def render_chart(history: History, model: str, path: Path) -> Path:
     """One model's trend: the median per run with its CI, the fitted levels as a step line, regressions in red."""
+    # late: matplotlib (half a second to import) loads only when a chart is really drawn, as in report.charts
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     figure = Figure(figsize=(8, 4), dpi=100)
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()

@@ -10,11 +10,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from types import ModuleType
 
 import numpy as np
-from scipy import stats
 
 __all__ = ["bootstrap_p", "mann_whitney", "process_level_p", "unit_level_difference", "unit_level_interval"]
+
+
+def _stats() -> ModuleType:
+    """``scipy.stats``, loaded at the first p-value: it is the heaviest import of the analysis (about a second of a
+    cold start), and importing this module (every process that can analyse: the CLI, the pytest plugin, a test
+    run's collection) should not pay for it before a comparison needs a Student quantile."""
+    from scipy import stats
+
+    return stats
 
 
 def unit_level_interval(
@@ -42,10 +51,10 @@ def unit_level_interval(
         return (saved, saved), (1.0 if centre == 0 else 0.0)
     denominator = vb**2 / (len(lb) - 1) + vc**2 / (len(lc) - 1)
     df = (vb + vc) ** 2 / denominator if denominator > 0 else len(lb) + len(lc) - 2
-    quantile = float(stats.t.ppf(1 - (1 - confidence) / 2, df))
+    quantile = float(_stats().t.ppf(1 - (1 - confidence) / 2, df))
     low = 100.0 * (1.0 - math.exp(centre + quantile * se))
     high = 100.0 * (1.0 - math.exp(centre - quantile * se))
-    p_units = float(2 * stats.t.sf(abs(lc.mean() - lb.mean()) / se, df))
+    p_units = float(2 * _stats().t.sf(abs(lc.mean() - lb.mean()) / se, df))
     return (low, high), p_units
 
 
@@ -74,7 +83,7 @@ def mann_whitney(a: np.ndarray, b: np.ndarray) -> float | None:
         return None
     if np.ptp(np.concatenate([a, b])) == 0:
         return 1.0  # all values equal: no evidence of a difference (scipy would divide by a zero variance)
-    return float(stats.mannwhitneyu(a, b, alternative="two-sided").pvalue)
+    return float(_stats().mannwhitneyu(a, b, alternative="two-sided").pvalue)
 
 
 def unit_level_difference(
@@ -93,5 +102,5 @@ def unit_level_difference(
         return centre, centre
     denominator = vb**2 / (len(bmeds) - 1) + vc**2 / (len(cmeds) - 1)
     df = (vb + vc) ** 2 / denominator if denominator > 0 else len(bmeds) + len(cmeds) - 2
-    quantile = float(stats.t.ppf(1 - (1 - confidence) / 2, df))
+    quantile = float(_stats().t.ppf(1 - (1 - confidence) / 2, df))
     return centre - quantile * se, centre + quantile * se

@@ -30,7 +30,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -170,7 +170,7 @@ def _probe_all(program: list[str], spec: LaunchSpec, profile: Profile, timeout: 
         try:
             for future in futures:
                 while not future.done():
-                    time.sleep(0.05)  # wake up regularly so Ctrl-C reaches the main thread
+                    wait([future], timeout=0.05)  # wakes when the probe ends, or regularly so Ctrl-C reaches us
             return [future.result() for future in futures]
         except BaseException:
             cancel.set()  # each probe kills its process group and returns

@@ -68,7 +68,7 @@ import shlex
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -1109,7 +1109,8 @@ def execute_plan(
                         with contextlib.suppress(BaseException):
                             future.result()
                     break
-                time.sleep(0.1)  # wake up regularly so Ctrl-C reaches the main thread
+                # wakes when a session ends, or every 0.1 s so Ctrl-C reaches the main thread and an abort is seen
+                wait([future for future in futures if not future.done()], timeout=0.1, return_when=FIRST_COMPLETED)
             failed = [f.exception() for f in futures if isinstance(f.exception(), StorageError)]
             if failed:
                 raise failed[0]  # type: ignore[misc]

@@ -23,8 +23,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pandas as pd
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
 from fvp_harness.report import format as fmt
 from fvp_harness.report.comparison import compare
@@ -541,6 +539,10 @@ _PARTS = (("in_memcpy_ns", "input memcpy", "#d08c2b"), ("out_memcpy_ns", "output
 def render_vgf_png(c: VgfComparison, path: Path, title: str | None = None) -> Path:
     """Per model and mode, a stacked bar of where one inference's time goes (memcpy, import, binding refresh,
     submit + wait, the rest of the latency), with the latency's median and CI as a whisker on top."""
+    # late: matplotlib (half a second to import) loads only when a chart is really drawn, as in report.charts
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     figure = Figure(figsize=(8, 4.5), dpi=100)
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()
