@@ -8,7 +8,13 @@ into a temporary folder, builds their artifacts once, then prints from one run e
 - wall time of ``make -j 1`` and ``make -j 2`` on fresh results folders, and their ratio;
 - a no-op ``make`` (everything up to date) in-process, and through the CLI (includes Python start-up and imports);
 - per unit, with ``-j 1``: the execute phase minus boots, deploys and the runner commands' own time (the guest
-  folder preparation, output hashing, record handling and scheduling), and the planning time of the no-op make.
+  folder preparation, output hashing, record handling and scheduling), and the planning time of the no-op make;
+- the **ceiling** of the ratio for this batch: ``-j 1``'s wall time over its fixed part (everything but the units:
+  boot, first deploy, close, report) plus the longest lane of the best deal of its measured unit time over the
+  lanes, once with whole sessions (what the engine deals: a session's units run on one instance) and once with
+  (repetition, model) groups dealt freely (the finest split that keeps each model's builds of one round back to
+  back on one instance). No scheduler can beat the first without splitting sessions: it says how much of the
+  achievable speed-up the measured ratio reaches.
 
 ``--breakdown`` adds, per lane of both makes, its boot, deploy and unit seconds, the harness's time between them
 and how long the lane sat idle at the end (the others still ran), and the time before the lanes start and after they
@@ -141,6 +147,48 @@ def _overhead_per_unit(result: MakeResult, base: Path) -> float:
     return (execute - boots - deploys - commands) / max(1, result.units_run)
 
 
+def _lane_seconds(base: Path, result: MakeResult, *, by_group: bool) -> list[float]:
+    """The runner time of each session (or each (repetition, model) group) of a make, from its stored records."""
+    work: dict[tuple[str, ...], float] = {}
+    for node in result.nodes:
+        for record in ResultStore(base / node.stem, create=False).records():
+            key = (node.stem, str(record.repetition), record.model) if by_group else (node.stem, record.instance)
+            work[key] = work.get(key, 0.0) + record.duration_s
+    return sorted(work.values(), reverse=True)
+
+
+def best_longest_lane(pieces: list[float], lanes: int) -> float:
+    """The shortest possible longest lane when ``pieces`` (seconds) are dealt whole over ``lanes``: exact by
+    branch and bound (longest first, a lane load seen before is not tried twice), fine for a few dozen pieces."""
+    best = sum(pieces)
+    loads = [0.0] * lanes
+
+    def place(index: int) -> None:
+        nonlocal best
+        if index == len(pieces):
+            best = min(best, max(loads))
+            return
+        tried: set[float] = set()
+        for lane in range(lanes):
+            load = round(loads[lane], 9)
+            if load in tried or loads[lane] + pieces[index] >= best:
+                continue
+            tried.add(load)
+            loads[lane] += pieces[index]
+            place(index + 1)
+            loads[lane] -= pieces[index]
+
+    place(0)
+    return best
+
+
+def ceiling(serial_wall: float, pieces: list[float], lanes: int) -> float:
+    """The best ``-j lanes`` ratio for these pieces: the serial wall time over its fixed part plus the best deal's
+    longest lane (the fixed part, boot, deploy, close and report, happens once per lane in parallel)."""
+    fixed = serial_wall - sum(pieces)
+    return serial_wall / (fixed + best_longest_lane(pieces, lanes))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repetitions", type=int, default=3)
@@ -168,6 +216,14 @@ def main() -> int:
         print(f"make -j 1: {serial:6.2f} s  ({one.lanes} lane(s), {one.boots} boot(s))")
         print(f"make -j 2: {parallel:6.2f} s  ({two.lanes} lane(s), {two.boots} boot(s))")
         print(f"ratio -j 1 / -j 2: {serial / parallel:.2f}x")
+        sessions = _lane_seconds(folder / "j1", one, by_group=False)
+        groups = _lane_seconds(folder / "j1", one, by_group=True)
+        whole, split = ceiling(serial, sessions, 2), ceiling(serial, groups, 2)
+        print(f"ceiling with whole sessions: {whole:.2f}x (best deal of the {len(sessions)} sessions' unit time "
+              f"{best_longest_lane(sessions, 2):.2f} s of {sum(sessions):.2f} s); measured is "
+              f"{serial / parallel / whole:.0%} of it")
+        print(f"ceiling with (repetition, model) groups dealt freely: {split:.2f}x "
+              f"({len(groups)} groups, longest lane {best_longest_lane(groups, 2):.2f} s)")
         if args.breakdown:
             for jobs, (wall, result, timeline) in ((1, (serial, one, serial_lanes)),
                                                    (2, (parallel, two, parallel_lanes))):
