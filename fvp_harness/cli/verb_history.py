@@ -52,17 +52,6 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
     parser.set_defaults(handler=_history_verb)
 
 
-def _results_folder(target: str, base: Path) -> Path:
-    path = Path(target)
-    if path.suffix in (".yaml", ".yml") and path.is_file():
-        return base / path.stem
-    if path.is_dir():
-        return path
-    if "/" not in target and (base / target).is_dir():
-        return base / target
-    raise ConfigurationError(f"{target}: no scenario file, results folder or scenario name under {base}/")
-
-
 def _history_verb(args: argparse.Namespace) -> int:
     # late: pandas, scipy and matplotlib load only when this verb runs, not for --help or other verbs
     from fvp_harness.report import format as fmt
@@ -74,10 +63,11 @@ def _history_verb(args: argparse.Namespace) -> int:
         render_history,
         render_markdown,
     )
+    from fvp_harness.store.locate import results_folder
 
     if args.threshold is not None and args.threshold <= 0:
         raise ConfigurationError("--threshold must be a positive percentage")
-    folder = _results_folder(args.target, args.results)
+    folder = results_folder(args.target, args.results)
     runs = load_history(folder)
     history = history_from_runs(runs, build=args.build, metric=args.metric, threshold=args.threshold)
     out = args.output or folder / HISTORY_DIR

@@ -31,6 +31,26 @@ def test_report_given_a_scenario_file_reports_its_results_folder(tmp_path: Path)
     assert (tmp_path / "results" / "smoke" / "report.md").is_file()
 
 
+def test_runs_and_prune_take_the_scenario_file_or_its_stem_as_report_does(tmp_path: Path) -> None:
+    """``report scenarios/smoke.yaml`` reads results/smoke; ``runs`` and ``prune`` said "scenarios/smoke.yaml: no
+    such results folder" for the same name, and the stem ``smoke`` (which history and compare take) as well."""
+    shutil.copytree(REPO / "scenarios", tmp_path / "scenarios")
+    folder = tmp_path / "results" / "smoke"
+    write_run(folder, BASE, run_id="20260301-100000-aaaa")
+    write_run(folder, BASE, run_id="20260302-100000-bbbb")
+    for name in ("scenarios/smoke.yaml", "smoke"):
+        listed = run_cli(tmp_path, "runs", name)
+        assert listed.returncode == 0, listed.stderr
+        assert "20260301-100000-aaaa" in listed.stdout and "* 20260302-100000-bbbb" in listed.stdout, listed.stdout
+    dry = run_cli(tmp_path, "prune", "smoke", "--keep", "0", "-n")
+    assert dry.returncode == 0 and "would delete 20260301-100000-aaaa" in dry.stdout, dry.stdout + dry.stderr
+    pruned = run_cli(tmp_path, "prune", "scenarios/smoke.yaml", "--keep", "0")
+    assert pruned.returncode == 0, pruned.stderr
+    assert not (folder / "runs" / "20260301-100000-aaaa").exists() and (folder / "manifest.json").is_file()
+    unrun = run_cli(tmp_path, "runs", "scenarios/driver_reuse.yaml")
+    assert unrun.returncode == 2 and "its results folder results/driver_reuse does not exist yet" in unrun.stderr
+
+
 def test_prune_help_names_only_options_that_exist_and_refuses_a_negative_age(tmp_path: Path) -> None:
     helped = run_cli(tmp_path, "prune", "--help")
     assert helped.returncode == 0

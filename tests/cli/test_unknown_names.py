@@ -50,15 +50,22 @@ CASES: list[tuple[list[str], str]] = [
     # history and compare: metric, build, stored runs
     (["history", "demo", "--metric", "cpu_tim"], "did you mean 'cpu_time'?"),
     (["history", "demo", "--build", "aftr"], "did you mean 'after'?"),
-    (["history", "dem"], "dem"),
+    (["history", "dem"], "did you mean 'results/demo'?"),
     (["compare", "demo@latest#-1", "demo", "--metric", "cpu_tim"], "did you mean 'cpu_time'?"),
     (["compare", "demo@latest#-1", "demo", "--build", "aftr"], "did you mean 'after'?"),
     (["compare", "demo@nosuch", "demo"], "no stored run of"),
     (["compare", "demo@latest~1", "demo"], "latest#-1"),
+    (["compare", "demo@lates", "demo"], "did you mean 'latest'?"),
+    (["compare", "dem@latest", "demo"], "did you mean 'results/demo'?"),
+    (["compare", "demo@latest#-1", "results/dmo"], "did you mean 'results/demo'?"),
     # stored results and profiles
     (["report", "results/nosuch"], "nosuch"),
     (["runs", "results/nosuch"], "nosuch"),
     (["prune", "results/nosuch", "--keep", "1"], "nosuch"),
+    # a results folder typed wrong: the closest one there is, as for every other name
+    (["report", "results/dem"], "did you mean 'results/demo'?"),
+    (["runs", "results/dem"], "did you mean 'results/demo'?"),
+    (["prune", "dem", "--keep", "1"], "did you mean 'results/demo'?"),
     (["profiles", "show", "corstone1000-a32"], "corstone1000-a320"),
 ]
 
