@@ -12,6 +12,7 @@ import argparse
 from pathlib import Path
 
 from fvp_harness.cli.ci_outputs import add_ci_options, write_ci_outputs
+from fvp_harness.cli.out_paths import folder_arg
 from fvp_harness.errors import EXIT_FAILED, EXIT_OK, ConfigurationError
 from fvp_harness.store.folder import DEFAULT_RESULTS_BASE, HISTORY_DIR
 
@@ -40,12 +41,12 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
                         help="the metric to follow (default: the scenario's primary metric)")
     parser.add_argument("--threshold", type=float, default=None, metavar="PCT",
                         help="smallest step reported, in percent (default: the scenario's compare.min_effect)")
-    parser.add_argument("-o", "--output", type=Path, default=None, metavar="DIR",
+    parser.add_argument("-o", "--output", type=folder_arg, default=None, metavar="DIR",
                         help=f"where to write (default: <results folder>/{HISTORY_DIR})")
     parser.add_argument("--results", type=Path, default=DEFAULT_RESULTS_BASE, metavar="DIR",
                         help="results base for a scenario file or stem (default: results)")
     parser.add_argument("--no-charts", action="store_true", help="write the table, CSV and JSON only")
-    parser.add_argument("--html", type=Path, default=None, metavar="DIR",
+    parser.add_argument("--html", type=folder_arg, default=None, metavar="DIR",
                         help="also write the history as a static site into DIR (index.html: a chart per model "
                         "with each point linking to its run's report; opens from a file:// URL, no server)")
     add_ci_options(parser)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fvp_harness.cli.ci_outputs import add_ci_options, write_ci_outputs
+from fvp_harness.cli.out_paths import folder_arg
 from fvp_harness.cli.progress import LOG_WIDTH, ProgressView, fit_line
 from fvp_harness.cli.scenario_args import (
     add_scenario_options,
@@ -53,7 +54,7 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
     )
     run.add_argument("scenario", metavar="SCENARIO")
     add_scenario_options(run)
-    run.add_argument("-o", "--output", type=Path, default=None, metavar="DIR",
+    run.add_argument("-o", "--output", type=folder_arg, default=None, metavar="DIR",
                      help="results folder (default: results/<scenario file stem>)")
     run.add_argument("--resume", action="store_true",
                      help="continue the folder's current run: run only units whose content key is not stored ok "

@@ -1,6 +1,6 @@
-"""No name goes unchecked: every verb's options that name a metric, build, model, scenario, pattern, stored run or
-``--set`` path refuse a name that matches nothing with exit 2, the valid names and a "did you mean", before any
-artifact is built or any model started.
+"""No name goes unchecked: every verb's options that name a metric, build, model, scenario, pattern, stored run,
+``--set`` path or a place to write (a folder that is a file, a file that is a folder) refuse a name that matches
+nothing with exit 2, the valid names and a "did you mean", before any artifact is built or any model started.
 
 Why one child process for all cases: the CLI is tested as a process of its own, in a fresh folder that holds a copy
 of the shipped scenarios and two stored runs, but on a shared CI machine a Python start with pandas costs seconds,
@@ -67,6 +67,16 @@ CASES: list[tuple[list[str], str]] = [
     (["runs", "results/dem"], "did you mean 'results/demo'?"),
     (["prune", "dem", "--keep", "1"], "did you mean 'results/demo'?"),
     (["profiles", "show", "corstone1000-a32"], "corstone1000-a320"),
+    # where a verb writes: a folder option naming a file (or a path under one), a file option naming a folder;
+    # these were tracebacks (run --junit DIR only after the whole run)
+    (["run", "scenarios/smoke.yaml", "-o", "scenarios/smoke.yaml"], "-o/--output: scenarios/smoke.yaml is a file"),
+    (["run", "scenarios/smoke.yaml", "-o", "scenarios/smoke.yaml/x"], "scenarios/smoke.yaml is a file, so no folder"),
+    (["run", "scenarios/smoke.yaml", "--junit", "scenarios"], "--junit: scenarios is a folder, not a file"),
+    (["report", "results/demo", "--junit", "scenarios/smoke.yaml/j.xml"], "scenarios/smoke.yaml is a file"),
+    (["history", "demo", "-o", "scenarios/smoke.yaml"], "scenarios/smoke.yaml is a file, not a folder"),
+    (["history", "demo", "--html", "scenarios/smoke.yaml"], "--html: scenarios/smoke.yaml is a file"),
+    (["compare", "demo@latest#-1", "demo", "-o", "scenarios/smoke.yaml"], "scenarios/smoke.yaml is a file"),
+    (["make", "-n", "--results", "scenarios/smoke.yaml", "scenarios/smoke.yaml"], "--results: scenarios/smoke.yaml"),
 ]
 
 CHILD = r"""
