@@ -4,6 +4,7 @@ that is no artifact, the example test file without options, and the top-level fo
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -14,9 +15,10 @@ import pytest
 
 from tests.e2e.cli import run_cli
 from tests.helpers import REPO, skip_or_fail_in_ci
-from tests.report.stored_runs import write_run
+from tests.report.stored_runs import SCENARIO, write_run
 
 BASE = {("before", "m1"): 2.0, ("after", "m1"): 1.0}
+TWO_MODELS = {("before", "m1"): 2.0, ("after", "m1"): 1.0, ("before", "m2"): 4.0, ("after", "m2"): 2.0}
 
 
 def test_report_given_a_scenario_file_reports_its_results_folder(tmp_path: Path) -> None:
@@ -108,3 +110,29 @@ def test_the_tracked_tree_keeps_the_top_level_entries_the_layout_promises() -> N
     missing = {"pyproject.toml", "fvp_harness", "scenarios", "tests", "results", "README.md"} - top
     assert not missing, f"the tracked tree lost {sorted(missing)}"
     assert "results/README.md" in listed
+
+
+def test_history_says_where_the_runs_of_a_series_measured_something_else(tmp_path: Path) -> None:
+    """A model file edited between runs, then another scenario run into the same folder (``run -o``): ``compare``
+    refuses such pairs, but ``history`` put them in one series without a word, and called the edit's step a
+    regression of the code. Now each such run gets a note (terminal, history.md, history.json) naming what
+    changed, and a step found there says it may be that change's doing."""
+    folder = tmp_path / "results" / "demo"
+    for index in range(6):
+        values = dict(TWO_MODELS) | ({("after", "m1"): 1.2} if index >= 2 else {})
+        changes = {("artifacts", "models.m1.file"): "sha-m1-edited"} if index >= 2 else {}
+        other = dict(SCENARIO, name="other") if index == 5 else None
+        write_run(folder, values, run_id=f"2026030{index + 1}-100000-000{index}", commit=f"{index + 1}" * 40,
+                  started=f"2026-03-0{index + 1}T10:00:00Z", seed=index, changes=changes, scenario=other)
+    done = run_cli(tmp_path, "history", "demo")
+    assert done.returncode == 1, done.stderr + done.stdout  # the step itself is still reported
+    notes = [line for line in done.stdout.splitlines() if line.startswith("note: ")]
+    assert len(notes) == 2, done.stdout
+    assert notes[0].startswith("note: run 20260303-100000-0002 measured something else than the run before it "
+                               "(20260302-100000-0001): m1: model file bytes differ"), notes[0]
+    assert "the step of m1 at this run may be that change's doing" in notes[0]
+    assert "run 20260306-100000-0005" in notes[1] and "scenario 'demo' (previous run) -> 'other'" in notes[1]
+    markdown = (folder / "history" / "history.md").read_text(encoding="utf-8")
+    assert "## Notes" in markdown and "m1: model file bytes differ" in markdown
+    data = json.loads((folder / "history" / "history.json").read_text(encoding="utf-8"))
+    assert len([note for note in data["notes"] if "measured something else" in note]) == 2
