@@ -136,3 +136,22 @@ def test_history_says_where_the_runs_of_a_series_measured_something_else(tmp_pat
     assert "## Notes" in markdown and "m1: model file bytes differ" in markdown
     data = json.loads((folder / "history" / "history.json").read_text(encoding="utf-8"))
     assert len([note for note in data["notes"] if "measured something else" in note]) == 2
+
+
+def test_doctor_quiet_shows_only_what_needs_attention(tmp_path: Path) -> None:
+    """``doctor -q`` printed the same twelve lines as ``doctor`` (header, every start and every ok); now it prints
+    the checks that fail or warn, with their fix, and the last line."""
+    shutil.copytree(REPO / "scenarios", tmp_path / "scenarios")
+    full = run_cli(tmp_path, "doctor", "scenarios/smoke.yaml")
+    assert full.returncode == 0, full.stdout + full.stderr
+    assert full.stdout.startswith("doctor scenarios/smoke.yaml") and "  ok    binary" in full.stdout
+    quiet = run_cli(tmp_path, "doctor", "scenarios/smoke.yaml", "-q")
+    assert quiet.returncode == 0, quiet.stdout + quiet.stderr
+    lines = quiet.stdout.splitlines()
+    assert lines[-1].startswith("all checks passed"), quiet.stdout
+    assert not [line for line in lines[:-1] if not line.lstrip().startswith(("warn", "fix:"))], quiet.stdout
+    failing = run_cli(tmp_path, "doctor", "scenarios/smoke.yaml", "-q", "--fvp", str(tmp_path / "no-such-FVP"))
+    assert failing.returncode == 2, failing.stdout + failing.stderr
+    assert "  FAIL  binary" in failing.stdout and "fix: " in failing.stdout, failing.stdout
+    assert "  ok  " not in failing.stdout and not failing.stdout.startswith("doctor ")
+    assert failing.stdout.splitlines()[-1].startswith("some checks failed (exit 2): binary")
