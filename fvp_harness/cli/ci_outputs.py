@@ -17,6 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from fvp_harness.cli.out_paths import file_arg
+
 if TYPE_CHECKING:
     from fvp_harness.report.junit import Suite
 
@@ -28,7 +30,7 @@ SUMMARY_LIMIT = 1_000_000
 
 def add_ci_options(parser: argparse.ArgumentParser) -> None:
     """Add ``--junit FILE`` and ``--github-summary`` to a verb's parser."""
-    parser.add_argument("--junit", type=Path, default=None, metavar="FILE",
+    parser.add_argument("--junit", type=file_arg, default=None, metavar="FILE",
                         help="also write a JUnit XML file: one test case per model x gate (and identity check, "
                         "minimum effect), per failed and per not-run unit")
     parser.add_argument("--github-summary", action="store_true",

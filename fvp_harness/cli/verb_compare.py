@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from fvp_harness.cli.ci_outputs import add_ci_options, write_ci_outputs
+from fvp_harness.cli.out_paths import folder_arg
 from fvp_harness.errors import EXIT_FAILED, EXIT_OK
 from fvp_harness.store.folder import COMPARE_DIR, DEFAULT_RESULTS_BASE, RUNS_DIR
 
@@ -45,11 +46,11 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
                         "the scenario's compare.primary)")
     parser.add_argument("--build", action="append", default=[], metavar="BUILD",
                         help="compare only this build (repeatable; default: every build both runs measured)")
-    parser.add_argument("-o", "--output", type=Path, default=None, metavar="DIR",
+    parser.add_argument("-o", "--output", type=folder_arg, default=None, metavar="DIR",
                         help=f"report folder (default: <B's results folder>/{COMPARE_DIR}/<run id A>-vs-<run id B>)")
     parser.add_argument("--results", type=Path, default=DEFAULT_RESULTS_BASE, metavar="DIR",
                         help="where SCENARIO@REF looks for results/<SCENARIO> (default: results)")
-    parser.add_argument("--html", type=Path, default=None, metavar="DIR",
+    parser.add_argument("--html", type=folder_arg, default=None, metavar="DIR",
                         help="also write the report as one self-contained page, DIR/index.html (its tables, the "
                         "ETDump events and the charts inlined; opens from a file:// URL, no server)")
     parser.add_argument("--strict", action="store_true",

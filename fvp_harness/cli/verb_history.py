@@ -12,6 +12,7 @@ import argparse
 from pathlib import Path
 
 from fvp_harness.cli.ci_outputs import add_ci_options, write_ci_outputs
+from fvp_harness.cli.out_paths import folder_arg
 from fvp_harness.errors import EXIT_FAILED, EXIT_OK, ConfigurationError
 from fvp_harness.store.folder import DEFAULT_RESULTS_BASE, HISTORY_DIR
 
@@ -40,27 +41,16 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
                         help="the metric to follow (default: the scenario's primary metric)")
     parser.add_argument("--threshold", type=float, default=None, metavar="PCT",
                         help="smallest step reported, in percent (default: the scenario's compare.min_effect)")
-    parser.add_argument("-o", "--output", type=Path, default=None, metavar="DIR",
+    parser.add_argument("-o", "--output", type=folder_arg, default=None, metavar="DIR",
                         help=f"where to write (default: <results folder>/{HISTORY_DIR})")
     parser.add_argument("--results", type=Path, default=DEFAULT_RESULTS_BASE, metavar="DIR",
                         help="results base for a scenario file or stem (default: results)")
     parser.add_argument("--no-charts", action="store_true", help="write the table, CSV and JSON only")
-    parser.add_argument("--html", type=Path, default=None, metavar="DIR",
+    parser.add_argument("--html", type=folder_arg, default=None, metavar="DIR",
                         help="also write the history as a static site into DIR (index.html: a chart per model "
                         "with each point linking to its run's report; opens from a file:// URL, no server)")
     add_ci_options(parser)
     parser.set_defaults(handler=_history_verb)
-
-
-def _results_folder(target: str, base: Path) -> Path:
-    path = Path(target)
-    if path.suffix in (".yaml", ".yml") and path.is_file():
-        return base / path.stem
-    if path.is_dir():
-        return path
-    if "/" not in target and (base / target).is_dir():
-        return base / target
-    raise ConfigurationError(f"{target}: no scenario file, results folder or scenario name under {base}/")
 
 
 def _history_verb(args: argparse.Namespace) -> int:
@@ -74,10 +64,11 @@ def _history_verb(args: argparse.Namespace) -> int:
         render_history,
         render_markdown,
     )
+    from fvp_harness.store.locate import results_folder
 
     if args.threshold is not None and args.threshold <= 0:
         raise ConfigurationError("--threshold must be a positive percentage")
-    folder = _results_folder(args.target, args.results)
+    folder = results_folder(args.target, args.results)
     runs = load_history(folder)
     history = history_from_runs(runs, build=args.build, metric=args.metric, threshold=args.threshold)
     out = args.output or folder / HISTORY_DIR

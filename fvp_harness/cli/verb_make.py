@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fvp_harness.cli.ci_outputs import add_ci_options, write_ci_outputs
+from fvp_harness.cli.out_paths import folder_arg
 from fvp_harness.cli.progress import ProgressView, fit_line
 from fvp_harness.cli.scenario_args import add_timeout_scale_option, stop_on_first_interrupt
 from fvp_harness.errors import ConfigurationError, HarnessError
@@ -61,7 +62,7 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
                         "every report")
     parser.add_argument("--only", action="append", default=[], metavar="PATTERN",
                         help="glob on SCENARIO/UNIT (e.g. 'smoke/*', '*/r0-*-ds_cnn') or SCENARIO (repeatable)")
-    parser.add_argument("--results", type=Path, default=DEFAULT_RESULTS_BASE, metavar="DIR",
+    parser.add_argument("--results", type=folder_arg, default=DEFAULT_RESULTS_BASE, metavar="DIR",
                         help="base folder; each scenario writes DIR/<scenario file stem>/ (default: results)")
     parser.add_argument("--executor", choices=["local", "dask", "dask-local"], default="local",
                         help="local threads (default), a Dask cluster (--scheduler), or a Dask LocalCluster")
@@ -72,7 +73,7 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
                         "the workers (shared filesystem)")
     add_timeout_scale_option(parser)
     add_ci_options(parser)
-    parser.add_argument("--html", type=Path, default=None, metavar="DIR",
+    parser.add_argument("--html", type=folder_arg, default=None, metavar="DIR",
                         help="afterwards, write the history of every scenario with stored runs as one static site "
                         "into DIR (as history --html; not with -n)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE",

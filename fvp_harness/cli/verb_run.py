@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fvp_harness.cli.ci_outputs import add_ci_options, write_ci_outputs
+from fvp_harness.cli.out_paths import folder_arg
 from fvp_harness.cli.progress import LOG_WIDTH, ProgressView, fit_line
 from fvp_harness.cli.scenario_args import (
     add_scenario_options,
@@ -53,7 +54,7 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
     )
     run.add_argument("scenario", metavar="SCENARIO")
     add_scenario_options(run)
-    run.add_argument("-o", "--output", type=Path, default=None, metavar="DIR",
+    run.add_argument("-o", "--output", type=folder_arg, default=None, metavar="DIR",
                      help="results folder (default: results/<scenario file stem>)")
     run.add_argument("--resume", action="store_true",
                      help="continue the folder's current run: run only units whose content key is not stored ok "
@@ -100,9 +101,10 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
         parents=[common],
         help="list the stored runs of a results folder",
         description="One line per stored run of a scenario's results folder, oldest first: id, start, status, git "
-        "commit, units, folder. The newest run is the folder itself; earlier ones are in runs/<id>/.",
+        "commit, units, folder. The newest run is the folder itself; earlier ones are in runs/<id>/. A scenario file "
+        "or its file stem means its results folder (results/<file stem>), as for report.",
     )
-    runs.add_argument("results", metavar="DIR", type=Path)
+    runs.add_argument("results", metavar="DIR_OR_SCENARIO", type=Path)
     runs.set_defaults(handler=_runs_verb)
 
     prune = subparsers.add_parser(
@@ -112,9 +114,10 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
         description="Delete runs/<id>/ folders of a scenario's results folder, keeping the newest N earlier runs "
         "(--keep N), or deleting those started more than DAYS ago (--older-than DAYS); both together delete what "
         "either names; the current run is never deleted here "
-        "(run --replace does that). -n says what would go.",
+        "(run --replace does that). -n says what would go. A scenario file or its file stem means its results "
+        "folder (results/<file stem>), as for report.",
     )
-    prune.add_argument("results", metavar="DIR", type=Path)
+    prune.add_argument("results", metavar="DIR_OR_SCENARIO", type=Path)
     prune.add_argument("--keep", type=int, default=None, metavar="N", help="keep the newest N earlier runs")
     prune.add_argument("--older-than", type=float, default=None, metavar="DAYS",
                        help="delete earlier runs started more than DAYS ago")
@@ -296,25 +299,19 @@ def _report_verb(args: argparse.Namespace) -> int:
 
 
 def _report_folder(given: Path) -> Path:
-    """``report``'s argument: a results folder as given, or a scenario file's results folder (``results/<stem>``,
-    where ``run`` writes by default): users type the scenario they ran, and "does not exist" helped no one."""
-    from fvp_harness.store.folder import DEFAULT_RESULTS_BASE, results_dir_for  # late: pydantic only for this verb
+    """``report``'s, ``runs``' and ``prune``'s argument: a results folder (or a run folder) as given, a scenario
+    file's results folder (``results/<stem>``, where ``run`` writes by default) or a scenario file stem under
+    ``results/``: users type the scenario they ran, and "does not exist" helped no one; a typo is told with the
+    closest results folder."""
+    from fvp_harness.store.locate import results_folder  # late: pydantic only for these verbs
 
-    if given.suffix in (".yaml", ".yml") and given.is_file():
-        folder = results_dir_for(given, DEFAULT_RESULTS_BASE)
-        if not folder.is_dir():
-            raise ConfigurationError(f"{given} is a scenario file; its results folder {folder} does not exist yet "
-                                     f"(run it: fvp-harness run {given}), or give the folder a run wrote (-o DIR)")
-        return folder
-    return given
+    return results_folder(given)
 
 
 def _runs_verb(args: argparse.Namespace) -> int:
     from fvp_harness.store.folder import ResultStore  # late: pydantic only for this verb
 
-    store = ResultStore(args.results, create=False)
-    if not store.root.is_dir():
-        raise ConfigurationError(f"{store.root}: no such results folder")
+    store = ResultStore(_report_folder(args.results), create=False)
     stored = store.stored_runs()
     if not stored:
         print(f"{store.root}: no stored run")
@@ -344,9 +341,7 @@ def _prune_verb(args: argparse.Namespace) -> int:
         raise ConfigurationError(f"--keep {args.keep}: must be 0 or more")
     if args.older_than is not None and not args.older_than >= 0:  # also refuses nan
         raise ConfigurationError(f"--older-than {args.older_than:g}: must be 0 or more days")
-    store = ResultStore(args.results, create=False)
-    if not store.root.is_dir():
-        raise ConfigurationError(f"{store.root}: no such results folder")
+    store = ResultStore(_report_folder(args.results), create=False)
     earlier = [run for run in store.stored_runs() if not run.current]
     doomed: set[Path] = set()
     if args.keep is not None:

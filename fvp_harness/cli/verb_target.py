@@ -38,7 +38,8 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
         "parameter of the profile and scenario exists in --list-params; firmware files exist; ports can be "
         "bound; SSH client support is present. The two questions to the model run at the same time, each within "
         "--probe-timeout. With target: host, each build's runner must be executable on this host instead. Prints "
-        "each check as it starts and ends, with a fix for each failure.",
+        "each check as it starts and ends, with a fix for each failure (-q: only the checks that fail or warn, "
+        "and the last line). Exit 0 ok, 2 bad input, 3 platform.",
     )
     doctor.add_argument("scenario", metavar="SCENARIO")
     add_scenario_options(doctor)
@@ -103,15 +104,21 @@ def _run_doctor_verb(args: argparse.Namespace) -> int:
         where = f"target host: {platform.machine()}"
     else:
         where = f"platform {loaded.profile.name}, binary {scenario.fvp.binary}"
-    print(f"doctor {args.scenario} ({where})", flush=True)
+    quiet = getattr(args, "quiet", 0) > 0  # -q: only the checks that failed or warn, with their fix, and the end
+    if not quiet:
+        print(f"doctor {args.scenario} ({where})", flush=True)
     lock = threading.Lock()
     width = max([11, *(len(f"runner {name}") for name in scenario.builds)] if scenario.target == "host" else [11])
 
     def started(name: str, what: str) -> None:
+        if quiet:
+            return
         with lock:
             print(f"  {'..':<4}  {name:<{width}}  {what}", flush=True)
 
     def ended(check, seconds: float) -> None:
+        if quiet and check.status not in ("fail", "warn"):
+            return
         took = f" ({seconds:.1f} s)" if seconds >= 0.05 else ""
         lines = _check_lines(check, width)
         lines[0] += took

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from fvp_harness.cli.out_paths import folder_arg
 from fvp_harness.errors import EXIT_FAILED, EXIT_OK, ConfigurationError
 from fvp_harness.store.folder import DEFAULT_RESULTS_BASE, ResultStore
 
@@ -52,7 +53,7 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
                         "say zero_copy false)")  # fmt: skip
     parser.add_argument("--candidate", help="with --results: the zero-copy build's name")
     parser.add_argument("--model", help="model name when the reports do not carry one")
-    parser.add_argument("-o", "--output", type=Path, metavar="DIR", help="folder for the report files (default "
+    parser.add_argument("-o", "--output", type=folder_arg, metavar="DIR", help="folder for the report files (default "
                         "results/vgf, or the --results folder)")  # fmt: skip
     parser.add_argument("--min-effect", type=float, default=None, metavar="PCT", help="change of a time metric, in "
                         "percent, that counts as a change (default: the scenario's compare.min_effect with "

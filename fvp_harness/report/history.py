@@ -47,7 +47,7 @@ from fvp_harness.report.junit import Case, Suite
 from fvp_harness.report.report_files import save_png
 from fvp_harness.report.samples import select_latest
 from fvp_harness.report.spec import Settings
-from fvp_harness.report.stored_compare import LoadedRun, load_run
+from fvp_harness.report.stored_compare import LoadedRun, comparable, dotted_get, load_run
 from fvp_harness.report.summary import summarise
 from fvp_harness.report.summary_cache import cached_run_points
 from fvp_harness.store.folder import ResultStore
@@ -338,8 +338,37 @@ def history_from_runs(runs: Sequence[LoadedRun], *, build: str | None = None, me
                if not any(point.median is not None for point in found.values())]
     if missing:
         notes.append(f"{len(missing)} run(s) measured no {metric} of build {build}: {', '.join(missing)}")
+    notes += _measured_changes(runs, models, build, metric, steps)
     return History(newest.scenario.name, build, metric, unit, float(threshold), rows, points, levels,
                    tuple(steps), npu_metric, tuple(notes))
+
+
+def _measured_changes(runs: Sequence[LoadedRun], models: Sequence[str], build: str, metric: str,
+                      steps: Sequence[Step]) -> list[str]:
+    """A note for each run that measured something else than the run before it: another scenario in the same
+    results folder (``run -o``), or what ``compare`` refuses to compare (model or input bytes of a model both runs
+    measured, platform, FVP, run command, warm-up, the metric's definition, ...). Why: a series is only a history
+    of the code while the rest stayed the same; a step where the scenario was edited is the edit's doing, and
+    nobody could tell from the table (``compare`` refuses such a pair; here the runs stay in the series, said once
+    at the run it happens)."""
+    notes: list[str] = []
+    for index in range(1, len(runs)):
+        before, after = runs[index - 1].manifest, runs[index].manifest
+        both = [model for model in models if all(any(r.build == build and r.model == model for r in run.records)
+                                                  for run in (runs[index - 1], runs[index]))]
+        found = list(comparable(before, after, models=both, builds=[build], metrics=[metric],
+                                sides=("previous run", "this run")).problems)
+        names = dotted_get(before, "scenario.name"), dotted_get(after, "scenario.name")
+        if names[0] != names[1]:
+            found.insert(0, f"scenario {names[0]!r} (previous run) -> {names[1]!r} (this run)")
+        if not found:
+            continue
+        here = sorted(step.model for step in steps if step.index == index and step.kind != "shift")
+        cause = f"; the step of {', '.join(here)} at this run may be that change's doing" if here else ""
+        more = f"; ... ({len(found) - 3} more)" if len(found) > 3 else ""
+        notes.append(f"run {runs[index].run.run_id} measured something else than the run before it "
+                     f"({runs[index - 1].run.run_id}): {'; '.join(found[:3])}{more}{cause}")
+    return notes
 
 
 def _run_points(chosen: Sequence[Record], metric: str, settings: Settings) -> tuple[dict[str, Point], str, str | None]:

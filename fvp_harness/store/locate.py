@@ -24,6 +24,7 @@ tags wrong. It is the one process this layer starts, and only when a name is not
 
 from __future__ import annotations
 
+import difflib
 import logging
 import re
 import subprocess
@@ -40,7 +41,8 @@ from fvp_harness.store.folder import (
     StoredRun,
 )
 
-__all__ = ["GIT_TIMEOUT", "RunSpec", "describe_run", "find_run", "parse_run_spec", "pinned_spec", "read_git_ref"]
+__all__ = ["GIT_TIMEOUT", "RunSpec", "describe_run", "find_run", "parse_run_spec", "pinned_spec", "read_git_ref",
+           "results_folder", "unknown_folder_hint"]
 
 _log = logging.getLogger(__name__)
 
@@ -110,6 +112,67 @@ def _is_run_folder(path: Path) -> bool:
     return (path / MANIFEST_FILE).is_file() or (path / RECORDS_FILE).is_file()
 
 
+def _results_folders(places: list[Path]) -> list[Path]:
+    """The scenario results folders (a manifest, records or stored runs inside) directly under ``places``."""
+    found: dict[Path, None] = {}
+    for place in places:
+        try:
+            children = sorted(place.iterdir()) if place.is_dir() else []
+        except OSError:
+            continue
+        for child in children:
+            if child.is_dir() and (_is_run_folder(child) or (child / RUNS_DIR).is_dir()):
+                found.setdefault(child, None)
+    return list(found)
+
+
+def unknown_folder_hint(where: str, results_base: Path | str = DEFAULT_RESULTS_BASE) -> str:
+    """`` (did you mean 'results/smoke'?); the results folders under results/ are: ...`` for a results folder name
+    that matches nothing: the closest results folder beside the one typed or under ``results_base``, by the text
+    typed (a path) or by its last part (a stem). Empty when there is no results folder to name."""
+    base = Path(results_base)
+    typed = Path(where)
+    places = [typed.parent] if str(typed.parent) not in ("", ".") else []
+    folders = _results_folders([*places, base])
+    if not folders:
+        return ""
+    names = [str(folder) for folder in folders]
+    close = difflib.get_close_matches(str(typed), names, n=1, cutoff=0.6)
+    if not close:  # a stem typed for a folder under the base: match it against the folders' names
+        by_name = {folder.name: str(folder) for folder in folders}
+        stem = difflib.get_close_matches(typed.stem if typed.suffix in _SCENARIO_SUFFIXES else typed.name,
+                                         list(by_name), n=1, cutoff=0.6)
+        close = [by_name[stem[0]]] if stem else []
+    shown = ", ".join(names[:8]) + (f", ... ({len(names) - 8} more)" if len(names) > 8 else "")
+    mean = f" (did you mean {close[0]!r}?)" if close else ""
+    return f"{mean}; the results folders there are: {shown}"
+
+
+def results_folder(where: str | Path, results_base: Path | str = DEFAULT_RESULTS_BASE, *, what: str = "") -> Path:
+    """The scenario results folder a user names: the folder itself, a scenario file (``<base>/<stem>``, where
+    ``run`` writes by default) or a scenario file stem under ``results_base``; ``report``, ``runs``, ``prune``,
+    ``history`` and ``compare`` all take the same three. A name that matches nothing is a ConfigurationError
+    (exit 2) that says so and names the closest results folder there is (``what`` prefixes the message)."""
+    text = str(where)
+    base = Path(results_base)
+    prefix = f"{what}: " if what else ""
+    path = Path(text)
+    if path.suffix in _SCENARIO_SUFFIXES and path.is_file():
+        folder = base / path.stem
+        if not folder.is_dir():
+            raise ConfigurationError(f"{prefix}{text} is a scenario file; its results folder {folder} does not "
+                                     f"exist yet (run it: fvp-harness run {text}), or give the folder a run wrote "
+                                     "(-o DIR)")
+        return folder
+    if path.is_dir():
+        return path
+    by_stem = base / text
+    if "/" not in text and by_stem.is_dir():
+        return by_stem
+    raise ConfigurationError(f"{prefix}{text} is no results folder, scenario file or scenario name under "
+                             f"{base}/{unknown_folder_hint(text, base)}")
+
+
 def _scenario_folder(where: str, results_base: Path, scenario_folder: Path | None, text: str) -> Path:
     """The scenario results folder ``where`` names (see the module docstring)."""
     if not where:
@@ -119,14 +182,8 @@ def _scenario_folder(where: str, results_base: Path, scenario_folder: Path | Non
         return scenario_folder
     path = Path(where)
     if path.suffix in _SCENARIO_SUFFIXES and path.is_file():
-        return results_base / path.stem
-    if path.is_dir():
-        return path
-    by_stem = results_base / where
-    if "/" not in where and by_stem.is_dir():
-        return by_stem
-    raise ConfigurationError(f"run {text!r}: {where} is no results folder, scenario file or scenario name under "
-                             f"{results_base}/")
+        return results_base / path.stem  # a run not stored yet is told by _runs, with the folder's name
+    return results_folder(where, results_base, what=f"run {text!r}")
 
 
 def find_run(text: str, *, results_base: Path | str = DEFAULT_RESULTS_BASE, scenario_folder: Path | None = None,
@@ -217,7 +274,10 @@ def _no_match(text: str, folder: Path, ref: str, runs: list[StoredRun], commit: 
     shown = "\n".join(f"  {describe_run(run)}" for run in runs[-8:])
     more = f"\n  ... and {len(runs) - 8} older" if len(runs) > 8 else ""
     via = f" (git ref {ref} is commit {commit[:12]})" if commit else ""
-    return (f"run {text!r}: no stored run of {folder} matches {ref!r}{via}; the runs it holds, newest last:\n"
+    names = ["latest", *(run.run_id for run in runs), *(run.branch for run in runs if run.branch)]
+    close = difflib.get_close_matches(ref, list(dict.fromkeys(names)), n=1, cutoff=0.6) if commit is None else []
+    mean = f" (did you mean {close[0]!r}?)" if close else ""
+    return (f"run {text!r}: no stored run of {folder} matches {ref!r}{via}{mean}; the runs it holds, newest last:\n"
             f"{shown}{more}\nname one by id, commit or branch (or 'latest')")
 
 

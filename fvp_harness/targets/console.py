@@ -489,9 +489,11 @@ class Console:
                 partial = "".join(out)
                 if not resync:
                     self._interrupt_and_resync(command, deadline, stage)
+                # what expired first, the command last: a runner's command line is long, and the one line a
+                # failure gets in a CI log must still say after how long and which setting to raise
                 raise CommandTimeout(
-                    deadline.message(f"command {command!r} did not finish", log_path=self.log_path,
-                                     extra="interrupted with Ctrl-C; the console recovered"),
+                    deadline.message("command did not finish", log_path=self.log_path,
+                                     extra="interrupted with Ctrl-C; the console recovered") + f": {command}",
                     exit_status=124, output=partial, log_path=self.log_path,
                     last_lines=self.terminal.tail(50), stage=stage)
 

@@ -1,6 +1,6 @@
-"""No name goes unchecked: every verb's options that name a metric, build, model, scenario, pattern, stored run or
-``--set`` path refuse a name that matches nothing with exit 2, the valid names and a "did you mean", before any
-artifact is built or any model started.
+"""No name goes unchecked: every verb's options that name a metric, build, model, scenario, pattern, stored run,
+``--set`` path or a place to write (a folder that is a file, a file that is a folder) refuse a name that matches
+nothing with exit 2, the valid names and a "did you mean", before any artifact is built or any model started.
 
 Why one child process for all cases: the CLI is tested as a process of its own, in a fresh folder that holds a copy
 of the shipped scenarios and two stored runs, but on a shared CI machine a Python start with pandas costs seconds,
@@ -50,16 +50,33 @@ CASES: list[tuple[list[str], str]] = [
     # history and compare: metric, build, stored runs
     (["history", "demo", "--metric", "cpu_tim"], "did you mean 'cpu_time'?"),
     (["history", "demo", "--build", "aftr"], "did you mean 'after'?"),
-    (["history", "dem"], "dem"),
+    (["history", "dem"], "did you mean 'results/demo'?"),
     (["compare", "demo@latest#-1", "demo", "--metric", "cpu_tim"], "did you mean 'cpu_time'?"),
     (["compare", "demo@latest#-1", "demo", "--build", "aftr"], "did you mean 'after'?"),
     (["compare", "demo@nosuch", "demo"], "no stored run of"),
     (["compare", "demo@latest~1", "demo"], "latest#-1"),
+    (["compare", "demo@lates", "demo"], "did you mean 'latest'?"),
+    (["compare", "dem@latest", "demo"], "did you mean 'results/demo'?"),
+    (["compare", "demo@latest#-1", "results/dmo"], "did you mean 'results/demo'?"),
     # stored results and profiles
     (["report", "results/nosuch"], "nosuch"),
     (["runs", "results/nosuch"], "nosuch"),
     (["prune", "results/nosuch", "--keep", "1"], "nosuch"),
+    # a results folder typed wrong: the closest one there is, as for every other name
+    (["report", "results/dem"], "did you mean 'results/demo'?"),
+    (["runs", "results/dem"], "did you mean 'results/demo'?"),
+    (["prune", "dem", "--keep", "1"], "did you mean 'results/demo'?"),
     (["profiles", "show", "corstone1000-a32"], "corstone1000-a320"),
+    # where a verb writes: a folder option naming a file (or a path under one), a file option naming a folder;
+    # these were tracebacks (run --junit DIR only after the whole run)
+    (["run", "scenarios/smoke.yaml", "-o", "scenarios/smoke.yaml"], "-o/--output: scenarios/smoke.yaml is a file"),
+    (["run", "scenarios/smoke.yaml", "-o", "scenarios/smoke.yaml/x"], "scenarios/smoke.yaml is a file, so no folder"),
+    (["run", "scenarios/smoke.yaml", "--junit", "scenarios"], "--junit: scenarios is a folder, not a file"),
+    (["report", "results/demo", "--junit", "scenarios/smoke.yaml/j.xml"], "scenarios/smoke.yaml is a file"),
+    (["history", "demo", "-o", "scenarios/smoke.yaml"], "scenarios/smoke.yaml is a file, not a folder"),
+    (["history", "demo", "--html", "scenarios/smoke.yaml"], "--html: scenarios/smoke.yaml is a file"),
+    (["compare", "demo@latest#-1", "demo", "-o", "scenarios/smoke.yaml"], "scenarios/smoke.yaml is a file"),
+    (["make", "-n", "--results", "scenarios/smoke.yaml", "scenarios/smoke.yaml"], "--results: scenarios/smoke.yaml"),
 ]
 
 CHILD = r"""

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from fvp_harness.cli.progress import LOG_WIDTH, fit_line
 from fvp_harness.errors import ConsoleLost, InfrastructureError
 from fvp_harness.profiles import load_profile
 from fvp_harness.targets.console import BootWatch, CommandTimeout, Console, ConsoleGarbled, garbled
@@ -46,7 +47,7 @@ def _answer(line: str) -> bytes:
     start, end = f"__FH_S_{token}\n", f"\n__FH_E_{token}:0\n"
     if body == "swallow":  # the typed line never reached the shell intact: nothing runs
         return b""
-    if body == "hang":
+    if body.split(" ", 1)[0] == "hang":  # also with arguments: a runner's long command line
         return start.encode()
     if body == "noisy-start":
         return _noisy(start, 10) + b"ok" + end.encode()
@@ -144,6 +145,23 @@ def test_a_started_command_that_hangs_is_still_the_commands_failure(console: Con
         console.run("hang", deadline=Deadline.after(0.5, "unit", config_key="fvp.timeouts.unit"), stage="unit")
     assert caught.value.failure_class == "test" and caught.value.exit_status == 124
     assert "raise fvp.timeouts.unit" in str(caught.value)
+
+
+def test_a_hung_command_s_timeout_says_what_it_waited_for_before_the_command(console: Console) -> None:
+    """A runner's command line is long (guest paths of every artifact): quoted first, it filled the one failure line
+    ``run`` prints (``CommandTimeout: command '/tmp/fvp-harness/…/executor_runner-before --m…``), so the line
+    never said that a timeout expired, after how long, or which setting to raise. The command now comes last, as
+    the host target's timeout puts it."""
+    command = "hang " + " ".join(f"--arg{i}=/tmp/fvp-harness/{'0123456789abcdef'}/file{i}.bin" for i in range(5))
+    with pytest.raises(CommandTimeout) as caught:
+        console.run(command, deadline=Deadline.after(0.5, "unit", config_key="fvp.timeouts.unit"), stage="unit")
+    message = str(caught.value)
+    assert message.startswith("command did not finish after 0.5 s (phase unit)"), message
+    assert "raise fvp.timeouts.unit" in message and str(console.log_path) in message
+    assert message.endswith(f": {command}"), "the whole command is still said, last"
+    line = fit_line("s0: r0-before-ds_cnn FAILED: ", f"CommandTimeout: {message}", LOG_WIDTH,
+                    "results/smoke/logs/s0/r0-before-ds_cnn.log")
+    assert "did not finish after 0.5 s (phase unit)" in line, line
 
 
 def test_a_garbled_acknowledgement_fails_a_stream_at_once(console: Console) -> None:
