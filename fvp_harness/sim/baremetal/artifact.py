@@ -177,20 +177,28 @@ class BareMetalArtifact:
         return "address" if self.pte_addr is not None else "semihosting"
 
 
+def _build_settings(artifact: BareMetalArtifact) -> dict[str, object]:
+    """The build's settings under the names the artifact file gives them, in ``sim info``'s order: one table,
+    so the file and what ``sim info`` shows of it cannot drift apart when a setting is added."""
+    return {
+        "semihosting": artifact.semihosting,
+        "num_inferences": artifact.num_inferences,
+        "etdump": artifact.etdump,
+        "log_dump_output": artifact.log_dump_output,
+        "memory_mode": artifact.memory_mode,
+        "system_config": artifact.system_config,
+        "id": artifact.build_id,
+        "fault": artifact.fault,
+    }
+
+
 def encode_artifact(artifact: BareMetalArtifact) -> bytes:
     body = json.dumps(
         {
             "format": "fvp-sim-arm-executor-runner",
             "target": artifact.target,
             "pte_addr": artifact.pte_addr,
-            "semihosting": artifact.semihosting,
-            "num_inferences": artifact.num_inferences,
-            "etdump": artifact.etdump,
-            "log_dump_output": artifact.log_dump_output,
-            "memory_mode": artifact.memory_mode,
-            "system_config": artifact.system_config,
-            "id": artifact.build_id,
-            "fault": artifact.fault,
+            **_build_settings(artifact),
         },
         sort_keys=True,
     ).encode()
@@ -343,14 +351,7 @@ def artifact_info(path: Path, data: bytes) -> dict[str, object]:
         "platform": artifact.platform,
         "model_source": artifact.model_source,
         "pte_addr": None if artifact.pte_addr is None else f"{artifact.pte_addr:#x}",
-        "semihosting": artifact.semihosting,
-        "num_inferences": artifact.num_inferences,
-        "etdump": artifact.etdump,
-        "log_dump_output": artifact.log_dump_output,
-        "memory_mode": artifact.memory_mode,
-        "system_config": artifact.system_config,
-        "id": artifact.build_id,
-        "fault": artifact.fault,
+        **_build_settings(artifact),
     }
     if artifact.pte:
         model = decode_model(artifact.pte)

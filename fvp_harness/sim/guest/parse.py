@@ -785,15 +785,12 @@ def parse_heredoc_body(body: str) -> Word:
             if s[lexer.i + 1] != "\n":
                 _add_lit(parts, s[lexer.i + 1], True)
             lexer.i += 2
-        elif c == "$":
-            try:
-                lexer._dollar(parts, True)
-            except ShellSyntaxError:
-                _add_lit(parts, c, True)
-                lexer.i += 1
-        elif c == "`":
-            try:
-                lexer._backquote(parts, True)
+        elif c in "$`":
+            try:  # an expansion that does not parse leaves its $ or ` a literal character
+                if c == "$":
+                    lexer._dollar(parts, True)
+                else:
+                    lexer._backquote(parts, True)
             except ShellSyntaxError:
                 _add_lit(parts, c, True)
                 lexer.i += 1

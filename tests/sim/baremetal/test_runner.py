@@ -28,6 +28,7 @@ from fvp_harness.sim import tools
 from fvp_harness.sim.baremetal.artifact import (
     BareMetalArtifact,
     BareMetalFaults,
+    artifact_info,
     decode_artifact,
     encode_artifact,
     fast_scratch_bytes,
@@ -673,6 +674,24 @@ def test_artifact_round_trip_and_defaults(models: dict[tuple[str, str], Compiled
     assert BareMetalArtifact(semihosting=True).model_source == "semihosting"
     assert fast_scratch_bytes("Dedicated_Sram_384KB") == 384 * 1024 and fast_scratch_bytes("Dedicated_Sram") == 0x60000
     assert fast_scratch_bytes("Shared_Sram") == 0 and fast_scratch_bytes("Dedicated_Sram_2MB") == 2 << 20
+
+
+def test_artifact_file_and_info_name_the_build_settings() -> None:
+    """The file's JSON body (sorted keys, padded to 16 bytes) and what ``sim info`` shows, in its order: both
+    name a build's settings alike, from one table."""
+    artifact = BareMetalArtifact(pte_addr=0x70000000, num_inferences=3, etdump=True, log_dump_output=False,
+                                 build_id="b7", fault="hang=1")
+    data = encode_artifact(artifact)
+    assert data[:32] == b"FVPSIMBM" + struct.pack("<HHII", 1, 0, 288, 0) + b"\0" * 12
+    assert data[32:] == (
+        b'{"etdump": true, "fault": "hang=1", "format": "fvp-sim-arm-executor-runner", "id": "b7", '
+        b'"log_dump_output": false, "memory_mode": "Shared_Sram", "num_inferences": 3, "pte_addr": 1879048192, '
+        b'"semihosting": false, "system_config": "Ethos_U55_High_End_Embedded", "target": "ethos-u55-128"}  ')
+    assert list(artifact_info(Path("r.elf"), data).items()) == [
+        ("file", "r.elf"), ("kind", "baremetal-runner"), ("target", "ethos-u55-128"), ("platform", "corstone300"),
+        ("model_source", "address"), ("pte_addr", "0x70000000"), ("semihosting", False), ("num_inferences", 3),
+        ("etdump", True), ("log_dump_output", False), ("memory_mode", "Shared_Sram"),
+        ("system_config", "Ethos_U55_High_End_Embedded"), ("id", "b7"), ("fault", "hang=1")]
 
 
 @pytest.mark.parametrize(("kwargs", "needle"), [

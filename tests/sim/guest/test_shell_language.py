@@ -271,6 +271,21 @@ def test_here_documents(guest: Guest) -> None:
     assert guest.out("cat <<EOF") == ""  # the end of the input ends the body
 
 
+@pytest.mark.parametrize(("body", "shown"), [
+    ("x `echo hi` $(echo b) ${HOME} $((2*3))", "x hi b /root 6\n"),
+    ("\\$HOME \\` \\\\ \\q", "$HOME ` \\ \\q\n"),  # a backslash quotes only $ ` \ and newline
+    ("a $ b $", "a $ b $\n"),
+    ("unterminated `echo", "unterminated `echo\n"),
+    ("unterminated $(echo", "unterminated $(echo\n"),
+    ("brace ${x", "brace ${x\n"),
+    ("arith $((1+", "arith $((1+\n"),
+    ("`echo a`b`", "ab`\n"),
+    ("x=$( `", "x=$( `\n"),
+])
+def test_here_document_expansions_that_do_not_parse_stay_literal(guest: Guest, body: str, shown: str) -> None:
+    assert guest.out(f"cat <<EOF\n{body}\nEOF") == shown
+
+
 # -- the guest contract commands -------------------------------------------------------------------------------------
 
 

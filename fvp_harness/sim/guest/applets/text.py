@@ -6,6 +6,7 @@ import functools
 import os
 import re
 from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 from fvp_harness.sim.guest.applets.common import (
     SPACE,
@@ -27,97 +28,106 @@ __all__ = ["APPLETS"]
 # ------------------------------------------------------------------------------------------------------------
 # head, tail
 
+_Stdin = TypeVar("_Stdin", bytes, bytes | None)
+"""What head's and tail's file walk gives a part for standard input: tail's whole bytes, or None for head."""
+
 
 def _header(io: IO, name: str, first: bool) -> None:
     label = "standard input" if name == "-" else name
     io.say(("" if first else "\n") + f"==> {label} <==\n")
 
 
-@busybox_applet("[OPTIONS] [FILE]...")
-def _head(sh: Session, argv: list[str], io: IO) -> int:
-    args = argv[1:]
-    count, negative, by_bytes = 10, False, False
-    if args and re.fullmatch(r"-\d+[bkm]?", args[0]):
+def _count_options(args: list[str], spec: str, plus: bool) -> tuple[int, str, bool, list[str], bool]:
+    """head's and tail's common options, parsed once because busybox parses them alike: an optional first
+    argument ``-N`` (or ``+N`` with ``plus``: tail), then ``-n N`` / ``-c N`` (the last one wins,
+    ``-c`` counting bytes) and ``-q`` / ``-v`` (the last one wins; without either, headers show for several
+    files). Returns (count, the count's sign: ``-``, ``+`` or ``""``, by bytes, files, show headers); the
+    leading ``-`` of ``-N`` is the option's, not a sign. ``spec`` is the applet's getopt string, so each keeps
+    the options it alone accepts (tail's -f, -s, -F). Raises Usage or Fail as the applet would."""
+    count, sign, by_bytes = 10, "", False
+    if args and re.fullmatch(r"[-+]\d+[bkm]?" if plus else r"-\d+[bkm]?", args[0]):
+        sign = "+" if args[0][0] == "+" else ""
         count, args = number(args[0][1:]), args[1:]
-    opts, files = getopt(args, "n:c:qv")
+    opts, files = getopt(args, spec)
     headers: bool | None = None
     for opt, value in opts:
         if opt in "nc":
             by_bytes = opt == "c"
-            negative = value.startswith("-")
+            sign = value[0] if value[:1] in ("-", "+") else ""
             count = number(value.lstrip("-+"))
         elif opt == "q":
             headers = False
         elif opt == "v":
             headers = True
     files = files or ["-"]
-    show = headers if headers is not None else len(files) > 1
+    return count, sign, by_bytes, files, headers if headers is not None else len(files) > 1
+
+
+def _each_file(sh: Session, io: IO, applet: str, files: list[str], show: bool, stdin: Callable[[], _Stdin],
+               part: Callable[[str, bytes | _Stdin], None]) -> int:
+    """head's and tail's walk over their files, shared because busybox walks them alike: a file that cannot be
+    read gets its message and makes the status 1; every other one gets its ``==> name <==`` header (when
+    ``show``) and then ``part(name, its bytes)``. ``-`` is standard input, which ``stdin()`` reads before the
+    header: tail reads it whole, head passes None and streams it in ``part``."""
     status = 0
     first = True
     for name in files:
-        data = None if name == "-" else read_input(sh, name, io, "head")
-        if name != "-" and data is None:
-            status = 1
-            continue
+        data: bytes | _Stdin
+        if name == "-":
+            data = stdin()
+        else:
+            read = read_input(sh, name, io, applet)
+            if read is None:
+                status = 1
+                continue
+            data = read
         if show:
             _header(io, name, first)
         first = False
+        part(name, data)
+    return status
+
+
+@busybox_applet("[OPTIONS] [FILE]...")
+def _head(sh: Session, argv: list[str], io: IO) -> int:
+    count, sign, by_bytes, files, show = _count_options(argv[1:], "n:c:qv", plus=False)
+    negative = sign == "-"
+
+    def head_of(name: str, data: bytes | None) -> None:
         if by_bytes:
             blob = io.stdin.read() if name == "-" else data or b""
             if negative:
                 io.out(blob[:-count] if count else blob)
             else:
                 io.out(blob[:count])
-            continue
+            return
         if negative:
             lines = list(input_lines(sh, io, name, data))
             io.out(b"".join(lines[:-count] if count else lines))
-            continue
+            return
         if count == 0:
-            continue
+            return
         for shown, line in enumerate(input_lines(sh, io, name, data), start=1):
             io.out(line)
             if shown >= count:
                 break
-    return status
+
+    return _each_file(sh, io, "head", files, show, lambda: None, head_of)
 
 
 @busybox_applet("[OPTIONS] [FILE]...")
 def _tail(sh: Session, argv: list[str], io: IO) -> int:
-    args = argv[1:]
-    count, from_top, by_bytes = 10, False, False
-    if args and re.fullmatch(r"[-+]\d+[bkm]?", args[0]):
-        from_top = args[0][0] == "+"
-        count, args = number(args[0][1:]), args[1:]
-    opts, files = getopt(args, "fc:n:qs:vF")
-    headers: bool | None = None
-    for opt, value in opts:
-        if opt in "nc":
-            by_bytes = opt == "c"
-            from_top = value.startswith("+")
-            count = number(value.lstrip("-+"))
-        elif opt == "q":
-            headers = False
-        elif opt == "v":
-            headers = True
-    files = files or ["-"]
-    show = headers if headers is not None else len(files) > 1
-    status = 0
-    first = True
-    for name in files:
-        data = io.stdin.read() if name == "-" else read_input(sh, name, io, "tail")
-        if data is None:
-            status = 1
-            continue
-        if show:
-            _header(io, name, first)
-        first = False
+    count, sign, by_bytes, files, show = _count_options(argv[1:], "fc:n:qs:vF", plus=True)
+    from_top = sign == "+"
+
+    def tail_of(name: str, data: bytes) -> None:
         if by_bytes:
             io.out(data[max(count - 1, 0):] if from_top else (data[-count:] if count else b""))
-            continue
+            return
         lines = lines_of(data)
         io.out(b"".join(lines[max(count - 1, 0):] if from_top else (lines[-count:] if count else [])))
-    return status
+
+    return _each_file(sh, io, "tail", files, show, io.stdin.read, tail_of)
 
 
 # ------------------------------------------------------------------------------------------------------------
