@@ -34,7 +34,7 @@ WAYS: dict[str, tuple[bool, bool]] = {  # name -> (libyaml, caches)
 
 
 def clear_caches() -> None:
-    profiles._LOADED.clear()
+    profiles._VALIDATED.clear()
     located._COMPOSED.clear()
 
 

@@ -45,6 +45,7 @@ __all__ = [
     "format_path",
     "merge",
     "read_limited",
+    "reading_settings",
     "schema_step",
     "validation_problems",
 ]
@@ -230,7 +231,7 @@ def compose_bytes(data: bytes, path: Path) -> LNode:
     folder). Raises ``YamlProblem`` as ``compose_file``."""
     shown = display_path(path)
     base_dir = path.parent
-    key = (data, shown, base_dir, USE_LIBYAML, MAX_DEPTH, MAX_VALUES)
+    key = (data, shown, base_dir, *reading_settings())
     known = _COMPOSED.get(key)
     if known is not None:
         return _copy(known)
@@ -248,6 +249,12 @@ def compose_bytes(data: bytes, path: Path) -> LNode:
             _COMPOSED.pop(oldest, None)
         _COMPOSED[key] = _copy(tree)  # a copy of its own: callers change their trees (extends, --set, ${...})
     return tree
+
+
+def reading_settings() -> tuple[bool, int, int]:
+    """What, besides a document's bytes, decides whether it is accepted and what it reads as: the parser taken and the
+    limits. A cache of anything made from a document keys on these too (tests change them)."""
+    return USE_LIBYAML, MAX_DEPTH, MAX_VALUES
 
 
 _COMPOSED: dict[tuple[bytes, str, Path, bool, int, int], LNode] = {}

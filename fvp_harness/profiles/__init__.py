@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -33,6 +33,7 @@ from fvp_harness.located import (
     did_you_mean,
     display_path,
     read_limited,
+    reading_settings,
     validation_problems,
 )
 
@@ -422,42 +423,67 @@ def load_profile(name_or_path: str | Path, *, base_dir: Path | None = None) -> P
     return _read_profile(path)
 
 
-_LOADED: dict[tuple[Path, int, int, int], tuple[bytes, Any]] = {}
-"""Profiles read in this process: (resolved path, st_mtime_ns, st_size, st_ino) -> (the file's bytes, the validated
-plain data). Every scenario load reads its profile, and composing the YAML was most of a load. The bytes are compared
-too: a file rewritten within one tick of the file system's clock, at the same size, keeps its stat key."""
+_VALIDATED: dict[tuple[bytes, tuple[bool, int, int]], Profile] = {}
+"""Profiles validated in this process, by the file's bytes and how YAML is read (``reading_settings``): every scenario
+load reads its profile, and composing and validating it was most of a load. The bytes are read on every call, so an
+edit is seen at once, whatever the file's stat says. A profile pulls in no other file (no ``extends``, no includes)
+and its fields never depend on where the file lies (only error messages name it, and errors are not kept), so the
+same bytes under another name are the same profile. Only good profiles; each caller gets a copy (``_own_copy``)."""
 
-_LOADED_KEPT = 32
+_VALIDATED_KEPT = 32
 
 
 def _read_profile(path: Path) -> Profile:
-    """The profile in ``path``, from ``_LOADED`` when the file is unchanged. Each call returns a new ``Profile``
-    (validated again from the remembered data, cheaper than a deep copy), so no caller can change another's."""
+    """The profile in ``path``: validated once per content, a copy of its own for every caller."""
     try:
-        resolved = path.resolve()
-        info = resolved.stat()
         data = read_limited(path)
     except YamlProblem as exc:
         raise ConfigurationError(f"profile {display_path(path)} is not valid YAML:\n{exc}") from exc
     except OSError as exc:
         raise ProfileNotFound(f"cannot read profile {display_path(path)}: {exc.strerror}") from exc
-    key = (resolved, info.st_mtime_ns, info.st_size, info.st_ino)
-    known = _LOADED.get(key)
-    if known is not None and known[0] == data:
-        return Profile.model_validate(known[1])
+    key = (data, reading_settings())
+    known = _VALIDATED.get(key)
+    if known is None:
+        known = _validate(data, path)
+        for oldest in list(_VALIDATED)[: max(0, len(_VALIDATED) + 1 - _VALIDATED_KEPT)]:  # list(): safe under threads
+            _VALIDATED.pop(oldest, None)
+        _VALIDATED[key] = known  # never handed out itself: callers get copies
+    return _own_copy(known)
+
+
+def _validate(data: bytes, path: Path) -> Profile:
+    """``data`` (read from ``path``) composed and validated; problems are ``ConfigurationError``s naming
+    ``file:line:col`` and the field."""
     try:
         root = compose_bytes(data, path)
     except YamlProblem as exc:
         raise ConfigurationError(f"profile {display_path(path)} is not valid YAML:\n{exc}") from exc
     try:
-        profile = Profile.model_validate(root.plain())
+        return Profile.model_validate(root.plain())
     except ValidationError as exc:
         problems = [f"{where}: {message}" for where, message in validation_problems(exc, root, Profile)]
         raise ConfigurationError(
             f"profile {display_path(path)} has problems:\n" + "\n".join(problems)
         ) from exc
-    keys = list(_LOADED)  # a copy: safe while another thread loads
-    for stale in [other for other in keys if other[0] == resolved] + keys[: max(0, len(keys) + 1 - _LOADED_KEPT)]:
-        _LOADED.pop(stale, None)
-    _LOADED[key] = (data, root.plain())  # data of its own, never handed out
-    return profile
+
+
+_T = TypeVar("_T")
+
+
+def _own_copy(value: _T) -> _T:
+    """``value`` with new lists and dicts all the way down, so a caller that changes its profile (``params``,
+    ``login_prompts``) changes no one else's. Scalars and models without containers (frozen: ``BootStage``,
+    ``FirmwareInput``) are shared; nothing is validated again (a copy of the already valid data)."""
+    if isinstance(value, dict):
+        return cast(_T, {key: _own_copy(item) for key, item in value.items()})
+    if isinstance(value, list):
+        return cast(_T, [_own_copy(item) for item in value])
+    if isinstance(value, BaseModel):
+        fresh = {name: _own_copy(item) for name, item in value.__dict__.items()
+                 if isinstance(item, dict | list | BaseModel)}
+        if not fresh:
+            return value
+        clone = value.model_copy()  # shallow: its own __dict__ and fields set, nothing validated
+        clone.__dict__.update(fresh)  # as model_copy(update=) does, without marking these fields as set
+        return clone
+    return value

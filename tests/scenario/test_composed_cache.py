@@ -18,7 +18,7 @@ from tests.helpers import REPO
 def parsed(monkeypatch) -> list[str]:
     """What was parsed during the test (both ways count), with the caches emptied first."""
     monkeypatch.setattr(located, "_COMPOSED", {})
-    monkeypatch.setattr(profiles, "_LOADED", {})
+    monkeypatch.setattr(profiles, "_VALIDATED", {})
     calls: list[str] = []
     for name in ("_compose_libyaml", "_compose_pure"):
         real = getattr(located, name)
