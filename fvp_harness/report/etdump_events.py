@@ -21,7 +21,9 @@ change: a change that moves work from every inference into the load shows both s
 is a warning naming the unit and what is wrong, and that unit's events are left out; nothing else changes. No
 traced unit: no section (``compare_events`` returns None), and ``report.md/.json/.csv`` are what they were.
 ``compare A B`` compares the traces of two stored runs with the same code (``load_traces`` labels each run's,
-``stored_compare.compare_run_events``), so the two sections read alike.
+``stored_compare.compare_run_events``), so the two sections read alike; a ``compare.baseline_from`` run compares its
+candidates' traces with the stored baseline run's (``stored_compare.stored_baseline_events``), its re-run baseline
+units left out.
 
 Reads files (the fetched traces) as ``report.vela_estimates`` reads the Vela CSVs: only here, only in
 ``load_traces``; the comparison itself is pure.

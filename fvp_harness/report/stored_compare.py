@@ -61,6 +61,7 @@ __all__ = [
     "load_run",
     "load_stored_baseline",
     "run_labels",
+    "stored_baseline_events",
 ]
 
 RERUN_SUFFIX = " (re-run)"
@@ -550,6 +551,41 @@ def analyse_with_stored_baseline(
     if drift:
         builds_text[rerun] = drift
     return result, dataclasses.replace(context, builds=builds_text)
+
+
+def stored_baseline_events(records: Sequence[Record], result: AnalysisResult, root: Path, stored: StoredBaseline, *,
+                           warmup: int = 0, planned: Mapping[str, str] | None = None) -> EventReport | None:
+    """The ETDump event section of a ``compare.baseline_from`` run: this run's traces of the builds it measured (its
+    re-run baseline units left out: they are the drift check, not the baseline) against the stored run's traces of
+    the baseline build, read from the stored run's folder as ``compare_run_events`` reads each run's, units named
+    ``<unit>@<run id>`` as the report names their records. When only one side kept traces, a section of one line
+    says which; when neither did (and no file was unreadable), None: no section."""
+    models = {record.model for record in records}  # this run's models: the stored run may have more
+    ours = [record for record in records if record.build != stored.baseline]
+    traces, warnings = load_traces(root, ours, planned)
+    base_records = [record for record in stored.loaded.records
+                    if record.build == stored.baseline and record.model in models]
+    found, unreadable = load_traces(stored.run.path, base_records, stored.loaded.planned)
+    label = stored.label
+    traces += [dataclasses.replace(trace, unit_id=f"{trace.unit_id}@{label}") for trace in found]
+    warnings += [f"stored run {label}: {warning}" for warning in unreadable]
+    if not traces and not warnings:
+        return None
+    pairs = [(c.baseline, c.candidate) for c in result.comparisons]
+    report = compare_traces(traces, pairs, result.settings, warmup=warmup, warnings=warnings)
+    against = {candidate for baseline, candidate in pairs if baseline == stored.baseline}
+    ours_traced = list(dict.fromkeys(t.build for t in traces if t.build in against))
+    if against and not found and ours_traced:
+        note = (f"The stored baseline run {label} kept no ETDump traces of {stored.baseline}, so there is no "
+                f"event-by-event comparison of {', '.join(ours_traced)} against it: trace {stored.baseline} in the "
+                "stored run (`builds.<name>.traced`).")
+        report = dataclasses.replace(report, note=note)
+    elif against and found and not ours_traced:
+        note = (f"Only the stored baseline run {label} kept ETDump traces ({stored.baseline}); this run traced none "
+                f"of {', '.join(sorted(against))}, so there is no event-by-event comparison: trace the builds in "
+                "this run (`builds.<name>.traced`).")
+        report = dataclasses.replace(report, note=note)
+    return report
 
 
 def _drift_summary(result: AnalysisResult, rerun: str, units: int) -> str:

@@ -52,7 +52,12 @@ from fvp_harness.report.etdump_events import compare_events
 from fvp_harness.report.findings import SamplingNote
 from fvp_harness.report.render import render_report
 from fvp_harness.report.result import AnalysisResult, expectations_violated
-from fvp_harness.report.stored_compare import StoredBaseline, analyse_with_stored_baseline, load_stored_baseline
+from fvp_harness.report.stored_compare import (
+    StoredBaseline,
+    analyse_with_stored_baseline,
+    load_stored_baseline,
+    stored_baseline_events,
+)
 from fvp_harness.report.summary_cache import SummaryCache
 from fvp_harness.run.adaptive import (
     StoppingRule,
@@ -243,7 +248,11 @@ def write_report(store: ResultStore, scenario: Scenario, manifest: Manifest) -> 
         context = ReportContext.from_manifest(manifest.to_json())
     if sampling:
         result = dataclasses.replace(result, sampling=sampling)
-    events = compare_events(store.root, records, result, warmup=scenario.run.warmup, planned=planned)
+    if stored is not None:  # this run's traces against the stored baseline's, the re-run units left out
+        events = stored_baseline_events(records, result, store.root, stored, warmup=scenario.run.warmup,
+                                        planned=planned)
+    else:
+        events = compare_events(store.root, records, result, warmup=scenario.run.warmup, planned=planned)
     files = dict(render_report(result, store.root, scenario.report.outputs, scenario.report.title, context,
                                events=events))
     compare = scenario.compare

@@ -59,6 +59,8 @@ RUN: dict[tuple[str, str], str] = {
         "test_pytest_plugin_example_block",
     ("docs/etdump.md", "fvp-harness run scenarios/driver_reuse_traced.yaml -q --only-model resnet8 --set "
                        "run.repetitions=2"): "test_etdump_compare_block",
+    ("docs/etdump.md", "fvp-harness run scenarios/driver_reuse_traced.yaml -q --only-model resnet8 --set "
+                       "run.repetitions=2 -o results/main-traced"): "test_etdump_baseline_from_block",
 }
 """The blocks the slow tests below run: (page, first command line without its comment) -> the test."""
 
@@ -485,3 +487,28 @@ def test_etdump_compare_block(tmp_path: Path) -> None:
     page = (workdir / "compare-page" / "index.html").read_text(encoding="utf-8")
     assert "<h2>Where the time went (ETDump events)</h2>" in page and "+EthosUBackend::execute()NPU" in page
     assert "data:image/png;base64," in page and "page: compare-page/index.html" in out
+
+
+@pytest.mark.slow
+@pytest.mark.sim
+@pytest.mark.timeout(900)  # two small traced runs
+def test_etdump_baseline_from_block(tmp_path: Path) -> None:
+    """docs/etdump.md's ``--baseline-from`` block: the second run's event section compares its ``after`` with the
+    stored run's ``before`` traces (their counts and medians, not the drift check's re-run unit)."""
+    workdir = clone(tmp_path)
+    commands = block("docs/etdump.md", "fvp-harness run scenarios/driver_reuse_traced.yaml -q --only-model resnet8 "
+                     "--set run.repetitions=2 -o results/main-traced").commands
+    assert len(commands) == 2
+    for command in commands:
+        ok(workdir, command)
+    stored = _json(workdir / "results/main-traced/report.json")["etdump_events"]["rows"]
+    events = _json(workdir / "results/pr-traced/report.json")["etdump_events"]
+    assert "note" not in events and events["warnings"] == []
+    theirs = {(r["run_block"], r["event"], r["occurrence"]): r for r in stored}
+    rows = [r for r in events["rows"] if r["present"] == "both"]
+    assert rows and {(r["baseline"], r["candidate"]) for r in rows} == {("before", "after")}
+    for row in rows:
+        twin = theirs[(row["run_block"], row["event"], row["occurrence"])]
+        assert (row["n_baseline"], row["baseline_median"]) == (twin["n_baseline"], twin["baseline_median"]), row
+    markdown = (workdir / "results/pr-traced/report.md").read_text(encoding="utf-8")
+    assert "### resnet8: after vs before" in markdown[markdown.index("## Where the time went (ETDump events)"):]

@@ -65,3 +65,55 @@ def test_the_traced_scenario_shows_where_the_driver_reuse_saving_went(tmp_path: 
     assert (folder / "report.csv").read_text() == before["report.csv"]
     headline = before["report.md"][:before["report.md"].index("## Where the time went")]
     assert markdown.startswith(headline)
+
+
+def _rows(report: dict) -> dict[tuple[str, str, int, str], dict]:
+    """The event rows of a report.json by (model, run block, event, occurrence)."""
+    return {(r["model"], r["run_block"], r["event"], r["occurrence"]): r for r in report["etdump_events"]["rows"]}
+
+
+def test_a_stored_baseline_run_compares_its_candidate_with_the_stored_baselines_traces(tmp_path: Path) -> None:
+    """``run --baseline-from``: the event table's baseline side is the stored run's traces of ``before`` (its
+    medians, CIs and counts, not this run's re-run drift-check units), the candidate this run's; a stored run that
+    kept no traces is one line."""
+    shutil.copytree(REPO / "scenarios", tmp_path / "scenarios")
+    one = ("--only-model", "resnet8", "--set", "run.repetitions=2", "--set", "run.iterations=6")
+    stored = run_cli(tmp_path, "run", "scenarios/driver_reuse_traced.yaml", "-q", *one, "-o", "results/main")
+    assert stored.returncode == 0, stored.stderr + stored.stdout
+    stored_report = json.loads((tmp_path / "results/main/report.json").read_text())
+    pr = run_cli(tmp_path, "run", "scenarios/driver_reuse_traced.yaml", "-q", *one, "--baseline-from",
+                 "results/main", "-o", "results/pr", "--set", "fvp.sim.runner_seed=13")
+    assert pr.returncode == 0, pr.stderr + pr.stdout
+    folder = tmp_path / "results/pr"
+    assert (folder / "fetched/r0-before-resnet8/etdump.bin").exists()  # the drift check's unit was traced too
+    report = json.loads((folder / "report.json").read_text())
+    ours, theirs = _rows(report), _rows(stored_report)
+    npu = ours[("resnet8", "Execute", "+EthosUBackend::execute()NPU", 0)]
+    assert (npu["baseline"], npu["candidate"]) == ("before", "after")
+    assert npu["n_baseline"] == npu["n_candidate"] == 12  # 2 stored units x 6; no re-run unit mixed in
+    assert npu["share_pct"] > 95
+    both = [key for key, row in ours.items() if row["present"] == "both"]
+    assert both and set(both) <= set(theirs)
+    for key in both:  # the stored run's traces of `before`, exactly as its own report read them
+        for column in ("n_baseline", "baseline_median", "baseline_ci_low", "baseline_ci_high"):
+            assert ours[key][column] == theirs[key][column], (key, column)
+    assert any(ours[key]["candidate_median"] != theirs[key]["candidate_median"] for key in both)  # measured now
+    assert {r["baseline"] for r in report["etdump_events"]["rows"]} == {"before"}  # no `before (re-run)` side
+    markdown = (folder / "report.md").read_text()
+    assert "### resnet8: after vs before" in markdown[markdown.index("## Where the time went (ETDump events)"):]
+    assert (folder / "report.events.csv").read_text().count("\n") == 1 + len(ours)
+
+    untraced = run_cli(tmp_path, "run", "scenarios/driver_reuse_traced.yaml", "-q", *one, "-o", "results/plain",
+                       "--set", "builds.before.traced=false", "--set", "builds.after.traced=false")
+    assert untraced.returncode == 0, untraced.stderr + untraced.stdout
+    alone = run_cli(tmp_path, "run", "scenarios/driver_reuse_traced.yaml", "-q", *one, "--baseline-from",
+                    "results/plain", "-o", "results/pr-plain")
+    assert alone.returncode == 0, alone.stderr + alone.stdout
+    plain_id = json.loads((tmp_path / "results/plain/manifest.json").read_text())["run"]["id"]
+    note = (f"The stored baseline run {plain_id} kept no ETDump traces of before, so there is no event-by-event "
+            "comparison of after against it: trace before in the stored run (`builds.<name>.traced`).")
+    markdown = (tmp_path / "results/pr-plain/report.md").read_text()
+    section = markdown[markdown.index("## Where the time went (ETDump events)"):]
+    assert section.split("\n")[2] == note and "| Event |" not in section
+    data = json.loads((tmp_path / "results/pr-plain/report.json").read_text())["etdump_events"]
+    assert data["note"] == note and data["rows"] == []
