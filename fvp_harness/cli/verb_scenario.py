@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 ORDER = 40
 
-__all__ = ["ORDER", "format_plan", "plan_as_json", "register"]
+__all__ = ["ORDER", "format_plan", "plan_as_json", "register", "stale_artifacts"]
 
 
 def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -104,6 +104,9 @@ def _run_schema(args: argparse.Namespace) -> int:
 
 def plan_as_json(plan: Plan) -> dict[str, object]:
     """The plan as plain data (for scripts and ``plan --json``)."""
+    from fvp_harness.run.plan import unit_artifacts  # late: the run layer only for `plan`
+
+    stale = stale_artifacts(plan)
     return {
         "scenario": plan.scenario.name,
         "path": str(plan.path),
@@ -120,10 +123,12 @@ def plan_as_json(plan: Plan) -> dict[str, object]:
                 "session": unit.session,
                 "key": unit.key,
                 "unbuilt": list(unit.unbuilt),
+                "rebuilt": [name for name in unit_artifacts(plan.scenario, unit.build, unit.model) if name in stale],
             }
             for unit in plan.units
         ],
         "unbuilt": [state.name for state in plan.unbuilt],
+        "rebuilt": stale,
     }
 
 
@@ -132,6 +137,18 @@ def _table(rows: list[list[str]]) -> list[str]:
     return [
         "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows
     ]
+
+
+def stale_artifacts(plan: Plan) -> dict[str, str]:
+    """Declared name -> why it is rebuilt before a run, for each artifact that exists but whose build is stale
+    (older than a source, build command changed): the same rule ``run`` and ``make`` apply
+    (``run.artifacts.pending_builds``). Why: ``plan`` keys such a unit on the file as it is now, which the
+    rebuild may replace; without the mark a user compares keys that are about to change."""
+    from fvp_harness.run.artifacts import pending_builds  # late: the run layer only for `plan`
+
+    reasons = {step.path: step.reason for step in pending_builds(plan.scenario)}
+    return {state.name: reasons[Path(state.path)] for state in plan.artifacts.values()
+            if state.built and Path(state.path) in reasons}
 
 
 def format_plan(plan: Plan) -> str:
@@ -150,14 +167,22 @@ def format_plan(plan: Plan) -> str:
         f"run       warmup {run.warmup} + {run.iterations} iterations per unit",
         "",
     ]
+    from fvp_harness.run.plan import unit_artifacts  # late: the run layer only for `plan`
+
+    stale = stale_artifacts(plan)
     artifact_rows = [["artifact", "file", "state"]]
     for state in plan.artifacts.values():
         status = f"sha256 {state.sha256[:12]}" if state.sha256 else "not built yet (has a build command)"
+        if state.name in stale:
+            status += f"; rebuilt before a run ({stale[state.name]})"
         artifact_rows.append([state.name, display_path(Path(state.path)), status])
     lines += [*_table(artifact_rows), ""]
     rows = [["#", "unit", "session", "build", "model", "rep", "key"]]
+    rebuilt = False
     for unit in plan.units:
         mark = "*" if unit.unbuilt else ""
+        if not mark and any(name in stale for name in unit_artifacts(scenario, unit.build, unit.model)):
+            mark, rebuilt = "~", True
         rows.append(
             [
                 str(unit.index + 1),
@@ -172,4 +197,7 @@ def format_plan(plan: Plan) -> str:
     lines += _table(rows)
     if any(unit.unbuilt for unit in plan.units):
         lines += ["", "* provisional key: an artifact is not built yet; the key is final once it is."]
+    if rebuilt:
+        lines += ["", "~ key of the files as they are now: an artifact it uses is rebuilt before a run (see its",
+                  "  state); the key changes if the rebuilt bytes differ."]
     return "\n".join(lines) + "\n"

@@ -58,6 +58,7 @@ __all__ = [
     "fvp_identity",
     "key_part_extras",
     "run_order",
+    "unit_artifacts",
     "why_stale",
 ]
 
@@ -339,6 +340,13 @@ def _shared_parts(
     }
 
 
+def unit_artifacts(scenario: Scenario, build: str, model: str) -> tuple[str, ...]:
+    """The declared names of the files a unit of ``build`` x ``model`` needs: its runner, its model file, then its
+    inputs. One list for the key (``_unit_parts``) and for ``plan``'s marks of units whose keys a rebuild changes."""
+    inputs = (f"models.{model}.inputs[{i}].file" for i in range(len(scenario.models[model].inputs)))
+    return (f"builds.{build}.runner", scenario.model_artifact(build, model), *inputs)
+
+
 def _unit_parts(
     scenario: Scenario,
     shared: Mapping[str, str],
@@ -348,9 +356,9 @@ def _unit_parts(
     model: str,
 ) -> tuple[dict[str, str], tuple[str, ...]]:
     spec = scenario.builds[build]
-    runner = states[f"builds.{build}.runner"]
-    model_state = states[scenario.model_artifact(build, model)]
-    inputs = [states[f"models.{model}.inputs[{i}].file"] for i in range(len(scenario.models[model].inputs))]
+    runner_name, model_name, *input_names = unit_artifacts(scenario, build, model)
+    runner, model_state = states[runner_name], states[model_name]
+    inputs = [states[name] for name in input_names]
     parts = {
         # the unit's identity: an A/A test (two builds with the same bytes) must still give two keys
         "identity": _digest({"build": build, "model": model, "repetition": rep}),

@@ -188,3 +188,37 @@ def test_python_dash_m_entry_point(repo):
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("ok ")
+
+
+def test_plan_marks_what_a_run_rebuilds_and_the_units_whose_keys_it_may_change(tmp_path):
+    """A built artifact whose build is stale (here: its build command was edited) keeps its old bytes until a run
+    rebuilds it, so plan's key for its units is the key of the file as it is now: plan says it will be rebuilt and
+    why, marks those units (text and --json), and leaves the rest unmarked, as make -n would explain it."""
+    path = tmp_path / "s.yaml"
+    path.write_text("name: s\nbuilds:\n  before: {runner: out/r1, build: \"printf one > {output}\"}\n"
+                    "  after: {runner: out/r2, build: \"printf two > {output}\"}\n"
+                    "models:\n  m: {file: m.model}\nrun: {repetitions: 1}\n")
+    (tmp_path / "m.model").write_text("m")
+    from fvp_harness.run.artifacts import build_artifacts
+    from fvp_harness.scenario.load import load_scenario
+
+    build_artifacts(load_scenario(path))
+
+    def plan(*extra: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "fvp_harness", "plan", str(path), *extra],
+                              capture_output=True, text=True, timeout=60, check=True)
+        return done.stdout
+
+    fresh = plan()
+    assert "rebuilt before a run" not in fresh and "~" not in fresh
+    edited = ["--set", "builds.after.build=printf three > {output}"]
+    out = plan(*edited)
+    runner_line = next(line for line in out.splitlines() if line.startswith("builds.after.runner"))
+    assert runner_line.endswith("; rebuilt before a run (build command changed)")
+    units = {line.split()[1]: line.split()[6] for line in out.splitlines() if line[:1].isdigit()}
+    assert units["r0-after-m"].endswith("~") and not units["r0-before-m"].endswith("~")
+    assert "~ key of the files as they are now" in out
+    data = json.loads(plan("--json", *edited))
+    assert data["rebuilt"] == {"builds.after.runner": "build command changed"}
+    assert {unit["id"]: unit["rebuilt"] for unit in data["units"]} == {
+        "r0-before-m": [], "r0-after-m": ["builds.after.runner"]}
