@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from importlib import resources
 from pathlib import Path
-from typing import Literal, TypeVar, cast
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -428,7 +428,7 @@ _VALIDATED: dict[tuple[bytes, tuple[bool, int, int]], Profile] = {}
 load reads its profile, and composing and validating it was most of a load. The bytes are read on every call, so an
 edit is seen at once, whatever the file's stat says. A profile pulls in no other file (no ``extends``, no includes)
 and its fields never depend on where the file lies (only error messages name it, and errors are not kept), so the
-same bytes under another name are the same profile. Only good profiles; each caller gets a copy (``_own_copy``)."""
+same bytes under another name are the same profile. Only good profiles; each caller gets a deep copy."""
 
 _VALIDATED_KEPT = 32
 
@@ -448,7 +448,7 @@ def _read_profile(path: Path) -> Profile:
         for oldest in list(_VALIDATED)[: max(0, len(_VALIDATED) + 1 - _VALIDATED_KEPT)]:  # list(): safe under threads
             _VALIDATED.pop(oldest, None)
         _VALIDATED[key] = known  # never handed out itself: callers get copies
-    return _own_copy(known)
+    return known.model_copy(deep=True)  # nothing validated again; no caller can change another's profile
 
 
 def _validate(data: bytes, path: Path) -> Profile:
@@ -465,25 +465,3 @@ def _validate(data: bytes, path: Path) -> Profile:
         raise ConfigurationError(
             f"profile {display_path(path)} has problems:\n" + "\n".join(problems)
         ) from exc
-
-
-_T = TypeVar("_T")
-
-
-def _own_copy(value: _T) -> _T:
-    """``value`` with new lists and dicts all the way down, so a caller that changes its profile (``params``,
-    ``login_prompts``) changes no one else's. Scalars and models without containers (frozen: ``BootStage``,
-    ``FirmwareInput``) are shared; nothing is validated again (a copy of the already valid data)."""
-    if isinstance(value, dict):
-        return cast(_T, {key: _own_copy(item) for key, item in value.items()})
-    if isinstance(value, list):
-        return cast(_T, [_own_copy(item) for item in value])
-    if isinstance(value, BaseModel):
-        fresh = {name: _own_copy(item) for name, item in value.__dict__.items()
-                 if isinstance(item, dict | list | BaseModel)}
-        if not fresh:
-            return value
-        clone = value.model_copy()  # shallow: its own __dict__ and fields set, nothing validated
-        clone.__dict__.update(fresh)  # as model_copy(update=) does, without marking these fields as set
-        return clone
-    return value
