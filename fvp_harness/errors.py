@@ -25,7 +25,8 @@ The class decides the exit code and whether a retry can help::
     │   ├── MetricMissing             a required metric was not found in a unit's output
     │   └── ProvenanceError           the runner did not identify itself as the build that was deployed
     └── Interrupted                   exit 130: Ctrl-C; everything measured so far is kept
-        └── Terminated                exit 143: SIGTERM / SIGHUP, handled as Ctrl-C (docs/architecture.md)
+        ├── Terminated                exit 143: SIGTERM / SIGHUP, handled as Ctrl-C (docs/architecture.md)
+        └── OutputClosed              exit 141: the reader of the output went away (``| head``), handled as Ctrl-C
 
 Only ``cli`` turns these into exit codes and messages; library code raises them with context attached and never
 prints.
@@ -46,6 +47,7 @@ __all__ = [
     "EXIT_INFRASTRUCTURE",
     "EXIT_INTERRUPTED",
     "EXIT_OK",
+    "EXIT_OUTPUT_CLOSED",
     "EXIT_TERMINATED",
     "STORAGE_ERRNOS",
     "BootTimeout",
@@ -62,6 +64,7 @@ __all__ = [
     "Interrupted",
     "KernelPanic",
     "MetricMissing",
+    "OutputClosed",
     "OutputLimitExceeded",
     "PortError",
     "ProvenanceError",
@@ -84,6 +87,9 @@ EXIT_INFRASTRUCTURE = 3
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
 """SIGTERM (or SIGHUP) ended the run: 128 + 15, what a shell reports for a process ended by SIGTERM."""
+EXIT_OUTPUT_CLOSED = 141
+"""The output's reader went away (``fvp-harness run X | head -2``): 128 + 13, what a shell reports for a process
+ended by SIGPIPE. Python ignores SIGPIPE, so the harness sees EPIPE and ends as after a first Ctrl-C."""
 
 STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO, errno.EDQUOT,
                             errno.EFBIG})
@@ -312,3 +318,11 @@ class Terminated(Interrupted):
     """SIGTERM or SIGHUP (a CI cancel, a closed terminal) stopped the run as a Ctrl-C would; exit 143."""
 
     exit_code = EXIT_TERMINATED
+
+
+class OutputClosed(Interrupted):
+    """Standard output or error was a pipe whose reader went away (EPIPE): nobody reads the progress any more, so
+    the run stops as after a first Ctrl-C (the units in flight are recorded, the manifest ends ``interrupted``, the
+    report of what was measured is written); exit 141."""
+
+    exit_code = EXIT_OUTPUT_CLOSED

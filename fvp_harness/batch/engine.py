@@ -590,8 +590,12 @@ def make(
             left = f"; {result.units_not_run} stale units did not run" if result.units_not_run else ""
             raise Interrupted(f"interrupted{left}; every finished unit is stored: run make again to continue")
         mark = time.monotonic()
-        _reports(nodes, stores, listener, result)
+        _reports(nodes, stores, listener, result, stop)
         phases["report"] = time.monotonic() - mark
+        if stop.is_set():  # a signal while the reports were written: honoured, never swallowed (exit 130/143)
+            result.exit_code = EXIT_INTERRUPTED
+            raise Interrupted("stopped while the reports were written; every unit is stored: run make again to "
+                              "write the reports left out")
     result.exit_code = _exit_code(nodes, False, False)
     result.seconds = time.monotonic() - began
     result.phase_seconds = phases
@@ -630,6 +634,7 @@ def _lock_stores(stack: contextlib.ExitStack, nodes: Sequence[Node]) -> dict[int
         if node.error is None and (node.todo or node.maybe or node.builds or node.report_reason):
             store = ResultStore(node.results_dir)
             stack.enter_context(store.lock())
+            stack.callback(store.release_reserve)
             stores[node.index] = store
     return stores
 
@@ -704,6 +709,7 @@ def _execute(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: 
         except HarnessError as exc:
             node.error = exc
             continue
+        store.reserve_space(manifest.to_json())  # room for the final status (released by it, or by _lock_stores)
         manifest.write(store)
         manifests[node.index] = manifest
     working = [node for node in working if node.error is None]
@@ -807,7 +813,7 @@ def _execute(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: 
             if lost and manifest.status == "complete":  # the platform gave out: the report counts them so (exit 3)
                 manifest.status = "aborted"
                 manifest.aborted = [*(manifest.aborted or []), *lost]
-            manifest.write(stores[node.index])
+            manifest.write(stores[node.index], final=True)
     return stopped
 
 
@@ -863,13 +869,17 @@ def _import_log(store: ResultStore, relative: str, data: bytes) -> None:
 
 
 def _reports(nodes: Sequence[Node], stores: Mapping[int, ResultStore], listener: Listener,
-             result: MakeResult) -> None:
-    """Render the reports whose inputs changed, and store the hash of those inputs beside them."""
+             result: MakeResult, stop: threading.Event | None = None) -> None:
+    """Render the reports whose inputs changed, and store the hash of those inputs beside them. Once ``stop`` is
+    set no further report starts (the one being written is finished, each file replaced atomically); the ones left
+    out keep no ``report.inputs`` of their inputs, so the next ``make`` writes them."""
     # late: the report loads pandas, scipy and matplotlib; a make with nothing to render never does
     from fvp_harness.run.manifest import Manifest
     from fvp_harness.run.pipeline import write_report
 
     for node in nodes:
+        if stop is not None and stop.is_set():
+            break
         if node.error is not None or node.loaded is None or node.index not in stores:
             continue
         store = stores[node.index]

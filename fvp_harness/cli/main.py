@@ -6,6 +6,7 @@ Exit codes (documented in the README):
     2   bad input (scenario, profile, command line)
     3   infrastructure failure (model would not start or boot, console lost, ...)
     130 interrupted (Ctrl-C); everything measured so far is kept
+    141 the output's reader went away (``| head``): stopped as after a first Ctrl-C
     143 stopped by SIGTERM or SIGHUP (as a Ctrl-C, then at once after scenario_args.TERM_GRACE_S)
 """
 
@@ -21,13 +22,16 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from fvp_harness import __version__
+from fvp_harness.cli.closed_pipe import silence_stream
 from fvp_harness.errors import (
     EXIT_BAD_INPUT,
     EXIT_INFRASTRUCTURE,
     EXIT_INTERRUPTED,
+    EXIT_OUTPUT_CLOSED,
     EXIT_TERMINATED,
     HarnessError,
     Interrupted,
+    OutputClosed,
     is_storage_failure,
     storage_error,
 )
@@ -95,6 +99,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     install_termination_handlers()
     try:
         return _dispatch(argv)
+    except OutputClosed as exc:  # the reader of the output went away: the run stopped as after a first Ctrl-C
+        _say(f"fvp-harness: {exc}")
+        return exc.exit_code
     except (KeyboardInterrupt, Interrupted) as exc:
         log.debug("stopped here", exc_info=True)
         signum = termination_signal()
@@ -110,14 +117,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     except HarnessError as exc:
         print(f"fvp-harness: {exc.failure_class} error: {exc.details()}", file=sys.stderr)
         return exc.exit_code
-    except BrokenPipeError:
-        return 0
+    except BrokenPipeError:  # stdout's reader went away (``| head``) after the work was done: as a shell reports it
+        for stream in (sys.stdout, sys.stderr):
+            silence_stream(stream)
+        return EXIT_OUTPUT_CLOSED
     except OSError as exc:
         if not is_storage_failure(exc):
             raise
         # a file of this host refused the harness (disk full, read-only, ...) where no layer named it
         print(f"fvp-harness: infrastructure error: {storage_error(None, exc)}", file=sys.stderr)
         return EXIT_INFRASTRUCTURE
+
+
+def _say(text: str) -> None:
+    """A last line on stderr, which may be the closed pipe itself."""
+    try:
+        print(text, file=sys.stderr)
+        sys.stderr.flush()
+    except (BrokenPipeError, ValueError):
+        silence_stream(sys.stderr)
 
 
 def _dispatch(argv: Sequence[str] | None) -> int:

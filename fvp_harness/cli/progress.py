@@ -38,13 +38,33 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from fvp_harness.cli.closed_pipe import silence_stream
 from fvp_harness.events import Event
 
-__all__ = ["LOG_WIDTH", "ProgressView", "fit_line", "format_seconds"]
+__all__ = ["LOG_WIDTH", "OutputConsole", "ProgressView", "fit_line", "format_seconds"]
 
 LOG_WIDTH = 160
 """Width of a line when the output is not a terminal (a CI log, a file): wide enough for a unit id, a reason and a
 log path, narrow enough to read without scrolling."""
+
+class OutputConsole(Console):
+    """A rich ``Console`` that outlives its reader (``fvp-harness run X 2>&1 | head -2``): on EPIPE it goes quiet,
+    points its stream at /dev/null and calls ``on_closed`` once, where rich's own console raises ``SystemExit(1)``
+    from whichever thread printed (a session's, mid-unit: the run died with its manifest ``running``)."""
+
+    def __init__(self, *args: object, on_closed: Callable[[], None] | None = None, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.on_closed = on_closed
+        self.closed = False
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        silence_stream(self.file)
+        if not self.closed:
+            self.closed = True
+            if self.on_closed is not None:
+                self.on_closed()
+
 
 _LOG_TAIL = re.compile(r"\s*\(log: (?P<log>[^()]+)\)\s*$")
 

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING
 
 from fvp_harness.cli.ci_outputs import add_ci_options, write_ci_outputs
 from fvp_harness.cli.out_paths import folder_arg
-from fvp_harness.cli.progress import ProgressView, fit_line
+from fvp_harness.cli.progress import OutputConsole, ProgressView, fit_line
 from fvp_harness.cli.scenario_args import add_timeout_scale_option, stop_on_first_interrupt
-from fvp_harness.errors import ConfigurationError, HarnessError
+from fvp_harness.errors import ConfigurationError, HarnessError, Interrupted, OutputClosed
 from fvp_harness.events import Event
 from fvp_harness.store.folder import DEFAULT_RESULTS_BASE, MANIFEST_FILE
 
@@ -103,8 +103,6 @@ def _executor(args: argparse.Namespace, jobs: int | None) -> Executor | None:
 def _make_verb(args: argparse.Namespace) -> int:
     import threading
 
-    from rich.console import Console
-
     # late: the batch engine pulls in the whole run pipeline (pandas, matplotlib); --help and other verbs skip it
     from fvp_harness.batch.engine import MakeOptions, make
 
@@ -125,10 +123,17 @@ def _make_verb(args: argparse.Namespace) -> int:
                     print(f"  {line}")
         return result.exit_code
     executor = _executor(args, args.jobs)
-    console = Console(file=sys.stderr, highlight=False)
-    with ProgressView(console, plain=True if quiet else None, quiet=quiet) as view, \
-            stop_on_first_interrupt(threading.Event(), lambda: view(Event("stopping"))) as stop:
-        result = make(args.scenarios, options, executor=executor, listener=view, stop=stop)
+    requested = threading.Event()
+    console = OutputConsole(file=sys.stderr, highlight=False, on_closed=requested.set)
+    try:
+        with ProgressView(console, plain=True if quiet else None, quiet=quiet) as view, \
+                stop_on_first_interrupt(requested, lambda: view(Event("stopping"))) as stop:
+            result = make(args.scenarios, options, executor=executor, listener=view, stop=stop)
+    except Interrupted as exc:
+        if not console.closed:
+            raise
+        raise OutputClosed("output closed (its reader went away); make stopped after the units in flight, every "
+                           "finished unit is stored: run make again to continue") from exc
     if args.junit is not None or args.github_summary:  # one suite (and one summary) per scenario with a report
         _ci_outputs(args, result.nodes)
     if args.html is not None:

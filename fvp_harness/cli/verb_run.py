@@ -21,14 +21,21 @@ from typing import TYPE_CHECKING
 
 from fvp_harness.cli.ci_outputs import add_ci_options, write_ci_outputs
 from fvp_harness.cli.out_paths import folder_arg
-from fvp_harness.cli.progress import LOG_WIDTH, ProgressView, fit_line
+from fvp_harness.cli.progress import LOG_WIDTH, OutputConsole, ProgressView, fit_line
 from fvp_harness.cli.scenario_args import (
     add_scenario_options,
     add_timeout_scale_option,
     load_from_args,
     stop_on_first_interrupt,
 )
-from fvp_harness.errors import EXIT_BAD_INPUT, EXIT_OK, ConfigurationError
+from fvp_harness.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_OK,
+    ConfigurationError,
+    HarnessError,
+    Interrupted,
+    OutputClosed,
+)
 from fvp_harness.events import Event
 from fvp_harness.report import format as fmt
 
@@ -249,10 +256,9 @@ def _ci_outputs(args: argparse.Namespace, outcome: ReportOutcome) -> None:
 def _run_verb(args: argparse.Namespace) -> int:
     import threading
 
-    from rich.console import Console
-
     # late: pandas, scipy and matplotlib load only when this verb runs, not for --help or other verbs
     from fvp_harness.run.pipeline import RunOptions, RunOutcome, run_scenario
+    from fvp_harness.store.folder import results_dir_for
 
     if args.baseline_from:  # the same as --set compare.baseline_from=RUN (JSON-quoted: '@main' is no plain YAML)
         args.overrides = [*args.overrides, f"compare.baseline_from={json.dumps(args.baseline_from)}"]
@@ -275,10 +281,16 @@ def _run_verb(args: argparse.Namespace) -> int:
     if args.resume and args.replace:
         raise ConfigurationError("--resume continues the current run and --replace deletes it: give one of them")
     quiet = args.quiet > 0
-    console = Console(file=sys.stderr, highlight=False)
-    with ProgressView(console, plain=True if quiet else None, quiet=quiet) as view, \
-            stop_on_first_interrupt(threading.Event(), lambda: view(Event("stopping"))) as stop:
-        outcome: RunOutcome = run_scenario(loaded, options, listener=view, stop=stop)
+    requested = threading.Event()
+    console = OutputConsole(file=sys.stderr, highlight=False, on_closed=requested.set)
+    try:
+        with ProgressView(console, plain=True if quiet else None, quiet=quiet) as view, \
+                stop_on_first_interrupt(requested, lambda: view(Event("stopping"))) as stop:
+            outcome: RunOutcome = run_scenario(loaded, options, listener=view, stop=stop)
+    except Interrupted as exc:
+        if not console.closed:
+            raise
+        raise _output_closed(results_dir_for(loaded.path, options.results_base, options.output_dir)) from exc
     code = _finish(outcome, quiet, args, view.failed_shown)
     if not quiet:
         spared = f", {outcome.units_spared} spared by the stopping rule (run.until)" \
@@ -288,6 +300,20 @@ def _run_verb(args: argparse.Namespace) -> int:
     for reason in outcome.aborted:
         print(f"session aborted: {reason}", file=sys.stderr)
     return code
+
+
+def _output_closed(folder: Path) -> OutputClosed:
+    """The run stopped because its output's reader went away (``| head -2``): the manifest says ``interrupted``;
+    the report of what was measured is written (``report DIR``'s work), so the folder is never left without one."""
+    from fvp_harness.run.pipeline import rebuild_report  # late: loaded already by the run
+
+    try:
+        written = rebuild_report(folder).files.get("markdown")
+        where = f"; the report of what was measured: {written}" if written is not None else ""
+    except HarnessError as exc:  # nothing was recorded yet (stopped during the builds): no report to write
+        where = f"; no report ({str(exc).splitlines()[0]})"
+    return OutputClosed(f"output closed (its reader went away); the run stopped after the units in flight{where} "
+                        "(continue with --resume)")
 
 
 def _report_verb(args: argparse.Namespace) -> int:
@@ -331,6 +357,7 @@ def _runs_verb(args: argparse.Namespace) -> int:
 
 def _prune_verb(args: argparse.Namespace) -> int:
     import datetime
+    import os
     import shutil
 
     from fvp_harness.store.folder import ResultStore  # late: pydantic only for this verb
@@ -343,6 +370,11 @@ def _prune_verb(args: argparse.Namespace) -> int:
         raise ConfigurationError(f"--older-than {args.older_than:g}: must be 0 or more days")
     store = ResultStore(_report_folder(args.results), create=False)
     earlier = [run for run in store.stored_runs() if not run.current]
+    for run in earlier:  # a link is the user's, never a run prune wrote: rmtree must not follow it (or fail on it)
+        if run.path.is_symlink():
+            print(f"skipped {run.path}: a symbolic link (to {os.readlink(run.path)}), not a stored run folder; "
+                  "remove it yourself if it should go")
+    earlier = [run for run in earlier if not run.path.is_symlink()]
     doomed: set[Path] = set()
     if args.keep is not None:
         doomed.update(run.path for run in earlier[: max(0, len(earlier) - args.keep)])

@@ -375,9 +375,10 @@ class Manifest(_Part):
         data = store.read_manifest()
         return None if data is None else cls.from_json(data, source=str(store.manifest_path))
 
-    def write(self, store: ResultStore) -> None:
-        """Replace the folder's ``manifest.json`` atomically."""
-        store.write_manifest(self.to_json())
+    def write(self, store: ResultStore, *, final: bool = False) -> None:
+        """Replace the folder's ``manifest.json`` atomically; ``final``: the run's last status, written with the
+        room the store kept for it (``ResultStore.reserve_space``)."""
+        store.write_manifest(self.to_json(), final=final)
 
     @property
     def resolved_scenario(self) -> Scenario:

@@ -415,6 +415,8 @@ def run_scenario(
         wanted = _stopping_rule(loaded.scenario, plan, units, store, source)
         todo = [unit for unit in units if unit.key not in done]
         skipped = len(units) - len(todo)
+        stack.callback(store.release_reserve)
+        store.reserve_space(manifest.to_json())  # room for the final status on a disk that fills up meanwhile
         manifest.write(store)
         sessions_used = len({unit.session for unit in todo})
         until = loaded.scenario.run.until  # the plan is then a ceiling: count is the most rounds the rule may run
@@ -429,7 +431,7 @@ def run_scenario(
                                     options=execute_options, listener=listener, deploy=deploy, stop=stop)
         except KeyboardInterrupt as exc:
             with contextlib.suppress(OSError):  # a full disk must not turn a Ctrl-C into a traceback
-                manifest.finish((), interrupted=True).write(store)
+                manifest.finish((), interrupted=True).write(store, final=True)
             raise Interrupted(f"interrupted; everything measured so far is in {store.root} (continue with "
                               "--resume)") from exc
         except Exception as exc:  # a crashed run must not leave its manifest saying "running"
@@ -437,7 +439,8 @@ def run_scenario(
             if isinstance(exc, OSError) and is_storage_failure(exc):
                 failure = storage_error(exc.filename, exc)
             try:
-                manifest.finish([SessionOutcome("run", aborted=f"{type(failure).__name__}: {failure}")]).write(store)
+                manifest.finish([SessionOutcome("run", aborted=f"{type(failure).__name__}: {failure}")]).write(
+                    store, final=True)
             except OSError as again:  # the disk that failed holds the manifest too: say so where it can be read
                 if not isinstance(failure, StorageError):
                     raise
@@ -449,16 +452,14 @@ def run_scenario(
         early.close()  # an early instance no session took (its session had nothing to run) is not kept booted
         mark = time.monotonic()
         aborted = [outcome.aborted for outcome in outcomes if outcome.aborted]
-        stopped = any(outcome.stopped for outcome in outcomes)
-        manifest.finish(outcomes, interrupted=stopped).write(store)
+        stopped = any(outcome.stopped for outcome in outcomes) or (stop is not None and stop.is_set())
+        manifest.finish(outcomes, interrupted=stopped).write(store, final=True)
         if stopped:
             done_now = len({record.unit_id for outcome in outcomes for record in outcome.records})
             raise Interrupted(f"stopped after the units in flight ({done_now} of {len(todo)} units run); everything "
                               f"measured so far is in {store.root} (continue with --resume)")
         listener(Event("analysis"))
-        # the report reads the manifest back as stored, exactly as ``rebuild_report`` does (byte-identical files)
-        stored_manifest = Manifest.read(store) or manifest
-        report = write_report(store, loaded.scenario, stored_manifest)
+        report, stored_manifest = _report_unless_stopped(store, loaded.scenario, manifest, stop)
         phases["report"] = time.monotonic() - mark
     code = exit_code_for(report.failed_units, report.infrastructure_failures, report.expectations_violated,
                          bool(aborted))
@@ -470,6 +471,33 @@ def run_scenario(
         builds=builds, wall_seconds=time.monotonic() - began,
         phase_seconds=phases,
     )
+
+
+def _report_unless_stopped(store: ResultStore, scenario: Scenario, manifest: Manifest,
+                           stop: threading.Event | None) -> tuple[ReportOutcome, Manifest]:
+    """The run's report, from the manifest read back as stored (as ``rebuild_report`` reads it: byte-identical
+    files). A stop that comes while it is written (a first Ctrl-C, SIGTERM, SIGHUP, or a second one that interrupts
+    it) is honoured, never swallowed: the manifest is marked ``interrupted`` and ``Interrupted`` raised (exit 130,
+    143). Each report file is replaced atomically, so one a second signal cut short is the old file or the new."""
+    stored = Manifest.read(store) or manifest
+    try:
+        report = write_report(store, scenario, stored)
+    except KeyboardInterrupt as exc:
+        _mark_interrupted(store, stored)
+        raise Interrupted(f"interrupted while the report was written; everything measured is in {store.root} "
+                          f"(`fvp-harness report {store.root}` writes the report)") from exc
+    if stop is not None and stop.is_set():
+        _mark_interrupted(store, stored)
+        raise Interrupted(f"stopped while the report was written (it is complete: {store.root})")
+    return report, stored
+
+
+def _mark_interrupted(store: ResultStore, manifest: Manifest) -> None:
+    """The stored manifest's status becomes ``interrupted`` (what the report phase was stopped in); a disk that
+    refuses it leaves it as it was (the report phase keeps no reserve: the final status was written already)."""
+    manifest.status = "interrupted"
+    with contextlib.suppress(OSError):
+        manifest.write(store)
 
 
 def _boot_timeout(loaded: LoadedScenario, scale: float) -> float:

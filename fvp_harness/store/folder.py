@@ -29,6 +29,7 @@ Why these choices:
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import os
@@ -39,7 +40,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from fvp_harness.errors import ConfigurationError, storage_error
+from fvp_harness.errors import ConfigurationError, is_storage_failure, storage_error
 from fvp_harness.files import atomic_write, fsync_dir
 from fvp_harness.store.records import RECORD_SCHEMA_VERSION, Record, upgrade_row
 
@@ -66,6 +67,8 @@ __all__ = [
     "REPORT_FILE_PATTERNS",
     "REPORT_INPUTS_FILE",
     "REPORT_SAMPLES_FILE",
+    "RESERVE_FILE",
+    "RESERVE_MIN_BYTES",
     "RUNS_DIR",
     "SUMMARY_CACHE_FILE",
     "VGF_REPORT_FILES",
@@ -94,6 +97,13 @@ PARTIAL_RECORDS_PATTERN = f"{RECORDS_FILE}.partial-*"
 """Incomplete last lines of ``records.jsonl`` set aside by the next append (``ResultStore._repair_tail``); they
 belong to the run and move with it (``archive``, ``reset``)."""
 LOCK_FILE = ".lock"
+RESERVE_FILE = ".manifest.reserve"
+"""Room kept for the run's final manifest (``ResultStore.reserve_space``): a full disk must not leave the run
+``running``. Released before the final write, removed when the run ends; a killed run's is reused by the next."""
+RESERVE_MIN_BYTES = 256 * 1024
+"""The least room kept: a started manifest of the smoke scenario is 13 KB and its final one 19 KB (an instance
+adds about 6 KB: argv, ports, ``--stat``); the reserve is 8 times the started manifest, at least this."""
+RESERVE_FACTOR = 8
 LOGS_DIR = "logs"
 FETCHED_DIR = "fetched"
 REPORT_FILES: dict[str, str] = {
@@ -186,6 +196,13 @@ def results_dir_for(
             "remove the link or pass -o DIR"
         )
     return target
+
+
+def _manifest_text(manifest: Mapping[str, Any]) -> str:
+    """``manifest.json``'s text: ``format_version`` set, keys sorted (equal manifests give equal bytes)."""
+    data = dict(manifest)
+    data["format_version"] = MANIFEST_FORMAT_VERSION
+    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False, default=str) + "\n"
 
 
 def _get(mapping: Mapping[str, Any], dotted: str) -> Any:
@@ -309,9 +326,10 @@ class ResultStore:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
     def check_writable(self) -> None:
-        """Refuse a results folder this process cannot write (read-only file system, no permission), before a
-        command boots anything, instead of a traceback at the first record. Probes by creating and removing a
-        file: ``os.access`` is wrong for root and for read-only mounts alike."""
+        """Refuse a results folder this process cannot write (read-only file system, no permission, full disk),
+        before a command boots anything, instead of a traceback at the first record: ``StorageError``, exit 3,
+        from every verb that writes (the README's exit codes). Probes by creating and removing a file:
+        ``os.access`` is wrong for root and for read-only mounts alike."""
         probe = self.root / f".write-probe-{os.getpid()}"
         try:
             self.root.mkdir(parents=True, exist_ok=True)
@@ -319,21 +337,62 @@ class ResultStore:
             os.close(fd)
             probe.unlink()
         except OSError as exc:
-            raise ConfigurationError(
-                f"results folder {self.root} is not writable ({exc.strerror or exc}); make it writable or write "
-                "elsewhere with -o DIR"
-            ) from exc
+            if not is_storage_failure(exc):
+                raise ConfigurationError(f"results folder {self.root} cannot be used ({exc.strerror or exc}); "
+                                         "write elsewhere with -o DIR") from exc
+            error = storage_error(self.root, exc)
+            error.message = (f"results folder {self.root} is not writable ({exc.strerror or exc}); make it "
+                             "writable or write elsewhere with -o DIR")
+            raise error from exc
 
     # --- manifest -------------------------------------------------------------------------------------------
 
-    def write_manifest(self, manifest: Mapping[str, Any]) -> Path:
+    def write_manifest(self, manifest: Mapping[str, Any], *, final: bool = False) -> Path:
         """Atomically replace ``manifest.json``; ``format_version`` is set here. Keys are sorted so equal
-        manifests give equal bytes."""
-        data = dict(manifest)
-        data["format_version"] = MANIFEST_FORMAT_VERSION
-        text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False, default=str) + "\n"
+        manifests give equal bytes. ``final``: the run's last status; the room ``reserve_space`` kept is given back
+        first, so the status is recorded on a disk that filled up during the run. A write that fails raises
+        ``OSError`` naming the manifest."""
+        text = _manifest_text(manifest)
+        if final:
+            self.release_reserve()
         atomic_write(self.manifest_path, text)
         return self.manifest_path
+
+    @property
+    def reserve_path(self) -> Path:
+        return self.root / RESERVE_FILE
+
+    def reserve_space(self, manifest: Mapping[str, Any] | None = None) -> None:
+        """Keep room on the folder's file system for the final manifest: a file of allocated blocks (``fallocate``;
+        zeros where the file system cannot) that ``write_manifest(final=True)`` removes before it writes. Why a
+        reserve and not a rewrite in place: the final manifest is larger than the first (the instances, measured:
+        13 -> 19 KB for one instance), and a rewrite in place is not atomic (a crash mid-write would leave half a
+        manifest). The room: ``RESERVE_FACTOR`` times ``manifest`` as written, at least ``RESERVE_MIN_BYTES``. A disk
+        that has not even this room is a ``StorageError`` before any unit runs."""
+        written = len(_manifest_text(manifest).encode("utf-8")) if manifest is not None else 0
+        size = max(RESERVE_MIN_BYTES, RESERVE_FACTOR * written)
+        try:
+            fd = os.open(self.reserve_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        except OSError as exc:
+            raise storage_error(self.reserve_path, exc) from exc
+        try:
+            try:
+                os.posix_fallocate(fd, 0, size)
+            except OSError as exc:
+                if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
+                    raise
+                os.pwrite(fd, b"\0" * size, 0)  # a file system without fallocate: real blocks all the same
+            os.fsync(fd)
+        except OSError as exc:
+            os.close(fd)
+            self.reserve_path.unlink(missing_ok=True)
+            raise storage_error(self.reserve_path, exc) from exc
+        os.close(fd)
+
+    def release_reserve(self) -> None:
+        """Give the kept room back (idempotent; never raises: it runs on every way out of a run)."""
+        with contextlib.suppress(OSError):
+            self.reserve_path.unlink(missing_ok=True)
 
     def read_manifest(self) -> dict[str, Any] | None:
         """The stored manifest, or None when the folder has none yet. Refuses a newer format."""

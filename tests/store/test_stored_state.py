@@ -8,12 +8,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from fvp_harness.cli.main import main
-from fvp_harness.errors import ConfigurationError
+from fvp_harness.errors import ConfigurationError, StorageError
 from fvp_harness.store.folder import PARTIAL_RECORDS_PATTERN, ResultStore
 from tests.helpers import mounted_tmpfs, record
 from tests.report.stored_runs import write_run
@@ -86,15 +87,46 @@ def _read_only_folder(path: Path) -> contextlib.AbstractContextManager[Path]:
 def test_a_read_only_results_folder_is_refused_before_anything_runs(tmp_path: Path, capsys) -> None:
     with _read_only_folder(tmp_path / "ro") as folder:
         store = ResultStore(folder)
-        with pytest.raises(ConfigurationError, match=r"results folder .*ro is not writable \(Read-only file system"):
+        with pytest.raises(StorageError, match=r"results folder .*ro is not writable \(Read-only file system"):
             store.check_writable()
         artifacts = tmp_path / "artifacts"
         code = main(["run", str(REPO / "scenarios" / "smoke.yaml"), "-o", str(folder), "-q",
                      "--set", f"vars.artifacts={artifacts}"])
         err = capsys.readouterr().err
-        assert code == 2 and f"{folder} is not writable" in err and "Traceback" not in err
+        assert code == 3 and f"{folder} is not writable" in err and "Traceback" not in err
         assert not artifacts.exists()  # refused at the lock, before builds and boots
         assert os.listdir(folder) == []
+
+
+def test_a_read_only_results_folder_is_exit_3_from_every_verb(tmp_path: Path, capsys) -> None:
+    """Issue 36, finding 9: ``report``, ``prune`` and ``make`` said 2 (bad input), ``history`` and ``compare`` 3;
+    the README puts a file of this host that cannot be written under 3, for every verb."""
+    base = tmp_path / "results"
+    with mounted_tmpfs(base, "size=2m") as results:
+        folder = results / "smoke"
+        write_run(folder, BASE, run_id="20260301-100000-aaaa", commit="a" * 40, seed=1)
+        write_run(folder, BASE, run_id="20260302-100000-bbbb", commit="b" * 40, seed=2)
+        write_run(folder, BASE, run_id="20260303-100000-cccc", commit="c" * 40, seed=3)
+        done = subprocess.run(["mount", "-o", "remount,ro", str(results)], capture_output=True, check=False)
+        assert done.returncode == 0, done.stderr
+        before = sorted(str(path.relative_to(results)) for path in results.rglob("*"))
+        smoke = str(REPO / "scenarios" / "smoke.yaml")
+        artifacts = f"vars.artifacts={tmp_path / 'artifacts'}"
+        verbs = {
+            "report": ["report", str(folder)],
+            "prune": ["prune", str(folder), "--keep", "0"],
+            "make": ["make", smoke, "--results", str(results), "-q", "--set", artifacts],
+            "history": ["history", str(folder)],
+            "compare": ["compare", f"{folder}@latest#-1", str(folder)],
+            "run": ["run", smoke, "-o", str(folder), "-q", "--set", artifacts],
+        }
+        codes = {}
+        for verb, argv in verbs.items():
+            codes[verb] = main(argv)
+            err = capsys.readouterr().err
+            assert "Traceback" not in err and "Read-only file system" in err, (verb, err)
+        assert codes == dict.fromkeys(verbs, 3)
+        assert sorted(str(path.relative_to(results)) for path in results.rglob("*")) == before
 
 
 # --- through the CLI --------------------------------------------------------------------------------------------
@@ -149,3 +181,27 @@ def test_run_resume_on_a_damaged_folder_exits_2_before_building(tmp_path: Path, 
     assert code == 2 and f"{folder / 'manifest.json'} is damaged: not valid UTF-8" in err
     assert not artifacts.exists()  # nothing built, nothing booted
     assert (folder / "manifest.json").read_bytes() == b'{"format_version": 3, \xff}'  # left for the user
+
+
+def test_prune_skips_a_symlink_in_runs_and_never_deletes_what_it_points_at(tmp_path: Path, capsys) -> None:
+    """Issue 36, finding 8: ``prune --keep 1`` with a link in ``runs/`` gave a traceback (``Cannot call rmtree on
+    a symbolic link``), exit 1."""
+    import shutil
+
+    folder = tmp_path / "results" / "demo"
+    for day, commit in ((1, "a"), (2, "b"), (3, "c"), (4, "d")):
+        write_run(folder, BASE, run_id=f"2026030{day}-100000-{commit * 4}", commit=commit * 40, seed=day,
+                  started=f"2026-03-0{day}T10:00:00Z")
+    outside = tmp_path / "elsewhere" / "kept-run"
+    shutil.copytree(folder / "runs" / "20260301-100000-aaaa", outside)
+    shutil.rmtree(folder / "runs" / "20260301-100000-aaaa")
+    (folder / "runs" / "20260301-100000-aaaa").symlink_to(outside, target_is_directory=True)
+    inside = sorted(path.relative_to(outside) for path in outside.rglob("*"))
+    code = main(["prune", str(folder), "--keep", "1"])
+    out, err = capsys.readouterr()
+    assert code == 0 and "Traceback" not in out + err, err
+    assert f"skipped {folder / 'runs' / '20260301-100000-aaaa'}: a symbolic link (to {outside})" in out
+    assert sorted(path.relative_to(outside) for path in outside.rglob("*")) == inside, "the target survives"
+    assert (folder / "runs" / "20260301-100000-aaaa").is_symlink()
+    assert sorted(path.name for path in (folder / "runs").iterdir()) == ["20260301-100000-aaaa",
+                                                                          "20260303-100000-cccc"]
