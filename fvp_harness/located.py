@@ -22,7 +22,7 @@ import os
 import re
 import types
 import typing
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union, cast
@@ -40,6 +40,7 @@ __all__ = [
     "check_plain_size",
     "compose_bytes",
     "compose_file",
+    "data_problems",
     "did_you_mean",
     "display_path",
     "format_path",
@@ -47,6 +48,8 @@ __all__ = [
     "read_limited",
     "reading_settings",
     "schema_step",
+    "shorten_text",
+    "shorten_values",
     "validation_problems",
 ]
 
@@ -640,9 +643,55 @@ def _existing_prefix(root: LNode, loc: PathTuple) -> PathTuple:
     return prefix
 
 
+SHOWN_VALUE_CHARS = 80
+"""How much of a value a message echoes when the value is long: a 1 MB value must not make 2 MB of messages."""
+LONG_VALUE_CHARS = 120
+"""Values up to this many characters are echoed whole (a long host path stays readable)."""
+
+
+def shorten_text(text: str) -> str:
+    """``text`` itself when short, else its first ``SHOWN_VALUE_CHARS`` characters, an ellipsis and its length."""
+    if len(text) <= LONG_VALUE_CHARS:
+        return text
+    return f"{text[:SHOWN_VALUE_CHARS]}… ({len(text):,} characters)"
+
+
+def _short_repr(text: str) -> str:
+    """A long string as a message quotes it: ``'xxxx…' (1,000,000 characters)``."""
+    quoted = repr(text[:SHOWN_VALUE_CHARS])
+    return f"{quoted[:-1]}…{quoted[-1]} ({len(text):,} characters)"
+
+
 def _short(value: Any) -> str:
+    if isinstance(value, str) and len(value) > LONG_VALUE_CHARS:
+        return _short_repr(value)
     text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    return text if len(text) <= 60 else shorten_text(text) if len(text) > LONG_VALUE_CHARS else text[:57] + "..."
+
+
+def _long_strings(value: Any, depth: int = 0) -> Iterator[str]:
+    """The long strings a value holds (its own text, keys and items): what a message may echo in full."""
+    if isinstance(value, str):
+        if len(value) > LONG_VALUE_CHARS:
+            yield value
+    elif depth < 8 and isinstance(value, dict):
+        for key, item in value.items():
+            yield from _long_strings(key, depth + 1)
+            yield from _long_strings(item, depth + 1)
+    elif depth < 8 and isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _long_strings(item, depth + 1)
+
+
+def shorten_values(message: str, values: Iterable[Any]) -> str:
+    """``message`` with every long string of ``values`` it echoes (quoted or plain; a validator's own words may
+    quote a value twice) cut to ``shorten_text``'s form. Every located message passes here, so no value, however
+    long, is echoed whole."""
+    for text in sorted(set(_long_strings(list(values))), key=len, reverse=True):
+        if text in message:
+            short = shorten_text(text)
+            message = message.replace(repr(text), _short_repr(text)).replace(text, short)
+    return message
 
 
 @dataclass
@@ -699,7 +748,32 @@ def validation_problems(
             text = f"got {_short(group.value)}; expected one of: " + ", or ".join(dict.fromkeys(forms))
         else:
             text = "; ".join(group.messages)
+        text = shorten_values(text, [error.get("input") for error in group.errors])
         problems.append((group.where, f"{format_path(group.path)}: {text}"))
+    return problems
+
+
+def data_problems(exc: ValidationError) -> list[str]:
+    """``field.path: message`` per problem of a ``ValidationError`` over data that has no YAML locations (a stored
+    record, a JSON file): the words of ``validation_problems`` (``got 'two'; expected a valid integer``), never
+    pydantic's multi-line text with its links; the alternatives of a union folded into one message; long values
+    shortened."""
+    grouped: dict[PathTuple, list[Any]] = {}
+    for error in exc.errors():
+        grouped.setdefault(tuple(error["loc"]), []).append(error)
+    problems = []
+    for path, errors in grouped.items():
+        if errors[0]["type"] == "missing":
+            text = "required field is missing"
+        elif errors[0]["type"] == "extra_forbidden":
+            text = "unknown field"
+        elif len(errors) > 1:
+            forms = [_expected(str(error["msg"])).removeprefix("expected ") for error in errors]
+            text = f"got {_short(errors[0].get('input'))}; expected one of: " + ", or ".join(dict.fromkeys(forms))
+        else:
+            text = _type_message(errors[0])
+        text = shorten_values(text, [error.get("input") for error in errors])
+        problems.append(f"{format_path(path) or '(top level)'}: {text}")
     return problems
 
 

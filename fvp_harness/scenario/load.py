@@ -44,6 +44,7 @@ from fvp_harness.located import (
     format_path,
     merge,
     schema_step,
+    shorten_values,
     validation_problems,
 )
 from fvp_harness.profiles import Profile, ProfileNotFound, load_profile
@@ -193,11 +194,14 @@ def load_scenario(
 
 
 def _without_secrets(problems: list[str], root: LNode | None) -> list[str]:
-    """The messages with the scenario's secret values masked (a message may quote the value it refuses)."""
+    """The messages with the scenario's secret values masked (a message may quote the value it refuses) and its
+    long values shortened (``located.shorten_values``: a check that quotes a 1 MB value echoes 80 characters)."""
     if root is None:
         return problems
     data = root.plain()
-    return redact_problems(problems, data) if isinstance(data, dict) else problems
+    if not isinstance(data, dict):
+        return problems
+    return [shorten_values(problem, [data]) for problem in redact_problems(problems, data)]
 
 
 # --- host paths -------------------------------------------------------------------------------------------

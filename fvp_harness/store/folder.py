@@ -40,8 +40,11 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from fvp_harness.errors import ConfigurationError, is_storage_failure, storage_error
 from fvp_harness.files import atomic_write, fsync_dir
+from fvp_harness.located import data_problems, shorten_text
 from fvp_harness.store.records import RECORD_SCHEMA_VERSION, Record, upgrade_row
 
 try:  # POSIX; on other systems the lock degrades to a no-op (documented single-writer rule still holds)
@@ -549,8 +552,12 @@ class ResultStore:
             )
         try:
             return Record.model_validate(upgrade_row(raw))
-        except ValueError as exc:  # pydantic.ValidationError is a ValueError
-            raise ConfigurationError(f"{where}: invalid record: {exc}") from exc
+        except ValidationError as exc:  # the project's file:line: field: message, never pydantic's own text
+            lines = [f"{where}: {problem}" for problem in data_problems(exc)]
+            raise ConfigurationError("\n".join(lines) + "\n(an invalid record: remove that line, its unit runs "
+                                     "again with --resume, or move the folder away)") from exc
+        except ValueError as exc:
+            raise ConfigurationError(f"{where}: invalid record: {shorten_text(str(exc))}") from exc
 
     def done_keys(self) -> set[str]:
         """Content keys of units already measured successfully: what ``--resume`` skips."""

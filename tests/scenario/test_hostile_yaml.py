@@ -412,3 +412,46 @@ def test_1000_seeded_mutants_through_validate_and_plan(tmp_path):
         signal.signal(signal.SIGALRM, previous)
     assert not failures, "\n".join(failures)
     assert counts["refused"] > MUTANTS // 4 and counts["planned"] > 0, counts
+
+
+# --- long values are never echoed whole (issue 36, "Also") ----------------------------------------------------------
+
+
+HUGE = "x" * 1_000_000
+
+
+@pytest.mark.parametrize(("old", "new", "field"), [
+    ("platform: corstone1000-a320", f"platform: {HUGE}", "platform"),
+    ("  - npu_cycles", f"  - {HUGE}", "metrics[1].name"),
+    ("baseline: before", f"baseline: {HUGE}", "compare.baseline"),
+    ("iterations: 3", f"iterations: {HUGE}", "run.iterations"),
+], ids=["profile", "metric", "validator", "type"])
+def test_a_1_mb_value_is_echoed_as_80_characters_and_its_length(tmp_path: Path, old: str, new: str,
+                                                                 field: str) -> None:
+    """The validator's own words quoted the value, some twice: 2 MB of messages for a 1 MB value."""
+    path = tmp_path / "smoke.yaml"
+    path.write_text(SMOKE.read_text().replace(old, new, 1))
+    found = problems_of(path)
+    text = "\n".join(found)
+    assert len(text) < 2000, f"{len(text)} characters of messages"
+    mine = next(line for line in found if f" {field}: " in line)
+    _located(mine, field)
+    assert f"'{'x' * 80}…' (1,000,000 characters)" in mine, mine[:300]
+
+
+def test_a_record_of_wrong_types_is_file_line_field_message(tmp_path: Path) -> None:
+    """pydantic's raw text ("3 validation errors for Record", indented lines, web links) was printed as it came."""
+    from tests.report.stored_runs import write_run
+
+    store = write_run(tmp_path / "demo", {("before", "m1"): 2.0, ("after", "m1"): 1.0}, run_id="r1", reps=1)
+    lines = store.records_path.read_text().splitlines()
+    bad = {**json.loads(lines[1]), "repetition": "two", "samples": {"cpu_time": "fast"}, "status": "y" * 500}
+    store.records_path.write_text("\n".join([lines[0], json.dumps(bad), *lines[2:]]) + "\n")
+    done = subprocess.run([sys.executable, "-m", "fvp_harness", "report", str(store.root)], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == EXIT_BAD_INPUT, done.stderr
+    where = f"{store.records_path}:2"
+    assert f"{where}: repetition: got 'two'; expected a valid integer" in done.stderr, done.stderr
+    assert f"{where}: samples.cpu_time: got 'fast'; expected a valid list" in done.stderr
+    assert f"{where}: status: got '{'y' * 80}…' (500 characters); expected 'ok' or 'failed'" in done.stderr
+    assert "pydantic" not in done.stderr and "validation error" not in done.stderr and "https://" not in done.stderr
