@@ -20,7 +20,10 @@ Order of work, and why:
    (``vgf.report.report_results_folder``) when the run fetched VGF benchmark reports.
 
 A ``stop`` event (the CLI's first Ctrl-C) lets the units in flight finish and be recorded, then ends the run as
-interrupted (manifest ``interrupted``, no report, ``Interrupted`` raised: continue with ``--resume``).
+interrupted (manifest ``interrupted``, no report, ``Interrupted`` raised: continue with ``--resume``); one that
+comes while the report is written is honoured too (the report is finished, the manifest becomes ``interrupted``,
+``Interrupted`` raised), never swallowed into a success. The final manifest is written with the room the store kept
+for it (``ResultStore.reserve_space``), so a disk that filled up during the run still records how it ended.
 """
 
 from __future__ import annotations

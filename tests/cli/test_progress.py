@@ -75,3 +75,38 @@ def test_a_fixed_matrix_keeps_its_plain_count() -> None:
 
 def test_format_seconds() -> None:
     assert [format_seconds(s) for s in (0, 36, 90, 3725)] == ["0:00", "0:36", "1:30", "1:02:05"]
+
+
+def test_a_closed_pipe_quiets_the_view_and_asks_once_for_the_stop() -> None:
+    """Issue 36: rich's console raised ``SystemExit(1)`` on EPIPE from whichever thread printed (a session's), so
+    ``run ... 2>&1 | head -2`` died with its manifest ``running``. A real pipe whose reader is gone."""
+    import os
+
+    from fvp_harness.cli.progress import OutputConsole
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    stream = os.fdopen(write_end, "w")
+    asked: list[str] = []
+    console = OutputConsole(file=stream, width=120, force_terminal=False, on_closed=lambda: asked.append("stop"))
+    with ProgressView(console, clock=lambda: 0.0) as view:
+        for unit in ("r0-before-m1", "r0-after-m1"):
+            view(Event("unit_done", session="s0", unit=unit, status="ok", seconds=1.0))
+    assert console.closed and asked == ["stop"]
+    stream.write("later lines go to /dev/null\n")
+    stream.flush()  # no BrokenPipeError: the descriptor now points at /dev/null
+    stream.close()
+
+
+def test_main_exits_141_when_stdout_was_closed_after_the_work(monkeypatch, capsys) -> None:
+    from fvp_harness.cli import main as cli_main
+
+    silenced: list[object] = []
+
+    def dispatch(argv: object) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(cli_main, "_dispatch", dispatch)
+    monkeypatch.setattr(cli_main, "silence_stream", silenced.append)
+    assert cli_main.main(["profiles"]) == 141
+    assert len(silenced) == 2

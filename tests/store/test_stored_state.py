@@ -205,3 +205,49 @@ def test_prune_skips_a_symlink_in_runs_and_never_deletes_what_it_points_at(tmp_p
     assert (folder / "runs" / "20260301-100000-aaaa").is_symlink()
     assert sorted(path.name for path in (folder / "runs").iterdir()) == ["20260301-100000-aaaa",
                                                                           "20260303-100000-cccc"]
+
+
+# --- a full disk: the final status is recorded all the same (issue 36, finding 6) ------------------------------
+
+
+def _fill(folder: Path) -> None:
+    """Fill the file system of ``folder`` to its last byte."""
+    fd = os.open(folder / "filler", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        for size in (1 << 20, 65536, 4096, 1):
+            with contextlib.suppress(OSError):
+                while True:
+                    os.write(fd, b"\0" * size)
+    finally:
+        os.close(fd)
+
+
+def test_the_final_manifest_is_written_on_a_disk_that_filled_up(tmp_path: Path) -> None:
+    """A real 1 MiB tmpfs: the room kept when the run started takes the final status; without it, the same write
+    fails (the disk really is full)."""
+    with mounted_tmpfs(tmp_path / "disk", "size=1m") as disk:
+        store = ResultStore(disk / "out")
+        started = {"status": "running", "plan": {"keys": {f"u{i}": "k" * 64 for i in range(300)}}}
+        store.reserve_space(started)
+        store.write_manifest(started)
+        assert store.reserve_path.stat().st_size >= 8 * len(json.dumps(started))
+        _fill(disk)
+        grown = {**started, "status": "aborted", "instances": {f"s{i}": {"argv": ["x" * 200] * 20}
+                                                               for i in range(8)}}
+        with pytest.raises(OSError) as full:
+            store.write_manifest(grown)  # not the final write: the room is not given up
+        assert full.value.errno == 28 and full.value.filename == str(store.manifest_path)
+        store.write_manifest(grown, final=True)
+        assert json.loads(store.manifest_path.read_text())["status"] == "aborted"
+        assert not store.reserve_path.exists()
+        assert [path.name for path in store.root.iterdir()] == ["manifest.json"], "no temp file left"
+        store.release_reserve()  # idempotent
+
+
+def test_a_disk_without_room_for_the_reserve_is_a_storage_error(tmp_path: Path) -> None:
+    with mounted_tmpfs(tmp_path / "disk", "size=1m") as disk:
+        store = ResultStore(disk / "out")
+        _fill(disk)
+        with pytest.raises(StorageError, match=r"cannot write .*\.manifest\.reserve: No space left on device"):
+            store.reserve_space({"status": "running"})
+        assert not store.reserve_path.exists()
