@@ -458,7 +458,7 @@ MATRIX_KNOBS = {
     "build": ("--set", "models.ds_cnn.build=sleep ${env:" + MATRIX_SLEEP + ":-0}; {fvp_harness} sim model ds_cnn "
               "--seed ${vars.seed} --macs 256 -o {output}"),
     "boot": ("--set", "fvp.sim.boot_seconds=4"),
-    "deploy": ("--set", "fvp.sim.uart_rate=10000"),
+    "deploy": ("--set", "fvp.sim.uart_rate=15000"),
     "unit": ("--set", "fvp.sim.speed=0.004"),
     "report": ("--set", "report.outputs=[markdown,csv,json,png]"),
 }
@@ -476,8 +476,12 @@ KILL_TABLE: list[tuple[str, str, int, float | None, int, int, int, bool]] = []
 def _reached(phase: str, out: Path) -> Callable[[], bool]:
     console = out / "logs" / "s0" / "host_terminal_0.log"
 
-    def build() -> bool:
-        return (out / "logs" / "build" / "models.ds_cnn.file.log").is_file()
+    def build() -> bool:  # the log is written as the command starts: a second later its shell runs the sleep
+        log = out / "logs" / "build" / "models.ds_cnn.file.log"
+        try:
+            return log.stat().st_mtime < time.time() - 1.0
+        except OSError:
+            return False
 
     def boot() -> bool:
         return "Booting Linux" in _read(console) or "Linux version" in _read(console)
