@@ -439,19 +439,20 @@ def test_a_1_mb_value_is_echoed_as_80_characters_and_its_length(tmp_path: Path, 
     assert f"'{'x' * 80}…' (1,000,000 characters)" in mine, mine[:300]
 
 
-def test_a_record_of_wrong_types_is_file_line_field_message(tmp_path: Path) -> None:
-    """pydantic's raw text ("3 validation errors for Record", indented lines, web links) was printed as it came."""
+def test_a_record_of_wrong_types_is_file_line_field_message(tmp_path: Path, capsys) -> None:
+    """pydantic's raw text ("3 validation errors for Record", indented lines, web links) was printed as it came.
+    ``report`` in process (``main``): the same words as its process, without a second start of the CLI."""
+    from fvp_harness.cli.main import main
     from tests.report.stored_runs import write_run
 
     store = write_run(tmp_path / "demo", {("before", "m1"): 2.0, ("after", "m1"): 1.0}, run_id="r1", reps=1)
     lines = store.records_path.read_text().splitlines()
     bad = {**json.loads(lines[1]), "repetition": "two", "samples": {"cpu_time": "fast"}, "status": "y" * 500}
     store.records_path.write_text("\n".join([lines[0], json.dumps(bad), *lines[2:]]) + "\n")
-    done = subprocess.run([sys.executable, "-m", "fvp_harness", "report", str(store.root)], capture_output=True,
-                          text=True, timeout=60)
-    assert done.returncode == EXIT_BAD_INPUT, done.stderr
+    assert main(["report", str(store.root)]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
     where = f"{store.records_path}:2"
-    assert f"{where}: repetition: got 'two'; expected a valid integer" in done.stderr, done.stderr
-    assert f"{where}: samples.cpu_time: got 'fast'; expected a valid list" in done.stderr
-    assert f"{where}: status: got '{'y' * 80}…' (500 characters); expected 'ok' or 'failed'" in done.stderr
-    assert "pydantic" not in done.stderr and "validation error" not in done.stderr and "https://" not in done.stderr
+    assert f"{where}: repetition: got 'two'; expected a valid integer" in err, err
+    assert f"{where}: samples.cpu_time: got 'fast'; expected a valid list" in err
+    assert f"{where}: status: got '{'y' * 80}…' (500 characters); expected 'ok' or 'failed'" in err
+    assert "pydantic" not in err and "validation error" not in err and "https://" not in err
