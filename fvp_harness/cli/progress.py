@@ -47,6 +47,7 @@ LOG_WIDTH = 160
 """Width of a line when the output is not a terminal (a CI log, a file): wide enough for a unit id, a reason and a
 log path, narrow enough to read without scrolling."""
 
+
 class OutputConsole(Console):
     """A rich ``Console`` that outlives its reader (``fvp-harness run X 2>&1 | head -2``): on EPIPE it goes quiet,
     points its stream at /dev/null and calls ``on_closed`` once, where rich's own console raises ``SystemExit(1)``
