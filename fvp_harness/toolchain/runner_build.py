@@ -32,6 +32,7 @@ __all__ = [
     "VARIANTS",
     "RunnerBuildError",
     "build_runner",
+    "copy_library",
     "copy_runtime_libraries",
     "elf_machine",
     "elf_needed",
@@ -138,6 +139,15 @@ def copy_runtime_libraries(sdk: Path, arch: str, dest_dir: Path,
     for name in runtime_libraries(sdk, names):
         copied.append(_copy_atomic(lib / name, dest_dir / name))
     return copied
+
+
+def copy_library(sdk: Path, arch: str, name: str, output: Path) -> Path:
+    """Copy the one SDK library ``name`` to ``output`` (a scenario's build step for a deployed library)."""
+    lib = _check_sdk(sdk, arch)
+    available = sorted(path.name for path in lib.glob("*.so"))
+    if name not in available:
+        raise ConfigurationError(f"{lib}: no library {name!r}; the SDK has {', '.join(available)}")
+    return _copy_atomic(lib / name, output)
 
 
 def _copy_atomic(source: Path, target: Path) -> Path:
