@@ -1,13 +1,15 @@
-"""Build our executor runner (``runner/``) against the executorch wheel's C++ SDK, for x86_64 or aarch64.
+"""Build our executor runner (``runner/``) against the executorch wheel's C++ SDK, for x86_64 or
+aarch64.
 
-Why a module of its own: the runner is C++ built with CMake, and a build must be cached (the same source, SDK,
-architecture and variant give the same binary without recompiling), cross-compiled for the QEMU guest with Debian's
-``aarch64-linux-gnu-g++``, and fail with the log file's path, not a wall of compiler output. Every step is a list
-argv with a deadline; its output goes to a log file in the build folder.
+Why a module of its own: the runner is C++ built with CMake, and a build must be cached (the same
+source, SDK, architecture and variant give the same binary without recompiling), cross-compiled for
+the QEMU guest with Debian's ``aarch64-linux-gnu-g++``, and fail with the log file's path, not a
+wall of compiler output. Every step is a list argv with a deadline; its output goes to a log file in
+the build folder.
 
-The aarch64 runner names no library folder (no rpath): the harness deploys each file content-addressed, so the
-libraries are found through ``LD_LIBRARY_PATH``. A host (x86_64) runner records the SDK's ``lib`` folder as rpath:
-a built artifact, never committed.
+The aarch64 runner names no library folder (no rpath): the harness deploys each file
+content-addressed, so the libraries are found through ``LD_LIBRARY_PATH``. A host (x86_64) runner
+records the SDK's ``lib`` folder as rpath: a built artifact, never committed.
 """
 
 from __future__ import annotations
@@ -51,9 +53,13 @@ CROSS_PACKAGE = "g++-aarch64-linux-gnu"
 CONFIGURE_TIMEOUT_S = 300.0
 COMPILE_TIMEOUT_S = 900.0
 
-RUNNER_LIBRARIES = ("libexecutorch.so", "libexecutorch_kernels_optimized.so", "libexecutorch_backend_xnnpack.so")
-"""What every runner links (the traced one adds ``libexecutorch_etdump.so``); their own NEEDED entries
-(``libexecutorch_threadpool.so``) are added by ``runtime_libraries``."""
+RUNNER_LIBRARIES = (
+    "libexecutorch.so",
+    "libexecutorch_kernels_optimized.so",
+    "libexecutorch_backend_xnnpack.so",
+)
+"""What every runner links (the traced one adds ``libexecutorch_etdump.so``); their own NEEDED
+entries (``libexecutorch_threadpool.so``) are added by ``runtime_libraries``."""
 
 _MACHINES = {62: "x86_64", 183: "aarch64"}
 
@@ -71,18 +77,22 @@ def _elf_header(path: Path) -> bytes:
 
 
 def elf_machine(path: Path) -> str:
-    """``x86_64`` or ``aarch64`` from the ELF header's ``e_machine`` (other machines: their number)."""
+    """``x86_64`` or ``aarch64`` from the ELF header's ``e_machine`` (other machines: their
+    number)."""
     machine = struct.unpack_from("<H", _elf_header(path), 18)[0]
     return _MACHINES.get(machine, f"machine {machine}")
 
 
 def elf_needed(path: Path) -> list[str]:
-    """The ``DT_NEEDED`` names of a 64-bit little-endian ELF file, read here so no binutils are needed."""
+    """The ``DT_NEEDED`` names of a 64-bit little-endian ELF file, read here so no binutils are
+    needed."""
     head = _elf_header(path)
     data = path.read_bytes()
-    shoff, = struct.unpack_from("<Q", head, 40)
+    (shoff,) = struct.unpack_from("<Q", head, 40)
     shentsize, shnum = struct.unpack_from("<HH", head, 58)
-    sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
+    sections = [
+        struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)
+    ]
     needed: list[str] = []
     for _name, kind, _flags, _addr, offset, size, link, _info, _align, entsize in sections:
         if kind != 6:  # SHT_DYNAMIC
@@ -94,7 +104,7 @@ def elf_needed(path: Path) -> list[str]:
                 break
             if tag == 1:  # DT_NEEDED
                 end = data.index(b"\0", strtab_offset + value)
-                needed.append(data[strtab_offset + value:end].decode())
+                needed.append(data[strtab_offset + value : end].decode())
     return needed
 
 
@@ -104,11 +114,15 @@ def _check_sdk(sdk: Path, arch: str) -> Path:
     runtime = sdk / "lib" / "libexecutorch.so"
     for needed in (sdk / "include" / "executorch", config, runtime):
         if not needed.exists():
-            raise ConfigurationError(f"{sdk}: not an ExecuTorch SDK (the executorch wheel's package folder): "
-                                     f"{needed} is missing")
+            raise ConfigurationError(
+                f"{sdk}: not an ExecuTorch SDK (the executorch wheel's package folder): "
+                f"{needed} is missing"
+            )
     found = elf_machine(runtime)
     if found != arch:
-        raise ConfigurationError(f"{runtime} is built for {found}, not {arch}: give the {arch} wheel's SDK")
+        raise ConfigurationError(
+            f"{runtime} is built for {found}, not {arch}: give the {arch} wheel's SDK"
+        )
     return sdk / "lib"
 
 
@@ -130,9 +144,11 @@ def runtime_libraries(sdk: Path, names: Iterable[str]) -> list[str]:
     return order
 
 
-def copy_runtime_libraries(sdk: Path, arch: str, dest_dir: Path,
-                           names: Sequence[str] = RUNNER_LIBRARIES) -> list[Path]:
-    """Copy ``names`` and what they need of the SDK's libraries into ``dest_dir`` (to deploy beside a runner)."""
+def copy_runtime_libraries(
+    sdk: Path, arch: str, dest_dir: Path, names: Sequence[str] = RUNNER_LIBRARIES
+) -> list[Path]:
+    """Copy ``names`` and what they need of the SDK's libraries into ``dest_dir`` (to deploy beside
+    a runner)."""
     lib = _check_sdk(sdk, arch)
     dest_dir.mkdir(parents=True, exist_ok=True)
     copied = []
@@ -142,7 +158,8 @@ def copy_runtime_libraries(sdk: Path, arch: str, dest_dir: Path,
 
 
 def copy_library(sdk: Path, arch: str, name: str, output: Path) -> Path:
-    """Copy the one SDK library ``name`` to ``output`` (a scenario's build step for a deployed library)."""
+    """Copy the one SDK library ``name`` to ``output`` (a scenario's build step for a deployed
+    library)."""
     lib = _check_sdk(sdk, arch)
     available = sorted(path.name for path in lib.glob("*.so"))
     if name not in available:
@@ -174,14 +191,17 @@ def _source_hash() -> str:
 
 
 def _toolchain_file(arch: str) -> Path | None:
-    """The CMake toolchain file for building ``arch`` on this host (None: the host's own compiler)."""
+    """The CMake toolchain file for building ``arch`` on this host (None: the host's own
+    compiler)."""
     if platform.machine() in (arch, "arm64" if arch == "aarch64" else arch):
         return None
     if arch != "aarch64":
         raise ConfigurationError(f"cannot build an {arch} runner on a {platform.machine()} host")
     if shutil.which(CROSS_COMPILER) is None:
-        raise ConfigurationError(f"{CROSS_COMPILER} not found: the aarch64 runner is cross-compiled with Debian's "
-                                 f"cross compiler (apt-get install {CROSS_PACKAGE})")
+        raise ConfigurationError(
+            f"{CROSS_COMPILER} not found: the aarch64 runner is cross-compiled with Debian's "
+            f"cross compiler (apt-get install {CROSS_PACKAGE})"
+        )
     return SOURCE_DIR / "aarch64-linux-gnu.cmake"
 
 
@@ -192,25 +212,45 @@ def _run(argv: Sequence[str], *, log_file: Path, timeout: float, what: str) -> f
         out.write("$ " + " ".join(argv) + "\n")
         out.flush()
         try:
-            proc = subprocess.run(list(argv), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                  timeout=timeout, start_new_session=True, check=False)
+            proc = subprocess.run(
+                list(argv),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                timeout=timeout,
+                start_new_session=True,
+                check=False,
+            )
         except FileNotFoundError as exc:
             raise ConfigurationError(f"{argv[0]} not found ({what})") from exc
         except subprocess.TimeoutExpired as exc:
-            raise RunnerBuildError(f"{what} took longer than {timeout:.0f} s; its output: {log_file}") from exc
+            raise RunnerBuildError(
+                f"{what} took longer than {timeout:.0f} s; its output: {log_file}"
+            ) from exc
     if proc.returncode != 0:
         tail = log_file.read_text(errors="replace").strip().splitlines()[-15:]
-        raise RunnerBuildError(f"{what} failed (exit {proc.returncode}); its output: {log_file}\n"
-                               + "\n".join(tail))
+        raise RunnerBuildError(
+            f"{what} failed (exit {proc.returncode}); its output: {log_file}\n" + "\n".join(tail)
+        )
     return time.monotonic() - began
 
 
-def build_runner(*, sdk: Path, cmake: Path, arch: str, variant: str, traced: bool, output: Path, work: Path,
-                 log: Log = lambda _line: None) -> Path:
-    """Configure and build the runner (once per source, SDK, arch, variant and tracing) and copy it to ``output``.
+def build_runner(
+    *,
+    sdk: Path,
+    cmake: Path,
+    arch: str,
+    variant: str,
+    traced: bool,
+    output: Path,
+    work: Path,
+    log: Log = lambda _line: None,
+) -> Path:
+    """Configure and build the runner (once per source, SDK, arch, variant and tracing) and copy it
+    to ``output``.
 
-    Raises ``ConfigurationError`` for a wrong argument, SDK or missing compiler, ``RunnerBuildError`` when CMake or
-    the compiler fails (the message names the log file)."""
+    Raises ``ConfigurationError`` for a wrong argument, SDK or missing compiler,
+    ``RunnerBuildError`` when CMake or the compiler fails (the message names the log file)."""
     if arch not in ARCHES:
         raise ConfigurationError(f"--arch {arch!r}: one of {', '.join(ARCHES)}")
     if variant not in VARIANTS:
@@ -227,21 +267,42 @@ def build_runner(*, sdk: Path, cmake: Path, arch: str, variant: str, traced: boo
     else:
         build.mkdir(parents=True, exist_ok=True)
         (build / "built").unlink(missing_ok=True)
-        argv = [str(cmake), "-S", str(SOURCE_DIR), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
-                f"-Dexecutorch_DIR={sdk / 'share' / 'cmake'}", f"-DFVP_RUNNER_VARIANT={variant}",
-                f"-DFVP_RUNNER_TRACED={'ON' if traced else 'OFF'}",
-                f"-DFVP_RUNNER_RPATH={'ON' if arch == 'x86_64' else 'OFF'}"]
+        argv = [
+            str(cmake),
+            "-S",
+            str(SOURCE_DIR),
+            "-B",
+            str(build),
+            "-DCMAKE_BUILD_TYPE=Release",
+            f"-Dexecutorch_DIR={sdk / 'share' / 'cmake'}",
+            f"-DFVP_RUNNER_VARIANT={variant}",
+            f"-DFVP_RUNNER_TRACED={'ON' if traced else 'OFF'}",
+            f"-DFVP_RUNNER_RPATH={'ON' if arch == 'x86_64' else 'OFF'}",
+        ]
         if toolchain_file is not None:
             argv.append(f"-DCMAKE_TOOLCHAIN_FILE={toolchain_file}")
-        configured = _run(argv, log_file=build / "configure.log", timeout=CONFIGURE_TIMEOUT_S,
-                          what=f"configuring the {arch} runner")
-        compiled = _run([str(cmake), "--build", str(build), "--target", "executor_runner"],
-                        log_file=build / "build.log", timeout=COMPILE_TIMEOUT_S, what=f"compiling the {arch} runner")
+        configured = _run(
+            argv,
+            log_file=build / "configure.log",
+            timeout=CONFIGURE_TIMEOUT_S,
+            what=f"configuring the {arch} runner",
+        )
+        compiled = _run(
+            [str(cmake), "--build", str(build), "--target", "executor_runner"],
+            log_file=build / "build.log",
+            timeout=COMPILE_TIMEOUT_S,
+            what=f"compiling the {arch} runner",
+        )
         if elf_machine(binary) != arch:
-            raise RunnerBuildError(f"{binary} is built for {elf_machine(binary)}, not {arch}; see {build}")
+            raise RunnerBuildError(
+                f"{binary} is built for {elf_machine(binary)}, not {arch}; see {build}"
+            )
         (build / "built").write_text(f"configure {configured:.2f} s\ncompile {compiled:.2f} s\n")
-        log(f"runner built for {arch} ({variant}{', traced' if traced else ''}): configured in {configured:.1f} s, "
-            f"compiled in {compiled:.1f} s ({build})")
+        log(
+            f"runner built for {arch} ({variant}{', traced' if traced else ''}): "
+            f"configured in {configured:.1f} s, "
+            f"compiled in {compiled:.1f} s ({build})"
+        )
     _copy_atomic(binary, output)
     needed = runtime_libraries(sdk, (name for name in elf_needed(output) if (lib / name).is_file()))
     log(f"{output}: {output.stat().st_size} bytes; it needs {', '.join(needed)} from {lib}")

@@ -433,10 +433,16 @@ void log_memory(const LoadedMethod& loaded, size_t input_bytes) {
       static_cast<unsigned long>(pool.size()),
       static_cast<unsigned long>(pool.free_size()),
       static_cast<unsigned long>(100 * used / pool.size()));
-  ET_LOG(Info, "method_allocator_planned:  %lu bytes", static_cast<unsigned long>(loaded.planned_bytes));
+  ET_LOG(
+      Info,
+      "method_allocator_planned:  %lu bytes",
+      static_cast<unsigned long>(loaded.planned_bytes));
   ET_LOG(Info, "method_allocator_loaded:   %lu bytes", static_cast<unsigned long>(used));
   ET_LOG(Info, "method_allocator_input:    %lu bytes", static_cast<unsigned long>(input_bytes));
-  ET_LOG(Info, "temp_allocator:            %lu", static_cast<unsigned long>(loaded.temp_allocator.size()));
+  ET_LOG(
+      Info,
+      "temp_allocator:            %lu",
+      static_cast<unsigned long>(loaded.temp_allocator.size()));
 }
 
 #if FVP_RUNNER_TRACED
@@ -497,7 +503,10 @@ int main(int argc, char** argv) {
   if (!flags.inputs.empty()) {
     ET_LOG(Info, "Loading inputs from input file(s).");
     const Error status = read_inputs(split_commas(flags.inputs), input_files);
-    ET_CHECK_MSG(status == Error::Ok, "Could not load inputs: 0x%" PRIx32, static_cast<uint32_t>(status));
+    ET_CHECK_MSG(
+        status == Error::Ok,
+        "Could not load inputs: 0x%" PRIx32,
+        static_cast<uint32_t>(status));
   }
 
   Result<FileDataLoader> loader = FileDataLoader::from(flags.model_path.c_str());
@@ -545,7 +554,10 @@ int main(int argc, char** argv) {
   std::vector<std::vector<uint8_t>> input_storage;
   {
     const Error status = set_inputs(*loaded->method, input_files, input_storage);
-    ET_CHECK_MSG(status == Error::Ok, "Could not prepare inputs: 0x%" PRIx32, static_cast<uint32_t>(status));
+    ET_CHECK_MSG(
+        status == Error::Ok,
+        "Could not prepare inputs: 0x%" PRIx32,
+        static_cast<uint32_t>(status));
   }
   size_t input_bytes = 0;
   for (const auto& buffer : input_storage) {
@@ -569,7 +581,10 @@ int main(int argc, char** argv) {
     // Inputs are set before every execution: memory planning may reuse an
     // input's space, so its contents are not kept from one run to the next.
     const Error prepared = set_inputs(*loaded->method, input_files, input_storage);
-    ET_CHECK_MSG(prepared == Error::Ok, "Could not prepare inputs: 0x%" PRIx32, static_cast<uint32_t>(prepared));
+    ET_CHECK_MSG(
+        prepared == Error::Ok,
+        "Could not prepare inputs: 0x%" PRIx32,
+        static_cast<uint32_t>(prepared));
 
     const et_timestamp_t start = executorch::runtime::pal_current_ticks();
     const Error status = loaded->method->execute();
@@ -580,7 +595,12 @@ int main(int argc, char** argv) {
         "Execution of method %s failed with status 0x%" PRIx32,
         method_name,
         static_cast<uint32_t>(status));
-    ET_LOG(Info, "Iteration %" PRIu32 " of %" PRIu32 ": %f ms", i + 1, flags.num_executions, ticks_to_ms(spent));
+    ET_LOG(
+        Info,
+        "Iteration %" PRIu32 " of %" PRIu32 ": %f ms",
+        i + 1,
+        flags.num_executions,
+        ticks_to_ms(spent));
   }
   ET_LOG(
       Info,
@@ -601,12 +621,16 @@ int main(int argc, char** argv) {
       }
       const Tensor tensor = outputs[i].toTensor();
       char name[255];
-      std::snprintf(name, sizeof(name), "%s-%d.bin", flags.output_file.c_str(), static_cast<int>(i));
+      std::snprintf(
+          name, sizeof(name), "%s-%d.bin", flags.output_file.c_str(), static_cast<int>(i));
       ET_LOG(Info, "Writing output to file: %s", name);
       FILE* file = std::fopen(name, "wb");
       ET_CHECK_MSG(file != nullptr, "Failed to open output file: %s", name);
       const size_t written = std::fwrite(tensor.const_data_ptr<char>(), 1, tensor.nbytes(), file);
-      ET_CHECK_MSG(std::fclose(file) == 0 && written == tensor.nbytes(), "Failed to write output file: %s", name);
+      ET_CHECK_MSG(
+          std::fclose(file) == 0 && written == tensor.nbytes(),
+          "Failed to write output file: %s",
+          name);
     }
   }
 
