@@ -99,7 +99,8 @@ def require_qemu_user(lane: Lane) -> Path:
 
 EXPORT_SCRIPT = """
 import numpy, torch
-from executorch.exir import to_edge
+from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+from executorch.exir import to_edge, to_edge_transform_and_lower
 
 class Net(torch.nn.Module):
     # many small operators: loading the method costs about as much as running it, as in the seed's
@@ -118,6 +119,10 @@ net = Net().eval()
 x = torch.randn(1, 16)
 program = to_edge(torch.export.export(net, (x,))).to_executorch()
 open("model.pte", "wb").write(program.buffer)
+lowered = to_edge_transform_and_lower(
+    torch.export.export(net, (x,)), partitioner=[XnnpackPartitioner()]
+)
+open("model_xnnpack.pte", "wb").write(lowered.to_executorch().buffer)
 x.numpy().tofile("input.bin")
 net(x).detach().numpy().astype(numpy.float32).tofile("expected.bin")
 """
@@ -126,7 +131,8 @@ until it exists."""
 
 
 def export_program(lane: Lane, folder: Path) -> Path:
-    """Export ``EXPORT_SCRIPT``'s network into ``folder`` (model.pte, input.bin, expected.bin) with
+    """Export ``EXPORT_SCRIPT``'s network into ``folder`` (model.pte, model_xnnpack.pte, input.bin,
+    expected.bin) with
     the lane's Python; the folder is the working directory, never one holding an ``executorch/``
     source tree."""
     folder.mkdir(parents=True, exist_ok=True)

@@ -19,6 +19,8 @@ from fvp_harness.report.etdump import read_etdump
 from fvp_harness.run.scrape import find_errors, parse_log_line, scrape
 from fvp_harness.scenario.model import MetricSpec
 from fvp_harness.toolchain import runner_build
+from tests.e2e.cli import run_cli
+from tests.helpers import REPO
 from tests.toolchain.lane import Lane, export_program, require_lane, require_qemu_user
 
 pytestmark = pytest.mark.slow
@@ -129,6 +131,58 @@ def test_host_before_and_after_on_the_real_runtime(lane: Lane, program: Path, wo
     )
     # behaviour, not a wall-clock threshold: re-creating the Method costs every inference something
     assert medians["before"] / medians["after"] > 1, medians
+
+
+def test_an_xnnpack_program_on_both_builds(lane: Lane, program: Path, work: Path) -> None:
+    folder = program.parent
+    for variant in ("before", "after"):
+        runner = _build(lane, work, "x86_64", variant)
+        proc = _run(
+            [
+                str(runner),
+                "--model_path",
+                "model_xnnpack.pte",
+                "--inputs",
+                "input.bin",
+                "--num_executions",
+                "5",
+                "--output_file",
+                f"xnn-{variant}",
+                "--print_output",
+                "none",
+            ],
+            folder,
+        )
+        assert proc.returncode == 0, proc.stderr  # the delegate is registered (--no-as-needed)
+        assert len(scrape(proc.stderr, METRICS).samples["iteration_time"]) == 5
+    assert (folder / "xnn-before-0.bin").read_bytes() == (folder / "xnn-after-0.bin").read_bytes()
+    got, expected = _floats(folder / "xnn-after-0.bin"), _floats(folder / "expected.bin")
+    assert max(abs(a - b) for a, b in zip(got, expected, strict=True)) < 1e-5
+
+
+def test_the_cli_builds_a_runner(lane: Lane, tmp_path: Path) -> None:
+    output = tmp_path / "executor_runner"
+    proc = run_cli(
+        REPO,
+        "toolchain",
+        "runner",
+        "--arch",
+        "x86_64",
+        "--variant",
+        "before",
+        "-o",
+        str(output),
+        "--sdk",
+        str(lane.sdk_x86_64),
+        "--cmake",
+        str(lane.cmake),
+        "--work",
+        str(tmp_path / "work"),
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"runner: {output}" in proc.stdout and "compiled in" in proc.stdout
+    assert runner_build.elf_machine(output) == "x86_64"
 
 
 def test_failures_print_upstreams_texts(lane: Lane, program: Path, work: Path) -> None:
