@@ -14,6 +14,8 @@ records the SDK's ``lib`` folder as rpath: a built artifact, never committed.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import platform
@@ -22,7 +24,7 @@ import struct
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
 from fvp_harness.errors import ConfigurationError, InfrastructureError
@@ -262,10 +264,53 @@ def build_runner(
     key = hashlib.sha256(key_text.encode()).hexdigest()[:16]
     build = work / f"runner-{arch}-{variant}{'-traced' if traced else ''}-{key}"
     binary = build / "executor_runner"
+    build.mkdir(parents=True, exist_ok=True)
+    with _locked(build / ".lock"):
+        _build_once(build, binary, sdk, cmake, arch, variant, traced, toolchain_file, log)
+        _copy_atomic(binary, output)
+    needed = runtime_libraries(sdk, (name for name in elf_needed(output) if (lib / name).is_file()))
+    log(f"{output}: {output.stat().st_size} bytes; it needs {', '.join(needed)} from {lib}")
+    return output
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """One build per build folder at a time (two callers asking for the same runner): the second
+    waits, at most as long as a build may take, then finds the first one's binary."""
+    deadline = time.monotonic() + CONFIGURE_TIMEOUT_S + COMPILE_TIMEOUT_S
+    with path.open("a") as handle:
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise RunnerBuildError(
+                        f"waited {CONFIGURE_TIMEOUT_S + COMPILE_TIMEOUT_S:.0f} s for another build "
+                        f"of {path.parent} to finish"
+                    ) from None
+                time.sleep(0.2)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _build_once(
+    build: Path,
+    binary: Path,
+    sdk: Path,
+    cmake: Path,
+    arch: str,
+    variant: str,
+    traced: bool,
+    toolchain_file: Path | None,
+    log: Log,
+) -> None:
+    """Configure and compile in ``build`` unless a finished build is there (its ``built`` stamp)."""
     if binary.is_file() and (build / "built").is_file():
         log(f"runner up to date: {binary}")
     else:
-        build.mkdir(parents=True, exist_ok=True)
         (build / "built").unlink(missing_ok=True)
         argv = [
             str(cmake),
@@ -303,7 +348,3 @@ def build_runner(
             f"configured in {configured:.1f} s, "
             f"compiled in {compiled:.1f} s ({build})"
         )
-    _copy_atomic(binary, output)
-    needed = runtime_libraries(sdk, (name for name in elf_needed(output) if (lib / name).is_file()))
-    log(f"{output}: {output.stat().st_size} bytes; it needs {', '.join(needed)} from {lib}")
-    return output

@@ -7,6 +7,7 @@ from __future__ import annotations
 import platform
 import shutil
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -140,3 +141,33 @@ def test_cli_refuses_a_folder_that_is_no_sdk(tmp_path: Path) -> None:
     )
     assert proc.returncode == 2, proc.stderr
     assert "not an ExecuTorch SDK" in proc.stderr and str(tmp_path) in proc.stderr
+
+
+def test_two_callers_of_one_build_build_it_once(tmp_path: Path) -> None:
+    sdk = _fake_sdk(tmp_path / "sdk")
+    calls = tmp_path / "calls"
+    cmake = tmp_path / "cmake"
+    cmake.write_text(
+        f'#!/bin/sh\necho "$1" >> {calls}\n'
+        f'if [ "$1" = --build ]; then sleep 0.5; cp {HOST} "$2/executor_runner"; fi\n'
+    )
+    cmake.chmod(0o755)
+
+    def build(name: str) -> None:
+        runner_build.build_runner(
+            sdk=sdk,
+            cmake=cmake,
+            arch=platform.machine(),
+            variant="after",
+            traced=False,
+            output=tmp_path / name,
+            work=tmp_path / "work",
+        )
+
+    threads = [threading.Thread(target=build, args=(name,)) for name in ("a", "b")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert calls.read_text().split() == ["-S", "--build"]  # configured and compiled once
+    assert (tmp_path / "a").read_bytes() == (tmp_path / "b").read_bytes() == HOST.read_bytes()
