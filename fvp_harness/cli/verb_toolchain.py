@@ -31,10 +31,14 @@ def _sdk_and_cmake(args: argparse.Namespace, arch: str) -> tuple[Path, Path]:
     sdk: Path | None = args.sdk
     cmake: Path | None = getattr(args, "cmake", None)
     find = getattr(toolchain, "find_toolchain", None)
-    if (sdk is None or cmake is None) and find is not None:
-        found = find()
-        sdk = sdk or found.sdk(arch)
-        cmake = cmake or found.cmake
+    if sdk is None and find is not None:
+        found = find()  # no toolchain installed: its error says how to install one
+        sdk, cmake = found.sdk(arch), cmake or found.cmake
+    elif cmake is None and find is not None:
+        try:
+            cmake = find().cmake
+        except ConfigurationError:
+            cmake = None  # --sdk given without a toolchain: CMake from PATH
     if sdk is None:
         raise ConfigurationError(
             "no ExecuTorch SDK: give --sdk (the executorch wheel's package folder, holding "

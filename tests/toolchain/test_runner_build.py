@@ -171,3 +171,35 @@ def test_two_callers_of_one_build_build_it_once(tmp_path: Path) -> None:
         thread.join(timeout=60)
     assert calls.read_text().split() == ["-S", "--build"]  # configured and compiled once
     assert (tmp_path / "a").read_bytes() == (tmp_path / "b").read_bytes() == HOST.read_bytes()
+
+
+def test_cli_takes_the_sdk_from_the_installed_toolchain(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fvp_harness import toolchain
+    from fvp_harness.cli.main import main
+
+    asked: list[str] = []
+
+    class Installed:
+        cmake = Path("cmake")
+
+        def sdk(self, arch: str) -> Path:
+            asked.append(arch)
+            return tmp_path / f"sdk-{arch}"
+
+    monkeypatch.setattr(toolchain, "find_toolchain", Installed, raising=False)
+    argv = [
+        "toolchain",
+        "runner",
+        "--arch",
+        "aarch64",
+        "--variant",
+        "after",
+        "-o",
+        str(tmp_path / "r"),
+    ]
+    assert main(argv) == 2
+    assert asked == ["aarch64"] and f"{tmp_path / 'sdk-aarch64'}: not an ExecuTorch SDK" in (
+        capsys.readouterr().err
+    )
