@@ -36,6 +36,7 @@ RANKS: dict[str, int] = {
     "located": 0,
     "profiles": 1,
     "guest": 1,  # the QEMU guest builder: errors only (apt and dpkg-deb do the work)
+    "toolchain": 1,  # the real ExecuTorch toolchain (the wheel's SDK, our runner build): errors only
     "scenario": 2,
     "store": 2,
     "targets": 2,

@@ -54,12 +54,14 @@ __all__ = [
 GUEST_ENV = "FVP_HARNESS_GUEST"
 """Environment variable naming the guest's cache folder (the profile and scenarios read it too)."""
 
-RECIPE = "1"
+RECIPE = "2"
 """Bumped whenever what goes into the image changes, so cached images are rebuilt."""
 
 PACKAGES = ["busybox-static", "dropbear-bin", "libc6", "libcrypt1", "libtomcrypt1", "libtommath1", "libgmp10",
-            "zlib1g", "openssh-sftp-server"]
-"""Debian packages the rootfs is made of (the kernel is found through ``linux-image-arm64``)."""
+            "zlib1g", "openssh-sftp-server", "libstdc++6", "libgcc-s1"]
+"""Debian packages the rootfs is made of (the kernel is found through ``linux-image-arm64``). ``libstdc++6`` and
+``libgcc-s1``: ExecuTorch's runtime libraries (the aarch64 wheel's ``.so`` files) and our runner built on them
+need ``libstdc++.so.6`` and ``libgcc_s.so.1`` beside glibc (recipe 2)."""
 
 MODULES = ["virtio_mmio", "virtio_net", "virtio_rng"]
 """Kernel modules the guest loads (with what ``modules.dep`` says they need): the network and entropy devices.
