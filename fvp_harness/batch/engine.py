@@ -76,7 +76,7 @@ from fvp_harness.run.artifacts import (
     pending_builds,
 )
 from fvp_harness.run.instances import query_fvp_version
-from fvp_harness.run.plan import Plan, Unit, build_plan, changed_parts, why_stale
+from fvp_harness.run.plan import Plan, Unit, build_plan, changed_parts, unit_artifacts, why_stale
 from fvp_harness.scenario import load_scenario
 from fvp_harness.scenario.load import LoadedScenario
 from fvp_harness.store.folder import (
@@ -452,9 +452,7 @@ def _not_needed(sampling: SamplingState, unit: Unit) -> bool:
 
 def _unit_artifacts(plan: Plan, unit: Unit) -> list[str]:
     """The declared names (as ``plan.artifact_hashes`` spells them) of the files a unit reads."""
-    inputs = len(plan.scenario.models[unit.model].inputs)
-    return [f"builds.{unit.build}.runner", plan.scenario.model_artifact(unit.build, unit.model),
-            *(f"models.{unit.model}.inputs[{i}].file" for i in range(inputs))]
+    return list(unit_artifacts(plan.scenario, unit.build, unit.model))
 
 
 # --- lanes --------------------------------------------------------------------------------------------------
