@@ -99,6 +99,7 @@ from fvp_harness.run.plan import Plan, Session, Unit, key_part_extras
 from fvp_harness.run.scrape import ETDUMP_FILES, find_build_id, find_errors, find_etdump, printed_outputs, scrape
 from fvp_harness.scenario.baremetal import SEMIHOSTING_OUTPUT, semihosting_unit
 from fvp_harness.scenario.executable import host_exec_problem
+from fvp_harness.scenario.fit import refuse_misfits
 from fvp_harness.scenario.model import Scenario, render_template
 from fvp_harness.scenario.secrets import redact_text
 from fvp_harness.store.folder import ResultStore, free_instance_name
@@ -1107,6 +1108,9 @@ def execute_plan(
     options = options or ExecuteOptions()
     chosen = list(plan.units if units is None else units)
     _check_host_runners(plan.scenario, chosen)
+    # what was built since the preflight (a runner, a program) is read now, before the first unit
+    refuse_misfits(plan.scenario, plan.profile, dict.fromkeys(unit.build for unit in chosen),
+                   when="before the first unit")
     shared = _Shared(store, listener, stop)
     deploy = deploy or default_deploy(plan.scenario, plan.scenario.fvp.timeouts.deploy)
     runners = []

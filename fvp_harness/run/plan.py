@@ -320,7 +320,8 @@ def _shared_parts(
         name: state.key_material for name, state in states.items() if name.startswith("fvp.firmware.")
     }
     return {
-        "profile": _digest(profile.model_dump(mode="json")),
+        # ``architecture`` only refuses runners built for another CPU: it changes no measurement, so no key
+        "profile": _digest(profile.model_dump(mode="json", exclude={"architecture"})),
         "fvp": _digest(
             {
                 "identity": fvp,

@@ -6,7 +6,6 @@ Damaged bytes give ``PteError``, nothing else."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -21,20 +20,12 @@ from fvp_harness.formats.pte import (
     read_program,
     read_program_file,
 )
+from tests.formats.programs import flatc, flatc_program
 from tests.formats.toolchain import export_programs
-from tests.helpers import skip_or_fail_in_ci
-
-
-def _flatc() -> str:
-    found = shutil.which("flatc")
-    if found is None:
-        skip_or_fail_in_ci("flatc is missing: apt-get install flatbuffers-compiler",
-                           "flatc is missing: .ci/run installs Debian's flatbuffers-compiler for this test")
-    return found
 
 
 def _flatc_json(path: Path) -> dict:
-    subprocess.run([_flatc(), "--json", "--strict-json", "--raw-binary", "--defaults-json", "-o", str(path.parent),
+    subprocess.run([flatc(), "--json", "--strict-json", "--raw-binary", "--defaults-json", "-o", str(path.parent),
                     str(SCHEMA_FILE), "--", str(path)], check=True, capture_output=True, timeout=60)
     return json.loads(path.with_suffix(".json").read_text())
 
@@ -71,11 +62,7 @@ PLAN = {
 @pytest.fixture
 def built(tmp_path: Path) -> Path:
     """A program flatc builds from JSON with our schema (no extended header, no segments)."""
-    source = tmp_path / "p.json"
-    source.write_text(json.dumps(PLAN))
-    subprocess.run([_flatc(), "-b", "-o", str(tmp_path), str(SCHEMA_FILE), str(source)], check=True,
-                   capture_output=True, timeout=60)
-    return tmp_path / "p.pte"
+    return flatc_program(tmp_path / "p.pte", plan=PLAN)
 
 
 def test_a_program_flatc_built_reads_as_flatc_reads_it(built: Path) -> None:

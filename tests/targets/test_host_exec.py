@@ -164,7 +164,7 @@ def test_doctor_passes_a_runner_this_host_runs(tmp_path: Path) -> None:
     loaded = load_scenario(path)
     checks = run_doctor(loaded.scenario, load_profile("corstone1000-a320"))
     assert {check.name: check.status for check in checks} == {"model": "skip", "runner before": "ok",
-                                                               "runner after": "ok"}
+                                                               "runner after": "ok", "programs": "ok"}
     assert doctor_exit_code(checks) == 0
 
 
