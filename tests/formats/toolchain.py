@@ -42,6 +42,7 @@ def toolchain_python() -> str:
 def export_programs(folder: Path, *kinds: str) -> dict[str, Path]:
     """Real ``.pte`` files of a small network, one per kind (portable, xnnpack, ethos-u85-256), made in ``folder``."""
     python = toolchain_python()
+    folder.mkdir(parents=True, exist_ok=True)
     done = subprocess.run([python, str(EXPORTER), str(folder), *kinds], capture_output=True, text=True,
                           timeout=600, cwd=folder, check=False)
     if done.returncode != 0:

@@ -135,3 +135,20 @@ def test_the_architecture_is_no_part_of_a_content_key(write):
     key = build_plan(loaded).units[0].key
     other = loaded.profile.model_copy(update={"architecture": "arm"})
     assert build_plan(loaded.scenario, loaded.path, other).units[0].key == key
+
+
+@pytest.mark.slow
+def test_real_programs_exported_with_executorch(tmp_path):
+    """The real lane: programs the ExecuTorch toolchain exports (portable, XNNPACK, Ethos-U85-256), read as the
+    runtime would: only the Ethos-U one is refused where there is no NPU, and none where there is one."""
+    from tests.formats.toolchain import export_programs
+
+    programs = export_programs(tmp_path / "pte")
+    runner = elf(tmp_path / "r", *AARCH64)
+    for platform in ("qemu-aarch64-virt", "corstone1000-a320"):
+        profile = load_profile(platform)
+        refused = {kind for kind, path in programs.items() if misfits(scenario(tmp_path, runner, path), profile)}
+        assert refused == ({"ethos-u85-256"} if platform == "qemu-aarch64-virt" else set()), platform
+    host = misfits(scenario(tmp_path, runner, programs["ethos-u85-256"], target="host"),
+                   load_profile("qemu-aarch64-virt"))
+    assert len(host) == 1 and "EthosUBackend, method forward" in host[0]
