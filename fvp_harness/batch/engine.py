@@ -597,11 +597,12 @@ def make(
 
 
 def _preflight(nodes: Sequence[Node]) -> None:
-    """``run.doctor.preflight`` for every scenario with work that starts a model here (``target: host``: only whether
-    its programs fit this host, ``scenario.fit``): an unknown ``-C`` parameter, a refused licence, a missing
-    firmware file or a runner built for another CPU is a configuration error of that scenario (exit 2) before
-    anything builds or boots, named with the model's own words, as under ``run``.
-    On a cluster the workers' machines hold the FVP, so their boots report it instead."""
+    """``run.doctor.preflight`` for every scenario with work that starts a model here (``target:
+    host``: only whether its programs fit this host, ``scenario.fit``): an unknown ``-C``
+    parameter, a refused licence, a missing firmware file or a runner built for another CPU is a
+    configuration error of that scenario (exit 2) before anything builds or boots, named with the
+    model's own words, as under ``run``. On a cluster the workers' machines hold the FVP, so
+    their boots report it instead."""
     from concurrent.futures import ThreadPoolExecutor
 
     from fvp_harness.run.doctor import preflight  # late: only when something will run
@@ -611,7 +612,7 @@ def _preflight(nodes: Sequence[Node]) -> None:
         loaded = node.loaded
         assert loaded is not None
         try:
-            if loaded.scenario.target == "host":  # no model to ask; its programs must still fit this host
+            if loaded.scenario.target == "host":  # no model to ask; its programs must fit this host
                 refuse_misfits(loaded.scenario, loaded.profile, when="nothing was built or run")
             else:
                 preflight(loaded.scenario, loaded.profile, base_dir=loaded.directory)
@@ -619,7 +620,8 @@ def _preflight(nodes: Sequence[Node]) -> None:
             node.error = exc
 
     todo = [node for node in nodes
-            if node.error is None and node.loaded is not None and (node.todo or node.maybe or node.builds)]
+            if node.error is None and node.loaded is not None
+            and (node.todo or node.maybe or node.builds)]
     if todo:  # the probes are processes that mostly wait (a licence server, a model's start): side by side
         with ThreadPoolExecutor(max_workers=min(4, len(todo)), thread_name_prefix="preflight") as pool:
             list(pool.map(check, todo))

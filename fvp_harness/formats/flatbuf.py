@@ -1,11 +1,12 @@
-"""Read a flatbuffer from its schema file, every offset checked: the one reader under the ETDump (``report/etdump``)
-and the ExecuTorch program (``formats/pte``) readers.
+"""Read a flatbuffer from its schema file, every offset checked: the one reader under the ETDump
+(``report/etdump``) and the ExecuTorch program (``formats/pte``) readers.
 
-Why a reader of our own over the ``flatbuffers`` runtime's ``Table`` rather than generated code: the files read are
-untrusted input (a user's ``.pte``, a runner's ETDump), and generated accessors follow any offset they are given.
-The schema file (``.fbs``) fixes each table's fields in order, hence their vtable slots (a union field takes two: its
-``_type`` byte, then the value); before an offset is followed it is checked against the buffer, and whatever is
-wrong is one error of the caller's class naming what and where, never another exception.
+Why a reader of our own over the ``flatbuffers`` runtime's ``Table`` rather than generated code:
+the files read are untrusted input (a user's ``.pte``, a runner's ETDump), and generated
+accessors follow any offset they are given. The schema file (``.fbs``) fixes each table's fields
+in order, hence their vtable slots (a union field takes two: its ``_type`` byte, then the value);
+before an offset is followed it is checked against the buffer, and whatever is wrong is one error
+of the caller's class naming what and where, never another exception.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ class Field:
 
 @dataclass(frozen=True)
 class Schema:
-    """What a reader needs of a ``.fbs`` file: each table's fields by name, and the file identifier."""
+    """What a reader needs of a ``.fbs`` file: each table's fields by name, and the file identifier.
+    """
 
     tables: dict[str, dict[str, Field]]
     identifier: bytes
@@ -39,8 +41,9 @@ class Schema:
 
 
 def parse_schema(path: Path, error: type[Exception]) -> Schema:
-    """The tables of ``path`` and their fields in declaration order (attributes such as ``(force_align: 16)``
-    ignored; a union field counts two slots). ``error`` is raised for what cannot be read."""
+    """The tables of ``path`` and their fields in declaration order (attributes such as
+    ``(force_align: 16)`` ignored; a union field counts two slots). ``error`` is raised for what
+    cannot be read."""
     text = re.sub(r"//[^\n]*", "", path.read_text(encoding="utf-8"))
     unions = set(re.findall(r"\bunion\s+(\w+)\s*\{", text))
     tables: dict[str, dict[str, Field]] = {}
@@ -64,11 +67,11 @@ def parse_schema(path: Path, error: type[Exception]) -> Schema:
 
 
 SCALARS: dict[str, tuple[str, int]] = {  # schema type -> struct code, size
-    "bool": ("?", 1), "byte": ("b", 1), "ubyte": ("B", 1), "short": ("h", 2), "ushort": ("H", 2),
-    "int": ("i", 4), "uint": ("I", 4), "long": ("q", 8), "ulong": ("Q", 8), "float": ("f", 4),
-    "double": ("d", 8), "int8": ("b", 1), "uint8": ("B", 1), "int16": ("h", 2), "uint16": ("H", 2),
-    "int32": ("i", 4), "uint32": ("I", 4), "int64": ("q", 8), "uint64": ("Q", 8), "float32": ("f", 4),
-    "float64": ("d", 8),
+    "bool": ("?", 1), "byte": ("b", 1), "ubyte": ("B", 1), "short": ("h", 2),
+    "ushort": ("H", 2), "int": ("i", 4), "uint": ("I", 4), "long": ("q", 8), "ulong": ("Q", 8),
+    "float": ("f", 4), "double": ("d", 8), "int8": ("b", 1), "uint8": ("B", 1),
+    "int16": ("h", 2), "uint16": ("H", 2), "int32": ("i", 4), "uint32": ("I", 4),
+    "int64": ("q", 8), "uint64": ("Q", 8), "float32": ("f", 4), "float64": ("d", 8),
 }  # fmt: skip
 
 
@@ -82,20 +85,24 @@ class FlatReader:
 
     def need(self, pos: int, size: int, what: str) -> None:
         if pos < 0 or size < 0 or pos + size > len(self.data):
-            raise self.error(f"{what} at byte {pos} (+{size}) is outside the {len(self.data)}-byte buffer")
+            raise self.error(
+                f"{what} at byte {pos} (+{size}) is outside the {len(self.data)}-byte buffer"
+            )
 
     def uoffset_at(self, pos: int, what: str) -> int:
         """The position an unsigned offset stored at ``pos`` points to."""
         self.need(pos, 4, what)
-        return pos + int.from_bytes(self.data[pos:pos + 4], "little")
+        return pos + int.from_bytes(self.data[pos : pos + 4], "little")
 
     def table(self, pos: int, what: str) -> Any:
         self.need(pos, 4, what)
-        vtable = pos - int.from_bytes(self.data[pos:pos + 4], "little", signed=True)
+        vtable = pos - int.from_bytes(self.data[pos : pos + 4], "little", signed=True)
         self.need(vtable, 4, f"the vtable of {what}")
-        vt_size = int.from_bytes(self.data[vtable:vtable + 2], "little")
+        vt_size = int.from_bytes(self.data[vtable : vtable + 2], "little")
         if vt_size < 4 or vt_size % 2:
-            raise self.error(f"the vtable of {what} at byte {vtable} has an impossible size {vt_size}")
+            raise self.error(
+                f"the vtable of {what} at byte {vtable} has an impossible size {vt_size}"
+            )
         self.need(vtable, vt_size, f"the vtable of {what}")
         return self.table_class(self.data, pos)
 
@@ -120,12 +127,14 @@ class FlatReader:
             return None
         start = self.uoffset_at(tab.Pos + at, f"{table}.{name}")
         self.need(start, 4, f"the length of {table}.{name}")
-        length = int.from_bytes(self.data[start:start + 4], "little")
+        length = int.from_bytes(self.data[start : start + 4], "little")
         self.need(start + 4, length, f"{table}.{name}")
         try:
             return bytes(tab.String(tab.Pos + at)).decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise self.error(f"{table}.{name} at byte {start} is not UTF-8 ({exc.reason})") from None
+            raise self.error(
+                f"{table}.{name} at byte {start} is not UTF-8 ({exc.reason})"
+            ) from None
 
     def child(self, tab: Any, table: str, name: str) -> Any | None:
         at = self.offset(tab, table, name)
@@ -135,8 +144,12 @@ class FlatReader:
 
     def tables(self, tab: Any, table: str, name: str) -> list[Any]:
         start, count = self._vector(tab, table, name, 4)
-        return [self.table(self.uoffset_at(start + 4 * i, f"{table}.{name}[{i}]"), f"{table}.{name}[{i}]")
-                for i in range(count)]
+        return [
+            self.table(
+                self.uoffset_at(start + 4 * i, f"{table}.{name}[{i}]"), f"{table}.{name}[{i}]"
+            )
+            for i in range(count)
+        ]
 
     def scalars(self, tab: Any, table: str, name: str) -> list[int | float | bool]:
         """A vector of scalars (``[int64]``, ``[uint]``, ...), by its element type in the schema."""
@@ -146,13 +159,14 @@ class FlatReader:
         return list(struct.unpack_from(f"<{count}{code}", self.data, start)) if count else []
 
     def _vector(self, tab: Any, table: str, name: str, size: int) -> tuple[int, int]:
-        """Where a vector's elements start and how many there are ((0, 0) when the field is absent)."""
+        """Where a vector's elements start and how many there are ((0, 0) when the field is absent).
+        """
         at = self.offset(tab, table, name)
         if not at:
             return 0, 0
         start = self.uoffset_at(tab.Pos + at, f"{table}.{name}")
         self.need(start, 4, f"the length of {table}.{name}")
-        count = int.from_bytes(self.data[start:start + 4], "little")
+        count = int.from_bytes(self.data[start : start + 4], "little")
         self.need(start + 4, size * count, f"the {count} elements of {table}.{name}")
         return start + 4, count
 
@@ -164,5 +178,7 @@ def _default(field: Field) -> int | float | bool:
         return float(field.default)
     try:
         return int(field.default, 0)
-    except ValueError:  # an enum's named default (``device_type: DeviceType = CPU``): not needed as a number
+    except (
+        ValueError
+    ):  # an enum's named default (``device_type: DeviceType = CPU``): not needed as a number
         return 0

@@ -77,7 +77,7 @@ class EtdumpFile:
 
 
 class _Reader(FlatReader):
-    """Bounds-checked access to an ETDump's tables (``flatbuf.FlatReader`` raising ``EtdumpError``)."""
+    """Bounds-checked access to an ETDump's tables (``FlatReader`` raising ``EtdumpError``)."""
 
     def __init__(self, data: bytes) -> None:
         super().__init__(data, schema(), EtdumpError)

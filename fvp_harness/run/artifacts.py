@@ -145,7 +145,8 @@ def declared_artifacts(scenario: Scenario) -> list[tuple[str, str, str | None, l
     for name, build in scenario.builds.items():
         items.append((f"builds.{name}.runner", build.runner, build.build, build.sources))
         for index, library in enumerate(build.libraries):
-            items.append((library_artifact(name, index), library.file, library.build, library.sources))
+            items.append((library_artifact(name, index), library.file, library.build,
+                          library.sources))
         for model_name, own in build.models.items():
             items.append((f"builds.{name}.models.{model_name}.file", own.file, own.build, own.sources))
     for name, model in scenario.models.items():

@@ -37,8 +37,9 @@ Why it is shaped like this:
 - **Environment**: build env and run env reach the runner as ``NAME=value`` prefixes of the runner word when the
   command starts with ``{runner}`` (a plain command; the variables die with it), otherwise as ``export``
   before the command (they then stay set in that instance's shell; a later unit's own values override them).
-  A build's ``libraries`` put their deployed folders first on ``LD_LIBRARY_PATH`` the same way, but a compound
-  command then runs in a subshell, ``(export ...; command)``: no later unit (another build) inherits the folders.
+  A build's ``libraries`` put their deployed folders first on ``LD_LIBRARY_PATH`` the same way,
+  but a compound command then runs in a subshell, ``(export ...; command)``: no later unit
+  (another build) inherits the folders.
   Build ``args`` follow the runner word. Both use only the guest contract and ``shlex.quote``.
 - With ``fvp.instances`` > 1 every session runs in its own thread with its own target; records are appended
   under one lock (the store is single-writer). The plan's deal is only the starting point: an instance that has run
@@ -218,15 +219,17 @@ class UnitCommand:
 
 
 def _quoted_env(env: Mapping[str, str], library_dirs: Sequence[str] = ()) -> str:
-    """``NAME=value`` words; with ``library_dirs`` (a build's deployed libraries) ``LD_LIBRARY_PATH`` holds those
-    folders first, then the env's own value, else the guest's (expanded by the guest shell when it is set)."""
+    """``NAME=value`` words; with ``library_dirs`` (a build's deployed libraries)
+    ``LD_LIBRARY_PATH`` holds those folders first, then the env's own value, else the guest's
+    (expanded by the guest shell when it is set)."""
     words = []
     for name, value in env.items():
         if name == LIBRARY_PATH and library_dirs:
             value = ":".join([*library_dirs, value]) if value else ":".join(library_dirs)
         words.append(f"{name}={shlex.quote(value)}")
     if library_dirs and LIBRARY_PATH not in env:
-        words.append(f'{LIBRARY_PATH}={shlex.quote(":".join(library_dirs))}"${{{LIBRARY_PATH}:+:${LIBRARY_PATH}}}"')
+        folders = shlex.quote(":".join(library_dirs))
+        words.append(f'{LIBRARY_PATH}={folders}"${{{LIBRARY_PATH}:+:${LIBRARY_PATH}}}"')
     return " ".join(words)
 
 
@@ -244,8 +247,8 @@ def render_unit_command(
     libraries: Sequence[str] = (),
 ) -> UnitCommand:
     """The unit's guest command: ``run.command`` with every placeholder filled and quoted (see module docstring
-    for how build/run env and build args are attached). ``libraries``: the guest paths of the build's deployed
-    shared libraries; their folders, in order, go first on ``LD_LIBRARY_PATH``."""
+    for how build/run env and build args are attached). ``libraries``: the guest paths of the
+    build's deployed shared libraries; their folders, in order, go first on ``LD_LIBRARY_PATH``."""
     build = scenario.builds[unit.build]
     run = scenario.run
     unit_dir = posixpath.join(guest_root, "units", unit.id)
@@ -273,7 +276,7 @@ def render_unit_command(
     quoted = {name: shlex.quote(value) for name, value in values.items()}
     quoted["runner"] = runner_word
     command = render_template(run.command, quoted, quote=False)
-    if library_dirs and not simple:  # a subshell: the next unit (another build) must not inherit the folders
+    if library_dirs and not simple:  # a subshell: no later unit (another build) inherits them
         command = f"(export {_quoted_env(env, library_dirs)}; {command})"
     elif env and not simple:
         command = f"export {_quoted_env(env)}; {command}"
@@ -697,9 +700,9 @@ class SessionRunner:
         if isinstance(target, LaunchesModel):
             rendered = self._launch_of(unit, runner=runner, model=model_file, inputs=inputs, guest_root=guest_root)
         else:
+            libraries = [placed[Path(item.file)] for item in build.libraries]
             rendered = render_unit_command(scenario, unit, runner=runner, model=model_file, inputs=inputs,
-                                           guest_root=guest_root,
-                                           libraries=[placed[Path(item.file)] for item in build.libraries])
+                                           guest_root=guest_root, libraries=libraries)
         started = utc_now()
         began = time.monotonic()
         log_name = f"{unit.id}.log" if attempt == 1 else f"{unit.id}.a{attempt}.log"

@@ -370,7 +370,7 @@ def run_scenario(
         if factory is None and loaded.scenario.target != "host":  # the model will start: doctor's checks first
             preflight(loaded.scenario, loaded.profile, base_dir=loaded.directory,
                       probe_timeout=min(PROBE_TIMEOUT_S, _boot_timeout(loaded, options.timeout_scale)))
-        elif factory is None:  # target: host asks no model, but its programs must fit this host (scenario/fit.py)
+        elif factory is None:  # target: host asks no model; its programs must still fit this host
             refuse_misfits(loaded.scenario, loaded.profile, when="nothing was built or run")
         version, banner = query_fvp_version(loaded, options.timeout_scale)
         phases["version"] = time.monotonic() - began

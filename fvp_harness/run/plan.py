@@ -167,7 +167,7 @@ def _state(name: str, file: str, build: str | None) -> ArtifactState:
 
 
 def library_artifact(build: str, index: int) -> str:
-    """The declared name of a build's shared library (``builds.<build>.libraries[<index>].file``)."""
+    """The declared name of a build's shared library: ``builds.<build>.libraries[<index>].file``."""
     return f"builds.{build}.libraries[{index}].file"
 
 
@@ -181,7 +181,7 @@ def artifact_hashes(scenario: Scenario | LoadedScenario) -> dict[str, ArtifactSt
     states: dict[str, ArtifactState] = {}
     for name, build in scenario.builds.items():
         states[f"builds.{name}.runner"] = _state(f"builds.{name}.runner", build.runner, build.build)
-        for index, library in enumerate(build.libraries):  # deployed with the runner, on its LD_LIBRARY_PATH
+        for index, library in enumerate(build.libraries):  # on the runner's LD_LIBRARY_PATH
             key = library_artifact(name, index)
             states[key] = _state(key, library.file, library.build)
         for model_name, own in build.models.items():  # this build's own file of a model
@@ -320,7 +320,8 @@ def _shared_parts(
         name: state.key_material for name, state in states.items() if name.startswith("fvp.firmware.")
     }
     return {
-        # ``architecture`` only refuses runners built for another CPU: it changes no measurement, so no key
+        # ``architecture`` only refuses runners built for another CPU: it changes no measurement, so
+        # no key
         "profile": _digest(profile.model_dump(mode="json", exclude={"architecture"})),
         "fvp": _digest(
             {
@@ -351,9 +352,9 @@ def _shared_parts(
 
 
 def unit_artifacts(scenario: Scenario, build: str, model: str) -> tuple[str, ...]:
-    """The declared names of the files a unit of ``build`` x ``model`` needs: its runner, its model file, its
-    inputs, then the build's shared libraries. One list for the key (``_unit_parts``) and for ``plan``'s marks of
-    units whose keys a rebuild changes."""
+    """The declared names of the files a unit of ``build`` x ``model`` needs: its runner, its model
+    file, its inputs, then the build's shared libraries. One list for the key (``_unit_parts``)
+    and for ``plan``'s marks of units whose keys a rebuild changes."""
     inputs = (f"models.{model}.inputs[{i}].file" for i in range(len(scenario.models[model].inputs)))
     libraries = (library_artifact(build, i) for i in range(len(scenario.builds[build].libraries)))
     return (f"builds.{build}.runner", scenario.model_artifact(build, model), *inputs, *libraries)
@@ -384,11 +385,13 @@ def _unit_parts(
                                                              ("traced", spec.traced)) if value}}),
         "model": _digest(model_state.key_material),
         "inputs": _digest([state.key_material for state in inputs]),
-        # in order (the LD_LIBRARY_PATH order); left out without libraries, so other scenarios' keys stay
-        **({"libraries": _digest([state.key_material for state in libraries])} if libraries else {}),
+        # in order (the LD_LIBRARY_PATH order); left out without libraries: other keys stay
+        **({"libraries": _digest([state.key_material for state in libraries])}
+           if libraries else {}),
         **shared,
     }
-    unbuilt = tuple(state.name for state in (runner, model_state, *inputs, *libraries) if not state.built)
+    unbuilt = tuple(state.name for state in (runner, model_state, *inputs, *libraries)
+                    if not state.built)
     return parts, unbuilt
 
 

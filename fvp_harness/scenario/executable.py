@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-__all__ = ["ELF_MACHINES", "SIM_RUNNER_MAGIC", "SIM_VGF_MAGIC", "ElfHeader", "elf_header", "host_exec_problem",
-           "host_machines"]
+__all__ = ["ELF_MACHINES", "SIM_RUNNER_MAGIC", "SIM_VGF_MAGIC", "ElfHeader", "elf_header",
+           "host_exec_problem", "host_machines"]
 
 SIM_RUNNER_MAGIC = b"FVPSIMRN"
 """``sim.modelfile.RUNNER_MAGIC``: the emulated executor_runner, which only the simulator's guest shell can run."""
@@ -78,7 +78,8 @@ def host_machines(machine: str | None = None) -> set[tuple[int, int]] | None:
 
 @dataclass(frozen=True)
 class ElfHeader:
-    """What the kernel looks at first in an ELF file: its machine, class (1: 32-bit, 2: 64-bit) and type."""
+    """What the kernel looks at first in an ELF file: its machine, class (1: 32-bit, 2: 64-bit) and
+    type."""
 
     machine: int
     elf_class: int
@@ -92,11 +93,13 @@ class ElfHeader:
 
 
 def elf_header(head: bytes) -> ElfHeader | None:
-    """The ELF header of a file's first bytes (at least 20), or None when they are no ELF file's (or cut short)."""
+    """The ELF header of a file's first bytes (at least 20), or None when they are no ELF file's (or
+    cut short)."""
     if len(head) < 20 or not head.startswith(b"\x7fELF"):
         return None
     order: Literal["little", "big"] = "little" if head[5] == 1 else "big"
-    return ElfHeader(int.from_bytes(head[18:20], order), head[4], int.from_bytes(head[16:18], order))
+    machine, elf_type = int.from_bytes(head[18:20], order), int.from_bytes(head[16:18], order)
+    return ElfHeader(machine, head[4], elf_type)
 
 
 def _elf_problem(head: bytes, machine: str) -> str | None:

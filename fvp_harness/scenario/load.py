@@ -795,8 +795,9 @@ def _check_platform_kind(root: LNode, scenario: Scenario, profile: Profile, prob
             add(path, f"{kind}; a bare-metal program has no environment", True)
     for name, build in scenario.builds.items():
         if build.libraries:
-            add(("builds", name, "libraries"), f"{kind}; a bare-metal program has no dynamic loader to find "
-                "shared libraries: link them into the runner (a static build), and remove libraries", True)
+            add(("builds", name, "libraries"), f"{kind}; a bare-metal program has no dynamic "
+                "loader to find shared libraries: link them into the runner (a static build), "
+                "and remove libraries", True)
     uart_out = f"{profile.uart}.out_file"
     for path, params in param_sets:
         if uart_out in params and str(params[uart_out]).strip("'\"") != "-":

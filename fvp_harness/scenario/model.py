@@ -329,8 +329,8 @@ class Artifact(_BuildCommand):
 
 
 class Library(Artifact):
-    """A shared library deployed with a build's runner (``builds.X.libraries``): its folder in the guest goes on
-    the runner's ``LD_LIBRARY_PATH``. A bare path is short for ``{file: PATH}``."""
+    """A shared library deployed with a build's runner (``builds.X.libraries``): its folder in the
+    guest goes on the runner's ``LD_LIBRARY_PATH``. A bare path is short for ``{file: PATH}``."""
 
     @model_validator(mode="before")
     @classmethod
@@ -338,8 +338,9 @@ class Library(Artifact):
         return {"file": data} if isinstance(data, str) else data
 
     @classmethod
-    def __get_pydantic_json_schema__(cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
-        """The schema says what the validator accepts: a bare path is the short form of ``{file: PATH}``."""
+    def __get_pydantic_json_schema__(cls, core_schema: CoreSchema,
+                                     handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        """The schema says what the validator accepts: a bare path is short for ``{file: PATH}``."""
         schema = handler(core_schema)
         return {"anyOf": [{"type": "string", "description": "Short for {file: PATH}."}, schema]}
 
@@ -395,9 +396,10 @@ class Build(_BuildCommand):
     )
     libraries: list[Library] = Field(
         default_factory=list,
-        description="Linux guests and target: host: shared libraries deployed with this build's runner (each "
-        "{file, build, sources} like a model, or a path), hashed into the unit's key; their folders go first on "
-        "the runner's LD_LIBRARY_PATH. File names must differ (the loader finds a library by its name).",
+        description="Linux guests and target: host: shared libraries deployed with this build's "
+        "runner (each {file, build, sources} like a model, or a path), hashed into the unit's "
+        "key; their folders go first on the runner's LD_LIBRARY_PATH. File names must differ "
+        "(the loader finds a library by its name).",
     )
     fvp_params: dict[str, ParamValue] = Field(
         default_factory=dict,
@@ -430,8 +432,9 @@ class Build(_BuildCommand):
         for item in value:
             name = item.file.replace("\\", "/").rsplit("/", 1)[-1]
             if name in seen:
-                raise ValueError(f"two libraries named {name!r} ({seen[name]} and {item.file}): the dynamic loader "
-                                 "finds a library by its file name, so it would see only one; rename one")
+                raise ValueError(f"two libraries named {name!r} ({seen[name]} and {item.file}): "
+                                 "the dynamic loader finds a library by its file name, so it "
+                                 "would see only one; rename one")
             seen[name] = item.file
         return value
 

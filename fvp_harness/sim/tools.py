@@ -140,9 +140,10 @@ def build_parser(prog: str = "fvp-harness sim") -> argparse.ArgumentParser:
         "--no-ethos-u",
         dest="ethos_u",
         action="store_false",
-        help="a build without the Ethos-U delegate linked (a CPU-only runtime): the runtime has no EthosUBackend, so "
-        "loading a program delegated to it fails as upstream's does ('Backend EthosUBackend is not registered.', "
-        "'Loading of method forward failed with status 0x20', Aborted, exit 134)",
+        help="a build without the Ethos-U delegate linked (a CPU-only runtime): the runtime has "
+        "no EthosUBackend, so loading a program delegated to it fails as upstream's does "
+        "('Backend EthosUBackend is not registered.', 'Loading of method forward failed with "
+        "status 0x20', Aborted, exit 134)",
     )
     runner.add_argument("-o", "--output", required=True, type=Path, help="file to write")
 

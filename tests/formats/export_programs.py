@@ -1,8 +1,10 @@
-"""Export a small network as real ExecuTorch programs: portable, XNNPACK-delegated and Ethos-U85-256-delegated.
+"""Export a small network as real ExecuTorch programs: portable, XNNPACK-delegated and
+Ethos-U85-256-delegated.
 
-Run by the tests under the ExecuTorch toolchain's Python (torch 2.13.0, executorch 1.5.1 and the Arm flow's pins), not
-the harness's: ``python export_programs.py OUT_DIR [KIND ...]`` writes ``OUT_DIR/<kind>.pte`` for each kind
-(portable, xnnpack, ethos-u85-256; all three by default). Seeded, so the same toolchain writes the same bytes.
+Run by the tests under the ExecuTorch toolchain's Python (torch 2.13.0, executorch 1.5.1 and the
+Arm flow's pins), not the harness's: ``python export_programs.py OUT_DIR [KIND ...]`` writes
+``OUT_DIR/<kind>.pte`` for each kind (portable, xnnpack, ethos-u85-256; all three by default).
+Seeded, so the same toolchain writes the same bytes.
 """
 
 from __future__ import annotations
@@ -34,22 +36,30 @@ def export(kind: str) -> bytes:
     if kind == "xnnpack":
         from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
 
-        lowered = to_edge_transform_and_lower(torch.export.export(model, example), partitioner=[XnnpackPartitioner()])
+        lowered = to_edge_transform_and_lower(
+            torch.export.export(model, example), partitioner=[XnnpackPartitioner()]
+        )
         return bytes(lowered.to_executorch().buffer)
     if kind == "ethos-u85-256":
         from executorch.backends.arm.ethosu import EthosUCompileSpec, EthosUPartitioner
-        from executorch.backends.arm.quantizer import EthosUQuantizer, get_symmetric_quantization_config
+        from executorch.backends.arm.quantizer import (
+            EthosUQuantizer,
+            get_symmetric_quantization_config,
+        )
         from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
         spec = EthosUCompileSpec(kind)
         quantizer = EthosUQuantizer(spec)
         quantizer.set_global(get_symmetric_quantization_config())
-        graph = torch.export.export(model, example).module(check_guards=False)  # the Arm passes refuse the guards
+        graph = torch.export.export(model, example).module(
+            check_guards=False
+        )  # the Arm passes refuse the guards
         prepared = prepare_pt2e(graph, quantizer)
         prepared(*example)
         quantized = convert_pt2e(prepared)
-        lowered = to_edge_transform_and_lower(torch.export.export(quantized, example),
-                                              partitioner=[EthosUPartitioner(spec)])
+        lowered = to_edge_transform_and_lower(
+            torch.export.export(quantized, example), partitioner=[EthosUPartitioner(spec)]
+        )
         return bytes(lowered.to_executorch().buffer)
     raise SystemExit(f"unknown kind {kind!r}: portable, xnnpack or ethos-u85-256")
 

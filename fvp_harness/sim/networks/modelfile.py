@@ -642,8 +642,9 @@ class RunnerArtifact:
     libc: str = "glibc"
     npu_device: str = DEFAULT_NPU_DEVICE
     ethos_u: bool = True
-    """Linked with the Ethos-U delegate (``executorch_delegate_ethos_u``); without it the runtime has no
-    ``EthosUBackend`` and every program delegated to it fails at method load, as upstream's does."""
+    """Linked with the Ethos-U delegate (``executorch_delegate_ethos_u``); without it the runtime
+    has no ``EthosUBackend`` and every program delegated to it fails at method load, as
+    upstream's does."""
 
     def __post_init__(self) -> None:
         if self.libc not in RUNNER_LIBCS:

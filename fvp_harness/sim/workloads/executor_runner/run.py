@@ -86,10 +86,11 @@ the Fatal ``Execution of method forward failed with status 0x2``, exit 134. An N
 driver exception (``Ethos-U Linux driver invocation failed: <text>``; the driver's own text is not public, ours
 names both configurations): in the per-inference build at the first execute (then as a timeout), in the reuse
 build at method load (``Init failed for backend EthosUBackend: 0x2`` and the Fatal ``Loading of method forward
-failed with status 0x2``; sites as at cff6f4dd32). A runner built without the Ethos-U delegate (``sim runner
---no-ethos-u``, a CPU-only runtime) fails every program at method load as ExecuTorch 1.5.1's runtime does (measured):
-``E method.cpp:85] Backend EthosUBackend is not registered.``, then the Fatal ``Loading of method forward failed with
-status 0x20`` (``Error::NotFound``), exit 134. An image without the NPU node the build opens
+failed with status 0x2``; sites as at cff6f4dd32). A runner built without the Ethos-U delegate
+(``sim runner --no-ethos-u``, a CPU-only runtime) fails every program at method load as
+ExecuTorch 1.5.1's runtime does (measured): ``E method.cpp:85] Backend EthosUBackend is not
+registered.``, then the Fatal ``Loading of method forward failed with status 0x20``
+(``Error::NotFound``), exit 134. An image without the NPU node the build opens
 (``RunnerArtifact.npu_device``, default ``/dev/ethosu0``; meta-arm 2026.05 has only ``/dev/accel/accel0``) fails the
 same two ways with ``Failed to open device`` (``device.py``). Wrong input files fail in prepare_input_tensors
 (inputs.cpp) with ``Could not prepare inputs: 0x12``; an unknown ``--method_name`` with program.cpp's ``No method
@@ -184,7 +185,8 @@ PROGRAM_IDENTIFIER = "ET12"
 PLANNED_ALIGNMENT = 16
 MMAP_THRESHOLD = 128 * 1024
 ACCESS_FAILED, INVALID_STATE, INVALID_ARGUMENT, NOT_FOUND = 0x22, 0x2, 0x12, 0x20
-"""runtime/core/error.h: Error::AccessFailed, Error::InvalidState, Error::InvalidArgument, Error::NotFound."""
+"""runtime/core/error.h: Error::AccessFailed, Error::InvalidState, Error::InvalidArgument,
+Error::NotFound."""
 _invocations = itertools.count()
 
 
@@ -474,13 +476,15 @@ def _main(run: Run, delegate: Delegate, build_id: str, faults: FaultSpec) -> int
         if run.tracer is not None:
             run.tracer.create_event_block("Default")  # Program::load_method (program.cpp:377)
         with run.traced("Program::load_method"), run.traced("Method::init"):
-            if not delegate.registered:  # BackendDelegate::Init looks the backend up first (method.cpp:85)
-                log.at("E", sites["backend_not_registered"], f"Backend {delegate.backend_id} is not registered.")
+            if not delegate.registered:  # BackendDelegate::Init looks it up first (method.cpp:85)
+                text = f"Backend {delegate.backend_id} is not registered."
+                log.at("E", sites["backend_not_registered"], text)
                 raise DelegateError(NOT_FOUND)
             delegate.init(run)
     except DelegateError as exc:
         if delegate.registered:
-            log.at("E", sites["init_failed"], f"Init failed for backend {delegate.backend_id}: 0x{exc.code:x}")
+            text = f"Init failed for backend {delegate.backend_id}: 0x{exc.code:x}"
+            log.at("E", sites["init_failed"], text)
         raise RunnerAbort(*sites["load_method_check"], "method.ok()",
                           f"Loading of method {run.method} failed with status 0x{exc.code:x}") from None  # fmt: skip
     if run.generation == "current":
