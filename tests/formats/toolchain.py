@@ -33,14 +33,14 @@ def toolchain_python() -> str:
             return str(python)
     except (ImportError, AttributeError):
         pass
-    except Exception as exc:  # a toolchain that is there but broken says so
+    except Exception as exc:  # find_toolchain's ToolchainError: none built, or stale; says how
         skip_or_fail_in_ci(
-            f"the ExecuTorch toolchain is not usable: {exc}",
-            f"the ExecuTorch toolchain is not usable in CI: {exc}",
+            f"no usable ExecuTorch toolchain ({exc}); or set {ENV_PYTHON}",
+            f"the ExecuTorch toolchain is missing or stale in CI ({exc}): .ci/run must build it",
         )
     skip_or_fail_in_ci(
         f"no ExecuTorch toolchain: set {ENV_PYTHON} to a Python with torch==2.13.0 and "
-        "executorch==1.5.1 (fvp-harness toolchain installs one)",
+        "executorch==1.5.1 (`fvp-harness toolchain build` installs one)",
         "the ExecuTorch toolchain is missing in CI: .ci/run must install it",
     )
 
