@@ -35,6 +35,7 @@ RANKS: dict[str, int] = {
     "files": 0,
     "located": 0,
     "profiles": 1,
+    "formats": 1,  # readers of ExecuTorch's files (flatbuffer, .pte): errors only
     "guest": 1,  # the QEMU guest builder: errors only (apt and dpkg-deb do the work)
     "toolchain": 1,  # the real ExecuTorch toolchain (the wheel's SDK, our runner build): errors only
     "scenario": 2,

@@ -76,7 +76,7 @@ from fvp_harness.run.artifacts import (
     pending_builds,
 )
 from fvp_harness.run.instances import query_fvp_version
-from fvp_harness.run.plan import Plan, Unit, build_plan, changed_parts, why_stale
+from fvp_harness.run.plan import Plan, Unit, build_plan, changed_parts, unit_artifacts, why_stale
 from fvp_harness.scenario import load_scenario
 from fvp_harness.scenario.load import LoadedScenario
 from fvp_harness.store.folder import (
@@ -452,9 +452,7 @@ def _not_needed(sampling: SamplingState, unit: Unit) -> bool:
 
 def _unit_artifacts(plan: Plan, unit: Unit) -> list[str]:
     """The declared names (as ``plan.artifact_hashes`` spells them) of the files a unit reads."""
-    inputs = len(plan.scenario.models[unit.model].inputs)
-    return [f"builds.{unit.build}.runner", plan.scenario.model_artifact(unit.build, unit.model),
-            *(f"models.{unit.model}.inputs[{i}].file" for i in range(inputs))]
+    return list(unit_artifacts(plan.scenario, unit.build, unit.model))
 
 
 # --- lanes --------------------------------------------------------------------------------------------------
@@ -603,24 +601,30 @@ def make(
 
 
 def _preflight(nodes: Sequence[Node]) -> None:
-    """``run.doctor.preflight`` for every scenario with work that starts a model here (not ``target: host``):
-    an unknown ``-C`` parameter, a refused licence or a missing firmware file is a configuration error of that
-    scenario (exit 2) before anything builds or boots, named with the model's own words, as under ``run``.
-    On a cluster the workers' machines hold the FVP, so their boots report it instead."""
+    """``run.doctor.preflight`` for every scenario with work that starts a model here (``target:
+    host``: only whether its programs fit this host, ``scenario.fit``): an unknown ``-C``
+    parameter, a refused licence, a missing firmware file or a runner built for another CPU is a
+    configuration error of that scenario (exit 2) before anything builds or boots, named with the
+    model's own words, as under ``run``. On a cluster the workers' machines hold the FVP, so
+    their boots report it instead."""
     from concurrent.futures import ThreadPoolExecutor
 
     from fvp_harness.run.doctor import preflight  # late: only when something will run
+    from fvp_harness.scenario.fit import refuse_misfits  # late: as above
 
     def check(node: Node) -> None:
         loaded = node.loaded
         assert loaded is not None
         try:
-            preflight(loaded.scenario, loaded.profile, base_dir=loaded.directory)
+            if loaded.scenario.target == "host":  # no model to ask; its programs must fit this host
+                refuse_misfits(loaded.scenario, loaded.profile, when="nothing was built or run")
+            else:
+                preflight(loaded.scenario, loaded.profile, base_dir=loaded.directory)
         except ConfigurationError as exc:
             node.error = exc
 
     todo = [node for node in nodes
-            if node.error is None and node.loaded is not None and node.loaded.scenario.target != "host"
+            if node.error is None and node.loaded is not None
             and (node.todo or node.maybe or node.builds)]
     if todo:  # the probes are processes that mostly wait (a licence server, a model's start): side by side
         with ThreadPoolExecutor(max_workers=min(4, len(todo)), thread_name_prefix="preflight") as pool:

@@ -158,7 +158,17 @@ class Profile(_Strict):
     ssh_guest_port: int = 22
     npu_macs_param: str | None = "host.ethosu.num_macs"
     npu_family: str | None = Field(
-        None, description="The NPU the platform has, as Vela and ExecuTorch spell it (ethos-u55, ethos-u85)."
+        None,
+        description="The NPU the platform has, as Vela and ExecuTorch spell it (ethos-u55, "
+        "ethos-u85); none: the platform has no Ethos-U, and an Ethos-U-delegated program is "
+        "refused before anything boots.",
+    )
+    architecture: Literal["aarch64", "arm"] | None = Field(
+        None,
+        description="The CPU the runner executes on, as its ELF header names it: aarch64 (64-bit "
+        "Arm, the Cortex-A of Linux platforms) or arm (32-bit Arm, the Cortex-M of bare-metal "
+        "platforms). A runner ELF for another machine is refused before anything boots; none: not "
+        "checked. No part of a unit's content key.",
     )
     npu_macs: list[int] = Field(
         default_factory=list,

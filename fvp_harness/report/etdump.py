@@ -19,12 +19,12 @@ cycles on bare metal).
 
 from __future__ import annotations
 
-import re
-import struct
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from fvp_harness.formats.flatbuf import Field, FlatReader, Schema, parse_schema
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -41,43 +41,10 @@ class EtdumpError(ValueError):
     """The bytes are not a readable ETDump: the message says what is wrong and at which byte."""
 
 
-@dataclass(frozen=True)
-class Field:
-    name: str
-    type: str
-    default: str | None
-    slot: int
-
-
-@dataclass(frozen=True)
-class Schema:
-    """What the reader needs of ``etdump.fbs``: each table's fields by name, and the file identifier."""
-
-    tables: dict[str, dict[str, Field]]
-    identifier: bytes
-
-    def field(self, table: str, name: str) -> Field:
-        return self.tables[table][name]
-
-
 @lru_cache(maxsize=1)
 def schema() -> Schema:
     """``etdump.fbs`` parsed: the tables of the ``etdump`` namespace and their fields in declaration order."""
-    text = re.sub(r"//[^\n]*", "", SCHEMA_FILE.read_text(encoding="utf-8"))
-    tables: dict[str, dict[str, Field]] = {}
-    for name, body in re.findall(r"\btable\s+(\w+)\s*\{([^}]*)\}", text):
-        fields = [f.strip() for f in body.split(";") if f.strip()]
-        parsed: dict[str, Field] = {}
-        for slot, item in enumerate(fields):
-            match = re.fullmatch(r"(\w+)\s*:\s*([\w.\[\]]+)\s*(?:=\s*(\S+))?", item)
-            if match is None:
-                raise EtdumpError(f"{SCHEMA_FILE.name}: table {name}: cannot read the field {item!r}")
-            parsed[match[1]] = Field(match[1], match[2], match[3], slot)
-        tables[name] = parsed
-    identifier = re.search(r'\bfile_identifier\s+"(\w{4})"', text)
-    if identifier is None:
-        raise EtdumpError(f"{SCHEMA_FILE.name}: no file_identifier")
-    return Schema(tables, identifier[1].encode())
+    return parse_schema(SCHEMA_FILE, EtdumpError)
 
 
 @dataclass(frozen=True)
@@ -109,94 +76,11 @@ class EtdumpFile:
     other_events: int = 0
 
 
-_SCALARS: dict[str, tuple[str, int]] = {  # schema type -> struct code, size
-    "bool": ("?", 1), "byte": ("b", 1), "ubyte": ("B", 1), "short": ("h", 2), "ushort": ("H", 2),
-    "int": ("i", 4), "uint": ("I", 4), "long": ("q", 8), "ulong": ("Q", 8), "float": ("f", 4),
-    "double": ("d", 8),
-}  # fmt: skip
-
-
-class _Reader:
-    """Bounds-checked access to one buffer's tables through ``flatbuffers.table.Table``."""
+class _Reader(FlatReader):
+    """Bounds-checked access to an ETDump's tables (``FlatReader`` raising ``EtdumpError``)."""
 
     def __init__(self, data: bytes) -> None:
-        from flatbuffers import number_types  # late: the runtime is needed only when a trace is read
-        from flatbuffers.table import Table  # late: as above
-
-        self.data, self.table_class, self.uoffset = bytearray(data), Table, number_types.UOffsetTFlags
-        self.schema = schema()
-
-    def need(self, pos: int, size: int, what: str) -> None:
-        if pos < 0 or pos + size > len(self.data):
-            raise EtdumpError(f"{what} at byte {pos} (+{size}) is outside the {len(self.data)}-byte buffer")
-
-    def uoffset_at(self, pos: int, what: str) -> int:
-        """The position an unsigned offset stored at ``pos`` points to."""
-        self.need(pos, 4, what)
-        return pos + int.from_bytes(self.data[pos:pos + 4], "little")
-
-    def table(self, pos: int, what: str) -> Any:
-        self.need(pos, 4, what)
-        vtable = pos - int.from_bytes(self.data[pos:pos + 4], "little", signed=True)
-        self.need(vtable, 4, f"the vtable of {what}")
-        vt_size = int.from_bytes(self.data[vtable:vtable + 2], "little")
-        if vt_size < 4 or vt_size % 2:
-            raise EtdumpError(f"the vtable of {what} at byte {vtable} has an impossible size {vt_size}")
-        self.need(vtable, vt_size, f"the vtable of {what}")
-        return self.table_class(self.data, pos)
-
-    def offset(self, tab: Any, table: str, name: str) -> int:
-        """The field's position inside ``tab`` (0: absent), from its schema slot."""
-        slot = self.schema.field(table, name).slot
-        return int(tab.Offset(4 + 2 * slot))
-
-    def scalar(self, tab: Any, table: str, name: str) -> int | float | bool:
-        field = self.schema.field(table, name)
-        code, size = _SCALARS.get(field.type, _SCALARS["byte"])  # an enum field: its underlying byte
-        at = self.offset(tab, table, name)
-        if not at:
-            return _default(field)
-        self.need(tab.Pos + at, size, f"{table}.{name}")
-        value: int | float | bool = struct.unpack_from("<" + code, self.data, tab.Pos + at)[0]
-        return value
-
-    def string(self, tab: Any, table: str, name: str) -> str | None:
-        at = self.offset(tab, table, name)
-        if not at:
-            return None
-        start = self.uoffset_at(tab.Pos + at, f"{table}.{name}")
-        self.need(start, 4, f"the length of {table}.{name}")
-        length = int.from_bytes(self.data[start:start + 4], "little")
-        self.need(start + 4, length, f"{table}.{name}")
-        try:
-            return bytes(tab.String(tab.Pos + at)).decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise EtdumpError(f"{table}.{name} at byte {start} is not UTF-8 ({exc.reason})") from None
-
-    def child(self, tab: Any, table: str, name: str) -> Any | None:
-        at = self.offset(tab, table, name)
-        if not at:
-            return None
-        return self.table(self.uoffset_at(tab.Pos + at, f"{table}.{name}"), f"{table}.{name}")
-
-    def tables(self, tab: Any, table: str, name: str) -> list[Any]:
-        at = self.offset(tab, table, name)
-        if not at:
-            return []
-        start = self.uoffset_at(tab.Pos + at, f"{table}.{name}")
-        self.need(start, 4, f"the length of {table}.{name}")
-        count = int.from_bytes(self.data[start:start + 4], "little")
-        self.need(start + 4, 4 * count, f"the {count} elements of {table}.{name}")
-        return [self.table(self.uoffset_at(start + 4 + 4 * i, f"{table}.{name}[{i}]"), f"{table}.{name}[{i}]")
-                for i in range(count)]
-
-
-def _default(field: Field) -> int | float | bool:
-    if field.default is None:
-        return False if field.type == "bool" else 0
-    if field.type in ("float", "double"):
-        return float(field.default)
-    return int(field.default, 0)
+        super().__init__(data, schema(), EtdumpError)
 
 
 def read_etdump(data: bytes) -> EtdumpFile:

@@ -51,7 +51,7 @@ from typing import IO
 
 from fvp_harness.errors import ConfigurationError, Interrupted, UnitFailure, storage_error
 from fvp_harness.files import atomic_write
-from fvp_harness.run.plan import ArtifactState, artifact_hashes
+from fvp_harness.run.plan import ArtifactState, artifact_hashes, library_artifact
 from fvp_harness.scenario.load import LoadedScenario
 from fvp_harness.scenario.model import Scenario, expand_build_command
 from fvp_harness.targets.children import END_GRACE_S, ProcessTree
@@ -144,6 +144,9 @@ def declared_artifacts(scenario: Scenario) -> list[tuple[str, str, str | None, l
     items: list[tuple[str, str, str | None, list[str]]] = []
     for name, build in scenario.builds.items():
         items.append((f"builds.{name}.runner", build.runner, build.build, build.sources))
+        for index, library in enumerate(build.libraries):
+            items.append((library_artifact(name, index), library.file, library.build,
+                          library.sources))
         for model_name, own in build.models.items():
             items.append((f"builds.{name}.models.{model_name}.file", own.file, own.build, own.sources))
     for name, model in scenario.models.items():

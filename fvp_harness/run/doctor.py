@@ -19,6 +19,11 @@ A scenario with ``target: host`` runs no model: the model checks are skipped and
 instead (``scenario.executable.host_exec_problem``: the ELF machine, a simulator artifact, a script's interpreter,
 the execute bit). The CLI passes the loader's located problems (``file:line:col: builds.X.runner: ...``) as
 ``located`` so a failing runner line says where the runner was written.
+
+Every platform ends with ``programs`` (``fit_checks``, ``scenario.fit``): a runner ELF for another
+CPU than the profile's, a real runner or ``.pte`` given to the simulator, an Ethos-U program where
+there is no NPU. Those are read from the files each time, so ``preflight`` keeps only the model's
+checks per process and adds them fresh.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from fvp_harness.profiles import Profile
 from fvp_harness.report.vela_estimates import npu_cycles_source
 from fvp_harness.scenario import FvpConfig, Scenario
 from fvp_harness.scenario.executable import host_exec_problem
+from fvp_harness.scenario.fit import misfits
 from fvp_harness.targets.baremetal import BaremetalLaunch, baremetal_argv, model_program
 from fvp_harness.targets.fvp import (
     SIM_BINARY,
@@ -52,8 +58,8 @@ from fvp_harness.targets.fvp import (
     sim_environment,
 )
 
-__all__ = ["PROBE_TIMEOUT_S", "Check", "CheckDone", "ProbeStart", "doctor_exit_code", "parse_param_names",
-           "preflight", "run_doctor"]
+__all__ = ["PROBE_TIMEOUT_S", "Check", "CheckDone", "ProbeStart", "doctor_exit_code", "fit_checks",
+           "parse_param_names", "preflight", "run_doctor"]
 
 Status = Literal["ok", "warn", "fail", "skip"]
 
@@ -183,7 +189,37 @@ def run_doctor(scenario: Scenario, profile: Profile, *, base_dir: Path | None = 
     """Run every preflight check for ``scenario`` on ``profile``; returns the checklist (never raises for a
     failed check). The model's probes run concurrently, each within ``probe_timeout`` seconds; ``on_start`` /
     ``on_done`` report progress. ``located``: the loader's ``file:line:col`` problems, shown by the check they
-    concern (``target: host`` runners) or as checks of their own."""
+    concern (``target: host`` runners) or as checks of their own. Last, whether the platform can
+    run the runners and programs (``fit_checks``)."""
+    checks = _model_checks(scenario, profile, base_dir=base_dir, binary=binary,
+                           probe_timeout=probe_timeout, on_start=on_start, on_done=on_done,
+                           located=located)
+    fits = fit_checks(scenario, profile, binary)
+    if on_done is not None:
+        for check in fits:
+            on_done(check, 0.0)
+    return [*checks, *fits]
+
+
+def fit_checks(scenario: Scenario, profile: Profile, binary: str | None = None) -> list[Check]:
+    """Can the platform run each build's runner and programs (``scenario.fit``: the ELF machine,
+    the simulator's own artifacts, an Ethos-U program where there is no NPU)? Read from the files,
+    so never cached: a runner rebuilt between two runs is read again. ``binary``: the model asked
+    instead of ``fvp.binary``."""
+    problems = misfits(scenario, profile, simulated=(binary or scenario.fvp.binary) == SIM_BINARY)
+    if problems:
+        return [Check("programs", "fail", problem) for problem in problems]
+    where = "this host" if scenario.target == "host" else f"{profile.name}"
+    shown = profile.architecture and scenario.target != "host"
+    arch = f" ({profile.architecture})" if shown else ""
+    return [Check("programs", "ok", f"the runners and programs that exist fit {where}{arch}")]
+
+
+def _model_checks(scenario: Scenario, profile: Profile, *, base_dir: Path | None = None,
+                  binary: str | None = None, probe_timeout: float = PROBE_TIMEOUT_S,
+                  on_start: ProbeStart | None = None, on_done: CheckDone | None = None,
+                  located: Sequence[str] = ()) -> list[Check]:
+    """``run_doctor``'s checks of the model and its settings (what ``preflight`` keeps)."""
 
     def done(check: Check, seconds: float = 0.0) -> Check:
         if on_done is not None:
@@ -398,8 +434,10 @@ def preflight(scenario: Scenario, profile: Profile, *, base_dir: Path | None = N
     with making:
         checks = _PREFLIGHTS.get(key)
         if checks is None:
-            checks = run_doctor(scenario, profile, base_dir=base_dir, binary=binary, probe_timeout=probe_timeout)
+            checks = _model_checks(scenario, profile, base_dir=base_dir, binary=binary,
+                                   probe_timeout=probe_timeout)
             _PREFLIGHTS[key] = checks
+    checks = [*checks, *fit_checks(scenario, profile, binary)]  # the files, read every time
     failed = [check for check in checks if check.status == "fail" and check.failure_class == "configuration"]
     if failed:
         lines = [f"  {check.name}: {check.detail}" + (f"\n    fix: {check.fix}" if check.fix else "")

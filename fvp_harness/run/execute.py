@@ -37,6 +37,9 @@ Why it is shaped like this:
 - **Environment**: build env and run env reach the runner as ``NAME=value`` prefixes of the runner word when the
   command starts with ``{runner}`` (a plain command; the variables die with it), otherwise as ``export``
   before the command (they then stay set in that instance's shell; a later unit's own values override them).
+  A build's ``libraries`` put their deployed folders first on ``LD_LIBRARY_PATH`` the same way,
+  but a compound command then runs in a subshell, ``(export ...; command)``: no later unit
+  (another build) inherits the folders.
   Build ``args`` follow the runner word. Both use only the guest contract and ``shlex.quote``.
 - With ``fvp.instances`` > 1 every session runs in its own thread with its own target; records are appended
   under one lock (the store is single-writer). The plan's deal is only the starting point: an instance that has run
@@ -97,6 +100,7 @@ from fvp_harness.run.plan import Plan, Session, Unit, key_part_extras
 from fvp_harness.run.scrape import ETDUMP_FILES, find_build_id, find_errors, find_etdump, printed_outputs, scrape
 from fvp_harness.scenario.baremetal import SEMIHOSTING_OUTPUT, semihosting_unit
 from fvp_harness.scenario.executable import host_exec_problem
+from fvp_harness.scenario.fit import refuse_misfits
 from fvp_harness.scenario.model import Scenario, render_template
 from fvp_harness.scenario.secrets import redact_text
 from fvp_harness.store.folder import ResultStore, free_instance_name
@@ -214,8 +218,22 @@ class UnitCommand:
     """A bare-metal unit's model launch (then ``command`` is only its description, for the log)."""
 
 
-def _quoted_env(env: Mapping[str, str]) -> str:
-    return " ".join(f"{name}={shlex.quote(value)}" for name, value in env.items())
+def _quoted_env(env: Mapping[str, str], library_dirs: Sequence[str] = ()) -> str:
+    """``NAME=value`` words; with ``library_dirs`` (a build's deployed libraries)
+    ``LD_LIBRARY_PATH`` holds those folders first, then the env's own value, else the guest's
+    (expanded by the guest shell when it is set)."""
+    words = []
+    for name, value in env.items():
+        if name == LIBRARY_PATH and library_dirs:
+            value = ":".join([*library_dirs, value]) if value else ":".join(library_dirs)
+        words.append(f"{name}={shlex.quote(value)}")
+    if library_dirs and LIBRARY_PATH not in env:
+        folders = shlex.quote(":".join(library_dirs))
+        words.append(f'{LIBRARY_PATH}={folders}"${{{LIBRARY_PATH}:+:${LIBRARY_PATH}}}"')
+    return " ".join(words)
+
+
+LIBRARY_PATH = "LD_LIBRARY_PATH"
 
 
 def render_unit_command(
@@ -226,22 +244,25 @@ def render_unit_command(
     model: str,
     inputs: Sequence[str],
     guest_root: str,
+    libraries: Sequence[str] = (),
 ) -> UnitCommand:
     """The unit's guest command: ``run.command`` with every placeholder filled and quoted (see module docstring
-    for how build/run env and build args are attached)."""
+    for how build/run env and build args are attached). ``libraries``: the guest paths of the
+    build's deployed shared libraries; their folders, in order, go first on ``LD_LIBRARY_PATH``."""
     build = scenario.builds[unit.build]
     run = scenario.run
     unit_dir = posixpath.join(guest_root, "units", unit.id)
     output = posixpath.join(unit_dir, "out")
     env = {**run.env, **build.env}
+    library_dirs = list(dict.fromkeys(posixpath.dirname(path) for path in libraries))
     simple = run.command.lstrip().startswith("{runner}")
     runner_word = shlex.quote(runner)
     if build.args:
         runner_word += " " + " ".join(shlex.quote(arg) for arg in build.args)
     if build.traced:  # a runner built with the event tracer writes its ETDump where the harness says
         runner_word += " " + shlex.quote(f"--etdump_path={etdump_path(unit_dir)}")
-    if env and simple:
-        runner_word = f"{_quoted_env(env)} {runner_word}"
+    if (env or library_dirs) and simple:
+        runner_word = f"{_quoted_env(env, library_dirs)} {runner_word}"
     values = {
         "model": model,
         "inputs": ",".join(inputs),
@@ -255,7 +276,9 @@ def render_unit_command(
     quoted = {name: shlex.quote(value) for name, value in values.items()}
     quoted["runner"] = runner_word
     command = render_template(run.command, quoted, quote=False)
-    if env and not simple:
+    if library_dirs and not simple:  # a subshell: no later unit (another build) inherits them
+        command = f"(export {_quoted_env(env, library_dirs)}; {command})"
+    elif env and not simple:
         command = f"export {_quoted_env(env)}; {command}"
     return UnitCommand(command, unit_dir, output)
 
@@ -395,6 +418,8 @@ class SessionRunner:
         files: dict[Path, bool] = {}
         for unit in units:
             files[Path(self.scenario.builds[unit.build].runner)] = True
+            for library in self.scenario.builds[unit.build].libraries:
+                files.setdefault(Path(library.file), False)
             model = self.scenario.models[unit.model]
             files.setdefault(Path(self.scenario.model_file(unit.build, unit.model)), False)
             for item in model.inputs:
@@ -675,8 +700,9 @@ class SessionRunner:
         if isinstance(target, LaunchesModel):
             rendered = self._launch_of(unit, runner=runner, model=model_file, inputs=inputs, guest_root=guest_root)
         else:
+            libraries = [placed[Path(item.file)] for item in build.libraries]
             rendered = render_unit_command(scenario, unit, runner=runner, model=model_file, inputs=inputs,
-                                           guest_root=guest_root)
+                                           guest_root=guest_root, libraries=libraries)
         started = utc_now()
         began = time.monotonic()
         log_name = f"{unit.id}.log" if attempt == 1 else f"{unit.id}.a{attempt}.log"
@@ -1085,6 +1111,9 @@ def execute_plan(
     options = options or ExecuteOptions()
     chosen = list(plan.units if units is None else units)
     _check_host_runners(plan.scenario, chosen)
+    # what was built since the preflight (a runner, a program) is read now, before the first unit
+    refuse_misfits(plan.scenario, plan.profile, dict.fromkeys(unit.build for unit in chosen),
+                   when="before the first unit")
     shared = _Shared(store, listener, stop)
     deploy = deploy or default_deploy(plan.scenario, plan.scenario.fvp.timeouts.deploy)
     runners = []

@@ -79,6 +79,7 @@ from fvp_harness.run.instances import TargetFactory, default_target_factory, que
 from fvp_harness.run.manifest import Manifest, PlanInfo, RunSettings
 from fvp_harness.run.plan import Plan, Unit, build_plan, why_stale
 from fvp_harness.run.preboot import PreBoot
+from fvp_harness.scenario.fit import refuse_misfits
 from fvp_harness.scenario.load import LoadedScenario
 from fvp_harness.scenario.model import Scenario
 from fvp_harness.store.folder import (
@@ -372,6 +373,8 @@ def run_scenario(
         if factory is None and loaded.scenario.target != "host":  # the model will start: doctor's checks first
             preflight(loaded.scenario, loaded.profile, base_dir=loaded.directory,
                       probe_timeout=min(PROBE_TIMEOUT_S, _boot_timeout(loaded, options.timeout_scale)))
+        elif factory is None:  # target: host asks no model; its programs must still fit this host
+            refuse_misfits(loaded.scenario, loaded.profile, when="nothing was built or run")
         version, banner = query_fvp_version(loaded, options.timeout_scale)
         phases["version"] = time.monotonic() - began
         archived: Path | None = None

@@ -57,6 +57,7 @@ __all__ = [
     "drift_check_units",
     "fvp_identity",
     "key_part_extras",
+    "library_artifact",
     "run_order",
     "unit_artifacts",
     "why_stale",
@@ -165,6 +166,11 @@ def _state(name: str, file: str, build: str | None) -> ArtifactState:
     return ArtifactState(name, path, build, None, None)
 
 
+def library_artifact(build: str, index: int) -> str:
+    """The declared name of a build's shared library: ``builds.<build>.libraries[<index>].file``."""
+    return f"builds.{build}.libraries[{index}].file"
+
+
 def artifact_hashes(scenario: Scenario | LoadedScenario) -> dict[str, ArtifactState]:
     """Hash every runner, model, input and (for a real model) firmware file of a scenario, by declared name.
 
@@ -175,6 +181,9 @@ def artifact_hashes(scenario: Scenario | LoadedScenario) -> dict[str, ArtifactSt
     states: dict[str, ArtifactState] = {}
     for name, build in scenario.builds.items():
         states[f"builds.{name}.runner"] = _state(f"builds.{name}.runner", build.runner, build.build)
+        for index, library in enumerate(build.libraries):  # on the runner's LD_LIBRARY_PATH
+            key = library_artifact(name, index)
+            states[key] = _state(key, library.file, library.build)
         for model_name, own in build.models.items():  # this build's own file of a model
             key = f"builds.{name}.models.{model_name}.file"
             states[key] = _state(key, own.file, own.build)
@@ -311,7 +320,9 @@ def _shared_parts(
         name: state.key_material for name, state in states.items() if name.startswith("fvp.firmware.")
     }
     return {
-        "profile": _digest(profile.model_dump(mode="json")),
+        # ``architecture`` only refuses runners built for another CPU: it changes no measurement, so
+        # no key
+        "profile": _digest(profile.model_dump(mode="json", exclude={"architecture"})),
         "fvp": _digest(
             {
                 "identity": fvp,
@@ -341,10 +352,12 @@ def _shared_parts(
 
 
 def unit_artifacts(scenario: Scenario, build: str, model: str) -> tuple[str, ...]:
-    """The declared names of the files a unit of ``build`` x ``model`` needs: its runner, its model file, then its
-    inputs. One list for the key (``_unit_parts``) and for ``plan``'s marks of units whose keys a rebuild changes."""
+    """The declared names of the files a unit of ``build`` x ``model`` needs: its runner, its model
+    file, its inputs, then the build's shared libraries. One list for the key (``_unit_parts``)
+    and for ``plan``'s marks of units whose keys a rebuild changes."""
     inputs = (f"models.{model}.inputs[{i}].file" for i in range(len(scenario.models[model].inputs)))
-    return (f"builds.{build}.runner", scenario.model_artifact(build, model), *inputs)
+    libraries = (library_artifact(build, i) for i in range(len(scenario.builds[build].libraries)))
+    return (f"builds.{build}.runner", scenario.model_artifact(build, model), *inputs, *libraries)
 
 
 def _unit_parts(
@@ -356,9 +369,10 @@ def _unit_parts(
     model: str,
 ) -> tuple[dict[str, str], tuple[str, ...]]:
     spec = scenario.builds[build]
-    runner_name, model_name, *input_names = unit_artifacts(scenario, build, model)
+    runner_name, model_name, *rest = unit_artifacts(scenario, build, model)
     runner, model_state = states[runner_name], states[model_name]
-    inputs = [states[name] for name in input_names]
+    libraries = [states[name] for name in rest[len(rest) - len(spec.libraries):]]
+    inputs = [states[name] for name in rest[:len(rest) - len(spec.libraries)]]
     parts = {
         # the unit's identity: an A/A test (two builds with the same bytes) must still give two keys
         "identity": _digest({"build": build, "model": model, "repetition": rep}),
@@ -371,9 +385,13 @@ def _unit_parts(
                                                              ("traced", spec.traced)) if value}}),
         "model": _digest(model_state.key_material),
         "inputs": _digest([state.key_material for state in inputs]),
+        # in order (the LD_LIBRARY_PATH order); left out without libraries: other keys stay
+        **({"libraries": _digest([state.key_material for state in libraries])}
+           if libraries else {}),
         **shared,
     }
-    unbuilt = tuple(state.name for state in (runner, model_state, *inputs) if not state.built)
+    unbuilt = tuple(state.name for state in (runner, model_state, *inputs, *libraries)
+                    if not state.built)
     return parts, unbuilt
 
 

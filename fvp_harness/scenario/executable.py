@@ -24,9 +24,12 @@ import os
 import platform
 import shlex
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
-__all__ = ["ELF_MACHINES", "SIM_RUNNER_MAGIC", "SIM_VGF_MAGIC", "host_exec_problem", "host_machines"]
+__all__ = ["ELF_MACHINES", "SIM_RUNNER_MAGIC", "SIM_VGF_MAGIC", "ElfHeader", "elf_header",
+           "host_exec_problem", "host_machines"]
 
 SIM_RUNNER_MAGIC = b"FVPSIMRN"
 """``sim.modelfile.RUNNER_MAGIC``: the emulated executor_runner, which only the simulator's guest shell can run."""
@@ -73,13 +76,37 @@ def host_machines(machine: str | None = None) -> set[tuple[int, int]] | None:
     return _HOST_MACHINES.get((machine or platform.machine()).lower())
 
 
+@dataclass(frozen=True)
+class ElfHeader:
+    """What the kernel looks at first in an ELF file: its machine, class (1: 32-bit, 2: 64-bit) and
+    type."""
+
+    machine: int
+    elf_class: int
+    type: int
+
+    @property
+    def what(self) -> str:
+        """``AArch64 (64-bit)``: the machine's name and word size, for messages."""
+        bits = {1: "32-bit", 2: "64-bit"}.get(self.elf_class, "unknown-class")
+        return f"{ELF_MACHINES.get(self.machine, f'e_machine {self.machine}')} ({bits})"
+
+
+def elf_header(head: bytes) -> ElfHeader | None:
+    """The ELF header of a file's first bytes (at least 20), or None when they are no ELF file's (or
+    cut short)."""
+    if len(head) < 20 or not head.startswith(b"\x7fELF"):
+        return None
+    order: Literal["little", "big"] = "little" if head[5] == 1 else "big"
+    machine, elf_type = int.from_bytes(head[18:20], order), int.from_bytes(head[16:18], order)
+    return ElfHeader(machine, head[4], elf_type)
+
+
 def _elf_problem(head: bytes, machine: str) -> str | None:
-    if len(head) < 20:
+    header = elf_header(head)
+    if header is None:
         return "a truncated ELF file (its header is incomplete)"
-    elf_class, data = head[4], head[5]
-    little = data == 1
-    e_type = int.from_bytes(head[16:18], "little" if little else "big")
-    e_machine = int.from_bytes(head[18:20], "little" if little else "big")
+    elf_class, e_type, e_machine = header.elf_class, header.type, header.machine
     what = ELF_MACHINES.get(e_machine, f"e_machine {e_machine}")
     bits = {1: "32-bit", 2: "64-bit"}.get(elf_class, "unknown-class")
     accepted = host_machines(machine)

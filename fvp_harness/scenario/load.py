@@ -577,6 +577,9 @@ def path_fields(root: LNode) -> list[tuple[PathTuple, LNode]]:
         ("builds", None, "sources", None),
         ("builds", None, "models", None, "file"),
         ("builds", None, "models", None, "sources", None),
+        ("builds", None, "libraries", None),  # a bare path (the short form)
+        ("builds", None, "libraries", None, "file"),
+        ("builds", None, "libraries", None, "sources", None),
         ("models", None, "file"),
         ("models", None, "sources", None),
         ("models", None, "inputs", None, "file"),
@@ -794,6 +797,11 @@ def _check_platform_kind(root: LNode, scenario: Scenario, profile: Profile, prob
                       *((("builds", name, "env"), build.env) for name, build in scenario.builds.items())]:
         if env:
             add(path, f"{kind}; a bare-metal program has no environment", True)
+    for name, build in scenario.builds.items():
+        if build.libraries:
+            add(("builds", name, "libraries"), f"{kind}; a bare-metal program has no dynamic "
+                "loader to find shared libraries: link them into the runner (a static build), "
+                "and remove libraries", True)
     uart_out = f"{profile.uart}.out_file"
     for path, params in param_sets:
         if uart_out in params and str(params[uart_out]).strip("'\"") != "-":

@@ -26,6 +26,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    GetJsonSchemaHandler,
     SerializerFunctionWrapHandler,
     ValidationInfo,
     WithJsonSchema,
@@ -33,6 +34,8 @@ from pydantic import (
     model_serializer,
     model_validator,
 )
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 
 from fvp_harness.located import did_you_mean, format_path
 from fvp_harness.scenario.baseline import DriftCheck
@@ -58,6 +61,7 @@ __all__ = [
     "FvpConfig",
     "Gate",
     "IdentityTolerance",
+    "Library",
     "MetricSpec",
     "Model",
     "Report",
@@ -324,6 +328,23 @@ class Artifact(_BuildCommand):
     sources: list[str] = Field(default_factory=list, description="Files the build command reads (staleness).")
 
 
+class Library(Artifact):
+    """A shared library deployed with a build's runner (``builds.X.libraries``): its folder in the
+    guest goes on the runner's ``LD_LIBRARY_PATH``. A bare path is short for ``{file: PATH}``."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_path(cls, data: Any) -> Any:
+        return {"file": data} if isinstance(data, str) else data
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema: CoreSchema,
+                                     handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        """The schema says what the validator accepts: a bare path is short for ``{file: PATH}``."""
+        schema = handler(core_schema)
+        return {"anyOf": [{"type": "string", "description": "Short for {file: PATH}."}, schema]}
+
+
 class BuildSource(StrictModel):
     """Where a build's runner came from (``builds.X.source``): the repository and commit a reviewer can check out.
     Provenance only: it is written to the manifest and shown in the report, and is no part of any content key
@@ -373,6 +394,13 @@ class Build(_BuildCommand):
         description="This build's own file of a model (e.g. compiled for this build's NPU configuration), by model "
         "name; the model's inputs stay. Models not named use models.<name>.file.",
     )
+    libraries: list[Library] = Field(
+        default_factory=list,
+        description="Linux guests and target: host: shared libraries deployed with this build's "
+        "runner (each {file, build, sources} like a model, or a path), hashed into the unit's "
+        "key; their folders go first on the runner's LD_LIBRARY_PATH. File names must differ "
+        "(the loader finds a library by its name).",
+    )
     fvp_params: dict[str, ParamValue] = Field(
         default_factory=dict,
         description="Bare-metal platforms: -C parameters of this build's launches, over fvp.params (e.g. the NPU's "
@@ -396,6 +424,19 @@ class Build(_BuildCommand):
     @classmethod
     def _lift_secrets(cls, data: Any) -> Any:
         return _secret_entries(data)
+
+    @field_validator("libraries")
+    @classmethod
+    def _distinct_names(cls, value: list[Library]) -> list[Library]:
+        seen: dict[str, str] = {}
+        for item in value:
+            name = item.file.replace("\\", "/").rsplit("/", 1)[-1]
+            if name in seen:
+                raise ValueError(f"two libraries named {name!r} ({seen[name]} and {item.file}): "
+                                 "the dynamic loader finds a library by its file name, so it "
+                                 "would see only one; rename one")
+            seen[name] = item.file
+        return value
 
     @model_validator(mode="after")
     def _one_etdump_path(self) -> Build:

@@ -136,6 +136,15 @@ def build_parser(prog: str = "fvp-harness sim") -> argparse.ArgumentParser:
         help="the NPU node the delegate opens (upstream's ethosu.device compile spec; default /dev/ethosu0, the "
         "ethos-u-linux-driver-stack's): absent, the first execute fails as upstream does (Aborted, exit 134)",
     )
+    runner.add_argument(
+        "--no-ethos-u",
+        dest="ethos_u",
+        action="store_false",
+        help="a build without the Ethos-U delegate linked (a CPU-only runtime): the runtime has "
+        "no EthosUBackend, so loading a program delegated to it fails as upstream's does "
+        "('Backend EthosUBackend is not registered.', 'Loading of method forward failed with "
+        "status 0x20', Aborted, exit 134)",
+    )
     runner.add_argument("-o", "--output", required=True, type=Path, help="file to write")
 
     add_tool_parser(sub)
@@ -263,7 +272,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
             try:
                 artifact = RunnerArtifact(args.driver, args.build_id, args.fault, args.cpu_time_report,
                                           args.log_generation, event_tracer=args.event_tracer, libc=args.libc,
-                                          npu_device=args.npu_device)
+                                          npu_device=args.npu_device, ethos_u=args.ethos_u)
             except ValueError as exc:
                 err.write(f"fvp-harness sim runner: {exc}\n")
                 return 2
@@ -285,6 +294,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
             extras += ["event tracer (--etdump_path)"] if args.event_tracer else []
             extras += [f"{args.log_generation} log generation"] + ([f"fault {args.fault}"] if args.fault else [])
             extras += [args.libc] + ([f"NPU {args.npu_device}"] if args.npu_device != DEFAULT_NPU_DEVICE else [])
+            extras += [] if args.ethos_u else ["without the Ethos-U delegate"]
             out.write(
                 f"{args.output}: executor_runner build (driver {args.driver}, {', '.join(extras)}), "
                 f"{len(data)} bytes\n"

@@ -163,8 +163,8 @@ def test_doctor_passes_a_runner_this_host_runs(tmp_path: Path) -> None:
     path = _scenario(tmp_path, _file(tmp_path / "runner.sh", b"#!/bin/sh\necho hi\n"))
     loaded = load_scenario(path)
     checks = run_doctor(loaded.scenario, load_profile("corstone1000-a320"))
-    assert {check.name: check.status for check in checks} == {"model": "skip", "runner before": "ok",
-                                                               "runner after": "ok"}
+    assert {check.name: check.status for check in checks} == {
+        "model": "skip", "runner before": "ok", "runner after": "ok", "programs": "ok"}
     assert doctor_exit_code(checks) == 0
 
 

@@ -50,6 +50,10 @@ def test_a_silent_binary_is_left_to_the_boot(make_scenario, tmp_path: Path) -> N
     scenario = make_scenario()
     scenario = scenario.model_copy(update={"fvp": scenario.fvp.model_copy(update={"firmware": {
         name: str(path) for name, path in firmware.items()}})})
+    runner = tmp_path / "runner.sh"  # a script: /bin/true is an x86-64 ELF, not the platform's CPU
+    runner.write_text("#!/bin/sh\n")
+    before = scenario.builds["before"].model_copy(update={"runner": str(runner)})
+    scenario = scenario.model_copy(update={"builds": {"before": before}})
     checks = preflight(scenario, load_profile("corstone1000-a320"), binary=str(binary), probe_timeout=0.5)
     version = next(check for check in checks if check.name == "version")
     assert version.status == "fail" and version.failure_class == "infrastructure"

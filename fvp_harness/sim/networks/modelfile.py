@@ -641,6 +641,10 @@ class RunnerArtifact:
     """Built with ``ET_EVENT_TRACER_ENABLED``: ``--etdump_path`` and an ETDump file (executor_runner/tracer.py)."""
     libc: str = "glibc"
     npu_device: str = DEFAULT_NPU_DEVICE
+    ethos_u: bool = True
+    """Linked with the Ethos-U delegate (``executorch_delegate_ethos_u``); without it the runtime
+    has no ``EthosUBackend`` and every program delegated to it fails at method load, as
+    upstream's does."""
 
     def __post_init__(self) -> None:
         if self.libc not in RUNNER_LIBCS:
@@ -668,6 +672,7 @@ def encode_runner(artifact: RunnerArtifact) -> bytes:
             "log_generation": artifact.log_generation,
             **({"event_tracer": True} if artifact.event_tracer else {}),
             **({"npu_device": artifact.npu_device} if artifact.npu_device != DEFAULT_NPU_DEVICE else {}),
+            **({} if artifact.ethos_u else {"ethos_u": False}),
         },
         sort_keys=True,
     ).encode()
@@ -703,6 +708,7 @@ def decode_runner(data: bytes) -> RunnerArtifact:
             event_tracer=bool(info.get("event_tracer", False)),
             libc=runner_libc(data),
             npu_device=str(info.get("npu_device", DEFAULT_NPU_DEVICE)),
+            ethos_u=bool(info.get("ethos_u", True)),
         )
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ModelFileError(f"runner artifact is corrupt: {exc}") from exc

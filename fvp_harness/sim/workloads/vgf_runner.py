@@ -322,6 +322,7 @@ class _Vgf:
     the per-execute records, the report."""
 
     backend_id = "VgfBackend"
+    registered = True  # the VGF runner is built with its backend
 
     def __init__(self, ctx: programs.GuestContext, artifact: VgfArtifact) -> None:
         self.artifact = artifact

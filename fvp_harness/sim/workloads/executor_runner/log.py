@@ -82,6 +82,7 @@ SITES: dict[str, dict[str, tuple[str, int]]] = {
         "file_too_small": (_PROG, 114),
         "program_identifier": (_PROG, 168),
         "init_failed": (_METH, 128),
+        "backend_not_registered": (_METH, 85),  # also ExecuTorch 1.5.1's (measured: the wheel)
         "call_delegate_failed": (_METH, 1528),
         "delegate_data": (_ETHOS, 101),
         # ours: the CPU-time report of #22596 (closed unmerged) lived in examples/arm/executor_runner/
@@ -119,6 +120,7 @@ SITES: dict[str, dict[str, tuple[str, int]]] = {
         "file_too_small": (_PROG, 105),
         "program_identifier": (_PROG, 159),
         "init_failed": (_METH, 110),
+        "backend_not_registered": (_METH, 70),
         "call_delegate_failed": (_METH, 1467),
         "delegate_data": (_ETHOS, 81),
         "cpu_time": (_PERF, 124),  # ours, as above

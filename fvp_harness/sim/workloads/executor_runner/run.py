@@ -86,7 +86,11 @@ the Fatal ``Execution of method forward failed with status 0x2``, exit 134. An N
 driver exception (``Ethos-U Linux driver invocation failed: <text>``; the driver's own text is not public, ours
 names both configurations): in the per-inference build at the first execute (then as a timeout), in the reuse
 build at method load (``Init failed for backend EthosUBackend: 0x2`` and the Fatal ``Loading of method forward
-failed with status 0x2``; sites as at cff6f4dd32). An image without the NPU node the build opens
+failed with status 0x2``; sites as at cff6f4dd32). A runner built without the Ethos-U delegate
+(``sim runner --no-ethos-u``, a CPU-only runtime) fails every program at method load as
+ExecuTorch 1.5.1's runtime does (measured): ``E method.cpp:85] Backend EthosUBackend is not
+registered.``, then the Fatal ``Loading of method forward failed with status 0x20``
+(``Error::NotFound``), exit 134. An image without the NPU node the build opens
 (``RunnerArtifact.npu_device``, default ``/dev/ethosu0``; meta-arm 2026.05 has only ``/dev/accel/accel0``) fails the
 same two ways with ``Failed to open device`` (``device.py``). Wrong input files fail in prepare_input_tensors
 (inputs.cpp) with ``Could not prepare inputs: 0x12``; an unknown ``--method_name`` with program.cpp's ``No method
@@ -180,8 +184,9 @@ EXTENDED_HEAD_BYTES = 64
 PROGRAM_IDENTIFIER = "ET12"
 PLANNED_ALIGNMENT = 16
 MMAP_THRESHOLD = 128 * 1024
-ACCESS_FAILED, INVALID_STATE, INVALID_ARGUMENT = 0x22, 0x2, 0x12
-"""runtime/core/error.h: Error::AccessFailed, Error::InvalidState, Error::InvalidArgument."""
+ACCESS_FAILED, INVALID_STATE, INVALID_ARGUMENT, NOT_FOUND = 0x22, 0x2, 0x12, 0x20
+"""runtime/core/error.h: Error::AccessFailed, Error::InvalidState, Error::InvalidArgument,
+Error::NotFound."""
 _invocations = itertools.count()
 
 
@@ -250,6 +255,8 @@ class Delegate(Protocol):
     """The backend behind executor_runner: where its lines, costs and failures come from."""
 
     backend_id: str
+    registered: bool
+    """Whether the runner was linked with this backend (method.cpp looks it up before its init)."""
 
     def executions(self, flags: RunnerFlags) -> int:
         """How many times the runner executes the method."""
@@ -469,9 +476,15 @@ def _main(run: Run, delegate: Delegate, build_id: str, faults: FaultSpec) -> int
         if run.tracer is not None:
             run.tracer.create_event_block("Default")  # Program::load_method (program.cpp:377)
         with run.traced("Program::load_method"), run.traced("Method::init"):
+            if not delegate.registered:  # BackendDelegate::Init looks it up first (method.cpp:85)
+                text = f"Backend {delegate.backend_id} is not registered."
+                log.at("E", sites["backend_not_registered"], text)
+                raise DelegateError(NOT_FOUND)
             delegate.init(run)
     except DelegateError as exc:
-        log.at("E", sites["init_failed"], f"Init failed for backend {delegate.backend_id}: 0x{exc.code:x}")
+        if delegate.registered:
+            text = f"Init failed for backend {delegate.backend_id}: 0x{exc.code:x}"
+            log.at("E", sites["init_failed"], text)
         raise RunnerAbort(*sites["load_method_check"], "method.ok()",
                           f"Loading of method {run.method} failed with status 0x{exc.code:x}") from None  # fmt: skip
     if run.generation == "current":
@@ -616,6 +629,7 @@ class _EthosU:
 
     def __init__(self, ctx: programs.GuestContext, artifact: RunnerArtifact, faults: FaultSpec) -> None:
         self.artifact, self.faults = artifact, faults
+        self.registered = artifact.ethos_u
         self.noise = noise_from_knobs(ctx.knobs)
         invocation = next(_invocations)
         self.rng = np.random.default_rng(
