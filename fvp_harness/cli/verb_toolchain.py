@@ -53,6 +53,7 @@ def _export(args: argparse.Namespace) -> int:
         input_only=args.input_only,
         vela_report=args.vela_report,
         folder=args.dir,
+        seed=args.seed,
     )
     if args.input_only:
         shape = summary["input"]["shape"]
@@ -136,6 +137,12 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
         type=Path,
         default=None,
         help="ethos-u85-256: write what Vela reported per partition here (JSON)",
+    )
+    export.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="the simulator's seed of the weights and the input (as `sim model/input --seed`)",
     )
     export.add_argument(
         "--dir", type=Path, default=None, help="the toolchain's folder (default as for build)"

@@ -47,9 +47,12 @@ def export_argv(
     input_out: Path | None = None,
     input_only: bool = False,
     vela_report: Path | None = None,
+    seed: int = 0,
 ) -> list[str]:
     """The exporter's command line (list argv: no shell)."""
     argv = [str(chain.python), str(EXPORT_SCRIPT), network, "--kind", kind, "-o", str(output)]
+    if seed:
+        argv += ["--seed", str(seed)]
     if input_out is not None:
         argv += ["--input-out", str(input_out)]
     if input_only:
@@ -73,8 +76,10 @@ def run_export(
     vela_report: Path | None = None,
     folder: Path | None = None,
     timeout: float = EXPORT_TIMEOUT_S,
+    seed: int = 0,
 ) -> dict[str, Any]:
-    """Export ``network`` as a ``kind`` program to ``output`` (or only its input, ``input_only``);
+    """Export ``network`` (the simulator's weights and input of ``seed``) as a ``kind`` program to
+    ``output`` (or only its input, ``input_only``);
     returns the exporter's summary (sizes, seconds, Vela's rows). ``ToolchainError`` when the
     toolchain is not built, ``ConfigurationError`` for an unknown network or kind, ``ExportFailed``
     when the exporter fails or times out."""
@@ -91,6 +96,7 @@ def run_export(
         input_only=input_only,
         input_out=staged.get(input_out) if input_out else None,
         vela_report=staged.get(vela_report) if vela_report else None,
+        seed=seed,
     )
     env = {
         key: value for key, value in os.environ.items() if key not in ("PYTHONHOME", "VIRTUAL_ENV")

@@ -107,6 +107,9 @@ def test_exports_are_deterministic_and_each_kind_is_a_program(
     _export(tmp_path, "ds_cnn", "--input-only", "-o", "in-2.bin")
     assert (tmp_path / "in-1.bin").read_bytes() == (tmp_path / "in-2.bin").read_bytes()
     assert len((tmp_path / "in-1.bin").read_bytes()) == 49 * 10 * 4
+    _export(tmp_path, "ds_cnn", "--input-only", "--seed", "1", "-o", "in-seed1.bin")
+    seeded = make_input(get_architecture("ds_cnn"), 1).ravel().astype(np.float32) / 128
+    assert np.array_equal(np.fromfile(tmp_path / "in-seed1.bin", dtype="<f4"), seeded)
     xnnpack = (tmp_path / "xnnpack-1.pte").read_bytes()
     ethos = (tmp_path / "ethos-u85-256-1.pte").read_bytes()
     assert b"XnnpackBackend" in xnnpack and b"EthosUBackend" in ethos
