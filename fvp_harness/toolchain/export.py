@@ -52,6 +52,16 @@ from fvp_harness.sim.networks.modelfile import (
 )
 from fvp_harness.sim.networks.tflite_export import plan_tflite
 
+__all__ = [
+    "KINDS",
+    "build_module",
+    "export_program",
+    "float_input",
+    "float_parameters",
+    "main",
+    "vela_summaries",
+]
+
 KINDS = ("portable", "xnnpack", "ethos-u85-256")
 ETHOS_TARGET = "ethos-u85-256"
 EXIT_BAD_INPUT = 2
