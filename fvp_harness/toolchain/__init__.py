@@ -33,6 +33,7 @@ from typing import Any
 
 from fvp_harness.errors import ConfigurationError
 from fvp_harness.files import atomic_write
+from fvp_harness.toolchain import process
 
 __all__ = [
     "ARM_PINS",
@@ -239,18 +240,7 @@ class _Steps:
             out.write(f"\n=== {step}: {' '.join(argv)}\n")
             out.flush()
             try:
-                proc = subprocess.run(
-                    list(argv),
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT,
-                    text=True,
-                    errors="replace",
-                    timeout=timeout,
-                    stdin=subprocess.DEVNULL,
-                    env=env,
-                    start_new_session=True,
-                    check=False,
-                )
+                proc = process.run_whole(argv, timeout=timeout, env=env, merge_output=True)
             except FileNotFoundError as exc:
                 raise ToolchainError(f"{step}: {argv[0]} not found") from exc
             except subprocess.TimeoutExpired as exc:

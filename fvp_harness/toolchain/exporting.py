@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from fvp_harness.errors import ConfigurationError, InfrastructureError
-from fvp_harness.toolchain import Toolchain, find_toolchain
+from fvp_harness.toolchain import Toolchain, find_toolchain, process
 
 __all__ = [
     "EXPORT_SCRIPT",
@@ -106,17 +106,7 @@ def run_export(
         path.parent.mkdir(parents=True, exist_ok=True)
     try:
         try:
-            proc = subprocess.run(
-                argv,
-                capture_output=True,
-                text=True,
-                errors="replace",
-                timeout=timeout,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-                check=False,
-            )
+            proc = process.run_whole(argv, timeout=timeout, env=env)
         except subprocess.TimeoutExpired as exc:
             raise ExportFailed(
                 f"exporting {network} ({kind}) took longer than {timeout:.0f} s ({' '.join(argv)})"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 import zipfile
 from collections import namedtuple
 from collections.abc import Sequence
@@ -24,6 +25,7 @@ import pytest
 import fvp_harness.toolchain as tc
 from fvp_harness.errors import ConfigurationError
 from tests.e2e.cli import run_cli
+from tests.helpers import eventually
 
 Usage = namedtuple("Usage", "total used free")
 
@@ -78,7 +80,7 @@ class FakePip:
 @pytest.fixture
 def fake_pip(monkeypatch: pytest.MonkeyPatch) -> FakePip:
     fake = FakePip()
-    monkeypatch.setattr(tc.subprocess, "run", fake)
+    monkeypatch.setattr(tc.process, "run_whole", fake)
     return fake
 
 
@@ -151,7 +153,7 @@ def test_a_missing_piece_says_what_to_run(tmp_path: Path, fake_pip: FakePip) -> 
 def test_pip_failing_gives_its_last_lines_and_the_log_and_no_stamp(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(tc.subprocess, "run", FakePip(fail_step=tc.EXECUTORCH_PIN))
+    monkeypatch.setattr(tc.process, "run_whole", FakePip(fail_step=tc.EXECUTORCH_PIN))
     with pytest.raises(tc.ToolchainError) as failed:
         tc.build_toolchain(tmp_path)
     message = str(failed.value)
@@ -169,7 +171,7 @@ def test_too_little_disk_or_no_venv_module_is_refused_before_anything_runs(
     ):
         tc.build_toolchain(tmp_path / "new" / "folder")
     monkeypatch.undo()
-    monkeypatch.setattr(tc.subprocess, "run", fake_pip)
+    monkeypatch.setattr(tc.process, "run_whole", fake_pip)
     real_find_spec = tc.importlib.util.find_spec
     monkeypatch.setattr(
         tc.importlib.util,
@@ -209,3 +211,23 @@ def test_export_without_a_toolchain_exits_2_naming_the_build(tmp_path: Path) -> 
     assert done.returncode == 2, done.stderr
     assert f"fvp-harness toolchain build --dir {tmp_path / 'none'}" in done.stderr
     assert not (tmp_path / "x.pte").exists()
+
+
+def test_a_command_that_outlives_its_timeout_is_ended_with_what_it_started(tmp_path: Path) -> None:
+    pid_file = tmp_path / "child.pid"
+    script = f"sleep 60 & echo $! > {pid_file}; echo started; wait"
+    began = time.monotonic()
+    with pytest.raises(subprocess.TimeoutExpired) as timed_out:
+        tc.process.run_whole(["sh", "-c", script], timeout=1.0)
+    assert time.monotonic() - began < 10 and "started" in (timed_out.value.output or "")
+    child = int(pid_file.read_text())
+    eventually(lambda: not _alive(child), timeout=5.0, interval=0.05)
+    assert not _alive(child), "the command's own child outlived it"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(") ")[-1][:1] != "Z"
+    except FileNotFoundError:
+        return False
