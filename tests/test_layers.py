@@ -37,7 +37,7 @@ RANKS: dict[str, int] = {
     "profiles": 1,
     "formats": 1,  # readers of ExecuTorch's files (flatbuffer, .pte): errors only
     "guest": 1,  # the QEMU guest builder: errors only (apt and dpkg-deb do the work)
-    "toolchain": 1,  # the real ExecuTorch toolchain (the wheel's SDK, our runner build): errors only
+    "toolchain": 1,  # the real ExecuTorch toolchain (its own venv, our runner build): errors and files only
     "scenario": 2,
     "store": 2,
     "targets": 2,
@@ -72,6 +72,12 @@ SIM_RANKS: dict[str, int] = {
 }
 """Rank of each world (folder) and shared module of ``fvp_harness.sim``; a sim module may import only its own world
 and lower ranks (peers in one rank import none of each other)."""
+
+SIM_READER = "fvp_harness.toolchain.export"
+"""The one module outside ``sim/`` and ``cli/verb_sim`` that reads the simulator: a script run in
+the ExecuTorch toolchain's own python (``toolchain/exporting.py`` starts it), which builds real
+programs from the simulator's networks. It may import ``sim.networks`` only, and no harness module
+may import it (torch is not in the harness's environment)."""
 
 SIM_WORLD_PREFIXES = ("baremetal_", "shell_", "vela_", "applets_", "guest_", "corstone", "npu_")
 
@@ -180,6 +186,15 @@ def violations(module: str, source: str, *, is_package: bool = False) -> list[st
                 if upward and module != "fvp_harness":
                     found.append(f"{where}: takes {', '.join(upward)} from the package root (import it from its "
                                  "layer; the root's lazy exports would hide the dependency)")
+                continue
+            if target == SIM_READER and module != SIM_READER:
+                found.append(f"{where}: imports {target}, a script of the toolchain's python "
+                             "(run it, as toolchain/exporting.py does)")
+                continue
+            if module == SIM_READER and layer == "sim":
+                if _sim_world(target) != "networks":
+                    found.append(f"{where}: {module} may read only the simulator's networks, "
+                                 f"not {target}")
                 continue
             if own == "sim" or layer == "sim":
                 if own != layer and module != "fvp_harness.cli.verb_sim":
@@ -324,6 +339,12 @@ def test_the_top_level_shows_the_layers() -> None:
         ("fvp_harness.sim.clock", "from fvp_harness.sim.guest.fs import GuestFS\n", "which is not below it"),
         ("fvp_harness.sim.npu.x", "from ..workloads.executor_runner import EtLog\n", "which is not below it"),
         ("fvp_harness.sim.guest.x", "from fvp_harness.sim.newworld.y import z\n", "has no rank in SIM_RANKS"),
+        ("fvp_harness.toolchain.export", "from fvp_harness.sim.npu.vela import run_vela\n",
+         "may read only the simulator's networks"),
+        ("fvp_harness.toolchain.exporting", "from fvp_harness.toolchain.export import main\n",
+         "a script of the toolchain's python"),
+        ("fvp_harness.toolchain.x", "from fvp_harness.sim.networks.architectures import Layer\n",
+         "imports the simulator"),
     ],
 )
 def test_the_checker_catches(module: str, source: str, expected: str) -> None:
@@ -343,6 +364,8 @@ def test_the_checker_accepts_what_the_rules_allow() -> None:
                                        "from fvp_harness.sim.guest import programs\nfrom ..clock import SimClock\n",
         "fvp_harness.sim.guest.x": "from fvp_harness.sim.guest.session import Session\n",
         "fvp_harness.sim.main": "from fvp_harness.sim.corstone1000.platform import SimulatedModel\n",
+        "fvp_harness.toolchain.export":
+            "from fvp_harness.sim.networks.modelfile import compile_model\n",
     }
     for module, source in allowed.items():
         assert violations(module, source) == [], module
