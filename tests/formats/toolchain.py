@@ -7,7 +7,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from tests.helpers import skip_or_fail_in_ci
+from tests.toolchain.lane import require_lane
 
 __all__ = ["ENV_PYTHON", "export_programs", "toolchain_python"]
 
@@ -23,26 +23,7 @@ def toolchain_python() -> str:
     given = os.environ.get(ENV_PYTHON)
     if given:
         return given
-    try:  # the toolchain verb's installed toolchain, when this checkout has it
-        # late: optional, the toolchain helper's package
-        from fvp_harness.toolchain import find_toolchain  # type: ignore[attr-defined]
-
-        found = find_toolchain()
-        python = getattr(found, "python", None) if found is not None else None
-        if python:
-            return str(python)
-    except (ImportError, AttributeError):
-        pass
-    except Exception as exc:  # find_toolchain's ToolchainError: none built, or stale; says how
-        skip_or_fail_in_ci(
-            f"no usable ExecuTorch toolchain ({exc}); or set {ENV_PYTHON}",
-            f"the ExecuTorch toolchain is missing or stale in CI ({exc}): .ci/run must build it",
-        )
-    skip_or_fail_in_ci(
-        f"no ExecuTorch toolchain: set {ENV_PYTHON} to a Python with torch==2.13.0 and "
-        "executorch==1.5.1 (`fvp-harness toolchain build` installs one)",
-        "the ExecuTorch toolchain is missing in CI: .ci/run must install it",
-    )
+    return str(require_lane().python)
 
 
 def export_programs(folder: Path, *kinds: str) -> dict[str, Path]:

@@ -5,18 +5,18 @@ piece skips with the reason; under ``CI=true`` it fails (``.ci/run`` installs th
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from fvp_harness.errors import ConfigurationError
+from fvp_harness.toolchain import find_toolchain
 from tests.helpers import skip_or_fail_in_ci
 
 __all__ = ["EXPORT_SCRIPT", "Lane", "export_program", "require_lane", "require_qemu_user"]
 
-ENABLE = "fvp-harness toolchain install (the executorch 1.5.1 toolchain venv and the aarch64 SDK)"
+ENABLE = "fvp-harness toolchain build (the executorch 1.5.1 toolchain venv and the aarch64 SDK)"
 
 
 @dataclass(frozen=True)
@@ -36,43 +36,10 @@ def _missing(what: str) -> None:
     )
 
 
-def _from_environment() -> Lane:
-    """MERGE NOTE (w/runner): until ``fvp_harness.toolchain.find_toolchain`` is in this branch, the
-    lane is named by ``FVP_HARNESS_ET_PYTHON`` (a Python with torch 2.13.0 and executorch 1.5.1) and
-    ``FVP_HARNESS_ET_SDK_AARCH64`` (the unpacked aarch64 wheel's ``executorch`` folder). Drop this
-    once ``find_toolchain`` exists."""
-    python = os.environ.get("FVP_HARNESS_ET_PYTHON")
-    if not python or not Path(python).is_file():
-        _missing("no toolchain Python (FVP_HARNESS_ET_PYTHON)")
-    proc = subprocess.run(
-        [python, "-c", "import executorch; print(list(executorch.__path__)[0])"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd="/",
-        check=False,
-    )
-    if proc.returncode != 0:
-        _missing(f"{python} has no executorch: {proc.stderr.strip()[-300:]}")
-    cmake = shutil.which("cmake")
-    if cmake is None:
-        _missing("no cmake")
-    aarch64 = os.environ.get("FVP_HARNESS_ET_SDK_AARCH64")
-    return Lane(
-        Path(proc.stdout.strip()), Path(aarch64) if aarch64 else None, Path(cmake), Path(python)
-    )
-
-
 def require_lane() -> Lane:
-    """The toolchain (``find_toolchain`` when the package has it), or a skip (a failure under
-    ``CI=true``)."""
-    from fvp_harness import toolchain
-
-    find = getattr(toolchain, "find_toolchain", None)
-    if find is None:
-        return _from_environment()
+    """The installed toolchain (``find_toolchain``), or a skip (a failure under ``CI=true``)."""
     try:
-        found = find()
+        found = find_toolchain()
         sdk_x86_64 = found.sdk("x86_64")
     except ConfigurationError as exc:
         _missing(str(exc))
