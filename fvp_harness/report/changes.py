@@ -1,7 +1,9 @@
 """Changes of other metrics than the primary one: gates (the largest allowed regression) and identity checks with a
 tolerance. Both judge the CI of the change candidate - baseline (in % of the baseline median, or in the metric's
 unit): a gate is violated only when the whole CI lies beyond it, a tolerance passes only when the whole CI lies
-within it; a CI that straddles the limit is unverified, never a pass or a failure.
+within it; a CI that straddles the limit is unverified, never a pass or a failure. A gate on a memory metric whose
+every sample in each build is the same number (a size: planned buffers, a file's bytes) is decided on the exact
+change, without a CI.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from fvp_harness.report.pvalues import unit_level_difference, unit_level_interva
 from fvp_harness.report.sample_groups import Samples
 from fvp_harness.report.spec import GateLike, Settings, ToleranceLike
 from fvp_harness.report.verdicts import decide_gate
+from fvp_harness.scenario.metrics import MEMORY_METRICS
 
 __all__ = ["Change", "gate_check", "limit_text", "measure_change", "tolerance_check"]
 
@@ -117,6 +120,16 @@ def limit_text(amount: float, relative: bool, unit: str, sign: str = "+") -> str
     return f"{text}%" if relative else text + (f" {unit}" if unit else "")
 
 
+def _deterministic(samples: Samples, model: str, metric: str, builds: tuple[str, str]) -> bool:
+    """Every sample of each build is the same number: a size, not a measurement with noise (a program's planned
+    buffers, a file's bytes). Such a change is exact: no CI of zero width, no p-value."""
+    for build in builds:
+        values = samples.values_of(model, build, metric)
+        if not len(values) or float(np.min(values)) != float(np.max(values)):
+            return False
+    return True
+
+
 def gate_check(
     model: str, metric: str, gate: GateLike, samples: Samples, builds: tuple[str, str], settings: Settings
 ) -> GateCheck:
@@ -138,6 +151,13 @@ def gate_check(
     if change.change is None:
         return check("inconclusive", "unverified", change.why)
     shown = _change_words(change.change, relative, shown_unit)
+    if metric in MEMORY_METRICS and _deterministic(samples, model, metric, builds):
+        words = _allowed_words(allowed, relative, shown_unit)
+        if change.change > allowed:
+            return check("violated", "fail", f"{shown}, more than allowed ({words}; every run of each build "
+                         "measured the same size: decided without a CI)")
+        return check("within", "pass", f"{shown}, within what is allowed ({words}; every run of each build "
+                     "measured the same size: decided without a CI)")
     if change.low is None or change.high is None:
         return check("inconclusive", "unverified", f"{shown}: {change.why}")
     verdict, status = decide_gate(change.low, change.high, allowed)

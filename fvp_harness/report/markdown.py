@@ -25,6 +25,7 @@ from fvp_harness.report.md_tables import (
     overview_section,
     summary_table,
 )
+from fvp_harness.report.memory_table import memory_section
 from fvp_harness.report.order import build_order, ordered_summary, rank
 from fvp_harness.report.result import AnalysisResult, run_verdict
 from fvp_harness.report.vela_estimates import vela_section
@@ -153,6 +154,7 @@ def _comparison_section(
         what = ("the charts (medians with CIs; every sample per build and runner process)" if len(links) > 1
                 else "the chart (medians with CIs)")
         lines += [" · ".join(f"[{name}]({name})" for name in links) + f": {what}.", ""]
+    lines += memory_section(result.frame, comparison, f"{sub} Memory")  # sizes in bytes: report/memory_table
     lines += gates_section(comparison, f"{sub} Gates")
     lines += expectations_section(comparison, f"{sub} Expectations")
     differing = [c for m in comparison.models for c in m.identity if c.status == "fail"]
