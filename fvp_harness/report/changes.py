@@ -138,10 +138,10 @@ def gate_check(
     shown_unit = (unit or gate.unit or "") if not relative else ""
     change = measure_change(samples, model, metric, builds, relative, settings)
 
-    def check(verdict: GateVerdict, status: Status, detail: str) -> GateCheck:
+    def check(verdict: GateVerdict, status: Status, detail: str, ci: bool = True) -> GateCheck:
         return GateCheck(model, metric, unit, relative, allowed, change.baseline_median, change.candidate_median,
-                         change.n_baseline, change.n_candidate, change.change, change.low, change.high, verdict,
-                         status, detail)
+                         change.n_baseline, change.n_candidate, change.change, change.low if ci else None,
+                         change.high if ci else None, verdict, status, detail)
 
     if not relative and gate.unit and unit and gate.unit != unit:
         return check("inconclusive", "unverified", f"the gate is in {gate.unit} but {metric} is recorded in "
@@ -155,9 +155,9 @@ def gate_check(
         words = _allowed_words(allowed, relative, shown_unit)
         if change.change > allowed:
             return check("violated", "fail", f"{shown}, more than allowed ({words}; every run of each build "
-                         "measured the same size: decided without a CI)")
+                         "measured the same size: decided without a CI)", ci=False)
         return check("within", "pass", f"{shown}, within what is allowed ({words}; every run of each build "
-                     "measured the same size: decided without a CI)")
+                     "measured the same size: decided without a CI)", ci=False)
     if change.low is None or change.high is None:
         return check("inconclusive", "unverified", f"{shown}: {change.why}")
     verdict, status = decide_gate(change.low, change.high, allowed)
