@@ -29,6 +29,7 @@ from fvp_harness.report.memory_table import memory_section
 from fvp_harness.report.order import build_order, ordered_summary, rank
 from fvp_harness.report.result import AnalysisResult, run_verdict
 from fvp_harness.report.vela_estimates import vela_section
+from fvp_harness.scenario.metrics import MEMORY_METRICS
 
 __all__ = ["render_markdown", "verdict_lines"]
 
@@ -194,7 +195,8 @@ def render_markdown(result: AnalysisResult, title: str | None = None, context: R
     notes = _warnings(result)
     if notes:
         lines += ["## Warnings", "", *(f"- {n}" for n in notes), ""]
-    if len(result.summary):
-        lines += ["## Per build", "", summary_table(ordered_summary(result.summary, builds)), ""]
+    timed = result.summary[~result.summary["metric"].isin(MEMORY_METRICS)] if len(result.summary) else result.summary
+    if len(timed):  # sizes are in the Memory table; the CSV and JSON keep their rows
+        lines += ["## Per build", "", summary_table(ordered_summary(timed, builds)), ""]
     lines += machine_record.machine_section(context.machine, builds)
     return "\n".join(lines).rstrip("\n") + "\n"
