@@ -83,8 +83,11 @@ def _gates(out: Path) -> dict[tuple[str, str], dict[str, object]]:
 def test_memory_gate_fails_the_run_when_the_candidate_grows(tmp_path: Path) -> None:
     out = tmp_path / "results"
     scenario = _scenario(tmp_path, after_partitions=3)
-    done = run_cli(tmp_path, "run", str(scenario), "-o", str(out), "-q", timeout=240)
+    junit = tmp_path / "junit.xml"
+    done = run_cli(tmp_path, "run", str(scenario), "-o", str(out), "-q", "--junit", str(junit), timeout=240)
     assert done.returncode == 1, done.stdout + done.stderr
+    xml = junit.read_text()
+    assert "resnet8_2p: gate peak_rss" in xml and "exact: every run of each build measured the same" in xml
     gates = _gates(out)
     for metric in ("planned_memory", "peak_rss"):
         grown, same = gates[("resnet8_2p", metric)], gates[("ds_cnn", metric)]
