@@ -195,8 +195,10 @@ def render_markdown(result: AnalysisResult, title: str | None = None, context: R
     notes = _warnings(result)
     if notes:
         lines += ["## Warnings", "", *(f"- {n}" for n in notes), ""]
-    timed = result.summary[~result.summary["metric"].isin(MEMORY_METRICS)] if len(result.summary) else result.summary
-    if len(timed):  # sizes are in the Memory table; the CSV and JSON keep their rows
+    timed = result.summary
+    if comparisons and len(timed):  # a pair's sizes are in its Memory table; the CSV and JSON keep their rows
+        timed = timed[~timed["metric"].isin(MEMORY_METRICS)]
+    if len(timed):
         lines += ["## Per build", "", summary_table(ordered_summary(timed, builds)), ""]
     lines += machine_record.machine_section(context.machine, builds)
     return "\n".join(lines).rstrip("\n") + "\n"
