@@ -1,9 +1,10 @@
-"""Changes of other metrics than the primary one: gates (the largest allowed regression) and identity checks with a
-tolerance. Both judge the CI of the change candidate - baseline (in % of the baseline median, or in the metric's
-unit): a gate is violated only when the whole CI lies beyond it, a tolerance passes only when the whole CI lies
-within it; a CI that straddles the limit is unverified, never a pass or a failure. A gate on a memory metric whose
-every sample in each build is the same number (a size: planned buffers, a file's bytes) is decided on the exact
-change, without a CI.
+"""Changes of other metrics than the primary one: gates (the largest allowed regression) and
+identity checks with a tolerance. Both judge the CI of the change candidate - baseline (in % of the
+baseline median, or in the metric's unit): a gate is violated only when the whole CI lies beyond it,
+a tolerance passes only when the whole CI lies within it; a CI that straddles the limit is
+unverified, never a pass or a failure. A gate on a memory metric whose every sample in each build is
+the same number (a size: planned buffers, a file's bytes) is decided on the exact change, without a
+CI.
 """
 
 from __future__ import annotations
@@ -120,9 +121,13 @@ def limit_text(amount: float, relative: bool, unit: str, sign: str = "+") -> str
     return f"{text}%" if relative else text + (f" {unit}" if unit else "")
 
 
+_EXACT = "every run of each build measured the same size: decided without a CI"
+
+
 def _deterministic(samples: Samples, model: str, metric: str, builds: tuple[str, str]) -> bool:
-    """Every sample of each build is the same number: a size, not a measurement with noise (a program's planned
-    buffers, a file's bytes). Such a change is exact: no CI of zero width, no p-value."""
+    """Every sample of each build is the same number: a size, not a measurement with noise (a
+    program's planned buffers, a file's bytes). Such a change is exact: no CI of zero width, no
+    p-value."""
     for build in builds:
         values = samples.values_of(model, build, metric)
         if not len(values) or float(np.min(values)) != float(np.max(values)):
@@ -140,8 +145,9 @@ def gate_check(
 
     def check(verdict: GateVerdict, status: Status, detail: str, ci: bool = True) -> GateCheck:
         return GateCheck(model, metric, unit, relative, allowed, change.baseline_median, change.candidate_median,
-                         change.n_baseline, change.n_candidate, change.change, change.low if ci else None,
-                         change.high if ci else None, verdict, status, detail)
+                         change.n_baseline, change.n_candidate, change.change,
+                         change.low if ci else None, change.high if ci else None, verdict, status,
+                         detail)
 
     if not relative and gate.unit and unit and gate.unit != unit:
         return check("inconclusive", "unverified", f"the gate is in {gate.unit} but {metric} is recorded in "
@@ -154,10 +160,10 @@ def gate_check(
     if metric in MEMORY_METRICS and _deterministic(samples, model, metric, builds):
         words = _allowed_words(allowed, relative, shown_unit)
         if change.change > allowed:
-            return check("violated", "fail", f"{shown}, more than allowed ({words}; every run of each build "
-                         "measured the same size: decided without a CI)", ci=False)
-        return check("within", "pass", f"{shown}, within what is allowed ({words}; every run of each build "
-                     "measured the same size: decided without a CI)", ci=False)
+            return check("violated", "fail", f"{shown}, more than allowed ({words}; {_EXACT})",
+                         ci=False)
+        return check("within", "pass", f"{shown}, within what is allowed ({words}; {_EXACT})",
+                     ci=False)
     if change.low is None or change.high is None:
         return check("inconclusive", "unverified", f"{shown}: {change.why}")
     verdict, status = decide_gate(change.low, change.high, allowed)

@@ -297,9 +297,10 @@ def _run_row(run: LoadedRun) -> RunRow:
 
 def history_from_runs(runs: Sequence[LoadedRun], *, build: str | None = None, metric: str | None = None,
                       threshold: float | None = None, settings: Settings | None = None) -> History:
-    """The history of ``runs`` (oldest first): ``build`` (default: the newest run's ``compare.candidate``),
-    ``metric`` (default: its primary metric), ``threshold`` in percent (default: its ``compare.min_effect``; 0 for a
-memory metric, whose exact sizes make any significant step a step).
+    """The history of ``runs`` (oldest first): ``build`` (default: the newest run's
+``compare.candidate``), ``metric`` (default: its primary metric), ``threshold`` in percent (default:
+its ``compare.min_effect``; 0 for a memory metric, whose exact sizes make any significant step a
+step).
 
     A ``build`` no run recorded, or a ``metric`` no record of that build carries, is ``UnknownName`` (exit 2)
     before anything is written: a typo must not turn a nightly regression job green with a history of ``n/a``."""
@@ -314,7 +315,7 @@ memory metric, whose exact sizes make any significant step a step).
         check_names("--metric", [metric], measured, what="metric", plural=f"the metrics of build {build!r} there are")
     metric = _choose_metric(newest, build, metric)
     if threshold is None and metric in MEMORY_METRICS:
-        threshold = 0.0  # a size does not drift by noise: any significant step is one (run-to-run noise still counts)
+        threshold = 0.0  # a size does not drift: any significant step is one (noise still counts)
     if threshold is None:
         threshold = newest.scenario.compare.min_effect if newest.scenario.compare is not None else 5.0
     settings = settings or Settings()

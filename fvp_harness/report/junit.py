@@ -75,7 +75,8 @@ def _expectation_name(e: Expectation) -> str:
 
 
 def _interval_words(gate: GateCheck) -> str:
-    """``95% CI +1 … +2 ms``, or ``exact`` for a size every run measured the same (``report.changes``)."""
+    """``95% CI +1 … +2 ms``, or ``exact`` for a size every run measured the same
+    (``report.changes``)."""
     if gate.ci_low is None and gate.verdict in ("violated", "within"):
         return "exact: every run of each build measured the same"
     return f"95% CI {gate_interval(gate)}"

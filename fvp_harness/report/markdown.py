@@ -155,7 +155,7 @@ def _comparison_section(
         what = ("the charts (medians with CIs; every sample per build and runner process)" if len(links) > 1
                 else "the chart (medians with CIs)")
         lines += [" · ".join(f"[{name}]({name})" for name in links) + f": {what}.", ""]
-    lines += memory_section(result.frame, comparison, f"{sub} Memory")  # sizes in bytes: report/memory_table
+    lines += memory_section(result.frame, comparison, f"{sub} Memory")  # sizes: report/memory_table
     lines += gates_section(comparison, f"{sub} Gates")
     lines += expectations_section(comparison, f"{sub} Expectations")
     differing = [c for m in comparison.models for c in m.identity if c.status == "fail"]
@@ -196,7 +196,7 @@ def render_markdown(result: AnalysisResult, title: str | None = None, context: R
     if notes:
         lines += ["## Warnings", "", *(f"- {n}" for n in notes), ""]
     timed = result.summary
-    if comparisons and len(timed):  # a pair's sizes are in its Memory table; the CSV and JSON keep their rows
+    if comparisons and len(timed):  # sizes are in each pair's Memory table (and the CSV and JSON)
         timed = timed[~timed["metric"].isin(MEMORY_METRICS)]
     if len(timed):
         lines += ["## Per build", "", summary_table(ordered_summary(timed, builds)), ""]

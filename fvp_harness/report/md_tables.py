@@ -26,8 +26,8 @@ __all__ = ["comparison_table", "expectations_markdown", "expectations_section", 
 
 
 def _verdict_word(verdict: str, metric: str) -> str:
-    """A verdict or saving as the table says it: a size (``MEMORY_METRICS``) is smaller or larger, not faster or
-    slower."""
+    """A verdict or saving as the table says it: a size (``MEMORY_METRICS``) is smaller or larger,
+    not faster or slower."""
     if metric in MEMORY_METRICS:
         return verdict.replace("faster", "smaller").replace("slower", "larger")
     return verdict

@@ -1,9 +1,10 @@
-"""The report's "Memory" table: each memory metric (``scenario.metrics.MEMORY_METRICS``) of each model, baseline ->
-candidate in bytes and the change, under the pair's time table.
+"""The report's "Memory" table: each memory metric (``scenario.metrics.MEMORY_METRICS``) of each
+model, baseline -> candidate in bytes and the change, under the pair's time table.
 
-Why a table of its own: the time table is a statistical comparison (CI, p, n, verdict) and already wide; a size is
-exact, so its row needs no interval: the medians of each build's runs and their difference (``no change`` or
-``+4,096 B (+0.4%)``). A size that varies between runs (a real process's peak resident set) shows its range.
+Why a table of its own: the time table is a statistical comparison (CI, p, n, verdict) and already
+wide; a size is exact, so its row needs no interval: the medians of each build's runs and their
+difference (``no change`` or ``+4,096 B (+0.4%)``). A size that varies between runs (a real
+process's peak resident set) shows its range.
 """
 
 from __future__ import annotations
@@ -31,12 +32,16 @@ def _change(base: float, cand: float) -> str:
 
 
 def memory_rows(frame: pd.DataFrame, comparison: Comparison) -> list[list[str]]:
-    """[model, metric, "baseline -> candidate B", change] for every memory metric both builds measured, models in
-    the comparison's order, metrics in the scenario's."""
+    """[model, metric, "baseline -> candidate B", change] for every memory metric both builds
+    measured, models in the comparison's order, metrics in the scenario's."""
     if frame.empty:
         return []
     b, c = comparison.baseline, comparison.candidate
-    ok = frame[(frame["status"] == "ok") & frame["metric"].isin(MEMORY_METRICS) & frame["build"].isin([b, c])]
+    ok = frame[
+        (frame["status"] == "ok")
+        & frame["metric"].isin(MEMORY_METRICS)
+        & frame["build"].isin([b, c])
+    ]
     if ok.empty:
         return []
     metrics = list(dict.fromkeys(ok["metric"]))
@@ -48,11 +53,20 @@ def memory_rows(frame: pd.DataFrame, comparison: Comparison) -> list[list[str]]:
                 continue
             base, cand = stats.loc[(model, metric, b)], stats.loc[(model, metric, c)]
             shown = f"{_bytes(base['median'])} -> {_bytes(cand['median'])} B"
-            spread = [f"{build} {_bytes(s['min'])} … {_bytes(s['max'])}" for build, s in ((b, base), (c, cand))
-                      if s["min"] != s["max"]]
+            spread = [
+                f"{build} {_bytes(s['min'])} … {_bytes(s['max'])}"
+                for build, s in ((b, base), (c, cand))
+                if s["min"] != s["max"]
+            ]
             change = _change(float(base["median"]), float(cand["median"]))
-            rows.append([model, f"`{metric}`", shown,
-                         change + (f" (runs: {'; '.join(spread)})" if spread else "")])
+            rows.append(
+                [
+                    model,
+                    f"`{metric}`",
+                    shown,
+                    change + (f" (runs: {'; '.join(spread)})" if spread else ""),
+                ]
+            )
     return rows
 
 
@@ -61,5 +75,10 @@ def memory_section(frame: pd.DataFrame, comparison: Comparison, heading: str) ->
     rows = memory_rows(frame, comparison)
     if not rows:
         return []
-    headers: Sequence[str] = ["Model", "Memory", f"{comparison.baseline} -> {comparison.candidate}", "Change"]
+    headers: Sequence[str] = [
+        "Model",
+        "Memory",
+        f"{comparison.baseline} -> {comparison.candidate}",
+        "Change",
+    ]
     return [heading, "", markdown_table(rows, headers, ["left", "left", "right", "right"]), ""]

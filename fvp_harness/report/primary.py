@@ -1,11 +1,12 @@
 """The primary metric: which one headlines a comparison (``choose_primary``), and one model's row on it
 (``primary_comparison``: medians, the saving and its CI, the process-level p-value and the verdict).
 
-The saving is of the **median** (robust to the odd slow iteration); its CI is the two-level bootstrap's, widened to
-the Welch t-interval over unit medians when that is wider, and the p-value is taken at the same level
-(``pvalues.process_level_p``), required for a faster/slower verdict. A memory metric whose every run of each build
-measured the same size is exact: its saving has no CI and no p-value, and ``decide_exact`` weighs it against the
-minimum effect (faster and slower then read smaller and larger).
+The saving is of the **median** (robust to the odd slow iteration); its CI is the two-level
+bootstrap's, widened to the Welch t-interval over unit medians when that is wider, and the p-value
+is taken at the same level (``pvalues.process_level_p``), required for a faster/slower verdict. A
+memory metric whose every run of each build measured the same size is exact: its saving has no CI
+and no p-value, and ``decide_exact`` weighs it against the minimum effect (faster and slower then
+read smaller and larger).
 """
 
 from __future__ import annotations
@@ -101,13 +102,14 @@ def primary_comparison(samples: Samples, model: str, builds: tuple[str, str], pr
                     low, high = min(low, t_low), max(high, t_high)
             p_value = process_level_p(bootstrap_p(draws), p_units)
             if primary in MEMORY_METRICS and np.ptp(base) == 0 and np.ptp(cand) == 0:
-                low = high = p_value = p_units = None  # a size: the change is exact, no interval, no test
+                low = high = p_value = p_units = None  # a size: exact, no interval, no test
                 verdict, reason = decide_exact(saved, min_effect)
             elif len(base) < 2 or len(cand) < 2:
                 verdict, reason = "inconclusive", "fewer than 2 samples in a build"
             else:
                 verdict, reason = decide_verdict(low, high, p_value, min_effect, settings.alpha)
-            if ratio > 0 and np.isfinite(draws).any() and low is not None:  # an exact row has no draws to pool
+            # an exact row (no CI) gives the geometric mean no draws to pool
+            if ratio > 0 and np.isfinite(draws).any() and low is not None:
                 ratio_draws = draws
     row = ModelComparison(
         model=model,

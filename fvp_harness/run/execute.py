@@ -830,7 +830,8 @@ class SessionRunner:
                 if not samples.get(name) and scraped.reasons.get(name):
                     extra[f"no_sample.{name}"] = scraped.reasons[name][0][:300]
         measured = harness_samples(
-            [spec.name for spec in scenario.metrics if not spec.regex and spec.name in HARNESS_METRICS],
+            [spec.name for spec in scenario.metrics
+             if not spec.regex and spec.name in HARNESS_METRICS],
             runner=Path(build.runner), model=Path(scenario.model_file(unit.build, unit.model)),
             peak_rss_kib=framed.peak_rss_kib if framed is not None else None)
         samples.update(measured.samples)
@@ -1024,7 +1025,8 @@ def _run_unit_command(target: Target, rendered: UnitCommand, timeout: float) -> 
 
 
 def _builtin_wanted(scenario: Scenario, name: str) -> bool:
-    """True when the scenario measures the built-in metric ``name`` (listed without a regex of its own)."""
+    """True when the scenario measures the built-in metric ``name`` (listed without a regex of its
+    own)."""
     spec = scenario.metric(name)
     return spec is not None and spec.regex is None
 

@@ -33,16 +33,19 @@ PEAK_RSS_FILE = ".fvp-harness-rss"
 """The file in the unit folder ``time -o`` writes (a dot file: ``sha256sum *`` does not hash it)."""
 
 
-def frame_unit(command: str, unit_dir: str, token: str, *, cleanup: bool = True, peak_rss: bool = False) -> str:
-    """The one guest line of a unit (see the module docstring); ``cleanup`` False keeps the folder (``run.fetch``).
+def frame_unit(command: str, unit_dir: str, token: str, *, cleanup: bool = True,
+               peak_rss: bool = False) -> str:
+    """The one guest line of a unit (see the module docstring); ``cleanup`` False keeps the folder
+    (``run.fetch``).
 
-    ``peak_rss``: the command runs as ``time -f '<token>.rss %M' -o <folder>/.fvp-harness-rss sh -c '<command>;
-    exit $?'`` and the file's line follows the status line. Why ``time``: it reports wait4's ``ru_maxrss``, the
-    kernel's high-water mark of the runner's resident set at its exit (``VmHWM``), with no race; a poll of
-    ``/proc/<pid>/status`` from ash misses what the runner touches after the last poll, and a zombie's status
-    has no ``VmHWM``. Busybox's ``time`` applet (and GNU time on a host) take ``-f``/``-o``. ``; exit $?`` keeps
-    the inner shell from exec'ing the command, so a runner killed by a signal still ends with ``128 + signal``
-    (busybox's ``time`` returns the bare signal number for a child a signal ended)."""
+    ``peak_rss``: the command runs as ``time -f '<token>.rss %M' -o <folder>/.fvp-harness-rss sh -c
+    '<command>; exit $?'`` and the file's line follows the status line. Why ``time``: it reports
+    wait4's ``ru_maxrss``, the kernel's high-water mark of the runner's resident set at its exit
+    (``VmHWM``), with no race; a poll of ``/proc/<pid>/status`` from ash misses what the runner
+    touches after the last poll, and a zombie's status has no ``VmHWM``. Busybox's ``time`` applet
+    (and GNU time on a host) take ``-f``/``-o``. ``; exit $?`` keeps the inner shell from exec'ing
+    the command, so a runner killed by a signal still ends with ``128 + signal`` (busybox's ``time``
+    returns the bare signal number for a child a signal ended)."""
     folder = shlex.quote(unit_dir)
     status = "$?"
     if peak_rss:
@@ -67,7 +70,8 @@ class FramedResult:
     digests: dict[str, str] = field(default_factory=dict)
     problems: tuple[str, ...] = ()
     peak_rss_kib: int | None = None
-    """``time -f %M`` of a ``peak_rss`` line: the runner's peak resident set in KiB (None: not asked, or none)."""
+    """``time -f %M`` of a ``peak_rss`` line: the runner's peak resident set in KiB (None: not
+    asked, or none)."""
 
 
 def _is_digest(word: str) -> bool:

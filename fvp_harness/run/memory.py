@@ -1,22 +1,25 @@
-"""The memory metrics the harness measures itself (``scenario.metrics.HARNESS_METRICS``): flash from the unit's
-files on the host, and the runner's peak resident set from the guest's ``time`` (``run.framed``).
+"""The memory metrics the harness measures itself (``scenario.metrics.HARNESS_METRICS``): flash from
+the unit's files on the host, and the runner's peak resident set from the guest's ``time``
+(``run.framed``).
 
-Why on the host: what a build stores in flash is a property of its files, not of a run, so it is read from the
-artifacts the unit deployed (the same bytes, checked by sha256 in the guest) rather than trusted to the runner.
-The runner ELF's sections are read with pyelftools and summed by their flags, as the linker lays them out:
+Why on the host: what a build stores in flash is a property of its files, not of a run, so it is
+read from the artifacts the unit deployed (the same bytes, checked by sha256 in the guest) rather
+than trusted to the runner. The runner ELF's sections are read with pyelftools and summed by their
+flags, as the linker lays them out:
 
 * ``runner_text``: allocated, executable (``.text``, ``.init``, PLT);
-* ``runner_rodata``: allocated, neither writable nor executable, with contents (``.rodata``, ``.ARM.exidx``, the
-  dynamic symbol and relocation tables of a Linux build);
-* ``runner_data``: allocated, writable, with contents (``.data``, ``.init_array``, the GOT): stored in flash and
-  copied to RAM at start;
-* ``runner_bss``: allocated and ``SHT_NOBITS`` (``.bss``, ``.tbss``, the bare-metal runner's pools): RAM only;
+* ``runner_rodata``: allocated, neither writable nor executable, with contents (``.rodata``,
+  ``.ARM.exidx``, the dynamic symbol and relocation tables of a Linux build);
+* ``runner_data``: allocated, writable, with contents (``.data``, ``.init_array``, the GOT):
+  stored in flash and copied to RAM at start;
+* ``runner_bss``: allocated and ``SHT_NOBITS`` (``.bss``, ``.tbss``, the bare-metal runner's pools):
+RAM only;
 * ``runner_flash``: text + rodata + data;
 * ``model_bytes``: the model file's size (``.pte``, or the simulator's model file).
 
-A runner that is no ELF (a simulator artifact, a script) has no sections: its ``runner_*`` metrics get no sample
-and the record says why (``no_sample.<metric>``). Results are kept per file (path, size, mtime): a run reads each
-runner once.
+A runner that is no ELF (a simulator artifact, a script) has no sections: its ``runner_*`` metrics
+get no sample and the record says why (``no_sample.<metric>``). Results are kept per file (path,
+size, mtime): a run reads each runner once.
 """
 
 from __future__ import annotations
@@ -38,15 +41,16 @@ ELF_METRICS = ("runner_text", "runner_rodata", "runner_data", "runner_bss", "run
 
 @dataclass
 class HarnessSamples:
-    """One unit's harness-measured samples (metric -> one value, bytes) and why each missing one has none."""
+    """One unit's harness-measured samples (metric -> one value, bytes) and why each missing one has
+    none."""
 
     samples: dict[str, list[float]] = field(default_factory=dict)
     reasons: dict[str, str] = field(default_factory=dict)
 
 
 def elf_sections(path: Path) -> dict[str, int]:
-    """``runner_text``, ``_rodata``, ``_data``, ``_bss`` and ``_flash`` of an ELF file, in bytes. Raises
-    ``ValueError`` saying why when the file is no ELF, ``OSError`` when it cannot be read."""
+    """``runner_text``, ``_rodata``, ``_data``, ``_bss`` and ``_flash`` of an ELF file, in bytes.
+    Raises ``ValueError`` saying why when the file is no ELF, ``OSError`` when it cannot be read."""
     stat = path.stat()
     return dict(_sections(str(path), stat.st_size, stat.st_mtime_ns))
 
@@ -55,8 +59,10 @@ def elf_sections(path: Path) -> dict[str, int]:
 def _sections(path: str, size: int, mtime_ns: int) -> tuple[tuple[str, int], ...]:
     with open(path, "rb") as handle:
         if handle.read(4) != b"\x7fELF":
-            raise ValueError(f"{os.path.basename(path)} is not an ELF file (a simulator artifact or a script has "
-                             "no sections)")
+            raise ValueError(
+                f"{os.path.basename(path)} is not an ELF file (a simulator artifact or a script "
+                "has no sections)"
+            )
         handle.seek(0)
         try:
             elf = ELFFile(handle)
@@ -79,10 +85,16 @@ def _sections(path: str, size: int, mtime_ns: int) -> tuple[tuple[str, int], ...
     return tuple(totals.items())
 
 
-def harness_samples(names: Collection[str], *, runner: Path | None, model: Path | None,
-                    peak_rss_kib: int | None = None) -> HarnessSamples:
-    """The samples of the harness metrics in ``names`` for one unit: flash from ``runner`` and ``model`` (host
-    paths of the files it ran), ``peak_rss`` from ``time -f %M`` (KiB) of its framed line."""
+def harness_samples(
+    names: Collection[str],
+    *,
+    runner: Path | None,
+    model: Path | None,
+    peak_rss_kib: int | None = None,
+) -> HarnessSamples:
+    """The samples of the harness metrics in ``names`` for one unit: flash from ``runner`` and
+    ``model`` (host paths of the files it ran), ``peak_rss`` from ``time -f %M`` (KiB) of its framed
+    line."""
     out = HarnessSamples()
     wanted = [name for name in ELF_METRICS if name in names]
     if wanted:
@@ -103,8 +115,10 @@ def harness_samples(names: Collection[str], *, runner: Path | None, model: Path 
             out.reasons["model_bytes"] = str(exc)
     if "peak_rss" in names:
         if peak_rss_kib is None:
-            out.reasons["peak_rss"] = ("the guest's time -f printed no peak resident set (no time applet in "
-                                       "the guest's busybox, or the line was cut)")
+            out.reasons["peak_rss"] = (
+                "the guest's time -f printed no peak resident set (no time applet in "
+                "the guest's busybox, or the line was cut)"
+            )
         else:
             out.samples["peak_rss"] = [float(peak_rss_kib) * 1024]
     return out

@@ -439,7 +439,8 @@ def _mlia(m: re.Match[str], result: ScrapeResult, metric: str) -> float | None:
 
 
 def _size(group: int = 1) -> Callable[[re.Match[str], ScrapeResult, str], float | None]:
-    """A byte count printed with ``%lu`` (log_mem_status, the planned-buffer lines): a non-negative integer."""
+    """A byte count printed with ``%lu`` (log_mem_status, the planned-buffer lines): a
+    non-negative integer."""
     def convert(m: re.Match[str], result: ScrapeResult, metric: str) -> float | None:
         value = _to_float(m.group(group), result, metric)
         if value is not None and (value < 0 or value != int(value)):
@@ -451,8 +452,8 @@ def _size(group: int = 1) -> Callable[[re.Match[str], ScrapeResult, str], float 
 
 
 def _pool_share(group: int) -> Callable[[re.Match[str], ScrapeResult, str], float | None]:
-    """``NAME: U / P free: F ( used: N % )``: U (group 1) or P (group 2), refused when U exceeds P or U + F is
-    not P (a line of another allocator's numbers, or garbage)."""
+    """``NAME: U / P free: F ( used: N % )``: U (group 1) or P (group 2), refused when U exceeds P
+    or U + F is not P (a line of another allocator's numbers, or garbage)."""
     size = _size(group)
 
     def convert(m: re.Match[str], result: ScrapeResult, metric: str) -> float | None:
@@ -467,13 +468,19 @@ def _pool_share(group: int) -> Callable[[re.Match[str], ScrapeResult, str], floa
 
 
 def _pte_size(m: re.Match[str], result: ScrapeResult, metric: str) -> float | None:
-    """``model_pte_*_size``; an ``ET_MODEL_PTE_ADDR`` build appends ``(pte size unknown when not baked into elf)``:
-    its number is not the program's size, so no sample."""
+    """``model_pte_*_size``; an ``ET_MODEL_PTE_ADDR`` build appends ``(pte size unknown when not
+    baked into elf)``: its number is not the program's size, so no sample."""
     if m.group(2):
-        result._flag(metric, m.group(0), "the runner does not know the program's size (ET_MODEL_PTE_ADDR build: "
-                     "'pte size unknown when not baked into elf')")
+        result._flag(metric, m.group(0), "the runner does not know the program's size "
+                     "(ET_MODEL_PTE_ADDR build: 'pte size unknown when not baked into elf')")
         return None
     return _size()(m, result, metric)
+
+
+def _pool_line(label: str, group: int) -> _Builtin:
+    """``<label> %lu / %lu free: %lu ( used: %lu %% )`` of log_mem_status: used (1) or the pool
+    (2)."""
+    return _Builtin(re.compile(label + _POOL_LINE), label, "bytes", "run", _pool_share(group))
 
 
 def _bytes_line(label: str) -> _Builtin:
@@ -482,7 +489,8 @@ def _bytes_line(label: str) -> _Builtin:
 
 
 _POOL_LINE = r"\s*(\d+) / (\d+)\s+free:\s*(\d+)"
-"""``%lu / %lu free: %lu`` of log_mem_status (``method_allocator_used`` has two spaces before ``free``)."""
+"""``%lu / %lu free: %lu`` of log_mem_status (``method_allocator_used`` has two spaces before
+``free``)."""
 
 
 BUILTINS: dict[str, _Builtin] = {
@@ -537,14 +545,11 @@ BUILTINS: dict[str, _Builtin] = {
     "mlia_npu_active": _Builtin(
         re.compile(r"<metrics>([A-Za-z0-9+/=\s]*?)</metrics>"), "<metrics>", "cycles", "run", _mlia
     ),
-    # log_mem_status (arm_executor_runner.cpp:953-1049), printed once after the method loaded; a unit word is
-    # optional so a message cut at 255 bytes right after its number is matched, and refused as cut
-    "method_allocator_used": _Builtin(
-        re.compile(rf"method_allocator_used:{_POOL_LINE}"), "method_allocator_used:", "bytes", "run",
-        _pool_share(1)),
-    "method_allocator_pool": _Builtin(
-        re.compile(rf"method_allocator_used:{_POOL_LINE}"), "method_allocator_used:", "bytes", "run",
-        _pool_share(2)),
+    # log_mem_status (arm_executor_runner.cpp:953-1049), printed once after the method loaded; a
+    # unit word is optional so a message cut at 255 bytes right after its number is matched, and
+    # refused as cut
+    "method_allocator_used": _pool_line("method_allocator_used:", 1),
+    "method_allocator_pool": _pool_line("method_allocator_used:", 2),
     "method_allocator_planned": _bytes_line("method_allocator_planned:"),
     "method_allocator_loaded": _bytes_line("method_allocator_loaded:"),
     "method_allocator_input": _bytes_line("method_allocator_input:"),
@@ -557,17 +562,19 @@ BUILTINS: dict[str, _Builtin] = {
     "pte_loaded_size": _Builtin(
         re.compile(r"model_pte_loaded_size:\s*(\d+)(?: bytes\.( \(pte size unknown[^\n]*)?)?"),
         "model_pte_loaded_size:", "bytes", "run", _pte_size),
-    "etdump_buffer_used": _Builtin(
-        re.compile(rf"ETDump_outputs_buffer:{_POOL_LINE}"), "ETDump_outputs_buffer:", "bytes", "run",
-        _pool_share(1)),
-    # one line per planned buffer (executor_runner.cpp:558/578, arm_executor_runner.cpp:740): summed per run
+    "etdump_buffer_used": _pool_line("ETDump_outputs_buffer:", 1),
+    # one line per planned buffer (executor_runner.cpp:558/578, arm_executor_runner.cpp:740): summed
+    # per run
     "planned_memory": _Builtin(
-        re.compile(r"Setting up (?:CPU |device )?planned buffer (?:with mem_id=)?\d+, size (\d+)[.,]"),
+        re.compile(r"Setting up (?:CPU |device )?planned buffer (?:with mem_id=)?\d+, "
+                   r"size (\d+)[.,]"),
         "planned buffer", "bytes", "run", _size()),
 }
 SUMMED_METRICS = frozenset({"planned_memory"})
-"""Per-run metrics printed once per item (a program's planned buffers): the run's sample is their sum."""
-assert set(BUILTINS) | HARNESS_METRICS == set(BUILTIN_METRICS)  # the contract and the implementation agree
+"""Per-run metrics printed once per item (a program's planned buffers): the run's sample is their
+sum."""
+# the contract and the implementation agree
+assert set(BUILTINS) | HARNESS_METRICS == set(BUILTIN_METRICS)
 
 
 # --- checking samples ---------------------------------------------------------------------------------------
@@ -678,7 +685,8 @@ def scrape(text: str, specs: Sequence[MetricLike], *, prepared: bool = False) ->
         values, rejected = kept.values, kept.rejected
         if builtin is not None and spec.name in SUMMED_METRICS and values:
             if rejected:  # a sum without one of its parts is no measurement
-                result.warnings.append(f"{spec.name}: {len(rejected)} of its lines rejected: no sum")
+                result.warnings.append(
+                    f"{spec.name}: {len(rejected)} of its lines rejected: no sum")
                 rejected = [*rejected, *range(len(rejected), len(rejected) + len(values))]
                 values = []
             else:

@@ -1,11 +1,13 @@
-"""Memory gates and memory history on the user's path: the CLI as a process, the simulator as a process.
+"""Memory gates and memory history on the user's path: the CLI as a process, the simulator as a
+process.
 
-The simulator's memory comes from the work: the ``after`` build (driver objects kept for the method's life) holds
-every Ethos-U partition's buffers at once where ``before`` holds one call's, and a program in more partitions plans
-the tensors they hand each other. So on ResNet-8 in two partitions the candidate's peak resident set grows, and given
-a three-partition file its planned buffer too; on DS-CNN in one partition neither moves. A gate of 1 KiB on
-each fails the run (exit 1) naming the model that grew, and passes the one that did not; ``history --metric
-planned_memory`` flags the step when a later run's candidate gets the bigger program.
+The simulator's memory comes from the work: the ``after`` build (driver objects kept for the
+method's life) holds every Ethos-U partition's buffers at once where ``before`` holds one call's,
+and a program in more partitions plans the tensors they hand each other. So on ResNet-8 in two
+partitions the candidate's peak resident set grows, and given a three-partition file its planned
+buffer too; on DS-CNN in one partition neither moves. A gate of 1 KiB on each fails the run (exit 1)
+naming the model that grew, and passes the one that did not; ``history --metric planned_memory``
+flags the step when a later run's candidate gets the bigger program.
 """
 
 from __future__ import annotations
@@ -68,8 +70,12 @@ compare:
 def _scenario(folder: Path, after_partitions: int) -> Path:
     two = _MODEL.format(name="resnet8", partitions="--partitions 2 ")
     after = _MODEL.format(name="resnet8", partitions=f"--partitions {after_partitions} ")
-    text = SCENARIO.format(one=_MODEL.format(name="ds_cnn", partitions=""), two=two, after_build=after,
-                           after_file=f"resnet8_{after_partitions}p_after.model")
+    text = SCENARIO.format(
+        one=_MODEL.format(name="ds_cnn", partitions=""),
+        two=two,
+        after_build=after,
+        after_file=f"resnet8_{after_partitions}p_after.model",
+    )
     path = folder / "memory_gate.yaml"
     path.write_text(text)
     return path
@@ -84,10 +90,15 @@ def test_memory_gate_fails_the_run_when_the_candidate_grows(tmp_path: Path) -> N
     out = tmp_path / "results"
     scenario = _scenario(tmp_path, after_partitions=3)
     junit = tmp_path / "junit.xml"
-    done = run_cli(tmp_path, "run", str(scenario), "-o", str(out), "-q", "--junit", str(junit), timeout=240)
+    done = run_cli(
+        tmp_path, "run", str(scenario), "-o", str(out), "-q", "--junit", str(junit), timeout=240
+    )
     assert done.returncode == 1, done.stdout + done.stderr
     xml = junit.read_text()
-    assert "resnet8_2p: gate peak_rss" in xml and "exact: every run of each build measured the same" in xml
+    assert (
+        "resnet8_2p: gate peak_rss" in xml
+        and "exact: every run of each build measured the same" in xml
+    )
     gates = _gates(out)
     for metric in ("planned_memory", "peak_rss"):
         grown, same = gates[("resnet8_2p", metric)], gates[("ds_cnn", metric)]
@@ -103,14 +114,34 @@ def test_memory_gate_fails_the_run_when_the_candidate_grows(tmp_path: Path) -> N
 
 def test_history_flags_a_memory_step(tmp_path: Path) -> None:
     out = tmp_path / "results"
-    for partitions in (2, 2, 2, 3):  # the fourth run's candidate plans more: a step in planned_memory
+    for partitions in (
+        2,
+        2,
+        2,
+        3,
+    ):  # the fourth run's candidate plans more: a step in planned_memory
         scenario = _scenario(tmp_path, after_partitions=partitions)
-        done = run_cli(tmp_path, "run", str(scenario), "-o", str(out), "-q", "--set", "run.repetitions=1",
-                       "--set", "compare.gates={}", timeout=240)
-        assert done.returncode in (0, 1), done.stdout + done.stderr  # 1: a time verdict of one repetition
+        done = run_cli(
+            tmp_path,
+            "run",
+            str(scenario),
+            "-o",
+            str(out),
+            "-q",
+            "--set",
+            "run.repetitions=1",
+            "--set",
+            "compare.gates={}",
+            timeout=240,
+        )
+        assert done.returncode in (0, 1), (
+            done.stdout + done.stderr
+        )  # 1: a time verdict of one repetition
         assert (out / "report.md").is_file()
     history = run_cli(tmp_path, "history", str(out), "--metric", "planned_memory", timeout=120)
-    assert history.returncode == 1, history.stdout + history.stderr  # a regression in effect at the newest run
+    assert history.returncode == 1, (
+        history.stdout + history.stderr
+    )  # a regression in effect at the newest run
     data = json.loads((out / "history" / "history.json").read_text())
     steps = [s for s in data["steps"] if s["model"] == "resnet8_2p"]
     assert [s["kind"] for s in steps] == ["regression"] and steps[0]["in_effect"], data["steps"]

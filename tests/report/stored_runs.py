@@ -74,8 +74,8 @@ def write_run(folder: Path, values: Mapping[tuple[str, str], float], *, run_id: 
     ``iterations`` samples with relative noise ``spread``; ``changes`` sets manifest fields (a dotted path, or a
     tuple of keys for names with dots such as artifacts); ``failed`` unit
     ids are stored as failed; ``extra`` is every ok record's ``extra`` (``{"etdump": "etdump.bin", ...}``: a traced
-    unit, whose file the caller writes into ``fetched/<unit>/``); ``sizes`` maps (build, model) to a ``peak_rss`` in
-bytes, one value per unit, the same in every unit (an exact size)."""
+    unit, whose file the caller writes into ``fetched/<unit>/``); ``sizes`` maps (build, model) to a
+``peak_rss`` in bytes, one value per unit, the same in every unit (an exact size)."""
     store = ResultStore(folder)
     if archive and store.has_run():
         previous = store.read_manifest() or {}
@@ -95,9 +95,9 @@ bytes, one value per unit, the same in every unit (an exact size)."""
             samples = (median * (1.0 + spread * rng.standard_normal(iterations))).round(4).tolist()
             size = (sizes or {}).get((build, model))
             memory = {"peak_rss": [float(size)]} if size is not None else {}
+            timed = {"cpu_time": samples, "npu_cycles": [npu] * iterations}
             store.append(Record(scenario="demo", key=key, unit_id=unit, instance="s0", build=build, model=model,
-                                repetition=rep, status="ok", samples={"cpu_time": samples,
-                                                                     "npu_cycles": [npu] * iterations, **memory},
+                                repetition=rep, status="ok", samples={**timed, **memory},
                                 metric_units={"cpu_time": "ms", "npu_cycles": "cycles",
                                               **dict.fromkeys(memory, "bytes")},
                                 outputs={"out.bin": "ab" * 32}, started=started, extra=dict(extra or {})))

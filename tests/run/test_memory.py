@@ -1,6 +1,7 @@
-"""The memory the harness measures itself: a real ELF's sections summed by their flags (a program compiled here with
-arrays of known sizes in each kind of section), the model file's size, and the framed line's peak resident set
-read by the host's real ``/bin/sh`` and ``time`` around a process of known size."""
+"""The memory the harness measures itself: a real ELF's sections summed by their flags (a program
+compiled here with arrays of known sizes in each kind of section), the model file's size, and the
+framed line's peak resident set read by the host's real ``/bin/sh`` and ``time`` around a process of
+known size."""
 
 from __future__ import annotations
 
@@ -31,8 +32,11 @@ def elf(tmp_path_factory: pytest.TempPathFactory) -> Path:
     compiler = compiler if shutil.which(compiler) else "cc"
     folder = tmp_path_factory.mktemp("elf")
     (folder / "p.c").write_text(_SOURCE)
-    subprocess.run([compiler, "-O0", "-static", "-o", str(folder / "p"), str(folder / "p.c")], check=True,
-                   timeout=120)
+    subprocess.run(
+        [compiler, "-O0", "-static", "-o", str(folder / "p"), str(folder / "p.c")],
+        check=True,
+        timeout=120,
+    )
     return folder / "p"
 
 
@@ -41,9 +45,12 @@ def test_elf_sections_hold_the_arrays(elf: Path) -> None:
     assert sections["runner_rodata"] >= 50000 and sections["runner_data"] >= 30000
     assert 100000 <= sections["runner_bss"] < 100000 + 64 * 1024  # libc's own .bss is small
     assert sections["runner_text"] > 1000  # main and the static C library
-    assert sections["runner_flash"] == (sections["runner_text"] + sections["runner_rodata"]
-                                        + sections["runner_data"])
-    assert sections["runner_flash"] < elf.stat().st_size  # symbols and other unloaded sections are not counted
+    assert sections["runner_flash"] == (
+        sections["runner_text"] + sections["runner_rodata"] + sections["runner_data"]
+    )
+    assert (
+        sections["runner_flash"] < elf.stat().st_size
+    )  # symbols and other unloaded sections are not counted
 
 
 def test_elf_sections_follow_the_source(elf: Path, tmp_path: Path) -> None:
@@ -52,7 +59,11 @@ def test_elf_sections_follow_the_source(elf: Path, tmp_path: Path) -> None:
     bigger.write_text(_SOURCE.replace("pool[100000]", "pool[300000]"))
     compiler = os.environ.get("CC_AARCH64", "aarch64-linux-gnu-gcc")
     compiler = compiler if shutil.which(compiler) else "cc"
-    subprocess.run([compiler, "-O0", "-static", "-o", str(tmp_path / "p"), str(bigger)], check=True, timeout=120)
+    subprocess.run(
+        [compiler, "-O0", "-static", "-o", str(tmp_path / "p"), str(bigger)],
+        check=True,
+        timeout=120,
+    )
     old, new = elf_sections(elf), elf_sections(tmp_path / "p")
     assert new["runner_bss"] - old["runner_bss"] == 200000
     assert new["runner_flash"] == old["runner_flash"]
@@ -61,9 +72,14 @@ def test_elf_sections_follow_the_source(elf: Path, tmp_path: Path) -> None:
 def test_harness_samples_and_why_not(elf: Path, tmp_path: Path) -> None:
     model = tmp_path / "m.pte"
     model.write_bytes(b"x" * 1234)
-    got = harness_samples(["runner_flash", "model_bytes", "peak_rss"], runner=elf, model=model, peak_rss_kib=10)
-    assert got.samples == {"runner_flash": [float(elf_sections(elf)["runner_flash"])], "model_bytes": [1234.0],
-                           "peak_rss": [10240.0]}
+    got = harness_samples(
+        ["runner_flash", "model_bytes", "peak_rss"], runner=elf, model=model, peak_rss_kib=10
+    )
+    assert got.samples == {
+        "runner_flash": [float(elf_sections(elf)["runner_flash"])],
+        "model_bytes": [1234.0],
+        "peak_rss": [10240.0],
+    }
     script = tmp_path / "runner.sh"
     script.write_text("#!/bin/sh\n")
     got = harness_samples(["runner_text", "peak_rss"], runner=script, model=None)
@@ -73,23 +89,37 @@ def test_harness_samples_and_why_not(elf: Path, tmp_path: Path) -> None:
 
 @pytest.mark.skipif(shutil.which("time") is None, reason="the host has no time program")
 def test_framed_line_reads_the_peak_of_a_real_process(tmp_path: Path) -> None:
-    """The framed line under the host's /bin/sh and time: a process that touches 64 MiB peaks above that; one
-    killed by SIGABRT still ends with 134 (the inner shell's status, not time's bare signal number)."""
+    """The framed line under the host's /bin/sh and time: a process that touches 64 MiB peaks above
+    that; one killed by SIGABRT still ends with 134 (the inner shell's status, not time's bare
+    signal number)."""
     token = new_token()
     folder = str(tmp_path / "unit")
     touch = f"{sys.executable} -c 'b = bytearray(64 << 20); import sys; sys.exit(3)'"
-    text = subprocess.run(["/bin/sh", "-c", frame_unit(touch, folder, token, peak_rss=True)],
-                          capture_output=True, text=True, timeout=60).stdout
+    text = subprocess.run(
+        ["/bin/sh", "-c", frame_unit(touch, folder, token, peak_rss=True)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
     framed = parse_framed(text, token)
-    assert framed.status == 3 and framed.peak_rss_kib is not None and framed.peak_rss_kib > 64 * 1024
+    assert (
+        framed.status == 3 and framed.peak_rss_kib is not None and framed.peak_rss_kib > 64 * 1024
+    )
     assert not framed.problems and PEAK_RSS_FILE not in framed.digests
     abort = f"{sys.executable} -c 'import os; os.abort()'"
-    text = subprocess.run(["/bin/sh", "-c", frame_unit(abort, folder, token, peak_rss=True)],
-                          capture_output=True, text=True, timeout=60).stdout
+    text = subprocess.run(
+        ["/bin/sh", "-c", frame_unit(abort, folder, token, peak_rss=True)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
     framed = parse_framed(text, token)
-    assert framed.status == 134 and framed.peak_rss_kib is not None and framed.peak_rss_kib < 64 * 1024
+    assert (
+        framed.status == 134 and framed.peak_rss_kib is not None and framed.peak_rss_kib < 64 * 1024
+    )
 
 
 def test_framed_line_without_peak_rss_is_unchanged() -> None:
     assert "time" not in frame_unit("./r", "/tmp/u", "fvpunitx") and frame_unit(
-        "./r", "/tmp/u", "fvpunitx") == frame_unit("./r", "/tmp/u", "fvpunitx", peak_rss=False)
+        "./r", "/tmp/u", "fvpunitx"
+    ) == frame_unit("./r", "/tmp/u", "fvpunitx", peak_rss=False)

@@ -415,8 +415,9 @@ class _Program:
         self.log("I", "buffer_loaded", "Model buffer loaded, has 1 methods")
         self.log("I", "running_method", "Running method forward")
         self.log("I", "allocator_pool", f"Setup Method allocator pool. Size: {METHOD_POOL_BYTES} bytes.")
-        # the program's input and output, and for a partly delegated one the tensors its partitions and CPU layers
-        # hand each other (the activation plan: networks/partition.py), as the Linux runner plans them
+        # the program's input and output, and for a partly delegated one the tensors its partitions
+        # and CPU layers hand each other (the activation plan: networks/partition.py), as the Linux
+        # runner plans them
         planned = (_align(model.sizes.input) + _align(model.sizes.output)
                    + planned_edge_bytes(model.arch, model.delegation, ALIGNMENT))
         self.log("I", "planned_buffer", f"Setting up planned buffer with mem_id=1, size {planned}.")

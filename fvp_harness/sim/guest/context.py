@@ -37,7 +37,8 @@ class SimGuestContext:
         self.knobs: Mapping[str, str] = MappingProxyType(dict(machine.knobs.raw))
         self.npu_macs: int = machine.npu_macs
         self.peak_rss_kib = 0
-        """The process's peak resident set (``VmHWM``), KiB: the largest ``resident`` it declared."""
+        """The process's peak resident set (``VmHWM``), KiB: the largest ``resident`` it
+        declared."""
 
     def read_file(self, path: str) -> bytes:
         """Read a guest file (FileNotFoundError / IsADirectoryError / PermissionError like open())."""
@@ -56,7 +57,8 @@ class SimGuestContext:
         self._io.err(text.encode("utf-8", "surrogateescape"))
 
     def resident(self, size: int) -> None:
-        """The program's resident set is now ``size`` bytes; the kernel counts it in whole 4 KiB pages."""
+        """The program's resident set is now ``size`` bytes; the kernel counts it in whole 4 KiB
+        pages."""
         self.peak_rss_kib = max(self.peak_rss_kib, -(-int(size) // PAGE) * PAGE // 1024)
 
     def advance(self, cpu_seconds: float, instructions: int = 0) -> None:

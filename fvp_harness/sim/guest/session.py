@@ -22,15 +22,17 @@ from fvp_harness.sim.knobs import Knobs
 __all__ = ["SHELL_RSS_KIB", "Builtin", "ChildUsage", "GuestMachine", "Session"]
 
 SHELL_RSS_KIB = 5184
-"""The peak resident set of a busybox process that runs a small command and exits (``sh -c``, an applet a command
-forks), KiB: what ``time -f %M sh -c 'true; exit $?'`` prints on the QEMU guest's busybox 1.35 (static, arm64;
-5184 and 5200 KiB in two boots; tests/qemu/test_memory.py checks it stays within 25 %)."""
+"""The peak resident set of a busybox process that runs a small command and exits (``sh -c``, an
+applet a command forks), KiB: what ``time -f %M sh -c 'true; exit $?'`` prints on the QEMU guest's
+busybox 1.35 (static, arm64; 5184 and 5200 KiB in two boots; tests/qemu/test_memory.py checks it
+stays within 25 %)."""
 
 
 @dataclass
 class ChildUsage:
-    """What ``wait4`` tells a process of the children it reaped: the largest peak resident set among them and their
-    own reaped children (``ru_maxrss``, KiB). A shell keeps one; ``time`` one per command it runs."""
+    """What ``wait4`` tells a process of the children it reaped: the largest peak resident set among
+    them and their own reaped children (``ru_maxrss``, KiB). A shell keeps one; ``time`` one per
+    command it runs."""
 
     maxrss_kib: int = 0
 

@@ -969,7 +969,7 @@ class Shell:
             return child.source(text.decode("utf-8", "replace"), io)
         except ExitShell as exc:
             return exc.status
-        finally:  # a new busybox process: its own pages, and the largest of the children it waited for
+        finally:  # a new busybox process: its own pages, and the largest child it waited for
             self.children.reaped(max(SHELL_RSS_KIB, child.children.maxrss_kib))
 
     def source(self, text: str, io: IO) -> int:

@@ -85,8 +85,8 @@ class DriverSizes:
 
     @property
     def buffer_bytes(self) -> int:
-        """Bytes of the buffers the objects map into the process (the network's command stream and weights, the
-        scratch, the IFMs and OFMs): resident while the objects exist."""
+        """Bytes of the buffers the objects map into the process (the network's command stream and
+        weights, the scratch, the IFMs and OFMs): resident while the objects exist."""
         return self.command_stream + self.weights + self.scratch + self.input + self.output
 
     @property

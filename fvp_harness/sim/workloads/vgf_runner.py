@@ -579,7 +579,8 @@ class HostContext:
         self._now += cpu_seconds
 
     def resident(self, size: int) -> None:
-        """Nothing reads a host run's resident set (the host's own ``time`` would measure the real process)."""
+        """Nothing reads a host run's resident set (the host's own ``time`` would measure the real
+        process)."""
 
     def now(self) -> float:
         return self._now

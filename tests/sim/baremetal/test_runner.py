@@ -434,8 +434,9 @@ def test_a_partitioned_model_counts_each_delegate_call_in_the_one_perf_block() -
 
 
 def test_a_partitioned_model_plans_the_tensors_its_partitions_hand_over() -> None:
-    """The planned buffer holds the input, the output and the activations the partitions and CPU layers hand each
-    other (the network's activation plan); the memory lines and the harness's parsers agree on it."""
+    """The planned buffer holds the input, the output and the activations the partitions and CPU
+    layers hand each other (the network's activation plan); the memory lines and the harness's
+    parsers agree on it."""
     from fvp_harness.run.scrape import scrape
     from fvp_harness.scenario.model import MetricSpec
     from fvp_harness.sim.networks.partition import choose_cpu_layers, planned_edge_bytes
@@ -451,7 +452,8 @@ def test_a_partitioned_model_plans_the_tensors_its_partitions_hand_over() -> Non
         scraped = scrape("".join(board.text), specs)
         edges = planned_edge_bytes(model.arch, model.delegation)
         planned = -(-model.sizes.input // 16) * 16 + -(-model.sizes.output // 16) * 16 + edges
-        assert scraped.samples == {"planned_memory": [planned], "method_allocator_planned": [planned]}
+        assert scraped.samples == {"planned_memory": [planned],
+                                   "method_allocator_planned": [planned]}
         sizes[partitions] = planned
     assert sizes[1] < sizes[2] < sizes[3]
 

@@ -18,7 +18,8 @@ from fvp_harness.sim.guest.session import Builtin
 
 __all__ = ["APPLETS", "posix_regex"]
 
-_ALL: dict[str, Builtin] = {**text.APPLETS, **grep.APPLETS, **commands.APPLETS, **system.APPLETS, **timing.APPLETS}
+_ALL: dict[str, Builtin] = {**text.APPLETS, **grep.APPLETS, **commands.APPLETS, **system.APPLETS,
+                            **timing.APPLETS}
 APPLETS: dict[str, Builtin] = {name: _ALL[name] for name in (
     "head",
     "tail",

@@ -1,16 +1,18 @@
-"""busybox's ``time`` applet (miscutils/time.c, busybox 1.35 as the QEMU guest's Debian busybox-static has it):
-run a command, then report its resource use from ``wait4``.
+"""busybox's ``time`` applet (miscutils/time.c, busybox 1.35 as the QEMU guest's Debian
+busybox-static has it): run a command, then report its resource use from ``wait4``.
 
-Why: the harness measures a Linux runner's peak resident set as ``time -f '... %M' -o FILE sh -c 'CMD; exit $?'``
-(``run/framed.py``), so the simulated guest must run that line as busybox does. ``%M`` is ``ru_maxrss`` of the
-waited child: the largest peak resident set among it and the children it waited for (``session.ChildUsage``; an
-emulated program declares what it holds through ``GuestContext.resident``, a busybox process holds
-``SHELL_RSS_KIB``). Options as busybox's (``+vpao:f:``: option parsing stops at PROG): ``-v`` the verbose listing,
-``-p`` POSIX ``real``/``user``/``sys``, ``-f FMT``, ``-o FILE`` (``-a`` appends), the report on stderr otherwise,
-after ``Command exited with non-zero status N`` when PROG failed. Exit status: PROG's (127 when it cannot be run).
-Times come from the simulated clock; CPU time is all user time (the emulated programs declare no system time).
-The emulated programs report a signal as the shell's 128+N status and print its message themselves, so a status
-is always an exit status here (busybox's ``Command terminated by signal N`` is not emulated).
+Why: the harness measures a Linux runner's peak resident set as ``time -f '... %M' -o FILE sh -c
+'CMD; exit $?'`` (``run/framed.py``), so the simulated guest must run that line as busybox does.
+``%M`` is ``ru_maxrss`` of the waited child: the largest peak resident set among it and the children
+it waited for (``session.ChildUsage``; an emulated program declares what it holds through
+``GuestContext.resident``, a busybox process holds ``SHELL_RSS_KIB``). Options as busybox's
+(``+vpao:f:``: option parsing stops at PROG): ``-v`` the verbose listing, ``-p`` POSIX
+``real``/``user``/``sys``, ``-f FMT``, ``-o FILE`` (``-a`` appends), the report on stderr otherwise,
+after ``Command exited with non-zero status N`` when PROG failed. Exit status: PROG's (127 when it
+cannot be run). Times come from the simulated clock; CPU time is all user time (the emulated
+programs declare no system time). The emulated programs report a signal as the shell's 128+N status
+and print its message themselves, so a status is always an exit status here (busybox's ``Command
+terminated by signal N`` is not emulated).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ Run PROG, display resource usage when it exits
 _DEFAULT = "real\t%E\nuser\t%u\nsys\t%T"
 _POSIX = "real %e\nuser %U\nsys %S"
 _VERBOSE = (
-    "\tCommand being timed: \"%C\"\n\tUser time (seconds): %U\n\tSystem time (seconds): %S\n"
+    '\tCommand being timed: "%C"\n\tUser time (seconds): %U\n\tSystem time (seconds): %S\n'
     "\tPercent of CPU this job got: %P\n\tElapsed (wall clock) time (h:mm:ss or m:ss): %E\n"
     "\tAverage shared text size (kbytes): %X\n\tAverage unshared data size (kbytes): %D\n"
     "\tAverage stack size (kbytes): %p\n\tAverage total size (kbytes): %K\n"
@@ -42,24 +44,26 @@ _VERBOSE = (
     "\tMajor (requiring I/O) page faults: %F\n\tMinor (reclaiming a frame) page faults: %R\n"
     "\tVoluntary context switches: %w\n\tInvoluntary context switches: %c\n\tSwaps: %W\n"
     "\tFile system inputs: %I\n\tFile system outputs: %O\n\tSocket messages sent: %s\n"
-    "\tSocket messages received: %r\n\tSignals delivered: %k\n\tPage size (bytes): %Z\n\tExit status: %x"
+    "\tSocket messages received: %r\n\tSignals delivered: %k\n\tPage size (bytes): %Z\n"
+    "\tExit status: %x"
 )
 
 
 def _options(args: list[str]) -> tuple[dict[str, str], list[str]]:
-    """busybox's ``getopt32(argv, "^+vpao:f:...")``: options until the first operand (PROG's own stay PROG's)."""
+    """busybox's ``getopt32(argv, "^+vpao:f:...")``: options until the first operand (PROG's own
+    stay PROG's)."""
     opts: dict[str, str] = {}
     i = 0
     while i < len(args):
         arg = args[i]
         if arg == "--":
-            return opts, args[i + 1:]
+            return opts, args[i + 1 :]
         if not arg.startswith("-") or arg == "-":
             break
         i += 1
         for j, flag in enumerate(arg[1:], start=1):
             if flag in "of":
-                value = arg[j + 1:]
+                value = arg[j + 1 :]
                 if not value:
                     if i >= len(args):
                         raise Usage(f"option requires an argument -- '{flag}'")
@@ -87,13 +91,22 @@ def _minutes(value: float) -> str:
 
 
 def _report(fmt: str, argv: list[str], elapsed: float, status: int, maxrss_kib: int) -> str:
-    """``summarize()``: the format's conversions for one command (the counters busybox reads that the simulator
-    does not model are 0)."""
+    """``summarize()``: the format's conversions for one command (the counters busybox reads that
+    the simulator does not model are 0)."""
     percent = "100%" if elapsed > 0 else "?%"  # all of the elapsed time is the command's user time
     values = {
-        "C": " ".join(argv), "U": _seconds(elapsed), "S": "0.00",
-        "e": _seconds(elapsed), "E": _minutes(elapsed), "u": _minutes(elapsed), "T": _minutes(0.0),
-        "P": percent, "M": str(maxrss_kib), "x": str(status), "Z": "4096", "%": "%",
+        "C": " ".join(argv),
+        "U": _seconds(elapsed),
+        "S": "0.00",
+        "e": _seconds(elapsed),
+        "E": _minutes(elapsed),
+        "u": _minutes(elapsed),
+        "T": _minutes(0.0),
+        "P": percent,
+        "M": str(maxrss_kib),
+        "x": str(status),
+        "Z": "4096",
+        "%": "%",
     }
     out: list[str] = []
     i = 0
@@ -112,7 +125,8 @@ def _report(fmt: str, argv: list[str], elapsed: float, status: int, maxrss_kib: 
 
 
 def _runnable(sh: Session, name: str) -> bool:
-    """Whether execvp finds ``name``: a builtin or applet, or an existing file (by path or ``$PATH``)."""
+    """Whether execvp finds ``name``: a builtin or applet, or an existing file (by path or
+    ``$PATH``)."""
     found = sh.find_command(name)
     if not isinstance(found, str):
         return found is not None
@@ -138,7 +152,9 @@ def _time(sh: Session, argv: list[str], io: IO) -> int:
     clock = sh.machine.clock
     started = clock.now()
     outer, child = sh.children, ChildUsage()
-    sh.children = child  # the command is this applet's one child: wait4 reports it (and what it waited for)
+    sh.children = (
+        child  # the command is this applet's one child: wait4 reports it (and what it waited for)
+    )
     try:
         if not _runnable(sh, command[0]):
             io.complain(f"time: can't execute '{command[0]}': No such file or directory\n")
@@ -147,7 +163,9 @@ def _time(sh: Session, argv: list[str], io: IO) -> int:
             status = sh.execute(command, sh.environment(), io)
     finally:
         sh.children = outer
-    maxrss = max(SHELL_RSS_KIB, child.maxrss_kib)  # a builtin command still ran in a forked busybox process
+    maxrss = max(
+        SHELL_RSS_KIB, child.maxrss_kib
+    )  # a builtin command still ran in a forked busybox process
     outer.reaped(maxrss)
     text = f"Command exited with non-zero status {status}\n" if status else ""
     text += _report(fmt, command, clock.now() - started, status, maxrss)

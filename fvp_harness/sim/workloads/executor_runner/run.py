@@ -181,10 +181,10 @@ PROGRAM_IDENTIFIER = "ET12"
 PLANNED_ALIGNMENT = 16
 MMAP_THRESHOLD = 128 * 1024
 RUNNER_IMAGE_BYTES = 7 << 20
-"""The runner process's own resident pages before it reads anything: its code and data, the C and C++ runtimes,
-the stack (7 MiB: an assumed figure for an aarch64 executor_runner with the portable kernels, not a measurement;
-more than busybox's own 5 MiB, ``SHELL_RSS_KIB``, measured on the QEMU guest). The rest of its resident set is
-what it holds: ``Run.hold``."""
+"""The runner process's own resident pages before it reads anything: its code and data, the C and
+C++ runtimes, the stack (7 MiB: an assumed figure for an aarch64 executor_runner with the portable
+kernels, not a measurement; more than busybox's own 5 MiB, ``SHELL_RSS_KIB``, measured on the QEMU
+guest). The rest of its resident set is what it holds: ``Run.hold``."""
 ACCESS_FAILED, INVALID_STATE, INVALID_ARGUMENT = 0x22, 0x2, 0x12
 """runtime/core/error.h: Error::AccessFailed, Error::InvalidState, Error::InvalidArgument."""
 _invocations = itertools.count()
@@ -232,7 +232,8 @@ class Run:
     """The ETDump event tracer of a build with ``ET_EVENT_TRACER_ENABLED`` (``tracer.py``), else None."""
     model_digest: str = ""  # sha256 of the model file: names it in the inference cache (networks/once.py)
     held: int = 0
-    """Bytes the process holds beyond its image (``hold``/``release``): its resident set is the two together."""
+    """Bytes the process holds beyond its image (``hold``/``release``): its resident set is the two
+    together."""
 
     @property
     def sites(self) -> dict[str, tuple[str, int]]:
@@ -248,8 +249,8 @@ class Run:
         return self.tracer.scope(name) if self.tracer is not None else contextlib.nullcontext()
 
     def hold(self, size: int) -> None:
-        """The process now also holds ``size`` bytes (read, allocated or mapped, and touched): its resident set
-        grows, and its peak (``VmHWM``) with it."""
+        """The process now also holds ``size`` bytes (read, allocated or mapped, and touched): its
+        resident set grows, and its peak (``VmHWM``) with it."""
         self.held += size
         self.ctx.resident(RUNNER_IMAGE_BYTES + self.held)
 
@@ -470,7 +471,7 @@ def _main(run: Run, delegate: Delegate, build_id: str, faults: FaultSpec) -> int
     _load_data_file(run)
     path = flags.model_path
     data = _open_model(run, path)
-    run.hold(len(data))  # FileDataLoader reads the program, and the delegate keeps its segment, for the run
+    run.hold(len(data))  # FileDataLoader reads the program; the delegate keeps its segment
     before_load = ctx.now()
     run.file_bytes = len(data)
     run.model_digest = model_digest(data)
@@ -486,7 +487,7 @@ def _main(run: Run, delegate: Delegate, build_id: str, faults: FaultSpec) -> int
                           f"Failed to get method_meta for {run.method}: 0x{INVALID_ARGUMENT:x}")  # fmt: skip
     kind = "CPU planned" if run.generation == "current" else "planned"
     log.at("I", sites["planned_buffer"], f"Setting up {kind} buffer 0, size {_planned_buffer_bytes(model)}.")
-    run.hold(_planned_buffer_bytes(model))  # make_unique<uint8_t[]>: the activations, touched as they are used
+    run.hold(_planned_buffer_bytes(model))  # make_unique<uint8_t[]>: touched as it is used
     try:
         if run.tracer is not None:
             run.tracer.create_event_block("Default")  # Program::load_method (program.cpp:377)
@@ -714,7 +715,7 @@ class _EthosU:
                 remaining -= step
             log.at("E", sites["npu_timed_out"], f"Ethos-U inference timed out after {NPU_TIMEOUT_NS} ns")
             raise DelegateError(INVALID_STATE)
-        if self.artifact.driver == "per-inference":  # each call creates its buffers and frees them when it ends
+        if self.artifact.driver == "per-inference":  # a call creates its buffers, then frees them
             largest = max(self._buffers())
             run.hold(largest)
             run.release(largest)
@@ -740,8 +741,10 @@ class _EthosU:
         return None
 
     def _buffers(self) -> list[int]:
-        """Bytes of each delegate call's driver buffers (``DriverSizes.buffer_bytes``; one call per partition)."""
-        return [sizes.buffer_bytes for sizes in (self.calls.sizes if self.calls is not None else [self.sizes])]
+        """Bytes of each delegate call's driver buffers (``DriverSizes.buffer_bytes``; one call per
+        partition)."""
+        calls = self.calls.sizes if self.calls is not None else [self.sizes]
+        return [sizes.buffer_bytes for sizes in calls]
 
     def _input_copy_ms(self) -> float:
         """The nominal cost of copying the input into the NPU's scratch (the driver cost model's I/O rate over the
