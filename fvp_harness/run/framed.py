@@ -45,13 +45,15 @@ def frame_unit(command: str, unit_dir: str, token: str, *, cleanup: bool = True,
     touches after the last poll, and a zombie's status has no ``VmHWM``. Busybox's ``time`` applet
     (and GNU time on a host) take ``-f``/``-o``. ``; exit $?`` keeps the inner shell from exec'ing
     the command, so a runner killed by a signal still ends with ``128 + signal`` (busybox's ``time``
-    returns the bare signal number for a child a signal ended)."""
+    returns the bare signal number for a child a signal ended). A guest without ``time`` (a busybox
+    built without the applet) runs the command as it is: no ``peak_rss`` sample, nothing lost."""
     folder = shlex.quote(unit_dir)
     status = "$?"
     if peak_rss:
         rss = shlex.quote(f"{unit_dir.rstrip('/')}/{PEAK_RSS_FILE}")
         inner = shlex.quote(f"{command}; exit $?")
-        command = f"time -f '{token}.rss %M' -o {rss} sh -c {inner}; s=$?"
+        timed = f"time -f '{token}.rss %M' -o {rss} sh -c {inner}"
+        command = f"if time -f '' true 2>/dev/null; then {timed}; else {command}; fi; s=$?"
         status = f"$s; grep -h '^{token}.rss ' {rss} 2>/dev/null"
     line = (f"rm -rf {folder} && mkdir -p {folder} && printf '%s\\n' {token}.ready; {command}; "
             f"printf '\\n%s %s\\n' {token}.status {status}; cd {folder} && sha256sum *")

@@ -119,6 +119,21 @@ def test_framed_line_reads_the_peak_of_a_real_process(tmp_path: Path) -> None:
     )
 
 
+def test_a_guest_without_time_still_runs_the_command(tmp_path: Path) -> None:
+    """A busybox built without the ``time`` applet: the command runs as it is, with its own status,
+    and there is no peak (the record then says why)."""
+    token = new_token()
+    line = frame_unit("sh -c 'echo out; exit 5'", str(tmp_path / "unit"), token, peak_rss=True)
+    path = tmp_path / "bin"
+    path.mkdir()
+    for tool in ("rm", "mkdir", "printf", "grep", "sha256sum", "sh"):  # everything but time
+        (path / tool).symlink_to(shutil.which(tool) or f"/bin/{tool}")
+    text = subprocess.run(["/bin/sh", "-c", line], capture_output=True, text=True, timeout=60,
+                          env={"PATH": str(path)}).stdout
+    framed = parse_framed(text, token)
+    assert (framed.output.strip(), framed.status, framed.peak_rss_kib) == ("out", 5, None)
+
+
 def test_framed_line_without_peak_rss_is_unchanged() -> None:
     assert "time" not in frame_unit("./r", "/tmp/u", "fvpunitx") and frame_unit(
         "./r", "/tmp/u", "fvpunitx"
