@@ -1,7 +1,10 @@
-"""Changes of other metrics than the primary one: gates (the largest allowed regression) and identity checks with a
-tolerance. Both judge the CI of the change candidate - baseline (in % of the baseline median, or in the metric's
-unit): a gate is violated only when the whole CI lies beyond it, a tolerance passes only when the whole CI lies
-within it; a CI that straddles the limit is unverified, never a pass or a failure.
+"""Changes of other metrics than the primary one: gates (the largest allowed regression) and
+identity checks with a tolerance. Both judge the CI of the change candidate - baseline (in % of the
+baseline median, or in the metric's unit): a gate is violated only when the whole CI lies beyond it,
+a tolerance passes only when the whole CI lies within it; a CI that straddles the limit is
+unverified, never a pass or a failure. A gate on a memory metric whose every sample in each build is
+the same number (a size: planned buffers, a file's bytes) is decided on the exact change, without a
+CI.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from fvp_harness.report.pvalues import unit_level_difference, unit_level_interva
 from fvp_harness.report.sample_groups import Samples
 from fvp_harness.report.spec import GateLike, Settings, ToleranceLike
 from fvp_harness.report.verdicts import decide_gate
+from fvp_harness.scenario.metrics import MEMORY_METRICS
 
 __all__ = ["Change", "gate_check", "limit_text", "measure_change", "tolerance_check"]
 
@@ -117,6 +121,20 @@ def limit_text(amount: float, relative: bool, unit: str, sign: str = "+") -> str
     return f"{text}%" if relative else text + (f" {unit}" if unit else "")
 
 
+_EXACT = "every run of each build measured the same size: decided without a CI"
+
+
+def _deterministic(samples: Samples, model: str, metric: str, builds: tuple[str, str]) -> bool:
+    """Every sample of each build is the same number: a size, not a measurement with noise (a
+    program's planned buffers, a file's bytes). Such a change is exact: no CI of zero width, no
+    p-value."""
+    for build in builds:
+        values = samples.values_of(model, build, metric)
+        if not len(values) or float(np.min(values)) != float(np.max(values)):
+            return False
+    return True
+
+
 def gate_check(
     model: str, metric: str, gate: GateLike, samples: Samples, builds: tuple[str, str], settings: Settings
 ) -> GateCheck:
@@ -125,10 +143,11 @@ def gate_check(
     shown_unit = (unit or gate.unit or "") if not relative else ""
     change = measure_change(samples, model, metric, builds, relative, settings)
 
-    def check(verdict: GateVerdict, status: Status, detail: str) -> GateCheck:
+    def check(verdict: GateVerdict, status: Status, detail: str, ci: bool = True) -> GateCheck:
         return GateCheck(model, metric, unit, relative, allowed, change.baseline_median, change.candidate_median,
-                         change.n_baseline, change.n_candidate, change.change, change.low, change.high, verdict,
-                         status, detail)
+                         change.n_baseline, change.n_candidate, change.change,
+                         change.low if ci else None, change.high if ci else None, verdict, status,
+                         detail)
 
     if not relative and gate.unit and unit and gate.unit != unit:
         return check("inconclusive", "unverified", f"the gate is in {gate.unit} but {metric} is recorded in "
@@ -138,6 +157,13 @@ def gate_check(
     if change.change is None:
         return check("inconclusive", "unverified", change.why)
     shown = _change_words(change.change, relative, shown_unit)
+    if metric in MEMORY_METRICS and _deterministic(samples, model, metric, builds):
+        words = _allowed_words(allowed, relative, shown_unit)
+        if change.change > allowed:
+            return check("violated", "fail", f"{shown}, more than allowed ({words}; {_EXACT})",
+                         ci=False)
+        return check("within", "pass", f"{shown}, within what is allowed ({words}; {_EXACT})",
+                     ci=False)
     if change.low is None or change.high is None:
         return check("inconclusive", "unverified", f"{shown}: {change.why}")
     verdict, status = decide_gate(change.low, change.high, allowed)

@@ -50,6 +50,7 @@ from fvp_harness.report.spec import Settings
 from fvp_harness.report.stored_compare import LoadedRun, comparable, dotted_get, load_run
 from fvp_harness.report.summary import summarise
 from fvp_harness.report.summary_cache import cached_run_points
+from fvp_harness.scenario.metrics import MEMORY_METRICS
 from fvp_harness.store.folder import ResultStore
 from fvp_harness.store.records import Record
 
@@ -252,7 +253,8 @@ def _series_steps(model: str, runs: Sequence[RunRow], points: Sequence[Point],
         z = (after - before) / math.sqrt(se0**2 + se1**2)
         significant = abs(z) >= Z_MIN and abs(change) >= threshold
         kind = ("regression" if change > 0 else "improvement") if significant else "shift"
-        in_effect = kind == "regression" and before > 0 and 100.0 * (newest / before - 1.0) >= threshold
+        in_effect = (kind == "regression" and before > 0 and newest > before
+                     and 100.0 * (newest / before - 1.0) >= threshold)
         index = present[s1]
         steps.append(Step(model, index, runs[index].run_id, before, after, change, z, kind, in_effect))
     return steps, levels
@@ -295,8 +297,10 @@ def _run_row(run: LoadedRun) -> RunRow:
 
 def history_from_runs(runs: Sequence[LoadedRun], *, build: str | None = None, metric: str | None = None,
                       threshold: float | None = None, settings: Settings | None = None) -> History:
-    """The history of ``runs`` (oldest first): ``build`` (default: the newest run's ``compare.candidate``),
-    ``metric`` (default: its primary metric), ``threshold`` in percent (default: its ``compare.min_effect``).
+    """The history of ``runs`` (oldest first): ``build`` (default: the newest run's
+``compare.candidate``), ``metric`` (default: its primary metric), ``threshold`` in percent (default:
+its ``compare.min_effect``; 0 for a memory metric, whose exact sizes make any significant step a
+step).
 
     A ``build`` no run recorded, or a ``metric`` no record of that build carries, is ``UnknownName`` (exit 2)
     before anything is written: a typo must not turn a nightly regression job green with a history of ``n/a``."""
@@ -310,6 +314,8 @@ def history_from_runs(runs: Sequence[LoadedRun], *, build: str | None = None, me
         measured = dict.fromkeys(name for run in runs for r in run.records if r.build == build for name in r.samples)
         check_names("--metric", [metric], measured, what="metric", plural=f"the metrics of build {build!r} there are")
     metric = _choose_metric(newest, build, metric)
+    if threshold is None and metric in MEMORY_METRICS:
+        threshold = 0.0  # a size does not drift: any significant step is one (noise still counts)
     if threshold is None:
         threshold = newest.scenario.compare.min_effect if newest.scenario.compare is not None else 5.0
     settings = settings or Settings()

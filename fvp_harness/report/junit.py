@@ -74,6 +74,14 @@ def _expectation_name(e: Expectation) -> str:
     return f"{e.model}: min effect ({e.name})"
 
 
+def _interval_words(gate: GateCheck) -> str:
+    """``95% CI +1 … +2 ms``, or ``exact`` for a size every run measured the same
+    (``report.changes``)."""
+    if gate.ci_low is None and gate.verdict in ("violated", "within"):
+        return "exact: every run of each build measured the same"
+    return f"95% CI {gate_interval(gate)}"
+
+
 def _gate_text(gate: GateCheck, comparison: Comparison) -> str:
     median_unit = f" {gate.unit}" if gate.unit else ""
     return "\n".join([
@@ -82,7 +90,7 @@ def _gate_text(gate: GateCheck, comparison: Comparison) -> str:
         f"(n={gate.n_baseline})",
         f"candidate {comparison.candidate}: median {fmt.number(gate.candidate_median)}{median_unit} "
         f"(n={gate.n_candidate})",
-        f"change: {gate_change(gate)} (95% CI {gate_interval(gate)}); positive is worse",
+        f"change: {gate_change(gate)} ({_interval_words(gate)}); positive is worse",
         f"allowed: {gate_allowed(gate)}",
         f"verdict: {gate.verdict}",
         f"detail: {gate.detail}",

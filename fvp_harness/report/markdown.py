@@ -25,9 +25,11 @@ from fvp_harness.report.md_tables import (
     overview_section,
     summary_table,
 )
+from fvp_harness.report.memory_table import memory_section
 from fvp_harness.report.order import build_order, ordered_summary, rank
 from fvp_harness.report.result import AnalysisResult, run_verdict
 from fvp_harness.report.vela_estimates import vela_section
+from fvp_harness.scenario.metrics import MEMORY_METRICS
 
 __all__ = ["render_markdown", "verdict_lines"]
 
@@ -153,6 +155,7 @@ def _comparison_section(
         what = ("the charts (medians with CIs; every sample per build and runner process)" if len(links) > 1
                 else "the chart (medians with CIs)")
         lines += [" · ".join(f"[{name}]({name})" for name in links) + f": {what}.", ""]
+    lines += memory_section(result.frame, comparison, f"{sub} Memory")  # sizes: report/memory_table
     lines += gates_section(comparison, f"{sub} Gates")
     lines += expectations_section(comparison, f"{sub} Expectations")
     differing = [c for m in comparison.models for c in m.identity if c.status == "fail"]
@@ -192,7 +195,10 @@ def render_markdown(result: AnalysisResult, title: str | None = None, context: R
     notes = _warnings(result)
     if notes:
         lines += ["## Warnings", "", *(f"- {n}" for n in notes), ""]
-    if len(result.summary):
-        lines += ["## Per build", "", summary_table(ordered_summary(result.summary, builds)), ""]
+    timed = result.summary
+    if comparisons and len(timed):  # sizes are in each pair's Memory table (and the CSV and JSON)
+        timed = timed[~timed["metric"].isin(MEMORY_METRICS)]
+    if len(timed):
+        lines += ["## Per build", "", summary_table(ordered_summary(timed, builds)), ""]
     lines += machine_record.machine_section(context.machine, builds)
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -19,9 +19,18 @@ from fvp_harness.report.cells import (
 )
 from fvp_harness.report.findings import Comparison, ModelComparison
 from fvp_harness.report.format import markdown_table
+from fvp_harness.scenario.metrics import MEMORY_METRICS
 
 __all__ = ["comparison_table", "expectations_markdown", "expectations_section", "gates_section", "overview_section",
            "summary_table"]
+
+
+def _verdict_word(verdict: str, metric: str) -> str:
+    """A verdict or saving as the table says it: a size (``MEMORY_METRICS``) is smaller or larger,
+    not faster or slower."""
+    if metric in MEMORY_METRICS:
+        return verdict.replace("faster", "smaller").replace("slower", "larger")
+    return verdict
 
 
 def comparison_table(comparison: Comparison, sources: Mapping[str, str] | None = None) -> str:
@@ -49,13 +58,13 @@ def comparison_table(comparison: Comparison, sources: Mapping[str, str] | None =
             [
                 m.model,
                 values,
-                fmt.saved_percent(m.saved_pct),
+                _verdict_word(fmt.saved_percent(m.saved_pct), comparison.primary),
                 fmt.saved_interval(m.ci_low, m.ci_high),
                 fmt.p_value(m.p_value),
                 f"{m.n_baseline}/{m.n_candidate}",
                 npu_cell(m),
                 outputs_cell(m),
-                m.verdict,
+                _verdict_word(m.verdict, comparison.primary),
             ]
         )
     gm = comparison.geomean

@@ -1,9 +1,12 @@
 """The primary metric: which one headlines a comparison (``choose_primary``), and one model's row on it
 (``primary_comparison``: medians, the saving and its CI, the process-level p-value and the verdict).
 
-The saving is of the **median** (robust to the odd slow iteration); its CI is the two-level bootstrap's, widened to
-the Welch t-interval over unit medians when that is wider, and the p-value is taken at the same level
-(``pvalues.process_level_p``), required for a faster/slower verdict.
+The saving is of the **median** (robust to the odd slow iteration); its CI is the two-level
+bootstrap's, widened to the Welch t-interval over unit medians when that is wider, and the p-value
+is taken at the same level (``pvalues.process_level_p``), required for a faster/slower verdict. A
+memory metric whose every run of each build measured the same size is exact: its saving has no CI
+and no p-value, and ``decide_exact`` weighs it against the minimum effect (faster and slower then
+read smaller and larger).
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from fvp_harness.report.findings import ModelComparison, PrimaryChoice, Verdict
 from fvp_harness.report.pvalues import bootstrap_p, mann_whitney, process_level_p, unit_level_interval
 from fvp_harness.report.sample_groups import Samples
 from fvp_harness.report.spec import CompareLike, Settings, primary_candidates
-from fvp_harness.report.verdicts import decide_verdict
+from fvp_harness.report.verdicts import decide_exact, decide_verdict
+from fvp_harness.scenario.metrics import MEMORY_METRICS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -97,11 +101,15 @@ def primary_comparison(samples: Samples, model: str, builds: tuple[str, str], pr
                 if low is not None and high is not None:
                     low, high = min(low, t_low), max(high, t_high)
             p_value = process_level_p(bootstrap_p(draws), p_units)
-            if len(base) < 2 or len(cand) < 2:
+            if primary in MEMORY_METRICS and np.ptp(base) == 0 and np.ptp(cand) == 0:
+                low = high = p_value = p_units = None  # a size: exact, no interval, no test
+                verdict, reason = decide_exact(saved, min_effect)
+            elif len(base) < 2 or len(cand) < 2:
                 verdict, reason = "inconclusive", "fewer than 2 samples in a build"
             else:
                 verdict, reason = decide_verdict(low, high, p_value, min_effect, settings.alpha)
-            if ratio > 0 and np.isfinite(draws).any():
+            # an exact row (no CI) gives the geometric mean no draws to pool
+            if ratio > 0 and np.isfinite(draws).any() and low is not None:
                 ratio_draws = draws
     row = ModelComparison(
         model=model,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from fvp_harness.report import format as fmt
 from fvp_harness.report.findings import Expectation, GateVerdict, Status, Verdict
 
-__all__ = ["decide_gate", "decide_verdict", "effect_expectation"]
+__all__ = ["decide_exact", "decide_gate", "decide_verdict", "effect_expectation"]
 
 
 def decide_verdict(
@@ -56,6 +56,19 @@ def decide_gate(ci_low: float | None, ci_high: float | None, allowed: float) -> 
     if ci_high <= allowed:
         return "within", "pass"
     return "inconclusive", "unverified"
+
+
+def decide_exact(saved: float, min_effect: float) -> tuple[Verdict, str]:
+    """The verdict of an exact saving (a size every run measured the same, in %): no change within
+    ±m, else smaller (``faster``) or larger (``slower``); no interval and no test, the numbers are
+    not samples of noise."""
+    shown = f"{-saved:+.1f}%" if round(saved, 1) else "no change"
+    if abs(saved) <= min_effect:
+        return "no change", f"exact: {shown}, inside the ±{min_effect:g}% that counts as no change"
+    word = "smaller" if saved > 0 else "larger"
+    verdict: Verdict = "faster" if saved > 0 else "slower"
+    return verdict, (f"exact: {shown} ({word}), beyond the ±{min_effect:g}% that counts as no "
+                     "change")
 
 
 def effect_expectation(model: str, verdict: Verdict, reason: str, saved: float | None, m: float) -> Expectation:

@@ -96,11 +96,13 @@ from fvp_harness.run.deploy import Deployer
 from fvp_harness.run.framed import FramedResult, frame_unit, new_token, parse_framed
 from fvp_harness.run.guest_needs import RunnerNeeds, check_guest, not_found_problem
 from fvp_harness.run.instances import TargetFactory
+from fvp_harness.run.memory import harness_samples
 from fvp_harness.run.plan import Plan, Session, Unit, key_part_extras
 from fvp_harness.run.scrape import ETDUMP_FILES, find_build_id, find_errors, find_etdump, printed_outputs, scrape
 from fvp_harness.scenario.baremetal import SEMIHOSTING_OUTPUT, semihosting_unit
 from fvp_harness.scenario.executable import host_exec_problem
 from fvp_harness.scenario.fit import refuse_misfits
+from fvp_harness.scenario.metrics import HARNESS_METRICS
 from fvp_harness.scenario.model import Scenario, render_template
 from fvp_harness.scenario.secrets import redact_text
 from fvp_harness.store.folder import ResultStore, free_instance_name
@@ -755,7 +757,8 @@ class SessionRunner:
         ``run.fetch`` files the folder stays until they are read back, then one more command removes it."""
         fetched = self._fetch_paths(unit, rendered)
         token = new_token()
-        line = frame_unit(rendered.command, rendered.unit_dir, token, cleanup=not fetched)
+        line = frame_unit(rendered.command, rendered.unit_dir, token, cleanup=not fetched,
+                          peak_rss=_builtin_wanted(self.scenario, "peak_rss"))
         timeout = self.scenario.run.timeout or self.scenario.fvp.timeouts.unit
 
         def failed(exc: HarnessError, extra: Mapping[str, Any] | None = None) -> Record:
@@ -852,6 +855,14 @@ class SessionRunner:
             for name in rejected:  # nothing kept: say why in one field (a failed measurement gives no sample)
                 if not samples.get(name) and scraped.reasons.get(name):
                     extra[f"no_sample.{name}"] = scraped.reasons[name][0][:300]
+        measured = harness_samples(
+            [spec.name for spec in scenario.metrics
+             if not spec.regex and spec.name in HARNESS_METRICS],
+            runner=Path(build.runner), model=Path(scenario.model_file(unit.build, unit.model)),
+            peak_rss_kib=framed.peak_rss_kib if framed is not None else None)
+        samples.update(measured.samples)
+        scraped.units.update(dict.fromkeys(measured.samples, "bytes"))
+        extra.update({f"no_sample.{name}": why[:300] for name, why in measured.reasons.items()})
         if scraped.executions is not None:
             extra["executions"] = scraped.executions
         dumped, dump_warnings = find_etdump(result.output)
@@ -1037,6 +1048,13 @@ def _run_unit_command(target: Target, rendered: UnitCommand, timeout: float) -> 
     if isinstance(target, NamesPhases):
         return target.run_in_phase(rendered.command, timeout, "unit")
     return target.run(rendered.command, timeout)
+
+
+def _builtin_wanted(scenario: Scenario, name: str) -> bool:
+    """True when the scenario measures the built-in metric ``name`` (listed without a regex of its
+    own)."""
+    spec = scenario.metric(name)
+    return spec is not None and spec.regex is None
 
 
 def _launch_extra(result: CommandResult, model: str, inputs: Sequence[str]) -> dict[str, Any]:

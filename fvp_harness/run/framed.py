@@ -21,7 +21,7 @@ import secrets
 import shlex
 from dataclasses import dataclass, field
 
-__all__ = ["FramedResult", "frame_unit", "new_token", "parse_framed"]
+__all__ = ["PEAK_RSS_FILE", "FramedResult", "frame_unit", "new_token", "parse_framed"]
 
 
 def new_token() -> str:
@@ -29,11 +29,34 @@ def new_token() -> str:
     return f"fvpunit{secrets.token_hex(6)}"
 
 
-def frame_unit(command: str, unit_dir: str, token: str, *, cleanup: bool = True) -> str:
-    """The one guest line of a unit (see the module docstring); ``cleanup`` False keeps the folder (``run.fetch``)."""
+PEAK_RSS_FILE = ".fvp-harness-rss"
+"""The file in the unit folder ``time -o`` writes (a dot file: ``sha256sum *`` does not hash it)."""
+
+
+def frame_unit(command: str, unit_dir: str, token: str, *, cleanup: bool = True,
+               peak_rss: bool = False) -> str:
+    """The one guest line of a unit (see the module docstring); ``cleanup`` False keeps the folder
+    (``run.fetch``).
+
+    ``peak_rss``: the command runs as ``time -f '<token>.rss %M' -o <folder>/.fvp-harness-rss sh -c
+    '<command>; exit $?'`` and the file's line follows the status line. Why ``time``: it reports
+    wait4's ``ru_maxrss``, the kernel's high-water mark of the runner's resident set at its exit
+    (``VmHWM``), with no race; a poll of ``/proc/<pid>/status`` from ash misses what the runner
+    touches after the last poll, and a zombie's status has no ``VmHWM``. Busybox's ``time`` applet
+    (and GNU time on a host) take ``-f``/``-o``. ``; exit $?`` keeps the inner shell from exec'ing
+    the command, so a runner killed by a signal still ends with ``128 + signal`` (busybox's ``time``
+    returns the bare signal number for a child a signal ended). A guest without ``time`` (a busybox
+    built without the applet) runs the command as it is: no ``peak_rss`` sample, nothing lost."""
     folder = shlex.quote(unit_dir)
+    status = "$?"
+    if peak_rss:
+        rss = shlex.quote(f"{unit_dir.rstrip('/')}/{PEAK_RSS_FILE}")
+        inner = shlex.quote(f"{command}; exit $?")
+        timed = f"time -f '{token}.rss %M' -o {rss} sh -c {inner}"
+        command = f"if time -f '' true 2>/dev/null; then {timed}; else {command}; fi; s=$?"
+        status = f"$s; grep -h '^{token}.rss ' {rss} 2>/dev/null"
     line = (f"rm -rf {folder} && mkdir -p {folder} && printf '%s\\n' {token}.ready; {command}; "
-            f"printf '\\n%s %s\\n' {token}.status $?; cd {folder} && sha256sum *")
+            f"printf '\\n%s %s\\n' {token}.status {status}; cd {folder} && sha256sum *")
     return f"{line}; cd / && rm -rf {folder}" if cleanup else line
 
 
@@ -48,6 +71,9 @@ class FramedResult:
     status: int | None
     digests: dict[str, str] = field(default_factory=dict)
     problems: tuple[str, ...] = ()
+    peak_rss_kib: int | None = None
+    """``time -f %M`` of a ``peak_rss`` line: the runner's peak resident set in KiB (None: not
+    asked, or none)."""
 
 
 def _is_digest(word: str) -> bool:
@@ -73,10 +99,13 @@ def parse_framed(text: str, token: str) -> FramedResult:
         status = None
     digests: dict[str, str] = {}
     problems: list[str] = []
+    peak: int | None = None
     for line in tail.splitlines():
         parts = line.strip().split(None, 1)
-        if len(parts) == 2 and _is_digest(parts[0]):
+        if len(parts) == 2 and parts[0] == f"{token}.rss" and parts[1].isdigit():
+            peak = int(parts[1])
+        elif len(parts) == 2 and _is_digest(parts[0]):
             digests[parts[1].lstrip("*")] = parts[0].lower()
         elif line.strip() and "'*'" not in line and ": *:" not in line:  # an empty folder leaves the glob as is
             problems.append(line.strip())
-    return FramedResult(ready, output, status, digests, tuple(problems))
+    return FramedResult(ready, output, status, digests, tuple(problems), peak)

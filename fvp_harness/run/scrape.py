@@ -41,6 +41,7 @@ from typing import Literal, Protocol
 
 from fvp_harness.scenario.metrics import (
     BUILTIN_METRICS,
+    HARNESS_METRICS,
     MetricPattern,
     check_sample,
     compile_metric_regex,
@@ -53,6 +54,7 @@ __all__ = [
     "LOG_MESSAGE_LIMIT",
     "PARSERS_VERSION",
     "PER_CALL_METRICS",
+    "SUMMED_METRICS",
     "LogLine",
     "MetricLike",
     "ScrapeResult",
@@ -436,6 +438,61 @@ def _mlia(m: re.Match[str], result: ScrapeResult, metric: str) -> float | None:
     return None
 
 
+def _size(group: int = 1) -> Callable[[re.Match[str], ScrapeResult, str], float | None]:
+    """A byte count printed with ``%lu`` (log_mem_status, the planned-buffer lines): a
+    non-negative integer."""
+    def convert(m: re.Match[str], result: ScrapeResult, metric: str) -> float | None:
+        value = _to_float(m.group(group), result, metric)
+        if value is not None and (value < 0 or value != int(value)):
+            result._flag(metric, m.group(0), "a byte count is a non-negative integer")
+            return None
+        return value
+
+    return convert
+
+
+def _pool_share(group: int) -> Callable[[re.Match[str], ScrapeResult, str], float | None]:
+    """``NAME: U / P free: F ( used: N % )``: U (group 1) or P (group 2), refused when U exceeds P
+    or U + F is not P (a line of another allocator's numbers, or garbage)."""
+    size = _size(group)
+
+    def convert(m: re.Match[str], result: ScrapeResult, metric: str) -> float | None:
+        used, pool = int(m.group(1)), int(m.group(2))
+        free = m.group(3)
+        if used > pool or (free is not None and used + int(free) != pool):
+            result._flag(metric, m.group(0), "used + free is not the pool's size")
+            return None
+        return size(m, result, metric)
+
+    return convert
+
+
+def _pte_size(m: re.Match[str], result: ScrapeResult, metric: str) -> float | None:
+    """``model_pte_*_size``; an ``ET_MODEL_PTE_ADDR`` build appends ``(pte size unknown when not
+    baked into elf)``: its number is not the program's size, so no sample."""
+    if m.group(2):
+        result._flag(metric, m.group(0), "the runner does not know the program's size "
+                     "(ET_MODEL_PTE_ADDR build: 'pte size unknown when not baked into elf')")
+        return None
+    return _size()(m, result, metric)
+
+
+def _pool_line(label: str, group: int) -> _Builtin:
+    """``<label> %lu / %lu free: %lu ( used: %lu %% )`` of log_mem_status: used (1) or the pool
+    (2)."""
+    return _Builtin(re.compile(label + _POOL_LINE), label, "bytes", "run", _pool_share(group))
+
+
+def _bytes_line(label: str) -> _Builtin:
+    """``<label> %lu bytes`` of log_mem_status."""
+    return _Builtin(re.compile(rf"{label}\s*(\d+)(?: bytes)?"), label, "bytes", "run", _size())
+
+
+_POOL_LINE = r"\s*(\d+) / (\d+)\s+free:\s*(\d+)"
+"""``%lu / %lu free: %lu`` of log_mem_status (``method_allocator_used`` has two spaces before
+``free``)."""
+
+
 BUILTINS: dict[str, _Builtin] = {
     "cpu_time": _Builtin(
         re.compile(rf"EthosUBackend::execute\(\) CPU time:\s*({_NUM})\s*(ms|us|µs|μs)\b"),
@@ -488,8 +545,36 @@ BUILTINS: dict[str, _Builtin] = {
     "mlia_npu_active": _Builtin(
         re.compile(r"<metrics>([A-Za-z0-9+/=\s]*?)</metrics>"), "<metrics>", "cycles", "run", _mlia
     ),
+    # log_mem_status (arm_executor_runner.cpp:953-1049), printed once after the method loaded; a
+    # unit word is optional so a message cut at 255 bytes right after its number is matched, and
+    # refused as cut
+    "method_allocator_used": _pool_line("method_allocator_used:", 1),
+    "method_allocator_pool": _pool_line("method_allocator_used:", 2),
+    "method_allocator_planned": _bytes_line("method_allocator_planned:"),
+    "method_allocator_loaded": _bytes_line("method_allocator_loaded:"),
+    "method_allocator_input": _bytes_line("method_allocator_input:"),
+    "method_allocator_executor": _bytes_line("method_allocator_executor:"),
+    "temp_allocator": _Builtin(
+        re.compile(r"(?<!_)temp_allocator:\s*(\d+)\b"), "temp_allocator:", "bytes", "run", _size()),
+    "pte_program_size": _Builtin(
+        re.compile(r"model_pte_program_size:\s*(\d+)(?: bytes\.( \(pte size unknown[^\n]*)?)?"),
+        "model_pte_program_size:", "bytes", "run", _pte_size),
+    "pte_loaded_size": _Builtin(
+        re.compile(r"model_pte_loaded_size:\s*(\d+)(?: bytes\.( \(pte size unknown[^\n]*)?)?"),
+        "model_pte_loaded_size:", "bytes", "run", _pte_size),
+    "etdump_buffer_used": _pool_line("ETDump_outputs_buffer:", 1),
+    # one line per planned buffer (executor_runner.cpp:558/578, arm_executor_runner.cpp:740): summed
+    # per run
+    "planned_memory": _Builtin(
+        re.compile(r"Setting up (?:CPU |device )?planned buffer (?:with mem_id=)?\d+, "
+                   r"size (\d+)[.,]"),
+        "planned buffer", "bytes", "run", _size()),
 }
-assert set(BUILTINS) == set(BUILTIN_METRICS)  # the contract and the implementation list the same names
+SUMMED_METRICS = frozenset({"planned_memory"})
+"""Per-run metrics printed once per item (a program's planned buffers): the run's sample is their
+sum."""
+# the contract and the implementation agree
+assert set(BUILTINS) | HARNESS_METRICS == set(BUILTIN_METRICS)
 
 
 # --- checking samples ---------------------------------------------------------------------------------------
@@ -552,6 +637,8 @@ def scrape(text: str, specs: Sequence[MetricLike], *, prepared: bool = False) ->
     executions = _executions(text)
     iteration_starts: list[int] | None = None  # where each "Iteration i of n" line starts, found once when needed
     for spec in specs:
+        if not spec.regex and spec.name in HARNESS_METRICS:
+            continue  # measured by the harness (run.memory), not printed
         builtin = None if spec.regex else BUILTINS.get(spec.name)
         if spec.regex:
             problem = validate_regex(spec.regex)
@@ -596,6 +683,14 @@ def scrape(text: str, specs: Sequence[MetricLike], *, prepared: bool = False) ->
             if calls is not None:
                 result.calls[spec.name] = calls
         values, rejected = kept.values, kept.rejected
+        if builtin is not None and spec.name in SUMMED_METRICS and values:
+            if rejected:  # a sum without one of its parts is no measurement
+                result.warnings.append(
+                    f"{spec.name}: {len(rejected)} of its lines rejected: no sum")
+                rejected = [*rejected, *range(len(rejected), len(rejected) + len(values))]
+                values = []
+            else:
+                values = [math.fsum(values)]
         result.samples[spec.name] = values
         if rejected:
             result.rejected_at[spec.name] = rejected

@@ -30,8 +30,10 @@ except ImportError as exc:  # pragma: no cover - a dependency; say which package
 __all__ = [
     "BUILTIN_METRICS",
     "COUNTER_LIMIT",
+    "HARNESS_METRICS",
     "MAX_SECONDS_PER_INFERENCE",
     "MAX_SECONDS_PER_RUN",
+    "MEMORY_METRICS",
     "MetricMatch",
     "MetricPattern",
     "check_sample",
@@ -52,8 +54,47 @@ BUILTIN_METRICS: dict[str, str] = {
     "bm_cpu_cycles": "bare-metal perf block 'Inference runtime' (CPU cycles of the inference loop), per-inference "
     "figure, once per run",
     "mlia_npu_active": "MLIA <metrics> block 'NPU ACTIVE' cycles per run",
+    # memory, bytes, once per run: the bare-metal runner's log_mem_status lines
+    # (arm_executor_runner.cpp)
+    "method_allocator_used": "bare-metal 'method_allocator_used: U / P' U, bytes per run",
+    "method_allocator_pool": "bare-metal 'method_allocator_used: U / P' P (the pool's size), "
+    "bytes per run",
+    "method_allocator_planned": "bare-metal 'method_allocator_planned: N bytes', bytes per run",
+    "method_allocator_loaded": "bare-metal 'method_allocator_loaded: N bytes', bytes per run",
+    "method_allocator_input": "bare-metal 'method_allocator_input: N bytes', bytes per run",
+    "method_allocator_executor": "bare-metal 'method_allocator_executor: N bytes', bytes per run",
+    "temp_allocator": "bare-metal 'temp_allocator: N' (the temp pool's size), bytes per run",
+    "pte_program_size": "bare-metal 'model_pte_program_size: N bytes.', bytes per run",
+    "pte_loaded_size": "bare-metal 'model_pte_loaded_size: N bytes.', bytes per run",
+    "etdump_buffer_used": "bare-metal 'ETDump_outputs_buffer: U / P' U, bytes per run",
+    "planned_memory": "the runner's 'Setting up ... planned buffer ..., size N.' lines summed "
+    "(Linux and bare metal), bytes per run",
+    "peak_rss": "the runner's peak resident set: wait4's ru_maxrss, which the guest's `time -f %M` "
+    "prints (the unit's line runs the command under it), bytes per run",
+    # flash, bytes, once per run: computed on the host from the artifacts the unit ran
+    # (HARNESS_METRICS)
+    "runner_text": "the runner ELF's executable sections (SHF_EXECINSTR, allocated), bytes",
+    "runner_rodata": "the runner ELF's read-only data (allocated, not writable, not executable), "
+    "bytes",
+    "runner_data": "the runner ELF's initialised writable data (allocated, writable, with "
+    "contents), bytes",
+    "runner_bss": "the runner ELF's zero-initialised sections (SHT_NOBITS, allocated), bytes",
+    "runner_flash": "runner_text + runner_rodata + runner_data (what the image stores), bytes",
+    "model_bytes": "the model file's size, bytes",
 }
 """Built-in metric name -> what it reads and in which unit (``docs/results-format.md`` has the line shapes)."""
+
+HARNESS_METRICS: frozenset[str] = frozenset(
+    {"runner_text", "runner_rodata", "runner_data", "runner_bss", "runner_flash", "model_bytes",
+     "peak_rss"})
+"""Built-in metrics the harness measures itself, not scraped from the runner's text: flash from the
+unit's runner and model files on the host (``run.memory``), ``peak_rss`` from the guest's ``time``
+around the runner (``run.framed``); one value per record."""
+
+MEMORY_METRICS: frozenset[str] = frozenset(
+    name for name, what in BUILTIN_METRICS.items() if what.endswith(("bytes per run", "bytes")))
+"""The built-in metrics in bytes: sizes, compared exactly when every run measured the same
+(``report.changes``, ``report.primary``)."""
 
 
 class MetricMatch(Protocol):

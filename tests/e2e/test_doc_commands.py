@@ -61,6 +61,8 @@ RUN: dict[tuple[str, str], str] = {
                        "run.repetitions=2"): "test_etdump_compare_block",
     ("docs/etdump.md", "fvp-harness run scenarios/driver_reuse_traced.yaml -q --only-model resnet8 --set "
                        "run.repetitions=2 -o results/main-traced"): "test_etdump_baseline_from_block",
+    ("docs/kpi.md", "fvp-harness run scenarios/kpi_corstone300_u55.yaml -q"):
+        "test_kpi_nightly_history_block",
 }
 """The blocks the slow tests below run: (page, first command line without its comment) -> the test."""
 
@@ -433,6 +435,31 @@ def test_readme_everyday_use_block(tmp_path: Path) -> None:
     for command in block("README.md", "fvp-harness validate scenarios/*.yaml").commands:
         ok(workdir, command)
     assert (workdir / "results" / "driver_reuse" / "runs").is_dir(), "the second run kept the first"
+
+
+# --- docs/kpi.md ----------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.sim
+@pytest.mark.timeout(900)  # three runs of the KPI scenario and three histories
+def test_kpi_nightly_history_block(tmp_path: Path) -> None:
+    """docs/kpi.md's three nights and their histories: each history covers the three runs, tracks
+    the metric it was asked for in its unit (cycles, bytes), finds no step (nothing changed), and
+    the site is written."""
+    workdir = clone(tmp_path)
+    first = "fvp-harness run scenarios/kpi_corstone300_u55.yaml -q"
+    commands = block("docs/kpi.md", first).commands
+    outputs = [ok(workdir, command).stdout for command in commands]
+    folder = workdir / "results" / "kpi_corstone300_u55"
+    assert len(list((folder / "runs").iterdir())) == 2, "nights 1 and 2 kept"
+    metrics = ("bm_cpu_cycles", "method_allocator_used", "pte_program_size")
+    units = ("CPU cycles", "bytes", "bytes")
+    for out, metric, unit in zip(outputs[3:], metrics, units, strict=True):
+        assert f"3 run(s); {metric} of main" in out and unit in out and "no regression" in out, out
+    history = _json(folder / "history" / "history.json")
+    assert history["metric"] == "pte_program_size" and not history["steps"]
+    assert (workdir / "kpi-site" / "index.html").is_file()
 
 
 # --- docs/pytest-plugin.md ------------------------------------------------------------------------------------------

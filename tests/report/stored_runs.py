@@ -67,13 +67,15 @@ def write_run(folder: Path, values: Mapping[tuple[str, str], float], *, run_id: 
               spread: float = 0.01, reps: int = 3, iterations: int = 10, npu: float = 1000.0,
               changes: Mapping[str | tuple[str, ...], Any] | None = None, scenario: Mapping[str, Any] | None = None,
               archive: bool = True, failed: tuple[str, ...] = (),
-              extra: Mapping[str, Any] | None = None) -> ResultStore:
+              extra: Mapping[str, Any] | None = None,
+              sizes: Mapping[tuple[str, str], float] | None = None) -> ResultStore:
     """Write one run into the scenario folder ``folder`` (the previous one archived into ``runs/<id>/`` first, as a
     plain ``run`` does): ``values`` maps (build, model) to the median ``cpu_time`` in ms, each unit gets
     ``iterations`` samples with relative noise ``spread``; ``changes`` sets manifest fields (a dotted path, or a
     tuple of keys for names with dots such as artifacts); ``failed`` unit
     ids are stored as failed; ``extra`` is every ok record's ``extra`` (``{"etdump": "etdump.bin", ...}``: a traced
-    unit, whose file the caller writes into ``fetched/<unit>/``)."""
+    unit, whose file the caller writes into ``fetched/<unit>/``); ``sizes`` maps (build, model) to a
+``peak_rss`` in bytes, one value per unit, the same in every unit (an exact size)."""
     store = ResultStore(folder)
     if archive and store.has_run():
         previous = store.read_manifest() or {}
@@ -91,10 +93,13 @@ def write_run(folder: Path, values: Mapping[tuple[str, str], float], *, run_id: 
                                     failure="runner exited 1", log=f"logs/s0/{unit}.log", started=started))
                 continue
             samples = (median * (1.0 + spread * rng.standard_normal(iterations))).round(4).tolist()
+            size = (sizes or {}).get((build, model))
+            memory = {"peak_rss": [float(size)]} if size is not None else {}
+            timed = {"cpu_time": samples, "npu_cycles": [npu] * iterations}
             store.append(Record(scenario="demo", key=key, unit_id=unit, instance="s0", build=build, model=model,
-                                repetition=rep, status="ok", samples={"cpu_time": samples,
-                                                                     "npu_cycles": [npu] * iterations},
-                                metric_units={"cpu_time": "ms", "npu_cycles": "cycles"},
+                                repetition=rep, status="ok", samples={**timed, **memory},
+                                metric_units={"cpu_time": "ms", "npu_cycles": "cycles",
+                                              **dict.fromkeys(memory, "bytes")},
                                 outputs={"out.bin": "ab" * 32}, started=started, extra=dict(extra or {})))
     manifest = manifest_for(scenario or SCENARIO, run_id=run_id, commit=commit, branch=branch, started=started,
                             keys=keys)

@@ -89,6 +89,27 @@ def test_a_regression_that_was_undone_is_no_longer_in_effect(tmp_path):
     assert kinds == [("m1", 2, "regression", False), ("m1", 4, "improvement", False)]
 
 
+@pytest.mark.parametrize(("sizes", "expected"), [
+    # one page more from run 3 on
+    ([8_000_000] * 2 + [8_004_096] * 3, [("m1", 2, "regression", True)]),
+    ([8_000_000] * 5, []),
+    ([8_000_000] * 3 + [8_004_096] * 3 + [8_000_000] * 3,
+     [("m1", 3, "regression", False), ("m1", 6, "improvement", False)]),
+])
+def test_a_memory_step_is_a_regression_however_small(tmp_path, sizes, expected):
+    """A size is exact: a step of one 4 KiB page in 8 MB (0.05 %, far below the scenario's 5 %
+    min_effect) is a regression, in effect until the size comes back; the time series of the same
+    runs has no step."""
+    folder = tmp_path / "demo"
+    for index, size in enumerate(sizes):
+        write_run(folder, BASE, run_id=f"run-{index}", started=f"2026-03-0{index + 1}T10:00:00Z",
+                  seed=index, sizes={("after", "m1"): size, ("after", "m2"): 9_000_000})
+    history = history_from_runs(load_history(folder), metric="peak_rss")
+    assert (history.metric, history.unit, history.threshold) == ("peak_rss", "bytes", 0.0)
+    assert [(s.model, s.index, s.kind, s.in_effect) for s in history.steps] == expected
+    assert not [s for s in history_from_runs(load_history(folder)).steps if s.kind != "shift"]
+
+
 def test_history_files_say_which_run_and_model(tmp_path):
     history = history_from_runs(_five_runs(tmp_path))
     out = tmp_path / "out"

@@ -82,6 +82,7 @@ from fvp_harness.sim.networks.modelfile import (
     is_model_file,
     model_file_size,
 )
+from fvp_harness.sim.networks.partition import planned_edge_bytes
 from fvp_harness.sim.npu.driver_cost import DriverSizes
 from fvp_harness.sim.npu.partitions import partition_cycles
 from fvp_harness.sim.workloads.etdump import DebugTensor, ProfileEvent, RunBlock, encode_etdump
@@ -414,7 +415,11 @@ class _Program:
         self.log("I", "buffer_loaded", "Model buffer loaded, has 1 methods")
         self.log("I", "running_method", "Running method forward")
         self.log("I", "allocator_pool", f"Setup Method allocator pool. Size: {METHOD_POOL_BYTES} bytes.")
-        planned = _align(model.sizes.input) + _align(model.sizes.output)
+        # the program's input and output, and for a partly delegated one the tensors its partitions
+        # and CPU layers hand each other (the activation plan: networks/partition.py), as the Linux
+        # runner plans them
+        planned = (_align(model.sizes.input) + _align(model.sizes.output)
+                   + planned_edge_bytes(model.arch, model.delegation, ALIGNMENT))
         self.log("I", "planned_buffer", f"Setting up planned buffer with mem_id=1, size {planned}.")
         debug_buffer = None
         if self.artifact.etdump:

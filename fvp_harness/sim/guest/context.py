@@ -16,7 +16,10 @@ from fvp_harness.sim.guest.io import IO
 from fvp_harness.sim.guest.programs import ProgramInterrupted
 from fvp_harness.sim.guest.session import Session
 
-__all__ = ["SimGuestContext"]
+__all__ = ["PAGE", "SimGuestContext"]
+
+PAGE = 4096
+"""The guest kernel's page size (arm64 Debian and Yocto kernels: 4 KiB)."""
 
 
 class SimGuestContext:
@@ -33,6 +36,9 @@ class SimGuestContext:
         self.params: Mapping[str, str] = MappingProxyType(dict(machine.params))
         self.knobs: Mapping[str, str] = MappingProxyType(dict(machine.knobs.raw))
         self.npu_macs: int = machine.npu_macs
+        self.peak_rss_kib = 0
+        """The process's peak resident set (``VmHWM``), KiB: the largest ``resident`` it
+        declared."""
 
     def read_file(self, path: str) -> bytes:
         """Read a guest file (FileNotFoundError / IsADirectoryError / PermissionError like open())."""
@@ -49,6 +55,11 @@ class SimGuestContext:
     def stderr(self, text: str) -> None:
         """Write to stderr now."""
         self._io.err(text.encode("utf-8", "surrogateescape"))
+
+    def resident(self, size: int) -> None:
+        """The program's resident set is now ``size`` bytes; the kernel counts it in whole 4 KiB
+        pages."""
+        self.peak_rss_kib = max(self.peak_rss_kib, -(-int(size) // PAGE) * PAGE // 1024)
 
     def advance(self, cpu_seconds: float, instructions: int = 0) -> None:
         """Spend simulated time (and, with the speed knob, wall time); counts for --simlimit and --stat."""

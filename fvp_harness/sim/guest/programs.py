@@ -50,6 +50,11 @@ class GuestContext(Protocol):
     def stderr(self, text: str) -> None:
         """Write to the program's stderr (on a console, interleaved with stdout as on a real tty)."""
 
+    def resident(self, size: int) -> None:
+        """The program's resident set is now ``size`` bytes (what it holds: its image, heap, mapped
+        buffers); the largest one is the process's ``VmHWM``, what ``time -f %M`` reports when it
+        ends."""
+
     def advance(self, cpu_seconds: float, instructions: int = 0) -> None:
         """Spend simulated time: moves the guest clock, counts towards --simlimit, --stat and the speed knob's
         wall-time sleep."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Protocol
 
 from fvp_harness.sim.clock import SimClock
@@ -18,7 +19,27 @@ from fvp_harness.sim.guest.fs import GuestFS
 from fvp_harness.sim.guest.io import IO
 from fvp_harness.sim.knobs import Knobs
 
-__all__ = ["Builtin", "GuestMachine", "Session"]
+__all__ = ["SHELL_RSS_KIB", "Builtin", "ChildUsage", "GuestMachine", "Session"]
+
+SHELL_RSS_KIB = 5184
+"""The peak resident set of a busybox process that runs a small command and exits (``sh -c``, an
+applet a command forks), KiB: what ``time -f %M sh -c 'true; exit $?'`` prints on the QEMU guest's
+busybox 1.35 (static, arm64; 5184 and 5200 KiB in two boots; tests/qemu/test_memory.py checks it
+stays within 25 %)."""
+
+
+@dataclass
+class ChildUsage:
+    """What ``wait4`` tells a process of the children it reaped: the largest peak resident set among
+    them and their own reaped children (``ru_maxrss``, KiB). A shell keeps one; ``time`` one per
+    command it runs."""
+
+    maxrss_kib: int = 0
+
+    def reaped(self, kib: int) -> None:
+        """A child ended whose peak (with its own children's) was ``kib``."""
+        self.maxrss_kib = max(self.maxrss_kib, kib)
+
 
 
 class GuestMachine(Protocol):
@@ -80,6 +101,7 @@ class Session(Protocol):
     vars: dict[str, str]
     exported: set[str]
     options: set[str]
+    children: ChildUsage  # the processes this shell waited for (a ``time`` applet swaps in its own)
 
     @property
     def machine(self) -> GuestMachine: ...

@@ -56,7 +56,7 @@ from fvp_harness.sim.guest.parse import (
     parse_heredoc_body,
     parse_prompt,
 )
-from fvp_harness.sim.guest.session import GuestMachine
+from fvp_harness.sim.guest.session import SHELL_RSS_KIB, ChildUsage, GuestMachine
 
 __all__ = [
     "IO",
@@ -226,6 +226,7 @@ class Shell:
         self.options: set[str] = set()
         self._sub_status: int | None = None
         self._compound_depth = 0  # compound commands being run (a closed pipe then ends them all)
+        self.children = ChildUsage()  # ru_maxrss of the processes it waited for (``time`` reads it)
 
     def subshell(self) -> Shell:
         """A copy of this shell for a pipeline stage, a command substitution or ``xargs``: changes to its cwd and
@@ -235,6 +236,7 @@ class Shell:
         sub.vars = dict(self.vars)
         sub.exported = set(self.exported)
         sub.options = set(self.options)
+        sub.children = self.children  # a fork's children are waited for within the same command
         return sub
 
     def _stopping(self) -> bool:
@@ -952,6 +954,8 @@ class Shell:
             sys.stderr.flush()
             io.complain("Segmentation fault\n")
             return 139
+        finally:
+            self.children.reaped(ctx.peak_rss_kib)  # however it ended, the shell waited for it
         return int(status) & 0xFF if status is not None else 0
 
     def run_script(self, text: bytes, argv: list[str], env: dict[str, str], io: IO) -> int:
@@ -965,6 +969,8 @@ class Shell:
             return child.source(text.decode("utf-8", "replace"), io)
         except ExitShell as exc:
             return exc.status
+        finally:  # a new busybox process: its own pages, and the largest child it waited for
+            self.children.reaped(max(SHELL_RSS_KIB, child.children.maxrss_kib))
 
     def source(self, text: str, io: IO) -> int:
         """Run a script's text in this shell, one complete command at a time (as ash reads a file). Raises

@@ -84,6 +84,12 @@ class DriverSizes:
         return 4 + self.n_inputs + self.n_outputs
 
     @property
+    def buffer_bytes(self) -> int:
+        """Bytes of the buffers the objects map into the process (the network's command stream and
+        weights, the scratch, the IFMs and OFMs): resident while the objects exist."""
+        return self.command_stream + self.weights + self.scratch + self.input + self.output
+
+    @property
     def io_kib(self) -> float:
         return (self.input + self.output) / KIB
 

@@ -579,6 +579,10 @@ class HostContext:
     def advance(self, cpu_seconds: float, instructions: int = 0) -> None:
         self._now += cpu_seconds
 
+    def resident(self, size: int) -> None:
+        """Nothing reads a host run's resident set (the host's own ``time`` would measure the real
+        process)."""
+
     def now(self) -> float:
         return self._now
 

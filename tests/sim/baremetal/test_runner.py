@@ -433,6 +433,31 @@ def test_a_partitioned_model_counts_each_delegate_call_in_the_one_perf_block() -
     assert f"ethosu_pmu_cycle_cntr : {2 * npu} ({npu}.00 per inference)" in text
 
 
+def test_a_partitioned_model_plans_the_tensors_its_partitions_hand_over() -> None:
+    """The planned buffer holds the input, the output and the activations the partitions and CPU
+    layers hand each other (the network's activation plan); the memory lines and the harness's
+    parsers agree on it."""
+    from fvp_harness.run.scrape import scrape
+    from fvp_harness.scenario.model import MetricSpec
+    from fvp_harness.sim.networks.partition import choose_cpu_layers, planned_edge_bytes
+
+    arch = get_architecture("resnet8")
+    sizes = {}
+    for partitions in (1, 2, 3):
+        cpu_layers = choose_cpu_layers(arch, partitions) if partitions > 1 else ()
+        model = compile_model(arch, 0, accelerator="ethos-u85-256", cpu_layers=cpu_layers)
+        board = board_for(model)
+        run(board, elf(model))
+        specs = [MetricSpec(name=name) for name in ("planned_memory", "method_allocator_planned")]
+        scraped = scrape("".join(board.text), specs)
+        edges = planned_edge_bytes(model.arch, model.delegation)
+        planned = -(-model.sizes.input // 16) * 16 + -(-model.sizes.output // 16) * 16 + edges
+        assert scraped.samples == {"planned_memory": [planned],
+                                   "method_allocator_planned": [planned]}
+        sizes[partitions] = planned
+    assert sizes[1] < sizes[2] < sizes[3]
+
+
 def test_deterministic(models: dict[tuple[str, str], CompiledModel]) -> None:
     model = models["ds_cnn", "ethos-u85-128"]
     first, second = board_for(model), board_for(model)

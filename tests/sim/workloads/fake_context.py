@@ -50,6 +50,10 @@ class FakeContext:
     def stderr(self, text: str) -> None:
         self.err.append(text)
 
+    def resident(self, size: int) -> None:
+        assert size >= 0
+        self.peak_resident = max(getattr(self, "peak_resident", 0), size)
+
     def advance(self, cpu_seconds: float, instructions: int = 0) -> None:
         assert cpu_seconds >= 0
         self.clock += cpu_seconds

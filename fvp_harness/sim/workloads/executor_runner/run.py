@@ -184,6 +184,11 @@ EXTENDED_HEAD_BYTES = 64
 PROGRAM_IDENTIFIER = "ET12"
 PLANNED_ALIGNMENT = 16
 MMAP_THRESHOLD = 128 * 1024
+RUNNER_IMAGE_BYTES = 7 << 20
+"""The runner process's own resident pages before it reads anything: its code and data, the C and
+C++ runtimes, the stack (7 MiB: an assumed figure for an aarch64 executor_runner with the portable
+kernels, not a measurement; more than busybox's own 5 MiB, ``SHELL_RSS_KIB``, measured on the QEMU
+guest). The rest of its resident set is what it holds: ``Run.hold``."""
 ACCESS_FAILED, INVALID_STATE, INVALID_ARGUMENT, NOT_FOUND = 0x22, 0x2, 0x12, 0x20
 """runtime/core/error.h: Error::AccessFailed, Error::InvalidState, Error::InvalidArgument,
 Error::NotFound."""
@@ -231,6 +236,9 @@ class Run:
     tracer: EventTracer | None = None
     """The ETDump event tracer of a build with ``ET_EVENT_TRACER_ENABLED`` (``tracer.py``), else None."""
     model_digest: str = ""  # sha256 of the model file: names it in the inference cache (networks/once.py)
+    held: int = 0
+    """Bytes the process holds beyond its image (``hold``/``release``): its resident set is the two
+    together."""
 
     @property
     def sites(self) -> dict[str, tuple[str, int]]:
@@ -244,6 +252,17 @@ class Run:
     def traced(self, name: str) -> contextlib.AbstractContextManager[None]:
         """A profiling scope of the event tracer (nothing in a build without it)."""
         return self.tracer.scope(name) if self.tracer is not None else contextlib.nullcontext()
+
+    def hold(self, size: int) -> None:
+        """The process now also holds ``size`` bytes (read, allocated or mapped, and touched): its
+        resident set grows, and its peak (``VmHWM``) with it."""
+        self.held += size
+        self.ctx.resident(RUNNER_IMAGE_BYTES + self.held)
+
+    def release(self, size: int) -> None:
+        """Freed or unmapped: the resident set shrinks, its peak stays."""
+        self.held -= size
+        self.ctx.resident(RUNNER_IMAGE_BYTES + self.held)
 
     def spend(self, seconds: float, cpu_seconds: float | None = None) -> None:
         """Advance the simulated clock (CPU instructions at the simulated CPU clock)."""
@@ -453,10 +472,13 @@ def _main(run: Run, delegate: Delegate, build_id: str, faults: FaultSpec) -> int
     if flags.server_mode:
         note(ctx, "--server_mode is not emulated by the simulator; run one invocation per input")
         return 1
+    run.hold(0)  # the process's image
     buffers = _read_input_files(run)
+    run.hold(sum(map(len, buffers or ())))  # the input files, read into the heap for the whole run
     _load_data_file(run)
     path = flags.model_path
     data = _open_model(run, path)
+    run.hold(len(data))  # FileDataLoader reads the program; the delegate keeps its segment
     before_load = ctx.now()
     run.file_bytes = len(data)
     run.model_digest = model_digest(data)
@@ -472,6 +494,7 @@ def _main(run: Run, delegate: Delegate, build_id: str, faults: FaultSpec) -> int
                           f"Failed to get method_meta for {run.method}: 0x{INVALID_ARGUMENT:x}")  # fmt: skip
     kind = "CPU planned" if run.generation == "current" else "planned"
     log.at("I", sites["planned_buffer"], f"Setting up {kind} buffer 0, size {_planned_buffer_bytes(model)}.")
+    run.hold(_planned_buffer_bytes(model))  # make_unique<uint8_t[]>: touched as it is used
     try:
         if run.tracer is not None:
             run.tracer.create_event_block("Default")  # Program::load_method (program.cpp:377)
@@ -688,6 +711,7 @@ class _EthosU:
             if mismatch:
                 run.log.at("E", run.sites["driver_failed"], f"Ethos-U Linux driver invocation failed: {mismatch}")
                 raise DelegateError(INVALID_STATE)
+            run.hold(sum(self._buffers()))  # every partition's buffers, kept for the method's life
         run.spend(load_ms / 1000.0)
 
     def execute(self, run: Run, index: int, total: int, x: np.ndarray) -> np.ndarray:
@@ -705,6 +729,10 @@ class _EthosU:
                 remaining -= step
             log.at("E", sites["npu_timed_out"], f"Ethos-U inference timed out after {NPU_TIMEOUT_NS} ns")
             raise DelegateError(INVALID_STATE)
+        if self.artifact.driver == "per-inference":  # a call creates its buffers, then frees them
+            largest = max(self._buffers())
+            run.hold(largest)
+            run.release(largest)
         if self.calls is not None:
             return self.calls.execute(self, run, x, runner_overhead_ms=RUNNER_OVERHEAD_MS,
                                       cpu_time_report=self.artifact.cpu_time_report,
@@ -725,6 +753,12 @@ class _EthosU:
 
     def after_executions(self, run: Run) -> None:
         return None
+
+    def _buffers(self) -> list[int]:
+        """Bytes of each delegate call's driver buffers (``DriverSizes.buffer_bytes``; one call per
+        partition)."""
+        calls = self.calls.sizes if self.calls is not None else [self.sizes]
+        return [sizes.buffer_bytes for sizes in calls]
 
     def _input_copy_ms(self) -> float:
         """The nominal cost of copying the input into the NPU's scratch (the driver cost model's I/O rate over the

@@ -1,0 +1,124 @@
+"""The memory metrics the harness measures itself (``scenario.metrics.HARNESS_METRICS``): flash from
+the unit's files on the host, and the runner's peak resident set from the guest's ``time``
+(``run.framed``).
+
+Why on the host: what a build stores in flash is a property of its files, not of a run, so it is
+read from the artifacts the unit deployed (the same bytes, checked by sha256 in the guest) rather
+than trusted to the runner. The runner ELF's sections are read with pyelftools and summed by their
+flags, as the linker lays them out:
+
+* ``runner_text``: allocated, executable (``.text``, ``.init``, PLT);
+* ``runner_rodata``: allocated, neither writable nor executable, with contents (``.rodata``,
+  ``.ARM.exidx``, the dynamic symbol and relocation tables of a Linux build);
+* ``runner_data``: allocated, writable, with contents (``.data``, ``.init_array``, the GOT):
+  stored in flash and copied to RAM at start;
+* ``runner_bss``: allocated and ``SHT_NOBITS`` (``.bss``, ``.tbss``, the bare-metal runner's pools):
+RAM only;
+* ``runner_flash``: text + rodata + data;
+* ``model_bytes``: the model file's size (``.pte``, or the simulator's model file).
+
+A runner that is no ELF (a simulator artifact, a script) has no sections: its ``runner_*`` metrics
+get no sample and the record says why (``no_sample.<metric>``). Results are kept per file (path,
+size, mtime): a run reads each runner once.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.constants import SH_FLAGS
+from elftools.elf.elffile import ELFFile
+
+__all__ = ["ELF_METRICS", "HarnessSamples", "elf_sections", "harness_samples"]
+
+ELF_METRICS = ("runner_text", "runner_rodata", "runner_data", "runner_bss", "runner_flash")
+
+
+@dataclass
+class HarnessSamples:
+    """One unit's harness-measured samples (metric -> one value, bytes) and why each missing one has
+    none."""
+
+    samples: dict[str, list[float]] = field(default_factory=dict)
+    reasons: dict[str, str] = field(default_factory=dict)
+
+
+def elf_sections(path: Path) -> dict[str, int]:
+    """``runner_text``, ``_rodata``, ``_data``, ``_bss`` and ``_flash`` of an ELF file, in bytes.
+    Raises ``ValueError`` saying why when the file is no ELF, ``OSError`` when it cannot be read."""
+    stat = path.stat()
+    return dict(_sections(str(path), stat.st_size, stat.st_mtime_ns))
+
+
+@functools.lru_cache(maxsize=64)
+def _sections(path: str, size: int, mtime_ns: int) -> tuple[tuple[str, int], ...]:
+    with open(path, "rb") as handle:
+        if handle.read(4) != b"\x7fELF":
+            raise ValueError(
+                f"{os.path.basename(path)} is not an ELF file (a simulator artifact or a script "
+                "has no sections)"
+            )
+        handle.seek(0)
+        try:
+            elf = ELFFile(handle)
+            totals = {"runner_text": 0, "runner_rodata": 0, "runner_data": 0, "runner_bss": 0}
+            for section in elf.iter_sections():
+                flags = section["sh_flags"]
+                if not flags & SH_FLAGS.SHF_ALLOC:
+                    continue  # debug info, symbols, notes not loaded: neither flash nor RAM
+                if section["sh_type"] == "SHT_NOBITS":
+                    totals["runner_bss"] += section["sh_size"]
+                elif flags & SH_FLAGS.SHF_EXECINSTR:
+                    totals["runner_text"] += section["sh_size"]
+                elif flags & SH_FLAGS.SHF_WRITE:
+                    totals["runner_data"] += section["sh_size"]
+                else:
+                    totals["runner_rodata"] += section["sh_size"]
+        except ELFError as exc:
+            raise ValueError(f"{os.path.basename(path)}: unreadable ELF ({exc})") from exc
+    totals["runner_flash"] = totals["runner_text"] + totals["runner_rodata"] + totals["runner_data"]
+    return tuple(totals.items())
+
+
+def harness_samples(
+    names: Collection[str],
+    *,
+    runner: Path | None,
+    model: Path | None,
+    peak_rss_kib: int | None = None,
+) -> HarnessSamples:
+    """The samples of the harness metrics in ``names`` for one unit: flash from ``runner`` and
+    ``model`` (host paths of the files it ran), ``peak_rss`` from ``time -f %M`` (KiB) of its framed
+    line."""
+    out = HarnessSamples()
+    wanted = [name for name in ELF_METRICS if name in names]
+    if wanted:
+        try:
+            if runner is None:
+                raise ValueError("the unit names no runner file")
+            sections = elf_sections(runner)
+        except (OSError, ValueError) as exc:
+            out.reasons.update(dict.fromkeys(wanted, str(exc)))
+        else:
+            out.samples.update({name: [float(sections[name])] for name in wanted})
+    if "model_bytes" in names:
+        try:
+            if model is None:
+                raise ValueError("the unit names no model file")
+            out.samples["model_bytes"] = [float(model.stat().st_size)]
+        except (OSError, ValueError) as exc:
+            out.reasons["model_bytes"] = str(exc)
+    if "peak_rss" in names:
+        if peak_rss_kib is None:
+            out.reasons["peak_rss"] = (
+                "the guest's time -f printed no peak resident set (no time applet in "
+                "the guest's busybox, or the line was cut)"
+            )
+        else:
+            out.samples["peak_rss"] = [float(peak_rss_kib) * 1024]
+    return out
