@@ -89,6 +89,7 @@ from fvp_harness.targets.fvp import (
     sim_environment,
 )
 from fvp_harness.targets.host import HostTarget
+from fvp_harness.targets.supervise import stop_tree
 from fvp_harness.targets.text import clean_text, mask
 
 __all__ = [
@@ -433,7 +434,10 @@ class BaremetalTarget(HostTarget):
                     if self._wait_exit(child, grace):
                         break
         finally:
-            self._signal_group(pid, signal.SIGKILL)  # whatever the model started, too
+            if pid is not None and self._wait_exit(child, 0.0) is False:  # the supervisor ends what it started
+                stop_tree(pid)
+                self._wait_exit(child, 3.0)
+            self._signal_group(pid, signal.SIGKILL)
             with contextlib.suppress(pexpect.ExceptionPexpect, OSError):
                 child.close(force=True)
         return child.exitstatus, child.signalstatus
