@@ -31,6 +31,7 @@ import re
 import select
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from collections import deque
@@ -55,6 +56,7 @@ from fvp_harness.targets.launch import (
     resolve_binary,
     sim_environment,
 )
+from fvp_harness.targets.leftovers import collect
 from fvp_harness.targets.qemu import qemu_launch
 from fvp_harness.targets.supervise import dies_with_harness, stop_tree
 from fvp_harness.targets.text import TextCleaner
@@ -80,6 +82,9 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
+
+SIM_ROOT_PATTERN = "fvp-sim-*"
+"""The simulator's guest roots in its temporary folder (``sim/guest/fs.py``)."""
 
 _STAT_HEADER = re.compile(r"^-{3} .*statistics:")
 _STAT_LINE = re.compile(r"^(\S[^:]*?)\s*:\s*(.*?)\s*$")
@@ -316,6 +321,18 @@ def parse_stat_block(lines: Sequence[str]) -> dict[str, str]:
 
 _LIVE: set[FvpProcess] = set()
 _LIVE_LOCK = threading.Lock()
+_COLLECTED: set[str] = set()
+
+
+def _collect_sim_leftovers(env: Mapping[str, str]) -> None:
+    """Once per process and temporary folder: remove the guest roots (``fvp-sim-*``) whose simulator died without
+    removing its own (SIGKILL); a live model's, or one without the simulator's owner record, stays."""
+    folder = env.get("TMPDIR") or tempfile.gettempdir()
+    with _LIVE_LOCK:
+        if folder in _COLLECTED:
+            return
+        _COLLECTED.add(folder)
+    collect([Path(folder)], SIM_ROOT_PATTERN)
 _HANDLERS_INSTALLED = False
 _ATEXIT_INSTALLED = False
 
@@ -411,8 +428,10 @@ class FvpProcess:
         return self._child.pid if self._child is not None else None
 
     def start(self) -> None:
-        """Spawn the model (own session and process group, via the pty fork) and start draining its stdout."""
+        """Spawn the model (own session and process group, via the pty fork) and start draining its stdout. The
+        first start of a process removes the simulator guest roots of models that died (``leftovers.collect``)."""
         _install_handlers()
+        _collect_sim_leftovers(self.spec.env)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log_file = self.log_path.open("a", encoding="utf-8", errors="replace")
         self._log("#", "argv: " + " ".join(self.spec.argv))

@@ -642,9 +642,14 @@ def test_run_rebuild_and_make_always_force_the_builds(scenario_file, tmp_path):
 
     builds = ("builds.before.build=printf before > {output}", "builds.after.build=printf after > {output}")
     path = scenario_file()
-    first = run(path, FakeFleet(), tmp_path, overrides=builds)
-    assert {r.step.reason for r in first.builds} == {"no record of the command that built it"}, (
-        "files made by hand are rebuilt once by the command that now owns them")
+    made_by_hand = {p: p.read_bytes() for p in (tmp_path / "bin").iterdir()}
+    with pytest.raises(ConfigurationError, match="was not built by fvp-harness") as refused:
+        run(path, FakeFleet(), tmp_path, overrides=builds)
+    assert "builds.before.runner" in str(refused.value) and "--rebuild" in str(refused.value)
+    assert {p: p.read_bytes() for p in (tmp_path / "bin").iterdir()} == made_by_hand, (
+        "files made by hand are neither replaced nor given a build record or a staging folder")
+    first = run(path, FakeFleet(), tmp_path, overrides=builds, rebuild=True)
+    assert {r.step.reason for r in first.builds} == {"no record of the command that built it"}
     plain = run(path, FakeFleet(), tmp_path, overrides=builds)
     assert plain.builds == [], "the runners exist and are up to date"
     forced = run(path, FakeFleet(), tmp_path, overrides=builds, rebuild=True)

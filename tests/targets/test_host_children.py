@@ -13,6 +13,7 @@ from fvp_harness.errors import CommandFailed, OutputLimitExceeded
 from fvp_harness.targets.children import ProcessTree, marked_processes
 from fvp_harness.targets.console import CommandTimeout
 from fvp_harness.targets.host import HostTarget
+from fvp_harness.targets.leftovers import OWNER_FILE
 from tests.proc_scan import processes_with_env
 
 
@@ -63,8 +64,9 @@ def test_output_streams_to_the_log_with_secrets_masked(tmp_path: Path) -> None:
     assert "hunter2" not in log and "a *** b" in log and "no newline\n[exit 0]" in log
 
 
-def test_a_shell_that_cannot_start_leaves_no_script_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The 0600 script holds the user's command (secrets too): removed at once, not when the target closes."""
+def test_a_shell_that_cannot_start_leaves_no_file_holding_the_command(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command (secrets too) reaches the shell through its environment: no file holds it at any time."""
     def no_shell(*args: object, **kwargs: object) -> ProcessTree:
         raise FileNotFoundError(2, "No such file or directory", "/bin/sh")
 
@@ -73,7 +75,7 @@ def test_a_shell_that_cannot_start_leaves_no_script_file(tmp_path: Path, monkeyp
         with pytest.raises(CommandFailed, match="cannot start /bin/sh"):
             target.run("echo hunter2", timeout=10)
         assert target.workdir is not None
-        assert [p for p in target.workdir.rglob("*") if p.is_file()] == []
+        assert [p.name for p in target.workdir.rglob("*") if p.is_file()] == [OWNER_FILE]
 
 
 def test_closing_the_target_ends_a_command_in_flight(tmp_path: Path) -> None:
