@@ -179,9 +179,15 @@ def exit_as_command() -> None:
             import resource
 
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # the command's core, if any, is its own
-            signal.signal(signum, signal.SIG_DFL)
-            os.kill(os.getpid(), signum)
+        except (ImportError, OSError, ValueError):
+            pass
+        try:
+            signal.signal(signum, signal.SIG_DFL)  # refused for SIGKILL and SIGSTOP, whose action is fixed
         except (OSError, ValueError):
+            pass
+        try:
+            os.kill(os.getpid(), signum)
+        except OSError:
             pass
         os._exit(128 + signum)
     os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
