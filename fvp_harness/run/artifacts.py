@@ -69,6 +69,9 @@ from fvp_harness.targets.leftovers import Owner, collect, write_owner
 __all__ = [
     "BUILD_TIMEOUT_S",
     "FORCED",
+    "NOT_OURS",
+    "STAGING_PATTERN",
+    "WRITER_WAIT_S",
     "BuildResult",
     "BuildStep",
     "artifact_digests",
@@ -92,6 +95,9 @@ WRITER_WAIT_S = 10.0
 """Longest wait for the supervisor of an earlier, unfinished build of the same file (it is ending its processes)."""
 
 STAGING_PATTERN = ".*.building-*"
+
+NOT_OURS = "no record of the command that built it: not made by fvp-harness, a run refuses it without --rebuild"
+"""The stale reason of a file the harness did not make (``plan`` shows it; ``check_replaceable`` refuses it)."""
 
 
 @dataclass(frozen=True)
@@ -158,7 +164,7 @@ def stale_reason(path: Path, sources: tuple[Path, ...] | list[Path], command: st
             return "an earlier build of it did not finish"
         recorded = _recorded_command(path)
         if recorded is None:
-            return "no record of the command that built it"
+            return NOT_OURS
         if recorded != command:
             return "build command changed"
     return None

@@ -43,11 +43,11 @@ RESET = (*IGNORED, PARENT_DIED, STOP, signal.SIGPIPE, signal.SIGXFSZ)
 """Signals the command starts with at their default action (Python ignores SIGPIPE and SIGXFSZ)."""
 
 
-class End(Exception):
+class _End(Exception):
     """Stop now: the harness asked (SIGUSR2) or died."""
 
 
-class State:
+class _State:
     parent = 0
     child = 0
     status: "int | None" = None
@@ -55,28 +55,28 @@ class State:
 
 
 def _end_now() -> None:
-    if not State.ending:
-        State.ending = True
-        raise End
+    if not _State.ending:
+        _State.ending = True
+        raise _End
 
 
-def on_stop(signum: int, frame: object) -> None:
+def _on_stop(signum: int, frame: object) -> None:
     _end_now()
 
 
-def on_parent_death(signum: int, frame: object) -> None:
-    if os.getppid() != State.parent:  # else only the harness thread that started us ended
+def _on_parent_death(signum: int, frame: object) -> None:
+    if os.getppid() != _State.parent:  # else only the harness thread that started us ended
         _end_now()
 
 
-def prctl(option: int, value: int) -> bool:
-    """``prctl(option, value)`` through ``_ctypes`` (what ``ctypes`` is built on: ~1 ms to import where ``ctypes``
+def _prctl(option: int, value: int) -> bool:
+    """``_prctl(option, value)`` through ``_ctypes`` (what ``ctypes`` is built on: ~1 ms to import where ``ctypes``
     takes 10-50 ms, most of this program's start), else through ``ctypes``."""
     try:
         import _ctypes
 
         libc = _ctypes.dlopen(None, os.RTLD_NOW)  # type: ignore[arg-type]  # None: the program and its libc
-        address = _ctypes.dlsym(libc, "prctl")
+        address = _ctypes.dlsym(libc, "_prctl")
         return bool(_ctypes.call_function(address, (option, value, 0, 0, 0)) == 0)
     except (ImportError, AttributeError, OSError):
         pass
@@ -88,7 +88,7 @@ def prctl(option: int, value: int) -> bool:
         return False
 
 
-def descendants() -> list[int]:
+def _descendants() -> list[int]:
     """Live (not zombie) processes below this one, by parent pid."""
     me = os.getpid()
     children: dict[int, list[int]] = {}
@@ -111,7 +111,7 @@ def descendants() -> list[int]:
     return found
 
 
-def reap() -> None:
+def _reap() -> None:
     """Collect every exited child (the command's status is kept), adopted orphans included."""
     while True:
         try:
@@ -120,11 +120,11 @@ def reap() -> None:
             return
         if pid == 0:
             return
-        if pid == State.child:
-            State.status = status
+        if pid == _State.child:
+            _State.status = status
 
 
-def signal_all(pids: list[int], signum: int) -> None:
+def _signal_all(pids: list[int], signum: int) -> None:
     for pid in pids:
         try:
             os.kill(pid, signum)
@@ -132,45 +132,45 @@ def signal_all(pids: list[int], signum: int) -> None:
             pass
 
 
-def end_all(grace: float) -> None:
+def _end_all(grace: float) -> None:
     """SIGTERM to every descendant, up to ``grace`` seconds, then SIGKILL until none is left."""
     deadline = time.monotonic() + grace
     termed: set[int] = set()
     while True:
-        reap()
-        left = descendants()
+        _reap()
+        left = _descendants()
         if not left:
             return
         if time.monotonic() < deadline:
             fresh = [pid for pid in left if pid not in termed]
-            signal_all(fresh, signal.SIGTERM)
+            _signal_all(fresh, signal.SIGTERM)
             termed.update(fresh)
             time.sleep(0.02)
         else:
-            signal_all(left, signal.SIGKILL)
+            _signal_all(left, signal.SIGKILL)
             time.sleep(0.002)
 
 
-def finish(grace: float) -> None:
+def _finish(grace: float) -> None:
     try:
-        end_all(grace)
-    except End:  # asked to stop (or the harness died) during the grace: at once
-        end_all(0.0)
+        _end_all(grace)
+    except _End:  # asked to stop (or the harness died) during the grace: at once
+        _end_all(0.0)
 
 
-def wait_command() -> None:
+def _wait_command() -> None:
     """Block until the command exits (reaping adopted orphans meanwhile)."""
-    while State.status is None:
+    while _State.status is None:
         try:
             pid, status = os.waitpid(-1, 0)
         except ChildProcessError:
             return
-        if pid == State.child:
-            State.status = status
+        if pid == _State.child:
+            _State.status = status
 
 
-def exit_as_command() -> None:
-    status = State.status
+def _exit_as_command() -> None:
+    status = _State.status
     if status is None:
         os._exit(1)
     if os.WIFSIGNALED(status):
@@ -197,28 +197,28 @@ def main(argv: list[str]) -> None:
     if len(argv) < 5 or argv[3] != "--":
         sys.stderr.write("usage: supervisor.py PARENT GRACE -- ARGV...\n")
         os._exit(2)
-    State.parent, grace, command = int(argv[1]), float(argv[2]), argv[4:]
+    _State.parent, grace, command = int(argv[1]), float(argv[2]), argv[4:]
     for signum in IGNORED:
         signal.signal(signum, signal.SIG_IGN)
-    signal.signal(STOP, on_stop)
-    signal.signal(PARENT_DIED, on_parent_death)
+    signal.signal(STOP, _on_stop)
+    signal.signal(PARENT_DIED, _on_parent_death)
     if sys.platform.startswith("linux"):
-        prctl(PR_SET_CHILD_SUBREAPER, 1)
-        prctl(PR_SET_PDEATHSIG, PARENT_DIED)
-    if os.getppid() != State.parent:  # the harness died before the setting took effect
+        _prctl(PR_SET_CHILD_SUBREAPER, 1)
+        _prctl(PR_SET_PDEATHSIG, PARENT_DIED)
+    if os.getppid() != _State.parent:  # the harness died before the setting took effect
         os._exit(1)
     try:
         try:
-            State.child = os.posix_spawnp(command[0], command, os.environ, setsigdef=RESET)
+            _State.child = os.posix_spawnp(command[0], command, os.environ, setsigdef=RESET)
         except OSError as exc:
             sys.stderr.write(f"{command[0]}: {exc.strerror}\n")
             os._exit(127)
-        wait_command()
-        finish(grace)
-    except End:
-        end_all(0.0)
-        wait_command()
-    exit_as_command()
+        _wait_command()
+        _finish(grace)
+    except _End:
+        _end_all(0.0)
+        _wait_command()
+    _exit_as_command()
 
 
 if __name__ == "__main__":
