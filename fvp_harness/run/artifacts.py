@@ -21,7 +21,7 @@ Rules:
   attempt is alive when a build's output is measured.
 - The command is the user's shell text, so it runs under ``/bin/sh -c`` (``{output}`` and ``{fvp_harness}``
   are filled in and quoted by ``scenario.expand_build_command``) in the scenario's folder, as a
-  ``targets.children.ProcessTree`` (own session, parent-death signal, every process it starts ended at a timeout,
+  ``targets.children.ProcessTree`` (under a supervisor, every process it starts ended at a timeout,
   a stop, the harness's exit, and when it is done), with its output captured to a log file the caller chooses (the
   results folder's ``logs/build/``).
 - ``{output}`` is a staged file (same name, in a hidden folder ``.<name>.building-*`` beside the artifact, which

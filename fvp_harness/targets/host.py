@@ -1,10 +1,10 @@
 """This machine as a target, for runs that need no model (VGF host runs).
 
 Commands run under ``/bin/sh`` (the Target contract hands over one shell command line, already quoted) in a private
-temporary working folder, each a ``children.ProcessTree`` (own session, parent-death signal, every descendant
-found and ended at the timeout, on a second Ctrl-C and when the command is done). Output streams to ``host.log`` and
-is kept in memory only up to ``max_output`` bytes (``run.max_output``), so a runner printing without end costs
-neither memory nor the harness. Relative "guest"
+temporary working folder, each a ``children.ProcessTree`` (under a supervisor that ends it whole when the harness
+dies; every descendant found and ended at the timeout, on a second Ctrl-C and when the command is done). Output
+streams to ``host.log`` and is kept in memory only up to ``max_output`` bytes (``run.max_output``), so a runner
+printing without end costs neither memory nor the harness. Relative "guest"
 paths are relative to that folder; deploy puts artifacts under ``guest_dir`` (``<workdir>/artifacts``), which the
 deploy layer prefers over the scenario's guest folder, so nothing outside the working folder is written.
 
