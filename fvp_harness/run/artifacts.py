@@ -205,18 +205,30 @@ def check_replaceable(scenario: Scenario | LoadedScenario, *, force: bool = Fals
                                  + "\n  ".join(problems))
 
 
+def _project_roots(loaded: LoadedScenario) -> list[Path]:
+    """The folders a scenario's build outputs belong under: its own folder, the git checkout holding it, and the
+    folder the harness runs in (``scenarios/x.yaml`` writing ``${scenario_dir}/../.artifacts`` is at home)."""
+    roots = [loaded.directory.resolve(), Path.cwd().resolve()]
+    for folder in loaded.directory.resolve().parents:
+        if (folder / ".git").exists():
+            roots.append(folder)
+            break
+    return roots
+
+
 def outside_tree(loaded: LoadedScenario) -> list[str]:
-    """Warnings for artifacts with a build command whose file is outside the scenario's folder (a ``../../..``
-    path): the build writes there (``validate`` prints them; ``check_replaceable`` still guards the file)."""
-    root = loaded.directory.resolve()
+    """Warnings for artifacts with a build command whose file is outside the scenario's tree (its folder, its git
+    checkout, the folder the harness runs in): a ``../../..`` path, an ``/etc`` file. The build writes there;
+    ``validate`` prints them, and ``check_replaceable`` still refuses a file the harness did not make."""
+    roots = _project_roots(loaded)
     warnings = []
     for name, file, command, _sources in declared_artifacts(loaded.scenario):
         if command is None:
             continue
         resolved = Path(file).resolve()
-        if not resolved.is_relative_to(root):
-            warnings.append(f"{loaded.path}: {name}: warning: {file} is outside the scenario's folder {root}; "
-                            "its build command writes there")
+        if not any(resolved.is_relative_to(root) for root in roots):
+            warnings.append(f"{loaded.path}: {name}: warning: {file} is outside the scenario's tree "
+                            f"({loaded.directory}); its build command writes there")
     return warnings
 
 

@@ -304,4 +304,4 @@ def test_a_file_the_harness_did_not_make_is_refused_before_anything_builds_or_bo
     assert not list(runs.tmp.iterdir()) and not (out / "logs" / "s0").exists(), "nothing booted"
     outside = runs.run("validate", str(path), "--set", "builds.before.runner=../../../../x")
     assert outside.returncode == 0, outside.stderr
-    assert "builds.before.runner: warning:" in outside.stderr and "outside the scenario's folder" in outside.stderr
+    assert "builds.before.runner: warning:" in outside.stderr and "outside the scenario's tree" in outside.stderr

@@ -66,8 +66,10 @@ def test_outputs_outside_the_scenario_folder_are_warned_about(tmp_path: Path) ->
     loaded = load_scenario(_scenario(tmp_path / "a" / "b" / "scenario", "../../../runner"))
     warnings = outside_tree(loaded)
     assert len(warnings) == 1
-    assert "builds.a.runner: warning:" in warnings[0] and "is outside the scenario's folder" in warnings[0]
+    assert "builds.a.runner: warning:" in warnings[0] and "is outside the scenario's tree" in warnings[0]
     assert not outside_tree(load_scenario(_scenario(tmp_path / "inside", "out/runner")))
+    (tmp_path / "project" / ".git").mkdir(parents=True)  # scenarios/x.yaml writing ../.artifacts: in its checkout
+    assert not outside_tree(load_scenario(_scenario(tmp_path / "project" / "scenarios", "../.artifacts/runner")))
 
 
 def _interrupted(path: Path, writer: int) -> None:
