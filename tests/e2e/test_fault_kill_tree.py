@@ -250,15 +250,18 @@ def test_a_simulator_run_killed_in_its_unit_leaves_a_guest_root_the_next_run_rem
     runs = Runs(tmp_path)
     path = _smoke(tmp_path)
     out = tmp_path / "out"
-    killed = runs.kill_when(lambda: any(runs.tmp.glob("fvp-sim-*")) and any(out.glob("logs/s0/r0-*.log")),
-                            "run", str(path), "-o", str(out), *SMOKE, timeout=240)
+    hang = ("--set", "fvp.sim.runner_fault=hang=0", "--set", "fvp.timeouts.unit=120")  # units hang
+    def in_unit() -> bool:  # the guest root holds the hanging unit's folder
+        return any(root.is_dir() and any(root.rglob("r0-before-ds_cnn")) for root in runs.tmp.glob("fvp-sim-*"))
+
+    killed = runs.kill_when(in_unit, "run", str(path), "-o", str(out), *SMOKE, *hang, timeout=240, after=0.5)
     assert not killed.left, f"the model or its children outlived the harness: {killed.left}"
-    roots = sorted(p.name for p in runs.tmp.glob("fvp-sim-*"))
+    roots = sorted(p.name for p in runs.tmp.glob("fvp-sim-*") if (p / ".fvp-owner").is_file())
     assert roots, "the SIGKILLed model left its guest root (it is collected by the next run)"
     again = runs.run("run", str(path), "-o", str(out), *SMOKE, timeout=300)
     assert again.returncode == 0, again.stderr
     assert f"removed {len(roots)} leftover folder" in again.stderr, again.stderr
-    files_left = len(list(runs.tmp.glob("fvp-sim-*")))
+    files_left = len([p for p in runs.tmp.glob("fvp-sim-*") if p.name in roots])
     _note("simulator model with its guest root", "unit", killed, files_left, True)
     assert files_left == 0
 
