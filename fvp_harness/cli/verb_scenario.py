@@ -71,6 +71,10 @@ def _run_validate(args: argparse.Namespace) -> int:
             failed += 1
             print("\n".join(exc.problems), file=sys.stderr)
             continue
+        from fvp_harness.run.artifacts import outside_tree  # late: the run layer only for `validate`'s warnings
+
+        for warning in outside_tree(loaded):
+            print(warning, file=sys.stderr)
         if args.show:
             print(f"# {path} (resolved)")
             print(

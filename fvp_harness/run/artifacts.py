@@ -12,13 +12,22 @@ Rules:
   (``make -B``, ``run --rebuild``). A file without a ``build`` command is never touched. The command a file was
   built with is kept beside it in ``.<name>.build`` (the scenario's text, before ``{output}``/``{fvp_harness}`` are
   filled in, so another virtual environment does not look like a change).
+- Only what the harness made is replaced: a file that exists without a ``.<name>.build`` record (a path naming
+  ``/etc/passwd``, a file made by hand) is refused, exit 2, before anything builds or boots (``check_replaceable``;
+  nothing, not even the record, is written beside it), unless ``force`` (``--rebuild``) says to replace it.
+- While a build runs, its record says so (``building``: the harness and the build's supervisor, by pid and start
+  time). A build that did not finish (a SIGKILLed harness) is rebuilt; before that, the next run waits until the
+  earlier build's supervisor, and so every process it held, is gone (``WRITER_WAIT_S``): no writer of an earlier
+  attempt is alive when a build's output is measured.
 - The command is the user's shell text, so it runs under ``/bin/sh -c`` (``{output}`` and ``{fvp_harness}``
   are filled in and quoted by ``scenario.expand_build_command``) in the scenario's folder, as a
-  ``targets.children.ProcessTree`` (own session, parent-death signal, every process it starts ended at a timeout,
+  ``targets.children.ProcessTree`` (under a supervisor, every process it starts ended at a timeout,
   a stop, the harness's exit, and when it is done), with its output captured to a log file the caller chooses (the
   results folder's ``logs/build/``).
-- ``{output}`` is a staged file (same name, in a hidden folder beside the artifact) renamed over the artifact
-  only when the command succeeded; the ``.<name>.build`` record is removed before and written after. A build
+- ``{output}`` is a staged file (same name, in a hidden folder ``.<name>.building-*`` beside the artifact, which
+  records its owner: ``targets.leftovers``) renamed over the artifact only when the command succeeded; the
+  ``.<name>.build`` record says ``building`` before and the command after. Staging folders of dead harnesses are
+  removed by the next build in that folder. A build
   killed halfway never leaves a file that looks built, nor corrupts the next run's (a command without
   ``{output}`` writes the artifact itself: what it leaves after a failure is deleted).
 - The harness's stop (first Ctrl-C, SIGTERM) ends the builds in flight at once: a build is not a unit whose
@@ -49,22 +58,28 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from fvp_harness.errors import ConfigurationError, Interrupted, UnitFailure, storage_error
+from fvp_harness.errors import ConfigurationError, InfrastructureError, Interrupted, UnitFailure, storage_error
 from fvp_harness.files import atomic_write
 from fvp_harness.run.plan import ArtifactState, artifact_hashes, library_artifact
 from fvp_harness.scenario.load import LoadedScenario
 from fvp_harness.scenario.model import Scenario, expand_build_command
 from fvp_harness.targets.children import END_GRACE_S, ProcessTree
+from fvp_harness.targets.leftovers import Owner, collect, write_owner
 
 __all__ = [
     "BUILD_TIMEOUT_S",
     "FORCED",
+    "NOT_OURS",
+    "STAGING_PATTERN",
+    "WRITER_WAIT_S",
     "BuildResult",
     "BuildStep",
     "artifact_digests",
     "build_artifacts",
     "build_record_path",
+    "check_replaceable",
     "declared_artifacts",
+    "outside_tree",
     "pending_builds",
     "stale_reason",
 ]
@@ -75,6 +90,14 @@ BUILD_TIMEOUT_S = 1800.0
 """Longest one build command may take (times ``--timeout-scale``): a cross-compile, not a hang."""
 
 _LOG_TAIL = 20
+
+WRITER_WAIT_S = 10.0
+"""Longest wait for the supervisor of an earlier, unfinished build of the same file (it is ending its processes)."""
+
+STAGING_PATTERN = ".*.building-*"
+
+NOT_OURS = "no record of the command that built it: not made by fvp-harness, a run refuses it without --rebuild"
+"""The stale reason of a file the harness did not make (``plan`` shows it; ``check_replaceable`` refuses it)."""
 
 
 @dataclass(frozen=True)
@@ -109,12 +132,17 @@ def build_record_path(path: Path) -> Path:
     return path.with_name(f".{path.name}.build")
 
 
-def _recorded_command(path: Path) -> str | None:
+def _record(path: Path) -> dict[str, object] | None:
     try:
         data = json.loads(build_record_path(path).read_text(encoding="utf-8"))
-    except (FileNotFoundError, ValueError):
+    except (OSError, ValueError):
         return None
-    command = data.get("command") if isinstance(data, dict) else None
+    return data if isinstance(data, dict) else None
+
+
+def _recorded_command(path: Path) -> str | None:
+    data = _record(path)
+    command = data.get("command") if data is not None and not data.get("building") else None
     return command if isinstance(command, str) else None
 
 
@@ -131,12 +159,77 @@ def stale_reason(path: Path, sources: tuple[Path, ...] | list[Path], command: st
         except FileNotFoundError:
             return f"source {source} is missing"
     if command is not None:
+        data = _record(path)
+        if data is not None and data.get("building"):
+            return "an earlier build of it did not finish"
         recorded = _recorded_command(path)
         if recorded is None:
-            return "no record of the command that built it"
+            return NOT_OURS
         if recorded != command:
             return "build command changed"
     return None
+
+
+def _made_by_harness(path: Path) -> bool:
+    """True when ``path`` is missing or has a build record of ours beside it (the harness built it, or began to)."""
+    try:
+        if not os.path.lexists(path):
+            return True
+        return build_record_path(path).is_file()
+    except OSError:
+        return False
+
+
+def check_replaceable(scenario: Scenario | LoadedScenario, *, force: bool = False) -> None:
+    """Refuse (``ConfigurationError``, exit 2) every artifact with a build command whose file exists but was not
+    made by the harness (no ``.<name>.build`` beside it): its build would replace a file that is not ours. With
+    ``force`` (``--rebuild``, ``make -B``) the user said to replace it. Called before anything builds or boots."""
+    if force:
+        return
+    loaded = scenario if isinstance(scenario, LoadedScenario) else None
+    model = scenario.scenario if isinstance(scenario, LoadedScenario) else scenario
+    where = f"{loaded.path}: " if loaded is not None else ""
+    problems = []
+    seen: set[Path] = set()
+    for name, file, command, _sources in declared_artifacts(model):
+        path = Path(file)
+        if command is None or path in seen or _made_by_harness(path):
+            continue
+        seen.add(path)
+        problems.append(
+            f"{where}{name}: {path} exists and was not built by fvp-harness (no {build_record_path(path).name} "
+            f"beside it), so its build command would replace it; point {name} at a file of the build's own "
+            "(in the scenario's folder), remove the file if it is an old build, or pass --rebuild to replace it")
+    if problems:
+        raise ConfigurationError("refusing to replace files the harness did not make; nothing was built:\n  "
+                                 + "\n  ".join(problems))
+
+
+def _project_roots(loaded: LoadedScenario) -> list[Path]:
+    """The folders a scenario's build outputs belong under: its own folder, the git checkout holding it, and the
+    folder the harness runs in (``scenarios/x.yaml`` writing ``${scenario_dir}/../.artifacts`` is at home)."""
+    roots = [loaded.directory.resolve(), Path.cwd().resolve()]
+    for folder in loaded.directory.resolve().parents:
+        if (folder / ".git").exists():
+            roots.append(folder)
+            break
+    return roots
+
+
+def outside_tree(loaded: LoadedScenario) -> list[str]:
+    """Warnings for artifacts with a build command whose file is outside the scenario's tree (its folder, its git
+    checkout, the folder the harness runs in): a ``../../..`` path, an ``/etc`` file. The build writes there;
+    ``validate`` prints them, and ``check_replaceable`` still refuses a file the harness did not make."""
+    roots = _project_roots(loaded)
+    warnings = []
+    for name, file, command, _sources in declared_artifacts(loaded.scenario):
+        if command is None:
+            continue
+        resolved = Path(file).resolve()
+        if not any(resolved.is_relative_to(root) for root in roots):
+            warnings.append(f"{loaded.path}: {name}: warning: {file} is outside the scenario's tree "
+                            f"({loaded.directory}); its build command writes there")
+    return warnings
 
 
 def declared_artifacts(scenario: Scenario) -> list[tuple[str, str, str | None, list[str]]]:
@@ -209,6 +302,7 @@ def _staging(step: BuildStep) -> tuple[Path, str] | None:
     if not step.template or "{output}" not in step.template:
         return None
     folder = Path(tempfile.mkdtemp(prefix=f".{step.path.name}.building-", dir=step.path.parent))
+    write_owner(folder)
     staged = folder / step.path.name
     return staged, expand_build_command(step.template, staged)
 
@@ -222,9 +316,10 @@ def _run_step(step: BuildStep, cwd: Path, log_path: Path | None, timeout: float,
     artifact's ``.<name>.build`` record is removed first and written last: a build killed halfway (timeout, stop,
     the harness's death) never leaves a file that looks built. ``cancelled`` set (the harness's stop): the build
     was ended on purpose (``running`` holds the live trees for that); ``_BuildCancelled`` is raised."""
+    _wait_for_earlier_build(step)
     try:
         step.path.parent.mkdir(parents=True, exist_ok=True)
-        build_record_path(step.path).unlink(missing_ok=True)
+        _mark_building(step, None)
         staging = _staging(step)
     except OSError as exc:
         raise storage_error(exc.filename or step.path.parent, exc) from exc
@@ -277,11 +372,44 @@ def _run_step(step: BuildStep, cwd: Path, log_path: Path | None, timeout: float,
         if staging is None:  # the command wrote the artifact itself: what it left is not a finished build
             with contextlib.suppress(OSError):
                 step.path.unlink(missing_ok=True)
+        if not os.path.lexists(step.path):  # nothing of ours is left to mark
+            with contextlib.suppress(OSError):
+                build_record_path(step.path).unlink(missing_ok=True)
         raise
     finally:
         if staging is not None:
             shutil.rmtree(staging[0].parent, ignore_errors=True)
     return BuildResult(step, seconds, log_path)
+
+
+def _mark_building(step: BuildStep, writer: int | None) -> None:
+    """The record of a build in flight: this harness and (once started) the build's supervisor. Raises OSError."""
+    owner = Owner.of()
+    process = Owner.of(writer) if writer is not None else None
+    building = {"owner": owner.as_json() if owner else None, "writer": process.as_json() if process else None}
+    atomic_write(build_record_path(step.path), json.dumps({"command": step.template, "building": building}) + "\n")
+
+
+def _wait_for_earlier_build(step: BuildStep) -> None:
+    """An earlier build of this file did not finish (its harness was SIGKILLed, or another harness builds it now):
+    wait until its supervisor, and so every process that may still write, is gone (``WRITER_WAIT_S``)."""
+    data = _record(step.path)
+    building = data.get("building") if data is not None else None
+    if not isinstance(building, dict):
+        return
+    owner = Owner.from_json(building.get("owner"))
+    writer = Owner.from_json(building.get("writer"))
+    if writer is None or (owner is not None and owner.pid == os.getpid()):
+        return
+    deadline = time.monotonic() + WRITER_WAIT_S
+    while writer.alive():
+        if time.monotonic() >= deadline:
+            by = f" of fvp-harness pid {owner.pid}" if owner is not None else ""
+            raise InfrastructureError(
+                f"an earlier build of {step.name}{by} still runs (its supervisor, pid {writer.pid}, after "
+                f"{WRITER_WAIT_S:.0f} s): {step.path} may still be written; let it end and run again",
+                stage="build")
+        time.sleep(0.05)
 
 
 class _BuildCancelled(Exception):
@@ -304,6 +432,10 @@ def _wait_build(step: BuildStep, command: str, cwd: Path, sink: IO[str] | None, 
     if running is not None:
         running[step] = tree
     try:
+        try:
+            _mark_building(step, tree.pid)
+        except OSError as exc:
+            raise storage_error(build_record_path(step.path), exc) from exc
         if cancelled is not None and cancelled.is_set():  # stopped while it was starting
             raise _BuildCancelled(step.name)
         status = tree.wait(timeout)
@@ -343,9 +475,11 @@ def build_artifacts(
     first Ctrl-C or SIGTERM) or a KeyboardInterrupt ends the builds in flight at once (their artifacts are left
     as they were before) and raises ``Interrupted`` (resp. the KeyboardInterrupt).
     """
+    check_replaceable(loaded, force=force)
     steps = pending_builds(loaded, force=force, already_built=already_built)
     results: list[BuildResult] = []
     if steps:
+        collect({step.path.parent for step in steps}, STAGING_PATTERN)
         workers = max(1, min(jobs or min(4, os.cpu_count() or 1), len(steps)))
         failures: list[BaseException] = []
 

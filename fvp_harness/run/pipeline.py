@@ -71,7 +71,7 @@ from fvp_harness.run.adaptive import (
     spared_units,
     unit_parts,
 )
-from fvp_harness.run.artifacts import BUILD_TIMEOUT_S, BuildResult, BuildStep, build_artifacts
+from fvp_harness.run.artifacts import BUILD_TIMEOUT_S, BuildResult, BuildStep, build_artifacts, check_replaceable
 from fvp_harness.run.baseline import pin_stored_baseline
 from fvp_harness.run.doctor import PROBE_TIMEOUT_S, preflight
 from fvp_harness.run.execute import DeployFunction, ExecuteOptions, SessionOutcome, execute_plan, utc_now
@@ -359,6 +359,7 @@ def run_scenario(
     began = time.monotonic()
     phases: dict[str, float] = {}
     check_selection(loaded.scenario, options.only_builds, options.only_models)
+    check_replaceable(loaded, force=options.rebuild)  # a file the harness did not make: refused before any boot
     results_dir = results_dir_for(loaded.path, options.results_base, options.output_dir)
     compare = loaded.scenario.compare
     if compare is not None and compare.baseline_from and not options.resume:

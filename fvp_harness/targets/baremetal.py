@@ -22,11 +22,12 @@ One launch (``BaremetalLaunch`` -> ``LaunchResult``):
   profile args, scenario ``fvp.args``, ``-a <runner>``, ``--data <file>@<address>``, ``--timelimit N``, ``--stat``.
   A semihosting command line over the profile's ``cmd_line_limit`` is refused (``ConfigurationError``), as
   upstream's ``runner_utils.py`` refuses it (the loader already refused it with the file and line of the template).
-- the model runs under a pty in its own session and process group (pexpect), dies with the harness
-  (``fvp.dies_with_harness``), and is always reaped: stopped in steps (the profile's stop signal, SIGTERM, SIGKILL
-  to the group) when it does not exit by itself. Its output is decoded with replacement and searched with a
-  bounded window (``SEARCH_WINDOW``) for the EOT byte and the profile's patterns; every line goes to ``fvp.log``
-  with a time stamp, and the result's ``output`` is clean text (LF line ends, no ANSI codes, no control bytes).
+- the model runs under a pty in its own session and process group (pexpect), dies with the harness (under a
+  supervisor: ``supervise.dies_with_harness``), and is always reaped: stopped in steps (the profile's stop signal,
+  SIGTERM, SIGKILL to the group) when it does not exit by itself. Its output is decoded with replacement and
+  searched with a bounded window (``SEARCH_WINDOW``) for the EOT byte and the profile's patterns; every line goes
+  to ``fvp.log`` with a time stamp, and the result's ``output`` is clean text (LF line ends, no ANSI codes, no
+  control bytes).
 - the launch ends at EOT (the model gets ``EOT_GRACE_S`` to exit by itself and print its ``--stat`` block), or
   when the model exits, or at a hard fault (``FAULT_GRACE_S`` later, for the fault's register dump: the CPU
   would spin in the fault handler until the time limit), or at the unit's timeout.
@@ -89,6 +90,7 @@ from fvp_harness.targets.fvp import (
     sim_environment,
 )
 from fvp_harness.targets.host import HostTarget
+from fvp_harness.targets.supervise import stop_tree
 from fvp_harness.targets.text import clean_text, mask
 
 __all__ = [
@@ -433,7 +435,10 @@ class BaremetalTarget(HostTarget):
                     if self._wait_exit(child, grace):
                         break
         finally:
-            self._signal_group(pid, signal.SIGKILL)  # whatever the model started, too
+            if pid is not None and self._wait_exit(child, 0.0) is False:  # the supervisor ends what it started
+                stop_tree(pid)
+                self._wait_exit(child, 3.0)
+            self._signal_group(pid, signal.SIGKILL)
             with contextlib.suppress(pexpect.ExceptionPexpect, OSError):
                 child.close(force=True)
         return child.exitstatus, child.signalstatus

@@ -2,20 +2,19 @@
 
 Why a module of its own: a runner or a build is the user's shell text, and shell text starts what it likes. A
 runner that starts ``setsid sleep 100000 &`` with its stdout open used to hang the harness (the pipe never reached
-EOF, and the wait after the kill had no deadline) and the child outlived it. So every such command is a
-``ProcessTree``:
+EOF, and the wait after the kill had no deadline) and the child outlived it, even a SIGKILL of the harness. So
+every such command is a ``ProcessTree``:
 
-- it runs in its own session (process group) with the parent-death signal (``fvp.dies_with_harness``: SIGKILL when
-  the harness dies, even by SIGKILL), and with ``FVP_HARNESS_JOB=<token>`` in its environment, which every
-  descendant inherits;
-- on Linux the harness is a child subreaper (``PR_SET_CHILD_SUBREAPER``) while any tree is live, so a grandchild
-  whose parent died is re-parented to the harness rather than to init: it stays in reach of the ppid walk below,
-  and is reaped here (only while a tree is live: a long-lived process would otherwise collect zombies of every
-  child's orphans);
-- ``end()`` finds the whole tree however it escaped: the process group, the ppid descendants of the shell (taken
-  while it still lives) and every process carrying the token (a ``setsid`` child in a session of its own), sends
-  SIGTERM, waits ``grace`` seconds, then SIGKILLs what is left and reaps what was re-parented to us. It is called
-  on success too: nothing a command started outlives the command;
+- it runs under a supervisor (``targets/supervisor.py``, a child subreaper in a session of its own, started by
+  ``supervise.dies_with_harness``): when the harness dies, by any signal, the supervisor SIGKILLs everything the
+  command started, ``setsid`` children included, and exits; when the command exits, what it left running gets
+  SIGTERM, ``grace`` seconds, then SIGKILL, and the supervisor exits with the command's status. While the
+  supervisor lives, something the command started may still run; once it is reaped, nothing does;
+- ``FVP_HARNESS_JOB=<token>`` is in its environment, which every descendant inherits: the last resort of ``end``
+  (a supervisor killed by someone else) and what tests look for;
+- ``end()`` sends SIGTERM to the command's process group and every descendant (polite: a build may remove its temp
+  files), waits ``grace`` seconds, then asks the supervisor to SIGKILL what is left (``supervise.stop_tree``) and
+  reaps it. It is called on success too: nothing a command started outlives the command;
 - the live trees are registered, so ``end_all`` (atexit, the CLI's second stop) ends them on the harness's way out.
 
 Every wait here has a deadline; nothing raises from ``end`` (it runs in ``finally`` blocks).
@@ -24,12 +23,10 @@ Every wait here has a deadline; nothing raises from ``end`` (it runs in ``finall
 from __future__ import annotations
 
 import atexit
-import ctypes
 import logging
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -37,9 +34,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from fvp_harness.targets.fvp import dies_with_harness
+from fvp_harness.targets.supervise import dies_with_harness, stop_tree
 
-__all__ = ["END_GRACE_S", "JOB_ENV", "ProcessTree", "enable_subreaper", "end_all", "marked_processes"]
+__all__ = ["END_GRACE_S", "JOB_ENV", "ProcessTree", "end_all", "marked_processes"]
 
 log = logging.getLogger(__name__)
 
@@ -49,53 +46,8 @@ JOB_ENV = "FVP_HARNESS_JOB"
 END_GRACE_S = 2.0
 """Seconds between SIGTERM and SIGKILL when a tree is ended (a build may want to remove its temp files)."""
 
-_PR_SET_CHILD_SUBREAPER = 36
-_subreaper_lock = threading.Lock()
-_subreaper = False
-
 _LIVE: set[ProcessTree] = set()
-_PENDING = [0]
-"""Trees being started (not yet in ``_LIVE``): the subreaper stays on for them."""
 _LIVE_LOCK = threading.Lock()
-
-
-def _leave() -> None:
-    """A start that failed: it no longer holds the subreaper."""
-    with _LIVE_LOCK:
-        _PENDING[0] -= 1
-        if not _LIVE and not _PENDING[0]:
-            _release_subreaper()
-
-
-def _prctl_subreaper(on: bool) -> bool:
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return bool(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1 if on else 0, 0, 0, 0) == 0)
-    except (OSError, AttributeError):
-        return False
-
-
-def enable_subreaper() -> bool:
-    """Make the harness a child subreaper (Linux): orphaned descendants of its children are re-parented to it.
-    False where that is not possible (then the token scan alone finds escaped processes). ``ProcessTree`` holds it
-    only while a tree is live (``_hold_subreaper``): a long-lived process (a pytest worker, the Python API) would
-    otherwise adopt, and keep as zombies, the orphans of every child it has, a simulator's included."""
-    global _subreaper
-    with _subreaper_lock:
-        if not _subreaper:
-            _subreaper = _prctl_subreaper(True)
-        return bool(_subreaper)
-
-
-def _release_subreaper() -> None:
-    """The last live tree has ended: stop adopting orphans (each tree's end reaped the members it adopted)."""
-    global _subreaper
-    with _subreaper_lock:
-        if _subreaper:
-            _prctl_subreaper(False)
-            _subreaper = False
 
 
 def _stat(pid: int) -> tuple[int, int, int] | None:
@@ -161,17 +113,6 @@ def _signal_group(pgid: int, signum: int) -> None:
         pass
 
 
-def _reap_adopted(pids: Sequence[int]) -> None:
-    """Reap the processes of ``pids`` that were re-parented to us (subreaper) and have exited (no wait)."""
-    for pid in pids:
-        try:
-            os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            pass
-        except OSError:
-            pass
-
-
 class ProcessTree:
     """One host command and everything it starts (see the module docstring). ``proc`` is its ``Popen``."""
 
@@ -186,37 +127,34 @@ class ProcessTree:
     @classmethod
     def start(cls, argv: Sequence[str], *, label: str, cwd: Path | str | None = None,
               env: Mapping[str, str] | None = None, stdin: int | IO[Any] | None = subprocess.DEVNULL,
-              stdout: int | IO[Any] | None = None, stderr: int | IO[Any] | None = None) -> ProcessTree:
-        """Start ``argv`` in a new session, dying with the harness, marked with a fresh token; registered until
-        ``end``. Raises OSError when it cannot start."""
-        with _LIVE_LOCK:
-            enable_subreaper()  # before the start: an orphan of its first instant is adopted too
-            _PENDING[0] += 1
+              stdout: int | IO[Any] | None = None, stderr: int | IO[Any] | None = None,
+              grace: float = END_GRACE_S) -> ProcessTree:
+        """Start ``argv`` under a supervisor in a new session, marked with a fresh token; registered until
+        ``end``. ``grace``: what the command leaves running when it exits gets SIGTERM, this long, then SIGKILL.
+        Raises OSError when it cannot start."""
         token = uuid.uuid4().hex
         child_env = dict(os.environ if env is None else env)
         child_env[JOB_ENV] = token
-        try:
-            proc = subprocess.Popen(dies_with_harness(list(argv)), cwd=cwd, env=child_env, stdin=stdin,
-                                    stdout=stdout, stderr=stderr, start_new_session=True)
-        except BaseException:
-            _leave()
-            raise
+        proc = subprocess.Popen(dies_with_harness(list(argv), grace), cwd=cwd, env=child_env, stdin=stdin,
+                                stdout=stdout, stderr=stderr, start_new_session=True)
         tree = cls(proc, token, label)
         with _LIVE_LOCK:
             _LIVE.add(tree)
-            _PENDING[0] -= 1
         _install_atexit()
         return tree
 
     @property
     def pid(self) -> int:
+        """The supervisor's pid (also the process group of the command)."""
         return self.proc.pid
 
+    def poll(self) -> int | None:
+        """The command's exit status once it and everything it left running are gone; None before."""
+        return self.proc.poll()
+
     def _members(self) -> dict[int, int]:
-        """Every live process of the tree now: the group, the ppid descendants, the token carriers."""
+        """Every live process of the tree now but the supervisor: its descendants, the group, the token carriers."""
         found: set[int] = set()
-        if self.proc.poll() is None:
-            found.add(self.proc.pid)
         found |= _descendants([self.proc.pid, *self._known])
         found |= marked_processes(self.token)
         for pid in _all_pids():
@@ -226,7 +164,7 @@ class ProcessTree:
         members: dict[int, int] = {}
         for pid in found:
             stat = _stat(pid)
-            if stat is None or pid == os.getpid():
+            if stat is None or pid in (os.getpid(), self.proc.pid):
                 continue
             if pid in self._known and self._known[pid] != stat[2]:
                 continue  # the pid was reused by another process
@@ -242,50 +180,43 @@ class ProcessTree:
             return None
 
     def end(self, grace: float = END_GRACE_S) -> None:
-        """End the whole tree: SIGTERM to every member (and the group), ``grace`` seconds, then SIGKILL what is
-        left, reap the shell and what was re-parented to us. Never raises; safe to call twice."""
+        """End the whole tree: SIGTERM to the group and every member, ``grace`` seconds, then the supervisor
+        SIGKILLs what is left and is reaped. Never raises; safe to call twice."""
         try:
             self._end(grace)
         except Exception:  # cleanup must not hide why we are ending it
             log.exception("ending %s failed", self.label)
         finally:
             with _LIVE_LOCK:
-                was_live = self in _LIVE
                 _LIVE.discard(self)
-                if was_live and not _LIVE and not _PENDING[0]:
-                    _release_subreaper()
 
     def _end(self, grace: float) -> None:
-        members = self._members()
-        if members:
-            log.debug("%s: ending %s process(es): %s", self.label, len(members), sorted(members))
-            _signal_group(self.proc.pid, signal.SIGTERM)
-            for pid in members:
-                _signal(pid, signal.SIGTERM)
-            end = time.monotonic() + grace
-            while time.monotonic() < end:
-                self.proc.poll()
-                _reap_adopted(list(members))
-                if not any(_stat(pid) is not None for pid in members) and not self._members():
-                    break
-                time.sleep(0.02)
-        for _ in range(3):  # whatever is left (or was started meanwhile): SIGKILL, until nothing answers
+        if self.proc.poll() is None:
+            members = self._members()
+            if members and grace > 0:
+                log.debug("%s: ending %s process(es): %s", self.label, len(members), sorted(members))
+                _signal_group(self.proc.pid, signal.SIGTERM)  # the supervisor ignores it; the command does not
+                for pid in members:
+                    _signal(pid, signal.SIGTERM)
+                with _suppress_timeout():
+                    self.proc.wait(timeout=grace)
+            if self.proc.poll() is None:
+                stop_tree(self.proc.pid)
+                with _suppress_timeout():
+                    self.proc.wait(timeout=3.0)
+            if self.proc.poll() is None:  # a supervisor that does not answer: the group, then below by token
+                _signal_group(self.proc.pid, signal.SIGKILL)
+                with _suppress_timeout():
+                    self.proc.wait(timeout=1.0)
+        for _ in range(3):  # a supervisor killed by someone else left its holdings: by token and known pid
             left = self._members()
             if not left:
                 break
-            _signal_group(self.proc.pid, signal.SIGKILL)
             for pid in left:
                 _signal(pid, signal.SIGKILL)
             end = time.monotonic() + 1.0
             while time.monotonic() < end and any(_stat(pid) is not None for pid in left):
-                self.proc.poll()
-                _reap_adopted(list(left))
                 time.sleep(0.01)
-        if self.proc.poll() is None:
-            _signal_group(self.proc.pid, signal.SIGKILL)
-            with _suppress_timeout():
-                self.proc.wait(timeout=1.0)
-        _reap_adopted(list(self._known))
         self._ended = True
 
 

@@ -31,7 +31,7 @@ import re
 import select
 import signal
 import subprocess
-import sys
+import tempfile
 import threading
 import time
 from collections import deque
@@ -56,7 +56,9 @@ from fvp_harness.targets.launch import (
     resolve_binary,
     sim_environment,
 )
+from fvp_harness.targets.leftovers import collect
 from fvp_harness.targets.qemu import qemu_launch
+from fvp_harness.targets.supervise import dies_with_harness, stop_tree
 from fvp_harness.targets.text import TextCleaner
 
 __all__ = [
@@ -81,43 +83,19 @@ __all__ = [
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
+SIM_ROOT_PATTERN = "fvp-sim-*"
+"""The simulator's guest roots in its temporary folder (``sim/guest/fs.py``)."""
+
 _STAT_HEADER = re.compile(r"^-{3} .*statistics:")
 _STAT_LINE = re.compile(r"^(\S[^:]*?)\s*:\s*(.*?)\s*$")
 
 
 # -- dying with the harness -----------------------------------------------------------------------------------
-
-_DEATH_WRAPPER = """\
-import ctypes, os, sys
-parent, argv = int(sys.argv[1]), sys.argv[3:]
-if ctypes.CDLL(None, use_errno=True).prctl(1, 9, 0, 0, 0) != 0:  # PR_SET_PDEATHSIG, SIGKILL
-    sys.stderr.write("fvp-harness: prctl(PR_SET_PDEATHSIG) failed: %s\\n" % os.strerror(ctypes.get_errno()))
-if os.getppid() != parent:
-    os._exit(1)
-try:
-    os.execvp(argv[0], argv)
-except OSError as exc:
-    sys.stderr.write("%s: %s\\n" % (argv[0], exc.strerror))
-    os._exit(127)
-"""
-"""The exec wrapper: ``prctl(PR_SET_PDEATHSIG, SIGKILL)``, then (only if the harness is still its parent: it could
-have died before the prctl) ``execvp`` of the real argv. The process keeps its pid, process group and the setting
-across the exec; a failed exec exits 127 with the reason, as a shell would."""
-
-
-def dies_with_harness(argv: Sequence[str]) -> list[str]:
-    """``argv`` run so that the kernel SIGKILLs it when the harness dies, even by SIGKILL (Linux; elsewhere as is).
-
-    Why an exec wrapper (this Python with ``-I -S -c``, ~20 ms) and not ``preexec_fn``: the harness has threads
-    (drains, sessions), and Python code between ``fork`` and ``exec`` in a threaded parent may deadlock on a lock
-    another thread held at the fork; the wrapper is a fresh single-threaded process, and it can check that the
-    harness did not die before the setting took effect. The signal follows the *thread* that forked the process, so
-    long-lived processes (models) are forked from ``_Spawner``'s thread, which lives as long as the harness; a query
-    waits for its process in the thread that started it, so it may fork there.
-    """
-    if not sys.platform.startswith("linux"):
-        return list(argv)
-    return [sys.executable, "-I", "-S", "-c", _DEATH_WRAPPER, str(os.getpid()), "--", *argv]
+# ``dies_with_harness`` (targets/supervise.py) puts every process started here under a supervisor that ends it, and
+# whatever it started, when the harness dies. ``PR_SET_PDEATHSIG`` follows the *thread* that forked the process
+# (the supervisor acts only when its parent process is gone, but a model is still started from one long-lived
+# thread, ``_Spawner``, so the signal never comes early); a query waits for its process in the thread that started
+# it, so it may fork there.
 
 
 class _Spawner:
@@ -207,7 +185,10 @@ def query_model(program: Sequence[str], option: str, env: Mapping[str, str], tim
                 if cancel is not None and cancel.is_set():
                     return None, "cancelled"
     finally:
-        if proc.returncode is None:  # leader not reaped yet, so its pid still names the group
+        if proc.returncode is None:  # the supervisor is not reaped yet, so its pid still names it and the group
+            stop_tree(proc.pid)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=3.0)
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.communicate()
@@ -340,6 +321,18 @@ def parse_stat_block(lines: Sequence[str]) -> dict[str, str]:
 
 _LIVE: set[FvpProcess] = set()
 _LIVE_LOCK = threading.Lock()
+_COLLECTED: set[str] = set()
+
+
+def _collect_sim_leftovers(env: Mapping[str, str]) -> None:
+    """Once per process and temporary folder: remove the guest roots (``fvp-sim-*``) whose simulator died without
+    removing its own (SIGKILL); a live model's, or one without the simulator's owner record, stays."""
+    folder = env.get("TMPDIR") or tempfile.gettempdir()
+    with _LIVE_LOCK:
+        if folder in _COLLECTED:
+            return
+        _COLLECTED.add(folder)
+    collect([Path(folder)], SIM_ROOT_PATTERN)
 _HANDLERS_INSTALLED = False
 _ATEXIT_INSTALLED = False
 
@@ -435,8 +428,10 @@ class FvpProcess:
         return self._child.pid if self._child is not None else None
 
     def start(self) -> None:
-        """Spawn the model (own session and process group, via the pty fork) and start draining its stdout."""
+        """Spawn the model (own session and process group, via the pty fork) and start draining its stdout. The
+        first start of a process removes the simulator guest roots of models that died (``leftovers.collect``)."""
         _install_handlers()
+        _collect_sim_leftovers(self.spec.env)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log_file = self.log_path.open("a", encoding="utf-8", errors="replace")
         self._log("#", "argv: " + " ".join(self.spec.argv))
@@ -628,10 +623,14 @@ class FvpProcess:
             return parse_stat_block(self._all_stat_lines)
 
     def kill_group(self) -> None:
-        """SIGKILL the whole process group (also what is left after the leader exited), reap, close the log."""
+        """End the whole tree (the supervisor SIGKILLs everything it holds, ``setsid`` children included), SIGKILL
+        the process group (also what is left after the leader exited), reap, close the log."""
         child = self._child
         if child is None or self.stopped:
             return
+        if self.alive() and child.pid is not None:
+            stop_tree(child.pid)
+            self._wait_exit(3.0)
         self._signal_group(signal.SIGKILL)
         exited = self._wait_exit(2.0)
         self.wait_output_end(1.0)

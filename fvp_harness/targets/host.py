@@ -1,17 +1,22 @@
 """This machine as a target, for runs that need no model (VGF host runs).
 
 Commands run under ``/bin/sh`` (the Target contract hands over one shell command line, already quoted) in a private
-temporary working folder, each a ``children.ProcessTree`` (own session, parent-death signal, every descendant
-found and ended at the timeout, on a second Ctrl-C and when the command is done). Output streams to ``host.log`` and
-is kept in memory only up to ``max_output`` bytes (``run.max_output``), so a runner printing without end costs
-neither memory nor the harness. Relative "guest"
+temporary working folder, each a ``children.ProcessTree`` (under a supervisor that ends it whole when the harness
+dies; every descendant found and ended at the timeout, on a second Ctrl-C and when the command is done). Output
+streams to ``host.log`` and is kept in memory only up to ``max_output`` bytes (``run.max_output``), so a runner
+printing without end costs neither memory nor the harness. Relative "guest"
 paths are relative to that folder; deploy puts artifacts under ``guest_dir`` (``<workdir>/artifacts``), which the
 deploy layer prefers over the scenario's guest folder, so nothing outside the working folder is written.
 
-The command line reaches the shell as a script file (mode 0600, in the 0700 working folder), never as an argument:
-it holds the scenario's environment values (``NAME='value' runner ...``), secrets included, and every process's
-argv is world-readable (``ps``, ``/proc/PID/cmdline``). The runner then has the values in its environment, which
-only the same user and root can read (``/proc/PID/environ``); ``docs/scenarios.md`` says so.
+The command line reaches the shell through the environment, never a file or an argument: it holds the scenario's
+environment values (``NAME='value' runner ...``), secrets included, and every process's argv is world-readable
+(``ps``, ``/proc/PID/cmdline``) while a file stays on disk after a SIGKILL. ``/bin/sh -c`` reads it from
+``COMMAND_ENV``, unsets it (the runner does not inherit it) and runs it with ``eval``; the runner then has the
+values in its environment, which only the same user and root can read (``/proc/PID/environ``); ``docs/scenarios.md``
+says so.
+
+The working folder records its owner (``leftovers.write_owner``); opening a target removes the working folders of
+harness processes that died without removing theirs (``leftovers.collect``).
 """
 
 from __future__ import annotations
@@ -34,9 +39,22 @@ from fvp_harness.errors import CommandFailed, OutputLimitExceeded, storage_error
 from fvp_harness.targets.base import CommandResult
 from fvp_harness.targets.children import ProcessTree
 from fvp_harness.targets.console import CommandTimeout
+from fvp_harness.targets.leftovers import collect, write_owner
 from fvp_harness.targets.text import held_back, mask
 
-__all__ = ["DEFAULT_MAX_OUTPUT", "STRAY_OUTPUT_S", "HostTarget"]
+__all__ = ["COMMAND_ENV", "DEFAULT_MAX_OUTPUT", "MAX_COMMAND", "STRAY_OUTPUT_S", "HostTarget"]
+
+COMMAND_ENV = "FVP_HARNESS_COMMAND"
+"""The environment variable a host command reaches ``/bin/sh`` in (see the module docstring)."""
+
+MAX_COMMAND = 100_000
+"""Longest command line (characters) passed: Linux refuses one environment string over 128 KiB."""
+
+WORKDIR_PREFIX = "fvp-harness-host-"
+
+_SHELL_LINE = ('__fvp_harness_command=$FVP_HARNESS_COMMAND; unset FVP_HARNESS_COMMAND; '
+               'eval "$__fvp_harness_command"')
+"""``/bin/sh -c`` text: the command from the environment, which the runner does not inherit."""
 
 DEFAULT_MAX_OUTPUT = 64 * 1024 * 1024
 """Bytes of one host command's output kept in memory (``run.max_output``'s default): a runner's metrics lines are
@@ -73,8 +91,10 @@ class HostTarget:
         self._trees_lock = threading.Lock()
 
     def open(self) -> None:
-        self.workdir = Path(tempfile.mkdtemp(prefix="fvp-harness-host-"))
+        collect([Path(tempfile.gettempdir())], WORKDIR_PREFIX + "*")
+        self.workdir = Path(tempfile.mkdtemp(prefix=WORKDIR_PREFIX))
         try:
+            write_owner(self.workdir)
             self.log_dir.mkdir(parents=True, exist_ok=True)
             self._log = self.log_path.open("a", encoding="utf-8")
         except OSError as exc:
@@ -137,14 +157,15 @@ class HostTarget:
         limit = (timeout if timeout is not None else self.command_timeout) * self.timeout_scale
         began = time.monotonic()
         deadline = began + limit
-        script = _script_file(self.workdir, command)
+        if len(command) > MAX_COMMAND:
+            raise CommandFailed(f"the host command is {len(command)} characters long; at most {MAX_COMMAND} can be "
+                                "passed to /bin/sh", exit_status=126)
         self._log_write(f"$ {command}\n")
         try:
-            tree = ProcessTree.start(["/bin/sh", script], label=f"{self.name}: host command",
-                                     cwd=self.workdir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            tree = ProcessTree.start(["/bin/sh", "-c", _SHELL_LINE], label=f"{self.name}: host command",
+                                     cwd=self.workdir, env={**os.environ, COMMAND_ENV: command},
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, grace=STRAY_OUTPUT_S)
         except OSError as exc:
-            with contextlib.suppress(OSError):  # the 0600 script holds the user's command (secrets too)
-                os.unlink(script)
             raise CommandFailed(f"cannot start /bin/sh on this host: {exc}", exit_status=127) from exc
         with self._trees_lock:
             self._trees.add(tree)
@@ -175,8 +196,6 @@ class HostTarget:
                 self._trees.discard(tree)
             if tree.proc.stdout is not None:
                 tree.proc.stdout.close()
-            with contextlib.suppress(OSError):
-                os.unlink(script)
         text = sink.text()
         self._log_write(sink.flush() + f"[exit {status}]\n")
         return CommandResult(command=command, exit_status=status, output=text,
@@ -205,15 +224,6 @@ class HostTarget:
 
     def get(self, remote: str) -> bytes:
         return self.local_path(remote).read_bytes()
-
-
-def _script_file(folder: Path, command: str) -> str:
-    """``command`` in a new file only this user can read, for ``/bin/sh FILE``: no secret on a world-readable argv
-    (see the module docstring). The caller removes it when the command has ended."""
-    fd, path = tempfile.mkstemp(prefix=".command-", suffix=".sh", dir=folder)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(command + "\n")
-    return path
 
 
 def _read_until(fd: int, sink: _OutputSink, deadline: float,

@@ -126,11 +126,19 @@ def write_fake_scenario(folder: Path, name: str, art: Path, *, model: str = "m",
 
 def copy_artifacts(art: Path, dest: Path, names: dict[str, str]) -> None:
     """The package's simulator artifacts (``art``) under other scenario names (``write_scenario`` names files by
-    scenario): both runners, and each new name's model and input copied from the old name's."""
+    scenario): both runners, and each new name's model and input copied from the old name's, each with its build
+    record (``.NAME.build``: the harness made it, so a build may replace it; run.artifacts.check_replaceable)."""
     dest.mkdir(parents=True, exist_ok=True)
+
+    def copy(source: Path, target: Path) -> None:
+        target.write_bytes(source.read_bytes())
+        record = source.with_name(f".{source.name}.build")
+        if record.is_file():
+            target.with_name(f".{target.name}.build").write_bytes(record.read_bytes())
+
     for runner in ("runner-before", "runner-after"):
-        (dest / runner).write_bytes((art / runner).read_bytes())
+        copy(art / runner, dest / runner)
         (dest / runner).chmod(0o755)
     for new, old in names.items():
         for suffix in (".model", ".input.bin"):
-            (dest / f"{new}{suffix}").write_bytes((art / f"{old}{suffix}").read_bytes())
+            copy(art / f"{old}{suffix}", dest / f"{new}{suffix}")

@@ -38,16 +38,16 @@ def test_a_stop_ends_a_build_at_once_and_leaves_the_previous_artifact(tmp_path: 
     path = _scenario(tmp_path, "printf PART1 > {output}; export T23_MARK=build; setsid sleep 1000 & sleep 1000; "
                                "printf PART2 >> {output}")
     (tmp_path / "out").mkdir()
-    (tmp_path / "out/runner").write_text("OLD")  # no record: it is rebuilt
+    (tmp_path / "out/runner").write_text("OLD")  # no record: replaced only when forced
     stop = threading.Event()
     threading.Timer(0.8, stop.set).start()
     began = time.monotonic()
     with pytest.raises(Interrupted, match="stopped during the builds"):
-        build_artifacts(load_scenario(path), stop=stop)
+        build_artifacts(load_scenario(path), stop=stop, force=True)
     assert time.monotonic() - began < 5
     assert (tmp_path / "out/runner").read_text() == "OLD"
-    assert _left(tmp_path) == ["runner"], "no staged file, no build record"
-    assert [step.reason for step in pending_builds(load_scenario(path))] == ["no record of the command that built it"]
+    assert _left(tmp_path) == [".runner.build", "runner"], "no staged file; the record says the build did not finish"
+    assert [step.reason for step in pending_builds(load_scenario(path))] == ["an earlier build of it did not finish"]
     assert not processes_with_env("T23_MARK", "build")
 
 

@@ -23,7 +23,7 @@ from rich.console import Console
 from fvp_harness.cli.progress import ProgressView
 from fvp_harness.errors import ConfigurationError, ConsoleLost, Interrupted, UnitFailure
 from fvp_harness.events import Event
-from fvp_harness.run.artifacts import build_artifacts, pending_builds, stale_reason
+from fvp_harness.run.artifacts import NOT_OURS, build_artifacts, pending_builds, stale_reason
 from fvp_harness.run.execute import render_unit_command
 from fvp_harness.run.pipeline import RunOptions, RunOutcome, rebuild_report, run_scenario
 from fvp_harness.run.plan import build_plan
@@ -475,7 +475,7 @@ def test_a_changed_build_command_rebuilds_its_artifact(tmp_path):
     build_artifacts(changed)
     assert (tmp_path / "out/runner").read_text() == "two" and pending_builds(changed) == []
     (tmp_path / "out/.runner.build").unlink()  # built by hand, or by an older fvp-harness
-    assert [step.reason for step in pending_builds(changed)] == ["no record of the command that built it"]
+    assert [step.reason for step in pending_builds(changed)] == [NOT_OURS]
 
 
 # --- progress -------------------------------------------------------------------------------------------
@@ -642,9 +642,14 @@ def test_run_rebuild_and_make_always_force_the_builds(scenario_file, tmp_path):
 
     builds = ("builds.before.build=printf before > {output}", "builds.after.build=printf after > {output}")
     path = scenario_file()
-    first = run(path, FakeFleet(), tmp_path, overrides=builds)
-    assert {r.step.reason for r in first.builds} == {"no record of the command that built it"}, (
-        "files made by hand are rebuilt once by the command that now owns them")
+    made_by_hand = {p: p.read_bytes() for p in (tmp_path / "bin").iterdir()}
+    with pytest.raises(ConfigurationError, match="was not built by fvp-harness") as refused:
+        run(path, FakeFleet(), tmp_path, overrides=builds)
+    assert "builds.before.runner" in str(refused.value) and "--rebuild" in str(refused.value)
+    assert {p: p.read_bytes() for p in (tmp_path / "bin").iterdir()} == made_by_hand, (
+        "files made by hand are neither replaced nor given a build record or a staging folder")
+    first = run(path, FakeFleet(), tmp_path, overrides=builds, rebuild=True)
+    assert {r.step.reason for r in first.builds} == {NOT_OURS}
     plain = run(path, FakeFleet(), tmp_path, overrides=builds)
     assert plain.builds == [], "the runners exist and are up to date"
     forced = run(path, FakeFleet(), tmp_path, overrides=builds, rebuild=True)

@@ -13,6 +13,7 @@ from fvp_harness.errors import CommandFailed, OutputLimitExceeded
 from fvp_harness.targets.children import ProcessTree, marked_processes
 from fvp_harness.targets.console import CommandTimeout
 from fvp_harness.targets.host import HostTarget
+from fvp_harness.targets.leftovers import OWNER_FILE
 from tests.proc_scan import processes_with_env
 
 
@@ -63,8 +64,9 @@ def test_output_streams_to_the_log_with_secrets_masked(tmp_path: Path) -> None:
     assert "hunter2" not in log and "a *** b" in log and "no newline\n[exit 0]" in log
 
 
-def test_a_shell_that_cannot_start_leaves_no_script_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The 0600 script holds the user's command (secrets too): removed at once, not when the target closes."""
+def test_a_shell_that_cannot_start_leaves_no_file_holding_the_command(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command (secrets too) reaches the shell through its environment: no file holds it at any time."""
     def no_shell(*args: object, **kwargs: object) -> ProcessTree:
         raise FileNotFoundError(2, "No such file or directory", "/bin/sh")
 
@@ -73,7 +75,7 @@ def test_a_shell_that_cannot_start_leaves_no_script_file(tmp_path: Path, monkeyp
         with pytest.raises(CommandFailed, match="cannot start /bin/sh"):
             target.run("echo hunter2", timeout=10)
         assert target.workdir is not None
-        assert [p for p in target.workdir.rglob("*") if p.is_file()] == []
+        assert [p.name for p in target.workdir.rglob("*") if p.is_file()] == [OWNER_FILE]
 
 
 def test_closing_the_target_ends_a_command_in_flight(tmp_path: Path) -> None:
@@ -96,20 +98,20 @@ def test_closing_the_target_ends_a_command_in_flight(tmp_path: Path) -> None:
     _no_strays("d")
 
 
-def test_a_tree_is_found_by_its_token_after_its_shell_died(tmp_path: Path) -> None:
-    tree = ProcessTree.start(["/bin/sh", "-c", "setsid sleep 100000 & exit 0"], label="test")
-    assert tree.wait(5) == 0
-    deadline = time.monotonic() + 2
-    while not marked_processes(tree.token) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert marked_processes(tree.token), "the escaped child carries the token"
-    tree.end(0.5)
-    assert not marked_processes(tree.token)
+def test_a_setsid_child_is_ended_by_the_supervisor_when_the_command_exits(tmp_path: Path) -> None:
+    """The supervisor (a subreaper) holds the escaped child and ends it before it exits with the command's status:
+    once ``wait`` returns, nothing the command started runs."""
+    tree = ProcessTree.start(["/bin/sh", "-c", "setsid sleep 100000 & exit 3"], label="test", grace=0.5)
+    try:
+        assert tree.wait(10) == 3
+        assert not marked_processes(tree.token), "the escaped child outlived the supervisor"
+    finally:
+        tree.end(0.5)
 
 
-def test_the_harness_adopts_orphans_only_while_a_tree_is_live(tmp_path: Path) -> None:
-    """Subreaper only while a host command runs: a long-lived process (a pytest worker, the Python API) must not
-    collect, as zombies, the orphans of children that are not ours to end (a simulator's, say)."""
+def test_the_harness_adopts_no_orphans_its_supervisors_do(tmp_path: Path) -> None:
+    """The harness is no subreaper (a long-lived process, a pytest worker or the Python API, would collect as
+    zombies the orphans of every child it has): each tree's supervisor is."""
     import os
     import subprocess
     import sys
@@ -127,9 +129,17 @@ def test_the_harness_adopts_orphans_only_while_a_tree_is_live(tmp_path: Path) ->
             os.waitpid(pid, 0)  # adopted: ours to reap
         return parent
 
-    tree = ProcessTree.start(["/bin/sh", "-c", "sleep 30"], label="test tree")
+    tree = ProcessTree.start(["/bin/sh", "-c", "(sleep 30 &); sleep 31"], label="test tree")
     try:
-        assert orphan_parent() == os.getpid(), "adopted while a tree is live"
+        assert orphan_parent() != os.getpid(), "the harness adopts nothing, even while a tree is live"
+        deadline = time.monotonic() + 5
+        adopted: list[int] = []
+        while not adopted and time.monotonic() < deadline:
+            adopted = [pid for pid in marked_processes(tree.token)
+                       if int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]) == tree.pid
+                       and Path(f"/proc/{pid}/cmdline").read_bytes() == b"sleep\x0030\x00"]
+            time.sleep(0.02)
+        assert adopted, "the orphaned sleep is the supervisor's child"
     finally:
         tree.end(0.5)
-    assert orphan_parent() != os.getpid(), "no tree is live: the orphan goes to init, not to us"
+    assert not marked_processes(tree.token)

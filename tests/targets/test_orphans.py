@@ -3,7 +3,7 @@
 The stand-in model is what a real FVP is to this: it does not watch its parent (the simulator does), it ignores SIGHUP
 and SIGTERM, and it answers ``--version`` never. A small harness process (the library, as a user's script would use
 it) launches the model from a thread that then ends, asks for its version in another thread, and is SIGKILLed; the
-kernel must take both with it (``targets.fvp.dies_with_harness``: ``PR_SET_PDEATHSIG`` through an exec wrapper).
+kernel must take both with it (``targets.supervise.dies_with_harness``: a supervisor with ``PR_SET_PDEATHSIG``).
 """
 
 from __future__ import annotations
@@ -74,7 +74,8 @@ def test_a_sigkilled_harness_takes_the_model_and_its_version_query_with_it(tmp_p
         line = harness.stdout.readline() if harness.stdout else ""
         assert line.startswith("model "), f"the harness did not start the model: {line!r} {harness.stderr.read()}"
         model = int(line.split()[1])
-        owned = wait_until(lambda: len(processes_with_env(OWNER_ENV, str(harness.pid))) == 2 and
+        # the model and its query, each under its supervisor (targets/supervisor.py): four processes
+        owned = wait_until(lambda: len(processes_with_env(OWNER_ENV, str(harness.pid))) == 4 and
                            processes_with_env(OWNER_ENV, str(harness.pid)), timeout=20,
                            message="the model and its --version query running")
         assert model in owned

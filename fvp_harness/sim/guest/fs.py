@@ -1,5 +1,10 @@
 """The guest's filesystem: a private temporary directory per model instance, removed when the model exits.
 
+A model that is SIGKILLed removes nothing, so the folder records its owner in ``OWNER_FILE`` (this process's pid,
+its start time from ``/proc/self/stat`` and the boot it runs in, as JSON): the harness's next run removes the
+guest roots of dead models (fvp_harness/targets/leftovers.py reads the same three fields; the simulator imports
+nothing of the harness, so the writer is here).
+
 Like the real initramfs rootfs, nothing survives the model. Guest paths are resolved lexically against ``/``
 (where ``..`` stops, as in Linux) and then checked against the real directory, so no guest path can reach the
 host: not ``../..``, not an absolute path, not a symlink (the guest has no way to create one, and the SFTP
@@ -8,6 +13,7 @@ server refuses to). File modes are the host files' modes, so ``chmod`` and the e
 
 from __future__ import annotations
 
+import json
 import os
 import posixpath
 import shutil
@@ -17,7 +23,21 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["GuestFS", "PathEscape"]
+__all__ = ["OWNER_FILE", "GuestFS", "PathEscape", "write_owner"]
+
+OWNER_FILE = ".fvp-owner"
+"""The owner record's name in the guest root (the harness's ``targets.leftovers.OWNER_FILE``)."""
+
+
+def write_owner(folder: Path) -> None:
+    """Record this process as the owner of ``folder`` (see the module docstring); nothing where /proc is missing."""
+    try:
+        stat_fields = Path("/proc/self/stat").read_bytes().rsplit(b")", 1)[1].split()
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text(encoding="ascii").strip()
+    except (OSError, IndexError):
+        return
+    record = {"pid": os.getpid(), "start": int(stat_fields[19]), "boot": boot}
+    (folder / OWNER_FILE).write_text(json.dumps(record) + "\n", encoding="utf-8")
 
 
 _DEFAULT_FILES = ("/lib/ld-linux-aarch64.so.1",)
@@ -40,6 +60,7 @@ class GuestFS:
         (release 2025.12: glibc); the platform passes its release's facts."""
         self.root = Path(tempfile.mkdtemp(prefix="fvp-sim-")).resolve()
         os.chmod(self.root, 0o700)
+        write_owner(self.root)
         for d in ("root", "tmp", "dev", "etc", "bin", "sbin", "usr/bin", "usr/sbin", "var/log", "proc", "lib"):
             (self.root / d).mkdir(parents=True, exist_ok=True)
         os.chmod(self.root / "tmp", 0o1777)
