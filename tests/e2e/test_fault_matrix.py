@@ -465,11 +465,10 @@ MATRIX_KNOBS = {
 """Per phase, what makes it last long enough to be hit; the next run goes without (at full speed: the simulator's
 knobs are part of the units' keys, so it measures its units afresh, beside the records of the hit run)."""
 NEEDS_SUPERVISOR = "needs the supervisor (w/reaper)"
-SUPERVISED = {("SIGKILL", "build"), ("SIGKILL", "boot"), ("SIGKILL", "deploy"), ("SIGKILL", "unit")}
-"""Cells whose leftovers only the supervisor and the collection of leftovers (issue 36 items 2 and 4, branch
-w/reaper) end: the build's ``sleep`` outlives a SIGKILL (1 process) with its staging folder, and the simulator's guest
-root ``$TMPDIR/fvp-sim-*`` of a SIGKILLed run is never removed (1 folder). Strict xfails until that branch merges;
-the integrator then empties this set."""
+SUPERVISED: set[tuple[str, str]] = set()
+"""Cells that would need the supervisor and the collection of leftovers (issue 36 items 2 and 4) to pass, marked as
+strict xfails; empty since both are in: a SIGKILLed build's ``sleep`` and the simulator's guest root
+``$TMPDIR/fvp-sim-*`` are ended and collected."""
 KILL_TABLE: list[tuple[str, str, int, float | None, int, int, int, bool]] = []
 
 
