@@ -15,7 +15,11 @@ flags, as the linker lays them out:
 * ``runner_bss``: allocated and ``SHT_NOBITS`` (``.bss``, ``.tbss``, the bare-metal runner's pools):
 RAM only;
 * ``runner_flash``: text + rodata + data;
-* ``model_bytes``: the model file's size (``.pte``, or the simulator's model file).
+* ``model_bytes``: the model file's size (``.pte``, or the simulator's model file);
+* ``program_planned``: the planned buffers a real ``.pte`` declares for its ``forward`` method (the
+  first method when it has none), summed: the memory plan ``MethodMeta::memory_planned_buffer_size``
+  reports, read with ``formats.pte`` without running anything (the runner's own ``planned_memory``
+  lines say what it set up; the two agree on a real runtime, tests/e2e/test_real_executorch_e2e.py).
 
 A runner that is no ELF (a simulator artifact, a script) has no sections: its ``runner_*`` metrics
 get no sample and the record says why (``no_sample.<metric>``). Results are kept per file (path,
@@ -34,7 +38,9 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.constants import SH_FLAGS
 from elftools.elf.elffile import ELFFile
 
-__all__ = ["ELF_METRICS", "HarnessSamples", "elf_sections", "harness_samples"]
+from fvp_harness.formats.pte import PteError, is_program, read_program_file
+
+__all__ = ["ELF_METRICS", "HarnessSamples", "elf_sections", "harness_samples", "program_planned"]
 
 ELF_METRICS = ("runner_text", "runner_rodata", "runner_data", "runner_bss", "runner_flash")
 
@@ -85,6 +91,26 @@ def _sections(path: str, size: int, mtime_ns: int) -> tuple[tuple[str, int], ...
     return tuple(totals.items())
 
 
+def program_planned(model: Path | None, method: str = "forward") -> int:
+    """Bytes of the planned buffers ``model`` (a real ``.pte``) declares for ``method`` (its first
+    method when it has no such one). Raises ``ValueError`` saying why when it is no program."""
+    if model is None:
+        raise ValueError("the unit names no model file")
+    with open(model, "rb") as handle:
+        head = handle.read(64)
+    if not is_program(head):
+        raise ValueError(f"{model.name} is not an ExecuTorch program (.pte): no memory plan to read")
+    try:
+        program = read_program_file(model)
+    except PteError as exc:
+        raise ValueError(f"{model.name}: {exc}") from exc
+    if not program.plans:
+        raise ValueError(f"{model.name} has no method")
+    names = [plan.name for plan in program.plans]
+    plan = program.plan(method) if method in names else program.plans[0]
+    return sum(plan.planned_buffer_sizes)
+
+
 def harness_samples(
     names: Collection[str],
     *,
@@ -113,6 +139,11 @@ def harness_samples(
             out.samples["model_bytes"] = [float(model.stat().st_size)]
         except (OSError, ValueError) as exc:
             out.reasons["model_bytes"] = str(exc)
+    if "program_planned" in names:
+        try:
+            out.samples["program_planned"] = [float(program_planned(model))]
+        except (OSError, ValueError) as exc:
+            out.reasons["program_planned"] = str(exc)
     if "peak_rss" in names:
         if peak_rss_kib is None:
             out.reasons["peak_rss"] = (

@@ -81,12 +81,14 @@ BUILTIN_METRICS: dict[str, str] = {
     "runner_bss": "the runner ELF's zero-initialised sections (SHT_NOBITS, allocated), bytes",
     "runner_flash": "runner_text + runner_rodata + runner_data (what the image stores), bytes",
     "model_bytes": "the model file's size, bytes",
+    "program_planned": "the planned buffers a real .pte declares for its forward method, summed "
+    "(MethodMeta's memory plan, read on the host), bytes",
 }
 """Built-in metric name -> what it reads and in which unit (``docs/results-format.md`` has the line shapes)."""
 
 HARNESS_METRICS: frozenset[str] = frozenset(
     {"runner_text", "runner_rodata", "runner_data", "runner_bss", "runner_flash", "model_bytes",
-     "peak_rss"})
+     "peak_rss", "program_planned"})
 """Built-in metrics the harness measures itself, not scraped from the runner's text: flash from the
 unit's runner and model files on the host (``run.memory``), ``peak_rss`` from the guest's ``time``
 around the runner (``run.framed``); one value per record."""

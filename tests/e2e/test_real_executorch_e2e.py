@@ -45,6 +45,12 @@ def _check_report(out: Path, report: dict) -> None:
         assert f"| {model} " in markdown, model
     assert "## Where the time went (ETDump events)" in markdown
     assert "## Memory" in markdown and "`peak_rss`" in markdown and "`planned_memory`" in markdown
+    # the memory plan read from each .pte on the host is what the real runtime set up (MethodMeta's sizes)
+    records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
+    ok = [record for record in records if record["status"] == "ok"]
+    assert ok and all(
+        record["samples"]["program_planned"] == record["samples"]["planned_memory"] for record in ok
+    ), [(r["unit_id"], r["samples"].get("program_planned"), r["samples"].get("planned_memory")) for r in ok]
 
 
 def _verdicts(report: dict) -> dict[str, str]:

@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from fvp_harness.formats.pte import read_program_file
 from fvp_harness.run.framed import PEAK_RSS_FILE, frame_unit, new_token, parse_framed
 from fvp_harness.run.memory import elf_sections, harness_samples
+from tests.formats.programs import flatc_program
 
 _SOURCE = """
 const char table[50000] = {1};            /* .rodata */
@@ -138,3 +140,18 @@ def test_framed_line_without_peak_rss_is_unchanged() -> None:
     assert "time" not in frame_unit("./r", "/tmp/u", "fvpunitx") and frame_unit(
         "./r", "/tmp/u", "fvpunitx"
     ) == frame_unit("./r", "/tmp/u", "fvpunitx", peak_rss=False)
+
+
+def test_program_planned_reads_the_memory_plan_of_a_real_program(tmp_path: Path) -> None:
+    program = flatc_program(tmp_path / "conv.pte")
+    expected = sum(read_program_file(program).plan("forward").planned_buffer_sizes)
+    measured = harness_samples({"program_planned"}, runner=None, model=program)
+    assert measured.samples == {"program_planned": [float(expected)]} and expected > 0
+
+
+def test_program_planned_has_no_sample_for_a_file_that_is_no_program(tmp_path: Path) -> None:
+    model = tmp_path / "resnet8.model"
+    model.write_bytes(b"FVPSIMMD" + bytes(56))
+    measured = harness_samples({"program_planned"}, runner=None, model=model)
+    assert not measured.samples
+    assert "not an ExecuTorch program" in measured.reasons["program_planned"]

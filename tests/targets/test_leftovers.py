@@ -66,12 +66,13 @@ def test_the_simulator_writes_an_owner_record_the_harness_reads(tmp_path: Path,
     monkeypatch.setattr("tempfile.tempdir", None)
     fs = GuestFS()
     try:
-        assert fs.root.parent == tmp_path.resolve() and owner_of(fs.root) == Owner.of()
+        assert fs.holder.parent == tmp_path.resolve() and owner_of(fs.holder) == Owner.of()
+        assert not (fs.root / OWNER_FILE).exists(), "the record is beside the guest's root, not in it"
         assert not collect([tmp_path], "fvp-sim-*").folders, "a live model's root stays"
-        record = json.loads((fs.root / OWNER_FILE).read_text())
+        record = json.loads((fs.holder / OWNER_FILE).read_text())
         record["start"] += 1  # as if the model had died and its pid were reused
-        (fs.root / OWNER_FILE).write_text(json.dumps(record))
-        assert collect([tmp_path], "fvp-sim-*").folders == (fs.root,)
+        (fs.holder / OWNER_FILE).write_text(json.dumps(record))
+        assert collect([tmp_path], "fvp-sim-*").folders == (fs.holder,)
     finally:
         fs.cleanup()
 

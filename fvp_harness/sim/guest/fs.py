@@ -1,9 +1,10 @@
 """The guest's filesystem: a private temporary directory per model instance, removed when the model exits.
 
-A model that is SIGKILLed removes nothing, so the folder records its owner in ``OWNER_FILE`` (this process's pid,
-its start time from ``/proc/self/stat`` and the boot it runs in, as JSON): the harness's next run removes the
-guest roots of dead models (fvp_harness/targets/leftovers.py reads the same three fields; the simulator imports
-nothing of the harness, so the writer is here).
+A model that is SIGKILLed removes nothing, so the folder holding the guest's root records its owner
+in ``OWNER_FILE`` beside the root, where the guest cannot see it (this process's pid, its start time
+from ``/proc/self/stat`` and the boot it runs in, as JSON): the harness's next run removes the
+folders of dead models (fvp_harness/targets/leftovers.py reads the same three fields; the simulator
+imports nothing of the harness, so the writer is here).
 
 Like the real initramfs rootfs, nothing survives the model. Guest paths are resolved lexically against ``/``
 (where ``..`` stops, as in Linux) and then checked against the real directory, so no guest path can reach the
@@ -26,7 +27,8 @@ from typing import BinaryIO
 __all__ = ["OWNER_FILE", "GuestFS", "PathEscape", "write_owner"]
 
 OWNER_FILE = ".fvp-owner"
-"""The owner record's name in the guest root (the harness's ``targets.leftovers.OWNER_FILE``)."""
+"""The owner record's name in the folder holding the guest root (the harness's
+``targets.leftovers.OWNER_FILE``)."""
 
 
 def write_owner(folder: Path) -> None:
@@ -58,9 +60,12 @@ class GuestFS:
         ``ethosu_device``); ``files``: the image's other files a check may look for (its dynamic loader, an ssh
         server), created empty; ``os_version``: os-release's VERSION_ID. The defaults are the default image's
         (release 2025.12: glibc); the platform passes its release's facts."""
-        self.root = Path(tempfile.mkdtemp(prefix="fvp-sim-")).resolve()
-        os.chmod(self.root, 0o700)
-        write_owner(self.root)
+        # the owner record sits beside the guest's root, not in it: the guest never sees it
+        self.holder = Path(tempfile.mkdtemp(prefix="fvp-sim-")).resolve()
+        os.chmod(self.holder, 0o700)
+        write_owner(self.holder)
+        self.root = self.holder / "root"
+        self.root.mkdir()
         for d in ("root", "tmp", "dev", "etc", "bin", "sbin", "usr/bin", "usr/sbin", "var/log", "proc", "lib"):
             (self.root / d).mkdir(parents=True, exist_ok=True)
         os.chmod(self.root / "tmp", 0o1777)
@@ -77,8 +82,8 @@ class GuestFS:
             host.touch()
 
     def cleanup(self) -> None:
-        """Remove the whole guest tree; safe to call twice."""
-        shutil.rmtree(self.root, ignore_errors=True)
+        """Remove the whole guest tree and its owner record; safe to call twice."""
+        shutil.rmtree(self.holder, ignore_errors=True)
 
     @staticmethod
     def normalize(path: str, cwd: str = "/") -> str:
