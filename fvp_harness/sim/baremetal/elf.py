@@ -72,7 +72,7 @@ def write_elf(sections: list[Section], *, entry: int, machine: int = EM_ARM,
     _EHDR.pack_into(out, 0, ident, ET_EXEC, machine, 1, entry, _EHDR.size if loaded else 0, shoff, flags,
                     _EHDR.size, _PHDR.size, len(loaded), _SHDR.size, len(sections) + 2, len(sections) + 1)
     phdr = _EHDR.size
-    for section, at in zip(sections, offsets):
+    for section, at in zip(sections, offsets, strict=True):
         out[at : at + len(section.data)] = section.data
         if section.flags & SHF_ALLOC:
             pflags = PF_R | (PF_W if section.flags & SHF_WRITE else 0)
@@ -84,7 +84,7 @@ def write_elf(sections: list[Section], *, entry: int, machine: int = EM_ARM,
             phdr += _PHDR.size
     out[names_at : names_at + len(names)] = names
     shdr = shoff + _SHDR.size  # entry 0: the null section, all zero
-    for index, (section, at) in enumerate(zip(sections, offsets)):
+    for index, (section, at) in enumerate(zip(sections, offsets, strict=True)):
         _SHDR.pack_into(out, shdr, name_at[index], section.kind, section.flags, section.addr, at,
                         section.mem_size, 0, 0, section.align, 0)
         shdr += _SHDR.size

@@ -16,8 +16,8 @@ import json
 import math
 import re
 import shutil
-import subprocess
 import struct
+import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
