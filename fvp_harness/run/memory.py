@@ -17,9 +17,10 @@ RAM only;
 * ``runner_flash``: text + rodata + data;
 * ``model_bytes``: the model file's size (``.pte``, or the simulator's model file).
 
-A runner that is no ELF (a simulator artifact, a script) has no sections: its ``runner_*`` metrics
-get no sample and the record says why (``no_sample.<metric>``). Results are kept per file (path,
-size, mtime): a run reads each runner once.
+A runner that is no ELF (the simulator's Linux runner artifact, a script) has no sections: its
+``runner_*`` metrics get no sample and the record says why (``no_sample.<metric>``). The simulator's
+bare-metal runner is an ELF whose sections model the build (``sim/baremetal/layout.py``). Results
+are kept per file (path, size, mtime): a run reads each runner once.
 """
 
 from __future__ import annotations
@@ -60,8 +61,8 @@ def _sections(path: str, size: int, mtime_ns: int) -> tuple[tuple[str, int], ...
     with open(path, "rb") as handle:
         if handle.read(4) != b"\x7fELF":
             raise ValueError(
-                f"{os.path.basename(path)} is not an ELF file (a simulator artifact or a script "
-                "has no sections)"
+                f"{os.path.basename(path)} is not an ELF file (a simulator Linux runner artifact "
+                "or a script has no sections)"
             )
         handle.seek(0)
         try:
