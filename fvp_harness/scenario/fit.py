@@ -10,8 +10,8 @@ say of themselves:
   format error`` (126), the model faults at reset;
 - a real ELF runner given to the embedded simulator (``fvp.binary: sim``): it runs only its own
   emulated runner artifacts (``FVPSIMRN``; on bare metal an EM_ARM ELF whose ``.fvpsim`` section
-  starts ``FVPSIMBM``), and every unit fails with ``Exec format error``; and that emulated runner
-  given to a real FVP, which has nothing to execute in it;
+  starts ``FVPSIMBM``), and every unit fails with ``Exec format error`` (that emulated runner given
+  to ``--fvp PATH`` passes: a stand-in named like the real model runs it, docs/baremetal.md);
 - a real ExecuTorch program (``.pte``: bytes 4-7 ``ET`` + two digits) given to the simulator: its
   emulated runners read only the simulator's own model files (``FVPSIMMD``), so every unit fails
   to load the program;
@@ -70,22 +70,14 @@ def runner_problem(
     if header is None or scenario.target == "host":  # host runners: scenario.executable
         return None
     where = f"builds.{build}.runner: {runner}"
-    emulated = is_sim_baremetal_runner(runner)
     if scenario.fvp.is_sim if simulated is None else simulated:
-        if emulated:
+        if is_sim_baremetal_runner(runner):
             return None  # the simulator's own bare-metal runner
         tool = "sim baremetal-runner" if profile.baremetal else "sim runner"
         return (
             f"{where} is a real program (an ELF executable for {header.what}), and the embedded "
             "simulator (fvp.binary: sim) runs only its own emulated runners (`fvp-harness "
             f"{tool}`); {_OTHER_TARGETS}"
-        )
-    if emulated:
-        return (
-            f"{where} is the simulator's emulated runner (`fvp-harness sim baremetal-runner`: an ELF with "
-            "no code, its settings in a .fvpsim section), and a real FVP has nothing to execute in it: "
-            "build upstream's arm_executor_runner (examples/arm/run.sh), or run on the simulator "
-            "(fvp.binary: sim)"
         )
     if profile.architecture is None or profile.architecture not in ARCHITECTURES:
         return None
