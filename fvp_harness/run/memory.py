@@ -21,9 +21,10 @@ RAM only;
   reports, read with ``formats.pte`` without running anything (the runner's own ``planned_memory``
   lines say what it set up; the two agree on a real runtime, tests/e2e/test_real_executorch_e2e.py).
 
-A runner that is no ELF (a simulator artifact, a script) has no sections: its ``runner_*`` metrics
-get no sample and the record says why (``no_sample.<metric>``). Results are kept per file (path,
-size, mtime): a run reads each runner once.
+A runner that is no ELF (the simulator's Linux runner artifact, a script) has no sections: its
+``runner_*`` metrics get no sample and the record says why (``no_sample.<metric>``). The simulator's
+bare-metal runner is an ELF whose sections model the build (``sim/baremetal/layout.py``). Results
+are kept per file (path, size, mtime): a run reads each runner once.
 """
 
 from __future__ import annotations
@@ -66,8 +67,8 @@ def _sections(path: str, size: int, mtime_ns: int) -> tuple[tuple[str, int], ...
     with open(path, "rb") as handle:
         if handle.read(4) != b"\x7fELF":
             raise ValueError(
-                f"{os.path.basename(path)} is not an ELF file (a simulator artifact or a script "
-                "has no sections)"
+                f"{os.path.basename(path)} is not an ELF file (a simulator Linux runner artifact "
+                "or a script has no sections)"
             )
         handle.seek(0)
         try:

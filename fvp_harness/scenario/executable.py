@@ -8,8 +8,10 @@ run here, from what the kernel looks at when it executes a file:
 - an ELF file: its ``e_machine`` must be this host's (``platform.machine()``), its class the right word size, its
   type an executable or a shared object (``ET_EXEC`` / ``ET_DYN``);
 - a simulator runner artifact (magic ``FVPSIMRN``, ``sim/networks/modelfile.py``) runs only inside the simulator's
-  guest; the simulator's VGF runner (``#!/bin/sh`` + ``# FVPSIMVG``, ``sim/workloads/vgf_runner.py``) is a shell script
-  that runs here too, through the Python that made it (which must exist on this host);
+  guest, and its bare-metal runner (an EM_ARM ELF whose ``.fvpsim`` section starts ``FVPSIMBM``,
+  ``sim/baremetal/artifact.py``) only on its Corstone platforms; the simulator's VGF runner (``#!/bin/sh`` +
+  ``# FVPSIMVG``, ``sim/workloads/vgf_runner.py``) is a shell script that runs here too, through the Python that
+  made it (which must exist on this host);
 - a script (``#!``): its interpreter must exist and be executable (``#!/usr/bin/env NAME``: NAME on PATH);
 - a file that is none of these is run by ``/bin/sh`` as a shell script when it is text, and fails when it is binary;
 - and the file must carry an execute bit (the deploy step copies it with mode 755, which would hide the mistake).
@@ -28,12 +30,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-__all__ = ["ELF_MACHINES", "SIM_RUNNER_MAGIC", "SIM_VGF_MAGIC", "ElfHeader", "elf_header",
-           "host_exec_problem", "host_machines"]
+from elftools.common.exceptions import ELFError
+from elftools.elf.elffile import ELFFile
+
+__all__ = ["ELF_MACHINES", "SIM_BAREMETAL_MAGIC", "SIM_BAREMETAL_SECTION", "SIM_RUNNER_MAGIC", "SIM_VGF_MAGIC",
+           "ElfHeader", "elf_header", "host_exec_problem", "host_machines", "is_sim_baremetal_runner"]
 
 SIM_RUNNER_MAGIC = b"FVPSIMRN"
 """``sim.modelfile.RUNNER_MAGIC``: the emulated executor_runner, which only the simulator's guest shell can run."""
 SIM_VGF_MAGIC = b"#!/bin/sh\n# FVPSIMVG "
+SIM_BAREMETAL_MAGIC = b"FVPSIMBM"
+"""``sim.baremetal.artifact.BAREMETAL_MAGIC``: how the emulated arm_executor_runner's own section starts."""
+SIM_BAREMETAL_SECTION = ".fvpsim"
+"""``sim.baremetal.artifact.BAREMETAL_SECTION``: the ELF section holding the emulated runner's settings."""
 """``sim.vgf_runner.VGF_MAGIC``: the emulated VGF runner, a shell script that also runs on this host."""
 
 ELF_MACHINES: dict[int, str] = {
@@ -150,6 +159,23 @@ def _vgf_problem(head: bytes) -> str | None:
     return None
 
 
+def is_sim_baremetal_runner(path: Path | str) -> bool:
+    """Whether ``path`` is the simulator's emulated bare-metal runner: an ELF whose ``.fvpsim`` section starts
+    with ``FVPSIMBM`` (a real runner has no such section), or a flat file of the previous format."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(len(SIM_BAREMETAL_MAGIC))
+            if head == SIM_BAREMETAL_MAGIC:
+                return True
+            if not head.startswith(b"\x7fELF"):
+                return False
+            handle.seek(0)
+            section = ELFFile(handle).get_section_by_name(SIM_BAREMETAL_SECTION)
+            return section is not None and section.data()[: len(SIM_BAREMETAL_MAGIC)] == SIM_BAREMETAL_MAGIC
+    except (OSError, ELFError, ValueError, EOFError):  # unreadable or malformed: not the simulator's
+        return False
+
+
 def host_exec_problem(path: Path | str, *, machine: str | None = None) -> str | None:
     """Why this host cannot execute ``path`` as a program, or None when it can (or the file is not there yet: a
     runner with a ``build`` command is checked after it is built). ``machine`` stands for ``platform.machine()``."""
@@ -169,6 +195,9 @@ def host_exec_problem(path: Path | str, *, machine: str | None = None) -> str | 
     if head.startswith(SIM_RUNNER_MAGIC):
         return ("a simulator runner artifact (FVPSIMRN): it runs only inside the simulator's guest (target: fvp "
                 "with fvp.binary: sim), not on this host")
+    if is_sim_baremetal_runner(path):
+        return ("the simulator's bare-metal runner (an ELF with a .fvpsim section, FVPSIMBM): it runs only on the "
+                "simulator's Corstone platforms (target: fvp with fvp.binary: sim), not on this host")
     if head.startswith(b"\x7fELF"):
         problem = _elf_problem(head, machine)
     elif head.startswith(SIM_VGF_MAGIC):

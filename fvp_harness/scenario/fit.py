@@ -9,8 +9,9 @@ say of themselves:
   the Linux platforms, 32-bit Arm for the bare-metal Cortex-M ones): the kernel answers ``Exec
   format error`` (126), the model faults at reset;
 - a real ELF runner given to the embedded simulator (``fvp.binary: sim``): it runs only its own
-  emulated runner artifacts (``FVPSIMRN``; ``FVPSIMBM`` on bare metal), and every unit fails with
-  ``Exec format error``;
+  emulated runner artifacts (``FVPSIMRN``; on bare metal an EM_ARM ELF whose ``.fvpsim`` section
+  starts ``FVPSIMBM``), and every unit fails with ``Exec format error`` (that emulated runner given
+  to ``--fvp PATH`` passes: a stand-in named like the real model runs it, docs/baremetal.md);
 - a real ExecuTorch program (``.pte``: bytes 4-7 ``ET`` + two digits) given to the simulator: its
   emulated runners read only the simulator's own model files (``FVPSIMMD``), so every unit fails
   to load the program;
@@ -32,7 +33,7 @@ from pathlib import Path
 from fvp_harness.errors import ConfigurationError
 from fvp_harness.formats.pte import ETHOS_U_BACKEND, PteError, program_identifier, read_program
 from fvp_harness.profiles import Profile
-from fvp_harness.scenario.executable import elf_header
+from fvp_harness.scenario.executable import elf_header, is_sim_baremetal_runner
 from fvp_harness.scenario.model import Scenario
 
 __all__ = ["ARCHITECTURES", "misfits", "model_problem", "refuse_misfits", "runner_problem"]
@@ -70,6 +71,8 @@ def runner_problem(
         return None
     where = f"builds.{build}.runner: {runner}"
     if scenario.fvp.is_sim if simulated is None else simulated:
+        if is_sim_baremetal_runner(runner):
+            return None  # the simulator's own bare-metal runner
         tool = "sim baremetal-runner" if profile.baremetal else "sim runner"
         return (
             f"{where} is a real program (an ELF executable for {header.what}), and the embedded "

@@ -159,3 +159,52 @@ def test_make_brings_a_bare_metal_scenario_up_to_date_and_then_has_nothing_to_do
     assert len(records(results / "baremetal_small")) == len(BUILDS) * len(MODELS)
     again = harness("make", "-n", "--results", str(results), str(layer.parent))
     assert again.returncode == 0 and "up to date" in again.stdout, again.stdout
+
+
+def readelf_flash(path: Path) -> tuple[int, int]:
+    """(flash, .bss bytes) of a runner ELF as binutils' readelf lists its sections (not the harness's pyelftools):
+    allocated sections with contents, and allocated NOBITS ones."""
+    listing = subprocess.run(["readelf", "-S", "-W", str(path)], capture_output=True, text=True, check=True).stdout
+    flash = bss = 0
+    for line in listing.splitlines():
+        fields = line.replace("[ ", "[").split()
+        if len(fields) >= 8 and fields[0].startswith("[") and fields[0] != "[Nr]" and "A" in fields[7]:
+            size = int(fields[5], 16)
+            if fields[2] == "NOBITS":
+                bss += size
+            else:
+                flash += size
+    return flash, bss
+
+
+@pytest.mark.skipif(shutil.which("readelf") is None, reason="needs binutils' readelf")
+@pytest.mark.parametrize("scenario", ["kpi_corstone300_u55", "kpi_corstone320_u85"])
+def test_a_kpi_report_shows_flash_and_ram_per_model_and_build(harness, workdir: Path, scenario: str) -> None:
+    """Issue 39's bare-metal case: the report of a KPI run shows RAM (method allocator used and planned, temp,
+    the runner's .bss) and flash (runner text, rodata, data and their sum, model bytes) for each model of its
+    build; the runner's figures are those binutils reads from the ELF the unit ran."""
+    out = workdir / "results" / scenario
+    done = harness("run", f"scenarios/{scenario}.yaml", "-q", "-o", str(out), "--set", "run.repetitions=1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    every = [r for r in records(out) if r["status"] == "ok"]
+    assert {r["model"] for r in every} == set(MODELS)
+    runner = workdir / ".artifacts" / scenario / "arm_executor_runner.elf"
+    flash, bss = readelf_flash(runner)
+    rows = {}
+    for line in (out / "report.md").read_text().splitlines():
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        if len(cells) > 4 and cells[1] == "main":
+            rows[cells[0], cells[2]] = cells[5]  # (model, metric) -> the median cell
+    for record in every:
+        model, samples = str(record["model"]), record["samples"]
+        assert isinstance(samples, dict)
+        assert samples["runner_flash"] == [flash] and samples["runner_bss"] == [bss], model
+        assert samples["runner_flash"][0] == sum(samples[f"runner_{part}"][0] for part in ("text", "rodata", "data"))
+        model_file = workdir / ".artifacts" / scenario / f"{model}.pte"
+        assert samples["model_bytes"] == [model_file.stat().st_size]
+        for metric in ("method_allocator_used", "method_allocator_planned", "temp_allocator", "runner_text",
+                       "runner_rodata", "runner_data", "runner_bss", "runner_flash", "model_bytes"):
+            cell = rows.get((model, metric), "")  # e.g. "131,984 bytes", "512.0 bytes"
+            assert cell.endswith(" bytes") and float(cell[:-6].replace(",", "")) == samples[metric][0], (
+                model, metric, cell)
+        assert not any(key.startswith("no_sample.runner") for key in record["extra"]), record["extra"]

@@ -17,7 +17,15 @@ from fvp_harness.report.captions import context_line
 from fvp_harness.report.context import ReportContext
 from fvp_harness.run.doctor import doctor_exit_code, run_doctor
 from fvp_harness.scenario import load_scenario
-from fvp_harness.scenario.executable import SIM_RUNNER_MAGIC, SIM_VGF_MAGIC, host_exec_problem
+from fvp_harness.scenario.executable import (
+    SIM_BAREMETAL_MAGIC,
+    SIM_BAREMETAL_SECTION,
+    SIM_RUNNER_MAGIC,
+    SIM_VGF_MAGIC,
+    host_exec_problem,
+    is_sim_baremetal_runner,
+)
+from fvp_harness.sim.baremetal.artifact import BAREMETAL_MAGIC, BAREMETAL_SECTION, BareMetalArtifact, encode_artifact
 from fvp_harness.sim.networks.modelfile import RUNNER_MAGIC, RunnerArtifact, encode_runner
 from fvp_harness.sim.workloads.vgf_runner import VGF_MAGIC, VgfArtifact, make_artifact
 
@@ -40,6 +48,16 @@ def _file(path: Path, data: bytes, mode: int = 0o755) -> Path:
 
 def test_the_simulators_magic_numbers_are_the_ones_the_check_knows() -> None:
     assert SIM_RUNNER_MAGIC == RUNNER_MAGIC and SIM_VGF_MAGIC == VGF_MAGIC
+    assert (SIM_BAREMETAL_MAGIC, SIM_BAREMETAL_SECTION) == (BAREMETAL_MAGIC, BAREMETAL_SECTION)
+
+
+def test_the_simulators_bare_metal_runner_is_named_not_taken_for_a_foreign_elf(tmp_path: Path) -> None:
+    path = _file(tmp_path / "arm_executor_runner", encode_artifact(BareMetalArtifact(semihosting=True)))
+    assert is_sim_baremetal_runner(path)
+    problem = host_exec_problem(path, machine="armv7l")  # an EM_ARM ELF, yet not a program for any host
+    assert problem is not None and "the simulator's bare-metal runner" in problem and ".fvpsim" in problem
+    other = _file(tmp_path / "other", path.read_bytes().replace(b".fvpsim", b".other"))
+    assert not is_sim_baremetal_runner(other) and host_exec_problem(other, machine="armv7l") is None
 
 
 @pytest.mark.parametrize(("machine", "elf", "bits", "runs"), [

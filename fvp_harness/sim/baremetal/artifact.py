@@ -16,19 +16,24 @@ Where the model comes from, as upstream builds it:
   ``cpu0.semihosting-cwd``; with ``--pte`` too it reuses the compiled-in model (``ET_COMPILED_PTE``) and needs no
   ``-m``.
 
-File format (integers little-endian)::
+File format: an ELF32 little-endian EM_ARM executable (``sim/baremetal/elf.py``) whose allocated sections are
+the build's memory layout (``sim/baremetal/layout.py``: ``.text``, ``.rodata``, ``.data``, ``.bss`` and the
+runner's pools as ``.bss.*`` sections, ``network_model_sec`` holding a compiled-in model), so the harness
+reads flash and RAM from it as from a real runner. What the simulator needs is in a section of its own,
+``.fvpsim`` (not allocated: neither flash nor RAM), integers little-endian::
 
     offset  size  field
-    0       8     magic b"FVPSIMBM" (not ELF, not .pte, not the Linux runner's FVPSIMRN)
-    8       2     format version (BAREMETAL_VERSION = 1)
+    0       8     magic b"FVPSIMBM" (the harness recognises a simulator runner ELF by it: scenario/executable.py)
+    8       2     format version (BAREMETAL_VERSION = 2: the model, if any, is in network_model_sec)
     10      2     flags (0)
     12      4     JSON length J
-    16      4     compiled-in model length P (0: none)
+    16      4     compiled-in model length P (0: none; network_model_sec's size otherwise)
     20      12    reserved (0)
     32      J     JSON: {"format": "fvp-sim-arm-executor-runner", "target": "ethos-u85-256", "pte_addr": INT|null,
                   "semihosting": BOOL, "num_inferences": N, "etdump": BOOL, "log_dump_output": BOOL,
-                  "memory_mode": TEXT, "system_config": TEXT, "id": TEXT, "fault": SPEC}
-    32+J'   P     the compiled-in model file (J' = J rounded up to 16)
+                  "memory_mode": TEXT, "system_config": TEXT, "id": TEXT, "fault": SPEC} (padded to 16)
+
+Version 1 files (that header at offset 0 of the file, the model after the JSON; no ELF) are still read.
 
 ``target`` is ``ETHOSU_TARGET_NPU_CONFIG``: its family picks the platform the ELF is linked for (ethos-u55 ->
 Corstone-300, ethos-u85 -> Corstone-320) and the PMU counters the perf monitor reads (4 or 7). ``etdump`` is
@@ -51,11 +56,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from fvp_harness.sim.baremetal import layout
+from fvp_harness.sim.baremetal.elf import (
+    SHF_ALLOC,
+    SHF_EXECINSTR,
+    SHF_WRITE,
+    SHT_NOBITS,
+    SHT_PROGBITS,
+    Section,
+    read_sections,
+    write_elf,
+)
 from fvp_harness.sim.networks.accelerator import parse_accelerator
 from fvp_harness.sim.networks.modelfile import ModelFileError, decode_model, is_model_file
 
 __all__ = [
     "BAREMETAL_MAGIC",
+    "BAREMETAL_SECTION",
     "BAREMETAL_VERSION",
     "BareMetalArtifact",
     "BareMetalFaults",
@@ -70,7 +87,10 @@ __all__ = [
 ]
 
 BAREMETAL_MAGIC = b"FVPSIMBM"
-BAREMETAL_VERSION = 1
+BAREMETAL_VERSION = 2
+BAREMETAL_SECTION = ".fvpsim"
+"""The ELF section holding the header and JSON (the harness repeats its name: scenario/executable.py)."""
+_FLAT_VERSION = 1
 _HEADER = struct.Struct("<8sHHII12s")  # 32 bytes
 FAULT_KINDS = ("hardfault", "hang")
 PLATFORM_OF_FAMILY = {"ethos-u55": "corstone300", "ethos-u85": "corstone320"}
@@ -192,7 +212,7 @@ def _build_settings(artifact: BareMetalArtifact) -> dict[str, object]:
     }
 
 
-def encode_artifact(artifact: BareMetalArtifact) -> bytes:
+def _settings_body(artifact: BareMetalArtifact) -> bytes:
     body = json.dumps(
         {
             "format": "fvp-sim-arm-executor-runner",
@@ -202,32 +222,98 @@ def encode_artifact(artifact: BareMetalArtifact) -> bytes:
         },
         sort_keys=True,
     ).encode()
-    body += b" " * (-len(body) % 16)
+    return body + b" " * (-len(body) % 16)
+
+
+def _align(value: int, to: int = 16) -> int:
+    return value + (-value % to)
+
+
+def _sections(artifact: BareMetalArtifact, payload: bytes) -> list[Section]:
+    """The build's sections: code and constants of the parts it links, its static RAM and pools, the model."""
+    parts = [layout.PARTS[name] for name in ("runtime", "portable_kernels", "ethosu_delegate", "runner")]
+    parts += [layout.PARTS["semihosting"]] if artifact.semihosting else []
+    parts += [layout.PARTS["etdump"]] if artifact.etdump else []
+    text, rodata, data = (sum(getattr(part, field) for part in parts) for field in ("text", "rodata", "data"))
+    code, ram = layout.code_base(artifact.platform), layout.ram_base(artifact.platform)
+    rw = SHF_WRITE | SHF_ALLOC
+    sections = [
+        Section(".text", SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, code, bytes(text)),
+        Section(".rodata", SHT_PROGBITS, SHF_ALLOC, _align(code + text), bytes(rodata)),
+    ]
+    if artifact.pte:
+        sections.append(Section("network_model_sec", SHT_PROGBITS, SHF_ALLOC, layout.MODEL_SECTION, artifact.pte,
+                                align=16))  # fmt: skip
+    sections += [
+        Section(".data", SHT_PROGBITS, rw, ram, bytes(data), load=_align(code + text) + _align(rodata)),
+        Section(".bss", SHT_NOBITS, rw, _align(ram + data), size=layout.RUNTIME_STATIC_RAM - data),
+        Section(".bss.method_allocator_sec", SHT_NOBITS, rw, layout.METHOD_POOL, size=layout.METHOD_POOL_BYTES,
+                align=16),
+    ]  # fmt: skip
+    pools = [(".bss.input_file_allocator_sec", layout.METHOD_POOL_BYTES)] if artifact.semihosting else []
+    fast = fast_scratch_bytes(artifact.memory_mode)
+    pools.append((".bss.ethosu_scratch", layout.TEMP_POOL_BYTES[fast > 0]))
+    pools += [(".bss.ethosu_fast_scratch", fast)] if fast else []
+    pools += [(".bss.etdump_buffer", layout.DEBUG_BUFFER_BYTES)] if artifact.etdump else []
+    address = layout.FILE_POOL
+    for name, size in pools:
+        sections.append(Section(name, SHT_NOBITS, rw, address, size=size, align=16))
+        address = _align(address + size)
+    sections.append(Section(BAREMETAL_SECTION, SHT_PROGBITS, 0, data=payload, align=16))
+    return sections
+
+
+def encode_artifact(artifact: BareMetalArtifact) -> bytes:
+    """The build as an ELF: the layout's sections, the settings in ``.fvpsim``."""
+    body = _settings_body(artifact)
     header = _HEADER.pack(BAREMETAL_MAGIC, BAREMETAL_VERSION, 0, len(body), len(artifact.pte), b"\0" * 12)
-    return header + body + artifact.pte
+    return write_elf(_sections(artifact, header + body), entry=layout.code_base(artifact.platform) | 1)
 
 
-def is_baremetal_artifact(head: bytes) -> bool:
-    return head[:8] == BAREMETAL_MAGIC
+def _payload(data: bytes) -> tuple[bytes, bytes | None]:
+    """The header + JSON and (ELF) the compiled-in model of an artifact, or (b"", None) for another file."""
+    if data[:8] == BAREMETAL_MAGIC:
+        return data, None
+    try:
+        sections = read_sections(data)
+    except ValueError:
+        return b"", None
+    found = sections.get(BAREMETAL_SECTION)
+    if found is None or found[2][:8] != BAREMETAL_MAGIC:
+        return b"", None
+    model = sections.get("network_model_sec")
+    return found[2], b"" if model is None else model[2]
+
+
+def is_baremetal_artifact(data: bytes) -> bool:
+    """Whether ``data`` (a whole file) is an emulated runner: an ELF with a ``.fvpsim`` section, or a
+    version 1 file."""
+    return bool(_payload(data)[0])
 
 
 def decode_artifact(data: bytes) -> BareMetalArtifact:
     """Read an artifact; ModelFileError says what is wrong."""
-    if len(data) < _HEADER.size or not is_baremetal_artifact(data):
-        raise ModelFileError("not a simulator bare-metal runner artifact (magic FVPSIMBM missing)")
-    _magic, version, _flags, json_len, pte_len, _ = _HEADER.unpack_from(data)
-    if version != BAREMETAL_VERSION:
+    payload, model = _payload(data)
+    if len(payload) < _HEADER.size:
+        raise ModelFileError(f"not a simulator bare-metal runner artifact (no {BAREMETAL_SECTION} section "
+                             "starting with FVPSIMBM)")  # fmt: skip
+    _magic, version, _flags, json_len, pte_len, _ = _HEADER.unpack_from(payload)
+    if version != (_FLAT_VERSION if model is None else BAREMETAL_VERSION):
         raise ModelFileError(f"bare-metal runner artifact version {version} is not supported (this simulator reads "
-                             f"{BAREMETAL_VERSION})")  # fmt: skip
-    end = _HEADER.size + json_len + pte_len
-    if len(data) < end:
-        raise ModelFileError(f"bare-metal runner artifact truncated: {len(data)} bytes, header says {end}")
+                             f"{BAREMETAL_VERSION}, and {_FLAT_VERSION} without ELF)")  # fmt: skip
+    end = _HEADER.size + json_len + (pte_len if model is None else 0)
+    if len(payload) < end:
+        raise ModelFileError(f"bare-metal runner artifact truncated: {len(payload)} bytes, header says {end}")
+    pte = bytes(payload[_HEADER.size + json_len : end]) if model is None else model
+    if len(pte) != pte_len:
+        raise ModelFileError(f"bare-metal runner artifact is corrupt: network_model_sec holds {len(pte)} bytes, "
+                             f"the header says {pte_len}")  # fmt: skip
     try:
-        info = json.loads(data[_HEADER.size : _HEADER.size + json_len])
+        info = json.loads(payload[_HEADER.size : _HEADER.size + json_len])
         addr = info.get("pte_addr")
         return BareMetalArtifact(
             target=str(info["target"]),
-            pte=bytes(data[_HEADER.size + json_len : end]),
+            pte=pte,
             pte_addr=None if addr is None else int(addr),
             semihosting=bool(info.get("semihosting", False)),
             num_inferences=int(info.get("num_inferences", 1)),

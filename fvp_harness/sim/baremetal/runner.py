@@ -72,6 +72,14 @@ import numpy as np
 from fvp_harness.sim.baremetal.artifact import BareMetalArtifact, BareMetalFaults, fast_scratch_bytes, parse_faults
 from fvp_harness.sim.baremetal.cost import DEFAULT as COSTS
 from fvp_harness.sim.baremetal.cost import PMU_EVENTS, InferenceCost, pmu_counters
+from fvp_harness.sim.baremetal.layout import (
+    DEBUG_BUFFER_BYTES,
+    FILE_POOL,
+    METHOD_POOL,
+    METHOD_POOL_BYTES,
+    MODEL_SECTION,
+    TEMP_POOL_BYTES,
+)
 from fvp_harness.sim.baremetal.log import SITES, Measure, etdump_script, format_log, perf_block
 from fvp_harness.sim.networks.accelerator import Accelerator
 from fvp_harness.sim.networks.inference import run_model
@@ -98,27 +106,13 @@ PROGRAM_IDENTIFIER = b"ET12"
 ENOENT, EACCES, EISDIR = 2, 13, 21
 """newlib's errno values (what a failed semihosting fopen leaves in errno)."""
 
-METHOD_POOL_BYTES = 60 * 1024 * 1024
-"""``ET_ARM_BAREMETAL_METHOD_ALLOCATOR_POOL_SIZE`` and the semihosting file pool's default: 60 MiB."""
-TEMP_POOL_BYTES = {False: 0x200000, True: 0x4000000}
-"""``ET_ARM_BAREMETAL_SCRATCH_TEMP_ALLOCATOR_POOL_SIZE``: 2 MiB, 64 MiB for a Dedicated_Sram memory mode."""
 ADDRESS_PTE_SPAN = 0x10000000
 """An ET_MODEL_PTE_ADDR build does not know the model's size: it gives the loader this upper bound."""
-DEBUG_BUFFER_BYTES = 2 * 1024 * 1024
-"""``ET_DEBUG_BUFFER_SIZE`` (2 MiB)."""
 DEBUG_ALIGNMENT = 64
 """The ETDump data sink aligns each tensor it stores."""
 ALIGNMENT = 16
 UNMAPPED = bytes.fromhex("cfdfdfdf")
 """What an FVP's memory reads before anything was written there (0xDFDFDFCF, little-endian)."""
-
-# Plausible addresses of the build's sections (DDR at 0x70000000 on both boards; not from a linker map).
-MODEL_SECTION = 0x70000000
-"""``network_model_sec``: where a compiled-in model is linked."""
-FILE_POOL = 0x70800000
-"""``.bss.input_file_allocator_sec``: semihosted files."""
-METHOD_POOL = 0x71000000
-"""``.bss.method_allocator_sec``."""
 
 _FAULT_FRAMES = {
     # (pc, lr, xpsr, sp) the HardFault handler reports for the trap after a failed check and for the injected bus

@@ -15,7 +15,9 @@ import io
 import json
 import math
 import re
+import shutil
 import struct
+import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +25,7 @@ from typing import NoReturn
 
 import numpy as np
 import pytest
+from elftools.elf.elffile import ELFFile
 
 from fvp_harness.sim import tools
 from fvp_harness.sim.baremetal.artifact import (
@@ -689,7 +692,11 @@ def test_etdump_reads_back_as_a_flatbuffer(models: dict[tuple[str, str], Compile
 def test_artifact_round_trip_and_defaults(models: dict[tuple[str, str], CompiledModel]) -> None:
     artifact = elf(models["resnet8", "ethos-u85-256"], num_inferences=4, etdump=True, build_id="x", fault="hang=2")
     data = encode_artifact(artifact)
-    assert is_baremetal_artifact(data) and data[:8] == b"FVPSIMBM"
+    # an ELF32 little-endian EM_ARM executable, the model in network_model_sec (the container changed from the
+    # flat FVPSIMBM file to an ELF deliberately: the harness reads a runner's flash and RAM from its sections)
+    assert is_baremetal_artifact(data) and data[:8] == b"\x7fELF\x01\x01\x01\x00"
+    assert int.from_bytes(data[16:18], "little") == 2 and int.from_bytes(data[18:20], "little") == 40
+    assert section(data, "network_model_sec") == artifact.pte and section(data, ".fvpsim")[:8] == b"FVPSIMBM"
     assert decode_artifact(data) == artifact
     assert (artifact.platform, artifact.model_source) == ("corstone320", "elf")
     assert (artifact.memory_mode, artifact.system_config) == ("Dedicated_Sram_384KB", "Ethos_U85_SYS_DRAM_Mid")
@@ -706,13 +713,13 @@ def test_artifact_file_and_info_name_the_build_settings() -> None:
     name a build's settings alike, from one table."""
     artifact = BareMetalArtifact(pte_addr=0x70000000, num_inferences=3, etdump=True, log_dump_output=False,
                                  build_id="b7", fault="hang=1")
-    data = encode_artifact(artifact)
-    assert data[:32] == b"FVPSIMBM" + struct.pack("<HHII", 1, 0, 288, 0) + b"\0" * 12
-    assert data[32:] == (
+    body = section(encode_artifact(artifact), ".fvpsim")  # the JSON body, byte for byte as in the flat file
+    assert body[:32] == b"FVPSIMBM" + struct.pack("<HHII", 2, 0, 288, 0) + b"\0" * 12  # version 2: in an ELF
+    assert body[32:] == (
         b'{"etdump": true, "fault": "hang=1", "format": "fvp-sim-arm-executor-runner", "id": "b7", '
         b'"log_dump_output": false, "memory_mode": "Shared_Sram", "num_inferences": 3, "pte_addr": 1879048192, '
         b'"semihosting": false, "system_config": "Ethos_U55_High_End_Embedded", "target": "ethos-u55-128"}  ')
-    assert list(artifact_info(Path("r.elf"), data).items()) == [
+    assert list(artifact_info(Path("r.elf"), encode_artifact(artifact)).items()) == [
         ("file", "r.elf"), ("kind", "baremetal-runner"), ("target", "ethos-u55-128"), ("platform", "corstone300"),
         ("model_source", "address"), ("pte_addr", "0x70000000"), ("semihosting", False), ("num_inferences", 3),
         ("etdump", True), ("log_dump_output", False), ("memory_mode", "Shared_Sram"),
@@ -733,12 +740,64 @@ def test_artifact_refuses_builds_cmake_would_refuse(kwargs: dict[str, object], n
         BareMetalArtifact(**kwargs)  # type: ignore[arg-type]
 
 
+def section(data: bytes, name: str) -> bytes:
+    """A section's contents, read with pyelftools (not the simulator's own reader)."""
+    found = ELFFile(io.BytesIO(data)).get_section_by_name(name)
+    assert found is not None, f"no section {name}"
+    return bytes(found.data())
+
+
 def test_decode_refuses_other_files() -> None:
     with pytest.raises(ModelFileError, match="FVPSIMBM"):
         decode_artifact(b"\x7fELF" + b"\0" * 60)
     data = encode_artifact(BareMetalArtifact(semihosting=True))
+    at = data.index(b"FVPSIMBM")
+    with pytest.raises(ModelFileError, match="network_model_sec holds 0 bytes, the header says 4294967295"):
+        decode_artifact(data[: at + 16] + b"\xff" * 4 + data[at + 20 :])  # the compiled-in model's length
     with pytest.raises(ModelFileError, match="truncated"):
-        decode_artifact(data[:16] + b"\xff" * 4 + data[20:])  # the compiled-in model's length
+        decode_artifact(data[: at + 12] + b"\xff" * 4 + data[at + 16 :])  # the JSON's length
+    with pytest.raises(ModelFileError, match="FVPSIMBM"):
+        decode_artifact(data.replace(b".fvpsim", b".other"))  # an ELF without the simulator's section
+
+
+def test_version_1_files_are_still_read(models: dict[tuple[str, str], CompiledModel]) -> None:
+    """A flat file of the previous format (header, JSON, model) still runs: builds made before are not lost."""
+    artifact = elf(models["resnet8", "ethos-u55-128"], num_inferences=2)
+    body = section(encode_artifact(artifact), ".fvpsim")[32:]
+    flat = b"FVPSIMBM" + struct.pack("<HHII", 1, 0, len(body), len(artifact.pte)) + b"\0" * 12 + body + artifact.pte
+    assert is_baremetal_artifact(flat) and decode_artifact(flat) == artifact
+
+
+def sizes(data: bytes) -> dict[str, int]:
+    return {sec.name: sec["sh_size"] for sec in ELFFile(io.BytesIO(data)).iter_sections() if sec.name}
+
+
+def test_the_runner_elf_is_well_formed_and_its_sections_model_the_build(
+        models: dict[tuple[str, str], CompiledModel], tmp_path: Path) -> None:
+    """binutils' readelf reads the file without a warning, and each section follows the build: the pools the
+    runner reports as .bss, the event tracer and its buffer with --etdump, the file pool with --semihosting,
+    the fast scratch of a Dedicated_Sram mode, the model's bytes in network_model_sec."""
+    plain = BareMetalArtifact(semihosting=True)
+    path = tmp_path / "r.elf"
+    path.write_bytes(encode_artifact(plain))
+    if shutil.which("readelf"):
+        done = subprocess.run(["readelf", "-W", "-h", "-S", "-l", str(path)], capture_output=True, text=True,
+                              check=True)  # fmt: skip
+        assert done.stderr == "" and "Machine:                           ARM" in done.stdout
+        assert "EXEC (Executable file)" in done.stdout and "ELF32" in done.stdout
+        for name in (".text", ".rodata", ".data", ".bss.method_allocator_sec", ".bss.input_file_allocator_sec"):
+            assert f" {name} " in done.stdout
+    base = sizes(path.read_bytes())
+    assert base[".bss.method_allocator_sec"] == 60 << 20 and base[".bss.input_file_allocator_sec"] == 60 << 20
+    assert base[".bss.ethosu_scratch"] == 2 << 20 and base[".data"] + base[".bss"] == 53_469
+    assert "network_model_sec" not in base and ".fvpsim" in base
+    traced = sizes(encode_artifact(BareMetalArtifact(semihosting=True, etdump=True)))
+    assert traced[".text"] > base[".text"] and traced[".bss.etdump_buffer"] == 2 << 20
+    model = models["resnet8", "ethos-u85-256"]
+    u85 = sizes(encode_artifact(elf(model)))
+    assert u85["network_model_sec"] == len(elf(model).pte) and u85[".text"] < base[".text"]  # no semihosting
+    assert u85[".bss.ethosu_scratch"] == 64 << 20 and u85[".bss.ethosu_fast_scratch"] == 384 << 10
+    assert ".bss.input_file_allocator_sec" not in u85
 
 
 def test_parse_faults() -> None:
