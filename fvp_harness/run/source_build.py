@@ -53,9 +53,9 @@ GIT_TIMEOUT_S = 60.0
 
 
 def default_cache_dir() -> Path:
-    """``$FVP_HARNESS_BUILD_CACHE``, else ``~/.cache/fvp-harness/builds`` (outside any checkout)."""
+    """``$FVP_HARNESS_BUILD_CACHE``, else ``~/.cache/fvp-harness/commits`` (outside any checkout)."""
     named = os.environ.get(CACHE_ENV)
-    return Path(named).expanduser() if named else Path.home() / ".cache" / "fvp-harness" / "builds"
+    return Path(named).expanduser() if named else Path.home() / ".cache" / "fvp-harness" / "commits"
 
 
 def git(repository: Path, *args: str, timeout: float = GIT_TIMEOUT_S) -> str:
