@@ -35,7 +35,14 @@ from typing import Literal
 
 import numpy as np
 
-from fvp_harness.errors import EXIT_FAILED, EXIT_OK, ConfigurationError, UnitFailure, check_names
+from fvp_harness.errors import (
+    EXIT_FAILED,
+    EXIT_OK,
+    ConfigurationError,
+    Interrupted,
+    UnitFailure,
+    check_names,
+)
 from fvp_harness.files import atomic_write
 from fvp_harness.report.bootstrap import bootstrap_draws, percentile_interval
 from fvp_harness.report.spec import Settings
@@ -344,6 +351,8 @@ def bisect(request: BisectRequest, *, stop: threading.Event | None = None,
         message = (f"cannot decide: the two ends are at the same level of {request.metric} (their intervals "
                    f"overlap after {request.max_rounds} rounds): there is no step to find")
     while models and high - low > 1:
+        if stop is not None and stop.is_set():
+            raise Interrupted("bisect stopped; what it measured and built is kept: run it again to resume")
         position = _pick(low, high, skipped)
         if position is None:
             message = (f"cannot decide between {commits[low][:12]} and {commits[high][:12]}: every commit in "
