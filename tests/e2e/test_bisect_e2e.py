@@ -125,3 +125,23 @@ def test_same_level_ends_cannot_decide_and_bad_refs_are_refused_before_any_build
     typo = run_cli(folder, "bisect", "scenarios/bisect_sim.yaml", "--good", "v1", "--bad", "mian", env=env)
     assert typo.returncode == 2 and "did you mean 'main'?" in typo.stderr
     assert not (folder / "cache").exists()  # nothing was built
+
+
+def test_run_builds_the_runner_at_the_scenarios_ref_and_records_it(project):
+    folder, env, commits = project
+    done = run_cli(folder, "run", "scenarios/bisect_sim.yaml", "-q", env=env, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    manifest = json.loads((folder / "results" / "bisect_sim" / "manifest.json").read_text())
+    source = manifest["builds"]["runner"]["source"]
+    repo = folder / ".artifacts" / "bisect_sim" / "repo"
+    assert source["ref"] == "main" and source["commit"] == commits[-1]
+    assert source["tree"] == _git(repo, "rev-parse", "main^{tree}")
+    record = json.loads((folder / ".artifacts" / "bisect_sim" / ".executor_runner.build").read_text())
+    assert record["source"]["commit"] == commits[-1]  # the copy is the harness's: a build record beside it
+    again = run_cli(folder, "run", "scenarios/bisect_sim.yaml", "-q", "--set",
+                    f"builds.runner.source.commit={commits[-2]}", env=env, timeout=300)
+    assert again.returncode == 0, again.stdout + again.stderr
+    manifest = json.loads((folder / "results" / "bisect_sim" / "manifest.json").read_text())
+    assert manifest["builds"]["runner"]["source"]["commit"] == commits[-2]
+    assert manifest["builds"]["runner"]["source"]["ref"] is None
+    assert len(list((folder / "cache" / "builds").iterdir())) == 2
