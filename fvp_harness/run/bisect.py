@@ -60,7 +60,7 @@ from fvp_harness.scenario.model import is_local_repository
 from fvp_harness.store.folder import ResultStore
 from fvp_harness.store.records import Record
 
-__all__ = ["BisectRequest", "BisectResult", "Level", "Measured", "bisect", "bisect_command"]
+__all__ = ["BisectRequest", "BisectResult", "Level", "Measured", "bisect", "check_request", "judge", "level_of"]
 
 Verdict = Literal["good", "bad", "cannot decide", "skipped"]
 
@@ -129,11 +129,6 @@ class BisectResult:
     @property
     def exit_code(self) -> int:
         return EXIT_OK if self.first_bad is not None else EXIT_FAILED
-
-
-def bisect_command(scenario: str, build: str, good: str, bad: str) -> str:
-    """The command line that bisects between two commits (``history`` prints it)."""
-    return f"fvp-harness bisect {scenario} --build {build} --good {good} --bad {bad}"
 
 
 def check_request(loaded: LoadedScenario, build: str | None, metric: str | None, models: Sequence[str],

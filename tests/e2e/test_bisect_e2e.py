@@ -145,3 +145,21 @@ def test_run_builds_the_runner_at_the_scenarios_ref_and_records_it(project):
     assert manifest["builds"]["runner"]["source"]["commit"] == commits[-2]
     assert manifest["builds"]["runner"]["source"]["ref"] is None
     assert len(list((folder / "cache" / "builds").iterdir())) == 2
+
+
+def test_history_prints_the_bisect_command_for_a_step_between_two_commits(project):
+    folder, env, commits = project
+    for commit in (commits[0], commits[9], commits[10], commits[-1]):  # nightly runs: the step after commit 10
+        done = run_cli(folder, "run", "scenarios/bisect_sim.yaml", "-q", "--set",
+                       f"builds.runner.source.commit={commit}", env=env, timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
+    history = run_cli(folder, "history", "bisect_sim", "--html", "site", env=env, timeout=300)
+    assert history.returncode == 1, history.stdout + history.stderr  # the regression is in effect
+    command = (f"fvp-harness bisect scenarios/bisect_sim.yaml --build runner --metric cpu_time "
+               f"--good {commits[10][:12]} --bad {commits[-1][:12]}")
+    assert f"bisect it: {command}" in history.stdout
+    assert command in (folder / "results" / "bisect_sim" / "history" / "history.md").read_text()
+    assert command in (folder / "site" / "index.html").read_text()
+    found = run_cli(folder, *command.split()[1:], env=env, timeout=600)  # the printed command runs as printed
+    assert found.returncode == 0, found.stdout + found.stderr
+    assert f"first bad commit: {commits[STEP]}" in found.stdout
