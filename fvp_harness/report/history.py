@@ -63,6 +63,7 @@ __all__ = [
     "Point",
     "RunRow",
     "Step",
+    "bisect_command",
     "chart_name",
     "detect_steps",
     "history_from_runs",
@@ -74,6 +75,7 @@ __all__ = [
     "render_history",
     "render_json",
     "render_markdown",
+    "step_bisect",
     "step_penalty",
 ]
 
