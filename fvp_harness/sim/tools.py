@@ -242,6 +242,7 @@ def _info(path: Path) -> dict[str, object]:
             "event_tracer": artifact.event_tracer,
             "libc": artifact.libc,
             "npu_device": artifact.npu_device,
+            "jitter": artifact.jitter,
         }
     if is_model_file(data):
         model = decode_model(data)

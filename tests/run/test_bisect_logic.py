@@ -97,3 +97,14 @@ def test_a_ref_is_accepted_only_with_a_local_repository():
     assert BuildSource(repository="pytorch/executorch", commit="ABCDEF1").commit == "abcdef1"
     with pytest.raises(ValueError, match="local path"):
         BuildSource(repository="pytorch/executorch", commit="main")
+
+
+def test_source_placeholder_needs_a_local_repository():
+    from fvp_harness.scenario.model import Build
+
+    assert Build(runner="r", build="make -C {source} O={output}",
+                 source={"repository": "./repo", "commit": "main"}).source is not None
+    with pytest.raises(ValueError, match="uses \\{source\\}"):
+        Build(runner="r", build="make -C {source} O={output}")
+    with pytest.raises(ValueError, match="uses \\{source\\}"):
+        Build(runner="r", build="make -C {source}", source={"repository": "a/b", "commit": "abcdef1"})
