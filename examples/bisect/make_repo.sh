@@ -1,12 +1,12 @@
 #!/bin/sh
 # A git repository of 16 commits for `fvp-harness bisect` on the simulator (docs/bisect.md).
 #
-# Each commit's driver.txt says how the simulated runner drives the NPU (scenarios/bisect_sim.yaml builds the
-# runner with `sim runner --driver "$(cat {source}/driver.txt)"`): `reuse` is the fast level, `per-inference` the
-# slow one; jitter.txt is the relative noise of the runner's CPU time (`sim runner --jitter`). The regression
-# lands in commit 11 ("ethos-u: re-create the driver per inference"); commit 7 does not build (driver.txt names no
-# driver) and commit 9 is noisy (jitter 0.3 instead of 0.01). Usage: make_repo.sh FOLDER (made anew; refused if it
-# exists).
+# Each commit's driver.txt says how the simulated runner drives the NPU (scenarios/bisect_sim.yaml
+# builds the runner with `sim runner --driver "$(cat {source}/driver.txt)"`): `reuse` is the fast
+# level, `per-inference` the slow one; jitter.txt is the relative noise of the runner's CPU time
+# (`sim runner --jitter`). The regression lands in commit 11 ("ethos-u: re-create the driver per
+# inference"); commit 7 does not build (driver.txt names no driver) and commit 9 is noisy (jitter
+# 0.3 instead of 0.01). Usage: make_repo.sh FOLDER (made anew; refused if it exists).
 set -eu
 repo=${1:?usage: make_repo.sh FOLDER}
 if [ -e "$repo" ]; then echo "make_repo.sh: $repo exists; remove it first" >&2; exit 2; fi

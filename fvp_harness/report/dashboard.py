@@ -227,7 +227,8 @@ def _step_line(history: History, step: Step, href: str) -> str:
     state = ""
     if step.kind == "regression":
         state = "; still in effect at the newest run" if step.in_effect else "; no longer in effect"
-    from fvp_harness.report.history import step_bisect  # late: history loads pandas; this module is light
+    # late: history loads pandas; this module is light
+    from fvp_harness.report.history import step_bisect
 
     command = step_bisect(history, step)
     bisect = f"<br><code>{html.escape(command)}</code>" if command is not None else ""

@@ -96,7 +96,8 @@ class RunRow:
     host: str | None
     status: str | None
     source_commit: str | None = None
-    """The commit the tracked build's runner was built from (the manifest's ``builds.X.source.commit``)."""
+    """The commit the tracked build's runner was built from (the manifest's
+    ``builds.X.source.commit``)."""
 
     @property
     def label(self) -> str:
@@ -150,7 +151,8 @@ class History:
     npu_metric: str | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
     scenario_file: str | None = None
-    """The newest run's scenario file (its manifest's ``scenario.file``): what a ``bisect`` command names."""
+    """The newest run's scenario file (its manifest's ``scenario.file``): what a ``bisect`` command
+    names."""
 
     @property
     def models(self) -> list[str]:
@@ -303,9 +305,15 @@ def _run_row(run: LoadedRun, build: str) -> RunRow:
     declared = builds.get(build) if isinstance(builds, Mapping) else None
     source = declared.get("source") if isinstance(declared, Mapping) else None
     commit = source.get("commit") if isinstance(source, Mapping) else None
-    return RunRow(run.run.run_id, run.run.commit, run.run.branch, run.run.started,
-                  str(hostname) if hostname else None, run.run.status,
-                  commit if isinstance(commit, str) else None)
+    return RunRow(
+        run.run.run_id,
+        run.run.commit,
+        run.run.branch,
+        run.run.started,
+        str(hostname) if hostname else None,
+        run.run.status,
+        commit if isinstance(commit, str) else None,
+    )
 
 
 def _scenario_file(run: LoadedRun) -> str | None:
@@ -320,16 +328,22 @@ def _scenario_file(run: LoadedRun) -> str | None:
 
 def bisect_command(scenario: str, build: str, metric: str, good: str, bad: str) -> str:
     """The ``fvp-harness bisect`` command line for a step between two commits."""
-    return (f"fvp-harness bisect {shlex.quote(scenario)} --build {shlex.quote(build)} "
-            f"--metric {shlex.quote(metric)} --good {good[:12]} --bad {bad[:12]}")
+    return (
+        f"fvp-harness bisect {shlex.quote(scenario)} --build {shlex.quote(build)} "
+        f"--metric {shlex.quote(metric)} --good {good[:12]} --bad {bad[:12]}"
+    )
 
 
 def step_bisect(history: History, step: Step) -> str | None:
-    """The ``bisect`` command for ``step`` when the runs on either side of it record different commits of the
-    build's source (``builds.X.source``), else None: which commit between them moved the level."""
+    """The ``bisect`` command for ``step`` when the runs on either side of it record different
+    commits of the build's source (``builds.X.source``), else None: which commit between them moved
+    the level."""
     if step.index == 0 or history.scenario_file is None:
         return None
-    before, after = history.runs[step.index - 1].source_commit, history.runs[step.index].source_commit
+    before, after = (
+        history.runs[step.index - 1].source_commit,
+        history.runs[step.index].source_commit,
+    )
     if before is None or after is None or before == after:
         return None
     return bisect_command(history.scenario_file, history.build, history.metric, before, after)

@@ -123,7 +123,8 @@ class BuildStep:
     template: str = ""
     """The scenario's build text (before ``{output}``/``{fvp_harness}``): what ``.<name>.build`` records."""
     source: Path | None = None
-    """The harness's checkout of the commit it builds (``{source}``; ``run.source_build``), else None."""
+    """The harness's checkout of the commit it builds (``{source}``; ``run.source_build``), else
+    None."""
 
     @property
     def log_name(self) -> str:
@@ -494,7 +495,8 @@ def build_artifacts(
     for name in source_builds(loaded.scenario):  # one at a time: each is a whole tree's build
         if stop is not None and stop.is_set():
             raise Interrupted("stopped before the builds from commits")
-        built = build_at_commit(loaded, name, log_path_for=log_path_for, timeout=timeout, force=force)
+        built = build_at_commit(loaded, name, log_path_for=log_path_for, timeout=timeout,
+                                force=force)
         if built is not None:
             results.append(built)
             if on_built is not None:
@@ -560,27 +562,37 @@ def build_artifacts(
 
 
 def source_builds(scenario: Scenario) -> list[str]:
-    """The builds whose runner is built from a commit: a build command and a ``source`` in a local repository."""
-    return [name for name, build in scenario.builds.items()
-            if build.build and build.source is not None and is_local_repository(build.source.repository)]
+    """The builds whose runner is built from a commit: a build command and a ``source`` in a local
+    repository."""
+    return [
+        name
+        for name, build in scenario.builds.items()
+        if build.build and build.source is not None and is_local_repository(build.source.repository)
+    ]
 
 
 def source_repository(loaded: LoadedScenario, name: str) -> Path:
-    """The local repository of ``builds.<name>.source`` (relative to the scenario's folder, ``~`` expanded)."""
+    """The local repository of ``builds.<name>.source`` (relative to the scenario's folder, ``~``
+    expanded)."""
     source = loaded.scenario.builds[name].source
     assert source is not None
     path = Path(source.repository).expanduser()
     return path if path.is_absolute() else (loaded.directory / path).resolve()
 
 
-def build_at_commit(loaded: LoadedScenario, name: str, *,
-                    log_path_for: Callable[[BuildStep], Path] | None = None,
-                    timeout: float = BUILD_TIMEOUT_S, force: bool = False,
-                    cache: Path | None = None) -> BuildResult | None:
-    """Make ``builds.<name>.runner`` the build of its ``source`` commit (``run.source_build``): built once per
-    (tree, command) in the cache, then copied to the runner path with a build record naming the tree. Returns the
-    build when one ran, None when the cache had it. A failed build is cached and raised again (``UnitFailure``)
-    until ``force``."""
+def build_at_commit(
+    loaded: LoadedScenario,
+    name: str,
+    *,
+    log_path_for: Callable[[BuildStep], Path] | None = None,
+    timeout: float = BUILD_TIMEOUT_S,
+    force: bool = False,
+    cache: Path | None = None,
+) -> BuildResult | None:
+    """Make ``builds.<name>.runner`` the build of its ``source`` commit (``run.source_build``):
+    built once per (tree, command) in the cache, then copied to the runner path with a build record
+    naming the tree. Returns the build when one ran, None when the cache had it. A failed build is
+    cached and raised again (``UnitFailure``) until ``force``."""
     build = loaded.scenario.builds[name]
     assert build.source is not None and build.build is not None
     repository = source_repository(loaded, name)
@@ -594,14 +606,23 @@ def build_at_commit(loaded: LoadedScenario, name: str, *,
             cached.artifact.unlink(missing_ok=True)
     failure = cached.failure()
     if failure is not None:
-        raise UnitFailure(f"builds.{name}: commit {commit[:12]} (tree {tree[:12]}) did not build (cached in "
-                          f"{cached.folder}; --rebuild builds it again): {failure}", stage="build")
+        raise UnitFailure(
+            f"builds.{name}: commit {commit[:12]} (tree {tree[:12]}) did not build (cached in "
+            f"{cached.folder}; --rebuild builds it again): {failure}",
+            stage="build",
+        )
     result: BuildResult | None = None
     if not cached.artifact.is_file():
         checkout = source_checkout(repository, commit, cache or default_cache_dir())
-        step = BuildStep(f"builds.{name}.runner", cached.artifact,
-                         expand_build_command(build.build, cached.artifact, checkout), (),
-                         f"commit {commit[:12]} (tree {tree[:12]}) not built yet", build.build, checkout)
+        step = BuildStep(
+            f"builds.{name}.runner",
+            cached.artifact,
+            expand_build_command(build.build, cached.artifact, checkout),
+            (),
+            f"commit {commit[:12]} (tree {tree[:12]}) not built yet",
+            build.build,
+            checkout,
+        )
         target = log_path_for(step) if log_path_for is not None else None
         try:
             result = _run_step(step, checkout, target, timeout)
@@ -612,7 +633,9 @@ def build_at_commit(loaded: LoadedScenario, name: str, *,
     if force or _record(runner) != record or not runner.is_file():
         try:
             runner.parent.mkdir(parents=True, exist_ok=True)
-            with tempfile.NamedTemporaryFile(dir=runner.parent, prefix=f".{runner.name}.", delete=False) as tmp:
+            with tempfile.NamedTemporaryFile(
+                dir=runner.parent, prefix=f".{runner.name}.", delete=False
+            ) as tmp:
                 staged = Path(tmp.name)
             shutil.copy2(cached.artifact, staged)
             os.replace(staged, runner)
@@ -623,10 +646,15 @@ def build_at_commit(loaded: LoadedScenario, name: str, *,
 
 
 def built_from_commit(runner: Path) -> tuple[str, str] | None:
-    """``(commit, tree)`` a runner was built from (its build record, ``build_at_commit``), or None."""
+    """``(commit, tree)`` a runner was built from (its build record, ``build_at_commit``), or
+    None."""
     data = _record(runner)
     source = data.get("source") if data is not None else None
-    if isinstance(source, dict) and isinstance(source.get("commit"), str) and isinstance(source.get("tree"), str):
+    if (
+        isinstance(source, dict)
+        and isinstance(source.get("commit"), str)
+        and isinstance(source.get("tree"), str)
+    ):
         return source["commit"], source["tree"]
     return None
 

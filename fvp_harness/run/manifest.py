@@ -111,9 +111,11 @@ class BuildSourceInfo(_Part):
     commit: str | None = None
     describe: str | None = None
     ref: str | None = None
-    """``builds.X.source.commit`` as written when it was not the full commit (a branch, tag, short hash)."""
+    """``builds.X.source.commit`` as written when it was not the full commit (a branch, tag, short
+    hash)."""
     tree: str | None = None
-    """The commit's tree (a runner built from a local repository: what the build cache is keyed by)."""
+    """The commit's tree (a runner built from a local repository: what the build cache is keyed
+    by)."""
 
 
 class BuildInfo(_Part):
@@ -432,10 +434,10 @@ def _build_source(build: Any) -> BuildSourceInfo | None:
     declared = getattr(build, "source", None)
     if declared is not None:
         built = built_from_commit(Path(build.runner))
-        if built is not None:  # built here from a local repository: the commit the ref resolved to, its tree
+        if built is not None:  # built here from a local repository: the commit, ref and tree
             ref = declared.commit if declared.commit != built[0] else None
-            return BuildSourceInfo(origin="scenario", repository=declared.repository, commit=built[0], ref=ref,
-                                   tree=built[1])
+            return BuildSourceInfo(origin="scenario", repository=declared.repository,
+                                   commit=built[0], ref=ref, tree=built[1])
         return BuildSourceInfo(origin="scenario", repository=declared.repository, commit=declared.commit)
     folder = Path(build.runner).parent
     commit, _ = git_head(folder)

@@ -126,8 +126,8 @@ def build_parser(prog: str = "fvp-harness sim") -> argparse.ArgumentParser:
         type=float,
         default=None,
         metavar="R",
-        help="relative standard deviation of this build's per-inference CPU time (0 to 0.5), over the "
-        "runner_jitter knob: a build that measures noisily",
+        help="relative standard deviation of this build's per-inference CPU time (0 to 0.5), "
+        "over the runner_jitter knob: a build that measures noisily",
     )
     runner.add_argument(
         "--libc",

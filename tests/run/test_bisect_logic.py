@@ -1,5 +1,6 @@
-"""The bisect's decisions (``run.bisect``) and a build at a commit (``run.source_build``) on a real git
-repository: the verdict from intervals, the neighbour of a skipped commit, the first-parent range, the tree key."""
+"""The bisect's decisions (``run.bisect``) and a build at a commit (``run.source_build``) on a real
+git repository: the verdict from intervals, the neighbour of a skipped commit, the first-parent
+range, the tree key."""
 
 from __future__ import annotations
 
@@ -23,13 +24,16 @@ GOOD = {"m": Level(1.0, 0.98, 1.02, 2)}
 BAD = {"m": Level(2.0, 1.97, 2.03, 2)}
 
 
-@pytest.mark.parametrize(("level", "verdict"), [
-    (Level(1.01, 0.99, 1.03, 2), "good"),
-    (Level(1.99, 1.95, 2.01, 2), "bad"),
-    (Level(1.5, 0.9, 2.1, 2), "cannot decide"),  # overlaps both: more units, or say so
-    (Level(1.2, 1.15, 1.25, 2), "good"),  # between the levels, nearer the good one
-    (Level(1.8, 1.75, 1.85, 2), "bad"),
-])
+@pytest.mark.parametrize(
+    ("level", "verdict"),
+    [
+        (Level(1.01, 0.99, 1.03, 2), "good"),
+        (Level(1.99, 1.95, 2.01, 2), "bad"),
+        (Level(1.5, 0.9, 2.1, 2), "cannot decide"),  # overlaps both: more units, or say so
+        (Level(1.2, 1.15, 1.25, 2), "good"),  # between the levels, nearer the good one
+        (Level(1.8, 1.75, 1.85, 2), "bad"),
+    ],
+)
 def test_a_commit_is_judged_by_which_end_its_interval_overlaps(level, verdict):
     assert judge({"m": level}, GOOD, BAD, ["m"])[0] == verdict
 
@@ -49,8 +53,13 @@ def test_a_skipped_commit_is_replaced_by_its_nearest_untried_neighbour():
 
 
 def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@e", *args],
-                          capture_output=True, text=True, check=True, timeout=30).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@e", *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=30,
+    ).stdout.strip()
 
 
 @pytest.fixture
@@ -74,10 +83,12 @@ def test_refs_resolve_unknown_ones_say_did_you_mean_and_equal_trees_share_a_buil
     with pytest.raises(ConfigurationError, match="not a git revision"):
         resolve_commit(repo, "--all")
     assert tree_of(repo, head) == tree_of(repo, first)
-    assert CachedBuild.of(tmp_path, tree_of(repo, head), "cmd", "r") == \
-        CachedBuild.of(tmp_path, tree_of(repo, first), "cmd", "r")
-    assert CachedBuild.of(tmp_path, tree_of(repo, head), "cmd2", "r") != \
-        CachedBuild.of(tmp_path, tree_of(repo, first), "cmd", "r")
+    assert CachedBuild.of(tmp_path, tree_of(repo, head), "cmd", "r") == CachedBuild.of(
+        tmp_path, tree_of(repo, first), "cmd", "r"
+    )
+    assert CachedBuild.of(tmp_path, tree_of(repo, head), "cmd2", "r") != CachedBuild.of(
+        tmp_path, tree_of(repo, first), "cmd", "r"
+    )
     assert commits_between(repo, first, head) == [resolve_commit(repo, "main~1"), head]
     with pytest.raises(ConfigurationError, match="not an ancestor"):
         commits_between(repo, head, first)
@@ -102,9 +113,17 @@ def test_a_ref_is_accepted_only_with_a_local_repository():
 def test_source_placeholder_needs_a_local_repository():
     from fvp_harness.scenario.model import Build
 
-    assert Build(runner="r", build="make -C {source} O={output}",
-                 source={"repository": "./repo", "commit": "main"}).source is not None
+    assert (
+        Build(
+            runner="r",
+            build="make -C {source} O={output}",
+            source={"repository": "./repo", "commit": "main"},
+        ).source
+        is not None
+    )
     with pytest.raises(ValueError, match="uses \\{source\\}"):
         Build(runner="r", build="make -C {source} O={output}")
     with pytest.raises(ValueError, match="uses \\{source\\}"):
-        Build(runner="r", build="make -C {source}", source={"repository": "a/b", "commit": "abcdef1"})
+        Build(
+            runner="r", build="make -C {source}", source={"repository": "a/b", "commit": "abcdef1"}
+        )

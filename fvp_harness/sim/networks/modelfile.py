@@ -646,8 +646,9 @@ class RunnerArtifact:
     has no ``EthosUBackend`` and every program delegated to it fails at method load, as
     upstream's does."""
     jitter: float | None = None
-    """Relative standard deviation of this build's per-inference CPU time, over the ``runner_jitter`` knob: a
-    build that measures noisily (how a test plants one noisy commit in a range); None: the knob's."""
+    """Relative standard deviation of this build's per-inference CPU time, over the
+    ``runner_jitter`` knob: a build that measures noisily (how a test plants one noisy commit in a
+    range); None: the knob's."""
 
     def __post_init__(self) -> None:
         if self.jitter is not None and not 0.0 <= self.jitter <= 0.5:

@@ -655,7 +655,7 @@ class _EthosU:
         self.artifact, self.faults = artifact, faults
         self.registered = artifact.ethos_u
         self.noise = noise_from_knobs(ctx.knobs)
-        if artifact.jitter is not None:  # a noisy build (sim runner --jitter) over the platform's knob
+        if artifact.jitter is not None:  # a noisy build (sim runner --jitter), over the knob
             self.noise = dataclasses.replace(self.noise, jitter=artifact.jitter)
         invocation = next(_invocations)
         self.rng = np.random.default_rng(
