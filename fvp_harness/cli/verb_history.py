@@ -63,6 +63,7 @@ def _history_verb(args: argparse.Namespace) -> int:
         load_history,
         render_history,
         render_markdown,
+        step_bisect,
     )
     from fvp_harness.store.locate import results_folder
 
@@ -90,6 +91,9 @@ def _history_verb(args: argparse.Namespace) -> int:
             state = ", in effect" if step.in_effect else ""
             print(f"{step.kind.upper()}: {step.model} {fmt.signed_percent(step.change_pct, 1)} at run "
                   f"{run.run_id}{commit}{state}")
+            command = step_bisect(history, step)
+            if command is not None:
+                print(f"  bisect it: {command}")
         if not history.regressions:
             print(f"no regression of {history.threshold:g}% or more")
         for note in history.notes:

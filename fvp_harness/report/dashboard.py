@@ -227,11 +227,16 @@ def _step_line(history: History, step: Step, href: str) -> str:
     state = ""
     if step.kind == "regression":
         state = "; still in effect at the newest run" if step.in_effect else "; no longer in effect"
+    # late: history loads pandas; this module is light
+    from fvp_harness.report.history import step_bisect
+
+    command = step_bisect(history, step)
+    bisect = f"<br><code>{html.escape(command)}</code>" if command is not None else ""
     return (f"<li class=\"{step.kind}\">{html.escape(step.model)}: {step.kind} "
             f"{html.escape(fmt.signed_percent(step.change_pct, 1))} at run "
             f"<a href=\"{html.escape(href)}\">{html.escape(run.run_id)}</a>{commit}: level "
             f"{html.escape(fmt.number(step.before))} → {html.escape(fmt.number(step.after) + unit)} "
-            f"(z = {step.z:.1f}){state}</li>")
+            f"(z = {step.z:.1f}){state}{bisect}</li>")
 
 
 def _scenario_section(site: SiteScenario, number: int) -> str:

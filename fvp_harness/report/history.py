@@ -23,6 +23,7 @@ Pure: the runs are read by the caller (``load_history``), rendering writes only 
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
 import io
@@ -30,6 +31,7 @@ import itertools
 import json
 import math
 import re
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,6 +63,7 @@ __all__ = [
     "Point",
     "RunRow",
     "Step",
+    "bisect_command",
     "chart_name",
     "detect_steps",
     "history_from_runs",
@@ -72,6 +75,7 @@ __all__ = [
     "render_history",
     "render_json",
     "render_markdown",
+    "step_bisect",
     "step_penalty",
 ]
 
@@ -91,6 +95,9 @@ class RunRow:
     started: str | None
     host: str | None
     status: str | None
+    source_commit: str | None = None
+    """The commit the tracked build's runner was built from (the manifest's
+    ``builds.X.source.commit``)."""
 
     @property
     def label(self) -> str:
@@ -143,6 +150,9 @@ class History:
     steps: tuple[Step, ...]
     npu_metric: str | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    scenario_file: str | None = None
+    """The newest run's scenario file (its manifest's ``scenario.file``): what a ``bisect`` command
+    names."""
 
     @property
     def models(self) -> list[str]:
@@ -288,11 +298,55 @@ def _default_build(run: LoadedRun) -> str:
     return list(run.scenario.builds)[-1]
 
 
-def _run_row(run: LoadedRun) -> RunRow:
+def _run_row(run: LoadedRun, build: str) -> RunRow:
     host = run.manifest.get("host")
     hostname = host.get("hostname") if isinstance(host, Mapping) else None
-    return RunRow(run.run.run_id, run.run.commit, run.run.branch, run.run.started,
-                  str(hostname) if hostname else None, run.run.status)
+    builds = run.manifest.get("builds")
+    declared = builds.get(build) if isinstance(builds, Mapping) else None
+    source = declared.get("source") if isinstance(declared, Mapping) else None
+    commit = source.get("commit") if isinstance(source, Mapping) else None
+    return RunRow(
+        run.run.run_id,
+        run.run.commit,
+        run.run.branch,
+        run.run.started,
+        str(hostname) if hostname else None,
+        run.run.status,
+        commit if isinstance(commit, str) else None,
+    )
+
+
+def _scenario_file(run: LoadedRun) -> str | None:
+    scenario = run.manifest.get("scenario")
+    file = scenario.get("file") if isinstance(scenario, Mapping) else None
+    if not isinstance(file, str) or not file:
+        return None
+    with contextlib.suppress(ValueError, OSError):
+        return str(Path(file).resolve().relative_to(Path.cwd().resolve()))
+    return file
+
+
+def bisect_command(scenario: str, build: str, metric: str, good: str, bad: str) -> str:
+    """The ``fvp-harness bisect`` command line for a step between two commits."""
+    return (
+        f"fvp-harness bisect {shlex.quote(scenario)} --build {shlex.quote(build)} "
+        f"--metric {shlex.quote(metric)} --good {good[:12]} --bad {bad[:12]}"
+    )
+
+
+def step_bisect(history: History, step: Step) -> str | None:
+    """The ``bisect`` command for ``step`` when the runs on either side of it record different
+    commits of the build's source (``builds.X.source``), else None: which commit between them moved
+    the level."""
+    if step.index == 0 or history.scenario_file is None:
+        return None
+    before, after = (
+        history.runs[step.index - 1].source_commit,
+        history.runs[step.index].source_commit,
+    )
+    if before is None or after is None or before == after:
+        return None
+    return bisect_command(history.scenario_file, history.build, history.metric, before, after)
 
 
 def history_from_runs(runs: Sequence[LoadedRun], *, build: str | None = None, metric: str | None = None,
@@ -319,7 +373,7 @@ step).
     if threshold is None:
         threshold = newest.scenario.compare.min_effect if newest.scenario.compare is not None else 5.0
     settings = settings or Settings()
-    rows = tuple(_run_row(run) for run in runs)
+    rows = tuple(_run_row(run, build) for run in runs)
     per_run: list[dict[str, Point]] = []
     unit = ""
     npu_metric: str | None = None
@@ -346,7 +400,7 @@ step).
         notes.append(f"{len(missing)} run(s) measured no {metric} of build {build}: {', '.join(missing)}")
     notes += _measured_changes(runs, models, build, metric, steps)
     return History(newest.scenario.name, build, metric, unit, float(threshold), rows, points, levels,
-                   tuple(steps), npu_metric, tuple(notes))
+                   tuple(steps), npu_metric, tuple(notes), _scenario_file(newest))
 
 
 def _measured_changes(runs: Sequence[LoadedRun], models: Sequence[str], build: str, metric: str,
@@ -494,6 +548,9 @@ def render_markdown(history: History) -> str:
                          f"{run.run_id}" + (f" (commit {run.commit[:7]})" if run.commit else "")
                          + f": level {fmt.number(step.before)} -> {fmt.number(step.after)}"
                          + (f" {history.unit}" if history.unit else "") + f" (z = {step.z:.1f}); {effect}.")
+            command = step_bisect(history, step)
+            if command is not None:
+                lines.append(f"  Find the commit: `{command}`")
     else:
         lines.append(f"None: no level of {history.metric} went up by {history.threshold:g}% or more.")
     lines.append("")

@@ -61,8 +61,15 @@ from typing import IO
 from fvp_harness.errors import ConfigurationError, InfrastructureError, Interrupted, UnitFailure, storage_error
 from fvp_harness.files import atomic_write
 from fvp_harness.run.plan import ArtifactState, artifact_hashes, library_artifact
+from fvp_harness.run.source_build import (
+    CachedBuild,
+    default_cache_dir,
+    resolve_commit,
+    source_checkout,
+    tree_of,
+)
 from fvp_harness.scenario.load import LoadedScenario
-from fvp_harness.scenario.model import Scenario, expand_build_command
+from fvp_harness.scenario.model import Scenario, expand_build_command, is_local_repository
 from fvp_harness.targets.children import END_GRACE_S, ProcessTree
 from fvp_harness.targets.leftovers import Owner, collect, write_owner
 
@@ -76,11 +83,15 @@ __all__ = [
     "BuildStep",
     "artifact_digests",
     "build_artifacts",
+    "build_at_commit",
     "build_record_path",
+    "built_from_commit",
     "check_replaceable",
     "declared_artifacts",
     "outside_tree",
     "pending_builds",
+    "source_builds",
+    "source_repository",
     "stale_reason",
 ]
 
@@ -111,6 +122,9 @@ class BuildStep:
     reason: str
     template: str = ""
     """The scenario's build text (before ``{output}``/``{fvp_harness}``): what ``.<name>.build`` records."""
+    source: Path | None = None
+    """The harness's checkout of the commit it builds (``{source}``; ``run.source_build``), else
+    None."""
 
     @property
     def log_name(self) -> str:
@@ -263,9 +277,10 @@ def pending_builds(scenario: Scenario | LoadedScenario, *, force: bool = False,
     done = {Path(path) for path in already_built}
     steps: list[BuildStep] = []
     seen: set[Path] = set()
+    from_commit = {f"builds.{name}.runner" for name in source_builds(scenario)}
     for name, file, command, sources in declared_artifacts(scenario):
         path = Path(file)
-        if command is None or path in seen:
+        if command is None or path in seen or name in from_commit:
             continue
         source_paths = tuple(Path(source) for source in sources)
         reason = stale_reason(path, source_paths, command)
@@ -304,7 +319,7 @@ def _staging(step: BuildStep) -> tuple[Path, str] | None:
     folder = Path(tempfile.mkdtemp(prefix=f".{step.path.name}.building-", dir=step.path.parent))
     write_owner(folder)
     staged = folder / step.path.name
-    return staged, expand_build_command(step.template, staged)
+    return staged, expand_build_command(step.template, staged, step.source)
 
 
 def _run_step(step: BuildStep, cwd: Path, log_path: Path | None, timeout: float,
@@ -476,8 +491,17 @@ def build_artifacts(
     as they were before) and raises ``Interrupted`` (resp. the KeyboardInterrupt).
     """
     check_replaceable(loaded, force=force)
-    steps = pending_builds(loaded, force=force, already_built=already_built)
     results: list[BuildResult] = []
+    for name in source_builds(loaded.scenario):  # one at a time: each is a whole tree's build
+        if stop is not None and stop.is_set():
+            raise Interrupted("stopped before the builds from commits")
+        built = build_at_commit(loaded, name, log_path_for=log_path_for, timeout=timeout,
+                                force=force)
+        if built is not None:
+            results.append(built)
+            if on_built is not None:
+                on_built(built)
+    steps = pending_builds(loaded, force=force, already_built=already_built)
     if steps:
         collect({step.path.parent for step in steps}, STAGING_PATTERN)
         workers = max(1, min(jobs or min(4, os.cpu_count() or 1), len(steps)))
@@ -535,6 +559,104 @@ def build_artifacts(
         names = ", ".join(f"{state.name} ({state.path})" for state in missing)
         raise ConfigurationError(f"artifacts missing and without a build command: {names}")
     return results, states
+
+
+def source_builds(scenario: Scenario) -> list[str]:
+    """The builds whose runner is built from a commit: a build command and a ``source`` in a local
+    repository."""
+    return [
+        name
+        for name, build in scenario.builds.items()
+        if build.build and build.source is not None and is_local_repository(build.source.repository)
+    ]
+
+
+def source_repository(loaded: LoadedScenario, name: str) -> Path:
+    """The local repository of ``builds.<name>.source`` (relative to the scenario's folder, ``~``
+    expanded)."""
+    source = loaded.scenario.builds[name].source
+    assert source is not None
+    path = Path(source.repository).expanduser()
+    return path if path.is_absolute() else (loaded.directory / path).resolve()
+
+
+def build_at_commit(
+    loaded: LoadedScenario,
+    name: str,
+    *,
+    log_path_for: Callable[[BuildStep], Path] | None = None,
+    timeout: float = BUILD_TIMEOUT_S,
+    force: bool = False,
+    cache: Path | None = None,
+) -> BuildResult | None:
+    """Make ``builds.<name>.runner`` the build of its ``source`` commit (``run.source_build``):
+    built once per (tree, command) in the cache, then copied to the runner path with a build record
+    naming the tree. Returns the build when one ran, None when the cache had it. A failed build is
+    cached and raised again (``UnitFailure``) until ``force``."""
+    build = loaded.scenario.builds[name]
+    assert build.source is not None and build.build is not None
+    repository = source_repository(loaded, name)
+    commit = resolve_commit(repository, build.source.commit, what=f"builds.{name}.source.commit")
+    tree = tree_of(repository, commit)
+    runner = Path(build.runner)
+    cached = CachedBuild.of(cache or default_cache_dir(), tree, build.build, runner.name)
+    if force:
+        cached.forget()
+        with contextlib.suppress(OSError):
+            cached.artifact.unlink(missing_ok=True)
+    failure = cached.failure()
+    if failure is not None:
+        raise UnitFailure(
+            f"builds.{name}: commit {commit[:12]} (tree {tree[:12]}) did not build (cached in "
+            f"{cached.folder}; --rebuild builds it again): {failure}",
+            stage="build",
+        )
+    result: BuildResult | None = None
+    if not cached.artifact.is_file():
+        checkout = source_checkout(repository, commit, cache or default_cache_dir())
+        step = BuildStep(
+            f"builds.{name}.runner",
+            cached.artifact,
+            expand_build_command(build.build, cached.artifact, checkout),
+            (),
+            f"commit {commit[:12]} (tree {tree[:12]}) not built yet",
+            build.build,
+            checkout,
+        )
+        target = log_path_for(step) if log_path_for is not None else None
+        try:
+            result = _run_step(step, checkout, target, timeout)
+        except UnitFailure as exc:
+            cached.remember_failure(exc)
+            raise
+    record = {"command": build.build, "source": {"commit": commit, "tree": tree}}
+    if force or _record(runner) != record or not runner.is_file():
+        try:
+            runner.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile(
+                dir=runner.parent, prefix=f".{runner.name}.", delete=False
+            ) as tmp:
+                staged = Path(tmp.name)
+            shutil.copy2(cached.artifact, staged)
+            os.replace(staged, runner)
+            atomic_write(build_record_path(runner), json.dumps(record) + "\n")
+        except OSError as exc:
+            raise storage_error(runner, exc) from exc
+    return result
+
+
+def built_from_commit(runner: Path) -> tuple[str, str] | None:
+    """``(commit, tree)`` a runner was built from (its build record, ``build_at_commit``), or
+    None."""
+    data = _record(runner)
+    source = data.get("source") if data is not None else None
+    if (
+        isinstance(source, dict)
+        and isinstance(source.get("commit"), str)
+        and isinstance(source.get("tree"), str)
+    ):
+        return source["commit"], source["tree"]
+    return None
 
 
 def artifact_digests(states: Mapping[str, ArtifactState]) -> dict[str, str | None]:

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from fvp_harness import __version__
 from fvp_harness.errors import ConfigurationError
-from fvp_harness.run.artifacts import BuildResult, artifact_digests
+from fvp_harness.run.artifacts import BuildResult, artifact_digests, built_from_commit
 from fvp_harness.run.execute import SessionOutcome, utc_now
 from fvp_harness.run.machine import (
     cpu_model,
@@ -110,6 +110,12 @@ class BuildSourceInfo(_Part):
     repository: str | None = None
     commit: str | None = None
     describe: str | None = None
+    ref: str | None = None
+    """``builds.X.source.commit`` as written when it was not the full commit (a branch, tag, short
+    hash)."""
+    tree: str | None = None
+    """The commit's tree (a runner built from a local repository: what the build cache is keyed
+    by)."""
 
 
 class BuildInfo(_Part):
@@ -427,6 +433,11 @@ def _build_source(build: Any) -> BuildSourceInfo | None:
     read from ``.git`` files, ``git describe`` asked of git), else None."""
     declared = getattr(build, "source", None)
     if declared is not None:
+        built = built_from_commit(Path(build.runner))
+        if built is not None:  # built here from a local repository: the commit, ref and tree
+            ref = declared.commit if declared.commit != built[0] else None
+            return BuildSourceInfo(origin="scenario", repository=declared.repository,
+                                   commit=built[0], ref=ref, tree=built[1])
         return BuildSourceInfo(origin="scenario", repository=declared.repository, commit=declared.commit)
     folder = Path(build.runner).parent
     commit, _ = git_head(folder)

@@ -73,6 +73,7 @@ __all__ = [
     "Until",
     "cross_field_problems",
     "expand_build_command",
+    "is_local_repository",
     "render_template",
     "scenario_json_schema",
     "template_fields",
@@ -97,6 +98,8 @@ RUN_PLACEHOLDERS: dict[str, str] = {
 BUILD_PLACEHOLDERS: dict[str, str] = {
     "output": "host path of the file the command must write (quoted)",
     "fvp_harness": "the running Python interpreter (quoted) + ' -m fvp_harness' (no console script needed)",
+    "source": "builds.X.source in a local repository: the harness's checkout of the commit "
+    "(quoted; the build runs there)",
 }
 """Placeholders of ``build`` commands of builds, models and inputs."""
 
@@ -160,13 +163,18 @@ def render_template(template: str, values: Mapping[str, str], *, quote: bool = T
     return template.format_map(prepared)
 
 
-def expand_build_command(template: str, output: Path | str) -> str:
-    """A host build command with ``{output}`` and ``{fvp_harness}`` filled in (a shell-style string: split it
-    with ``shlex.split``). ``{fvp_harness}`` is this interpreter plus ``-m fvp_harness``, so builds work from
-    a fresh virtual environment without the console script on PATH."""
-    return template.format_map(
-        {"output": shlex.quote(str(output)), "fvp_harness": f"{shlex.quote(sys.executable)} -m fvp_harness"}
-    )
+def expand_build_command(template: str, output: Path | str,
+                         source: Path | str | None = None) -> str:
+    """A host build command with ``{output}``, ``{fvp_harness}`` and ``{source}`` filled in (a
+    shell-style string: split it with ``shlex.split``). ``{fvp_harness}`` is this interpreter plus
+    ``-m fvp_harness``, so builds work from a fresh virtual environment without the console script
+    on PATH. ``{source}`` is the harness's checkout of ``builds.X.source`` (``run.source_build``);
+    without one it stays ``{source}`` (the command is not built from a commit)."""
+    return template.format_map({
+        "output": shlex.quote(str(output)),
+        "fvp_harness": f"{shlex.quote(sys.executable)} -m fvp_harness",
+        "source": shlex.quote(str(source)) if source is not None else "{source}",
+    })
 
 
 class StrictModel(BaseModel):
@@ -345,17 +353,32 @@ class Library(Artifact):
         return {"anyOf": [{"type": "string", "description": "Short for {file: PATH}."}, schema]}
 
 
+def is_local_repository(repository: str) -> bool:
+    """True when ``builds.X.source.repository`` names a git repository on this host (an absolute
+    path, or one starting ``./``, ``../`` or ``~``): the harness builds the runner from it. A URL or
+    ``owner/name`` is a record for the reviewer only (nothing is fetched)."""
+    return repository.startswith(("/", "./", "../", "~"))
+
+
 class BuildSource(StrictModel):
     """Where a build's runner came from (``builds.X.source``): the repository and commit a reviewer can check out.
-    Provenance only: it is written to the manifest and shown in the report, and is no part of any content key
-    (the runner's sha256 is what the measurement depends on)."""
+    With a local repository path the harness builds the runner from that commit
+    (``run.source_build``: its own checkout, ``{source}`` in the build command, the artifact cached
+    by the commit's tree); with a URL or owner/name it is provenance only. Either way it is written
+    to the manifest and shown in the report; the runner's sha256 (not the commit) is what content
+    keys depend on."""
 
     repository: str = Field(
         min_length=1, max_length=500,
-        description="The repository the runner was built from: a URL or owner/name (e.g. pytorch/executorch).",
+        description="The repository the runner was built from: a local git repository path "
+        "(absolute, or starting ./, ../ or ~: the harness checks the commit out and builds it, "
+        "{source} in the build command) or a URL or owner/name (recorded only, e.g. "
+        "pytorch/executorch).",
     )
     commit: str = Field(
-        description="The commit the runner was built from: 7 to 40 hexadecimal digits (or 64, SHA-256 repositories).",
+        description="The commit the runner was built from: 7 to 40 hexadecimal digits (or 64, "
+        "SHA-256 repositories); with a local repository also a branch, tag or any git revision "
+        "(resolved when the runner is built).",
     )
 
     @field_validator("repository")
@@ -365,12 +388,17 @@ class BuildSource(StrictModel):
             raise ValueError(f"got {value!r}; expected a URL or owner/name without spaces")
         return value
 
-    @field_validator("commit")
-    @classmethod
-    def _hex_commit(cls, value: str) -> str:
-        if not re.fullmatch(r"[0-9a-fA-F]{7,40}|[0-9a-fA-F]{64}", value):
-            raise ValueError(f"got {value!r}; expected a commit of 7 to 40 hexadecimal digits (git rev-parse HEAD)")
-        return value.lower()
+    @model_validator(mode="after")
+    def _hex_commit(self) -> BuildSource:
+        value = self.commit
+        if re.fullmatch(r"[0-9a-fA-F]{7,40}|[0-9a-fA-F]{64}", value):
+            object.__setattr__(self, "commit", value.lower())
+            return self
+        revision = re.fullmatch(r"[A-Za-z0-9._/~^@{}-]{1,200}", value) and not value.startswith("-")
+        if is_local_repository(self.repository) and revision:
+            return self
+        raise ValueError(f"commit: got {value!r}; expected a commit of 7 to 40 hexadecimal digits "
+                         "(git rev-parse HEAD), or a git revision when repository is a local path")
 
 
 class Build(_BuildCommand):
@@ -437,6 +465,14 @@ class Build(_BuildCommand):
                                  "would see only one; rename one")
             seen[name] = item.file
         return value
+
+    @model_validator(mode="after")
+    def _source_placeholder(self) -> Build:
+        if self.build and "{source}" in self.build and (
+                self.source is None or not is_local_repository(self.source.repository)):
+            raise ValueError("build uses {source}, the checkout of builds.X.source: give source: "
+                             "{repository: LOCAL_PATH, commit: REV} (a local git repository path)")
+        return self
 
     @model_validator(mode="after")
     def _one_etdump_path(self) -> Build:

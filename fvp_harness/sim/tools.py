@@ -122,6 +122,14 @@ def build_parser(prog: str = "fvp-harness sim") -> argparse.ArgumentParser:
         "iterations completed before the fault)",
     )
     runner.add_argument(
+        "--jitter",
+        type=float,
+        default=None,
+        metavar="R",
+        help="relative standard deviation of this build's per-inference CPU time (0 to 0.5), "
+        "over the runner_jitter knob: a build that measures noisily",
+    )
+    runner.add_argument(
         "--libc",
         choices=RUNNER_LIBCS,
         default="glibc",
@@ -234,6 +242,7 @@ def _info(path: Path) -> dict[str, object]:
             "event_tracer": artifact.event_tracer,
             "libc": artifact.libc,
             "npu_device": artifact.npu_device,
+            "jitter": artifact.jitter,
         }
     if is_model_file(data):
         model = decode_model(data)
@@ -272,7 +281,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
             try:
                 artifact = RunnerArtifact(args.driver, args.build_id, args.fault, args.cpu_time_report,
                                           args.log_generation, event_tracer=args.event_tracer, libc=args.libc,
-                                          npu_device=args.npu_device, ethos_u=args.ethos_u)
+                                          npu_device=args.npu_device, ethos_u=args.ethos_u,
+                                          jitter=args.jitter)
             except ValueError as exc:
                 err.write(f"fvp-harness sim runner: {exc}\n")
                 return 2
@@ -295,6 +305,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
             extras += [f"{args.log_generation} log generation"] + ([f"fault {args.fault}"] if args.fault else [])
             extras += [args.libc] + ([f"NPU {args.npu_device}"] if args.npu_device != DEFAULT_NPU_DEVICE else [])
             extras += [] if args.ethos_u else ["without the Ethos-U delegate"]
+            extras += [f"jitter {args.jitter:g}"] if args.jitter is not None else []
             out.write(
                 f"{args.output}: executor_runner build (driver {args.driver}, {', '.join(extras)}), "
                 f"{len(data)} bytes\n"

@@ -63,6 +63,8 @@ RUN: dict[tuple[str, str], str] = {
                        "run.repetitions=2 -o results/main-traced"): "test_etdump_baseline_from_block",
     ("docs/kpi.md", "fvp-harness run scenarios/kpi_corstone300_u55.yaml -q"):
         "test_kpi_nightly_history_block",
+    ("docs/bisect.md", "sh examples/bisect/make_repo.sh .artifacts/bisect_sim/repo"):
+        "test_bisect_block",
 }
 """The blocks the slow tests below run: (page, first command line without its comment) -> the test."""
 
@@ -460,6 +462,30 @@ def test_kpi_nightly_history_block(tmp_path: Path) -> None:
     history = _json(folder / "history" / "history.json")
     assert history["metric"] == "pte_program_size" and not history["steps"]
     assert (workdir / "kpi-site" / "index.html").is_file()
+
+
+# --- docs/bisect.md ---------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.sim
+@pytest.mark.timeout(900)
+def test_bisect_block(tmp_path: Path) -> None:
+    """docs/bisect.md from a fresh clone: the repository is made, the bisect finds the planted
+    commit (11 of 16) with at most 5 builds in the middle, prints the table and writes the compare
+    report."""
+    workdir = clone(tmp_path)
+    first = "sh examples/bisect/make_repo.sh .artifacts/bisect_sim/repo"
+    commands = block("docs/bisect.md", first).commands
+    outputs = [ok(workdir, command).stdout for command in commands]
+    repo = workdir / ".artifacts" / "bisect_sim" / "repo"
+    planted = subprocess.run(["git", "-C", str(repo), "rev-parse", "main~4"], capture_output=True,
+                             text=True, check=True, timeout=30).stdout.strip()
+    assert f"first bad commit: {planted}" in outputs[-1], outputs[-1]
+    assert "bad end" in outputs[-1] and "skipped" in outputs[-1]  # the table as it went
+    data = _json(workdir / "results" / "bisect_sim" / "bisect" / "bisect.json")
+    assert data["builds"] - 2 <= 5
+    assert (workdir / "results" / "bisect_sim" / "bisect" / "compare" / "report.md").is_file()
 
 
 # --- docs/pytest-plugin.md ------------------------------------------------------------------------------------------

@@ -74,6 +74,19 @@ def test_runner_instrumentation_options(tmp_path: Path) -> None:
         run("runner", "--driver", "reuse", "--log-generation", "ancient", "-o", str(tmp_path / "x"))
 
 
+def test_runner_jitter_option_makes_a_noisy_build(tmp_path: Path) -> None:
+    status, out, _ = run("runner", "--driver", "reuse", "--jitter", "0.3",
+                         "-o", str(tmp_path / "n"))
+    assert status == 0 and "jitter 0.3" in out
+    assert decode_runner((tmp_path / "n").read_bytes()) == RunnerArtifact("reuse", jitter=0.3)
+    assert json.loads(run("info", str(tmp_path / "n"))[1])["jitter"] == 0.3
+    assert run("runner", "--driver", "reuse", "-o", str(tmp_path / "q"))[0] == 0
+    assert decode_runner((tmp_path / "q").read_bytes()).jitter is None  # the knob's, as before
+    status, _, err = run("runner", "--driver", "reuse", "--jitter", "0.9",
+                         "-o", str(tmp_path / "x"))
+    assert status == 2 and "jitter" in err and not (tmp_path / "x").exists()
+
+
 def test_model_cycle_counter_option(tmp_path: Path) -> None:
     assert run("model", "resnet8", "-o", str(tmp_path / "on.bin"))[0] == 0
     status, out, _ = run("model", "resnet8", "--no-cycle-counter", "-o", str(tmp_path / "off.bin"))

@@ -645,8 +645,14 @@ class RunnerArtifact:
     """Linked with the Ethos-U delegate (``executorch_delegate_ethos_u``); without it the runtime
     has no ``EthosUBackend`` and every program delegated to it fails at method load, as
     upstream's does."""
+    jitter: float | None = None
+    """Relative standard deviation of this build's per-inference CPU time, over the
+    ``runner_jitter`` knob: a build that measures noisily (how a test plants one noisy commit in a
+    range); None: the knob's."""
 
     def __post_init__(self) -> None:
+        if self.jitter is not None and not 0.0 <= self.jitter <= 0.5:
+            raise ValueError(f"jitter {self.jitter!r}: expected 0 to 0.5")
         if self.libc not in RUNNER_LIBCS:
             raise ValueError(f"C library {self.libc!r}: expected one of {', '.join(RUNNER_LIBCS)}")
         if not self.npu_device.startswith("/dev/"):
@@ -673,6 +679,7 @@ def encode_runner(artifact: RunnerArtifact) -> bytes:
             **({"event_tracer": True} if artifact.event_tracer else {}),
             **({"npu_device": artifact.npu_device} if artifact.npu_device != DEFAULT_NPU_DEVICE else {}),
             **({} if artifact.ethos_u else {"ethos_u": False}),
+            **({"jitter": artifact.jitter} if artifact.jitter is not None else {}),
         },
         sort_keys=True,
     ).encode()
@@ -709,6 +716,7 @@ def decode_runner(data: bytes) -> RunnerArtifact:
             libc=runner_libc(data),
             npu_device=str(info.get("npu_device", DEFAULT_NPU_DEVICE)),
             ethos_u=bool(info.get("ethos_u", True)),
+            jitter=float(info["jitter"]) if info.get("jitter") is not None else None,
         )
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ModelFileError(f"runner artifact is corrupt: {exc}") from exc

@@ -127,6 +127,7 @@ runner_fault           (none)    fault spec, overrides the artifact's ``--fault`
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno as errno_codes
 import itertools
 import os
@@ -654,6 +655,8 @@ class _EthosU:
         self.artifact, self.faults = artifact, faults
         self.registered = artifact.ethos_u
         self.noise = noise_from_knobs(ctx.knobs)
+        if artifact.jitter is not None:  # a noisy build (sim runner --jitter), over the knob
+            self.noise = dataclasses.replace(self.noise, jitter=artifact.jitter)
         invocation = next(_invocations)
         self.rng = np.random.default_rng(
             [self.noise.seed, invocation, zlib.crc32(f"{artifact.driver}\0{artifact.build_id}".encode())]
