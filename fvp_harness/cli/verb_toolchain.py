@@ -136,6 +136,7 @@ def _runner(args: argparse.Namespace) -> int:
         traced=args.traced,
         output=args.output,
         work=args.work.expanduser(),
+        source=args.source if args.source is not None else runner_build.SOURCE_DIR,
         log=lambda line: print(line, flush=True),
     )
     print(f"runner: {output}")
@@ -240,6 +241,11 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
         "after: load once",
     )
     runner.add_argument("--traced", action="store_true", help="write an ETDump to --etdump_path")
+    runner.add_argument(
+        "--source", type=Path, default=None,
+        help="the runner's source folder (executor_runner.cpp, CMakeLists.txt; default the "
+        "package's own), e.g. {source}/runner of a commit being bisected",
+    )
     runner.add_argument(
         "-o", "--output", type=Path, required=True, help="where the runner is copied"
     )

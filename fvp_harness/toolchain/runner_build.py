@@ -184,15 +184,15 @@ def _copy_atomic(source: Path, target: Path) -> Path:
     return target
 
 
-def _source_hash() -> str:
+def _source_hash(source: Path) -> str:
     digest = hashlib.sha256()
-    for path in sorted(SOURCE_DIR.iterdir()):
+    for path in sorted(source.iterdir()):
         if path.is_file():
             digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
 
-def _toolchain_file(arch: str) -> Path | None:
+def _toolchain_file(arch: str, source: Path) -> Path | None:
     """The CMake toolchain file for building ``arch`` on this host (None: the host's own
     compiler)."""
     if platform.machine() in (arch, "arm64" if arch == "aarch64" else arch):
@@ -204,7 +204,8 @@ def _toolchain_file(arch: str) -> Path | None:
             f"{CROSS_COMPILER} not found: the aarch64 runner is cross-compiled with Debian's "
             f"cross compiler (apt-get install {CROSS_PACKAGE})"
         )
-    return SOURCE_DIR / "aarch64-linux-gnu.cmake"
+    own = source / "aarch64-linux-gnu.cmake"
+    return own if own.is_file() else SOURCE_DIR / "aarch64-linux-gnu.cmake"
 
 
 def _run(argv: Sequence[str], *, log_file: Path, timeout: float, what: str) -> float:
@@ -246,10 +247,12 @@ def build_runner(
     traced: bool,
     output: Path,
     work: Path,
+    source: Path = SOURCE_DIR,
     log: Log = lambda _line: None,
 ) -> Path:
     """Configure and build the runner (once per source, SDK, arch, variant and tracing) and copy it
-    to ``output``.
+    to ``output``. ``source``: a folder with ``executor_runner.cpp`` and ``CMakeLists.txt`` (the
+    package's own by default; a commit's checkout when bisecting a change to the runner).
 
     Raises ``ConfigurationError`` for a wrong argument, SDK or missing compiler,
     ``RunnerBuildError`` when CMake or the compiler fails (the message names the log file)."""
@@ -258,15 +261,18 @@ def build_runner(
     if variant not in VARIANTS:
         raise ConfigurationError(f"--variant {variant!r}: one of {', '.join(VARIANTS)}")
     sdk = sdk.resolve()
+    source = source.resolve()
+    if not (source / "CMakeLists.txt").is_file():
+        raise ConfigurationError(f"{source}: no CMakeLists.txt (the runner's source folder)")
     lib = _check_sdk(sdk, arch)
-    toolchain_file = _toolchain_file(arch)
-    key_text = "\0".join([_source_hash(), arch, variant, str(traced), str(sdk), str(cmake)])
+    toolchain_file = _toolchain_file(arch, source)
+    key_text = "\0".join([_source_hash(source), arch, variant, str(traced), str(sdk), str(cmake)])
     key = hashlib.sha256(key_text.encode()).hexdigest()[:16]
     build = work / f"runner-{arch}-{variant}{'-traced' if traced else ''}-{key}"
     binary = build / "executor_runner"
     build.mkdir(parents=True, exist_ok=True)
     with _locked(build / ".lock"):
-        _build_once(build, binary, sdk, cmake, arch, variant, traced, toolchain_file, log)
+        _build_once(build, binary, source, sdk, cmake, arch, variant, traced, toolchain_file, log)
         _copy_atomic(binary, output)
     needed = runtime_libraries(sdk, (name for name in elf_needed(output) if (lib / name).is_file()))
     log(f"{output}: {output.stat().st_size} bytes; it needs {', '.join(needed)} from {lib}")
@@ -299,6 +305,7 @@ def _locked(path: Path) -> Iterator[None]:
 def _build_once(
     build: Path,
     binary: Path,
+    source: Path,
     sdk: Path,
     cmake: Path,
     arch: str,
@@ -315,7 +322,7 @@ def _build_once(
         argv = [
             str(cmake),
             "-S",
-            str(SOURCE_DIR),
+            str(source),
             "-B",
             str(build),
             "-DCMAKE_BUILD_TYPE=Release",

@@ -88,6 +88,7 @@ def test_builtin_names_are_the_published_contract() -> None:
         "runner_bss",
         "runner_flash",
         "model_bytes",
+        "program_planned",
     }
     assert PARSERS_VERSION == 4
 

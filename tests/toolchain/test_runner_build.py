@@ -94,7 +94,7 @@ def test_an_sdk_of_the_other_architecture_is_refused(tmp_path: Path) -> None:
 def test_missing_cross_compiler_names_the_debian_package(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(runner_build.shutil, "which", lambda _name: None)
     with pytest.raises(ConfigurationError, match="apt-get install g\\+\\+-aarch64-linux-gnu"):
-        runner_build._toolchain_file("aarch64")
+        runner_build._toolchain_file("aarch64", runner_build.SOURCE_DIR)
 
 
 def test_a_failing_build_step_names_its_log(tmp_path: Path) -> None:

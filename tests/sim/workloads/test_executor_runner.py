@@ -125,8 +125,11 @@ def test_driver_reuse_takes_resnet8_from_2_6_to_0_93_ms_with_the_same_cycles_and
     assert after[0] == pytest.approx(0.93, rel=0.05)
     assert before[1] == after[1]
     assert before[2] == after[2] and len(before[2]) == 10
-    # noise: about 1 % jitter, so the samples are not all equal
-    assert len(set(before[3])) > 10 and statistics.stdev(before[3]) / before[0] < 0.05
+    # noise: about 1 % jitter, so the samples are not all equal; the spread measured robustly (the median absolute
+    # deviation), since the runner's rare outliers (runner_outlier_rate) land wherever the process's invocation count
+    # puts them, which depends on the tests run before in the same worker
+    spread = statistics.median(abs(value - before[0]) for value in before[3])
+    assert len(set(before[3])) > 10 and 0 < spread / before[0] < 0.05
 
 
 @pytest.mark.parametrize("name", ["resnet8", "ds_cnn", "mobilenet_v1_025", "deep_autoencoder"])
