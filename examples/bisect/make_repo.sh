@@ -1,7 +1,7 @@
 #!/bin/sh
 # A git repository of 16 commits for `fvp-harness bisect` on the simulator (docs/bisect.md).
 #
-# Each commit's driver.txt says how the simulated runner drives the NPU (scenarios/bisect_sim.yaml
+# Each commit's driver.txt says how the simulated runner drives the NPU (scenarios/bisect/bisect_sim.yaml
 # builds the runner with `sim runner --driver "$(cat {source}/driver.txt)"`): `reuse` is the fast
 # level, `per-inference` the slow one; jitter.txt is the relative noise of the runner's CPU time
 # (`sim runner --jitter`). The regression lands in commit 11 ("ethos-u: re-create the driver per

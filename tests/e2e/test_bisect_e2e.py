@@ -31,10 +31,11 @@ def _git(repo: Path, *args: str) -> str:
 
 @pytest.fixture
 def project(tmp_path: Path) -> tuple[Path, dict[str, str], list[str]]:
-    """A folder laid out as the docs say (scenarios/bisect_sim.yaml, the repository under
+    """A folder laid out as the docs say (scenarios/bisect/bisect_sim.yaml, the repository under
     .artifacts), a private build cache, and the repository's commits oldest first."""
     (tmp_path / "scenarios").mkdir()
-    shutil.copy(REPO / "scenarios" / "bisect_sim.yaml", tmp_path / "scenarios")
+    (tmp_path / "scenarios" / "bisect").mkdir()
+    shutil.copy(REPO / "scenarios" / "bisect" / "bisect_sim.yaml", tmp_path / "scenarios" / "bisect")
     repo = tmp_path / ".artifacts" / "bisect_sim" / "repo"
     subprocess.run(
         ["sh", str(REPO / "examples" / "bisect" / "make_repo.sh"), str(repo)],
@@ -59,7 +60,7 @@ def test_bisect_finds_the_planted_commit_skipping_a_broken_one(project):
     done = run_cli(
         folder,
         "bisect",
-        "scenarios/bisect_sim.yaml",
+        "scenarios/bisect/bisect_sim.yaml",
         "--good",
         "v1",
         "--bad",
@@ -101,7 +102,7 @@ def test_bisect_finds_the_planted_commit_skipping_a_broken_one(project):
     again = run_cli(
         folder,
         "bisect",
-        "scenarios/bisect_sim.yaml",
+        "scenarios/bisect/bisect_sim.yaml",
         "--good",
         "v1",
         "--bad",
@@ -125,7 +126,7 @@ def test_an_interrupted_bisect_resumes_without_rebuilding_or_remeasuring(project
     first = run_cli(
         folder,
         "bisect",
-        "scenarios/bisect_sim.yaml",
+        "scenarios/bisect/bisect_sim.yaml",
         "--good",
         "v1",
         "--bad",
@@ -144,7 +145,7 @@ def test_an_interrupted_bisect_resumes_without_rebuilding_or_remeasuring(project
     second = run_cli(
         folder,
         "bisect",
-        "scenarios/bisect_sim.yaml",
+        "scenarios/bisect/bisect_sim.yaml",
         "--good",
         "v1",
         "--bad",
@@ -174,7 +175,7 @@ def test_same_level_ends_cannot_decide_and_bad_refs_are_refused_before_any_build
     same = run_cli(
         folder,
         "bisect",
-        "scenarios/bisect_sim.yaml",
+        "scenarios/bisect/bisect_sim.yaml",
         "--good",
         "v1",
         "--bad",
@@ -186,12 +187,12 @@ def test_same_level_ends_cannot_decide_and_bad_refs_are_refused_before_any_build
     assert "cannot decide: the two ends are at the same level" in same.stdout
     shutil.rmtree(folder / "cache")
     bad = run_cli(
-        folder, "bisect", "scenarios/bisect_sim.yaml", "--good", "v2", "--bad", "mian", env=env
+        folder, "bisect", "scenarios/bisect/bisect_sim.yaml", "--good", "v2", "--bad", "mian", env=env
     )
     assert bad.returncode == 2
     assert "no commit named 'v2'" in bad.stderr
     typo = run_cli(
-        folder, "bisect", "scenarios/bisect_sim.yaml", "--good", "v1", "--bad", "mian", env=env
+        folder, "bisect", "scenarios/bisect/bisect_sim.yaml", "--good", "v1", "--bad", "mian", env=env
     )
     assert typo.returncode == 2 and "did you mean 'main'?" in typo.stderr
     assert not (folder / "cache").exists()  # nothing was built
@@ -199,7 +200,7 @@ def test_same_level_ends_cannot_decide_and_bad_refs_are_refused_before_any_build
 
 def test_run_builds_the_runner_at_the_scenarios_ref_and_records_it(project):
     folder, env, commits = project
-    done = run_cli(folder, "run", "scenarios/bisect_sim.yaml", "-q", env=env, timeout=300)
+    done = run_cli(folder, "run", "scenarios/bisect/bisect_sim.yaml", "-q", env=env, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     manifest = json.loads((folder / "results" / "bisect_sim" / "manifest.json").read_text())
     source = manifest["builds"]["runner"]["source"]
@@ -215,7 +216,7 @@ def test_run_builds_the_runner_at_the_scenarios_ref_and_records_it(project):
     again = run_cli(
         folder,
         "run",
-        "scenarios/bisect_sim.yaml",
+        "scenarios/bisect/bisect_sim.yaml",
         "-q",
         "--set",
         f"builds.runner.source.commit={commits[-2]}",
@@ -240,7 +241,7 @@ def test_history_prints_the_bisect_command_for_a_step_between_two_commits(projec
         done = run_cli(
             folder,
             "run",
-            "scenarios/bisect_sim.yaml",
+            "scenarios/bisect/bisect_sim.yaml",
             "-q",
             "--set",
             f"builds.runner.source.commit={commit}",
@@ -251,7 +252,7 @@ def test_history_prints_the_bisect_command_for_a_step_between_two_commits(projec
     history = run_cli(folder, "history", "bisect_sim", "--html", "site", env=env, timeout=300)
     assert history.returncode == 1, history.stdout + history.stderr  # the regression is in effect
     command = (
-        f"fvp-harness bisect scenarios/bisect_sim.yaml --build runner --metric cpu_time "
+        f"fvp-harness bisect scenarios/bisect/bisect_sim.yaml --build runner --metric cpu_time "
         f"--good {commits[10][:12]} --bad {commits[-1][:12]}"
     )
     assert f"bisect it: {command}" in history.stdout
