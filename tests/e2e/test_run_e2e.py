@@ -143,8 +143,10 @@ def test_smoke_runs_to_a_chosen_folder(workdir: Path) -> None:
     assert host["cpus"] and host["os"] and host["memory_bytes"] and len(host["load_before"]) == 3
     assert len(host["load_after"]) == 3 and machine["simulated"] is True
     assert machine["fvp"]["simulator"].startswith("fvp-harness ") and machine["harness"]["version"]
+    # a source named for the record (not a local repository): no ref to resolve, no tree read (docs/bisect.md)
     assert machine["builds"]["after"]["source"] == {"origin": "scenario", "repository": "pytorch/executorch",
-                                                    "commit": commit, "describe": None}
+                                                    "commit": commit, "describe": None, "ref": None,
+                                                    "tree": None}
     with (out / "report.csv").open(newline="") as handle:
         assert {row["simulated"] for row in csv.DictReader(handle)} == {"true"}
 
