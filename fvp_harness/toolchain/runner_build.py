@@ -20,12 +20,15 @@ import hashlib
 import os
 import platform
 import shutil
-import struct
 import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.dynamic import DynamicSection
+from elftools.elf.elffile import ELFFile
 
 from fvp_harness.errors import ConfigurationError, InfrastructureError
 
@@ -63,51 +66,45 @@ RUNNER_LIBRARIES = (
 """What every runner links (the traced one adds ``libexecutorch_etdump.so``); their own NEEDED
 entries (``libexecutorch_threadpool.so``) are added by ``runtime_libraries``."""
 
-_MACHINES = {62: "x86_64", 183: "aarch64"}
+_MACHINES = {"EM_X86_64": "x86_64", "EM_AARCH64": "aarch64"}
 
 
 class RunnerBuildError(InfrastructureError):
     """CMake or the compiler failed or outlived its deadline; the message names the log file."""
 
 
-def _elf_header(path: Path) -> bytes:
+@contextlib.contextmanager
+def _elf(path: Path) -> Iterator[ELFFile]:
+    """``path`` opened with pyelftools (the library run/memory.py reads sections with); a file that
+    is no 64-bit little-endian ELF is a ``ConfigurationError``."""
     with path.open("rb") as handle:
-        head = handle.read(64)
-    if len(head) < 64 or head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
-        raise ConfigurationError(f"{path}: not a 64-bit little-endian ELF file")
-    return head
+        head = handle.read(6)
+        if len(head) < 6 or head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
+            raise ConfigurationError(f"{path}: not a 64-bit little-endian ELF file")
+        handle.seek(0)
+        try:
+            yield ELFFile(handle)
+        except ELFError as exc:
+            raise ConfigurationError(f"{path}: unreadable ELF file ({exc})") from exc
 
 
 def elf_machine(path: Path) -> str:
-    """``x86_64`` or ``aarch64`` from the ELF header's ``e_machine`` (other machines: their
-    number)."""
-    machine = struct.unpack_from("<H", _elf_header(path), 18)[0]
+    """``x86_64`` or ``aarch64`` from the ELF header's ``e_machine`` (other machines: its name)."""
+    with _elf(path) as elf:
+        machine = elf["e_machine"]
     return _MACHINES.get(machine, f"machine {machine}")
 
 
 def elf_needed(path: Path) -> list[str]:
     """The ``DT_NEEDED`` names of a 64-bit little-endian ELF file, read here so no binutils are
     needed."""
-    head = _elf_header(path)
-    data = path.read_bytes()
-    (shoff,) = struct.unpack_from("<Q", head, 40)
-    shentsize, shnum = struct.unpack_from("<HH", head, 58)
-    sections = [
-        struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)
-    ]
-    needed: list[str] = []
-    for _name, kind, _flags, _addr, offset, size, link, _info, _align, entsize in sections:
-        if kind != 6:  # SHT_DYNAMIC
-            continue
-        strtab_offset = sections[link][4]
-        for pos in range(offset, offset + size, entsize or 16):
-            tag, value = struct.unpack_from("<qQ", data, pos)
-            if tag == 0:
-                break
-            if tag == 1:  # DT_NEEDED
-                end = data.index(b"\0", strtab_offset + value)
-                needed.append(data[strtab_offset + value : end].decode())
-    return needed
+    with _elf(path) as elf:
+        return [
+            str(tag.needed)  # type: ignore[attr-defined]  # pyelftools sets it per DT_NEEDED
+            for section in elf.iter_sections()
+            if isinstance(section, DynamicSection)
+            for tag in section.iter_tags("DT_NEEDED")
+        ]
 
 
 def _check_sdk(sdk: Path, arch: str) -> Path:
