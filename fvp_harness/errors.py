@@ -34,10 +34,11 @@ prints.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import errno
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -78,6 +79,7 @@ __all__ = [
     "check_names",
     "is_storage_failure",
     "storage_error",
+    "storing",
 ]
 
 EXIT_OK = 0
@@ -255,6 +257,16 @@ def storage_error(path: Path | str | None, exc: OSError, action: str = "write") 
     text = f"cannot {action} {where}: {reason}" + (f" ({code})" if code else "")
     return StorageError(text, path=where if isinstance(where, (str, Path)) else None, errno_value=exc.errno,
                         stage="storage")
+
+
+@contextlib.contextmanager
+def storing(path: Path | str) -> Iterator[None]:
+    """Write ``path`` inside: a storage failure becomes a ``StorageError`` naming it (an ``OSError`` of a
+    write names no file); any other ``OSError`` passes unchanged."""
+    try:
+        yield
+    except OSError as exc:
+        raise storage_error(path, exc) if is_storage_failure(exc) else exc from exc
 
 
 class HardFault(InfrastructureError):

@@ -17,9 +17,9 @@ Strategies (``scenario.deploy.method``); the transports themselves are ``targets
     nothing is copied: the artifact must already be in the guest (an MMC image, a rootfs build); only presence and
     hash are checked.
 
-A bare-metal platform (a target that ``LaunchesModel``) gets nothing: the model itself reads the runner (``-a``),
-the model file (``--data`` or semihosting) and the inputs on this host, so each artifact stays where it is (method
-``in place``) and is hashed when it is launched.
+The target's kind (``run.kinds.kind_of``, once per ``Deployer``) says where artifacts go: a bare-metal platform
+gets nothing (the model reads the runner, the model file and the inputs on this host, so each stays where it is:
+method ``in place``, hashed when it is launched), this host a plain copy into its working folder (``host``).
 
 The guest path is ``<guest_dir>/<sha256[:16]>/<file name>``: two builds with the same name never collide, and an
 artifact already there with the right hash is skipped (also across strategies). Every guest command is built with
@@ -40,16 +40,15 @@ from typing import Literal
 
 from fvp_harness.errors import ConfigurationError, DeployError, InfrastructureError
 from fvp_harness.files import file_sha256
+from fvp_harness.run.kinds import kind_of
 from fvp_harness.scenario.model import DEFAULT_GUEST_DIR
-from fvp_harness.targets.baremetal import LaunchesModel
-from fvp_harness.targets.base import CopiesOverSsh, SharesHostFiles, Target
+from fvp_harness.targets.base import CopiesOverSsh, Target
 from fvp_harness.targets.transfer import (
     AUTO_SSH_TIMEOUT_S,
     CHUNK_CHARS,
     SAFE_CHUNK_CHARS,
     SAFE_WINDOW_BYTES,
     WINDOW_BYTES,
-    check_guest_sha256,
     deploy_step,
     guest_sha256,
     guest_sha256_many,
@@ -112,8 +111,8 @@ class Deployer:
             raise ConfigurationError(f"unknown deploy method {method!r} (console, ssh, preloaded or auto)")
         self.target = target
         self.method = method
-        own = target.guest_dir if isinstance(target, SharesHostFiles) else None
-        self.guest_dir = own or guest_dir or DEFAULT_GUEST_DIR
+        self.kind = kind_of(target)
+        self.guest_dir = self.kind.guest_dir() or guest_dir or DEFAULT_GUEST_DIR
         self.timeout = timeout
         self.chunk_chars = chunk_chars
         self.window_bytes = window_bytes
@@ -130,7 +129,7 @@ class Deployer:
             raise ConfigurationError(f"artifact {local} does not exist (build it first, or fix the path)")
         began = time.monotonic()
         digest = file_sha256(local)
-        if isinstance(self.target, LaunchesModel):  # bare metal: the model reads the file where it is
+        if self.kind.in_place:  # bare metal: the model reads the file where it is
             return DeployedArtifact(local, str(local), digest, local.stat().st_size, "in place", True, 0.0)
         remote = content_path(self.guest_dir, digest, name or local.name)
         key = f"{digest}:{remote}"
@@ -147,28 +146,8 @@ class Deployer:
             raise DeployError(f"{local.name} is not preloaded in the guest at {remote} with sha256 {digest} "
                               f"(deploy.method is preloaded: put it into the image, or use console or ssh)",
                               stage="deploy")
-        elif isinstance(self.target, SharesHostFiles):
-            self.target.put(local, remote)  # this host: a plain copy
-            check_guest_sha256(self.target, remote, digest, "copy", self.timeout)
-            method = "host"
-        elif self.method == "auto" and self.transport in (None, "ssh") and isinstance(self.target, CopiesOverSsh):
-            method = self._auto(local, remote, digest)
-        elif self.method == "ssh":
-            if not isinstance(self.target, CopiesOverSsh):
-                raise ConfigurationError(f"deploy.method ssh: target {type(self.target).__name__} has no SSH")
-            method = f"ssh/{upload_ssh(self.target, local, remote, sha256=digest, timeout=self.timeout)}"
         else:
-            if self.method == "auto":  # a target without ssh, or one whose sshd did not answer
-                self.transport = self.transport or "console (the target has no ssh)"
-            try:
-                how = upload_console(self.target, local, remote, sha256=digest, timeout=self.timeout,
-                                     chunk_chars=self.chunk_chars, window_bytes=self.window_bytes)
-                method = "console/gzip" if how == "gzip" else "console"
-            except DeployError as exc:
-                log.warning("%s; retrying with %s-character lines, one at a time", exc, SAFE_CHUNK_CHARS)
-                upload_console(self.target, local, remote, sha256=digest, timeout=self.timeout,
-                               chunk_chars=SAFE_CHUNK_CHARS, window_bytes=SAFE_WINDOW_BYTES)
-                method = "console (safe retry)"
+            method = self.kind.copy(self, local, remote, digest)
         if executable:
             must_succeed(deploy_step(self.target, f"chmod 755 {shlex.quote(remote)}", self.timeout), "chmod")
         result = DeployedArtifact(local, remote, digest, size, method, present, time.monotonic() - began)
@@ -180,7 +159,7 @@ class Deployer:
         every candidate path says which are already there, each missing file is uploaded (and checked) as
         ``deploy`` does, and one ``chmod`` covers every runner. Why: on a real FVP each console round trip runs the
         guest shell on the simulated CPU, so two per file (presence, chmod) cost model time per boot."""
-        if isinstance(self.target, LaunchesModel) or self.method == "preloaded" or len(files) < 2:
+        if self.kind.in_place or self.method == "preloaded" or len(files) < 2:
             return {Path(local): self.deploy(local, executable=executable) for local, executable in files}
         wanted: dict[Path, tuple[str, str, bool]] = {}
         for local, executable in files:
@@ -200,13 +179,32 @@ class Deployer:
             must_succeed(deploy_step(self.target, command, self.timeout), "chmod")
         return placed
 
-    def _auto(self, local: Path, remote: str, digest: str) -> str:
+    def upload(self, local: Path, remote: str, digest: str, ssh: CopiesOverSsh | None) -> str:
+        """Copy into a guest by ``method`` (``ssh``: the target, when it copies over ssh); returns how it went."""
+        if self.method == "auto" and self.transport in (None, "ssh") and ssh is not None:
+            return self._auto(ssh, local, remote, digest)
+        if self.method == "ssh":
+            if ssh is None:
+                raise ConfigurationError(f"deploy.method ssh: target {type(self.target).__name__} has no SSH")
+            return f"ssh/{upload_ssh(ssh, local, remote, sha256=digest, timeout=self.timeout)}"
+        if self.method == "auto":  # a target without ssh, or one whose sshd did not answer
+            self.transport = self.transport or "console (the target has no ssh)"
+        try:
+            how = upload_console(self.target, local, remote, sha256=digest, timeout=self.timeout,
+                                 chunk_chars=self.chunk_chars, window_bytes=self.window_bytes)
+            return "console/gzip" if how == "gzip" else "console"
+        except DeployError as exc:
+            log.warning("%s; retrying with %s-character lines, one at a time", exc, SAFE_CHUNK_CHARS)
+            upload_console(self.target, local, remote, sha256=digest, timeout=self.timeout,
+                           chunk_chars=SAFE_CHUNK_CHARS, window_bytes=SAFE_WINDOW_BYTES)
+            return "console (safe retry)"
+
+    def _auto(self, ssh: CopiesOverSsh, local: Path, remote: str, digest: str) -> str:
         """``auto``: ssh while it works; the first copy decides (a later failure is a real one and is raised)."""
-        assert isinstance(self.target, CopiesOverSsh)
         first = self.transport is None
         timeout = min(self.timeout or AUTO_SSH_TIMEOUT_S, AUTO_SSH_TIMEOUT_S) if first else self.timeout
         try:
-            how = f"ssh/{upload_ssh(self.target, local, remote, sha256=digest, timeout=timeout)}"
+            how = f"ssh/{upload_ssh(ssh, local, remote, sha256=digest, timeout=timeout)}"
         except InfrastructureError as exc:
             if not first or isinstance(exc, DeployError):
                 raise

@@ -9,8 +9,8 @@ import pytest
 
 from fvp_harness.errors import ScenarioError
 from fvp_harness.run.artifacts import declared_artifacts, pending_builds
-from fvp_harness.run.execute import render_unit_command
 from fvp_harness.run.plan import Unit, build_plan, unit_artifacts
+from fvp_harness.run.unit_command import render_unit_command
 from fvp_harness.scenario import load_scenario
 from fvp_harness.scenario.model import Scenario, scenario_json_schema
 

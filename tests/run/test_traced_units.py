@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from fvp_harness.errors import ScenarioError
-from fvp_harness.run.execute import render_unit_command
 from fvp_harness.run.plan import Unit
+from fvp_harness.run.unit_command import render_unit_command
 from fvp_harness.scenario import load_scenario
 from fvp_harness.scenario.model import Scenario
 

@@ -11,7 +11,7 @@ import pytest
 from fvp_harness.errors import ConsoleLost, DeployError
 from fvp_harness.profiles import load_profile
 from fvp_harness.run.deploy import Deployer, content_path
-from fvp_harness.run.execute import render_unit_command
+from fvp_harness.run.unit_command import render_unit_command
 from fvp_harness.scenario import FvpConfig
 from fvp_harness.targets import (
     CommandResult,
