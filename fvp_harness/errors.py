@@ -261,8 +261,8 @@ def storage_error(path: Path | str | None, exc: OSError, action: str = "write") 
 
 @contextlib.contextmanager
 def storing(path: Path | str) -> Iterator[None]:
-    """Write ``path`` inside: a storage failure becomes a ``StorageError`` naming it (an ``OSError`` of a
-    write names no file); any other ``OSError`` passes unchanged."""
+    """Write ``path`` inside: a storage failure becomes a ``StorageError`` naming it (an
+    ``OSError`` of a write names no file); any other ``OSError`` passes unchanged."""
     try:
         yield
     except OSError as exc:

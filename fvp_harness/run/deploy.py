@@ -17,9 +17,10 @@ Strategies (``scenario.deploy.method``); the transports themselves are ``targets
     nothing is copied: the artifact must already be in the guest (an MMC image, a rootfs build); only presence and
     hash are checked.
 
-The target's kind (``run.kinds.kind_of``, once per ``Deployer``) says where artifacts go: a bare-metal platform
-gets nothing (the model reads the runner, the model file and the inputs on this host, so each stays where it is:
-method ``in place``, hashed when it is launched), this host a plain copy into its working folder (``host``).
+The target's kind (``run.kinds.kind_of``, once per ``Deployer``) says where artifacts go: a
+bare-metal platform gets nothing (the model reads the runner, the model file and the inputs on
+this host, so each stays where it is: method ``in place``, hashed when it is launched), this host
+a plain copy into its working folder (``host``).
 
 The guest path is ``<guest_dir>/<sha256[:16]>/<file name>``: two builds with the same name never collide, and an
 artifact already there with the right hash is skipped (also across strategies). Every guest command is built with
@@ -180,12 +181,14 @@ class Deployer:
         return placed
 
     def upload(self, local: Path, remote: str, digest: str, ssh: CopiesOverSsh | None) -> str:
-        """Copy into a guest by ``method`` (``ssh``: the target, when it copies over ssh); returns how it went."""
+        """Copy into a guest by ``method`` (``ssh``: the target, when it copies over ssh);
+        returns how it went."""
         if self.method == "auto" and self.transport in (None, "ssh") and ssh is not None:
             return self._auto(ssh, local, remote, digest)
         if self.method == "ssh":
             if ssh is None:
-                raise ConfigurationError(f"deploy.method ssh: target {type(self.target).__name__} has no SSH")
+                name = type(self.target).__name__
+                raise ConfigurationError(f"deploy.method ssh: target {name} has no SSH")
             return f"ssh/{upload_ssh(ssh, local, remote, sha256=digest, timeout=self.timeout)}"
         if self.method == "auto":  # a target without ssh, or one whose sshd did not answer
             self.transport = self.transport or "console (the target has no ssh)"
@@ -194,7 +197,8 @@ class Deployer:
                                  chunk_chars=self.chunk_chars, window_bytes=self.window_bytes)
             return "console/gzip" if how == "gzip" else "console"
         except DeployError as exc:
-            log.warning("%s; retrying with %s-character lines, one at a time", exc, SAFE_CHUNK_CHARS)
+            log.warning("%s; retrying with %s-character lines, one at a time", exc,
+                        SAFE_CHUNK_CHARS)
             upload_console(self.target, local, remote, sha256=digest, timeout=self.timeout,
                            chunk_chars=SAFE_CHUNK_CHARS, window_bytes=SAFE_WINDOW_BYTES)
             return "console (safe retry)"

@@ -1,6 +1,6 @@
-"""Run a plan's sessions: one boot per session, artifacts deployed once, units in plan order, idle instances
-stealing from busy ones; each unit is ``run.unit.UnitRunner``'s. Why it is shaped so: docs/architecture.md,
-"Running a scenario" and "Running a unit".
+"""Run a plan's sessions: one boot per session, artifacts deployed once, units in plan order, idle
+instances stealing from busy ones; each unit is ``run.unit.UnitRunner``'s. Why it is shaped so:
+docs/architecture.md, "Running a scenario" and "Running a unit".
 """
 
 from __future__ import annotations
@@ -240,14 +240,15 @@ class SessionRunner:
         """The session has left its loop: its instance is closed and it takes no more units."""
         self._instance_count = 0
         self._runner_proof: dict[str, str] = {}
-        """Build -> its runner's sha256 as the guest computed it (or why it could not be proven): ``_prove_runners``."""
+        """Build -> its runner's sha256 as the guest computed it (or why it could not be proven):
+        ``_prove_runners``."""
         self._needs: dict[str, RunnerNeeds] = {}
         """Build -> what its runner needs of the guest (``run.guest_needs``), checked after each boot."""
         self._runner_paths: dict[str, str] = {}
         """Build -> its runner's guest path (``_prove_runners``)."""
         self.unit_runner = UnitRunner(UnitContext(
-            plan.scenario, plan.profile, shared.store, self, command_timeout=options.command_timeout,
-            secrets=tuple(self.scenario.secret_values())))
+            plan.scenario, plan.profile, shared.store, self,
+            command_timeout=options.command_timeout, secrets=tuple(self.scenario.secret_values())))
         """Runs each unit (``run.unit``): render, run, judge, record."""
 
     # -- files ---------------------------------------------------------------------------------------------------
@@ -431,8 +432,8 @@ class SessionRunner:
             except InfrastructureError as exc:
                 if self.shared.abort.is_set():
                     return  # interrupted: the instance was closed under us; record nothing
-                record = self.unit_runner.ctx.failed_record(unit, name, attempt, exc, utc_now(), 0.0,
-                                                            log_rel=self.unit_runner.unit_log)
+                record = self.unit_runner.ctx.failed_record(
+                    unit, name, attempt, exc, utc_now(), 0.0, log_rel=self.unit_runner.unit_log)
                 self.shared.append(record)
                 self.outcome.records.append(record)
                 if attempt <= retries:
@@ -477,7 +478,7 @@ class SessionRunner:
 
     # -- one unit --------------------------------------------------------------------------------------------
 
-    # -- what the units ask of the session (``run.unit_context.SessionFacts``) --------------------------------
+    # -- what the units ask of the session (``run.unit_context.SessionFacts``) -------------------
 
     def runner_proof(self, build: str) -> str | None:
         return self._runner_proof.get(build)

@@ -1,7 +1,8 @@
-"""Run one unit on an open target: render, run, judge, record (docs/architecture.md, "Running a unit").
+"""Run one unit on an open target: render, run, judge, record (docs/architecture.md, "Running a
+unit").
 
-How the unit runs is its target's kind (``run.kinds.kind_of``, asked once per target); everything else is one
-path for every kind."""
+How the unit runs is its target's kind (``run.kinds.kind_of``, asked once per target); everything
+else is one path for every kind."""
 
 from __future__ import annotations
 
@@ -11,7 +12,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from fvp_harness.errors import CommandFailed, HarnessError, InfrastructureError, ProvenanceError, UnitFailure
+from fvp_harness.errors import (
+    CommandFailed,
+    HarnessError,
+    InfrastructureError,
+    ProvenanceError,
+    UnitFailure,
+)
 from fvp_harness.run.judge import judge
 from fvp_harness.run.kinds import kind_of
 from fvp_harness.run.plan import Unit
@@ -36,8 +43,8 @@ class UnitRunner:
     def __init__(self, ctx: UnitContext) -> None:
         self.ctx = ctx
         self.unit_log: str | None = None
-        """The log of the unit in flight (relative to the results folder): where the record of an attempt that
-        failed on infrastructure points (the log holds the console's last lines)."""
+        """The log of the unit in flight (relative to the results folder): where the record of an
+        attempt that failed on infrastructure points (the log holds the console's last lines)."""
         self._kind: tuple[Target, UnitKind] | None = None
 
     def kind(self, target: Target) -> UnitKind:
@@ -46,8 +53,15 @@ class UnitRunner:
             self._kind = (target, kind_of(target))
         return self._kind[1]
 
-    def run(self, target: Target, instance: str, unit: Unit, attempt: int, placed: Mapping[Path, str],
-            guest_root: str) -> Record:
+    def run(
+        self,
+        target: Target,
+        instance: str,
+        unit: Unit,
+        attempt: int,
+        placed: Mapping[Path, str],
+        guest_root: str,
+    ) -> Record:
         """Run one unit on an open target and return its record (ok or a test failure). Raises
         InfrastructureError when the instance failed under it."""
         ctx = self.ctx
@@ -63,11 +77,21 @@ class UnitRunner:
 
         def failed(exc: HarnessError, extra: Mapping[str, Any] | None = None) -> Record:
             write_log(log_path, unit, rendered.command, None, exc, secrets=ctx.secrets)
-            return ctx.failed_record(unit, instance, attempt, exc, started, time.monotonic() - began,
-                                     log_rel=log_rel, extra=extra)
+            return ctx.failed_record(
+                unit,
+                instance,
+                attempt,
+                exc,
+                started,
+                time.monotonic() - began,
+                log_rel=log_rel,
+                extra=extra,
+            )
 
         proof = ctx.facts.runner_proof(unit.build)
-        if proof is not None and not is_sha256(proof):  # the guest holds another binary: do not run it
+        if proof is not None and not is_sha256(
+            proof
+        ):  # the guest holds another binary: do not run it
             return failed(ProvenanceError(proof))
         try:
             kind.prepare(ctx, rendered)
@@ -77,7 +101,9 @@ class UnitRunner:
         timeout = ctx.scenario.run.timeout or ctx.scenario.fvp.timeouts.unit
         try:
             ran = kind.run(ctx, rendered, timeout, fetched, log_rel)
-        except CommandFailed as exc:  # a timeout (the console recovered): the runner hung, a test failure
+        except (
+            CommandFailed
+        ) as exc:  # a timeout (the console recovered): the runner hung, a test failure
             return failed(exc, {"exit_status": exc.exit_status})
         except InfrastructureError as exc:
             write_log(log_path, unit, rendered.command, None, exc, secrets=ctx.secrets)
@@ -87,7 +113,19 @@ class UnitRunner:
             return failed(ran.failure)
         write_log(log_path, unit, ran.result.command, ran.result, None, secrets=ctx.secrets)
         ctx.facts.count_unit_seconds(ran.result.duration_s)
-        record = judge(ctx, kind, instance, unit, attempt, rendered, ran, ran.result, fetched, started=started,
-                       began=began, log_rel=log_rel)
+        record = judge(
+            ctx,
+            kind,
+            instance,
+            unit,
+            attempt,
+            rendered,
+            ran,
+            ran.result,
+            fetched,
+            started=started,
+            began=began,
+            log_rel=log_rel,
+        )
         kind.cleanup(ctx, rendered, fetched)
         return record

@@ -1,7 +1,8 @@
-"""A unit's guest command: ``run.command`` with every placeholder filled and quoted, and the guest paths it uses.
+"""A unit's guest command: ``run.command`` with every placeholder filled and quoted, and the guest
+paths it uses.
 
-How the environment and a build's libraries and args reach the runner: docs/architecture.md, "Running a unit".
-"""
+How the environment and a build's libraries and args reach the runner: docs/architecture.md,
+"Running a unit"."""
 
 from __future__ import annotations
 
@@ -28,12 +29,13 @@ class UnitCommand:
     unit_dir: str
     output: str
     staged: tuple[str, ...] = ()
-    """Files the harness itself puts into the unit folder (a bare-metal unit's semihosting model and inputs):
-    not outputs."""
+    """Files the harness itself puts into the unit folder (a bare-metal unit's semihosting model and
+    inputs): not outputs."""
     launch: BaremetalLaunch | None = None
     """A bare-metal unit's model launch (then ``command`` is only its description, for the log)."""
     etdump: str | None = None
-    """Where a traced Linux build writes its ETDump (it is given ``--etdump_path``); None: untraced."""
+    """Where a traced Linux build writes its ETDump (it is given ``--etdump_path``); None: untraced.
+    """
     model: str = ""
     """The model file's guest path."""
     inputs: tuple[str, ...] = ()
@@ -79,7 +81,9 @@ def render_unit_command(
     if build.args:
         runner_word += " " + " ".join(shlex.quote(arg) for arg in build.args)
     etdump = etdump_path(unit_dir) if build.traced else None
-    if etdump is not None:  # a runner built with the event tracer writes its ETDump where the harness says
+    if (
+        etdump is not None
+    ):  # a runner built with the event tracer writes its ETDump where the harness says
         runner_word += " " + shlex.quote(f"--etdump_path={etdump}")
     if (env or library_dirs) and simple:
         runner_word = f"{_quoted_env(env, library_dirs)} {runner_word}"
@@ -104,16 +108,25 @@ def render_unit_command(
 
 
 def etdump_path(unit_dir: str) -> str:
-    """Where a traced Linux build writes its ETDump: the unit folder's ``etdump.bin``, the name the bare-metal
-    runner's file has, so ``fetched/<unit>/etdump.bin`` is every unit's trace."""
+    """Where a traced Linux build writes its ETDump: the unit folder's ``etdump.bin``, the name the
+    bare-metal runner's file has, so ``fetched/<unit>/etdump.bin`` is every unit's trace."""
     return posixpath.join(unit_dir, ETDUMP_FILES[0])
 
 
 def fetch_paths(scenario: Scenario, unit: Unit, rendered: UnitCommand) -> list[str]:
-    """The guest paths ``run.fetch`` names for this unit (templates filled, unquoted), and a traced Linux
-    build's ETDump file."""
-    values = {"runner": "", "model": "", "inputs": "", "iterations": "", "output": rendered.output,
-              "unit_dir": rendered.unit_dir, "build": unit.build, "model_name": unit.model, "unit": unit.id}
+    """The guest paths ``run.fetch`` names for this unit (templates filled, unquoted), and a traced
+    Linux build's ETDump file."""
+    values = {
+        "runner": "",
+        "model": "",
+        "inputs": "",
+        "iterations": "",
+        "output": rendered.output,
+        "unit_dir": rendered.unit_dir,
+        "build": unit.build,
+        "model_name": unit.model,
+        "unit": unit.id,
+    }
     paths = [render_template(template, values, quote=False) for template in scenario.run.fetch]
     traced = rendered.etdump
     return [*paths, traced] if traced is not None and traced not in paths else paths

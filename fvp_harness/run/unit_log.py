@@ -1,4 +1,5 @@
-"""A unit's log (``logs/<instance>/<unit>.log``): the runner's console text under a short header, secrets masked."""
+"""A unit's log (``logs/<instance>/<unit>.log``): the runner's console text under a short header,
+secrets masked."""
 
 from __future__ import annotations
 
@@ -22,13 +23,23 @@ def failure_text(exc: BaseException) -> str:
     return text.strip()[:2000] or type(exc).__name__
 
 
-def write_log(path: Path, unit: Unit, command: str, result: CommandResult | None, exc: BaseException | None, *,
-              secrets: Sequence[str] = ()) -> None:
-    """The unit's console text, as the target returned it, under a short header (a store-given path); secret
-    environment values (``secrets``) are masked everywhere in it."""
+def write_log(
+    path: Path,
+    unit: Unit,
+    command: str,
+    result: CommandResult | None,
+    exc: BaseException | None,
+    *,
+    secrets: Sequence[str] = (),
+) -> None:
+    """The unit's console text, as the target returned it, under a short header (a store-given
+    path); secret environment values (``secrets``) are masked everywhere in it."""
     lines = [f"# unit {unit.id} (key {unit.key})", f"$ {command}"]
     if result is not None:
-        lines += [result.output, f"# exit status {result.exit_status} after {result.duration_s:.3f} s"]
+        lines += [
+            result.output,
+            f"# exit status {result.exit_status} after {result.duration_s:.3f} s",
+        ]
     if exc is not None:
         partial = getattr(exc, "output", "") or ""
         if partial:
@@ -42,9 +53,10 @@ def write_log(path: Path, unit: Unit, command: str, result: CommandResult | None
 
 
 def name_the_users_command(exc: HarnessError, line: str, command: str) -> None:
-    """A target's message names the command it ran: for a unit that is the framed line (``run.framed``), whose
-    preparation hides the user's ``run.command`` and pushes it past where messages are cut. Name the rendered
-    command instead (in place: the exception keeps its class and fields)."""
+    """A target's message names the command it ran: for a unit that is the framed line
+    (``run.framed``), whose preparation hides the user's ``run.command`` and pushes it past where
+    messages are cut. Name the rendered command instead (in place: the exception keeps its class and
+    fields)."""
     for framed in (repr(line), line):
         if framed in exc.message:
             exc.message = exc.message.replace(framed, repr(command) if framed != line else command)

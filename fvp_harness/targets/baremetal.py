@@ -129,7 +129,7 @@ _SEMIHOSTING_FIXED = (("semihosting-enable", 1), ("semihosting-stack_base", 0), 
 
 @dataclass(frozen=True)
 class BaremetalLaunch:
-    """One unit's model launch, as ``run.execute`` asks for it.
+    """One unit's model launch, as ``run.launch_unit`` asks for it.
 
     ``cwd`` is the semihosting folder (the unit's folder) and ``cmd_line`` the runner's command line; both None
     when semihosting is off. ``files`` (name there -> host file) are linked into ``cwd`` before the launch (the
