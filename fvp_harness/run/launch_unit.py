@@ -155,12 +155,10 @@ class ModelLaunch:
         outputs = hash_outputs(
             functools.partial(ctx.guest, self.target), rendered.unit_dir, exclude=exclude
         )
-        if (
-            rendered.launch is not None
-            and rendered.launch.cmd_line is None
-            and ran.result is not None
-        ):
-            tensors = printed_outputs(ran.result.output)
+        launch, result = rendered.launch, ran.result
+        assert launch is not None and result is not None, "a bare-metal unit is a launch that ran"
+        if launch.cmd_line is None:  # no semihosting, so no files: the printed output tensors
+            tensors = printed_outputs(result.output)
             if tensors:
                 outputs[PRINTED_OUTPUTS] = hashlib.sha256("\n".join(tensors).encode()).hexdigest()
         return outputs
