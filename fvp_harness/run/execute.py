@@ -213,7 +213,8 @@ class _Shared:
 
 
 class SessionRunner:
-    """Runs one session's units (see the module docstring); ``run()`` returns a ``SessionOutcome``."""
+    """Runs one session's units (docs/architecture.md, "Running a scenario"); ``run()`` returns a
+    ``SessionOutcome``."""
 
     def __init__(
         self,
