@@ -12,6 +12,7 @@ import pytest
 from fvp_harness.report.analysis import analyse
 from fvp_harness.report.bootstrap import bootstrap_medians
 from fvp_harness.report.frames import to_frame
+from fvp_harness.report.markdown import render_markdown
 from fvp_harness.report.pvalues import bootstrap_p, process_level_p
 from fvp_harness.report.result import expectations_violated
 from fvp_harness.report.samples import select_latest
@@ -327,6 +328,21 @@ def test_drift_is_flagged() -> None:
     assert not flags["before"].flagged
 
 
+def test_the_size_of_a_drift_is_measured_from_where_the_series_started() -> None:
+    """A series that falls from 3.0 to 0.5 ms moved 83% down from where it started; in % of the whole series'
+    median it read -113% (issue 38, finding 9), a fall of more than everything."""
+    falling = [3.0] * 8 + [2.5, 2.0, 1.5, 1.0, 0.8, 0.6] + [0.5] * 10
+
+    def sampler(rng: np.random.Generator, model: str, build: str, rep: int) -> list[float]:
+        return falling if build == "after" else [1.0 + 0.01 * i for i in range(24)][::-1]
+
+    result = analyse(make_records(sampler, reps=1), Compare(), (), FAST)
+    flag = next(d for d in result.drift if d.build == "after")
+    assert flag.flagged and flag.change_pct == pytest.approx(100 * (0.5 - 3.0) / 3.0)
+    markdown = render_markdown(result)
+    assert "last third vs first third -83.3%)" in markdown and "-113" not in markdown
+
+
 def test_constant_series_do_not_drift_or_warn() -> None:
     records = make_records(lambda rng, m, b, r: [1.0] * 10)
     result = analyse(records, Compare(), (), FAST)
@@ -482,9 +498,10 @@ PINNED: dict[str, object] = {
     "gate b load_time": (7.14285714285714, 1.6842094211933833, 12.900040163845294, "inconclusive"),
     "gate b cpu_time": (-0.10000000000000009, -0.15152499999999997, -0.02400000000000002, "within"),
     "drift a before": (30, 0.05002829947803977, 0.7929073325283833, 0.0, False),
-    "drift a after": (32, 0.2601044828081175, 0.15051489795393236, 2.1526829780531305, False),
-    "drift b before": (30, -0.0906762928039471, 0.6336935422061778, -1.0000000000000093, False),
-    "drift b after": (32, -0.10379179652662295, 0.5718657817636092, -1.0000000000000142, False),
+    # the drift's size in % of the first third's median (of the overall median before: 2.15, -1.0, -1.0)
+    "drift a after": (32, 0.2601044828081175, 0.15051489795393236, 2.17610530226633, False),
+    "drift b before": (30, -0.0906762928039471, 0.6336935422061778, -0.9950248756218999, False),
+    "drift b after": (32, -0.10379179652662295, 0.5718657817636092, -0.9950248756219046, False),
     "failed": ("r4-after-b",),
 }
 
