@@ -133,7 +133,8 @@ class DriftFlag:
     rho: float
     p_value: float
     change_pct: float
-    """Median of the last third minus median of the first third, in % of the first third's median."""
+    """Median of the last third minus median of the first third, in % of the first third's
+    median."""
     flagged: bool
 
 
