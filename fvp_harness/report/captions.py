@@ -41,7 +41,7 @@ def context_line(
     if context.platform:
         parts.append(f"Platform: **{context.platform}**")
     if context.fvp:
-        parts.append(f"FVP: **{context.fvp}**")
+        parts.append(f"{context.model_label}: **{context.fvp}**")
     if context.host:
         parts.append(f"Host: **{context.host}**")
     if builds_in_order:
@@ -96,7 +96,8 @@ def caption_line(comparison: Comparison, context: ReportContext) -> str:
 
 def numbers_note(comparison: Comparison, context: ReportContext) -> str:
     """What these numbers are, under the table: what a CPU time or an NPU cycle count from this source means."""
-    return machine_record.numbers_note(comparison.primary, context.simulated, context.host is not None)
+    host, qemu = context.host is not None, context.model_label == "QEMU"
+    return machine_record.numbers_note(comparison.primary, context.simulated, host, qemu=qemu)
 
 
 def chart_title(title: str, context: ReportContext) -> str:
