@@ -153,7 +153,7 @@ def format_summary(result: AnalysisResult, shown_failures: Collection[str] = ())
         lines.append(header)
         for m in comparison.models:  # a loss in the report's words: "20.4% slower", never "saved -20.4%"
             saved = fmt.saved_percent(m.saved_pct, missing="-")
-            ci = fmt.saved_interval(m.ci_low, m.ci_high, missing="-")
+            ci = "exact" if m.exact else fmt.saved_interval(m.ci_low, m.ci_high, missing="-")
             checks = {check.name: check.status for check in m.identity}
             outputs = {"pass": "same", "fail": "DIFFER", "unverified": "?"}.get(checks.get("outputs", ""), "-")
             npu = next((c for c in m.others if c.metric in ("npu_cycles", "bm_npu_cycles")), None)
@@ -168,7 +168,7 @@ def format_summary(result: AnalysisResult, shown_failures: Collection[str] = ())
                          f"{outputs:<8} {npu_text}")
         gm = comparison.geomean
         if gm is not None:
-            ci = fmt.saved_interval(gm.ci_low, gm.ci_high, missing="-")
+            ci = "exact" if gm.exact else fmt.saved_interval(gm.ci_low, gm.ci_high, missing="-")
             lines.append(f"  {'geometric mean':<22} {'':>10} {'ratio ' + format(gm.ratio, '.3f'):>10} "
                          f"{fmt.saved_percent(gm.saved_pct, missing='-'):>13} {ci:>21}  {gm.verdict:<13}")
         if comparison.gates:

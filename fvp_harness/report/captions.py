@@ -41,7 +41,7 @@ def context_line(
     if context.platform:
         parts.append(f"Platform: **{context.platform}**")
     if context.fvp:
-        parts.append(f"FVP: **{context.fvp}**")
+        parts.append(f"{context.model_label}: **{context.fvp}**")
     if context.host:
         parts.append(f"Host: **{context.host}**")
     if builds_in_order:
@@ -58,6 +58,14 @@ def context_line(
 def method_note(result: AnalysisResult, comparison: Comparison) -> str:
     s = result.settings
     b, c, m = comparison.baseline, comparison.candidate, comparison.min_effect
+    geometric = exact = ""
+    if comparison.geomean is not None:
+        geometric = (" Geometric mean: the CI's ratio bounds are the geometric means of the "
+                     "models' bounds, so it is never narrower than its parts allow.")
+    if any(row.exact for row in comparison.models):
+        exact = (f" *exact*: every sample of each build was one number (a counter, not a noisy "
+                 f"time), so the change is exact: no interval and no p; it is weighed against "
+                 f"±{m:g}% alone.")
     return (
         f"Medians over all measured iterations of every unit (one unit is one runner process); Saved = 100 × "
         f"(1 − {c} / {b}): +64% means {c} takes 64% less, \"20% slower\" that it takes 20% more. "
@@ -65,8 +73,11 @@ def method_note(result: AnalysisResult, comparison: Comparison) -> str:
         "over units then iterations, widened to the Welch t-interval over unit medians when that is wider. "
         "p: two-sided, for \"no change\", at the same level as the CI: the larger of the bootstrap's (the share "
         "of resamples on the far side of no change) and the Welch t-test's over unit medians (each process "
-        f"counted once). n: iterations {b}/{c}. Verdict: *no change* when the CI lies within ±{m:g}%, "
-        f"*faster*/*slower* when it lies entirely beyond that (and p < {s.alpha:g}), otherwise *inconclusive*."
+        f"counted once). Processes: runner processes (units) {b}/{c}, what the CI and p "
+        "count (each one's iterations are resampled inside it; their number is `n` under Per "
+        f"build).{geometric} Verdict: *no change* when the CI lies within ±{m:g}%, "
+        "*faster*/*slower* when it lies entirely beyond that (and "
+        f"p < {s.alpha:g}), otherwise *inconclusive*.{exact}"
     )
 
 
@@ -85,7 +96,8 @@ def caption_line(comparison: Comparison, context: ReportContext) -> str:
 
 def numbers_note(comparison: Comparison, context: ReportContext) -> str:
     """What these numbers are, under the table: what a CPU time or an NPU cycle count from this source means."""
-    return machine_record.numbers_note(comparison.primary, context.simulated, context.host is not None)
+    host, qemu = context.host is not None, context.model_label == "QEMU"
+    return machine_record.numbers_note(comparison.primary, context.simulated, host, qemu=qemu)
 
 
 def chart_title(title: str, context: ReportContext) -> str:

@@ -2,9 +2,9 @@
 identity checks with a tolerance. Both judge the CI of the change candidate - baseline (in % of the
 baseline median, or in the metric's unit): a gate is violated only when the whole CI lies beyond it,
 a tolerance passes only when the whole CI lies within it; a CI that straddles the limit is
-unverified, never a pass or a failure. A gate on a memory metric whose every sample in each build is
-the same number (a size: planned buffers, a file's bytes) is decided on the exact change, without a
-CI.
+unverified, never a pass or a failure. A gate or tolerance on a metric whose every sample in each
+build is the same number (a size: planned buffers, a file's bytes; a counter in at least 2 samples
+of each build: NPU cycles) is decided on the exact change, without a CI.
 """
 
 from __future__ import annotations
@@ -122,15 +122,22 @@ def limit_text(amount: float, relative: bool, unit: str, sign: str = "+") -> str
 
 
 _EXACT = "every run of each build measured the same size: decided without a CI"
+_EXACT_COUNT = "every sample of each build the same number: decided without a CI"
+
+
+def _exact_words(metric: str) -> str:
+    return _EXACT if metric in MEMORY_METRICS else _EXACT_COUNT
 
 
 def _deterministic(samples: Samples, model: str, metric: str, builds: tuple[str, str]) -> bool:
     """Every sample of each build is the same number: a size, not a measurement with noise (a
-    program's planned buffers, a file's bytes). Such a change is exact: no CI of zero width, no
-    p-value."""
+    program's planned buffers, a file's bytes), or a counter (NPU cycles) in at least 2 samples of
+    each build. Such a change is exact: no CI of zero width, no p-value."""
     for build in builds:
         values = samples.values_of(model, build, metric)
         if not len(values) or float(np.min(values)) != float(np.max(values)):
+            return False
+        if metric not in MEMORY_METRICS and len(values) < 2:  # one sample of a counter: no proof
             return False
     return True
 
@@ -157,12 +164,13 @@ def gate_check(
     if change.change is None:
         return check("inconclusive", "unverified", change.why)
     shown = _change_words(change.change, relative, shown_unit)
-    if metric in MEMORY_METRICS and _deterministic(samples, model, metric, builds):
+    if _deterministic(samples, model, metric, builds):
         words = _allowed_words(allowed, relative, shown_unit)
+        exact = _exact_words(metric)
         if change.change > allowed:
-            return check("violated", "fail", f"{shown}, more than allowed ({words}; {_EXACT})",
+            return check("violated", "fail", f"{shown}, more than allowed ({words}; {exact})",
                          ci=False)
-        return check("within", "pass", f"{shown}, within what is allowed ({words}; {_EXACT})",
+        return check("within", "pass", f"{shown}, within what is allowed ({words}; {exact})",
                      ci=False)
     if change.low is None or change.high is None:
         return check("inconclusive", "unverified", f"{shown}: {change.why}")
@@ -197,6 +205,11 @@ def tolerance_check(
     if change.change is None:
         return IdentityCheck(model, metric, "unverified", listing, change.why, limit)
     shown = _signed_amount(change.change, relative, unit)
+    if _deterministic(samples, model, metric, builds):  # exact: no CI of zero width
+        status: Status = "pass" if abs(change.change) <= amount else "fail"
+        where = "within" if status == "pass" else "beyond"
+        return IdentityCheck(model, metric, status, listing,
+                             f"{shown} {where} {limit} (exact, {_exact_words(metric)})", limit)
     if change.low is None or change.high is None:
         return IdentityCheck(model, metric, "unverified", listing, f"{shown}: {change.why}", limit)
     ci = _interval_text(change.low, change.high, relative, unit)

@@ -39,6 +39,8 @@ class ReportContext:
     """Build name -> ``repository@commit`` of its declared ``builds.X.source`` (shown in the table's header)."""
     machine: dict[str, Any] | None = None
     """The manifest's machine record (host, harness, model, builds' sources): ``report.json`` and the footer."""
+    model_label: str = "FVP"
+    """What ``fvp`` is, by name: ``FVP`` or ``QEMU`` (``machine.model_label``)."""
 
     @classmethod
     def from_manifest(cls, manifest: Mapping[str, Any] | None) -> ReportContext:
@@ -87,6 +89,7 @@ class ReportContext:
             measured_on=machine_record.measured_on(manifest),
             sources=machine_record.declared_sources(manifest),
             machine=machine_record.machine_record(manifest),
+            model_label=machine_record.model_label(manifest),
         )
 
 

@@ -24,9 +24,10 @@ def detect_drift(
 ) -> tuple[DriftFlag, ...]:
     """Spearman correlation of ``metric`` with execution order, per (model, build), over ok units.
 
-    Flagged when p < ``drift_alpha`` and the trend's size (median of the last third minus the first third, in
-    % of the median) is at least ``min_effect``: a trend too small to matter, or not significant, is not
-    flagged. Needs 8 samples; constant series never drift.
+    Flagged when p < ``drift_alpha`` and the trend's size (median of the last third minus the
+    first third, in % of the first third's: how far the series moved from where it started,
+    never below -100% for positive values) is at least ``min_effect``: a trend too small to
+    matter, or not significant, is not flagged. Needs 8 samples; constant series never drift.
     """
     settings = settings or Settings()
     sel = frame[(frame["metric"] == metric) & (frame["status"] == "ok")] if len(frame) else frame
@@ -56,7 +57,7 @@ def _drift_flag(model: str, build: str, metric: str, values: np.ndarray, min_eff
 
     rho, p_value = stats.spearmanr(np.arange(n), values)
     third = max(1, n // 3)
-    median = float(np.median(values))
-    change = (float(np.median(values[-third:])) - float(np.median(values[:third]))) / median * 100 if median else 0.0
+    start = float(np.median(values[:third]))  # the base: where the series started
+    change = (float(np.median(values[-third:])) - start) / abs(start) * 100 if start else 0.0
     flagged = bool(p_value < settings.drift_alpha and abs(change) >= min_effect)
     return DriftFlag(model, build, metric, n, float(rho), float(p_value), change, flagged)

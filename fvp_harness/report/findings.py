@@ -133,7 +133,8 @@ class DriftFlag:
     rho: float
     p_value: float
     change_pct: float
-    """Median of the last third minus median of the first third, in % of the overall median."""
+    """Median of the last third minus median of the first third, in % of the first third's
+    median."""
     flagged: bool
 
 
@@ -169,6 +170,13 @@ class ModelComparison:
     """Mann-Whitney U, two-sided, over the pooled iterations of both builds: treats iterations of one runner process
     as independent (they are not), so it is only in the CSV, labelled so, never in the markdown or a verdict."""
 
+    @property
+    def exact(self) -> bool:
+        """Decided without an interval: every sample of each build was one number (a size, a
+        cycle count), so the saving is exact; no CI and no p-value (``primary_comparison``)."""
+        decided = self.verdict in ("faster", "slower", "no change")
+        return self.ci_low is None and self.p_value is None and decided
+
 
 @dataclass(frozen=True)
 class GeoMean:
@@ -181,6 +189,12 @@ class GeoMean:
     ci_high: float | None
     verdict: Verdict
     reason: str
+
+    @property
+    def exact(self) -> bool:
+        """Every model's ratio is exact (``ModelComparison.exact``): so is their geometric mean,
+        with no CI."""
+        return self.ci_low is None and self.verdict in ("faster", "slower", "no change")
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ __all__ = [
     "machine_record",
     "machine_section",
     "measured_on",
+    "model_label",
     "numbers_note",
     "source_text",
 ]
@@ -44,6 +45,25 @@ def _host_target(manifest: Mapping[str, Any] | None) -> bool:
     return isinstance(resolved, Mapping) and resolved.get("target") == "host"
 
 
+def _is_qemu(manifest: Mapping[str, Any] | None) -> bool:
+    """Whether the platform is QEMU (a ``kind: qemu`` profile, or a ``qemu-system-*`` binary in a
+    manifest without the profile): an emulator, not an FVP, and the report names it so."""
+    if _section(manifest, "profile").get("kind") == "qemu":
+        return True
+    fvp = _section(manifest, "fvp")
+    return _qemu_binary(fvp.get("path") or fvp.get("binary"))
+
+
+def _qemu_binary(binary: object) -> bool:
+    return str(binary or "").rsplit("/", 1)[-1].startswith("qemu-system-")
+
+
+def model_label(manifest: Mapping[str, Any] | None) -> str:
+    """What ran the units, by what it is: ``FVP`` (an Arm FVP or the simulator of one) or ``QEMU``;
+    the context line's label and the first word of ``measured_on``."""
+    return "QEMU" if _is_qemu(manifest) else "FVP"
+
+
 def is_simulated(manifest: Mapping[str, Any] | None) -> bool:
     """Whether any unit ran on the embedded simulator: the model is ``sim``, or the model or any booted instance
     answered with the simulator's banner (a real binary path that is the simulator in disguise counts too)."""
@@ -60,8 +80,9 @@ def is_simulated(manifest: Mapping[str, Any] | None) -> bool:
 
 def measured_on(manifest: Mapping[str, Any] | None) -> str | None:
     """One phrase for what measured the numbers: ``fvp-harness 0.1.0 simulator of FVP 11.30.27``, ``FVP
-    11.31.cs1000_a320_2 (FVP_Corstone-1000-A320, sha256 1a2b3c4d5e6f)``, ``host vm (x86_64)``; None when the
-    manifest does not say."""
+    11.31.cs1000_a320_2 (FVP_Corstone-1000-A320, sha256 1a2b3c4d5e6f)``, ``QEMU 7.2.22
+    (qemu-system-aarch64, sha256 7148d1e6c858)``, ``host vm (x86_64)``; None when the manifest does
+    not say."""
     if not manifest:
         return None
     if _host_target(manifest):
@@ -80,7 +101,8 @@ def measured_on(manifest: Mapping[str, Any] | None) -> str | None:
         bits.append(f"sha256 {str(fvp['sha256'])[:12]}")
     if not version and not bits:
         return None
-    return f"FVP {version or '(version unknown)'}" + (f" ({', '.join(bits)})" if bits else "")
+    label = model_label(manifest)
+    return f"{label} {version or '(version unknown)'}" + (f" ({', '.join(bits)})" if bits else "")
 
 
 def source_text(source: object) -> str | None:
@@ -126,8 +148,12 @@ def machine_record(manifest: Mapping[str, Any] | None) -> dict[str, Any] | None:
     }
 
 
-def numbers_note(metric: str, simulated: bool, host: bool) -> str:
+def numbers_note(metric: str, simulated: bool, host: bool, qemu: bool = False) -> str:
     """The "what these numbers are" note under a comparison table."""
+    if qemu:
+        return ("What these numbers are: times of the runner in a QEMU guest (TCG: QEMU translates "
+                "the guest's instructions, it models no cycles and no NPU), so they compare builds "
+                "on the same emulator and host; they are not a time on an FVP or on silicon.")
     if host:
         return ("What these numbers are: times of the runner on this host's own CPU (`target: host`); no FVP ran, "
                 "so they say nothing of an Arm platform.")
@@ -181,7 +207,8 @@ def machine_section(machine: Mapping[str, Any] | None, builds: Sequence[str]) ->
             bits.append(f"`{fvp['path']}`")
         if fvp.get("sha256"):
             bits.append(f"sha256 `{fvp['sha256']}`")
-        lines.append("- FVP: " + ", ".join(bits))
+        label = "QEMU" if _qemu_binary(fvp.get("path") or fvp.get("binary")) else "FVP"
+        lines.append(f"- {label}: " + ", ".join(bits))
     info = machine.get("builds") or {}
     order = [b for b in builds if b in info] + [b for b in info if b not in builds]
     for name in order:

@@ -25,6 +25,11 @@ __all__ = ["comparison_table", "expectations_markdown", "expectations_section", 
            "summary_table"]
 
 
+EXACT = "exact"
+"""The CI cell of a saving that has none: every sample of each build was one number
+(``ModelComparison.exact``)."""
+
+
 def _verdict_word(verdict: str, metric: str) -> str:
     """A verdict or saving as the table says it: a size (``MEMORY_METRICS``) is smaller or larger,
     not faster or slower."""
@@ -45,7 +50,7 @@ def comparison_table(comparison: Comparison, sources: Mapping[str, str] | None =
         "Saved",
         "95% CI of saved",
         "p",
-        "n",
+        "Processes",
         "NPU cycles",
         "Outputs identical",
         "Verdict",
@@ -59,9 +64,9 @@ def comparison_table(comparison: Comparison, sources: Mapping[str, str] | None =
                 m.model,
                 values,
                 _verdict_word(fmt.saved_percent(m.saved_pct), comparison.primary),
-                fmt.saved_interval(m.ci_low, m.ci_high),
-                fmt.p_value(m.p_value),
-                f"{m.n_baseline}/{m.n_candidate}",
+                EXACT if m.exact else fmt.saved_interval(m.ci_low, m.ci_high),
+                "" if m.exact else fmt.p_value(m.p_value),
+                f"{m.units_baseline}/{m.units_candidate}",  # what the CI counts: runner processes
                 npu_cell(m),
                 outputs_cell(m),
                 _verdict_word(m.verdict, comparison.primary),
@@ -74,7 +79,7 @@ def comparison_table(comparison: Comparison, sources: Mapping[str, str] | None =
                 f"**Geometric mean** ({gm.models} models)",
                 f"ratio {gm.ratio:.3f}",
                 fmt.saved_percent(gm.saved_pct),
-                fmt.saved_interval(gm.ci_low, gm.ci_high),
+                EXACT if gm.exact else fmt.saved_interval(gm.ci_low, gm.ci_high),
                 "",
                 "",
                 "",
@@ -156,6 +161,9 @@ def summary_table(summary: pd.DataFrame) -> str:
     rows = []
     for row in summary.to_dict("records"):
         ci = "n/a" if pd.isna(row["ci_low"]) else f"{fmt.number(row['ci_low'])} … {fmt.number(row['ci_high'])}"
+        one_number = row["std"] <= 1e-12 * abs(row["median"])  # std 0 but for rounding
+        if row["n"] >= 2 and row["ci_low"] == row["ci_high"] and one_number:
+            ci = EXACT  # one number in every sample: no interval of zero width
         uom = f" {row['unit_of_measure']}" if row["unit_of_measure"] else ""
         rows.append(
             [

@@ -6,7 +6,8 @@ bootstrap's, widened to the Welch t-interval over unit medians when that is wide
 is taken at the same level (``pvalues.process_level_p``), required for a faster/slower verdict. A
 memory metric whose every run of each build measured the same size is exact: its saving has no CI
 and no p-value, and ``decide_exact`` weighs it against the minimum effect (faster and slower then
-read smaller and larger).
+read smaller and larger). So is any metric one number in every sample of each build (at least 2
+each: NPU cycles), where a CI of zero width and a p at the bootstrap's floor would be fake.
 """
 
 from __future__ import annotations
@@ -101,9 +102,12 @@ def primary_comparison(samples: Samples, model: str, builds: tuple[str, str], pr
                 if low is not None and high is not None:
                     low, high = min(low, t_low), max(high, t_high)
             p_value = process_level_p(bootstrap_p(draws), p_units)
-            if primary in MEMORY_METRICS and np.ptp(base) == 0 and np.ptp(cand) == 0:
-                low = high = p_value = p_units = None  # a size: exact, no interval, no test
-                verdict, reason = decide_exact(saved, min_effect)
+            size = primary in MEMORY_METRICS
+            one_number = np.ptp(base) == 0 and np.ptp(cand) == 0
+            if one_number and (size or min(len(base), len(cand)) >= 2):
+                # a size, or a counter one number in every sample (NPU cycles): exact, no CI or p
+                low = high = p_value = p_units = None
+                verdict, reason = decide_exact(saved, min_effect, size=size)
             elif len(base) < 2 or len(cand) < 2:
                 verdict, reason = "inconclusive", "fewer than 2 samples in a build"
             else:

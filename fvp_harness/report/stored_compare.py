@@ -162,13 +162,54 @@ def dotted_get(data: Mapping[str, Any], dotted: str) -> Any:
     return value
 
 
-def _shown(value: Any) -> str:
+def _shown(value: Any, at: int = 0) -> str:
+    """``repr(value)`` in at most 80 characters; a long one from a little before index ``at`` (where
+    it differs from the other side), so the difference is in what is shown."""
+    if value is _ABSENT:
+        return "(absent)"
     text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+    if len(text) <= 80:
+        return text
+    start = max(0, min(at - 20, len(text) - 77))
+    shown = text[start:start + 77]
+    return ("..." if start else "") + shown + ("..." if start + 77 < len(text) else "")
+
+
+_ABSENT = object()
+"""A key one side's mapping lacks (shown ``(absent)``)."""
+
+
+def _differences(a: Any, b: Any, path: str = "") -> list[tuple[str, Any, Any]]:
+    """Where ``a`` and ``b`` differ, as (dotted path, left, right): mappings key by key, lists of
+    one length item by item, anything else whole."""
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        found: list[tuple[str, Any, Any]] = []
+        for key in sorted(set(a) | set(b), key=str):
+            where = f"{path}.{key}" if path else str(key)
+            found += _differences(a.get(key, _ABSENT), b.get(key, _ABSENT), where)
+        return found
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        pairs = enumerate(zip(a, b, strict=True))
+        return [d for i, (x, y) in pairs for d in _differences(x, y, f"{path}[{i}]")]
+    return [] if a == b else [(path, a, b)]
 
 
 def _differs(name: str, a: Any, b: Any, sides: tuple[str, str] = ("A", "B")) -> str:
-    return f"{name}: {_shown(a)} ({sides[0]}) -> {_shown(b)} ({sides[1]})"
+    """``name: left (A) -> right (B)``; for mappings and lists each differing field by its path with
+    both values (``fvp.params (model parameters): cpu0.clock: 100 (A) -> 200 (B)``), so a refusal
+    names what differs however large the rest."""
+    found = _differences(a, b)
+    parts = []
+    for path, left, right in found or [("", a, b)]:
+        at = _first_difference(repr(left), repr(right))
+        pair = f"{_shown(left, at)} ({sides[0]}) -> {_shown(right, at)} ({sides[1]})"
+        parts.append(f"{path}: {pair}" if path else pair)
+    return f"{name}: " + "; ".join(parts)
+
+
+def _first_difference(left: str, right: str) -> int:
+    pairs = enumerate(zip(left, right, strict=False))  # the shorter one may end where they differ
+    return next((i for i, (x, y) in pairs if x != y), min(len(left), len(right)))
 
 
 _REFUSED_FIELDS = (

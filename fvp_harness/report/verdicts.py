@@ -58,17 +58,25 @@ def decide_gate(ci_low: float | None, ci_high: float | None, allowed: float) -> 
     return "inconclusive", "unverified"
 
 
-def decide_exact(saved: float, min_effect: float) -> tuple[Verdict, str]:
+def decide_exact(saved: float, min_effect: float, size: bool = True) -> tuple[Verdict, str]:
     """The verdict of an exact saving (a size every run measured the same, in %): no change within
     ±m, else smaller (``faster``) or larger (``slower``); no interval and no test, the numbers are
-    not samples of noise."""
-    shown = f"{-saved:+.1f}%" if round(saved, 1) else "no change"
-    if abs(saved) <= min_effect:
-        return "no change", f"exact: {shown}, inside the ±{min_effect:g}% that counts as no change"
-    word = "smaller" if saved > 0 else "larger"
-    verdict: Verdict = "faster" if saved > 0 else "slower"
-    return verdict, (f"exact: {shown} ({word}), beyond the ±{min_effect:g}% that counts as no "
-                     "change")
+    not samples of noise. ``size=False``: another metric every sample of which was one number in
+    each build (NPU cycles): the same rule, its change read lower or higher."""
+    band = f"the ±{min_effect:g}% that counts as no change"
+    verdict: Verdict = "no change"
+    if abs(saved) > min_effect:
+        verdict = "faster" if saved > 0 else "slower"
+    if not size:
+        amount = f"{abs(saved):.1f}%" if abs(saved) >= 0.05 else f"{abs(saved):.2g}%"
+        moved = "identical" if saved == 0 else f"{amount} {'lower' if saved > 0 else 'higher'}"
+        where = "inside" if verdict == "no change" else "beyond"
+        same = "every sample of each build the same number"
+        return verdict, f"exact ({same}): {moved}, {where} {band}"
+    change = f"{-saved:+.1f}%" if round(saved, 1) else "no change"
+    if verdict == "no change":
+        return verdict, f"exact: {change}, inside {band}"
+    return verdict, f"exact: {change} ({'smaller' if saved > 0 else 'larger'}), beyond {band}"
 
 
 def effect_expectation(model: str, verdict: Verdict, reason: str, saved: float | None, m: float) -> Expectation:

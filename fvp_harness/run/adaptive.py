@@ -134,6 +134,8 @@ def complete_rounds(records: Iterable[Record], model: str, builds: Sequence[str]
 
 
 def _width(item: ModelComparison) -> float | None:
+    if item.exact:  # one number in every sample: more rounds would narrow nothing
+        return 0.0
     if item.ci_low is None or item.ci_high is None:
         return None
     return item.ci_high - item.ci_low

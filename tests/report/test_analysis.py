@@ -12,6 +12,7 @@ import pytest
 from fvp_harness.report.analysis import analyse
 from fvp_harness.report.bootstrap import bootstrap_medians
 from fvp_harness.report.frames import to_frame
+from fvp_harness.report.markdown import render_markdown
 from fvp_harness.report.pvalues import bootstrap_p, process_level_p
 from fvp_harness.report.result import expectations_violated
 from fvp_harness.report.samples import select_latest
@@ -327,12 +328,29 @@ def test_drift_is_flagged() -> None:
     assert not flags["before"].flagged
 
 
+def test_the_size_of_a_drift_is_measured_from_where_the_series_started() -> None:
+    """A series that falls from 3.0 to 0.5 ms moved 83% down from where it started; in % of the
+    whole series' median it read -278% here (-113% in issue 38, finding 9): more than all of it."""
+    falling = [3.0] * 8 + [2.5, 2.0, 1.5, 1.0, 0.8, 0.6] + [0.5] * 10
+
+    def sampler(rng: np.random.Generator, model: str, build: str, rep: int) -> list[float]:
+        return falling if build == "after" else [1.0 + 0.01 * i for i in range(24)][::-1]
+
+    result = analyse(make_records(sampler, reps=1), Compare(), (), FAST)
+    flag = next(d for d in result.drift if d.build == "after")
+    assert flag.flagged and flag.change_pct == pytest.approx(100 * (0.5 - 3.0) / 3.0)
+    markdown = render_markdown(result)
+    assert "last third vs first third -83.3%)" in markdown and "-113" not in markdown
+
+
 def test_constant_series_do_not_drift_or_warn() -> None:
     records = make_records(lambda rng, m, b, r: [1.0] * 10)
     result = analyse(records, Compare(), (), FAST)
     assert result.drift == ()
-    assert result.comparison.models[0].verdict == "no change"  # type: ignore[union-attr]
-    assert result.comparison.models[0].p_value == 1.0  # type: ignore[union-attr]
+    row = result.comparison.models[0]  # type: ignore[union-attr]
+    # one number in every sample: no change, exactly, with no p-value and no CI of zero width
+    shown = (row.verdict, row.p_value, row.ci_low, row.ci_high, row.exact)
+    assert shown == ("no change", None, None, None, True)
 
 
 def test_analyse_without_compare_spec() -> None:
@@ -472,15 +490,18 @@ PINNED: dict[str, object] = {
     "b identity": (("outputs", "pass", "all identical (1 file(s))"), ("npu_cycles", "pass", "all identical (85092)"),
                    ("load_time", "pass", "+7.1% within ±50% (CI +1.7 … +12.9%)")),
     "b others": (("npu_cycles", 85092.0, 85092.0), ("load_time", 42.0, 45.0)),
-    "geomean": (0.594938409601209, 40.506159039879094, 39.4515715609804, 41.37802659886449, "faster"),
+    # the CI's ratio bounds: the geometric means of the models' (the draws pooled: 39.45 … 41.38)
+    "geomean": (0.594938409601209, 40.506159039879094, 38.79504046280464, 41.884603162737974,
+                "faster"),
     "gate a load_time": (7.14285714285714, 1.6842094211933833, 12.900040163845294, "inconclusive"),
     "gate a cpu_time": (-1.6346999999999996, -1.6969975, -1.5864, "within"),
     "gate b load_time": (7.14285714285714, 1.6842094211933833, 12.900040163845294, "inconclusive"),
     "gate b cpu_time": (-0.10000000000000009, -0.15152499999999997, -0.02400000000000002, "within"),
     "drift a before": (30, 0.05002829947803977, 0.7929073325283833, 0.0, False),
-    "drift a after": (32, 0.2601044828081175, 0.15051489795393236, 2.1526829780531305, False),
-    "drift b before": (30, -0.0906762928039471, 0.6336935422061778, -1.0000000000000093, False),
-    "drift b after": (32, -0.10379179652662295, 0.5718657817636092, -1.0000000000000142, False),
+    # the drift's size in % of the first third's median (of the overall median: 2.15, -1.0, -1.0)
+    "drift a after": (32, 0.2601044828081175, 0.15051489795393236, 2.17610530226633, False),
+    "drift b before": (30, -0.0906762928039471, 0.6336935422061778, -0.9950248756218999, False),
+    "drift b after": (32, -0.10379179652662295, 0.5718657817636092, -0.9950248756219046, False),
     "failed": ("r4-after-b",),
 }
 

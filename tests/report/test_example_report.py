@@ -7,6 +7,7 @@ line above it into the README."""
 
 from __future__ import annotations
 
+import math
 import re
 
 from tests.helpers import REPO
@@ -42,3 +43,24 @@ def test_the_example_reports_links_resolve() -> None:
     assert {"report.png", "report.samples.png"} <= set(links)
     for link in links:
         assert (EXAMPLE / link).is_file(), link
+
+
+def _saved_bounds(cell: str) -> tuple[float, float]:
+    """``62.9 … 65.9%`` (the report's CI of a saving, all of it saved) as numbers."""
+    low, high = re.fullmatch(r"(\d+\.\d) … (\d+\.\d)%", cell).groups()  # type: ignore[union-attr]
+    return float(low), float(high)
+
+
+def test_the_example_geometric_mean_is_no_narrower_than_its_models_allow() -> None:
+    """The simulator's example (issue 38, finding 1): its models' CIs are 3.0, 2.5, 0.5 and 0.5
+    points wide; the geometric mean's was 0.3 (68.9 … 69.2%). Its ratio bounds must be at least the
+    geometric means of the models' ratio bounds (to the table's rounding)."""
+    _, rows = _first_table((EXAMPLE / "report.md").read_text(encoding="utf-8").split("\n"))
+    geometric = next(row for row in rows if row[0].startswith("**Geometric mean**"))
+    models = [_saved_bounds(row[3]) for row in rows[2:] if row is not geometric]
+    geo = _saved_bounds(geometric[3])
+    log_low = sum(math.log(1 - high / 100) for _, high in models) / len(models)
+    log_high = sum(math.log(1 - low / 100) for low, _ in models) / len(models)
+    combined = (100 * (1 - math.exp(log_high)), 100 * (1 - math.exp(log_low)))
+    assert geo[0] <= round(combined[0], 1) + 0.05, (geo, combined)
+    assert geo[1] >= round(combined[1], 1) - 0.05, (geo, combined)

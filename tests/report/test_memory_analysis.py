@@ -95,7 +95,8 @@ def test_a_size_as_the_primary_metric_has_an_exact_verdict() -> None:
     effect = [e for e in result.comparisons[0].expectations if e.kind == "min_effect"]
     assert effect[0].status == "fail"
     cells = _row(render_markdown(result), "| resnet8")
-    assert cells[2] == "10.0% larger" and cells[3] == "n/a" and cells[-1] == "larger"
+    assert cells[2] == "10.0% larger" and cells[3] == "exact" and cells[4] == ""
+    assert cells[-1] == "larger"
 
 
 def test_decide_exact() -> None:

@@ -66,6 +66,33 @@ def test_a_real_fvp_report_names_the_fvp_build_and_what_its_cpu_time_is() -> Non
     assert "instruction-accurate, not cycle-accurate" in markdown and "Simulated" not in markdown
 
 
+QEMU_FVP = {"binary": "qemu-system-aarch64", "version": "7.2.22",
+            "path": "/usr/bin/qemu-system-aarch64",
+            "sha256": "7148d1e6c8587f9b017dbcd2ab6d18eb9b84d20ef5284e0c4915b614c8a61b31"}
+
+
+@pytest.mark.parametrize("profile", [{"kind": "qemu", "name": "qemu-aarch64-virt"}, None])
+def test_a_qemu_report_calls_qemu_qemu(profile: dict[str, str] | None) -> None:
+    """Issue 38, finding 9: a QEMU run read "Measured on FVP 7.2.22 (qemu-system-aarch64 ...)". The
+    platform is named by what it is in the context line, the caption, the note and the footer (an
+    older manifest without the profile is known by its binary)."""
+    manifest = {**MANIFEST, "platform": "qemu-aarch64-virt", "fvp": QEMU_FVP,
+                **({"profile": profile} if profile else {})}
+    context = ReportContext.from_manifest(manifest)
+    markdown = render_markdown(result_for(build_records()), context=context)
+    caption, _ = _caption_and_table(markdown)
+    shown = "Measured on QEMU 7.2.22 (qemu-system-aarch64, sha256 7148d1e6c858): "
+    assert caption.startswith(shown)
+    assert "QEMU: **qemu-system-aarch64 7.2.22**" in markdown.split("\n")[2]
+    assert "- QEMU: `--version` 7.2.22, `/usr/bin/qemu-system-aarch64`" in markdown
+    assert "FVP:" not in markdown and "on FVP" not in markdown
+    assert "instruction-accurate" not in markdown
+    assert "What these numbers are: times of the runner in a QEMU guest" in markdown
+    assert context.measured_on is not None and context.measured_on.startswith("QEMU 7.2.22")
+    csv_rows = list(csv.DictReader(io.StringIO(render_csv(result_for(build_records()), context))))
+    assert {row["measured_on"] for row in csv_rows} == {context.measured_on}
+
+
 @pytest.mark.parametrize(("manifest", "simulated"), [
     (SIM_MANIFEST, True),
     ({"fvp": {"binary": "/opt/x/FVP", "version": "11.30.27 (simulated by fvp-harness sim)"}}, True),  # disguised

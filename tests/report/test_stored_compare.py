@@ -70,6 +70,25 @@ def test_run_settings_that_change_what_is_measured_are_refused():
     assert any(p.startswith("run.command") for p in problems)
 
 
+def test_a_refusal_names_the_field_that_differs_with_both_values():
+    """Issue 38, finding 9: the two dicts were printed cut at 80 characters, hiding the field
+    that differed. Now each differing field is named by its path, with both values."""
+    params = {f"mps4_board.subsystem.param_{i:02d}": i for i in range(12)}
+    a = _manifest(fvp__params={**params, "mps4_board.subsystem.ethosu.num_macs": 256})
+    b = _manifest(fvp__params={**params, "mps4_board.subsystem.ethosu.num_macs": 128})
+    b["scenario"]["resolved"]["run"]["command"] = "{runner} " + "--flag " * 20 + "--last=2"
+    a["scenario"]["resolved"]["run"]["command"] = "{runner} " + "--flag " * 20 + "--last=1"
+    problems = comparable(a, b, models=["m1"]).problems
+    named = "mps4_board.subsystem.ethosu.num_macs: 256 (A) -> 128 (B)"
+    assert f"fvp.params (model parameters): {named}" in problems, problems
+    command = next(p for p in problems if p.startswith("run.command"))
+    assert "--last=1' (A)" in command and "--last=2' (B)" in command, command
+    b["fvp"]["params"]["mps4_board.subsystem.extra"] = 1
+    problems = comparable(a, b, models=["m1"]).problems
+    problem = next(p for p in problems if p.startswith("fvp.params"))
+    assert "mps4_board.subsystem.extra: (absent) (A) -> 1 (B)" in problem, problem
+
+
 def test_a_real_fvp_reporting_another_version_is_refused():
     a = _manifest(fvp__binary="/opt/FVP", fvp__identity={"binary": "/opt/FVP", "size": 1, "mtime_ns": 1})
     b = _manifest(fvp__binary="/opt/FVP", fvp__identity={"binary": "/opt/FVP", "size": 1, "mtime_ns": 2})

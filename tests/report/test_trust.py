@@ -105,7 +105,11 @@ def test_a_tripled_secondary_metric_violates_its_gate_and_fails_the_run() -> Non
     assert load.ci_low is not None and load.ci_low > 10
     assert load.detail.startswith(f"{load.change:.0f}% higher, more than allowed (a rise of at most 10%; CI ")
     assert (gates["npu_cycles"].verdict, gates["npu_cycles"].change) == ("within", 0.0)
-    assert gates["npu_cycles"].detail.startswith("unchanged, within what is allowed (no rise; CI")
+    # a counter one number in every sample: decided on the exact change, no CI of zero width
+    assert gates["npu_cycles"].detail == ("unchanged, within what is allowed (no rise; every "
+                                          "sample of each build the same number: decided "
+                                          "without a CI)")
+    assert (gates["npu_cycles"].ci_low, gates["npu_cycles"].ci_high) == (None, None)
     kinds = [(e.kind, e.name, e.status, e.limit) for e in comparison.expectations]
     assert ("gate", "load_time", "fail", "+10%") in kinds and ("gate", "npu_cycles", "pass", "0 cycles") in kinds
     assert expectations_violated(result)
@@ -138,8 +142,10 @@ def test_a_gate_the_ci_straddles_is_unverified_and_the_run_not_verified() -> Non
 def test_a_counter_that_moves_violates_a_zero_gate() -> None:
     result = analyse(runs(npu=lambda b: 85092.0 if b == "before" else 85100.0), GATED, METRICS, FAST)
     gate = next(g for g in result.comparison.gates if g.metric == "npu_cycles")  # type: ignore[union-attr]
-    assert (gate.verdict, gate.change, gate.ci_low, gate.ci_high) == ("violated", 8.0, 8.0, 8.0)
-    assert gate.detail.startswith("8.00 cycles higher, more than allowed (no rise;")
+    shown = (gate.verdict, gate.change, gate.ci_low, gate.ci_high)
+    assert shown == ("violated", 8.0, None, None)  # exact: no CI of zero width
+    assert gate.detail == ("8.00 cycles higher, more than allowed (no rise; every sample of each "
+                           "build the same number: decided without a CI)")
 
 
 def test_an_absolute_gate_is_in_the_metrics_unit() -> None:
