@@ -8,6 +8,7 @@ regressions page with the compare of each step in effect. The browser test
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from fvp_harness.report.dashboard import (
     site_scenario,
     write_dashboard,
 )
-from fvp_harness.report.history import history_from_runs, load_history
+from fvp_harness.report.history import history_from_runs, load_history, step_bisect
 from tests.report.stored_runs import write_run
 
 BASE = {("after", "m1"): 1.0, ("after", "m2"): 2.0, ("before", "m1"): 2.0, ("before", "m2"): 4.0}
@@ -330,3 +331,19 @@ def test_commit_subjects_skips_unknown_commits_and_places_outside_a_checkout(tmp
     assert commit_subjects([*commits, "f" * 40, None, "not-a-hash"], [outside, repo]) == {
         commits[0]: "change 0", commits[1]: "change 1"}
     assert commit_subjects(commits, [outside]) == {}, "no checkout there: no subjects, no error"
+
+
+def test_a_steps_bisect_starts_at_the_last_run_that_measured_not_at_a_failed_one(tmp_path):
+    folder = _five_runs(tmp_path, failed_at=2, count=6)  # m1 20 % slower from the third run, which failed
+    for index, run in enumerate([*sorted((folder / "runs").iterdir()), folder]):  # each its runner's commit
+        manifest = run / "manifest.json"
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+        data["builds"]["after"]["source"] = {"origin": "scenario", "commit": 'abcdef'[index] * 40}
+        manifest.write_text(json.dumps(data), encoding="utf-8")
+    site = _scenario(folder)
+    step = next(step for step in site.history.steps if step.kind == "regression")
+    assert step.model == "m1" and step.index == 3
+    command = step_bisect(site.history, step)
+    assert command is not None and f"--good {'b' * 12} --bad {'d' * 12}" in command, command
+    page = _site(site, tmp_path / "site")
+    assert f"--good {'b' * 12} --bad {'d' * 12}" in page and f"--good {'c' * 12}" not in page
