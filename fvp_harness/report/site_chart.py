@@ -186,11 +186,12 @@ def chart_svg(history: History, model: str, *, chart_id: str, link: Callable[[in
               for i, level in enumerate(history.levels[model]) if level is not None]
     if fitted:
         path = []
-        for k, (i, level) in enumerate(fitted):
-            start = x(i - 0.5) if k else x(i)
-            end = x(i + 0.5) if k < len(fitted) - 1 else x(i)
+        start = x(fitted[0][0])
+        for k, (i, level) in enumerate(fitted):  # a level holds until halfway to the next measured run
+            end = x(fitted[k + 1][0] - 0.5) if k < len(fitted) - 1 else x(i)
             y = main.y(level)
             path.append(f"{'M' if not k else 'L'}{start:.1f},{y:.1f}L{end:.1f},{y:.1f}")
+            start = end
         out.append(f'<path class="level" d="{"".join(path)}" fill="none" stroke="#8c8c8c" '
                    'stroke-width="1.3"/>')
     whiskers = []
