@@ -213,7 +213,7 @@ def _tick(site: SiteScenario, index: int) -> str:
     return _when(run.started)[5:] or run.run_id
 
 
-def _title(site: SiteScenario, model: str, index: int) -> str:
+def _title(site: SiteScenario, model: str, index: int, why: str | None) -> str:
     """A run's tooltip in a chart: commit and subject, date and run, the value (or why there is
     none)."""
     from fvp_harness.report.history import point_cell  # late: history imports pandas and matplotlib
@@ -231,7 +231,6 @@ def _title(site: SiteScenario, model: str, index: int) -> str:
     if point.npu_cycles is not None:
         value += f"; NPU cycles {fmt.number(point.npu_cycles)}"
     lines.append(value)
-    why = site.missing(model).get(index)
     if why is not None:
         lines.append(why)
     return "\n".join(lines)
@@ -326,7 +325,8 @@ def _scenario_page(site: SiteScenario, number: int, regressions: int) -> str:
         chart_id = _chart_id(number, offset)
         measured = sum(point.median is not None for point in history.points[model])
         missing = site.missing(model)
-        titles = [_title(site, model, index) for index in range(len(history.runs))]
+        titles = [_title(site, model, index, missing.get(index))
+                  for index in range(len(history.runs))]
         parts.append(f"<figure class=\"chart\" id=\"{chart_id}\" "
                      f"data-scenario=\"{html.escape(site.name)}\" "
                      f"data-model=\"{html.escape(model)}\" data-runs=\"{measured}\" "

@@ -187,7 +187,8 @@ def chart_svg(history: History, model: str, *, chart_id: str, link: Callable[[in
     if fitted:
         path = []
         start = x(fitted[0][0])
-        for k, (i, level) in enumerate(fitted):  # a level holds until halfway to the next measured run
+        # a level holds until halfway to the next measured run: the step's line
+        for k, (i, level) in enumerate(fitted):
             end = x(fitted[k + 1][0] - 0.5) if k < len(fitted) - 1 else x(i)
             y = main.y(level)
             path.append(f"{'M' if not k else 'L'}{start:.1f},{y:.1f}L{end:.1f},{y:.1f}")

@@ -67,6 +67,14 @@ def five(tmp_path_factory: pytest.TempPathFactory) -> SiteScenario:
     return _scenario(_five_runs(tmp_path_factory.mktemp("five")))
 
 
+@pytest.fixture(scope="module")
+def five_site(tmp_path_factory: pytest.TempPathFactory, five: SiteScenario) -> Path:
+    """The site of ``five``, written once for the tests that only read it."""
+    out = tmp_path_factory.mktemp("five-site") / "site"
+    _site(five, out)
+    return out
+
+
 def _charts(page: str) -> dict[str, str]:
     """model -> its ``<figure>``'s HTML."""
     found = re.findall(r'<figure class="chart" id="[^"]+" data-scenario="[^"]*" data-model="([^"]+)".*?</figure>',
@@ -89,9 +97,9 @@ def _ys(chart: str, axis: str) -> list[float]:
     return [float(y) for y in re.findall(r'<circle cx="[^"]+" cy="([^"]+)"', found.group(1))]
 
 
-def test_one_chart_per_model_each_point_a_link_to_its_runs_page(tmp_path, five):
-    out = tmp_path / "site"
-    page = _site(five, out)
+def test_one_chart_per_model_each_point_a_link_to_its_runs_page(five_site):
+    out = five_site
+    page = (out / scenario_page_path("demo")).read_text(encoding="utf-8")
     charts = _charts(page)
     assert list(charts) == ["m1", "m2"]
     for chart in charts.values():
@@ -253,9 +261,8 @@ def test_noise_on_a_flat_series_stays_a_thin_band_on_the_relative_and_zero_axes(
     assert ">+10 %</text>" in chart and ">-10 %</text>" in chart
 
 
-def test_the_overview_is_a_grid_of_sparklines_each_linking_to_its_chart(tmp_path, five):
-    out = tmp_path / "site"
-    _site(five, out)
+def test_the_overview_is_a_grid_of_sparklines_each_linking_to_its_chart(five_site):
+    out = five_site
     overview = (out / DASHBOARD_INDEX).read_text(encoding="utf-8")
     cards = re.findall(r'<a class="(card[^"]*)" href="([^"]+)" data-scenario="demo" '
                        r'data-model="(\w+)"', overview)
@@ -334,8 +341,9 @@ def test_commit_subjects_skips_unknown_commits_and_places_outside_a_checkout(tmp
 
 
 def test_a_steps_bisect_starts_at_the_last_run_that_measured_not_at_a_failed_one(tmp_path):
-    folder = _five_runs(tmp_path, failed_at=2, count=6)  # m1 20 % slower from the third run, which failed
-    for index, run in enumerate([*sorted((folder / "runs").iterdir()), folder]):  # each its runner's commit
+    # m1 20 % slower from the third run, which failed; each run records its runner's source commit
+    folder = _five_runs(tmp_path, failed_at=2, count=6)
+    for index, run in enumerate([*sorted((folder / "runs").iterdir()), folder]):
         manifest = run / "manifest.json"
         data = json.loads(manifest.read_text(encoding="utf-8"))
         data["builds"]["after"]["source"] = {"origin": "scenario", "commit": 'abcdef'[index] * 40}
