@@ -469,8 +469,8 @@ def _regression_item(site: SiteScenario, number: int, step: Step, out_dir: Path)
                 links.append(f"<a class=\"compare-link\" href=\"{html.escape(where)}/{RUN_PAGE}\">"
                              "compare of the two runs</a>")
             else:
-                first = refused.splitlines()[0]
-                links.append(f"<span class=\"note\">compare refused: {html.escape(first)}</span>")
+                why = " ".join(line.strip() for line in refused.splitlines())  # with its reasons
+                links.append(f"<span class=\"note refused\">compare refused: {html.escape(why)}</span>")
     bisect = step_bisect(history, step)
     if bisect is not None:
         commands.append(bisect)

@@ -355,3 +355,24 @@ def test_a_steps_bisect_starts_at_the_last_run_that_measured_not_at_a_failed_one
     assert command is not None and f"--good {'b' * 12} --bad {'d' * 12}" in command, command
     page = _site(site, tmp_path / "site")
     assert f"--good {'b' * 12} --bad {'d' * 12}" in page and f"--good {'c' * 12}" not in page
+
+
+def test_a_step_whose_runs_compare_refuses_says_why_instead_of_a_compare_page(tmp_path):
+    folder = tmp_path / "results" / "demo"
+    for index in range(6):  # the fourth run measured another platform: compare refuses that pair
+        values = dict(BASE)
+        if index >= 3:
+            values[("after", "m1")] *= 1.2
+        changes = {"platform": "corstone300"} if index >= 3 else None
+        write_run(folder, values, run_id=f"2026030{index + 1}-100000-000{index}", seed=index,
+                  started=f"2026-03-0{index + 1}T10:00:00Z", changes=changes)
+    out = tmp_path / "site"
+    _site(_scenario(folder), out)
+    page = (out / REGRESSIONS_PAGE).read_text(encoding="utf-8")
+    item = re.search(r'<li class="step in-effect"[^>]*data-model="m1">(.*?)</li>', page, re.S)
+    assert item is not None and 'class="compare-link"' not in item.group(1)
+    refused = re.search(r'<span class="note refused">compare refused: ([^<]*)</span>', item.group(1))
+    assert refused is not None and "measured different things" in refused.group(1)
+    assert "platform" in refused.group(1), "the reason is named"
+    assert "<code class=\"command\">fvp-harness compare " in item.group(1), "the command is still given"
+    assert not (out / "demo" / "compare").exists()
