@@ -470,7 +470,8 @@ def _regression_item(site: SiteScenario, number: int, step: Step, out_dir: Path)
                              "compare of the two runs</a>")
             else:
                 why = " ".join(line.strip() for line in refused.splitlines())  # with its reasons
-                links.append(f"<span class=\"note refused\">compare refused: {html.escape(why)}</span>")
+                links.append(f"<span class=\"note refused\">compare refused: {html.escape(why)}"
+                             "</span>")
     bisect = step_bisect(history, step)
     if bisect is not None:
         commands.append(bisect)
