@@ -14,6 +14,7 @@ Layout of ``DIR``:
                                   chart (``sparkline``)
     regressions.html              every step still in effect, with the compare of its two runs
                                   (``site_regressions``); then the other steps
+    regressions.xml               the steps in effect as an Atom feed (``site_feed``)
     <scenario folder>/index.html  per model the chart (``site_chart``: median, 95 % CI, fitted
                                   level, steps, runs with no result marked; a commit and day axis;
                                   relative, from-zero and zoomed y axes), the steps, the runs' table
@@ -49,6 +50,7 @@ from fvp_harness.files import atomic_write
 from fvp_harness.report import format as fmt
 from fvp_harness.report.report_page import local_image, markdown_html, page
 from fvp_harness.report.site_chart import AXES, DEFAULT_AXIS, chart_svg
+from fvp_harness.report.site_feed import FEED, FeedEntry, atom_feed
 from fvp_harness.report.site_regressions import (
     COMPARE_FOLDER,
     REGRESSIONS_PAGE,
@@ -439,9 +441,11 @@ def _overview_section(site: SiteScenario, number: int) -> str:
             f"<div class=\"grid\">{cards}</div></section>")
 
 
-def _regression_item(site: SiteScenario, number: int, step: Step, out_dir: Path) -> str:
+def _regression_item(site: SiteScenario, number: int, step: Step,
+                     out_dir: Path) -> tuple[str, str]:
     """One step on the regressions page: in words, its two runs, links to its chart and (in effect)
-    to the compare of the two runs, written into the site here, and the commands."""
+    to the compare of the two runs, written into the site here, and the commands; and where the
+    step is best seen (its compare, else its chart)."""
     # late: history loads pandas; this module is light
     from fvp_harness.report.history import step_bisect
 
@@ -453,6 +457,7 @@ def _regression_item(site: SiteScenario, number: int, step: Step, out_dir: Path)
     offset = history.models.index(step.model)
     chart = f"{scenario_page_path(site.name)}#{_chart_id(number, offset)}"
     links = [f"<a class=\"chart-link\" href=\"{html.escape(chart)}\">chart</a>"]
+    seen = chart
     said = ""
     commands = []
     pair = step_pair(history, step)
@@ -466,6 +471,7 @@ def _regression_item(site: SiteScenario, number: int, step: Step, out_dir: Path)
             back = f"../../../{REGRESSIONS_PAGE}"
             refused = write_compare(history, site.run_dirs, pair, out_dir / where, back)
             if refused is None:
+                seen = f"{where}/{RUN_PAGE}"
                 links.append(f"<a class=\"compare-link\" href=\"{html.escape(where)}/{RUN_PAGE}\">"
                              "compare of the two runs</a>")
             else:
@@ -480,7 +486,22 @@ def _regression_item(site: SiteScenario, number: int, step: Step, out_dir: Path)
     return (f"<li class=\"{state}\" data-kind=\"{step.kind}\" "
             f"data-scenario=\"{html.escape(site.name)}\" "
             f"data-model=\"{html.escape(step.model)}\">{html.escape(history.scenario)} · "
-            f"{step_text(history, step, run_text)}{said}<br>{' · '.join(links)}{code}</li>")
+            f"{step_text(history, step, run_text)}{said}<br>{' · '.join(links)}{code}</li>", seen)
+
+
+def _feed_entry(site: SiteScenario, step: Step, link: str) -> FeedEntry:
+    history = site.history
+    run = history.runs[step.index]
+    at = f"commit {run.commit[:7]}" if run.commit else f"run {run.run_id}"
+    subject = _subject(site, step.index)
+    unit = f" {history.unit}" if history.unit else ""
+    title = (f"{history.scenario} · {step.model}: {history.metric} "
+             f"{fmt.signed_percent(step.change_pct, 1)} since {at}")
+    summary = (f"{title}" + (f" ({subject})" if subject else "") + f", run {run.run_id}: level "
+               f"{fmt.number(step.before)} -> {fmt.number(step.after)}{unit} (z = {step.z:.1f}), "
+               "still in effect at the newest run")
+    return FeedEntry(f"urn:fvp-harness:regression:{site.name}:{step.model}:{run.run_id}", title,
+                     summary, run.started, link)
 
 
 def _regressions_page(scenarios: Sequence[SiteScenario], out_dir: Path, regressions: int) -> str:
@@ -488,17 +509,24 @@ def _regressions_page(scenarios: Sequence[SiteScenario], out_dir: Path, regressi
     others."""
     current: list[str] = []
     others: list[str] = []
+    entries: list[FeedEntry] = []
     for number, site in enumerate(scenarios):
         for step in site.history.steps:
             if step.kind != "shift":
-                item = _regression_item(site, number, step, out_dir)
+                item, seen = _regression_item(site, number, step, out_dir)
                 (current if step.in_effect else others).append(item)
+                if step.in_effect:
+                    entries.append(_feed_entry(site, step, seen))
+    newest = max((site.history.runs[-1].started or "" for site in scenarios), default="")
+    title = "Regressions: " + ", ".join(site.history.scenario for site in scenarios)
+    atomic_write(out_dir / FEED, atom_feed(title, entries, newest or None, REGRESSIONS_PAGE))
     head = (f"<h1>Regressions in effect: {regressions}</h1>\n<p>Each: a step up of a series' level "
             "that <code>history</code>'s step detector found and that still holds at the newest "
             "run, "
             "the runs on either side of it, the compare of those two runs (its report, written "
             "into "
-            "this site) and the command that writes it.</p>")
+            "this site) and the command that writes it. The same as a feed: "
+            f"<a class=\"feed\" href=\"{FEED}\">{FEED}</a> (Atom).</p>")
     body = [head, f"<ol class=\"regressions\">{''.join(current)}</ol>" if current
             else "<p>No regression in effect.</p>"]
     if others:

@@ -211,6 +211,7 @@ def _regressions(page: Any, commits: list[str]) -> None:
     with page.expect_navigation():
         page.locator("nav.site a", has_text="Regressions").click()
     assert page.url.endswith("/site/regressions.html")
+    assert page.locator("a.feed").get_attribute("href") == "regressions.xml"  # the same, as a feed
     items = page.locator("li.in-effect")
     assert items.count() == 1 and items.first.get_attribute("data-model") == "resnet8"
     text = items.first.inner_text()

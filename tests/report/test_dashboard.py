@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 
@@ -325,6 +326,17 @@ def test_the_regressions_page_gives_each_step_in_effect_with_the_compare_of_its_
         "the steps no longer in effect")
     assert page.count('class="compare-link"') == 1, (
         "a compare is written for the steps in effect only")
+    feed = ElementTree.parse(out / "regressions.xml").getroot()  # the same as an Atom feed
+    atom = "{http://www.w3.org/2005/Atom}"
+    assert feed.tag == f"{atom}feed" and feed.findtext(f"{atom}updated") == "2026-03-06T10:00:00Z"
+    entries = feed.findall(f"{atom}entry")
+    assert [entry.findtext(f"{atom}id") for entry in entries] == [
+        "urn:fvp-harness:regression:demo:m1:20260303-100000-0002"]
+    assert entries[0].findtext(f"{atom}updated") == "2026-03-03T10:00:00Z"
+    assert re.fullmatch(r"demo · m1: cpu_time \+(19|20)\.\d% since commit 3333333",
+                        entries[0].findtext(f"{atom}title") or "")
+    link = entries[0].find(f"{atom}link")
+    assert link is not None and link.get("href") == compare.group(1)
 
 
 def test_commit_subjects_skips_unknown_commits_and_places_outside_a_checkout(tmp_path):
