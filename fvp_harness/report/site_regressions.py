@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from fvp_harness.report.history import History, Step
 
 __all__ = ["COMPARE_FOLDER", "REGRESSIONS_PAGE", "StepPair", "compare_command", "step_pair",
-           "write_compare"]
+           "step_text", "write_compare"]
 
 REGRESSIONS_PAGE = "regressions.html"
 """The regressions page, at the top of the site beside ``index.html``."""
