@@ -144,12 +144,11 @@ def _failures(runs: Sequence[LoadedRun], build: str, models: Sequence[str]) -> d
             failed = [r for r in mine if r.status != "ok"]
             if failed:
                 first = failed[0]
-                message = (first.failure or
-                           "").strip().splitlines()[0] if first.failure else "no message"
-                found[(index, model)] = (f"FAILED: {len(failed)} of {len(mine)} unit(s) of {build} "
-                                         "failed"
-                                         f"{status}; {first.failure_class or 'failure'}: "
-                                         f"{message[:160]}")
+                lines = (first.failure or "").strip().splitlines()
+                message = lines[0] if lines else "no message"
+                found[(index, model)] = (
+                    f"FAILED: {len(failed)} of {len(mine)} unit(s) of {build} failed{status}; "
+                    f"{first.failure_class or 'failure'}: {message[:160]}")
             elif not mine:
                 found[(index, model)] = (f"not run: this run has no unit of {build} for "
                                          f"{model}{status}")
@@ -281,8 +280,7 @@ def _step_line(site: SiteScenario, step: Step, link: Callable[[int], str]) -> st
     return (f"<li class=\"{step.kind}\">{html.escape(step.model)}: {step.kind} "
             f"{html.escape(fmt.signed_percent(step.change_pct, 1))} at run "
             f"<a href=\"{html.escape(link(step.index))}\">{html.escape(run.run_id)}</a>{commit}: "
-            "level "
-            f"{html.escape(fmt.number(step.before))} → "
+            f"level {html.escape(fmt.number(step.before))} → "
             f"{html.escape(fmt.number(step.after) + (' ' + history.unit if history.unit else ''))} "
             f"(z = {step.z:.1f}){state}{bisect}</li>")
 
@@ -306,15 +304,12 @@ def _scenario_page(site: SiteScenario, number: int, regressions: int) -> str:
              f"{html.escape(history.metric)}{html.escape(unit)} of build "
              f"{html.escape(history.build)}</h1>",
              f"<p>{len(history.runs)} stored run(s), oldest first, one slot each on the x axis "
-             "(its commit and day; "
-             "hover a point for the commit's subject and the value). Each point: the median per "
-             "inference with "
-             "its 95 % CI; grey: the fitted level; a dashed line: a step of at least "
-             f"{history.threshold:g}&nbsp;% found over the whole series (red a regression, green "
-             "an improvement); "
-             "an orange × at the foot: a run with no result for that model (failed, or not run). "
-             "Below: the NPU "
-             "cycles. Each point and mark opens its run's report.</p>",
+             "(its commit and day; hover a point for the commit's subject and the value). Each "
+             "point: the median per inference with its 95 % CI; grey: the fitted level; a dashed "
+             f"line: a step of at least {history.threshold:g}&nbsp;% found over the whole series "
+             "(red a regression, green an improvement); an orange × at the foot: a run with no "
+             "result for that model (failed, or not run). Below: the NPU cycles. Each point and "
+             "mark opens its run's report.</p>",
              _axis_switch()]
     shown = [step for step in history.steps if step.kind != "shift"]
     if shown:
@@ -341,8 +336,7 @@ def _scenario_page(site: SiteScenario, number: int, regressions: int) -> str:
         failed = (f"; <span class=\"failed\">{len(missing)} without a result</span>" if missing
                   else "")
         parts.append(f"<figcaption>{html.escape(model)}: {measured} of {len(history.runs)} run(s) "
-                     "measured "
-                     f"{html.escape(history.metric)}{failed}</figcaption></figure>")
+                     f"measured {html.escape(history.metric)}{failed}</figcaption></figure>")
     parts.append(_runs_table(site, link))
     if history.notes:
         parts.append("<ul class=\"note\">"
@@ -400,9 +394,8 @@ def _card(site: SiteScenario, number: int, offset: int, model: str) -> str:
     unit = f" {history.unit}" if history.unit else ""
     newest = fmt.number(measured[-1].median) + unit if measured else fmt.MISSING
     effect = [step for step in history.in_effect if step.model == model]
-    states = [f"▲ {fmt.signed_percent(step.change_pct, 1)} since {_tick(site, step.index)}, in "
-              "effect"
-              for step in effect]
+    states = [f"▲ {fmt.signed_percent(step.change_pct, 1)} since {_tick(site, step.index)}, "
+              "in effect" for step in effect]
     if points and points[-1].median is None:
         states.append("× newest run: no result")
     if missing:
@@ -433,11 +426,9 @@ def _overview_section(site: SiteScenario, number: int) -> str:
             f"{html.escape(history.metric)} of build {html.escape(history.build)}</h2>"
             f"<p>{len(history.runs)} run(s); newest: "
             f"{_commit_html(site, newest, run_page_path(site.name, history.runs[newest].run_id))}. "
-            "Each card: the "
-            "series as change against its first level (at least ±"
-            f"{max(2.0 * history.threshold, 2.0):g}&nbsp;% tall), dashed lines the steps, an "
-            "orange × a run "
-            "with no result.</p>"
+            "Each card: the series as change against its first level (at least "
+            f"±{max(2.0 * history.threshold, 2.0):g}&nbsp;% tall), dashed lines the steps, an "
+            "orange × a run with no result.</p>"
             f"<div class=\"grid\">{cards}</div></section>")
 
 
@@ -522,17 +513,14 @@ def _regressions_page(scenarios: Sequence[SiteScenario], out_dir: Path, regressi
     atomic_write(out_dir / FEED, atom_feed(title, entries, newest or None, REGRESSIONS_PAGE))
     head = (f"<h1>Regressions in effect: {regressions}</h1>\n<p>Each: a step up of a series' level "
             "that <code>history</code>'s step detector found and that still holds at the newest "
-            "run, "
-            "the runs on either side of it, the compare of those two runs (its report, written "
-            "into "
-            "this site) and the command that writes it. The same as a feed: "
+            "run, the runs on either side of it, the compare of those two runs (its report, "
+            "written into this site) and the command that writes it. The same as a feed: "
             f"<a class=\"feed\" href=\"{FEED}\">{FEED}</a> (Atom).</p>")
     body = [head, f"<ol class=\"regressions\">{''.join(current)}</ol>" if current
             else "<p>No regression in effect.</p>"]
     if others:
-        body.append("<h2>Other steps</h2>\n<p>Regressions that no longer hold, and "
-                    "improvements.</p>\n"
-                    f"<ul class=\"steps\">{''.join(others)}</ul>")
+        body.append("<h2>Other steps</h2>\n<p>Regressions that no longer hold, and improvements."
+                    f"</p>\n<ul class=\"steps\">{''.join(others)}</ul>")
     return _page("Regressions", "\n".join(body), "", regressions)
 
 
@@ -545,21 +533,18 @@ def _run_page(site: SiteScenario, index: int, out_dir: Path, regressions: int) -
     folder.mkdir(parents=True, exist_ok=True)
     source = site.run_dirs[index]
     report = source / REPORT_FILES["markdown"]
+    commit = f" · commit <code>{html.escape(run.commit)}</code>" if run.commit else ""
     header = (f"<p><a href=\"../{RUN_PAGE}\">← history of {html.escape(history.scenario)}</a> · "
-              "run "
-              f"<code>{html.escape(run.run_id)}</code>"
-              + (f" · commit <code>{html.escape(run.commit)}</code>"
-                                                           if run.commit else "") + "</p>")
+              f"run <code>{html.escape(run.run_id)}</code>{commit}</p>")
     try:
         text = report.read_text(encoding="utf-8")
     except (FileNotFoundError, NotADirectoryError):
         text = None
     if text is None:
         body = (f"{header}\n<h1>{html.escape(run.run_id)}</h1>\n<p>This run has no "
-                f"{REPORT_FILES['markdown']}: "
-                "write it from the stored records with <code>fvp-harness report</code> on the "
-                "run's folder, then "
-                "write the site again.</p>")
+                f"{REPORT_FILES['markdown']}: write it from the stored records with "
+                "<code>fvp-harness report</code> on the run's folder, then write the site "
+                "again.</p>")
     else:
         rendered = markdown_html(text)
         linked = rendered.images

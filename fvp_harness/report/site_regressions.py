@@ -97,10 +97,8 @@ def write_compare(history: History, run_dirs: Sequence[Path], pair: StepPair, fo
     intro = [f"A: {describe_run(first)}", f"B: {describe_run(second)}"]
     text = report_page(folder, done.title, f"fvp-harness compare {first.run_id} {second.run_id}",
                        intro)
-    text = text.replace("<body>\n",
-                        f"<body>\n<p class=\"nav\"><a href=\"{html.escape(back)}\">← "
-                        "regressions</a>"
-                                    "</p>\n", 1)
+    nav = f"<p class=\"nav\"><a href=\"{html.escape(back)}\">← regressions</a></p>\n"
+    text = text.replace("<body>\n", f"<body>\n{nav}", 1)
     atomic_write(folder / "index.html", text)
     return None
 
