@@ -32,12 +32,13 @@ BASE = {("after", "m1"): 1.0, ("after", "m2"): 2.0, ("before", "m1"): 2.0, ("bef
 
 
 def _five_runs(tmp_path: Path, *, skip_m2_at: int | None = None, count: int = 5,
-               failed_at: int | None = None,
-               commits: list[str] | None = None) -> Path:
+               failed_at: int | None = None, commits: list[str] | None = None,
+               regression: bool = True) -> Path:
+    """``regression=False``: no step (and so no compare to write: 2 s a site)."""
     folder = tmp_path / "results" / "demo"
     for index in range(count):
         values = dict(BASE)
-        if index >= 2:  # the third run brought a 20 % regression of m1, and it stays
+        if index >= 2 and regression:  # the third run brought a 20 % regression of m1, and it stays
             values[("after", "m1")] *= 1.2
         if index == skip_m2_at:
             values = {key: value for key, value in values.items() if key[1] != "m2"}
@@ -217,7 +218,7 @@ def _git_commits(root: Path, count: int) -> list[str]:
 
 def test_the_x_axis_names_each_runs_commit_and_day_and_the_tooltip_its_subject(tmp_path):
     commits = _git_commits(tmp_path, 4)
-    folder = _five_runs(tmp_path, count=4, commits=commits)
+    folder = _five_runs(tmp_path, count=4, commits=commits, regression=False)
     site = site_scenario(folder)
     assert site.subjects == {commit: f"change {i}" for i, commit in enumerate(commits)}
     page = _site(site, tmp_path / "site")
@@ -230,7 +231,7 @@ def test_the_x_axis_names_each_runs_commit_and_day_and_the_tooltip_its_subject(t
 
 
 def test_a_failed_run_is_a_mark_in_its_slot_saying_why_not_a_blank(tmp_path):
-    site = site_scenario(_five_runs(tmp_path, failed_at=3))
+    site = site_scenario(_five_runs(tmp_path, failed_at=3, regression=False))
     page = _site(site, tmp_path / "site")
     for model, chart in _charts(page).items():
         assert 'data-failed="1"' in chart
