@@ -56,7 +56,7 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
 def _history_verb(args: argparse.Namespace) -> int:
     # late: pandas, scipy and matplotlib load only when this verb runs, not for --help or other verbs
     from fvp_harness.report import format as fmt
-    from fvp_harness.report.dashboard import SiteScenario, write_dashboard
+    from fvp_harness.report.dashboard import site_scenario, write_dashboard
     from fvp_harness.report.history import (
         history_from_runs,
         history_suite,
@@ -76,7 +76,7 @@ def _history_verb(args: argparse.Namespace) -> int:
     written = render_history(history, out, charts=not args.no_charts)
     site = None
     if args.html is not None:
-        site = write_dashboard([SiteScenario(folder.name, history, tuple(run.run.path for run in runs))], args.html)
+        site = write_dashboard([site_scenario(folder, runs=runs, history=history)], args.html)
     if args.quiet <= 0:
         unit = f" {history.unit}" if history.unit else ""
         print(f"{history.scenario}: {len(history.runs)} run(s); {history.metric} of {history.build}, newest run:")

@@ -337,11 +337,14 @@ def bisect_command(scenario: str, build: str, metric: str, good: str, bad: str) 
 def step_bisect(history: History, step: Step) -> str | None:
     """The ``bisect`` command for ``step`` when the runs on either side of it record different
     commits of the build's source (``builds.X.source``), else None: which commit between them moved
-    the level."""
-    if step.index == 0 or history.scenario_file is None:
+    the level. The good side is the last run that measured the model: a failed run between them
+    says nothing of its commit's level."""
+    points = history.points[step.model]
+    good = next((i for i in range(step.index - 1, -1, -1) if points[i].median is not None), None)
+    if good is None or history.scenario_file is None:
         return None
     before, after = (
-        history.runs[step.index - 1].source_commit,
+        history.runs[good].source_commit,
         history.runs[step.index].source_commit,
     )
     if before is None or after is None or before == after:

@@ -399,6 +399,9 @@ def _ci_workflow(workdir: Path, *, fixed: bool) -> None:
     for command in block("docs/ci.md", "fvp-harness history driver_reuse").commands:
         ok(workdir, command, env=env)
     assert (workdir / "results" / "driver_reuse" / "history" / "history.md").is_file()
+    site = workdir / "history-site"  # history --html: overview, regressions page, charts
+    pages = ("index.html", "regressions.html", "driver_reuse/index.html")
+    assert all((site / page).is_file() for page in pages)
     for folder in ("results/driver_reuse", "results/pr-42"):  # `make report`: rebuilt from the stored records
         ok(workdir, f"fvp-harness report -q {folder}")
 
