@@ -107,8 +107,10 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
         "runs",
         parents=[common],
         help="list the stored runs of a results folder",
-        description="One line per stored run of a scenario's results folder, oldest first: id, start, status, git "
-        "commit, units, folder. The newest run is the folder itself; earlier ones are in runs/<id>/. A scenario file "
+        description="One line per stored run of a scenario's results folder, oldest first, under a header row: "
+        "id, start, status, git commit, units, folder. The status is what the run amounts to: complete, failed (no "
+        "unit measured ok), interrupted (also a run still marked running that no live process writes: killed), "
+        "aborted or running. The newest run is the folder itself; earlier ones are in runs/<id>/. A scenario file "
         "or its file stem means its results folder (results/<file stem>), as for report.",
     )
     runs.add_argument("results", metavar="DIR_OR_SCENARIO", type=Path)
@@ -336,18 +338,20 @@ def _report_folder(given: Path) -> Path:
 
 def _runs_verb(args: argparse.Namespace) -> int:
     from fvp_harness.store.folder import ResultStore  # late: pydantic only for this verb
+    from fvp_harness.store.state import run_state
 
     store = ResultStore(_report_folder(args.results), create=False)
     stored = store.stored_runs()
     if not stored:
         print(f"{store.root}: no stored run")
         return EXIT_OK
+    print(f"  {'run':<22} {'started':<29} {'status':<11} {'commit':<12} {'units':>5}  folder")
     for run in stored:
         mark = "*" if run.current else " "
         commit = run.commit[:12] if run.commit else "-"
         units = "?" if run.units is None else str(run.units)
         spared = f"  ({run.spared} spared by run.until)" if run.spared else ""
-        print(f"{mark} {run.run_id:<22} {run.started or '?':<29} {run.status or '?':<11} {commit:<12} {units:>5}  "
+        print(f"{mark} {run.run_id:<22} {run.started or '?':<29} {run_state(run):<11} {commit:<12} {units:>5}  "
               f"{run.path}{spared}")
     damaged = [run.problem for run in stored if run.problem]
     for problem in damaged:

@@ -11,7 +11,8 @@
   recorded); a branch a run recorded; anything ``git rev-parse`` reads to a commit in the checkout around the folder
   or the current directory (``main``, ``origin/main``, a tag, an annotated tag, ``HEAD~2``, ``main~1``, a short
   hash, packed refs). When several runs match, the newest complete one wins (the newest of any status when none is
-  complete).
+  complete). A caller that needs numbers (``baseline_from``, ``compare``) passes the builds it needs: a ref then
+  passes over runs with no ok record of them (a run whose every unit failed says ``complete`` too) and says which.
 - ``REF#-N`` steps N *stored runs* back from the run ``REF`` names (``latest#-1``: the run before the newest;
   ``main#-1``: the stored run before main's newest). ``~`` and ``^`` are git's (``main~1`` is the commit before
   main), so the old spelling ``latest~1``, which named stored runs, is refused with the new one named; ``#`` means
@@ -28,6 +29,7 @@ import difflib
 import logging
 import re
 import subprocess
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,6 +42,7 @@ from fvp_harness.store.folder import (
     ResultStore,
     StoredRun,
 )
+from fvp_harness.store.state import ok_builds, run_state
 
 __all__ = ["GIT_TIMEOUT", "RunSpec", "describe_run", "find_run", "parse_run_spec", "pinned_spec", "read_git_ref",
            "results_folder", "unknown_folder_hint"]
@@ -187,11 +190,16 @@ def _scenario_folder(where: str, results_base: Path, scenario_folder: Path | Non
 
 
 def find_run(text: str, *, results_base: Path | str = DEFAULT_RESULTS_BASE, scenario_folder: Path | None = None,
-             cwd: Path | None = None) -> StoredRun:
+             cwd: Path | None = None, builds: Collection[str] | None = None,
+             skipped: list[str] | None = None) -> StoredRun:
     """The stored run ``text`` names (module docstring), or a ConfigurationError that says what exists instead.
 
     ``scenario_folder`` is the results folder ``@REF`` alone refers to; ``cwd`` where to look for a git checkout
-    besides the folder itself (default: the current directory)."""
+    besides the folder itself (default: the current directory). ``builds``: a run a ref picks (``latest``, a
+    commit, a branch, a git revision) must hold an ok record of one of these builds (of any build when empty);
+    the newer runs passed over are appended to ``skipped``, one line each, and when every run the ref names fails
+    the test it is a ConfigurationError saying why. A run named exactly (its folder, its id) is never passed
+    over: the caller judges it."""
     spec = parse_run_spec(text)
     base = Path(results_base)
     if spec.ref is None and spec.where:
@@ -204,21 +212,63 @@ def find_run(text: str, *, results_base: Path | str = DEFAULT_RESULTS_BASE, scen
     folder = _scenario_folder(spec.where, base, scenario_folder, text)
     runs = _runs(folder, text)
     ref = spec.ref or "latest"
-    chosen = _match(runs, ref)
-    if chosen is None:
+    chosen, passed = _match(runs, ref, builds)
+    if chosen is None and not passed:
         commit = read_git_ref(ref, [folder, cwd or Path.cwd()])
         if commit is not None:
-            chosen = _newest([run for run in runs if run.commit == commit])
-        if chosen is None:
+            chosen, passed = _pick([run for run in runs if run.commit == commit], builds)
+        if chosen is None and not passed:
             raise ConfigurationError(_no_match(text, folder, ref, runs, commit) + _old_back_hint(spec, runs))
+    lines = [f"{describe_run(run)} in {run.path}: {why}" for run, why in passed]
+    if chosen is None:
+        shown = "\n".join(f"  skipped {line}" for line in lines)
+        raise ConfigurationError(f"run {text!r}: no stored run of {folder} that {ref!r} names measured anything "
+                                 f"to use:\n{shown}\nname a run that did by its id (fvp-harness runs {folder})")
+    if skipped is not None:
+        skipped.extend(lines)
     return _back(chosen, folder, spec)
+
+
+def _unusable(run: StoredRun, builds: Collection[str] | None) -> str | None:
+    """Why ``run`` cannot serve a ref that needs an ok record of one of ``builds`` (any build when empty), or None
+    when it can (or nothing is needed)."""
+    if builds is None:
+        return None
+    measured = ok_builds(run)  # damaged records are refused as everywhere: which of them to trust is unknown
+    wanted = set(builds)
+    if measured & wanted if wanted else measured:
+        return None
+    what = f"build {', '.join(repr(name) for name in sorted(wanted))}" if wanted else "any build"
+    return f"no ok record of {what} ({run_state(run)}: nothing measured to compare with)"
+
+
+def _pick(runs: list[StoredRun], builds: Collection[str] | None, *, complete: bool = True
+          ) -> tuple[StoredRun | None, list[tuple[StoredRun, str]]]:
+    """The newest complete run of ``runs`` (oldest first) that ``builds`` accepts, else the newest accepted of
+    any status (``complete=False``: the newest accepted); with the runs newer than it that were passed over, and
+    why (all of them when none is chosen). Reads records newest first and stops at the first run it takes."""
+    usable: list[StoredRun] = []
+    passed: list[tuple[StoredRun, str]] = []
+    for run in reversed(runs):
+        why = _unusable(run, builds)
+        if why is not None:
+            passed.append((run, why))
+            continue
+        usable.append(run)
+        if run.status == "complete" or not complete:
+            break
+    chosen = next((run for run in usable if run.status == "complete"), usable[0] if usable else None)
+    if chosen is None:
+        return None, passed[::-1]
+    newer = {id(run) for run in runs[runs.index(chosen) + 1:]}
+    return chosen, [(run, why) for run, why in passed[::-1] if id(run) in newer]
 
 
 def _old_back_hint(spec: RunSpec, runs: list[StoredRun]) -> str:
     """For ``REF~N`` that git could not place where ``REF`` alone names a stored run: the spelling of "N stored runs
     back" (``REF#-N``), since ``~N`` used to mean that and now means git's N commits back."""
     old = _OLD_BACK.match(spec.ref or "")
-    if old is None or _match(runs, old.group("ref")) is None:
+    if old is None or _match(runs, old.group("ref"))[0] is None:
         return ""
     where = f"{spec.where}@" if spec.where else "@"
     return (f"\n'~{old.group('steps')}' is git's (commits back), not stored runs back; for the run "
@@ -235,24 +285,19 @@ def _runs(folder: Path, text: str) -> list[StoredRun]:
     return runs
 
 
-def _newest(runs: list[StoredRun]) -> StoredRun | None:
-    """The newest complete run of ``runs`` (oldest first), else the newest of any status."""
-    complete = [run for run in runs if run.status == "complete"]
-    chosen = complete or runs
-    return chosen[-1] if chosen else None
-
-
-def _match(runs: list[StoredRun], ref: str) -> StoredRun | None:
+def _match(runs: list[StoredRun], ref: str, builds: Collection[str] | None = None
+           ) -> tuple[StoredRun | None, list[tuple[StoredRun, str]]]:
+    """The run ``ref`` names among the stored ``runs`` (``_pick``'s answer), or (None, []) when none matches."""
     by_id = [run for run in runs if run.run_id == ref or run.path.name == ref]
     if by_id:
-        return by_id[-1]
+        return by_id[-1], []
     if ref == "latest":
-        return runs[-1]
+        return _pick(runs, builds, complete=False)
     if _HEX.fullmatch(ref):
-        found = _newest([run for run in runs if run.commit and run.commit.lower().startswith(ref.lower())])
-        if found is not None:
+        found = _pick([run for run in runs if run.commit and run.commit.lower().startswith(ref.lower())], builds)
+        if found != (None, []):
             return found
-    return _newest([run for run in runs if run.branch == ref])
+    return _pick([run for run in runs if run.branch == ref], builds)
 
 
 def _back(run: StoredRun, folder: Path, spec: RunSpec) -> StoredRun:

@@ -326,7 +326,8 @@ def _check_main_runs(workdir: Path, pushed: str, adaptive: bool) -> str:
     assert not {r["unit_id"] for r in records} & set(spared), "a spared unit never has a record"
     assert len(records) + len(spared) == manifest["plan"]["units"]
     assert _junit_errors(workdir / "junit.xml") == [0]
-    runs = ok(workdir, "fvp-harness runs results/driver_reuse").stdout.splitlines()
+    header, *runs = ok(workdir, "fvp-harness runs results/driver_reuse").stdout.splitlines()
+    assert header.split()[:3] == ["run", "started", "status"], header
     assert len(runs) == 2 and all(re.search(rf"\s{len(records)}\s+results/", line) for line in runs), runs
     assert all(("spared by run.until" in line) == adaptive for line in runs), runs
     same = ok(workdir, "fvp-harness compare driver_reuse@latest#-1 driver_reuse@latest --strict -o aa --junit aa.xml")
