@@ -30,6 +30,7 @@ from fvp_harness.cli.scenario_args import (
 )
 from fvp_harness.errors import (
     EXIT_BAD_INPUT,
+    EXIT_INFRASTRUCTURE,
     EXIT_OK,
     ConfigurationError,
     HarnessError,
@@ -96,8 +97,9 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
         help="rebuild report.md/.csv/.json/.png of a results folder from its stored records",
         description="Re-analyse records.jsonl with the scenario stored in manifest.json and rewrite the report "
         "files; no model runs. DIR is a scenario's results folder (its newest run) or one of its runs/<id>; a "
-        "scenario file means its results folder (results/<file stem>). Exit 0, "
-        "or 1 when units failed or an expectation is violated.",
+        "scenario file means its results folder (results/<file stem>). Exit 0; 1 when units failed or an "
+        "expectation is violated; 2 bad input; 3 when units were lost to the platform or the run ended (aborted, "
+        "killed) before its planned units ran (a line on stderr says which).",
     )
     report.add_argument("results", metavar="DIR_OR_SCENARIO", type=Path)
     add_ci_options(report)
@@ -323,7 +325,34 @@ def _report_verb(args: argparse.Namespace) -> int:
     # late: pandas, scipy and matplotlib load only when this verb runs, not for --help or other verbs
     from fvp_harness.run.pipeline import rebuild_report
 
-    return _finish(rebuild_report(folder), args.quiet > 0, args)
+    outcome = rebuild_report(folder)
+    code = _finish(outcome, args.quiet > 0, args)
+    if code == EXIT_INFRASTRUCTURE:  # even with -q: a CI log must say why the step failed
+        print(f"exit 3 (infrastructure): {_infrastructure_why(outcome)}", file=sys.stderr)
+    return code
+
+
+def _infrastructure_why(outcome: ReportOutcome) -> str:
+    """Why ``report`` exits 3: units lost to the platform, or a run that ended (aborted, killed) before its
+    planned units ran; the run's state as ``runs`` shows it."""
+    from fvp_harness.store.folder import RUNS_DIR, StoredRun  # late: loaded already by the report
+    from fvp_harness.store.state import run_state
+
+    result = outcome.analysis
+    folder = outcome.results_dir
+    state = run_state(StoredRun.of(folder, current=folder.parent.name != RUNS_DIR))
+    lost = [unit for unit in result.failed_units if unit.failure_class == "infrastructure"]
+    reasons = []
+    if lost:
+        reasons.append(f"{len(lost)} unit(s) failed on the platform, not the code under test (first: "
+                       f"{lost[0].unit_id}: {lost[0].failure.splitlines()[0] if lost[0].failure else '?'})")
+    if result.not_run:
+        killed = " (its manifest still says running and no process writes it: killed)" \
+            if state == "interrupted" else ""
+        measured = "nothing measured" if not len(result.units) else f"{len(result.units)} unit(s) recorded"
+        reasons.append(f"the run ended {state}{killed} with {len(result.not_run)} planned unit(s) not run, "
+                       f"{measured}; continue it with run --resume, or run it again")
+    return "; ".join(reasons) or "a unit was lost to the platform"
 
 
 def _report_folder(given: Path) -> Path:
