@@ -25,6 +25,7 @@ tags wrong. It is the one process this layer starts, and only when a name is not
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import logging
 import re
@@ -45,7 +46,7 @@ from fvp_harness.store.folder import (
 from fvp_harness.store.state import ok_builds, run_state
 
 __all__ = ["GIT_TIMEOUT", "RunSpec", "describe_run", "find_run", "parse_run_spec", "pinned_spec", "read_git_ref",
-           "results_folder", "unknown_folder_hint"]
+           "results_folder", "scenario_file", "unknown_folder_hint"]
 
 _log = logging.getLogger(__name__)
 
@@ -174,6 +175,69 @@ def results_folder(where: str | Path, results_base: Path | str = DEFAULT_RESULTS
         return by_stem
     raise ConfigurationError(f"{prefix}{text} is no results folder, scenario file or scenario name under "
                              f"{base}/{unknown_folder_hint(text, base)}")
+
+
+def _recorded_scenario(folder: Path) -> Path | None:
+    """The scenario file the newest run of a results folder was run from (its manifest's ``scenario.file``)."""
+    try:
+        data = ResultStore(folder, create=False).read_manifest() or {}
+    except ConfigurationError:
+        return None
+    scenario = data.get("scenario")
+    file = scenario.get("file") if isinstance(scenario, dict) else None
+    return Path(file) if isinstance(file, str) and file else None
+
+
+def _shown_path(path: Path) -> str:
+    with contextlib.suppress(ValueError, OSError):
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    return str(path)
+
+
+def _scenario_files_near(typed: Path, results_base: Path) -> list[str]:
+    """Scenario files a name may have meant: ``*.yaml``/``*.yml`` beside the typed path, in the current folder and
+    under ``scenarios/`` (two levels), and the files the results folders under ``results_base`` were run from."""
+    found: dict[str, None] = {}
+    places = [(typed.parent, "*"), (Path("."), "*"), (Path("scenarios"), "*"), (Path("scenarios"), "*/*")]
+    for place, pattern in places:
+        with contextlib.suppress(OSError):
+            for suffix in _SCENARIO_SUFFIXES:
+                for path in sorted(place.glob(pattern + suffix))[:200]:
+                    found.setdefault(str(path), None)
+    for folder in _results_folders([results_base]):
+        recorded = _recorded_scenario(folder)
+        if recorded is not None and recorded.is_file():
+            found.setdefault(_shown_path(recorded), None)
+    return list(found)
+
+
+def scenario_file(text: str, results_base: Path | str = DEFAULT_RESULTS_BASE) -> str:
+    """The scenario file a user names to ``run``, ``make``, ``validate``, ...: the path itself when it exists, or a
+    scenario file stem as ``report``, ``runs`` and ``history`` take it (``results/<stem>``): the file the newest run
+    of that results folder was run from. Anything else is a ConfigurationError (exit 2) naming the closest scenario
+    file there is (``smok``: did you mean 'scenarios/smoke.yaml'?)."""
+    path = Path(text)
+    if path.exists():
+        return text
+    base = Path(results_base)
+    folder = base / text
+    recorded = _recorded_scenario(folder) if "/" not in text and path.suffix not in _SCENARIO_SUFFIXES else None
+    if recorded is not None and recorded.is_file() and recorded.stem == text:
+        return _shown_path(recorded)
+    if recorded is not None and recorded.is_file():  # run -o results/<name> of another scenario
+        raise ConfigurationError(f"{text}: no scenario file of that name; {folder} holds runs of "
+                                 f"{_shown_path(recorded)} (run it with -o {folder}, or name the file)")
+    candidates = _scenario_files_near(path, base)
+    stem = path.stem if path.suffix in _SCENARIO_SUFFIXES else path.name
+    same = [name for name in candidates if Path(name).stem == stem]
+    close = same or difflib.get_close_matches(text, candidates, n=1, cutoff=0.6) or [
+        name for name in candidates if Path(name).stem in difflib.get_close_matches(
+            stem, [Path(item).stem for item in candidates], n=1, cutoff=0.6)]
+    mean = f" (did you mean {close[0]!r}?)" if close else ""
+    known = f"; the scenario files here are: {', '.join(candidates[:8])}" + (
+        f", ... ({len(candidates) - 8} more)" if len(candidates) > 8 else "") if candidates else ""
+    nor = "" if "/" in text or path.suffix else f", nor the stem of a scenario with runs in {folder}"
+    raise ConfigurationError(f"{text}: no such scenario file or folder{nor}{mean}{known}")
 
 
 def _scenario_folder(where: str, results_base: Path, scenario_folder: Path | None, text: str) -> Path:
