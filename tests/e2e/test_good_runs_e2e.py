@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.e2e.cli import assert_no_models_left, run_cli
 from tests.helpers import REPO, wait_until
@@ -41,6 +42,16 @@ def _clone(root: Path) -> Path:
     return root
 
 
+def _doc_compare_lines() -> list[str]:
+    """The lines docs/ci.md's "A pull request measures only its candidate" adds to a scenario's ``compare``."""
+    page = (REPO / "docs" / "ci.md").read_text(encoding="utf-8")
+    block = page.split("## A pull request measures only its candidate", 1)[1].split("```yaml\n", 1)[1]
+    lines = block.split("```", 1)[0].splitlines(keepends=True)
+    added = [line for line in lines if line.startswith("  ") and not line.startswith(("  baseline:", "  candidate:"))]
+    assert any('baseline_from: "@main"' in line for line in added), added
+    return added
+
+
 def _run_ids(folder: Path) -> list[str]:
     folders = [*sorted((folder / "runs").iterdir()), folder] if (folder / "runs").is_dir() else [folder]
     return [json.loads((path / "manifest.json").read_text())["run"]["id"] for path in folders]
@@ -60,12 +71,11 @@ def test_the_yaml_pull_request_pattern_takes_main_s_good_run_and_skips_a_failed_
     assert json.loads((folder / "manifest.json").read_text())["status"] == "complete"
     listed = run_cli(root, "runs", "smoke")
     assert [line.split()[-4] for line in listed.stdout.splitlines()[1:]] == ["complete", "failed"], listed.stdout
-    # the pull request: docs/ci.md's compare section in YAML, the run written elsewhere as its workflow does
+    # the pull request: docs/ci.md's compare section as the page shows it, the run written elsewhere (-o "$PR")
     scenario = root / "scenarios" / "smoke.yaml"
     text = scenario.read_text(encoding="utf-8")
-    scenario.write_text(text.replace("  min_effect: 5\n", '  min_effect: 5\n  baseline_from: "@main"          # or '
-                                     "--baseline-from smoke@main on the command line\n  drift_check: {units: 1, "
-                                     "max_shift: 50%}\n"), encoding="utf-8")
+    scenario.write_text(text.replace("  min_effect: 5\n", "  min_effect: 5\n" + "".join(_doc_compare_lines())),
+                        encoding="utf-8")
     _git(root, "checkout", "-q", "-b", "pr")
     _git(root, "commit", "-q", "-am", "pull request")
     pr = run_cli(root, "run", "scenarios/smoke.yaml", "-o", "results/pr-42", "--junit", "junit.xml")
@@ -76,7 +86,8 @@ def test_the_yaml_pull_request_pattern_takes_main_s_good_run_and_skips_a_failed_
     manifest = json.loads((root / "results" / "pr-42" / "manifest.json").read_text())
     assert manifest["scenario"]["resolved"]["compare"]["baseline_from"] == f"{folder.resolve()}@{good_id}"
     units = [json.loads(line) for line in (root / "results" / "pr-42" / "records.jsonl").read_text().splitlines()]
-    assert sorted({unit["build"] for unit in units}) == ["after", "before"] and len(units) == 3  # + 1 drift unit
+    drift = yaml.safe_load("".join(_doc_compare_lines()))["drift_check"]["units"]
+    assert sorted({unit["build"] for unit in units}) == ["after", "before"] and len(units) == 2 + drift
 
 
 @pytest.mark.timeout(600)
