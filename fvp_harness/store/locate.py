@@ -386,7 +386,10 @@ def _no_match(text: str, folder: Path, ref: str, runs: list[StoredRun], commit: 
     names = ["latest", *(run.run_id for run in runs), *(run.branch for run in runs if run.branch)]
     close = difflib.get_close_matches(ref, list(dict.fromkeys(names)), n=1, cutoff=0.6) if commit is None else []
     mean = f" (did you mean {close[0]!r}?)" if close else ""
-    return (f"run {text!r}: no stored run of {folder} matches {ref!r}{via}{mean}; the runs it holds, newest last:\n"
+    branches = list(dict.fromkeys(run.branch for run in reversed(runs) if run.branch))
+    known = ", ".join(["latest", *branches[:8]])
+    return (f"run {text!r}: no stored run of {folder} matches {ref!r}{via}{mean}; the refs it knows: {known} (or a "
+            f"run's id or commit, REF#-N); the runs it holds, newest last:\n"
             f"{shown}{more}\nname one by id, commit or branch (or 'latest')")
 
 

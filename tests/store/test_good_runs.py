@@ -83,6 +83,7 @@ def test_at_ref_in_a_scenario_means_its_own_results_folder_whatever_o_says(tmp_p
                    "results/pr-42", "-q", timeout=120)
     assert typo.returncode == 2, typo.stderr
     assert "did you mean 'main'?" in typo.stderr and f"run {FAILED}" in typo.stderr, typo.stderr
+    assert "the refs it knows: latest, main" in typo.stderr, typo.stderr
     assert "results/smoke" in typo.stderr and "does not exist" not in typo.stderr
     # the ref finds the scenario's own folder: its only run of main measured nothing, so it is refused, naming it
     spaced = run_cli(tmp_path, "run", "scenarios/smoke.yaml", "--set", 'compare.baseline_from="@main"', "-o",
