@@ -18,11 +18,12 @@ HARNESS = $(PYTHON) -m fvp_harness
 results:
 	$(HARNESS) make $(if $(JOBS),-j $(JOBS)) --results $(RESULTS) $(ARGS) $(SCENARIOS)
 
-# every folder is rendered; a folder whose report exits non-zero is named, and the target fails at the end
+# every folder is rendered; one whose report exits non-zero is named; the target fails at the end
 report:
 	@failed=0; for dir in $(RESULTS)/*/; do \
 		if [ -f "$$dir/manifest.json" ]; then \
-			$(HARNESS) report -q "$$dir" || { echo "make report: $$dir exited $$?" >&2; failed=1; }; \
+			$(HARNESS) report -q "$$dir" \
+				|| { echo "make report: $$dir exited $$?" >&2; failed=1; }; \
 		fi; \
 	done; exit $$failed
 

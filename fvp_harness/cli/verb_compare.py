@@ -74,7 +74,7 @@ def _compare_verb(args: argparse.Namespace) -> int:
     from fvp_harness.report.stored_compare import compare_run_events, compare_runs, load_run
     from fvp_harness.store.locate import describe_run, find_run
 
-    skipped: list[str] = []  # a ref passes over runs that measured nothing ok (--build names: checked below)
+    skipped: list[str] = []  # a ref passes over runs that measured nothing ok
     run_a = find_run(args.run_a, results_base=args.results, builds=(), skipped=skipped)
     run_b = find_run(args.run_b, results_base=args.results, builds=(), skipped=skipped)
     for line in skipped:

@@ -107,7 +107,7 @@ def _make_verb(args: argparse.Namespace) -> int:
     from fvp_harness.batch.engine import MakeOptions, make
     from fvp_harness.store.locate import scenario_file
 
-    # a scenario file stem, as report and history take it (results/<stem>), or a did-you-mean before any work
+    # a scenario file stem as report and history take it (results/<stem>), or a did-you-mean
     args.scenarios = [scenario_file(item, args.results) for item in args.scenarios]
     options = MakeOptions(
         jobs=args.jobs, keep_going=args.keep_going, dry_run=args.dry_run, always=args.always_make,

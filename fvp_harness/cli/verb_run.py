@@ -97,9 +97,10 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
         help="rebuild report.md/.csv/.json/.png of a results folder from its stored records",
         description="Re-analyse records.jsonl with the scenario stored in manifest.json and rewrite the report "
         "files; no model runs. DIR is a scenario's results folder (its newest run) or one of its runs/<id>; a "
-        "scenario file means its results folder (results/<file stem>). Exit 0; 1 when units failed or an "
-        "expectation is violated; 2 bad input; 3 when units were lost to the platform or the run ended (aborted, "
-        "killed) before its planned units ran (a line on stderr says which).",
+        "scenario file means its results folder (results/<file stem>). Exit 0; 1 when units "
+        "failed or an expectation is violated; 2 bad input; 3 when units were lost to the platform "
+        "or the run ended (aborted, killed) before its planned units ran (a line on stderr says "
+        "which).",
     )
     report.add_argument("results", metavar="DIR_OR_SCENARIO", type=Path)
     add_ci_options(report)
@@ -109,10 +110,11 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
         "runs",
         parents=[common],
         help="list the stored runs of a results folder",
-        description="One line per stored run of a scenario's results folder, oldest first, under a header row: "
-        "id, start, status, git commit, units, folder. The status is what the run amounts to: complete, failed (no "
-        "unit measured ok), interrupted (also a run still marked running that no live process writes: killed), "
-        "aborted or running. The newest run is the folder itself; earlier ones are in runs/<id>/. A scenario file "
+        description="One line per stored run of a scenario's results folder, oldest first, under a "
+        "header row: id, start, status, git commit, units, folder. The status is what the run "
+        "amounts to: complete, failed (no unit measured ok), interrupted (also a run still marked "
+        "running that no live process writes: killed), aborted or running. The newest run is the "
+        "folder itself; earlier ones are in runs/<id>/. A scenario file "
         "or its file stem means its results folder (results/<file stem>), as for report.",
     )
     runs.add_argument("results", metavar="DIR_OR_SCENARIO", type=Path)
@@ -333,8 +335,8 @@ def _report_verb(args: argparse.Namespace) -> int:
 
 
 def _infrastructure_why(outcome: ReportOutcome) -> str:
-    """Why ``report`` exits 3: units lost to the platform, or a run that ended (aborted, killed) before its
-    planned units ran; the run's state as ``runs`` shows it."""
+    """Why ``report`` exits 3: units lost to the platform, or a run that ended (aborted, killed)
+    before its planned units ran; the run's state as ``runs`` shows it."""
     from fvp_harness.store.folder import RUNS_DIR, StoredRun  # late: loaded already by the report
     from fvp_harness.store.state import run_state
 
@@ -344,14 +346,16 @@ def _infrastructure_why(outcome: ReportOutcome) -> str:
     lost = [unit for unit in result.failed_units if unit.failure_class == "infrastructure"]
     reasons = []
     if lost:
-        reasons.append(f"{len(lost)} unit(s) failed on the platform, not the code under test (first: "
-                       f"{lost[0].unit_id}: {lost[0].failure.splitlines()[0] if lost[0].failure else '?'})")
+        first = lost[0].failure.splitlines()[0] if lost[0].failure else "?"
+        reasons.append(f"{len(lost)} unit(s) failed on the platform, not the code under test "
+                       f"(first: {lost[0].unit_id}: {first})")
     if result.not_run:
         killed = " (its manifest still says running and no process writes it: killed)" \
             if state == "interrupted" else ""
-        measured = "nothing measured" if not len(result.units) else f"{len(result.units)} unit(s) recorded"
-        reasons.append(f"the run ended {state}{killed} with {len(result.not_run)} planned unit(s) not run, "
-                       f"{measured}; continue it with run --resume, or run it again")
+        recorded = len(result.units)
+        measured = f"{recorded} unit(s) recorded" if recorded else "nothing measured"
+        reasons.append(f"the run ended {state}{killed} with {len(result.not_run)} planned unit(s) "
+                       f"not run, {measured}; continue it with run --resume, or run it again")
     return "; ".join(reasons) or "a unit was lost to the platform"
 
 
@@ -380,8 +384,8 @@ def _runs_verb(args: argparse.Namespace) -> int:
         commit = run.commit[:12] if run.commit else "-"
         units = "?" if run.units is None else str(run.units)
         spared = f"  ({run.spared} spared by run.until)" if run.spared else ""
-        print(f"{mark} {run.run_id:<22} {run.started or '?':<29} {run_state(run):<11} {commit:<12} {units:>5}  "
-              f"{run.path}{spared}")
+        print(f"{mark} {run.run_id:<22} {run.started or '?':<29} {run_state(run):<11} {commit:<12} "
+              f"{units:>5}  {run.path}{spared}")
     damaged = [run.problem for run in stored if run.problem]
     for problem in damaged:
         print(f"error: {problem}", file=sys.stderr)

@@ -497,22 +497,24 @@ def test_bisect_block(tmp_path: Path) -> None:
 @pytest.mark.sim
 @pytest.mark.timeout(900)
 def test_pytest_plugin_example_block(tmp_path: Path) -> None:
-    """The page's command as typed, with this repository's pytest settings (``pyproject.toml``: its ``addopts``
-    add ``-n 2``): three tests on the one booted instance the page shows, not one boot per xdist worker."""
+    """The page's command as typed, with this repository's pytest settings (``pyproject.toml``:
+    its ``addopts`` add ``-n 2``): three tests on the one booted instance the page shows, not one
+    boot per xdist worker."""
     workdir = clone(tmp_path)
     shutil.copy(REPO / "pyproject.toml", workdir / "pyproject.toml")
-    item = block("docs/pytest-plugin.md",
-                 "$ pytest examples/test_fvp_example.py --fvp-scenario scenarios/smoke.yaml --fvp sim -n 0")
+    item = block("docs/pytest-plugin.md", "$ pytest examples/test_fvp_example.py --fvp-scenario "
+                 "scenarios/smoke.yaml --fvp sim -n 0")
     shown = item.text.splitlines()
     env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_")}
     for command in item.commands:
         assert command.startswith("pytest ")
-        done = ok(workdir, f"{shlex.quote(sys.executable)} -m {command} -p no:cacheprovider", env=env)
+        python = shlex.quote(sys.executable)
+        done = ok(workdir, f"{python} -m {command} -p no:cacheprovider", env=env)
         assert "3 passed" in done.stdout, done.stdout
-        for line in ("1 FVP instance booted",
-                     "A/B run in examples/test_fvp_example.py::test_driver_reuse_saves_cpu_time: PASS (results: "
-                     "results/pytest/ab/smoke)"):
-            assert line in shown and line in done.stdout, done.stdout  # the lines that matter, as the page shows
+        for line in ("1 FVP instance booted",  # the lines that matter, as the page shows them
+                     "A/B run in examples/test_fvp_example.py::test_driver_reuse_saves_cpu_time: "
+                     "PASS (results: results/pytest/ab/smoke)"):
+            assert line in shown and line in done.stdout, done.stdout
         assert "gw0" not in done.stdout and "gw1" not in done.stdout, done.stdout
 
 

@@ -134,7 +134,8 @@ def test_a_stored_baseline_that_is_this_run_or_lacks_the_baseline_is_refused(sce
     # '@REF' is the scenario's own results folder (results/fake), whatever -o says
     _run(scenario, FakeFleet(), tmp_path / "results" / "fake")
     with pytest.raises(ConfigurationError, match="is this very run"):  # --resume continues the newest run itself
-        _run(scenario, FakeFleet(), tmp_path / "results" / "fake", "compare.baseline_from=@latest", resume=True)
+        _run(scenario, FakeFleet(), tmp_path / "results" / "fake", "compare.baseline_from=@latest",
+             resume=True)
     _run(scenario, FakeFleet(), tmp_path / "results" / "after-only", only_builds=("after",))
     fleet = FakeFleet()
     with pytest.raises(ConfigurationError, match="has no ok record of build 'before'"):
