@@ -8,6 +8,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from tests.e2e.cli import run_cli
 from tests.helpers import REPO
 from tests.report.stored_runs import write_run
@@ -53,6 +55,7 @@ def test_run_and_make_take_the_stem_report_and_history_take(tmp_path: Path) -> N
     assert not (tmp_path / "results" / "smoke" / "logs").exists()
 
 
+@pytest.mark.slow  # seven CLI processes, each importing the pipeline before it refuses
 def test_a_name_that_is_no_scenario_is_refused_with_the_closest_by_every_verb(
     tmp_path: Path,
 ) -> None:

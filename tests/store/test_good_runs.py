@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from fvp_harness.cli.main import main
 from fvp_harness.errors import ConfigurationError
 from fvp_harness.store.folder import LOCK_FILE, ResultStore, StoredRun
 from fvp_harness.store.locate import find_run
@@ -218,12 +219,11 @@ def test_runs_shows_failed_interrupted_and_complete_under_a_header(tmp_path: Pat
     )
 
 
-def test_history_exits_1_when_the_newest_run_measured_nothing(tmp_path: Path) -> None:
+def test_history_exits_1_when_the_newest_run_measured_nothing(tmp_path: Path, capsys) -> None:
     folder = tmp_path / "results" / "demo"
     write_run(folder, VALUES, run_id="20260301-100000-aaaa", started="2026-03-01T10:00:00Z", seed=1)
     write_run(folder, VALUES, run_id="20260302-100000-bbbb", started="2026-03-02T10:00:00Z", seed=2)
-    good = run_cli(tmp_path, "history", "demo", "--no-charts")
-    assert good.returncode == 0, good.stdout + good.stderr
+    assert main(["history", str(folder), "--no-charts"]) == 0, capsys.readouterr()
     write_run(
         folder,
         VALUES,
@@ -232,12 +232,11 @@ def test_history_exits_1_when_the_newest_run_measured_nothing(tmp_path: Path) ->
         reps=2,
         failed=tuple(f"r{rep}-{b}-{m}" for rep in range(2) for b, m in VALUES),
     )
-    done = run_cli(tmp_path, "history", "demo", "--no-charts")
-    assert done.returncode == 1, done.stdout + done.stderr
-    assert (
-        "error: the newest run 20260303-100000-cccc (failed) measured no cpu_time of build after"
-        in done.stderr
-    ), done.stderr
+    capsys.readouterr()
+    assert main(["history", str(folder), "--no-charts"]) == 1
+    err = capsys.readouterr().err
+    assert "error: the newest run 20260303-100000-cccc (failed) measured no cpu_time of build after" \
+        in err, err
 
 
 def _killed_run(folder: Path, run_id: str) -> None:
@@ -251,11 +250,11 @@ def test_report_says_why_it_exits_3_on_a_killed_run_that_measured_nothing(tmp_pa
     _killed_run(folder, "20260301-100000-dead")
     done = run_cli(tmp_path, "report", "-q", "demo")
     assert done.returncode == 3, done.stdout + done.stderr
+    err = done.stderr
     assert (
         "exit 3 (infrastructure): the run ended interrupted (its manifest still says running "
-        "and no process "
-        "writes it: killed) with 12 planned unit(s) not run, nothing measured"
-    ) in done.stderr, done.stderr
+        "and no process writes it: killed) with 12 planned unit(s) not run, nothing measured"
+    ) in err, err
 
 
 @pytest.mark.slow  # three report processes: 24 s on the loaded 2-core machine
