@@ -282,3 +282,16 @@ def test_make_report_renders_every_folder_and_fails_at_the_end(tmp_path: Path) -
     assert done.returncode != 0, done.stdout + done.stderr
     assert f"make report: {results}/b/ exited 3" in done.stderr, done.stderr
     assert (results / "a" / "report.md").is_file() and (results / "c" / "report.md").is_file()
+
+
+def test_compare_at_main_passes_over_a_run_that_measured_nothing_and_says_so(
+    tmp_path: Path, capsys
+) -> None:
+    folder = tmp_path / "results" / "demo"
+    _main_runs(folder)
+    write_run(folder, VALUES, run_id="20260303-100000-feat", branch="feature",
+              started="2026-03-03T10:00:00Z", seed=3)
+    code = main(["compare", f"{folder}@main", f"{folder}@feature", "-o", str(tmp_path / "cmp")])
+    out, err = capsys.readouterr()
+    assert code in (0, 1) and f"A: run {GOOD}" in out, out + err
+    assert f"skipped run {FAILED}" in err and "no ok record of any build" in err, err
