@@ -342,7 +342,8 @@ def _infrastructure_why(outcome: ReportOutcome) -> str:
 
     result = outcome.analysis
     folder = outcome.results_dir
-    state = run_state(StoredRun.of(folder, current=folder.parent.name != RUNS_DIR))
+    stored = StoredRun.of(folder, current=folder.parent.name != RUNS_DIR)
+    state = run_state(stored)
     lost = [unit for unit in result.failed_units if unit.failure_class == "infrastructure"]
     reasons = []
     if lost:
@@ -350,8 +351,9 @@ def _infrastructure_why(outcome: ReportOutcome) -> str:
         reasons.append(f"{len(lost)} unit(s) failed on the platform, not the code under test "
                        f"(first: {lost[0].unit_id}: {first})")
     if result.not_run:
+        stale = stored.status == "running" and state == "interrupted"
         killed = " (its manifest still says running and no process writes it: killed)" \
-            if state == "interrupted" else ""
+            if stale else ""
         recorded = len(result.units)
         measured = f"{recorded} unit(s) recorded" if recorded else "nothing measured"
         reasons.append(f"the run ended {state}{killed} with {len(result.not_run)} planned unit(s) "
