@@ -117,7 +117,7 @@ def pin_stored_baseline(manifest: Manifest, store: ResultStore, results_base: Pa
     compare["baseline_from"] = pinned_spec(run, folder)
     stem = store.root.name  # make runs several scenarios at once: each line names its own
     for line in skipped:
-        listener(Event("baseline", name=baseline, detail=f"skipped {line}", scenario=stem))
+        listener(Event("baseline", name=baseline, status="skipped", detail=line, scenario=stem))
     listener(Event("baseline", name=baseline, detail=f"from stored {describe_run(run)} in {run.path}", scenario=stem))
     for warning in check.warnings:
         listener(Event("baseline", name=baseline, status="warning", detail=warning, scenario=stem))
