@@ -18,10 +18,14 @@ HARNESS = $(PYTHON) -m fvp_harness
 results:
 	$(HARNESS) make $(if $(JOBS),-j $(JOBS)) --results $(RESULTS) $(ARGS) $(SCENARIOS)
 
+# every folder is rendered; one whose report exits non-zero is named; the target fails at the end
 report:
-	@set -e; for dir in $(RESULTS)/*/; do \
-		if [ -f "$$dir/manifest.json" ]; then $(HARNESS) report -q "$$dir"; fi; \
-	done
+	@failed=0; for dir in $(RESULTS)/*/; do \
+		if [ -f "$$dir/manifest.json" ]; then \
+			$(HARNESS) report -q "$$dir" \
+				|| { echo "make report: $$dir exited $$?" >&2; failed=1; }; \
+		fi; \
+	done; exit $$failed
 
 test:
 	$(PYTHON) -m pytest -q

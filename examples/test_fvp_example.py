@@ -2,7 +2,7 @@
 
 Run it on the embedded simulator from the repository root::
 
-    pytest examples/test_fvp_example.py --fvp-scenario scenarios/smoke.yaml --fvp sim
+    pytest examples/test_fvp_example.py --fvp-scenario scenarios/smoke.yaml --fvp sim -n 0
 
 or on a real Corstone-1000 FVP with ``--fvp /path/to/FVP_Corstone-1000-A320`` (the scenario's ``fvp.firmware``
 must name your images). The three tests share one booted instance: the boot is paid once for the session.

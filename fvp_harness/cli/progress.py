@@ -257,6 +257,8 @@ class ProgressView:
             if event.status == "warning":
                 self._line(fit_line(f"{where}warning: stored baseline differs: ", event.detail or "", self.width),
                            important=True)
+            elif event.status == "skipped":  # a run the ref passed over: said even with -q
+                self._line(f"{where}baseline {event.name}: skipped {event.detail}", important=True)
             else:
                 self._line(f"{where}baseline {event.name}: {event.detail}")
         elif kind == "rerun":

@@ -67,11 +67,15 @@ def add_scenario_options(parser: argparse.ArgumentParser) -> None:
 
 
 def load_from_args(args: argparse.Namespace, path: str | Path, *, check_files: bool = True) -> LoadedScenario:
-    """Load one scenario with the overrides given on the command line."""
+    """Load one scenario with the overrides given on the command line. ``path`` may be a scenario
+    file stem as ``report`` and ``history`` take it (``results/<stem>``: the file its runs were run
+    from); a name that is neither is refused with the closest scenario file
+    (``store.locate.scenario_file``)."""
     from fvp_harness.scenario import load_scenario  # late: pydantic loads only when a verb reads a scenario
+    from fvp_harness.store.locate import scenario_file
 
     return load_scenario(
-        path,
+        scenario_file(str(path)),
         getattr(args, "overrides", []) or [],
         fvp_binary=getattr(args, "fvp_binary", None),
         check_files=check_files,

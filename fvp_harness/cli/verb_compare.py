@@ -74,8 +74,11 @@ def _compare_verb(args: argparse.Namespace) -> int:
     from fvp_harness.report.stored_compare import compare_run_events, compare_runs, load_run
     from fvp_harness.store.locate import describe_run, find_run
 
-    run_a = find_run(args.run_a, results_base=args.results)
-    run_b = find_run(args.run_b, results_base=args.results)
+    skipped: list[str] = []  # a ref passes over runs that measured nothing ok
+    run_a = find_run(args.run_a, results_base=args.results, builds=(), skipped=skipped)
+    run_b = find_run(args.run_b, results_base=args.results, builds=(), skipped=skipped)
+    for line in skipped:
+        print(f"skipped {line}", file=sys.stderr)
     a, b = load_run(run_a), load_run(run_b)
     done = compare_runs(a, b, metrics=args.metric, builds=args.build)
     quiet = args.quiet > 0

@@ -3,12 +3,14 @@ series.
 
 Wiring only: ``report.history`` reads the runs, finds the steps and writes ``history.md/.csv/.json`` and a chart per
 model; with ``--html DIR`` ``report.dashboard`` writes the same history as a static site. Exit 0 (no regression
-in effect), 1 (a regression still in effect at the newest run), 2 (bad input).
+in effect), 1 (a regression still in effect at the newest run, or a newest run that measured
+nothing: no news is no "no regression"), 2 (bad input).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from fvp_harness.cli.ci_outputs import add_ci_options, write_ci_outputs
@@ -31,7 +33,8 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
         "detector (a piecewise constant fit over the whole series, penalised least squares, in the spirit of asv) "
         "flags the run where a model's level went up (regression) or down. Writes history.md/.csv/.json and "
         f"history-<model>.png into <results folder>/{HISTORY_DIR}/ (or -o DIR). Exit 0, or 1 when a regression "
-        "is still in effect at the newest run, 2 bad input.",
+        "is still in effect at the newest run or the newest run measured nothing (a line says "
+        "which), 2 bad input.",
     )
     parser.add_argument("target", metavar="SCENARIO_OR_RESULTS_DIR",
                         help="a scenario file, its results folder, or its file stem under --results")
@@ -102,4 +105,13 @@ def _history_verb(args: argparse.Namespace) -> int:
     if site is not None:
         print(f"dashboard: {site}")
     write_ci_outputs(args, lambda: [history_suite(history)], lambda: render_markdown(history))
+    if not any(series[-1].median is not None for series in history.points.values()):
+        # a nightly job must not go green on a run that measured nothing: no news of the code
+        from fvp_harness.store.state import run_state  # late: with the rest of this verb's imports
+
+        newest = runs[-1].run
+        print(f"error: the newest run {newest.run_id} ({run_state(newest)}) measured no "
+              f"{history.metric} of build {history.build}: there is nothing to judge "
+              f"(fvp-harness runs {folder}; its report says why)", file=sys.stderr)
+        return EXIT_FAILED
     return EXIT_FAILED if history.in_effect else EXIT_OK

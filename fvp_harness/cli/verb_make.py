@@ -105,7 +105,10 @@ def _make_verb(args: argparse.Namespace) -> int:
 
     # late: the batch engine pulls in the whole run pipeline (pandas, matplotlib); --help and other verbs skip it
     from fvp_harness.batch.engine import MakeOptions, make
+    from fvp_harness.store.locate import scenario_file
 
+    # a scenario file stem as report and history take it (results/<stem>), or a did-you-mean
+    args.scenarios = [scenario_file(item, args.results) for item in args.scenarios]
     options = MakeOptions(
         jobs=args.jobs, keep_going=args.keep_going, dry_run=args.dry_run, always=args.always_make,
         only=tuple(args.only), results_base=args.results, overrides=tuple(args.overrides),

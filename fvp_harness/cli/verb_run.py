@@ -30,6 +30,7 @@ from fvp_harness.cli.scenario_args import (
 )
 from fvp_harness.errors import (
     EXIT_BAD_INPUT,
+    EXIT_INFRASTRUCTURE,
     EXIT_OK,
     ConfigurationError,
     HarnessError,
@@ -96,8 +97,10 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
         help="rebuild report.md/.csv/.json/.png of a results folder from its stored records",
         description="Re-analyse records.jsonl with the scenario stored in manifest.json and rewrite the report "
         "files; no model runs. DIR is a scenario's results folder (its newest run) or one of its runs/<id>; a "
-        "scenario file means its results folder (results/<file stem>). Exit 0, "
-        "or 1 when units failed or an expectation is violated.",
+        "scenario file means its results folder (results/<file stem>). Exit 0; 1 when units "
+        "failed or an expectation is violated; 2 bad input; 3 when units were lost to the platform "
+        "or the run ended (aborted, killed) before its planned units ran (a line on stderr says "
+        "which).",
     )
     report.add_argument("results", metavar="DIR_OR_SCENARIO", type=Path)
     add_ci_options(report)
@@ -107,8 +110,11 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
         "runs",
         parents=[common],
         help="list the stored runs of a results folder",
-        description="One line per stored run of a scenario's results folder, oldest first: id, start, status, git "
-        "commit, units, folder. The newest run is the folder itself; earlier ones are in runs/<id>/. A scenario file "
+        description="One line per stored run of a scenario's results folder, oldest first, under a "
+        "header row: id, start, status, git commit, units, folder. The status is what the run "
+        "amounts to: complete, failed (no unit measured ok), interrupted (also a run still marked "
+        "running that no live process writes: killed), aborted or running. The newest run is the "
+        "folder itself; earlier ones are in runs/<id>/. A scenario file "
         "or its file stem means its results folder (results/<file stem>), as for report.",
     )
     runs.add_argument("results", metavar="DIR_OR_SCENARIO", type=Path)
@@ -321,7 +327,38 @@ def _report_verb(args: argparse.Namespace) -> int:
     # late: pandas, scipy and matplotlib load only when this verb runs, not for --help or other verbs
     from fvp_harness.run.pipeline import rebuild_report
 
-    return _finish(rebuild_report(folder), args.quiet > 0, args)
+    outcome = rebuild_report(folder)
+    code = _finish(outcome, args.quiet > 0, args)
+    if code == EXIT_INFRASTRUCTURE:  # even with -q: a CI log must say why the step failed
+        print(f"exit 3 (infrastructure): {_infrastructure_why(outcome)}", file=sys.stderr)
+    return code
+
+
+def _infrastructure_why(outcome: ReportOutcome) -> str:
+    """Why ``report`` exits 3: units lost to the platform, or a run that ended (aborted, killed)
+    before its planned units ran; the run's state as ``runs`` shows it."""
+    from fvp_harness.store.folder import RUNS_DIR, StoredRun  # late: loaded already by the report
+    from fvp_harness.store.state import run_state
+
+    result = outcome.analysis
+    folder = outcome.results_dir
+    stored = StoredRun.of(folder, current=folder.parent.name != RUNS_DIR)
+    state = run_state(stored)
+    lost = [unit for unit in result.failed_units if unit.failure_class == "infrastructure"]
+    reasons = []
+    if lost:
+        first = lost[0].failure.splitlines()[0] if lost[0].failure else "?"
+        reasons.append(f"{len(lost)} unit(s) failed on the platform, not the code under test "
+                       f"(first: {lost[0].unit_id}: {first})")
+    if result.not_run:
+        stale = stored.status == "running" and state == "interrupted"
+        killed = " (its manifest still says running and no process writes it: killed)" \
+            if stale else ""
+        recorded = len(result.units)
+        measured = f"{recorded} unit(s) recorded" if recorded else "nothing measured"
+        reasons.append(f"the run ended {state}{killed} with {len(result.not_run)} planned unit(s) "
+                       f"not run, {measured}; continue it with run --resume, or run it again")
+    return "; ".join(reasons) or "a unit was lost to the platform"
 
 
 def _report_folder(given: Path) -> Path:
@@ -336,19 +373,21 @@ def _report_folder(given: Path) -> Path:
 
 def _runs_verb(args: argparse.Namespace) -> int:
     from fvp_harness.store.folder import ResultStore  # late: pydantic only for this verb
+    from fvp_harness.store.state import run_state
 
     store = ResultStore(_report_folder(args.results), create=False)
     stored = store.stored_runs()
     if not stored:
         print(f"{store.root}: no stored run")
         return EXIT_OK
+    print(f"  {'run':<22} {'started':<29} {'status':<11} {'commit':<12} {'units':>5}  folder")
     for run in stored:
         mark = "*" if run.current else " "
         commit = run.commit[:12] if run.commit else "-"
         units = "?" if run.units is None else str(run.units)
         spared = f"  ({run.spared} spared by run.until)" if run.spared else ""
-        print(f"{mark} {run.run_id:<22} {run.started or '?':<29} {run.status or '?':<11} {commit:<12} {units:>5}  "
-              f"{run.path}{spared}")
+        print(f"{mark} {run.run_id:<22} {run.started or '?':<29} {run_state(run):<11} {commit:<12} "
+              f"{units:>5}  {run.path}{spared}")
     damaged = [run.problem for run in stored if run.problem]
     for problem in damaged:
         print(f"error: {problem}", file=sys.stderr)

@@ -72,7 +72,7 @@ from fvp_harness.run.adaptive import (
     unit_parts,
 )
 from fvp_harness.run.artifacts import BUILD_TIMEOUT_S, BuildResult, BuildStep, build_artifacts, check_replaceable
-from fvp_harness.run.baseline import pin_stored_baseline
+from fvp_harness.run.baseline import check_stored_baseline, pin_stored_baseline
 from fvp_harness.run.doctor import PROBE_TIMEOUT_S, preflight
 from fvp_harness.run.execute import DeployFunction, ExecuteOptions, SessionOutcome, execute_plan, utc_now
 from fvp_harness.run.instances import TargetFactory, default_target_factory, query_fvp_version
@@ -89,7 +89,6 @@ from fvp_harness.store.folder import (
     free_instance_name,
     results_dir_for,
 )
-from fvp_harness.store.locate import find_run
 from fvp_harness.store.records import Record
 from fvp_harness.vgf.report import VgfComparison, report_results_folder
 
@@ -364,7 +363,7 @@ def run_scenario(
     compare = loaded.scenario.compare
     if compare is not None and compare.baseline_from and not options.resume:
         # the stored baseline's name is checked before anything is built or booted (pinned later, after the archive)
-        find_run(compare.baseline_from, results_base=options.results_base, scenario_folder=results_dir)
+        check_stored_baseline(loaded, options.results_base)  # and that it holds ok baseline samples
     store = ResultStore(results_dir)
     with contextlib.ExitStack() as stack:
         stack.enter_context(store.lock())  # refuses a folder it cannot write, before anything boots

@@ -11,7 +11,9 @@
   recorded); a branch a run recorded; anything ``git rev-parse`` reads to a commit in the checkout around the folder
   or the current directory (``main``, ``origin/main``, a tag, an annotated tag, ``HEAD~2``, ``main~1``, a short
   hash, packed refs). When several runs match, the newest complete one wins (the newest of any status when none is
-  complete).
+  complete). A caller that needs numbers (``baseline_from``, ``compare``) passes the builds it
+  needs: a ref then passes over runs with no ok record of them (a run whose every unit failed says
+  ``complete`` too) and says which.
 - ``REF#-N`` steps N *stored runs* back from the run ``REF`` names (``latest#-1``: the run before the newest;
   ``main#-1``: the stored run before main's newest). ``~`` and ``^`` are git's (``main~1`` is the commit before
   main), so the old spelling ``latest~1``, which named stored runs, is refused with the new one named; ``#`` means
@@ -24,10 +26,12 @@ tags wrong. It is the one process this layer starts, and only when a name is not
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import logging
 import re
 import subprocess
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,9 +44,10 @@ from fvp_harness.store.folder import (
     ResultStore,
     StoredRun,
 )
+from fvp_harness.store.state import ok_builds, run_state
 
 __all__ = ["GIT_TIMEOUT", "RunSpec", "describe_run", "find_run", "parse_run_spec", "pinned_spec", "read_git_ref",
-           "results_folder", "unknown_folder_hint"]
+           "results_folder", "scenario_file", "unknown_folder_hint"]
 
 _log = logging.getLogger(__name__)
 
@@ -173,6 +178,86 @@ def results_folder(where: str | Path, results_base: Path | str = DEFAULT_RESULTS
                              f"{base}/{unknown_folder_hint(text, base)}")
 
 
+def _recorded_scenario(folder: Path) -> Path | None:
+    """The scenario file the newest run of a results folder was run from (``scenario.file``)."""
+    try:
+        data = ResultStore(folder, create=False).read_manifest() or {}
+    except ConfigurationError:
+        return None
+    scenario = data.get("scenario")
+    file = scenario.get("file") if isinstance(scenario, dict) else None
+    return Path(file) if isinstance(file, str) and file else None
+
+
+def _shown_path(path: Path) -> str:
+    with contextlib.suppress(ValueError, OSError):
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    return str(path)
+
+
+def _scenario_files_near(typed: Path, results_base: Path) -> list[str]:
+    """Scenario files a name may have meant: ``*.yaml``/``*.yml`` beside the typed path, in the
+    current folder and under ``scenarios/`` (two levels), and the files the results folders under
+    ``results_base`` were run from."""
+    found: dict[str, None] = {}
+    scenarios = Path("scenarios")
+    places = [(typed.parent, "*"), (Path("."), "*"), (scenarios, "*"), (scenarios, "*/*")]
+    for place, pattern in places:
+        with contextlib.suppress(OSError):
+            for suffix in _SCENARIO_SUFFIXES:
+                for path in sorted(place.glob(pattern + suffix))[:200]:
+                    found.setdefault(str(path), None)
+    for folder in _results_folders([results_base]):
+        recorded = _recorded_scenario(folder)
+        if recorded is not None and recorded.is_file():
+            found.setdefault(_shown_path(recorded), None)
+    return list(found)
+
+
+def _closest_scenario(text: str, candidates: list[str]) -> str | None:
+    """The scenario file of ``candidates`` a mistyped name most likely meant (same stem first)."""
+    path = Path(text)
+    stem = path.stem if path.suffix in _SCENARIO_SUFFIXES else path.name
+    same = [name for name in candidates if Path(name).stem == stem]
+    if same:
+        return same[0]
+    close = difflib.get_close_matches(text, candidates, n=1, cutoff=0.6)
+    if close:
+        return close[0]
+    stems = difflib.get_close_matches(stem, [Path(item).stem for item in candidates], n=1,
+                                      cutoff=0.6)
+    return next((name for name in candidates if Path(name).stem in stems), None)
+
+
+def scenario_file(text: str, results_base: Path | str = DEFAULT_RESULTS_BASE) -> str:
+    """The scenario file a user names to ``run``, ``make``, ``validate``, ...: the path itself when
+    it exists, or a scenario file stem as ``report``, ``runs`` and ``history`` take it
+    (``results/<stem>``): the file the newest run of that results folder was run from. Anything
+    else is a ConfigurationError (exit 2) naming the closest scenario file there is (``smok``: did
+    you mean 'scenarios/smoke.yaml'?)."""
+    path = Path(text)
+    if path.exists():
+        return text
+    folder = Path(results_base) / text
+    stem_like = "/" not in text and path.suffix not in _SCENARIO_SUFFIXES
+    recorded = _recorded_scenario(folder) if stem_like else None
+    if recorded is not None and recorded.is_file():
+        if recorded.stem == text:
+            return _shown_path(recorded)
+        raise ConfigurationError(  # run -o results/<name> of another scenario
+            f"{text}: no scenario file of that name; {folder} holds runs of "
+            f"{_shown_path(recorded)} (run it with -o {folder}, or name the file)")
+    candidates = _scenario_files_near(path, Path(results_base))
+    close = _closest_scenario(text, candidates)
+    mean = f" (did you mean {close!r}?)" if close else ""
+    known = ""
+    if candidates:
+        more = f", ... ({len(candidates) - 8} more)" if len(candidates) > 8 else ""
+        known = f"; the scenario files here are: {', '.join(candidates[:8])}{more}"
+    nor = f", nor the stem of a scenario with runs in {folder}" if stem_like else ""
+    raise ConfigurationError(f"{text}: no such scenario file or folder{nor}{mean}{known}")
+
+
 def _scenario_folder(where: str, results_base: Path, scenario_folder: Path | None, text: str) -> Path:
     """The scenario results folder ``where`` names (see the module docstring)."""
     if not where:
@@ -187,11 +272,18 @@ def _scenario_folder(where: str, results_base: Path, scenario_folder: Path | Non
 
 
 def find_run(text: str, *, results_base: Path | str = DEFAULT_RESULTS_BASE, scenario_folder: Path | None = None,
-             cwd: Path | None = None) -> StoredRun:
+             cwd: Path | None = None, builds: Collection[str] | None = None,
+             skipped: list[str] | None = None) -> StoredRun:
     """The stored run ``text`` names (module docstring), or a ConfigurationError that says what exists instead.
 
     ``scenario_folder`` is the results folder ``@REF`` alone refers to; ``cwd`` where to look for a git checkout
-    besides the folder itself (default: the current directory)."""
+    besides the folder itself (default: the current directory).
+
+    ``builds``: a run a ref picks (``latest``, a commit, a branch, a git revision) must hold an ok
+    record of one of these builds (of any build when empty); the newer runs passed over are appended
+    to ``skipped``, one line each, and when every run the ref names fails the test it is a
+    ConfigurationError saying why. A run named exactly (its folder, its id) is never passed over:
+    the caller judges it."""
     spec = parse_run_spec(text)
     base = Path(results_base)
     if spec.ref is None and spec.where:
@@ -204,21 +296,67 @@ def find_run(text: str, *, results_base: Path | str = DEFAULT_RESULTS_BASE, scen
     folder = _scenario_folder(spec.where, base, scenario_folder, text)
     runs = _runs(folder, text)
     ref = spec.ref or "latest"
-    chosen = _match(runs, ref)
-    if chosen is None:
+    chosen, passed = _match(runs, ref, builds)
+    if chosen is None and not passed:
         commit = read_git_ref(ref, [folder, cwd or Path.cwd()])
         if commit is not None:
-            chosen = _newest([run for run in runs if run.commit == commit])
-        if chosen is None:
-            raise ConfigurationError(_no_match(text, folder, ref, runs, commit) + _old_back_hint(spec, runs))
+            chosen, passed = _pick([run for run in runs if run.commit == commit], builds)
+        if chosen is None and not passed:
+            raise ConfigurationError(_no_match(text, folder, ref, runs, commit)
+                                     + _old_back_hint(spec, runs))
+    lines = [f"{describe_run(run)} in {run.path}: {why}" for run, why in passed]
+    if chosen is None:
+        shown = "\n".join(f"  skipped {line}" for line in lines)
+        raise ConfigurationError(
+            f"run {text!r}: no stored run of {folder} that {ref!r} names measured anything to "
+            f"use:\n{shown}\nname a run that did by its id (fvp-harness runs {folder})")
+    if skipped is not None:
+        skipped.extend(lines)
     return _back(chosen, folder, spec)
+
+
+def _unusable(run: StoredRun, builds: Collection[str] | None) -> str | None:
+    """Why ``run`` cannot serve a ref that needs an ok record of one of ``builds`` (any build when
+    empty), or None when it can (or nothing is needed)."""
+    if builds is None:
+        return None
+    measured = ok_builds(run)  # damaged records are refused, as everywhere: none can be trusted
+    wanted = set(builds)
+    if measured & wanted if wanted else measured:
+        return None
+    what = f"build {', '.join(repr(name) for name in sorted(wanted))}" if wanted else "any build"
+    return f"no ok record of {what} ({run_state(run)}: nothing measured to compare with)"
+
+
+def _pick(runs: list[StoredRun], builds: Collection[str] | None, *, complete: bool = True
+          ) -> tuple[StoredRun | None, list[tuple[StoredRun, str]]]:
+    """The newest complete run of ``runs`` (oldest first) that ``builds`` accepts, else the newest
+    accepted of any status (``complete=False``: the newest accepted); with the runs newer than it
+    that were passed over, and why (all of them when none is chosen). Reads records newest first
+    and stops at the first run it takes."""
+    usable: list[StoredRun] = []
+    passed: list[tuple[StoredRun, str]] = []
+    for run in reversed(runs):
+        why = _unusable(run, builds)
+        if why is not None:
+            passed.append((run, why))
+            continue
+        usable.append(run)
+        if run.status == "complete" or not complete:
+            break
+    fallback = usable[0] if usable else None
+    chosen = next((run for run in usable if run.status == "complete"), fallback)
+    if chosen is None:
+        return None, passed[::-1]
+    newer = {id(run) for run in runs[runs.index(chosen) + 1:]}
+    return chosen, [(run, why) for run, why in passed[::-1] if id(run) in newer]
 
 
 def _old_back_hint(spec: RunSpec, runs: list[StoredRun]) -> str:
     """For ``REF~N`` that git could not place where ``REF`` alone names a stored run: the spelling of "N stored runs
     back" (``REF#-N``), since ``~N`` used to mean that and now means git's N commits back."""
     old = _OLD_BACK.match(spec.ref or "")
-    if old is None or _match(runs, old.group("ref")) is None:
+    if old is None or _match(runs, old.group("ref"))[0] is None:
         return ""
     where = f"{spec.where}@" if spec.where else "@"
     return (f"\n'~{old.group('steps')}' is git's (commits back), not stored runs back; for the run "
@@ -235,24 +373,21 @@ def _runs(folder: Path, text: str) -> list[StoredRun]:
     return runs
 
 
-def _newest(runs: list[StoredRun]) -> StoredRun | None:
-    """The newest complete run of ``runs`` (oldest first), else the newest of any status."""
-    complete = [run for run in runs if run.status == "complete"]
-    chosen = complete or runs
-    return chosen[-1] if chosen else None
-
-
-def _match(runs: list[StoredRun], ref: str) -> StoredRun | None:
+def _match(runs: list[StoredRun], ref: str, builds: Collection[str] | None = None
+           ) -> tuple[StoredRun | None, list[tuple[StoredRun, str]]]:
+    """The run ``ref`` names among the stored ``runs`` (``_pick``'s answer); (None, []) for none."""
     by_id = [run for run in runs if run.run_id == ref or run.path.name == ref]
     if by_id:
-        return by_id[-1]
+        return by_id[-1], []
     if ref == "latest":
-        return runs[-1]
+        return _pick(runs, builds, complete=False)
     if _HEX.fullmatch(ref):
-        found = _newest([run for run in runs if run.commit and run.commit.lower().startswith(ref.lower())])
-        if found is not None:
+        prefix = ref.lower()
+        found = _pick([run for run in runs if run.commit and run.commit.lower().startswith(prefix)],
+                      builds)
+        if found != (None, []):
             return found
-    return _newest([run for run in runs if run.branch == ref])
+    return _pick([run for run in runs if run.branch == ref], builds)
 
 
 def _back(run: StoredRun, folder: Path, spec: RunSpec) -> StoredRun:
@@ -277,7 +412,10 @@ def _no_match(text: str, folder: Path, ref: str, runs: list[StoredRun], commit: 
     names = ["latest", *(run.run_id for run in runs), *(run.branch for run in runs if run.branch)]
     close = difflib.get_close_matches(ref, list(dict.fromkeys(names)), n=1, cutoff=0.6) if commit is None else []
     mean = f" (did you mean {close[0]!r}?)" if close else ""
-    return (f"run {text!r}: no stored run of {folder} matches {ref!r}{via}{mean}; the runs it holds, newest last:\n"
+    branches = list(dict.fromkeys(run.branch for run in reversed(runs) if run.branch))
+    known = ", ".join(["latest", *branches[:8]])
+    return (f"run {text!r}: no stored run of {folder} matches {ref!r}{via}{mean}; the refs it "
+            f"knows: {known} (or a run's id or commit, REF#-N); the runs it holds, newest last:\n"
             f"{shown}{more}\nname one by id, commit or branch (or 'latest')")
 
 

@@ -110,3 +110,17 @@ def test_main_exits_141_when_stdout_was_closed_after_the_work(monkeypatch, capsy
     monkeypatch.setattr(cli_main, "silence_stream", silenced.append)
     assert cli_main.main(["profiles"]) == 141
     assert len(silenced) == 2
+
+
+def test_a_baseline_run_passed_over_is_said_even_with_q() -> None:
+    """``run -q --baseline-from x@main``: the runs the ref passed over (nothing measured ok) are
+    named in a CI log too; other baseline lines stay quiet."""
+    buffer = io.StringIO()
+    with ProgressView(Console(file=buffer, width=200, force_terminal=False), clock=lambda: 0.0,
+                      quiet=True) as view:
+        view(Event("baseline", name="before", status="skipped", scenario="smoke",
+                   detail="run 20260302-100000-fail (...) in results/smoke: no ok record"))
+        view(Event("baseline", name="before", detail="from stored run 20260301", scenario="smoke"))
+    text = buffer.getvalue()
+    assert "baseline before: skipped run 20260302-100000-fail" in text, text
+    assert "from stored run" not in text

@@ -94,7 +94,8 @@ def _workflow(root: Path, scenario: str, adaptive: bool) -> None:
 
     runs = _harness(root, "runs", f"results/{stem}")
     assert runs.returncode == 0
-    lines = runs.stdout.splitlines()
+    header, *lines = runs.stdout.splitlines()
+    assert header.split()[:3] == ["run", "started", "status"], runs.stdout
     assert len(lines) == 2 and all(re.search(rf"\s{len(records)}\s+results/", line) for line in lines), runs.stdout
     assert all(("spared by run.until" in line) == adaptive for line in lines)
 

@@ -55,7 +55,8 @@ RUN: dict[tuple[str, str], str] = {
     ("docs/ci.md", "fvp-harness compare driver_reuse@main results/pr-42 --junit junit.xml --github-summary"):
         "test_ci_workflow_on_a_fixed_matrix",
     ("docs/ci.md", "fvp-harness history driver_reuse"): "test_ci_workflow_on_a_fixed_matrix",
-    ("docs/pytest-plugin.md", "$ pytest examples/test_fvp_example.py --fvp-scenario scenarios/smoke.yaml --fvp sim"):
+    ("docs/pytest-plugin.md",
+     "$ pytest examples/test_fvp_example.py --fvp-scenario scenarios/smoke.yaml --fvp sim -n 0"):
         "test_pytest_plugin_example_block",
     ("docs/etdump.md", "fvp-harness run scenarios/driver_reuse_traced.yaml -q --only-model resnet8 --set "
                        "run.repetitions=2"): "test_etdump_compare_block",
@@ -326,7 +327,8 @@ def _check_main_runs(workdir: Path, pushed: str, adaptive: bool) -> str:
     assert not {r["unit_id"] for r in records} & set(spared), "a spared unit never has a record"
     assert len(records) + len(spared) == manifest["plan"]["units"]
     assert _junit_errors(workdir / "junit.xml") == [0]
-    runs = ok(workdir, "fvp-harness runs results/driver_reuse").stdout.splitlines()
+    header, *runs = ok(workdir, "fvp-harness runs results/driver_reuse").stdout.splitlines()
+    assert header.split()[:3] == ["run", "started", "status"], header
     assert len(runs) == 2 and all(re.search(rf"\s{len(records)}\s+results/", line) for line in runs), runs
     assert all(("spared by run.until" in line) == adaptive for line in runs), runs
     same = ok(workdir, "fvp-harness compare driver_reuse@latest#-1 driver_reuse@latest --strict -o aa --junit aa.xml")
@@ -498,13 +500,24 @@ def test_bisect_block(tmp_path: Path) -> None:
 @pytest.mark.sim
 @pytest.mark.timeout(900)
 def test_pytest_plugin_example_block(tmp_path: Path) -> None:
+    """The page's command as typed, with this repository's pytest settings (``pyproject.toml``:
+    its ``addopts`` add ``-n 2``): three tests on the one booted instance the page shows, not one
+    boot per xdist worker."""
     workdir = clone(tmp_path)
-    item = block("docs/pytest-plugin.md",
-                 "$ pytest examples/test_fvp_example.py --fvp-scenario scenarios/smoke.yaml --fvp sim")
+    shutil.copy(REPO / "pyproject.toml", workdir / "pyproject.toml")
+    item = block("docs/pytest-plugin.md", "$ pytest examples/test_fvp_example.py --fvp-scenario "
+                 "scenarios/smoke.yaml --fvp sim -n 0")
+    shown = item.text.splitlines()
     for command in item.commands:
         assert command.startswith("pytest ")
-        done = ok(workdir, f"{shlex.quote(sys.executable)} -m {command} -p no:cacheprovider")
+        python = shlex.quote(sys.executable)
+        done = ok(workdir, f"{python} -m {command} -p no:cacheprovider")
         assert "3 passed" in done.stdout, done.stdout
+        for line in ("1 FVP instance booted",  # the lines that matter, as the page shows them
+                     "A/B run in examples/test_fvp_example.py::test_driver_reuse_saves_cpu_time: "
+                     "PASS (results: results/pytest/ab/smoke)"):
+            assert line in shown and line in done.stdout, done.stdout
+        assert "gw0" not in done.stdout and "gw1" not in done.stdout, done.stdout
 
 
 # --- docs/etdump.md -------------------------------------------------------------------------------------------------

@@ -131,11 +131,13 @@ def test_a_stored_run_of_other_model_bytes_is_refused_before_any_unit_runs(scena
 
 
 def test_a_stored_baseline_that_is_this_run_or_lacks_the_baseline_is_refused(scenario, tmp_path):
-    _run(scenario, FakeFleet(), tmp_path / "results" / "main")
+    # '@REF' is the scenario's own results folder (results/fake), whatever -o says
+    _run(scenario, FakeFleet(), tmp_path / "results" / "fake")
     with pytest.raises(ConfigurationError, match="is this very run"):  # --resume continues the newest run itself
-        _run(scenario, FakeFleet(), tmp_path / "results" / "main", "compare.baseline_from=@latest", resume=True)
+        _run(scenario, FakeFleet(), tmp_path / "results" / "fake", "compare.baseline_from=@latest",
+             resume=True)
     _run(scenario, FakeFleet(), tmp_path / "results" / "after-only", only_builds=("after",))
     fleet = FakeFleet()
-    with pytest.raises(ConfigurationError, match="has no record of build 'before'"):
+    with pytest.raises(ConfigurationError, match="has no ok record of build 'before'"):
         _run(scenario, fleet, tmp_path / "results" / "pr", "compare.baseline_from=after-only")
     assert fleet.ran == []

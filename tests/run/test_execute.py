@@ -742,7 +742,8 @@ def test_prune_and_runs_verbs(scenario_file, tmp_path, capsys):
         run(path, FakeFleet(), tmp_path)
     out = tmp_path / "out"
     assert cli(["runs", str(out)]) == 0
-    listed = [line for line in capsys.readouterr().out.splitlines() if line.strip()]
+    header, *listed = [line for line in capsys.readouterr().out.splitlines() if line.strip()]
+    assert header.split()[:3] == ["run", "started", "status"]
     assert len(listed) == 3 and listed[-1].startswith("*")
     assert cli(["prune", str(out)]) == 2, "nothing is deleted without being asked"
     assert cli(["prune", str(out), "--keep", "1", "-n"]) == 0 and len(list((out / "runs").iterdir())) == 2
