@@ -688,9 +688,9 @@ def _execute(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: 
     # late: the lanes and the manifest (execute, every target) and the stored-baseline check (the analysis: pandas,
     # scipy) load only when units run; the up-to-date check never needs them
     from fvp_harness.batch.lanes import LaneControl
-    from fvp_harness.run.baseline import pin_stored_baseline
     from fvp_harness.run.execute import utc_now
-    from fvp_harness.run.manifest import BatchInfo, Manifest, RunSettings
+    from fvp_harness.run.manifest import BatchInfo, RunSettings
+    from fvp_harness.run.sequence import keep_one_key_set, start_manifest
 
     working = [node for node in nodes if node.error is None and node.todo]
     manifests: dict[int, Manifest] = {}
@@ -698,24 +698,19 @@ def _execute(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: 
     for node in working:
         assert node.loaded is not None and node.plan is not None
         store = stores[node.index]
+        # a run's records hold one key set: a run measured under other keys is kept whole, a new one starts
+        keep_one_key_set(store, node.plan, listener, scenario=node.stem, keep_build_logs=True)
         version, banner = versions.get(node.loaded, for_manifest=True)
-        manifest = Manifest.start(node.loaded, node.plan, version, banner,
-                                  RunSettings(resume=True, timeout_scale=options.timeout_scale), node.built, started,
-                                  units=node.selected)
-        previous = _previous_manifest(store)
-        manifest.continue_from(previous, keep_start=False)
-        if previous is not None:
-            manifest.run = previous.run  # make brings one run up to date: it keeps its id
-        manifest.batch = BatchInfo(executor=getattr(executor, "name", "?"), jobs=capacity, only=list(options.only),
-                                   always=options.always)
+        batch = BatchInfo(executor=getattr(executor, "name", "?"), jobs=capacity, only=list(options.only),
+                          always=options.always)
         try:  # compare.baseline_from: the stored run chosen, checked and pinned before any unit runs
-            pin_stored_baseline(manifest, store, options.results_base, resume=True, listener=listener)
+            manifests[node.index] = start_manifest(
+                node.loaded, node.plan, store, version=version, banner=banner,
+                settings=RunSettings(resume=True, timeout_scale=options.timeout_scale), builds=node.built,
+                started=started, units=node.selected, results_base=options.results_base, listener=listener,
+                previous=_previous_manifest(store), keep_pin=True, batch=batch)
         except HarnessError as exc:
             node.error = exc
-            continue
-        store.reserve_space(manifest.to_json())  # room for the final status (released by it, or by _lock_stores)
-        manifest.write(store)
-        manifests[node.index] = manifest
     working = [node for node in working if node.error is None]
     lanes = _lane_specs(working, capacity, executor.ships_artifacts, options.timeout_scale)
     result.lanes = len(lanes)
