@@ -20,9 +20,9 @@ Scheduling: every (scenario, plan session) with stale units is a job; jobs are g
 platform profile, FVP identity, params, args, simulator knobs, firmware and timeouts, and each pool's jobs are
 dealt to **lanes** (one booted instance each, longest job first onto the least loaded lane). A lane runs its
 jobs one after another on one instance, so scenarios of a pool share boots. At most ``-j`` lanes run at once
-(executors: ``batch.lanes.LocalExecutor``, ``batch.dask.DaskExecutor``). Locally the deal is only the start: a lane
+(executors: ``run.lanes.LocalExecutor``, ``batch.dask.DaskExecutor``). Locally the deal is only the start: a lane
 that runs out of jobs steals unstarted ones from the others and boots the next pool's instance while it still
-works (``batch.lanes``); on Dask the deal is fixed. Records flow back to this process, which alone writes every
+works (``run.lanes``); on Dask the deal is fixed. Records flow back to this process, which alone writes every
 results folder.
 
 Failures: without ``-k`` the first failed unit or job stops scheduling (running units finish); with ``-k``
@@ -90,7 +90,7 @@ from fvp_harness.store.folder import (
 from fvp_harness.store.records import Record
 
 if TYPE_CHECKING:  # lanes and manifest load execute, deploy and every target: only a make with work loads them
-    from fvp_harness.batch.lanes import JobSpec, LaneControl, LaneResult, LaneSpec
+    from fvp_harness.run.lanes import JobSpec, LaneControl, LaneResult, LaneSpec
     from fvp_harness.run.execute import SessionOutcome
     from fvp_harness.run.manifest import Manifest
 
@@ -129,7 +129,7 @@ class MakeOptions:
 
 
 class Executor(Protocol):
-    """Runs lanes (``batch.lanes``): ``LocalExecutor`` or ``batch.dask.DaskExecutor``."""
+    """Runs lanes (``run.lanes``): ``LocalExecutor`` or ``batch.dask.DaskExecutor``."""
 
     name: str
     ships_artifacts: bool
@@ -492,7 +492,7 @@ def assign_lanes(jobs: Mapping[str, Sequence[JobSpec]], capacity: int) -> list[t
 
 
 def _lane_specs(nodes: Sequence[Node], capacity: int, ship: bool, scale: float) -> list[LaneSpec]:
-    from fvp_harness.batch.lanes import JobSpec, LaneSpec  # late: lanes load execute and every target
+    from fvp_harness.run.lanes import JobSpec, LaneSpec  # late: lanes load execute and every target
 
     jobs: dict[str, list[JobSpec]] = {}
     for node in nodes:
@@ -554,7 +554,7 @@ def make(
         return MakeResult(nodes, actions, _exit_code(nodes, False, True), seconds=time.monotonic() - began,
                           units_not_run=sum(len(node.not_run) for node in nodes))
     if executor is None:
-        from fvp_harness.batch.lanes import LocalExecutor, default_jobs  # late: lanes load execute and every target
+        from fvp_harness.run.lanes import LocalExecutor, default_jobs  # late: lanes load execute and every target
 
         executor = LocalExecutor(options.jobs or default_jobs())
     if not executor.ships_artifacts:  # the models start on this machine: doctor's checks first, as ``run`` does
@@ -687,7 +687,7 @@ def _execute(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: 
     ``stop`` request left units unrun (the batch then counts as interrupted)."""
     # late: the lanes and the manifest (execute, every target) and the stored-baseline check (the analysis: pandas,
     # scipy) load only when units run; the up-to-date check never needs them
-    from fvp_harness.batch.lanes import LaneControl
+    from fvp_harness.run.lanes import LaneControl
     from fvp_harness.run.execute import utc_now
     from fvp_harness.run.manifest import BatchInfo, RunSettings
     from fvp_harness.run.sequence import keep_one_key_set, start_manifest

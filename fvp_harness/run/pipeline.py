@@ -72,20 +72,19 @@ from fvp_harness.run.adaptive import (
     unit_parts,
 )
 from fvp_harness.run.artifacts import BUILD_TIMEOUT_S, BuildResult, BuildStep, build_artifacts, check_replaceable
-from fvp_harness.run.baseline import pin_stored_baseline
-from fvp_harness.run.doctor import PROBE_TIMEOUT_S, preflight
-from fvp_harness.run.execute import DeployFunction, ExecuteOptions, SessionOutcome, execute_plan, utc_now
+from fvp_harness.run.doctor import PROBE_TIMEOUT_S
+from fvp_harness.run.execute import DeployFunction, SessionOutcome, utc_now
 from fvp_harness.run.instances import TargetFactory, default_target_factory, query_fvp_version
+from fvp_harness.run.lanes import JobSpec, LaneControl, LaneSpec, LocalExecutor, LocalRun
 from fvp_harness.run.manifest import Manifest, PlanInfo, RunSettings
 from fvp_harness.run.plan import Plan, Unit, build_plan, why_stale
 from fvp_harness.run.preboot import PreBoot
-from fvp_harness.scenario.fit import refuse_misfits
+from fvp_harness.run.sequence import archive_current, check_before_building, start_manifest
 from fvp_harness.scenario.load import LoadedScenario
 from fvp_harness.scenario.model import Scenario
 from fvp_harness.store.folder import (
     DEFAULT_RESULTS_BASE,
     ResultStore,
-    StoredRun,
     free_instance_name,
     results_dir_for,
 )
@@ -371,20 +370,15 @@ def run_scenario(
         if options.resume:  # a damaged manifest or records file is refused now, not after the builds
             store.read_manifest()
             store.records()
-        if factory is None and loaded.scenario.target != "host":  # the model will start: doctor's checks first
-            preflight(loaded.scenario, loaded.profile, base_dir=loaded.directory,
-                      probe_timeout=min(PROBE_TIMEOUT_S, _boot_timeout(loaded, options.timeout_scale)))
-        elif factory is None:  # target: host asks no model; its programs must still fit this host
-            refuse_misfits(loaded.scenario, loaded.profile, when="nothing was built or run")
+        if factory is None:  # the model will start here: doctor's checks first (host: its programs must fit)
+            check_before_building(loaded, min(PROBE_TIMEOUT_S, _boot_timeout(loaded, options.timeout_scale)))
         version, banner = query_fvp_version(loaded, options.timeout_scale)
         phases["version"] = time.monotonic() - began
-        archived: Path | None = None
         if not options.resume and store.has_run():
             if options.replace:  # the user asked to throw the current run away
                 store.reset()
             else:  # a plain run is a new run: the previous one is kept, whole, in runs/<its id>/
-                archived = store.archive(StoredRun.of(store.root, current=True).run_id)
-                listener(Event("archived", name=str(archived)))
+                archive_current(store, listener)
         mark = time.monotonic()
         scale = options.timeout_scale
         factory = factory or default_target_factory(loaded, scale)
@@ -402,11 +396,13 @@ def run_scenario(
         phases["build"] = time.monotonic() - mark
         plan = build_plan(loaded, fvp_version=version, artifacts=states)
         units = select_units(plan, options.only_builds, options.only_models)
-        started = utc_now()
-        manifest = Manifest.start(loaded, plan, version, banner, options.settings(), builds, started, units=units)
+        stack.callback(store.release_reserve)
+        manifest = start_manifest(loaded, plan, store, version=version, banner=banner, settings=options.settings(),
+                                  builds=builds, started=utc_now(), units=units, results_base=options.results_base,
+                                  listener=listener, previous=Manifest.read(store) if options.resume else None,
+                                  resume=options.resume)
+        pinned = manifest.scenario.resolved.get("compare") or {}
         if options.resume:
-            store.check_compatible(manifest.to_json())
-            manifest.continue_from(Manifest.read(store))
             stored = store.records()
             done = {record.key for record in stored if record.status == "ok"}
             latest = {record.unit_id: record for record in stored}
@@ -415,27 +411,20 @@ def run_scenario(
                     listener(Event("rerun", unit=unit.id, detail=why_stale(unit, latest[unit.id])))
         else:
             done = set()
-        pinned = pin_stored_baseline(manifest, store, options.results_base, resume=options.resume,
-                                     listener=listener)
         source = (load_stored_baseline(loaded.scenario, manifest.to_json(), store.root)
-                  if pinned is not None and loaded.scenario.run.until is not None else None)
+                  if pinned.get("baseline_from") and loaded.scenario.run.until is not None else None)
         wanted = _stopping_rule(loaded.scenario, plan, units, store, source)
         todo = [unit for unit in units if unit.key not in done]
         skipped = len(units) - len(todo)
-        stack.callback(store.release_reserve)
-        store.reserve_space(manifest.to_json())  # room for the final status on a disk that fills up meanwhile
-        manifest.write(store)
         sessions_used = len({unit.session for unit in todo})
         until = loaded.scenario.run.until  # the plan is then a ceiling: count is the most rounds the rule may run
         listener(Event("plan", total=len(todo), skipped=skipped, sessions=sessions_used,
                        count=until.max_repetitions if until is not None else None))
         mark = time.monotonic()
         outcomes: list[SessionOutcome] = []
-        execute_options = ExecuteOptions(fresh_boot_per_unit=options.fresh_boot_per_unit,
-                                         wanted=wanted, steal=options.steal, preboot=early.take)
+        local = LocalRun(plan, deploy, options.fresh_boot_per_unit, wanted, early.take)
         try:
-            outcomes = execute_plan(plan, store, factory, units=todo,
-                                    options=execute_options, listener=listener, deploy=deploy, stop=stop)
+            outcomes = _in_lanes(loaded, store, factory, todo, local, options.steal, listener, stop)
         except KeyboardInterrupt as exc:
             with contextlib.suppress(OSError):  # a full disk must not turn a Ctrl-C into a traceback
                 manifest.finish((), interrupted=True).write(store, final=True)
@@ -478,6 +467,33 @@ def run_scenario(
         builds=builds, wall_seconds=time.monotonic() - began,
         phase_seconds=phases,
     )
+
+
+def _in_lanes(loaded: LoadedScenario, store: ResultStore, factory: TargetFactory, units: Sequence[Unit],
+              local: LocalRun, steal: bool, listener: Listener, stop: threading.Event | None) -> list[SessionOutcome]:
+    """``make`` of one scenario on the local executor: one lane per plan session (``run.lanes``: the instances,
+    stealing between them, the early boots); each record is appended to ``store`` as its unit finishes."""
+    plan, lock = local.plan, threading.Lock()
+    outcomes: list[SessionOutcome] = []
+
+    def sink(_node: int, record: Record) -> None:
+        with lock:
+            store.append(record)
+
+    def open_instance(_s: Scenario, _p: object, name: str, log_dir: Path, _scale: float) -> Any:
+        return factory(name, log_dir)
+
+    lanes: list[LaneSpec] = []
+    for session in sorted({unit.session for unit in units}):
+        mine = [unit for unit in units if unit.session == session]
+        job = JobSpec(0, plan.scenario, str(loaded.path), plan.profile, session, tuple(u.id for u in mine),
+                      tuple(u.key for u in mine))
+        lanes.append(LaneSpec(len(lanes), "run", (job,)))
+    control = LaneControl(sink=sink, results_roots={0: store.root}, listener=listener, run=local,
+                          on_lane_done=lambda lane: outcomes.extend(o for job in lane.jobs for o in job.outcomes),
+                          stop=stop if stop is not None else threading.Event())
+    LocalExecutor(max(1, len(lanes)), opener=open_instance, steal=steal).run(lanes, control)
+    return sorted(outcomes, key=lambda outcome: outcome.session)
 
 
 def _report_unless_stopped(store: ResultStore, scenario: Scenario, manifest: Manifest,

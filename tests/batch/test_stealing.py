@@ -1,4 +1,4 @@
-"""Work stealing and pre-boots of the local executor (``batch.lanes._Board``, ``_PreBoot``).
+"""Work stealing and pre-boots of the local executor (``run.lanes._Board``, ``_PreBoot``).
 
 The fake-instance tests steer the lanes with events, never with sleeps: a fake runner waits (with a generous
 safety timeout, noted and asserted afterwards) until another lane reached a point, so which lane runs which job is
@@ -22,7 +22,7 @@ import pytest
 
 from fvp_harness.batch import engine
 from fvp_harness.batch.engine import MakeOptions, MakeResult, make
-from fvp_harness.batch.lanes import (
+from fvp_harness.run.lanes import (
     BOOT_COST,
     JobSpec,
     LaneControl,

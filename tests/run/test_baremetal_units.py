@@ -16,7 +16,7 @@ from typing import ClassVar
 import pytest
 
 from fvp_harness.batch.engine import _unit_artifacts
-from fvp_harness.batch.lanes import ARTIFACT_CACHE_ENV, _relocated
+from fvp_harness.run.lanes import ARTIFACT_CACHE_ENV, _relocated
 from fvp_harness.errors import HardFault
 from fvp_harness.run.execute import PRINTED_OUTPUTS, execute_plan
 from fvp_harness.run.plan import build_plan

@@ -59,9 +59,9 @@ from fvp_harness.events import Event, Listener, null_listener
 from fvp_harness.files import atomic_write
 from fvp_harness.profiles import Profile
 from fvp_harness.run.adaptive import StoppingRule
-from fvp_harness.run.execute import ExecuteOptions, SessionOutcome, execute_plan
+from fvp_harness.run.execute import DeployFunction, ExecuteOptions, SessionOutcome, execute_plan
 from fvp_harness.run.instances import TargetFactory, open_target
-from fvp_harness.run.plan import build_plan
+from fvp_harness.run.plan import Plan, Unit, build_plan
 from fvp_harness.run.preboot import EarlyBootCancelled, PreBooted
 from fvp_harness.scenario.model import Scenario
 from fvp_harness.scenario.secrets import redact_data, secret_names
@@ -77,6 +77,7 @@ __all__ = [
     "LaneResult",
     "LaneSpec",
     "LocalExecutor",
+    "LocalRun",
     "RecordSink",
     "default_jobs",
     "restore_secrets",
@@ -184,6 +185,20 @@ class LaneResult:
 
 
 @dataclass(frozen=True)
+class LocalRun:
+    """What ``run`` (one scenario, on this machine) adds to its lanes: its plan (keys final, nothing re-planned),
+    how artifacts are deployed, fresh boots per unit, its ``run.until`` rule (judged with a stored baseline) and the
+    instances that booted while the artifacts built (``run.preboot.PreBoot.take``). A job's failure that no other
+    instance can help (a ``HarnessError`` out of ``execute_plan``) ends the run instead of being recorded."""
+
+    plan: Plan
+    deploy: DeployFunction | None = None
+    fresh_boot_per_unit: bool = False
+    wanted: Callable[[str, int], bool] | None = None
+    early: Callable[[str], PreBooted | None] | None = None
+
+
+@dataclass(frozen=True)
 class LaneControl:
     """What the coordinator gives an executor with the lanes: where records, logs and finished lanes go, and the
     events that stop them (see the module docstring). Executors call ``on_lane_done`` in the coordinating thread."""
@@ -195,6 +210,8 @@ class LaneControl:
     abort: threading.Event = field(default_factory=threading.Event)
     stop: threading.Event = field(default_factory=threading.Event)
     listener: Listener = null_listener
+    run: LocalRun | None = None
+    """Set by ``run`` (local executor only)."""
 
 
 class _Stopped(Exception):
@@ -347,8 +364,11 @@ class _InstanceLease:
     makes a pre-booted instance the one lent next; ``on_lend`` is called each time an instance is lent (the lane
     starts its pre-boot then: once the current job has its instance, not while that one boots too)."""
 
-    def __init__(self, opener: Opener, stop: threading.Event, timeout_scale: float) -> None:
+    def __init__(self, opener: Opener, stop: threading.Event, timeout_scale: float, fresh: bool = False) -> None:
         self._opener = opener
+        self._fresh = fresh
+        """Close the instance after each use (``--fresh-boot-per-unit``)."""
+        self._early: PreBooted | None = None
         self._stop = stop
         self._scale = timeout_scale
         self._lock = threading.Lock()
@@ -367,7 +387,7 @@ class _InstanceLease:
     @property
     def has_instance(self) -> bool:
         """An instance is booted (or being pre-booted) and will be lent to the next request."""
-        return self._target is not None or self._preboot is not None
+        return self._target is not None or self._preboot is not None or self._early is not None
 
     @property
     def warm_pool(self) -> str | None:
@@ -388,6 +408,11 @@ class _InstanceLease:
             return None
         return preboot.name
 
+    def adopt_early(self, booted: PreBooted) -> None:
+        """Lend ``booted`` (an instance ``run`` started while its artifacts built) to the next request."""
+        with self._lock:
+            self._early = booted
+
     def adopt(self, preboot: _PreBoot) -> None:
         """Lend ``preboot``'s instance to the next request (after ``switch`` to its pool)."""
         with self._lock:
@@ -403,6 +428,15 @@ class _InstanceLease:
               log_dir: Path) -> tuple[contextlib.AbstractContextManager[Target], Target]:
         with self._lock:
             preboot, self._preboot = self._preboot, None
+            early, self._early = self._early, None
+        if early is not None:  # its boot's failure is this request's, as below
+            try:
+                target = early.__enter__()
+            except EarlyBootCancelled:
+                raise _Stopped() from None
+            self.reused = False
+            self.last_boot_seconds = early.boot_seconds
+            return early, target
         if preboot is not None:  # its boot's failure is this request's: execute's boot retry rule applies
             context, target = preboot.take()
             self.reused = True
@@ -435,12 +469,17 @@ class _InstanceLease:
         except BaseException:
             self.close()
             raise
+        if self._fresh:
+            self.close()
 
     def close(self) -> None:
         """Stop the instance, and a pre-booted one not lent yet (idempotent, any thread)."""
         with self._lock:
             context, self._context, self._target = self._context, None, None
             preboot, self._preboot = self._preboot, None
+            early, self._early = self._early, None
+        if early is not None:
+            early.cancel(wait=True)
         if context is not None:
             _close_context(context)
         if preboot is not None:
@@ -458,8 +497,12 @@ class _Board:
     one lane and a stopped batch starts nothing new. ``retire`` tells a finished lane which jobs it answers for."""
 
     def __init__(self, lanes: Sequence[LaneSpec], events: Sequence[threading.Event],
-                 workers: int | None = None) -> None:
+                 workers: int | None = None, steal: bool = True) -> None:
         self._lock = threading.Lock()
+        self._steals = steal
+        """False (``--no-steal``): every lane runs exactly its dealt jobs and units."""
+        self._units: dict[int, tuple[int, int, str, list[Unit]]] = {}
+        """id(queue) -> (lane, scenario, pool, queue) of every job running: its units not started yet."""
         self._events = tuple(events)
         self._lanes = {lane.index: lane for lane in lanes}
         self._queues: dict[int, deque[JobSpec]] = {lane.index: deque(lane.jobs) for lane in lanes}
@@ -489,7 +532,7 @@ class _Board:
         with self._lock:
             self._started.add(lane)
             own = self._queues[lane]
-            found = (lane, 0) if own else self._steal(lane, warm_pool)
+            found = (lane, 0) if own else self._steal(lane, warm_pool) if self._steals else None
             if found is None:
                 return None
             if self._halted():
@@ -504,7 +547,8 @@ class _Board:
         or no other pool's job is worth a boot and likely still unstarted when the current job ends (the
         estimated work ahead of it on its own lane exceeds ``current``)."""
         with self._lock:
-            if self._halted() or self._queues[lane] or self._steal(lane, pool, warm_only=True) is not None:
+            if (not self._steals or self._halted() or self._queues[lane]
+                    or self._steal(lane, pool, warm_only=True) is not None):
                 return None
             found = self._steal(lane, pool, ahead_of=current)
             return None if found is None else self._remove(lane, *found)
@@ -533,6 +577,39 @@ class _Board:
                 return best
         return None
 
+    def sharing(self, lane: int, node: int, pool: str) -> _Sharing:
+        """The ``WorkSharing`` of a job ``lane`` runs: its queue joins the board while the job runs."""
+        return _Sharing(self, lane, node, pool)
+
+    def steal_units(self, lane: int, node: int, pool: str, queue: list[Unit]) -> list[Unit]:
+        """Move the last not-started (repetition, model) group of the busiest running job of the same scenario and
+        pool into ``queue`` (the idle job's) and return it; [] when ``lane`` still has jobs of its own, an unstarted
+        job of its pool is left to take, or no running job has a group to spare.
+
+        The victim's first unit is never taken (it may be in flight, or a unit being retried), nor a group that
+        shares its (repetition, model), so a model's builds of one round always run on one instance, back to back."""
+        with self._lock:
+            if (not self._steals or self._halted() or self._queues[lane]
+                    or self._steal(lane, pool, warm_only=True) is not None):
+                return []
+            victims = [units for other, scenario, kind, units in self._units.values()
+                       if units is not queue and other != lane and scenario == node and kind == pool
+                       and len(units) > 1]
+            for victim in sorted(victims, key=lambda units: -len(units)):
+                head, group = victim[0], (victim[-1].repetition, victim[-1].model)
+                if group == (head.repetition, head.model):
+                    continue
+                count = 0
+                for unit in reversed(victim):
+                    if (unit.repetition, unit.model) != group:
+                        break
+                    count += 1
+                taken = victim[-count:]
+                del victim[-count:]
+                queue.extend(taken)
+                return taken
+            return []
+
     def _kept(self, victim: int) -> int:
         """How many jobs at the head of ``victim``'s queue no other lane may take: its first one while its thread
         has not begun yet (it starts with it any moment: taking it would leave that lane nothing and run both
@@ -559,6 +636,29 @@ class _Board:
             self._running.pop(lane, None)
             self._retired.add(lane)
             return [job for job in self._jobs if self._owner[(job.node, job.session)] == lane]
+
+
+class _Sharing:
+    """A running job's queue on the board (execute's ``WorkSharing``): the owner takes from the front under the
+    board's lock, an idle instance of the same scenario and pool steals groups from its tail."""
+
+    def __init__(self, board: _Board, lane: int, node: int, pool: str) -> None:
+        self._board, self._lane, self._node, self._pool = board, lane, node, pool
+
+    def share(self, queue: list[Unit]) -> None:
+        with self._board._lock:
+            self._board._units[id(queue)] = (self._lane, self._node, self._pool, queue)
+
+    def take_front(self, queue: list[Unit]) -> None:
+        with self._board._lock:
+            queue.pop(0)
+
+    def steal(self, queue: list[Unit]) -> list[Unit]:
+        return self._board.steal_units(self._lane, self._node, self._pool, queue)
+
+    def retire(self, queue: list[Unit]) -> None:
+        with self._board._lock:
+            self._board._units.pop(id(queue), None)
 
 
 class _SinkStore(ResultStore):
@@ -704,6 +804,7 @@ def run_lane(
     listener: Listener = null_listener,
     opener: Opener = _open_target,
     board: _Board | None = None,
+    local: LocalRun | None = None,
 ) -> LaneResult:
     """Run a lane's jobs on one instance at a time (see the module docstring).
 
@@ -712,7 +813,7 @@ def run_lane(
     ``drain`` set: start no further job. ``stop`` set: finish and record the unit in flight, then start nothing
     (the instance is closed politely). ``abort`` set: close the instance now (the unit in flight is dropped).
     ``board``: the lanes' shared board (work stealing, pre-boots; ``LocalExecutor``); without one the lane runs
-    exactly its dealt jobs, in order.
+    exactly its dealt jobs, in order. ``local``: ``run``'s additions (``LocalRun``).
     """
     drain = drain or threading.Event()
     abort = abort or threading.Event()
@@ -720,7 +821,8 @@ def run_lane(
     shared = board is not None
     source = board if board is not None else _Board([spec], (drain, stop, abort))
     result = LaneResult(spec.index)
-    lease = _InstanceLease(opener, abort, spec.timeout_scale)
+    lease = _InstanceLease(opener, abort, spec.timeout_scale,
+                           fresh=local is not None and local.fresh_boot_per_unit)
     finished = threading.Event()
 
     def watch() -> None:
@@ -764,7 +866,9 @@ def run_lane(
                                      listener)
                     preboots.append(ahead)
                     lease.on_lend = ahead.start
-            if _run_one(claim, number, lease, result, sink, results_roots, scratch, abort, stop, listener):
+            sharing = source.sharing(spec.index, claim.job.node, claim.pool) if shared else None
+            if _run_one(claim, number, lease, result, sink, results_roots, scratch, abort, stop, listener,
+                        (local, sharing)):
                 break
     finally:
         finished.set()
@@ -784,8 +888,10 @@ def run_lane(
 
 def _run_one(claim: _Claim, number: int, lease: _InstanceLease, result: LaneResult, sink: RecordSink | None,
              results_roots: Mapping[int, Path] | None, scratch: Path | None, abort: threading.Event,
-             stop: threading.Event, listener: Listener) -> bool:
-    """Run one job of the lane into ``result``; True when the lane must end (a stop request cut it short)."""
+             stop: threading.Event, listener: Listener,
+             extra: tuple[LocalRun | None, _Sharing | None] = (None, None)) -> bool:
+    """Run one job of the lane into ``result``; True when the lane must end (a stop request cut it short).
+    ``extra``: ``run``'s additions (its failures end the run) and the job's share of the board."""
     job = claim.job
     if results_roots is not None:
         root = results_roots[job.node]
@@ -803,10 +909,12 @@ def _run_one(claim: _Claim, number: int, lease: _InstanceLease, result: LaneResu
             collected.append(record)
 
     try:
-        _run_job(job, claim.origin, root, lease, keep, abort, stop, listener, job_result)
+        _run_job(job, claim.origin, root, lease, keep, abort, stop, listener, job_result, *extra)
     except _Stopped:
         result.interrupted = True
     except HarnessError as exc:
+        if extra[0] is not None:
+            raise
         job_result.error, job_result.error_class = str(exc), exc.failure_class
         log.warning("batch job %s/s%s failed: %s", job.scenario.name, job.session, exc)
     finally:
@@ -819,11 +927,13 @@ def _run_one(claim: _Claim, number: int, lease: _InstanceLease, result: LaneResu
 
 
 def _run_job(job: JobSpec, spec: LaneSpec, root: Path, lease: _InstanceLease, sink: RecordSink,
-             abort: threading.Event, stop: threading.Event, listener: Listener, out: JobResult) -> None:
+             abort: threading.Event, stop: threading.Event, listener: Listener, out: JobResult,
+             local: LocalRun | None = None, sharing: _Sharing | None = None) -> None:
     scenario = job.scenario
     if spec.blobs is not None:
         scenario = _relocated(scenario, spec.blobs, job.artifacts)
-    plan = build_plan(scenario, Path(job.scenario_path), job.profile, fvp_version=job.fvp_version)
+    plan = local.plan if local is not None else build_plan(scenario, Path(job.scenario_path), job.profile,
+                                                           fvp_version=job.fvp_version)
     units = []
     for unit_id, expected in zip(job.units, job.keys, strict=True):
         unit = plan.unit(unit_id)
@@ -843,7 +953,9 @@ def _run_job(job: JobSpec, spec: LaneSpec, root: Path, lease: _InstanceLease, si
 
     wanted = None
     stored_baseline = scenario.compare is not None and bool(scenario.compare.baseline_from)
-    if scenario.run.until is not None and not stored_baseline:
+    if local is not None:
+        wanted = local.wanted
+    elif scenario.run.until is not None and not stored_baseline:
         # adaptive sampling: the lane skips the rounds a stopped model needs no more (not against a stored baseline:
         # a worker has no stored run to judge on, so it measures every round; the report's replay spares none)
         rule = StoppingRule(scenario.compare, scenario.run.until, models=list(scenario.models),
@@ -855,11 +967,17 @@ def _run_job(job: JobSpec, spec: LaneSpec, root: Path, lease: _InstanceLease, si
 
     def early(session: str) -> _Early | None:  # this job's pre-booted instance keeps the name it booted under
         name = lease.preboot_name(job)
+        booted = local.early(session) if name is None and local is not None and local.early else None
+        if booted is not None:  # booted while run's artifacts built
+            lease.adopt_early(booted)
+            name = booted.name
         return None if name is None else _Early(name, factory(name, root / LOGS_DIR / name), lease)
 
     out.ran = True
-    out.outcomes = execute_plan(plan, store, factory, units=units, listener=relabel, stop=stop,
-                                options=ExecuteOptions(wanted=wanted, preboot=early))
+    options = ExecuteOptions(wanted=wanted, preboot=early, sharing=sharing,
+                             fresh_boot_per_unit=local is not None and local.fresh_boot_per_unit)
+    out.outcomes = execute_plan(plan, store, factory, units=units, listener=relabel if local is None else listener,
+                                stop=stop, options=options, deploy=local.deploy if local is not None else None)
 
 
 class _Early(contextlib.AbstractContextManager[Target]):
@@ -888,9 +1006,10 @@ class LocalExecutor:
     name = "local"
     ships_artifacts = False
 
-    def __init__(self, workers: int, *, opener: Opener = _open_target) -> None:
+    def __init__(self, workers: int, *, opener: Opener = _open_target, steal: bool = True) -> None:
         self.workers = max(1, workers)
         self._opener = opener
+        self._steal = steal
 
     def capacity(self) -> int:
         return self.workers
@@ -903,21 +1022,30 @@ class LocalExecutor:
         if not lanes:
             return
         threads = min(self.workers, len(lanes))
-        board = _Board(lanes, (control.drain, control.stop, control.abort), threads)  # lanes steal from each other
+        board = _Board(lanes, (control.drain, control.stop, control.abort), threads, self._steal)
+
+        def lane_run(lane: LaneSpec) -> LaneResult:
+            return run_lane(lane, sink=control.sink, results_roots=control.results_roots, drain=control.drain,
+                            abort=control.abort, stop=control.stop, listener=control.listener, opener=self._opener,
+                            board=board, local=control.run)
+
+        if len(lanes) == 1:  # in this thread: a signal's handler runs between two of its units, not 0.2 s later
+            try:
+                control.on_lane_done(lane_run(lanes[0]))
+            except BaseException:
+                control.drain.set()
+                control.abort.set()
+                raise
+            return
         with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="lane") as pool:
-            futures: dict[Future[LaneResult], LaneSpec] = {
-                pool.submit(run_lane, lane, sink=control.sink, results_roots=control.results_roots,
-                            drain=control.drain, abort=control.abort, stop=control.stop, listener=control.listener,
-                            opener=self._opener, board=board): lane
-                for lane in lanes
-            }
+            futures: dict[Future[LaneResult], LaneSpec] = {pool.submit(lane_run, lane): lane for lane in lanes}
             pending = set(futures)
             try:
                 while pending:
                     done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
                     for future in done:
                         control.on_lane_done(future.result())
-            except KeyboardInterrupt:
+            except BaseException:  # Ctrl-C, or a failure that ends ``run``: close every instance now
                 control.drain.set()
                 control.abort.set()
                 for future in pending:
