@@ -45,6 +45,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from fvp_harness.errors import ConfigurationError, HarnessError, InfrastructureError
 from fvp_harness.run.lanes import (
     LaneControl,
     LaneResult,
@@ -54,7 +55,6 @@ from fvp_harness.run.lanes import (
     run_lane,
     withhold_secrets,
 )
-from fvp_harness.errors import ConfigurationError, HarnessError, InfrastructureError
 
 __all__ = ["DaskExecutor", "remote_lane"]
 

@@ -90,8 +90,8 @@ from fvp_harness.store.folder import (
 from fvp_harness.store.records import Record
 
 if TYPE_CHECKING:  # lanes and manifest load execute, deploy and every target: only a make with work loads them
-    from fvp_harness.run.lanes import JobSpec, LaneControl, LaneResult, LaneSpec
     from fvp_harness.run.execute import SessionOutcome
+    from fvp_harness.run.lanes import JobSpec, LaneControl, LaneResult, LaneSpec
     from fvp_harness.run.manifest import Manifest
 
 __all__ = [
@@ -687,8 +687,8 @@ def _execute(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: 
     ``stop`` request left units unrun (the batch then counts as interrupted)."""
     # late: the lanes and the manifest (execute, every target) and the stored-baseline check (the analysis: pandas,
     # scipy) load only when units run; the up-to-date check never needs them
-    from fvp_harness.run.lanes import LaneControl
     from fvp_harness.run.execute import utc_now
+    from fvp_harness.run.lanes import LaneControl
     from fvp_harness.run.manifest import BatchInfo, RunSettings
     from fvp_harness.run.sequence import keep_one_key_set, start_manifest
 

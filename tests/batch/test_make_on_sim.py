@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from fvp_harness.batch.engine import MakeOptions, make, plan_batch
-from fvp_harness.run.lanes import LocalExecutor
 from fvp_harness.cli.main import main
+from fvp_harness.run.lanes import LocalExecutor
 from fvp_harness.run.plan import KEY_PART_PREFIX
 from fvp_harness.store.folder import REPORT_INPUTS_FILE, ResultStore
 from tests.batch.scenarios import copy_artifacts, records, snapshot, write_scenario

@@ -22,6 +22,8 @@ import pytest
 
 from fvp_harness.batch import engine
 from fvp_harness.batch.engine import MakeOptions, MakeResult, make
+from fvp_harness.errors import BootTimeout, Interrupted
+from fvp_harness.events import Event
 from fvp_harness.run.lanes import (
     BOOT_COST,
     JobSpec,
@@ -32,8 +34,6 @@ from fvp_harness.run.lanes import (
     _Board,
     _Stopped,
 )
-from fvp_harness.errors import BootTimeout, Interrupted
-from fvp_harness.events import Event
 from fvp_harness.targets.base import CommandResult
 from tests.batch.scenarios import copy_artifacts, fake_artifacts, records, write_fake_scenario, write_scenario
 from tests.fakes import FakeFleet

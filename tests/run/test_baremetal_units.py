@@ -16,9 +16,9 @@ from typing import ClassVar
 import pytest
 
 from fvp_harness.batch.engine import _unit_artifacts
-from fvp_harness.run.lanes import ARTIFACT_CACHE_ENV, _relocated
 from fvp_harness.errors import HardFault
 from fvp_harness.run.execute import PRINTED_OUTPUTS, execute_plan
+from fvp_harness.run.lanes import ARTIFACT_CACHE_ENV, _relocated
 from fvp_harness.run.plan import build_plan
 from fvp_harness.run.scrape import scrape
 from fvp_harness.scenario import MetricSpec, load_scenario
