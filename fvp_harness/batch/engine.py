@@ -1,41 +1,6 @@
-"""``make`` over many scenarios: bring every result and report up to date, re-running only what changed.
-
-The graph, per scenario: artifact builds -> units -> report. What is up to date:
-
-- an **artifact** when its file exists and is not older than its ``sources`` (``artifacts.pending_builds``);
-- a **unit** when its scenario's results folder holds an ``ok`` record with the unit's content key
-  (``plan.Unit.key`` hashes every input: artifact bytes, FVP identity and settings, run settings, metrics...);
-- a **report** when the hash of its inputs (the ``records.jsonl`` and ``manifest.json`` bytes, the scenario's
-  ``report``/``compare``/``metrics`` sections, the harness version) equals the one stored beside it in
-  ``report.inputs`` and every report file exists.
-
-So a no-op ``make`` only reads: scenarios, artifact hashes, records; it writes nothing, takes no lock and boots
-nothing. Changed inputs re-run exactly the units whose key moved; old records stay in the folder and are
-superseded (analysis keeps the latest ``ok`` record per unit), which is why ``make`` does not refuse a folder
-whose manifest has other artifact hashes the way ``run --resume`` does: the key already tells the stale
-records apart. ``-n`` says for each unit which key parts changed: every record (``run``'s and ``make``'s)
-carries its key parts in ``extra`` (``plan.KEY_PART_PREFIX``).
-
-Scheduling: every (scenario, plan session) with stale units is a job; jobs are grouped into **pools** of equal
-platform profile, FVP identity, params, args, simulator knobs, firmware and timeouts, and each pool's jobs are
-dealt to **lanes** (one booted instance each, longest job first onto the least loaded lane). A lane runs its
-jobs one after another on one instance, so scenarios of a pool share boots. At most ``-j`` lanes run at once
-(executors: ``run.lanes.LocalExecutor``, ``batch.dask.DaskExecutor``). Locally the deal is only the start: a lane
-that runs out of jobs steals unstarted ones from the others and boots the next pool's instance while it still
-works (``run.lanes``); on Dask the deal is fixed. Records flow back to this process, which alone writes every
-results folder.
-
-Failures: without ``-k`` the first failed unit or job stops scheduling (running units finish); with ``-k``
-everything else still runs. A ``stop`` request (the CLI's first Ctrl-C) lets the units in flight finish and be
-recorded, then starts nothing more; a KeyboardInterrupt (the second) closes every instance at once (the units in
-flight are not recorded). Either way the manifests are marked ``interrupted``, reports stay stale, every finished
-record is kept and ``Interrupted`` is raised: the next ``make`` continues.
-
-A stale unit that ends up without a record (its lane or worker or the scheduler was lost, its job failed, the batch
-was drained) is listed in ``Node.not_run`` with its cause (``_settle`` checks the store), keeps the exit code off 0
-(3 when infrastructure is the cause; the manifest is then ``aborted``), and the scenario's report lists it as not
-run (``write_report`` accounts for every unit the manifest plans).
-"""
+"""``make`` over many scenarios: bring every result and report up to date, re-running only what changed; the
+up-to-date rules, pools, the deal of lanes and the failure rules are in docs/architecture.md ("One scheduler")
+and docs/batch.md."""
 
 from __future__ import annotations
 

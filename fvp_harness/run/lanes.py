@@ -1,41 +1,5 @@
-"""Work units of the batch engine (lanes) and the local executor that runs them.
-
-A **lane** is one booted FVP instance's worth of work: a sequence of *jobs*, each one plan session of one scenario
-(the units of that session that are not up to date, in plan order). Every job dealt to a lane belongs to the
-same *pool* (same platform profile, FVP identity, params, args, simulator knobs, firmware and timeouts), so the
-lane boots one instance and runs job after job on it; the scenarios of a pool share booted instances. An
-infrastructure failure closes the instance, and the next unit gets a fresh one (execute's retry rule).
-
-Lanes are **self-contained** (``LaneSpec`` pickles): the resolved ``Scenario`` and ``Profile`` objects, the unit
-ids with the content keys the coordinator expects, and either the artifact bytes (``blobs``, "shipped by
-content", what the Dask executor does by default) or nothing (the paths in the scenario are read as they are: a
-shared filesystem, what the local executor does). A worker re-plans the scenario with the files it actually
-has and refuses to run a unit whose key differs from the expected one, so a worker can never measure other
-bytes than the coordinator planned.
-
-Records flow back to the **one store** of the coordinating process: a lane appends nothing itself. Locally the
-records go through ``sink`` as each unit finishes (so Ctrl-C keeps everything measured); on a remote worker they
-are collected with the unit logs and returned in the ``LaneResult``. Each record already carries its unit's
-content-key parts (``plan.key_part_extras``), so ``make -n`` can say what changed.
-
-**Work stealing** (local executor only): the deal is a starting point. The lanes of one ``LocalExecutor.run``
-share a board (``_Board``) holding every job nobody started; a lane takes its own jobs first, and a lane with none
-left takes one from another lane's tail (the busiest lane of its instance's pool first: no boot needed; a job of
-another pool only when it is worth a boot, ``BOOT_COST``). When a lane starts the last job it holds and the job it
-will take next is of another pool (worth a boot, and by the estimates still unstarted when the current job ends),
-it claims that job at once and, as soon as the current job has its instance, boots the next pool's instance on a
-thread of its own (``_PreBoot``). The Dask executor keeps the fixed deal: its lanes are shipped tasks.
-
-Three events steer running lanes (``LaneControl``): *drain* (start no further job: a failure without ``-k``),
-*stop* (the first Ctrl-C: the unit in flight finishes and is recorded, then nothing new starts) and *abort* (the
-second Ctrl-C: close the instance now, the unit in flight is dropped).
-
-Why threads for the local executor (and not a process pool): the measured work runs in the FVP (or simulator)
-process that ``targets/`` spawns; the harness side of a lane mostly waits on a console socket. Threads therefore
-give real parallelism, need no pickling, let the coordinator append each record the moment it exists, and let
-Ctrl-C close every open instance at once from the main thread. A process pool would add a second hop for every
-record and a worker death would orphan its FVP.
-"""
+"""The scheduler of ``run`` and ``make``: lanes (one booted instance's worth of jobs), the board they steal from,
+pre-boots, and the local executor (docs/architecture.md, "One scheduler")."""
 
 from __future__ import annotations
 

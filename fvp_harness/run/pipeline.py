@@ -1,30 +1,6 @@
-"""One scenario from YAML to report: build artifacts, plan, manifest, sessions, analysis, report.
-
-``run_scenario`` is what ``fvp-harness run`` does, as a library call; ``rebuild_report`` is what
-``fvp-harness report DIR`` does: it reads only ``manifest.json`` and ``records.jsonl`` (and the VGF reports a run
-fetched), so the report files it writes are byte-identical to the ones the run wrote. The batch engine
-(``batch.engine``) shares the steps: ``run.manifest.Manifest`` (start, continue, finish) and ``write_report``.
-
-Order of work, and why:
-
-1. the preflight, ``doctor``'s own checks (``run.doctor.preflight``: ``--version``, ``--list-params``, every ``-C``
-   parameter, firmware files; no boot): a deterministic start failure is exit 2 before anything is built, archived
-   or booted, and never retried; then the model's ``--version`` banner for the manifest;
-2. build missing or stale artifacts (``run.artifacts``; all of them with ``RunOptions.rebuild``), hash everything,
-   and re-plan with those hashes so every content key is final before a single unit runs;
-3. open the results folder (``store``): a plain run starts it over, ``--resume`` refuses a folder whose key
-   metadata differ (other FVP, other artifacts) and skips units whose key is already stored ok;
-4. write the manifest *before* running (a killed run still says what it was), run the sessions (``execute``),
-   then rewrite it with the instances' argv, version, ports and ``--stat`` blocks and the end time;
-5. analyse every stored record and render the report into the same folder, plus the VGF report
-   (``vgf.report.report_results_folder``) when the run fetched VGF benchmark reports.
-
-A ``stop`` event (the CLI's first Ctrl-C) lets the units in flight finish and be recorded, then ends the run as
-interrupted (manifest ``interrupted``, no report, ``Interrupted`` raised: continue with ``--resume``); one that
-comes while the report is written is honoured too (the report is finished, the manifest becomes ``interrupted``,
-``Interrupted`` raised), never swallowed into a success. The final manifest is written with the room the store kept
-for it (``ResultStore.reserve_space``), so a disk that filled up during the run still records how it ended.
-"""
+"""One scenario from YAML to report (``fvp-harness run``, ``run_scenario``), and a report rebuilt from a results
+folder alone (``fvp-harness report DIR``, ``rebuild_report``). The units run in lanes, as ``make``'s do: see
+docs/architecture.md, "One scheduler"."""
 
 from __future__ import annotations
 
