@@ -19,12 +19,12 @@ from fvp_harness.batch.engine import (
     Action,
     MakeOptions,
     MakeResult,
-    _why,
     assign_lanes,
     make,
     plan_batch,
     scenario_files,
 )
+from fvp_harness.batch.stale import _why
 from fvp_harness.cli.main import main
 from fvp_harness.errors import ConfigurationError, ConsoleLost, Interrupted
 from fvp_harness.run.lanes import JobSpec, LaneControl, LaneResult, LaneSpec, LocalExecutor
