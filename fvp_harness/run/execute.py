@@ -497,7 +497,9 @@ class SessionRunner:
                 # else: a unit failed with the instance (already recorded): go on with a fresh one
             finally:
                 if target is not None:
-                    info.metadata = dict(getattr(target, "metadata", {}) or {})
+                    # the target's own dict: a lane closes the instance later, and its exit adds --stat and status
+                    metadata = getattr(target, "metadata", None)
+                    info.metadata = metadata if isinstance(metadata, dict) else {}
                 self.shared.emit(Event("closed", session=name))
         if queue and self.shared.stop.is_set() and not self.outcome.aborted:
             self.outcome.stopped = True
