@@ -416,8 +416,8 @@ class SessionRunner:
 
     def run(self) -> SessionOutcome:
         """The session's loop. A file of this host that cannot be written (a unit log, a record, a fetched file:
-        disk full, read-only, ...) is a ``StorageError``: raised at once, never retried, and it halts every other
-        session of the execution (``_Shared.abort``) so the run ends within seconds."""
+        disk full, read-only, ...) is a ``StorageError``: raised at once, never retried; ``run``'s executor then
+        closes every other lane's instance (``run.lanes.LocalExecutor``), so the run ends within seconds."""
         self.sharing.share(self.queue)
         try:
             return self._run()
