@@ -1,6 +1,6 @@
-"""``make`` over many scenarios: bring every result and report up to date, re-running only what changed; the
-up-to-date rules, pools, the deal of lanes and the failure rules are in docs/architecture.md ("One scheduler")
-and docs/batch.md."""
+"""``make`` over many scenarios: bring every result and report up to date, re-running only what
+changed; the up-to-date rules, pools, the deal of lanes and the failure rules are in
+docs/architecture.md ("One scheduler") and docs/batch.md."""
 
 from __future__ import annotations
 
@@ -255,9 +255,10 @@ def make(
 
 
 def _preflight(nodes: Sequence[Node]) -> None:
-    """``run``'s preflight (``run.sequence.check_before_building``) for every scenario with work, side by side
-    (the probes mostly wait): a failure is that scenario's configuration error (exit 2) before anything builds
-    or boots. On a cluster the workers' machines hold the FVP, so their boots report it instead."""
+    """``run``'s preflight (``run.sequence.check_before_building``) for every scenario with work,
+    side by side (the probes mostly wait): a failure is that scenario's configuration error (exit 2)
+    before anything builds or boots. On a cluster the workers' machines hold the FVP, so their boots
+    report it instead."""
     from concurrent.futures import ThreadPoolExecutor
 
     from fvp_harness.run.sequence import check_before_building  # late: only when something will run
@@ -277,7 +278,8 @@ def _preflight(nodes: Sequence[Node]) -> None:
 
 
 def _lock_stores(stack: contextlib.ExitStack, nodes: Sequence[Node]) -> dict[int, ResultStore]:
-    """Open and lock the results folders that will be written (only those: a no-op writes nothing)."""
+    """Open and lock the results folders that will be written (only those: a no-op writes nothing).
+    """
     stores: dict[int, ResultStore] = {}
     for node in nodes:
         if node.error is None and (node.todo or node.maybe or node.builds or node.report_reason):

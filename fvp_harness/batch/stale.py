@@ -1,5 +1,5 @@
-"""What ``make`` finds stale, without writing anything (``-n`` prints it): every scenario loaded and planned,
-and per artifact, unit and report whether it is up to date and why not (docs/batch.md)."""
+"""What ``make`` finds stale, without writing anything (``-n`` prints it): every scenario loaded and
+planned, and per artifact, unit and report whether it is up to date and why not (docs/batch.md)."""
 
 from __future__ import annotations
 

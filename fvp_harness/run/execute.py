@@ -151,8 +151,9 @@ class EarlyInstance(Protocol):
 
 
 class WorkSharing(Protocol):
-    """A session's queue shared with other instances (``run.lanes``): its owner takes units from the front, an
-    idle instance steals a (repetition, model) group from the tail of a busier one; all under the sharer's lock."""
+    """A session's queue shared with other instances (``run.lanes``): its owner takes units from the
+    front, an idle instance steals a (repetition, model) group from the tail of a busier one; all
+    under the sharer's lock."""
 
     def share(self, queue: list[Unit]) -> None: ...
 
@@ -335,9 +336,10 @@ def _failure_text(exc: BaseException) -> str:
 
 
 class _Shared:
-    """What the sessions of one execution share: the store (single writer: appends under one lock), the listener
-    and the two stop flags. ``stop``: schedule nothing more (the units in flight finish and are recorded).
-    ``abort``: the instances are being closed under the units in flight; their failures are not recorded."""
+    """What the sessions of one execution share: the store (single writer: appends under one lock),
+    the listener and the two stop flags. ``stop``: schedule nothing more (the units in flight finish
+    and are recorded). ``abort``: the instances are being closed under the units in flight; their
+    failures are not recorded."""
 
     def __init__(self, store: ResultStore, listener: Listener, stop: threading.Event | None = None) -> None:
         self.store = store
@@ -415,9 +417,10 @@ class SessionRunner:
     # -- the loop --------------------------------------------------------------------------------------------
 
     def run(self) -> SessionOutcome:
-        """The session's loop. A file of this host that cannot be written (a unit log, a record, a fetched file:
-        disk full, read-only, ...) is a ``StorageError``: raised at once, never retried; ``run``'s executor then
-        closes every other lane's instance (``run.lanes.LocalExecutor``), so the run ends within seconds."""
+        """The session's loop. A file of this host that cannot be written (a unit log, a record, a
+        fetched file: disk full, read-only, ...) is a ``StorageError``: raised at once, never
+        retried; ``run``'s executor then closes every other lane's instance
+        (``run.lanes.LocalExecutor``), so the run ends within seconds."""
         self.sharing.share(self.queue)
         try:
             return self._run()
@@ -1099,12 +1102,14 @@ def execute_plan(
     deploy: DeployFunction | None = None,
     stop: threading.Event | None = None,
 ) -> list[SessionOutcome]:
-    """Run ``units`` (default: all of the plan, in plan order) session by session, one after another (``run.lanes``
-    runs sessions side by side, one lane each). Returns one outcome per session that had units to run.
+    """Run ``units`` (default: all of the plan, in plan order) session by session, one after another
+    (``run.lanes`` runs sessions side by side, one lane each). Returns one outcome per session that
+    had units to run.
 
-    ``stop`` set (from any thread): the unit in flight finishes and is recorded, then nothing new starts (no
-    unit, boot or retry) and the instance is closed politely; a session that still had units says
-    ``SessionOutcome.stopped``. A KeyboardInterrupt ends the unit in flight without a record and is re-raised."""
+    ``stop`` set (from any thread): the unit in flight finishes and is recorded, then nothing new
+    starts (no unit, boot or retry) and the instance is closed politely; a session that still had
+    units says ``SessionOutcome.stopped``. A KeyboardInterrupt ends the unit in flight without a
+    record and is re-raised."""
     options = options or ExecuteOptions()
     chosen = list(plan.units if units is None else units)
     _check_host_runners(plan.scenario, chosen)

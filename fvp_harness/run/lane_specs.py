@@ -1,5 +1,6 @@
-"""What a lane carries and how it travels: the pickled specs of lanes and jobs, their results, the events that
-steer them, and shipping by content (artifact bytes, withheld secrets) for a remote worker (``run.lanes``)."""
+"""What a lane carries and how it travels: the pickled specs of lanes and jobs, their results, the
+events that steer them, and shipping by content (artifact bytes, withheld secrets) for a remote
+worker (``run.lanes``)."""
 
 from __future__ import annotations
 
@@ -131,10 +132,11 @@ class LaneResult:
 
 @dataclass(frozen=True)
 class LocalRun:
-    """What ``run`` (one scenario, on this machine) adds to its lanes: its plan (keys final, nothing re-planned),
-    how artifacts are deployed, fresh boots per unit, its ``run.until`` rule (judged with a stored baseline) and the
-    instances that booted while the artifacts built (``run.preboot.PreBoot.take``). A job's failure that no other
-    instance can help (a ``HarnessError`` out of ``execute_plan``) ends the run instead of being recorded."""
+    """What ``run`` (one scenario, on this machine) adds to its lanes: its plan (keys final, nothing
+    re-planned), how artifacts are deployed, fresh boots per unit, its ``run.until`` rule (judged
+    with a stored baseline) and the instances that booted while the artifacts built
+    (``run.preboot.PreBoot.take``). A job's failure that no other instance can help (a
+    ``HarnessError`` out of ``execute_plan``) ends the run instead of being recorded."""
 
     plan: Plan
     deploy: DeployFunction | None = None

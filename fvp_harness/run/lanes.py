@@ -1,5 +1,5 @@
-"""The scheduler of ``run`` and ``make``: lanes (one booted instance's worth of jobs), the board they steal from,
-pre-boots, and the local executor (docs/architecture.md, "One scheduler")."""
+"""The scheduler of ``run`` and ``make``: lanes (one booted instance's worth of jobs), the board
+they steal from, pre-boots, and the local executor (docs/architecture.md, "One scheduler")."""
 
 from __future__ import annotations
 
@@ -270,7 +270,7 @@ class _InstanceLease:
         return preboot.name
 
     def adopt_early(self, booted: PreBooted) -> None:
-        """Lend ``booted`` (an instance ``run`` started while its artifacts built) to the next request."""
+        """Lend ``booted`` (booted while ``run``'s artifacts built) to the next request."""
         with self._lock:
             self._early = booted
 
@@ -439,16 +439,18 @@ class _Board:
         return None
 
     def sharing(self, lane: int, node: int, pool: str) -> _Sharing:
-        """The ``WorkSharing`` of a job ``lane`` runs: its queue joins the board while the job runs."""
+        """The ``WorkSharing`` of a job ``lane`` runs: its queue is on the board while it runs."""
         return _Sharing(self, lane, node, pool)
 
     def steal_units(self, lane: int, node: int, pool: str, queue: list[Unit]) -> list[Unit]:
-        """Move the last not-started (repetition, model) group of the busiest running job of the same scenario and
-        pool into ``queue`` (the idle job's) and return it; [] when ``lane`` still has jobs of its own, an unstarted
-        job of its pool is left to take, or no running job has a group to spare.
+        """Move the last not-started (repetition, model) group of the busiest running job of the
+        same scenario and pool into ``queue`` (the idle job's) and return it; [] when ``lane`` still
+        has jobs of its own, an unstarted job of its pool is left to take, or no running job has a
+        group to spare.
 
-        The victim's first unit is never taken (it may be in flight, or a unit being retried), nor a group that
-        shares its (repetition, model), so a model's builds of one round always run on one instance, back to back."""
+        The victim's first unit is never taken (it may be in flight, or a unit being retried), nor a
+        group that shares its (repetition, model), so a model's builds of one round always run on
+        one instance, back to back."""
         with self._lock:
             if (not self._steals or self._halted() or self._queues[lane]
                     or self._steal(lane, pool, warm_only=True) is not None):
@@ -500,8 +502,9 @@ class _Board:
 
 
 class _Sharing:
-    """A running job's queue on the board (execute's ``WorkSharing``): the owner takes from the front under the
-    board's lock, an idle instance of the same scenario and pool steals groups from its tail."""
+    """A running job's queue on the board (execute's ``WorkSharing``): the owner takes from the
+    front under the board's lock, an idle instance of the same scenario and pool steals groups from
+    its tail."""
 
     def __init__(self, board: _Board, lane: int, node: int, pool: str) -> None:
         self._board, self._lane, self._node, self._pool = board, lane, node, pool
@@ -569,13 +572,13 @@ def run_lane(
 ) -> LaneResult:
     """Run a lane's jobs on one instance at a time (see the module docstring).
 
-    ``sink`` + ``results_roots`` (scenario index -> results folder): records go to the sink and logs straight
-    into the results folders (local). Without them (remote) records and logs are collected into the result.
-    ``drain`` set: start no further job. ``stop`` set: finish and record the unit in flight, then start nothing
-    (the instance is closed politely). ``abort`` set: close the instance now (the unit in flight is dropped).
-    ``board``: the lanes' shared board (work stealing, pre-boots; ``LocalExecutor``); without one the lane runs
-    exactly its dealt jobs, in order. ``local``: ``run``'s additions (``LocalRun``).
-    """
+    ``sink`` + ``results_roots`` (scenario index -> results folder): records go to the sink and logs
+    straight into the results folders (local). Without them (remote) records and logs are collected
+    into the result. ``drain`` set: start no further job. ``stop`` set: finish and record the unit
+    in flight, then start nothing (the instance is closed politely). ``abort`` set: close the
+    instance now (the unit in flight is dropped). ``board``: the lanes' shared board (work stealing,
+    pre-boots; ``LocalExecutor``); without one the lane runs exactly its dealt jobs, in order.
+    ``local``: ``run``'s additions (``LocalRun``)."""
     drain = drain or threading.Event()
     abort = abort or threading.Event()
     stop = stop or threading.Event()
@@ -651,8 +654,9 @@ def _run_one(claim: _Claim, number: int, lease: _InstanceLease, result: LaneResu
              results_roots: Mapping[int, Path] | None, scratch: Path | None, abort: threading.Event,
              stop: threading.Event, listener: Listener,
              extra: tuple[LocalRun | None, _Sharing | None] = (None, None)) -> bool:
-    """Run one job of the lane into ``result``; True when the lane must end (a stop request cut it short).
-    ``extra``: ``run``'s additions (its failures end the run) and the job's share of the board."""
+    """Run one job of the lane into ``result``; True when the lane must end (a stop request cut it
+    short). ``extra``: ``run``'s additions (its failures end the run) and the job's share of the
+    board."""
     job = claim.job
     if results_roots is not None:
         root = results_roots[job.node]
@@ -762,7 +766,8 @@ class _Early(contextlib.AbstractContextManager[Target]):
 
 
 class LocalExecutor:
-    """Lanes on threads of this process, at most ``workers`` at once (see the module docstring for why)."""
+    """Lanes on threads of this process, at most ``workers`` at once (see the module docstring for
+    why)."""
 
     name = "local"
     ships_artifacts = False

@@ -1,6 +1,6 @@
-"""One scenario from YAML to report (``fvp-harness run``, ``run_scenario``), and a report rebuilt from a results
-folder alone (``fvp-harness report DIR``, ``rebuild_report``). The units run in lanes, as ``make``'s do: see
-docs/architecture.md, "One scheduler"."""
+"""One scenario from YAML to report (``fvp-harness run``, ``run_scenario``), and a report rebuilt
+from a results folder alone (``fvp-harness report DIR``, ``rebuild_report``). The units run in
+lanes, as ``make``'s do: see docs/architecture.md, "One scheduler"."""
 
 from __future__ import annotations
 
@@ -268,8 +268,9 @@ def run_scenario(
 
 def _in_lanes(loaded: LoadedScenario, store: ResultStore, factory: TargetFactory, units: Sequence[Unit],
               local: LocalRun, steal: bool, listener: Listener, stop: threading.Event | None) -> list[SessionOutcome]:
-    """``make`` of one scenario on the local executor: one lane per plan session (``run.lanes``: the instances,
-    stealing between them, the early boots); each record is appended to ``store`` as its unit finishes."""
+    """``make`` of one scenario on the local executor: one lane per plan session (``run.lanes``: the
+    instances, stealing between them, the early boots); each record is appended to ``store`` as its
+    unit finishes."""
     plan, lock = local.plan, threading.Lock()
     outcomes: list[SessionOutcome] = []
 

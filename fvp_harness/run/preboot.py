@@ -1,5 +1,6 @@
-"""Boot a run's instances while its artifacts build (the boot needs none of them), in threads of their own, and
-hand each to the session that asks (docs/architecture.md, "One scheduler": what a pre-boot must never do)."""
+"""Boot a run's instances while its artifacts build (the boot needs none of them), in threads of
+their own, and hand each to the session that asks (docs/architecture.md, "One scheduler": what a
+pre-boot must never do)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""A run's report step: analyse every stored record, render the report files, and the exit code they mean
-(``write_report``, ``rebuild_report`` for ``fvp-harness report DIR``, the ``run.until`` replay)."""
+"""A run's report step: analyse every stored record, render the report files, and the exit code they
+mean (``write_report``, ``rebuild_report`` for ``fvp-harness report DIR``, the ``run.until``
+replay)."""
 
 from __future__ import annotations
 

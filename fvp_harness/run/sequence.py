@@ -1,5 +1,5 @@
-"""The steps ``run`` and ``make`` share around a scenario's units: the preflight, keeping the folder's run, and
-starting the manifest (docs/architecture.md, "One scheduler")."""
+"""The steps ``run`` and ``make`` share around a scenario's units: the preflight, keeping the
+folder's run, and starting the manifest (docs/architecture.md, "One scheduler")."""
 
 from __future__ import annotations
 
@@ -21,8 +21,9 @@ __all__ = ["archive_current", "check_before_building", "keep_one_key_set", "star
 
 
 def check_before_building(loaded: LoadedScenario, probe_timeout: float | None = None) -> None:
-    """``doctor``'s checks of the model this scenario starts (``run.doctor.preflight``), or for ``target: host``
-    whether its programs fit this host: a configuration error (exit 2) before anything builds or boots."""
+    """``doctor``'s checks of the model this scenario starts (``run.doctor.preflight``), or for
+    ``target: host`` whether its programs fit this host: a configuration error (exit 2) before
+    anything builds or boots."""
     if loaded.scenario.target == "host":
         refuse_misfits(loaded.scenario, loaded.profile, when="nothing was built or run")
     elif probe_timeout is None:
@@ -32,7 +33,8 @@ def check_before_building(loaded: LoadedScenario, probe_timeout: float | None = 
 
 
 def archive_current(store: ResultStore, listener: Listener, scenario: str | None = None) -> Path:
-    """Keep the folder's current run, whole, in ``runs/<its id>/`` (the folder is then empty for a new run)."""
+    """Keep the folder's current run, whole, in ``runs/<its id>/`` (the folder is then empty for a
+    new run)."""
     archived = store.archive(StoredRun.of(store.root, current=True).run_id)
     listener(Event("archived", name=str(archived), scenario=scenario))
     return archived
@@ -40,11 +42,12 @@ def archive_current(store: ResultStore, listener: Listener, scenario: str | None
 
 def keep_one_key_set(store: ResultStore, plan: Plan, listener: Listener, *, scenario: str | None = None,
                      keep_build_logs: bool = False) -> Path | None:
-    """``make`` continues the folder's run only when every record of it was made under this plan's keys (a real
-    resume: units left over). Records of other keys (a changed setting, other artifacts) belong to another run:
-    it is kept whole in ``runs/<id>/`` as ``run`` keeps it, so no run's records hold two key sets and no stored
-    run's history point moves. The records still valid (same key), with their logs and fetched files, are copied
-    into the new run, so ``make`` still re-runs only what changed. Returns the archive, or None."""
+    """``make`` continues the folder's run only when every record of it was made under this plan's
+    keys (a real resume: units left over). Records of other keys (a changed setting, other
+    artifacts) belong to another run: it is kept whole in ``runs/<id>/`` as ``run`` keeps it, so no
+    run's records hold two key sets and no stored run's history point moves. The records still valid
+    (same key), with their logs and fetched files, are copied into the new run, so ``make`` still
+    re-runs only what changed. Returns the archive, or None."""
     if not store.records_path.is_file():
         return None
     keys = {unit.id: unit.key for unit in plan.units}
@@ -73,10 +76,10 @@ def start_manifest(loaded: LoadedScenario, plan: Plan, store: ResultStore, *, ve
                    settings: RunSettings, builds: Sequence[BuildResult], started: str, units: Sequence[Unit],
                    results_base: Path, listener: Listener, previous: Manifest | None = None,
                    resume: bool = False, keep_pin: bool = False, batch: BatchInfo | None = None) -> Manifest:
-    """The run's manifest, written before any unit runs (a killed run still says what it was): the run of
-    ``previous`` carried on (its id; with ``resume`` also its start, once the folder's key metadata are found to
-    agree), the stored baseline pinned (``compare.baseline_from``; ``keep_pin``: the one an earlier start of the
-    run pinned) and room kept for its final status."""
+    """The run's manifest, written before any unit runs (a killed run still says what it was): the
+    run of ``previous`` carried on (its id; with ``resume`` also its start, once the folder's key
+    metadata are found to agree), the stored baseline pinned (``compare.baseline_from``;
+    ``keep_pin``: the one an earlier start of the run pinned) and room kept for its final status."""
     manifest = Manifest.start(loaded, plan, version, banner, settings, builds, started, units=units)
     if resume:
         store.check_compatible(manifest.to_json())

@@ -246,9 +246,10 @@ def _history(results: Path, stem: str) -> dict[str, object]:
 
 def test_make_after_a_run_with_another_setting_keeps_that_run_and_its_history_point(art: Path,
                                                                                      tmp_path: Path) -> None:
-    """Issue 38, finding 4: ``run`` with a changed ``--set``, then ``make``: the run's records were made under
-    other keys, so ``make`` keeps that run whole in ``runs/<id>/`` (as ``run`` does) and starts a new one; the
-    old run's history point does not move (it moved from 1.22 to 0.94 ms when make re-ran into it)."""
+    """Issue 38, finding 4: ``run`` with a changed ``--set``, then ``make``: the run's records were
+    made under other keys, so ``make`` keeps that run whole in ``runs/<id>/`` (as ``run`` does) and
+    starts a new one; the old run's history point does not move (it moved from 1.22 to 0.94 ms when
+    make re-ran into it)."""
     own, sc, results = tmp_path / "art", tmp_path / "sc", tmp_path / "results"
     copy_artifacts(art, own, {"h": "a"})
     write_scenario(sc, "h", own)
