@@ -208,7 +208,8 @@ def make(
         return MakeResult(nodes, actions, _exit_code(nodes, False, True), seconds=time.monotonic() - began,
                           units_not_run=sum(len(node.not_run) for node in nodes))
     if executor is None:
-        from fvp_harness.run.lanes import LocalExecutor, default_jobs  # late: lanes load execute and every target
+        # late: lanes load execute and every target
+        from fvp_harness.run.lanes import LocalExecutor, default_jobs
 
         executor = LocalExecutor(options.jobs or default_jobs())
     if not executor.ships_artifacts:  # the models start on this machine: doctor's checks first, as ``run`` does
@@ -271,7 +272,8 @@ def _preflight(nodes: Sequence[Node]) -> None:
             node.error = exc
 
     todo = [node for node in nodes
-            if node.error is None and node.loaded is not None and (node.todo or node.maybe or node.builds)]
+            if node.error is None and node.loaded is not None
+            and (node.todo or node.maybe or node.builds)]
     if todo:
         with ThreadPoolExecutor(max_workers=min(4, len(todo)), thread_name_prefix="preflight") as pool:
             list(pool.map(check, todo))
@@ -290,8 +292,9 @@ def _lock_stores(stack: contextlib.ExitStack, nodes: Sequence[Node]) -> dict[int
     return stores
 
 
-def _build(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: MakeOptions, versions: Versions,
-           capacity: int, listener: Listener, stop: threading.Event | None = None) -> bool:
+def _build(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: MakeOptions,
+           versions: Versions, capacity: int,
+           listener: Listener, stop: threading.Event | None = None) -> bool:
     """Build stale artifacts scenario by scenario (an artifact two scenarios share is built once, also with
     ``-B``), then re-plan with the final hashes. Returns True when a failure must stop the batch (no ``-k``).
     ``stop`` set ends the builds in flight (``build_artifacts``) and builds nothing more (the caller sees
@@ -328,7 +331,8 @@ def _build(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: Ma
     return False
 
 
-def _execute(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: MakeOptions, versions: Versions,
+def _execute(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: MakeOptions,
+             versions: Versions,
              executor: Executor, capacity: int, listener: Listener, result: MakeResult, stop: threading.Event) -> bool:
     """Write the manifests, run the lanes, store what comes back, finish the manifests. Returns True when a
     ``stop`` request left units unrun (the batch then counts as interrupted)."""
@@ -345,16 +349,17 @@ def _execute(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: 
     for node in working:
         assert node.loaded is not None and node.plan is not None
         store = stores[node.index]
-        # a run's records hold one key set: a run measured under other keys is kept whole, a new one starts
+        # a run's records hold one key set: a run of other keys is kept whole, a new one starts
         keep_one_key_set(store, node.plan, listener, scenario=node.stem, keep_build_logs=True)
         version, banner = versions.get(node.loaded, for_manifest=True)
-        batch = BatchInfo(executor=getattr(executor, "name", "?"), jobs=capacity, only=list(options.only),
-                          always=options.always)
+        batch = BatchInfo(executor=getattr(executor, "name", "?"), jobs=capacity,
+                          only=list(options.only), always=options.always)
         try:  # compare.baseline_from: the stored run chosen, checked and pinned before any unit runs
             manifests[node.index] = start_manifest(
                 node.loaded, node.plan, store, version=version, banner=banner,
-                settings=RunSettings(resume=True, timeout_scale=options.timeout_scale), builds=node.built,
-                started=started, units=node.selected, results_base=options.results_base, listener=listener,
+                settings=RunSettings(resume=True, timeout_scale=options.timeout_scale),
+                builds=node.built, started=started, units=node.selected,
+                results_base=options.results_base, listener=listener,
                 previous=_previous_manifest(store), keep_pin=True, batch=batch)
         except HarnessError as exc:
             node.error = exc
@@ -467,7 +472,8 @@ def _settle(node: Node, store: ResultStore, reasons: Mapping[tuple[int, str], tu
     """Fill ``node.not_run``: the stale units that still have no ok record under their key in the store and no
     record of this make (a failed one counts as run), with why (``reasons``, else: no result came back)."""
     done = store.done_keys() if store.records_path.is_file() else set()
-    sampling = until_state(node.plan, store.records()) if node.plan is not None and store.records_path.is_file() \
+    sampling = until_state(node.plan, store.records()) \
+        if node.plan is not None and store.records_path.is_file() \
         else None  # run.until: rounds its rule skipped did not need to run
     node.not_run = {
         unit.id: reasons.get((node.index, unit.id), ("infrastructure", "no result came back for it"))

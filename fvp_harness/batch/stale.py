@@ -216,7 +216,8 @@ class Versions:
         return self._known[key]
 
 
-def plan_batch(paths: Sequence[str | Path], options: MakeOptions, *, versions: Versions | None = None) -> list[Node]:
+def plan_batch(paths: Sequence[str | Path], options: MakeOptions, *,
+               versions: Versions | None = None) -> list[Node]:
     """Load every scenario and decide what is stale, without writing anything (``-n`` prints this).
 
     A scenario that does not load becomes a node with ``error`` set (the caller decides whether to go on).
@@ -288,7 +289,8 @@ def _refuse_conflicting_builds(nodes: Sequence[Node]) -> None:
                 break
 
 
-def plan_node(node: Node, options: MakeOptions, versions: Versions, *, after_build: bool = False) -> None:
+def plan_node(node: Node, options: MakeOptions, versions: Versions, *,
+              after_build: bool = False) -> None:
     """Plan one scenario and decide what is stale (``after_build``: the re-plan with the final artifact hashes,
     when ``-B`` no longer forces the builds that just ran)."""
     loaded = node.loaded
@@ -330,7 +332,8 @@ def plan_node(node: Node, options: MakeOptions, versions: Versions, *, after_bui
         node.report_reason, node.stored_exit = _report_reason(store, loaded)
 
 
-def until_state(plan: Plan, records: Sequence[Record], cache: SummaryCache | None = None) -> SamplingState | None:
+def until_state(plan: Plan, records: Sequence[Record],
+                cache: SummaryCache | None = None) -> SamplingState | None:
     """``run.until``: the stopping rule replayed over the stored records of the planned keys (None without it);
     ``cache``: what the last report of the folder kept of the same replay (read only: the check writes nothing)."""
     scenario = plan.scenario

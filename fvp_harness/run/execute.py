@@ -204,11 +204,11 @@ class ExecuteOptions:
     """``run.until``: asked ``(model, repetition)`` before each unit; False skips it unrecorded (its model has
     stopped: ``run.adaptive.StoppingRule``). None: every unit runs."""
     sharing: WorkSharing | None = None
-    """Where the session's queue is shared with other instances (``run.lanes``' board steals groups between
-    them); None: the session runs exactly its units."""
+    """Where the session's queue is shared with other instances (``run.lanes``' board steals
+    groups between them); None: the session runs exactly its units."""
     preboot: Callable[[str], EarlyInstance | None] | None = None
-    """A session's first instance when it was booted before the session asked (``run.lanes``): asked with the
-    session's name; None (or no callable): the session boots its own."""
+    """A session's first instance when it was booted before the session asked (``run.lanes``):
+    asked with the session's name; None (or no callable): the session boots its own."""
 
 
 @dataclass
@@ -500,7 +500,7 @@ class SessionRunner:
                 # else: a unit failed with the instance (already recorded): go on with a fresh one
             finally:
                 if target is not None:
-                    # the target's own dict: a lane closes the instance later, and its exit adds --stat and status
+                    # the target's own dict: a lane closes the instance later (its exit adds --stat)
                     metadata = getattr(target, "metadata", None)
                     info.metadata = metadata if isinstance(metadata, dict) else {}
                 self.shared.emit(Event("closed", session=name))
@@ -566,7 +566,7 @@ class SessionRunner:
                 return
             unit = queue[0]
             if self.options.wanted is not None and not self.options.wanted(unit.model, unit.repetition):
-                self.sharing.take_front(queue)  # run.until: no more rounds needed; nothing to record
+                self.sharing.take_front(queue)  # run.until: no more rounds needed; no record
                 self.shared.emit(Event("unit_skipped", session=name, unit=unit.id))
                 continue
             self._unit_log = None
@@ -600,9 +600,9 @@ class SessionRunner:
                 return
 
     def _steal(self, target: Target, name: str, placed: dict[Path, str]) -> bool:
-        """Out of units: take a group from a busier session (``options.sharing``), deploy the files this instance
-        lacks and prove the runners it has not proven yet. False when there is nothing to take (or in fresh-boot
-        mode, where every unit has an instance of its own anyway)."""
+        """Out of units: take a group from a busier session (``options.sharing``), deploy the files
+        this instance lacks and prove the runners it has not proven yet. False when there is nothing
+        to take (or in fresh-boot mode, where every unit has an instance of its own anyway)."""
         if self.options.fresh_boot_per_unit:
             return False
         taken = self.sharing.steal(self.queue)
@@ -1123,7 +1123,8 @@ def execute_plan(
         mine = [unit for unit in chosen if unit.session == session.index]
         if mine:
             try:
-                outcomes.append(SessionRunner(plan, session, mine, shared, factory, deploy, options).run())
+                runner = SessionRunner(plan, session, mine, shared, factory, deploy, options)
+                outcomes.append(runner.run())
             except KeyboardInterrupt:
                 shared.abort.set()
                 raise

@@ -178,7 +178,8 @@ def _materialise(blobs: Mapping[str, bytes], path: str, sha256: str) -> str:
     return str(target)
 
 
-def relocated(scenario: Scenario, blobs: Mapping[str, bytes], hashes: Mapping[str, str]) -> Scenario:
+def relocated(scenario: Scenario, blobs: Mapping[str, bytes],
+              hashes: Mapping[str, str]) -> Scenario:
     """The scenario with every artifact path pointing at the worker's cached copy (keys do not include paths)."""
 
     def where(path: str) -> str:

@@ -225,7 +225,8 @@ class _InstanceLease:
     makes a pre-booted instance the one lent next; ``on_lend`` is called each time an instance is lent (the lane
     starts its pre-boot then: once the current job has its instance, not while that one boots too)."""
 
-    def __init__(self, opener: Opener, stop: threading.Event, timeout_scale: float, fresh: bool = False) -> None:
+    def __init__(self, opener: Opener, stop: threading.Event, timeout_scale: float,
+                 fresh: bool = False) -> None:
         self._opener = opener
         self._fresh = fresh
         """Close the instance after each use (``--fresh-boot-per-unit``)."""
@@ -363,7 +364,7 @@ class _Board:
         self._steals = steal
         """False (``--no-steal``): every lane runs exactly its dealt jobs and units."""
         self._units: dict[int, tuple[int, int, str, list[Unit]]] = {}
-        """id(queue) -> (lane, scenario, pool, queue) of every job running: its units not started yet."""
+        """id(queue) -> (lane, scenario, pool, queue) of each running job: its units not started."""
         self._events = tuple(events)
         self._lanes = {lane.index: lane for lane in lanes}
         self._queues: dict[int, deque[JobSpec]] = {lane.index: deque(lane.jobs) for lane in lanes}
@@ -631,8 +632,8 @@ def run_lane(
                     preboots.append(ahead)
                     lease.on_lend = ahead.start
             sharing = source.sharing(spec.index, claim.job.node, claim.pool) if shared else None
-            if _run_one(claim, number, lease, result, sink, results_roots, scratch, abort, stop, listener,
-                        (local, sharing)):
+            if _run_one(claim, number, lease, result, sink, results_roots, scratch, abort, stop,
+                        listener, (local, sharing)):
                 break
     finally:
         finished.set()
@@ -697,8 +698,8 @@ def _run_job(job: JobSpec, spec: LaneSpec, root: Path, lease: _InstanceLease, si
     scenario = job.scenario
     if spec.blobs is not None:
         scenario = relocated(scenario, spec.blobs, job.artifacts)
-    plan = local.plan if local is not None else build_plan(scenario, Path(job.scenario_path), job.profile,
-                                                           fvp_version=job.fvp_version)
+    plan = local.plan if local is not None else build_plan(
+        scenario, Path(job.scenario_path), job.profile, fvp_version=job.fvp_version)
     units = []
     for unit_id, expected in zip(job.units, job.keys, strict=True):
         unit = plan.unit(unit_id)
@@ -732,7 +733,9 @@ def _run_job(job: JobSpec, spec: LaneSpec, root: Path, lease: _InstanceLease, si
 
     def early(session: str) -> _Early | None:  # this job's pre-booted instance keeps the name it booted under
         name = lease.preboot_name(job)
-        booted = local.early(session) if name is None and local is not None and local.early else None
+        booted = None
+        if name is None and local is not None and local.early is not None:
+            booted = local.early(session)
         if booted is not None:  # booted while run's artifacts built
             lease.adopt_early(booted)
             name = booted.name
@@ -741,8 +744,9 @@ def _run_job(job: JobSpec, spec: LaneSpec, root: Path, lease: _InstanceLease, si
     out.ran = True
     options = ExecuteOptions(wanted=wanted, preboot=early, sharing=sharing,
                              fresh_boot_per_unit=local is not None and local.fresh_boot_per_unit)
-    out.outcomes = execute_plan(plan, store, factory, units=units, listener=relabel if local is None else listener,
-                                stop=stop, options=options, deploy=local.deploy if local is not None else None)
+    out.outcomes = execute_plan(plan, store, factory, units=units, stop=stop, options=options,
+                                listener=relabel if local is None else listener,
+                                deploy=local.deploy if local is not None else None)
 
 
 class _Early(contextlib.AbstractContextManager[Target]):
@@ -791,11 +795,12 @@ class LocalExecutor:
         board = _Board(lanes, (control.drain, control.stop, control.abort), threads, self._steal)
 
         def lane_run(lane: LaneSpec) -> LaneResult:
-            return run_lane(lane, sink=control.sink, results_roots=control.results_roots, drain=control.drain,
-                            abort=control.abort, stop=control.stop, listener=control.listener, opener=self._opener,
-                            board=board, local=control.run)
+            return run_lane(lane, sink=control.sink, results_roots=control.results_roots,
+                            drain=control.drain, abort=control.abort, stop=control.stop,
+                            listener=control.listener, opener=self._opener, board=board,
+                            local=control.run)
 
-        if len(lanes) == 1:  # in this thread: a signal's handler runs between two of its units, not 0.2 s later
+        if len(lanes) == 1:  # in this thread: a signal's handler runs between two units, at once
             try:
                 control.on_lane_done(lane_run(lanes[0]))
             except BaseException:
@@ -804,14 +809,15 @@ class LocalExecutor:
                 raise
             return
         with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="lane") as pool:
-            futures: dict[Future[LaneResult], LaneSpec] = {pool.submit(lane_run, lane): lane for lane in lanes}
+            futures: dict[Future[LaneResult], LaneSpec] = {
+                pool.submit(lane_run, lane): lane for lane in lanes}
             pending = set(futures)
             try:
                 while pending:
                     done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
                     for future in done:
                         control.on_lane_done(future.result())
-            except BaseException:  # Ctrl-C, or a failure that ends ``run``: close every instance now
+            except BaseException:  # Ctrl-C, or a failure that ends ``run``: close every instance
                 control.drain.set()
                 control.abort.set()
                 for future in pending:

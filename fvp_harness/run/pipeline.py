@@ -20,7 +20,7 @@ from fvp_harness.run.artifacts import BUILD_TIMEOUT_S, BuildResult, BuildStep, b
 from fvp_harness.run.doctor import PROBE_TIMEOUT_S
 from fvp_harness.run.execute import DeployFunction, SessionOutcome, utc_now
 from fvp_harness.run.instances import TargetFactory, default_target_factory, query_fvp_version
-from fvp_harness.run.lanes import JobSpec, LaneControl, LaneSpec, LocalExecutor, LocalRun
+from fvp_harness.run.lanes import JobSpec, LaneControl, LaneResult, LaneSpec, LocalExecutor, LocalRun
 from fvp_harness.run.manifest import Manifest, RunSettings
 from fvp_harness.run.plan import Plan, Unit, build_plan, why_stale
 from fvp_harness.run.preboot import PreBoot
@@ -167,8 +167,9 @@ def run_scenario(
         if options.resume:  # a damaged manifest or records file is refused now, not after the builds
             store.read_manifest()
             store.records()
-        if factory is None:  # the model will start here: doctor's checks first (host: its programs must fit)
-            check_before_building(loaded, min(PROBE_TIMEOUT_S, _boot_timeout(loaded, options.timeout_scale)))
+        if factory is None:  # the model starts here: doctor's checks first (host: fit)
+            probe = min(PROBE_TIMEOUT_S, _boot_timeout(loaded, options.timeout_scale))
+            check_before_building(loaded, probe)
         version, banner = query_fvp_version(loaded, options.timeout_scale)
         phases["version"] = time.monotonic() - began
         if not options.resume and store.has_run():
@@ -194,10 +195,11 @@ def run_scenario(
         plan = build_plan(loaded, fvp_version=version, artifacts=states)
         units = select_units(plan, options.only_builds, options.only_models)
         stack.callback(store.release_reserve)
-        manifest = start_manifest(loaded, plan, store, version=version, banner=banner, settings=options.settings(),
-                                  builds=builds, started=utc_now(), units=units, results_base=options.results_base,
-                                  listener=listener, previous=Manifest.read(store) if options.resume else None,
-                                  resume=options.resume)
+        manifest = start_manifest(
+            loaded, plan, store, version=version, banner=banner, settings=options.settings(),
+            builds=builds, started=utc_now(), units=units, results_base=options.results_base,
+            listener=listener, previous=Manifest.read(store) if options.resume else None,
+            resume=options.resume)
         pinned = manifest.scenario.resolved.get("compare") or {}
         if options.resume:
             stored = store.records()
@@ -209,7 +211,8 @@ def run_scenario(
         else:
             done = set()
         source = (load_stored_baseline(loaded.scenario, manifest.to_json(), store.root)
-                  if pinned.get("baseline_from") and loaded.scenario.run.until is not None else None)
+                  if pinned.get("baseline_from") and loaded.scenario.run.until is not None
+                  else None)
         wanted = _stopping_rule(loaded.scenario, plan, units, store, source)
         todo = [unit for unit in units if unit.key not in done]
         skipped = len(units) - len(todo)
@@ -266,8 +269,9 @@ def run_scenario(
     )
 
 
-def _in_lanes(loaded: LoadedScenario, store: ResultStore, factory: TargetFactory, units: Sequence[Unit],
-              local: LocalRun, steal: bool, listener: Listener, stop: threading.Event | None) -> list[SessionOutcome]:
+def _in_lanes(loaded: LoadedScenario, store: ResultStore, factory: TargetFactory,
+              units: Sequence[Unit], local: LocalRun, steal: bool, listener: Listener,
+              stop: threading.Event | None) -> list[SessionOutcome]:
     """``make`` of one scenario on the local executor: one lane per plan session (``run.lanes``: the
     instances, stealing between them, the early boots); each record is appended to ``store`` as its
     unit finishes."""
@@ -284,12 +288,14 @@ def _in_lanes(loaded: LoadedScenario, store: ResultStore, factory: TargetFactory
     lanes: list[LaneSpec] = []
     for session in sorted({unit.session for unit in units}):
         mine = [unit for unit in units if unit.session == session]
-        job = JobSpec(0, plan.scenario, str(loaded.path), plan.profile, session, tuple(u.id for u in mine),
-                      tuple(u.key for u in mine))
+        job = JobSpec(0, plan.scenario, str(loaded.path), plan.profile, session,
+                      tuple(u.id for u in mine), tuple(u.key for u in mine))
         lanes.append(LaneSpec(len(lanes), "run", (job,)))
+    def done(lane: LaneResult) -> None:
+        outcomes.extend(outcome for job in lane.jobs for outcome in job.outcomes)
+
     control = LaneControl(sink=sink, results_roots={0: store.root}, listener=listener, run=local,
-                          on_lane_done=lambda lane: outcomes.extend(o for job in lane.jobs for o in job.outcomes),
-                          stop=stop if stop is not None else threading.Event())
+                          on_lane_done=done, stop=stop if stop is not None else threading.Event())
     LocalExecutor(max(1, len(lanes)), opener=open_instance, steal=steal).run(lanes, control)
     return sorted(outcomes, key=lambda outcome: outcome.session)
 

@@ -29,7 +29,9 @@ def check_before_building(loaded: LoadedScenario, probe_timeout: float | None = 
     elif probe_timeout is None:
         preflight(loaded.scenario, loaded.profile, base_dir=loaded.directory)
     else:
-        preflight(loaded.scenario, loaded.profile, base_dir=loaded.directory, probe_timeout=probe_timeout)
+        preflight(
+            loaded.scenario, loaded.profile, base_dir=loaded.directory, probe_timeout=probe_timeout
+        )
 
 
 def archive_current(store: ResultStore, listener: Listener, scenario: str | None = None) -> Path:
@@ -40,8 +42,14 @@ def archive_current(store: ResultStore, listener: Listener, scenario: str | None
     return archived
 
 
-def keep_one_key_set(store: ResultStore, plan: Plan, listener: Listener, *, scenario: str | None = None,
-                     keep_build_logs: bool = False) -> Path | None:
+def keep_one_key_set(
+    store: ResultStore,
+    plan: Plan,
+    listener: Listener,
+    *,
+    scenario: str | None = None,
+    keep_build_logs: bool = False,
+) -> Path | None:
     """``make`` continues the folder's run only when every record of it was made under this plan's
     keys (a real resume: units left over). Records of other keys (a changed setting, other
     artifacts) belong to another run: it is kept whole in ``runs/<id>/`` as ``run`` keeps it, so no
@@ -72,10 +80,24 @@ def keep_one_key_set(store: ResultStore, plan: Plan, listener: Listener, *, scen
     return archived
 
 
-def start_manifest(loaded: LoadedScenario, plan: Plan, store: ResultStore, *, version: str | None, banner: str,
-                   settings: RunSettings, builds: Sequence[BuildResult], started: str, units: Sequence[Unit],
-                   results_base: Path, listener: Listener, previous: Manifest | None = None,
-                   resume: bool = False, keep_pin: bool = False, batch: BatchInfo | None = None) -> Manifest:
+def start_manifest(
+    loaded: LoadedScenario,
+    plan: Plan,
+    store: ResultStore,
+    *,
+    version: str | None,
+    banner: str,
+    settings: RunSettings,
+    builds: Sequence[BuildResult],
+    started: str,
+    units: Sequence[Unit],
+    results_base: Path,
+    listener: Listener,
+    previous: Manifest | None = None,
+    resume: bool = False,
+    keep_pin: bool = False,
+    batch: BatchInfo | None = None,
+) -> Manifest:
     """The run's manifest, written before any unit runs (a killed run still says what it was): the
     run of ``previous`` carried on (its id; with ``resume`` also its start, once the folder's key
     metadata are found to agree), the stored baseline pinned (``compare.baseline_from``;

@@ -72,9 +72,11 @@ def test_incremental_model_change_reruns_only_its_units_and_noop_writes_nothing(
     again = make([sc], MakeOptions(jobs=2, results_base=results))
     assert again.exit_code == 0 and again.units_run == 2
     assert snapshot(results / "a") == a_before
-    # nothing lost: the records of the old model bytes are b's previous run, kept whole in runs/<id>/ (a run's
-    # records hold one key set, issue 38 finding 4); the current run holds the 2 new ones
-    kept = [ResultStore(folder, create=False).records() for folder in (results / "b" / "runs").iterdir()]
+    # nothing lost: the records of the old model bytes are b's previous run, kept whole in
+    # runs/<id>/ (a run's records hold one key set, issue 38 finding 4); the current run holds
+    # the 2 new ones
+    kept = [ResultStore(folder, create=False).records()
+            for folder in (results / "b" / "runs").iterdir()]
     assert len(records(results, "b")) == 2 and [len(old) for old in kept] == [2]
     assert not {r.key for r in records(results, "b")} & {r.key for r in kept[0]}
 
@@ -233,19 +235,20 @@ def test_stop_finishes_the_units_in_flight_and_the_next_make_continues(art: Path
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "fvp_harness", *args], capture_output=True, text=True, check=False,
-                          timeout=600)
+    return subprocess.run([sys.executable, "-m", "fvp_harness", *args], capture_output=True,
+                          text=True, check=False, timeout=600)
 
 
 def _history(results: Path, stem: str) -> dict[str, object]:
     done = _cli("history", str(results / stem), "--no-charts")
     assert done.returncode in (0, 1), done.stderr
-    history: dict[str, object] = json.loads((results / stem / "history" / "history.json").read_text("utf-8"))
+    written = results / stem / "history" / "history.json"
+    history: dict[str, object] = json.loads(written.read_text("utf-8"))
     return history
 
 
-def test_make_after_a_run_with_another_setting_keeps_that_run_and_its_history_point(art: Path,
-                                                                                     tmp_path: Path) -> None:
+def test_make_after_a_run_with_another_setting_keeps_that_run_and_its_history_point(
+        art: Path, tmp_path: Path) -> None:
     """Issue 38, finding 4: ``run`` with a changed ``--set``, then ``make``: the run's records were
     made under other keys, so ``make`` keeps that run whole in ``runs/<id>/`` (as ``run`` does) and
     starts a new one; the old run's history point does not move (it moved from 1.22 to 0.94 ms when
@@ -269,10 +272,11 @@ def test_make_after_a_run_with_another_setting_keeps_that_run_and_its_history_po
     current = json.loads((results / "h" / "manifest.json").read_text("utf-8"))["run"]["id"]
     assert current != first
     keys = {r.key for r in records(results, "h")}
-    assert not keys & {json.loads(line)["key"] for line in old_records.splitlines()}, "one key set per run"
+    old_keys = {json.loads(line)["key"] for line in old_records.splitlines()}
+    assert not keys & old_keys, "one key set per run"
     after = _history(results, "h")
     assert [run["run_id"] for run in after["runs"]] == [first, current]  # type: ignore[index]
     series_before = before["series"]["ds_cnn"]  # type: ignore[index]
     series_after = after["series"]["ds_cnn"]  # type: ignore[index]
     assert series_after[0] == series_before[0], "the old run's history point is unchanged"
-    assert series_after[1]["median"] < series_before[0]["median"], "the new run measured the faster runner"
+    assert series_after[1]["median"] < series_before[0]["median"], "the new run: the faster runner"
