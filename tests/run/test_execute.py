@@ -377,8 +377,9 @@ def test_a_thief_deploys_the_files_it_lacks_before_running_stolen_units(scenario
 
 
 def test_no_steal_keeps_the_plans_deal_while_an_instance_is_stuck(scenario_file, tmp_path):
-    """``--no-steal`` (``RunOptions.steal``): s1 is stuck in its first unit until s0 ran every unit dealt to it;
-    s0 then ends instead of taking s1's groups, so every unit runs on the instance the plan dealt it to."""
+    """``--no-steal`` (``RunOptions.steal``): s1 is stuck in its first unit until s0 ran every unit
+    dealt to it; s0 then ends instead of taking s1's groups, so every unit runs on the instance the
+    plan dealt it to."""
     path = scenario_file()
     plan = build_plan(load_scenario(path, ["fvp.instances=2"]))
     dealt = {unit.id: unit.session for unit in plan.units}
