@@ -1,6 +1,6 @@
 """The Dask executor of the batch engine: lanes as tasks on a Dask cluster (``--executor dask|dask-local``).
 
-Each lane (``batch.lanes.LaneSpec``) is one task; it carries the resolved scenarios and, by default, the artifact
+Each lane (``run.lanes.LaneSpec``) is one task; it carries the resolved scenarios and, by default, the artifact
 bytes (``ship_artifacts``), so a worker needs only fvp-harness and the FVP (or the simulator) installed, not the
 scenario files or a shared filesystem. With ``ship_artifacts=False`` the workers read the same paths as the
 coordinator (a shared filesystem); either way a worker re-hashes what it runs and refuses a key mismatch.
@@ -45,7 +45,8 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from fvp_harness.batch.lanes import (
+from fvp_harness.errors import ConfigurationError, HarnessError, InfrastructureError
+from fvp_harness.run.lanes import (
     LaneControl,
     LaneResult,
     LaneSpec,
@@ -54,7 +55,6 @@ from fvp_harness.batch.lanes import (
     run_lane,
     withhold_secrets,
 )
-from fvp_harness.errors import ConfigurationError, HarnessError, InfrastructureError
 
 __all__ = ["DaskExecutor", "remote_lane"]
 

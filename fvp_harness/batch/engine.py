@@ -1,47 +1,10 @@
-"""``make`` over many scenarios: bring every result and report up to date, re-running only what changed.
-
-The graph, per scenario: artifact builds -> units -> report. What is up to date:
-
-- an **artifact** when its file exists and is not older than its ``sources`` (``artifacts.pending_builds``);
-- a **unit** when its scenario's results folder holds an ``ok`` record with the unit's content key
-  (``plan.Unit.key`` hashes every input: artifact bytes, FVP identity and settings, run settings, metrics...);
-- a **report** when the hash of its inputs (the ``records.jsonl`` and ``manifest.json`` bytes, the scenario's
-  ``report``/``compare``/``metrics`` sections, the harness version) equals the one stored beside it in
-  ``report.inputs`` and every report file exists.
-
-So a no-op ``make`` only reads: scenarios, artifact hashes, records; it writes nothing, takes no lock and boots
-nothing. Changed inputs re-run exactly the units whose key moved; old records stay in the folder and are
-superseded (analysis keeps the latest ``ok`` record per unit), which is why ``make`` does not refuse a folder
-whose manifest has other artifact hashes the way ``run --resume`` does: the key already tells the stale
-records apart. ``-n`` says for each unit which key parts changed: every record (``run``'s and ``make``'s)
-carries its key parts in ``extra`` (``plan.KEY_PART_PREFIX``).
-
-Scheduling: every (scenario, plan session) with stale units is a job; jobs are grouped into **pools** of equal
-platform profile, FVP identity, params, args, simulator knobs, firmware and timeouts, and each pool's jobs are
-dealt to **lanes** (one booted instance each, longest job first onto the least loaded lane). A lane runs its
-jobs one after another on one instance, so scenarios of a pool share boots. At most ``-j`` lanes run at once
-(executors: ``batch.lanes.LocalExecutor``, ``batch.dask.DaskExecutor``). Locally the deal is only the start: a lane
-that runs out of jobs steals unstarted ones from the others and boots the next pool's instance while it still
-works (``batch.lanes``); on Dask the deal is fixed. Records flow back to this process, which alone writes every
-results folder.
-
-Failures: without ``-k`` the first failed unit or job stops scheduling (running units finish); with ``-k``
-everything else still runs. A ``stop`` request (the CLI's first Ctrl-C) lets the units in flight finish and be
-recorded, then starts nothing more; a KeyboardInterrupt (the second) closes every instance at once (the units in
-flight are not recorded). Either way the manifests are marked ``interrupted``, reports stay stale, every finished
-record is kept and ``Interrupted`` is raised: the next ``make`` continues.
-
-A stale unit that ends up without a record (its lane or worker or the scheduler was lost, its job failed, the batch
-was drained) is listed in ``Node.not_run`` with its cause (``_settle`` checks the store), keeps the exit code off 0
-(3 when infrastructure is the cause; the manifest is then ``aborted``), and the scenario's report lists it as not
-run (``write_report`` accounts for every unit the manifest plans).
-"""
+"""``make`` over many scenarios: bring every result and report up to date, re-running only what
+changed; the up-to-date rules, pools, the deal of lanes and the failure rules are in
+docs/architecture.md ("One scheduler") and docs/batch.md."""
 
 from __future__ import annotations
 
 import contextlib
-import fnmatch
-import hashlib
 import json
 import logging
 import threading
@@ -49,9 +12,21 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from fvp_harness import __version__
+from fvp_harness.batch.stale import (
+    Action,
+    MakeOptions,
+    Node,
+    Versions,
+    digest,
+    not_needed,
+    plan_batch,
+    plan_node,
+    report_inputs,
+    scenario_files,
+    until_state,
+)
 from fvp_harness.errors import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -61,37 +36,25 @@ from fvp_harness.errors import (
     ConfigurationError,
     HarnessError,
     Interrupted,
-    UnknownName,
 )
 from fvp_harness.events import Event, Listener, null_listener
-from fvp_harness.files import atomic_write, file_sha256
-from fvp_harness.report.summary_cache import SummaryCache
-from fvp_harness.run.adaptive import SamplingState, replay, round_builds
+from fvp_harness.files import atomic_write
 from fvp_harness.run.artifacts import (
     BUILD_TIMEOUT_S,
     BuildResult,
     BuildStep,
     build_artifacts,
-    declared_artifacts,
-    pending_builds,
 )
-from fvp_harness.run.instances import query_fvp_version
-from fvp_harness.run.plan import Plan, Unit, build_plan, changed_parts, unit_artifacts, why_stale
-from fvp_harness.scenario import load_scenario
-from fvp_harness.scenario.load import LoadedScenario
+from fvp_harness.run.plan import Plan, Unit
 from fvp_harness.store.folder import (
-    DEFAULT_RESULTS_BASE,
     LOGS_DIR,
-    REPORT_FILES,
     REPORT_INPUTS_FILE,
     ResultStore,
-    results_dir_for,
 )
 from fvp_harness.store.records import Record
 
 if TYPE_CHECKING:  # lanes and manifest load execute, deploy and every target: only a make with work loads them
-    from fvp_harness.batch.lanes import JobSpec, LaneControl, LaneResult, LaneSpec
-    from fvp_harness.run.execute import SessionOutcome
+    from fvp_harness.run.lanes import JobSpec, LaneControl, LaneResult, LaneSpec
     from fvp_harness.run.manifest import Manifest
 
 __all__ = [
@@ -110,26 +73,8 @@ log = logging.getLogger(__name__)
 
 
 
-@dataclass(frozen=True)
-class MakeOptions:
-    """The ``make`` verb's choices (see ``docs/batch.md``)."""
-
-    jobs: int | None = None
-    """Parallel FVP instances; None: ``default_jobs()`` locally, the cluster's thread count on Dask."""
-    keep_going: bool = False
-    dry_run: bool = False
-    always: bool = False
-    """``-B``: rebuild every artifact that has a build command, re-run every unit and re-render every report."""
-    only: tuple[str, ...] = ()
-    """Globs on ``<scenario stem>/<unit id>`` (or just ``<scenario stem>``); empty: everything."""
-    results_base: Path = DEFAULT_RESULTS_BASE
-    overrides: tuple[str, ...] = ()
-    fvp_binary: str | None = None
-    timeout_scale: float = 1.0
-
-
 class Executor(Protocol):
-    """Runs lanes (``batch.lanes``): ``LocalExecutor`` or ``batch.dask.DaskExecutor``."""
+    """Runs lanes (``run.lanes``): ``LocalExecutor`` or ``batch.dask.DaskExecutor``."""
 
     name: str
     ships_artifacts: bool
@@ -137,66 +82,6 @@ class Executor(Protocol):
     def capacity(self) -> int: ...
 
     def run(self, lanes: Sequence[LaneSpec], control: LaneControl) -> None: ...
-
-
-@dataclass(frozen=True)
-class Action:
-    """One thing ``make`` does (or, with ``-n``, would do) and why."""
-
-    kind: Literal["build", "run", "maybe", "report", "error", "up-to-date"]
-    scenario: str
-    target: str
-    reason: str
-
-    def __str__(self) -> str:
-        where = f"{self.scenario}/{self.target}" if self.target else self.scenario
-        verb = {"maybe": "run if changed", "up-to-date": "up to date"}.get(self.kind, self.kind)
-        return f"{verb:<14} {where}  ({self.reason})"
-
-
-@dataclass
-class Node:
-    """One scenario in the batch: what is stale, and (after running) what happened."""
-
-    index: int
-    path: Path
-    stem: str
-    results_dir: Path
-    loaded: LoadedScenario | None = None
-    error: HarnessError | None = None
-    builds: list[BuildStep] = field(default_factory=list)
-    plan: Plan | None = None
-    fvp_version: str | None = None
-    selected: list[Unit] = field(default_factory=list)
-    todo: list[tuple[Unit, str]] = field(default_factory=list)
-    maybe: list[tuple[Unit, str]] = field(default_factory=list)
-    report_reason: str | None = None
-    stored_exit: int = EXIT_OK
-    # filled while running
-    built: list[BuildResult] = field(default_factory=list)
-    records: int = 0
-    latest: dict[str, Record] = field(default_factory=dict)
-    """Unit id -> the last record this make stored for it (its last attempt)."""
-    failed: int = 0
-    infrastructure: int = 0
-    outcomes: list[SessionOutcome] = field(default_factory=list)
-    job_errors: list[tuple[str, str]] = field(default_factory=list)
-    exit_code: int = EXIT_OK
-    report_files: dict[str, Path] = field(default_factory=dict)
-    not_run: dict[str, tuple[str, str]] = field(default_factory=dict)
-    """Unit id -> (cause class, why) of each stale unit this make left without a record (``_settle``)."""
-
-    def actions(self) -> list[Action]:
-        if self.error is not None:
-            return [Action("error", self.stem, "", str(self.error).splitlines()[0])]
-        found = [Action("build", self.stem, step.name, step.reason) for step in self.builds]
-        found += [Action("run", self.stem, unit.id, why) for unit, why in self.todo]
-        found += [Action("maybe", self.stem, unit.id, why) for unit, why in self.maybe]
-        if self.report_reason is not None:
-            found.append(Action("report", self.stem, "report", self.report_reason))
-        if not found and self.selected:
-            found.append(Action("up-to-date", self.stem, "", f"{len(self.selected)} units and the report"))
-        return found
 
 
 @dataclass
@@ -224,244 +109,13 @@ class MakeResult:
 # --- discovery and planning ---------------------------------------------------------------------------------
 
 
-def scenario_files(items: Sequence[str | Path]) -> list[Path]:
-    """Scenario arguments with folders replaced by their ``*.yaml``/``*.yml`` files (sorted); default
-    ``scenarios/``."""
-    found: list[Path] = []
-    for item in items or ["scenarios"]:
-        path = Path(item)
-        if path.is_dir():
-            found.extend(sorted([*path.glob("*.yaml"), *path.glob("*.yml")]))
-        elif path.is_file():
-            found.append(path)
-        else:
-            raise ConfigurationError(f"{path}: no such scenario file or folder")
-    return found
-
-
-def _digest(value: Any) -> str:
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def _file_digest(path: Path) -> str:
-    try:
-        return file_sha256(path)
-    except FileNotFoundError:
-        return "missing"
-
-
-def _matches(patterns: Sequence[str], stem: str, unit_id: str) -> bool:
-    if not patterns:
-        return True
-    full = f"{stem}/{unit_id}"
-    return any(fnmatch.fnmatchcase(full, pattern) or fnmatch.fnmatchcase(stem, pattern) for pattern in patterns)
-
-
-def _report_inputs(store: ResultStore, loaded: LoadedScenario) -> dict[str, str]:
-    """The parts of a report's input hash: records, manifest, the report-relevant scenario sections, harness."""
-    scenario = loaded.scenario
-    return {
-        "records": _file_digest(store.records_path),
-        "manifest": _file_digest(store.manifest_path),
-        "settings": _digest({
-            "name": scenario.name,
-            "report": scenario.report.model_dump(mode="json"),
-            "compare": scenario.compare.model_dump(mode="json") if scenario.compare else None,
-            "metrics": [spec.model_dump(mode="json") for spec in scenario.metrics],
-        }),
-        "harness": __version__,
-    }
-
-
-def _report_reason(store: ResultStore, loaded: LoadedScenario) -> tuple[str | None, int]:
-    """Why the report must be rendered again (None: up to date), and the exit code stored with it."""
-    try:
-        stored = json.loads(store.report_path(REPORT_INPUTS_FILE).read_text(encoding="utf-8"))
-    except (FileNotFoundError, ValueError):
-        return "no report yet", EXIT_OK
-    expected = [name for kind, name in REPORT_FILES.items() if kind in loaded.scenario.report.outputs]
-    written = stored.get("files") if isinstance(stored, dict) else None  # e.g. the VGF report, when there was one
-    expected += [name for name in written or () if isinstance(name, str) and name not in expected]
-    missing = [name for name in expected if not (store.root / name).is_file()]
-    if missing:
-        return f"missing {', '.join(missing)}", EXIT_OK
-    old = stored.get("parts") if isinstance(stored, dict) else None
-    changed = changed_parts(old or {}, _report_inputs(store, loaded))
-    if changed:
-        return "changed: " + ", ".join(changed), EXIT_OK
-    return None, int(stored.get("exit_code", EXIT_OK))
-
-
-def _why(unit: Unit, latest: Record | None) -> str:
-    """Why a unit without an ok record under its key must run (for ``-n`` and the log): ``plan.why_stale``."""
-    return why_stale(unit, latest)
-
-
-class _Versions:
-    """The model's ``--version`` per binary, asked once per batch (it folds into real-FVP keys; not for sim)."""
-
-    def __init__(self) -> None:
-        self._known: dict[str, tuple[str | None, str]] = {}
-
-    def get(self, loaded: LoadedScenario, *, for_manifest: bool = False) -> tuple[str | None, str]:
-        scenario = loaded.scenario
-        if scenario.target == "host" or (scenario.fvp.is_sim and not for_manifest):
-            return None, ""
-        key = f"{scenario.fvp.binary}\0{loaded.profile.name}"
-        if key not in self._known:
-            self._known[key] = query_fvp_version(loaded)
-        return self._known[key]
-
-
-def plan_batch(paths: Sequence[str | Path], options: MakeOptions, *, versions: _Versions | None = None) -> list[Node]:
-    """Load every scenario and decide what is stale, without writing anything (``-n`` prints this).
-
-    A scenario that does not load becomes a node with ``error`` set (the caller decides whether to go on).
-    """
-    versions = versions or _Versions()
-    nodes: list[Node] = []
-    seen: dict[Path, str] = {}
-    for index, path in enumerate(scenario_files(paths)):
-        node = Node(index, path, path.stem, Path())
-        nodes.append(node)
-        try:
-            node.results_dir = results_dir_for(path, options.results_base)
-            other = seen.get(node.results_dir.resolve())
-            if other is not None:
-                raise ConfigurationError(f"{path} and {other} would share the results folder {node.results_dir}; "
-                                         "rename one of them")
-            seen[node.results_dir.resolve()] = str(path)
-            node.loaded = load_scenario(path, list(options.overrides), fvp_binary=options.fvp_binary)
-            _plan_node(node, options, versions)
-        except HarnessError as exc:
-            node.error = exc
-    _check_only(options.only, nodes)
-    _refuse_conflicting_builds(nodes)
-    return nodes
-
-
-def _check_only(patterns: Sequence[str], nodes: Sequence[Node]) -> None:
-    """Each ``--only`` pattern must match a scenario or a unit, else ``UnknownName`` (exit 2) before anything is
-    built: a typo said "nothing to do" with every unit stale. A scenario that did not load counts as matched when
-    its stem matches the pattern's scenario part (its units are unknown; its own error is reported)."""
-    for pattern in patterns:
-        head = pattern.split("/", 1)[0]
-
-        def hit(node: Node, pattern: str = pattern, head: str = head) -> bool:
-            if node.plan is None:
-                return fnmatch.fnmatchcase(node.stem, head)
-            return fnmatch.fnmatchcase(node.stem, pattern) or any(
-                _matches([pattern], node.stem, unit.id) for unit in node.plan.units)
-
-        matched = any(hit(node) for node in nodes)
-        if matched:
-            continue
-        heads = [node for node in nodes if fnmatch.fnmatchcase(node.stem, head)]
-        if heads and "/" in pattern:
-            valid = [f"{node.stem}/{unit.id}" for node in heads if node.plan is not None for unit in node.plan.units]
-            what, plural = "unit", "the units (SCENARIO/UNIT) there are"
-        else:
-            valid = [name for node in nodes for name in (node.stem, f"{node.stem}/*")]
-            what, plural = "scenario or unit", "the scenarios (SCENARIO, SCENARIO/* or SCENARIO/UNIT) there are"
-        raise UnknownName("--only", [pattern], valid, what=what, plural=plural)
-
-
-def _refuse_conflicting_builds(nodes: Sequence[Node]) -> None:
-    """Scenarios of one batch may share an artifact file, built once, but only with the same build command:
-    otherwise each would rebuild it with its own and the other's units would measure bytes it did not plan."""
-    owners: dict[Path, tuple[str, str]] = {}
-    for node in nodes:
-        if node.loaded is None or node.error is not None:
-            continue
-        for name, file, command, _sources in declared_artifacts(node.loaded.scenario):
-            if command is None:
-                continue
-            path = Path(file).resolve()
-            first = owners.setdefault(path, (node.stem, command))
-            if first[1] != command:
-                node.error = ConfigurationError(
-                    f"{node.path}: {name} writes {file}, which scenario {first[0]} builds with another command "
-                    f"({first[1]!r}, here {command!r}); give each its own file, or the same command")
-                break
-
-
-def _plan_node(node: Node, options: MakeOptions, versions: _Versions, *, after_build: bool = False) -> None:
-    """Plan one scenario and decide what is stale (``after_build``: the re-plan with the final artifact hashes,
-    when ``-B`` no longer forces the builds that just ran)."""
-    loaded = node.loaded
-    assert loaded is not None
-    node.fvp_version, _banner = versions.get(loaded)
-    plan = build_plan(loaded, fvp_version=node.fvp_version)
-    node.plan = plan
-    node.selected = [unit for unit in plan.units if _matches(options.only, node.stem, unit.id)]
-    node.todo, node.maybe, node.report_reason = [], [], None
-    if not node.selected:
-        node.builds = []
-        return
-    node.builds = pending_builds(loaded, force=options.always and not after_build)
-    rebuilt = {step.name: step.reason for step in node.builds}
-    store = ResultStore(node.results_dir, create=False)
-    records = store.records() if store.records_path.is_file() else []
-    done = {record.key for record in records if record.status == "ok"}
-    latest: dict[str, Record] = {}
-    for record in records:
-        latest[record.unit_id] = record
-    sampling = _sampling(plan, records, SummaryCache(store.root, write=False))
-    for unit in node.selected:
-        if options.always:
-            node.todo.append((unit, "-B: rebuild everything"))
-        elif sampling is not None and _not_needed(sampling, unit):
-            continue  # run.until: its model stopped before this round; not stale, never measured
-        elif unit.key not in done:
-            node.todo.append((unit, _why(unit, latest.get(unit.id))))
-        else:
-            deps = _unit_artifacts(plan, unit)
-            stale = [f"{name} ({rebuilt[name]})" for name in deps if name in rebuilt]
-            if stale:
-                node.maybe.append((unit, "will be rebuilt: " + ", ".join(stale)))
-    if options.always:
-        node.report_reason = "-B: rebuild everything"
-    elif node.todo or node.maybe:
-        node.report_reason = "records will change"
-    else:
-        node.report_reason, node.stored_exit = _report_reason(store, loaded)
-
-
-def _sampling(plan: Plan, records: Sequence[Record], cache: SummaryCache | None = None) -> SamplingState | None:
-    """``run.until``: the stopping rule replayed over the stored records of the planned keys (None without it);
-    ``cache``: what the last report of the folder kept of the same replay (read only: the check writes nothing)."""
-    scenario = plan.scenario
-    if scenario.run.until is None or (scenario.compare is not None and scenario.compare.baseline_from):
-        return None  # with a stored baseline make measures every round (its lanes judge no stored samples)
-    keys = {unit.id: unit.key for unit in plan.units}
-    wanted = [record for record in records if keys.get(record.unit_id) == record.key]
-    return replay(wanted, scenario.compare, scenario.run.until, models=list(scenario.models),
-                  builds=round_builds((unit.build, unit.repetition) for unit in plan.units),
-                  metrics=scenario.metrics, cache=cache)
-
-
-def _not_needed(sampling: SamplingState, unit: Unit) -> bool:
-    """Whether ``run.until`` stopped ``unit``'s model before ``unit``'s round."""
-    try:
-        item = sampling.get(unit.model)
-    except KeyError:
-        return False
-    return item.stopped and unit.repetition >= item.repetitions
-
-
-def _unit_artifacts(plan: Plan, unit: Unit) -> list[str]:
-    """The declared names (as ``plan.artifact_hashes`` spells them) of the files a unit reads."""
-    return list(unit_artifacts(plan.scenario, unit.build, unit.model))
-
-
 # --- lanes --------------------------------------------------------------------------------------------------
 
 
 def _pool_key(plan: Plan, unit: Unit) -> str:
     """Which booted instances a unit may use: equal profile, FVP identity/params/args/knobs/firmware, timeouts."""
     fvp = plan.scenario.fvp
-    return _digest({
+    return digest({
         "profile": unit.key_parts.get("profile"),
         "fvp": unit.key_parts.get("fvp"),
         "timeouts": fvp.timeouts.model_dump(mode="json"),
@@ -492,7 +146,7 @@ def assign_lanes(jobs: Mapping[str, Sequence[JobSpec]], capacity: int) -> list[t
 
 
 def _lane_specs(nodes: Sequence[Node], capacity: int, ship: bool, scale: float) -> list[LaneSpec]:
-    from fvp_harness.batch.lanes import JobSpec, LaneSpec  # late: lanes load execute and every target
+    from fvp_harness.run.lanes import JobSpec, LaneSpec  # late: lanes load execute and every target
 
     jobs: dict[str, list[JobSpec]] = {}
     for node in nodes:
@@ -542,7 +196,7 @@ def make(
     stop = stop if stop is not None else threading.Event()
     began = time.monotonic()
     phases: dict[str, float] = {}
-    versions = _Versions()
+    versions = Versions()
     nodes = plan_batch(paths, options, versions=versions)
     phases["plan"] = time.monotonic() - began
     actions = [action for node in nodes for action in node.actions()]
@@ -554,7 +208,8 @@ def make(
         return MakeResult(nodes, actions, _exit_code(nodes, False, True), seconds=time.monotonic() - began,
                           units_not_run=sum(len(node.not_run) for node in nodes))
     if executor is None:
-        from fvp_harness.batch.lanes import LocalExecutor, default_jobs  # late: lanes load execute and every target
+        # late: lanes load execute and every target
+        from fvp_harness.run.lanes import LocalExecutor, default_jobs
 
         executor = LocalExecutor(options.jobs or default_jobs())
     if not executor.ships_artifacts:  # the models start on this machine: doctor's checks first, as ``run`` does
@@ -601,38 +256,32 @@ def make(
 
 
 def _preflight(nodes: Sequence[Node]) -> None:
-    """``run.doctor.preflight`` for every scenario with work that starts a model here (``target:
-    host``: only whether its programs fit this host, ``scenario.fit``): an unknown ``-C``
-    parameter, a refused licence, a missing firmware file or a runner built for another CPU is a
-    configuration error of that scenario (exit 2) before anything builds or boots, named with the
-    model's own words, as under ``run``. On a cluster the workers' machines hold the FVP, so
-    their boots report it instead."""
+    """``run``'s preflight (``run.sequence.check_before_building``) for every scenario with work,
+    side by side (the probes mostly wait): a failure is that scenario's configuration error (exit 2)
+    before anything builds or boots. On a cluster the workers' machines hold the FVP, so their boots
+    report it instead."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from fvp_harness.run.doctor import preflight  # late: only when something will run
-    from fvp_harness.scenario.fit import refuse_misfits  # late: as above
+    from fvp_harness.run.sequence import check_before_building  # late: only when something will run
 
     def check(node: Node) -> None:
-        loaded = node.loaded
-        assert loaded is not None
+        assert node.loaded is not None
         try:
-            if loaded.scenario.target == "host":  # no model to ask; its programs must fit this host
-                refuse_misfits(loaded.scenario, loaded.profile, when="nothing was built or run")
-            else:
-                preflight(loaded.scenario, loaded.profile, base_dir=loaded.directory)
+            check_before_building(node.loaded)
         except ConfigurationError as exc:
             node.error = exc
 
     todo = [node for node in nodes
             if node.error is None and node.loaded is not None
             and (node.todo or node.maybe or node.builds)]
-    if todo:  # the probes are processes that mostly wait (a licence server, a model's start): side by side
+    if todo:
         with ThreadPoolExecutor(max_workers=min(4, len(todo)), thread_name_prefix="preflight") as pool:
             list(pool.map(check, todo))
 
 
 def _lock_stores(stack: contextlib.ExitStack, nodes: Sequence[Node]) -> dict[int, ResultStore]:
-    """Open and lock the results folders that will be written (only those: a no-op writes nothing)."""
+    """Open and lock the results folders that will be written (only those: a no-op writes nothing).
+    """
     stores: dict[int, ResultStore] = {}
     for node in nodes:
         if node.error is None and (node.todo or node.maybe or node.builds or node.report_reason):
@@ -643,8 +292,9 @@ def _lock_stores(stack: contextlib.ExitStack, nodes: Sequence[Node]) -> dict[int
     return stores
 
 
-def _build(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: MakeOptions, versions: _Versions,
-           capacity: int, listener: Listener, stop: threading.Event | None = None) -> bool:
+def _build(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: MakeOptions,
+           versions: Versions, capacity: int,
+           listener: Listener, stop: threading.Event | None = None) -> bool:
     """Build stale artifacts scenario by scenario (an artifact two scenarios share is built once, also with
     ``-B``), then re-plan with the final hashes. Returns True when a failure must stop the batch (no ``-k``).
     ``stop`` set ends the builds in flight (``build_artifacts``) and builds nothing more (the caller sees
@@ -677,20 +327,21 @@ def _build(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: Ma
                 return True
     for node in nodes:
         if node.error is None and node.loaded is not None and (node.builds or node.maybe):
-            _plan_node(node, options, versions, after_build=True)  # final keys after building
+            plan_node(node, options, versions, after_build=True)  # final keys after building
     return False
 
 
-def _execute(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: MakeOptions, versions: _Versions,
+def _execute(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: MakeOptions,
+             versions: Versions,
              executor: Executor, capacity: int, listener: Listener, result: MakeResult, stop: threading.Event) -> bool:
     """Write the manifests, run the lanes, store what comes back, finish the manifests. Returns True when a
     ``stop`` request left units unrun (the batch then counts as interrupted)."""
     # late: the lanes and the manifest (execute, every target) and the stored-baseline check (the analysis: pandas,
     # scipy) load only when units run; the up-to-date check never needs them
-    from fvp_harness.batch.lanes import LaneControl
-    from fvp_harness.run.baseline import pin_stored_baseline
     from fvp_harness.run.execute import utc_now
-    from fvp_harness.run.manifest import BatchInfo, Manifest, RunSettings
+    from fvp_harness.run.lanes import LaneControl
+    from fvp_harness.run.manifest import BatchInfo, RunSettings
+    from fvp_harness.run.sequence import keep_one_key_set, start_manifest
 
     working = [node for node in nodes if node.error is None and node.todo]
     manifests: dict[int, Manifest] = {}
@@ -698,24 +349,20 @@ def _execute(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: 
     for node in working:
         assert node.loaded is not None and node.plan is not None
         store = stores[node.index]
+        # a run's records hold one key set: a run of other keys is kept whole, a new one starts
+        keep_one_key_set(store, node.plan, listener, scenario=node.stem, keep_build_logs=True)
         version, banner = versions.get(node.loaded, for_manifest=True)
-        manifest = Manifest.start(node.loaded, node.plan, version, banner,
-                                  RunSettings(resume=True, timeout_scale=options.timeout_scale), node.built, started,
-                                  units=node.selected)
-        previous = _previous_manifest(store)
-        manifest.continue_from(previous, keep_start=False)
-        if previous is not None:
-            manifest.run = previous.run  # make brings one run up to date: it keeps its id
-        manifest.batch = BatchInfo(executor=getattr(executor, "name", "?"), jobs=capacity, only=list(options.only),
-                                   always=options.always)
+        batch = BatchInfo(executor=getattr(executor, "name", "?"), jobs=capacity,
+                          only=list(options.only), always=options.always)
         try:  # compare.baseline_from: the stored run chosen, checked and pinned before any unit runs
-            pin_stored_baseline(manifest, store, options.results_base, resume=True, listener=listener)
+            manifests[node.index] = start_manifest(
+                node.loaded, node.plan, store, version=version, banner=banner,
+                settings=RunSettings(resume=True, timeout_scale=options.timeout_scale),
+                builds=node.built, started=started, units=node.selected,
+                results_base=options.results_base, listener=listener,
+                previous=_previous_manifest(store), keep_pin=True, batch=batch)
         except HarnessError as exc:
             node.error = exc
-            continue
-        store.reserve_space(manifest.to_json())  # room for the final status (released by it, or by _lock_stores)
-        manifest.write(store)
-        manifests[node.index] = manifest
     working = [node for node in working if node.error is None]
     lanes = _lane_specs(working, capacity, executor.ships_artifacts, options.timeout_scale)
     result.lanes = len(lanes)
@@ -825,12 +472,13 @@ def _settle(node: Node, store: ResultStore, reasons: Mapping[tuple[int, str], tu
     """Fill ``node.not_run``: the stale units that still have no ok record under their key in the store and no
     record of this make (a failed one counts as run), with why (``reasons``, else: no result came back)."""
     done = store.done_keys() if store.records_path.is_file() else set()
-    sampling = _sampling(node.plan, store.records()) if node.plan is not None and store.records_path.is_file() \
+    sampling = until_state(node.plan, store.records()) \
+        if node.plan is not None and store.records_path.is_file() \
         else None  # run.until: rounds its rule skipped did not need to run
     node.not_run = {
         unit.id: reasons.get((node.index, unit.id), ("infrastructure", "no result came back for it"))
         for unit, _why in node.todo if unit.key not in done and unit.id not in node.latest
-        and not (sampling is not None and _not_needed(sampling, unit))
+        and not (sampling is not None and not_needed(sampling, unit))
     }
 
 
@@ -879,7 +527,7 @@ def _reports(nodes: Sequence[Node], stores: Mapping[int, ResultStore], listener:
     out keep no ``report.inputs`` of their inputs, so the next ``make`` writes them."""
     # late: the report loads pandas, scipy and matplotlib; a make with nothing to render never does
     from fvp_harness.run.manifest import Manifest
-    from fvp_harness.run.pipeline import write_report
+    from fvp_harness.run.reporting import write_report
 
     for node in nodes:
         if stop is not None and stop.is_set():
@@ -914,7 +562,7 @@ def _reports(nodes: Sequence[Node], stores: Mapping[int, ResultStore], listener:
             continue
         node.report_files = dict(outcome.files)
         node.exit_code = outcome.exit_code
-        payload = {"parts": _report_inputs(store, node.loaded),
+        payload = {"parts": report_inputs(store, node.loaded),
                    "exit_code": max(outcome.exit_code, _not_run_code(node)), "not_run": sorted(node.not_run),
                    "failed_units": outcome.failed_units, "expectations_violated": outcome.expectations_violated,
                    "files": sorted(_relative_name(store, path) for path in outcome.files.values())}

@@ -12,7 +12,6 @@ import shlex
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -51,6 +50,7 @@ __all__ = [
     "InstanceInfo",
     "SessionOutcome",
     "SessionRunner",
+    "WorkSharing",
     "default_deploy",
     "execute_plan",
     "utc_now",
@@ -73,6 +73,36 @@ class EarlyInstance(Protocol):
                  traceback: TracebackType | None) -> bool | None: ...
 
 
+class WorkSharing(Protocol):
+    """A session's queue shared with other instances (``run.lanes``): its owner takes units from the
+    front, an idle instance steals a (repetition, model) group from the tail of a busier one; all
+    under the sharer's lock."""
+
+    def share(self, queue: list[Unit]) -> None: ...
+
+    def take_front(self, queue: list[Unit]) -> None: ...
+
+    def steal(self, queue: list[Unit]) -> list[Unit]: ...
+
+    def retire(self, queue: list[Unit]) -> None: ...
+
+
+class _Alone:
+    """No sharing: the session runs exactly its own units."""
+
+    def share(self, queue: list[Unit]) -> None:
+        return None
+
+    def take_front(self, queue: list[Unit]) -> None:
+        queue.pop(0)
+
+    def steal(self, queue: list[Unit]) -> list[Unit]:
+        return []
+
+    def retire(self, queue: list[Unit]) -> None:
+        return None
+
+
 class DeployFunction(Protocol):
     """Puts artifacts into an open target and says where they are (guest paths), plus the guest work folder."""
 
@@ -91,11 +121,12 @@ class ExecuteOptions:
     wanted: Callable[[str, int], bool] | None = None
     """``run.until``: asked ``(model, repetition)`` before each unit; False skips it unrecorded (its model has
     stopped: ``run.adaptive.StoppingRule``). None: every unit runs."""
-    steal: bool = True
-    """Work stealing between the sessions of one execution (``_Shared.steal``); False keeps the plan's deal."""
+    sharing: WorkSharing | None = None
+    """Where the session's queue is shared with other instances (``run.lanes``' board steals
+    groups between them); None: the session runs exactly its units."""
     preboot: Callable[[str], EarlyInstance | None] | None = None
-    """A session's first instance when it was booted while the artifacts built (``run.preboot``): asked with the
-    session's name; None (or no callable): the session boots its own."""
+    """A session's first instance when it was booted before the session asked (``run.lanes``):
+    asked with the session's name; None (or no callable): the session boots its own."""
 
 
 @dataclass
@@ -140,11 +171,10 @@ def default_deploy(scenario: Scenario, timeout: float | None = None) -> DeployFu
 
 
 class _Shared:
-    """What every session thread shares: the store (single writer: appends under one lock), the listener,
-    the two stop flags, and the open targets (so an interrupt can close them from the main thread).
-
-    ``stop``: schedule nothing more (the units in flight finish and are recorded). ``abort``: the instances are
-    being closed under the units in flight (KeyboardInterrupt); their failures are not recorded."""
+    """What the sessions of one execution share: the store (single writer: appends under one lock),
+    the listener and the two stop flags. ``stop``: schedule nothing more (the units in flight finish
+    and are recorded). ``abort``: the instances are being closed under the units in flight; their
+    failures are not recorded."""
 
     def __init__(self, store: ResultStore, listener: Listener, stop: threading.Event | None = None) -> None:
         self.store = store
@@ -152,11 +182,6 @@ class _Shared:
         self.lock = threading.Lock()
         self.stop = stop if stop is not None else threading.Event()
         self.abort = threading.Event()
-        self.targets: dict[str, Target] = {}
-        self.runners: list[SessionRunner] = []
-        """Every session of this execution: where an idle instance steals work from."""
-        self.queues = threading.Lock()
-        """Guards every runner's ``queue`` (its owner takes from the front, a thief from the tail)."""
 
     @property
     def halted(self) -> bool:
@@ -172,44 +197,6 @@ class _Shared:
             self.listener(event)
         except Exception:  # a broken progress display must never stop a measurement
             log.exception("progress listener failed on %s", event.kind)
-
-    def take_front(self, runner: SessionRunner) -> None:
-        """``runner`` is done with the first unit of its queue."""
-        with self.queues:
-            runner.queue.pop(0)
-
-    def steal(self, thief: SessionRunner) -> list[Unit]:
-        """Move the last not-started (repetition, model) group of the session with the most units left to
-        ``thief``'s (empty) queue and return it; [] when no session has a group to spare.
-
-        The victim's first unit is never taken (it may be in flight, or a unit being retried), nor a group that
-        shares its (repetition, model), so a model's builds of one round always run on one instance, back to back.
-        Finished sessions (done, or given up after failed boots) are not robbed: their leftovers stay unrun, as
-        their outcome says."""
-        with self.queues:
-            victims = [r for r in self.runners if r is not thief and not r.finished and len(r.queue) > 1]
-            for victim in sorted(victims, key=lambda r: -len(r.queue)):
-                head = victim.queue[0]
-                group = (victim.queue[-1].repetition, victim.queue[-1].model)
-                if group == (head.repetition, head.model):
-                    continue
-                count = 0
-                for unit in reversed(victim.queue):
-                    if (unit.repetition, unit.model) != group:
-                        break
-                    count += 1
-                taken = victim.queue[-count:]
-                del victim.queue[-count:]
-                thief.queue.extend(taken)
-                return taken
-            return []
-
-    def close_all(self) -> None:
-        with self.lock:
-            targets = list(self.targets.values())
-        for target in targets:
-            with contextlib.suppress(Exception):
-                target.close()
 
 
 class SessionRunner:
@@ -236,9 +223,8 @@ class SessionRunner:
         self.options = options
         self.outcome = SessionOutcome(session.name)
         self.queue: list[Unit] = list(units)
-        """Units still to run, in run order; shared with thieves under ``shared.queues``."""
-        self.finished = False
-        """The session has left its loop: its instance is closed and it takes no more units."""
+        """Units still to run, in run order; shared with thieves (``options.sharing``)."""
+        self.sharing: WorkSharing = options.sharing or _Alone()
         self._instance_count = 0
         self._runner_proof: dict[str, str] = {}
         """Build -> its runner's sha256 as the guest computed it (or why it could not be proven):
@@ -269,9 +255,11 @@ class SessionRunner:
     # -- the loop --------------------------------------------------------------------------------------------
 
     def run(self) -> SessionOutcome:
-        """The session's loop. A file of this host that cannot be written (a unit log, a record, a fetched file:
-        disk full, read-only, ...) is a ``StorageError``: raised at once, never retried, and it halts every other
-        session of the execution (``_Shared.abort``) so the run ends within seconds."""
+        """The session's loop. A file of this host that cannot be written (a unit log, a record, a
+        fetched file: disk full, read-only, ...) is a ``StorageError``: raised at once, never
+        retried; ``run``'s executor then closes every other lane's instance
+        (``run.lanes.LocalExecutor``), so the run ends within seconds."""
+        self.sharing.share(self.queue)
         try:
             return self._run()
         except (StorageError, ConfigurationError):  # the image cannot run the runners: no other instance can
@@ -283,8 +271,7 @@ class SessionRunner:
             self.shared.abort.set()
             raise storage_error(exc.filename, exc) from exc
         finally:
-            with self.shared.queues:
-                self.finished = True
+            self.sharing.retire(self.queue)
 
     def _run(self) -> SessionOutcome:
         queue = self.queue
@@ -312,8 +299,6 @@ class SessionRunner:
                 began = time.monotonic()
                 log_dir = self.shared.store.log_path(name, "fvp.log").parent  # a checked name, folder created
                 with early if early is not None else self.factory(name, log_dir) as target:
-                    with self.shared.lock:
-                        self.shared.targets[name] = target
                     info.boot_seconds = round(time.monotonic() - began, 3)
                     if early is not None and early.boot_seconds is not None:  # the boot's own time, not the wait
                         info.boot_seconds = early.boot_seconds
@@ -352,10 +337,10 @@ class SessionRunner:
                         break
                 # else: a unit failed with the instance (already recorded): go on with a fresh one
             finally:
-                with self.shared.lock:
-                    self.shared.targets.pop(name, None)
                 if target is not None:
-                    info.metadata = dict(getattr(target, "metadata", {}) or {})
+                    # the target's own dict: a lane closes the instance later (its exit adds --stat)
+                    metadata = getattr(target, "metadata", None)
+                    info.metadata = metadata if isinstance(metadata, dict) else {}
                 self.shared.emit(Event("closed", session=name))
         if queue and self.shared.stop.is_set() and not self.outcome.aborted:
             self.outcome.stopped = True
@@ -419,7 +404,7 @@ class SessionRunner:
                 return
             unit = queue[0]
             if self.options.wanted is not None and not self.options.wanted(unit.model, unit.repetition):
-                self.shared.take_front(self)  # run.until: no more rounds needed; nothing to record
+                self.sharing.take_front(queue)  # run.until: no more rounds needed; no record
                 self.shared.emit(Event("unit_skipped", session=name, unit=unit.id))
                 continue
             self.unit_runner.unit_log = None
@@ -440,26 +425,26 @@ class SessionRunner:
                 if attempt <= retries:
                     self.shared.emit(Event("retry", session=name, unit=unit.id, detail=self._detail(record)))
                 else:
-                    self.shared.take_front(self)
+                    self.sharing.take_front(queue)
                     self.shared.emit(Event("unit_done", session=name, unit=unit.id, status="failed",
                                            seconds=0.0, detail=self._detail(record)))
                 raise
             self.shared.append(record)
             self.outcome.records.append(record)
             info.units += 1
-            self.shared.take_front(self)
+            self.sharing.take_front(queue)
             self.shared.emit(Event("unit_done", session=name, unit=unit.id, status=record.status,
                                    seconds=record.duration_s, detail=self._detail(record)))
             if self.options.fresh_boot_per_unit:
                 return
 
     def _steal(self, target: Target, name: str, placed: dict[Path, str]) -> bool:
-        """Out of units: take a group from a busier session (``_Shared.steal``), deploy the files this instance
-        lacks and prove the runners it has not proven yet. False when there is nothing to take (or in fresh-boot
-        mode, where every unit has an instance of its own anyway)."""
-        if self.options.fresh_boot_per_unit or not self.options.steal or len(self.shared.runners) < 2:
+        """Out of units: take a group from a busier session (``options.sharing``), deploy the files
+        this instance lacks and prove the runners it has not proven yet. False when there is nothing
+        to take (or in fresh-boot mode, where every unit has an instance of its own anyway)."""
+        if self.options.fresh_boot_per_unit:
             return False
-        taken = self.shared.steal(self)
+        taken = self.sharing.steal(self.queue)
         if not taken:
             return False
         missing = [(local, executable) for local, executable in self._files_for(taken) if local not in placed]
@@ -527,15 +512,14 @@ def execute_plan(
     deploy: DeployFunction | None = None,
     stop: threading.Event | None = None,
 ) -> list[SessionOutcome]:
-    """Run ``units`` (default: all of the plan, in plan order) session by session; sessions run in parallel
-    threads when the plan has several. Returns one outcome per session that had units to run.
+    """Run ``units`` (default: all of the plan, in plan order) session by session, one after another
+    (``run.lanes`` runs sessions side by side, one lane each). Returns one outcome per session that
+    had units to run.
 
-    ``stop`` set (from any thread): every unit in flight finishes and is recorded, then nothing new starts (no
-    unit, boot or retry) and the instances are closed politely; sessions that still had units say
-    ``SessionOutcome.stopped``. KeyboardInterrupt stops every session at once (open instances are closed so units
-    in flight end without a record) and is re-raised after the threads are done; everything recorded so far stays
-    in the store.
-    """
+    ``stop`` set (from any thread): the unit in flight finishes and is recorded, then nothing new
+    starts (no unit, boot or retry) and the instance is closed politely; a session that still had
+    units says ``SessionOutcome.stopped``. A KeyboardInterrupt ends the unit in flight without a
+    record and is re-raised."""
     options = options or ExecuteOptions()
     chosen = list(plan.units if units is None else units)
     _check_host_runners(plan.scenario, chosen)
@@ -544,38 +528,14 @@ def execute_plan(
                    when="before the first unit")
     shared = _Shared(store, listener, stop)
     deploy = deploy or default_deploy(plan.scenario, plan.scenario.fvp.timeouts.deploy)
-    runners = []
+    outcomes = []
     for session in plan.sessions:
         mine = [unit for unit in chosen if unit.session == session.index]
         if mine:
-            runners.append(SessionRunner(plan, session, mine, shared, factory, deploy, options))
-    shared.runners = runners
-    if len(runners) <= 1:
-        try:
-            return [runner.run() for runner in runners]
-        except KeyboardInterrupt:
-            shared.abort.set()
-            raise
-    with ThreadPoolExecutor(max_workers=len(runners), thread_name_prefix="session") as pool:
-        futures = [pool.submit(runner.run) for runner in runners]
-        try:
-            while not all(future.done() for future in futures):
-                if shared.abort.is_set():  # a session hit a StorageError: end the others' units at once
-                    shared.close_all()
-                    for future in futures:
-                        with contextlib.suppress(BaseException):
-                            future.result()
-                    break
-                # wakes when a session ends, or every 0.1 s so Ctrl-C reaches the main thread and an abort is seen
-                wait([future for future in futures if not future.done()], timeout=0.1, return_when=FIRST_COMPLETED)
-            failed = [f.exception() for f in futures if isinstance(f.exception(), StorageError)]
-            if failed:
-                raise failed[0]  # type: ignore[misc]
-            return [future.result() for future in futures]
-        except KeyboardInterrupt:
-            shared.abort.set()
-            shared.close_all()
-            for future in futures:
-                with contextlib.suppress(BaseException):
-                    future.result()
-            raise
+            try:
+                runner = SessionRunner(plan, session, mine, shared, factory, deploy, options)
+                outcomes.append(runner.run())
+            except KeyboardInterrupt:
+                shared.abort.set()
+                raise
+    return outcomes

@@ -1,26 +1,6 @@
-"""Boot a run's instances while its artifacts build: the boot never needed them.
-
-Why: ``run`` used to build (compile runners, convert and Vela-compile models, hash everything), then plan, then
-boot. A Corstone-1000 boot takes minutes and needs only the platform, never an artifact, so waiting for the builds
-before starting it wastes the shorter of the two. ``PreBoot`` starts one boot thread per session the run will use
-(``fvp.instances``, at most one per (repetition, model) group) as soon as the results folder is locked, and
-``execute`` takes each session's first instance from it (``take``) instead of booting one.
-
-What it must never do:
-
-- **leak a model.** Instances nobody took (a build failed, the plan had nothing to run, Ctrl-C) are closed by
-  ``close`` (the ``with`` block's exit): a booted one at once, one still booting by its own thread as soon as its
-  boot ends (its model is in the harness's registry meanwhile, so ``atexit`` and the death signal still reach it);
-- **hide a failed boot.** A boot that failed is raised when the session takes it, so execute counts it as a failed
-  boot and retries with a fresh instance (``s0.2``), exactly as for a boot it started itself;
-- **reuse a log folder.** Each instance gets the name execute would give it (``s0``, or ``s0.2``, ... when that log
-  folder exists), and its folder is created before the boot starts.
-
-It is used only where the boot is a separate, long step and the units to run are known without the artifacts: not
-with ``--resume`` (which units are done depends on the content keys, so on the built files), not with
-``--fresh-boot-per-unit``, not for ``target: host`` (nothing boots) and not on bare-metal platforms (each unit is
-its own model launch).
-"""
+"""Boot a run's instances while its artifacts build (the boot needs none of them), in threads of
+their own, and hand each to the session that asks (docs/architecture.md, "One scheduler": what a
+pre-boot must never do)."""
 
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from fvp_harness.batch.engine import MakeOptions, make
-from fvp_harness.batch.lanes import LaneResult, LaneSpec, LocalExecutor
+from fvp_harness.run.lanes import LaneResult, LaneSpec, LocalExecutor
 from fvp_harness.store.folder import REPORT_INPUTS_FILE
 from tests.batch.scenarios import records, write_scenario
 from tests.helpers import REPO, eventually, wait_until

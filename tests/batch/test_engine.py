@@ -19,15 +19,15 @@ from fvp_harness.batch.engine import (
     Action,
     MakeOptions,
     MakeResult,
-    _why,
     assign_lanes,
     make,
     plan_batch,
     scenario_files,
 )
-from fvp_harness.batch.lanes import JobSpec, LaneControl, LaneResult, LaneSpec, LocalExecutor
+from fvp_harness.batch.stale import _why
 from fvp_harness.cli.main import main
 from fvp_harness.errors import ConfigurationError, ConsoleLost, Interrupted
+from fvp_harness.run.lanes import JobSpec, LaneControl, LaneResult, LaneSpec, LocalExecutor
 from fvp_harness.run.pipeline import rebuild_report
 from fvp_harness.run.plan import KEY_PART_PREFIX, Unit
 from fvp_harness.store.folder import REPORT_INPUTS_FILE
@@ -452,8 +452,8 @@ def test_an_instance_lent_to_several_scenarios_masks_each_ones_secrets(tmp_path:
     import contextlib
     import threading
 
-    from fvp_harness.batch.lanes import _InstanceLease
     from fvp_harness.profiles import load_profile
+    from fvp_harness.run.lanes import _InstanceLease
     from fvp_harness.scenario.model import Scenario
     from fvp_harness.targets.host import HostTarget
 

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from fvp_harness.batch.engine import MakeOptions, make, plan_batch
-from fvp_harness.batch.lanes import LocalExecutor
 from fvp_harness.cli.main import main
+from fvp_harness.run.lanes import LocalExecutor
 from fvp_harness.run.plan import KEY_PART_PREFIX
-from fvp_harness.store.folder import REPORT_INPUTS_FILE
+from fvp_harness.store.folder import REPORT_INPUTS_FILE, ResultStore
 from tests.batch.scenarios import copy_artifacts, records, snapshot, write_scenario
 
 pytestmark = [pytest.mark.slow, pytest.mark.sim]
@@ -72,7 +72,13 @@ def test_incremental_model_change_reruns_only_its_units_and_noop_writes_nothing(
     again = make([sc], MakeOptions(jobs=2, results_base=results))
     assert again.exit_code == 0 and again.units_run == 2
     assert snapshot(results / "a") == a_before
-    assert len(records(results, "b")) == 4
+    # nothing lost: the records of the old model bytes are b's previous run, kept whole in
+    # runs/<id>/ (a run's records hold one key set, issue 38 finding 4); the current run holds
+    # the 2 new ones
+    kept = [ResultStore(folder, create=False).records()
+            for folder in (results / "b" / "runs").iterdir()]
+    assert len(records(results, "b")) == 2 and [len(old) for old in kept] == [2]
+    assert not {r.key for r in records(results, "b")} & {r.key for r in kept[0]}
 
     # change only the report section of a: only a's report re-renders, no unit runs
     write_scenario(sc, "a", own, title="Renamed")
@@ -226,3 +232,51 @@ def test_stop_finishes_the_units_in_flight_and_the_next_make_continues(art: Path
     assert not (results / "a" / "report.md").exists()
     rest = make([sc], MakeOptions(jobs=1, results_base=results))
     assert rest.exit_code == 0 and rest.units_run == 4
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "fvp_harness", *args], capture_output=True,
+                          text=True, check=False, timeout=600)
+
+
+def _history(results: Path, stem: str) -> dict[str, object]:
+    done = _cli("history", str(results / stem), "--no-charts")
+    assert done.returncode in (0, 1), done.stderr
+    written = results / stem / "history" / "history.json"
+    history: dict[str, object] = json.loads(written.read_text("utf-8"))
+    return history
+
+
+def test_make_after_a_run_with_another_setting_keeps_that_run_and_its_history_point(
+        art: Path, tmp_path: Path) -> None:
+    """Issue 38, finding 4: ``run`` with a changed ``--set``, then ``make``: the run's records were
+    made under other keys, so ``make`` keeps that run whole in ``runs/<id>/`` (as ``run`` does) and
+    starts a new one; the old run's history point does not move (it moved from 1.22 to 0.94 ms when
+    make re-ran into it)."""
+    own, sc, results = tmp_path / "art", tmp_path / "sc", tmp_path / "results"
+    copy_artifacts(art, own, {"h": "a"})
+    write_scenario(sc, "h", own)
+    slow = _cli("run", str(sc / "h.yaml"), "-o", str(results / "h"), "--set",
+                "fvp.sim.runner_slowdown=reuse:ds_cnn=1.5")
+    assert slow.returncode == 0, slow.stderr
+    first = json.loads((results / "h" / "manifest.json").read_text("utf-8"))["run"]["id"]
+    old_records = (results / "h" / "records.jsonl").read_bytes()
+    before = _history(results, "h")
+    assert [run["run_id"] for run in before["runs"]] == [first]  # type: ignore[index]
+
+    made = _cli("make", str(sc / "h.yaml"), "--results", str(results))
+    assert made.returncode == 0, made.stderr
+    kept = results / "h" / "runs" / first
+    assert (kept / "records.jsonl").read_bytes() == old_records, "the old run is kept whole"
+    assert (kept / "manifest.json").is_file() and (kept / "report.md").is_file()
+    current = json.loads((results / "h" / "manifest.json").read_text("utf-8"))["run"]["id"]
+    assert current != first
+    keys = {r.key for r in records(results, "h")}
+    old_keys = {json.loads(line)["key"] for line in old_records.splitlines()}
+    assert not keys & old_keys, "one key set per run"
+    after = _history(results, "h")
+    assert [run["run_id"] for run in after["runs"]] == [first, current]  # type: ignore[index]
+    series_before = before["series"]["ds_cnn"]  # type: ignore[index]
+    series_after = after["series"]["ds_cnn"]  # type: ignore[index]
+    assert series_after[0] == series_before[0], "the old run's history point is unchanged"
+    assert series_after[1]["median"] < series_before[0]["median"], "the new run: the faster runner"

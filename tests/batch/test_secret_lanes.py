@@ -10,8 +10,8 @@ import pickle
 import pytest
 
 from fvp_harness.batch.dask import DaskExecutor
-from fvp_harness.batch.lanes import WITHHELD, JobSpec, LaneSpec, restore_secrets, withhold_secrets
 from fvp_harness.errors import ConfigurationError
+from fvp_harness.run.lanes import WITHHELD, JobSpec, LaneSpec, restore_secrets, withhold_secrets
 from fvp_harness.run.plan import build_plan
 from fvp_harness.scenario import load_scenario
 from tests.helpers import REPO

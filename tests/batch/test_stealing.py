@@ -1,4 +1,4 @@
-"""Work stealing and pre-boots of the local executor (``batch.lanes._Board``, ``_PreBoot``).
+"""Work stealing and pre-boots of the local executor (``run.lanes._Board``, ``_PreBoot``).
 
 The fake-instance tests steer the lanes with events, never with sleeps: a fake runner waits (with a generous
 safety timeout, noted and asserted afterwards) until another lane reached a point, so which lane runs which job is
@@ -22,7 +22,9 @@ import pytest
 
 from fvp_harness.batch import engine
 from fvp_harness.batch.engine import MakeOptions, MakeResult, make
-from fvp_harness.batch.lanes import (
+from fvp_harness.errors import BootTimeout, Interrupted
+from fvp_harness.events import Event
+from fvp_harness.run.lanes import (
     BOOT_COST,
     JobSpec,
     LaneControl,
@@ -32,8 +34,6 @@ from fvp_harness.batch.lanes import (
     _Board,
     _Stopped,
 )
-from fvp_harness.errors import BootTimeout, Interrupted
-from fvp_harness.events import Event
 from fvp_harness.targets.base import CommandResult
 from tests.batch.scenarios import copy_artifacts, fake_artifacts, records, write_fake_scenario, write_scenario
 from tests.fakes import FakeFleet

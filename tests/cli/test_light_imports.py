@@ -19,7 +19,7 @@ import textwrap
 from pathlib import Path
 
 from fvp_harness.batch.engine import MakeOptions, make
-from fvp_harness.batch.lanes import LocalExecutor
+from fvp_harness.run.lanes import LocalExecutor
 from tests.batch.scenarios import fake_artifacts, write_fake_scenario
 from tests.fakes import FakeFleet
 

@@ -98,7 +98,7 @@ def test_until_needs_interleaved_rounds_and_excludes_repetitions(tmp_path: Path)
 
 def test_make_skips_the_rounds_the_rule_does_not_need_and_a_second_make_has_nothing_to_do(tmp_path: Path) -> None:
     from fvp_harness.batch.engine import MakeOptions, make  # late: the batch engine only for this test
-    from fvp_harness.batch.lanes import LocalExecutor
+    from fvp_harness.run.lanes import LocalExecutor
 
     fleet = FakeFleet(behaviour=_noisy)
     path = _scenario(tmp_path)

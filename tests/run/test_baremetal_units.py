@@ -15,10 +15,10 @@ from typing import ClassVar
 
 import pytest
 
-from fvp_harness.batch.engine import _unit_artifacts
-from fvp_harness.batch.lanes import ARTIFACT_CACHE_ENV, _relocated
+from fvp_harness.batch.stale import _unit_artifacts
 from fvp_harness.errors import HardFault
 from fvp_harness.run.execute import execute_plan
+from fvp_harness.run.lane_specs import ARTIFACT_CACHE_ENV, relocated
 from fvp_harness.run.launch_unit import PRINTED_OUTPUTS
 from fvp_harness.run.plan import build_plan
 from fvp_harness.run.scrape import scrape
@@ -243,7 +243,7 @@ def test_a_dask_worker_gets_every_builds_own_model_files(tmp_path: Path, monkeyp
         blobs[state.sha256] = state.path.read_bytes()
         hashes[str(state.path)] = state.sha256
     monkeypatch.setenv(ARTIFACT_CACHE_ENV, str(tmp_path / "cache"))
-    moved = _relocated(plan.scenario, blobs, hashes)
+    moved = relocated(plan.scenario, blobs, hashes)
     own = moved.model_file("u85-128", "resnet8")
     assert own.startswith(str(tmp_path / "cache")) and Path(own).read_text() == "m128/resnet8.pte"
     assert Path(moved.model_file("u85-256", "resnet8")).read_text() == "m256/resnet8.pte"

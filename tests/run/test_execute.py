@@ -376,6 +376,39 @@ def test_a_thief_deploys_the_files_it_lacks_before_running_stolen_units(scenario
     assert needs | {f"runner-{r.build}" for r in moved} <= files
 
 
+def test_no_steal_keeps_the_plans_deal_while_an_instance_is_stuck(scenario_file, tmp_path):
+    """``--no-steal`` (``RunOptions.steal``): s1 is stuck in its first unit until s0 ran every unit
+    dealt to it; s0 then ends instead of taking s1's groups, so every unit runs on the instance the
+    plan dealt it to."""
+    path = scenario_file()
+    plan = build_plan(load_scenario(path, ["fvp.instances=2"]))
+    dealt = {unit.id: unit.session for unit in plan.units}
+    stuck = next(unit.id for unit in plan.units if unit.session == 1)
+    s0_done = threading.Event()
+    done: list[str] = []
+    events: list[str] = []
+
+    def slow(unit: str, build: str, calls: int) -> None:
+        if unit == stuck:
+            assert s0_done.wait(10), "s0 never finished its own units"
+        return None
+
+    def listener(event: Event) -> None:
+        events.append(event.kind)
+        if event.kind == "unit_done" and dealt.get(event.unit or "") == 0:
+            done.append(event.unit or "")
+            if len(done) == sum(1 for session in dealt.values() if session == 0):
+                s0_done.set()
+
+    fleet = FakeFleet(slow)
+    outcome = run_scenario(load_scenario(path, ["fvp.instances=2"]),
+                           RunOptions(output_dir=tmp_path / "out", steal=False), factory=fleet.factory,
+                           deploy=fleet.deploy, listener=listener)
+    assert outcome.exit_code == 0 and "stolen" not in events
+    assert {record.unit_id: record.instance for record in stored(tmp_path)} == {
+        unit: f"s{session}" for unit, session in dealt.items()}
+
+
 # --- resume and interrupt -------------------------------------------------------------------------------
 
 

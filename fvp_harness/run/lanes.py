@@ -1,46 +1,9 @@
-"""Work units of the batch engine (lanes) and the local executor that runs them.
-
-A **lane** is one booted FVP instance's worth of work: a sequence of *jobs*, each one plan session of one scenario
-(the units of that session that are not up to date, in plan order). Every job dealt to a lane belongs to the
-same *pool* (same platform profile, FVP identity, params, args, simulator knobs, firmware and timeouts), so the
-lane boots one instance and runs job after job on it; the scenarios of a pool share booted instances. An
-infrastructure failure closes the instance, and the next unit gets a fresh one (execute's retry rule).
-
-Lanes are **self-contained** (``LaneSpec`` pickles): the resolved ``Scenario`` and ``Profile`` objects, the unit
-ids with the content keys the coordinator expects, and either the artifact bytes (``blobs``, "shipped by
-content", what the Dask executor does by default) or nothing (the paths in the scenario are read as they are: a
-shared filesystem, what the local executor does). A worker re-plans the scenario with the files it actually
-has and refuses to run a unit whose key differs from the expected one, so a worker can never measure other
-bytes than the coordinator planned.
-
-Records flow back to the **one store** of the coordinating process: a lane appends nothing itself. Locally the
-records go through ``sink`` as each unit finishes (so Ctrl-C keeps everything measured); on a remote worker they
-are collected with the unit logs and returned in the ``LaneResult``. Each record already carries its unit's
-content-key parts (``plan.key_part_extras``), so ``make -n`` can say what changed.
-
-**Work stealing** (local executor only): the deal is a starting point. The lanes of one ``LocalExecutor.run``
-share a board (``_Board``) holding every job nobody started; a lane takes its own jobs first, and a lane with none
-left takes one from another lane's tail (the busiest lane of its instance's pool first: no boot needed; a job of
-another pool only when it is worth a boot, ``BOOT_COST``). When a lane starts the last job it holds and the job it
-will take next is of another pool (worth a boot, and by the estimates still unstarted when the current job ends),
-it claims that job at once and, as soon as the current job has its instance, boots the next pool's instance on a
-thread of its own (``_PreBoot``). The Dask executor keeps the fixed deal: its lanes are shipped tasks.
-
-Three events steer running lanes (``LaneControl``): *drain* (start no further job: a failure without ``-k``),
-*stop* (the first Ctrl-C: the unit in flight finishes and is recorded, then nothing new starts) and *abort* (the
-second Ctrl-C: close the instance now, the unit in flight is dropped).
-
-Why threads for the local executor (and not a process pool): the measured work runs in the FVP (or simulator)
-process that ``targets/`` spawns; the harness side of a lane mostly waits on a console socket. Threads therefore
-give real parallelism, need no pickling, let the coordinator append each record the moment it exists, and let
-Ctrl-C close every open instance at once from the main thread. A process pool would add a second hop for every
-record and a worker death would orphan its FVP.
-"""
+"""The scheduler of ``run`` and ``make``: lanes (one booted instance's worth of jobs), the board
+they steal from, pre-boots, and the local executor (docs/architecture.md, "One scheduler")."""
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import os
 import shutil
@@ -50,33 +13,50 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
 
 from fvp_harness.errors import ConfigurationError, HarnessError
 from fvp_harness.events import Event, Listener, null_listener
-from fvp_harness.files import atomic_write
 from fvp_harness.profiles import Profile
 from fvp_harness.run.adaptive import StoppingRule
-from fvp_harness.run.execute import ExecuteOptions, SessionOutcome, execute_plan
+from fvp_harness.run.execute import ExecuteOptions, execute_plan
 from fvp_harness.run.instances import TargetFactory, open_target
-from fvp_harness.run.plan import build_plan
+from fvp_harness.run.lane_specs import (
+    ARTIFACT_CACHE_ENV,
+    BOOT_COST,
+    WITHHELD,
+    JobResult,
+    JobSpec,
+    LaneControl,
+    LaneResult,
+    LaneSpec,
+    LocalRun,
+    RecordSink,
+    collect_logs,
+    relocated,
+    restore_secrets,
+    withhold_secrets,
+)
+from fvp_harness.run.plan import Unit, build_plan
 from fvp_harness.run.preboot import EarlyBootCancelled, PreBooted
 from fvp_harness.scenario.model import Scenario
-from fvp_harness.scenario.secrets import redact_data, secret_names
 from fvp_harness.store.folder import LOGS_DIR, ResultStore, free_instance_name
 from fvp_harness.store.records import Record
 from fvp_harness.targets.base import MasksSecrets, Target
 
 __all__ = [
+    "ARTIFACT_CACHE_ENV",
     "BOOT_COST",
+    "WITHHELD",
     "JobResult",
     "JobSpec",
     "LaneControl",
     "LaneResult",
     "LaneSpec",
     "LocalExecutor",
+    "LocalRun",
     "RecordSink",
     "default_jobs",
     "restore_secrets",
@@ -86,16 +66,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-RecordSink = Callable[[int, Record], None]
-"""``sink(node, record)``: hand one finished record of scenario ``node`` to the coordinator (thread-safe)."""
-
-BOOT_COST = 20
-"""A boot's estimated cost in ``JobSpec.cost`` units (executions): what balancing adds per lane, and what a job of
-another pool must exceed before an idle lane closes its instance and boots one for it (work stealing)."""
-
-ARTIFACT_CACHE_ENV = "FVP_HARNESS_ARTIFACT_CACHE"
-"""Where a worker keeps shipped artifacts (default: ``<tmp>/fvp-harness-artifacts``), by sha256."""
-
 
 def default_jobs() -> int:
     """``-j`` default: the CPUs this process may use (one FVP instance each, like ``make -j$(nproc)``)."""
@@ -103,98 +73,6 @@ def default_jobs() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - not Linux
         return max(1, os.cpu_count() or 1)
-
-
-@dataclass(frozen=True)
-class JobSpec:
-    """One plan session of one scenario: the units to run (ids, in plan order) and the keys they must have."""
-
-    node: int
-    """Index of the scenario in the batch: routes records back to its store."""
-    scenario: Scenario
-    scenario_path: str
-    profile: Profile
-    session: int
-    units: tuple[str, ...]
-    keys: tuple[str, ...]
-    fvp_version: str | None = None
-    artifacts: Mapping[str, str] = field(default_factory=dict)
-    """Host path -> sha256 of every artifact file the scenario names (used when the bytes are shipped)."""
-    withheld: tuple[tuple[str, str], ...] = ()
-    """Secret environment entries whose values this spec does not carry (``withhold_secrets``): (section, name),
-    section ``run`` or ``builds.<build>``; the worker takes each value from its own environment variable NAME."""
-
-    @property
-    def cost(self) -> int:
-        """Rough work estimate for balancing lanes: executions to run."""
-        run = self.scenario.run
-        return len(self.units) * (run.warmup + run.iterations + 2)
-
-
-@dataclass(frozen=True)
-class LaneSpec:
-    """Jobs that run one after another on one booted instance (same pool)."""
-
-    index: int
-    pool: str
-    jobs: tuple[JobSpec, ...]
-    timeout_scale: float = 1.0
-    blobs: Mapping[str, bytes] | None = None
-    """sha256 -> bytes of every artifact the jobs need, when shipped by content; None: read the paths as given."""
-
-    @property
-    def cost(self) -> int:
-        return sum(job.cost for job in self.jobs) + BOOT_COST
-
-
-@dataclass
-class JobResult:
-    """What one job did. ``records``/``logs`` are filled only when the lane ran away from the store (remote)."""
-
-    node: int
-    session: int
-    units: tuple[str, ...]
-    outcomes: list[SessionOutcome] = field(default_factory=list)
-    records: list[Record] = field(default_factory=list)
-    logs: dict[str, bytes] = field(default_factory=dict)
-    """Path relative to the results folder (``logs/s0/x.log``) -> bytes."""
-    error: str | None = None
-    error_class: str | None = None
-    ran: bool = False
-
-
-@dataclass
-class LaneResult:
-    """Every job of a lane that started, in order; ``interrupted`` when a stop request ended it early; ``error``
-    when the lane as a whole failed (its task died with its worker, the scheduler went away, the task raised):
-    then the units of its jobs that have no record here did not run, for that reason."""
-
-    index: int
-    jobs: list[JobResult] = field(default_factory=list)
-    interrupted: bool = False
-    boots: int = 0
-    """Instances booted (more than one when an infrastructure failure forced a fresh instance, or the lane went on
-    with another pool's job: pre-booted instances count, used or not)."""
-    error: str | None = None
-    error_class: str = "infrastructure"
-    owned: list[JobSpec] | None = None
-    """With work stealing (``LocalExecutor``): the jobs this lane answers for, started or not: its dealt jobs no
-    other lane took, and those it took from other lanes. The coordinator explains the units of these that got no
-    record (a job is in exactly one lane's list). None: the lane's dealt jobs (no stealing, e.g. on Dask)."""
-
-
-@dataclass(frozen=True)
-class LaneControl:
-    """What the coordinator gives an executor with the lanes: where records, logs and finished lanes go, and the
-    events that stop them (see the module docstring). Executors call ``on_lane_done`` in the coordinating thread."""
-
-    sink: RecordSink
-    results_roots: Mapping[int, Path]
-    on_lane_done: Callable[[LaneResult], None]
-    drain: threading.Event = field(default_factory=threading.Event)
-    abort: threading.Event = field(default_factory=threading.Event)
-    stop: threading.Event = field(default_factory=threading.Event)
-    listener: Listener = null_listener
 
 
 class _Stopped(Exception):
@@ -347,8 +225,12 @@ class _InstanceLease:
     makes a pre-booted instance the one lent next; ``on_lend`` is called each time an instance is lent (the lane
     starts its pre-boot then: once the current job has its instance, not while that one boots too)."""
 
-    def __init__(self, opener: Opener, stop: threading.Event, timeout_scale: float) -> None:
+    def __init__(self, opener: Opener, stop: threading.Event, timeout_scale: float,
+                 fresh: bool = False) -> None:
         self._opener = opener
+        self._fresh = fresh
+        """Close the instance after each use (``--fresh-boot-per-unit``)."""
+        self._early: PreBooted | None = None
         self._stop = stop
         self._scale = timeout_scale
         self._lock = threading.Lock()
@@ -367,7 +249,7 @@ class _InstanceLease:
     @property
     def has_instance(self) -> bool:
         """An instance is booted (or being pre-booted) and will be lent to the next request."""
-        return self._target is not None or self._preboot is not None
+        return self._target is not None or self._preboot is not None or self._early is not None
 
     @property
     def warm_pool(self) -> str | None:
@@ -388,6 +270,11 @@ class _InstanceLease:
             return None
         return preboot.name
 
+    def adopt_early(self, booted: PreBooted) -> None:
+        """Lend ``booted`` (booted while ``run``'s artifacts built) to the next request."""
+        with self._lock:
+            self._early = booted
+
     def adopt(self, preboot: _PreBoot) -> None:
         """Lend ``preboot``'s instance to the next request (after ``switch`` to its pool)."""
         with self._lock:
@@ -403,6 +290,15 @@ class _InstanceLease:
               log_dir: Path) -> tuple[contextlib.AbstractContextManager[Target], Target]:
         with self._lock:
             preboot, self._preboot = self._preboot, None
+            early, self._early = self._early, None
+        if early is not None:  # its boot's failure is this request's, as below
+            try:
+                target = early.__enter__()
+            except EarlyBootCancelled:
+                raise _Stopped() from None
+            self.reused = False
+            self.last_boot_seconds = early.boot_seconds
+            return early, target
         if preboot is not None:  # its boot's failure is this request's: execute's boot retry rule applies
             context, target = preboot.take()
             self.reused = True
@@ -435,12 +331,17 @@ class _InstanceLease:
         except BaseException:
             self.close()
             raise
+        if self._fresh:
+            self.close()
 
     def close(self) -> None:
         """Stop the instance, and a pre-booted one not lent yet (idempotent, any thread)."""
         with self._lock:
             context, self._context, self._target = self._context, None, None
             preboot, self._preboot = self._preboot, None
+            early, self._early = self._early, None
+        if early is not None:
+            early.cancel(wait=True)
         if context is not None:
             _close_context(context)
         if preboot is not None:
@@ -458,8 +359,12 @@ class _Board:
     one lane and a stopped batch starts nothing new. ``retire`` tells a finished lane which jobs it answers for."""
 
     def __init__(self, lanes: Sequence[LaneSpec], events: Sequence[threading.Event],
-                 workers: int | None = None) -> None:
+                 workers: int | None = None, steal: bool = True) -> None:
         self._lock = threading.Lock()
+        self._steals = steal
+        """False (``--no-steal``): every lane runs exactly its dealt jobs and units."""
+        self._units: dict[int, tuple[int, int, str, list[Unit]]] = {}
+        """id(queue) -> (lane, scenario, pool, queue) of each running job: its units not started."""
         self._events = tuple(events)
         self._lanes = {lane.index: lane for lane in lanes}
         self._queues: dict[int, deque[JobSpec]] = {lane.index: deque(lane.jobs) for lane in lanes}
@@ -489,7 +394,7 @@ class _Board:
         with self._lock:
             self._started.add(lane)
             own = self._queues[lane]
-            found = (lane, 0) if own else self._steal(lane, warm_pool)
+            found = (lane, 0) if own else self._steal(lane, warm_pool) if self._steals else None
             if found is None:
                 return None
             if self._halted():
@@ -504,7 +409,8 @@ class _Board:
         or no other pool's job is worth a boot and likely still unstarted when the current job ends (the
         estimated work ahead of it on its own lane exceeds ``current``)."""
         with self._lock:
-            if self._halted() or self._queues[lane] or self._steal(lane, pool, warm_only=True) is not None:
+            if (not self._steals or self._halted() or self._queues[lane]
+                    or self._steal(lane, pool, warm_only=True) is not None):
                 return None
             found = self._steal(lane, pool, ahead_of=current)
             return None if found is None else self._remove(lane, *found)
@@ -533,6 +439,41 @@ class _Board:
                 return best
         return None
 
+    def sharing(self, lane: int, node: int, pool: str) -> _Sharing:
+        """The ``WorkSharing`` of a job ``lane`` runs: its queue is on the board while it runs."""
+        return _Sharing(self, lane, node, pool)
+
+    def steal_units(self, lane: int, node: int, pool: str, queue: list[Unit]) -> list[Unit]:
+        """Move the last not-started (repetition, model) group of the busiest running job of the
+        same scenario and pool into ``queue`` (the idle job's) and return it; [] when ``lane`` still
+        has jobs of its own, an unstarted job of its pool is left to take, or no running job has a
+        group to spare.
+
+        The victim's first unit is never taken (it may be in flight, or a unit being retried), nor a
+        group that shares its (repetition, model), so a model's builds of one round always run on
+        one instance, back to back."""
+        with self._lock:
+            if (not self._steals or self._halted() or self._queues[lane]
+                    or self._steal(lane, pool, warm_only=True) is not None):
+                return []
+            victims = [units for other, scenario, kind, units in self._units.values()
+                       if units is not queue and other != lane and scenario == node and kind == pool
+                       and len(units) > 1]
+            for victim in sorted(victims, key=lambda units: -len(units)):
+                head, group = victim[0], (victim[-1].repetition, victim[-1].model)
+                if group == (head.repetition, head.model):
+                    continue
+                count = 0
+                for unit in reversed(victim):
+                    if (unit.repetition, unit.model) != group:
+                        break
+                    count += 1
+                taken = victim[-count:]
+                del victim[-count:]
+                queue.extend(taken)
+                return taken
+            return []
+
     def _kept(self, victim: int) -> int:
         """How many jobs at the head of ``victim``'s queue no other lane may take: its first one while its thread
         has not begun yet (it starts with it any moment: taking it would leave that lane nothing and run both
@@ -559,6 +500,30 @@ class _Board:
             self._running.pop(lane, None)
             self._retired.add(lane)
             return [job for job in self._jobs if self._owner[(job.node, job.session)] == lane]
+
+
+class _Sharing:
+    """A running job's queue on the board (execute's ``WorkSharing``): the owner takes from the
+    front under the board's lock, an idle instance of the same scenario and pool steals groups from
+    its tail."""
+
+    def __init__(self, board: _Board, lane: int, node: int, pool: str) -> None:
+        self._board, self._lane, self._node, self._pool = board, lane, node, pool
+
+    def share(self, queue: list[Unit]) -> None:
+        with self._board._lock:
+            self._board._units[id(queue)] = (self._lane, self._node, self._pool, queue)
+
+    def take_front(self, queue: list[Unit]) -> None:
+        with self._board._lock:
+            queue.pop(0)
+
+    def steal(self, queue: list[Unit]) -> list[Unit]:
+        return self._board.steal_units(self._lane, self._node, self._pool, queue)
+
+    def retire(self, queue: list[Unit]) -> None:
+        with self._board._lock:
+            self._board._units.pop(id(queue), None)
 
 
 class _SinkStore(ResultStore):
@@ -591,106 +556,6 @@ class _SinkStore(ResultStore):
         return [*(self.records() if self.records_path.is_file() else []), *self.appended]
 
 
-def _cache_root() -> Path:
-    return Path(os.environ.get(ARTIFACT_CACHE_ENV) or Path(tempfile.gettempdir()) / "fvp-harness-artifacts")
-
-
-def _materialise(blobs: Mapping[str, bytes], path: str, sha256: str) -> str:
-    """Put a shipped artifact into the worker's cache (by content, keeping its file name) and return its path."""
-    target = _cache_root() / sha256[:2] / sha256 / Path(path).name
-    if target.is_file() and target.stat().st_size == len(blobs[sha256]):
-        return str(target)
-    data = blobs[sha256]
-    if hashlib.sha256(data).hexdigest() != sha256:
-        raise ConfigurationError(f"shipped artifact {path} arrived damaged (sha256 mismatch)")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(target, data, mode=0o755)  # runners must stay executable; harmless for models
-    return str(target)
-
-
-def _relocated(scenario: Scenario, blobs: Mapping[str, bytes], hashes: Mapping[str, str]) -> Scenario:
-    """The scenario with every artifact path pointing at the worker's cached copy (keys do not include paths)."""
-
-    def where(path: str) -> str:
-        digest = hashes.get(path)
-        if digest is None or digest not in blobs:
-            raise ConfigurationError(f"artifact {path} was not shipped with the job")
-        return _materialise(blobs, path, digest)
-
-    builds = {name: build.model_copy(update={
-        "runner": where(build.runner),
-        "models": {model: own.model_copy(update={"file": where(own.file)}) for model, own in build.models.items()}})
-        for name, build in scenario.builds.items()}
-    models = {}
-    for name, model in scenario.models.items():
-        inputs = [item.model_copy(update={"file": where(item.file)}) for item in model.inputs]
-        models[name] = model.model_copy(update={"file": where(model.file), "inputs": inputs})
-    return scenario.model_copy(update={"builds": builds, "models": models})
-
-
-def _collect_logs(root: Path) -> dict[str, bytes]:
-    found: dict[str, bytes] = {}
-    logs = root / LOGS_DIR
-    if logs.is_dir():
-        for path in sorted(logs.rglob("*")):
-            if path.is_file():
-                found[path.relative_to(root).as_posix()] = path.read_bytes()
-    return found
-
-
-WITHHELD = "<secret withheld: taken from the worker's environment>"
-"""What a withheld secret's value reads as in a shipped spec (long enough to stay secret by the name patterns)."""
-
-
-def withhold_secrets(spec: LaneSpec) -> LaneSpec:
-    """The lane without its scenarios' secret values: each secret ``env`` value becomes ``WITHHELD`` (its name is
-    kept in ``JobSpec.withheld``) and ``vars`` are masked, so a spec sent over a plain (unencrypted) connection
-    carries the names, never the values. ``restore_secrets`` puts them back on the worker from its environment; the
-    worker's re-plan then checks the keys, so a different value there refuses the units (key mismatch)."""
-    jobs: list[JobSpec] = []
-    for job in spec.jobs:
-        scenario = job.scenario
-        names = secret_names(scenario)
-        if not names:
-            jobs.append(job)
-            continue
-        withheld: list[tuple[str, str]] = [("run", name) for name in scenario.run.env if name in names]
-        builds = {}
-        for build_name, build in scenario.builds.items():
-            withheld += [(f"builds.{build_name}", name) for name in build.env if name in names]
-            builds[build_name] = build.model_copy(update={"env": {
-                name: WITHHELD if name in names else value for name, value in build.env.items()}})
-        run = scenario.run.model_copy(update={"env": {
-            name: WITHHELD if name in names else value for name, value in scenario.run.env.items()}})
-        hidden = scenario.model_copy(update={"run": run, "builds": builds,
-                                             "vars": redact_data(scenario.vars, scenario.secret_values())})
-        jobs.append(replace(job, scenario=hidden, withheld=tuple(withheld)))
-    return replace(spec, jobs=tuple(jobs))
-
-
-def restore_secrets(spec: LaneSpec, environ: Mapping[str, str]) -> LaneSpec:
-    """The lane with every withheld secret taken from ``environ`` (the worker's own environment), by its ``env``
-    name. Raises ConfigurationError naming every one that is not set there (nothing runs)."""
-    missing = sorted({name for job in spec.jobs for _section, name in job.withheld if name not in environ})
-    if missing:
-        raise ConfigurationError(
-            f"secret environment value(s) {', '.join(missing)} are not sent to Dask workers over a plain connection; "
-            "set them in each worker's environment under the same names, or use a tls:// scheduler "
-            "(distributed's security settings)")
-    jobs: list[JobSpec] = []
-    for job in spec.jobs:
-        if not job.withheld:
-            jobs.append(job)
-            continue
-        scenario = job.scenario
-        wanted = set(job.withheld)
-        run = scenario.run.model_copy(update={"env": {
-            name: environ[name] if ("run", name) in wanted else value for name, value in scenario.run.env.items()}})
-        builds = {build_name: build.model_copy(update={"env": {
-            name: environ[name] if (f"builds.{build_name}", name) in wanted else value
-            for name, value in build.env.items()}}) for build_name, build in scenario.builds.items()}
-        jobs.append(replace(job, scenario=scenario.model_copy(update={"run": run, "builds": builds}), withheld=()))
-    return replace(spec, jobs=tuple(jobs))
 
 
 def run_lane(
@@ -704,23 +569,25 @@ def run_lane(
     listener: Listener = null_listener,
     opener: Opener = _open_target,
     board: _Board | None = None,
+    local: LocalRun | None = None,
 ) -> LaneResult:
     """Run a lane's jobs on one instance at a time (see the module docstring).
 
-    ``sink`` + ``results_roots`` (scenario index -> results folder): records go to the sink and logs straight
-    into the results folders (local). Without them (remote) records and logs are collected into the result.
-    ``drain`` set: start no further job. ``stop`` set: finish and record the unit in flight, then start nothing
-    (the instance is closed politely). ``abort`` set: close the instance now (the unit in flight is dropped).
-    ``board``: the lanes' shared board (work stealing, pre-boots; ``LocalExecutor``); without one the lane runs
-    exactly its dealt jobs, in order.
-    """
+    ``sink`` + ``results_roots`` (scenario index -> results folder): records go to the sink and logs
+    straight into the results folders (local). Without them (remote) records and logs are collected
+    into the result. ``drain`` set: start no further job. ``stop`` set: finish and record the unit
+    in flight, then start nothing (the instance is closed politely). ``abort`` set: close the
+    instance now (the unit in flight is dropped). ``board``: the lanes' shared board (work stealing,
+    pre-boots; ``LocalExecutor``); without one the lane runs exactly its dealt jobs, in order.
+    ``local``: ``run``'s additions (``LocalRun``)."""
     drain = drain or threading.Event()
     abort = abort or threading.Event()
     stop = stop or threading.Event()
     shared = board is not None
     source = board if board is not None else _Board([spec], (drain, stop, abort))
     result = LaneResult(spec.index)
-    lease = _InstanceLease(opener, abort, spec.timeout_scale)
+    lease = _InstanceLease(opener, abort, spec.timeout_scale,
+                           fresh=local is not None and local.fresh_boot_per_unit)
     finished = threading.Event()
 
     def watch() -> None:
@@ -764,7 +631,9 @@ def run_lane(
                                      listener)
                     preboots.append(ahead)
                     lease.on_lend = ahead.start
-            if _run_one(claim, number, lease, result, sink, results_roots, scratch, abort, stop, listener):
+            sharing = source.sharing(spec.index, claim.job.node, claim.pool) if shared else None
+            if _run_one(claim, number, lease, result, sink, results_roots, scratch, abort, stop,
+                        listener, (local, sharing)):
                 break
     finally:
         finished.set()
@@ -784,8 +653,11 @@ def run_lane(
 
 def _run_one(claim: _Claim, number: int, lease: _InstanceLease, result: LaneResult, sink: RecordSink | None,
              results_roots: Mapping[int, Path] | None, scratch: Path | None, abort: threading.Event,
-             stop: threading.Event, listener: Listener) -> bool:
-    """Run one job of the lane into ``result``; True when the lane must end (a stop request cut it short)."""
+             stop: threading.Event, listener: Listener,
+             extra: tuple[LocalRun | None, _Sharing | None] = (None, None)) -> bool:
+    """Run one job of the lane into ``result``; True when the lane must end (a stop request cut it
+    short). ``extra``: ``run``'s additions (its failures end the run) and the job's share of the
+    board."""
     job = claim.job
     if results_roots is not None:
         root = results_roots[job.node]
@@ -803,27 +675,31 @@ def _run_one(claim: _Claim, number: int, lease: _InstanceLease, result: LaneResu
             collected.append(record)
 
     try:
-        _run_job(job, claim.origin, root, lease, keep, abort, stop, listener, job_result)
+        _run_job(job, claim.origin, root, lease, keep, abort, stop, listener, job_result, *extra)
     except _Stopped:
         result.interrupted = True
     except HarnessError as exc:
+        if extra[0] is not None:
+            raise
         job_result.error, job_result.error_class = str(exc), exc.failure_class
         log.warning("batch job %s/s%s failed: %s", job.scenario.name, job.session, exc)
     finally:
         job_result.records = collected
         if results_roots is None:
-            job_result.logs = _collect_logs(root)
+            job_result.logs = collect_logs(root)
     if any(outcome.stopped for outcome in job_result.outcomes):
         result.interrupted = True
     return result.interrupted
 
 
 def _run_job(job: JobSpec, spec: LaneSpec, root: Path, lease: _InstanceLease, sink: RecordSink,
-             abort: threading.Event, stop: threading.Event, listener: Listener, out: JobResult) -> None:
+             abort: threading.Event, stop: threading.Event, listener: Listener, out: JobResult,
+             local: LocalRun | None = None, sharing: _Sharing | None = None) -> None:
     scenario = job.scenario
     if spec.blobs is not None:
-        scenario = _relocated(scenario, spec.blobs, job.artifacts)
-    plan = build_plan(scenario, Path(job.scenario_path), job.profile, fvp_version=job.fvp_version)
+        scenario = relocated(scenario, spec.blobs, job.artifacts)
+    plan = local.plan if local is not None else build_plan(
+        scenario, Path(job.scenario_path), job.profile, fvp_version=job.fvp_version)
     units = []
     for unit_id, expected in zip(job.units, job.keys, strict=True):
         unit = plan.unit(unit_id)
@@ -843,7 +719,9 @@ def _run_job(job: JobSpec, spec: LaneSpec, root: Path, lease: _InstanceLease, si
 
     wanted = None
     stored_baseline = scenario.compare is not None and bool(scenario.compare.baseline_from)
-    if scenario.run.until is not None and not stored_baseline:
+    if local is not None:
+        wanted = local.wanted
+    elif scenario.run.until is not None and not stored_baseline:
         # adaptive sampling: the lane skips the rounds a stopped model needs no more (not against a stored baseline:
         # a worker has no stored run to judge on, so it measures every round; the report's replay spares none)
         rule = StoppingRule(scenario.compare, scenario.run.until, models=list(scenario.models),
@@ -855,11 +733,20 @@ def _run_job(job: JobSpec, spec: LaneSpec, root: Path, lease: _InstanceLease, si
 
     def early(session: str) -> _Early | None:  # this job's pre-booted instance keeps the name it booted under
         name = lease.preboot_name(job)
+        booted = None
+        if name is None and local is not None and local.early is not None:
+            booted = local.early(session)
+        if booted is not None:  # booted while run's artifacts built
+            lease.adopt_early(booted)
+            name = booted.name
         return None if name is None else _Early(name, factory(name, root / LOGS_DIR / name), lease)
 
     out.ran = True
-    out.outcomes = execute_plan(plan, store, factory, units=units, listener=relabel, stop=stop,
-                                options=ExecuteOptions(wanted=wanted, preboot=early))
+    options = ExecuteOptions(wanted=wanted, preboot=early, sharing=sharing,
+                             fresh_boot_per_unit=local is not None and local.fresh_boot_per_unit)
+    out.outcomes = execute_plan(plan, store, factory, units=units, stop=stop, options=options,
+                                listener=relabel if local is None else listener,
+                                deploy=local.deploy if local is not None else None)
 
 
 class _Early(contextlib.AbstractContextManager[Target]):
@@ -883,14 +770,16 @@ class _Early(contextlib.AbstractContextManager[Target]):
 
 
 class LocalExecutor:
-    """Lanes on threads of this process, at most ``workers`` at once (see the module docstring for why)."""
+    """Lanes on threads of this process, at most ``workers`` at once (see the module docstring for
+    why)."""
 
     name = "local"
     ships_artifacts = False
 
-    def __init__(self, workers: int, *, opener: Opener = _open_target) -> None:
+    def __init__(self, workers: int, *, opener: Opener = _open_target, steal: bool = True) -> None:
         self.workers = max(1, workers)
         self._opener = opener
+        self._steal = steal
 
     def capacity(self) -> int:
         return self.workers
@@ -903,21 +792,32 @@ class LocalExecutor:
         if not lanes:
             return
         threads = min(self.workers, len(lanes))
-        board = _Board(lanes, (control.drain, control.stop, control.abort), threads)  # lanes steal from each other
+        board = _Board(lanes, (control.drain, control.stop, control.abort), threads, self._steal)
+
+        def lane_run(lane: LaneSpec) -> LaneResult:
+            return run_lane(lane, sink=control.sink, results_roots=control.results_roots,
+                            drain=control.drain, abort=control.abort, stop=control.stop,
+                            listener=control.listener, opener=self._opener, board=board,
+                            local=control.run)
+
+        if len(lanes) == 1:  # in this thread: a signal's handler runs between two units, at once
+            try:
+                control.on_lane_done(lane_run(lanes[0]))
+            except BaseException:
+                control.drain.set()
+                control.abort.set()
+                raise
+            return
         with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="lane") as pool:
             futures: dict[Future[LaneResult], LaneSpec] = {
-                pool.submit(run_lane, lane, sink=control.sink, results_roots=control.results_roots,
-                            drain=control.drain, abort=control.abort, stop=control.stop, listener=control.listener,
-                            opener=self._opener, board=board): lane
-                for lane in lanes
-            }
+                pool.submit(lane_run, lane): lane for lane in lanes}
             pending = set(futures)
             try:
                 while pending:
                     done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
                     for future in done:
                         control.on_lane_done(future.result())
-            except KeyboardInterrupt:
+            except BaseException:  # Ctrl-C, or a failure that ends ``run``: close every instance
                 control.drain.set()
                 control.abort.set()
                 for future in pending:
