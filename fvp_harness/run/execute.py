@@ -5,7 +5,6 @@ docs/architecture.md, "Running a scenario" and "Running a unit".
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import logging
 import shlex
