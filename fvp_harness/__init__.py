@@ -16,7 +16,8 @@ The package is split into layers, each a folder, each importing only the ones be
     vgf/  report/                VGF reports; analysis and rendering of records
     targets/  store/  scenario/  where commands run; the results folder; the scenario language
     profiles/                    platform profiles (YAML data)
-    errors, events, files, located   the bottom: failures, progress events, hashing/atomic writes, YAML positions
+    errors, events, files, located, version   the bottom: failures, progress events, hashing/atomic writes,
+                                 YAML positions, the version
     sim/                         the embedded FVP simulator: imports nothing of the above
 
 Names are imported on first use, so ``import fvp_harness`` (and the simulator, which lives inside the package)
@@ -28,7 +29,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from fvp_harness.version import __version__
 
 _EXPORTS: dict[str, str] = {
     "load_scenario": "fvp_harness.scenario",

@@ -51,7 +51,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from fvp_harness import __version__
 from fvp_harness.errors import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -88,6 +87,7 @@ from fvp_harness.store.folder import (
     results_dir_for,
 )
 from fvp_harness.store.records import Record
+from fvp_harness.version import __version__
 
 if TYPE_CHECKING:  # lanes and manifest load execute, deploy and every target: only a make with work loads them
     from fvp_harness.batch.lanes import JobSpec, LaneControl, LaneResult, LaneSpec
