@@ -268,7 +268,7 @@ def render_unit_command(
     values = {
         "model": model,
         "inputs": ",".join(inputs),
-        "iterations": str(run.warmup + run.iterations),
+        "iterations": str(run.executions),
         "output": output,
         "unit_dir": unit_dir,
         "build": unit.build,
@@ -834,7 +834,7 @@ class SessionRunner:
         scraped = scrape(result.output, scenario.metrics)
         samples: dict[str, list[float]] = {}
         partitions: dict[str, list[list[float]]] = {}
-        expected = run.warmup + run.iterations
+        expected = run.executions
         short: list[str] = []
         for name, values in scraped.samples.items():
             if scraped.per.get(name, "inference") == "inference":

@@ -601,6 +601,11 @@ class Run(StrictModel):
     def planned_repetitions(self) -> int:
         """How many repetitions the plan holds: ``until.max_repetitions`` with ``until``, else ``repetitions``."""
         return self.until.max_repetitions if self.until is not None else self.repetitions
+
+    @property
+    def executions(self) -> int:
+        """How many executions the runner performs per unit (``{iterations}``): warmup + iterations."""
+        return self.warmup + self.iterations
     timeout: float | None = Field(None, gt=0, le=MAX_TIMEOUT_S,
                                   description="Per-unit timeout (default: fvp.timeouts.unit).")
     max_output: int = Field(

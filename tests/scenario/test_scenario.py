@@ -47,6 +47,11 @@ def test_minimal_scenario_loads_with_defaults(write):
     assert scenario.compare is None
 
 
+def test_executions_are_warmup_plus_iterations(write):
+    scenario = load_scenario(write("s.yaml", MINIMAL + "run: {warmup: 3, iterations: 7}\n")).scenario
+    assert scenario.run.executions == 10
+
+
 def test_relative_paths_become_absolute_next_to_the_file(write, tmp_path):
     loaded = load_scenario(write("s/mini.yaml", MINIMAL))
     assert loaded.scenario.builds["before"].runner == str(tmp_path / "s" / "out" / "runner-before")
