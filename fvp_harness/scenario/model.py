@@ -448,6 +448,16 @@ class Build(_BuildCommand):
         "the model file is placed there with --data FILE@ADDRESS. A hexadecimal address, or true for the "
         "profile's data_address.",
     )
+    id: str | None = Field(
+        None,
+        description="Text the runner prints to identify itself; a unit whose output lacks it fails as a "
+        "provenance error (the wrong build ran).",
+    )
+    source: BuildSource | None = Field(
+        None,
+        description="Where the runner was built from ({repository, commit}); shown in the report beside the build. "
+        "Without it, the report names the git checkout holding the runner (git describe), when there is one.",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -496,17 +506,6 @@ class Build(_BuildCommand):
     @classmethod
     def _env_is_text(cls, value: Any) -> Any:
         return _env_text(value)
-
-    id: str | None = Field(
-        None,
-        description="Text the runner prints to identify itself; a unit whose output lacks it fails as a "
-        "provenance error (the wrong build ran).",
-    )
-    source: BuildSource | None = Field(
-        None,
-        description="Where the runner was built from ({repository, commit}); shown in the report beside the build. "
-        "Without it, the report names the git checkout holding the runner (git describe), when there is one.",
-    )
 
 
 class Model(_BuildCommand):
@@ -590,23 +589,6 @@ class Run(StrictModel):
         None, description="Adaptive sampling: repeat in rounds until each model's CI is narrow enough or its "
         "verdict is settled (replaces repetitions; needs order: interleaved).",
     )
-
-    @model_validator(mode="after")
-    def _until_in_rounds(self) -> Run:
-        if self.until is not None and self.order != "interleaved":
-            raise ValueError("run.until measures in rounds (every build of a model, then the next repetition): "
-                             "it needs order: interleaved")
-        return self
-
-    @property
-    def planned_repetitions(self) -> int:
-        """How many repetitions the plan holds: ``until.max_repetitions`` with ``until``, else ``repetitions``."""
-        return self.until.max_repetitions if self.until is not None else self.repetitions
-
-    @property
-    def executions(self) -> int:
-        """How many executions the runner performs per unit (``{iterations}``): warmup + iterations."""
-        return self.warmup + self.iterations
     timeout: float | None = Field(None, gt=0, le=MAX_TIMEOUT_S,
                                   description="Per-unit timeout (default: fvp.timeouts.unit).")
     max_output: int = Field(
@@ -639,6 +621,26 @@ class Run(StrictModel):
         "platform's cmd_line_limit (256) characters once rendered.",
         json_schema_extra={"anyOf": [{"type": "string"}, {"const": False}, {"type": "null"}]},
     )
+    retries: int = Field(
+        1, ge=0, le=MAX_RETRIES, description="Retries of a unit after an infrastructure failure (fresh instance)."
+    )
+
+    @model_validator(mode="after")
+    def _until_in_rounds(self) -> Run:
+        if self.until is not None and self.order != "interleaved":
+            raise ValueError("run.until measures in rounds (every build of a model, then the next repetition): "
+                             "it needs order: interleaved")
+        return self
+
+    @property
+    def planned_repetitions(self) -> int:
+        """How many repetitions the plan holds: ``until.max_repetitions`` with ``until``, else ``repetitions``."""
+        return self.until.max_repetitions if self.until is not None else self.repetitions
+
+    @property
+    def executions(self) -> int:
+        """How many executions the runner performs per unit (``{iterations}``): warmup + iterations."""
+        return self.warmup + self.iterations
 
     @model_validator(mode="before")
     @classmethod
@@ -649,10 +651,6 @@ class Run(StrictModel):
     @classmethod
     def _env_is_text(cls, value: Any) -> Any:
         return _env_text(value)
-
-    retries: int = Field(
-        1, ge=0, le=MAX_RETRIES, description="Retries of a unit after an infrastructure failure (fresh instance)."
-    )
 
     @field_validator("command")
     @classmethod

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import shlex
 import sys
 from pathlib import Path
@@ -174,3 +175,15 @@ def test_platform_may_be_a_profile_path(write, repo):
     loaded = load_scenario(path)
     assert loaded.profile.name == "custom"
     assert Path(loaded.scenario.platform).is_absolute()
+
+
+def test_scenario_models_declare_their_fields_before_their_validators(repo):
+    """A class reads top down: every field of a scenario model comes before its validators and properties."""
+    late = []
+    for path in sorted((repo / "fvp_harness" / "scenario").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                methods = [item.lineno for item in node.body if isinstance(item, ast.FunctionDef)]
+                late += [f"{path.name}:{item.lineno}: {node.name}" for item in node.body
+                         if isinstance(item, ast.AnnAssign) and methods and item.lineno > methods[0]]
+    assert late == []
