@@ -67,6 +67,7 @@ SIM_RANKS: dict[str, int] = {
     "baremetal": 5,
     "main": 6,  # the entry points and the `sim` tools, shared at sim's top
     "tools": 6,
+    "knob_check": 6,  # every knob value checked at once (the scenario loader asks: KNOB_READER)
     "vgf_runner": 6,
     "": 6,  # sim/__init__.py
     "__main__": 7,
@@ -79,6 +80,10 @@ SIM_READER = "fvp_harness.toolchain.export"
 the ExecuTorch toolchain's own python (``toolchain/exporting.py`` starts it), which builds real
 programs from the simulator's networks. It may import ``sim.networks`` only, and no harness module
 may import it (torch is not in the harness's environment)."""
+
+KNOB_READER = ("fvp_harness.scenario.sim_knobs", "fvp_harness.sim.knob_check")
+"""The one harness module besides ``cli/verb_sim`` and ``SIM_READER`` that reads the simulator, and the one module
+it may import: a scenario's ``fvp.sim`` values are checked at load by the simulator's own rules."""
 
 SIM_WORLD_PREFIXES = ("baremetal_", "shell_", "vela_", "applets_", "guest_", "corstone", "npu_")
 
@@ -197,6 +202,10 @@ def violations(module: str, source: str, *, is_package: bool = False) -> list[st
                     found.append(f"{where}: {module} may read only the simulator's networks, "
                                  f"not {target}")
                 continue
+            if module == KNOB_READER[0] and layer == "sim":
+                if target != KNOB_READER[1]:
+                    found.append(f"{where}: {module} may read only {KNOB_READER[1]}, not {target}")
+                continue
             if own == "sim" or layer == "sim":
                 if own != layer and module != "fvp_harness.cli.verb_sim":
                     what = "the simulator imports the harness" if own == "sim" else "imports the simulator"
@@ -301,7 +310,7 @@ def test_every_sim_world_has_a_rank() -> None:
 def test_sim_holds_its_shared_modules_and_one_folder_per_world() -> None:
     sim = PACKAGE / "sim"
     modules = sorted(path.stem for path in sim.glob("*.py"))
-    assert modules == ["__init__", "__main__", "clock", "knobs", "main", "tools", "vgf_runner"], (
+    assert modules == ["__init__", "__main__", "clock", "knob_check", "knobs", "main", "tools", "vgf_runner"], (
         f"sim's top holds what every world shares (and the entry points), not a world's modules: {modules}")
     prefixed = sorted(str(path.relative_to(sim)) for path in sim.rglob("*.py")
                       if path.stem.startswith(SIM_WORLD_PREFIXES))
@@ -351,6 +360,10 @@ def test_the_top_level_shows_the_layers() -> None:
          "a script of the toolchain's python"),
         ("fvp_harness.toolchain.x", "from fvp_harness.sim.networks.architectures import Layer\n",
          "imports the simulator"),
+        ("fvp_harness.scenario.sim_knobs", "from fvp_harness.sim.knobs import parse_knobs\n",
+         "may read only fvp_harness.sim.knob_check"),
+        ("fvp_harness.scenario.load", "from fvp_harness.sim.knob_check import knob_problems\n",
+         "imports the simulator"),
     ],
 )
 def test_the_checker_catches(module: str, source: str, expected: str) -> None:
@@ -373,6 +386,8 @@ def test_the_checker_accepts_what_the_rules_allow() -> None:
         "fvp_harness.sim.main": "from fvp_harness.sim.corstone1000.platform import SimulatedModel\n",
         "fvp_harness.toolchain.export":
             "from fvp_harness.sim.networks.modelfile import compile_model\n",
+        "fvp_harness.scenario.sim_knobs": "def f():\n    # late: heavy\n"
+                                          "    from fvp_harness.sim.knob_check import knob_problems\n",
     }
     for module, source in allowed.items():
         assert violations(module, source) == [], module

@@ -59,19 +59,20 @@ import random
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["BOOT_STAGES", "KnobError", "Knobs", "parse_knobs"]
+__all__ = ["BOOT_STAGES", "PLATFORM_KNOBS", "KnobError", "Knobs", "parse_knobs"]
 
 PREFIX = "FVP_SIM_"
 
 BOOT_STAGES = ("tfm", "tfa", "optee", "uboot", "kernel", "init", "login")
 """Boot stages in order, the names ``fault_boot_hang`` accepts."""
 
-_KNOWN = {
+PLATFORM_KNOBS = frozenset({
     "boot_seconds", "boot_sim_seconds", "speed", "idle_ratio", "release", "ssh_fragment", "tclibc", "kernel_noise_rate",
     "uart_rate", "backlog_bytes",
     "line_max", "first_boot", "seed", "fault_boot_hang", "fault_panic", "fault_console_drop", "fault_crash",
     "fault_slow_console", "fault_garbage", "fault_refuse_ssh", "fault_busy_ports", "fault_count_matching",
-}
+})
+"""The knobs of the platforms (the emulated runners read more: ``knob_check.KNOWN_KNOBS``)."""
 
 
 _RELEASE_ALIASES = {"corstone1000-a320-fvp": "next", "newer": "next", "master": "next", "corstone1000-fvp": "2025.12"}
@@ -163,8 +164,8 @@ def parse_knobs(environ: Mapping[str, str] | None = None, options: Iterable[str]
             raise KnobError(f"--sim {option!r}: expected NAME=VALUE")
         raw[name.strip().lower()] = value
     for name in raw:
-        if name.startswith("fault_") and name not in _KNOWN:
-            known = ", ".join(sorted(k for k in _KNOWN if k.startswith("fault_")))
+        if name.startswith("fault_") and name not in PLATFORM_KNOBS:
+            known = ", ".join(sorted(k for k in PLATFORM_KNOBS if k.startswith("fault_")))
             raise KnobError(f"unknown fault knob {name!r} (known: {known})")
 
     k = Knobs(raw=raw)

@@ -90,6 +90,8 @@ from fvp_harness.sim.workloads.executor_runner import (
 )
 
 __all__ = [
+    "KNOB_RANGES",
+    "REJECT_CHOICES",
     "VGF_MAGIC",
     "CostModel",
     "HostContext",
@@ -100,6 +102,7 @@ __all__ = [
     "executor_runner_vgf",
     "host_main",
     "is_vgf_runner",
+    "knob_value",
     "make_artifact",
     "make_tool_artifact",
 ]
@@ -258,7 +261,24 @@ def _env_int(env: Mapping[str, str], name: str, default: int) -> int:
     return value
 
 
-def _knob(knobs: Mapping[str, str], name: str, default: float, low: float, high: float) -> float:
+KNOB_RANGES: dict[str, tuple[float, float]] = {
+    "vgf_gmacs": (0.01, 1e6),
+    "vgf_copy_bytes_per_cycle": (0.001, 1e3),
+    "vgf_readback_bytes_per_cycle": (0.001, 1e3),
+    "vgf_import_cache": (0, 1),
+    "vgf_import_alignment": (1, 1 << 20),
+    "runner_jitter": (0.0, 0.5),
+    "runner_outlier_rate": (0.0, 1.0),
+}
+"""The numeric knobs this runner reads and the range of each."""
+
+REJECT_CHOICES = ("", "none", "input", "output", "all")
+"""What the ``vgf_reject`` knob takes."""
+
+
+def knob_value(knobs: Mapping[str, str], name: str, default: float) -> float:
+    """The numeric knob ``name`` (``KNOB_RANGES``), or ``default`` when not given; UsageError when out of range."""
+    low, high = KNOB_RANGES[name]
     text = knobs.get(name, "")
     if not text:
         return default
@@ -290,9 +310,9 @@ class _Buffer:
 
 def _buffers(model: CompiledModel, knobs: Mapping[str, str], zero_copy: bool) -> list[_Buffer]:
     reject = (knobs.get("vgf_reject") or "").strip().lower()
-    if reject not in ("", "none", "input", "output", "all"):
+    if reject not in REJECT_CHOICES:
         raise UsageError(f"knob vgf_reject: {reject!r}: expected input, output, all or none")
-    alignment = int(_knob(knobs, "vgf_import_alignment", 1, 1, 1 << 20))
+    alignment = int(knob_value(knobs, "vgf_import_alignment", 1))
     out = []
     for name, direction, nbytes in (("input0", "input", model.sizes.input), ("output0", "output", model.sizes.output)):
         reason = None
@@ -336,15 +356,15 @@ class _Vgf:
         knobs = ctx.knobs
         self.costs = CostModel(
             clock_hz=clock_hz if clock_hz > 0 else CostModel.clock_hz,
-            gmacs=_knob(knobs, "vgf_gmacs", CostModel.gmacs, 0.01, 1e6),
-            copy_bytes_per_cycle=_knob(knobs, "vgf_copy_bytes_per_cycle", CostModel.copy_bytes_per_cycle, 0.001, 1e3),
-            readback_bytes_per_cycle=_knob(
-                knobs, "vgf_readback_bytes_per_cycle", CostModel.readback_bytes_per_cycle, 0.001, 1e3
+            gmacs=knob_value(knobs, "vgf_gmacs", CostModel.gmacs),
+            copy_bytes_per_cycle=knob_value(knobs, "vgf_copy_bytes_per_cycle", CostModel.copy_bytes_per_cycle),
+            readback_bytes_per_cycle=knob_value(
+                knobs, "vgf_readback_bytes_per_cycle", CostModel.readback_bytes_per_cycle
             ),
         )
-        self.cache = _knob(knobs, "vgf_import_cache", 0, 0, 1) >= 1
-        self.jitter = _knob(knobs, "runner_jitter", 0.01, 0.0, 0.5)
-        self.outlier_rate = _knob(knobs, "runner_outlier_rate", 0.002, 0.0, 1.0)
+        self.cache = knob_value(knobs, "vgf_import_cache", 0) >= 1
+        self.jitter = knob_value(knobs, "runner_jitter", 0.01)
+        self.outlier_rate = knob_value(knobs, "runner_outlier_rate", 0.002)
         seed_text = knobs.get("runner_seed") or knobs.get("seed") or "0"
         try:
             seed = int(seed_text, 0)
