@@ -16,8 +16,7 @@ The package is split into layers, each a folder, each importing only the ones be
     vgf/  report/                VGF reports; analysis and rendering of records
     targets/  store/  scenario/  where commands run; the results folder; the scenario language
     profiles/                    platform profiles (YAML data)
-    errors, events, files, located, version   the bottom: failures, progress events, hashing/atomic writes,
-                                 YAML positions, the version
+    errors events files located version   the bottom (imports nothing of the harness)
     sim/                         the embedded FVP simulator: imports nothing of the above
 
 Names are imported on first use, so ``import fvp_harness`` (and the simulator, which lives inside the package)
