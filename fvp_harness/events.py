@@ -1,8 +1,9 @@
 """What the library reports while it works: ``Event``, and the ``Listener`` it hands events to.
 
-The library never prints: it calls ``listener(Event(...))``, a plain callable, from whichever thread does the work;
-the CLI shows events (``cli.progress.ProgressView``), a test collects them. This module imports nothing, so every
-layer may report progress. The event kinds and their fields: docs/architecture.md, "Events".
+The library never prints: it calls ``listener(Event(...))``, a plain callable, from whichever thread
+does the work; the CLI shows events (``cli.progress.ProgressView``), a test collects them. This
+module imports nothing, so every layer may report progress. The event kinds and their fields:
+docs/architecture.md, "Events".
 """
 
 from __future__ import annotations

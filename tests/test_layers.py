@@ -9,8 +9,8 @@ Inside the simulator the same rule ranks its worlds (``SIM_RANKS``): a world (a 
 shared modules and the worlds below it, never one above or beside it; the platforms compose the guest, the
 workloads and the NPU models, which never know a platform. And nowhere in the package may imports go round in a
 circle, not even between two modules of one folder, nor through an import made only for type checking or inside a
-function (the root ``fvp_harness`` is left out: it re-exports the public API on first use, and no module imports
-it; ``__version__`` lives at the bottom, in ``fvp_harness.version``).
+function (the root ``fvp_harness`` is left out: it re-exports the public API on first use, and no
+module imports it; ``__version__`` lives at the bottom, in ``fvp_harness.version``).
 
 An import inside a function is allowed only with a ``# late: <why>`` comment on its line or on the comment lines
 right above its import block (the CLI defers pandas and matplotlib so ``--help`` stays fast, for example): a
@@ -82,8 +82,9 @@ programs from the simulator's networks. It may import ``sim.networks`` only, and
 may import it (torch is not in the harness's environment)."""
 
 KNOB_READER = ("fvp_harness.scenario.sim_knobs", "fvp_harness.sim.knob_check")
-"""The one harness module besides ``cli/verb_sim`` and ``SIM_READER`` that reads the simulator, and the one module
-it may import: a scenario's ``fvp.sim`` values are checked at load by the simulator's own rules."""
+"""The one harness module besides ``cli/verb_sim`` and ``SIM_READER`` that reads the simulator, and
+the one module it may import: a scenario's ``fvp.sim`` values are checked at load by the
+simulator's own rules."""
 
 SIM_WORLD_PREFIXES = ("baremetal_", "shell_", "vela_", "applets_", "guest_", "corstone", "npu_")
 
@@ -190,8 +191,9 @@ def violations(module: str, source: str, *, is_package: bool = False) -> list[st
             if layer == "":
                 if module not in ("fvp_harness", "fvp_harness.version"):
                     taken = ", ".join(names) if names else "the package"
-                    found.append(f"{where}: takes {taken} from the package root, which imports every "
-                                 "layer (import it from its layer: __version__ from fvp_harness.version)")
+                    found.append(f"{where}: takes {taken} from the package root, which imports "
+                                 "every layer (import it from its layer: __version__ from "
+                                 "fvp_harness.version)")
                 continue
             if target == SIM_READER and module != SIM_READER:
                 found.append(f"{where}: imports {target}, a script of the toolchain's python "
@@ -310,7 +312,8 @@ def test_every_sim_world_has_a_rank() -> None:
 def test_sim_holds_its_shared_modules_and_one_folder_per_world() -> None:
     sim = PACKAGE / "sim"
     modules = sorted(path.stem for path in sim.glob("*.py"))
-    assert modules == ["__init__", "__main__", "clock", "knob_check", "knobs", "main", "tools", "vgf_runner"], (
+    shared = ["__init__", "__main__", "clock", "knob_check", "knobs", "main", "tools", "vgf_runner"]
+    assert modules == shared, (
         f"sim's top holds what every world shares (and the entry points), not a world's modules: {modules}")
     prefixed = sorted(str(path.relative_to(sim)) for path in sim.rglob("*.py")
                       if path.stem.startswith(SIM_WORLD_PREFIXES))
@@ -319,8 +322,10 @@ def test_sim_holds_its_shared_modules_and_one_folder_per_world() -> None:
 
 def test_the_top_level_shows_the_layers() -> None:
     top = sorted(path.name for path in PACKAGE.glob("*.py"))
-    assert top == ["__init__.py", "__main__.py", "errors.py", "events.py", "files.py", "located.py",
-                   "version.py"], f"the top of fvp_harness/ should hold the layers' folders, not modules: {top}"
+    bottom = ["__init__.py", "__main__.py", "errors.py", "events.py", "files.py", "located.py",
+              "version.py"]
+    assert top == bottom, (
+        f"the top of fvp_harness/ should hold the layers' folders, not modules: {top}")
     assert not (PACKAGE / "target").exists(), "the session layer lives in targets/ (a 'target/' folder is ignored "
     "by common .gitignore templates)"
 
@@ -386,8 +391,9 @@ def test_the_checker_accepts_what_the_rules_allow() -> None:
         "fvp_harness.sim.main": "from fvp_harness.sim.corstone1000.platform import SimulatedModel\n",
         "fvp_harness.toolchain.export":
             "from fvp_harness.sim.networks.modelfile import compile_model\n",
-        "fvp_harness.scenario.sim_knobs": "def f():\n    # late: heavy\n"
-                                          "    from fvp_harness.sim.knob_check import knob_problems\n",
+        "fvp_harness.scenario.sim_knobs":
+            "def f():\n    # late: heavy\n"
+            "    from fvp_harness.sim.knob_check import knob_problems\n",
     }
     for module, source in allowed.items():
         assert violations(module, source) == [], module

@@ -1,8 +1,10 @@
-"""Can the platform run a scenario's runners and programs? Read from the files on this host, before anything boots.
+"""Can the platform run a scenario's runners and programs? Read from the files on this host, before
+anything boots.
 
-Each refusal would otherwise fail every unit minutes later and look like the runner's fault: docs/targets.md,
-"Programs the platform cannot run". The simulator's magic numbers are repeated from ``sim/`` (the harness never
-imports it)."""
+Each refusal would otherwise fail every unit minutes later and look like the runner's fault:
+docs/targets.md, "Programs the platform cannot run". The simulator's magic numbers are repeated from
+``sim/`` (the harness never imports it).
+"""
 
 from __future__ import annotations
 

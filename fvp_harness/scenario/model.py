@@ -639,7 +639,7 @@ class Run(StrictModel):
 
     @property
     def executions(self) -> int:
-        """How many executions the runner performs per unit (``{iterations}``): warmup + iterations."""
+        """Executions the runner performs per unit (``{iterations}``): warmup + iterations."""
         return self.warmup + self.iterations
 
     @model_validator(mode="before")
@@ -1149,19 +1149,21 @@ class ScenarioParts:
 
 
 Problem = tuple[tuple[str | int, ...], str, bool]
-"""A cross-field problem: ``(path, message, at_key)``; ``at_key`` points the message at the key itself."""
+"""A cross-field problem: ``(path, message, at_key)``; ``at_key`` points the message at the key
+itself."""
 
 Parts = Scenario | ScenarioParts
 
 
 def cross_field_problems(scenario: Parts) -> list[Problem]:
-    """Checks that span sections (``CROSS_FIELD_CHECKS``, in order). A field the user left out is named as a
-    default at the key of the section that holds it."""
+    """Checks that span sections (``CROSS_FIELD_CHECKS``, in order). A field the user left out is
+    named as a default at the key of the section that holds it."""
     return [problem for check in CROSS_FIELD_CHECKS for problem in check(scenario)]
 
 
 def _unknown(scenario: Parts) -> frozenset[str]:
-    """What did not validate (``ScenarioParts.unknown``): checks that need it are skipped rather than guessed."""
+    """What did not validate (``ScenarioParts.unknown``): checks that need it are skipped rather
+    than guessed."""
     return scenario.unknown if isinstance(scenario, ScenarioParts) else frozenset()
 
 
@@ -1174,17 +1176,30 @@ def _plan_fits(scenario: Parts) -> list[Problem]:
     if units <= MAX_UNITS:
         return []
     field = "until" if scenario.run.until is not None else "repetitions"
-    return [(("run", field), f"{len(scenario.builds)} builds x {len(scenario.models)} models x {reps} "
-             f"repetitions is {units} units; at most {MAX_UNITS} fit in one plan: run fewer "
-             "repetitions or split the scenario", True)]
+    return [
+        (
+            ("run", field),
+            f"{len(scenario.builds)} builds x {len(scenario.models)} models x {reps} "
+            f"repetitions is {units} units; at most {MAX_UNITS} fit in one plan: run fewer "
+            "repetitions or split the scenario",
+            True,
+        )
+    ]
 
 
 def _plain_names(scenario: Parts) -> list[Problem]:
     """Build and model names fit in unit ids and file names."""
-    return [((section, name), f"name {name!r} must start with a letter or digit and use only "
-             "letters, digits, '_', '.' and '-' (it becomes part of unit ids and file names)", True)
-            for section in ("builds", "models") for name in getattr(scenario, section)
-            if not NAME_PATTERN.match(name)]
+    return [
+        (
+            (section, name),
+            f"name {name!r} must start with a letter or digit and use only "
+            "letters, digits, '_', '.' and '-' (it becomes part of unit ids and file names)",
+            True,
+        )
+        for section in ("builds", "models")
+        for name in getattr(scenario, section)
+        if not NAME_PATTERN.match(name)
+    ]
 
 
 def _own_models_exist(scenario: Parts) -> list[Problem]:
@@ -1193,15 +1208,25 @@ def _own_models_exist(scenario: Parts) -> list[Problem]:
         return []
     problems: list[Problem] = []
     for build_name, build in scenario.builds.items():
-        own = build.models if isinstance(build, Build) else build.get("models") if isinstance(build, dict) else None
+        own = (
+            build.models
+            if isinstance(build, Build)
+            else build.get("models")
+            if isinstance(build, dict)
+            else None
+        )
         for model_name in own if isinstance(own, dict) else ():
             if model_name not in scenario.models:
-                problems.append((
-                    ("builds", build_name, "models", model_name),
-                    f"no model named {model_name!r}{did_you_mean(str(model_name), list(scenario.models))} "
-                    f"(models: {', '.join(scenario.models)}); a build's own file replaces one of the models'",
-                    True,
-                ))
+                problems.append(
+                    (
+                        ("builds", build_name, "models", model_name),
+                        f"no model named {model_name!r}"
+                        f"{did_you_mean(str(model_name), list(scenario.models))} "
+                        f"(models: {', '.join(scenario.models)}); "
+                        "a build's own file replaces one of the models'",
+                        True,
+                    )
+                )
     return problems
 
 
@@ -1211,18 +1236,30 @@ def _metrics_listed_once(scenario: Parts) -> list[Problem]:
     seen: dict[str, int] = {}
     for index, spec in enumerate(scenario.metrics):
         if spec.name in seen:
-            problems.append((("metrics", index, "name"),
-                             f"metric {spec.name!r} is listed twice (first at metrics[{seen[spec.name]}])", False))
+            problems.append(
+                (
+                    ("metrics", index, "name"),
+                    f"metric {spec.name!r} is listed twice (first at metrics[{seen[spec.name]}])",
+                    False,
+                )
+            )
         seen.setdefault(spec.name, index)
     return problems
 
 
 def _metrics_known(scenario: Parts) -> list[Problem]:
     """A metric without a regex is a built-in one."""
-    return [(("metrics", index, "name"), f"{spec.name!r} is not a built-in metric"
-             f"{did_you_mean(spec.name, BUILTIN_METRICS)} (built-in: {', '.join(BUILTIN_METRICS)}; "
-             "for a custom metric give a regex)", False)
-            for index, spec in enumerate(scenario.metrics) if not _measurable(spec)]
+    return [
+        (
+            ("metrics", index, "name"),
+            f"{spec.name!r} is not a built-in metric"
+            f"{did_you_mean(spec.name, BUILTIN_METRICS)} (built-in: {', '.join(BUILTIN_METRICS)}; "
+            "for a custom metric give a regex)",
+            False,
+        )
+        for index, spec in enumerate(scenario.metrics)
+        if not _measurable(spec)
+    ]
 
 
 def _measurable(spec: MetricSpec) -> bool:
@@ -1230,13 +1267,15 @@ def _measurable(spec: MetricSpec) -> bool:
 
 
 def _measured(scenario: Parts) -> list[str]:
-    """The metric names the scenario can measure (a name ``_metrics_known`` refuses is not one of them)."""
+    """The metric names the scenario can measure (a name ``_metrics_known`` refuses is not one of
+    them)."""
     return list(dict.fromkeys(spec.name for spec in scenario.metrics if _measurable(spec)))
 
 
 def _refused_metric(scenario: Parts, name: str) -> bool:
-    """True when a reference to metric ``name`` is one ``_metrics_known`` already answers: ``name`` is a refused
-    metric entry, or the built-in such an entry's message suggests (the entry's typo, not the reference's)."""
+    """True when a reference to metric ``name`` is one ``_metrics_known`` already answers: ``name``
+    is a refused metric entry, or the built-in such an entry's message suggests (the entry's typo,
+    not the reference's)."""
     refused = [spec.name for spec in scenario.metrics if not _measurable(spec)]
     return name in refused or name in {closest(typo, BUILTIN_METRICS) for typo in refused}
 
@@ -1252,38 +1291,76 @@ def _compare_builds_exist(scenario: Parts) -> list[Problem]:
         return []
     problems: list[Problem] = []
     builds = list(scenario.builds)
-    for path, name, written in compare.build_references():  # baseline/candidate, candidates[i], pairs[i].*
+    for (
+        path,
+        name,
+        written,
+    ) in compare.build_references():  # baseline/candidate, candidates[i], pairs[i].*
         field = str(path[1])
-        if ("builds" in unknown or f"compare.{field}" in unknown or "compare.pairs" in unknown
-                or ("compare.candidates" in unknown and field == "candidate")):
+        if (
+            "builds" in unknown
+            or f"compare.{field}" in unknown
+            or "compare.pairs" in unknown
+            or ("compare.candidates" in unknown and field == "candidate")
+        ):
             continue  # what named these builds did not validate: a default here would be a guess
         if name not in scenario.builds and not written:
-            problems.append((path, f"not given, so it is the default {name!r}, and there is no build named "
-                             f"{name!r} (builds: {', '.join(builds)}); write compare.{field}: <one of the builds>",
-                             True))
+            problems.append(
+                (
+                    path,
+                    f"not given, so it is the default {name!r}, and there is no build named "
+                    f"{name!r} (builds: {', '.join(builds)}); "
+                    f"write compare.{field}: <one of the builds>",
+                    True,
+                )
+            )
         elif name not in scenario.builds:
-            problems.append((path, f"no build named {name!r}{did_you_mean(name, builds)} "
-                             f"(builds: {', '.join(builds)})", False))
+            problems.append(
+                (
+                    path,
+                    f"no build named {name!r}{did_you_mean(name, builds)} "
+                    f"(builds: {', '.join(builds)})",
+                    False,
+                )
+            )
     return problems
 
 
 def _compare_builds_differ(scenario: Parts) -> list[Problem]:
     """Each pair compares two different builds."""
     compare, unknown = scenario.compare, _unknown(scenario)
-    if compare is None or {"compare.baseline", "compare.candidate", "compare.candidates",
-                           "compare.pairs"} & unknown:
+    if (
+        compare is None
+        or {"compare.baseline", "compare.candidate", "compare.candidates", "compare.pairs"}
+        & unknown
+    ):
         return []
     problems: list[Problem] = []
     for index, (baseline, candidate) in enumerate(compare.build_pairs):
         if baseline != candidate:
             continue
         if compare.candidates is not None:
-            problems.append((("compare", "candidates", index),
-                             f"{candidate!r} is the baseline; each candidate must be another build", False))
+            problems.append(
+                (
+                    ("compare", "candidates", index),
+                    f"{candidate!r} is the baseline; each candidate must be another build",
+                    False,
+                )
+            )
             continue
-        path = ("compare", "pairs", index, "candidate") if compare.pairs is not None else ("compare", "candidate")
-        problems.append((path, f"candidate is the same build as baseline ({baseline!r});"
-                         " expected two different builds", False))
+        path = (
+            ("compare", "pairs", index, "candidate")
+            if compare.pairs is not None
+            else ("compare", "candidate")
+        )
+        problems.append(
+            (
+                path,
+                f"candidate is the same build as baseline ({baseline!r});"
+                " expected two different builds",
+                False,
+            )
+        )
     return problems
 
 
@@ -1299,22 +1376,37 @@ def _primary_measured(scenario: Parts) -> list[Problem]:
         if name in metric_names or _refused_metric(scenario, name):
             continue
         if "primary" not in compare.model_fields_set:
-            problems.append((("compare", "primary"), f"not given, so it is the default {name!r}, which this "
-                             f"scenario does not measure; write compare.primary: <one of {_listed(metric_names)}>",
-                             True))
+            problems.append(
+                (
+                    ("compare", "primary"),
+                    f"not given, so it is the default {name!r}, which this "
+                    "scenario does not measure; "
+                    f"write compare.primary: <one of {_listed(metric_names)}>",
+                    True,
+                )
+            )
         else:
-            problems.append((("compare", "primary", index) if listed else ("compare", "primary"),
-                             f"unknown metric {name!r}{did_you_mean(name, metric_names)} (this scenario "
-                             f"measures: {_listed(metric_names)})", False))
+            problems.append(
+                (
+                    ("compare", "primary", index) if listed else ("compare", "primary"),
+                    f"unknown metric {name!r}{did_you_mean(name, metric_names)} (this scenario "
+                    f"measures: {_listed(metric_names)})",
+                    False,
+                )
+            )
     return problems
 
 
 def _identities_measured(scenario: Parts) -> list[Problem]:
-    """``compare.expect_identical`` names ``outputs`` or measured metrics (the default drops what is not measured:
-    ``_settle_default_expectations``)."""
+    """``compare.expect_identical`` names ``outputs`` or measured metrics (the default drops what is
+    not measured: ``_settle_default_expectations``)."""
     compare, unknown = scenario.compare, _unknown(scenario)
-    if (compare is None or "metrics" in unknown or "compare.expect_identical" in unknown
-            or "expect_identical" not in compare.model_fields_set):
+    if (
+        compare is None
+        or "metrics" in unknown
+        or "compare.expect_identical" in unknown
+        or "expect_identical" not in compare.model_fields_set
+    ):
         return []
     problems: list[Problem] = []
     metric_names = _measured(scenario)
@@ -1322,9 +1414,16 @@ def _identities_measured(scenario: Parts) -> list[Problem]:
         name = item if isinstance(item, str) else item.metric
         if name == "outputs" or name in metric_names or _refused_metric(scenario, name):
             continue
-        problems.append((("compare", "expect_identical", index) + (() if isinstance(item, str) else ("metric",)),
-                         f"unknown metric {name!r}{did_you_mean(name, [*metric_names, 'outputs'])}; expected "
-                         f"'outputs' or one of the measured metrics ({_listed(metric_names)})", False))
+        problems.append(
+            (
+                ("compare", "expect_identical", index)
+                + (() if isinstance(item, str) else ("metric",)),
+                f"unknown metric {name!r}"
+                f"{did_you_mean(name, [*metric_names, 'outputs'])}; expected "
+                f"'outputs' or one of the measured metrics ({_listed(metric_names)})",
+                False,
+            )
+        )
     return problems
 
 
@@ -1334,9 +1433,16 @@ def _gates_measured(scenario: Parts) -> list[Problem]:
     if compare is None or "metrics" in unknown or "compare.gates" in unknown:
         return []
     metric_names = _measured(scenario)
-    return [(("compare", "gates", name), f"unknown metric {name!r}{did_you_mean(name, metric_names)} (this "
-             f"scenario measures: {_listed(metric_names)})", True)
-            for name in compare.gates if name not in metric_names and not _refused_metric(scenario, name)]
+    return [
+        (
+            ("compare", "gates", name),
+            f"unknown metric {name!r}{did_you_mean(name, metric_names)} (this "
+            f"scenario measures: {_listed(metric_names)})",
+            True,
+        )
+        for name in compare.gates
+        if name not in metric_names and not _refused_metric(scenario, name)
+    ]
 
 
 def _gate_units(scenario: Parts) -> list[Problem]:
@@ -1349,8 +1455,14 @@ def _gate_units(scenario: Parts) -> list[Problem]:
         measured = scenario.metric(name)
         declared = measured.unit if measured is not None and measured.regex is not None else ""
         if declared and not gate.relative and gate.unit is not None and gate.unit != declared:
-            problems.append((("compare", "gates", name, "unit"), f"metric {name!r} is measured in {declared!r}, "
-                             f"not {gate.unit!r}; give max_regression in {declared} (or as a percentage)", False))
+            problems.append(
+                (
+                    ("compare", "gates", name, "unit"),
+                    f"metric {name!r} is measured in {declared!r}, "
+                    f"not {gate.unit!r}; give max_regression in {declared} (or as a percentage)",
+                    False,
+                )
+            )
     return problems
 
 
@@ -1360,11 +1472,21 @@ def _secrets(scenario: Parts) -> list[Problem]:
 
 
 CROSS_FIELD_CHECKS: tuple[Callable[[Parts], list[Problem]], ...] = (
-    _plan_fits, _plain_names, _own_models_exist, _metrics_listed_once, _metrics_known, _compare_builds_exist,
-    _compare_builds_differ, _primary_measured, _identities_measured, _gates_measured, _gate_units, _secrets,
+    _plan_fits,
+    _plain_names,
+    _own_models_exist,
+    _metrics_listed_once,
+    _metrics_known,
+    _compare_builds_exist,
+    _compare_builds_differ,
+    _primary_measured,
+    _identities_measured,
+    _gates_measured,
+    _gate_units,
+    _secrets,
 )
-"""The cross-field checks, each with one job, in the order their messages come (the loader then sorts them by
-place)."""
+"""The cross-field checks, each with one job, in the order their messages come (the loader then
+sorts them by place)."""
 
 
 def scenario_json_schema() -> dict[str, Any]:

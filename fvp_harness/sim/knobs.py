@@ -1,8 +1,11 @@
-"""Simulator knobs: settings that a real model does not have (pace, release, noise, injected faults).
+"""Simulator knobs: settings that a real model does not have (pace, release, noise, injected
+faults).
 
-From ``FVP_SIM_<NAME>`` (how the harness passes a scenario's ``fvp.sim``) and ``--sim name=value`` (which win);
-names are case-insensitive, and names this table does not know reach the workloads untouched (``fault_*`` names
-must be known). Each knob and its default: docs/simulator.md, "Knobs" and "Fault knobs"."""
+From ``FVP_SIM_<NAME>`` (how the harness passes a scenario's ``fvp.sim``) and ``--sim name=value``
+(which win); names are case-insensitive, and names this table does not know reach the workloads
+untouched (``fault_*`` names must be known). Each knob and its default: docs/simulator.md, "Knobs"
+and "Fault knobs".
+"""
 
 from __future__ import annotations
 

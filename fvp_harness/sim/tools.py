@@ -1,6 +1,8 @@
-"""``fvp-harness sim ...``: make the artifacts that stand in for cross-compiled runner builds, models and inputs.
+"""``fvp-harness sim ...``: make the artifacts that stand in for cross-compiled runner builds,
+models and inputs.
 
-What each tool makes: docs/simulator-workload.md, "Making artifacts"."""
+What each tool makes: docs/simulator-workload.md, "Making artifacts".
+"""
 
 from __future__ import annotations
 

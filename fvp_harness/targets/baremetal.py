@@ -1,7 +1,9 @@
-"""``BaremetalTarget``: a Corstone-300/320 platform, where every unit is one model launch (no boot, no login).
+"""``BaremetalTarget``: a Corstone-300/320 platform, where every unit is one model launch (no boot,
+no login).
 
-Otherwise it is this host (``HostTarget``): nothing is deployed. The launch (argv, supervision, when it ends) and what
-its end means: docs/baremetal.md, "One launch" and "Failure classes"."""
+Otherwise it is this host (``HostTarget``): nothing is deployed. The launch (argv, supervision, when
+it ends) and what its end means: docs/baremetal.md, "One launch" and "Failure classes".
+"""
 
 from __future__ import annotations
 

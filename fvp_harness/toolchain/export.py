@@ -1,8 +1,10 @@
 """Export one of the simulator's networks as a real ExecuTorch ``.pte``, in the TOOLCHAIN's python.
 
-A script of its own because torch and executorch live only in the toolchain's venv; it reads the networks through
-``sim.networks`` (numpy only) and nothing else of the harness (``tests/test_layers.py``). The module, weights,
-input, kinds and exit status: docs/real-executorch.md, "The four networks as real programs"."""
+A script of its own because torch and executorch live only in the toolchain's venv; it reads the
+networks through ``sim.networks`` (numpy only) and nothing else of the harness
+(``tests/test_layers.py``). The module, weights, input, kinds and exit status:
+docs/real-executorch.md, "The four networks as real programs".
+"""
 
 from __future__ import annotations
 

@@ -49,7 +49,8 @@ def test_minimal_scenario_loads_with_defaults(write):
 
 
 def test_executions_are_warmup_plus_iterations(write):
-    scenario = load_scenario(write("s.yaml", MINIMAL + "run: {warmup: 3, iterations: 7}\n")).scenario
+    path = write("s.yaml", MINIMAL + "run: {warmup: 3, iterations: 7}\n")
+    scenario = load_scenario(path).scenario
     assert scenario.run.executions == 10
 
 
@@ -178,12 +179,14 @@ def test_platform_may_be_a_profile_path(write, repo):
 
 
 def test_scenario_models_declare_their_fields_before_their_validators(repo):
-    """A class reads top down: every field of a scenario model comes before its validators and properties."""
+    """A class reads top down: every field of a scenario model comes before its validators and
+    properties."""
     late = []
     for path in sorted((repo / "fvp_harness" / "scenario").glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ClassDef):
                 methods = [item.lineno for item in node.body if isinstance(item, ast.FunctionDef)]
                 late += [f"{path.name}:{item.lineno}: {node.name}" for item in node.body
-                         if isinstance(item, ast.AnnAssign) and methods and item.lineno > methods[0]]
+                         if isinstance(item, ast.AnnAssign) and methods
+                         and item.lineno > methods[0]]
     assert late == []

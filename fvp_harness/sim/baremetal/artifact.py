@@ -1,7 +1,9 @@
-"""The emulated ``arm_executor_runner`` "ELF": a simulator artifact that the bare-metal platforms run with ``-a``.
+"""The emulated ``arm_executor_runner`` "ELF": a simulator artifact that the bare-metal platforms
+run with ``-a``.
 
-Why our own artifact, where its model comes from and its ``.fvpsim`` section byte by byte: docs/simulator.md, "The
-runner file, byte by byte"."""
+Why our own artifact, where its model comes from and its ``.fvpsim`` section byte by byte:
+docs/simulator.md, "The runner file, byte by byte".
+"""
 
 from __future__ import annotations
 

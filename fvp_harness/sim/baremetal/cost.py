@@ -1,7 +1,9 @@
-"""What a bare-metal run costs the Cortex-M, and what the Ethos-U PMU counts: the numbers of the perf block.
+"""What a bare-metal run costs the Cortex-M, and what the Ethos-U PMU counts: the numbers of the
+perf block.
 
-Why a model of the work, and its parts (CPU instructions, simulated time, PMU event counters): docs/simulator.md,
-"The cost model"."""
+Why a model of the work, and its parts (CPU instructions, simulated time, PMU event counters):
+docs/simulator.md, "The cost model".
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,10 @@
-"""The bare-metal platforms: a simulated FVP_Corstone_SSE-300_Ethos-U55 or FVP_Corstone_SSE-320 running one
-application - an emulated ``arm_executor_runner`` (``baremetal/runner.py``) - with its UART on stdout.
+"""The bare-metal platforms: a simulated FVP_Corstone_SSE-300_Ethos-U55 or FVP_Corstone_SSE-320
+running one application - an emulated ``arm_executor_runner`` (``baremetal/runner.py``) - with its
+UART on stdout.
 
-How it is launched, what it prints, how it stops and its time: docs/simulator.md, "Bare-metal platforms"."""
+How it is launched, what it prints, how it stops and its time: docs/simulator.md, "Bare-metal
+platforms".
+"""
 
 from __future__ import annotations
 

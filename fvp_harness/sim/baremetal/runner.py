@@ -1,7 +1,9 @@
-"""The emulated ``arm_executor_runner`` (Cortex-M + Ethos-U, bare metal) that the Corstone-300/320 platforms run.
+"""The emulated ``arm_executor_runner`` (Cortex-M + Ethos-U, bare metal) that the Corstone-300/320
+platforms run.
 
-What it prints, line for line (upstream's arm_executor_runner.cpp at cff6f4dd32, ``log.SITES``), semihosting builds
-and failures: docs/simulator.md, "The whole sequence"."""
+What it prints, line for line (upstream's arm_executor_runner.cpp at cff6f4dd32, ``log.SITES``),
+semihosting builds and failures: docs/simulator.md, "The whole sequence".
+"""
 
 from __future__ import annotations
 

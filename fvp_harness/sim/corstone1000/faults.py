@@ -1,7 +1,9 @@
-"""Fault injection: the ways a real model misbehaves, on demand, for the harness's reliability tests.
+"""Fault injection: the ways a real model misbehaves, on demand, for the harness's reliability
+tests.
 
-Each fault is a ``fault_*`` knob (``knobs.py``); what each does and what the harness makes of it: docs/simulator.md,
-"Fault knobs"."""
+Each fault is a ``fault_*`` knob (``knobs.py``); what each does and what the harness makes of it:
+docs/simulator.md, "Fault knobs".
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,9 @@
-"""Our own "compiled model" and "runner build" file formats, and the compiler that produces model files.
+"""Our own "compiled model" and "runner build" file formats, and the compiler that produces model
+files.
 
-Why our own formats, their layout byte by byte and the compiler's size model: docs/simulator-workload.md, "File
-formats"."""
+Why our own formats, their layout byte by byte and the compiler's size model:
+docs/simulator-workload.md, "File formats".
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
-"""A compiled simulator model as an int8 TFLite flatbuffer: the same layers, shapes, weights and quantisation.
+"""A compiled simulator model as an int8 TFLite flatbuffer: the same layers, shapes, weights and
+quantisation.
 
-Which operators, tensors and options it writes and why: docs/vela.md, "The exported TFLite file"."""
+Which operators, tensors and options it writes and why: docs/vela.md, "The exported TFLite file".
+"""
 
 from __future__ import annotations
 

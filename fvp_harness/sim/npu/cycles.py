@@ -1,6 +1,8 @@
-"""Ethos-U85 cycle model: per operation ``max(compute, memory)``, summed over the schedule (Vela's shape).
+"""Ethos-U85 cycle model: per operation ``max(compute, memory)``, summed over the schedule (Vela's
+shape).
 
-Its terms and constants: docs/simulator-workload.md, "NPU cycles"."""
+Its terms and constants: docs/simulator-workload.md, "NPU cycles".
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """Host CPU time of ``EthosUBackend::execute()`` on the Linux driver path, per inference.
 
-The model (per-inference vs reuse driver, its terms and fitted constants): docs/simulator-workload.md, "Driver cost
-model"."""
+The model (per-inference vs reuse driver, its terms and fitted constants):
+docs/simulator-workload.md, "Driver cost model".
+"""
 
 from __future__ import annotations
 

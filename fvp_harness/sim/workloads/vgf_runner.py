@@ -1,7 +1,9 @@
-"""The emulated VGF ``executor_runner`` with the (not upstream) benchmark mode: ``--vgf_perf_json``, zero-copy I/O.
+"""The emulated VGF ``executor_runner`` with the (not upstream) benchmark mode: ``--vgf_perf_json``,
+zero-copy I/O.
 
-Its cost model (copies, imports, binding refreshes, execution), the artifact that runs in the guest and on this
-host, and its command line: docs/vgf.md, "The simulator's VGF runner"."""
+Its cost model (copies, imports, binding refreshes, execution), the artifact that runs in the guest
+and on this host, and its command line: docs/vgf.md, "The simulator's VGF runner".
+"""
 
 from __future__ import annotations
 
@@ -224,7 +226,8 @@ REJECT_CHOICES = ("", "none", "input", "output", "all")
 
 
 def knob_value(knobs: Mapping[str, str], name: str, default: float) -> float:
-    """The numeric knob ``name`` (``KNOB_RANGES``), or ``default`` when not given; UsageError when out of range."""
+    """The numeric knob ``name`` (``KNOB_RANGES``), or ``default`` when not given; UsageError when
+    out of range."""
     low, high = KNOB_RANGES[name]
     text = knobs.get(name, "")
     if not text:
@@ -304,7 +307,9 @@ class _Vgf:
         self.costs = CostModel(
             clock_hz=clock_hz if clock_hz > 0 else CostModel.clock_hz,
             gmacs=knob_value(knobs, "vgf_gmacs", CostModel.gmacs),
-            copy_bytes_per_cycle=knob_value(knobs, "vgf_copy_bytes_per_cycle", CostModel.copy_bytes_per_cycle),
+            copy_bytes_per_cycle=knob_value(
+                knobs, "vgf_copy_bytes_per_cycle", CostModel.copy_bytes_per_cycle
+            ),
             readback_bytes_per_cycle=knob_value(
                 knobs, "vgf_readback_bytes_per_cycle", CostModel.readback_bytes_per_cycle
             ),

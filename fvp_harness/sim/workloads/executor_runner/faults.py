@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 from fvp_harness.sim.workloads.executor_runner.flags import UsageError
 
-__all__ = ["FAULT_KINDS", "FaultSpec", "Noise", "noise_from_knobs", "parse_faults", "slowdown", "slowdown_factors"]
+__all__ = ["FAULT_KINDS", "FaultSpec", "Noise", "noise_from_knobs", "parse_faults", "slowdown",
+           "slowdown_factors"]
 
 FAULT_KINDS = ("crash", "hang", "truncate", "timeout")
 
@@ -99,8 +100,8 @@ def slowdown(knobs: Mapping[str, str], model: str, driver: str) -> float:
 
 
 def slowdown_factors(text: str) -> dict[tuple[str, str], float]:
-    """Every item of a ``runner_slowdown`` value by ``(driver, model)`` (``*``: any); UsageError for an item whose
-    factor is no number within 0.1..100, whichever build and model it is for."""
+    """Every item of a ``runner_slowdown`` value by ``(driver, model)`` (``*``: any); UsageError
+    for an item whose factor is no number within 0.1..100, whichever build and model it is for."""
     factors: dict[tuple[str, str], float] = {}
     for item in filter(None, (part.strip() for part in text.split(","))):
         scope, colon, rest = item.partition(":")
@@ -110,8 +111,8 @@ def slowdown_factors(text: str) -> dict[tuple[str, str], float]:
         try:
             factor = float(chosen)
         except ValueError:
-            raise UsageError(f"knob runner_slowdown: {chosen!r} is not a number (e.g. 1.2, resnet8=1.2 or "
-                             "reuse:resnet8=1.2)") from None
+            raise UsageError(f"knob runner_slowdown: {chosen!r} is not a number (e.g. 1.2, "
+                             "resnet8=1.2 or reuse:resnet8=1.2)") from None
         if not 0.1 <= factor <= 100.0:
             raise UsageError(f"knob runner_slowdown: {factor} is outside 0.1..100")
         factors[(mode, name.strip() if sep else "*")] = factor

@@ -1,7 +1,9 @@
-"""``method->execute()`` of a partly delegated program: K Ethos-U delegate calls with CPU operators between them.
+"""``method->execute()`` of a partly delegated program: K Ethos-U delegate calls with CPU operators
+between them.
 
-What each call costs and prints, and the ``runner_partition_cycles`` knob: docs/simulator-workload.md, "Partly
-delegated programs"."""
+What each call costs and prints, and the ``runner_partition_cycles`` knob:
+docs/simulator-workload.md, "Partly delegated programs".
+"""
 
 from __future__ import annotations
 

@@ -1,9 +1,11 @@
-"""The emulated ExecuTorch ``executor_runner`` (Linux, Ethos-U "Direct Drive" delegate) that runner files start.
+"""The emulated ExecuTorch ``executor_runner`` (Linux, Ethos-U "Direct Drive" delegate) that runner
+files start.
 
-It prints what upstream's executor_runner.cpp at cff6f4dd32 prints, line for line, error for error, exit code for
-exit code (``log.SITES``), with numbers from models of the work (``networks/inference.py``, ``npu/cycles.py``,
-``npu/driver_cost.py``). Its output, flags, errors, times and knobs: docs/simulator-workload.md, "The emulated
-``executor_runner``" and "Noise and faults (knobs)".
+It prints what upstream's executor_runner.cpp at cff6f4dd32 prints, line for line, error for error,
+exit code for exit code (``log.SITES``), with numbers from models of the work
+(``networks/inference.py``, ``npu/cycles.py``, ``npu/driver_cost.py``). Its output, flags, errors,
+times and knobs: docs/simulator-workload.md, "The emulated ``executor_runner``" and "Noise and
+faults (knobs)".
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The event tracer of an executor_runner built with ``ET_EVENT_TRACER_ENABLED``: ``--etdump_path`` and the ETDump it
-writes (docs/etdump.md, "The simulator's event tracer")."""
+"""The event tracer of an executor_runner built with ``ET_EVENT_TRACER_ENABLED``: ``--etdump_path``
+and the ETDump it writes (docs/etdump.md, "The simulator's event tracer")."""
 
 from __future__ import annotations
 
