@@ -28,9 +28,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from fvp_harness.version import __version__
-
 _EXPORTS: dict[str, str] = {
+    "__version__": "fvp_harness.version",
     "load_scenario": "fvp_harness.scenario",
     "LoadedScenario": "fvp_harness.scenario",
     "Scenario": "fvp_harness.scenario",
@@ -101,6 +100,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time __getattr__
     from fvp_harness.store.records import Record
     from fvp_harness.targets.base import CommandResult, Target
     from fvp_harness.targets.fake import FakeTarget
+    from fvp_harness.version import __version__
 
 
 def __getattr__(name: str) -> Any:
