@@ -16,7 +16,7 @@ The package is split into layers, each a folder, each importing only the ones be
     vgf/  report/                VGF reports; analysis and rendering of records
     targets/  store/  scenario/  where commands run; the results folder; the scenario language
     profiles/                    platform profiles (YAML data)
-    errors, events, files, located   the bottom: failures, progress events, hashing/atomic writes, YAML positions
+    errors events files located version   the bottom (imports nothing of the harness)
     sim/                         the embedded FVP simulator: imports nothing of the above
 
 Names are imported on first use, so ``import fvp_harness`` (and the simulator, which lives inside the package)
@@ -28,9 +28,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
-
 _EXPORTS: dict[str, str] = {
+    "__version__": "fvp_harness.version",
     "load_scenario": "fvp_harness.scenario",
     "LoadedScenario": "fvp_harness.scenario",
     "Scenario": "fvp_harness.scenario",
@@ -101,6 +100,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time __getattr__
     from fvp_harness.store.records import Record
     from fvp_harness.targets.base import CommandResult, Target
     from fvp_harness.targets.fake import FakeTarget
+    from fvp_harness.version import __version__
 
 
 def __getattr__(name: str) -> Any:

@@ -38,6 +38,7 @@ __all__ = [
     "Location",
     "YamlProblem",
     "check_plain_size",
+    "closest",
     "compose_bytes",
     "compose_file",
     "data_problems",
@@ -554,8 +555,14 @@ def format_path(path: PathTuple) -> str:
 
 def did_you_mean(word: str, choices: typing.Iterable[str]) -> str:
     """`` did you mean 'x'?`` when something close exists, else an empty string."""
+    close = closest(word, choices)
+    return f"; did you mean {close!r}?" if close is not None else ""
+
+
+def closest(word: str, choices: typing.Iterable[str]) -> str | None:
+    """The choice ``did_you_mean`` suggests for ``word``, or None."""
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f"; did you mean {close[0]!r}?" if close else ""
+    return close[0] if close else None
 
 
 # --- walking the pydantic models by path (for unknown keys and --set) ---------------------------------------

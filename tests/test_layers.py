@@ -9,8 +9,8 @@ Inside the simulator the same rule ranks its worlds (``SIM_RANKS``): a world (a 
 shared modules and the worlds below it, never one above or beside it; the platforms compose the guest, the
 workloads and the NPU models, which never know a platform. And nowhere in the package may imports go round in a
 circle, not even between two modules of one folder, nor through an import made only for type checking or inside a
-function (the root ``fvp_harness`` is left out: it re-exports the public API on first use, and modules take only
-``__version__`` from it).
+function (the root ``fvp_harness`` is left out: it re-exports the public API on first use, and no
+module imports it; ``__version__`` lives at the bottom, in ``fvp_harness.version``).
 
 An import inside a function is allowed only with a ``# late: <why>`` comment on its line or on the comment lines
 right above its import block (the CLI defers pandas and matplotlib so ``--help`` stays fast, for example): a
@@ -34,6 +34,7 @@ RANKS: dict[str, int] = {
     "events": 0,
     "files": 0,
     "located": 0,
+    "version": 0,
     "profiles": 1,
     "formats": 1,  # readers of ExecuTorch's files (flatbuffer, .pte): errors only
     "guest": 1,  # the QEMU guest builder: errors only (apt and dpkg-deb do the work)
@@ -66,6 +67,7 @@ SIM_RANKS: dict[str, int] = {
     "baremetal": 5,
     "main": 6,  # the entry points and the `sim` tools, shared at sim's top
     "tools": 6,
+    "knob_check": 6,  # every knob value checked at once (the scenario loader asks: KNOB_READER)
     "vgf_runner": 6,
     "": 6,  # sim/__init__.py
     "__main__": 7,
@@ -78,6 +80,11 @@ SIM_READER = "fvp_harness.toolchain.export"
 the ExecuTorch toolchain's own python (``toolchain/exporting.py`` starts it), which builds real
 programs from the simulator's networks. It may import ``sim.networks`` only, and no harness module
 may import it (torch is not in the harness's environment)."""
+
+KNOB_READER = ("fvp_harness.scenario.sim_knobs", "fvp_harness.sim.knob_check")
+"""The one harness module besides ``cli/verb_sim`` and ``SIM_READER`` that reads the simulator, and
+the one module it may import: a scenario's ``fvp.sim`` values are checked at load by the
+simulator's own rules."""
 
 SIM_WORLD_PREFIXES = ("baremetal_", "shell_", "vela_", "applets_", "guest_", "corstone", "npu_")
 
@@ -182,10 +189,11 @@ def violations(module: str, source: str, *, is_package: bool = False) -> list[st
             if in_function and not _explained(lines, node.lineno):
                 found.append(f"{where}: imports {target} inside a function without a '{LATE_MARK} <why>' comment")
             if layer == "":
-                upward = [name for name in names if name != "__version__"]
-                if upward and module != "fvp_harness":
-                    found.append(f"{where}: takes {', '.join(upward)} from the package root (import it from its "
-                                 "layer; the root's lazy exports would hide the dependency)")
+                if module not in ("fvp_harness", "fvp_harness.version"):
+                    taken = ", ".join(names) if names else "the package"
+                    found.append(f"{where}: takes {taken} from the package root, which imports "
+                                 "every layer (import it from its layer: __version__ from "
+                                 "fvp_harness.version)")
                 continue
             if target == SIM_READER and module != SIM_READER:
                 found.append(f"{where}: imports {target}, a script of the toolchain's python "
@@ -195,6 +203,10 @@ def violations(module: str, source: str, *, is_package: bool = False) -> list[st
                 if _sim_world(target) != "networks":
                     found.append(f"{where}: {module} may read only the simulator's networks, "
                                  f"not {target}")
+                continue
+            if module == KNOB_READER[0] and layer == "sim":
+                if target != KNOB_READER[1]:
+                    found.append(f"{where}: {module} may read only {KNOB_READER[1]}, not {target}")
                 continue
             if own == "sim" or layer == "sim":
                 if own != layer and module != "fvp_harness.cli.verb_sim":
@@ -217,7 +229,7 @@ def violations(module: str, source: str, *, is_package: bool = False) -> list[st
 def import_graph(sources: dict[str, tuple[str, bool]]) -> dict[str, set[str]]:
     """Module -> the modules it imports, from ``{module: (source, is_package)}``: every import statement counts
     (at the top, inside a function, under ``TYPE_CHECKING``); ``from package import module`` reaches the module.
-    The root ``fvp_harness`` is left out (its exports load on first use; modules take only ``__version__``)."""
+    The root ``fvp_harness`` is left out (its exports load on first use; no module imports it)."""
     graph: dict[str, set[str]] = {module: set() for module in sources}
     for module, (source, is_package) in sources.items():
         for node, _ in _imports(source):
@@ -300,7 +312,8 @@ def test_every_sim_world_has_a_rank() -> None:
 def test_sim_holds_its_shared_modules_and_one_folder_per_world() -> None:
     sim = PACKAGE / "sim"
     modules = sorted(path.stem for path in sim.glob("*.py"))
-    assert modules == ["__init__", "__main__", "clock", "knobs", "main", "tools", "vgf_runner"], (
+    shared = ["__init__", "__main__", "clock", "knob_check", "knobs", "main", "tools", "vgf_runner"]
+    assert modules == shared, (
         f"sim's top holds what every world shares (and the entry points), not a world's modules: {modules}")
     prefixed = sorted(str(path.relative_to(sim)) for path in sim.rglob("*.py")
                       if path.stem.startswith(SIM_WORLD_PREFIXES))
@@ -309,7 +322,10 @@ def test_sim_holds_its_shared_modules_and_one_folder_per_world() -> None:
 
 def test_the_top_level_shows_the_layers() -> None:
     top = sorted(path.name for path in PACKAGE.glob("*.py"))
-    assert len(top) <= 6, f"the top of fvp_harness/ should hold the layers' folders, not modules: {top}"
+    bottom = ["__init__.py", "__main__.py", "errors.py", "events.py", "files.py", "located.py",
+              "version.py"]
+    assert top == bottom, (
+        f"the top of fvp_harness/ should hold the layers' folders, not modules: {top}")
     assert not (PACKAGE / "target").exists(), "the session layer lives in targets/ (a 'target/' folder is ignored "
     "by common .gitignore templates)"
 
@@ -328,6 +344,10 @@ def test_the_top_level_shows_the_layers() -> None:
         ("fvp_harness.sim.x", "from fvp_harness.errors import HarnessError\n", "the simulator imports the harness"),
         ("fvp_harness.run.x", "from fvp_harness.sim.workloads.executor_runner import main\n", "imports the simulator"),
         ("fvp_harness.report.x", "from fvp_harness import run_scenario\n", "from the package root"),
+        ("fvp_harness.run.x", "from fvp_harness import __version__\n", "from the package root"),
+        ("fvp_harness.errors", "from fvp_harness import __version__\n", "from the package root"),
+        ("fvp_harness.cli.x", "from fvp_harness import __version__\n", "from the package root"),
+        ("fvp_harness.store.x", "import fvp_harness\n", "from the package root"),
         ("fvp_harness.run.x", "def f():\n    from fvp_harness.store.folder import ResultStore\n",
          "inside a function without"),
         ("fvp_harness.report.render", "from .. import run\n", "which is not below it"),
@@ -345,6 +365,10 @@ def test_the_top_level_shows_the_layers() -> None:
          "a script of the toolchain's python"),
         ("fvp_harness.toolchain.x", "from fvp_harness.sim.networks.architectures import Layer\n",
          "imports the simulator"),
+        ("fvp_harness.scenario.sim_knobs", "from fvp_harness.sim.knobs import parse_knobs\n",
+         "may read only fvp_harness.sim.knob_check"),
+        ("fvp_harness.scenario.load", "from fvp_harness.sim.knob_check import knob_problems\n",
+         "imports the simulator"),
     ],
 )
 def test_the_checker_catches(module: str, source: str, expected: str) -> None:
@@ -354,7 +378,8 @@ def test_the_checker_catches(module: str, source: str, expected: str) -> None:
 
 def test_the_checker_accepts_what_the_rules_allow() -> None:
     allowed = {
-        "fvp_harness.run.x": "from fvp_harness.targets.base import Target\nfrom fvp_harness import __version__\n",
+        "fvp_harness.run.x": "from fvp_harness.targets.base import Target\n"
+                             "from fvp_harness.version import __version__\n",
         "fvp_harness.targets.x": "from fvp_harness.profiles import Profile\n"
                                  "from fvp_harness.files import atomic_write\n",
         "fvp_harness.cli.x": "def f():\n    # late: pandas loads only when this verb runs\n"
@@ -366,6 +391,9 @@ def test_the_checker_accepts_what_the_rules_allow() -> None:
         "fvp_harness.sim.main": "from fvp_harness.sim.corstone1000.platform import SimulatedModel\n",
         "fvp_harness.toolchain.export":
             "from fvp_harness.sim.networks.modelfile import compile_model\n",
+        "fvp_harness.scenario.sim_knobs":
+            "def f():\n    # late: heavy\n"
+            "    from fvp_harness.sim.knob_check import knob_problems\n",
     }
     for module, source in allowed.items():
         assert violations(module, source) == [], module
@@ -391,6 +419,6 @@ def test_the_cycle_check_catches_a_circle_through_a_late_import_and_across_folde
         "fvp_harness.sim.workloads.runner": ("from fvp_harness.sim.guest import programs\n", False),
         "fvp_harness.sim.guest": ("", True),
         "fvp_harness": ("from fvp_harness.run.x import y\n", True),
-        "fvp_harness.run.x": ("from fvp_harness import __version__\n", False),
+        "fvp_harness.run.x": ("from fvp_harness.version import __version__\n", False),
     }
     assert cycles(import_graph(sources)) == [["fvp_harness.sim.guest.programs", "fvp_harness.sim.workloads.runner"]]

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from fvp_harness import __version__
 from fvp_harness.errors import EXIT_OK, ConfigurationError, HarnessError, UnknownName
 from fvp_harness.files import file_sha256
 from fvp_harness.report.summary_cache import SummaryCache
@@ -29,6 +28,7 @@ from fvp_harness.store.folder import (
     results_dir_for,
 )
 from fvp_harness.store.records import Record
+from fvp_harness.version import __version__
 
 if TYPE_CHECKING:  # lanes and manifest load execute, deploy and every target: only a make with work loads them
     from fvp_harness.run.execute import SessionOutcome

@@ -21,7 +21,6 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from fvp_harness import __version__
 from fvp_harness.cli.closed_pipe import silence_stream
 from fvp_harness.errors import (
     EXIT_BAD_INPUT,
@@ -35,6 +34,7 @@ from fvp_harness.errors import (
     is_storage_failure,
     storage_error,
 )
+from fvp_harness.version import __version__
 
 __all__ = ["build_parser", "main"]
 

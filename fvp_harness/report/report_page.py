@@ -22,9 +22,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from fvp_harness import __version__
 from fvp_harness.files import atomic_write
 from fvp_harness.store.folder import REPORT_FILES
+from fvp_harness.version import __version__
 
 __all__ = ["CSP", "PAGE_FILE", "STYLE", "Rendered", "local_image", "markdown_html", "page", "report_page",
            "write_report_page"]

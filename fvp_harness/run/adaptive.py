@@ -10,7 +10,11 @@ one. A *round* is one unit per build x model (one repetition). After each round 
 - ``verdict settled``: every pair's verdict is decided (faster, slower or no change) and the CI lies at least its
   own width away from every verdict boundary (``±min_effect``): more samples narrow the interval, and it would
   have to move by more than its whole width to change the answer; or
-- ``max_repetitions``: the budget is spent (the verdict may still be inconclusive; the report says so).
+- ``max_repetitions``: the budget is spent (the verdict may still be inconclusive; the report says
+  so); or
+- ``no sample``: a build of the model has no ok unit after a complete round (a failing runner):
+  nothing can be judged, and more rounds would only repeat the failure (this one stops before
+  ``min_repetitions`` too).
 
 No model stops before ``until.min_repetitions`` (the unit-level interval needs two processes per build). The
 statistics are ``report.analysis``'s own (``analyse``: the two-level bootstrap and the unit-level Welch interval),
@@ -61,10 +65,12 @@ __all__ = [
     "spared_units",
     "start",
     "unit_parts",
+    "unsampled",
 ]
 
-StopReason = Literal["ci_width", "verdict settled", "max_repetitions"]
-STOP_REASONS: tuple[StopReason, ...] = ("ci_width", "verdict settled", "max_repetitions")
+StopReason = Literal["ci_width", "verdict settled", "max_repetitions", "no sample"]
+STOP_REASONS: tuple[StopReason, ...] = (
+    "ci_width", "verdict settled", "max_repetitions", "no sample")
 
 
 class UntilLike(Protocol):
@@ -174,6 +180,19 @@ def judge(rows: Sequence[ModelComparison], until: UntilLike, min_effect: float) 
     return None
 
 
+def unsampled(records: Iterable[Record], model: str, builds: Sequence[str], rounds: int
+              ) -> tuple[StopReason, str] | None:
+    """``no sample`` when a build of ``model`` has no ok record after its complete ``rounds`` (at
+    least one): no comparison can be judged, so more rounds would only repeat the failure up to
+    ``max_repetitions``."""
+    ok = {record.build for record in records if record.model == model and record.status == "ok"}
+    missing = [build for build in builds if build not in ok]
+    if rounds < 1 or not missing:
+        return None
+    plural = "s" * (rounds > 1)
+    return "no sample", f"no ok sample of {', '.join(missing)} after {rounds} repetition{plural}"
+
+
 def primary_comparisons(records: Iterable[Record], spec: CompareLike, settings: Settings | None = None
                         ) -> list[tuple[tuple[str, str], tuple[ModelComparison, ...]]]:
     """``report.analysis.primary_comparisons``, loaded when a round is first judged."""
@@ -203,7 +222,10 @@ def advance(state: SamplingState, records: Sequence[Record], spec: CompareLike |
     cut = [r for r in records if r.model in judged and r.repetition < rounds[r.model]]
     cut += [r for r in fixed if r.model in judged]
     by_model: dict[str, list[ModelComparison]] = {}
-    for _, pair_rows in primary_comparisons(cut, spec, settings) if spec is not None else ():
+    # below min_repetitions only ``unsampled`` asks: the analysis runs when a model may be judged
+    judging = any(rounds[m.model] >= until.min_repetitions for m in fresh)
+    compared = primary_comparisons(cut, spec, settings) if judging and spec is not None else []
+    for _, pair_rows in compared:
         for row in pair_rows:
             by_model.setdefault(row.model, []).append(row)
     updated: list[ModelSampling] = []
@@ -213,7 +235,9 @@ def advance(state: SamplingState, records: Sequence[Record], spec: CompareLike |
             continue
         done = rounds[item.model]
         min_effect = spec.min_effect if spec is not None else 0.0
-        decision = judge(by_model.get(item.model, []), until, min_effect) if done >= until.min_repetitions else None
+        decision = unsampled(cut, item.model, builds, done)
+        if decision is None and done >= until.min_repetitions:
+            decision = judge(by_model.get(item.model, []), until, min_effect)
         if decision is None and done >= until.max_repetitions:
             rows = by_model.get(item.model, [])
             widths = ", ".join("no CI" if _width(r) is None else f"{_width(r):.2f}" for r in rows) or "no CI"
@@ -374,8 +398,8 @@ class StoppingRule:
 
     def wanted(self, model: str, repetition: int) -> bool:
         """Whether the unit of ``model``'s round ``repetition`` (from 0) should run."""
-        if repetition < self.until.min_repetitions:
-            return True
+        if repetition < 1:
+            return True  # no round is complete before the first: nothing to judge yet
         with self._lock:
             try:
                 item = self.state.get(model)

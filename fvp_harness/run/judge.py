@@ -63,7 +63,7 @@ def judge(
     scraped = scrape(result.output, scenario.metrics)
     samples: dict[str, list[float]] = {}
     partitions: dict[str, list[list[float]]] = {}
-    expected = run.warmup + run.iterations
+    expected = run.executions
     short: list[str] = []
     for name, values in scraped.samples.items():
         if scraped.per.get(name, "inference") == "inference":

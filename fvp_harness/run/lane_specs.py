@@ -75,7 +75,7 @@ class JobSpec:
     def cost(self) -> int:
         """Rough work estimate for balancing lanes: executions to run."""
         run = self.scenario.run
-        return len(self.units) * (run.warmup + run.iterations + 2)
+        return len(self.units) * (run.executions + 2)
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from fvp_harness import __version__
 from fvp_harness.errors import ConfigurationError
 from fvp_harness.run.artifacts import BuildResult, artifact_digests, built_from_commit
 from fvp_harness.run.execute import SessionOutcome, utc_now
@@ -47,6 +46,7 @@ from fvp_harness.run.scrape import PARSERS_VERSION
 from fvp_harness.scenario import LoadedScenario, Scenario
 from fvp_harness.scenario.secrets import redact_manifest
 from fvp_harness.store.folder import MANIFEST_FORMAT_VERSION, ResultStore
+from fvp_harness.version import __version__
 
 __all__ = [
     "BatchInfo",

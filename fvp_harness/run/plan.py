@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fvp_harness import __version__
 from fvp_harness.errors import ConfigurationError
 from fvp_harness.files import file_sha256
 from fvp_harness.profiles import Profile
@@ -43,6 +42,7 @@ from fvp_harness.run.scrape import PARSERS_VERSION
 from fvp_harness.scenario.load import LoadedScenario
 from fvp_harness.scenario.model import Scenario
 from fvp_harness.store.records import Record
+from fvp_harness.version import __version__
 
 __all__ = [
     "KEY_PART_PREFIX",

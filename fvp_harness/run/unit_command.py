@@ -90,7 +90,7 @@ def render_unit_command(
     values = {
         "model": model,
         "inputs": ",".join(inputs),
-        "iterations": str(run.warmup + run.iterations),
+        "iterations": str(run.executions),
         "output": output,
         "unit_dir": unit_dir,
         "build": unit.build,

@@ -73,7 +73,7 @@ def semihosting_unit(scenario: Scenario, build: str, model: str, unit_id: str, *
         "model": names[0],
         "inputs": ",".join(names[1:]),
         "input_args": " ".join(f"-i {name}" for name in names[1:]),
-        "iterations": str(run.warmup + run.iterations),
+        "iterations": str(run.executions),
         "output": SEMIHOSTING_OUTPUT,
         "unit_dir": ".",
         "build": build,

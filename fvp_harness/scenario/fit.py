@@ -1,27 +1,8 @@
 """Can the platform run a scenario's runners and programs? Read from the files on this host, before
 anything boots.
 
-Why: each of these fails every unit minutes later, and looks like the runner's fault. Refused up
-front instead (one message per file naming the file, the build and the fix), from what the files
-say of themselves:
-
-- a runner ELF built for another CPU than the platform's (``profile.architecture``: aarch64 for
-  the Linux platforms, 32-bit Arm for the bare-metal Cortex-M ones): the kernel answers ``Exec
-  format error`` (126), the model faults at reset;
-- a real ELF runner given to the embedded simulator (``fvp.binary: sim``): it runs only its own
-  emulated runner artifacts (``FVPSIMRN``; on bare metal an EM_ARM ELF whose ``.fvpsim`` section
-  starts ``FVPSIMBM``), and every unit fails with ``Exec format error`` (that emulated runner given
-  to ``--fvp PATH`` passes: a stand-in named like the real model runs it, docs/baremetal.md);
-- a real ExecuTorch program (``.pte``: bytes 4-7 ``ET`` + two digits) given to the simulator: its
-  emulated runners read only the simulator's own model files (``FVPSIMMD``), so every unit fails
-  to load the program;
-- an Ethos-U-delegated program (a delegate of backend ``EthosUBackend``, read by ``formats.pte``)
-  where there is no Ethos-U (a profile without ``npu_family``, ``target: host``): the runtime
-  refuses it at method load.
-
-``target: host`` runners are checked by ``scenario.executable`` (this host's machine); here only
-their programs. A file that does not exist yet (it has a build command) is checked after its
-build, before the first unit (``run.execute``). The simulator's magic numbers are repeated from
+Each refusal would otherwise fail every unit minutes later and look like the runner's fault:
+docs/targets.md, "Programs the platform cannot run". The simulator's magic numbers are repeated from
 ``sim/`` (the harness never imports it).
 """
 

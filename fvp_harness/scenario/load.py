@@ -60,6 +60,7 @@ from fvp_harness.scenario.model import (
     cross_field_problems,
 )
 from fvp_harness.scenario.secrets import redact_problems
+from fvp_harness.scenario.sim_knobs import sim_knob_problems
 
 __all__ = ["LoadedScenario", "file_problem", "load_scenario", "path_fields", "path_problem"]
 
@@ -177,6 +178,9 @@ def load_scenario(
         profile = _cross_checks_and_profile(root, view, problems)
         if scenario is not None and profile is not None:
             _check_platform_kind(root, scenario, profile, problems)
+            for knob, message in sim_knob_problems(scenario.fvp, baremetal=profile.baremetal):
+                if str(_node_at(root, knob)) not in problems.where:
+                    problems.add(_node_at(root, knob), knob, message)
         if scenario is not None:
             _check_input_separators(root, scenario, problems)
         if check_files:

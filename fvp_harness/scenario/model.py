@@ -17,7 +17,7 @@ import re
 import shlex
 import string
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -37,7 +37,7 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
-from fvp_harness.located import did_you_mean, format_path
+from fvp_harness.located import closest, did_you_mean, format_path
 from fvp_harness.scenario.baseline import DriftCheck
 from fvp_harness.scenario.metrics import BUILTIN_METRICS, validate_regex
 from fvp_harness.scenario.secrets import DEFAULT_SECRET_PATTERNS, redact_scenario, secret_problems, secret_values
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BUILD_PLACEHOLDERS",
+    "CROSS_FIELD_CHECKS",
     "DEFAULT_CMD_LINE",
     "DEFAULT_EXPECT_IDENTICAL",
     "DEFAULT_GUEST_DIR",
@@ -447,6 +448,16 @@ class Build(_BuildCommand):
         "the model file is placed there with --data FILE@ADDRESS. A hexadecimal address, or true for the "
         "profile's data_address.",
     )
+    id: str | None = Field(
+        None,
+        description="Text the runner prints to identify itself; a unit whose output lacks it fails as a "
+        "provenance error (the wrong build ran).",
+    )
+    source: BuildSource | None = Field(
+        None,
+        description="Where the runner was built from ({repository, commit}); shown in the report beside the build. "
+        "Without it, the report names the git checkout holding the runner (git describe), when there is one.",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -495,17 +506,6 @@ class Build(_BuildCommand):
     @classmethod
     def _env_is_text(cls, value: Any) -> Any:
         return _env_text(value)
-
-    id: str | None = Field(
-        None,
-        description="Text the runner prints to identify itself; a unit whose output lacks it fails as a "
-        "provenance error (the wrong build ran).",
-    )
-    source: BuildSource | None = Field(
-        None,
-        description="Where the runner was built from ({repository, commit}); shown in the report beside the build. "
-        "Without it, the report names the git checkout holding the runner (git describe), when there is one.",
-    )
 
 
 class Model(_BuildCommand):
@@ -589,18 +589,6 @@ class Run(StrictModel):
         None, description="Adaptive sampling: repeat in rounds until each model's CI is narrow enough or its "
         "verdict is settled (replaces repetitions; needs order: interleaved).",
     )
-
-    @model_validator(mode="after")
-    def _until_in_rounds(self) -> Run:
-        if self.until is not None and self.order != "interleaved":
-            raise ValueError("run.until measures in rounds (every build of a model, then the next repetition): "
-                             "it needs order: interleaved")
-        return self
-
-    @property
-    def planned_repetitions(self) -> int:
-        """How many repetitions the plan holds: ``until.max_repetitions`` with ``until``, else ``repetitions``."""
-        return self.until.max_repetitions if self.until is not None else self.repetitions
     timeout: float | None = Field(None, gt=0, le=MAX_TIMEOUT_S,
                                   description="Per-unit timeout (default: fvp.timeouts.unit).")
     max_output: int = Field(
@@ -633,6 +621,26 @@ class Run(StrictModel):
         "platform's cmd_line_limit (256) characters once rendered.",
         json_schema_extra={"anyOf": [{"type": "string"}, {"const": False}, {"type": "null"}]},
     )
+    retries: int = Field(
+        1, ge=0, le=MAX_RETRIES, description="Retries of a unit after an infrastructure failure (fresh instance)."
+    )
+
+    @model_validator(mode="after")
+    def _until_in_rounds(self) -> Run:
+        if self.until is not None and self.order != "interleaved":
+            raise ValueError("run.until measures in rounds (every build of a model, then the next repetition): "
+                             "it needs order: interleaved")
+        return self
+
+    @property
+    def planned_repetitions(self) -> int:
+        """How many repetitions the plan holds: ``until.max_repetitions`` with ``until``, else ``repetitions``."""
+        return self.until.max_repetitions if self.until is not None else self.repetitions
+
+    @property
+    def executions(self) -> int:
+        """Executions the runner performs per unit (``{iterations}``): warmup + iterations."""
+        return self.warmup + self.iterations
 
     @model_validator(mode="before")
     @classmethod
@@ -643,10 +651,6 @@ class Run(StrictModel):
     @classmethod
     def _env_is_text(cls, value: Any) -> Any:
         return _env_text(value)
-
-    retries: int = Field(
-        1, ge=0, le=MAX_RETRIES, description="Retries of a unit after an infrastructure failure (fresh instance)."
-    )
 
     @field_validator("command")
     @classmethod
@@ -1144,41 +1148,91 @@ class ScenarioParts:
         return next((spec for spec in self.metrics if spec.name == name), None)
 
 
-def cross_field_problems(scenario: Scenario | ScenarioParts) -> list[tuple[tuple[str | int, ...], str, bool]]:
-    """Checks that span sections: ``(path, message, at_key)``; ``at_key`` points the message at the key
-    itself. A field the user left out is named as a default at the key of the section that holds it."""
-    problems: list[tuple[tuple[str | int, ...], str, bool]] = []
-    unknown = scenario.unknown if isinstance(scenario, ScenarioParts) else frozenset()
-    if isinstance(scenario, Scenario):
-        reps = scenario.run.planned_repetitions
-        units = len(scenario.builds) * len(scenario.models) * reps
-        if units > MAX_UNITS:
-            field = "until" if scenario.run.until is not None else "repetitions"
-            problems.append((("run", field), f"{len(scenario.builds)} builds x {len(scenario.models)} models x {reps} "
-                             f"repetitions is {units} units; at most {MAX_UNITS} fit in one plan: run fewer "
-                             "repetitions or split the scenario", True))
-    for section in ("builds", "models"):
-        for name in getattr(scenario, section):
-            if not NAME_PATTERN.match(name):
+Problem = tuple[tuple[str | int, ...], str, bool]
+"""A cross-field problem: ``(path, message, at_key)``; ``at_key`` points the message at the key
+itself."""
+
+Parts = Scenario | ScenarioParts
+
+
+def cross_field_problems(scenario: Parts) -> list[Problem]:
+    """Checks that span sections (``CROSS_FIELD_CHECKS``, in order). A field the user left out is
+    named as a default at the key of the section that holds it."""
+    return [problem for check in CROSS_FIELD_CHECKS for problem in check(scenario)]
+
+
+def _unknown(scenario: Parts) -> frozenset[str]:
+    """What did not validate (``ScenarioParts.unknown``): checks that need it are skipped rather
+    than guessed."""
+    return scenario.unknown if isinstance(scenario, ScenarioParts) else frozenset()
+
+
+def _plan_fits(scenario: Parts) -> list[Problem]:
+    """builds x models x repetitions within ``MAX_UNITS``."""
+    if not isinstance(scenario, Scenario):
+        return []
+    reps = scenario.run.planned_repetitions
+    units = len(scenario.builds) * len(scenario.models) * reps
+    if units <= MAX_UNITS:
+        return []
+    field = "until" if scenario.run.until is not None else "repetitions"
+    return [
+        (
+            ("run", field),
+            f"{len(scenario.builds)} builds x {len(scenario.models)} models x {reps} "
+            f"repetitions is {units} units; at most {MAX_UNITS} fit in one plan: run fewer "
+            "repetitions or split the scenario",
+            True,
+        )
+    ]
+
+
+def _plain_names(scenario: Parts) -> list[Problem]:
+    """Build and model names fit in unit ids and file names."""
+    return [
+        (
+            (section, name),
+            f"name {name!r} must start with a letter or digit and use only "
+            "letters, digits, '_', '.' and '-' (it becomes part of unit ids and file names)",
+            True,
+        )
+        for section in ("builds", "models")
+        for name in getattr(scenario, section)
+        if not NAME_PATTERN.match(name)
+    ]
+
+
+def _own_models_exist(scenario: Parts) -> list[Problem]:
+    """A build's own model file (``builds.X.models.Y``) replaces one of the scenario's models."""
+    if "models" in _unknown(scenario):
+        return []
+    problems: list[Problem] = []
+    for build_name, build in scenario.builds.items():
+        own = (
+            build.models
+            if isinstance(build, Build)
+            else build.get("models")
+            if isinstance(build, dict)
+            else None
+        )
+        for model_name in own if isinstance(own, dict) else ():
+            if model_name not in scenario.models:
                 problems.append(
                     (
-                        (section, name),
-                        f"name {name!r} must start with a letter or digit and use only "
-                        "letters, digits, '_', '.' and '-' (it becomes part of unit ids and file names)",
+                        ("builds", build_name, "models", model_name),
+                        f"no model named {model_name!r}"
+                        f"{did_you_mean(str(model_name), list(scenario.models))} "
+                        f"(models: {', '.join(scenario.models)}); "
+                        "a build's own file replaces one of the models'",
                         True,
                     )
                 )
-    if "models" not in unknown:
-        for build_name, build in scenario.builds.items():
-            own = build.models if isinstance(build, Build) else build.get("models") if isinstance(build, dict) else None
-            for model_name in own if isinstance(own, dict) else ():
-                if model_name not in scenario.models:
-                    problems.append((
-                        ("builds", build_name, "models", model_name),
-                        f"no model named {model_name!r}{did_you_mean(str(model_name), list(scenario.models))} "
-                        f"(models: {', '.join(scenario.models)}); a build's own file replaces one of the models'",
-                        True,
-                    ))
+    return problems
+
+
+def _metrics_listed_once(scenario: Parts) -> list[Problem]:
+    """Each metric name once in ``metrics``."""
+    problems: list[Problem] = []
     seen: dict[str, int] = {}
     for index, spec in enumerate(scenario.metrics):
         if spec.name in seen:
@@ -1190,123 +1244,249 @@ def cross_field_problems(scenario: Scenario | ScenarioParts) -> list[tuple[tuple
                 )
             )
         seen.setdefault(spec.name, index)
-        if spec.regex is None and spec.name not in BUILTIN_METRICS:
-            problems.append(
-                (
-                    ("metrics", index, "name"),
-                    f"{spec.name!r} is not a built-in metric"
-                    f"{did_you_mean(spec.name, BUILTIN_METRICS)} (built-in: {', '.join(BUILTIN_METRICS)}; "
-                    "for a custom metric give a regex)",
-                    False,
-                )
-            )
-    compare = scenario.compare
-    if compare is not None:
-        builds = list(scenario.builds)
-        for path, name, written in compare.build_references():  # baseline/candidate, candidates[i], pairs[i].*
-            field = str(path[1])
-            if ("builds" in unknown or f"compare.{field}" in unknown or "compare.pairs" in unknown
-                    or ("compare.candidates" in unknown and field == "candidate")):
-                continue  # what named these builds did not validate: a default here would be a guess
-            if name not in scenario.builds and not written:
-                problems.append(
-                    (
-                        path,
-                        f"not given, so it is the default {name!r}, and there is no build named {name!r} (builds: "
-                        f"{', '.join(builds)}); write compare.{field}: <one of the builds>",
-                        True,
-                    )
-                )
-            elif name not in scenario.builds:
-                problems.append(
-                    (
-                        path,
-                        f"no build named {name!r}{did_you_mean(name, builds)} (builds: {', '.join(builds)})",
-                        False,
-                    )
-                )
-        same_ok = not {"compare.baseline", "compare.candidate", "compare.candidates", "compare.pairs"} & unknown
-        for index, (baseline, candidate) in enumerate(compare.build_pairs if same_ok else []):
-            if baseline != candidate:
-                continue
-            if compare.candidates is not None:
-                problems.append((("compare", "candidates", index),
-                                 f"{candidate!r} is the baseline; each candidate must be another build", False))
-                continue
-            problems.append(
-                (
-                    ("compare", "pairs", index, "candidate") if compare.pairs is not None else ("compare", "candidate"),
-                    f"candidate is the same build as baseline ({baseline!r});"
-                    " expected two different builds",
-                    False,
-                )
-            )
-        metric_names = list(dict.fromkeys(spec.name for spec in scenario.metrics))
-        listed = isinstance(compare.primary, list)
-        for index, name in enumerate(compare.primary_candidates):
-            if "metrics" in unknown or "compare.primary" in unknown:
-                break
-            if name not in metric_names and "primary" not in compare.model_fields_set:
-                problems.append(
-                    (
-                        ("compare", "primary"),
-                        f"not given, so it is the default {name!r}, which this scenario does not measure; write "
-                        f"compare.primary: <one of {', '.join(metric_names)}>",
-                        True,
-                    )
-                )
-            elif name not in metric_names:
-                problems.append(
-                    (
-                        ("compare", "primary", index) if listed else ("compare", "primary"),
-                        f"unknown metric {name!r}{did_you_mean(name, metric_names)} (this scenario measures: "
-                        f"{', '.join(metric_names)})",
-                        False,
-                    )
-                )
-        for index, item in enumerate(compare.expect_identical):
-            name = item if isinstance(item, str) else item.metric
-            if "metrics" in unknown or "compare.expect_identical" in unknown:
-                break
-            if "expect_identical" not in compare.model_fields_set:
-                break  # the default: entries the scenario cannot measure are dropped (_settle_default_expectations)
-            if name != "outputs" and name not in metric_names:
-                problems.append(
-                    (
-                        ("compare", "expect_identical", index) + (() if isinstance(item, str) else ("metric",)),
-                        f"unknown metric {name!r}"
-                        f"{did_you_mean(name, [*metric_names, 'outputs'])}; expected 'outputs' or one of "
-                        f"the measured metrics ({', '.join(metric_names)})",
-                        False,
-                    )
-                )
-        for name, gate in compare.gates.items():
-            if "metrics" in unknown or "compare.gates" in unknown:
-                break
-            if name not in metric_names:
-                problems.append(
-                    (
-                        ("compare", "gates", name),
-                        f"unknown metric {name!r}{did_you_mean(name, metric_names)} (this scenario measures: "
-                        f"{', '.join(metric_names)})",
-                        True,
-                    )
-                )
-                continue
-            measured = scenario.metric(name)
-            declared = measured.unit if measured is not None and measured.regex is not None else ""
-            if declared and not gate.relative and gate.unit is not None and gate.unit != declared:
-                problems.append(
-                    (
-                        ("compare", "gates", name, "unit"),
-                        f"metric {name!r} is measured in {declared!r}, not {gate.unit!r}; give max_regression in "
-                        f"{declared} (or as a percentage)",
-                        False,
-                    )
-                )
-    if isinstance(scenario, Scenario):
-        problems += secret_problems(scenario)
     return problems
+
+
+def _metrics_known(scenario: Parts) -> list[Problem]:
+    """A metric without a regex is a built-in one."""
+    return [
+        (
+            ("metrics", index, "name"),
+            f"{spec.name!r} is not a built-in metric"
+            f"{did_you_mean(spec.name, BUILTIN_METRICS)} (built-in: {', '.join(BUILTIN_METRICS)}; "
+            "for a custom metric give a regex)",
+            False,
+        )
+        for index, spec in enumerate(scenario.metrics)
+        if not _measurable(spec)
+    ]
+
+
+def _measurable(spec: MetricSpec) -> bool:
+    return spec.regex is not None or spec.name in BUILTIN_METRICS
+
+
+def _measured(scenario: Parts) -> list[str]:
+    """The metric names the scenario can measure (a name ``_metrics_known`` refuses is not one of
+    them)."""
+    return list(dict.fromkeys(spec.name for spec in scenario.metrics if _measurable(spec)))
+
+
+def _refused_metric(scenario: Parts, name: str) -> bool:
+    """True when a reference to metric ``name`` is one ``_metrics_known`` already answers: ``name``
+    is a refused metric entry, or the built-in such an entry's message suggests (the entry's typo,
+    not the reference's)."""
+    refused = [spec.name for spec in scenario.metrics if not _measurable(spec)]
+    return name in refused or name in {closest(typo, BUILTIN_METRICS) for typo in refused}
+
+
+def _listed(names: list[str]) -> str:
+    return ", ".join(names) or "none"
+
+
+def _compare_builds_exist(scenario: Parts) -> list[Problem]:
+    """``compare``'s baseline, candidate(s) and pairs name builds of the scenario."""
+    compare, unknown = scenario.compare, _unknown(scenario)
+    if compare is None:
+        return []
+    problems: list[Problem] = []
+    builds = list(scenario.builds)
+    for (
+        path,
+        name,
+        written,
+    ) in compare.build_references():  # baseline/candidate, candidates[i], pairs[i].*
+        field = str(path[1])
+        if (
+            "builds" in unknown
+            or f"compare.{field}" in unknown
+            or "compare.pairs" in unknown
+            or ("compare.candidates" in unknown and field == "candidate")
+        ):
+            continue  # what named these builds did not validate: a default here would be a guess
+        if name not in scenario.builds and not written:
+            problems.append(
+                (
+                    path,
+                    f"not given, so it is the default {name!r}, and there is no build named "
+                    f"{name!r} (builds: {', '.join(builds)}); "
+                    f"write compare.{field}: <one of the builds>",
+                    True,
+                )
+            )
+        elif name not in scenario.builds:
+            problems.append(
+                (
+                    path,
+                    f"no build named {name!r}{did_you_mean(name, builds)} "
+                    f"(builds: {', '.join(builds)})",
+                    False,
+                )
+            )
+    return problems
+
+
+def _compare_builds_differ(scenario: Parts) -> list[Problem]:
+    """Each pair compares two different builds."""
+    compare, unknown = scenario.compare, _unknown(scenario)
+    if (
+        compare is None
+        or {"compare.baseline", "compare.candidate", "compare.candidates", "compare.pairs"}
+        & unknown
+    ):
+        return []
+    problems: list[Problem] = []
+    for index, (baseline, candidate) in enumerate(compare.build_pairs):
+        if baseline != candidate:
+            continue
+        if compare.candidates is not None:
+            problems.append(
+                (
+                    ("compare", "candidates", index),
+                    f"{candidate!r} is the baseline; each candidate must be another build",
+                    False,
+                )
+            )
+            continue
+        path = (
+            ("compare", "pairs", index, "candidate")
+            if compare.pairs is not None
+            else ("compare", "candidate")
+        )
+        problems.append(
+            (
+                path,
+                f"candidate is the same build as baseline ({baseline!r});"
+                " expected two different builds",
+                False,
+            )
+        )
+    return problems
+
+
+def _primary_measured(scenario: Parts) -> list[Problem]:
+    """``compare.primary`` names measured metrics."""
+    compare, unknown = scenario.compare, _unknown(scenario)
+    if compare is None or "metrics" in unknown or "compare.primary" in unknown:
+        return []
+    problems: list[Problem] = []
+    metric_names = _measured(scenario)
+    listed = isinstance(compare.primary, list)
+    for index, name in enumerate(compare.primary_candidates):
+        if name in metric_names or _refused_metric(scenario, name):
+            continue
+        if "primary" not in compare.model_fields_set:
+            problems.append(
+                (
+                    ("compare", "primary"),
+                    f"not given, so it is the default {name!r}, which this "
+                    "scenario does not measure; "
+                    f"write compare.primary: <one of {_listed(metric_names)}>",
+                    True,
+                )
+            )
+        else:
+            problems.append(
+                (
+                    ("compare", "primary", index) if listed else ("compare", "primary"),
+                    f"unknown metric {name!r}{did_you_mean(name, metric_names)} (this scenario "
+                    f"measures: {_listed(metric_names)})",
+                    False,
+                )
+            )
+    return problems
+
+
+def _identities_measured(scenario: Parts) -> list[Problem]:
+    """``compare.expect_identical`` names ``outputs`` or measured metrics (the default drops what is
+    not measured: ``_settle_default_expectations``)."""
+    compare, unknown = scenario.compare, _unknown(scenario)
+    if (
+        compare is None
+        or "metrics" in unknown
+        or "compare.expect_identical" in unknown
+        or "expect_identical" not in compare.model_fields_set
+    ):
+        return []
+    problems: list[Problem] = []
+    metric_names = _measured(scenario)
+    for index, item in enumerate(compare.expect_identical):
+        name = item if isinstance(item, str) else item.metric
+        if name == "outputs" or name in metric_names or _refused_metric(scenario, name):
+            continue
+        problems.append(
+            (
+                ("compare", "expect_identical", index)
+                + (() if isinstance(item, str) else ("metric",)),
+                f"unknown metric {name!r}"
+                f"{did_you_mean(name, [*metric_names, 'outputs'])}; expected "
+                f"'outputs' or one of the measured metrics ({_listed(metric_names)})",
+                False,
+            )
+        )
+    return problems
+
+
+def _gates_measured(scenario: Parts) -> list[Problem]:
+    """``compare.gates`` are keyed by measured metrics."""
+    compare, unknown = scenario.compare, _unknown(scenario)
+    if compare is None or "metrics" in unknown or "compare.gates" in unknown:
+        return []
+    metric_names = _measured(scenario)
+    return [
+        (
+            ("compare", "gates", name),
+            f"unknown metric {name!r}{did_you_mean(name, metric_names)} (this "
+            f"scenario measures: {_listed(metric_names)})",
+            True,
+        )
+        for name in compare.gates
+        if name not in metric_names and not _refused_metric(scenario, name)
+    ]
+
+
+def _gate_units(scenario: Parts) -> list[Problem]:
+    """A gate's absolute ``max_regression`` is in its metric's declared unit."""
+    compare, unknown = scenario.compare, _unknown(scenario)
+    if compare is None or "metrics" in unknown or "compare.gates" in unknown:
+        return []
+    problems: list[Problem] = []
+    for name, gate in compare.gates.items():
+        measured = scenario.metric(name)
+        declared = measured.unit if measured is not None and measured.regex is not None else ""
+        if declared and not gate.relative and gate.unit is not None and gate.unit != declared:
+            problems.append(
+                (
+                    ("compare", "gates", name, "unit"),
+                    f"metric {name!r} is measured in {declared!r}, "
+                    f"not {gate.unit!r}; give max_regression in {declared} (or as a percentage)",
+                    False,
+                )
+            )
+    return problems
+
+
+def _secrets(scenario: Parts) -> list[Problem]:
+    """``scenario.secrets.secret_problems``: secret names and values."""
+    return secret_problems(scenario) if isinstance(scenario, Scenario) else []
+
+
+CROSS_FIELD_CHECKS: tuple[Callable[[Parts], list[Problem]], ...] = (
+    _plan_fits,
+    _plain_names,
+    _own_models_exist,
+    _metrics_listed_once,
+    _metrics_known,
+    _compare_builds_exist,
+    _compare_builds_differ,
+    _primary_measured,
+    _identities_measured,
+    _gates_measured,
+    _gate_units,
+    _secrets,
+)
+"""The cross-field checks, each with one job, in the order their messages come (the loader then
+sorts them by place)."""
 
 
 def scenario_json_schema() -> dict[str, Any]:

@@ -1,55 +1,10 @@
-"""Simulator knobs: settings that a real model does not have (pace, release, noise, injected faults).
+"""Simulator knobs: settings that a real model does not have (pace, release, noise, injected
+faults).
 
-Knobs come from the environment as ``FVP_SIM_<NAME>`` (how the harness passes a scenario's ``fvp.sim`` block)
-and from ``--sim name=value`` options (which win). Names are case-insensitive; ``GuestContext.knobs`` shows
-every knob given, lower-case, so the emulated workloads can define knobs of their own: names this table does
-not know are passed through untouched, except ``fault_*`` names, which must be known (a typo in a fault test
-should fail, not pass silently).
-
-Platform knobs (name, default: meaning; the workload's knobs are documented with the runner):
-
-- ``boot_seconds``, 1.5: wall seconds from start to the login prompt (300 feels like the real model).
-- ``boot_sim_seconds``, 4.0: simulated seconds the boot takes (kernel timestamps and --stat follow it).
-- ``speed``, 0: simulated seconds per wall second for guest programs' work; 0 = no waiting; 0.003 is about
-  the real model's pace on NPU-heavy work.
-- ``idle_ratio``, 1.0: simulated seconds that pass per wall second while the guest idles.
-- ``release``, 2025.12: which Corstone-1000 image boots, a row of ``corstone1000/releases.py``: ``2025.12``
-  (hostname corstone1000-fvp, glibc, Dropbear, /dev/ethosu0), ``2026.05`` or ``next`` (meta-arm's today: hostname
-  corstone1000-a320-fvp, musl, no Dropbear, the in-kernel accel driver at /dev/accel/accel0, no /dev/ethosu0).
-  The platform checks the name against its table (``main.py``); here only aliases are resolved.
-- ``ssh_fragment``, false: the image was built with meta-arm's kas/corstone1000-ssh.yml, so it has Dropbear even
-  where its release has none.
-- ``tclibc``, the release's: ``glibc`` or ``musl``, the image's C library (``TCLIBC``; meta-arm's
-  kas/corstone1000-firmware-only.yml sets musl), which decides the dynamic loader in /lib.
-- ``kernel_noise_rate``, 0: benign kernel messages per wall second on host_terminal_0, injected at random
-  points of the output stream (so they land mid-line too); ``dmesg -n 1`` silences them.
-- ``uart_rate``, 0: bytes per second host_terminal_0's line carries in each direction, as a real UART's (a PL011
-  at 115200 baud: 11520; QEMU's emulated one measured 27-34 KiB/s typed in), so a console deploy takes as long
-  as on a board; 0 = as fast as the host goes.
-- ``backlog_bytes``, 1048576: output a terminal keeps while no client is connected (oldest dropped).
-- ``line_max``, 4096: longest console input line; longer lines are cut like the tty's canonical buffer.
-- ``first_boot``, false: the Secure Enclave provisions keys and boots twice, as on a model's first run.
-- ``seed``, random: seed for noise and garbage, for reproducible fault tests.
-
-The bare-metal platforms (``--platform corstone300|corstone320``, ``baremetal/platform.py``) use ``speed`` and
-``idle_ratio`` as above (they add no noise, so no ``seed``) and ``boot_seconds`` only when given (a wall-time delay
-before the application starts); the boot, terminal, network and ``fault_*`` knobs concern the Corstone-1000 only.
-Their emulated ``arm_executor_runner`` reads ``runner_fault`` (``hardfault=N``, ``hang[=N]``;
-``baremetal.artifact.parse_faults``), which overrides its build's ``--fault``.
-
-Fault knobs (``corstone1000/faults.py`` says exactly what each does):
-
-- ``fault_boot_hang``: a stage (tfm, tfa, optee, uboot, kernel, init, login); the boot stops in it.
-- ``fault_panic``: ``boot`` (kernel panic during boot) or N (panic when the Nth console command is entered).
-- ``fault_console_drop``: N; at the Nth console command host_terminal_0 drops its client, stops listening.
-- ``fault_crash``: ``boot`` or N; the process dies (exit status 139, no stop text, no --stat).
-- ``fault_count_matching``: TEXT; the N of the three knobs above counts only console command lines that contain
-  TEXT (e.g. ``--model_path``: the Nth runner start), so a fault strikes the same unit however many commands the
-  harness needs to deploy.
-- ``fault_slow_console``: bytes per second; host_terminal_0 delivers output no faster than this.
-- ``fault_garbage``: probability 0-1 per console output chunk of a few random non-text bytes mixed in.
-- ``fault_refuse_ssh``: true; forwarded ssh ports accept and immediately close every connection.
-- ``fault_busy_ports``: N; the first N ports from every terminal's start_port count as busy.
+From ``FVP_SIM_<NAME>`` (how the harness passes a scenario's ``fvp.sim``) and ``--sim name=value``
+(which win); names are case-insensitive, and names this table does not know reach the workloads
+untouched (``fault_*`` names must be known). Each knob and its default: docs/simulator.md, "Knobs"
+and "Fault knobs".
 """
 
 from __future__ import annotations
@@ -59,19 +14,20 @@ import random
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["BOOT_STAGES", "KnobError", "Knobs", "parse_knobs"]
+__all__ = ["BOOT_STAGES", "PLATFORM_KNOBS", "KnobError", "Knobs", "parse_knobs"]
 
 PREFIX = "FVP_SIM_"
 
 BOOT_STAGES = ("tfm", "tfa", "optee", "uboot", "kernel", "init", "login")
 """Boot stages in order, the names ``fault_boot_hang`` accepts."""
 
-_KNOWN = {
+PLATFORM_KNOBS = frozenset({
     "boot_seconds", "boot_sim_seconds", "speed", "idle_ratio", "release", "ssh_fragment", "tclibc", "kernel_noise_rate",
     "uart_rate", "backlog_bytes",
     "line_max", "first_boot", "seed", "fault_boot_hang", "fault_panic", "fault_console_drop", "fault_crash",
     "fault_slow_console", "fault_garbage", "fault_refuse_ssh", "fault_busy_ports", "fault_count_matching",
-}
+})
+"""The knobs of the platforms (the emulated runners read more: ``knob_check.KNOWN_KNOBS``)."""
 
 
 _RELEASE_ALIASES = {"corstone1000-a320-fvp": "next", "newer": "next", "master": "next", "corstone1000-fvp": "2025.12"}
@@ -163,8 +119,8 @@ def parse_knobs(environ: Mapping[str, str] | None = None, options: Iterable[str]
             raise KnobError(f"--sim {option!r}: expected NAME=VALUE")
         raw[name.strip().lower()] = value
     for name in raw:
-        if name.startswith("fault_") and name not in _KNOWN:
-            known = ", ".join(sorted(k for k in _KNOWN if k.startswith("fault_")))
+        if name.startswith("fault_") and name not in PLATFORM_KNOBS:
+            known = ", ".join(sorted(k for k in PLATFORM_KNOBS if k.startswith("fault_")))
             raise KnobError(f"unknown fault knob {name!r} (known: {known})")
 
     k = Knobs(raw=raw)

@@ -1,29 +1,7 @@
-"""``fvp-harness sim ...``: make the artifacts that stand in for cross-compiled runner builds, models and
-inputs.
+"""``fvp-harness sim ...``: make the artifacts that stand in for cross-compiled runner builds,
+models and inputs.
 
-Why here and not in the harness CLI: the simulator is its own world (it could ship alone), so its artifact
-makers live with it; ``fvp_harness/cli/verb_sim.py`` only forwards the arguments to ``main``.
-
-    sim runner --driver per-inference|reuse [--build-id TEXT] [--cpu-time-report] [--log-generation current|old]
-               [--event-tracer] [--fault SPEC] -o FILE
-    sim vgf-runner [--build-id TEXT] [--no-io-stats] -o FILE   (VGF benchmark mode: sim/workloads/vgf_runner.py)
-    sim baremetal-runner -o FILE [--pte MODEL | --pte-addr ADDR | --semihosting] [--target CONFIG]
-               [--iterations N] [--etdump] [--fault SPEC] ...   (Corstone-300/320: sim/baremetal/artifact.py)
-    sim model NAME -o FILE [--seed N] [--macs 256] [--no-cycle-counter] [--partitions K] [--tflite PATH|--no-tflite]
-              [--npu-cycles auto|vela|analytic] [--vela-dir DIR] ...   (fvp_harness/sim/npu/tool.py)
-    sim input NAME -o FILE [--seed N]
-    sim info FILE                      (what a model or runner file holds, with NPU cycles and driver costs)
-
-A runner build prints what upstream's executor_runner prints (fvp_harness/sim/workloads/executor_runner) unless it is
-built with instrumentation upstream lacks: ``--build-id`` (alias ``--id``) adds ``executor_runner build id: TEXT``,
-``--cpu-time-report`` adds ``EthosUBackend::execute() CPU time: %.3f ms`` per delegate call (the documented shape of
-the report of ExecuTorch #22596, closed unmerged; it lived in arm_perf_monitor.cpp). ``--driver reuse`` is a build
-of main since #22599 (driver reuse, merged September 2026), ``--driver per-inference`` one from before it.
-``--event-tracer`` makes upstream's traced build (``--etdump_path``, an ETDump file per run:
-sim/workloads/executor_runner/tracer.py). ``--log-generation old`` makes a build of the older executor_runner.cpp
-(before 2026-04-10).
-
-Exit status: 0 ok, 2 bad arguments (argparse), 1 a file could not be written or read.
+What each tool makes: docs/simulator-workload.md, "Making artifacts".
 """
 
 from __future__ import annotations

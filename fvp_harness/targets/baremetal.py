@@ -1,53 +1,8 @@
-"""``BaremetalTarget``: a Corstone-300/320 platform, where every unit is one model launch (no boot, no login).
+"""``BaremetalTarget``: a Corstone-300/320 platform, where every unit is one model launch (no boot,
+no login).
 
-ExecuTorch's bare-metal flow (``backends/arm/scripts/run_fvp.sh``, ``backends/arm/test/runner_utils.py``) starts
-the model once per run with ``arm_executor_runner`` as the application::
-
-    FVP_Corstone_SSE-320 -C mps4_board.subsystem.ethosu.num_macs=256 ... -C mps4_board.uart0.out_file=- \\
-        -C mps4_board.uart0.shutdown_on_eot=1 [-C ...semihosting-enable=1 ... -C ...semihosting-cmd_line=...] \\
-        -a runner.elf [--data model.pte@0x70000000] --timelimit 600
-
-The program prints on UART 0, which the model writes to its own stdout; it ends with an EOT byte
-(``ET_LOG(Info, "\\04")``), on which the model stops (``shutdown_on_eot``), or, with semihosting, by exiting.
-This target does exactly that per unit (``launch``), and otherwise is this host (``HostTarget``): the "guest"
-folders are host folders, so the harness's own steps (unit folder, hashes of outputs, ``run.fetch``) work as
-for ``target: host``, and nothing is deployed (the model reads the runner, the model file and the semihosting
-files where they are).
-
-One launch (``BaremetalLaunch`` -> ``LaunchResult``):
-
-- argv (``baremetal_argv``): program (the binary, or ``python -m fvp_harness.sim --platform <p>`` for ``sim``),
-  ``-C`` profile params overridden by scenario ``fvp.params`` and then by the build's ``fvp_params``, the
-  semihosting parameters (enable, stack_base=0, heap_limit=0, cwd, cmd_line: run_fvp.sh's and runner_utils's),
-  profile args, scenario ``fvp.args``, ``-a <runner>``, ``--data <file>@<address>``, ``--timelimit N``, ``--stat``.
-  A semihosting command line over the profile's ``cmd_line_limit`` is refused (``ConfigurationError``), as
-  upstream's ``runner_utils.py`` refuses it (the loader already refused it with the file and line of the template).
-- the model runs under a pty in its own session and process group (pexpect), dies with the harness (under a
-  supervisor: ``supervise.dies_with_harness``), and is always reaped: stopped in steps (the profile's stop signal,
-  SIGTERM, SIGKILL to the group) when it does not exit by itself. Its output is decoded with replacement and
-  searched with a bounded window (``SEARCH_WINDOW``) for the EOT byte and the profile's patterns; every line goes
-  to ``fvp.log`` with a time stamp, and the result's ``output`` is clean text (LF line ends, no ANSI codes, no
-  control bytes).
-- the launch ends at EOT (the model gets ``EOT_GRACE_S`` to exit by itself and print its ``--stat`` block), or
-  when the model exits, or at a hard fault (``FAULT_GRACE_S`` later, for the fault's register dump: the CPU
-  would spin in the fault handler until the time limit), or at the unit's timeout.
-
-What a launch's end means (``docs/baremetal.md``, "Failure classes"), first rule that applies:
-
-- a licence refusal (``start_failure_patterns``): ``FvpStartError`` (infrastructure);
-- the instance was closed under the launch (a second Ctrl-C): ``FvpDied``;
-- the program printed an error line (``error_patterns``: any line starting ``E`` or ``F`` as run_fvp.sh:238 greps
-  them, ``[critical]``, ``Assertion``; not one of the profile's ``benign_patterns``, the timing-adapter lines
-  run_fvp.sh:241 drops under ``--fast``), even when a fault or the time limit followed (an ``ET_CHECK`` abort
-  traps): ``exit_status`` 1, a test failure;
-- a hard fault (``failure_patterns``): ``HardFault`` (infrastructure);
-- the model stopped at ``--timelimit`` (``timelimit_patterns``), or the program did not end within the unit
-  timeout: ``TimeLimitExceeded`` (infrastructure);
-- EOT, or an exit with status 0: ``exit_status`` 0;
-- an exit with an error status (or a signal) before the program printed anything (``program_pattern``: a bad
-  parameter, a missing ``-a`` file): ``FvpStartError``; after that: ``FvpDied`` (both infrastructure).
-
-A missing binary is a ``ConfigurationError`` at ``open`` (``fvp.resolve_binary``), as for a Linux platform.
+Otherwise it is this host (``HostTarget``): nothing is deployed. The launch (argv, supervision, when
+it ends) and what its end means: docs/baremetal.md, "One launch" and "Failure classes".
 """
 
 from __future__ import annotations

@@ -1,30 +1,9 @@
 """The Linux console: boot watch, login, shell setup and framed commands.
 
-The boot is an explicit sequence of states (``booting -> login -> ready``, or ``lost``), each waited for under a
-named deadline, and every wait polls in short slices so that what the drain threads report is acted on at once:
-
-- ``BootWatch`` listens to *every* terminal's lines (failure patterns minus benign ones, boot stages), so a panic on
-  any terminal fails the boot within a fraction of a second with the last 200 lines of that terminal, instead of
-  after the boot timeout (a LAVA complaint), and a boot timeout names the last stage that was reached;
-- the login tolerates kernel lines interleaved with the prompt (a labgrid complaint): kernel messages are removed
-  from the stream before prompts are matched, and ``Login incorrect`` is retried;
-- the shell gets a unique ``PS1`` and ``PS2`` (``prepare_shell``), and the harness checks that the guest really shows
-  its ``PS1`` (a busybox ash guest honours both);
-- a command is framed between markers with a random token; the end marker carries ``$?``. The markers are printed
-  with ``printf '%s%s\\n' HEAD TOKEN`` so the *typed* line never contains the marker text: an echo (if ``stty -echo``
-  did not take) cannot be mistaken for output. Output and status are recovered exactly even when kernel messages
-  land in the middle of a line, because ``KernelNoiseFilter`` splices the interrupted line back together first. A
-  command of several lines (a here-document, say) is typed as those lines with the end marker on a line of its own;
-  the shell then prints its prompts (``PS2`` while it reads a here-document, ``PS1`` between complete lines) into
-  the output, and the harness removes exactly its own unique prompt strings from it;
-- a command that overruns its deadline gets Ctrl-C and a framed no-op to resynchronise; if even that fails the
-  console is lost (``ConsoleLost``). A dead model is ``FvpDied``; a panic ``KernelPanic``;
-- a console that garbles text (line noise: bytes that are not UTF-8, C1 control codes) is the platform's failure,
-  not the command's: noise on any line of a command's exchange (``strict``, the default), or a marker that shows up
-  only once the non-ASCII characters are taken out of its line, fails at once with ``ConsoleGarbled`` (a
-  ``ConsoleLost``: infrastructure, the instance is replaced); a command whose start marker never came by its
-  deadline never ran as typed (``ConsoleLost``), and a deadline on a console that showed noise is the console's
-  (``ConsoleGarbled``): ``CommandTimeout`` is only for a command that started on a clean console and hung.
+The boot is an explicit sequence of states (``booting -> login -> ready``, or ``lost``), each waited
+for under a named deadline in short slices, so a failure on any terminal is acted on at once. Each
+step, the framing and what a timeout or line noise means: docs/targets.md, "What happens at open"
+and "Framed commands".
 """
 
 from __future__ import annotations

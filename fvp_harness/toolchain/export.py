@@ -1,32 +1,10 @@
 """Export one of the simulator's networks as a real ExecuTorch ``.pte``, in the TOOLCHAIN's python.
 
-Why a script of its own: torch and executorch live only in the toolchain's venv
-(``fvp_harness.toolchain``), so ``fvp-harness toolchain export`` runs this file there, with the
-harness's source on ``PYTHONPATH``. It reads the networks through the simulator's own public
-functions (``sim.networks``: numpy only, so they import in the toolchain's venv as they are) and
-imports nothing else of the harness, which is why ``tests/test_layers.py`` lets this one module
-reach ``fvp_harness.sim.networks``.
-
-What it builds: a ``torch.nn.Module`` from the network's layer records, one nn op per layer kind
-(conv -> ``Conv2d``, depthwise -> ``Conv2d(groups=C)``, fc -> ``Linear`` on the flattened input, add
--> ``+``, avgpool -> ``AvgPool2d``, ReLU where the record fuses it), NCHW, batch 1. Its weights are
-the simulator's: the int8 weights and int32 biases of ``compile_model(arch, seed)`` dequantised with
-the scales the simulator's TFLite plan carries (``plan_tflite``: weight scale per channel, bias
-scale = input scale x weight scale), so the float program computes the network whose int8 version
-the simulator runs. The input is the simulator's ``make_input(arch, seed)`` int8 input dequantised
-(scale 1/128, zero point 0: exact in float32), written as raw little-endian float32 (what upstream
-``executor_runner --inputs`` reads).
-
-Kinds: ``portable`` (``torch.export`` + ``to_edge`` + ``to_executorch``), ``xnnpack``
-(``XnnpackPartitioner``), ``ethos-u85-256`` (PT2E int8 quantisation with ``EthosUQuantizer``,
-calibrated on the four seeded inputs the simulator calibrates on, then ``EthosUPartitioner`` and
-Vela). For an Ethos-U program ``--vela-report`` writes what Vela reported per partition (its summary
-CSV row, and the command stream, weight and scratch bytes of its ``out_vela.npz``), read through a
-wrapper of ``ethosu.vela.vela.main`` that copies the summary out of the backend's temporary folder:
-the compile specs, and so the program's bytes, are the ones a plain export makes.
-
-Exit status: 0 done, 2 bad input (unknown network or kind; the message lists the known ones). The
-last stdout line is a JSON summary (sizes, seconds) the CLI reads."""
+A script of its own because torch and executorch live only in the toolchain's venv; it reads the
+networks through ``sim.networks`` (numpy only) and nothing else of the harness
+(``tests/test_layers.py``). The module, weights, input, kinds and exit status:
+docs/real-executorch.md, "The four networks as real programs".
+"""
 
 from __future__ import annotations
 

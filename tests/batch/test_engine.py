@@ -30,6 +30,7 @@ from fvp_harness.errors import ConfigurationError, ConsoleLost, Interrupted
 from fvp_harness.run.lanes import JobSpec, LaneControl, LaneResult, LaneSpec, LocalExecutor
 from fvp_harness.run.pipeline import rebuild_report
 from fvp_harness.run.plan import KEY_PART_PREFIX, Unit
+from fvp_harness.scenario.model import Run
 from fvp_harness.store.folder import REPORT_INPUTS_FILE
 from fvp_harness.targets.base import CommandResult
 from tests.batch.scenarios import fake_artifacts, records, snapshot, write_fake_scenario, write_scenario
@@ -42,7 +43,7 @@ from tests.helpers import record
 def _job(node: int, session: int, units: int) -> JobSpec:
     from types import SimpleNamespace
 
-    scenario = SimpleNamespace(run=SimpleNamespace(warmup=0, iterations=8))
+    scenario = SimpleNamespace(run=Run(warmup=0, iterations=8))
     return JobSpec(node, scenario, "x.yaml", None, session, tuple(f"u{i}" for i in range(units)),  # type: ignore[arg-type]
                    tuple("k" for _ in range(units)))
 

@@ -34,6 +34,7 @@ from fvp_harness.run.lanes import (
     _Board,
     _Stopped,
 )
+from fvp_harness.scenario.model import Run
 from fvp_harness.targets.base import CommandResult
 from tests.batch.scenarios import copy_artifacts, fake_artifacts, records, write_fake_scenario, write_scenario
 from tests.fakes import FakeFleet
@@ -165,7 +166,7 @@ def _one_pool(sc: Path, art: Path) -> None:
 
 
 def _job(node: int, units: int) -> JobSpec:
-    scenario = SimpleNamespace(run=SimpleNamespace(warmup=0, iterations=3))  # cost 5 per unit
+    scenario = SimpleNamespace(run=Run(warmup=0, iterations=3))  # cost 5 per unit
     return JobSpec(node, scenario, f"n{node}.yaml", None, 0, tuple(f"u{i}" for i in range(units)),  # type: ignore[arg-type]
                    tuple("k" for _ in range(units)))
 

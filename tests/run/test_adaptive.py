@@ -144,12 +144,28 @@ def test_fixed_records_are_judged_in_every_round_but_never_count_as_one() -> Non
     assert alone.get("quiet").reason == "max_repetitions", "without them no CI narrows: the budget is spent"
 
 
-def test_a_model_without_samples_runs_to_the_budget() -> None:
+def test_a_model_without_samples_stops_after_its_first_round() -> None:
+    """Issue 38 (2): a model whose units all failed used to sample to ``max_repetitions`` (nothing
+    could be judged, so nothing stopped it); it now stops after its first complete round, before
+    ``min_repetitions``."""
     failed = [record(f"r{rep}-{b}-m", status="failed", build=b, model="m", repetition=rep)
               for rep in (0, 1, 2) for b in BUILDS]
     state = _replay(failed, ["m"], Until(max_repetitions=3))
-    assert state.get("m").reason == "max_repetitions"
-    assert "no CI" in state.get("m").detail
+    assert (state.get("m").repetitions, state.get("m").reason) == (1, "no sample")
+    assert state.get("m").detail == "no ok sample of before, after after 1 repetition"
+
+
+def test_one_build_without_an_ok_sample_stops_its_model_not_the_others() -> None:
+    good = _records({"m": (10.0, 9.7, 0.04), "n": (10.0, 9.7, 0.04)}, reps=6)
+    dead = {"status": "failed", "samples": {}}
+    broken = [r.model_copy(update=dead) if (r.model, r.build) == ("m", "after") else r
+              for r in good]
+    state = _replay(broken, ["m", "n"])
+    assert (state.get("m").repetitions, state.get("m").reason) == (1, "no sample")
+    assert state.get("m").detail == "no ok sample of after after 1 repetition"
+    assert state.get("n").reason == "max_repetitions" and state.get("n").repetitions == 6
+    assert adaptive.unsampled(broken, "n", BUILDS, 1) is None
+    assert adaptive.unsampled(broken, "m", BUILDS, 0) is None  # no complete round yet
 
 
 # --- the rows the rule judges: analyse's own numbers ------------------------------------------------------------------

@@ -231,6 +231,29 @@ def test_unknown_builtin_metric_and_bad_regex(write):
     assert len(found) == 2
 
 
+@pytest.mark.parametrize("compare", [
+    "{primary: cpu_time}",
+    "{}",
+    "{primary: cpu_time, expect_identical: [outputs, npu_cycles],"
+    " gates: {cpu_time: {max_regression: 5%}}}",
+])
+def test_a_typo_in_metrics_gives_one_message_not_a_second_suggesting_the_typo(write, compare):
+    """Issue 38 (9): a misspelled metric was also reported at every reference to the metric meant
+    ("compare.primary: unknown metric 'cpu_time'; did you mean 'cpu_tme'?"), suggesting the typo as
+    the fix."""
+    metrics = "metrics: [cpu_tme, npu_cycles]\n"
+    path = write("s.yaml", "name: s\n" + GOOD_BUILDS + metrics + f"compare: {compare}\n")
+    typo = "metrics[0].name: 'cpu_tme' is not a built-in metric; did you mean 'cpu_time'?"
+    assert typo in only(path)
+    elsewhere = write("t.yaml", "name: t\n" + GOOD_BUILDS + "metrics: [cpu_tme, npu_cycles]\n"
+                      "compare: {primary: npu_cycle, gates: {run_tme: {max_regression: 5%}}}\n")
+    found = problems_of(elsewhere)  # a reference's own typo is still its own message
+    assert len(found) == 3, found
+    primary = "compare.primary: unknown metric 'npu_cycle'; did you mean 'npu_cycles'?"
+    assert any(primary in item for item in found)
+    assert any("compare.gates.run_tme: unknown metric 'run_tme'" in item for item in found)
+
+
 def test_a_user_pattern_for_the_cpu_time_report_is_checked_with_its_place(write):
     """#22596's CPU-time report (closed unmerged) has no public text: a scenario gives its own pattern under the
     built-in name (docs/results-format.md), and a pattern that cannot run is refused naming file, line and field."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import shlex
 import sys
 from pathlib import Path
@@ -45,6 +46,12 @@ def test_minimal_scenario_loads_with_defaults(write):
     assert [spec.name for spec in scenario.metrics] == ["cpu_time", "npu_cycles"]
     assert scenario.metric("cpu_time").required
     assert scenario.compare is None
+
+
+def test_executions_are_warmup_plus_iterations(write):
+    path = write("s.yaml", MINIMAL + "run: {warmup: 3, iterations: 7}\n")
+    scenario = load_scenario(path).scenario
+    assert scenario.run.executions == 10
 
 
 def test_relative_paths_become_absolute_next_to_the_file(write, tmp_path):
@@ -169,3 +176,17 @@ def test_platform_may_be_a_profile_path(write, repo):
     loaded = load_scenario(path)
     assert loaded.profile.name == "custom"
     assert Path(loaded.scenario.platform).is_absolute()
+
+
+def test_scenario_models_declare_their_fields_before_their_validators(repo):
+    """A class reads top down: every field of a scenario model comes before its validators and
+    properties."""
+    late = []
+    for path in sorted((repo / "fvp_harness" / "scenario").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                methods = [item.lineno for item in node.body if isinstance(item, ast.FunctionDef)]
+                late += [f"{path.name}:{item.lineno}: {node.name}" for item in node.body
+                         if isinstance(item, ast.AnnAssign) and methods
+                         and item.lineno > methods[0]]
+    assert late == []

@@ -1,48 +1,8 @@
-"""The emulated ``arm_executor_runner`` "ELF": a simulator artifact that the bare-metal platforms run with ``-a``.
+"""The emulated ``arm_executor_runner`` "ELF": a simulator artifact that the bare-metal platforms
+run with ``-a``.
 
-Why an artifact of our own: the simulator cannot execute a Cortex-M ELF, but the harness must build, hash, pass and
-launch the runner exactly as it would a real one. ``fvp-harness sim baremetal-runner`` plays the build: its options
-are the CMake settings ``examples/arm/run.sh`` passes to ``examples/arm/executor_runner`` (pytorch/executorch
-cff6f4dd32), recorded in the file, and ``sim/baremetal/runner.py`` prints what a runner built that way prints.
-
-Where the model comes from, as upstream builds it:
-
-* ``--pte MODEL``: compiled into the ELF (``ET_PTE_FILE_PATH`` -> ``ET_COMPILED_PTE``, run.sh's default
-  ``--pte_placement=elf``); the model file's bytes are stored in the artifact;
-* ``--pte-addr ADDR``: read from memory at ADDR (``ET_MODEL_PTE_ADDR``, run.sh ``--pte_placement=ADDR``); the FVP
-  is given the model with ``--data model.pte@ADDR`` (run_fvp.sh ``--data``);
-* ``--semihosting``: a ``SEMIHOSTING`` build (backends/arm/test/runner_utils.py) reading ``-m program.pte``,
-  ``-i`` inputs and writing ``-o`` outputs through the semihosting command line, relative to
-  ``cpu0.semihosting-cwd``; with ``--pte`` too it reuses the compiled-in model (``ET_COMPILED_PTE``) and needs no
-  ``-m``.
-
-File format: an ELF32 little-endian EM_ARM executable (``sim/baremetal/elf.py``) whose allocated sections are
-the build's memory layout (``sim/baremetal/layout.py``: ``.text``, ``.rodata``, ``.data``, ``.bss`` and the
-runner's pools as ``.bss.*`` sections, ``network_model_sec`` holding a compiled-in model), so the harness
-reads flash and RAM from it as from a real runner. What the simulator needs is in a section of its own,
-``.fvpsim`` (not allocated: neither flash nor RAM), integers little-endian::
-
-    offset  size  field
-    0       8     magic b"FVPSIMBM" (the harness recognises a simulator runner ELF by it: scenario/executable.py)
-    8       2     format version (BAREMETAL_VERSION = 2: the model, if any, is in network_model_sec)
-    10      2     flags (0)
-    12      4     JSON length J
-    16      4     compiled-in model length P (0: none; network_model_sec's size otherwise)
-    20      12    reserved (0)
-    32      J     JSON: {"format": "fvp-sim-arm-executor-runner", "target": "ethos-u85-256", "pte_addr": INT|null,
-                  "semihosting": BOOL, "num_inferences": N, "etdump": BOOL, "log_dump_output": BOOL,
-                  "memory_mode": TEXT, "system_config": TEXT, "id": TEXT, "fault": SPEC} (padded to 16)
-
-Version 1 files (that header at offset 0 of the file, the model after the JSON; no ELF) are still read.
-
-``target`` is ``ETHOSU_TARGET_NPU_CONFIG``: its family picks the platform the ELF is linked for (ethos-u55 ->
-Corstone-300, ethos-u85 -> Corstone-320) and the PMU counters the perf monitor reads (4 or 7). ``etdump`` is
-run.sh's ``--etdump`` (``EXECUTORCH_ENABLE_EVENT_TRACER`` and ``ET_DUMP_INTERMEDIATE_OUTPUTS``);
-``log_dump_output`` is ``ET_LOG_DUMP_OUTPUT`` (on by default upstream). ``memory_mode`` and ``system_config`` default
-to run.sh's per target (Shared_Sram / Ethos_U55_High_End_Embedded for the U55, Dedicated_Sram_384KB /
-Ethos_U85_SYS_DRAM_Mid for the U85); a Dedicated_Sram build has a 64 MiB temporary pool and a fast scratch of the
-size the mode names. ``id`` (``--build-id``) adds a line upstream does not print (``arm_executor_runner build id:
-TEXT``) so the harness can prove which build ran. ``fault`` injects faults (``parse_faults``).
+Why our own artifact, where its model comes from and its ``.fvpsim`` section byte by byte:
+docs/simulator.md, "The runner file, byte by byte".
 """
 
 from __future__ import annotations

@@ -1,41 +1,8 @@
-"""What a bare-metal run costs the Cortex-M, and what the Ethos-U PMU counts: the numbers of the perf block.
+"""What a bare-metal run costs the Cortex-M, and what the Ethos-U PMU counts: the numbers of the
+perf block.
 
-Why a model of the work: the harness compares builds and NPU configurations on the perf block that
-``arm_perf_monitor.cpp`` prints, so every figure must follow what the run does (bytes copied, cache lines
-maintained, operations, MACs), never a table of expected values.
-
-**CPU cycles.** An FVP's Cortex-M is not cycle accurate (backends/arm/scripts/run_fvp.sh says so): it issues about
-one instruction per tick, and while it sleeps in ``WFE`` waiting for the NPU's interrupt it retires none. So the
-Cortex-M PMU cycle counter (``ARM_PMU_Get_CCNTR``) that the perf monitor reads counts instructions here, and the
-NPU's busy time passes in simulated time only. Instructions per part of a run (``BareMetalCosts``):
-
-* per ``method->execute()`` outside the delegate: ``method_overhead`` (instruction dispatch, argument checks, the
-  temp allocator reset of the inference loop);
-* inside ``EthosUBackend::execute`` (the perf block's ``ethos-u : cycle_cnt``): ``backend_fixed`` (handles,
-  scratch allocation, driver reserve/invoke/release, register writes) + ``copy_per_byte`` x (input + output
-  bytes copied into and out of the scratch) + ``cache_per_line`` per 32-byte line of the regions the driver
-  hands the NPU that it cleans (weights, scratch with the inputs and outputs) and invalidates (the scratch) - the
-  Dedicated_Sram fast scratch is NPU-only SRAM the CPU never caches - + the wait below;
-* between ``ethosu_inference_begin`` and ``_end`` (``cpu_wait_for_npu_cntr``): ``irq`` - the PMU callbacks and
-  the interrupt handler, the CPU sleeping otherwise;
-* outside the measured loop: ``startup`` (reset, target and driver set-up), ``program_load``, ``method_load`` +
-  ``method_per_command_kib`` (the delegate walks its command stream), ``inputs_fixed`` + ``inputs_per_byte``
-  (filling the inputs with ones), ``file_read`` per semihosted file, ``uart_per_char`` per character printed (the
-  polling UART write loop).
-
-The constants are instruction-count estimates for a Cortex-M55/M85 build at -O2 (not fitted to a measurement:
-none is public for an FVP): a 32-bit load/store pair per 4 bytes copied with loop overhead, a ``DCCMVAC``/
-``DCIMVAC`` store plus loop per cache line. The FVP is deterministic, and so are these numbers: no noise.
-
-**Simulated time** is the instructions at the board's CPU clock plus the NPU cycles at the same clock (the CPU
-waits for the NPU), so ``--stat`` and ``--simlimit`` follow the work.
-
-**Ethos-U PMU event counters** (the perf block's ``ethosu_pmu_cntrN``, events in the order
-``ethosu_inference_begin`` programs them): data beats counted from the bytes each operation moves (feature maps
-read and written on the SRAM port, weights and command stream read on the external/flash port; an AXI beat is 8
-bytes on the U55's 64-bit ports and 16 on the U85's 128-bit ones), ``NPU_IDLE`` ``idle_per_operation`` cycles
-between operations, ``MAC_ACTIVE`` the ideal MAC-array cycles (MACs / num_macs) and ``WD_ACTIVE`` the weight
-decoder's (weights / ``weights_decoded_per_cycle``), both capped at the cycle count.
+Why a model of the work, and its parts (CPU instructions, simulated time, PMU event counters):
+docs/simulator.md, "The cost model".
 """
 
 from __future__ import annotations

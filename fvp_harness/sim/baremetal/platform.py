@@ -1,56 +1,9 @@
-"""The bare-metal platforms: a simulated FVP_Corstone_SSE-300_Ethos-U55 or FVP_Corstone_SSE-320 running one
-application - an emulated ``arm_executor_runner`` (``baremetal/runner.py``) - with its UART on stdout.
+"""The bare-metal platforms: a simulated FVP_Corstone_SSE-300_Ethos-U55 or FVP_Corstone_SSE-320
+running one application - an emulated ``arm_executor_runner`` (``baremetal/runner.py``) - with its
+UART on stdout.
 
-How to launch (what the harness builds for ``fvp.binary: sim``; a real model gets the same argv after its own
-executable name, as ``backends/arm/scripts/run_fvp.sh`` passes it)::
-
-    [sys.executable, "-m", "fvp_harness.sim", "--platform", "corstone320",
-     "-C", "mps4_board.subsystem.ethosu.num_macs=256",
-     "-C", "mps4_board.visualisation.disable-visualisation=1", "-C", "vis_hdlcd.disable_visualisation=1",
-     "-C", "mps4_board.telnetterminal0.start_telnet=0",
-     "-C", "mps4_board.uart0.out_file=-", "-C", "mps4_board.uart0.unbuffered_output=1",
-     "-C", "mps4_board.uart0.shutdown_on_eot=1",
-     "-a", "<runner artifact>",                      # fvp-harness sim baremetal-runner -o FILE ...
-     "--data", "<model>@0x70000000",                 # only for a --pte-addr build
-     "--timelimit", "600"]                           # knobs: FVP_SIM_<NAME> in the environment
-
-Corstone-300: ``--platform corstone300`` with ``-C ethosu.num_macs=128``, ``mps3_board.*`` and ``cpu0.*`` instead.
-Semihosting adds ``-C <cpu>.semihosting-enable=1``, ``<cpu>.semihosting-cwd=DIR`` and
-``<cpu>.semihosting-cmd_line=executor_runner -m program.pte -o out -i i0.bin`` (``<cpu>`` = ``cpu0`` or
-``mps4_board.subsystem.cpu0``). Instead of ``--platform``, a stand-in executable named like the real model (a
-symlink to the ``fvp-sim`` script, or a script running ``python -m fvp_harness.sim --platform corstone320 "$@"``)
-plays it too.
-
-What is simulated: no Linux, no terminals or sockets. On stdout: the telnet terminals' port lines (printed as the
-model prints them, nothing listens), the NPU model's banner, then UART0 (``<board>.uart0.out_file=-``; a file name
-writes it there; empty: the output is dropped, as it would only reach a terminal window) with CRLF line ends, or
-the semihosting console (LF). The model stops:
-
-========================  ==========================================================================  ===== =====
-how                       stdout after the application's last output                                  stat  exit
-========================  ==========================================================================  ===== =====
-EOT on UART0 with         (the EOT line through its newline) ``Info: /OSCI/SystemC: Simulation        yes   0
-``shutdown_on_eot=1``     stopped by user.``; also for ``shutdown_tag`` and a semihosting ``exit()``
-``--timelimit N``         ``Info: Simulation is stopping. Reason: CPU time has been exceeded.`` and   yes   0
-                          the SystemC line
-``--simlimit N``          the same with ``Reason: Simulated time has been exceeded.``                 yes   0
-SIGINT                    ``Stopping simulation...`` and the SystemC line                             yes   0
-SIGTERM / SIGHUP          nothing                                                                     no    -15
-parent gone               nothing                                                                     no    1
-========================  ==========================================================================  ===== =====
-
-Without ``shutdown_on_eot`` (or after a hard fault, which ends in ``exit(1)``) the application spins in the core
-platform's ``_exit`` after its ``Application exit code: N.`` line and the model runs on until a limit or a signal,
-as the real one does: a hang fault, a runner linked for the other board or a semihosting build without semihosting
-likewise print nothing more. ``--timelimit`` counts wall seconds (the real model keeps a host CPU busy).
-Errors before the start (stderr, exit 1, nothing on stdout): an unknown parameter or a bad value (``fvp/cmdline.py``), a
-missing or unreadable ``-a``/``--data`` file (``Error: -a: cannot open file 'PATH'.``), an ``-a`` file that is not an
-emulated runner, a malformed ``runner_fault`` knob.
-
-Time: ``SimClock`` at the board's CPU clock (``params.Board.cpu_clock_hz``): the application's instructions and the
-NPU's cycles move it; ``speed`` (simulated seconds per wall second, 0 = no waiting) paces the work and
-``idle_ratio`` the time after the application ends; ``boot_seconds``, when given, is a wall-time delay before the
-application starts (none by default here). ``--stat`` shows the CPU's instructions (``<cpu>`` label).
+How it is launched, what it prints, how it stops and its time: docs/simulator.md, "Bare-metal
+platforms".
 """
 
 from __future__ import annotations

@@ -1,61 +1,8 @@
-"""The emulated ``arm_executor_runner`` (Cortex-M + Ethos-U, bare metal) that the Corstone-300/320 platforms run.
+"""The emulated ``arm_executor_runner`` (Cortex-M + Ethos-U, bare metal) that the Corstone-300/320
+platforms run.
 
-Why emulate the program rather than stub its output: the harness must be tested against everything a real
-bare-metal run shows - upstream's exact log lines, the perf block once per run, the EOT byte, hard faults, the
-semihosting file traffic - and every number in it comes from a model of the work: the same integer inference as
-the Linux runner (``networks/inference.py``), the NPU cycle model (``npu.cycles.model_cycles``) and the bare-metal CPU
-cost model (``baremetal/cost.py``).
-
-**What it prints** is pytorch/executorch ``examples/arm/executor_runner/arm_executor_runner.cpp`` and
-``arm_perf_monitor.cpp`` at cff6f4dd32 with the Ethos-U backend (``backends/arm/runtime/EthosUBackend.cpp``,
-``EthosUBackend_Cortex_M.cpp``) and the ethos-u core platform it links (the Corstone targets' ``HardFault_Handler``
-and ``retarget.c``). Every ET_LOG line has the bare-metal PAL's shape, ``%c [executorch:%s:%lu %s()] %s``
-(arm_executor_runner.cpp ``et_pal_emit_log_message``: level, short file name, the line of the ``ET_LOG(`` call - of
-``ET_CHECK_MSG(`` for a failed check - and the function), the message cut to 255 bytes as runtime/platform/log.cpp
-does; only Info and above (``ET_MIN_LOG_LEVEL``). ``log.SITES`` holds every file, line and function. A
-run of a build with the model compiled in (run.sh's default) prints::
-
-    I [executorch:arm_executor_runner.cpp:1523 main()] PTE @ 0x70000000 [----IMMD]
-    I [executorch:arm_executor_runner.cpp:677 runner_init()] PTE Model data loaded. Size: 92720 bytes.
-    ... Model buffer loaded, has 1 methods / Running method forward / Setup Method allocator pool. Size: ...
-    ... Setting up planned buffer with mem_id=1, size 3088.
-    I [executorch:EthosUBackend.cpp:101 init()] data:0x70000...
-    ... Method 'forward' loaded. / Preparing inputs... / Input prepared.
-    I [executorch:arm_executor_runner.cpp:1328 run_model()] Starting running 1 inferences...
-    I [executorch:arm_perf_monitor.cpp:150 StopMeasurements()] NPU Inferences : 1      (the perf block, once)
-    ... NPU delegations / Profiler report / ethos-u : cycle_cnt / Operator(s) total / Inference runtime / NOTE /
-        Inference CPU ratio / Inference NPU ratio / cpu_wait_for_npu_cntr / Ethos-U PMU report /
-        ethosu_pmu_cycle_cntr : N (N.00 per inference) / ethosu_pmu_cntr0..3 (U55) or 0..6 (U85) / PMU Events
-    I [executorch:arm_executor_runner.cpp:1352 run_model()] 1 inferences finished
-    I [executorch:arm_executor_runner.cpp:1059 print_outputs()] 1 outputs:
-    Output[0][0]: (char) -74                    (ET_LOG_DUMP_OUTPUT, printf: one line per element)
-    ... Model run: 1 (run_model, then main) / log_mem_status lines / [ETDump block] / Program complete, exiting.
-    I [executorch:arm_executor_runner.cpp:1554 main()] \\x04                   (ET_LOG(Info, "\\04"): the EOT)
-
-then, as ``main`` returns, ``exit(0)`` runs the core platform's ``_exit``: ``Application exit code: 0.``, another
-EOT, ``EXITTHESIM`` and an endless loop (the model stops at the first EOT with ``uart0.shutdown_on_eot=1``, else
-keeps running until ``--timelimit``). Numbers: ``ethosu_pmu_cycle_cntr`` is the NPU cycle count (``model_cycles`` per
-inference, deterministic as on an FVP); ``ethos-u : cycle_cnt`` the CPU cycles inside ``EthosUBackend::execute``;
-``Inference runtime`` the CPU cycles of the whole loop (``baremetal/cost.py``); ``% " PRIu64`` prints no space
-(the space flag applies to signed conversions only, in newlib as in C). A per-inference figure of a run that
-completed no inference is ``nan`` or ``inf`` (a C double division by zero).
-
-**Semihosting builds** print through semihosting (the model's stdout, LF line ends) instead of the UART, take
-``-m``/``-i``/``-o`` from the semihosting command line (files relative to the semihosting cwd), write ``-o``'s
-``<base>-<i>.bin`` instead of printing outputs, and end with ``_exit()`` (semihosting SYS_EXIT) before the EOT line.
-
-**Failures** (each as upstream): a model compiled for another NPU than the FVP's (family or MACs) fails in the
-core driver's ``ethosu_reserve_driver_ex`` (``E: No driver for product: P, log2_macs: M found!``), then
-``ethosu_reserve_driver_ex failed``, ``CALL_DELEGATE execute failed at instruction 0: 0x2``, the perf block of 0
-inferences and the failed ``ET_CHECK_MSG`` in ``run_model``; a file that is not a program fails Program::load
-(``Program identifier '....' != expected 'ET12'`` and the check in ``runner_init``); a failed check aborts:
-``__builtin_trap()`` is a HardFault on bare metal (the handler prints ``Hard fault. irq=-13, pc=0x...`` and the
-fault status line, then ``exit(1)``), ``_exit(-1)`` with semihosting. A real ``.pte`` (``ET12``) would run on a real
-FVP; here an ``fvp-sim:`` note on the model's stderr says only simulator model files run, then it fails as an
-invalid program. Injected faults (``runner_fault`` knob, else the artifact's ``--fault``): ``hardfault=N`` a bus
-fault in the delegate after N inferences, ``hang=N`` the NPU never completes inference N+1.
-
-Lines of ours (``arm_executor_runner build id: TEXT`` with ``--build-id``) are marked in ``log.SITES``.
+What it prints, line for line (upstream's arm_executor_runner.cpp at cff6f4dd32, ``log.SITES``),
+semihosting builds and failures: docs/simulator.md, "The whole sequence".
 """
 
 from __future__ import annotations

@@ -1,74 +1,8 @@
-"""Our own "compiled model" and "runner build" file formats, and the compiler that produces model files.
+"""Our own "compiled model" and "runner build" file formats, and the compiler that produces model
+files.
 
-Why our own formats: the simulator cannot run a real ``.pte`` (that would need ExecuTorch and Vela), but the
-harness must deploy, hash and run files exactly as it would real ones. So ``fvp-harness sim model`` plays the
-compiler: it quantises a network from ``architectures.py`` with seeded random weights, calibrates activation ranges
-on seeded inputs, schedules it for an Ethos-U85 configuration and writes everything the emulated runner needs
-into one file, including the sizes a real compiled program has (command stream, encoded weights, scratch,
-input, output) which the driver cost model charges for. Nothing in a model file names a model the runtime must
-know: a new network needs no new constants.
-
-Model file (all integers little-endian)::
-
-    offset  size  field
-    0       8     magic b"FVPSIMMD" (bytes 4..7 "IMMD": never taken for a .pte, whose bytes 4..7 are
-                  "ET" + 2 digits)
-    8       2     format version (MODEL_VERSION = 1)
-    10      2     flags (0)
-    12      4     compiled NPU config: num_macs (e.g. 256 for ethos-u85-256)
-    16      4     header length H (bytes of UTF-8 JSON)
-    20      4     payload length P
-    24      32    sha256 of the payload
-    56      8     reserved (0)
-    64      H     JSON header: model name, seed, npu config, input/output tensors (shape, dtype int8,
-                  scale, zero point, bytes), sizes, params, macs, tensors, and per layer: the layer (kind,
-                  shapes, kernel, stride, padding, relu), its quantisation (zero points, clamp, scales) with
-                  payload offsets of its arrays, and its schedule entry (NPU operation, command count and
-                  bytes, encoded weight bytes, depth slices)
-    64+H'   P     payload: int8 weights, int32 biases, int32 multipliers, int8 shifts; each array 16-byte
-                  aligned; H' = H rounded up to 16
-
-The JSON header also carries the delegate's compile specs that change what the runtime prints:
-``"compile_specs": {"ethosu.enable_cycle_counter": true|false}`` (upstream's key, default true as in
-EthosUBackend_Cortex_A.cpp; files written before the key existed read as true), and, when ``fvp-harness sim model``
-ran Vela, ``"vela": {...}``: Vela's estimate for the model (``networks/estimate.py`` documents it; the NPU cycle
-counter is its ``cycles``). The key is optional, so the format version stays 1: files without it (older ones, or
-made without Vela) count with ``npu/cycles.py``'s analytic model. A partly delegated program (``sim model
---partitions K``) carries ``"delegation": {"cpu_layers": [NAME, ...]}``: the layers that run on the CPU between
-the Ethos-U partitions (``networks/partition.py`` derives the partitions from them); without the key every layer is
-in one partition, so files made before it read as they did.
-
-Runner artifact (stands in for a cross-compiled ``executor_runner`` build)::
-
-    0       8     magic b"FVPSIMRN"   (not ELF, not .pte)
-    8       2     format version (RUNNER_VERSION = 2; version 1 is still read)
-    10      2     flags: bits 0-1 the C library it was linked against (0 glibc, 1 musl, 2 static; ``magic.py``)
-    12      4     JSON length J
-    16      J     JSON: {"format": "fvp-sim-executor-runner", "driver": "per-inference"|"reuse", "id": TEXT,
-                  "fault": FAULT-SPEC or "", "cpu_time_report": BOOL, "log_generation": "current"|"old",
-                  "npu_device": PATH (only when not /dev/ethosu0)}
-
-``id`` and ``cpu_time_report`` stand for instrumentation a real build may carry that upstream does not print (a
-build-id line, the unmerged ``EthosUBackend::execute() CPU time`` report); ``log_generation`` picks which upstream
-executor_runner.cpp the build was made from (``sim/workloads/executor_runner`` has the details); ``npu_device`` is the
-node the delegate opens (upstream's ``ethosu.device`` compile spec, default ``/dev/ethosu0``, the
-ethos-u-linux-driver-stack's node; EthosUBackend_Cortex_A.cpp:44). A build with the defaults (glibc,
-``/dev/ethosu0``) has the same bytes as one made before these fields existed. A version 1
-artifact was made when every build printed its id (``unset`` when empty) and the CPU-time line: it reads as
-``cpu_time_report`` true and the current generation, and prints its id only when it has one.
-
-Compiler size model (per layer, from the layer alone; constants fitted once against the two Vela reports in
-the reference, ResNet8 5,732 B / 92,321 B / 49,152 B and DS-CNN 4,920 B / 31,553 B / 16,000 B):
-    * encoded weights = ceil(weights * 1.15) + 10 B per output channel (bias + scale record), 16-byte aligned.
-      Seeded random weights are incompressible, so the U85 weight encoder expands them slightly;
-    * command stream = 16 B header + per operation 4 B x cmd0 + 8 B x cmd1 commands: 28 cmd0 and 11 + 9 per
-      input feature map cmd1 (feature map descriptors, kernel, activation, block config, the operation
-      itself), 12 more cmd0 per extra input feature map (elementwise ops), and 6 cmd1 per 16-channel OFM depth
-      slice (the U85 walks the output in depth slices, re-issuing weight and scale stream addresses and the
-      block command for each). With these, ResNet8 gets 5,768 B and DS-CNN 4,976 B (Vela: 5,732 and 4,920);
-    * scratch = the largest sum of intermediate tensors alive at once (a tensor lives from the operation that
-      writes it to the last one that reads it); model input and output are separate IFM/OFM buffers, as in the
-      driver.
+Why our own formats, their layout byte by byte and the compiler's size model:
+docs/simulator-workload.md, "File formats".
 """
 
 from __future__ import annotations

@@ -1,38 +1,7 @@
-"""Ethos-U85 cycle model: per operation ``max(compute, memory)``, summed over the schedule (Vela's shape).
+"""Ethos-U85 cycle model: per operation ``max(compute, memory)``, summed over the schedule (Vela's
+shape).
 
-Since the simulator runs the real compiler (``npu/vela.py``), this model is the fallback: ``model_cycles``
-returns Vela's estimate when the model file carries one and this model's number only when it does not (files
-made where ``ethos-u-vela`` is not installed, or older files). ``cycle_source`` says which.
-
-Why a model rather than numbers per network: the harness compares builds and MAC configurations, so the cycle
-counter must follow the work (layer kinds, shapes, bytes) and the configuration, and it must depend on nothing
-else: the driver mode, the run and the noise knobs never change it (as on the FVP, where it depends only on
-the command stream and the NPU config).
-
-Per operation, for a configuration with ``num_macs`` MACs per cycle:
-
-* The MAC array is ``ifm_depth x ofm_depth x ofm_positions`` lanes (``ARRAY_GEOMETRY``). A layer uses a
-  fraction ``fill(n, lanes) = n / (ceil(n / lanes) * lanes)`` of each dimension, times a kind efficiency
-  (``KIND_EFFICIENCY``; the rest is pipeline and edge loss). Consequences at 256 MACs, as in the reference:
-  3x3 convolutions 70 % of peak, pointwise up to 80 % depending on shape, depthwise convolutions use one
-  IFM-depth lane in 16 (5.6 %), a first convolution with fewer input channels than depth lanes packs kernel
-  columns into them at ``PACKING_EFFICIENCY`` (ResNet8's 30 %, DS-CNN's 13 %), and small layers lose most of
-  a big array. ``mac_cycles = macs / (num_macs * utilisation)``.
-* Output stage: ``OUTPUT_ELEMENTS_PER_CYCLE`` int8 elements per cycle (4, i.e. 0.25 cycle per element, up to
-  512 MACs; 8 from 1024). Elementwise and pooling operations are bound by it (pooling reads its whole input
-  through it).
-* Weight decode: ``WEIGHTS_DECODED_PER_CYCLE`` (12) weights per cycle; fully connected layers are bound by it.
-* ``compute = max(mac_cycles, output_cycles, decode_cycles)``.
-* Memory: feature maps in SRAM (``SRAM_BYTES_PER_CYCLE`` 32: two 16 B/cycle ports), weights and commands from
-  DRAM (``DRAM_BYTES_PER_CYCLE`` 12: 12 GB/s at 1 GHz); ``memory = max(sram_bytes / 32, dram_bytes / 12) +
-  LATENCY_CYCLES``.
-* ``cycles = ceil(max(compute, memory))``; the inference is the sum over operations plus
-  ``INFERENCE_OVERHEAD`` (command stream fetch start and the end-of-inference interrupt).
-
-Calibration: constants chosen once for all layers (no per-model value) against the Vela 5.2 estimates in the
-reference (ethos-u85, 1 GHz). Result: ResNet8 156,231 / 84,294 / 49,624 / 26,779 / 22,023 cycles at
-128 / 256 / 512 / 1024 / 2048 MACs (Vela: 158 k / 85,092 / 49 k / 29 k / 20 k), DS-CNN 42,885 at 256 (Vela
-40,347). The full table is in ``docs/simulator-workload.md``.
+Its terms and constants: docs/simulator-workload.md, "NPU cycles".
 """
 
 from __future__ import annotations

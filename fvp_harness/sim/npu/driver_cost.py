@@ -1,41 +1,7 @@
 """Host CPU time of ``EthosUBackend::execute()`` on the Linux driver path, per inference.
 
-Why a cost model: the driver-reuse change saves CPU time by not re-creating driver objects, and the simulator
-must show that saving for any model from the work involved (objects and bytes), not from a table of expected
-results.
-
-Model (sizes come from the model file: command stream, encoded weights, scratch, IFM, OFM)::
-
-    reuse         cpu = FIXED + IO * (input_KiB + output_KiB)
-    per-inference cpu = reuse + OBJECTS * OBJECT + BYTE * sum(passes[buffer] * KiB[buffer])
-
-* ``FIXED``: every execute(): ioctls, the completion interrupt, the SRAM clear, reading the cycle counter;
-* ``IO``: writing inputs into the IFM buffer and reading the OFM (done in both modes);
-* ``OBJECT``: creating and closing one driver object (network, weight buffer, scratch buffer, one IFM per
-  input, one OFM per output, the inference: 6 for a one-input one-output model): ioctls, file descriptors,
-  mmap, about 25 register writes for the inference;
-* ``BYTE``: one pass over one KiB of a buffer the driver re-creates. ``PASSES`` counts what happens to each
-  buffer: command stream 4 (the kernel allocates DMA-coherent memory, copies, validates command by command,
-  zeroes on free), weights 3 (allocate, copy, zero), scratch, IFM and OFM 2 each (allocate, zero; writing
-  inputs and reading outputs happen in both modes and are in ``IO``).
-
-Constants: four numbers, fitted by non-negative least squares (relative errors) on the eight published values
-of the ExecuTorch driver-reuse measurement (Corstone-1000 A320 FVP, Ethos-U85), using the sizes
-``modelfile.sizes_of`` computes; reproduce with ``python benchmarks/fit_driver_cost.py``
-(tests/sim_workload/test_driver_cost.py re-runs the fit and checks the values below and the tolerances)::
-
-    FIXED   0.9252 ms      IO    3.1229 us/KiB
-    OBJECT  0.1159 ms      BYTE  2.5020 us per KiB per pass
-
-    model              before pub/model   after pub/model   saved pub/model
-    resnet8            2.60 / 2.62        0.93 / 0.93       64% / 64%
-    ds_cnn             1.99 / 1.98        0.93 / 0.93       53% / 53%
-    mobilenet_v1_025   4.35 / 4.23        1.01 / 1.01       77% / 76%
-    deep_autoencoder   3.97 / 4.06        0.93 / 0.93       77% / 77%
-
-Every value is within 3 % and every saving within 1 point, with two constants for the re-creation work shared
-by all models. The reuse build still creates the objects once, at method load (``setup_ms``, charged to "Model
-loaded in").
+The model (per-inference vs reuse driver, its terms and fitted constants):
+docs/simulator-workload.md, "Driver cost model".
 """
 
 from __future__ import annotations

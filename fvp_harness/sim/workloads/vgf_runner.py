@@ -1,59 +1,8 @@
-"""The emulated ``executor_runner`` in VGF benchmark mode (Arm VGF / Vulkan backend, zero-copy I/O statistics).
+"""The emulated VGF ``executor_runner`` with the (not upstream) benchmark mode: ``--vgf_perf_json``,
+zero-copy I/O.
 
-Not upstream: the benchmark mode (``--vgf_perf_json``, ``ET_VGF_ZERO_COPY``, ``EXECUTORCH_VGF_IO_STATS``,
-``ET_VGF_WARMUP``, ``ET_VGF_ITERATIONS``, the report) is an open change, not in pytorch/executorch ``main``; its
-texts are not public, so the lines it adds here (``VGF device``, ``VGF I/O``, ``VGF zero-copy rejected``, ``VGF perf
-report written``; their VGFBackend.cpp line numbers are ours) are printed only when ``--vgf_perf_json`` is given.
-Everything else is upstream's: the runner is ``runner.executor_main`` (executor_runner.cpp at cff6f4dd32: gflags,
-load lines, ``Iteration``, outputs, every error, exit codes) with VGFBackend.cpp's own Info lines at method load
-(``Checking VGFBackend is available`` :448, ``VKML Extensions loaded`` :84 twice, ``Entered VGF init`` :460) and
-per execute (``VGF execute: args=2 IOs=2 inputs=1 outputs=1`` :556, ``Copy input IO[0] -> args[0]`` :629, ``Copy
-output IO[1] -> args[1]`` :742; the IO indices are our assumption). Not emulated: the dump of the VGF blob that
-``process_vgf`` logs at init (sequences, modules, resources: it depends on a real VGF file).
-
-Why: the VGF zero-copy workflow (``--vgf_perf_json=FILE``, ``ET_VGF_ZERO_COPY=0|1``) must run end to end here, in
-the simulated guest and on this host, with numbers that behave like the real thing: copies vanish with zero-copy,
-imports and binding refreshes appear, and the execution itself does not change. Every number comes from a cost
-model of the work, not from a table:
-
-=====================  ===========================================================================================
-execution              ``execute_ns = 35 us + MACs / vgf_gmacs`` (the model's MACs, from its layers);
-                       ``submit_wait_ns = execute_ns + 12 us`` (queue submit and fence wake-up); ``vgf_gmacs``
-                       (60) sets the device rate. The same in both modes up to jitter: zero-copy changes where
-                       I/O lives, not what the device computes
-copy (per buffer)      CPU cycles at ``host.cpu0.clock_hz``: 25 + bytes / rate; inputs written at
-                       ``vgf_copy_bytes_per_cycle`` (1.0, write-combined staging memory), outputs read back at
-                       ``vgf_readback_bytes_per_cycle`` (0.25, uncached device-visible memory)
-import (per buffer)    600 cycles + 40 per 4 KiB page (VK_EXT_external_memory_host: allocate, pin, bind); on every
-                       execute, unless ``vgf_import_cache=1`` (then only the first execute, a warmup, imports)
-binding refresh        120 cycles + 40 per imported buffer, per zero-copy execute (descriptor set update pointing at
-                       the imported memory)
-rejection              a buffer the driver refuses (``vgf_reject=input|output|all``, or a size not a multiple of
-                       ``vgf_import_alignment``) falls back to a copy: ``fallback_count`` and ``rejection_count``
-                       +1 per execute, the reason listed once in ``rejections`` with its count
-latency                copies + imports + binding refresh + submit/wait + 15 us of runner overhead
-=====================  ===========================================================================================
-
-Jitter (``runner_jitter``, default 0.01 relative, Gaussian) and interrupt outliers (``runner_outlier_rate``) apply
-to every timed part; ``runner_seed`` seeds them; each invocation mixes in a counter, so repetitions differ.
-
-The artifact (``make_artifact``; ``fvp-harness sim vgf-runner -o FILE``) is a small POSIX shell script::
-
-    #!/bin/sh
-    # FVPSIMVG {"format": "fvp-sim-vgf-runner", "id": "...", "io_stats": true}
-    exec '<python>' -m fvp_harness.sim.vgf_runner "$0" "$@"
-
-Inside the simulated guest, the shell asks ``programs.find_program`` first, which matches the
-``FVPSIMVG`` line and runs ``executor_runner_vgf`` in-process. On this host (``target: host``), ``/bin/sh`` runs
-the ``exec`` line: the Python that made the artifact runs ``sim/vgf_runner.py``, which calls ``host_main`` (a
-``HostContext``). One artifact, both targets. ``io_stats: false`` stands for a build without
-``EXECUTORCH_VGF_IO_STATS``: ``--vgf_perf_json`` is then an unknown flag, as it would be for the real binary.
-
-Command line: the Linux executor_runner's flags (gflags, ``runner.parse_flags``) plus ``--vgf_perf_json=FILE`` in
-builds with IO stats. The artifact's id (``--build-id``/``--id``) adds ``executor_runner build id: TEXT`` (ours).
-Environment: ``ET_VGF_ZERO_COPY=0|1`` (default 0, copy), ``ET_VGF_WARMUP`` (20), ``ET_VGF_ITERATIONS`` (200).
-Without ``--num_executions`` the benchmark runs warmup + iterations executions; with it, that total, the first
-``ET_VGF_WARMUP`` of which are warmup (none when the total is not larger). The JSON keeps measured executions only.
+Its cost model (copies, imports, binding refreshes, execution), the artifact that runs in the guest
+and on this host, and its command line: docs/vgf.md, "The simulator's VGF runner".
 """
 
 from __future__ import annotations
@@ -90,6 +39,8 @@ from fvp_harness.sim.workloads.executor_runner import (
 )
 
 __all__ = [
+    "KNOB_RANGES",
+    "REJECT_CHOICES",
     "VGF_MAGIC",
     "CostModel",
     "HostContext",
@@ -100,6 +51,7 @@ __all__ = [
     "executor_runner_vgf",
     "host_main",
     "is_vgf_runner",
+    "knob_value",
     "make_artifact",
     "make_tool_artifact",
 ]
@@ -258,7 +210,25 @@ def _env_int(env: Mapping[str, str], name: str, default: int) -> int:
     return value
 
 
-def _knob(knobs: Mapping[str, str], name: str, default: float, low: float, high: float) -> float:
+KNOB_RANGES: dict[str, tuple[float, float]] = {
+    "vgf_gmacs": (0.01, 1e6),
+    "vgf_copy_bytes_per_cycle": (0.001, 1e3),
+    "vgf_readback_bytes_per_cycle": (0.001, 1e3),
+    "vgf_import_cache": (0, 1),
+    "vgf_import_alignment": (1, 1 << 20),
+    "runner_jitter": (0.0, 0.5),
+    "runner_outlier_rate": (0.0, 1.0),
+}
+"""The numeric knobs this runner reads and the range of each."""
+
+REJECT_CHOICES = ("", "none", "input", "output", "all")
+"""What the ``vgf_reject`` knob takes."""
+
+
+def knob_value(knobs: Mapping[str, str], name: str, default: float) -> float:
+    """The numeric knob ``name`` (``KNOB_RANGES``), or ``default`` when not given; UsageError when
+    out of range."""
+    low, high = KNOB_RANGES[name]
     text = knobs.get(name, "")
     if not text:
         return default
@@ -290,9 +260,9 @@ class _Buffer:
 
 def _buffers(model: CompiledModel, knobs: Mapping[str, str], zero_copy: bool) -> list[_Buffer]:
     reject = (knobs.get("vgf_reject") or "").strip().lower()
-    if reject not in ("", "none", "input", "output", "all"):
+    if reject not in REJECT_CHOICES:
         raise UsageError(f"knob vgf_reject: {reject!r}: expected input, output, all or none")
-    alignment = int(_knob(knobs, "vgf_import_alignment", 1, 1, 1 << 20))
+    alignment = int(knob_value(knobs, "vgf_import_alignment", 1))
     out = []
     for name, direction, nbytes in (("input0", "input", model.sizes.input), ("output0", "output", model.sizes.output)):
         reason = None
@@ -336,15 +306,17 @@ class _Vgf:
         knobs = ctx.knobs
         self.costs = CostModel(
             clock_hz=clock_hz if clock_hz > 0 else CostModel.clock_hz,
-            gmacs=_knob(knobs, "vgf_gmacs", CostModel.gmacs, 0.01, 1e6),
-            copy_bytes_per_cycle=_knob(knobs, "vgf_copy_bytes_per_cycle", CostModel.copy_bytes_per_cycle, 0.001, 1e3),
-            readback_bytes_per_cycle=_knob(
-                knobs, "vgf_readback_bytes_per_cycle", CostModel.readback_bytes_per_cycle, 0.001, 1e3
+            gmacs=knob_value(knobs, "vgf_gmacs", CostModel.gmacs),
+            copy_bytes_per_cycle=knob_value(
+                knobs, "vgf_copy_bytes_per_cycle", CostModel.copy_bytes_per_cycle
+            ),
+            readback_bytes_per_cycle=knob_value(
+                knobs, "vgf_readback_bytes_per_cycle", CostModel.readback_bytes_per_cycle
             ),
         )
-        self.cache = _knob(knobs, "vgf_import_cache", 0, 0, 1) >= 1
-        self.jitter = _knob(knobs, "runner_jitter", 0.01, 0.0, 0.5)
-        self.outlier_rate = _knob(knobs, "runner_outlier_rate", 0.002, 0.0, 1.0)
+        self.cache = knob_value(knobs, "vgf_import_cache", 0) >= 1
+        self.jitter = knob_value(knobs, "runner_jitter", 0.01)
+        self.outlier_rate = knob_value(knobs, "runner_outlier_rate", 0.002)
         seed_text = knobs.get("runner_seed") or knobs.get("seed") or "0"
         try:
             seed = int(seed_text, 0)

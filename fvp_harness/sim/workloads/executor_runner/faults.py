@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 from fvp_harness.sim.workloads.executor_runner.flags import UsageError
 
-__all__ = ["FAULT_KINDS", "FaultSpec", "Noise", "noise_from_knobs", "parse_faults", "slowdown"]
+__all__ = ["FAULT_KINDS", "FaultSpec", "Noise", "noise_from_knobs", "parse_faults", "slowdown",
+           "slowdown_factors"]
 
 FAULT_KINDS = ("crash", "hang", "truncate", "timeout")
 
@@ -93,26 +94,28 @@ def slowdown(knobs: Mapping[str, str], model: str, driver: str) -> float:
     most specific item that matches wins, 1 when none does. ``reuse:resnet8=1.2`` makes the reuse build 20 % slower
     on resnet8 only: how a test makes one build slower for one model (a regression to find in a history of runs)
     without a second runner build; ``1.1`` slows every build and model (a platform that moved)."""
-    text = (knobs.get("runner_slowdown") or "").strip()
-    if not text:
-        return 1.0
-    factors: dict[tuple[str, str], str] = {}
-    for item in text.split(","):
+    factors = slowdown_factors(knobs.get("runner_slowdown") or "")
+    return next((factors[key] for key in ((driver, model), ("*", model), (driver, "*"), ("*", "*"))
+                 if key in factors), 1.0)
+
+
+def slowdown_factors(text: str) -> dict[tuple[str, str], float]:
+    """Every item of a ``runner_slowdown`` value by ``(driver, model)`` (``*``: any); UsageError
+    for an item whose factor is no number within 0.1..100, whichever build and model it is for."""
+    factors: dict[tuple[str, str], float] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
         scope, colon, rest = item.partition(":")
         mode, rest = (scope.strip(), rest) if colon else ("*", scope)
         name, sep, value = rest.partition("=")
-        factors[(mode, name.strip() if sep else "*")] = (value if sep else name).strip()
-    chosen = next((factors[key] for key in ((driver, model), ("*", model), (driver, "*"), ("*", "*"))
-                   if key in factors), None)
-    if chosen is None:
-        return 1.0
-    try:
-        factor = float(chosen)
-    except ValueError:
-        raise UsageError(f"knob runner_slowdown: {chosen!r} is not a number (e.g. 1.2, resnet8=1.2 or "
-                         "reuse:resnet8=1.2)") from None
-    if not 0.1 <= factor <= 100.0:
-        raise UsageError(f"knob runner_slowdown: {factor} is outside 0.1..100")
-    return factor
+        chosen = (value if sep else name).strip()
+        try:
+            factor = float(chosen)
+        except ValueError:
+            raise UsageError(f"knob runner_slowdown: {chosen!r} is not a number (e.g. 1.2, "
+                             "resnet8=1.2 or reuse:resnet8=1.2)") from None
+        if not 0.1 <= factor <= 100.0:
+            raise UsageError(f"knob runner_slowdown: {factor} is outside 0.1..100")
+        factors[(mode, name.strip() if sep else "*")] = factor
+    return factors
 
 

@@ -1,28 +1,8 @@
-"""``method->execute()`` of a partly delegated program: K Ethos-U delegate calls with CPU operators between them.
+"""``method->execute()`` of a partly delegated program: K Ethos-U delegate calls with CPU operators
+between them.
 
-Why apart from ``run.py``: a fully delegated program (every shipped model) keeps ``run.py``'s one-call path exactly,
-so its numbers and noise draws do not move; this module is the K-call path ``_EthosU`` hands over to when the model
-file names CPU layers (``networks/partition.py``, ``fvp-harness sim model --partitions K``).
-
-What upstream prints, per call, and what the simulator therefore prints:
-
-* at method load, ``EthosUBackend::init()`` runs once per delegate: one ``data:%p`` line each
-  (EthosUBackend.cpp:101), and the reuse build creates each partition's driver objects there;
-* per ``execute()`` call of each delegate (each partition, in graph order): the driver work of the build's mode for
-  that partition's sizes (``npu/driver_cost.py``), the NPU inference (its own cycle count,
-  ``npu/partitions.partition_cycles``), then ``Ethos-U Linux delegate cycle counter: %llu``
-  (EthosUBackend_Cortex_A.cpp:296, inside the ``if (options.enable_cycle_counter)`` of lines 294-299) and, in a
-  build with the CPU-time report, its line for that call;
-* between calls, the CPU operators' time (``npu/partitions.cpu_layer_ms``); the int8 results of every layer,
-  delegated or not, come from ``networks/inference.run_model`` (``networks/once.py``), so outputs do not depend
-  on the partitioning;
-* ``Iteration i of n`` after the whole ``method->execute()``, as for one call (executor_runner.cpp:779).
-
-Knob ``runner_partition_cycles`` (``FVP_SIM_RUNNER_PARTITION_CYCLES`` / ``--sim runner_partition_cycles=...``):
-comma-separated ``[DRIVER:]P=FACTOR``, partition ``P`` (1-based) of builds with driver mode ``DRIVER``
-(``reuse``, ``per-inference``; omitted: every build) counts ``FACTOR`` times its modelled cycles. It stands for a
-build whose command stream for one partition changed (how a test proves that ``expect_identical: npu_cycles``
-names the partition that moved); the default changes nothing.
+What each call costs and prints, and the ``runner_partition_cycles`` knob:
+docs/simulator-workload.md, "Partly delegated programs".
 """
 
 from __future__ import annotations
