@@ -65,7 +65,7 @@ from fvp_harness.errors import (
 )
 from fvp_harness.events import Event, Listener, null_listener
 from fvp_harness.files import atomic_write, file_sha256
-from fvp_harness.report.summary_cache import SummaryCache
+from fvp_harness.report.stored.summary_cache import SummaryCache
 from fvp_harness.run.adaptive import SamplingState, replay, round_builds
 from fvp_harness.run.artifacts import (
     BUILD_TIMEOUT_S,

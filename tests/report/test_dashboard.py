@@ -11,8 +11,13 @@ from pathlib import Path
 import pytest
 
 from fvp_harness.cli.main import main
-from fvp_harness.report.dashboard import DASHBOARD_INDEX, SiteScenario, run_page_path, write_dashboard
-from fvp_harness.report.history import history_from_runs, load_history
+from fvp_harness.report.stored.dashboard import (
+    DASHBOARD_INDEX,
+    SiteScenario,
+    run_page_path,
+    write_dashboard,
+)
+from fvp_harness.report.stored.history import history_from_runs, load_history
 from tests.report.stored_runs import write_run
 
 BASE = {("after", "m1"): 1.0, ("after", "m2"): 2.0, ("before", "m1"): 2.0, ("before", "m2"): 4.0}

@@ -1,0 +1,82 @@
+"""A run's report files from an ``result.AnalysisResult``: ``report.md``, ``.csv``, ``.json``, ``.png`` (and
+``report.samples.png``, ``report.events.csv``), each rendered by its own module and written here. Renders only: no
+statistics, no clock.
+
+The parts, one job each: ``markdown`` (sections) over ``md_tables`` (tables), ``captions`` (title, context and
+caption lines, notes) and ``cells`` (how one finding reads in a cell); ``csv_report``; ``json_report``; ``charts``
+(matplotlib, imported here only when a chart is written, so a report without ``png`` never loads it);
+``report_files`` (writing, shared with the VGF report and the history); ``context`` (``ReportContext``, from the
+manifest); ``order`` (``build_order``).
+
+A scenario that compares more than two builds (``compare.candidates`` or ``compare.pairs``) gets an overview of
+every pair, then the same sections once per pair (headed ``u85-256 vs u85-128``), a ``pair`` column in the CSV,
+``comparisons`` in the JSON and a combined chart of each candidate's change; a two-build report is exactly what it
+was before (apart from ``report.json``'s format version and its added ``comparisons``).
+
+Determinism: the same records give byte-identical markdown, CSV and JSON (dates come from the manifest
+through ``ReportContext``, never from the clock; floats are formatted to fixed precision), and the PNG
+carries no timestamp or software tag, so committed reports only change when the data does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from fvp_harness.files import atomic_write
+from fvp_harness.report.rendering.captions import chart_title, default_title
+from fvp_harness.report.rendering.context import ReportContext
+from fvp_harness.report.rendering.csv_report import render_csv
+from fvp_harness.report.rendering.distributions import has_samples, samples_figure
+from fvp_harness.report.rendering.json_report import render_json
+from fvp_harness.report.rendering.markdown import render_markdown
+from fvp_harness.report.rendering.order import build_order
+from fvp_harness.report.rendering.report_files import save_png, write_report_files
+from fvp_harness.report.stats.etdump_events import EventReport, events_csv
+from fvp_harness.report.stats.result import AnalysisResult
+from fvp_harness.store.folder import EVENTS_CSV_FILE, REPORT_FILES, REPORT_SAMPLES_FILE
+
+__all__ = ["render_report"]
+
+
+def render_report(
+    result: AnalysisResult,
+    out_dir: Path,
+    outputs: Sequence[str] = ("markdown", "csv", "json", "png"),
+    title: str | None = None,
+    context: ReportContext | None = None,
+    events: EventReport | None = None,
+) -> dict[str, Path]:
+    """Write the requested outputs into ``out_dir`` (``report.md/.csv/.json/.png``; with ``png``
+    ``report.samples.png``, the distributions; with ``events`` and the ``csv`` output ``report.events.csv``);
+    return name -> path of the outputs asked for.
+
+    ``out_dir`` is the folder ``store.ResultStore`` owns (``store.root``); nothing else is written.
+    """
+    context = context or ReportContext()
+    links = [REPORT_FILES["png"], *([REPORT_SAMPLES_FILE] if has_samples(result) else [])] if "png" in outputs else []
+    text = {
+        "markdown": lambda: render_markdown(result, title, context, events, links),
+        "csv": lambda: render_csv(result, context),
+        "json": lambda: render_json(result, title, context, events),
+    }
+    png_title = chart_title(title or default_title(result, context), context)
+    builds = build_order(result, context)
+
+    def charts(path: Path) -> None:
+        # late: matplotlib loads only when a chart is written
+        from fvp_harness.report.rendering.charts import render_png
+
+        render_png(result, path, png_title)
+        figure = samples_figure(result, builds, png_title)
+        samples = path.with_name(REPORT_SAMPLES_FILE)
+        if figure is not None:
+            save_png(figure, samples, layout=False)
+        else:
+            samples.unlink(missing_ok=True)  # nothing to draw: no stale picture of an earlier run either
+
+    written = write_report_files(out_dir, outputs, REPORT_FILES, text, charts)
+    if events is not None and "csv" in written:  # the event rows, as report.json's etdump_events holds them
+        written["events_csv"] = Path(out_dir) / EVENTS_CSV_FILE
+        atomic_write(written["events_csv"], events_csv(events))
+    return written

@@ -1,0 +1,86 @@
+"""The verdict rules: a primary comparison's verdict from the CI of its saving (``decide_verdict``), a gate's from the
+CI of its change (``decide_gate``), and the minimum-effect expectation a verdict gives (``effect_expectation``).
+
+A verdict compares the CI with the limit: a change smaller than what the user cares about is "no change" only when
+the CI proves it is small, and "inconclusive" when the data cannot tell (exact rules in ``docs/results-format.md``).
+"""
+
+from __future__ import annotations
+
+from fvp_harness.report import format as fmt
+from fvp_harness.report.stats.findings import Expectation, GateVerdict, Status, Verdict
+
+__all__ = ["decide_exact", "decide_gate", "decide_verdict", "effect_expectation"]
+
+
+def decide_verdict(
+    ci_low: float | None,
+    ci_high: float | None,
+    p_value: float | None,
+    min_effect: float,
+    alpha: float = 0.05,
+) -> tuple[Verdict, str]:
+    """The verdict from the CI of the saved % (positive = candidate faster), the p-value and the minimum
+    effect m.
+
+    - no change: the whole CI lies within [-m, +m];
+    - faster: the whole CI lies above +m, and p < alpha (when there is a p-value);
+    - slower: the whole CI lies below -m, and p < alpha (when there is a p-value);
+    - inconclusive: anything else (the CI straddles a boundary, or the test disagrees with the CI).
+    A missing CI (too few samples, zero baseline) is inconclusive.
+    """
+    if ci_low is None or ci_high is None:
+        return "inconclusive", "no confidence interval (too few samples or a zero baseline)"
+    ci = f"CI {fmt.saved_interval(ci_low, ci_high)}"
+    band = f"the ±{min_effect:g}% that counts as no change"
+    if -min_effect <= ci_low and ci_high <= min_effect:
+        return "no change", f"{ci} lies inside {band}"
+    significant = p_value is None or p_value < alpha
+    p_text = f"p = {p_value:.3g}" if p_value is not None else ""
+    if ci_low > min_effect or ci_high < -min_effect:
+        side = "saving" if ci_low > min_effect else "loss"
+        if significant:
+            return ("faster" if side == "saving" else "slower"), f"{ci}: all of it a {side} beyond {band}"
+        return "inconclusive", f"{ci} lies beyond {band}, but {p_text} is not below {alpha:g}"
+    return "inconclusive", f"{ci} overlaps {band}: more repetitions would settle it"
+
+
+def decide_gate(ci_low: float | None, ci_high: float | None, allowed: float) -> tuple[GateVerdict, Status]:
+    """A gate's verdict from the CI of the change (positive = worse) and the largest allowed regression:
+    ``violated`` when the whole CI lies above ``allowed``, ``within`` when it lies at or below it, else
+    ``inconclusive`` (also without a CI), which counts as unverified."""
+    if ci_low is None or ci_high is None:
+        return "inconclusive", "unverified"
+    if ci_low > allowed:
+        return "violated", "fail"
+    if ci_high <= allowed:
+        return "within", "pass"
+    return "inconclusive", "unverified"
+
+
+def decide_exact(saved: float, min_effect: float) -> tuple[Verdict, str]:
+    """The verdict of an exact saving (a size every run measured the same, in %): no change within
+    ±m, else smaller (``faster``) or larger (``slower``); no interval and no test, the numbers are
+    not samples of noise."""
+    shown = f"{-saved:+.1f}%" if round(saved, 1) else "no change"
+    if abs(saved) <= min_effect:
+        return "no change", f"exact: {shown}, inside the ±{min_effect:g}% that counts as no change"
+    word = "smaller" if saved > 0 else "larger"
+    verdict: Verdict = "faster" if saved > 0 else "slower"
+    return verdict, (f"exact: {shown} ({word}), beyond the ±{min_effect:g}% that counts as no "
+                     "change")
+
+
+def effect_expectation(model: str, verdict: Verdict, reason: str, saved: float | None, m: float) -> Expectation:
+    """The minimum-effect expectation: the candidate must not be slower by more than ``min_effect``.
+
+    ``slower`` fails it; ``not measured`` and ``inconclusive`` leave it unverified; faster and no change pass.
+    """
+    if verdict == "slower":
+        status: Status = "fail"
+    elif verdict in ("not measured", "inconclusive"):
+        status = "unverified"
+    else:
+        status = "pass"
+    shown = f"{fmt.saving_phrase(saved)}; " if saved is not None else ""
+    return Expectation("min_effect", model, f"not more than {m:g}% slower", status, f"{verdict}: {shown}{reason}")
