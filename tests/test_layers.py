@@ -5,11 +5,15 @@ that keeps the data flow one-way and lets each layer be tested (and understood) 
 simulator is a world of its own that imports nothing of the harness, and the targets layer may import only
 errors, profiles, events, files and itself (a scenario is turned into targets by ``run.instances``).
 
-Inside the simulator the same rule ranks its worlds (``SIM_RANKS``): a world (a folder of ``sim/``) imports the
-shared modules and the worlds below it, never one above or beside it; the platforms compose the guest, the
-workloads and the NPU models, which never know a platform. And nowhere in the package may imports go round in a
-circle, not even between two modules of one folder, nor through an import made only for type checking or inside a
-function (the root ``fvp_harness`` is left out: it re-exports the public API on first use, and modules take only
+Inside the simulator the same rule ranks its worlds (``SIM_RANKS``): a world (a folder of ``sim/``)
+imports the shared modules and the worlds below it, never one above or beside it; the platforms
+compose the guest, the workloads and the NPU models, which never know a platform. ``REPORT_RANKS``
+ranks the rooms of ``report/`` the same way: the analysis below the rendering below the stored
+history, ``format`` under all three.
+
+And nowhere in the package may imports go round in a circle, not even between two modules of one
+folder, nor through an import made only for type checking or inside a function (the root
+``fvp_harness`` is left out: it re-exports the public API on first use, and modules take only
 ``__version__`` from it).
 
 An import inside a function is allowed only with a ``# late: <why>`` comment on its line or on the comment lines
@@ -73,6 +77,15 @@ SIM_RANKS: dict[str, int] = {
 """Rank of each world (folder) and shared module of ``fvp_harness.sim``; a sim module may import only its own world
 and lower ranks (peers in one rank import none of each other)."""
 
+REPORT_RANKS: dict[str, int] = {
+    "format": 0,  # how every number looks: shared by the rooms (and the CLI, vgf/, run/)
+    "stats": 1,  # the analysis: pure statistics on records
+    "rendering": 2,  # markdown, CSV, JSON, JUnit, charts, pages of an analysis
+    "stored": 3,  # the stored history: compare of stored runs, history, the summary cache, the site
+    "": 4,  # report/__init__.py
+}
+"""Rank of each room (folder) and shared module of ``fvp_harness.report``: the rule of ``SIM_RANKS``."""
+
 SIM_READER = "fvp_harness.toolchain.export"
 """The one module outside ``sim/`` and ``cli/verb_sim`` that reads the simulator: a script run in
 the ExecuTorch toolchain's own python (``toolchain/exporting.py`` starts it), which builds real
@@ -97,17 +110,19 @@ def _sim_world(module: str) -> str:
     return parts[2] if len(parts) > 2 else ""
 
 
-def _sim_violation(where: str, module: str, target: str) -> str | None:
-    """The broken rule when sim module ``module`` imports sim module ``target``, or None."""
+def _sim_violation(where: str, module: str, target: str, layer: str = "sim") -> str | None:
+    """The broken rule when ``module`` imports ``target``, both in ``layer`` (``sim`` or ``report``,
+    ranked by ``SIM_RANKS`` or ``REPORT_RANKS``), or None."""
+    ranks, table = (SIM_RANKS, "SIM_RANKS") if layer == "sim" else (REPORT_RANKS, "REPORT_RANKS")
     own, world = _sim_world(module), _sim_world(target)
-    if own == world and own in SIM_RANKS:
+    if own == world and own in ranks:
         return None
-    if own not in SIM_RANKS or world not in SIM_RANKS:
-        unknown = own if own not in SIM_RANKS else world
-        return f"{where}: sim's {unknown or 'root'} has no rank in SIM_RANKS"
-    if SIM_RANKS[world] >= SIM_RANKS[own]:
-        return (f"{where}: sim's {own or 'root'} (rank {SIM_RANKS[own]}) imports {target} ({world}, rank "
-                f"{SIM_RANKS[world]}), which is not below it")
+    if own not in ranks or world not in ranks:
+        unknown = own if own not in ranks else world
+        return f"{where}: {layer}'s {unknown or 'root'} has no rank in {table}"
+    if ranks[world] >= ranks[own]:
+        return (f"{where}: {layer}'s {own or 'root'} (rank {ranks[own]}) imports {target} "
+                f"({world}, rank {ranks[world]}), which is not below it")
     return None
 
 
@@ -203,6 +218,11 @@ def violations(module: str, source: str, *, is_package: bool = False) -> list[st
                 elif own == layer and (problem := _sim_violation(where, module, target)):
                     found.append(problem)
                 continue
+            if own == layer == "report":  # `from fvp_harness.report import format`: a module of its top
+                top = target == "fvp_harness.report"
+                reached = [f"{target}.{name}" for name in names] if top else [target]
+                found += [problem for each in reached
+                          if (problem := _sim_violation(where, module, each, "report"))]
             if own == layer or module == "fvp_harness":
                 continue
             if own == "targets" and layer not in TARGETS_MAY_IMPORT:
@@ -307,6 +327,16 @@ def test_sim_holds_its_shared_modules_and_one_folder_per_world() -> None:
     assert not prefixed, f"a world's prefix belongs in its folder's name: {prefixed}"
 
 
+def test_report_holds_its_shared_module_and_one_folder_per_room() -> None:
+    report = PACKAGE / "report"
+    modules = sorted(path.stem for path in report.glob("*.py"))
+    assert modules == ["__init__", "format"], (
+        f"report's top holds what every room shares, not a room's modules: {modules}")
+    rooms = {path.name for path in report.iterdir() if (path / "__init__.py").exists()}
+    assert rooms == set(REPORT_RANKS) - {"", "format"}, (
+        f"report's rooms need a rank in REPORT_RANKS: {rooms}")
+
+
 def test_the_top_level_shows_the_layers() -> None:
     top = sorted(path.name for path in PACKAGE.glob("*.py"))
     assert len(top) <= 6, f"the top of fvp_harness/ should hold the layers' folders, not modules: {top}"
@@ -345,6 +375,14 @@ def test_the_top_level_shows_the_layers() -> None:
          "a script of the toolchain's python"),
         ("fvp_harness.toolchain.x", "from fvp_harness.sim.networks.architectures import Layer\n",
          "imports the simulator"),
+        ("fvp_harness.report.stats.x", "from fvp_harness.report.rendering.cells import metric_label\n",
+         "report's stats (rank 1) imports fvp_harness.report.rendering.cells"),
+        ("fvp_harness.report.rendering.x", "from fvp_harness.report.stored.history import History\n",
+         "which is not below it"),
+        ("fvp_harness.report.format", "from fvp_harness.report.stats.spec import Settings\n",
+         "which is not below it"),
+        ("fvp_harness.report.stats.x", "from fvp_harness.report.newroom.y import z\n",
+         "has no rank in REPORT_RANKS"),
     ],
 )
 def test_the_checker_catches(module: str, source: str, expected: str) -> None:
@@ -366,6 +404,10 @@ def test_the_checker_accepts_what_the_rules_allow() -> None:
         "fvp_harness.sim.main": "from fvp_harness.sim.corstone1000.platform import SimulatedModel\n",
         "fvp_harness.toolchain.export":
             "from fvp_harness.sim.networks.modelfile import compile_model\n",
+        "fvp_harness.report.stored.x": "from fvp_harness.report.rendering.junit import write_junit\n"
+                                       "from fvp_harness.report.stats.spec import Settings\n"
+                                       "from fvp_harness.report import format as fmt\n",
+        "fvp_harness.report.stats.x": "from fvp_harness.report.stats.spec import Settings\n",
     }
     for module, source in allowed.items():
         assert violations(module, source) == [], module
