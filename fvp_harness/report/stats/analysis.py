@@ -47,8 +47,7 @@ from fvp_harness.report.stats.findings import Comparison, FailedUnit, ModelCompa
 from fvp_harness.report.stats.frames import frame_columns, frame_of, units_frame
 from fvp_harness.report.stats.primary import choose_primary_of, primary_comparison
 from fvp_harness.report.stats.result import AnalysisResult
-from fvp_harness.report.stats.sample_groups import Samples
-from fvp_harness.report.stats.samples import sample_blocks, select_latest
+from fvp_harness.report.stats.samples import Samples, sample_blocks, select_latest
 from fvp_harness.report.stats.spec import CompareLike, Settings, build_pairs
 from fvp_harness.report.stats.summary import summarise_samples
 from fvp_harness.store.records import Record

@@ -17,7 +17,7 @@ from fvp_harness.report import format as fmt
 from fvp_harness.report.stats.bootstrap import bootstrap_draws, percentile_interval
 from fvp_harness.report.stats.findings import GateCheck, GateVerdict, IdentityCheck, Status
 from fvp_harness.report.stats.pvalues import unit_level_difference, unit_level_interval
-from fvp_harness.report.stats.sample_groups import Samples
+from fvp_harness.report.stats.samples import Samples
 from fvp_harness.report.stats.spec import GateLike, Settings, ToleranceLike
 from fvp_harness.report.stats.verdicts import decide_gate
 from fvp_harness.scenario.metrics import MEMORY_METRICS

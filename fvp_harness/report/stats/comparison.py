@@ -20,10 +20,9 @@ from fvp_harness.report.stats.findings import (
     ModelComparison,
 )
 from fvp_harness.report.stats.geomean import geomean
-from fvp_harness.report.stats.identity import identity_check
-from fvp_harness.report.stats.partitions import compare_partitions
+from fvp_harness.report.stats.identity import compare_partitions, identity_check
 from fvp_harness.report.stats.primary import choose_primary_of, primary_comparison
-from fvp_harness.report.stats.sample_groups import Samples
+from fvp_harness.report.stats.samples import Samples
 from fvp_harness.report.stats.spec import (
     CompareLike,
     Settings,

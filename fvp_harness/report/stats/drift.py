@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from fvp_harness.report.stats.findings import DriftFlag
-from fvp_harness.report.stats.sample_groups import Samples
+from fvp_harness.report.stats.samples import Samples
 from fvp_harness.report.stats.spec import Settings
 
 if TYPE_CHECKING:

@@ -1,14 +1,17 @@
-"""The exact identity check: whether a metric (or ``outputs``) has one single value across every ok unit of both builds
-for a model; a failure lists what differed (each build's distinct values with counts, digests shortened)."""
+"""Identity checks: whether a metric (or ``outputs``) has one single value across every ok unit of both builds
+for a model (``identity_check``: a failure lists each build's distinct values with counts, digests shortened),
+and a per-call metric compared partition by partition (``compare_partitions``: names the partition that changed).
+"""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Literal
 
 from fvp_harness.report.stats.findings import IdentityCheck
 
-__all__ = ["identity_check"]
+__all__ = ["compare_partitions", "identity_check"]
 
 
 def _fmt_value(value: object) -> str:
@@ -47,3 +50,41 @@ def identity_check(model: str, name: str, per_build: dict[str, list[object]]) ->
         return IdentityCheck(model, name, "pass", listing, f"all identical ({shown})")
     detail = "; ".join(f"{build}: {', '.join(vals)}" for build, vals in listing.items())
     return IdentityCheck(model, name, "fail", listing, f"values differ: {detail}")
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def _counted_calls(values: Sequence[float]) -> str:
+    counts: dict[str, int] = {}
+    for value in values:
+        counts[_number(value)] = counts.get(_number(value), 0) + 1
+    return ", ".join(f"{text} x{count}" for text, count in counts.items())
+
+
+def compare_partitions(per_build: Mapping[str, Sequence[Sequence[float]]]
+                       ) -> tuple[Literal["pass", "fail"], str] | None:
+    """``("pass"|"fail", detail)`` for each build's inferences as tuples of per-call values, or None when no
+    inference of any build made more than one call (nothing beyond the sums to compare) or a build has none."""
+    if not per_build or any(not calls for calls in per_build.values()):
+        return None
+    shapes = {build: sorted({len(calls) for calls in inferences}) for build, inferences in per_build.items()}
+    if max(max(counts) for counts in shapes.values()) <= 1:
+        return None
+    every = {count for counts in shapes.values() for count in counts}
+    if len(every) > 1:
+        listing = "; ".join(f"{build}: {'/'.join(map(str, counts))}" for build, counts in shapes.items())
+        return "fail", f"the number of delegate calls (partitions) per inference differs: {listing}"
+    k = every.pop()
+    differing: list[str] = []
+    for index in range(k):
+        column = {build: [calls[index] for calls in inferences] for build, inferences in per_build.items()}
+        if len({value for values in column.values() for value in values}) > 1:
+            shown = "; ".join(f"{build}: {_counted_calls(values)}" for build, values in column.items())
+            differing.append(f"partition {index + 1} of {k} differs ({shown})")
+    if differing:
+        return "fail", "; ".join(differing)
+    first = next(iter(per_build.values()))[0]
+    parts = " + ".join(_number(value) for value in first)
+    return "pass", f"all identical ({_number(sum(first))} = {parts}, {k} partitions)"

@@ -23,7 +23,7 @@ from fvp_harness.report.stats.pvalues import (
     process_level_p,
     unit_level_interval,
 )
-from fvp_harness.report.stats.sample_groups import Samples
+from fvp_harness.report.stats.samples import Samples
 from fvp_harness.report.stats.spec import CompareLike, Settings, primary_candidates
 from fvp_harness.report.stats.verdicts import decide_exact, decide_verdict
 from fvp_harness.scenario.metrics import MEMORY_METRICS

@@ -9,7 +9,7 @@ import pandas as pd
 
 from fvp_harness.report.stats.bootstrap import bootstrap_draws, percentile_interval
 from fvp_harness.report.stats.frames import typed
-from fvp_harness.report.stats.sample_groups import Samples
+from fvp_harness.report.stats.samples import Samples
 from fvp_harness.report.stats.spec import Settings
 
 __all__ = ["SUMMARY_COLUMNS", "summarise", "summarise_samples"]

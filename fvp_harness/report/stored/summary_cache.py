@@ -52,7 +52,7 @@ MAX_ENTRIES = 32
 """Entries kept per file, newest last: a folder is read with a few settings at most; more would be stale ones."""
 ANALYSIS_MODULES = ("fvp_harness.report.format", *(f"fvp_harness.report.stats.{name}" for name in (
     "analysis", "bootstrap", "changes", "comparison", "drift", "findings", "frames", "geomean",
-    "identity", "partitions", "primary", "pvalues", "result", "sample_groups", "samples", "spec",
+    "identity", "primary", "pvalues", "result", "samples", "spec",
     "summary", "verdicts")))
 """The modules of the analysis: ``analysis`` and every module of the report package it imports, directly or not
 (``tests/report/test_summary_cache.py`` checks the list against the imports). Every entry's ``code`` includes them,
