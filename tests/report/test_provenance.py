@@ -1,5 +1,5 @@
 """The label travels with the numbers: simulated or which FVP build, the machine record, builds' sources, and the
-samples chart (``report/rendering/``: ``machine.py``, ``distributions.py``, their use in ``render.py``)."""
+samples chart (``report/rendering/``: ``machine.py``, ``charts.py``, their use in ``render.py``)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from fvp_harness.report import format as fmt
+from fvp_harness.report.rendering.charts import samples_figure
 from fvp_harness.report.rendering.context import ReportContext
 from fvp_harness.report.rendering.csv_report import render_csv
-from fvp_harness.report.rendering.distributions import samples_figure
 from fvp_harness.report.rendering.json_report import render_json
 from fvp_harness.report.rendering.machine import is_simulated, machine_section, measured_on
 from fvp_harness.report.rendering.markdown import render_markdown

@@ -25,9 +25,9 @@ from pathlib import Path
 
 from fvp_harness.files import atomic_write
 from fvp_harness.report.rendering.captions import chart_title, default_title
+from fvp_harness.report.rendering.charts import has_samples, render_png, samples_figure
 from fvp_harness.report.rendering.context import ReportContext
 from fvp_harness.report.rendering.csv_report import render_csv
-from fvp_harness.report.rendering.distributions import has_samples, samples_figure
 from fvp_harness.report.rendering.json_report import render_json
 from fvp_harness.report.rendering.markdown import render_markdown
 from fvp_harness.report.rendering.order import build_order
@@ -64,9 +64,6 @@ def render_report(
     builds = build_order(result, context)
 
     def charts(path: Path) -> None:
-        # late: matplotlib loads only when a chart is written
-        from fvp_harness.report.rendering.charts import render_png
-
         render_png(result, path, png_title)
         figure = samples_figure(result, builds, png_title)
         samples = path.with_name(REPORT_SAMPLES_FILE)
