@@ -1,19 +1,4 @@
 """JUnit XML from an analysis: what Jenkins, GitLab, GitHub test reporters and most CI systems show as test results.
-
-One ``<testsuite>`` per report (a run, a ``compare``, a ``history``); in it one ``<testcase>`` per checked
-expectation (each gate of each model, each identity check, each minimum effect; per pair of builds when there are
-several), one per failed unit and one per planned unit that did not run:
-
-- a violated gate or any failed expectation is a ``<failure>`` whose message is the expectation's detail (``+203% >
-  +10% allowed (CI ...)``) and whose text has the numbers (medians, change, CI, allowed, samples);
-- a failed unit is a ``<failure>`` (the code under test failed) or an ``<error>`` (infrastructure: the platform
-  failed), with the failure text and the log path; a unit that did not run is an ``<error>``;
-- an expectation nobody could verify (an inconclusive gate, nothing measured) is ``<skipped>`` with the reason:
-  a CI page then shows it as neither green nor red.
-
-Byte-stable: no times, no host, no clock; the same analysis gives the same bytes (elements and attributes in a
-fixed order, ``ElementTree`` serialisation, characters XML 1.0 forbids removed). Validated in the tests against
-Jenkins' ``junit-10.xsd``.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """What measured a report's numbers, read from ``manifest.json``: simulated or not, which FVP build or simulator
 release, the machine record (``report.json``'s ``machine``, the markdown's ``## Machine`` footer) and each build's
 source.
-
-Why its own module: the label must travel with the numbers (the caption line above each table, a CSV column, the
-charts' titles, ``report.json``), so every renderer asks the same questions here and gets the same answers. It reads
-the manifest's JSON form only (``run/manifest.py`` writes it; older formats lack fields, which are then not shown),
-so a stored run of any version renders.
 """
 
 from __future__ import annotations

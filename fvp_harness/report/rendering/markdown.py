@@ -1,11 +1,4 @@
-"""``report.md``: the whole markdown report of an analysis, section by section.
-
-Headed like the published driver-reuse table (``Model | <metric> per inference, before -> after | Saved``) so it can
-be pasted into a pull request, then what that table lacked: the CI of the saving, the p-value, sample counts, NPU
-cycles, output identity and a verdict, a geometric-mean row, a verdict row per gated metric, the expectations with
-a clear PASS/FAIL, the verdict for the whole run (PASS, FAIL or NOT VERIFIED, with its reasons), and the failed and
-not-run units with their class and log. Several pairs get an overview, then the same sections once per pair.
-"""
+"""``report.md``: the whole markdown report of an analysis, section by section."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
 """The report's "Memory" table: each memory metric (``scenario.metrics.MEMORY_METRICS``) of each
-model, baseline -> candidate in bytes and the change, under the pair's time table.
-
-Why a table of its own: the time table is a statistical comparison (CI, p, n, verdict) and already
-wide; a size is exact, so its row needs no interval: the medians of each build's runs and their
-difference (``no change`` or ``+4,096 B (+0.4%)``). A size that varies between runs (a real
-process's peak resident set) shows its range.
-"""
+model, baseline -> candidate in bytes and the change, under the pair's time table."""
 
 from __future__ import annotations
 

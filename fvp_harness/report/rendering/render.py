@@ -1,21 +1,6 @@
 """A run's report files from an ``result.AnalysisResult``: ``report.md``, ``.csv``, ``.json``, ``.png`` (and
 ``report.samples.png``, ``report.events.csv``), each rendered by its own module and written here. Renders only: no
 statistics, no clock.
-
-The parts, one job each: ``markdown`` (sections) over ``md_tables`` (tables), ``captions`` (title, context and
-caption lines, notes) and ``cells`` (how one finding reads in a cell); ``csv_report``; ``json_report``; ``charts``
-(matplotlib, imported here only when a chart is written, so a report without ``png`` never loads it);
-``report_files`` (writing, shared with the VGF report and the history); ``context`` (``ReportContext``, from the
-manifest); ``order`` (``build_order``).
-
-A scenario that compares more than two builds (``compare.candidates`` or ``compare.pairs``) gets an overview of
-every pair, then the same sections once per pair (headed ``u85-256 vs u85-128``), a ``pair`` column in the CSV,
-``comparisons`` in the JSON and a combined chart of each candidate's change; a two-build report is exactly what it
-was before (apart from ``report.json``'s format version and its added ``comparisons``).
-
-Determinism: the same records give byte-identical markdown, CSV and JSON (dates come from the manifest
-through ``ReportContext``, never from the clock; floats are formatted to fixed precision), and the PNG
-carries no timestamp or software tag, so committed reports only change when the data does.
 """
 
 from __future__ import annotations

@@ -1,17 +1,5 @@
 """A written report as HTML: the page shell of every page the harness writes, ``report.md`` rendered into it, and
-``compare --html DIR``'s page, one file that holds its charts.
-
-Why one module for it: the history site (``report.dashboard``) renders each run's ``report.md`` and ``compare
---html`` renders the comparison's; both must escape the same way and look the same. ``report.md`` holds names a
-user chose (builds, models, the scenario's title, ETDump event names from a runner's trace), so it is rendered by
-markdown-it with raw HTML off: a ``<script>`` in a model's name is text on the page, never markup. The pages have
-no JavaScript and a Content-Security-Policy that loads nothing but images of their own folder or inlined as
-``data:`` URIs, so they open from a ``file://`` URL or a CI artifact with no server and no network.
-
-The compare page inlines its charts (``report.png``, ``report.samples.png``) as ``data:image/png`` URIs: one file to
-attach to a review or upload, with nothing beside it to lose. Pure apart from the report folder it reads and the
-one file it writes; no clock (the same report gives the same bytes).
-"""
+``compare --html DIR``'s page, one file that holds its charts."""
 
 from __future__ import annotations
 

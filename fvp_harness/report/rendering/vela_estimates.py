@@ -1,23 +1,4 @@
-"""Measured NPU cycles next to the Ethos-U compiler's (Vela's) estimate, per model and build.
-
-Why: Vela estimates the cycles of every network it compiles, an FVP or a board measures them; neither number alone
-says whether the other is plausible. A scenario names a model's Vela output (``models.<name>.vela``:
-``scenario/vela.py``) and the report gets a section ``NPU cycles: measured vs Vela`` with, per model and build, the
-median measured counter (``npu_cycles`` on Linux platforms, ``bm_npu_cycles`` on bare-metal ones), the estimate,
-their ratio and a flag when the ratio leaves the model's band.
-
-Vela files read (both are what ``vela --verbose-performance`` writes, 3.x to 5.x):
-
-* the summary CSV ``<network>_summary_<system config>.csv``: one row; the estimate is ``cycles_total`` (one
-  inference, memory stalls included), with ``accelerator_configuration``, ``system_config``, ``memory_mode`` shown;
-* the per-layer CSV ``<network>_per-layer.csv``: the estimate is the sum of ``Op Cycles`` over the rows Vela runs on
-  the NPU (``Target`` NPU, or every row where the column is absent).
-
-Anything else is refused with ``file:line: field: what is wrong``, shown in the section (an estimate file must not
-cost a report). The files are read when the report is written (``load_vela_inputs``, from the resolved scenario in
-the manifest: relative paths are relative to the scenario file); ``vela_section`` renders from what was read and
-does no I/O.
-"""
+"""Measured NPU cycles next to the Ethos-U compiler's (Vela's) estimate, per model and build."""
 
 from __future__ import annotations
 

@@ -1,12 +1,4 @@
-"""The ``verdict`` object of ``report.json``: what a CI step reads with one ``jq``.
-
-``jq -r .verdict.status report.json`` gives ``PASS``, ``FAIL`` or ``NOT VERIFIED``; ``.verdict.violated_gates`` lists
-every violated gate with its numbers (model, metric, the pair of builds, the change and its CI, the allowed
-regression); ``.verdict.not_run`` and ``.verdict.failed_units`` the units a CI job must not read as measured;
-``.verdict.violated_expectations`` every failed expectation (gates, identity checks, minimum effect) by name.
-``reasons`` are the report's verdict lines. Built from the analysis alone, so it is byte-stable like the rest of
-``report.json`` and the same for a run, ``report DIR`` and ``compare``.
-"""
+"""The ``verdict`` object of ``report.json``: what a CI step reads with one ``jq``."""
 
 from __future__ import annotations
 

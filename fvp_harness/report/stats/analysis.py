@@ -1,39 +1,5 @@
 """Records -> tidy DataFrame -> statistics -> A/B comparison (one per pair of builds). Pure: no files, no screen,
-no clock.
-
-This module runs the pipeline (``analyse``; ``primary_comparisons`` for ``run.until``); each part has a module of
-its own, imported one way: ``samples`` (which stored samples count) -> ``sample_groups`` (grouped once) and
-``frames`` (the DataFrames) -> ``bootstrap``, ``pvalues``, ``verdicts`` -> ``summary``, ``drift``, ``primary``,
-``changes`` (gates and tolerances), ``identity``, ``geomean`` -> ``comparison`` (one pair) -> here; the results are
-``findings`` and ``result.AnalysisResult`` (with ``run_verdict``), the inputs ``spec`` (``Settings``, the spec
-protocols).
-
-The statistics, and why (details and exact verdict rules in ``docs/results-format.md``):
-
-- Samples are not independent. Iterations inside one runner process share its heap layout, caches and FVP
-  state, so pooling 3 processes x 10 iterations and treating them as 30 independent values is how pyperf-style
-  tools end up calling identical code "significantly different". Confidence intervals here come from a
-  **two-level bootstrap**: resample units (processes) with replacement, then iterations inside each chosen
-  unit. With few processes the interval honestly widens.
-- The headline number is the saving of the **median** (robust to the odd slow iteration), with a bootstrap CI
-  of the saved percentage, and a p-value computed at the same level as that CI (``process_level_p``: the larger of
-  the two-level bootstrap's p and the Welch t-test's over unit medians, as the CI is the wider of the two
-  intervals), required for a faster/slower verdict. The Mann-Whitney U over pooled iterations is kept as
-  ``p_pooled`` for the CSV only: it treats iterations of one process as independent, which they are not.
-- The verdict compares the CI with the scenario's minimum effect, so a change smaller than what the user cares
-  about is "no change" only when the CI proves it is small, and "inconclusive" when the data cannot tell.
-- Drift (a trend over execution order inside one build) is flagged: interleaving cancels it between builds,
-  but a drifting platform still deserves a look.
-- Other metrics are judged the same way: a **gate** (largest allowed regression) is violated only when the whole
-  CI of the change lies beyond it, and an identity check with a **tolerance** passes only when the whole CI lies
-  within it; a CI that straddles the limit is unverified, never a pass or a failure.
-- Nothing is averaged that is no measurement (NaN, infinities, impossible counter values are left out and
-  reported), records of other settings do not mix in (``planned``), and the run's verdict is PASS, FAIL or NOT
-  VERIFIED with its reasons: what nobody could check is never called a pass.
-
-Every random draw comes from a generator seeded by ``seed`` and the group's name, so the same records always
-give the same numbers, in any order of groups.
-"""
+no clock."""
 
 from __future__ import annotations
 

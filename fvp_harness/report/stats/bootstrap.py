@@ -1,10 +1,4 @@
-"""The two-level bootstrap of medians and its percentile intervals.
-
-Why two levels: iterations inside one runner process share its heap layout, caches and FVP state, so they are not
-independent; resampling units (processes) with replacement, then iterations inside each chosen unit, gives an
-interval that honestly widens with few processes. Every draw comes from a generator seeded by ``Settings.seed`` and
-the group's labels, so the same samples always give the same numbers, in any order of groups. numpy only.
-"""
+"""The two-level bootstrap of medians and its percentile intervals."""
 
 from __future__ import annotations
 

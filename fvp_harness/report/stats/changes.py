@@ -1,11 +1,5 @@
 """Changes of other metrics than the primary one: gates (the largest allowed regression) and
-identity checks with a tolerance. Both judge the CI of the change candidate - baseline (in % of the
-baseline median, or in the metric's unit): a gate is violated only when the whole CI lies beyond it,
-a tolerance passes only when the whole CI lies within it; a CI that straddles the limit is
-unverified, never a pass or a failure. A gate on a memory metric whose every sample in each build is
-the same number (a size: planned buffers, a file's bytes) is decided on the exact change, without a
-CI.
-"""
+identity checks with a tolerance, both judged on the CI of the change candidate - baseline."""
 
 from __future__ import annotations
 

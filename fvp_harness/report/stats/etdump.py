@@ -1,20 +1,4 @@
 """Read an ETDump file (ExecuTorch's event trace) into tidy event rows, from the schema, not from a writer.
-
-Why its own reader: the harness compares the traces of two builds event by event, and a reader that shares its
-idea of the layout with the simulator's writer would agree with it even where both are wrong. So this module knows
-nothing of ``sim/``: it reads ``etdump.fbs`` (the schema written from upstream's facts, beside this file) to learn
-each table's fields in order, which fixes their vtable slots, and decodes the bytes with the ``flatbuffers``
-runtime's ``Table``; ``tests/report/test_etdump_reader.py`` checks it against ``flatc --json`` on the same bytes.
-
-A file is untrusted input: every offset is checked against the buffer before it is followed, and whatever is wrong
-(short file, wrong identifier, an offset out of the buffer, a string that is no UTF-8) is one ``EtdumpError``
-naming what and where, never another exception.
-
-The rows: one per ``ProfileEvent`` (debug and allocation events hold no time and are counted, not listed), in file
-order: block index and name (``Default``: method loading; ``Execute``: one per ``Method::execute``), the event's
-position in its block, its name (a delegate's event named only by its debug id gets that id), chain and
-instruction id, delegate debug id, start, end and duration in the platform's ticks (nanoseconds on Linux, CPU
-cycles on bare metal).
 """
 
 from __future__ import annotations

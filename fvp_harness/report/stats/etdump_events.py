@@ -1,33 +1,4 @@
-"""Where the time went: the ETDump events of two builds, compared event by event, per model.
-
-Why: the headline says how much a change saved per inference; a reviewer's next question is where, and whether
-anything else got slower. A traced runner (``builds.<name>.traced``, or a bare-metal runner that prints its ETDump)
-leaves ``fetched/<unit>/etdump.bin``; this module reads every unit's file (``etdump.py``) and, for each pair
-the report compares and each model, matches the events of the per-inference ``Execute`` blocks by name and
-position (the k-th ``DELEGATE_CALL`` of a block is one event, the k+1-th another) and gives per event:
-
-* the median duration per build with its CI: the report's two-level bootstrap (units, then blocks inside a unit;
-  ``bootstrap.bootstrap_medians``), the warmup executions left out as the headline leaves them out;
-* the change of the median (candidate − baseline) with the CI of the bootstrap difference;
-* the **self** time saved (the event's duration less the events it encloses, found by time containment within its
-  block), with the CI of its bootstrap difference, and that saving's share of the total saving, the saving of the
-  block's outermost event (``Method::execute``). Self times of a block add up to its outermost event, so the
-  shares add up to 100 % up to the difference between a median of sums and a sum of medians; the section says how
-  close they came and whether their sum lies within the total saving's CI.
-
-Rows are sorted by share (largest first); events only one build has are listed as such. The ``Default`` block
-(method loading, once per process) gets a table of its own under the per-inference one, with shares of the load's
-change: a change that moves work from every inference into the load shows both sides. A file that cannot be read
-is a warning naming the unit and what is wrong, and that unit's events are left out; nothing else changes. No
-traced unit: no section (``compare_events`` returns None), and ``report.md/.json/.csv`` are what they were.
-``compare A B`` compares the traces of two stored runs with the same code (``load_traces`` labels each run's,
-``stored_compare.compare_run_events``), so the two sections read alike; a ``compare.baseline_from`` run compares its
-candidates' traces with the stored baseline run's (``stored_compare.stored_baseline_events``), its re-run baseline
-units left out.
-
-Reads files (the fetched traces) as ``report.vela_estimates`` reads the Vela CSVs: only here, only in
-``load_traces``; the comparison itself is pure.
-"""
+"""Where the time went: the ETDump events of two builds, compared event by event, per model."""
 
 from __future__ import annotations
 

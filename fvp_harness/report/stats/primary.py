@@ -1,12 +1,5 @@
 """The primary metric: which one headlines a comparison (``choose_primary``), and one model's row on it
 (``primary_comparison``: medians, the saving and its CI, the process-level p-value and the verdict).
-
-The saving is of the **median** (robust to the odd slow iteration); its CI is the two-level
-bootstrap's, widened to the Welch t-interval over unit medians when that is wider, and the p-value
-is taken at the same level (``pvalues.process_level_p``), required for a faster/slower verdict. A
-memory metric whose every run of each build measured the same size is exact: its saving has no CI
-and no p-value, and ``decide_exact`` weighs it against the minimum effect (faster and slower then
-read smaller and larger).
 """
 
 from __future__ import annotations

@@ -1,10 +1,4 @@
-"""Process-level p-values and the unit-level intervals that widen the bootstrap's.
-
-The headline p-value is computed at the level of the CI (``process_level_p``): the larger of the two-level
-bootstrap's p (``bootstrap_p``) and the Welch t-test's over unit medians (``unit_level_interval``), as the CI is the
-wider of the two intervals. The Mann-Whitney U over pooled iterations (``mann_whitney``) treats iterations of one
-process as independent, which they are not: it is kept for the CSV only.
-"""
+"""Process-level p-values and the unit-level intervals that widen the bootstrap's."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
 """What the analysis is asked: the comparison spec (``CompareLike``, with its ``GateLike`` gates and ``ToleranceLike``
 identity entries) and the statistical knobs (``Settings``), and how a spec is read (its pairs of builds, its primary
 metrics in order of preference, its identity checks and gates).
-
-Duck-typed on purpose: ``scenario.Compare`` satisfies the protocols, and so do the stored-run comparisons
-(``report.stored_compare``) and older spec objects (optional fields are read with ``getattr``). Light: the standard
-library only, so the run layer and type hints can name these without loading numpy, pandas or scipy.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
 """The verdict rules: a primary comparison's verdict from the CI of its saving (``decide_verdict``), a gate's from the
 CI of its change (``decide_gate``), and the minimum-effect expectation a verdict gives (``effect_expectation``).
-
-A verdict compares the CI with the limit: a change smaller than what the user cares about is "no change" only when
-the CI proves it is small, and "inconclusive" when the data cannot tell (exact rules in ``docs/results-format.md``).
 """
 
 from __future__ import annotations

@@ -1,26 +1,4 @@
 """The history dashboard: a static site of every stored run of one or more scenarios (``history --html DIR``).
-
-Why a static site: a team opens it from a CI artifact or a ``file://`` URL, with no server and no network, the way
-asv users publish theirs. So every page is plain HTML with the charts inlined as SVG (matplotlib's SVG backend,
-already a dependency; no JavaScript at all) and a Content-Security-Policy that lets the page load nothing but its
-own folder's images (the page shell: ``report.report_page``).
-
-Layout of ``DIR``:
-
-    index.html                      per scenario and model: a chart of the primary metric over the runs (median,
-                                    95 % CI, fitted level, detected steps marked) with the NPU cycles below it on the
-                                    same run axis; then the runs' table
-    <scenario folder>/<run id>/     one page per run: its ``report.md`` rendered (markdown-it, raw HTML off), with
-      index.html, *.png             the report's own images copied beside it, so the site holds everything it links
-
-Every point of a chart is an SVG link (``PathCollection.set_urls``) to its run's page. The steps are those
-``report.history`` found (``History.steps``): nothing is detected again here. Element ids the tests (and a reader's
-browser tools) can find: ``<figure class="chart" data-scenario data-model data-runs>``, inside it the groups
-``c<i>-points`` (one link per measured run), ``c<i>-npu`` and ``c<i>-regression-<run index>`` /
-``c<i>-improvement-<run index>``.
-
-Pure apart from the files it writes (into ``DIR`` only) and the run folders' report files it reads; no clock: the
-same runs give the same bytes (the SVG ids are salted with the chart's name, not a random number).
 """
 
 from __future__ import annotations

@@ -1,24 +1,4 @@
 """History across stored runs: one row per run, a step detector per model, and the table, CSV, JSON and charts.
-
-Data: every stored run of a scenario folder (``runs/<id>/`` and the current one, oldest first), each analysed on its
-own (its records of its planned keys, ``summary.summarise``): per model the median of one metric of one build, with
-the two-level bootstrap CI, and the NPU cycles. Runs that lack the build or metric leave a gap.
-
-Regressions are found the way asv finds them, by **step detection over the whole series**, not by a threshold on
-the last point (one noisy run would raise an alarm; a slow creep would never): ``detect_steps`` fits a piecewise
-constant level to the series of medians by penalised weighted least squares (optimal partitioning, exact, O(n²)):
-
-    minimise  sum over segments of sum_i ((y_i - level_segment) / sigma_i)^2  +  penalty * (number of segments)
-
-where ``sigma_i^2`` is the run's own uncertainty (the half-width of its median's CI / 1.96) plus the run-to-run
-noise ``tau^2``, estimated robustly from the series itself (1.4826 x the median absolute first difference / sqrt 2,
-which one step barely moves). Each boundary between two fitted levels is a step; it is reported as a
-**regression** (the level went up: every built-in metric is a time or a count, where up is worse, as for gates)
-or an **improvement** when its size is at least ``threshold`` percent (the scenario's ``compare.min_effect`` by
-default) and it is significant (``|z| >= 3`` with the levels' standard errors). A regression is **in effect**
-while the newest level is still at least ``threshold`` above the level before the step.
-
-Pure: the runs are read by the caller (``load_history``), rendering writes only the files asked for; no clock.
 """
 
 from __future__ import annotations

@@ -1,27 +1,5 @@
 """Comparisons whose sides were measured by different runs: ``fvp-harness compare RUN_A RUN_B`` and a scenario's
-``compare.baseline_from``.
-
-The statistics are the in-run A/B's, unchanged (``analysis.analyse`` with one ``(baseline, candidate)`` pair per
-compared build): the records of both runs are put side by side under labelled build names (``after@3f2a1bc``,
-unit ids ``r0-after-resnet8@<run id>``), in memory only. Nothing stored is rewritten or mixed: each run's folder keeps
-exactly what it measured, and only records of each run's planned content keys count (as in its own report).
-
-Why refuse some pairs of runs (``comparable``): a comparison across runs is only as good as what stayed the same. A
-different platform profile, FVP binary or version, model parameters, firmware, model or input bytes, run command,
-warm-up, metric definitions or parsers make the two sides measure different things, so the verdicts would be
-meaningless: refused (exit 2) with every difference named. Softer differences (host, harness version, iteration
-and repetition counts, simulator knobs, a build's environment) are warnings: the comparison still means what it
-says, but the user should know.
-
-Why a drift check with ``baseline_from``: interleaving protects an in-run A/B from a platform that drifts; a stored
-baseline has no such protection. A few baseline units re-run next to the candidate (``scenario.baseline``) must
-measure what the stored run measured (within ``max_shift``, judged on the CI like a tolerance); when they moved,
-every verdict of the comparisons against the stored baseline becomes inconclusive (a drift-check expectation says
-why), when it cannot be told the run is NOT VERIFIED. The re-run units appear in the report as their own build,
-``<baseline> (re-run)``, so nobody mistakes them for the stored numbers.
-
-Pure apart from reading the stored runs (``load_run``): no clock, no screen.
-"""
+``compare.baseline_from``."""
 
 from __future__ import annotations
 

@@ -1,22 +1,5 @@
 """What was analysed from a stored run, kept beside its records (``summary-cache.json``), so that reading the run
-again costs a file read instead of an analysis.
-
-Why: ``history`` analyses every stored run of a folder on every call (20 nightly runs: 20 bootstraps per model),
-and ``make``'s up-to-date check of a ``run.until`` scenario replays the stopping rule over the stored records, which
-needs the whole analysis (pandas, scipy) just to learn that nothing is to do. Both answers are pure functions of
-the records and a few settings, and stored runs do not change, so the answer can be kept.
-
-Keyed by content, never trusted: an entry's key is the sha256 of everything its value was computed from (the
-records' own JSON as passed in, the settings), the kind of entry, ``ANALYSIS_VERSION`` and the bytes of the modules
-that compute it (``code``: a checkout whose analysis was edited finds nothing it kept before). So a changed
-record, another setting or other code gives another key and a stale entry is simply never found; the file keeps
-the ``MAX_ENTRIES`` newest entries. A file that cannot be read or parsed, or an entry of the wrong shape, counts as
-not there (the caller computes, and the next write replaces the file). A folder that cannot be written (read-only,
-full, another owner) still works: nothing is kept, no error. Readers that must write nothing (``make``'s check)
-open the cache with ``write=False``.
-
-Light on purpose: the standard library and ``files`` only, so a hit loads no analysis.
-"""
+again costs a file read instead of an analysis."""
 
 from __future__ import annotations
 
