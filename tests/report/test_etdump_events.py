@@ -11,16 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
+from fvp_harness.report.rendering.etdump_tables import event_rows, events_csv, events_json, events_markdown
 from fvp_harness.report.stats.etdump import EtdumpEvent, read_etdump
-from fvp_harness.report.stats.etdump_events import (
-    Trace,
-    compare_traces,
-    event_rows,
-    events_csv,
-    events_json,
-    events_markdown,
-    load_traces,
-)
+from fvp_harness.report.stats.etdump_events import Trace, compare_traces, load_traces
 from fvp_harness.report.stats.etdump_events import _self_times as self_times
 from fvp_harness.report.stats.spec import Settings
 from fvp_harness.sim.workloads.etdump import ProfileEvent, RunBlock, encode_etdump

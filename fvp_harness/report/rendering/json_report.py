@@ -11,9 +11,10 @@ from typing import Any
 
 from fvp_harness.report.rendering.captions import default_title
 from fvp_harness.report.rendering.context import ReportContext
+from fvp_harness.report.rendering.etdump_tables import events_json
 from fvp_harness.report.rendering.order import build_order, ordered_summary
 from fvp_harness.report.rendering.verdict import verdict_object
-from fvp_harness.report.stats.etdump_events import EventReport, events_json
+from fvp_harness.report.stats.etdump_events import EventReport
 from fvp_harness.report.stats.result import AnalysisResult, expectations_violated
 
 __all__ = ["REPORT_FORMAT_VERSION", "jsonable", "render_json"]

@@ -15,6 +15,7 @@ from fvp_harness.report.rendering.captions import (
     numbers_note,
 )
 from fvp_harness.report.rendering.context import ReportContext
+from fvp_harness.report.rendering.etdump_tables import events_markdown
 from fvp_harness.report.rendering.md_tables import (
     comparison_table,
     expectations_section,
@@ -25,7 +26,7 @@ from fvp_harness.report.rendering.md_tables import (
 from fvp_harness.report.rendering.memory_table import memory_section
 from fvp_harness.report.rendering.order import build_order, ordered_summary, rank
 from fvp_harness.report.rendering.vela_estimates import vela_section
-from fvp_harness.report.stats.etdump_events import EventReport, events_markdown
+from fvp_harness.report.stats.etdump_events import EventReport
 from fvp_harness.report.stats.findings import Comparison
 from fvp_harness.report.stats.result import AnalysisResult, run_verdict
 from fvp_harness.scenario.metrics import MEMORY_METRICS
@@ -187,7 +188,7 @@ def render_markdown(result: AnalysisResult, title: str | None = None, context: R
         lines += overview_section(comparisons)
     for index, comparison in enumerate(comparisons):
         lines += _comparison_section(result, comparison, builds, several, context, links if index == 0 else ())
-    lines += events_markdown(events)  # where the time went, event by event: stats/etdump_events
+    lines += events_markdown(events)  # where the time went, event by event: etdump_tables
     lines += vela_section(result, context.vela)  # measured NPU cycles vs Vela's estimates: vela_estimates
     lines += _sampling_section(result)
     lines += _failures_section(result)

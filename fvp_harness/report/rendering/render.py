@@ -13,11 +13,12 @@ from fvp_harness.report.rendering.captions import chart_title, default_title
 from fvp_harness.report.rendering.charts import has_samples, render_png, samples_figure
 from fvp_harness.report.rendering.context import ReportContext
 from fvp_harness.report.rendering.csv_report import render_csv
+from fvp_harness.report.rendering.etdump_tables import events_csv
 from fvp_harness.report.rendering.json_report import render_json
 from fvp_harness.report.rendering.markdown import render_markdown
 from fvp_harness.report.rendering.order import build_order
 from fvp_harness.report.rendering.report_files import save_png, write_report_files
-from fvp_harness.report.stats.etdump_events import EventReport, events_csv
+from fvp_harness.report.stats.etdump_events import EventReport
 from fvp_harness.report.stats.result import AnalysisResult
 from fvp_harness.store.folder import EVENTS_CSV_FILE, REPORT_FILES, REPORT_SAMPLES_FILE
 
