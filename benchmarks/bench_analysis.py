@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fvp_harness.report.analysis import analyse
+from fvp_harness.report.stats.analysis import analyse
 from fvp_harness.run import adaptive
 from fvp_harness.run.manifest import Manifest
 from fvp_harness.run.pipeline import RunOptions, rebuild_report, run_scenario
@@ -101,7 +101,7 @@ def report_figures(folder: Path, calls: int) -> None:
     outcome = rebuild_report(folder)
     first = 1000 * (time.perf_counter() - began)
     whole = median_ms(lambda: rebuild_report(folder), calls)
-    from fvp_harness.report.charts import render_png  # late: after the timed first call
+    from fvp_harness.report.rendering.charts import render_png  # late: after the timed first call
 
     png = median_ms(lambda: render_png(outcome.analysis, folder / "bench.png", "a title"), calls)
     (folder / "bench.png").unlink(missing_ok=True)

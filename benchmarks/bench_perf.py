@@ -39,7 +39,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
-from fvp_harness.report.analysis import analyse
+from fvp_harness.report.stats.analysis import analyse
 from fvp_harness.run import adaptive
 from fvp_harness.run.deploy import Deployer
 from fvp_harness.run.instances import open_target

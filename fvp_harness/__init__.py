@@ -40,8 +40,8 @@ _EXPORTS: dict[str, str] = {
     "RunOutcome": "fvp_harness.run.pipeline",
     "rebuild_report": "fvp_harness.run.pipeline",
     "open_target": "fvp_harness.run.instances",
-    "analyse": "fvp_harness.report.analysis",
-    "AnalysisResult": "fvp_harness.report.result",
+    "analyse": "fvp_harness.report.stats.analysis",
+    "AnalysisResult": "fvp_harness.report.stats.result",
     "Record": "fvp_harness.store.records",
     "ResultStore": "fvp_harness.store.folder",
     "make": "fvp_harness.batch.engine",
@@ -90,8 +90,8 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time __getattr__
     from fvp_harness.batch.engine import MakeOptions, make
     from fvp_harness.errors import ConfigurationError, HarnessError, InfrastructureError, Interrupted, UnitFailure
     from fvp_harness.events import Event
-    from fvp_harness.report.analysis import analyse
-    from fvp_harness.report.result import AnalysisResult
+    from fvp_harness.report.stats.analysis import analyse
+    from fvp_harness.report.stats.result import AnalysisResult
     from fvp_harness.run.instances import open_target
     from fvp_harness.run.pipeline import RunOptions, RunOutcome, rebuild_report, run_scenario
     from fvp_harness.run.plan import Plan, build_plan

@@ -5,12 +5,16 @@ that keeps the data flow one-way and lets each layer be tested (and understood) 
 simulator is a world of its own that imports nothing of the harness, and the targets layer may import only
 errors, profiles, events, files and itself (a scenario is turned into targets by ``run.instances``).
 
-Inside the simulator the same rule ranks its worlds (``SIM_RANKS``): a world (a folder of ``sim/``) imports the
-shared modules and the worlds below it, never one above or beside it; the platforms compose the guest, the
-workloads and the NPU models, which never know a platform. And nowhere in the package may imports go round in a
-circle, not even between two modules of one folder, nor through an import made only for type checking or inside a
-function (the root ``fvp_harness`` is left out: it re-exports the public API on first use, and no
-module imports it; ``__version__`` lives at the bottom, in ``fvp_harness.version``).
+Inside the simulator the same rule ranks its worlds (``SIM_RANKS``): a world (a folder of ``sim/``)
+imports the shared modules and the worlds below it, never one above or beside it; the platforms
+compose the guest, the workloads and the NPU models, which never know a platform. ``REPORT_RANKS``
+ranks the rooms of ``report/`` the same way: the analysis below the rendering below the stored
+history, ``format`` under all three.
+
+And nowhere in the package may imports go round in a circle, not even between two modules of one
+folder, nor through an import made only for type checking or inside a function (the root
+``fvp_harness`` is left out: it re-exports the public API on first use, and no module imports
+it; ``__version__`` lives at the bottom, in ``fvp_harness.version``).
 
 An import inside a function is allowed only with a ``# late: <why>`` comment on its line or on the comment lines
 right above its import block (the CLI defers pandas and matplotlib so ``--help`` stays fast, for example): a
@@ -75,6 +79,15 @@ SIM_RANKS: dict[str, int] = {
 """Rank of each world (folder) and shared module of ``fvp_harness.sim``; a sim module may import only its own world
 and lower ranks (peers in one rank import none of each other)."""
 
+REPORT_RANKS: dict[str, int] = {
+    "format": 0,  # how every number looks: shared by the rooms (and the CLI, vgf/, run/)
+    "stats": 1,  # the analysis: pure statistics on records
+    "rendering": 2,  # markdown, CSV, JSON, JUnit, charts, pages of an analysis
+    "stored": 3,  # the stored history: compare of stored runs, history, the summary cache, the site
+    "": 4,  # report/__init__.py
+}
+"""Rank of each room (folder) and shared module of ``fvp_harness.report``: the rule of ``SIM_RANKS``."""
+
 SIM_READER = "fvp_harness.toolchain.export"
 """The one module outside ``sim/`` and ``cli/verb_sim`` that reads the simulator: a script run in
 the ExecuTorch toolchain's own python (``toolchain/exporting.py`` starts it), which builds real
@@ -104,17 +117,19 @@ def _sim_world(module: str) -> str:
     return parts[2] if len(parts) > 2 else ""
 
 
-def _sim_violation(where: str, module: str, target: str) -> str | None:
-    """The broken rule when sim module ``module`` imports sim module ``target``, or None."""
+def _sim_violation(where: str, module: str, target: str, layer: str = "sim") -> str | None:
+    """The broken rule when ``module`` imports ``target``, both in ``layer`` (``sim`` or ``report``,
+    ranked by ``SIM_RANKS`` or ``REPORT_RANKS``), or None."""
+    ranks, table = (SIM_RANKS, "SIM_RANKS") if layer == "sim" else (REPORT_RANKS, "REPORT_RANKS")
     own, world = _sim_world(module), _sim_world(target)
-    if own == world and own in SIM_RANKS:
+    if own == world and own in ranks:
         return None
-    if own not in SIM_RANKS or world not in SIM_RANKS:
-        unknown = own if own not in SIM_RANKS else world
-        return f"{where}: sim's {unknown or 'root'} has no rank in SIM_RANKS"
-    if SIM_RANKS[world] >= SIM_RANKS[own]:
-        return (f"{where}: sim's {own or 'root'} (rank {SIM_RANKS[own]}) imports {target} ({world}, rank "
-                f"{SIM_RANKS[world]}), which is not below it")
+    if own not in ranks or world not in ranks:
+        unknown = own if own not in ranks else world
+        return f"{where}: {layer}'s {unknown or 'root'} has no rank in {table}"
+    if ranks[world] >= ranks[own]:
+        return (f"{where}: {layer}'s {own or 'root'} (rank {ranks[own]}) imports {target} "
+                f"({world}, rank {ranks[world]}), which is not below it")
     return None
 
 
@@ -215,6 +230,11 @@ def violations(module: str, source: str, *, is_package: bool = False) -> list[st
                 elif own == layer and (problem := _sim_violation(where, module, target)):
                     found.append(problem)
                 continue
+            if own == layer == "report":  # `from fvp_harness.report import format`: a module of its top
+                top = target == "fvp_harness.report"
+                reached = [f"{target}.{name}" for name in names] if top else [target]
+                found += [problem for each in reached
+                          if (problem := _sim_violation(where, module, each, "report"))]
             if own == layer or module == "fvp_harness":
                 continue
             if own == "targets" and layer not in TARGETS_MAY_IMPORT:
@@ -320,6 +340,16 @@ def test_sim_holds_its_shared_modules_and_one_folder_per_world() -> None:
     assert not prefixed, f"a world's prefix belongs in its folder's name: {prefixed}"
 
 
+def test_report_holds_its_shared_module_and_one_folder_per_room() -> None:
+    report = PACKAGE / "report"
+    modules = sorted(path.stem for path in report.glob("*.py"))
+    assert modules == ["__init__", "format"], (
+        f"report's top holds what every room shares, not a room's modules: {modules}")
+    rooms = {path.name for path in report.iterdir() if (path / "__init__.py").exists()}
+    assert rooms == set(REPORT_RANKS) - {"", "format"}, (
+        f"report's rooms need a rank in REPORT_RANKS: {rooms}")
+
+
 def test_the_top_level_shows_the_layers() -> None:
     top = sorted(path.name for path in PACKAGE.glob("*.py"))
     bottom = ["__init__.py", "__main__.py", "errors.py", "events.py", "files.py", "located.py",
@@ -338,7 +368,7 @@ def test_the_top_level_shows_the_layers() -> None:
     [
         ("fvp_harness.targets.x", "from fvp_harness.run.pipeline import run_scenario\n", "the targets layer imports"),
         ("fvp_harness.targets.x", "from fvp_harness.scenario import Scenario\n", "the targets layer imports"),
-        ("fvp_harness.store.x", "from fvp_harness.report.analysis import analyse\n", "which is not below it"),
+        ("fvp_harness.store.x", "from fvp_harness.report.stats.analysis import analyse\n", "which is not below it"),
         ("fvp_harness.scenario.x", "import fvp_harness.run.plan\n", "which is not below it"),
         ("fvp_harness.scenario.x", "from fvp_harness.store.records import Record\n", "which is not below it"),
         ("fvp_harness.sim.x", "from fvp_harness.errors import HarnessError\n", "the simulator imports the harness"),
@@ -350,7 +380,7 @@ def test_the_top_level_shows_the_layers() -> None:
         ("fvp_harness.store.x", "import fvp_harness\n", "from the package root"),
         ("fvp_harness.run.x", "def f():\n    from fvp_harness.store.folder import ResultStore\n",
          "inside a function without"),
-        ("fvp_harness.report.render", "from .. import run\n", "which is not below it"),
+        ("fvp_harness.report.rendering.render", "from .. import run\n", "which is not below it"),
         ("fvp_harness.sim.guest.shell", "from fvp_harness.sim.corstone1000.machine import Machine\n",
          "sim's guest (rank 3) imports fvp_harness.sim.corstone1000.machine"),
         ("fvp_harness.sim.workloads.x", "from fvp_harness.sim.baremetal import runner\n", "which is not below it"),
@@ -369,6 +399,14 @@ def test_the_top_level_shows_the_layers() -> None:
          "may read only fvp_harness.sim.knob_check"),
         ("fvp_harness.scenario.load", "from fvp_harness.sim.knob_check import knob_problems\n",
          "imports the simulator"),
+        ("fvp_harness.report.stats.x", "from fvp_harness.report.rendering.cells import metric_label\n",
+         "report's stats (rank 1) imports fvp_harness.report.rendering.cells"),
+        ("fvp_harness.report.rendering.x", "from fvp_harness.report.stored.history import History\n",
+         "which is not below it"),
+        ("fvp_harness.report.format", "from fvp_harness.report.stats.spec import Settings\n",
+         "which is not below it"),
+        ("fvp_harness.report.stats.x", "from fvp_harness.report.newroom.y import z\n",
+         "has no rank in REPORT_RANKS"),
     ],
 )
 def test_the_checker_catches(module: str, source: str, expected: str) -> None:
@@ -394,6 +432,10 @@ def test_the_checker_accepts_what_the_rules_allow() -> None:
         "fvp_harness.scenario.sim_knobs":
             "def f():\n    # late: heavy\n"
             "    from fvp_harness.sim.knob_check import knob_problems\n",
+        "fvp_harness.report.stored.x": "from fvp_harness.report.rendering.junit import write_junit\n"
+                                       "from fvp_harness.report.stats.spec import Settings\n"
+                                       "from fvp_harness.report import format as fmt\n",
+        "fvp_harness.report.stats.x": "from fvp_harness.report.stats.spec import Settings\n",
     }
     for module, source in allowed.items():
         assert violations(module, source) == [], module

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from fvp_harness.errors import EXIT_OK, ConfigurationError, HarnessError, UnknownName
 from fvp_harness.files import file_sha256
-from fvp_harness.report.summary_cache import SummaryCache
+from fvp_harness.report.stored.summary_cache import SummaryCache
 from fvp_harness.run.adaptive import SamplingState, replay, round_builds
 from fvp_harness.run.artifacts import BuildResult, BuildStep, declared_artifacts, pending_builds
 from fvp_harness.run.instances import query_fvp_version

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from fvp_harness.cli.out_paths import file_arg
 
 if TYPE_CHECKING:
-    from fvp_harness.report.junit import Suite
+    from fvp_harness.report.rendering.junit import Suite
 
 __all__ = ["SUMMARY_LIMIT", "add_ci_options", "append_step_summary", "write_ci_outputs"]
 
@@ -62,7 +62,8 @@ def write_ci_outputs(args: argparse.Namespace, suites: Callable[[], Sequence[Sui
     quiet = getattr(args, "quiet", 0) > 0
     junit = getattr(args, "junit", None)
     if junit is not None:
-        from fvp_harness.report.junit import write_junit  # late: the analysis stack loads only for these verbs
+        # late: the analysis stack loads only for these verbs
+        from fvp_harness.report.rendering.junit import write_junit
 
         path = write_junit(junit, suites())
         if not quiet:

@@ -66,12 +66,12 @@ def _folder_name(text: str) -> str:
 def _compare_verb(args: argparse.Namespace) -> int:
     # late: pandas, scipy and matplotlib load only when this verb runs, not for --help or other verbs
     from fvp_harness.cli.verb_run import format_summary
-    from fvp_harness.report.junit import suite_from_result
-    from fvp_harness.report.markdown import render_markdown
-    from fvp_harness.report.render import render_report
-    from fvp_harness.report.report_page import write_report_page
-    from fvp_harness.report.result import run_verdict
-    from fvp_harness.report.stored_compare import compare_run_events, compare_runs, load_run
+    from fvp_harness.report.rendering.junit import suite_from_result
+    from fvp_harness.report.rendering.markdown import render_markdown
+    from fvp_harness.report.rendering.render import render_report
+    from fvp_harness.report.rendering.report_page import write_report_page
+    from fvp_harness.report.stats.result import run_verdict
+    from fvp_harness.report.stored.stored_compare import compare_run_events, compare_runs, load_run
     from fvp_harness.store.locate import describe_run, find_run
 
     skipped: list[str] = []  # a ref passes over runs that measured nothing ok

@@ -59,8 +59,8 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
 def _history_verb(args: argparse.Namespace) -> int:
     # late: pandas, scipy and matplotlib load only when this verb runs, not for --help or other verbs
     from fvp_harness.report import format as fmt
-    from fvp_harness.report.dashboard import site_scenario, write_dashboard
-    from fvp_harness.report.history import (
+    from fvp_harness.report.stored.dashboard import site_scenario, write_dashboard
+    from fvp_harness.report.stored.history import (
         history_from_runs,
         history_suite,
         load_history,

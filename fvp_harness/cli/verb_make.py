@@ -173,7 +173,7 @@ def _ci_outputs(args: argparse.Namespace, nodes: Sequence[Node]) -> None:
     """``--junit``/``--github-summary`` for every scenario whose folder holds a run: its analysis rebuilt from the
     stored records (``report DIR``'s work, byte-identical files), so an up-to-date scenario is reported too."""
     # late: the pipeline is loaded already by make; the junit module only when asked
-    from fvp_harness.report.junit import suite_from_result
+    from fvp_harness.report.rendering.junit import suite_from_result
     from fvp_harness.run.pipeline import ReportOutcome, rebuild_report
 
     outcomes: list[tuple[str, ReportOutcome]] = []
@@ -197,7 +197,7 @@ def _dashboard(out: Path, nodes: Sequence[Node], quiet: bool) -> None:
     """``--html DIR``: one site of every scenario whose folder holds a stored run, up to date or not. A scenario
     whose history cannot be read is left out, saying why; it never changes make's exit code."""
     # late: the dashboard and the history's analysis only when asked
-    from fvp_harness.report.dashboard import site_scenario, write_dashboard
+    from fvp_harness.report.stored.dashboard import site_scenario, write_dashboard
 
     sites = []
     for node in nodes:

@@ -41,7 +41,7 @@ from fvp_harness.events import Event
 from fvp_harness.report import format as fmt
 
 if TYPE_CHECKING:
-    from fvp_harness.report.result import AnalysisResult
+    from fvp_harness.report.stats.result import AnalysisResult
     from fvp_harness.run.pipeline import ReportOutcome
 
 __all__ = ["ORDER", "format_summary", "register"]
@@ -144,8 +144,13 @@ def format_summary(result: AnalysisResult, shown_failures: Collection[str] = ())
     the units that failed or did not run. A failed unit in ``shown_failures`` (the progress lines printed it
     already) is listed by id only: each failure is printed once."""
     # late: analysis and render (pandas, matplotlib) are loaded already when there is a result to show
-    from fvp_harness.report.cells import expectation_label, gate_allowed, gate_change, gate_interval
-    from fvp_harness.report.result import run_verdict
+    from fvp_harness.report.rendering.cells import (
+        expectation_label,
+        gate_allowed,
+        gate_change,
+        gate_interval,
+    )
+    from fvp_harness.report.stats.result import run_verdict
 
     lines: list[str] = []
     for comparison in result.comparisons:  # one block per pair of builds (compare.candidates / compare.pairs)
@@ -243,8 +248,8 @@ def _finish(outcome: ReportOutcome, quiet: bool, args: argparse.Namespace | None
 
 def _ci_outputs(args: argparse.Namespace, outcome: ReportOutcome) -> None:
     # late: the report modules are loaded already when there is an outcome
-    from fvp_harness.report.junit import suite_from_result
-    from fvp_harness.report.markdown import render_markdown
+    from fvp_harness.report.rendering.junit import suite_from_result
+    from fvp_harness.report.rendering.markdown import render_markdown
     from fvp_harness.store.folder import ResultStore
 
     stored = ResultStore(outcome.results_dir, create=False).read_manifest() or {}

@@ -66,7 +66,7 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
 
 def run_vgf(args: argparse.Namespace) -> int:
     # late: pandas, scipy and matplotlib load only when this verb runs, not for --help or other verbs
-    from fvp_harness.report.frames import to_frame
+    from fvp_harness.report.stats.frames import to_frame
     from fvp_harness.run.manifest import Manifest
     from fvp_harness.vgf.reader import load_pair, load_results
     from fvp_harness.vgf.report import compare_vgf, render_vgf_report

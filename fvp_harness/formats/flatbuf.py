@@ -1,5 +1,5 @@
 """Read a flatbuffer from its schema file, every offset checked: the one reader under the ETDump
-(``report/etdump``) and the ExecuTorch program (``formats/pte``) readers.
+(``report/stats/etdump``) and the ExecuTorch program (``formats/pte``) readers.
 
 Why a reader of our own over the ``flatbuffers`` runtime's ``Table`` rather than generated code:
 the files read are untrusted input (a user's ``.pte``, a runner's ETDump), and generated

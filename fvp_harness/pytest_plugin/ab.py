@@ -33,10 +33,10 @@ from fvp_harness.errors import HarnessError, Interrupted
 from fvp_harness.pytest_plugin.settings import ScenarioSpec, override_text
 from fvp_harness.pytest_plugin.target import BootLog, BootRecord, SharedTarget
 from fvp_harness.report import format as fmt
-from fvp_harness.report.context import ReportContext
-from fvp_harness.report.findings import Comparison, ModelComparison
-from fvp_harness.report.markdown import render_markdown
-from fvp_harness.report.result import AnalysisResult
+from fvp_harness.report.rendering.context import ReportContext
+from fvp_harness.report.rendering.markdown import render_markdown
+from fvp_harness.report.stats.findings import Comparison, ModelComparison
+from fvp_harness.report.stats.result import AnalysisResult
 from fvp_harness.run.instances import TargetFactory, default_target_factory
 from fvp_harness.run.manifest import Manifest
 from fvp_harness.run.pipeline import RunOptions, RunOutcome, run_scenario

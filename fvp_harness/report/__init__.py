@@ -1,4 +1,3 @@
-"""From records to what a pull request shows: ``analysis`` (pandas: tidy samples, statistics, A/B comparisons,
-verdicts; pure), ``render`` (markdown, CSV, JSON, PNG from an analysis) and ``format`` (how every number looks).
-Imports only the store's ``Record`` and the files layer; nothing here runs a model. Kept import-free so that
-``report.format`` stays cheap for the CLI."""
+"""From records to what a pull request shows, in three rooms: ``stats`` (the analysis, pure), ``rendering`` (the
+report files of an analysis) and ``stored`` (results folders read back: compare, history, the site), over
+``format`` (how every number looks). Kept import-free so that ``report.format`` stays cheap for the CLI."""

@@ -1,9 +1,4 @@
 """How numbers look in every table the harness writes: markdown and CSV reports, the VGF report, the terminal.
-
-One module so that the same value reads the same everywhere (a median in ``report.md``, the terminal summary and
-the VGF report), and so a change of style is made once. ``n/a`` marks a value that could not be computed (a
-missing metric, an interval with too few samples); callers that print to a terminal may choose another mark. A NaN
-or an infinity is shown as missing too, never as ``nan%``.
 """
 
 from __future__ import annotations

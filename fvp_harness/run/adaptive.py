@@ -42,12 +42,17 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from fvp_harness.report.summary_cache import ANALYSIS_MODULES, SummaryCache, cache_key, records_digest
+from fvp_harness.report.stored.summary_cache import (
+    ANALYSIS_MODULES,
+    SummaryCache,
+    cache_key,
+    records_digest,
+)
 from fvp_harness.store.records import Record
 
 if TYPE_CHECKING:  # the analysis (pandas, scipy) loads only when a round is judged: ``make``'s check needs none
-    from fvp_harness.report.findings import ModelComparison
-    from fvp_harness.report.spec import CompareLike, Settings
+    from fvp_harness.report.stats.findings import ModelComparison
+    from fvp_harness.report.stats.spec import CompareLike, Settings
 
 __all__ = [
     "STOP_REASONS",
@@ -197,7 +202,7 @@ def primary_comparisons(records: Iterable[Record], spec: CompareLike, settings: 
                         ) -> list[tuple[tuple[str, str], tuple[ModelComparison, ...]]]:
     """``report.analysis.primary_comparisons``, loaded when a round is first judged."""
     # late: pandas and scipy load only when a round is really judged (not for make's up-to-date check)
-    from fvp_harness.report.analysis import primary_comparisons as rows
+    from fvp_harness.report.stats.analysis import primary_comparisons as rows
 
     return rows(records, spec, settings)
 

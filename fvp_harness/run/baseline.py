@@ -25,7 +25,7 @@ from pathlib import Path
 
 from fvp_harness.errors import ConfigurationError
 from fvp_harness.events import Event, Listener, null_listener
-from fvp_harness.report.stored_compare import comparable, dotted_get, load_run
+from fvp_harness.report.stored.stored_compare import comparable, dotted_get, load_run
 from fvp_harness.run.manifest import Manifest
 from fvp_harness.scenario import LoadedScenario
 from fvp_harness.store.folder import RUNS_DIR, ResultStore, StoredRun, results_dir_for

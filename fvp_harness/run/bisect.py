@@ -48,8 +48,8 @@ from fvp_harness.errors import (
     check_names,
 )
 from fvp_harness.files import atomic_write
-from fvp_harness.report.bootstrap import bootstrap_draws, percentile_interval
-from fvp_harness.report.spec import Settings
+from fvp_harness.report.stats.bootstrap import bootstrap_draws, percentile_interval
+from fvp_harness.report.stats.spec import Settings
 from fvp_harness.run.artifacts import source_repository
 from fvp_harness.run.source_build import (
     CachedBuild,
@@ -494,8 +494,8 @@ def _row_text(entry: Measured, models: Sequence[str]) -> str:
 def _compare(request: BisectRequest, good_folder: Path, bad_folder: Path) -> Path | None:
     """The ``compare`` report of the last good run against the first bad one, in
     ``<out>/compare``."""
-    from fvp_harness.report.render import render_report  # late: pandas and matplotlib
-    from fvp_harness.report.stored_compare import compare_runs, load_run
+    from fvp_harness.report.rendering.render import render_report  # late: pandas and matplotlib
+    from fvp_harness.report.stored.stored_compare import compare_runs, load_run
     from fvp_harness.store.locate import find_run
 
     a = load_run(find_run(str(good_folder)))

@@ -42,7 +42,7 @@ from typing import Literal
 
 from fvp_harness.errors import ConfigurationError
 from fvp_harness.profiles import Profile
-from fvp_harness.report.vela_estimates import npu_cycles_source
+from fvp_harness.report.rendering.vela_estimates import npu_cycles_source
 from fvp_harness.scenario import FvpConfig, Scenario
 from fvp_harness.scenario.executable import host_exec_problem
 from fvp_harness.scenario.fit import misfits
@@ -265,7 +265,7 @@ def _model_checks(scenario: Scenario, profile: Profile, *, base_dir: Path | None
     checks.extend(done(check) for check in _firmware_checks(profile, fvp, base_dir, simulated))
     checks.append(done(_port_check(profile, spec.params)))
     checks.append(done(_ssh_check(scenario, profile, spec.ssh_ports)))
-    checks.append(done(Check("npu cycles", *npu_cycles_source(simulated))))  # Vela: report/vela_estimates.py
+    checks.append(done(Check("npu cycles", *npu_cycles_source(simulated))))  # Vela: report/rendering/vela_estimates
     checks.extend(done(Check("scenario", "fail", problem, "fix the scenario")) for problem in located)
     return checks
 

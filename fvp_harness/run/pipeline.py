@@ -14,7 +14,7 @@ from typing import Any
 
 from fvp_harness.errors import Interrupted, StorageError, check_names, is_storage_failure, storage_error
 from fvp_harness.events import Event, Listener, null_listener
-from fvp_harness.report.stored_compare import StoredBaseline, load_stored_baseline
+from fvp_harness.report.stored.stored_compare import StoredBaseline, load_stored_baseline
 from fvp_harness.run.adaptive import StoppingRule, round_builds
 from fvp_harness.run.artifacts import BUILD_TIMEOUT_S, BuildResult, BuildStep, build_artifacts, check_replaceable
 from fvp_harness.run.baseline import check_stored_baseline

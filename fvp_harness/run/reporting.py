@@ -19,19 +19,19 @@ from fvp_harness.errors import (
     ConfigurationError,
     Interrupted,
 )
-from fvp_harness.report.analysis import analyse
-from fvp_harness.report.context import ReportContext
-from fvp_harness.report.etdump_events import compare_events
-from fvp_harness.report.findings import SamplingNote
-from fvp_harness.report.render import render_report
-from fvp_harness.report.result import AnalysisResult, expectations_violated
-from fvp_harness.report.stored_compare import (
+from fvp_harness.report.rendering.context import ReportContext
+from fvp_harness.report.rendering.render import render_report
+from fvp_harness.report.stats.analysis import analyse
+from fvp_harness.report.stats.etdump_events import compare_events
+from fvp_harness.report.stats.findings import SamplingNote
+from fvp_harness.report.stats.result import AnalysisResult, expectations_violated
+from fvp_harness.report.stored.stored_compare import (
     StoredBaseline,
     analyse_with_stored_baseline,
     load_stored_baseline,
     stored_baseline_events,
 )
-from fvp_harness.report.summary_cache import SummaryCache
+from fvp_harness.report.stored.summary_cache import SummaryCache
 from fvp_harness.run.adaptive import (
     UntilLike,
     planned_units,

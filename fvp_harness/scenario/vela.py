@@ -2,7 +2,8 @@
 
 Why in the scenario: the estimate belongs to the model file a build runs (Vela writes it when it compiles the
 model), and only the scenario knows which file that is. The report then shows, per model and build, the measured
-NPU cycles, Vela's estimate and their ratio, and flags a ratio outside ``band`` (``report/vela_estimates.py``).
+NPU cycles, Vela's estimate and their ratio, and flags a ratio outside ``band``
+(``report/rendering/vela_estimates.py``).
 
 Forms::
 

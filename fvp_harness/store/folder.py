@@ -117,7 +117,8 @@ REPORT_FILES: dict[str, str] = {
 }
 """The A/B report's files by output name (``report.outputs`` in a scenario chooses which are written)."""
 EVENTS_CSV_FILE = "report.events.csv"
-"""The ETDump event comparison's rows (``report/etdump_events.py``), beside ``report.csv`` when builds are traced."""
+"""The ETDump event comparison's rows (``report/stats/etdump_events.py``), beside ``report.csv`` when
+builds are traced."""
 REPORT_SAMPLES_FILE = "report.samples.png"
 """Written with ``report.png`` (the ``png`` output): every sample per model, build and runner process."""
 VGF_REPORT_FILES: dict[str, str] = {

@@ -25,13 +25,13 @@ from typing import Any, Literal
 import pandas as pd
 
 from fvp_harness.report import format as fmt
-from fvp_harness.report.comparison import compare
 from fvp_harness.report.format import markdown_table
-from fvp_harness.report.frames import to_frame
-from fvp_harness.report.json_report import jsonable
-from fvp_harness.report.md_tables import expectations_markdown
-from fvp_harness.report.report_files import save_png, write_report_files
-from fvp_harness.report.spec import Settings
+from fvp_harness.report.rendering.json_report import jsonable
+from fvp_harness.report.rendering.md_tables import expectations_markdown
+from fvp_harness.report.rendering.report_files import save_png, write_report_files
+from fvp_harness.report.stats.comparison import compare
+from fvp_harness.report.stats.frames import to_frame
+from fvp_harness.report.stats.spec import Settings
 from fvp_harness.store.folder import VGF_REPORT_FILES
 from fvp_harness.store.records import Record
 from fvp_harness.vgf.reader import VGF_METRIC_UNITS, NoVgfReports, VgfRun, find_reports, load_results

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 from fvp_harness.cli.main import main
-from fvp_harness.report.etdump_events import EVENT_CSV_COLUMNS
+from fvp_harness.report.rendering.etdump_tables import EVENT_CSV_COLUMNS
 from tests.report.traced_runs import HOSTILE, RUN_A, RUN_B, traced_runs
 
 

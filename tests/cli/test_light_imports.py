@@ -87,7 +87,7 @@ def test_no_op_commands_load_no_analysis_stack(tmp_path: Path) -> None:
     ]
     out = tmp_path / "imports.json"
     done = subprocess.run([sys.executable, "-c", CHILD, str(out), json.dumps(HEAVY), json.dumps(commands),
-                           "fvp_harness.report.analysis"],
+                           "fvp_harness.report.stats.analysis"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "nothing to do" in done.stdout, "the make checked here must be a no-op"

@@ -84,7 +84,7 @@ import contextlib, io, json, os, sys, time
 from pathlib import Path
 
 # the engines every verb imports late, so a case's CPU time is its own work, not the import of pandas
-import fvp_harness.batch.engine, fvp_harness.report.history, fvp_harness.report.stored_compare  # noqa
+import fvp_harness.batch.engine, fvp_harness.report.stored.history, fvp_harness.report.stored.stored_compare  # noqa
 import fvp_harness.run.doctor, fvp_harness.run.pipeline, fvp_harness.scenario, rich.console  # noqa
 from fvp_harness.cli.main import main
 from fvp_harness.scenario import load_scenario

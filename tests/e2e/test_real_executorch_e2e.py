@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from fvp_harness.report.etdump import read_etdump
+from fvp_harness.report.stats.etdump import read_etdump
 from tests.e2e.cli import run_cli
 from tests.helpers import REPO
 from tests.qemu.lane import require_qemu

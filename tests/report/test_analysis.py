@@ -9,16 +9,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fvp_harness.report.analysis import analyse
-from fvp_harness.report.bootstrap import bootstrap_medians
-from fvp_harness.report.frames import to_frame
-from fvp_harness.report.markdown import render_markdown
-from fvp_harness.report.pvalues import bootstrap_p, process_level_p
-from fvp_harness.report.result import expectations_violated
-from fvp_harness.report.samples import select_latest
-from fvp_harness.report.spec import Settings
-from fvp_harness.report.summary import SUMMARY_COLUMNS, summarise
-from fvp_harness.report.verdicts import decide_verdict
+from fvp_harness.report.rendering.markdown import render_markdown
+from fvp_harness.report.stats.analysis import analyse
+from fvp_harness.report.stats.bootstrap import bootstrap_medians
+from fvp_harness.report.stats.frames import to_frame
+from fvp_harness.report.stats.pvalues import bootstrap_p, process_level_p
+from fvp_harness.report.stats.result import expectations_violated
+from fvp_harness.report.stats.samples import select_latest
+from fvp_harness.report.stats.spec import Settings
+from fvp_harness.report.stats.summary import SUMMARY_COLUMNS, summarise
+from fvp_harness.report.stats.verdicts import decide_verdict
 from fvp_harness.scenario.model import Compare
 from fvp_harness.store.records import Record
 from tests.helpers import interleaved, record
@@ -520,7 +520,7 @@ def test_the_samples_checked_by_block_are_those_checked_one_by_one(metric: str, 
     also at the ends of each unit's limits (a day of time per run, 2^63 for counters and built-in metrics)."""
     import math
 
-    from fvp_harness.report.samples import invalid_reason, sample_blocks
+    from fvp_harness.report.stats.samples import invalid_reason, sample_blocks
 
     limits = [86400.0, 86400e3, 86400e6, 1440.0, 2.0**63, 0.0]
     ends = [value for limit in limits for value in (limit, math.nextafter(limit, math.inf),

@@ -16,7 +16,7 @@ from xml.etree import ElementTree
 import pytest
 
 from fvp_harness.cli.main import main
-from fvp_harness.report.dashboard import (
+from fvp_harness.report.stored.dashboard import (
     DASHBOARD_INDEX,
     REGRESSIONS_PAGE,
     SiteScenario,
@@ -25,7 +25,7 @@ from fvp_harness.report.dashboard import (
     site_scenario,
     write_dashboard,
 )
-from fvp_harness.report.history import history_from_runs, load_history, step_bisect
+from fvp_harness.report.stored.history import history_from_runs, load_history, step_bisect
 from tests.report.stored_runs import write_run
 
 BASE = {("after", "m1"): 1.0, ("after", "m2"): 2.0, ("before", "m1"): 2.0, ("before", "m2"): 4.0}
@@ -341,7 +341,7 @@ def test_the_regressions_page_gives_each_step_in_effect_with_the_compare_of_its_
 
 
 def test_commit_subjects_skips_unknown_commits_and_places_outside_a_checkout(tmp_path):
-    from fvp_harness.report.commit_subjects import commit_subjects
+    from fvp_harness.report.stored.commit_subjects import commit_subjects
 
     outside = tmp_path / "outside"
     outside.mkdir()

@@ -1,4 +1,4 @@
-"""The ETDump event comparison (``report/etdump_events.py``) on synthetic traces: self times, matching by name and
+"""The ETDump event comparison (``report/stats/etdump_events.py``) on synthetic traces: self times, matching by name and
 position, shares of the saving, events of one build only, warmup blocks left out, unreadable files as warnings, and
 the section's absence when nothing is traced."""
 
@@ -11,18 +11,11 @@ from pathlib import Path
 
 import numpy as np
 
-from fvp_harness.report.etdump import EtdumpEvent, read_etdump
-from fvp_harness.report.etdump_events import (
-    Trace,
-    compare_traces,
-    event_rows,
-    events_csv,
-    events_json,
-    events_markdown,
-    load_traces,
-)
-from fvp_harness.report.etdump_events import _self_times as self_times
-from fvp_harness.report.spec import Settings
+from fvp_harness.report.rendering.etdump_tables import event_rows, events_csv, events_json, events_markdown
+from fvp_harness.report.stats.etdump import EtdumpEvent, read_etdump
+from fvp_harness.report.stats.etdump_events import Trace, compare_traces, load_traces
+from fvp_harness.report.stats.etdump_events import _self_times as self_times
+from fvp_harness.report.stats.spec import Settings
 from fvp_harness.sim.workloads.etdump import ProfileEvent, RunBlock, encode_etdump
 from tests.helpers import record
 

@@ -1,5 +1,6 @@
-"""``report/etdump.py`` against an independent reader: ``flatc --json`` (Debian's flatbuffers-compiler) decoding the
-same simulator-written bytes with the same schema file; and hostile bytes give ``EtdumpError``, nothing else.
+"""``report/stats/etdump.py`` against an independent reader: ``flatc --json`` (Debian's
+flatbuffers-compiler) decoding the same simulator-written bytes with the same schema file; and hostile
+bytes give ``EtdumpError``, nothing else.
 
 Under ``CI=true`` a missing ``flatc`` fails the comparison (``.ci/run`` installs it); elsewhere it skips saying how to
 install it."""
@@ -14,7 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from fvp_harness.report.etdump import EVENT_COLUMNS, SCHEMA_FILE, EtdumpError, events_frame, read_etdump, schema
+from fvp_harness.report.stats.etdump import (
+    EVENT_COLUMNS,
+    SCHEMA_FILE,
+    EtdumpError,
+    events_frame,
+    read_etdump,
+    schema,
+)
 from fvp_harness.sim.networks.architectures import get_architecture
 from fvp_harness.sim.networks.modelfile import RunnerArtifact, compile_model, encode_model, encode_runner
 from fvp_harness.sim.workloads.etdump import DebugTensor, ProfileEvent, RunBlock, encode_etdump

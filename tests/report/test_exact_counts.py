@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from fvp_harness.report.analysis import analyse
-from fvp_harness.report.markdown import render_markdown
-from fvp_harness.report.spec import Settings
+from fvp_harness.report.rendering.markdown import render_markdown
+from fvp_harness.report.stats.analysis import analyse
+from fvp_harness.report.stats.spec import Settings
 from fvp_harness.run.adaptive import judge
 from fvp_harness.scenario.model import Compare, Until
 from fvp_harness.store.records import Record

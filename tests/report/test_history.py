@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from fvp_harness.report.history import (
+from fvp_harness.report.stored.history import (
     chart_name,
     detect_steps,
     history_from_runs,

@@ -10,9 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from fvp_harness.report.analysis import analyse
-from fvp_harness.report.json_report import render_json
-from fvp_harness.report.junit import Case, Suite, junit_xml, suite_from_result, write_junit
+from fvp_harness.report.rendering.json_report import render_json
+from fvp_harness.report.rendering.junit import (
+    Case,
+    Suite,
+    junit_xml,
+    suite_from_result,
+    write_junit,
+)
+from fvp_harness.report.stats.analysis import analyse
 from fvp_harness.scenario.model import Scenario
 from tests.helpers import record
 

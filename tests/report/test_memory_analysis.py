@@ -9,10 +9,10 @@ from collections.abc import Mapping
 
 import pytest
 
-from fvp_harness.report.analysis import analyse
-from fvp_harness.report.markdown import render_markdown
-from fvp_harness.report.spec import Settings
-from fvp_harness.report.verdicts import decide_exact
+from fvp_harness.report.rendering.markdown import render_markdown
+from fvp_harness.report.stats.analysis import analyse
+from fvp_harness.report.stats.spec import Settings
+from fvp_harness.report.stats.verdicts import decide_exact
 from fvp_harness.scenario.model import Compare
 from fvp_harness.store.records import Record
 from tests.helpers import record

@@ -18,15 +18,15 @@ import pytest
 
 from fvp_harness.cli.verb_run import format_summary
 from fvp_harness.report import format as fmt
-from fvp_harness.report.analysis import analyse
-from fvp_harness.report.context import ReportContext
-from fvp_harness.report.csv_report import render_csv
-from fvp_harness.report.json_report import REPORT_FORMAT_VERSION, render_json
-from fvp_harness.report.markdown import render_markdown
-from fvp_harness.report.order import build_order
-from fvp_harness.report.render import render_report
-from fvp_harness.report.result import AnalysisResult, expectations_violated, run_verdict
-from fvp_harness.report.spec import Settings
+from fvp_harness.report.rendering.context import ReportContext
+from fvp_harness.report.rendering.csv_report import render_csv
+from fvp_harness.report.rendering.json_report import REPORT_FORMAT_VERSION, render_json
+from fvp_harness.report.rendering.markdown import render_markdown
+from fvp_harness.report.rendering.order import build_order
+from fvp_harness.report.rendering.render import render_report
+from fvp_harness.report.stats.analysis import analyse
+from fvp_harness.report.stats.result import AnalysisResult, expectations_violated, run_verdict
+from fvp_harness.report.stats.spec import Settings
 from fvp_harness.scenario.model import Compare, Gate
 from fvp_harness.store.records import Record
 from tests.helpers import interleaved, record

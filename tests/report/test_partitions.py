@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from fvp_harness.report.analysis import analyse
-from fvp_harness.report.partitions import compare_partitions
+from fvp_harness.report.stats.analysis import analyse
+from fvp_harness.report.stats.identity import compare_partitions
 from fvp_harness.scenario.model import Compare
 from fvp_harness.store.records import Record
 from tests.helpers import record

@@ -1,5 +1,5 @@
 """The label travels with the numbers: simulated or which FVP build, the machine record, builds' sources, and the
-samples chart (``report/machine.py``, ``report/distributions.py``, their use in ``report/render.py``)."""
+samples chart (``report/rendering/``: ``machine.py``, ``charts.py``, their use in ``render.py``)."""
 
 from __future__ import annotations
 
@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 
 from fvp_harness.report import format as fmt
-from fvp_harness.report.context import ReportContext
-from fvp_harness.report.csv_report import render_csv
-from fvp_harness.report.distributions import samples_figure
-from fvp_harness.report.json_report import render_json
-from fvp_harness.report.machine import is_simulated, machine_section, measured_on
-from fvp_harness.report.markdown import render_markdown
-from fvp_harness.report.render import render_report
+from fvp_harness.report.rendering.charts import samples_figure
+from fvp_harness.report.rendering.context import ReportContext
+from fvp_harness.report.rendering.csv_report import render_csv
+from fvp_harness.report.rendering.json_report import render_json
+from fvp_harness.report.rendering.machine import is_simulated, machine_section, measured_on
+from fvp_harness.report.rendering.markdown import render_markdown
+from fvp_harness.report.rendering.render import render_report
 from tests.report.test_render import MANIFEST, build_records, cells, result_for, table_lines
 
 SIM_MANIFEST: dict[str, Any] = {

@@ -14,16 +14,16 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from fvp_harness.report import charts
-from fvp_harness.report.analysis import analyse
-from fvp_harness.report.charts import render_png
-from fvp_harness.report.context import ReportContext
-from fvp_harness.report.json_report import REPORT_FORMAT_VERSION
-from fvp_harness.report.markdown import render_markdown
-from fvp_harness.report.md_tables import expectations_markdown
-from fvp_harness.report.render import render_report
-from fvp_harness.report.result import AnalysisResult, expectations_violated
-from fvp_harness.report.spec import Settings
+from fvp_harness.report.rendering import charts
+from fvp_harness.report.rendering.charts import render_png
+from fvp_harness.report.rendering.context import ReportContext
+from fvp_harness.report.rendering.json_report import REPORT_FORMAT_VERSION
+from fvp_harness.report.rendering.markdown import render_markdown
+from fvp_harness.report.rendering.md_tables import expectations_markdown
+from fvp_harness.report.rendering.render import render_report
+from fvp_harness.report.stats.analysis import analyse
+from fvp_harness.report.stats.result import AnalysisResult, expectations_violated
+from fvp_harness.report.stats.spec import Settings
 from fvp_harness.scenario.model import Compare
 from fvp_harness.store.folder import ResultStore
 from fvp_harness.store.records import Record
@@ -309,8 +309,8 @@ def test_public_names_exist() -> None:
     import fvp_harness.run.scrape as scrape
     import fvp_harness.store.folder as store
 
-    report = [importlib.import_module(f"fvp_harness.report.{info.name}")
-              for info in pkgutil.iter_modules(fvp_harness.report.__path__)]
+    report = [importlib.import_module(info.name) for info in
+              pkgutil.walk_packages(fvp_harness.report.__path__, prefix="fvp_harness.report.") if not info.ispkg]
     assert len(report) > 30, "the walk finds the report package's modules"
     for module in (*report, scrape, store):
         missing = [name for name in module.__all__ if not hasattr(module, name)]
@@ -321,8 +321,8 @@ def test_public_names_exist() -> None:
 CHART_CHILD = """
 import json, sys
 from pathlib import Path
-from fvp_harness.report.analysis import analyse
-from fvp_harness.report.render import render_report
+from fvp_harness.report.stats.analysis import analyse
+from fvp_harness.report.rendering.render import render_report
 from fvp_harness.scenario.model import Compare
 from tests.helpers import record
 records = [record(f"r{rep}-{build}-m", build=build, model="m", repetition=rep,

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fvp_harness.report.analysis import analyse
-from fvp_harness.report.etdump_events import EventReport, compare_events
-from fvp_harness.report.stored_compare import (
+from fvp_harness.report.stats.analysis import analyse
+from fvp_harness.report.stats.etdump_events import EventReport, compare_events
+from fvp_harness.report.stored.stored_compare import (
     LoadedRun,
     StoredBaseline,
     analyse_with_stored_baseline,

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from fvp_harness.errors import ConfigurationError
-from fvp_harness.report.result import run_verdict
-from fvp_harness.report.stored_compare import (
+from fvp_harness.report.stats.result import run_verdict
+from fvp_harness.report.stored.stored_compare import (
     DRIFT_CHECK,
     RERUN_SUFFIX,
     analyse_with_stored_baseline,

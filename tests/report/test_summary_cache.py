@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from fvp_harness.report import history, summary_cache
-from fvp_harness.report.history import history_from_runs, load_history
-from fvp_harness.report.summary_cache import CACHE_FILE, SummaryCache, cache_key
+from fvp_harness.report.stored import history, summary_cache
+from fvp_harness.report.stored.history import history_from_runs, load_history
+from fvp_harness.report.stored.summary_cache import CACHE_FILE, SummaryCache, cache_key
 from fvp_harness.run import adaptive
 from fvp_harness.scenario.model import Compare, Until
 from fvp_harness.store.folder import HARNESS_JSON_FILES, ResultStore
@@ -168,7 +168,7 @@ def test_the_analysis_modules_are_every_module_the_analysis_imports() -> None:
     sources = {_module_name(path): (path.read_text(encoding="utf-8"), path.name == "__init__.py")
                for path in PACKAGE.rglob("*.py")}
     graph = import_graph(sources)
-    reached, todo = set(), ["fvp_harness.report.analysis"]
+    reached, todo = set(), ["fvp_harness.report.stats.analysis"]
     while todo:
         module = todo.pop()
         if module not in reached and module.startswith("fvp_harness.report."):

@@ -14,16 +14,16 @@ import pytest
 
 from fvp_harness.cli.verb_run import format_summary
 from fvp_harness.report import format as fmt
-from fvp_harness.report.analysis import analyse
-from fvp_harness.report.context import ReportContext
-from fvp_harness.report.csv_report import render_csv
-from fvp_harness.report.frames import to_frame
-from fvp_harness.report.json_report import render_json
-from fvp_harness.report.markdown import render_markdown
-from fvp_harness.report.render import render_report
-from fvp_harness.report.result import AnalysisResult, expectations_violated, run_verdict
-from fvp_harness.report.spec import Settings
-from fvp_harness.report.verdicts import decide_gate
+from fvp_harness.report.rendering.context import ReportContext
+from fvp_harness.report.rendering.csv_report import render_csv
+from fvp_harness.report.rendering.json_report import render_json
+from fvp_harness.report.rendering.markdown import render_markdown
+from fvp_harness.report.rendering.render import render_report
+from fvp_harness.report.stats.analysis import analyse
+from fvp_harness.report.stats.frames import to_frame
+from fvp_harness.report.stats.result import AnalysisResult, expectations_violated, run_verdict
+from fvp_harness.report.stats.spec import Settings
+from fvp_harness.report.stats.verdicts import decide_gate
 from fvp_harness.scenario.model import Compare
 from fvp_harness.store.folder import ResultStore
 from fvp_harness.store.records import Record
@@ -427,7 +427,7 @@ def test_rebuilding_with_gates_and_a_plan_is_byte_identical(tmp_path: Path) -> N
 def test_stored_samples_follow_the_scrapers_rule_for_their_unit() -> None:
     """A custom metric in a time or counter unit gets the same plausibility rule scraping applies (one rule,
     ``scenario.metrics.check_sample``): an older record's negative latency or two-day iteration is left out."""
-    from fvp_harness.report.frames import to_frame
+    from fvp_harness.report.stats.frames import to_frame
     from tests.helpers import record
 
     stored = record("r1-after-m", samples={"latency": [-1.0, 2.0, 2.0e8], "delta": [-1.0]},

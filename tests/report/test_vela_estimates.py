@@ -9,14 +9,11 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from fvp_harness.report import vela_estimates
-from fvp_harness.report.analysis import analyse
-from fvp_harness.report.context import ReportContext
-from fvp_harness.report.json_report import render_json
-from fvp_harness.report.markdown import render_markdown
-from fvp_harness.report.result import AnalysisResult
-from fvp_harness.report.spec import Settings
-from fvp_harness.report.vela_estimates import (
+from fvp_harness.report.rendering import vela_estimates
+from fvp_harness.report.rendering.context import ReportContext
+from fvp_harness.report.rendering.json_report import render_json
+from fvp_harness.report.rendering.markdown import render_markdown
+from fvp_harness.report.rendering.vela_estimates import (
     VelaCsvError,
     load_vela_inputs,
     npu_cycles_source,
@@ -24,6 +21,9 @@ from fvp_harness.report.vela_estimates import (
     vela_rows,
     vela_section,
 )
+from fvp_harness.report.stats.analysis import analyse
+from fvp_harness.report.stats.result import AnalysisResult
+from fvp_harness.report.stats.spec import Settings
 from fvp_harness.scenario.model import Compare, Model
 from fvp_harness.store.records import Record
 from tests.helpers import record

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pytest
 
-from fvp_harness.report.analysis import analyse, primary_comparisons
-from fvp_harness.report.findings import ModelComparison
-from fvp_harness.report.spec import Settings
+from fvp_harness.report.stats.analysis import analyse, primary_comparisons
+from fvp_harness.report.stats.findings import ModelComparison
+from fvp_harness.report.stats.spec import Settings
 from fvp_harness.run import adaptive
 from fvp_harness.store.records import Record
 from tests.helpers import record

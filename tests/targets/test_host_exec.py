@@ -13,8 +13,8 @@ import pytest
 from fvp_harness.cli.main import main
 from fvp_harness.errors import ScenarioError
 from fvp_harness.profiles import load_profile
-from fvp_harness.report.captions import context_line
-from fvp_harness.report.context import ReportContext
+from fvp_harness.report.rendering.captions import context_line
+from fvp_harness.report.rendering.context import ReportContext
 from fvp_harness.run.doctor import doctor_exit_code, run_doctor
 from fvp_harness.scenario import load_scenario
 from fvp_harness.scenario.executable import (

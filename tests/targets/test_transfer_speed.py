@@ -120,8 +120,8 @@ def test_auto_falls_back_to_the_console_once_per_instance(tmp_path: Path) -> Non
 
 
 def test_the_instances_transport_reaches_the_manifest_and_the_report(tmp_path: Path) -> None:
-    from fvp_harness.report.captions import context_line
-    from fvp_harness.report.context import ReportContext  # late: only this test renders
+    from fvp_harness.report.rendering.captions import context_line
+    from fvp_harness.report.rendering.context import ReportContext  # late: only this test renders
     from fvp_harness.run.execute import default_deploy
     from fvp_harness.scenario.model import Scenario
 

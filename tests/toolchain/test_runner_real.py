@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from fvp_harness.report.etdump import read_etdump
+from fvp_harness.report.stats.etdump import read_etdump
 from fvp_harness.run.scrape import find_errors, parse_log_line, scrape
 from fvp_harness.scenario.model import MetricSpec
 from fvp_harness.toolchain import runner_build

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from fvp_harness.errors import EXIT_BAD_INPUT, ConfigurationError
-from fvp_harness.report.frames import to_frame
+from fvp_harness.report.stats.frames import to_frame
 from fvp_harness.vgf.reader import RECORD_FIELDS, VgfFormatError, parse_report, read_report, to_record
 
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from fvp_harness.cli.main import main
-from fvp_harness.report.frames import to_frame
-from fvp_harness.report.spec import Settings
+from fvp_harness.report.stats.frames import to_frame
+from fvp_harness.report.stats.spec import Settings
 from fvp_harness.store.folder import VGF_REPORT_FILES, ResultStore
 from fvp_harness.store.records import Record
 from fvp_harness.vgf.reader import VgfFormatError, load_pair, load_results

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from fvp_harness.report.etdump import read_etdump
+from fvp_harness.report.stats.etdump import read_etdump
 from fvp_harness.sim.networks.architectures import get_architecture
 from fvp_harness.sim.networks.modelfile import RunnerArtifact, compile_model, encode_model, encode_runner
 from fvp_harness.sim.networks.partition import choose_cpu_layers
