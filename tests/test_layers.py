@@ -380,7 +380,7 @@ def test_the_top_level_shows_the_layers() -> None:
         ("fvp_harness.store.x", "import fvp_harness\n", "from the package root"),
         ("fvp_harness.run.x", "def f():\n    from fvp_harness.store.folder import ResultStore\n",
          "inside a function without"),
-        ("fvp_harness.report.rendering.render", "from .. import run\n", "which is not below it"),
+        ("fvp_harness.report.render", "from .. import run\n", "which is not below it"),
         ("fvp_harness.sim.guest.shell", "from fvp_harness.sim.corstone1000.machine import Machine\n",
          "sim's guest (rank 3) imports fvp_harness.sim.corstone1000.machine"),
         ("fvp_harness.sim.workloads.x", "from fvp_harness.sim.baremetal import runner\n", "which is not below it"),
