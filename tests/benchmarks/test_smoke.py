@@ -66,12 +66,19 @@ def test_the_driver_cost_fit_runs(tmp_path: Path) -> None:
     ("bench_run.py", ("ratio fresh-boot / warm", "warm phases")),
     ("bench_analysis.py", ("analyse", "advance", "report of")),
     ("bench_target.py", ("deploy of 0.05 MiB", "command round trip", "launch-to-prompt")),
-    ("bench_batch.py",
-     ("ratio -j 1 / -j 2", "ceiling with whole sessions", "no-op make", "planning per unit")),
     ("bench_commands.py", ("make (no-op)", "history (3 runs) / report")),
 ])
 def test_a_simulator_benchmark_runs(script: str, expected: tuple[str, ...], tmp_path: Path) -> None:
     assert_printed(run_script(script, "--smoke", cwd=tmp_path), *expected)
+
+
+@pytest.mark.slow
+@pytest.mark.sim
+def test_the_batch_benchmark_runs_with_its_breakdown(tmp_path: Path) -> None:
+    out = run_script("bench_batch.py", "--smoke", "--breakdown", cwd=tmp_path)
+    assert_printed(out, "ratio -j 1 / -j 2", "ceiling with whole sessions", "no-op make",
+                   "planning per unit", "-j 1 breakdown:", "-j 2 breakdown:", "before the lanes")
+    assert out.count(": boot ") >= 3, f"a breakdown line per lane (1 at -j 1, 2 at -j 2):\n{out}"
 
 
 @pytest.mark.slow
