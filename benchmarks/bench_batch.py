@@ -205,7 +205,7 @@ def ceiling(serial_wall: float, pieces: list[float], lanes: int) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repetitions", type=int, default=3)
     parser.add_argument("--iterations", type=int, default=30)
     parser.add_argument("--speed", type=float, default=0.0,

@@ -133,7 +133,7 @@ def timed(python: str, args: Sequence[str], cwd: Path) -> tuple[float, float]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5)")
     parser.add_argument("--keep", type=Path, default=None, metavar="DIR",
                         help="work in DIR and keep it (default: a temp folder, removed afterwards)")

@@ -21,7 +21,7 @@ MACS = (128, 256, 512, 1024, 2048)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--smoke", action="store_true",
                         help="tiny sizes (seconds): only proves the script still runs "

@@ -58,7 +58,7 @@ def best_ms(call: Callable[[], object], repeat: int, *, libyaml: bool, cache: bo
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=20, help="calls per figure (the best counts)")
     parser.add_argument("--scenario", type=Path, default=REPO / "scenarios" / "driver_reuse.yaml")
     parser.add_argument("--smoke", action="store_true",

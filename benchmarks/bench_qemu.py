@@ -59,7 +59,7 @@ def _rate(size: int, seconds: float) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kib", type=int, default=256)
     parser.add_argument("--ssh-mib", type=float, default=4.0)
     parser.add_argument("--boots", type=int, default=3)

@@ -98,7 +98,7 @@ def best_of(repeat: int, func: object, *args: object) -> tuple[float, object]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mb", type=float, default=8.0, help="size of the synthetic log (default 8 MB)")
     parser.add_argument("--repeat", type=int, default=3, help="runs per scraper; the best is kept")
     parser.add_argument("--smoke", action="store_true",

@@ -50,7 +50,7 @@ def _machine_code(size: int) -> bytes:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mib", type=float, default=4.0)
     parser.add_argument("--commands", type=int, default=100)
     parser.add_argument("--boots", type=int, default=3)

@@ -45,7 +45,7 @@ def table(rows: list[list[object]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-n", "--workers", default="2",
                         help="pytest-xdist workers (default 2; 0: one process)")
     parser.add_argument("--smoke", action="store_true",
