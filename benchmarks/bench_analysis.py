@@ -83,13 +83,19 @@ def median_ms(call: Callable[[], object], calls: int) -> float:
     return 1000 * statistics.median(times)
 
 
-def sim_folder(work: Path) -> Path:
+SMOKE = ["run.until.max_repetitions=2", "run.iterations=2"]
+"""``--smoke``'s overrides of the simulator run (with one model): seconds, only to prove the script
+runs."""
+
+
+def sim_folder(work: Path, smoke: bool = False) -> Path:
     """A warm ``driver_reuse`` run on the embedded simulator in ``work`` (artifacts built by a first run); prints
     the run's own report phase (what ``fvp-harness run`` spends on it)."""
     shutil.copytree(REPO / "scenarios", work / "scenarios")
-    loaded = load_scenario(work / "scenarios" / "driver_reuse.yaml")
-    cold = run_scenario(loaded, RunOptions(output_dir=work / "cold"))
-    warm = run_scenario(loaded, RunOptions(output_dir=work / "warm"))
+    loaded = load_scenario(work / "scenarios" / "driver_reuse.yaml", SMOKE if smoke else [])
+    models = ("ds_cnn",) if smoke else ()
+    cold = run_scenario(loaded, RunOptions(output_dir=work / "cold", only_models=models))
+    warm = run_scenario(loaded, RunOptions(output_dir=work / "warm", only_models=models))
     phases = [f"{1000 * run.phase_seconds.get('report', 0.0):.0f} ms" for run in (cold, warm)]
     print(f"sim runs of driver_reuse ({warm.units_run} units): report phase {phases[0]} (cold), {phases[1]} (warm)")
     return work / "warm"
@@ -122,12 +128,17 @@ def report_figures(folder: Path, calls: int) -> None:
     print(f"{line}, analyse {analysis:6.1f} ms, PNG chart {png:6.1f} ms)")
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--folder", type=Path, help="a stored results folder to report (default: a sim run)")
     parser.add_argument("--calls", type=int, default=20, help="calls per figure (median)")
-    args = parser.parse_args()
-    for reps in (2, 3, 10, 50):
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny sizes (seconds): only proves the script still runs "
+                             "(tests/benchmarks)")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.calls = 1
+    for reps in (2, 3) if args.smoke else (2, 3, 10, 50):
         records = synthetic_records(reps)
 
         def whole(records: list[Record] = records) -> object:
@@ -135,7 +146,7 @@ def main() -> None:
 
         ms = median_ms(whole, args.calls)
         print(f"analyse  {len(records):4d} records: {ms:8.1f} ms per call")
-    for reps in (2, 10):
+    for reps in (2,) if args.smoke else (2, 10):
         records = synthetic_records(reps)
         state = adaptive.SamplingState(tuple(adaptive.ModelSampling(m, reps - 1) for m in MODELS))
 
@@ -149,8 +160,8 @@ def main() -> None:
             folder = work / "folder"
             shutil.copytree(args.folder, folder)
         else:
-            folder = sim_folder(work)
-        report_figures(folder, max(3, args.calls // 4))
+            folder = sim_folder(work, args.smoke)
+        report_figures(folder, 1 if args.smoke else max(3, args.calls // 4))
 
 
 if __name__ == "__main__":

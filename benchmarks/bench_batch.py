@@ -16,9 +16,13 @@ into a temporary folder, builds their artifacts once, then prints from one run e
   back on one instance). No scheduler can beat the first without splitting sessions: it says how much of the
   achievable speed-up the measured ratio reaches.
 
-``--breakdown`` adds, per lane of both makes, its boot, deploy and unit seconds, the harness's time between them
-and how long the lane sat idle at the end (the others still ran), and the time before the lanes start and after they
-end (planning, reports). Nothing is asserted: this measures, it does not test.
+``--breakdown`` adds, per lane of both makes, its boot, deploy and unit seconds, the harness's time
+between them and how long the lane sat idle at the end (the others still ran), and the time before
+the lanes start and after they end (planning, reports). ``--smoke``: two scenarios of one model, 1
+repetition x 2 iterations, only to prove the script still runs (tests/benchmarks). Nothing is
+asserted: this measures, it does not test.
+
+``bench_perf.py`` reuses ``write_scenarios`` and ``timed_make``.
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ from fvp_harness.events import Event
 from fvp_harness.store.folder import ResultStore
 
 MODELS = {"kws_a": "ds_cnn", "kws_b": "ds_cnn", "res": "resnet8", "ae": "deep_autoencoder"}
+SMOKE_MODELS = {"kws_a": "ds_cnn", "kws_b": "ds_cnn"}
+"""``--smoke``'s scenarios: two of them (two lanes), one model to build."""
 
 TEMPLATE = """\
 name: {name}
@@ -68,13 +74,15 @@ report: {{outputs: [markdown, csv, json]}}
 """
 
 
-def _write(folder: Path, repetitions: int, iterations: int, speed: float = 0.0) -> Path:
-    """The four scenarios in ``folder/scenarios``; ``speed`` > 0 paces the simulator (``fvp.sim.speed``: simulated
-    seconds per wall second) so a unit takes the model's time, as on a real FVP, instead of the simulator's CPU."""
+def write_scenarios(folder: Path, repetitions: int, iterations: int, speed: float = 0.0,
+                    models: dict[str, str] | None = None) -> Path:
+    """The scenarios (``MODELS``: scenario name -> model) in ``folder/scenarios``; ``speed`` > 0
+    paces the simulator (``fvp.sim.speed``) so a unit takes the model's time, as on a real FVP, not
+    the simulator's CPU."""
     scenarios = folder / "scenarios"
     scenarios.mkdir(parents=True)
     sim = f", sim: {{speed: {speed:g}}}" if speed > 0 else ""
-    for name, model in MODELS.items():
+    for name, model in (models or MODELS).items():
         (scenarios / f"{name}.yaml").write_text(TEMPLATE.format(
             name=name, model=model, art=folder / "art", repetitions=repetitions, iterations=iterations, sim=sim))
     return scenarios
@@ -128,10 +136,17 @@ class Timeline:
         return lines
 
 
-def _timed(paths: list[Path], options: MakeOptions) -> tuple[float, MakeResult, Timeline]:
+class Timed:
+    """One make, timed: read by name (a tuple grew a field once and broke its unpacking callers)."""
+
+    def __init__(self, wall: float, result: MakeResult, timeline: Timeline) -> None:
+        self.wall, self.result, self.timeline = wall, result, timeline
+
+
+def timed_make(paths: list[Path], options: MakeOptions) -> Timed:
     timeline = Timeline()
     result = make(paths, options, listener=timeline)
-    return time.perf_counter() - timeline.began, result, timeline
+    return Timed(time.perf_counter() - timeline.began, result, timeline)
 
 
 def _overhead_per_unit(result: MakeResult, base: Path) -> float:
@@ -189,30 +204,38 @@ def ceiling(serial_wall: float, pieces: list[float], lanes: int) -> float:
     return serial_wall / (fixed + best_longest_lane(pieces, lanes))
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repetitions", type=int, default=3)
     parser.add_argument("--iterations", type=int, default=30)
     parser.add_argument("--speed", type=float, default=0.0,
                         help="pace the simulator (fvp.sim.speed), e.g. 0.2: units take model time, not its CPU")
     parser.add_argument("--breakdown", action="store_true",
                         help="also print, per lane of -j 1 and -j 2, its boot, deploy, unit and other seconds")
-    args = parser.parse_args()
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny sizes (2 scenarios, 1 repetition x 2 iterations): does the "
+                             "script still run")
+    args = parser.parse_args(argv)
+    models = SMOKE_MODELS if args.smoke else MODELS
+    if args.smoke:
+        args.repetitions, args.iterations = 1, 2
     with tempfile.TemporaryDirectory(prefix="bench-batch-") as tmp:
         folder = Path(tmp)
-        scenarios = _write(folder, args.repetitions, args.iterations, args.speed)
+        scenarios = write_scenarios(folder, args.repetitions, args.iterations, args.speed, models)
         paths = [scenarios]
         make(paths, MakeOptions(jobs=2, results_base=folder / "warm"))  # builds the artifacts once
-        serial, one, serial_lanes = _timed(paths, MakeOptions(jobs=1, results_base=folder / "j1"))
-        parallel, two, parallel_lanes = _timed(paths, MakeOptions(jobs=2, results_base=folder / "j2"))
-        noop, nothing, _ = _timed(paths, MakeOptions(jobs=2, results_base=folder / "j2"))
+        first = timed_make(paths, MakeOptions(jobs=1, results_base=folder / "j1"))
+        second = timed_make(paths, MakeOptions(jobs=2, results_base=folder / "j2"))
+        again = timed_make(paths, MakeOptions(jobs=2, results_base=folder / "j2"))
+        serial, one, parallel, two = first.wall, first.result, second.wall, second.result
+        noop, nothing = again.wall, again.result
         began = time.perf_counter()
         subprocess.run([sys.executable, "-m", "fvp_harness", "make", "-q", "--results", str(folder / "j2"),
                         str(scenarios)], check=True, capture_output=True)
         cli_noop = time.perf_counter() - began
         units = one.units_run
-        print(f"batch: {len(MODELS)} scenarios, {units} units ({args.repetitions} repetitions x 2 builds, "
-              f"{args.iterations} iterations)")
+        print(f"batch: {len(models)} scenarios, {units} units ({args.repetitions} repetitions x 2 "
+              f"builds, {args.iterations} iterations)")
         print(f"make -j 1: {serial:6.2f} s  ({one.lanes} lane(s), {one.boots} boot(s))")
         print(f"make -j 2: {parallel:6.2f} s  ({two.lanes} lane(s), {two.boots} boot(s))")
         print(f"ratio -j 1 / -j 2: {serial / parallel:.2f}x")
@@ -225,10 +248,9 @@ def main() -> int:
         print(f"ceiling with (repetition, model) groups dealt freely: {split:.2f}x "
               f"({len(groups)} groups, longest lane {best_longest_lane(groups, 2):.2f} s)")
         if args.breakdown:
-            for jobs, (wall, result, timeline) in ((1, (serial, one, serial_lanes)),
-                                                   (2, (parallel, two, parallel_lanes))):
+            for jobs, timed in ((1, first), (2, second)):
                 print(f"-j {jobs} breakdown:")
-                print("\n".join(timeline.breakdown(result, wall)))
+                print("\n".join(timed.timeline.breakdown(timed.result, timed.wall)))
         print(f"no-op make: {noop:.3f} s in-process (nothing to do: {nothing.nothing_to_do}), "
               f"{cli_noop:.2f} s through the CLI")
         print(f"harness overhead per unit (-j 1, execute minus boot/deploy/runner time): "

@@ -16,7 +16,8 @@ private temp folder:
    targets for: no-op ``make``, ``validate``, ``plan`` and ``runs`` at most 2x ``--version``; ``compare`` at most
    1.5x ``report``; ``history`` over 20 runs at most 3x ``report``.
 
-Nothing is asserted: this measures the harness, it is not a test.
+Nothing is asserted: this measures the harness, it is not a test. ``--smoke``: 1 repetition x 2
+iterations, 3 stored runs, one round, only to prove the script still runs (tests/benchmarks).
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ SCENARIO = "driver_reuse"
 STORED_RUNS = 20
 STEP_AT = 12
 """From this stored run on the after build is 8 % slower: history has a step to find, as in real life."""
+SMOKE = ["--set", "run.until=null", "--set", "run.repetitions=1", "--set", "run.iterations=2"]
+"""``--smoke``'s overrides of the stored run (and of every ``make``, so that it agrees the run is up
+to date)."""
 
 
 def harness(python: str, *args: str, cwd: Path, check: bool = True) -> subprocess.CompletedProcess[bytes]:
@@ -86,31 +90,33 @@ def stored_runs(folder: Path, count: int, seed: int = 1) -> None:
         (target / "records.jsonl").write_text("\n".join(out) + "\n", encoding="utf-8")
 
 
-def set_up(python: str, base: Path) -> dict[str, list[str]]:
-    """The scenarios, the 20 stored runs and an up-to-date make; returns the commands to time, by name."""
+def set_up(python: str, base: Path, stored: int = STORED_RUNS,
+           sets: Sequence[str] = ()) -> dict[str, list[str]]:
+    """The scenarios, the ``stored`` runs and an up-to-date make (``sets``: ``--set`` overrides of
+    the run and every make); returns the commands to time, by name."""
     scenarios = base / "scenarios"
     shutil.copytree(REPO / "scenarios", scenarios, ignore=shutil.ignore_patterns(".artifacts"))
     results = base / "results"
     scenario = scenarios / f"{SCENARIO}.yaml"
     folder = results / SCENARIO
-    print(f"set-up: one {SCENARIO} run on the simulator, then {STORED_RUNS - 1} stored runs made from it ...",
-          file=sys.stderr)
-    harness(python, "run", str(scenario), "-o", str(folder), "-q", cwd=base)
-    stored_runs(folder, STORED_RUNS)
-    harness(python, "make", str(scenario), "--results", str(results), "-q", cwd=base)
+    print(f"set-up: one {SCENARIO} run on the simulator, then {stored - 1} stored runs made from "
+          "it ...", file=sys.stderr)
+    harness(python, "run", str(scenario), "-o", str(folder), "-q", *sets, cwd=base)
+    stored_runs(folder, stored)
+    harness(python, "make", str(scenario), "--results", str(results), "-q", *sets, cwd=base)
     commands = {
         "--version": ["--version"],
-        "make (no-op)": ["make", str(scenario), "--results", str(results)],
+        "make (no-op)": ["make", str(scenario), "--results", str(results), *sets],
         "validate": ["validate", str(scenario), str(scenarios / "smoke.yaml")],
         "plan": ["plan", str(scenario)],
         "runs": ["runs", str(folder)],
         "report": ["report", str(folder)],
         "compare": ["compare", f"{folder}@latest#-1", str(folder), "-o", str(base / "compare")],
-        f"history ({STORED_RUNS} runs)": ["history", str(folder)],
+        "history": ["history", str(folder)],
     }
     for args in commands.values():  # once untimed: whatever a command keeps for the next call is kept
         harness(python, *args, cwd=base)
-    done = harness(python, "make", str(scenario), "--results", str(results), cwd=base)
+    done = harness(python, "make", str(scenario), "--results", str(results), *sets, cwd=base)
     if b"nothing to do" not in done.stdout:
         raise SystemExit("set-up: make still had work after the first make:\n" + done.stdout.decode())
     return commands
@@ -127,17 +133,23 @@ def timed(python: str, args: Sequence[str], cwd: Path) -> tuple[float, float]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds (default 5)")
     parser.add_argument("--keep", type=Path, default=None, metavar="DIR",
                         help="work in DIR and keep it (default: a temp folder, removed afterwards)")
     parser.add_argument("--seed", type=int, default=1, help="seed of the command order")
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny sizes (seconds): only proves the script still runs "
+                             "(tests/benchmarks)")
     args = parser.parse_args(argv)
+    stored = 3 if args.smoke else STORED_RUNS
+    if args.smoke:
+        args.rounds = 1
     python = sys.executable
     base = Path(tempfile.mkdtemp(prefix="bench-commands-")) if args.keep is None else args.keep.resolve()
     base.mkdir(parents=True, exist_ok=True)
     try:
-        commands = set_up(python, base)
+        commands = set_up(python, base, stored, SMOKE if args.smoke else ())
         walls: dict[str, list[float]] = {name: [] for name in commands}
         cpus: dict[str, list[float]] = {name: [] for name in commands}
         order = list(commands)
@@ -156,13 +168,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"python {python}; {args.rounds} interleaved rounds; load average {os.getloadavg()[0]:.1f}")
     print(f"{'command':<22} {'wall s':>8} {'cpu s':>8}")
     for name in commands:
-        print(f"{name:<22} {wall_m[name]:>8.3f} {cpu_m[name]:>8.3f}")
+        label = f"history ({stored} runs)" if name == "history" else name
+        print(f"{label:<22} {wall_m[name]:>8.3f} {cpu_m[name]:>8.3f}")
     print()
     print(f"{'ratio':<34} {'wall':>6} {'cpu':>6} {'target':>7}  met (wall, cpu)")
-    history = f"history ({STORED_RUNS} runs)"
     ratios = [(f"{name} / --version", name, "--version", 2.0)
               for name in ("make (no-op)", "validate", "plan", "runs")]
-    ratios += [("compare / report", "compare", "report", 1.5), (f"{history} / report", history, "report", 3.0)]
+    ratios += [("compare / report", "compare", "report", 1.5),
+               (f"history ({stored} runs) / report", "history", "report", 3.0)]
     for label, top, bottom, target in ratios:
         wall = wall_m[top] / wall_m[bottom]
         cpu = cpu_m[top] / cpu_m[bottom]

@@ -20,10 +20,15 @@ from fvp_harness.sim.npu.driver_cost import DEFAULT, DriverSizes
 MACS = (128, 256, 512, 1024, 2048)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=20)
-    args = parser.parse_args()
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny sizes (seconds): only proves the script still runs "
+                             "(tests/benchmarks)")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.repeat = 1
     header = (
         f"{'model':18} {'best ms':>8} {'median ms':>9}   NPU cycles at "
         + "/".join(map(str, MACS))

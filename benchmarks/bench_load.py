@@ -57,11 +57,16 @@ def best_ms(call: Callable[[], object], repeat: int, *, libyaml: bool, cache: bo
         clear_caches()
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=20, help="calls per figure (the best counts)")
     parser.add_argument("--scenario", type=Path, default=REPO / "scenarios" / "driver_reuse.yaml")
-    args = parser.parse_args()
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny sizes (seconds): only proves the script still runs "
+                             "(tests/benchmarks)")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.repeat = 1
     if not yaml.__with_libyaml__:
         print("PyYAML is built without libyaml here: only the pure-Python path exists")
     profile_path = builtin_profile_path(DEFAULT_PROFILE)

@@ -23,8 +23,9 @@ on the embedded simulator, one after the other in this one process:
 7. **early boot**: a cold run (every artifact rebuilt) with the model booting while the artifacts build, and after
    them (``--no-early-boot``).
 
-Nothing is asserted: this measures the harness, it does not test it. The machine's load moves every figure:
-``uptime`` is printed first.
+Nothing is asserted: this measures the harness, it does not test it. The machine's load moves every
+figure: ``uptime`` is printed first. ``--smoke`` runs every figure at tiny sizes (one model, 2
+iterations, short boots) only to prove the script still runs (tests/benchmarks).
 """
 
 from __future__ import annotations
@@ -33,9 +34,11 @@ import argparse
 import importlib.util
 import os
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
@@ -54,22 +57,54 @@ EARLY_BOOT_S = 10.0
 """``boot_seconds`` of the early-boot figure (a real Corstone-1000 boot takes minutes, its builds about as long)."""
 PACE = 0.05
 """``fvp.sim.speed`` of the paced figures: simulated seconds per wall second (a seed-scenario unit ~0.5-1 s)."""
-FIXED = ["run.until=null", "run.repetitions=3"]
-"""Overrides (``--set`` values) that turn the shipped scenario into the fixed 3 x 10 matrix."""
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """How big each figure is: the measurement's, or ``--smoke``'s (seconds, only to prove the
+    script runs)."""
+
+    base: tuple[str, ...] = ()
+    """Overrides (``--set`` values) added to every run."""
+    models: tuple[str, ...] = ()
+    """Only these models run (empty: all four)."""
+    fixed_reps: int = 3
+    noise_reps: int = 10
+    jitters: tuple[float, ...] = (0.01, 0.03)
+    batch: tuple[int, int] = (3, 30)
+    """Repetitions and iterations of bench_batch's scenarios."""
+    batch_models: dict[str, str] | None = None
+    boot_s: float = 30.0
+    early_boot_s: float = EARLY_BOOT_S
+    fresh_model: str = "resnet8"
+    instances: int = 4
+    mib: float = 4.0
+
+    @property
+    def fixed(self) -> list[str]:
+        """Overrides that turn the shipped scenario into the fixed 3 x 10 matrix."""
+        return ["run.until=null", f"run.repetitions={self.fixed_reps}"]
+
+
+SMOKE = Sizes(base=("run.iterations=2",), models=("ds_cnn",), noise_reps=4, jitters=(0.03,),
+              batch=(1, 2), batch_models={"kws_a": "ds_cnn", "kws_b": "ds_cnn"}, boot_s=0.5,
+              early_boot_s=0.5, fresh_model="ds_cnn", instances=2, mib=0.05)
 
 
 def _module(name: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 
 
-def _run(scenario: Path, out: Path, overrides: Sequence[str], *, fresh: bool = False,
+def _run(scenario: Path, out: Path, overrides: Sequence[str], sizes: Sizes, *, fresh: bool = False,
          only_models: Sequence[str] = (), steal: bool = True, rebuild: bool = False,
          early_boot: bool = True) -> tuple[RunOutcome, float]:
-    loaded = load_scenario(scenario, list(overrides))
+    loaded = load_scenario(scenario, [*overrides, *sizes.base])
+    only_models = only_models or sizes.models
     began = time.monotonic()
     outcome = run_scenario(loaded, RunOptions(output_dir=out, fresh_boot_per_unit=fresh,
                                               only_models=tuple(only_models), steal=steal, rebuild=rebuild,
@@ -88,13 +123,14 @@ PACED = f"fvp.sim.speed={PACE}"
 own numpy CPU time."""
 
 
-def overhead(scenario: Path, work: Path) -> None:
+def overhead(scenario: Path, work: Path, sizes: Sizes) -> None:
     print("\n1. harness overhead (warm runs: artifacts built, one boot each); unpaced: a unit is the simulator's "
           f"CPU time (~50 ms); paced (fvp.sim.speed {PACE:g}): a unit takes its model time (~0.5-1 s)")
-    _run(scenario, work / "cold", FIXED)  # builds the artifacts
-    for label, overrides in (("shipped (run.until)", []), ("fixed 3 x 10", FIXED),
-                             ("shipped, paced", [PACED]), ("fixed 3 x 10, paced", [*FIXED, PACED])):
-        outcome, wall = _run(scenario, work / f"warm-{label.replace(' ', '_')}", overrides)
+    fixed = sizes.fixed
+    _run(scenario, work / "cold", fixed, sizes)  # builds the artifacts
+    for label, overrides in (("shipped (run.until)", []), ("fixed 3 x 10", fixed),
+                             ("shipped, paced", [PACED]), ("fixed 3 x 10, paced", [*fixed, PACED])):
+        outcome, wall = _run(scenario, work / f"warm-{label.replace(' ', '_')}", overrides, sizes)
         boot, commands, share = _overhead(outcome, wall)
         deployed = sum(info.deploy_seconds or 0.0 for s in outcome.sessions for info in s.instances)
         how = ", ".join(str(info.metadata.get("deploy", "?")) for s in outcome.sessions for info in s.instances)
@@ -135,81 +171,95 @@ def _saved(records: Sequence[Record], spec: object, metrics: Sequence[object]) -
     return out
 
 
-def sampling(scenario: Path, work: Path, jitters: Sequence[float]) -> None:
+def sampling(scenario: Path, work: Path, sizes: Sizes) -> None:
     print("\n3. units needed: adaptive (run.until, replayed on the records of a 10-repetition run) vs fixed 3 x 10")
-    for jitter in jitters:
+    top = sizes.noise_reps
+    for jitter in sizes.jitters:
         out = work / f"noise-{jitter}"
-        overrides = ["run.until=null", "run.repetitions=10", f"fvp.sim.runner_jitter={jitter}"]
-        outcome, _ = _run(scenario, out, overrides)
+        overrides = ["run.until=null", f"run.repetitions={top}", f"fvp.sim.runner_jitter={jitter}"]
+        outcome, _ = _run(scenario, out, overrides, sizes)
         loaded = load_scenario(scenario, overrides)
         spec, metrics = loaded.scenario.compare, loaded.scenario.metrics
         records = ResultStore(out).records()
-        models, builds = list(loaded.scenario.models), list(loaded.scenario.builds)
-        fixed = [r for r in records if r.repetition < 3]
+        models = list(sizes.models or loaded.scenario.models)
+        builds = list(loaded.scenario.builds)
+        fixed = [r for r in records if r.repetition < sizes.fixed_reps]
         fixed_saved = _saved(fixed, spec, metrics)
-        fixed_width = max(width for _, width in fixed_saved.values())
+        fixed_width = max((width for _, width in fixed_saved.values()), default=float("nan"))
         print(f"   runner_jitter {jitter:g} ({outcome.units_run} units measured); fixed 3 x 10: {len(fixed)} units, "
               f"CI widths {', '.join(f'{m} {w:.2f}' for m, (_, w) in fixed_saved.items())} points")
         for label, width in (("target 2 points (shipped)", 2.0), (f"target {fixed_width:.2f} (fixed's widest)",
                                                                     fixed_width)):
-            until = adaptive.replay(records, spec, _Until(width), models=models, builds=builds, metrics=metrics)
+            until = adaptive.replay(records, spec, _Until(width, top), models=models, builds=builds,
+                                    metrics=metrics)
             cut = [r for r in records if r.repetition < until.get(r.model).repetitions]
             saved = _saved(cut, spec, metrics)
             fewer = 100.0 * (1 - len(cut) / len(fixed))
-            diff = max(abs(saved[m][0] - fixed_saved[m][0]) for m in saved if m in fixed_saved)
-            widest = max(w for _, w in saved.values())
+            diff = max((abs(saved[m][0] - fixed_saved[m][0]) for m in saved if m in fixed_saved),
+                       default=float("nan"))
+            widest = max((w for _, w in saved.values()), default=float("nan"))
             reasons = ", ".join(f"{m.model} {m.repetitions} ({m.reason})" for m in until.models)
-            print(f"     adaptive, {label}: {len(cut)} units ({fewer:+.0f}% fewer than fixed), widest CI "
-                  f"{widest:.2f} points, savings within {diff:.2f} points of the fixed matrix's; {reasons}")
-        needed: dict[str, int] = {}  # the CI-width rule alone (no "verdict settled"), aiming at the fixed's widest CI
-        prefixes = {k: _saved([r for r in records if r.repetition < k], spec, metrics) for k in range(2, 11)}
+            print(f"     adaptive, {label}: {len(cut)} units ({fewer:+.0f}% fewer than fixed), "
+                  f"widest CI {widest:.2f} points, savings within {diff:.2f} points of the fixed "
+                  f"matrix's; {reasons}")
+        # the CI-width rule alone (no "verdict settled"), aiming at the fixed's widest CI
+        needed: dict[str, int] = {}
+        prefixes = {k: _saved([r for r in records if r.repetition < k], spec, metrics)
+                    for k in range(2, top + 1)}
         for model in models:
-            needed[model] = next((k for k in range(2, 11) if prefixes[k].get(model, (0, 1e9))[1] <= fixed_width), 10)
+            needed[model] = next((k for k in range(2, top + 1)
+                                  if prefixes[k].get(model, (0, 1e9))[1] <= fixed_width), top)
         units = sum(needed.values()) * len(builds)
-        print(f"     CI-width rule alone, target {fixed_width:.2f} (same CI width as the fixed matrix): {units} units "
-              f"({100.0 * (1 - units / len(fixed)):+.0f}% fewer); {', '.join(f'{m} {k}' for m, k in needed.items())}")
-        for reps in range(2, 11):  # the smallest fixed matrix that meets the shipped 2-point target everywhere
+        print(f"     CI-width rule alone, target {fixed_width:.2f} (same CI width as the fixed "
+              f"matrix): {units} units ({100.0 * (1 - units / len(fixed)):+.0f}% fewer); "
+              f"{', '.join(f'{m} {k}' for m, k in needed.items())}")
+        # the smallest fixed matrix that meets the shipped 2-point target everywhere
+        for reps in range(2, top + 1):
             uniform = _saved([r for r in records if r.repetition < reps], spec, metrics)
-            if max(w for _, w in uniform.values()) <= 2.0:
+            if uniform and max(w for _, w in uniform.values()) <= 2.0:
                 print(f"     smallest fixed matrix with every CI within 2 points: {reps} repetitions = "
                       f"{reps * len(models) * len(builds)} units")
                 break
         else:
-            print("     no fixed matrix up to 10 repetitions brings every CI within 2 points")
+            print(f"     no fixed matrix up to {top} repetitions brings every CI within 2 points")
 
 
 class _Until:
-    def __init__(self, width: float) -> None:
-        self.ci_width, self.min_repetitions, self.max_repetitions = width, 2, 10
+    def __init__(self, width: float, top: int) -> None:
+        self.ci_width, self.min_repetitions, self.max_repetitions = width, 2, top
 
 
 BATCH_PACE = 0.2
 """``fvp.sim.speed`` of the paced batch: bench_batch's 30-iteration units take ~0.3-0.6 s of model time."""
 
 
-def batch(work: Path) -> None:
-    print("\n4. make -j 1 vs -j 2 (bench_batch.py's four scenarios, 3 repetitions x 30 iterations); unpaced: the "
-          "units are two Python simulators' CPU on 2 cores; paced (fvp.sim.speed "
-          f"{BATCH_PACE:g}): the units take model time, as each real FVP on its own core")
+def batch(work: Path, sizes: Sizes) -> None:
     bench = _module("bench_batch")
-    from fvp_harness.batch.engine import MakeOptions, make  # late: only this section needs the engine
+    count = len(sizes.batch_models or bench.MODELS)
+    print(f"\n4. make -j 1 vs -j 2 (bench_batch.py's {count} scenarios, {sizes.batch[0]} "
+          f"repetitions x {sizes.batch[1]} iterations); unpaced: the units are two Python "
+          f"simulators' CPU on 2 cores; paced (fvp.sim.speed {BATCH_PACE:g}): the units take model "
+          "time, as each real FVP on its own core")
+    # late: only this section needs the engine
+    from fvp_harness.batch.engine import MakeOptions, make
 
     for label, speed in (("unpaced", 0.0), ("paced", BATCH_PACE)):
         folder = work / f"batch-{label}"
-        scenarios = bench._write(folder, 3, 30, speed)
+        scenarios = bench.write_scenarios(folder, *sizes.batch, speed, sizes.batch_models)
         make([scenarios], MakeOptions(jobs=2, results_base=folder / "warm"))
-        serial, one = bench._timed([scenarios], MakeOptions(jobs=1, results_base=folder / "j1"))
-        parallel, two = bench._timed([scenarios], MakeOptions(jobs=2, results_base=folder / "j2"))
-        print(f"   {label:8} -j 1 {serial:6.2f} s ({one.boots} boot(s)), -j 2 {parallel:6.2f} s ({two.boots} boot(s)):"
-              f" {serial / parallel:.2f}x")
+        one = bench.timed_make([scenarios], MakeOptions(jobs=1, results_base=folder / "j1"))
+        two = bench.timed_make([scenarios], MakeOptions(jobs=2, results_base=folder / "j2"))
+        print(f"   {label:8} -j 1 {one.wall:6.2f} s ({one.result.boots} boot(s)), -j 2 "
+              f"{two.wall:6.2f} s ({two.result.boots} boot(s)): {one.wall / two.wall:.2f}x")
 
 
-def stealing(scenario: Path, work: Path) -> None:
-    print(f"\n6. work stealing, fvp.instances 4 (fixed 3 x 10 matrix, paced at fvp.sim.speed {PACE:g}): the plan's "
-          "deal kept (--no-steal) vs an idle instance taking not-started groups of the busier one")
-    overrides = [*FIXED, PACED, "fvp.instances=4"]
+def stealing(scenario: Path, work: Path, sizes: Sizes) -> None:
+    print(f"\n6. work stealing, fvp.instances {sizes.instances} (fixed 3 x 10 matrix, paced at "
+          f"fvp.sim.speed {PACE:g}): the plan's deal kept (--no-steal) vs an idle instance taking "
+          "not-started groups of the busier one")
+    overrides = [*sizes.fixed, PACED, f"fvp.instances={sizes.instances}"]
     for label, steal in (("fixed deal", False), ("stealing", True)):
-        outcome, wall = _run(scenario, work / f"steal-{steal}", overrides, steal=steal)
+        outcome, wall = _run(scenario, work / f"steal-{steal}", overrides, sizes, steal=steal)
         busy = ", ".join(f"{info.name} {info.units} units" for s in outcome.sessions for info in s.instances)
         dealt = {unit.id: f"s{unit.session}" for unit in outcome.plan.units}
         moved = sum(record.instance.split(".")[0] != dealt[record.unit_id]
@@ -218,16 +268,17 @@ def stealing(scenario: Path, work: Path) -> None:
               "than dealt)")
 
 
-def boots(scenario: Path, work: Path, full: bool) -> None:
-    print("\n5. boot-once vs boot-per-unit, boot_seconds 30 (fixed 3 x 10 matrix, 24 units)")
-    slow = [*FIXED, "fvp.sim.boot_seconds=30"]
-    once, once_wall = _run(scenario, work / "boot-once", slow)
+def boots(scenario: Path, work: Path, full: bool, sizes: Sizes) -> None:
+    print(f"\n5. boot-once vs boot-per-unit, boot_seconds {sizes.boot_s:g} (fixed 3 x 10 matrix, "
+          "24 units)")
+    slow = [*sizes.fixed, f"fvp.sim.boot_seconds={sizes.boot_s:g}"]
+    once, once_wall = _run(scenario, work / "boot-once", slow, sizes)
     if full:
-        fresh, fresh_wall = _run(scenario, work / "boot-fresh", slow, fresh=True)
+        fresh, fresh_wall = _run(scenario, work / "boot-fresh", slow, sizes, fresh=True)
         per_unit, measured = fresh_wall / max(1, fresh.units_run), fresh.units_run
     else:
-        fresh, fresh_wall = _run(scenario, work / "boot-fresh", [*slow, "run.repetitions=2"], fresh=True,
-                                 only_models=["resnet8"])
+        fresh, fresh_wall = _run(scenario, work / "boot-fresh", [*slow, "run.repetitions=2"], sizes,
+                                 fresh=True, only_models=[sizes.fresh_model])
         per_unit, measured = fresh_wall / max(1, fresh.units_run), fresh.units_run
     total = per_unit * once.units_run
     print(f"   boot once: {once.units_run} units in {once_wall:6.1f} s; boot per unit: {per_unit:5.1f} s per unit "
@@ -235,13 +286,15 @@ def boots(scenario: Path, work: Path, full: bool) -> None:
           f"{total / once_wall:.1f}x faster")
 
 
-def early_boot(scenario: Path, work: Path) -> None:
-    print(f"\n7. early boot: a cold run (--rebuild: every artifact built again), boot_seconds {EARLY_BOOT_S:g}, the "
-          "model booting while the artifacts build vs after them (--no-early-boot)")
-    overrides = [*FIXED, f"fvp.sim.boot_seconds={EARLY_BOOT_S:g}"]
+def early_boot(scenario: Path, work: Path, sizes: Sizes) -> None:
+    print("\n7. early boot: a cold run (--rebuild: every artifact built again), boot_seconds "
+          f"{sizes.early_boot_s:g}, the model booting while the artifacts build vs after them "
+          "(--no-early-boot)")
+    overrides = [*sizes.fixed, f"fvp.sim.boot_seconds={sizes.early_boot_s:g}"]
     walls = {}
     for label, early in (("after the builds", False), ("while they build", True)):
-        outcome, wall = _run(scenario, work / f"early-{early}", overrides, rebuild=True, early_boot=early)
+        outcome, wall = _run(scenario, work / f"early-{early}", overrides, sizes, rebuild=True,
+                             early_boot=early)
         walls[early] = wall
         boot = sum(info.boot_seconds or 0.0 for s in outcome.sessions for info in s.instances)
         print(f"   boot {label:17} {wall:6.2f} s (builds {outcome.phase_seconds.get('build', 0.0):5.2f} s, boot "
@@ -249,14 +302,18 @@ def early_boot(scenario: Path, work: Path) -> None:
     print(f"   early boot saves {walls[False] - walls[True]:.2f} s: {walls[False] / walls[True]:.2f}x")
 
 
-def main() -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--skip", action="append", default=[], choices=["overhead", "deploy", "sampling", "batch",
                                                                         "boot", "steal", "early"])
-    parser.add_argument("--mib", type=float, default=4.0)
+    parser.add_argument("--mib", type=float, default=None, help="deploy figure's size (default 4)")
     parser.add_argument("--full-fresh", action="store_true", help="boot per unit for all 24 units (12 minutes)")
     parser.add_argument("--keep", type=Path, default=None, help="work in this folder and keep it")
-    args = parser.parse_args()
+    parser.add_argument("--smoke", action="store_true",
+                        help="every figure at tiny sizes (seconds): only proves the script still "
+                             "runs")
+    args = parser.parse_args(argv)
+    sizes = SMOKE if args.smoke else Sizes()
     print("load:", os.getloadavg())
     work = args.keep or Path(tempfile.mkdtemp(prefix="bench-perf-"))
     try:
@@ -264,19 +321,19 @@ def main() -> int:
         shutil.rmtree(work / ".artifacts", ignore_errors=True)
         scenario = work / "scenarios" / "driver_reuse.yaml"
         if "overhead" not in args.skip:
-            overhead(scenario, work)
+            overhead(scenario, work, sizes)
         if "deploy" not in args.skip:
-            deploy(work, args.mib)
+            deploy(work, args.mib or sizes.mib)
         if "sampling" not in args.skip:
-            sampling(scenario, work, (0.01, 0.03))
+            sampling(scenario, work, sizes)
         if "batch" not in args.skip:
-            batch(work)
+            batch(work, sizes)
         if "boot" not in args.skip:
-            boots(scenario, work, args.full_fresh)
+            boots(scenario, work, args.full_fresh, sizes)
         if "steal" not in args.skip:
-            stealing(scenario, work)
+            stealing(scenario, work, sizes)
         if "early" not in args.skip:
-            early_boot(scenario, work)
+            early_boot(scenario, work, sizes)
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)

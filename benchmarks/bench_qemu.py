@@ -58,14 +58,20 @@ def _rate(size: int, seconds: float) -> str:
     return f"{size / 1024 / seconds:8.1f} KiB/s ({seconds:5.1f} s)"
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kib", type=int, default=256)
     parser.add_argument("--ssh-mib", type=float, default=4.0)
     parser.add_argument("--boots", type=int, default=3)
     parser.add_argument("--only", choices=["qemu", "sim", "sim-uart"], default=None)
-    parser.add_argument("--uart-rate", type=float, default=30 * 1024, help="the sim-uart run's uart_rate, bytes/s")
-    args = parser.parse_args()
+    parser.add_argument("--uart-rate", type=float, default=30 * 1024,
+                        help="the sim-uart run's uart_rate, bytes/s")
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny sizes (seconds): only proves the script still runs "
+                             "(tests/benchmarks)")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.kib, args.ssh_mib, args.boots = 4, 0.05, 1
     with tempfile.TemporaryDirectory(prefix="bench-qemu-") as folder:
         work = Path(folder)
         binary = work / "random.bin"

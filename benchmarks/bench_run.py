@@ -33,6 +33,8 @@ from fvp_harness.run.pipeline import RunOptions, RunOutcome, run_scenario
 from fvp_harness.scenario import load_scenario
 
 REPO = Path(__file__).resolve().parent.parent
+SMOKE = ["run.until=null", "run.repetitions=1", "run.iterations=2"]
+"""``--smoke``'s overrides (with one model): seconds, only to prove the script still runs."""
 PUBLISHED = {"resnet8": 64, "ds_cnn": 53, "mobilenet_v1_025": 77, "deep_autoencoder": 77}
 
 
@@ -43,10 +45,12 @@ def _seconds(text: object) -> float:
         return 0.0
 
 
-def run_once(scenario: Path, out: Path, overrides: list[str], *, fresh: bool) -> tuple[RunOutcome, float]:
+def run_once(scenario: Path, out: Path, overrides: list[str], *, fresh: bool,
+             models: tuple[str, ...] = ()) -> tuple[RunOutcome, float]:
     loaded = load_scenario(scenario, overrides)
     began = time.monotonic()
-    outcome = run_scenario(loaded, RunOptions(output_dir=out, fresh_boot_per_unit=fresh))
+    outcome = run_scenario(loaded, RunOptions(output_dir=out, fresh_boot_per_unit=fresh,
+                                              only_models=models))
     return outcome, time.monotonic() - began
 
 
@@ -65,20 +69,29 @@ def breakdown(outcome: RunOutcome, wall: float) -> dict[str, float]:
             "instances": float(sum(len(s.instances) for s in outcome.sessions))}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE",
                         help="scenario overrides for all three runs (e.g. run.repetitions=1)")
     parser.add_argument("--keep", type=Path, default=None, help="work in this folder and keep it")
-    args = parser.parse_args()
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny sizes (seconds): only proves the script still runs "
+                             "(tests/benchmarks)")
+    args = parser.parse_args(argv)
+    models = ("ds_cnn",) if args.smoke else ()
+    if args.smoke:
+        args.overrides = [*SMOKE, *args.overrides]
     work = args.keep or Path(tempfile.mkdtemp(prefix="bench-run-"))
     try:
         shutil.copytree(REPO / "scenarios", work / "scenarios", dirs_exist_ok=True)
         shutil.rmtree(work / ".artifacts", ignore_errors=True)
         scenario = work / "scenarios" / "driver_reuse.yaml"
-        cold, cold_wall = run_once(scenario, work / "cold", args.overrides, fresh=False)
-        warm, warm_wall = run_once(scenario, work / "warm", args.overrides, fresh=False)
-        fresh, fresh_wall = run_once(scenario, work / "fresh", args.overrides, fresh=True)
+        cold, cold_wall = run_once(scenario, work / "cold", args.overrides, fresh=False,
+                                   models=models)
+        warm, warm_wall = run_once(scenario, work / "warm", args.overrides, fresh=False,
+                                   models=models)
+        fresh, fresh_wall = run_once(scenario, work / "fresh", args.overrides, fresh=True,
+                                     models=models)
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)

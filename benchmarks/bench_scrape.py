@@ -97,11 +97,16 @@ def best_of(repeat: int, func: object, *args: object) -> tuple[float, object]:
     return best, result
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mb", type=float, default=8.0, help="size of the synthetic log (default 8 MB)")
     parser.add_argument("--repeat", type=int, default=3, help="runs per scraper; the best is kept")
-    args = parser.parse_args()
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny sizes (seconds): only proves the script still runs "
+                             "(tests/benchmarks)")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.mb, args.repeat = 0.05, 1
 
     text = synthetic_log(args.mb)
     megabytes = len(text.encode()) / 1e6

@@ -49,12 +49,17 @@ def _machine_code(size: int) -> bytes:
     return (data * (size // max(1, len(data)) + 1))[:size]
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mib", type=float, default=4.0)
     parser.add_argument("--commands", type=int, default=100)
     parser.add_argument("--boots", type=int, default=3)
-    args = parser.parse_args()
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny sizes (seconds): only proves the script still runs "
+                             "(tests/benchmarks)")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.mib, args.commands, args.boots = 0.05, 3, 1
     with tempfile.TemporaryDirectory(prefix="bench-target-") as folder:
         work = Path(folder)
         size = int(args.mib * (1 << 20))

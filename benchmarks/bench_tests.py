@@ -31,6 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+SMOKE_TESTS = "tests/test_public_api.py"
+"""``--smoke`` times the lanes on this one module, in one process: it only proves the script still
+runs."""
 COLLECT_TARGET_S = 5.0
 FAST_LANE_TARGET_S = 60.0
 TIMEOUT_S = 3600.0
@@ -74,15 +77,20 @@ def measure(name: str, args: Sequence[str], rounds: int, target: float | None) -
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=1, help="runs of each lane (median reported)")
-    parser.add_argument("--full", action="store_true", help="also time the whole suite (slow tests included)")
+    parser.add_argument("--full", action="store_true",
+                        help="also time the whole suite (slow tests included)")
+    parser.add_argument("--smoke", action="store_true",
+                        help=f"time the lanes on {SMOKE_TESTS} only, one process")
     args = parser.parse_args(argv)
+    only = ["-n", "0", SMOKE_TESTS] if args.smoke else []
     load = os.getloadavg()[0]
     print(f"{os.cpu_count()} cores, load {load:.2f} before the first run"
           + ("  (the machine is busy: wall times will be long)" if load > 0.5 else ""))
-    measure("collection", ["--collect-only", "-q", "-m", "not slow", "-n", "0"], args.rounds, COLLECT_TARGET_S)
-    measure("fast lane", ["-q", "-m", "not slow"], args.rounds, FAST_LANE_TARGET_S)
+    measure("collection", ["--collect-only", "-q", "-m", "not slow", "-n", "0", *only], args.rounds,
+            COLLECT_TARGET_S)
+    measure("fast lane", ["-q", "-m", "not slow", *only], args.rounds, FAST_LANE_TARGET_S)
     if args.full:
-        measure("full suite", ["-q"], args.rounds, None)
+        measure("full suite", ["-q", *only], args.rounds, None)
     return 0
 
 

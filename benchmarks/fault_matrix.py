@@ -9,8 +9,9 @@ processes left (the run's and the next run's, by their mark), files left after t
 reserve files), records lost (lines stored before the next run that it does not keep), and whether the next run
 (``--resume``) was correct (exit 0, every planned unit ok once, ``PASS``, artifacts equal to a clean build's).
 
-Nothing is asserted here (the tests do that, with strict xfails for the cells that need the supervisor); the exit
-status is pytest's.
+Nothing is asserted here (the tests do that, with strict xfails for the cells that need the
+supervisor); the exit status is pytest's. ``--smoke`` runs one cell (``SMOKE_CELL``) in one process,
+only to prove the script still runs.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 PHASES = ("build", "boot", "deploy", "unit", "report")
 FAULTS = ("SIGINT", "SIGTERM", "SIGHUP", "SIGKILL")
+SMOKE_CELL = "tests/e2e/test_fault_matrix.py::test_kill_matrix[SIGTERM-unit]"
 
 
 def table(rows: list[list[object]]) -> str:
@@ -42,17 +44,22 @@ def table(rows: list[list[object]]) -> str:
     return "\n".join(lines)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("-n", "--workers", default="2", help="pytest-xdist workers (default 2; 0: one process)")
-    args = parser.parse_args()
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("-n", "--workers", default="2",
+                        help="pytest-xdist workers (default 2; 0: one process)")
+    parser.add_argument("--smoke", action="store_true",
+                        help="one cell in one process: does the script still run")
+    args = parser.parse_args(argv)
+    tests = [SMOKE_CELL] if args.smoke else ["tests/e2e/test_fault_matrix.py", "-k", "kill_matrix"]
+    if args.smoke:
+        args.workers = "0"
     with tempfile.TemporaryDirectory() as scratch:
         rows_file = Path(scratch) / "rows.txt"
         env = {**os.environ, "FVP_FAULT_TABLE": str(rows_file)}
         began = time.monotonic()
-        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", args.workers, "-p", "no:randomly",
-                               "tests/e2e/test_fault_matrix.py", "-k", "kill_matrix"], cwd=REPO, env=env,
-                              check=False)
+        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", args.workers, "-p",
+                               "no:randomly", *tests], cwd=REPO, env=env, check=False)
         seconds = time.monotonic() - began
         lines = rows_file.read_text().splitlines() if rows_file.exists() else []
     rows = [json.loads(line[len("KILL "):]) for line in lines if line.startswith("KILL ")]

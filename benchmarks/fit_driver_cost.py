@@ -1,9 +1,10 @@
-"""Fit the driver cost model's constants to the published before/after figures and print them with the fit.
+"""Fit the driver cost model's constants to the published before/after figures and print them with
+the fit.
 
-Why a script: the constants in ``fvp_harness/sim/npu/driver_cost.py`` must come from a reproducible fit over the
-four models' compiled sizes, not from hand-picking per model. Run ``python benchmarks/fit_driver_cost.py``
-after changing the size model in ``modelfile.py`` and paste the printed constants into ``driver_cost.DEFAULT``
-and its docstring.
+Why a script: the constants in ``fvp_harness/sim/npu/driver_cost.py`` must come from a reproducible
+fit over the four models' compiled sizes, not from hand-picking per model. Run ``python
+benchmarks/fit_driver_cost.py`` after changing the size model in ``modelfile.py`` and paste the
+printed constants into ``driver_cost.DEFAULT`` and its docstring.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from fvp_harness.sim.networks.modelfile import sizes_of
 from fvp_harness.sim.npu.driver_cost import DriverCostModel, DriverSizes, fit
 
 PUBLISHED: dict[str, tuple[float, float]] = {
-    # ExecuTorch PR "Stop re-creating Ethos-U driver objects per inference on Linux": execute() CPU ms before,
-    # after
+    # ExecuTorch PR "Stop re-creating Ethos-U driver objects per inference on Linux": execute() CPU
+    # ms before, after
     "resnet8": (2.60, 0.93),
     "ds_cnn": (1.99, 0.93),
     "mobilenet_v1_025": (4.35, 1.01),

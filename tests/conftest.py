@@ -38,6 +38,7 @@ LONG_FIRST = (
     "tests/e2e/test_ci_workflow_e2e.py::",
     "tests/e2e/test_fault_matrix.py::",
     "tests/qemu/",
+    "tests/benchmarks/",
     "tests/scenario/test_hostile_yaml.py::test_1000_seeded_mutants",
     "tests/e2e/test_doc_commands.py::",
     "tests/e2e/",
