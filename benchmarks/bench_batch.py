@@ -88,6 +88,10 @@ def write_scenarios(folder: Path, repetitions: int, iterations: int, speed: floa
     return scenarios
 
 
+LANE_EVENTS = ("boot", "booted", "deploy", "deployed", "unit", "unit_done", "unit_skipped")
+"""What a lane reports: the calling thread's events of these kinds are its lane's."""
+
+
 class Timeline:
     """The make's events with when (seconds from its start) and which thread (a lane's) reported them."""
 
@@ -109,8 +113,10 @@ class Timeline:
         report = result.phase_seconds.get("report", 0.0)
         lanes: dict[str, dict[str, float]] = {}
         for when, thread, event in self.events:
-            if not thread.startswith("lane"):
-                continue
+            if not thread.startswith("lane"):  # a make of one lane runs it in the calling thread
+                if event.kind not in LANE_EVENTS:
+                    continue
+                thread = "lane (calling thread)"
             lane = lanes.setdefault(thread, {"start": when, "end": when, "boot": 0.0, "deploy": 0.0, "units": 0.0,
                                              "count": 0.0})
             lane["start"], lane["end"] = min(lane["start"], when), max(lane["end"], when)
