@@ -1,20 +1,22 @@
-"""How long users wait for the everyday commands (issue 27): the no-op ones against ``--version``, and ``report``,
-``compare`` and ``history`` over 20 stored runs against ``report``.
+"""How long users wait for the everyday commands (issue 27): the no-op ones against ``--version``,
+and ``report``, ``compare`` and ``history`` over 20 stored runs against ``report``.
 
-Run: ``python benchmarks/bench_commands.py [--rounds 5] [--keep DIR]``. Every command runs as its own process,
-``python -m fvp_harness ...`` with the Python that runs this script (so ``other-venv/bin/python
-benchmarks/bench_commands.py`` measures that checkout's code: this script imports nothing of the harness), from a
-private temp folder:
+Run: ``python benchmarks/bench_commands.py [--rounds 5] [--keep DIR]``. Every command runs as its
+own process, ``python -m fvp_harness ...`` with the Python that runs this script (so
+``other-venv/bin/python benchmarks/bench_commands.py`` measures that checkout's code: this script
+imports nothing of the harness), from a private temp folder:
 
-1. set-up (not timed): a copy of ``scenarios/``; one ``driver_reuse`` run on the embedded simulator (its artifacts
-   built there first, about 30 s); 19 more stored runs made from it (``runs/<id>/``: the records with every sample
-   scaled a little, a step up at run 12, and their own run id and start), the way 20 nightly runs would look; one
-   ``make`` so that the next one has nothing to do; one call of each command (what a cache keeps is then kept);
-2. ``--rounds`` rounds; in each every command once, in a new order each round (the machine is shared and noisy:
-   interleaving spreads its moods over all the commands alike);
-3. the median wall time and CPU time (user + system of the child) of each command, and the ratios the issue sets
-   targets for: no-op ``make``, ``validate``, ``plan`` and ``runs`` at most 2x ``--version``; ``compare`` at most
-   1.5x ``report``; ``history`` over 20 runs at most 3x ``report``.
+1. set-up (not timed): a copy of ``scenarios/``; one ``driver_reuse`` run on the embedded simulator
+   (its artifacts built there first, about 30 s); 19 more stored runs made from it (``runs/<id>/``:
+   the records with every sample scaled a little, a step up at run 12, and their own run id and
+   start), the way 20 nightly runs would look; one ``make`` so that the next one has nothing to do;
+   one call of each command (what a cache keeps is then kept);
+2. ``--rounds`` rounds; in each every command once, in a new order each round (the machine is shared
+   and noisy: interleaving spreads its moods over all the commands alike);
+3. the median wall time and CPU time (user + system of the child) of each command, and the ratios
+   the issue sets targets for: no-op ``make``, ``validate``, ``plan`` and ``runs`` at most 2x
+   ``--version``; ``compare`` at most 1.5x ``report``; ``history`` over 20 runs at most 3x
+   ``report``.
 
 Nothing is asserted: this measures the harness, it is not a test. ``--smoke``: 1 repetition x 2
 iterations, 3 stored runs, one round, only to prove the script still runs (tests/benchmarks).
@@ -40,16 +42,19 @@ REPO = Path(__file__).resolve().parent.parent
 SCENARIO = "driver_reuse"
 STORED_RUNS = 20
 STEP_AT = 12
-"""From this stored run on the after build is 8 % slower: history has a step to find, as in real life."""
+"""From this stored run on the after build is 8 % slower: history has a step to find, as in real
+life."""
 SMOKE = ["--set", "run.until=null", "--set", "run.repetitions=1", "--set", "run.iterations=2"]
 """``--smoke``'s overrides of the stored run (and of every ``make``, so that it agrees the run is up
 to date)."""
 
 
-def harness(python: str, *args: str, cwd: Path, check: bool = True) -> subprocess.CompletedProcess[bytes]:
-    """``python -m fvp_harness ARGS`` from ``cwd`` (never the checkout: ``-m`` would import its code first)."""
-    done = subprocess.run([python, "-m", "fvp_harness", *args], cwd=cwd, capture_output=True, timeout=900,
-                          check=False)
+def harness(python: str, *args: str, cwd: Path,
+            check: bool = True) -> subprocess.CompletedProcess[bytes]:
+    """``python -m fvp_harness ARGS`` from ``cwd`` (never the checkout: ``-m`` would import its code
+    first)."""
+    done = subprocess.run([python, "-m", "fvp_harness", *args], cwd=cwd, capture_output=True,
+                          timeout=900, check=False)
     if check and done.returncode not in (0, 1):
         raise SystemExit(f"fvp-harness {' '.join(args)} exited {done.returncode}:\n"
                          + done.stderr.decode(errors="replace")[-3000:])
@@ -57,7 +62,8 @@ def harness(python: str, *args: str, cwd: Path, check: bool = True) -> subproces
 
 
 def _scaled(line: str, factor: float) -> str:
-    """One records.jsonl line with every time sample times ``factor`` (NPU cycles stay: the same model)."""
+    """One records.jsonl line with every time sample times ``factor`` (NPU cycles stay: the same
+    model)."""
     row = json.loads(line)
     for name, values in row.get("samples", {}).items():
         if name != "npu_cycles" and isinstance(values, list):
@@ -66,9 +72,9 @@ def _scaled(line: str, factor: float) -> str:
 
 
 def stored_runs(folder: Path, count: int, seed: int = 1) -> None:
-    """``count - 1`` earlier runs of ``folder``'s current run, as ``runs/<id>/``: its manifest with another run id
-    and an earlier start, its records with the samples of each run scaled by a little noise (and the after build
-    8 % slower from run ``STEP_AT`` on)."""
+    """``count - 1`` earlier runs of ``folder``'s current run, as ``runs/<id>/``: its manifest with
+    another run id and an earlier start, its records with the samples of each run scaled by a little
+    noise (and the after build 8 % slower from run ``STEP_AT`` on)."""
     rng = random.Random(seed)
     manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
     lines = (folder / "records.jsonl").read_text(encoding="utf-8").splitlines()
@@ -114,11 +120,13 @@ def set_up(python: str, base: Path, stored: int = STORED_RUNS,
         "compare": ["compare", f"{folder}@latest#-1", str(folder), "-o", str(base / "compare")],
         "history": ["history", str(folder)],
     }
-    for args in commands.values():  # once untimed: whatever a command keeps for the next call is kept
+    # once untimed: whatever a command keeps for the next call is kept
+    for args in commands.values():
         harness(python, *args, cwd=base)
     done = harness(python, "make", str(scenario), "--results", str(results), *sets, cwd=base)
     if b"nothing to do" not in done.stdout:
-        raise SystemExit("set-up: make still had work after the first make:\n" + done.stdout.decode())
+        raise SystemExit("set-up: make still had work after the first make:\n"
+                         + done.stdout.decode())
     return commands
 
 
@@ -146,7 +154,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.smoke:
         args.rounds = 1
     python = sys.executable
-    base = Path(tempfile.mkdtemp(prefix="bench-commands-")) if args.keep is None else args.keep.resolve()
+    base = (Path(tempfile.mkdtemp(prefix="bench-commands-")) if args.keep is None
+            else args.keep.resolve())
     base.mkdir(parents=True, exist_ok=True)
     try:
         commands = set_up(python, base, stored, SMOKE if args.smoke else ())
@@ -165,7 +174,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             shutil.rmtree(base, ignore_errors=True)
     wall_m = {name: statistics.median(values) for name, values in walls.items()}
     cpu_m = {name: statistics.median(values) for name, values in cpus.items()}
-    print(f"python {python}; {args.rounds} interleaved rounds; load average {os.getloadavg()[0]:.1f}")
+    print(f"python {python}; {args.rounds} interleaved rounds; load average "
+          f"{os.getloadavg()[0]:.1f}")
     print(f"{'command':<22} {'wall s':>8} {'cpu s':>8}")
     for name in commands:
         label = f"history ({stored} runs)" if name == "history" else name

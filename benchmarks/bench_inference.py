@@ -1,8 +1,10 @@
-"""Wall time per inference of the four models in the simulator's numpy int8 engine, with NPU and CPU figures.
+"""Wall time per inference of the four models in the simulator's numpy int8 engine, with NPU and CPU
+figures.
 
-Why: the emulated runner runs real inference on every iteration, so its speed bounds how fast simulated benchmark
-sessions go. The brief asks for the four models together well under 100 ms per inference. Run
-``python benchmarks/bench_inference.py [--repeat N]``; it prints a table (best and median of N runs).
+Why: the emulated runner runs real inference on every iteration, so its speed bounds how fast
+simulated benchmark sessions go. The brief asks for the four models together well under 100 ms per
+inference. Run ``python benchmarks/bench_inference.py [--repeat N]``; it prints a table (best and
+median of N runs).
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
-"""Scenario and profile load times: the pure-Python YAML path without the caches (how loads were) beside libyaml
-without them and libyaml with them (how loads are), with the ratios. The caches: ``load_profile``'s profiles and
-``compose_bytes``'s trees, both per process.
+"""Scenario and profile load times: the pure-Python YAML path without the caches (how loads were)
+beside libyaml without them and libyaml with them (how loads are), with the ratios. The caches:
+``load_profile``'s profiles and ``compose_bytes``'s trees, both per process.
 
-Run: ``python benchmarks/bench_load.py [--repeat 20] [--scenario scenarios/driver_reuse.yaml]``. Each figure is the
-best of ``--repeat`` calls in milliseconds, all measured side by side in one run. Nothing is asserted: this is a
-measurement of the harness itself, not a test (``tests/scenario/test_libyaml_path.py`` checks that the paths agree).
+Run: ``python benchmarks/bench_load.py [--repeat 20] [--scenario scenarios/driver_reuse.yaml]``.
+Each figure is the best of ``--repeat`` calls in milliseconds, all measured side by side in one run.
+Nothing is asserted: this is a measurement of the harness itself, not a test
+(``tests/scenario/test_libyaml_path.py`` checks that the paths agree).
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ def clear_caches() -> None:
 
 
 def best_ms(call: Callable[[], object], repeat: int, *, libyaml: bool, cache: bool) -> float:
-    """The fastest of ``repeat`` calls, in milliseconds, on the given path (the caches warm when used)."""
+    """The fastest of ``repeat`` calls, in milliseconds, on the given path (the caches warm when
+    used)."""
     located.USE_LIBYAML = libyaml
     try:
         clear_caches()
@@ -72,16 +74,19 @@ def main(argv: list[str] | None = None) -> None:
     profile_path = builtin_profile_path(DEFAULT_PROFILE)
     assert profile_path is not None
     cases: dict[str, Callable[[], object]] = {
-        f"load_scenario {args.scenario.name}": lambda: load_scenario(args.scenario, check_files=False),
+        f"load_scenario {args.scenario.name}": lambda: load_scenario(args.scenario,
+                                                                     check_files=False),
         f"load_profile {DEFAULT_PROFILE}": lambda: load_profile(DEFAULT_PROFILE),
         f"compose_file {profile_path.name}": lambda: compose_file(profile_path),
         f"compose_file {args.scenario.name}": lambda: compose_file(args.scenario),
     }
-    ways = WAYS if yaml.__with_libyaml__ else {name: way for name, way in WAYS.items() if not way[0]}
+    ways = WAYS if yaml.__with_libyaml__ else {name: way
+                                               for name, way in WAYS.items() if not way[0]}
     print(f"{'best of ' + str(args.repeat) + ', ms':<36}" + "".join(f"{name:>19}" for name in ways)
           + ("  parser ratio  before/after" if len(ways) == len(WAYS) else ""))
     for label, call in cases.items():
-        times = {name: best_ms(call, args.repeat, libyaml=lib, cache=cache) for name, (lib, cache) in ways.items()}
+        times = {name: best_ms(call, args.repeat, libyaml=lib, cache=cache)
+                 for name, (lib, cache) in ways.items()}
         line = f"{label:<36}" + "".join(f"{value:>19.2f}" for value in times.values())
         if len(times) == len(WAYS):  # pure/libyaml without caches; how loads were / how they are
             line += f"{times['pure, no caches'] / times['libyaml, no caches']:>13.1f}x"

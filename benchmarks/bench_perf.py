@@ -1,27 +1,30 @@
-"""Issue 17's figures, side by side in one run: where FVP time goes, and how few units an answer needs.
+"""Issue 17's figures, side by side in one run: where FVP time goes, and how few units an answer
+needs.
 
-Run: ``python benchmarks/bench_perf.py [--skip boot ...]``. In a private copy of ``scenarios/`` it measures,
-on the embedded simulator, one after the other in this one process:
+Run: ``python benchmarks/bench_perf.py [--skip boot ...]``. In a private copy of ``scenarios/`` it
+measures, on the embedded simulator, one after the other in this one process:
 
-1. **harness overhead**: a warm run of the seed scenario (``driver_reuse.yaml``) as shipped (``run.until``) and as
-   the fixed 3 x 10 matrix (``--set run.until=null --set run.repetitions=3``): the share of wall time spent outside
-   the boot (until a ready shell) and the units' guest commands (a unit's one framed line: prepare, runner, hashes);
-   unpaced (a unit is the simulator's own numpy CPU, ~50 ms) and paced (``fvp.sim.speed``: a unit takes its model
-   time, as on a real FVP);
-2. **deploy MB/s**, console and ssh, for incompressible (random) bytes and machine code, and the console with the
-   settings before issue 17 (2048-character lines, no gzip) for comparison;
-3. **units needed, adaptive vs fixed sampling**, with the runner's noise (``runner_jitter``) at its default and at
-   3x: one run of 10 repetitions per noise level, then ``run.adaptive.replay`` over its records (exactly what a live
-   run decides) for the shipped target (2 points) and for the CI width the fixed 3 x 10 matrix reached; the saving
-   each model reports with adaptive sampling next to the fixed matrix's;
+1. **harness overhead**: a warm run of the seed scenario (``driver_reuse.yaml``) as shipped
+   (``run.until``) and as the fixed 3 x 10 matrix (``--set run.until=null --set
+   run.repetitions=3``): the share of wall time spent outside the boot (until a ready shell) and the
+   units' guest commands (a unit's one framed line: prepare, runner, hashes); unpaced (a unit is the
+   simulator's own numpy CPU, ~50 ms) and paced (``fvp.sim.speed``: a unit takes its model time, as
+   on a real FVP);
+2. **deploy MB/s**, console and ssh, for incompressible (random) bytes and machine code, and the
+   console with the settings before issue 17 (2048-character lines, no gzip) for comparison;
+3. **units needed, adaptive vs fixed sampling**, with the runner's noise (``runner_jitter``) at its
+   default and at 3x: one run of 10 repetitions per noise level, then ``run.adaptive.replay`` over
+   its records (exactly what a live run decides) for the shipped target (2 points) and for the CI
+   width the fixed 3 x 10 matrix reached; the saving each model reports with adaptive sampling next
+   to the fixed matrix's;
 4. **make -j 1 vs -j 2** on ``bench_batch.py``'s four scenarios, unpaced and paced;
-5. **boot-once vs boot-per-unit** with ``boot_seconds`` 30: the 24-unit fixed matrix on one boot, and
-   ``--fresh-boot-per-unit`` measured on 4 of its units (per-unit cost x 24 for the ratio: 24 real 30 s boots would
-   take 12 minutes; ``--full-fresh`` measures them all);
-6. **work stealing** with ``fvp.instances: 4``: the fixed matrix, paced, with the plan's deal kept (``--no-steal``)
-   and with stealing;
-7. **early boot**: a cold run (every artifact rebuilt) with the model booting while the artifacts build, and after
-   them (``--no-early-boot``).
+5. **boot-once vs boot-per-unit** with ``boot_seconds`` 30: the 24-unit fixed matrix on one boot,
+   and ``--fresh-boot-per-unit`` measured on 4 of its units (per-unit cost x 24 for the ratio: 24
+   real 30 s boots would take 12 minutes; ``--full-fresh`` measures them all);
+6. **work stealing** with ``fvp.instances: 4``: the fixed matrix, paced, with the plan's deal kept
+   (``--no-steal``) and with stealing;
+7. **early boot**: a cold run (every artifact rebuilt) with the model booting while the artifacts
+   build, and after them (``--no-early-boot``).
 
 Nothing is asserted: this measures the harness, it does not test it. The machine's load moves every
 figure: ``uptime`` is printed first. ``--smoke`` runs every figure at tiny sizes (one model, 2
@@ -54,9 +57,11 @@ from fvp_harness.targets.transfer import upload_console
 
 REPO = Path(__file__).resolve().parent.parent
 EARLY_BOOT_S = 10.0
-"""``boot_seconds`` of the early-boot figure (a real Corstone-1000 boot takes minutes, its builds about as long)."""
+"""``boot_seconds`` of the early-boot figure (a real Corstone-1000 boot takes minutes, its builds
+about as long)."""
 PACE = 0.05
-"""``fvp.sim.speed`` of the paced figures: simulated seconds per wall second (a seed-scenario unit ~0.5-1 s)."""
+"""``fvp.sim.speed`` of the paced figures: simulated seconds per wall second (a seed-scenario unit
+~0.5-1 s)."""
 
 
 @dataclass(frozen=True)
@@ -107,8 +112,8 @@ def _run(scenario: Path, out: Path, overrides: Sequence[str], sizes: Sizes, *, f
     only_models = only_models or sizes.models
     began = time.monotonic()
     outcome = run_scenario(loaded, RunOptions(output_dir=out, fresh_boot_per_unit=fresh,
-                                              only_models=tuple(only_models), steal=steal, rebuild=rebuild,
-                                              early_boot=early_boot))
+                                              only_models=tuple(only_models), steal=steal,
+                                              rebuild=rebuild, early_boot=early_boot))
     return outcome, time.monotonic() - began
 
 
@@ -119,13 +124,14 @@ def _overhead(outcome: RunOutcome, wall: float) -> tuple[float, float, float]:
 
 
 PACED = f"fvp.sim.speed={PACE}"
-"""Override that paces the simulator: a unit then takes the model's time (as on a real FVP), not the simulator's
-own numpy CPU time."""
+"""Override that paces the simulator: a unit then takes the model's time (as on a real FVP), not the
+simulator's own numpy CPU time."""
 
 
 def overhead(scenario: Path, work: Path, sizes: Sizes) -> None:
-    print("\n1. harness overhead (warm runs: artifacts built, one boot each); unpaced: a unit is the simulator's "
-          f"CPU time (~50 ms); paced (fvp.sim.speed {PACE:g}): a unit takes its model time (~0.5-1 s)")
+    print("\n1. harness overhead (warm runs: artifacts built, one boot each); unpaced: a unit is "
+          f"the simulator's CPU time (~50 ms); paced (fvp.sim.speed {PACE:g}): a unit takes its "
+          "model time (~0.5-1 s)")
     fixed = sizes.fixed
     _run(scenario, work / "cold", fixed, sizes)  # builds the artifacts
     for label, overrides in (("shipped (run.until)", []), ("fixed 3 x 10", fixed),
@@ -133,10 +139,12 @@ def overhead(scenario: Path, work: Path, sizes: Sizes) -> None:
         outcome, wall = _run(scenario, work / f"warm-{label.replace(' ', '_')}", overrides, sizes)
         boot, commands, share = _overhead(outcome, wall)
         deployed = sum(info.deploy_seconds or 0.0 for s in outcome.sessions for info in s.instances)
-        how = ", ".join(str(info.metadata.get("deploy", "?")) for s in outcome.sessions for info in s.instances)
+        how = ", ".join(str(info.metadata.get("deploy", "?")) for s in outcome.sessions
+                        for info in s.instances)
         phases = ", ".join(f"{k} {v:.2f} s" for k, v in outcome.phase_seconds.items() if v >= 0.005)
-        print(f"   {label:20} {outcome.units_run:3d} units  wall {wall:6.2f} s  boot {boot:5.2f} s  unit commands "
-              f"{commands:6.2f} s  -> overhead {share:4.1f}% of wall  (deploy {deployed:.2f} s by {how}; {phases})")
+        print(f"   {label:20} {outcome.units_run:3d} units  wall {wall:6.2f} s  boot {boot:5.2f} "
+              f"s  unit commands {commands:6.2f} s  -> overhead {share:4.1f}% of wall  (deploy "
+              f"{deployed:.2f} s by {how}; {phases})")
 
 
 def deploy(work: Path, mib: float) -> None:
@@ -149,17 +157,20 @@ def deploy(work: Path, mib: float) -> None:
     with open_target(target_bench._scenario(), log_dir=work / "deploy-logs") as target:
         for kind, blob in blobs.items():
             began = time.monotonic()
-            upload_console(target, blob, f"/tmp/legacy/{kind}.bin", chunk_chars=2048, compress=False)
+            upload_console(target, blob, f"/tmp/legacy/{kind}.bin", chunk_chars=2048,
+                           compress=False)
             legacy = time.monotonic() - began
             rates = {}
             for method in ("console", "ssh"):
                 placed = Deployer(target, method=method).deploy(blob, name=f"{method}-{kind}.bin")
                 rates[method] = (size / 1e6 / placed.seconds, placed.method)
-            print(f"   {kind:7} console before (2048-char lines, plain) {size / 1e6 / legacy:6.2f} MB/s | console now "
-                  f"{rates['console'][0]:6.2f} MB/s | ssh {rates['ssh'][0]:7.2f} MB/s ({rates['ssh'][1]})")
+            print(f"   {kind:7} console before (2048-char lines, plain) {size / 1e6 / legacy:6.2f} "
+                  f"MB/s | console now {rates['console'][0]:6.2f} MB/s | ssh "
+                  f"{rates['ssh'][0]:7.2f} MB/s ({rates['ssh'][1]})")
 
 
-def _saved(records: Sequence[Record], spec: object, metrics: Sequence[object]) -> dict[str, tuple[float, float]]:
+def _saved(records: Sequence[Record], spec: object,
+           metrics: Sequence[object]) -> dict[str, tuple[float, float]]:
     """model -> (saved %, CI width) of the first comparison."""
     result = analyse(records, spec, metrics)  # type: ignore[arg-type]  # a scenario.Compare
     comparison = result.comparison
@@ -172,7 +183,8 @@ def _saved(records: Sequence[Record], spec: object, metrics: Sequence[object]) -
 
 
 def sampling(scenario: Path, work: Path, sizes: Sizes) -> None:
-    print("\n3. units needed: adaptive (run.until, replayed on the records of a 10-repetition run) vs fixed 3 x 10")
+    print("\n3. units needed: adaptive (run.until, replayed on the records of a 10-repetition run) "
+          "vs fixed 3 x 10")
     top = sizes.noise_reps
     for jitter in sizes.jitters:
         out = work / f"noise-{jitter}"
@@ -186,9 +198,11 @@ def sampling(scenario: Path, work: Path, sizes: Sizes) -> None:
         fixed = [r for r in records if r.repetition < sizes.fixed_reps]
         fixed_saved = _saved(fixed, spec, metrics)
         fixed_width = max((width for _, width in fixed_saved.values()), default=float("nan"))
-        print(f"   runner_jitter {jitter:g} ({outcome.units_run} units measured); fixed 3 x 10: {len(fixed)} units, "
-              f"CI widths {', '.join(f'{m} {w:.2f}' for m, (_, w) in fixed_saved.items())} points")
-        for label, width in (("target 2 points (shipped)", 2.0), (f"target {fixed_width:.2f} (fixed's widest)",
+        print(f"   runner_jitter {jitter:g} ({outcome.units_run} units measured); fixed 3 x 10: "
+              f"{len(fixed)} units, CI widths "
+              f"{', '.join(f'{m} {w:.2f}' for m, (_, w) in fixed_saved.items())} points")
+        for label, width in (("target 2 points (shipped)", 2.0),
+                             (f"target {fixed_width:.2f} (fixed's widest)",
                                                                     fixed_width)):
             until = adaptive.replay(records, spec, _Until(width, top), models=models, builds=builds,
                                     metrics=metrics)
@@ -217,8 +231,8 @@ def sampling(scenario: Path, work: Path, sizes: Sizes) -> None:
         for reps in range(2, top + 1):
             uniform = _saved([r for r in records if r.repetition < reps], spec, metrics)
             if uniform and max(w for _, w in uniform.values()) <= 2.0:
-                print(f"     smallest fixed matrix with every CI within 2 points: {reps} repetitions = "
-                      f"{reps * len(models) * len(builds)} units")
+                print(f"     smallest fixed matrix with every CI within 2 points: {reps} "
+                      f"repetitions = {reps * len(models) * len(builds)} units")
                 break
         else:
             print(f"     no fixed matrix up to {top} repetitions brings every CI within 2 points")
@@ -230,7 +244,8 @@ class _Until:
 
 
 BATCH_PACE = 0.2
-"""``fvp.sim.speed`` of the paced batch: bench_batch's 30-iteration units take ~0.3-0.6 s of model time."""
+"""``fvp.sim.speed`` of the paced batch: bench_batch's 30-iteration units take ~0.3-0.6 s of model
+time."""
 
 
 def batch(work: Path, sizes: Sizes) -> None:
@@ -260,12 +275,13 @@ def stealing(scenario: Path, work: Path, sizes: Sizes) -> None:
     overrides = [*sizes.fixed, PACED, f"fvp.instances={sizes.instances}"]
     for label, steal in (("fixed deal", False), ("stealing", True)):
         outcome, wall = _run(scenario, work / f"steal-{steal}", overrides, sizes, steal=steal)
-        busy = ", ".join(f"{info.name} {info.units} units" for s in outcome.sessions for info in s.instances)
+        busy = ", ".join(f"{info.name} {info.units} units" for s in outcome.sessions
+                         for info in s.instances)
         dealt = {unit.id: f"s{unit.session}" for unit in outcome.plan.units}
         moved = sum(record.instance.split(".")[0] != dealt[record.unit_id]
                     for s in outcome.sessions for record in s.records)
-        print(f"   {label:10} {outcome.units_run} units in {wall:6.2f} s ({busy}; {moved} ran on another instance "
-              "than dealt)")
+        print(f"   {label:10} {outcome.units_run} units in {wall:6.2f} s ({busy}; {moved} ran on "
+              "another instance than dealt)")
 
 
 def boots(scenario: Path, work: Path, full: bool, sizes: Sizes) -> None:
@@ -281,9 +297,9 @@ def boots(scenario: Path, work: Path, full: bool, sizes: Sizes) -> None:
                                  fresh=True, only_models=[sizes.fresh_model])
         per_unit, measured = fresh_wall / max(1, fresh.units_run), fresh.units_run
     total = per_unit * once.units_run
-    print(f"   boot once: {once.units_run} units in {once_wall:6.1f} s; boot per unit: {per_unit:5.1f} s per unit "
-          f"(measured on {measured} units) -> {total:6.1f} s for {once.units_run} units: boot-once "
-          f"{total / once_wall:.1f}x faster")
+    print(f"   boot once: {once.units_run} units in {once_wall:6.1f} s; boot per unit: "
+          f"{per_unit:5.1f} s per unit (measured on {measured} units) -> {total:6.1f} s for "
+          f"{once.units_run} units: boot-once {total / once_wall:.1f}x faster")
 
 
 def early_boot(scenario: Path, work: Path, sizes: Sizes) -> None:
@@ -297,17 +313,21 @@ def early_boot(scenario: Path, work: Path, sizes: Sizes) -> None:
                              early_boot=early)
         walls[early] = wall
         boot = sum(info.boot_seconds or 0.0 for s in outcome.sessions for info in s.instances)
-        print(f"   boot {label:17} {wall:6.2f} s (builds {outcome.phase_seconds.get('build', 0.0):5.2f} s, boot "
-              f"{boot:5.2f} s, {outcome.units_run} units)")
-    print(f"   early boot saves {walls[False] - walls[True]:.2f} s: {walls[False] / walls[True]:.2f}x")
+        print(f"   boot {label:17} {wall:6.2f} s (builds "
+              f"{outcome.phase_seconds.get('build', 0.0):5.2f} s, boot {boot:5.2f} s, "
+              f"{outcome.units_run} units)")
+    print(f"   early boot saves {walls[False] - walls[True]:.2f} s: "
+          f"{walls[False] / walls[True]:.2f}x")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--skip", action="append", default=[], choices=["overhead", "deploy", "sampling", "batch",
+    parser.add_argument("--skip", action="append", default=[],
+                        choices=["overhead", "deploy", "sampling", "batch",
                                                                         "boot", "steal", "early"])
     parser.add_argument("--mib", type=float, default=None, help="deploy figure's size (default 4)")
-    parser.add_argument("--full-fresh", action="store_true", help="boot per unit for all 24 units (12 minutes)")
+    parser.add_argument("--full-fresh", action="store_true",
+                        help="boot per unit for all 24 units (12 minutes)")
     parser.add_argument("--keep", type=Path, default=None, help="work in this folder and keep it")
     parser.add_argument("--smoke", action="store_true",
                         help="every figure at tiny sizes (seconds): only proves the script still "

@@ -1,15 +1,17 @@
-"""Boot time and deploy rates on the QEMU guest (``qemu-aarch64-virt``) next to the embedded simulator's.
+"""Boot time and deploy rates on the QEMU guest (``qemu-aarch64-virt``) next to the embedded
+simulator's.
 
-Why: a real UART is slow (QEMU's PL011 raises an interrupt per received character) and a real kernel boots in
-seconds, not the simulator's configured time; these numbers decide ``deploy.method`` and timeouts on real targets.
-Run ``python benchmarks/bench_qemu.py [--kib 256] [--ssh-mib 4] [--boots 3]`` after ``fvp-harness guest build``.
-Prints per platform: launch-to-shell seconds (median of ``--boots``), console upload of ``--kib`` KiB random bytes
-(typed as base64) and download of as much text, ssh (SFTP) upload and download of ``--ssh-mib`` MiB, all sha256
-checked; then the console methods side by side on the same ``--kib`` KiB: base64 lines of ``SAFE_CHUNK_CHARS``
-and of ``CHUNK_CHARS`` (the longest line a tty's 4096-byte canonical buffer takes), random bytes and compressible
-text, plain and gzip+base64. The simulator runs twice: as fast as the host goes, and with ``uart_rate`` set to
-QEMU's measured PL011 rate (``--uart-rate``, bytes/s) so its console deploy behaves like the real line.
-Nothing is asserted: this measures, it does not test.
+Why: a real UART is slow (QEMU's PL011 raises an interrupt per received character) and a real kernel
+boots in seconds, not the simulator's configured time; these numbers decide ``deploy.method`` and
+timeouts on real targets. Run ``python benchmarks/bench_qemu.py [--kib 256] [--ssh-mib 4] [--boots
+3]`` after ``fvp-harness guest build``. Prints per platform: launch-to-shell seconds (median of
+``--boots``), console upload of ``--kib`` KiB random bytes (typed as base64) and download of as much
+text, ssh (SFTP) upload and download of ``--ssh-mib`` MiB, all sha256 checked; then the console
+methods side by side on the same ``--kib`` KiB: base64 lines of ``SAFE_CHUNK_CHARS`` and of
+``CHUNK_CHARS`` (the longest line a tty's 4096-byte canonical buffer takes), random bytes and
+compressible text, plain and gzip+base64. The simulator runs twice: as fast as the host goes, and
+with ``uart_rate`` set to QEMU's measured PL011 rate (``--uart-rate``, bytes/s) so its console
+deploy behaves like the real line. Nothing is asserted: this measures, it does not test.
 """
 
 from __future__ import annotations
@@ -32,15 +34,17 @@ def _platforms(uart_rate: float) -> dict[str, tuple[FvpConfig, str]]:
     image = guest_image()
     return {
         "qemu": (FvpConfig(binary="qemu-system-aarch64",
-                           firmware={"kernel": str(image.kernel), "initrd": str(image.initrd)}), "qemu-aarch64-virt"),
+                           firmware={"kernel": str(image.kernel), "initrd": str(image.initrd)}),
+                 "qemu-aarch64-virt"),
         "sim": (FvpConfig(binary="sim", sim={"boot_seconds": 1.0}), "corstone1000-a320"),
-        "sim-uart": (FvpConfig(binary="sim", sim={"boot_seconds": 1.0, "uart_rate": uart_rate}), "corstone1000-a320"),
+        "sim-uart": (FvpConfig(binary="sim", sim={"boot_seconds": 1.0, "uart_rate": uart_rate}),
+                     "corstone1000-a320"),
     }
 
 
 def _console_methods(target: FvpTarget, binary: Path, text: Path) -> list[str]:
-    """Each console method on the same files: lines of two lengths, plain and gzip (random bytes do not shrink, so
-    they go plain whatever is asked; text does)."""
+    """Each console method on the same files: lines of two lengths, plain and gzip (random bytes do
+    not shrink, so they go plain whatever is asked; text does)."""
     rows = []
     for label, local, chunk, compress in (
         ("random, plain, short lines", binary, SAFE_CHUNK_CHARS, False),
@@ -50,7 +54,8 @@ def _console_methods(target: FvpTarget, binary: Path, text: Path) -> list[str]:
     ):
         began = time.monotonic()
         how = upload_console(target, local, "/tmp/method.bin", chunk_chars=chunk, compress=compress)
-        rows.append(f"  console {label} {_rate(local.stat().st_size, time.monotonic() - began)} [{how}]")
+        rows.append(f"  console {label} {_rate(local.stat().st_size, time.monotonic() - began)} "
+                    f"[{how}]")
     return rows
 
 
@@ -86,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
             boots = []
             for index in range(args.boots):
                 began = time.monotonic()
-                with FvpTarget(fvp, load_profile(profile), log_dir=work / f"{name}-{index}") as target:
+                with FvpTarget(fvp, load_profile(profile),
+                               log_dir=work / f"{name}-{index}") as target:
                     boots.append(time.monotonic() - began)
                     if index:
                         continue
@@ -109,8 +115,8 @@ def main(argv: list[str] | None = None) -> int:
                     began = time.monotonic()
                     assert target.get("/tmp/big.bin") == big.read_bytes()
                     ssh_down = time.monotonic() - began
-            print(f"{name}: launch to shell {statistics.median(boots):.1f} s (median of {len(boots)}: "
-                  f"{', '.join(f'{b:.1f}' for b in boots)})")
+            print(f"{name}: launch to shell {statistics.median(boots):.1f} s (median of "
+                  f"{len(boots)}: {', '.join(f'{b:.1f}' for b in boots)})")
             print(f"  console upload   {_rate(binary.stat().st_size, console_up)}")
             print(f"  console download {_rate(text.stat().st_size, console_down)}")
             print("\n".join(methods))

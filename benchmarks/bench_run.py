@@ -1,21 +1,23 @@
 """What booting once per session buys, and how much of a run is the harness's own overhead.
 
-Run: ``python benchmarks/bench_run.py [--set run.repetitions=1 ...] [--keep DIR]``. In a private copy of
-``scenarios/`` it runs ``driver_reuse.yaml`` three times through the library (``pipeline.run_scenario``, what
-``fvp-harness run`` calls):
+Run: ``python benchmarks/bench_run.py [--set run.repetitions=1 ...] [--keep DIR]``. In a private
+copy of ``scenarios/`` it runs ``driver_reuse.yaml`` three times through the library
+(``pipeline.run_scenario``, what ``fvp-harness run`` calls):
 
 1. cold: artifacts built from nothing, then the matrix (one boot);
 2. warm: the same matrix again, artifacts already built (one boot);
-3. fresh boot: the same matrix with ``--fresh-boot-per-unit`` (one boot per unit, how one-launch-per-run
-   scripts work).
+3. fresh boot: the same matrix with ``--fresh-boot-per-unit`` (one boot per unit, how
+   one-launch-per-run scripts work).
 
 It prints, measured side by side in this one run:
 
 - the wall-time ratio fresh-boot / warm (how much slower the per-unit-launch way is);
-- the harness overhead share of the warm run: the part of wall time *not* spent waiting for the simulator
-  (its boot until a ready shell, and the runner commands themselves), i.e. version query, artifact hashing,
-  deploy, per-unit prepare/hash/cleanup commands, scraping, storing, analysis and the report;
-- the same share computed from the simulator's own ``--stat`` CPU time (user + system) for reference;
+- the harness overhead share of the warm run: the part of wall time *not* spent waiting for the
+  simulator (its boot until a ready shell, and the runner commands themselves), i.e. version query,
+  artifact hashing, deploy, per-unit prepare/hash/cleanup commands, scraping, storing, analysis and
+  the report;
+- the same share computed from the simulator's own ``--stat`` CPU time (user + system) for
+  reference;
 - the savings per model next to the published 64/53/77/77 %.
 
 Nothing is asserted: this is a measurement of the harness itself, not a test.
@@ -71,7 +73,8 @@ def breakdown(outcome: RunOutcome, wall: float) -> dict[str, float]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="PATH=VALUE",
+    parser.add_argument("--set", dest="overrides", action="append", default=[],
+                        metavar="PATH=VALUE",
                         help="scenario overrides for all three runs (e.g. run.repetitions=1)")
     parser.add_argument("--keep", type=Path, default=None, help="work in this folder and keep it")
     parser.add_argument("--smoke", action="store_true",
@@ -106,10 +109,10 @@ def main(argv: list[str] | None = None) -> None:
     for name, outcome, wall in (("warm", warm, warm_wall), ("fresh", fresh, fresh_wall)):
         parts = breakdown(outcome, wall)
         inside = parts["boot"] + parts["runner"]
-        print(f"  {name}: {parts['instances']:.0f} instance(s); boot {parts['boot']:.1f} s, runner commands "
-              f"{parts['runner']:.2f} s, deploy {parts['deploy']:.2f} s; harness overhead "
-              f"{100 * (1 - inside / wall):.0f}% of wall time (outside boot + runner); simulator --stat CPU "
-              f"{parts['sim_cpu']:.1f} s = {100 * parts['sim_cpu'] / wall:.0f}% of wall")
+        print(f"  {name}: {parts['instances']:.0f} instance(s); boot {parts['boot']:.1f} s, runner "
+              f"commands {parts['runner']:.2f} s, deploy {parts['deploy']:.2f} s; harness overhead "
+              f"{100 * (1 - inside / wall):.0f}% of wall time (outside boot + runner); simulator "
+              f"--stat CPU {parts['sim_cpu']:.1f} s = {100 * parts['sim_cpu'] / wall:.0f}% of wall")
     phases = ", ".join(f"{k} {v:.2f} s" for k, v in warm.phase_seconds.items())
     print(f"  warm phases: {phases}")
     comparison = warm.analysis.comparison

@@ -1,12 +1,13 @@
-"""Scraper throughput on a synthetic console log, and the ratio against a naive line-by-line scraper.
+"""Scraper throughput on a synthetic console log, and the ratio against a naive line-by-line
+scraper.
 
-Run: ``python benchmarks/bench_scrape.py [--mb 8] [--repeat 3]``. Prints MB/s for both, measured side by side
-in one run (best of ``--repeat``), and checks that both found the same values. Nothing is asserted: this is a
-measurement of the harness itself, not a test.
+Run: ``python benchmarks/bench_scrape.py [--mb 8] [--repeat 3]``. Prints MB/s for both, measured
+side by side in one run (best of ``--repeat``), and checks that both found the same values. Nothing
+is asserted: this is a measurement of the harness itself, not a test.
 
-The log imitates what a unit's console shows: CRLF line ends, colour codes on some lines, ExecuTorch log
-lines (CPU time, NPU cycle counter, iteration times), printed tensors, and a kernel message every few hundred
-lines, some of them cut into the middle of a runner line.
+The log imitates what a unit's console shows: CRLF line ends, colour codes on some lines, ExecuTorch
+log lines (CPU time, NPU cycle counter, iteration times), printed tensors, and a kernel message
+every few hundred lines, some of them cut into the middle of a runner line.
 """
 
 from __future__ import annotations
@@ -31,17 +32,21 @@ def synthetic_log(megabytes: float, seed: int = 1) -> str:
     stamp = 10.0
     while size < target:
         lines = [
-            "\x1b[1;32mroot@corstone1000-a320:~#\x1b[0m ./executor_runner --model_path=m.pte --num_executions=21",
+            "\x1b[1;32mroot@corstone1000-a320:~#\x1b[0m ./executor_runner --model_path=m.pte "
+            "--num_executions=21",
             "I 00:00:00.000100 executorch:executor_runner.cpp:190] Model file m.pte is loaded.",
             "I 00:00:00.000200 executorch:executor_runner.cpp:240] Using method forward",
-            f"I 00:00:00.012000 executorch:executor_runner.cpp:260] Model loaded in {rng.uniform(5, 20):.3f} ms.",
+            "I 00:00:00.012000 executorch:executor_runner.cpp:260] Model loaded in "
+            f"{rng.uniform(5, 20):.3f} ms.",
         ]
         for i in range(1, 22):
             cpu = rng.gauss(0.93, 0.01)
             lines.append(
-                f"I 00:00:00.{i:06d} executorch:EthosUBackend.cpp:312] EthosUBackend::execute() CPU time: {cpu:.3f} ms"
+                f"I 00:00:00.{i:06d} executorch:EthosUBackend.cpp:312] EthosUBackend::execute() "
+                f"CPU time: {cpu:.3f} ms"
             )
-            counter = "I 00:00:00.000001 executorch:EthosUBackend.cpp:330] Ethos-U Linux delegate cycle counter: 85092"
+            counter = ("I 00:00:00.000001 executorch:EthosUBackend.cpp:330] Ethos-U Linux delegate "
+                       "cycle counter: 85092")
             if rng.random() < 0.02:  # a kernel message lands in the middle of the line
                 cut = rng.randrange(40, len(counter) - 2)
                 stamp += 0.5
@@ -50,7 +55,8 @@ def synthetic_log(megabytes: float, seed: int = 1) -> str:
             else:
                 lines.append(counter)
             lines.append(
-                f"I 00:00:00.{i:06d} executorch:executor_runner.cpp:700] Iteration {i} of 21: {cpu + 0.2:.3f} ms"
+                f"I 00:00:00.{i:06d} executorch:executor_runner.cpp:700] Iteration {i} of 21: "
+                f"{cpu + 0.2:.3f} ms"
             )
             if rng.random() < 0.05:
                 stamp += 0.1
@@ -71,8 +77,8 @@ _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
 
 
 def naive_scrape(text: str) -> dict[str, list[float]]:
-    """What a first version usually looks like: split into lines, strip each, try every pattern on every
-    line. Kernel fragments are not repaired (so it finds slightly fewer cycle counts)."""
+    """What a first version usually looks like: split into lines, strip each, try every pattern on
+    every line. Kernel fragments are not repaired (so it finds slightly fewer cycle counts)."""
     found: dict[str, list[float]] = {name: [] for name in BUILTINS}
     for raw in text.split("\n"):
         line = _ANSI.sub("", raw.rstrip("\r"))
@@ -99,7 +105,8 @@ def best_of(repeat: int, func: object, *args: object) -> tuple[float, object]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--mb", type=float, default=8.0, help="size of the synthetic log (default 8 MB)")
+    parser.add_argument("--mb", type=float, default=8.0,
+                        help="size of the synthetic log (default 8 MB)")
     parser.add_argument("--repeat", type=int, default=3, help="runs per scraper; the best is kept")
     parser.add_argument("--smoke", action="store_true",
                         help="tiny sizes (seconds): only proves the script still runs "

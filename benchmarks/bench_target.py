@@ -1,14 +1,18 @@
-"""The target layer's own costs on the embedded simulator: deploy throughput, command latency, boot overhead.
+"""The target layer's own costs on the embedded simulator: deploy throughput, command latency, boot
+overhead.
 
-Why: a benchmark session spends its time in boot, deploy and many short guest commands; these numbers say how much
-of that is the harness. Run ``python benchmarks/bench_target.py [--mib 4] [--commands 100] [--boots 3]``. Prints:
+Why: a benchmark session spends its time in boot, deploy and many short guest commands; these
+numbers say how much of that is the harness. Run ``python benchmarks/bench_target.py [--mib 4]
+[--commands 100] [--boots 3]``. Prints:
 
-- console and ssh deploy throughput (MB/s) for two files of ``--mib`` MiB (sha256 checked in the guest): random
-  bytes (incompressible, the worst case) and machine code (the start of this Python's shared library, as
-  compressible as a runner binary), with how each went (``console`` plain or gzip, ``ssh/sftp``);
+- console and ssh deploy throughput (MB/s) for two files of ``--mib`` MiB (sha256 checked in the
+  guest): random bytes (incompressible, the worst case) and machine code (the start of this Python's
+  shared library, as compressible as a runner binary), with how each went (``console`` plain or
+  gzip, ``ssh/sftp``);
 - framed command round-trip latency (``:``), median and 95th percentile;
-- launch-to-prompt time minus the simulator's configured ``boot_seconds``: the harness's own boot overhead
-  (process start, port banner, terminal connects, prompt matching), median of ``--boots`` boots.
+- launch-to-prompt time minus the simulator's configured ``boot_seconds``: the harness's own boot
+  overhead (process start, port banner, terminal connects, prompt matching), median of ``--boots``
+  boots.
 
 Nothing is asserted: this measures, it does not test.
 """
@@ -42,8 +46,10 @@ def _scenario() -> Scenario:
 
 
 def _machine_code(size: int) -> bytes:
-    """``size`` bytes of real machine code: this Python's shared library (else its executable), repeated if short."""
-    library = Path(str(sysconfig.get_config_var("LIBDIR") or ""), str(sysconfig.get_config_var("LDLIBRARY") or ""))
+    """``size`` bytes of real machine code: this Python's shared library (else its executable),
+    repeated if short."""
+    library = Path(str(sysconfig.get_config_var("LIBDIR") or ""),
+                   str(sysconfig.get_config_var("LDLIBRARY") or ""))
     source = library if library.is_file() else Path(os.path.realpath(sys.executable))
     data = source.read_bytes()[:size]
     return (data * (size // max(1, len(data)) + 1))[:size]
@@ -73,7 +79,8 @@ def main(argv: list[str] | None = None) -> int:
                 ready = time.monotonic() - began
                 prompt = float(target.metadata["boot_seconds"])  # launch -> login prompt
                 overheads.append(prompt - BOOT_SECONDS)
-                print(f"boot {boot}: launch->prompt {prompt:.3f} s, ready (logged in, shell prepared) {ready:.3f} s")
+                print(f"boot {boot}: launch->prompt {prompt:.3f} s, ready (logged in, shell "
+                      f"prepared) {ready:.3f} s")
                 if boot:
                     continue
                 latencies = []
@@ -84,17 +91,19 @@ def main(argv: list[str] | None = None) -> int:
                 results = {}
                 for kind, blob in blobs.items():
                     for method in ("console", "ssh"):
-                        deployed = Deployer(target, method=method).deploy(blob, name=f"{method}-{kind}.bin")
+                        deployed = Deployer(target, method=method).deploy(blob,
+                                                                          name=f"{method}-{kind}.bin")
                         results[(kind, method)] = deployed
         size_mb = size / 1e6
         print(f"\ndeploy of {args.mib:g} MiB ({size_mb:.2f} MB), sha256 checked in the guest:")
         for (kind, method), deployed in results.items():
             rate = size_mb / deployed.seconds
-            print(f"  {kind:7} {method:8} {deployed.seconds:7.2f} s  {rate:7.2f} MB/s  ({deployed.method})")
+            print(f"  {kind:7} {method:8} {deployed.seconds:7.2f} s  {rate:7.2f} MB/s  "
+                  f"({deployed.method})")
         latencies.sort()
         p95 = latencies[int(0.95 * (len(latencies) - 1))]
-        print(f"\ncommand round trip ({args.commands} x ':'): median {statistics.median(latencies) * 1e3:.2f} ms, "
-              f"p95 {p95 * 1e3:.2f} ms")
+        print(f"\ncommand round trip ({args.commands} x ':'): median "
+              f"{statistics.median(latencies) * 1e3:.2f} ms, p95 {p95 * 1e3:.2f} ms")
         print(f"launch-to-prompt minus configured boot ({BOOT_SECONDS} s): median "
               f"{statistics.median(overheads):.3f} s over {len(overheads)} boot(s)")
     return 0

@@ -1,17 +1,19 @@
-"""How long the test suite keeps developers waiting (issue 27): collection and the fast lane against their targets.
+"""How long the test suite keeps developers waiting (issue 27): collection and the fast lane against
+their targets.
 
-Run: ``python benchmarks/bench_tests.py [--rounds N] [--full]`` from anywhere; it runs ``python -m pytest`` with the
-Python that runs this script, in the checkout this script belongs to:
+Run: ``python benchmarks/bench_tests.py [--rounds N] [--full]`` from anywhere; it runs ``python -m
+pytest`` with the Python that runs this script, in the checkout this script belongs to:
 
-1. collection: ``pytest --collect-only -q -m "not slow" -n 0`` (one process, as a developer's first feedback),
-   target 5 s;
-2. the fast lane: ``pytest -q -m "not slow"`` with the project's ``addopts`` (two xdist workers), target 60 s on
-   the two-core machine while nothing else runs;
+1. collection: ``pytest --collect-only -q -m "not slow" -n 0`` (one process, as a developer's first
+   feedback), target 5 s;
+2. the fast lane: ``pytest -q -m "not slow"`` with the project's ``addopts`` (two xdist workers),
+   target 60 s on the two-core machine while nothing else runs;
 3. with ``--full``: the whole suite (``pytest -q``), no target.
 
-For each, the median wall time and the CPU time (user + system of pytest and every process it waited for: workers,
-the CLI and simulator processes the tests start) over ``--rounds`` rounds, and the count pytest reported. The machine
-is shared and noisy: read the CPU time beside the wall time, and compare runs taken side by side.
+For each, the median wall time and the CPU time (user + system of pytest and every process it waited
+for: workers, the CLI and simulator processes the tests start) over ``--rounds`` rounds, and the
+count pytest reported. The machine is shared and noisy: read the CPU time beside the wall time, and
+compare runs taken side by side.
 
 Nothing is asserted: this measures the suite, it is not a test.
 """
@@ -45,7 +47,8 @@ class Timing:
     wall: float
     cpu: float
     summary: str
-    """pytest's closing line (``2353 passed ... in 95.1s``), or its exit code when it printed none."""
+    """pytest's closing line (``2353 passed ... in 95.1s``), or its exit code when it printed
+    none."""
 
 
 def _children_cpu() -> float:
@@ -54,12 +57,14 @@ def _children_cpu() -> float:
 
 
 def timed_pytest(args: Sequence[str]) -> Timing:
-    """``python -m pytest ARGS`` in the checkout, its wall time and the CPU time of its process tree."""
+    """``python -m pytest ARGS`` in the checkout, its wall time and the CPU time of its process
+    tree."""
     cpu_before, started = _children_cpu(), time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "pytest", *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=TIMEOUT_S, check=False)
+    done = subprocess.run([sys.executable, "-m", "pytest", *args], cwd=REPO, capture_output=True,
+                          text=True, timeout=TIMEOUT_S, check=False)
     wall, cpu = time.monotonic() - started, _children_cpu() - cpu_before
-    lines = [line.strip("= ") for line in done.stdout.splitlines() if re.search(r"\d+ (passed|failed|tests? coll)",
+    lines = [line.strip("= ")
+             for line in done.stdout.splitlines() if re.search(r"\d+ (passed|failed|tests? coll)",
                                                                               line)]
     return Timing(wall, cpu, lines[-1] if lines else f"exit {done.returncode}")
 
@@ -69,7 +74,8 @@ def measure(name: str, args: Sequence[str], rounds: int, target: float | None) -
     timings = [timed_pytest(args) for _ in range(rounds)]
     wall = statistics.median(t.wall for t in timings)
     cpu = statistics.median(t.cpu for t in timings)
-    verdict = "" if target is None else f"  target {target:g} s: {'met' if wall <= target else 'MISSED'}"
+    verdict = "" if target is None else (f"  target {target:g} s: "
+                                         f"{'met' if wall <= target else 'MISSED'}")
     print(f"{name:<12} wall {wall:7.1f} s  cpu {cpu:7.1f} s{verdict}")
     print(f"{'':<12} {timings[-1].summary}")
 

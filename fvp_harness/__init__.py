@@ -1,14 +1,15 @@
 """fvp-harness: benchmark ExecuTorch runners on Arm Fixed Virtual Platforms.
 
-The promised Python API is what this module exports (``__all__``); everything else is importable but may change
-between versions. A typical session::
+The promised Python API is what this module exports (``__all__``); everything else is importable but
+may change between versions. A typical session::
 
     from fvp_harness import load_scenario, run_scenario
 
     outcome = run_scenario(load_scenario("scenarios/driver_reuse.yaml"))
     print(outcome.results_dir, outcome.exit_code)
 
-The package is split into layers, each a folder, each importing only the ones below it (docs/architecture.md)::
+The package is split into layers, each a folder, each importing only the ones below it
+(docs/architecture.md)::
 
     cli/                         the only code that prints or exits
     batch/                       make-style engine over many scenarios (local threads, Dask)
@@ -19,8 +20,8 @@ The package is split into layers, each a folder, each importing only the ones be
     errors events files located version   the bottom (imports nothing of the harness)
     sim/                         the embedded FVP simulator: imports nothing of the above
 
-Names are imported on first use, so ``import fvp_harness`` (and the simulator, which lives inside the package)
-stays cheap: pandas, matplotlib and pydantic load only when something needs them.
+Names are imported on first use, so ``import fvp_harness`` (and the simulator, which lives inside
+the package) stays cheap: pandas, matplotlib and pydantic load only when something needs them.
 """
 
 from __future__ import annotations
@@ -86,9 +87,16 @@ __all__ = [
     "run_scenario",
 ]
 
-if TYPE_CHECKING:  # what type checkers and editors see; at run time __getattr__ imports on first use
+# what type checkers and editors see; at run time __getattr__ imports on first use
+if TYPE_CHECKING:
     from fvp_harness.batch.engine import MakeOptions, make
-    from fvp_harness.errors import ConfigurationError, HarnessError, InfrastructureError, Interrupted, UnitFailure
+    from fvp_harness.errors import (
+        ConfigurationError,
+        HarnessError,
+        InfrastructureError,
+        Interrupted,
+        UnitFailure,
+    )
     from fvp_harness.events import Event
     from fvp_harness.report.stats.analysis import analyse
     from fvp_harness.report.stats.result import AnalysisResult

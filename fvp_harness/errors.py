@@ -28,8 +28,8 @@ The class decides the exit code and whether a retry can help::
         ├── Terminated                exit 143: SIGTERM / SIGHUP, handled as Ctrl-C (docs/architecture.md)
         └── OutputClosed              exit 141: the reader of the output went away (``| head``), handled as Ctrl-C
 
-Only ``cli`` turns these into exit codes and messages; library code raises them with context attached and never
-prints.
+Only ``cli`` turns these into exit codes and messages; library code raises them with context
+attached and never prints.
 """
 
 from __future__ import annotations
@@ -88,14 +88,17 @@ EXIT_BAD_INPUT = 2
 EXIT_INFRASTRUCTURE = 3
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
-"""SIGTERM (or SIGHUP) ended the run: 128 + 15, what a shell reports for a process ended by SIGTERM."""
+"""SIGTERM (or SIGHUP) ended the run: 128 + 15, what a shell reports for a process ended by
+SIGTERM."""
 EXIT_OUTPUT_CLOSED = 141
-"""The output's reader went away (``fvp-harness run X | head -2``): 128 + 13, what a shell reports for a process
-ended by SIGPIPE. Python ignores SIGPIPE, so the harness sees EPIPE and ends as after a first Ctrl-C."""
+"""The output's reader went away (``fvp-harness run X | head -2``): 128 + 13, what a shell reports
+for a process ended by SIGPIPE. Python ignores SIGPIPE, so the harness sees EPIPE and ends as after
+a first Ctrl-C."""
 
-STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO, errno.EDQUOT,
-                            errno.EFBIG})
-"""``OSError`` numbers that mean the host's storage refuses the harness (no retry, no instance, can help)."""
+STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO,
+                            errno.EDQUOT, errno.EFBIG})
+"""``OSError`` numbers that mean the host's storage refuses the harness (no retry, no instance, can
+help)."""
 
 FailureClass = Literal["infrastructure", "test", "configuration", "interrupted"]
 """How a failure is classed; ``records.Record.failure_class`` holds the same four values."""
@@ -104,9 +107,10 @@ FailureClass = Literal["infrastructure", "test", "configuration", "interrupted"]
 class HarnessError(Exception):
     """Base of every harness failure.
 
-    ``failure_class`` is one of ``configuration``, ``infrastructure``, ``test`` or ``interrupted``; ``log_path`` points
-    at the log that shows the failure; ``last_lines`` holds the tail of that log so a report can show it without
-    opening files; ``stage`` names where it happened (``boot``, ``login``, ``deploy``, a unit id, ...).
+    ``failure_class`` is one of ``configuration``, ``infrastructure``, ``test`` or ``interrupted``;
+    ``log_path`` points at the log that shows the failure; ``last_lines`` holds the tail of that log
+    so a report can show it without opening files; ``stage`` names where it happened (``boot``,
+    ``login``, ``deploy``, a unit id, ...).
     """
 
     failure_class: ClassVar[FailureClass] = "infrastructure"
@@ -148,7 +152,8 @@ class ConfigurationError(HarnessError):
 
 
 class ScenarioError(ConfigurationError):
-    """A scenario failed to load. ``problems`` holds one ``file:line:col: field: message`` string per problem."""
+    """A scenario failed to load. ``problems`` holds one ``file:line:col: field: message`` string
+    per problem."""
 
     def __init__(self, problems: Sequence[str]) -> None:
         self.problems = list(problems)
@@ -164,9 +169,9 @@ _SHOWN_NAMES = 24
 class UnknownName(ConfigurationError):
     """An option named something that matches nothing: ``--metric cpu_tim``, ``--only-build aftr``.
 
-    Why a class of its own: a typo in a CI job's option must stop the job before any work (exit 2), and the message
-    must carry what would have matched, so every verb words it the same way: the option, the name, the closest valid
-    name (``difflib``), and every valid one."""
+    Why a class of its own: a typo in a CI job's option must stop the job before any work (exit 2),
+    and the message must carry what would have matched, so every verb words it the same way: the
+    option, the name, the closest valid name (``difflib``), and every valid one."""
 
     def __init__(self, option: str, names: Sequence[str], valid: Iterable[str], *, what: str,
                  plural: str | None = None) -> None:
@@ -177,10 +182,11 @@ class UnknownName(ConfigurationError):
             close = difflib.get_close_matches(name, self.valid, n=1, cutoff=0.6)
             hints.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
         shown = self.valid[:_SHOWN_NAMES]
-        more = f", ... ({len(self.valid) - len(shown)} more)" if len(self.valid) > len(shown) else ""
+        more = (f", ... ({len(self.valid) - len(shown)} more)" if len(self.valid) > len(shown)
+                else "")
         known = ", ".join(shown) + more if shown else "none"
-        super().__init__(f"{option}: no {what} named {', '.join(hints)}; {plural or f'the {what}s there are'}: "
-                         f"{known}")
+        super().__init__(f"{option}: no {what} named {', '.join(hints)}; "
+                         f"{plural or f'the {what}s there are'}: {known}")
 
 
 def check_names(option: str, names: Iterable[str], valid: Iterable[str], *, what: str,
@@ -193,7 +199,8 @@ def check_names(option: str, names: Iterable[str], valid: Iterable[str], *, what
 
 
 class InfrastructureError(HarnessError):
-    """The platform failed (model, console, network), not the code under test. A fresh instance may succeed."""
+    """The platform failed (model, console, network), not the code under test. A fresh instance may
+    succeed."""
 
     failure_class = "infrastructure"
     exit_code = EXIT_INFRASTRUCTURE
@@ -232,31 +239,34 @@ class DeployError(InfrastructureError):
 
 
 class StorageError(InfrastructureError):
-    """A file on this host could not be written (or read): the disk is full, the folder read-only, permission was
-    refused, or the device failed. No fresh instance can help, so the run ends at once (exit 3) with the path and
-    the error in one line; records already written stay valid. ``path`` and ``errno`` say which and why."""
+    """A file on this host could not be written (or read): the disk is full, the folder read-only,
+    permission was refused, or the device failed. No fresh instance can help, so the run ends at
+    once (exit 3) with the path and the error in one line; records already written stay valid.
+    ``path`` and ``errno`` say which and why."""
 
-    def __init__(self, message: str, *, path: Path | str | None = None, errno_value: int | None = None,
-                 **kwargs: Any) -> None:
+    def __init__(self, message: str, *, path: Path | str | None = None,
+                 errno_value: int | None = None, **kwargs: Any) -> None:
         super().__init__(message, **kwargs)
         self.path = Path(path) if path is not None else None
         self.errno = errno_value
 
 
 def is_storage_failure(exc: BaseException) -> bool:
-    """True for an ``OSError`` whose number is one of ``STORAGE_ERRNOS`` (a full disk, a read-only folder, ...)."""
+    """True for an ``OSError`` whose number is one of ``STORAGE_ERRNOS`` (a full disk, a read-only
+    folder, ...)."""
     return isinstance(exc, OSError) and exc.errno in STORAGE_ERRNOS
 
 
 def storage_error(path: Path | str | None, exc: OSError, action: str = "write") -> StorageError:
-    """A ``StorageError`` for ``exc`` while trying to ``action`` ``path``: ``cannot write PATH: No space left on
-    device (ENOSPC)``. The path is the one the harness used, else the one the OS named."""
+    """A ``StorageError`` for ``exc`` while trying to ``action`` ``path``: ``cannot write PATH: No
+    space left on device (ENOSPC)``. The path is the one the harness used, else the one the OS
+    named."""
     where = path if path is not None else (exc.filename if exc.filename is not None else "a file")
     code = errno.errorcode.get(exc.errno or 0, "")
     reason = exc.strerror or (os.strerror(exc.errno) if exc.errno else str(exc))
     text = f"cannot {action} {where}: {reason}" + (f" ({code})" if code else "")
-    return StorageError(text, path=where if isinstance(where, (str, Path)) else None, errno_value=exc.errno,
-                        stage="storage")
+    return StorageError(text, path=where if isinstance(where, (str, Path)) else None,
+                        errno_value=exc.errno, stage="storage")
 
 
 @contextlib.contextmanager
@@ -270,8 +280,9 @@ def storing(path: Path | str) -> Iterator[None]:
 
 
 class HardFault(InfrastructureError):
-    """A bare-metal program hit a hard fault (the model prints ``Hard fault`` and the CPU spins in the handler
-    until the time limit). ``output`` keeps what the program printed, for the unit log."""
+    """A bare-metal program hit a hard fault (the model prints ``Hard fault`` and the CPU spins in
+    the handler until the time limit). ``output`` keeps what the program printed, for the unit
+    log."""
 
     def __init__(self, message: str, *, output: str = "", **kwargs: Any) -> None:
         super().__init__(message, **kwargs)
@@ -279,9 +290,9 @@ class HardFault(InfrastructureError):
 
 
 class TimeLimitExceeded(InfrastructureError):
-    """A bare-metal model stopped at its ``--timelimit`` (``Info: Simulation is stopping. Reason: CPU time has been
-    exceeded.``), or did not stop by itself within the harness's unit timeout and was stopped. ``output`` keeps
-    what the program printed, for the unit log."""
+    """A bare-metal model stopped at its ``--timelimit`` (``Info: Simulation is stopping. Reason:
+    CPU time has been exceeded.``), or did not stop by itself within the harness's unit timeout and
+    was stopped. ``output`` keeps what the program printed, for the unit log."""
 
     def __init__(self, message: str, *, output: str = "", **kwargs: Any) -> None:
         super().__init__(message, **kwargs)
@@ -289,7 +300,8 @@ class TimeLimitExceeded(InfrastructureError):
 
 
 class UnitFailure(HarnessError):
-    """The code under test failed in a unit (or a build step); retrying on a fresh instance will not change that.
+    """The code under test failed in a unit (or a build step); retrying on a fresh instance will not
+    change that.
 
     Its ``failure_class`` is ``test`` (as stored in records): the test failed, not the platform."""
 
@@ -307,8 +319,8 @@ class CommandFailed(UnitFailure):
 
 
 class OutputLimitExceeded(CommandFailed):
-    """A host runner printed more than ``run.max_output`` bytes; it was ended with every process it started. The
-    output up to the limit is in the target's log (``output`` keeps only its tail)."""
+    """A host runner printed more than ``run.max_output`` bytes; it was ended with every process it
+    started. The output up to the limit is in the target's log (``output`` keeps only its tail)."""
 
 
 class MetricMissing(UnitFailure):
@@ -316,7 +328,8 @@ class MetricMissing(UnitFailure):
 
 
 class ProvenanceError(UnitFailure):
-    """The runner's identity line does not match the build that was deployed: the wrong binary ran."""
+    """The runner's identity line does not match the build that was deployed: the wrong binary
+    ran."""
 
 
 class Interrupted(HarnessError):
@@ -327,14 +340,15 @@ class Interrupted(HarnessError):
 
 
 class Terminated(Interrupted):
-    """SIGTERM or SIGHUP (a CI cancel, a closed terminal) stopped the run as a Ctrl-C would; exit 143."""
+    """SIGTERM or SIGHUP (a CI cancel, a closed terminal) stopped the run as a Ctrl-C would; exit
+    143."""
 
     exit_code = EXIT_TERMINATED
 
 
 class OutputClosed(Interrupted):
-    """Standard output or error was a pipe whose reader went away (EPIPE): nobody reads the progress any more, so
-    the run stops as after a first Ctrl-C (the units in flight are recorded, the manifest ends ``interrupted``, the
-    report of what was measured is written); exit 141."""
+    """Standard output or error was a pipe whose reader went away (EPIPE): nobody reads the progress
+    any more, so the run stops as after a first Ctrl-C (the units in flight are recorded, the
+    manifest ends ``interrupted``, the report of what was measured is written); exit 141."""
 
     exit_code = EXIT_OUTPUT_CLOSED

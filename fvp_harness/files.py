@@ -1,9 +1,10 @@
 """The harness's one way to hash a file and its one way to replace a whole file.
 
-Both sit at the bottom of the package (standard library only) because every layer needs them: the targets layer
-checks what arrived in a guest, the planner keys units on artifact bytes, the batch engine decides whether a
-report is up to date, and the store, report and batch layers replace manifests, reports and cached artifacts.
-One hasher means one cache: a batch of many scenarios hashes each artifact once.
+Both sit at the bottom of the package (standard library only) because every layer needs them: the
+targets layer checks what arrived in a guest, the planner keys units on artifact bytes, the batch
+engine decides whether a report is up to date, and the store, report and batch layers replace
+manifests, reports and cached artifacts. One hasher means one cache: a batch of many scenarios
+hashes each artifact once.
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ _HASH_LOCK = threading.Lock()
 def file_sha256(path: Path | str) -> str:
     """Hex sha256 of a file, read in 1 MiB blocks.
 
-    Cached per (path, inode, size, mtime, ctime): a file that did not change is hashed once per process, however
-    many scenarios or sessions name it; a file replaced by ``atomic_write`` (a new inode) or appended to (a new
-    size) is hashed again. Raises ``FileNotFoundError`` like ``open``.
+    Cached per (path, inode, size, mtime, ctime): a file that did not change is hashed once per
+    process, however many scenarios or sessions name it; a file replaced by ``atomic_write`` (a new
+    inode) or appended to (a new size) is hashed again. Raises ``FileNotFoundError`` like ``open``.
     """
     path = Path(path)
     stat = path.stat()
@@ -60,14 +61,16 @@ def fsync_dir(path: Path) -> None:
 
 
 def atomic_write(path: Path | str, data: bytes | str, *, mode: int | None = None) -> Path:
-    """Replace ``path`` with ``data`` so a reader sees the old file or the new one, never half of one.
+    """Replace ``path`` with ``data`` so a reader sees the old file or the new one, never half of
+    one.
 
-    ``str`` is written as UTF-8 with its line ends untouched. A temp file beside the target (same folder, so the
-    rename cannot cross file systems) is written and fsynced, renamed over ``path``, then the folder is fsynced so
-    the rename survives a crash. The file gets the permissions of a plain ``open(path, "w")``: ``0o666`` minus the
-    umask (``tempfile.mkstemp`` would leave ``0o600``, unreadable for the rest of the team), or exactly ``mode``
-    when given (an executable cached on a worker). On failure the temp file is removed and the old ``path`` is
-    left as it was. Returns ``path``.
+    ``str`` is written as UTF-8 with its line ends untouched. A temp file beside the target (same
+    folder, so the rename cannot cross file systems) is written and fsynced, renamed over ``path``,
+    then the folder is fsynced so the rename survives a crash. The file gets the permissions of a
+    plain ``open(path, "w")``: ``0o666`` minus the umask (``tempfile.mkstemp`` would leave
+    ``0o600``, unreadable for the rest of the team), or exactly ``mode`` when given (an executable
+    cached on a worker). On failure the temp file is removed and the old ``path`` is left as it was.
+    Returns ``path``.
     """
     path = Path(path)
     payload = data.encode("utf-8") if isinstance(data, str) else bytes(data)
@@ -89,7 +92,8 @@ def atomic_write(path: Path | str, data: bytes | str, *, mode: int | None = None
         os.replace(tmp, path)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
-        if exc.filename is None:  # a write's ENOSPC names no file: name the one the user will look for
+        # a write's ENOSPC names no file: name the one the user will look for
+        if exc.filename is None:
             raise OSError(exc.errno, exc.strerror, str(path)) from exc
         raise
     except BaseException:

@@ -1,11 +1,12 @@
-"""A stand-in bare-metal FVP for the tests of the bare-metal target: a small Python script that prints what
-``arm_executor_runner`` prints (its own log format and upstream's perf block, from the format strings of
-examples/arm/executor_runner/arm_perf_monitor.cpp) and behaves like the model around it (UART on stdout, stop on EOT
-with ``shutdown_on_eot=1``, semihosting files, ``--timelimit``).
+"""A stand-in bare-metal FVP for the tests of the bare-metal target: a small Python script that
+prints what ``arm_executor_runner`` prints (its own log format and upstream's perf block, from the
+format strings of examples/arm/executor_runner/arm_perf_monitor.cpp) and behaves like the model
+around it (UART on stdout, stop on EOT with ``shutdown_on_eot=1``, semihosting files,
+``--timelimit``).
 
-What the program does is in the "ELF" itself: the ``-a`` file holds JSON (``fake_runner``), so a scenario's builds can
-be a well-behaved runner, one that hard-faults, one that hangs, ... No simulator is involved: a launch costs one
-Python start-up.
+What the program does is in the "ELF" itself: the ``-a`` file holds JSON (``fake_runner``), so a
+scenario's builds can be a well-behaved runner, one that hard-faults, one that hangs, ... No
+simulator is involved: a launch costs one Python start-up.
 """
 
 # ruff: noqa: UP031  -- the perf block is made with upstream's printf format strings, kept verbatim
@@ -121,7 +122,8 @@ spin()
 
 
 def write_fake_fvp(folder: Path, name: str = "FVP_Corstone_SSE-320") -> Path:
-    """Write the stand-in model as an executable named ``name`` (a real FVP's name) into ``folder``."""
+    """Write the stand-in model as an executable named ``name`` (a real FVP's name) into
+    ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / name
     path.write_text(f"#!{sys.executable}\n{FAKE_FVP}", encoding="utf-8")
@@ -130,8 +132,9 @@ def write_fake_fvp(folder: Path, name: str = "FVP_Corstone_SSE-320") -> Path:
 
 
 def perf_block(npu: int, execute: int, runtime: int, inferences: int = 1) -> list[str]:
-    """The perf block ``StopMeasurements(inferences)`` prints for these totals (upstream format strings, Ethos-U85:
-    seven PMU counters), as lines of a current build (``%llu`` totals, ``%.2f`` per inference)."""
+    """The perf block ``StopMeasurements(inferences)`` prints for these totals (upstream format
+    strings, Ethos-U85: seven PMU counters), as lines of a current build (``%llu`` totals, ``%.2f``
+    per inference)."""
 
     def line(where: int, message: str) -> str:
         return f"I [executorch:arm_perf_monitor.cpp:{where} StopMeasurements()] {message}"
@@ -143,24 +146,32 @@ def perf_block(npu: int, execute: int, runtime: int, inferences: int = 1) -> lis
         line(156, "Profiler report, CPU cycles per operator:"),
         line(160, "ethos-u : cycle_cnt : %u cycles (%.2f per inference)" % (execute, execute / n)),
         line(168, "Operator(s) total: %u CPU cycles (%.2f per inference)" % (execute, execute / n)),
-        line(175, "Inference runtime: %u CPU cycles total (%.2f per inference)" % (runtime, runtime / n)),
-        line(181, "NOTE: CPU cycle values and ratio calculations require FPGA and identical CPU/NPU frequency"),
+        line(175,
+             "Inference runtime: %u CPU cycles total (%.2f per inference)"
+             % (runtime, runtime / n)),
+        line(181,
+             "NOTE: CPU cycle values and ratio calculations require FPGA and identical CPU/NPU "
+             "frequency"),
         line(190, "Inference CPU ratio: %.2f %%" % (100.0 * (runtime - npu) / runtime)),
         line(194, "Inference NPU ratio: %.2f %%" % (100.0 * npu / runtime)),
-        line(203, "cpu_wait_for_npu_cntr : %u CPU cycles (%.2f per inference)" % (npu + 88, (npu + 88) / n)),
+        line(203,
+             "cpu_wait_for_npu_cntr : %u CPU cycles (%.2f per inference)"
+             % (npu + 88, (npu + 88) / n)),
         line(209, "Ethos-U PMU report:"),
         line(210, "ethosu_pmu_cycle_cntr : % u (%.2f per inference)" % (npu, npu / n)),
     ]
-    lines += [line(217, "ethosu_pmu_cntr%d : %u (%.2f per inference)" % (i, 100 * (i + 1), 100 * (i + 1) / n))
+    lines += [line(217,
+                   "ethosu_pmu_cntr%d : %u (%.2f per inference)"
+                   % (i, 100 * (i + 1), 100 * (i + 1) / n))
               for i in range(7)]
     return lines
 
 
 def fake_runner(path: Path, **spec: object) -> Path:
-    """Write a fake runner "ELF": what the stand-in model's program does (``mode``: ok, error, fatal, hardfault,
-    hang, crash, noise; ``licence``: the model refuses to start; ``pause``: seconds between the start of the
-    inferences and the perf block; ``block_lines`` printed as the perf block, by default ``perf_block`` with ``npu``
-    NPU cycles)."""
+    """Write a fake runner "ELF": what the stand-in model's program does (``mode``: ok, error,
+    fatal, hardfault, hang, crash, noise; ``licence``: the model refuses to start; ``pause``:
+    seconds between the start of the inferences and the perf block; ``block_lines`` printed as the
+    perf block, by default ``perf_block`` with ``npu`` NPU cycles)."""
     spec.setdefault("block_lines", perf_block(int(spec.pop("npu", 40_000)), 52_000, 61_000))  # type: ignore[arg-type]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(spec), encoding="utf-8")

@@ -1,9 +1,10 @@
-"""Helpers every test folder shares: the repository root, waiting on a condition, and ``Record`` builders.
+"""Helpers every test folder shares: the repository root, waiting on a condition, and ``Record``
+builders.
 
-Waiting: tests never sleep for a fixed time to let something happen elsewhere (a thread, a process, a socket);
-they poll for the condition itself with ``wait_until`` (fails naming what it waited for) or ``eventually`` (says
-whether it came, for cleanup code that must go on either way). Deadlines are generous: other people run tests on
-the same small machine.
+Waiting: tests never sleep for a fixed time to let something happen elsewhere (a thread, a process,
+a socket); they poll for the condition itself with ``wait_until`` (fails naming what it waited for)
+or ``eventually`` (says whether it came, for cleanup code that must go on either way). Deadlines are
+generous: other people run tests on the same small machine.
 """
 
 from __future__ import annotations
@@ -30,10 +31,13 @@ REPO = Path(__file__).resolve().parent.parent
 T = TypeVar("T")
 
 
-def eventually(predicate: Callable[[], object], *, timeout: float = 10.0, interval: float = 0.05) -> bool:
-    """Poll ``predicate`` until it is true or ``timeout`` seconds have passed; whether it became true.
+def eventually(predicate: Callable[[], object], *, timeout: float = 10.0,
+               interval: float = 0.05) -> bool:
+    """Poll ``predicate`` until it is true or ``timeout`` seconds have passed; whether it became
+    true.
 
-    The predicate is always checked once more at the deadline, so a slow poll cannot miss the last chance."""
+    The predicate is always checked once more at the deadline, so a slow poll cannot miss the last
+    chance."""
     deadline = time.monotonic() + timeout
     while True:
         if predicate():
@@ -45,8 +49,8 @@ def eventually(predicate: Callable[[], object], *, timeout: float = 10.0, interv
 
 def wait_until(predicate: Callable[[], T], *, timeout: float = 10.0, interval: float = 0.05,
                message: str = "") -> T:
-    """Poll ``predicate`` until it returns something true and return that; after ``timeout`` seconds fail with an
-    AssertionError naming ``message`` (what was waited for)."""
+    """Poll ``predicate`` until it returns something true and return that; after ``timeout`` seconds
+    fail with an AssertionError naming ``message`` (what was waited for)."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
@@ -60,23 +64,26 @@ def wait_until(predicate: Callable[[], T], *, timeout: float = 10.0, interval: f
 
 @functools.cache
 def scenario_validator() -> Any:
-    """A ``jsonschema`` validator of ``scenario_json_schema()``, the schema checked against its meta-schema once per
-    process (skips without jsonschema). Why one: ``jsonschema.validate`` checks the big schema against the
-    meta-schema in every call, half a second each, and the schema tests validated a dozen documents."""
+    """A ``jsonschema`` validator of ``scenario_json_schema()``, the schema checked against its
+    meta-schema once per process (skips without jsonschema). Why one: ``jsonschema.validate`` checks
+    the big schema against the meta-schema in every call, half a second each, and the schema tests
+    validated a dozen documents."""
     jsonschema = pytest.importorskip("jsonschema")
-    from fvp_harness.scenario.model import scenario_json_schema  # late: pydantic only for the tests that ask
+    # late: pydantic only for the tests that ask
+    from fvp_harness.scenario.model import scenario_json_schema
 
     schema = scenario_json_schema()
     jsonschema.Draft202012Validator.check_schema(schema)
     return jsonschema.Draft202012Validator(schema)
 
 
-# --- records ------------------------------------------------------------------------------------------------------
+# --- records --------------------------------------------------------------------------------------
 
 
 def join_early_boots(timeout: float = 10.0) -> None:
-    """Wait for every early boot thread (``run.preboot``) to end: one still booting when a run ended closes its
-    instance itself, so a test that checks every instance was closed must let it finish first."""
+    """Wait for every early boot thread (``run.preboot``) to end: one still booting when a run ended
+    closes its instance itself, so a test that checks every instance was closed must let it finish
+    first."""
     for thread in threading.enumerate():
         if thread.name.startswith("preboot-"):
             thread.join(timeout)
@@ -85,9 +92,10 @@ def join_early_boots(timeout: float = 10.0) -> None:
 def record(unit_id: str = "r1-after-resnet8", *, status: str = "ok", **fields: Any) -> Record:
     """A valid ``Record``; every field can be given.
 
-    Defaults: unit ``r1-after-resnet8`` (build ``after``, model ``resnet8``, repetition 1) of scenario
-    ``driver_reuse`` on instance ``s0``, key ``key-<unit>``, started 2026-03-01 10:00 UTC, two ``cpu_time`` samples
-    in ms when ok; a failed record is a test failure (``runner exited 1``) with a log.
+    Defaults: unit ``r1-after-resnet8`` (build ``after``, model ``resnet8``, repetition 1) of
+    scenario ``driver_reuse`` on instance ``s0``, key ``key-<unit>``, started 2026-03-01 10:00 UTC,
+    two ``cpu_time`` samples in ms when ok; a failed record is a test failure (``runner exited 1``)
+    with a log.
     """
     values: dict[str, Any] = {
         "scenario": "driver_reuse",
@@ -110,8 +118,9 @@ def record(unit_id: str = "r1-after-resnet8", *, status: str = "ok", **fields: A
 
 def interleaved(reps: Sequence[int], models: Sequence[str], builds: Sequence[str]
                 ) -> Iterator[tuple[int, int, str, str]]:
-    """(count from 1, repetition, model, build) in interleaved unit order: every build of a model, every model of a
-    repetition (``r1-before-m1, r1-after-m1, r1-before-m2, ...``), the order a run measures them in."""
+    """(count from 1, repetition, model, build) in interleaved unit order: every build of a model,
+    every model of a repetition (``r1-before-m1, r1-after-m1, r1-before-m2, ...``), the order a run
+    measures them in."""
     count = 0
     for rep in reps:
         for model in models:
@@ -121,8 +130,9 @@ def interleaved(reps: Sequence[int], models: Sequence[str], builds: Sequence[str
 
 
 def skip_or_fail_in_ci(skip: str, fail: str) -> NoReturn:
-    """A lane's component is missing: under ``CI=true`` fail with ``fail`` (``.ci/run`` installs what every lane CI
-    runs needs, so CI can never go green by skipping), elsewhere skip with ``skip`` (which says how to get it)."""
+    """A lane's component is missing: under ``CI=true`` fail with ``fail`` (``.ci/run`` installs
+    what every lane CI runs needs, so CI can never go green by skipping), elsewhere skip with
+    ``skip`` (which says how to get it)."""
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(fail, pytrace=False)
     pytest.skip(skip)
@@ -130,10 +140,11 @@ def skip_or_fail_in_ci(skip: str, fail: str) -> NoReturn:
 
 @contextlib.contextmanager
 def mounted_tmpfs(folder: Path, options: str) -> Iterator[Path]:
-    """A real tmpfs at ``folder`` (created) with mount ``options`` (``size=4m``, ``ro,size=1m``), unmounted afterwards.
+    """A real tmpfs at ``folder`` (created) with mount ``options`` (``size=4m``, ``ro,size=1m``),
+    unmounted afterwards.
 
-    Disk-full and read-only faults need a real file system; mounting one needs root, which CI has: there a test
-    that cannot mount fails, elsewhere it skips saying why."""
+    Disk-full and read-only faults need a real file system; mounting one needs root, which CI has:
+    there a test that cannot mount fails, elsewhere it skips saying why."""
     def refuse(why: str) -> None:
         skip_or_fail_in_ci(f"{why} (CI runs as root)",
                            f"CI runs the tests as root, so a tmpfs test must run there: {why}")
@@ -141,8 +152,8 @@ def mounted_tmpfs(folder: Path, options: str) -> Iterator[Path]:
     if os.geteuid() != 0:
         refuse("mounting a tmpfs needs root")
     folder.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)], capture_output=True,
-                          check=False)
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)],
+                          capture_output=True, check=False)
     if done.returncode != 0:
         refuse(f"cannot mount a tmpfs here: {done.stderr.decode(errors='replace').strip()}")
     try:

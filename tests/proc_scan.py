@@ -1,4 +1,5 @@
-"""Finding processes a test started, by reading /proc: every leak check of the test suite shares this."""
+"""Finding processes a test started, by reading /proc: every leak check of the test suite shares
+this."""
 
 from __future__ import annotations
 
@@ -24,8 +25,8 @@ def _live_pids() -> list[tuple[int, list[bytes]]]:
 
 
 def _read(path: str) -> bytes:
-    """A /proc file's bytes (plain ``open``: the leak guards read two files of every process, before and after
-    each test, and ``Path`` costs more than the read)."""
+    """A /proc file's bytes (plain ``open``: the leak guards read two files of every process, before
+    and after each test, and ``Path`` costs more than the read)."""
     with open(path, "rb") as file:
         return file.read()
 
@@ -38,15 +39,16 @@ def _has_env(pid: int, needle: bytes) -> bool:
 
 
 def processes_with_env(name: str, value: str) -> list[int]:
-    """Live processes whose environment carries ``name=value`` (children inherit it, so it marks a whole tree)."""
+    """Live processes whose environment carries ``name=value`` (children inherit it, so it marks a
+    whole tree)."""
     needle = f"{name}={value}".encode()
     return [pid for pid, _fields in _live_pids() if _has_env(pid, needle)]
 
 
 def children_and_marked(parent: int, name: str, value: str) -> tuple[set[int], set[int]]:
-    """(live direct children of ``parent``, live processes carrying ``name=value``) from one scan of /proc: what a
-    leak guard compares before and after a test, at half the cost of ``child_processes`` and
-    ``processes_with_env`` one after the other."""
+    """(live direct children of ``parent``, live processes carrying ``name=value``) from one scan of
+    /proc: what a leak guard compares before and after a test, at half the cost of
+    ``child_processes`` and ``processes_with_env`` one after the other."""
     needle = f"{name}={value}".encode()
     children: set[int] = set()
     marked: set[int] = set()

@@ -1,9 +1,10 @@
 """The import rules of docs/architecture.md, checked on the source of every module.
 
-The package's folders are its layers. A module may import its own layer and the layers below it, never one above:
-that keeps the data flow one-way and lets each layer be tested (and understood) without the ones above it. The
-simulator is a world of its own that imports nothing of the harness, and the targets layer may import only
-errors, profiles, events, files and itself (a scenario is turned into targets by ``run.instances``).
+The package's folders are its layers. A module may import its own layer and the layers below it,
+never one above: that keeps the data flow one-way and lets each layer be tested (and understood)
+without the ones above it. The simulator is a world of its own that imports nothing of the harness,
+and the targets layer may import only errors, profiles, events, files and itself (a scenario is
+turned into targets by ``run.instances``).
 
 Inside the simulator the same rule ranks its worlds (``SIM_RANKS``): a world (a folder of ``sim/``)
 imports the shared modules and the worlds below it, never one above or beside it; the platforms
@@ -16,9 +17,9 @@ folder, nor through an import made only for type checking or inside a function (
 ``fvp_harness`` is left out: it re-exports the public API on first use, and no module imports
 it; ``__version__`` lives at the bottom, in ``fvp_harness.version``).
 
-An import inside a function is allowed only with a ``# late: <why>`` comment on its line or on the comment lines
-right above its import block (the CLI defers pandas and matplotlib so ``--help`` stays fast, for example): a
-hidden import is how an upward dependency creeps in unnoticed.
+An import inside a function is allowed only with a ``# late: <why>`` comment on its line or on the
+comment lines right above its import block (the CLI defers pandas and matplotlib so ``--help`` stays
+fast, for example): a hidden import is how an upward dependency creeps in unnoticed.
 
 The checker is tested on synthetic modules too, so it is shown to fail on each kind of violation.
 """
@@ -42,7 +43,8 @@ RANKS: dict[str, int] = {
     "profiles": 1,
     "formats": 1,  # readers of ExecuTorch's files (flatbuffer, .pte): errors only
     "guest": 1,  # the QEMU guest builder: errors only (apt and dpkg-deb do the work)
-    "toolchain": 1,  # the real ExecuTorch toolchain (its own venv, our runner build): errors and files only
+    # the real ExecuTorch toolchain (its own venv, our runner build): errors and files only
+    "toolchain": 1,
     "scenario": 2,
     "store": 2,
     "targets": 2,
@@ -54,8 +56,8 @@ RANKS: dict[str, int] = {
     "pytest_plugin": 7,  # a front end like cli/ (pytest's), its peer: neither imports the other
     "__main__": 8,
 }
-"""Layer of each top-level module or package of ``fvp_harness``; a module may import only lower ranks (and its
-own layer). ``sim`` is not ranked: it may import only itself."""
+"""Layer of each top-level module or package of ``fvp_harness``; a module may import only lower
+ranks (and its own layer). ``sim`` is not ranked: it may import only itself."""
 
 TARGETS_MAY_IMPORT = {"errors", "profiles", "events", "files", "targets"}
 
@@ -76,8 +78,8 @@ SIM_RANKS: dict[str, int] = {
     "": 6,  # sim/__init__.py
     "__main__": 7,
 }
-"""Rank of each world (folder) and shared module of ``fvp_harness.sim``; a sim module may import only its own world
-and lower ranks (peers in one rank import none of each other)."""
+"""Rank of each world (folder) and shared module of ``fvp_harness.sim``; a sim module may import
+only its own world and lower ranks (peers in one rank import none of each other)."""
 
 REPORT_RANKS: dict[str, int] = {
     "format": 0,  # how every number looks: shared by the rooms (and the CLI, vgf/, run/)
@@ -86,7 +88,8 @@ REPORT_RANKS: dict[str, int] = {
     "stored": 3,  # the stored history: compare of stored runs, history, the summary cache, the site
     "": 4,  # report/__init__.py
 }
-"""Rank of each room (folder) and shared module of ``fvp_harness.report``: the rule of ``SIM_RANKS``."""
+"""Rank of each room (folder) and shared module of ``fvp_harness.report``: the rule of
+``SIM_RANKS``."""
 
 SIM_READER = "fvp_harness.toolchain.export"
 """The one module outside ``sim/`` and ``cli/verb_sim`` that reads the simulator: a script run in
@@ -111,8 +114,8 @@ def _layer(module: str) -> str:
 
 
 def _sim_world(module: str) -> str:
-    """``fvp_harness.sim.guest.shell`` -> ``guest``; ``fvp_harness.sim.clock`` -> ``clock``; ``fvp_harness.sim`` ->
-    ``""``."""
+    """``fvp_harness.sim.guest.shell`` -> ``guest``; ``fvp_harness.sim.clock`` -> ``clock``;
+    ``fvp_harness.sim`` -> ``""``."""
     parts = module.split(".")
     return parts[2] if len(parts) > 2 else ""
 
@@ -141,10 +144,13 @@ def _module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def _imported(node: ast.Import | ast.ImportFrom, module: str, is_package: bool) -> list[tuple[str, list[str]]]:
-    """(imported module, names taken from it) for each harness module an import statement reaches."""
+def _imported(node: ast.Import | ast.ImportFrom, module: str,
+              is_package: bool) -> list[tuple[str, list[str]]]:
+    """(imported module, names taken from it) for each harness module an import statement
+    reaches."""
     if isinstance(node, ast.Import):
-        return [(alias.name, []) for alias in node.names if alias.name.split(".")[0] == "fvp_harness"]
+        return [(alias.name, [])
+                for alias in node.names if alias.name.split(".")[0] == "fvp_harness"]
     base = node.module or ""
     if node.level:
         anchor = module.split(".") if is_package else module.split(".")[:-1]
@@ -161,14 +167,16 @@ def _imported(node: ast.Import | ast.ImportFrom, module: str, is_package: bool) 
 
 
 def _explained(lines: list[str], lineno: int) -> bool:
-    """True when the import at ``lineno`` (1-based) or the comment/import lines right above it say ``# late:``."""
+    """True when the import at ``lineno`` (1-based) or the comment/import lines right above it say
+    ``# late:``."""
     index = lineno - 1
     if LATE_MARK in lines[index]:
         return True
     index -= 1
     while index >= 0:
         text = lines[index].strip()
-        if not (text.startswith("#") or text.startswith(("from ", "import ")) or text.endswith(("(", ",", ")"))):
+        if not (text.startswith("#") or text.startswith(("from ", "import ")) or
+                text.endswith(("(", ",", ")"))):
             return False
         if LATE_MARK in text:
             return True
@@ -178,8 +186,9 @@ def _explained(lines: list[str], lineno: int) -> bool:
 
 @functools.cache
 def _imports(source: str) -> tuple[tuple[ast.Import | ast.ImportFrom, bool], ...]:
-    """Every import statement of ``source`` and whether it sits inside a function, in one walk of one parse. Why
-    cached: the layer check and the cycle check read the same 170 modules, and parsing them is most of the cost."""
+    """Every import statement of ``source`` and whether it sits inside a function, in one walk of
+    one parse. Why cached: the layer check and the cycle check read the same 170 modules, and
+    parsing them is most of the cost."""
     found: list[tuple[ast.Import | ast.ImportFrom, bool]] = []
     pending: list[tuple[ast.AST, bool]] = [(ast.parse(source), False)]
     while pending:
@@ -202,7 +211,8 @@ def violations(module: str, source: str, *, is_package: bool = False) -> list[st
             where = f"{module}:{node.lineno}"
             layer = _layer(target)
             if in_function and not _explained(lines, node.lineno):
-                found.append(f"{where}: imports {target} inside a function without a '{LATE_MARK} <why>' comment")
+                found.append(f"{where}: imports {target} inside a function without a '{LATE_MARK} "
+                             "<why>' comment")
             if layer == "":
                 if module not in ("fvp_harness", "fvp_harness.version"):
                     taken = ", ".join(names) if names else "the package"
@@ -225,12 +235,14 @@ def violations(module: str, source: str, *, is_package: bool = False) -> list[st
                 continue
             if own == "sim" or layer == "sim":
                 if own != layer and module != "fvp_harness.cli.verb_sim":
-                    what = "the simulator imports the harness" if own == "sim" else "imports the simulator"
+                    what = ("the simulator imports the harness" if own == "sim"
+                            else "imports the simulator")
                     found.append(f"{where}: {what} ({target}); sim is a world of its own")
                 elif own == layer and (problem := _sim_violation(where, module, target)):
                     found.append(problem)
                 continue
-            if own == layer == "report":  # `from fvp_harness.report import format`: a module of its top
+            # `from fvp_harness.report import format`: a module of its top
+            if own == layer == "report":
                 top = target == "fvp_harness.report"
                 reached = [f"{target}.{name}" for name in names] if top else [target]
                 found += [problem for each in reached
@@ -241,29 +253,31 @@ def violations(module: str, source: str, *, is_package: bool = False) -> list[st
                 found.append(f"{where}: the targets layer imports {target} (allowed: "
                              f"{', '.join(sorted(TARGETS_MAY_IMPORT))})")
             elif RANKS.get(layer, 99) >= RANKS.get(own, -1):
-                found.append(f"{where}: {own} (layer {RANKS.get(own)}) imports {target} (layer {RANKS.get(layer)}), "
-                             "which is not below it")
+                found.append(f"{where}: {own} (layer {RANKS.get(own)}) imports {target} (layer "
+                             f"{RANKS.get(layer)}), which is not below it")
     return found
 
 
 def import_graph(sources: dict[str, tuple[str, bool]]) -> dict[str, set[str]]:
-    """Module -> the modules it imports, from ``{module: (source, is_package)}``: every import statement counts
-    (at the top, inside a function, under ``TYPE_CHECKING``); ``from package import module`` reaches the module.
-    The root ``fvp_harness`` is left out (its exports load on first use; no module imports it)."""
+    """Module -> the modules it imports, from ``{module: (source, is_package)}``: every import
+    statement counts (at the top, inside a function, under ``TYPE_CHECKING``); ``from package import
+    module`` reaches the module. The root ``fvp_harness`` is left out (its exports load on first
+    use; no module imports it)."""
     graph: dict[str, set[str]] = {module: set() for module in sources}
     for module, (source, is_package) in sources.items():
         for node, _ in _imports(source):
             for target, names in _imported(node, module, is_package):
                 reached = [f"{target}.{name}" for name in names if f"{target}.{name}" in sources]
                 for found in reached or [target]:
-                    if found in sources and found != module and "fvp_harness" not in (module, found):
+                    if (found in sources and found != module and
+                        "fvp_harness" not in (module, found)):
                         graph[module].add(found)
     return graph
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Every group of modules that import each other round in a circle (the strongly connected components of more
-    than one module, Tarjan's algorithm), each sorted."""
+    """Every group of modules that import each other round in a circle (the strongly connected
+    components of more than one module, Tarjan's algorithm), each sorted."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -323,7 +337,8 @@ def test_no_imports_go_round_in_a_circle() -> None:
 
 def test_every_sim_world_has_a_rank() -> None:
     sim = PACKAGE / "sim"
-    names = {path.stem for path in sim.glob("*.py")} | {path.name for path in sim.iterdir() if path.is_dir()
+    names = {path.stem for path in sim.glob("*.py")} | {path.name
+                                                        for path in sim.iterdir() if path.is_dir()
                                                           and (path / "__init__.py").exists()}
     unknown = sorted(names - set(SIM_RANKS) - {"__init__"})
     assert not unknown, f"sim's new modules or worlds need a rank in SIM_RANKS: {unknown}"
@@ -334,7 +349,8 @@ def test_sim_holds_its_shared_modules_and_one_folder_per_world() -> None:
     modules = sorted(path.stem for path in sim.glob("*.py"))
     shared = ["__init__", "__main__", "clock", "knob_check", "knobs", "main", "tools", "vgf_runner"]
     assert modules == shared, (
-        f"sim's top holds what every world shares (and the entry points), not a world's modules: {modules}")
+        "sim's top holds what every world shares (and the entry points), not a world's modules: "
+        f"{modules}")
     prefixed = sorted(str(path.relative_to(sim)) for path in sim.rglob("*.py")
                       if path.stem.startswith(SIM_WORLD_PREFIXES))
     assert not prefixed, f"a world's prefix belongs in its folder's name: {prefixed}"
@@ -356,23 +372,30 @@ def test_the_top_level_shows_the_layers() -> None:
               "version.py"]
     assert top == bottom, (
         f"the top of fvp_harness/ should hold the layers' folders, not modules: {top}")
-    assert not (PACKAGE / "target").exists(), "the session layer lives in targets/ (a 'target/' folder is ignored "
+    assert not (PACKAGE / "target").exists(), (
+        "the session layer lives in targets/ (a 'target/' folder is ignored ")
     "by common .gitignore templates)"
 
 
-# --- the checker, shown to fail -------------------------------------------------------------------------------
+# --- the checker, shown to fail -------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
     ("module", "source", "expected"),
     [
-        ("fvp_harness.targets.x", "from fvp_harness.run.pipeline import run_scenario\n", "the targets layer imports"),
-        ("fvp_harness.targets.x", "from fvp_harness.scenario import Scenario\n", "the targets layer imports"),
-        ("fvp_harness.store.x", "from fvp_harness.report.stats.analysis import analyse\n", "which is not below it"),
+        ("fvp_harness.targets.x", "from fvp_harness.run.pipeline import run_scenario\n",
+         "the targets layer imports"),
+        ("fvp_harness.targets.x", "from fvp_harness.scenario import Scenario\n",
+         "the targets layer imports"),
+        ("fvp_harness.store.x", "from fvp_harness.report.stats.analysis import analyse\n",
+         "which is not below it"),
         ("fvp_harness.scenario.x", "import fvp_harness.run.plan\n", "which is not below it"),
-        ("fvp_harness.scenario.x", "from fvp_harness.store.records import Record\n", "which is not below it"),
-        ("fvp_harness.sim.x", "from fvp_harness.errors import HarnessError\n", "the simulator imports the harness"),
-        ("fvp_harness.run.x", "from fvp_harness.sim.workloads.executor_runner import main\n", "imports the simulator"),
+        ("fvp_harness.scenario.x", "from fvp_harness.store.records import Record\n",
+         "which is not below it"),
+        ("fvp_harness.sim.x", "from fvp_harness.errors import HarnessError\n",
+         "the simulator imports the harness"),
+        ("fvp_harness.run.x", "from fvp_harness.sim.workloads.executor_runner import main\n",
+         "imports the simulator"),
         ("fvp_harness.report.x", "from fvp_harness import run_scenario\n", "from the package root"),
         ("fvp_harness.run.x", "from fvp_harness import __version__\n", "from the package root"),
         ("fvp_harness.errors", "from fvp_harness import __version__\n", "from the package root"),
@@ -381,14 +404,19 @@ def test_the_top_level_shows_the_layers() -> None:
         ("fvp_harness.run.x", "def f():\n    from fvp_harness.store.folder import ResultStore\n",
          "inside a function without"),
         ("fvp_harness.report.render", "from .. import run\n", "which is not below it"),
-        ("fvp_harness.sim.guest.shell", "from fvp_harness.sim.corstone1000.machine import Machine\n",
+        ("fvp_harness.sim.guest.shell",
+         "from fvp_harness.sim.corstone1000.machine import Machine\n",
          "sim's guest (rank 3) imports fvp_harness.sim.corstone1000.machine"),
-        ("fvp_harness.sim.workloads.x", "from fvp_harness.sim.baremetal import runner\n", "which is not below it"),
-        ("fvp_harness.sim.corstone1000.x", "from fvp_harness.sim.baremetal.platform import run_baremetal\n",
+        ("fvp_harness.sim.workloads.x", "from fvp_harness.sim.baremetal import runner\n",
          "which is not below it"),
-        ("fvp_harness.sim.clock", "from fvp_harness.sim.guest.fs import GuestFS\n", "which is not below it"),
-        ("fvp_harness.sim.npu.x", "from ..workloads.executor_runner import EtLog\n", "which is not below it"),
-        ("fvp_harness.sim.guest.x", "from fvp_harness.sim.newworld.y import z\n", "has no rank in SIM_RANKS"),
+        ("fvp_harness.sim.corstone1000.x",
+         "from fvp_harness.sim.baremetal.platform import run_baremetal\n", "which is not below it"),
+        ("fvp_harness.sim.clock", "from fvp_harness.sim.guest.fs import GuestFS\n",
+         "which is not below it"),
+        ("fvp_harness.sim.npu.x", "from ..workloads.executor_runner import EtLog\n",
+         "which is not below it"),
+        ("fvp_harness.sim.guest.x", "from fvp_harness.sim.newworld.y import z\n",
+         "has no rank in SIM_RANKS"),
         ("fvp_harness.toolchain.export", "from fvp_harness.sim.npu.vela import run_vela\n",
          "may read only the simulator's networks"),
         ("fvp_harness.toolchain.exporting", "from fvp_harness.toolchain.export import main\n",
@@ -399,10 +427,11 @@ def test_the_top_level_shows_the_layers() -> None:
          "may read only fvp_harness.sim.knob_check"),
         ("fvp_harness.scenario.load", "from fvp_harness.sim.knob_check import knob_problems\n",
          "imports the simulator"),
-        ("fvp_harness.report.stats.x", "from fvp_harness.report.rendering.cells import metric_label\n",
+        ("fvp_harness.report.stats.x",
+         "from fvp_harness.report.rendering.cells import metric_label\n",
          "report's stats (rank 1) imports fvp_harness.report.rendering.cells"),
-        ("fvp_harness.report.rendering.x", "from fvp_harness.report.stored.history import History\n",
-         "which is not below it"),
+        ("fvp_harness.report.rendering.x",
+         "from fvp_harness.report.stored.history import History\n", "which is not below it"),
         ("fvp_harness.report.format", "from fvp_harness.report.stats.spec import Settings\n",
          "which is not below it"),
         ("fvp_harness.report.stats.x", "from fvp_harness.report.newroom.y import z\n",
@@ -424,17 +453,19 @@ def test_the_checker_accepts_what_the_rules_allow() -> None:
                              "    from fvp_harness.run.pipeline import run_scenario\n"
                              "    from fvp_harness.batch.engine import make\n",
         "fvp_harness.sim.workloads.x": "from fvp_harness.sim.npu.cycles import inference_cycles\n"
-                                       "from fvp_harness.sim.guest import programs\nfrom ..clock import SimClock\n",
+                                       "from fvp_harness.sim.guest import programs\nfrom ..clock "
+                                       "import SimClock\n",
         "fvp_harness.sim.guest.x": "from fvp_harness.sim.guest.session import Session\n",
-        "fvp_harness.sim.main": "from fvp_harness.sim.corstone1000.platform import SimulatedModel\n",
+        "fvp_harness.sim.main": "from fvp_harness.sim.corstone1000.platform import "
+                                "SimulatedModel\n",
         "fvp_harness.toolchain.export":
             "from fvp_harness.sim.networks.modelfile import compile_model\n",
         "fvp_harness.scenario.sim_knobs":
             "def f():\n    # late: heavy\n"
             "    from fvp_harness.sim.knob_check import knob_problems\n",
-        "fvp_harness.report.stored.x": "from fvp_harness.report.rendering.junit import write_junit\n"
-                                       "from fvp_harness.report.stats.spec import Settings\n"
-                                       "from fvp_harness.report import format as fmt\n",
+        "fvp_harness.report.stored.x": "from fvp_harness.report.rendering.junit import "
+                                       "write_junit\nfrom fvp_harness.report.stats.spec import "
+                                       "Settings\nfrom fvp_harness.report import format as fmt\n",
         "fvp_harness.report.stats.x": "from fvp_harness.report.stats.spec import Settings\n",
     }
     for module, source in allowed.items():
@@ -456,11 +487,13 @@ def test_the_cycle_check_catches_a_circle_within_one_folder() -> None:
 def test_the_cycle_check_catches_a_circle_through_a_late_import_and_across_folders() -> None:
     sources = {
         "fvp_harness.sim.guest.programs": ("def load():\n    # late: heavy\n"
-                                           "    from fvp_harness.sim.workloads import runner\n", False),
+                                           "    from fvp_harness.sim.workloads import runner\n",
+                                           False),
         "fvp_harness.sim.workloads": ("", True),
         "fvp_harness.sim.workloads.runner": ("from fvp_harness.sim.guest import programs\n", False),
         "fvp_harness.sim.guest": ("", True),
         "fvp_harness": ("from fvp_harness.run.x import y\n", True),
         "fvp_harness.run.x": ("from fvp_harness.version import __version__\n", False),
     }
-    assert cycles(import_graph(sources)) == [["fvp_harness.sim.guest.programs", "fvp_harness.sim.workloads.runner"]]
+    assert (cycles(import_graph(sources))
+            == [["fvp_harness.sim.guest.programs", "fvp_harness.sim.workloads.runner"]])

@@ -1,5 +1,6 @@
-"""``__all__`` says what each module offers: every listed name exists, and every public function or class a module
-defines (not imports) is listed, so nothing becomes public API by accident and nothing public goes unlisted.
+"""``__all__`` says what each module offers: every listed name exists, and every public function or
+class a module defines (not imports) is listed, so nothing becomes public API by accident and
+nothing public goes unlisted.
 
 Helpers only the module itself uses take a leading underscore instead of a place in ``__all__``.
 """
@@ -29,7 +30,8 @@ MODULES = _modules()
 
 
 def _defined_here(module: ModuleType) -> list[str]:
-    """Public functions and classes whose home is ``module`` (imported names belong to their own module)."""
+    """Public functions and classes whose home is ``module`` (imported names belong to their own
+    module)."""
     return sorted(
         name
         for name, value in vars(module).items()
@@ -41,8 +43,8 @@ def _defined_here(module: ModuleType) -> list[str]:
 
 def test_the_package_walk_finds_the_layers() -> None:
     names = {module.__name__ for module in MODULES}
-    for expected in ("fvp_harness.scenario.model", "fvp_harness.targets.fvp_target", "fvp_harness.cli.main",
-                     "fvp_harness.sim.guest.shell", "fvp_harness.profiles"):
+    for expected in ("fvp_harness.scenario.model", "fvp_harness.targets.fvp_target",
+                     "fvp_harness.cli.main", "fvp_harness.sim.guest.shell", "fvp_harness.profiles"):
         assert expected in names
 
 
@@ -58,12 +60,12 @@ def test_all_matches_what_the_module_defines(module: ModuleType) -> None:
     assert not missing, f"{module.__name__}.__all__ lists names the module does not have: {missing}"
     unlisted = [name for name in defined if name not in exported]
     assert not unlisted, (
-        f"{module.__name__} defines public {unlisted} not in __all__: list them, or prefix with _ if only the module "
-        "uses them"
+        f"{module.__name__} defines public {unlisted} not in __all__: list them, or prefix with _ "
+        "if only the module uses them"
     )
 
 
-# --- the chosen public API ---------------------------------------------------------------------------------------
+# --- the chosen public API ------------------------------------------------------------------------
 
 
 def test_the_promised_names_import_from_the_package() -> None:
@@ -92,12 +94,13 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
 
 
 def test_importing_the_package_loads_nothing_heavy() -> None:
-    """``import fvp_harness`` (which the simulator's ``python -m fvp_harness.sim`` also does) stays cheap: the
-    public names load on first use."""
+    """``import fvp_harness`` (which the simulator's ``python -m fvp_harness.sim`` also does) stays
+    cheap: the public names load on first use."""
     import subprocess
     import sys
 
-    code = ("import sys, fvp_harness; heavy = [m for m in ('pandas', 'matplotlib', 'pydantic', 'pexpect') "
-            "if m in sys.modules]; print(heavy)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    code = ("import sys, fvp_harness; heavy = [m for m in ('pandas', 'matplotlib', 'pydantic', "
+            "'pexpect') if m in sys.modules]; print(heavy)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
     assert out.strip() == "[]"

@@ -1,15 +1,16 @@
 """The pytest plugin (``fvp_harness.pytest_plugin``), driven through pytester as its users run it.
 
-Fast: a project that does not ask for the plugin is untouched (its own ``--fvp`` option, ``fvp_target`` fixture and
-``fvp`` marker keep working, and nothing of the harness beyond the options module is imported); FVP tests skip with
-the reason when no FVP is configured; bad options are usage errors; and the fixtures' logic (one boot per session, a
-lost instance booted again, a failed boot as errors, an A/B run borrowing the booted instance, deploys after a
-re-boot) on ``FakeTarget`` instances behind ``open_target``.
+Fast: a project that does not ask for the plugin is untouched (its own ``--fvp`` option,
+``fvp_target`` fixture and ``fvp`` marker keep working, and nothing of the harness beyond the
+options module is imported); FVP tests skip with the reason when no FVP is configured; bad options
+are usage errors; and the fixtures' logic (one boot per session, a lost instance booted again, a
+failed boot as errors, an A/B run borrowing the booted instance, deploys after a re-boot) on
+``FakeTarget`` instances behind ``open_target``.
 
-Slow (they boot the simulator; kept to three runs): the shipped example passes with one boot for the session and
-its report in ``--junit-xml``; with ``-n 2`` each xdist worker boots once, in its own results folder; a boot that
-fails (a kernel panic knob) is an error of the tests that use it, and a console lost under a test (a dropped-console
-knob) is booted again for the next one.
+Slow (they boot the simulator; kept to three runs): the shipped example passes with one boot for the
+session and its report in ``--junit-xml``; with ``-n 2`` each xdist worker boots once, in its own
+results folder; a boot that fails (a kernel panic knob) is an error of the tests that use it, and a
+console lost under a test (a dropped-console knob) is booted again for the next one.
 """
 
 from __future__ import annotations
@@ -51,14 +52,15 @@ def _boots(text: str) -> int:
 
 
 def _smoke_project(pytester: pytest.Pytester) -> Path:
-    """The example and a copy of the smoke scenario (its artifacts are then built inside the pytester folder)."""
+    """The example and a copy of the smoke scenario (its artifacts are then built inside the
+    pytester folder)."""
     (pytester.path / "scenarios").mkdir()
     shutil.copy(SMOKE, pytester.path / "scenarios" / "smoke.yaml")
     shutil.copy(EXAMPLE, pytester.path / "test_fvp_example.py")
     return pytester.path / "scenarios" / "smoke.yaml"
 
 
-# --- not asked: nothing changes -------------------------------------------------------------------------------
+# --- not asked: nothing changes -------------------------------------------------------------------
 
 
 def test_a_project_that_does_not_ask_is_untouched(pytester: pytest.Pytester) -> None:
@@ -92,13 +94,16 @@ def test_a_project_that_does_not_ask_is_untouched(pytester: pytest.Pytester) -> 
     result.assert_outcomes(passed=1)
     assert not re.search(r"=+ fvp-harness =+", result.stdout.str()), "no summary section either"
     modules = (pytester.path / "modules.txt").read_text().split()
-    assert "fvp_harness.pytest_plugin.options" in modules, "the entry point is installed (pip install -e .)"
+    assert "fvp_harness.pytest_plugin.options" in modules, (
+        "the entry point is installed (pip install -e .)")
     loaded_beyond = [name for name in modules if name not in (
         "fvp_harness", "fvp_harness.pytest_plugin", "fvp_harness.pytest_plugin.options")]
-    assert loaded_beyond == [], "only the options module (and its packages) may load in a run that did not ask"
+    assert loaded_beyond == [], (
+        "only the options module (and its packages) may load in a run that did not ask")
 
 
-def test_fvp_tests_skip_with_the_reason_when_no_fvp_is_configured(pytester: pytest.Pytester) -> None:
+def test_fvp_tests_skip_with_the_reason_when_no_fvp_is_configured(
+        pytester: pytest.Pytester) -> None:
     shutil.copy(SMOKE, pytester.path / "smoke.yaml")
     pytester.makepyfile("""
         import pytest
@@ -121,7 +126,8 @@ def test_fvp_tests_skip_with_the_reason_when_no_fvp_is_configured(pytester: pyte
     result.assert_outcomes(passed=1, skipped=2, errors=1)
     text = result.stdout.str()
     assert "@pytest.mark.fvp takes scenario=PATH and set={FIELD: VALUE} (got sceanrio)" in text
-    assert "no FVP configured for smoke: its fvp.binary is the embedded simulator, which is not allowed here" in text
+    assert ("no FVP configured for smoke: its fvp.binary is the embedded simulator, which is not "
+            "allowed here") in text
     assert "--fvp sim / --fvp-allow-sim" in text
     assert "no FVP scenario configured: pass --fvp-scenario PATH" in text
     assert "booted" not in text
@@ -134,7 +140,8 @@ def test_fvp_tests_skip_with_the_reason_when_no_fvp_is_configured(pytester: pyte
     (["--fvp-scenario", "smoke.yaml", "--fvp-set", "run.iterations"], "expected PATH=VALUE"),
     (["--fvp-scenario", "smoke.yaml", "--fvp-set", "run.iteratoins=3"], "run.iteratoins"),
 ])
-def test_bad_settings_are_usage_errors(pytester: pytest.Pytester, args: list[str], message: str) -> None:
+def test_bad_settings_are_usage_errors(pytester: pytest.Pytester, args: list[str],
+                                       message: str) -> None:
     shutil.copy(SMOKE, pytester.path / "smoke.yaml")
     pytester.makepyfile("def test_x(): pass")
     result = pytester.runpytest(*args)
@@ -142,14 +149,16 @@ def test_bad_settings_are_usage_errors(pytester: pytest.Pytester, args: list[str
     assert message in result.stderr.str()
 
 
-@pytest.mark.parametrize("value", ["boot", 5, "5", 0.003, True, "A title: with colon", [1, "two"], {"a": 1}, None])
+@pytest.mark.parametrize("value",
+                         ["boot", 5, "5", 0.003, True, "A title: with colon", [1, "two"], {"a": 1},
+                          None])
 def test_override_values_read_back_as_themselves(value: Any) -> None:
     path, _, text = override_text("fvp.sim.knob", value).partition("=")
     assert path == "fvp.sim.knob"
     assert yaml.safe_load(text) == value
 
 
-# --- the fixtures' logic on fake instances ---------------------------------------------------------------------
+# --- the fixtures' logic on fake instances --------------------------------------------------------
 
 FAKE_SCENARIO = """
 name: fake
@@ -238,18 +247,21 @@ def test_boot_fails_for_the_ab_too(fvp_ab):
 
 
 class FakeInstances:
-    """What the plugin's ``open_target`` opened instead of models: ``FakeFleet`` targets, and the names of the
-    boots that failed (a scenario with ``fvp.sim.fault_panic: boot`` panics at boot)."""
+    """What the plugin's ``open_target`` opened instead of models: ``FakeFleet`` targets, and the
+    names of the boots that failed (a scenario with ``fvp.sim.fault_panic: boot`` panics at
+    boot)."""
 
     def __init__(self) -> None:
         self.fleet = FakeFleet()
         self.failed: list[str] = []
 
     @contextlib.contextmanager
-    def open_target(self, scenario: Any, *, log_dir: Path, name: str, timeout_scale: float) -> Iterator[Any]:
+    def open_target(self, scenario: Any, *, log_dir: Path, name: str,
+                    timeout_scale: float) -> Iterator[Any]:
         if scenario.scenario.fvp.sim.get("fault_panic") == "boot":
             self.failed.append(name)
-            raise KernelPanic(f"{name}: Kernel panic - not syncing (fake)", log_path=Path(log_dir) / "fvp.log",
+            raise KernelPanic(f"{name}: Kernel panic - not syncing (fake)",
+                              log_path=Path(log_dir) / "fvp.log",
                               last_lines=["[    0.5] Kernel panic - not syncing: fake"])
         with self.fleet.factory(name, Path(log_dir)) as target:
             yield target
@@ -262,7 +274,8 @@ def fake_instances(monkeypatch: pytest.MonkeyPatch) -> FakeInstances:
     return instances
 
 
-def test_fixture_logic_on_fake_instances(pytester: pytest.Pytester, fake_instances: FakeInstances) -> None:
+def test_fixture_logic_on_fake_instances(pytester: pytest.Pytester,
+                                         fake_instances: FakeInstances) -> None:
     (pytester.path / "bin").mkdir()
     for name in ("bin/runner-before", "bin/runner-after", "m1.model", "m1.in", "m2.model"):
         (pytester.path / name).write_text(name)
@@ -273,16 +286,23 @@ def test_fixture_logic_on_fake_instances(pytester: pytest.Pytester, fake_instanc
     result = pytester.runpytest("--fvp-scenario", "fake.yaml", "--fvp", "sim")
     result.assert_outcomes(passed=5, failed=1, errors=2)
     text = result.stdout.str()
-    result.stdout.fnmatch_lines(["E * fvp_harness.errors.ConsoleLost: the console went away (fake)"])
-    result.stdout.fnmatch_lines(["*ERROR at setup of test_boot_fails[[]fake,fvp.sim.fault_panic=boot[]]*",
-                                 "the FVP instance of fake did not boot (2 tries, *): fake-4: Kernel panic*"])
+    result.stdout.fnmatch_lines(["E * fvp_harness.errors.ConsoleLost: the console went away "
+                                 "(fake)"])
+    result.stdout.fnmatch_lines(["*ERROR at setup of "
+                                 "test_boot_fails[[]fake,fvp.sim.fault_panic=boot[]]*",
+                                 "the FVP instance of fake did not boot (2 tries, *): fake-4: "
+                                 "Kernel panic*"])
     assert "Kernel panic - not syncing: fake" in text  # the log's last lines are in the error
-    assert len(fake_instances.fleet.boots) == 2, "one boot for the session, one after the lost console"
-    assert len(fake_instances.failed) == 2, "a failed boot is tried run.retries + 1 times, once for its scope"
+    assert len(fake_instances.fleet.boots) == 2, (
+        "one boot for the session, one after the lost console")
+    assert len(fake_instances.failed) == 2, (
+        "a failed boot is tried run.retries + 1 times, once for its scope")
     assert _boots(text) == 2 and "2 boot attempts failed" in text
     assert "A/B run in test_fake.py::test_ab: PASS" in text
-    instances = sorted(path.name for path in (pytester.path / "results" / "pytest" / "instances").iterdir())
-    assert instances == ["fake-1", "fake-2", "fake-3", "fake-4"], "every attempt logs into a folder of its own"
+    instances = sorted(path.name
+                       for path in (pytester.path / "results" / "pytest" / "instances").iterdir())
+    assert instances == ["fake-1", "fake-2", "fake-3", "fake-4"], (
+        "every attempt logs into a folder of its own")
 
 
 def test_ab_result_answers_the_questions_tests_ask(tmp_path: Path) -> None:
@@ -292,7 +312,8 @@ def test_ab_result_answers_the_questions_tests_ask(tmp_path: Path) -> None:
     (tmp_path / "fake.yaml").write_text(FAKE_SCENARIO)
 
     def after_fails_on_m2(unit: str, build: str, call: int) -> CommandResult | None:
-        return CommandResult("runner", 1, "Segmentation fault") if unit.endswith("after-m2") else None
+        return (CommandResult("runner", 1, "Segmentation fault") if unit.endswith("after-m2")
+                else None)
 
     fleet = FakeFleet(behaviour=after_fails_on_m2)
     loaded = load_scenario(tmp_path / "fake.yaml")
@@ -329,20 +350,22 @@ def test_the_docs_show_the_example_as_shipped() -> None:
 
 
 def test_failure_text_shows_the_log_and_its_last_lines() -> None:
-    exc = HarnessError("no login prompt", log_path="logs/x.log", last_lines=[f"line {n}" for n in range(40)])
+    exc = HarnessError("no login prompt", log_path="logs/x.log",
+                       last_lines=[f"line {n}" for n in range(40)])
     text = failure_text("boot", exc)
     assert text.startswith("boot: no login prompt (log: logs/x.log)")
     assert f"line {40 - TAIL_LINES}" in text and f"line {39 - TAIL_LINES}" not in text
 
 
-# --- on the simulator ------------------------------------------------------------------------------------------
+# --- on the simulator -----------------------------------------------------------------------------
 
 
 @pytest.mark.slow
 @pytest.mark.sim
 def test_the_example_passes_on_the_simulator_with_one_boot(pytester: pytest.Pytester) -> None:
     _smoke_project(pytester)
-    result = pytester.runpytest("--fvp-scenario", "scenarios/smoke.yaml", "--fvp", "sim", "--junit-xml=junit.xml")
+    result = pytester.runpytest("--fvp-scenario", "scenarios/smoke.yaml", "--fvp", "sim",
+                                "--junit-xml=junit.xml")
     result.assert_outcomes(passed=3)
     text = result.stdout.str()
     results = pytester.path / "results" / "pytest"
@@ -350,9 +373,11 @@ def test_the_example_passes_on_the_simulator_with_one_boot(pytester: pytest.Pyte
     assert [path.name for path in (results / "instances").iterdir()] == ["smoke-1"]
     assert (results / "instances" / "smoke-1" / "fvp.log").is_file()
     ab = results / "ab" / "smoke"
-    assert (ab / "report.md").is_file() and json.loads((ab / "manifest.json").read_text())["status"] == "complete"
+    assert ((ab / "report.md").is_file() and
+            json.loads((ab / "manifest.json").read_text())["status"] == "complete")
     assert list((ab / "logs" / "s0").glob("r0-*.log")), "the A/B's unit logs"
-    assert not (ab / "logs" / "s0" / "fvp.log").exists(), "the A/B run borrowed the instance: no boot of its own"
+    assert not (ab / "logs" / "s0" / "fvp.log").exists(), (
+        "the A/B run borrowed the instance: no boot of its own")
     assert "A/B run in test_fvp_example.py::test_driver_reuse_saves_cpu_time: PASS" in text
     assert "# Smoke test (DS-CNN)" in text
     junit = ET.parse(pytester.path / "junit.xml")
@@ -366,14 +391,15 @@ def test_the_example_passes_on_the_simulator_with_one_boot(pytester: pytest.Pyte
 @pytest.mark.sim
 def test_each_xdist_worker_boots_its_own_instance(pytester: pytest.Pytester) -> None:
     _smoke_project(pytester)
-    result = pytester.runpytest_subprocess("-n", "2", "--fvp-scenario", "scenarios/smoke.yaml", "--fvp", "sim",
-                                           timeout=600)
+    result = pytester.runpytest_subprocess("-n", "2", "--fvp-scenario", "scenarios/smoke.yaml",
+                                           "--fvp", "sim", timeout=600)
     result.assert_outcomes(passed=3)
     text = result.stdout.str()
     assert _boots(text) == 2 and "(gw0: 1, gw1: 1)" in text
     results = pytester.path / "results" / "pytest"
     for worker in ("gw0", "gw1"):
-        assert [path.name for path in (results / worker / "instances").iterdir()] == ["smoke-1"], worker
+        assert [path.name for path in (results / worker / "instances").iterdir()] == ["smoke-1"], (
+            worker)
     assert len(list(results.glob("gw*/ab/smoke/report.md"))) == 1
 
 
@@ -412,13 +438,16 @@ def test_boot_fails_for_the_deploy_too(fvp_deployed):
 
 @pytest.mark.slow
 @pytest.mark.sim
-def test_a_failed_boot_is_an_error_and_a_lost_console_boots_again(pytester: pytest.Pytester) -> None:
+def test_a_failed_boot_is_an_error_and_a_lost_console_boots_again(
+        pytester: pytest.Pytester) -> None:
     _smoke_project(pytester)
     pytester.makepyfile(test_faults=FAULT_TESTS)
-    result = pytester.runpytest("test_faults.py", "--fvp-scenario", "scenarios/smoke.yaml", "--fvp", "sim")
+    result = pytester.runpytest("test_faults.py", "--fvp-scenario", "scenarios/smoke.yaml", "--fvp",
+                                "sim")
     result.assert_outcomes(passed=2, errors=2)
     text = result.stdout.str()
-    result.stdout.fnmatch_lines(["*ERROR at setup of test_boot_fails*", "the FVP instance of smoke did not boot "
+    result.stdout.fnmatch_lines(["*ERROR at setup of test_boot_fails*",
+                                 "the FVP instance of smoke did not boot "
                                  "(1 try, *): *Kernel panic - not syncing*"])
     assert _boots(text) == 2 and "1 boot attempt failed" in text
     assert len(list((pytester.path / "results" / "pytest" / "instances").iterdir())) == 3

@@ -53,7 +53,8 @@ from fvp_harness.store.folder import (
 )
 from fvp_harness.store.records import Record
 
-if TYPE_CHECKING:  # lanes and manifest load execute, deploy and every target: only a make with work loads them
+# lanes and manifest load execute, deploy and every target: only a make with work loads them
+if TYPE_CHECKING:
     from fvp_harness.run.lanes import JobSpec, LaneControl, LaneResult, LaneSpec
     from fvp_harness.run.manifest import Manifest
 
@@ -94,7 +95,8 @@ class MakeResult:
     units_run: int = 0
     units_failed: int = 0
     units_not_run: int = 0
-    """Stale units left without a record (each node's ``not_run`` says why); the exit code is 0 only when none."""
+    """Stale units left without a record (each node's ``not_run`` says why); the exit code is 0 only
+    when none."""
     reports: list[Path] = field(default_factory=list)
     lanes: int = 0
     boots: int = 0
@@ -106,14 +108,15 @@ class MakeResult:
         return all(action.kind == "up-to-date" for action in self.actions)
 
 
-# --- discovery and planning ---------------------------------------------------------------------------------
+# --- discovery and planning -----------------------------------------------------------------------
 
 
-# --- lanes --------------------------------------------------------------------------------------------------
+# --- lanes ----------------------------------------------------------------------------------------
 
 
 def _pool_key(plan: Plan, unit: Unit) -> str:
-    """Which booted instances a unit may use: equal profile, FVP identity/params/args/knobs/firmware, timeouts."""
+    """Which booted instances a unit may use: equal profile, FVP
+    identity/params/args/knobs/firmware, timeouts."""
     fvp = plan.scenario.fvp
     return digest({
         "profile": unit.key_parts.get("profile"),
@@ -124,9 +127,11 @@ def _pool_key(plan: Plan, unit: Unit) -> str:
     })[:16]
 
 
-def assign_lanes(jobs: Mapping[str, Sequence[JobSpec]], capacity: int) -> list[tuple[str, list[JobSpec]]]:
-    """Deal each pool's jobs to lanes: a pool gets lanes in proportion to its work (at least one, at most one per
-    job, about ``capacity`` in total), and jobs go longest first onto the least loaded lane. Deterministic."""
+def assign_lanes(jobs: Mapping[str, Sequence[JobSpec]],
+                 capacity: int) -> list[tuple[str, list[JobSpec]]]:
+    """Deal each pool's jobs to lanes: a pool gets lanes in proportion to its work (at least one, at
+    most one per job, about ``capacity`` in total), and jobs go longest first onto the least loaded
+    lane. Deterministic."""
     total = sum(job.cost for pool in jobs.values() for job in pool) or 1
     lanes: list[tuple[str, list[JobSpec]]] = []
     for pool in sorted(jobs, key=lambda name: (-sum(job.cost for job in jobs[name]), name)):
@@ -153,15 +158,16 @@ def _lane_specs(nodes: Sequence[Node], capacity: int, ship: bool, scale: float) 
         if node.plan is None or not node.todo or node.loaded is None:
             continue
         plan = node.plan
-        hashes = {str(state.path): state.sha256 for state in plan.artifacts.values() if state.sha256}
+        hashes = {str(state.path): state.sha256
+                  for state in plan.artifacts.values() if state.sha256}
         by_session: dict[int, list[Unit]] = {}
         for unit, _reason in node.todo:
             by_session.setdefault(unit.session, []).append(unit)
         for session, units in sorted(by_session.items()):
             units.sort(key=lambda unit: unit.index)
             job = JobSpec(node.index, plan.scenario, str(node.loaded.path), plan.profile, session,
-                          tuple(unit.id for unit in units), tuple(unit.key for unit in units), node.fvp_version,
-                          hashes)
+                          tuple(unit.id for unit in units), tuple(unit.key for unit in units),
+                          node.fvp_version, hashes)
             jobs.setdefault(_pool_key(plan, units[0]), []).append(job)
     specs = []
     for number, (pool, members) in enumerate(assign_lanes(jobs, capacity)):
@@ -176,7 +182,7 @@ def _lane_specs(nodes: Sequence[Node], capacity: int, ship: bool, scale: float) 
     return specs
 
 
-# --- running ------------------------------------------------------------------------------------------------
+# --- running --------------------------------------------------------------------------------------
 
 
 def make(
@@ -187,11 +193,13 @@ def make(
     listener: Listener = null_listener,
     stop: threading.Event | None = None,
 ) -> MakeResult:
-    """Bring every scenario's results and report up to date (see the module docstring); with ``dry_run`` only
-    say what would be done. Raises ``Interrupted`` on Ctrl-C after keeping what was measured.
+    """Bring every scenario's results and report up to date (see the module docstring); with
+    ``dry_run`` only say what would be done. Raises ``Interrupted`` on Ctrl-C after keeping what was
+    measured.
 
-    ``stop`` (set from another thread or a signal handler, e.g. the CLI's first Ctrl-C): the units in flight
-    finish and are recorded, nothing new starts, and ``Interrupted`` is raised as for a KeyboardInterrupt."""
+    ``stop`` (set from another thread or a signal handler, e.g. the CLI's first Ctrl-C): the units
+    in flight finish and are recorded, nothing new starts, and ``Interrupted`` is raised as for a
+    KeyboardInterrupt."""
     options = options or MakeOptions()
     stop = stop if stop is not None else threading.Event()
     began = time.monotonic()
@@ -202,21 +210,26 @@ def make(
     actions = [action for node in nodes for action in node.actions()]
     if options.dry_run or all(action.kind in ("up-to-date", "error") for action in actions):
         code = _exit_code(nodes, interrupted=False, dry_run=True)
-        return MakeResult(nodes, actions, code, seconds=time.monotonic() - began, phase_seconds=phases)
+        return MakeResult(nodes, actions, code, seconds=time.monotonic() - began,
+                          phase_seconds=phases)
     if any(node.error for node in nodes) and not options.keep_going:
         _not_started(nodes, "drained", "not started: a scenario has an error (-k runs the others)")
-        return MakeResult(nodes, actions, _exit_code(nodes, False, True), seconds=time.monotonic() - began,
+        return MakeResult(nodes, actions, _exit_code(nodes, False, True),
+                          seconds=time.monotonic() - began,
                           units_not_run=sum(len(node.not_run) for node in nodes))
     if executor is None:
         # late: lanes load execute and every target
         from fvp_harness.run.lanes import LocalExecutor, default_jobs
 
         executor = LocalExecutor(options.jobs or default_jobs())
-    if not executor.ships_artifacts:  # the models start on this machine: doctor's checks first, as ``run`` does
+    # the models start on this machine: doctor's checks first, as ``run`` does
+    if not executor.ships_artifacts:
         _preflight(nodes)
         if any(node.error for node in nodes) and not options.keep_going:
-            _not_started(nodes, "drained", "not started: a scenario failed its preflight checks (-k runs the others)")
-            return MakeResult(nodes, actions, _exit_code(nodes, False, True), seconds=time.monotonic() - began,
+            _not_started(nodes, "drained",
+                         "not started: a scenario failed its preflight checks (-k runs the others)")
+            return MakeResult(nodes, actions, _exit_code(nodes, False, True),
+                              seconds=time.monotonic() - began,
                               units_not_run=sum(len(node.not_run) for node in nodes))
     capacity = options.jobs or executor.capacity()
     result = MakeResult(nodes, actions, EXIT_OK)
@@ -229,7 +242,8 @@ def make(
         if not build_failed and not interrupted:
             mark = time.monotonic()
             try:
-                interrupted = _execute(nodes, stores, options, versions, executor, capacity, listener, result, stop)
+                interrupted = _execute(nodes, stores, options, versions, executor, capacity,
+                                       listener, result, stop)
             except KeyboardInterrupt:
                 interrupted = True
             phases["execute"] = time.monotonic() - mark
@@ -240,15 +254,18 @@ def make(
         result.units_not_run = sum(len(node.not_run) for node in nodes)
         if interrupted:
             result.exit_code = EXIT_INTERRUPTED
-            left = f"; {result.units_not_run} stale units did not run" if result.units_not_run else ""
-            raise Interrupted(f"interrupted{left}; every finished unit is stored: run make again to continue")
+            left = (f"; {result.units_not_run} stale units did not run" if result.units_not_run
+                    else "")
+            raise Interrupted(f"interrupted{left}; every finished unit is stored: run make again "
+                              "to continue")
         mark = time.monotonic()
         _reports(nodes, stores, listener, result, stop)
         phases["report"] = time.monotonic() - mark
-        if stop.is_set():  # a signal while the reports were written: honoured, never swallowed (exit 130/143)
+        # a signal while the reports were written: honoured, never swallowed (exit 130/143)
+        if stop.is_set():
             result.exit_code = EXIT_INTERRUPTED
-            raise Interrupted("stopped while the reports were written; every unit is stored: run make again to "
-                              "write the reports left out")
+            raise Interrupted("stopped while the reports were written; every unit is stored: run "
+                              "make again to write the reports left out")
     result.exit_code = _exit_code(nodes, False, False)
     result.seconds = time.monotonic() - began
     result.phase_seconds = phases
@@ -275,7 +292,8 @@ def _preflight(nodes: Sequence[Node]) -> None:
             if node.error is None and node.loaded is not None
             and (node.todo or node.maybe or node.builds)]
     if todo:
-        with ThreadPoolExecutor(max_workers=min(4, len(todo)), thread_name_prefix="preflight") as pool:
+        with ThreadPoolExecutor(max_workers=min(4, len(todo)),
+                                thread_name_prefix="preflight") as pool:
             list(pool.map(check, todo))
 
 
@@ -295,10 +313,10 @@ def _lock_stores(stack: contextlib.ExitStack, nodes: Sequence[Node]) -> dict[int
 def _build(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: MakeOptions,
            versions: Versions, capacity: int,
            listener: Listener, stop: threading.Event | None = None) -> bool:
-    """Build stale artifacts scenario by scenario (an artifact two scenarios share is built once, also with
-    ``-B``), then re-plan with the final hashes. Returns True when a failure must stop the batch (no ``-k``).
-    ``stop`` set ends the builds in flight (``build_artifacts``) and builds nothing more (the caller sees
-    ``stop`` and reports the batch interrupted)."""
+    """Build stale artifacts scenario by scenario (an artifact two scenarios share is built once,
+    also with ``-B``), then re-plan with the final hashes. Returns True when a failure must stop the
+    batch (no ``-k``). ``stop`` set ends the builds in flight (``build_artifacts``) and builds
+    nothing more (the caller sees ``stop`` and reports the batch interrupted)."""
     forced: set[Path] = set()
     for node in nodes:
         if node.error is not None or not node.builds or node.loaded is None:
@@ -315,8 +333,10 @@ def _build(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: Ma
             return False
         try:
             node.built, _states = build_artifacts(node.loaded, log_path_for=log_for, jobs=capacity,
-                                                  timeout=BUILD_TIMEOUT_S * options.timeout_scale, on_built=built,
-                                                  force=options.always, already_built=forced, stop=stop)
+                                                  timeout=BUILD_TIMEOUT_S * options.timeout_scale,
+                                                  on_built=built,
+                                                  force=options.always, already_built=forced,
+                                                  stop=stop)
             forced.update(done.step.path for done in node.built)
         except Interrupted:
             return False  # the caller sees ``stop`` set
@@ -333,11 +353,12 @@ def _build(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: Ma
 
 def _execute(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: MakeOptions,
              versions: Versions,
-             executor: Executor, capacity: int, listener: Listener, result: MakeResult, stop: threading.Event) -> bool:
-    """Write the manifests, run the lanes, store what comes back, finish the manifests. Returns True when a
-    ``stop`` request left units unrun (the batch then counts as interrupted)."""
-    # late: the lanes and the manifest (execute, every target) and the stored-baseline check (the analysis: pandas,
-    # scipy) load only when units run; the up-to-date check never needs them
+             executor: Executor, capacity: int, listener: Listener, result: MakeResult,
+             stop: threading.Event) -> bool:
+    """Write the manifests, run the lanes, store what comes back, finish the manifests. Returns True
+    when a ``stop`` request left units unrun (the batch then counts as interrupted)."""
+    # late: the lanes and the manifest (execute, every target) and the stored-baseline check (the
+    # analysis: pandas, scipy) load only when units run; the up-to-date check never needs them
     from fvp_harness.run.execute import utc_now
     from fvp_harness.run.lanes import LaneControl
     from fvp_harness.run.manifest import BatchInfo, RunSettings
@@ -354,7 +375,8 @@ def _execute(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: 
         version, banner = versions.get(node.loaded, for_manifest=True)
         batch = BatchInfo(executor=getattr(executor, "name", "?"), jobs=capacity,
                           only=list(options.only), always=options.always)
-        try:  # compare.baseline_from: the stored run chosen, checked and pinned before any unit runs
+        # compare.baseline_from: the stored run chosen, checked and pinned before any unit runs
+        try:
             manifests[node.index] = start_manifest(
                 node.loaded, node.plan, store, version=version, banner=banner,
                 settings=RunSettings(resume=True, timeout_scale=options.timeout_scale),
@@ -375,7 +397,8 @@ def _execute(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: 
     remote = executor.ships_artifacts
     planned_lanes = {lane.index: lane for lane in lanes}
     reasons: dict[tuple[int, str], tuple[str, str]] = {}
-    """(scenario index, unit id) -> (cause class, why): why a unit may have no record; the first cause wins."""
+    """(scenario index, unit id) -> (cause class, why): why a unit may have no record; the first
+    cause wins."""
 
     def explain(node: int, units: Sequence[str], failure_class: str, why: str) -> None:
         for unit in units:
@@ -393,7 +416,8 @@ def _execute(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: 
             detail = record.failure
             if detail and record.log:  # every failure line names its log
                 detail = f"{detail} (log: {stores[index].root / record.log})"
-            listener(Event("unit_done", session=f"{node.stem}/{record.instance}", unit=record.unit_id,
+            listener(Event("unit_done", session=f"{node.stem}/{record.instance}",
+                           unit=record.unit_id,
                            status=record.status, seconds=record.duration_s, detail=detail))
 
     def on_lane_done(lane: LaneResult) -> None:
@@ -401,7 +425,8 @@ def _execute(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: 
         planned = planned_lanes.pop(lane.index, None)
         if lane.interrupted:
             cut_short.append(lane.index)
-        if lane.error is not None:  # the lane as a whole failed: its units without a record did not run
+        # the lane as a whole failed: its units without a record did not run
+        if lane.error is not None:
             log.info("lane %s: %s", lane.index, lane.error)
             for wanted in (planned.jobs if planned else ()):
                 explain(wanted.node, wanted.units, lane.error_class, lane.error)
@@ -423,22 +448,24 @@ def _execute(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: 
             if any(outcome.aborted for outcome in job.outcomes):
                 aborted = "; ".join(o.aborted or "" for o in job.outcomes)
                 node.job_errors.append(("infrastructure", aborted))
-                explain(job.node, job.units, "infrastructure", f"its instance kept failing: {aborted}")
+                explain(job.node, job.units, "infrastructure",
+                        f"its instance kept failing: {aborted}")
                 if not options.keep_going:
                     drain.set()
-        # units the lane did not get to: of the jobs it answers for (work stealing moves jobs between lanes:
-        # ``owned``), so a job another lane took is explained by that lane's result, after that lane's job errors
+        # units the lane did not get to: of the jobs it answers for (work stealing moves jobs
+        # between lanes: ``owned``), so a job another lane took is explained by that lane's result,
+        # after that lane's job errors
         owned = lane.owned if lane.owned is not None else (planned.jobs if planned else ())
         for wanted in owned:
             if stop.is_set() or control.abort.is_set():
                 explain(wanted.node, wanted.units, "interrupted", "not started: stop requested")
             elif drain.is_set():
-                explain(wanted.node, wanted.units, "drained", "not started: an earlier failure stopped the batch "
-                        "(-k keeps going)")
+                explain(wanted.node, wanted.units, "drained",
+                        "not started: an earlier failure stopped the batch " "(-k keeps going)")
 
     roots = {node.index: stores[node.index].root for node in working}
-    control = LaneControl(sink=sink, results_roots=roots, on_lane_done=on_lane_done, drain=drain, stop=stop,
-                          listener=listener)
+    control = LaneControl(sink=sink, results_roots=roots, on_lane_done=on_lane_done, drain=drain,
+                          stop=stop, listener=listener)
     stopped = False
     try:
         executor.run(lanes, control)
@@ -449,8 +476,10 @@ def _execute(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: 
                 if control.abort.is_set():
                     explain(wanted.node, wanted.units, "interrupted", "interrupted")
                 else:
-                    explain(wanted.node, wanted.units, "infrastructure", "its lane returned no result")
-        for node in working:  # a unit counts by its last attempt: a failure retried into success is a success
+                    explain(wanted.node, wanted.units, "infrastructure",
+                            "its lane returned no result")
+        # a unit counts by its last attempt: a failure retried into success is a success
+        for node in working:
             failed = [record for record in node.latest.values() if record.status != "ok"]
             node.failed = len(failed)
             node.infrastructure = sum(record.failure_class == "infrastructure" for record in failed)
@@ -460,39 +489,46 @@ def _execute(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: 
         interrupted = control.abort.is_set() or stopped
         for node in working:
             manifest = manifests[node.index].finish(node.outcomes, interrupted=interrupted)
-            lost = sorted({why for cause, why in node.not_run.values() if cause == "infrastructure"})
-            if lost and manifest.status == "complete":  # the platform gave out: the report counts them so (exit 3)
+            lost = sorted({why
+                           for cause, why in node.not_run.values() if cause == "infrastructure"})
+            # the platform gave out: the report counts them so (exit 3)
+            if lost and manifest.status == "complete":
                 manifest.status = "aborted"
                 manifest.aborted = [*(manifest.aborted or []), *lost]
             manifest.write(stores[node.index], final=True)
     return stopped
 
 
-def _settle(node: Node, store: ResultStore, reasons: Mapping[tuple[int, str], tuple[str, str]]) -> None:
-    """Fill ``node.not_run``: the stale units that still have no ok record under their key in the store and no
-    record of this make (a failed one counts as run), with why (``reasons``, else: no result came back)."""
+def _settle(node: Node, store: ResultStore,
+            reasons: Mapping[tuple[int, str], tuple[str, str]]) -> None:
+    """Fill ``node.not_run``: the stale units that still have no ok record under their key in the
+    store and no record of this make (a failed one counts as run), with why (``reasons``, else: no
+    result came back)."""
     done = store.done_keys() if store.records_path.is_file() else set()
     sampling = until_state(node.plan, store.records()) \
         if node.plan is not None and store.records_path.is_file() \
         else None  # run.until: rounds its rule skipped did not need to run
     node.not_run = {
-        unit.id: reasons.get((node.index, unit.id), ("infrastructure", "no result came back for it"))
+        unit.id: reasons.get((node.index, unit.id),
+                             ("infrastructure", "no result came back for it"))
         for unit, _why in node.todo if unit.key not in done and unit.id not in node.latest
         and not (sampling is not None and not_needed(sampling, unit))
     }
 
 
 def _not_started(nodes: Sequence[Node], failure_class: str, why: str) -> None:
-    """Every stale unit of the scenarios without an error of their own did not run, for one reason."""
+    """Every stale unit of the scenarios without an error of their own did not run, for one
+    reason."""
     for node in nodes:
         if node.error is None and not node.not_run:
             node.not_run = {unit.id: (failure_class, why) for unit, _reason in node.todo}
 
 
 def _previous_manifest(store: ResultStore) -> Manifest | None:
-    """The folder's earlier manifest, whose instances a new one carries on; one this version cannot read is
-    replaced (``make`` tells stale records apart by their keys, not by the manifest)."""
-    from fvp_harness.run.manifest import Manifest  # late: the manifest model loads execute and the targets
+    """The folder's earlier manifest, whose instances a new one carries on; one this version cannot
+    read is replaced (``make`` tells stale records apart by their keys, not by the manifest)."""
+    # late: the manifest model loads execute and the targets
+    from fvp_harness.run.manifest import Manifest
 
     try:
         return Manifest.read(store)
@@ -502,8 +538,9 @@ def _previous_manifest(store: ResultStore) -> Manifest | None:
 
 
 def _final_failure(record: Record, node: Node) -> bool:
-    """A failed record that no retry will follow: a test failure, or an infrastructure failure on the unit's last
-    allowed attempt (execute retries those on a fresh instance ``run.retries`` times)."""
+    """A failed record that no retry will follow: a test failure, or an infrastructure failure on
+    the unit's last allowed attempt (execute retries those on a fresh instance ``run.retries``
+    times)."""
     if record.status == "ok":
         return False
     if record.failure_class != "infrastructure" or node.plan is None:
@@ -512,7 +549,8 @@ def _final_failure(record: Record, node: Node) -> bool:
 
 
 def _import_log(store: ResultStore, relative: str, data: bytes) -> None:
-    """A log a remote worker wrote, into the folder at the store-given path (``logs/<session>/<name>``)."""
+    """A log a remote worker wrote, into the folder at the store-given path
+    (``logs/<session>/<name>``)."""
     parts = relative.split("/")
     if len(parts) < 3 or parts[0] != LOGS_DIR:
         log.warning("ignoring an unexpected file from a worker: %s", relative)
@@ -522,9 +560,10 @@ def _import_log(store: ResultStore, relative: str, data: bytes) -> None:
 
 def _reports(nodes: Sequence[Node], stores: Mapping[int, ResultStore], listener: Listener,
              result: MakeResult, stop: threading.Event | None = None) -> None:
-    """Render the reports whose inputs changed, and store the hash of those inputs beside them. Once ``stop`` is
-    set no further report starts (the one being written is finished, each file replaced atomically); the ones left
-    out keep no ``report.inputs`` of their inputs, so the next ``make`` writes them."""
+    """Render the reports whose inputs changed, and store the hash of those inputs beside them. Once
+    ``stop`` is set no further report starts (the one being written is finished, each file replaced
+    atomically); the ones left out keep no ``report.inputs`` of their inputs, so the next ``make``
+    writes them."""
     # late: the report loads pandas, scipy and matplotlib; a make with nothing to render never does
     from fvp_harness.run.manifest import Manifest
     from fvp_harness.run.reporting import write_report
@@ -549,9 +588,12 @@ def _reports(nodes: Sequence[Node], stores: Mapping[int, ResultStore], listener:
             continue
         resolved = node.loaded.scenario.model_dump(mode="json")
         pinned = (manifest.scenario.resolved.get("compare") or {}).get("baseline_from")
-        if pinned and isinstance(resolved.get("compare"), dict) and resolved["compare"].get("baseline_from"):
-            resolved["compare"]["baseline_from"] = pinned  # keep the stored run chosen when the units ran
-        if manifest.scenario.resolved != resolved:  # e.g. only the report section changed: `report DIR` must agree
+        if (pinned and isinstance(resolved.get("compare"), dict) and
+            resolved["compare"].get("baseline_from")):
+            # keep the stored run chosen when the units ran
+            resolved["compare"]["baseline_from"] = pinned
+        # e.g. only the report section changed: `report DIR` must agree
+        if manifest.scenario.resolved != resolved:
             manifest.scenario.resolved = resolved
             manifest.write(store)
         listener(Event("analysis", scenario=node.stem))
@@ -563,18 +605,21 @@ def _reports(nodes: Sequence[Node], stores: Mapping[int, ResultStore], listener:
         node.report_files = dict(outcome.files)
         node.exit_code = outcome.exit_code
         payload = {"parts": report_inputs(store, node.loaded),
-                   "exit_code": max(outcome.exit_code, _not_run_code(node)), "not_run": sorted(node.not_run),
-                   "failed_units": outcome.failed_units, "expectations_violated": outcome.expectations_violated,
+                   "exit_code": max(outcome.exit_code, _not_run_code(node)),
+                   "not_run": sorted(node.not_run),
+                   "failed_units": outcome.failed_units,
+                   "expectations_violated": outcome.expectations_violated,
                    "files": sorted(_relative_name(store, path) for path in outcome.files.values())}
         _write_json(store.report_path(REPORT_INPUTS_FILE), payload)
         result.reports.append(store.root)
 
 
 def _report_can_list(manifest: Manifest, node: Node) -> bool:
-    """Whether the report made with ``manifest`` lists this make's not-run units as not run (``write_report``
-    reports every unit the manifest plans, ``plan.keys``, that has no record of its key). Only a manifest this make
-    wrote plans their current keys; one left by an earlier run (a build failed before the lanes started) does not,
-    and a report from it would look complete: then no report is rendered."""
+    """Whether the report made with ``manifest`` lists this make's not-run units as not run
+    (``write_report`` reports every unit the manifest plans, ``plan.keys``, that has no record of
+    its key). Only a manifest this make wrote plans their current keys; one left by an earlier run
+    (a build failed before the lanes started) does not, and a report from it would look complete:
+    then no report is rendered."""
     if not node.not_run:
         return True
     keys = {unit.id: unit.key for unit, _why in node.todo}
@@ -597,19 +642,21 @@ def _write_json(path: Path, payload: Mapping[str, Any]) -> None:
 
 NOT_RUN_EXIT = {"infrastructure": EXIT_INFRASTRUCTURE, "configuration": EXIT_BAD_INPUT,
                 "interrupted": EXIT_INTERRUPTED}
-"""The exit code a stale unit left without a record causes, by cause class (others, e.g. ``drained``: 1)."""
+"""The exit code a stale unit left without a record causes, by cause class (others, e.g.
+``drained``: 1)."""
 
 
 def _not_run_code(node: Node) -> int:
-    return max((NOT_RUN_EXIT.get(cause, EXIT_FAILED) for cause, _why in node.not_run.values()), default=EXIT_OK)
+    return max((NOT_RUN_EXIT.get(cause, EXIT_FAILED) for cause, _why in node.not_run.values()),
+               default=EXIT_OK)
 
 
 def _exit_code(nodes: Sequence[Node], interrupted: bool, dry_run: bool) -> int:
-    """130 interrupted; else the worst of: 3 infrastructure, 2 configuration, 1 failed units or violated
-    expectations (from this run's reports, or the stored ones for up-to-date scenarios), 0. A stale unit left
-    without a record (``Node.not_run``) is never 0: 3 when infrastructure is the cause (a lost lane, worker or
-    scheduler, an instance that kept failing), 2 a configuration error, 1 otherwise (a failure drained the
-    batch)."""
+    """130 interrupted; else the worst of: 3 infrastructure, 2 configuration, 1 failed units or
+    violated expectations (from this run's reports, or the stored ones for up-to-date scenarios), 0.
+    A stale unit left without a record (``Node.not_run``) is never 0: 3 when infrastructure is the
+    cause (a lost lane, worker or scheduler, an instance that kept failing), 2 a configuration
+    error, 1 otherwise (a failure drained the batch)."""
     if interrupted:
         return EXIT_INTERRUPTED
     code = EXIT_OK

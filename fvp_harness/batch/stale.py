@@ -30,7 +30,8 @@ from fvp_harness.store.folder import (
 from fvp_harness.store.records import Record
 from fvp_harness.version import __version__
 
-if TYPE_CHECKING:  # lanes and manifest load execute, deploy and every target: only a make with work loads them
+# lanes and manifest load execute, deploy and every target: only a make with work loads them
+if TYPE_CHECKING:
     from fvp_harness.run.execute import SessionOutcome
 
 __all__ = [
@@ -53,11 +54,13 @@ class MakeOptions:
     """The ``make`` verb's choices (see ``docs/batch.md``)."""
 
     jobs: int | None = None
-    """Parallel FVP instances; None: ``default_jobs()`` locally, the cluster's thread count on Dask."""
+    """Parallel FVP instances; None: ``default_jobs()`` locally, the cluster's thread count on
+    Dask."""
     keep_going: bool = False
     dry_run: bool = False
     always: bool = False
-    """``-B``: rebuild every artifact that has a build command, re-run every unit and re-render every report."""
+    """``-B``: rebuild every artifact that has a build command, re-run every unit and re-render
+    every report."""
     only: tuple[str, ...] = ()
     """Globs on ``<scenario stem>/<unit id>`` (or just ``<scenario stem>``); empty: everything."""
     results_base: Path = DEFAULT_RESULTS_BASE
@@ -111,7 +114,8 @@ class Node:
     exit_code: int = EXIT_OK
     report_files: dict[str, Path] = field(default_factory=dict)
     not_run: dict[str, tuple[str, str]] = field(default_factory=dict)
-    """Unit id -> (cause class, why) of each stale unit this make left without a record (``_settle``)."""
+    """Unit id -> (cause class, why) of each stale unit this make left without a record
+    (``_settle``)."""
 
     def actions(self) -> list[Action]:
         if self.error is not None:
@@ -122,13 +126,14 @@ class Node:
         if self.report_reason is not None:
             found.append(Action("report", self.stem, "report", self.report_reason))
         if not found and self.selected:
-            found.append(Action("up-to-date", self.stem, "", f"{len(self.selected)} units and the report"))
+            found.append(Action("up-to-date", self.stem, "",
+                                f"{len(self.selected)} units and the report"))
         return found
 
 
 def scenario_files(items: Sequence[str | Path]) -> list[Path]:
-    """Scenario arguments with folders replaced by their ``*.yaml``/``*.yml`` files (sorted); default
-    ``scenarios/``."""
+    """Scenario arguments with folders replaced by their ``*.yaml``/``*.yml`` files (sorted);
+    default ``scenarios/``."""
     found: list[Path] = []
     for item in items or ["scenarios"]:
         path = Path(item)
@@ -157,11 +162,13 @@ def _matches(patterns: Sequence[str], stem: str, unit_id: str) -> bool:
     if not patterns:
         return True
     full = f"{stem}/{unit_id}"
-    return any(fnmatch.fnmatchcase(full, pattern) or fnmatch.fnmatchcase(stem, pattern) for pattern in patterns)
+    return any(fnmatch.fnmatchcase(full, pattern) or fnmatch.fnmatchcase(stem, pattern)
+               for pattern in patterns)
 
 
 def report_inputs(store: ResultStore, loaded: LoadedScenario) -> dict[str, str]:
-    """The parts of a report's input hash: records, manifest, the report-relevant scenario sections, harness."""
+    """The parts of a report's input hash: records, manifest, the report-relevant scenario sections,
+    harness."""
     scenario = loaded.scenario
     return {
         "records": _filedigest(store.records_path),
@@ -177,13 +184,16 @@ def report_inputs(store: ResultStore, loaded: LoadedScenario) -> dict[str, str]:
 
 
 def _report_reason(store: ResultStore, loaded: LoadedScenario) -> tuple[str | None, int]:
-    """Why the report must be rendered again (None: up to date), and the exit code stored with it."""
+    """Why the report must be rendered again (None: up to date), and the exit code stored with
+    it."""
     try:
         stored = json.loads(store.report_path(REPORT_INPUTS_FILE).read_text(encoding="utf-8"))
     except (FileNotFoundError, ValueError):
         return "no report yet", EXIT_OK
-    expected = [name for kind, name in REPORT_FILES.items() if kind in loaded.scenario.report.outputs]
-    written = stored.get("files") if isinstance(stored, dict) else None  # e.g. the VGF report, when there was one
+    expected = [name
+                for kind, name in REPORT_FILES.items() if kind in loaded.scenario.report.outputs]
+    # e.g. the VGF report, when there was one
+    written = stored.get("files") if isinstance(stored, dict) else None
     expected += [name for name in written or () if isinstance(name, str) and name not in expected]
     missing = [name for name in expected if not (store.root / name).is_file()]
     if missing:
@@ -196,12 +206,14 @@ def _report_reason(store: ResultStore, loaded: LoadedScenario) -> tuple[str | No
 
 
 def _why(unit: Unit, latest: Record | None) -> str:
-    """Why a unit without an ok record under its key must run (for ``-n`` and the log): ``plan.why_stale``."""
+    """Why a unit without an ok record under its key must run (for ``-n`` and the log):
+    ``plan.why_stale``."""
     return why_stale(unit, latest)
 
 
 class Versions:
-    """The model's ``--version`` per binary, asked once per batch (it folds into real-FVP keys; not for sim)."""
+    """The model's ``--version`` per binary, asked once per batch (it folds into real-FVP keys; not
+    for sim)."""
 
     def __init__(self) -> None:
         self._known: dict[str, tuple[str | None, str]] = {}
@@ -220,7 +232,8 @@ def plan_batch(paths: Sequence[str | Path], options: MakeOptions, *,
                versions: Versions | None = None) -> list[Node]:
     """Load every scenario and decide what is stale, without writing anything (``-n`` prints this).
 
-    A scenario that does not load becomes a node with ``error`` set (the caller decides whether to go on).
+    A scenario that does not load becomes a node with ``error`` set (the caller decides whether to
+    go on).
     """
     versions = versions or Versions()
     nodes: list[Node] = []
@@ -232,10 +245,11 @@ def plan_batch(paths: Sequence[str | Path], options: MakeOptions, *,
             node.results_dir = results_dir_for(path, options.results_base)
             other = seen.get(node.results_dir.resolve())
             if other is not None:
-                raise ConfigurationError(f"{path} and {other} would share the results folder {node.results_dir}; "
-                                         "rename one of them")
+                raise ConfigurationError(f"{path} and {other} would share the results folder "
+                                         f"{node.results_dir}; rename one of them")
             seen[node.results_dir.resolve()] = str(path)
-            node.loaded = load_scenario(path, list(options.overrides), fvp_binary=options.fvp_binary)
+            node.loaded = load_scenario(path, list(options.overrides),
+                                        fvp_binary=options.fvp_binary)
             plan_node(node, options, versions)
         except HarnessError as exc:
             node.error = exc
@@ -245,9 +259,10 @@ def plan_batch(paths: Sequence[str | Path], options: MakeOptions, *,
 
 
 def _check_only(patterns: Sequence[str], nodes: Sequence[Node]) -> None:
-    """Each ``--only`` pattern must match a scenario or a unit, else ``UnknownName`` (exit 2) before anything is
-    built: a typo said "nothing to do" with every unit stale. A scenario that did not load counts as matched when
-    its stem matches the pattern's scenario part (its units are unknown; its own error is reported)."""
+    """Each ``--only`` pattern must match a scenario or a unit, else ``UnknownName`` (exit 2) before
+    anything is built: a typo said "nothing to do" with every unit stale. A scenario that did not
+    load counts as matched when its stem matches the pattern's scenario part (its units are unknown;
+    its own error is reported)."""
     for pattern in patterns:
         head = pattern.split("/", 1)[0]
 
@@ -262,17 +277,20 @@ def _check_only(patterns: Sequence[str], nodes: Sequence[Node]) -> None:
             continue
         heads = [node for node in nodes if fnmatch.fnmatchcase(node.stem, head)]
         if heads and "/" in pattern:
-            valid = [f"{node.stem}/{unit.id}" for node in heads if node.plan is not None for unit in node.plan.units]
+            valid = [f"{node.stem}/{unit.id}" for node in heads if node.plan is not None
+                     for unit in node.plan.units]
             what, plural = "unit", "the units (SCENARIO/UNIT) there are"
         else:
             valid = [name for node in nodes for name in (node.stem, f"{node.stem}/*")]
-            what, plural = "scenario or unit", "the scenarios (SCENARIO, SCENARIO/* or SCENARIO/UNIT) there are"
+            what, plural = "scenario or unit", ("the scenarios (SCENARIO, SCENARIO/* or "
+                                                "SCENARIO/UNIT) there are")
         raise UnknownName("--only", [pattern], valid, what=what, plural=plural)
 
 
 def _refuse_conflicting_builds(nodes: Sequence[Node]) -> None:
-    """Scenarios of one batch may share an artifact file, built once, but only with the same build command:
-    otherwise each would rebuild it with its own and the other's units would measure bytes it did not plan."""
+    """Scenarios of one batch may share an artifact file, built once, but only with the same build
+    command: otherwise each would rebuild it with its own and the other's units would measure bytes
+    it did not plan."""
     owners: dict[Path, tuple[str, str]] = {}
     for node in nodes:
         if node.loaded is None or node.error is not None:
@@ -284,15 +302,16 @@ def _refuse_conflicting_builds(nodes: Sequence[Node]) -> None:
             first = owners.setdefault(path, (node.stem, command))
             if first[1] != command:
                 node.error = ConfigurationError(
-                    f"{node.path}: {name} writes {file}, which scenario {first[0]} builds with another command "
-                    f"({first[1]!r}, here {command!r}); give each its own file, or the same command")
+                    f"{node.path}: {name} writes {file}, which scenario {first[0]} builds with "
+                    f"another command ({first[1]!r}, here {command!r}); give each its own file, or "
+                    "the same command")
                 break
 
 
 def plan_node(node: Node, options: MakeOptions, versions: Versions, *,
               after_build: bool = False) -> None:
-    """Plan one scenario and decide what is stale (``after_build``: the re-plan with the final artifact hashes,
-    when ``-B`` no longer forces the builds that just ran)."""
+    """Plan one scenario and decide what is stale (``after_build``: the re-plan with the final
+    artifact hashes, when ``-B`` no longer forces the builds that just ran)."""
     loaded = node.loaded
     assert loaded is not None
     node.fvp_version, _banner = versions.get(loaded)
@@ -334,11 +353,14 @@ def plan_node(node: Node, options: MakeOptions, versions: Versions, *,
 
 def until_state(plan: Plan, records: Sequence[Record],
                 cache: SummaryCache | None = None) -> SamplingState | None:
-    """``run.until``: the stopping rule replayed over the stored records of the planned keys (None without it);
-    ``cache``: what the last report of the folder kept of the same replay (read only: the check writes nothing)."""
+    """``run.until``: the stopping rule replayed over the stored records of the planned keys (None
+    without it); ``cache``: what the last report of the folder kept of the same replay (read only:
+    the check writes nothing)."""
     scenario = plan.scenario
-    if scenario.run.until is None or (scenario.compare is not None and scenario.compare.baseline_from):
-        return None  # with a stored baseline make measures every round (its lanes judge no stored samples)
+    if (scenario.run.until is None or
+        (scenario.compare is not None and scenario.compare.baseline_from)):
+        # with a stored baseline make measures every round (its lanes judge no stored samples)
+        return None
     keys = {unit.id: unit.key for unit in plan.units}
     wanted = [record for record in records if keys.get(record.unit_id) == record.key]
     return replay(wanted, scenario.compare, scenario.run.until, models=list(scenario.models),

@@ -1,4 +1,5 @@
-"""``fvp-harness`` entry point: parse arguments, dispatch to a verb, turn exceptions into exit codes.
+"""``fvp-harness`` entry point: parse arguments, dispatch to a verb, turn exceptions into exit
+codes.
 
 Exit codes (documented in the README):
     0   ok
@@ -45,13 +46,16 @@ def _common_options(suppress_defaults: bool) -> argparse.ArgumentParser:
     """-v/-q, accepted before or after the verb (users type them anywhere)."""
     parent = argparse.ArgumentParser(add_help=False)
     default: object = argparse.SUPPRESS if suppress_defaults else 0
-    parent.add_argument("-v", "--verbose", action="count", default=default, help="more output (repeatable)")
-    parent.add_argument("-q", "--quiet", action="count", default=default, help="less output (repeatable)")
+    parent.add_argument("-v", "--verbose", action="count", default=default,
+                        help="more output (repeatable)")
+    parent.add_argument("-q", "--quiet", action="count", default=default,
+                        help="less output (repeatable)")
     return parent
 
 
 def _verb_modules() -> list[ModuleType]:
-    import fvp_harness.cli as package  # late: this module is part of that package (a top-level import would cycle)
+    # late: this module is part of that package (a top-level import would cycle)
+    import fvp_harness.cli as package
 
     modules = []
     for info in pkgutil.iter_modules(package.__path__):
@@ -64,7 +68,8 @@ def _verb_modules() -> list[ModuleType]:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fvp-harness",
-        description="Benchmark ExecuTorch runners on Arm Fixed Virtual Platforms (or the embedded simulator).",
+        description="Benchmark ExecuTorch runners on Arm Fixed Virtual Platforms (or the embedded "
+                    "simulator).",
         parents=[_common_options(suppress_defaults=False)],
     )
     parser.add_argument("--version", action="version", version=f"fvp-harness {__version__}")
@@ -76,8 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 LIBRARY_LOGGERS = ("py.warnings", "distributed", "matplotlib", "PIL", "asyncio", "tornado", "bokeh")
-"""Loggers of the libraries underneath (and Python's warnings, routed into logging): shown only with ``-v``, so a
-CI log carries the harness's own words and not a library's deprecation notes."""
+"""Loggers of the libraries underneath (and Python's warnings, routed into logging): shown only with
+``-v``, so a CI log carries the harness's own words and not a library's deprecation notes."""
 
 
 def _configure_logging(verbosity: int) -> None:
@@ -90,16 +95,19 @@ def _configure_logging(verbosity: int) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Parse, dispatch, map failures to exit codes. SIGTERM/SIGHUP handlers are set first, before any verb starts a
-    process or a thread (``scenario_args.install_termination_handlers``); Ctrl-C or SIGTERM at any point, start-up
-    included, ends in one line and exit 130 (143 for a signal), never a traceback."""
-    # late: every verb imports scenario_args; here only for the handlers, before the verbs are imported
+    """Parse, dispatch, map failures to exit codes. SIGTERM/SIGHUP handlers are set first, before
+    any verb starts a process or a thread (``scenario_args.install_termination_handlers``); Ctrl-C
+    or SIGTERM at any point, start-up included, ends in one line and exit 130 (143 for a signal),
+    never a traceback."""
+    # late: every verb imports scenario_args; here only for the handlers, before the verbs are
+    # imported
     from fvp_harness.cli.scenario_args import install_termination_handlers, termination_signal
 
     install_termination_handlers()
     try:
         return _dispatch(argv)
-    except OutputClosed as exc:  # the reader of the output went away: the run stopped as after a first Ctrl-C
+    # the reader of the output went away: the run stopped as after a first Ctrl-C
+    except OutputClosed as exc:
         _say(f"fvp-harness: {exc}")
         return exc.exit_code
     except (KeyboardInterrupt, Interrupted) as exc:
@@ -107,7 +115,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         signum = termination_signal()
         if signum is not None:
             name = signal.Signals(signum).name
-            print(f"fvp-harness: stopped by {name}; everything measured so far is kept", file=sys.stderr)
+            print(f"fvp-harness: stopped by {name}; everything measured so far is kept",
+                  file=sys.stderr)
             return EXIT_TERMINATED
         if isinstance(exc, Interrupted):
             print(f"fvp-harness: {exc.failure_class} error: {exc.details()}", file=sys.stderr)
@@ -117,14 +126,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except HarnessError as exc:
         print(f"fvp-harness: {exc.failure_class} error: {exc.details()}", file=sys.stderr)
         return exc.exit_code
-    except BrokenPipeError:  # stdout's reader went away (``| head``) after the work was done: as a shell reports it
+    # stdout's reader went away (``| head``) after the work was done: as a shell reports it
+    except BrokenPipeError:
         for stream in (sys.stdout, sys.stderr):
             silence_stream(stream)
         return EXIT_OUTPUT_CLOSED
     except OSError as exc:
         if not is_storage_failure(exc):
             raise
-        # a file of this host refused the harness (disk full, read-only, ...) where no layer named it
+        # a file of this host refused the harness (disk full, read-only, ...) where no layer named
+        # it
         print(f"fvp-harness: infrastructure error: {storage_error(None, exc)}", file=sys.stderr)
         return EXIT_INFRASTRUCTURE
 

@@ -1,22 +1,25 @@
 """How a terminal shows a run's events: ``ProgressView`` on a rich console.
 
-A live bar with units done/total and an ETA on a terminal; one plain line per event when the output is not a
-terminal (a CI log) or with ``-q``. The library only emits ``events.Event``s; this is the CLI's display of them.
-Tests inject the console (``Console(file=StringIO())``) and the clock, so they need no terminal and no sleeps.
+A live bar with units done/total and an ETA on a terminal; one plain line per event when the output
+is not a terminal (a CI log) or with ``-q``. The library only emits ``events.Event``s; this is the
+CLI's display of them. Tests inject the console (``Console(file=StringIO())``) and the clock, so
+they need no terminal and no sleeps.
 
 What a CI log needs from these lines, and why each rule is here:
 
-- every line of ``make`` names its scenario (unit lines through their session, ``smoke/s0``; build and analysis
-  lines through ``Event.scenario``), because scenarios run at once and interleave;
-- a unit failure is one line, printed once, cut to the width (``…``): its first line of text and the log that
-  holds the rest, relative to the current folder; the run's summary then lists those units by id only
-  (``failed_shown``);
-- an instance ``make`` lends to the next job is not booted again, so it does not claim "ready after 0.0 s";
-- under ``run.until`` (the ``plan`` event's ``count``: the most rounds the rule may run) the plan is a ceiling,
-  not a promise: lines and bar show the round and the units run so far against the most the rule may still run
-  (``[round 2/≤10: 12/≤80]``), every unit the rule spares lowers that ceiling, and the time left is an upper
-  bound from the rounds so far (``≤ 0:40 left``: the mean unit time so far times the units still possible), never
-  rich's guess from a total the rule will not reach.
+- every line of ``make`` names its scenario (unit lines through their session, ``smoke/s0``; build
+  and analysis lines through ``Event.scenario``), because scenarios run at once and interleave;
+- a unit failure is one line, printed once, cut to the width (``…``): its first line of text and the
+  log that holds the rest, relative to the current folder; the run's summary then lists those units
+  by id only (``failed_shown``);
+- an instance ``make`` lends to the next job is not booted again, so it does not claim "ready after
+  0.0 s";
+- under ``run.until`` (the ``plan`` event's ``count``: the most rounds the rule may run) the plan is
+  a ceiling, not a promise: lines and bar show the round and the units run so far against the most
+  the rule may still run (``[round 2/≤10: 12/≤80]``), every unit the rule spares lowers that
+  ceiling, and the time left is an upper bound from the rounds so far (``≤ 0:40 left``: the mean
+  unit time so far times the units still possible), never rich's guess from a total the rule will
+  not reach.
 """
 
 from __future__ import annotations
@@ -44,16 +47,18 @@ from fvp_harness.events import Event
 __all__ = ["LOG_WIDTH", "OutputConsole", "ProgressView", "fit_line", "format_seconds"]
 
 LOG_WIDTH = 160
-"""Width of a line when the output is not a terminal (a CI log, a file): wide enough for a unit id, a reason and a
-log path, narrow enough to read without scrolling."""
+"""Width of a line when the output is not a terminal (a CI log, a file): wide enough for a unit id,
+a reason and a log path, narrow enough to read without scrolling."""
 
 
 class OutputConsole(Console):
-    """A rich ``Console`` that outlives its reader (``fvp-harness run X 2>&1 | head -2``): on EPIPE it goes quiet,
-    points its stream at /dev/null and calls ``on_closed`` once, where rich's own console raises ``SystemExit(1)``
-    from whichever thread printed (a session's, mid-unit: the run died with its manifest ``running``)."""
+    """A rich ``Console`` that outlives its reader (``fvp-harness run X 2>&1 | head -2``): on EPIPE
+    it goes quiet, points its stream at /dev/null and calls ``on_closed`` once, where rich's own
+    console raises ``SystemExit(1)`` from whichever thread printed (a session's, mid-unit: the run
+    died with its manifest ``running``)."""
 
-    def __init__(self, *args: object, on_closed: Callable[[], None] | None = None, **kwargs: object) -> None:
+    def __init__(self, *args: object, on_closed: Callable[[], None] | None = None,
+                 **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.on_closed = on_closed
         self.closed = False
@@ -71,7 +76,8 @@ _LOG_TAIL = re.compile(r"\s*\(log: (?P<log>[^()]+)\)\s*$")
 
 
 def _relative(path: str) -> str:
-    """``path`` relative to the current folder when it is inside it (shorter lines), else as given."""
+    """``path`` relative to the current folder when it is inside it (shorter lines), else as
+    given."""
     try:
         relative = os.path.relpath(path)
     except ValueError:
@@ -80,8 +86,9 @@ def _relative(path: str) -> str:
 
 
 def fit_line(head: str, reason: str, width: int, log: str | None = None) -> str:
-    """``head`` + the first line of ``reason`` + `` [log]``, cut to ``width`` characters with ``…`` (the reason is
-    cut first; the log path is dropped only when the reason would keep fewer than 24 characters)."""
+    """``head`` + the first line of ``reason`` + `` [log]``, cut to ``width`` characters with ``…``
+    (the reason is cut first; the log path is dropped only when the reason would keep fewer than 24
+    characters)."""
     first = reason.strip().splitlines()[0] if reason.strip() else "(no message)"
     tail = f" [{log}]" if log else ""
     budget = width - len(head) - len(tail)
@@ -106,13 +113,15 @@ def format_seconds(seconds: float) -> str:
 class ProgressView:
     """Shows events on a rich ``Console``: a live progress bar on a terminal, plain lines otherwise.
 
-    ``plain`` forces plain lines (``-q``, or output to a file / CI log). ``clock`` feeds rich's ETA (tests pass a
-    fake). ``width`` is how long a line may be (default: the terminal's width, ``LOG_WIDTH`` when not a terminal).
-    Use it as a context manager around the run so the live display is stopped even on Ctrl-C. Thread-safe:
-    sessions running in parallel report from their own threads.
+    ``plain`` forces plain lines (``-q``, or output to a file / CI log). ``clock`` feeds rich's ETA
+    (tests pass a fake). ``width`` is how long a line may be (default: the terminal's width,
+    ``LOG_WIDTH`` when not a terminal). Use it as a context manager around the run so the live
+    display is stopped even on Ctrl-C. Thread-safe: sessions running in parallel report from their
+    own threads.
     """
 
-    def __init__(self, console: Console, *, plain: bool | None = None, clock: Callable[[], float] = time.monotonic,
+    def __init__(self, console: Console, *, plain: bool | None = None,
+                 clock: Callable[[], float] = time.monotonic,
                  quiet: bool = False, width: int | None = None) -> None:
         self.console = console
         self.plain = (not console.is_terminal) if plain is None else plain
@@ -126,29 +135,34 @@ class ProgressView:
         self._failed = 0
         self._total = 0
         self._rounds = 0
-        """``run.until``: the most rounds the rule may run (0: a fixed matrix, ``total`` is what will run)."""
+        """``run.until``: the most rounds the rule may run (0: a fixed matrix, ``total`` is what
+        will run)."""
         self._round = 0
         self._spared = 0
         self._unit_seconds = 0.0
         self.failed_shown: list[str] = []
-        """Units whose failure was printed (``unit`` in ``run``, ``scenario/unit`` in ``make``), in order."""
+        """Units whose failure was printed (``unit`` in ``run``, ``scenario/unit`` in ``make``), in
+        order."""
 
     def __enter__(self) -> ProgressView:
         return self
 
     def _start_bar(self, adaptive: bool) -> None:
-        """The live bar, once the plan says what kind of run this is: with ``run.until`` the count reads
-        ``12/≤80`` and the time left is ``_left()``'s upper bound; else rich's count and ETA."""
+        """The live bar, once the plan says what kind of run this is: with ``run.until`` the count
+        reads ``12/≤80`` and the time left is ``_left()``'s upper bound; else rich's count and
+        ETA."""
         if self.plain or self._progress is not None:
             return
         columns = [TextColumn("[bold]{task.description}"), BarColumn()]
         if adaptive:
-            columns += [TextColumn("{task.completed}/≤{task.total}"), TextColumn("{task.fields[state]}"),
+            columns += [TextColumn("{task.completed}/≤{task.total}"),
+                        TextColumn("{task.fields[state]}"),
                         TimeElapsedColumn(), TextColumn("{task.fields[left]}")]
         else:
-            columns += [MofNCompleteColumn(), TextColumn("{task.fields[state]}"), TimeElapsedColumn(),
-                        TextColumn("ETA"), TimeRemainingColumn()]
-        self._progress = Progress(*columns, console=self.console, get_time=self._clock, transient=False)
+            columns += [MofNCompleteColumn(), TextColumn("{task.fields[state]}"),
+                        TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn()]
+        self._progress = Progress(*columns, console=self.console, get_time=self._clock,
+                                  transient=False)
         self._progress.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -160,7 +174,7 @@ class ProgressView:
         with self._lock:
             self._handle(event)
 
-    # -- rendering ---------------------------------------------------------------------------------------------
+    # -- rendering ---------------------------------------------------------------------------------
 
     def _line(self, text: str, *, important: bool = False) -> None:
         if self.quiet and not important:
@@ -175,7 +189,8 @@ class ProgressView:
             self._progress.update(self._task, state=text)
 
     def _failure(self, head: str, detail: str | None) -> str:
-        """One line for a failure: its first line of text and the log path the library appended (``(log: X)``)."""
+        """One line for a failure: its first line of text and the log path the library appended
+        (``(log: X)``)."""
         text = (detail or "").strip()
         match = _LOG_TAIL.search(text)
         log = None
@@ -193,20 +208,22 @@ class ProgressView:
             self._rounds = event.count or 0
             skipped = f", {event.skipped} already stored" if event.skipped else ""
             if self._rounds:
-                self._line(f"{where}at most {self._total} units to run in up to {self._rounds} rounds on "
-                           f"{event.sessions} instance(s){skipped} (run.until: each model stops once its CI is "
-                           "narrow enough or its verdict settled)")
+                self._line(f"{where}at most {self._total} units to run in up to {self._rounds} "
+                           f"rounds on {event.sessions} instance(s){skipped} (run.until: each "
+                           "model stops once its CI is narrow enough or its verdict settled)")
             else:
-                self._line(f"{where}{self._total} units to run on {event.sessions} instance(s){skipped}")
+                self._line(f"{where}{self._total} units to run on {event.sessions} "
+                           f"instance(s){skipped}")
             self._start_bar(bool(self._rounds))
             if self._progress is not None:
-                self._task = self._progress.add_task(self._description(), total=self._total, state="",
-                                                     left=self._left())
+                self._task = self._progress.add_task(self._description(), total=self._total,
+                                                     state="", left=self._left())
         elif kind == "boot":
             if event.detail == "reused":
                 self._state(f"{event.session}: reusing the booted instance")
                 self._line(f"{event.session}: on the instance already booted for the previous job")
-            elif event.detail == "early":  # run.preboot: the boot needs no artifact, so it starts first
+            # run.preboot: the boot needs no artifact, so it starts first
+            elif event.detail == "early":
                 self._state(f"{event.session}: booting")
                 self._line(f"{event.session}: booting (while the artifacts build)")
             else:
@@ -232,20 +249,27 @@ class ProgressView:
                 self._failed += 1
             self._update_bar()
             if event.status != "ok":
-                scenario = (event.session or "").split("/")[0] if "/" in (event.session or "") else ""
-                self.failed_shown.append(f"{scenario}/{event.unit}" if scenario else str(event.unit))
-                self._line(self._failure(f"{event.session}: {event.unit} FAILED: ", event.detail), important=True)
+                scenario = ((event.session or "").split("/")[0] if "/" in (event.session or "")
+                            else "")
+                self.failed_shown.append(f"{scenario}/{event.unit}" if scenario
+                                         else str(event.unit))
+                self._line(self._failure(f"{event.session}: {event.unit} FAILED: ", event.detail),
+                           important=True)
             elif self.plain:
-                self._line(f"[{self._count()}] {event.session}: {event.unit} ok ({event.seconds or 0:.2f} s)")
-        elif kind == "unit_skipped":  # run.until: its model needs no more rounds; the ceiling comes down
+                self._line(f"[{self._count()}] {event.session}: {event.unit} ok "
+                           f"({event.seconds or 0:.2f} s)")
+        # run.until: its model needs no more rounds; the ceiling comes down
+        elif kind == "unit_skipped":
             self._spared += 1
             self._total = max(self._done, self._total - 1)
             self._update_bar()
         elif kind == "retry":
-            self._line(self._failure(f"{event.session}: {event.unit}: infrastructure failure, retrying on a fresh "
-                                     "instance: ", event.detail), important=True)
+            self._line(self._failure(f"{event.session}: {event.unit}: infrastructure failure, "
+                                     "retrying on a fresh instance: ", event.detail),
+                       important=True)
         elif kind == "stolen":  # work stealing: an idle instance took units dealt to a busier one
-            self._line(f"{event.session}: took {event.count} not-started unit(s) of a busier instance: {event.detail}")
+            self._line(f"{event.session}: took {event.count} not-started unit(s) of a busier "
+                       f"instance: {event.detail}")
         elif kind == "closed":
             self._state(f"{event.session}: stopped")
         elif kind == "analysis":
@@ -255,7 +279,8 @@ class ProgressView:
             self._line(f"{where}the previous run is kept in {event.name}")
         elif kind == "baseline":
             if event.status == "warning":
-                self._line(fit_line(f"{where}warning: stored baseline differs: ", event.detail or "", self.width),
+                self._line(fit_line(f"{where}warning: stored baseline differs: ",
+                                    event.detail or "", self.width),
                            important=True)
             elif event.status == "skipped":  # a run the ref passed over: said even with -q
                 self._line(f"{where}baseline {event.name}: skipped {event.detail}", important=True)
@@ -269,7 +294,8 @@ class ProgressView:
                        "(Ctrl-C again to stop at once)", important=True)
 
     def _count(self) -> str:
-        """``3/8``; under ``run.until`` ``round 2/≤10: 12/≤80`` (the most the rule may still run)."""
+        """``3/8``; under ``run.until`` ``round 2/≤10: 12/≤80`` (the most the rule may still
+        run)."""
         if not self._rounds:
             return f"{self._done}/{self._total}"
         return f"round {self._round}/≤{self._rounds}: {self._done}/≤{self._total}"
@@ -278,8 +304,8 @@ class ProgressView:
         return f"round {max(self._round, 1)}/≤{self._rounds}" if self._rounds else "units"
 
     def _left(self) -> str:
-        """``run.until``: an upper bound of the time left, from the rounds so far (mean unit time times the units
-        the rule may still run); empty before the first unit."""
+        """``run.until``: an upper bound of the time left, from the rounds so far (mean unit time
+        times the units the rule may still run); empty before the first unit."""
         if not self._rounds or not self._done:
             return ""
         left = self._unit_seconds / self._done * max(0, self._total - self._done)

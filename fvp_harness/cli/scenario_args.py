@@ -1,9 +1,9 @@
-"""What every scenario-taking verb shares: options (``--set``, ``--fvp``, ``--timeout-scale``), loading a scenario
-from them, and the two-stage Ctrl-C of the verbs that run units.
+"""What every scenario-taking verb shares: options (``--set``, ``--fvp``, ``--timeout-scale``),
+loading a scenario from them, and the two-stage Ctrl-C of the verbs that run units.
 
-Not a verb module (no ``verb_`` prefix): other verbs (run, make, doctor, ...) import these so every verb accepts
-the same overrides the same way. Cheap to import (the scenario loader is imported when a scenario is loaded), so
-``fvp-harness --help`` does not pay for it.
+Not a verb module (no ``verb_`` prefix): other verbs (run, make, doctor, ...) import these so every
+verb accepts the same overrides the same way. Cheap to import (the scenario loader is imported when
+a scenario is loaded), so ``fvp-harness --help`` does not pay for it.
 """
 
 from __future__ import annotations
@@ -43,8 +43,10 @@ def positive_float(text: str) -> float:
 
 def add_timeout_scale_option(parser: argparse.ArgumentParser,
                              help_text: str = "multiply every timeout (slow hosts, parallel load)") -> None:
-    """Add ``--timeout-scale X`` (a positive factor on every timeout; default 1) to a verb's parser."""
-    parser.add_argument("--timeout-scale", type=positive_float, default=1.0, metavar="X", help=help_text)
+    """Add ``--timeout-scale X`` (a positive factor on every timeout; default 1) to a verb's
+    parser."""
+    parser.add_argument("--timeout-scale", type=positive_float, default=1.0, metavar="X",
+                        help=help_text)
 
 
 def add_scenario_options(parser: argparse.ArgumentParser) -> None:
@@ -66,12 +68,14 @@ def add_scenario_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def load_from_args(args: argparse.Namespace, path: str | Path, *, check_files: bool = True) -> LoadedScenario:
+def load_from_args(args: argparse.Namespace, path: str | Path, *,
+                   check_files: bool = True) -> LoadedScenario:
     """Load one scenario with the overrides given on the command line. ``path`` may be a scenario
     file stem as ``report`` and ``history`` take it (``results/<stem>``: the file its runs were run
     from); a name that is neither is refused with the closest scenario file
     (``store.locate.scenario_file``)."""
-    from fvp_harness.scenario import load_scenario  # late: pydantic loads only when a verb reads a scenario
+    # late: pydantic loads only when a verb reads a scenario
+    from fvp_harness.scenario import load_scenario
     from fvp_harness.store.locate import scenario_file
 
     return load_scenario(
@@ -83,20 +87,23 @@ def load_from_args(args: argparse.Namespace, path: str | Path, *, check_files: b
 
 
 def expand_scenario_paths(items: list[str]) -> list[str]:
-    """Scenario arguments with folders replaced by the ``*.yaml`` / ``*.yml`` files in them (sorted)."""
+    """Scenario arguments with folders replaced by the ``*.yaml`` / ``*.yml`` files in them
+    (sorted)."""
     result: list[str] = []
     for item in items:
         path = Path(item)
         if path.is_dir():
-            result.extend(str(found) for found in sorted([*path.glob("*.yaml"), *path.glob("*.yml")]))
+            result.extend(str(found)
+                          for found in sorted([*path.glob("*.yaml"), *path.glob("*.yml")]))
         else:
             result.append(item)
     return result
 
 
 TERM_GRACE_S = 10.0
-"""After a SIGTERM (or SIGHUP) the run stops as after a first Ctrl-C; if it is still running this many seconds
-later, it stops at once as after a second (README: exit codes; docs/architecture.md)."""
+"""After a SIGTERM (or SIGHUP) the run stops as after a first Ctrl-C; if it is still running this
+many seconds later, it stops at once as after a second (README: exit codes;
+docs/architecture.md)."""
 
 TERMINATION_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
@@ -104,15 +111,17 @@ _received: list[int] = []
 
 
 def termination_signal() -> int | None:
-    """The first SIGTERM/SIGHUP this process received (None: none): ``main`` then exits 143, not 130."""
+    """The first SIGTERM/SIGHUP this process received (None: none): ``main`` then exits 143, not
+    130."""
     return _received[0] if _received else None
 
 
 def install_termination_handlers() -> None:
-    """SIGTERM and SIGHUP raise KeyboardInterrupt in the main thread, so every ``finally`` runs (models stopped,
-    host processes ended, temp folders removed) and ``main`` exits 143. ``main`` calls this before anything
-    starts, for every verb; ``stop_on_first_interrupt`` makes them graceful where units run. Outside the main
-    thread it does nothing (signals cannot be caught there)."""
+    """SIGTERM and SIGHUP raise KeyboardInterrupt in the main thread, so every ``finally`` runs
+    (models stopped, host processes ended, temp folders removed) and ``main`` exits 143. ``main``
+    calls this before anything starts, for every verb; ``stop_on_first_interrupt`` makes them
+    graceful where units run. Outside the main thread it does nothing (signals cannot be caught
+    there)."""
     if threading.current_thread() is not threading.main_thread():
         return
 
@@ -126,14 +135,17 @@ def install_termination_handlers() -> None:
 
 
 @contextlib.contextmanager
-def stop_on_first_interrupt(stop: threading.Event, notice: Callable[[], None]) -> Iterator[threading.Event]:
-    """Two-stage Ctrl-C while the block runs: the first SIGINT sets ``stop`` (the library lets the units in flight
-    finish and be recorded, then starts nothing more) and calls ``notice`` (on a short-lived thread, so it may
-    take locks the interrupted code holds); the next one raises KeyboardInterrupt as usual (stop at once).
+def stop_on_first_interrupt(stop: threading.Event,
+                            notice: Callable[[], None]) -> Iterator[threading.Event]:
+    """Two-stage Ctrl-C while the block runs: the first SIGINT sets ``stop`` (the library lets the
+    units in flight finish and be recorded, then starts nothing more) and calls ``notice`` (on a
+    short-lived thread, so it may take locks the interrupted code holds); the next one raises
+    KeyboardInterrupt as usual (stop at once).
 
-    SIGTERM and SIGHUP (a CI cancel, a closed terminal) act as the first Ctrl-C, and as the second when the run is
-    still going ``TERM_GRACE_S`` seconds later (or at a second signal). The previous handlers come back
-    afterwards. Outside the main thread (where signals cannot be caught) it only yields ``stop``."""
+    SIGTERM and SIGHUP (a CI cancel, a closed terminal) act as the first Ctrl-C, and as the second
+    when the run is still going ``TERM_GRACE_S`` seconds later (or at a second signal). The previous
+    handlers come back afterwards. Outside the main thread (where signals cannot be caught) it only
+    yields ``stop``."""
     if threading.current_thread() is not threading.main_thread():
         yield stop
         return

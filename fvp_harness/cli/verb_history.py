@@ -1,10 +1,10 @@
-"""``history SCENARIO_OR_RESULTS_DIR``: every stored run of a scenario, one row each, and the steps in each model's
-series.
+"""``history SCENARIO_OR_RESULTS_DIR``: every stored run of a scenario, one row each, and the steps
+in each model's series.
 
-Wiring only: ``report.history`` reads the runs, finds the steps and writes ``history.md/.csv/.json`` and a chart per
-model; with ``--html DIR`` ``report.dashboard`` writes the same history as a static site. Exit 0 (no regression
-in effect), 1 (a regression still in effect at the newest run, or a newest run that measured
-nothing: no news is no "no regression"), 2 (bad input).
+Wiring only: ``report.history`` reads the runs, finds the steps and writes ``history.md/.csv/.json``
+and a chart per model; with ``--html DIR`` ``report.dashboard`` writes the same history as a static
+site. Exit 0 (no regression in effect), 1 (a regression still in effect at the newest run, or a
+newest run that measured nothing: no news is no "no regression"), 2 (bad input).
 """
 
 from __future__ import annotations
@@ -28,36 +28,43 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
         "history",
         parents=[common],
         help="one row per stored run of a scenario, and the regressions in each model's series",
-        description="Read every stored run of a scenario's results folder (runs/<id>/ and the newest), oldest first: "
-        "commit, date, host, and per model the primary metric's median with its CI and the NPU cycles. A step "
-        "detector (a piecewise constant fit over the whole series, penalised least squares, in the spirit of asv) "
-        "flags the run where a model's level went up (regression) or down. Writes history.md/.csv/.json and "
-        f"history-<model>.png into <results folder>/{HISTORY_DIR}/ (or -o DIR). Exit 0, or 1 when a regression "
-        "is still in effect at the newest run or the newest run measured nothing (a line says "
-        "which), 2 bad input.",
+        description="Read every stored run of a scenario's results folder (runs/<id>/ and the "
+                    "newest), oldest first: "
+        "commit, date, host, and per model the primary metric's median with its CI and the NPU "
+        "cycles. A step detector (a piecewise constant fit over the whole series, penalised least "
+        "squares, in the spirit of asv) flags the run where a model's level went up (regression) "
+        "or down. Writes history.md/.csv/.json and history-<model>.png into <results "
+        f"folder>/{HISTORY_DIR}/ (or -o DIR). Exit 0, or 1 when a regression is still in effect at "
+        "the newest run or the newest run measured nothing (a line says which), 2 bad input.",
     )
     parser.add_argument("target", metavar="SCENARIO_OR_RESULTS_DIR",
-                        help="a scenario file, its results folder, or its file stem under --results")
+                        help="a scenario file, its results folder, or its file stem under "
+                             "--results")
     parser.add_argument("--build", default=None, metavar="BUILD",
                         help="the build to follow (default: the scenario's compare.candidate)")
     parser.add_argument("--metric", default=None, metavar="M",
                         help="the metric to follow (default: the scenario's primary metric)")
     parser.add_argument("--threshold", type=float, default=None, metavar="PCT",
-                        help="smallest step reported, in percent (default: the scenario's compare.min_effect)")
+                        help="smallest step reported, in percent (default: the scenario's "
+                             "compare.min_effect)")
     parser.add_argument("-o", "--output", type=folder_arg, default=None, metavar="DIR",
                         help=f"where to write (default: <results folder>/{HISTORY_DIR})")
     parser.add_argument("--results", type=Path, default=DEFAULT_RESULTS_BASE, metavar="DIR",
                         help="results base for a scenario file or stem (default: results)")
-    parser.add_argument("--no-charts", action="store_true", help="write the table, CSV and JSON only")
+    parser.add_argument("--no-charts", action="store_true",
+                        help="write the table, CSV and JSON only")
     parser.add_argument("--html", type=folder_arg, default=None, metavar="DIR",
-                        help="also write the history as a static site into DIR (index.html: a chart per model "
-                        "with each point linking to its run's report; opens from a file:// URL, no server)")
+                        help="also write the history as a static site into DIR (index.html: a "
+                             "chart per model "
+                        "with each point linking to its run's report; opens from a file:// URL, no "
+                        "server)")
     add_ci_options(parser)
     parser.set_defaults(handler=_history_verb)
 
 
 def _history_verb(args: argparse.Namespace) -> int:
-    # late: pandas, scipy and matplotlib load only when this verb runs, not for --help or other verbs
+    # late: pandas, scipy and matplotlib load only when this verb runs, not for --help or other
+    # verbs
     from fvp_harness.report import format as fmt
     from fvp_harness.report.stored.dashboard import site_scenario, write_dashboard
     from fvp_harness.report.stored.history import (
@@ -74,7 +81,8 @@ def _history_verb(args: argparse.Namespace) -> int:
         raise ConfigurationError("--threshold must be a positive percentage")
     folder = results_folder(args.target, args.results)
     runs = load_history(folder)
-    history = history_from_runs(runs, build=args.build, metric=args.metric, threshold=args.threshold)
+    history = history_from_runs(runs, build=args.build, metric=args.metric,
+                                threshold=args.threshold)
     out = args.output or folder / HISTORY_DIR
     written = render_history(history, out, charts=not args.no_charts)
     site = None
@@ -82,7 +90,8 @@ def _history_verb(args: argparse.Namespace) -> int:
         site = write_dashboard([site_scenario(folder, runs=runs, history=history)], args.html)
     if args.quiet <= 0:
         unit = f" {history.unit}" if history.unit else ""
-        print(f"{history.scenario}: {len(history.runs)} run(s); {history.metric} of {history.build}, newest run:")
+        print(f"{history.scenario}: {len(history.runs)} run(s); {history.metric} of "
+              f"{history.build}, newest run:")
         for model in history.models:
             point = history.points[model][-1]
             print(f"  {model:<22} {fmt.number(point.median)}{unit}")
@@ -92,8 +101,8 @@ def _history_verb(args: argparse.Namespace) -> int:
             run = history.runs[step.index]
             commit = f" (commit {run.commit[:7]})" if run.commit else ""
             state = ", in effect" if step.in_effect else ""
-            print(f"{step.kind.upper()}: {step.model} {fmt.signed_percent(step.change_pct, 1)} at run "
-                  f"{run.run_id}{commit}{state}")
+            print(f"{step.kind.upper()}: {step.model} {fmt.signed_percent(step.change_pct, 1)} at "
+                  f"run {run.run_id}{commit}{state}")
             command = step_bisect(history, step)
             if command is not None:
                 print(f"  bisect it: {command}")

@@ -16,20 +16,24 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
         "profiles",
         parents=[common],
         help="list the platform profiles, or show one resolved",
-        description="List the built-in platform profiles, or print one (by name or path) with every default "
+        description="List the built-in platform profiles, or print one (by name or path) with "
+                    "every default "
         "filled in.",
     )
     actions = profiles.add_subparsers(dest="profiles_action", metavar="ACTION")
-    listing = actions.add_parser("list", parents=[common], help="list the built-in profiles (the default)")
+    listing = actions.add_parser("list", parents=[common],
+                                 help="list the built-in profiles (the default)")
     listing.set_defaults(handler=_run_list)
     show = actions.add_parser("show", parents=[common], help="print one profile resolved, as YAML")
-    show.add_argument("name", metavar="NAME", help="a built-in profile name or a path to a profile file")
+    show.add_argument("name", metavar="NAME",
+                      help="a built-in profile name or a path to a profile file")
     show.set_defaults(handler=_run_show)
     profiles.set_defaults(handler=_run_list)
 
 
 def _run_list(args: argparse.Namespace) -> int:
-    from fvp_harness.profiles import list_profiles, load_profile  # late: pydantic loads only when a verb needs it
+    # late: pydantic loads only when a verb needs it
+    from fvp_harness.profiles import list_profiles, load_profile
 
     names = list_profiles()
     width = max(len(name) for name in names)

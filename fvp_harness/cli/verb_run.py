@@ -1,13 +1,15 @@
-"""``run SCENARIO``: the A/B matrix end to end, then the report; ``report DIR``: rebuild a report from records.
+"""``run SCENARIO``: the A/B matrix end to end, then the report; ``report DIR``: rebuild a report
+from records.
 
-Wiring only: ``run.pipeline.run_scenario`` / ``rebuild_report`` do the work; this module turns flags into
-``RunOptions``, shows progress (``cli.progress.ProgressView`` on stderr), prints a short summary table and the report
-path on stdout, and returns the exit code (0 ok, 1 units failed or an expectation violated, 2 bad input,
-3 infrastructure, 130 interrupted). Ctrl-C has two stages: the first lets the units in flight finish and be
-recorded (and says so on stderr), the second stops at once.
+Wiring only: ``run.pipeline.run_scenario`` / ``rebuild_report`` do the work; this module turns flags
+into ``RunOptions``, shows progress (``cli.progress.ProgressView`` on stderr), prints a short
+summary table and the report path on stdout, and returns the exit code (0 ok, 1 units failed or an
+expectation violated, 2 bad input, 3 infrastructure, 130 interrupted). Ctrl-C has two stages: the
+first lets the units in flight finish and be recorded (and says so on stderr), the second stops at
+once.
 
-The pipeline (pandas, scipy, matplotlib) is imported inside the handlers, so ``fvp-harness --help`` and the other
-verbs do not pay for it.
+The pipeline (pandas, scipy, matplotlib) is imported inside the handlers, so ``fvp-harness --help``
+and the other verbs do not pay for it.
 """
 
 from __future__ import annotations
@@ -54,39 +56,47 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
         "run",
         parents=[common],
         help="run a scenario's A/B matrix on the FVP (or simulator) and write the report",
-        description="Build missing artifacts, boot the model once per instance, run every unit (build x model x "
+        description="Build missing artifacts, boot the model once per instance, run every unit "
+                    "(build x model x "
         "repetition) in plan order, store every sample, and write report.md/.csv/.json/.png into "
-        "results/<scenario file stem>/ (or -o DIR). The folder's previous run is kept in runs/<run id>/ (--replace "
-        "deletes it instead). Exit 0 ok, 1 units failed or an expectation was violated, 2 bad input, 3 "
-        "infrastructure failure, 130 interrupted.",
+        "results/<scenario file stem>/ (or -o DIR). The folder's previous run is kept in runs/<run "
+        "id>/ (--replace deletes it instead). Exit 0 ok, 1 units failed or an expectation was "
+        "violated, 2 bad input, 3 infrastructure failure, 130 interrupted.",
     )
     run.add_argument("scenario", metavar="SCENARIO")
     add_scenario_options(run)
     run.add_argument("-o", "--output", type=folder_arg, default=None, metavar="DIR",
                      help="results folder (default: results/<scenario file stem>)")
     run.add_argument("--resume", action="store_true",
-                     help="continue the folder's current run: run only units whose content key is not stored ok "
+                     help="continue the folder's current run: run only units whose content key is "
+                          "not stored ok "
                      "(changed settings re-run their units, and say why)")
     run.add_argument("--replace", action="store_true",
                      help="delete the folder's current run instead of keeping it in runs/<run id>/")
     run.add_argument("--fresh-boot-per-unit", action="store_true",
-                     help="boot a new instance for every unit (how one-launch-per-run scripts work; for comparison)")
+                     help="boot a new instance for every unit (how one-launch-per-run scripts "
+                          "work; for comparison)")
     run.add_argument("--no-early-boot", dest="early_boot", action="store_false",
-                     help="boot only after the artifacts are built (by default the model boots while they build)")
+                     help="boot only after the artifacts are built (by default the model boots "
+                          "while they build)")
     run.add_argument("--no-steal", dest="steal", action="store_false",
-                     help="with fvp.instances > 1, keep the plan's deal of units to instances (an idle instance "
-                     "otherwise takes not-started units of a busier one; for measuring what that saves)")
+                     help="with fvp.instances > 1, keep the plan's deal of units to instances (an "
+                          "idle instance "
+                     "otherwise takes not-started units of a busier one; for measuring what that "
+                     "saves)")
     add_timeout_scale_option(run)
     run.add_argument("--rebuild", action="store_true",
-                     help="run every artifact's build command first, even when its file is up to date")
+                     help="run every artifact's build command first, even when its file is up to "
+                          "date")
     run.add_argument("--only-build", action="append", default=[], metavar="BUILD",
                      help="run only this build's units (repeatable)")
     run.add_argument("--only-model", action="append", default=[], metavar="MODEL",
                      help="run only this model's units (repeatable)")
     run.add_argument("--baseline-from", default=None, metavar="RUN",
-                     help="take the baseline build's numbers from a stored run (a results or run folder, or "
-                     "SCENARIO@REF / @REF, REF#-N for N stored runs back; REF~N is git's: docs/ci.md) and "
-                     "measure only the other builds plus a drift check "
+                     help="take the baseline build's numbers from a stored run (a results or run "
+                          "folder, or "
+                     "SCENARIO@REF / @REF, REF#-N for N stored runs back; REF~N is git's: "
+                     "docs/ci.md) and measure only the other builds plus a drift check "
                      "(compare.drift_check)")
     add_ci_options(run)
     run.set_defaults(handler=_run_verb)
@@ -95,12 +105,13 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
         "report",
         parents=[common],
         help="rebuild report.md/.csv/.json/.png of a results folder from its stored records",
-        description="Re-analyse records.jsonl with the scenario stored in manifest.json and rewrite the report "
-        "files; no model runs. DIR is a scenario's results folder (its newest run) or one of its runs/<id>; a "
-        "scenario file means its results folder (results/<file stem>). Exit 0; 1 when units "
-        "failed or an expectation is violated; 2 bad input; 3 when units were lost to the platform "
-        "or the run ended (aborted, killed) before its planned units ran (a line on stderr says "
-        "which).",
+        description="Re-analyse records.jsonl with the scenario stored in manifest.json and "
+                    "rewrite the report "
+        "files; no model runs. DIR is a scenario's results folder (its newest run) or one of its "
+        "runs/<id>; a scenario file means its results folder (results/<file stem>). Exit 0; 1 when "
+        "units failed or an expectation is violated; 2 bad input; 3 when units were lost to the "
+        "platform or the run ended (aborted, killed) before its planned units ran (a line on "
+        "stderr says which).",
     )
     report.add_argument("results", metavar="DIR_OR_SCENARIO", type=Path)
     add_ci_options(report)
@@ -124,26 +135,31 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
         "prune",
         parents=[common],
         help="delete earlier stored runs of a results folder (never the newest)",
-        description="Delete runs/<id>/ folders of a scenario's results folder, keeping the newest N earlier runs "
-        "(--keep N), or deleting those started more than DAYS ago (--older-than DAYS); both together delete what "
-        "either names; the current run is never deleted here "
-        "(run --replace does that). -n says what would go. A scenario file or its file stem means its results "
-        "folder (results/<file stem>), as for report.",
+        description="Delete runs/<id>/ folders of a scenario's results folder, keeping the newest "
+                    "N earlier runs "
+        "(--keep N), or deleting those started more than DAYS ago (--older-than DAYS); both "
+        "together delete what either names; the current run is never deleted here "
+        "(run --replace does that). -n says what would go. A scenario file or its file stem means "
+        "its results folder (results/<file stem>), as for report.",
     )
     prune.add_argument("results", metavar="DIR_OR_SCENARIO", type=Path)
-    prune.add_argument("--keep", type=int, default=None, metavar="N", help="keep the newest N earlier runs")
+    prune.add_argument("--keep", type=int, default=None, metavar="N",
+                       help="keep the newest N earlier runs")
     prune.add_argument("--older-than", type=float, default=None, metavar="DAYS",
                        help="delete earlier runs started more than DAYS ago")
-    prune.add_argument("-n", "--dry-run", action="store_true", help="only say what would be deleted")
+    prune.add_argument("-n", "--dry-run", action="store_true",
+                       help="only say what would be deleted")
     prune.set_defaults(handler=_prune_verb)
 
 
 def format_summary(result: AnalysisResult, shown_failures: Collection[str] = ()) -> str:
-    """A compact table for the terminal (the report has the full one): each pair's comparison, one row per gate,
-    the expectations (violated ones by name), the run's verdict (PASS / FAIL / NOT VERIFIED) with its reasons, and
-    the units that failed or did not run. A failed unit in ``shown_failures`` (the progress lines printed it
-    already) is listed by id only: each failure is printed once."""
-    # late: analysis and render (pandas, matplotlib) are loaded already when there is a result to show
+    """A compact table for the terminal (the report has the full one): each pair's comparison, one
+    row per gate, the expectations (violated ones by name), the run's verdict (PASS / FAIL / NOT
+    VERIFIED) with its reasons, and the units that failed or did not run. A failed unit in
+    ``shown_failures`` (the progress lines printed it already) is listed by id only: each failure is
+    printed once."""
+    # late: analysis and render (pandas, matplotlib) are loaded already when there is a result to
+    # show
     from fvp_harness.report.rendering.cells import (
         expectation_label,
         gate_allowed,
@@ -153,20 +169,24 @@ def format_summary(result: AnalysisResult, shown_failures: Collection[str] = ())
     from fvp_harness.report.stats.result import run_verdict
 
     lines: list[str] = []
-    for comparison in result.comparisons:  # one block per pair of builds (compare.candidates / compare.pairs)
+    # one block per pair of builds (compare.candidates / compare.pairs)
+    for comparison in result.comparisons:
         unit = f" ({comparison.unit})" if comparison.unit else ""
         lines.append(f"{comparison.primary}{unit}: {comparison.candidate} vs {comparison.baseline}")
         choice = comparison.primary_choice
         if choice is not None and len(choice.candidates) > 1:
             lines.append(f"  (primary: {choice.reason})")
-        header = (f"  {'model':<22} {comparison.baseline:>10} {comparison.candidate:>10} {'saved':>13} "
-                  f"{'95% CI of saved':>21}  {'verdict':<13} {'outputs':<8} {'NPU cycles'}")
+        header = (f"  {'model':<22} {comparison.baseline:>10} {comparison.candidate:>10} "
+                  f"{'saved':>13} {'95% CI of saved':>21}  {'verdict':<13} {'outputs':<8} "
+                  f"{'NPU cycles'}")
         lines.append(header)
-        for m in comparison.models:  # a loss in the report's words: "20.4% slower", never "saved -20.4%"
+        # a loss in the report's words: "20.4% slower", never "saved -20.4%"
+        for m in comparison.models:
             saved = fmt.saved_percent(m.saved_pct, missing="-")
             ci = "exact" if m.exact else fmt.saved_interval(m.ci_low, m.ci_high, missing="-")
             checks = {check.name: check.status for check in m.identity}
-            outputs = {"pass": "same", "fail": "DIFFER", "unverified": "?"}.get(checks.get("outputs", ""), "-")
+            outputs = {"pass": "same", "fail": "DIFFER",
+                       "unverified": "?"}.get(checks.get("outputs", ""), "-")
             npu = next((c for c in m.others if c.metric in ("npu_cycles", "bm_npu_cycles")), None)
             if npu is None:
                 npu_text = "-"
@@ -174,22 +194,26 @@ def format_summary(result: AnalysisResult, shown_failures: Collection[str] = ())
                 same = "same" if npu.identical else "DIFFER" if npu.identical is False else "?"
                 cycles = "-" if npu.baseline_median is None else f"{npu.baseline_median:,.0f}"
                 npu_text = f"{cycles} ({same})"
-            base, cand = fmt.number(m.baseline_median, missing="-"), fmt.number(m.candidate_median, missing="-")
-            lines.append(f"  {m.model:<22} {base:>10} {cand:>10} {saved:>13} {ci:>21}  {m.verdict:<13} "
-                         f"{outputs:<8} {npu_text}")
+            base, cand = fmt.number(m.baseline_median, missing="-"), fmt.number(m.candidate_median,
+                                                                                missing="-")
+            lines.append(f"  {m.model:<22} {base:>10} {cand:>10} {saved:>13} {ci:>21}  "
+                         f"{m.verdict:<13} {outputs:<8} {npu_text}")
         gm = comparison.geomean
         if gm is not None:
             ci = "exact" if gm.exact else fmt.saved_interval(gm.ci_low, gm.ci_high, missing="-")
-            lines.append(f"  {'geometric mean':<22} {'':>10} {'ratio ' + format(gm.ratio, '.3f'):>10} "
-                         f"{fmt.saved_percent(gm.saved_pct, missing='-'):>13} {ci:>21}  {gm.verdict:<13}")
+            lines.append(f"  {'geometric mean':<22} {'':>10} "
+                         f"{'ratio ' + format(gm.ratio, '.3f'):>10} "
+                         f"{fmt.saved_percent(gm.saved_pct, missing='-'):>13} {ci:>21}  "
+                         f"{gm.verdict:<13}")
         if comparison.gates:
             lines.append("gates:")
             for g in comparison.gates:
-                base, cand = fmt.number(g.baseline_median, missing="-"), fmt.number(g.candidate_median, missing="-")
+                base, cand = fmt.number(g.baseline_median,
+                                        missing="-"), fmt.number(g.candidate_median, missing="-")
                 medians = f"{base} -> {cand}" + (f" {g.unit}" if g.unit else "")
                 ci = "-" if g.ci_low is None else f"[{gate_interval(g)}]"
-                lines.append(f"  {g.model:<22} {g.metric:<16} {medians:>24} {gate_change(g):>9} {ci:>24}  "
-                             f"allowed {gate_allowed(g):<11} {g.verdict.upper()}")
+                lines.append(f"  {g.model:<22} {g.metric:<16} {medians:>24} {gate_change(g):>9} "
+                             f"{ci:>24}  allowed {gate_allowed(g):<11} {g.verdict.upper()}")
         failed = [e for e in comparison.expectations if e.status == "fail"]
         checked = [e for e in comparison.expectations if e.status != "unverified"]
         unverified = len(comparison.expectations) - len(checked)
@@ -198,10 +222,12 @@ def format_summary(result: AnalysisResult, shown_failures: Collection[str] = ())
         elif not checked:
             verdict = "NOT VERIFIED (nothing could be checked)"
         else:
-            verdict = "PASS" + (f" ({len(checked)} verified, {unverified} could not be)" if unverified else "")
+            verdict = "PASS" + (f" ({len(checked)} verified, {unverified} could not be)"
+                                if unverified else "")
         lines.append("expectations: " + verdict)
         if failed:  # by name, so a CI log says which without opening the report
-            lines.append("  violated: " + ", ".join(f"{expectation_label(e)} ({e.model})" for e in failed))
+            lines.append("  violated: "
+                         + ", ".join(f"{expectation_label(e)} ({e.model})" for e in failed))
     run = run_verdict(result)
     lines.append(f"verdict: {run.status}")
     lines += [f"  - {reason}" for reason in run.reasons]
@@ -226,7 +252,8 @@ def format_summary(result: AnalysisResult, shown_failures: Collection[str] = ())
     dropped = sum(item.count for item in result.dropped)
     if dropped:
         metrics = ", ".join(dict.fromkeys(item.metric for item in result.dropped))
-        lines.append(f"warning: {dropped} stored value(s) of {metrics} left out (NaN, infinite or implausible)")
+        lines.append(f"warning: {dropped} stored value(s) of {metrics} left out (NaN, infinite or "
+                     "implausible)")
     return "\n".join(lines)
 
 
@@ -234,14 +261,17 @@ def _finish(outcome: ReportOutcome, quiet: bool, args: argparse.Namespace | None
             shown_failures: Collection[str] = ()) -> int:
     if not quiet:
         print(format_summary(outcome.analysis, shown_failures))
-    report = outcome.files.get("markdown") or next(iter(outcome.files.values()), outcome.results_dir)
+    report = (outcome.files.get("markdown") or
+              next(iter(outcome.files.values()), outcome.results_dir))
     print(f"report: {report}")
     if args is not None:  # --junit, --github-summary: from the analysis of the stored records
         _ci_outputs(args, outcome)
-    if outcome.vgf is not None:  # the run fetched VGF benchmark reports: their comparison was written too
+    # the run fetched VGF benchmark reports: their comparison was written too
+    if outcome.vgf is not None:
         verdict = "FAIL" if outcome.vgf.violated else "PASS"
         where = outcome.files.get("vgf_markdown") or next(
-            (path for name, path in outcome.files.items() if name.startswith("vgf_")), outcome.results_dir)
+            (path for name, path in outcome.files.items() if name.startswith("vgf_")),
+            outcome.results_dir)
         print(f"vgf report: {where} (expectations {verdict})")
     return outcome.exit_code
 
@@ -259,7 +289,8 @@ def _ci_outputs(args: argparse.Namespace, outcome: ReportOutcome) -> None:
 
     def markdown() -> str:
         written = outcome.files.get("markdown")
-        return written.read_text(encoding="utf-8") if written is not None else render_markdown(outcome.analysis)
+        return (written.read_text(encoding="utf-8") if written is not None
+                else render_markdown(outcome.analysis))
 
     write_ci_outputs(args, lambda: [suite_from_result(name, outcome.analysis)], markdown)
 
@@ -267,16 +298,19 @@ def _ci_outputs(args: argparse.Namespace, outcome: ReportOutcome) -> None:
 def _run_verb(args: argparse.Namespace) -> int:
     import threading
 
-    # late: pandas, scipy and matplotlib load only when this verb runs, not for --help or other verbs
+    # late: pandas, scipy and matplotlib load only when this verb runs, not for --help or other
+    # verbs
     from fvp_harness.run.pipeline import RunOptions, RunOutcome, run_scenario
     from fvp_harness.store.folder import results_dir_for
 
-    if args.baseline_from:  # the same as --set compare.baseline_from=RUN (JSON-quoted: '@main' is no plain YAML)
-        args.overrides = [*args.overrides, f"compare.baseline_from={json.dumps(args.baseline_from)}"]
+    # the same as --set compare.baseline_from=RUN (JSON-quoted: '@main' is no plain YAML)
+    if args.baseline_from:
+        args.overrides = [*args.overrides,
+                          f"compare.baseline_from={json.dumps(args.baseline_from)}"]
     loaded = load_from_args(args, args.scenario)
     if args.baseline_from and loaded.scenario.compare is None:
-        raise ConfigurationError(f"--baseline-from: {loaded.path} has no compare section, so there is no baseline "
-                                 "build to take from a stored run")
+        raise ConfigurationError(f"--baseline-from: {loaded.path} has no compare section, so there "
+                                 "is no baseline build to take from a stored run")
     options = RunOptions(
         output_dir=args.output,
         resume=args.resume,
@@ -290,7 +324,8 @@ def _run_verb(args: argparse.Namespace) -> int:
         early_boot=args.early_boot,
     )
     if args.resume and args.replace:
-        raise ConfigurationError("--resume continues the current run and --replace deletes it: give one of them")
+        raise ConfigurationError("--resume continues the current run and --replace deletes it: "
+                                 "give one of them")
     quiet = args.quiet > 0
     requested = threading.Event()
     console = OutputConsole(file=sys.stderr, highlight=False, on_closed=requested.set)
@@ -301,7 +336,8 @@ def _run_verb(args: argparse.Namespace) -> int:
     except Interrupted as exc:
         if not console.closed:
             raise
-        raise _output_closed(results_dir_for(loaded.path, options.results_base, options.output_dir)) from exc
+        raise _output_closed(results_dir_for(loaded.path, options.results_base,
+                                             options.output_dir)) from exc
     code = _finish(outcome, quiet, args, view.failed_shown)
     if not quiet:
         spared = f", {outcome.units_spared} spared by the stopping rule (run.until)" \
@@ -314,22 +350,26 @@ def _run_verb(args: argparse.Namespace) -> int:
 
 
 def _output_closed(folder: Path) -> OutputClosed:
-    """The run stopped because its output's reader went away (``| head -2``): the manifest says ``interrupted``;
-    the report of what was measured is written (``report DIR``'s work), so the folder is never left without one."""
+    """The run stopped because its output's reader went away (``| head -2``): the manifest says
+    ``interrupted``; the report of what was measured is written (``report DIR``'s work), so the
+    folder is never left without one."""
     from fvp_harness.run.pipeline import rebuild_report  # late: loaded already by the run
 
     try:
         written = rebuild_report(folder).files.get("markdown")
         where = f"; the report of what was measured: {written}" if written is not None else ""
-    except HarnessError as exc:  # nothing was recorded yet (stopped during the builds): no report to write
+    # nothing was recorded yet (stopped during the builds): no report to write
+    except HarnessError as exc:
         where = f"; no report ({str(exc).splitlines()[0]})"
-    return OutputClosed(f"output closed (its reader went away); the run stopped after the units in flight{where} "
-                        "(continue with --resume)")
+    return OutputClosed("output closed (its reader went away); the run stopped after the units in "
+                        f"flight{where} (continue with --resume)")
 
 
 def _report_verb(args: argparse.Namespace) -> int:
-    folder = _report_folder(args.results)  # first: "not run yet" is told in 0.3 s, not after 3 s of imports
-    # late: pandas, scipy and matplotlib load only when this verb runs, not for --help or other verbs
+    # first: "not run yet" is told in 0.3 s, not after 3 s of imports
+    folder = _report_folder(args.results)
+    # late: pandas, scipy and matplotlib load only when this verb runs, not for --help or other
+    # verbs
     from fvp_harness.run.pipeline import rebuild_report
 
     outcome = rebuild_report(folder)
@@ -367,10 +407,10 @@ def _infrastructure_why(outcome: ReportOutcome) -> str:
 
 
 def _report_folder(given: Path) -> Path:
-    """``report``'s, ``runs``' and ``prune``'s argument: a results folder (or a run folder) as given, a scenario
-    file's results folder (``results/<stem>``, where ``run`` writes by default) or a scenario file stem under
-    ``results/``: users type the scenario they ran, and "does not exist" helped no one; a typo is told with the
-    closest results folder."""
+    """``report``'s, ``runs``' and ``prune``'s argument: a results folder (or a run folder) as
+    given, a scenario file's results folder (``results/<stem>``, where ``run`` writes by default) or
+    a scenario file stem under ``results/``: users type the scenario they ran, and "does not exist"
+    helped no one; a typo is told with the closest results folder."""
     from fvp_harness.store.locate import results_folder  # late: pydantic only for these verbs
 
     return results_folder(given)
@@ -407,26 +447,30 @@ def _prune_verb(args: argparse.Namespace) -> int:
     from fvp_harness.store.folder import ResultStore  # late: pydantic only for this verb
 
     if args.keep is None and args.older_than is None:
-        raise ConfigurationError("prune needs --keep N or --older-than DAYS (nothing is deleted without being asked)")
+        raise ConfigurationError("prune needs --keep N or --older-than DAYS (nothing is deleted "
+                                 "without being asked)")
     if args.keep is not None and args.keep < 0:
         raise ConfigurationError(f"--keep {args.keep}: must be 0 or more")
     if args.older_than is not None and not args.older_than >= 0:  # also refuses nan
         raise ConfigurationError(f"--older-than {args.older_than:g}: must be 0 or more days")
     store = ResultStore(_report_folder(args.results), create=False)
     earlier = [run for run in store.stored_runs() if not run.current]
-    for run in earlier:  # a link is the user's, never a run prune wrote: rmtree must not follow it (or fail on it)
+    # a link is the user's, never a run prune wrote: rmtree must not follow it (or fail on it)
+    for run in earlier:
         if run.path.is_symlink():
-            print(f"skipped {run.path}: a symbolic link (to {os.readlink(run.path)}), not a stored run folder; "
-                  "remove it yourself if it should go")
+            print(f"skipped {run.path}: a symbolic link (to {os.readlink(run.path)}), not a stored "
+                  "run folder; remove it yourself if it should go")
     earlier = [run for run in earlier if not run.path.is_symlink()]
     doomed: set[Path] = set()
     if args.keep is not None:
         doomed.update(run.path for run in earlier[: max(0, len(earlier) - args.keep)])
     if args.older_than is not None:
-        limit = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(days=args.older_than)
+        limit = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(
+            days=args.older_than)
         for run in earlier:
             try:
-                started = datetime.datetime.fromisoformat((run.started or "").replace("Z", "+00:00"))
+                started = datetime.datetime.fromisoformat((run.started or "").replace("Z",
+                                                                                      "+00:00"))
             except ValueError:
                 continue  # a run whose start is unknown is never deleted by age
             if started.tzinfo is not None and started < limit:

@@ -8,7 +8,11 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fvp_harness.cli.scenario_args import add_scenario_options, expand_scenario_paths, load_from_args
+from fvp_harness.cli.scenario_args import (
+    add_scenario_options,
+    expand_scenario_paths,
+    load_from_args,
+)
 from fvp_harness.errors import EXIT_BAD_INPUT, EXIT_OK, ScenarioError
 from fvp_harness.located import display_path
 
@@ -25,8 +29,10 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
         "validate",
         parents=[common],
         help="check scenario files (exit 0 when all are valid, 2 otherwise)",
-        description="Load and check scenario files: YAML, fields, variables, extends, placeholders, "
-        "referenced files. Prints `ok FILE` per valid file and `file:line:col: field: problem` per problem.",
+        description="Load and check scenario files: YAML, fields, variables, extends, "
+                    "placeholders, "
+        "referenced files. Prints `ok FILE` per valid file and `file:line:col: field: problem` per "
+        "problem.",
     )
     validate.add_argument(
         "scenarios", nargs="+", metavar="SCENARIO", help="scenario files or folders of them"
@@ -41,7 +47,8 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
         "plan",
         parents=[common],
         help="show the matrix, run order, sessions and content keys of a scenario",
-        description="Expand a scenario into units (build x model x repetition) in run order, with their "
+        description="Expand a scenario into units (build x model x repetition) in run order, with "
+                    "their "
         "sessions and content keys, without running anything.",
     )
     plan.add_argument("scenario", metavar="SCENARIO")
@@ -53,7 +60,8 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
         "schema",
         parents=[common],
         help="print the JSON Schema of scenario files (for editors)",
-        description="Print the JSON Schema of scenario files. Point yaml-language-server at it with a first "
+        description="Print the JSON Schema of scenario files. Point yaml-language-server at it "
+                    "with a first "
         "line like `# yaml-language-server: $schema=../docs/scenario.schema.json`.",
     )
     schema.set_defaults(handler=_run_schema)
@@ -71,19 +79,22 @@ def _run_validate(args: argparse.Namespace) -> int:
             failed += 1
             print("\n".join(exc.problems), file=sys.stderr)
             continue
-        from fvp_harness.run.artifacts import outside_tree  # late: the run layer only for `validate`'s warnings
+        # late: the run layer only for `validate`'s warnings
+        from fvp_harness.run.artifacts import outside_tree
 
         for warning in outside_tree(loaded):
             print(warning, file=sys.stderr)
         if args.show:
             print(f"# {path} (resolved)")
             print(
-                yaml.safe_dump(loaded.scenario.redacted(), sort_keys=False, width=1000), end=""  # secrets: ***
+                # secrets: ***
+                yaml.safe_dump(loaded.scenario.redacted(), sort_keys=False, width=1000), end=""
             )
         elif getattr(args, "quiet", 0) <= 0:
             print(f"ok {path}")
     if failed:
-        print(f"fvp-harness: {failed} of {len(paths)} scenario files have problems", file=sys.stderr)
+        print(f"fvp-harness: {failed} of {len(paths)} scenario files have problems",
+              file=sys.stderr)
         return EXIT_BAD_INPUT
     return EXIT_OK
 
@@ -116,7 +127,8 @@ def plan_as_json(plan: Plan) -> dict[str, object]:
         "path": str(plan.path),
         "platform": plan.profile.name,
         "fvp": dict(plan.fvp),
-        "sessions": [{"name": session.name, "units": list(session.units)} for session in plan.sessions],
+        "sessions": [{"name": session.name, "units": list(session.units)}
+                     for session in plan.sessions],
         "units": [
             {
                 "index": unit.index,
@@ -127,7 +139,8 @@ def plan_as_json(plan: Plan) -> dict[str, object]:
                 "session": unit.session,
                 "key": unit.key,
                 "unbuilt": list(unit.unbuilt),
-                "rebuilt": [name for name in unit_artifacts(plan.scenario, unit.build, unit.model) if name in stale],
+                "rebuilt": [name for name in unit_artifacts(plan.scenario, unit.build, unit.model)
+                            if name in stale],
             }
             for unit in plan.units
         ],
@@ -139,15 +152,17 @@ def plan_as_json(plan: Plan) -> dict[str, object]:
 def _table(rows: list[list[str]]) -> list[str]:
     widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
     return [
-        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
     ]
 
 
 def stale_artifacts(plan: Plan) -> dict[str, str]:
-    """Declared name -> why it is rebuilt before a run, for each artifact that exists but whose build is stale
-    (older than a source, build command changed): the same rule ``run`` and ``make`` apply
-    (``run.artifacts.pending_builds``). Why: ``plan`` keys such a unit on the file as it is now, which the
-    rebuild may replace; without the mark a user compares keys that are about to change."""
+    """Declared name -> why it is rebuilt before a run, for each artifact that exists but whose
+    build is stale (older than a source, build command changed): the same rule ``run`` and ``make``
+    apply (``run.artifacts.pending_builds``). Why: ``plan`` keys such a unit on the file as it is
+    now, which the rebuild may replace; without the mark a user compares keys that are about to
+    change."""
     from fvp_harness.run.artifacts import pending_builds  # late: the run layer only for `plan`
 
     reasons = {step.path: step.reason for step in pending_builds(plan.scenario)}
@@ -176,7 +191,8 @@ def format_plan(plan: Plan) -> str:
     stale = stale_artifacts(plan)
     artifact_rows = [["artifact", "file", "state"]]
     for state in plan.artifacts.values():
-        status = f"sha256 {state.sha256[:12]}" if state.sha256 else "not built yet (has a build command)"
+        status = (f"sha256 {state.sha256[:12]}" if state.sha256
+                  else "not built yet (has a build command)")
         if state.name in stale:
             status += f"; rebuilt before a run ({stale[state.name]})"
         artifact_rows.append([state.name, display_path(Path(state.path)), status])
@@ -185,7 +201,8 @@ def format_plan(plan: Plan) -> str:
     rebuilt = False
     for unit in plan.units:
         mark = "*" if unit.unbuilt else ""
-        if not mark and any(name in stale for name in unit_artifacts(scenario, unit.build, unit.model)):
+        if (not mark and
+            any(name in stale for name in unit_artifacts(scenario, unit.build, unit.model))):
             mark, rebuilt = "~", True
         rows.append(
             [
@@ -200,8 +217,10 @@ def format_plan(plan: Plan) -> str:
         )
     lines += _table(rows)
     if any(unit.unbuilt for unit in plan.units):
-        lines += ["", "* provisional key: an artifact is not built yet; the key is final once it is."]
+        lines += ["",
+                  "* provisional key: an artifact is not built yet; the key is final once it is."]
     if rebuilt:
-        lines += ["", "~ key of the files as they are now: an artifact it uses is rebuilt before a run (see its",
-                  "  state); the key changes if the rebuilt bytes differ."]
+        lines += ["",
+                  "~ key of the files as they are now: an artifact it uses is rebuilt before a run "
+                  "(see its", "  state); the key changes if the rebuilt bytes differ."]
     return "\n".join(lines) + "\n"

@@ -1,8 +1,9 @@
-"""``fvp-harness sim ...``: make simulator artifacts for the embedded simulator: A/B runner builds (``runner``),
-VGF benchmark runner builds (``vgf-runner``), model files (``model``), inputs (``input``), and ``info``.
+"""``fvp-harness sim ...``: make simulator artifacts for the embedded simulator: A/B runner builds
+(``runner``), VGF benchmark runner builds (``vgf-runner``), model files (``model``), inputs
+(``input``), and ``info``.
 
-Wiring only: the arguments after ``sim`` go unchanged to ``fvp_harness.sim.tools.main``, which owns their
-parsing and help text (the simulator is a separate world and keeps its own command line; see
+Wiring only: the arguments after ``sim`` go unchanged to ``fvp_harness.sim.tools.main``, which owns
+their parsing and help text (the simulator is a separate world and keeps its own command line; see
 docs/simulator-workload.md).
 """
 
@@ -23,7 +24,8 @@ def _handler(args: argparse.Namespace) -> int:
         rest = [*rest, "--help"]
     try:
         return tools.main(rest)
-    except SystemExit as exc:  # argparse's --help and usage errors inside the simulator's own parser
+    # argparse's --help and usage errors inside the simulator's own parser
+    except SystemExit as exc:
         code = exc.code
         return code if isinstance(code, int) else (0 if code is None else 2)
 
@@ -34,7 +36,8 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
         parents=[common],
         add_help=False,
         help="make simulator artifacts: runner builds, VGF runner builds, model files, inputs",
-        description="fvp-harness sim {runner,vgf-runner,model,input,info} ... ('fvp-harness sim --help' for "
+        description="fvp-harness sim {runner,vgf-runner,model,input,info} ... ('fvp-harness sim "
+                    "--help' for "
         "details)",
     )
     parser.add_argument(

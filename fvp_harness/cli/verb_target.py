@@ -1,4 +1,5 @@
-"""``doctor`` (preflight checklist, no boot) and ``shell`` (boot and hand over the console) for one scenario."""
+"""``doctor`` (preflight checklist, no boot) and ``shell`` (boot and hand over the console) for one
+scenario."""
 
 from __future__ import annotations
 
@@ -33,38 +34,45 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
     doctor = subparsers.add_parser(
         "doctor",
         parents=[common],
-        help="check, without booting, that a scenario's model can run (exit 0 ok, 2 input, 3 platform)",
-        description="Preflight checks: the FVP binary is found and prints its --version banner; every -C "
-        "parameter of the profile and scenario exists in --list-params; firmware files exist; ports can be "
-        "bound; SSH client support is present. The two questions to the model run at the same time, each within "
-        "--probe-timeout. With target: host, each build's runner must be executable on this host instead. Prints "
-        "each check as it starts and ends, with a fix for each failure (-q: only the checks that fail or warn, "
-        "and the last line). Exit 0 ok, 2 bad input, 3 platform.",
+        help="check, without booting, that a scenario's model can run (exit 0 ok, 2 input, 3 "
+             "platform)",
+        description="Preflight checks: the FVP binary is found and prints its --version banner; "
+                    "every -C "
+        "parameter of the profile and scenario exists in --list-params; firmware files exist; "
+        "ports can be bound; SSH client support is present. The two questions to the model run at "
+        "the same time, each within --probe-timeout. With target: host, each build's runner must "
+        "be executable on this host instead. Prints each check as it starts and ends, with a fix "
+        "for each failure (-q: only the checks that fail or warn, and the last line). Exit 0 ok, 2 "
+        "bad input, 3 platform.",
     )
     doctor.add_argument("scenario", metavar="SCENARIO")
     add_scenario_options(doctor)
     add_timeout_scale_option(doctor, "multiply every timeout (slow hosts)")
     doctor.add_argument("--probe-timeout", type=positive_float, default=None, metavar="S",
-                        help="seconds the model may take to answer --version and --list-params before it counts as "
+                        help="seconds the model may take to answer --version and --list-params "
+                             "before it counts as "
                         "silent (default 12, times --timeout-scale)")
     doctor.add_argument("--boot", action="store_true",
-                        help="also boot one instance and check that the image has what the runners need (the NPU "
-                        "node, the runner's C library loader, an ssh server for deploy.method: ssh), as a run does "
-                        "before its first unit")
+                        help="also boot one instance and check that the image has what the runners "
+                             "need (the NPU "
+                        "node, the runner's C library loader, an ssh server for deploy.method: "
+                        "ssh), as a run does before its first unit")
     doctor.set_defaults(handler=_run_doctor_verb)
 
     shell = subparsers.add_parser(
         "shell",
         parents=[common],
         help="boot a scenario's platform and open its console interactively (Ctrl-] leaves)",
-        description="Boot the scenario's model, log in, and hand the console to you. Every terminal is still "
+        description="Boot the scenario's model, log in, and hand the console to you. Every "
+                    "terminal is still "
         "logged to --log-dir. Ctrl-] leaves and stops the model.",
     )
     shell.add_argument("scenario", metavar="SCENARIO")
     add_scenario_options(shell)
     add_timeout_scale_option(shell, "multiply every timeout (slow hosts)")
     shell.add_argument("--log-dir", type=Path, default=None,
-                       help="where terminal logs go (default: results/<scenario>/logs/shell-<time>)")
+                       help="where terminal logs go (default: "
+                            "results/<scenario>/logs/shell-<time>)")
     shell.set_defaults(handler=_run_shell_verb)
 
 
@@ -90,13 +98,15 @@ def _run_doctor_verb(args: argparse.Namespace) -> int:
     import threading
     import time
 
-    from fvp_harness.run.doctor import PROBE_TIMEOUT_S, doctor_exit_code, run_doctor  # late: only for `doctor`
+    # late: only for `doctor`
+    from fvp_harness.run.doctor import PROBE_TIMEOUT_S, doctor_exit_code, run_doctor
 
     began = time.monotonic()
     loaded = load_from_args(args, args.scenario, check_files=False)
     scenario = loaded.scenario
     located: list[str] = []
-    if scenario.target == "host":  # the runners must run here: the loader's file checks say where each is written
+    # the runners must run here: the loader's file checks say where each is written
+    if scenario.target == "host":
         try:
             load_from_args(args, args.scenario)
         except ScenarioError as exc:
@@ -104,11 +114,13 @@ def _run_doctor_verb(args: argparse.Namespace) -> int:
         where = f"target host: {platform.machine()}"
     else:
         where = f"platform {loaded.profile.name}, binary {scenario.fvp.binary}"
-    quiet = getattr(args, "quiet", 0) > 0  # -q: only the checks that failed or warn, with their fix, and the end
+    # -q: only the checks that failed or warn, with their fix, and the end
+    quiet = getattr(args, "quiet", 0) > 0
     if not quiet:
         print(f"doctor {args.scenario} ({where})", flush=True)
     lock = threading.Lock()
-    width = max([11, *(len(f"runner {name}") for name in scenario.builds)] if scenario.target == "host" else [11])
+    width = max([11, *(len(f"runner {name}") for name in scenario.builds)]
+                if scenario.target == "host" else [11])
 
     def started(name: str, what: str) -> None:
         if quiet:
@@ -129,12 +141,14 @@ def _run_doctor_verb(args: argparse.Namespace) -> int:
     checks = run_doctor(scenario, loaded.profile, base_dir=loaded.directory, probe_timeout=timeout,
                         on_start=started, on_done=ended, located=located)
     if args.boot and doctor_exit_code(checks) == EXIT_OK:
-        from fvp_harness.run.doctor_boot import boot_check  # late: the targets layer loads only for --boot
+        # late: the targets layer loads only for --boot
+        from fvp_harness.run.doctor_boot import boot_check
 
         started("guest", "booting one instance")
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-        check = boot_check(loaded, log_dir=DEFAULT_RESULTS_BASE / loaded.stem / LOGS_DIR / f"doctor-{stamp}",
-                           timeout_scale=args.timeout_scale)
+        check = boot_check(loaded,
+                           log_dir=DEFAULT_RESULTS_BASE / loaded.stem / LOGS_DIR
+                           / f"doctor-{stamp}", timeout_scale=args.timeout_scale)
         ended(check, 0.0)
         checks.append(check)
     code = doctor_exit_code(checks)
@@ -156,18 +170,20 @@ def _run_shell_verb(args: argparse.Namespace) -> int:
     if loaded.scenario.target == "host":
         raise ConfigurationError("shell needs an FVP scenario (this one has target: host)")
     if loaded.profile.baremetal:
-        raise ConfigurationError(f"shell needs a platform with a console; {loaded.profile.name} is bare metal (one "
-                                 "model launch per unit, no shell): use run, or doctor to check the launch")
+        raise ConfigurationError(f"shell needs a platform with a console; {loaded.profile.name} is "
+                                 "bare metal (one model launch per unit, no shell): use run, or "
+                                 "doctor to check the launch")
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     log_dir = args.log_dir or DEFAULT_RESULTS_BASE / loaded.stem / LOGS_DIR / f"shell-{stamp}"
-    print(f"booting {loaded.profile.name} ({loaded.scenario.fvp.binary}); logs in {log_dir}", file=sys.stderr)
+    print(f"booting {loaded.profile.name} ({loaded.scenario.fvp.binary}); logs in {log_dir}",
+          file=sys.stderr)
     with open_target(loaded, log_dir=log_dir, timeout_scale=args.timeout_scale) as target:
         assert isinstance(target, FvpTarget)  # target: host was refused above
         target.run("stty echo; export PS1='# '")
         console = target.console
         assert console is not None
-        print(f"connected to {console.terminal.name} (port {console.terminal.port}); Ctrl-] leaves and stops "
-              "the model", file=sys.stderr)
+        print(f"connected to {console.terminal.name} (port {console.terminal.port}); Ctrl-] leaves "
+              "and stops the model", file=sys.stderr)
         _interact(target)
         print(f"\nstopping the model; logs in {log_dir}", file=sys.stderr)
     return EXIT_OK
@@ -176,8 +192,9 @@ def _run_shell_verb(args: argparse.Namespace) -> int:
 def _interact(target: FvpTarget) -> None:
     """Raw keyboard <-> console until Ctrl-], EOF on stdin, or the model/console going away.
 
-    Not ``pexpect.interact``: the console's socket is owned by its drain thread (which keeps writing the log), so
-    keys go out through ``Terminal.send`` and output comes back through the terminal's tap.
+    Not ``pexpect.interact``: the console's socket is owned by its drain thread (which keeps writing
+    the log), so keys go out through ``Terminal.send`` and output comes back through the terminal's
+    tap.
     """
     import termios
     import tty

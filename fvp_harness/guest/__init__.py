@@ -1,25 +1,29 @@
-"""The QEMU guest (``qemu-aarch64-virt``): a kernel and an initramfs built from Debian's arm64 packages alone.
+"""The QEMU guest (``qemu-aarch64-virt``): a kernel and an initramfs built from Debian's arm64
+packages alone.
 
-Why this exists: the session layer (login, framed commands, transfers) has otherwise only met our own simulator; a
-real kernel, real busybox and real dropbear show what it cannot. ``fvp-harness guest build`` makes the two files the
-profile needs (``Image`` and ``initrd.gz``) under a cache folder (default ``~/.cache/fvp-harness/guest``,
-``$FVP_HARNESS_GUEST`` to move it); a second call finds them and does nothing.
+Why this exists: the session layer (login, framed commands, transfers) has otherwise only met our
+own simulator; a real kernel, real busybox and real dropbear show what it cannot. ``fvp-harness
+guest build`` makes the two files the profile needs (``Image`` and ``initrd.gz``) under a cache
+folder (default ``~/.cache/fvp-harness/guest``, ``$FVP_HARNESS_GUEST`` to move it); a second call
+finds them and does nothing.
 
 What it does, and why that way:
 
-- the packages come through a **private apt state** (``-o APT::Architecture=arm64 -o Dir::State::Lists=... -o
-  Dir::State::status=... -o Dir::Cache=...``) with the system's ``sources``: the host's dpkg architectures, lists
-  and caches are never touched, and no ``dpkg --add-architecture`` is needed;
-- packages are unpacked with ``dpkg-deb -x`` (nothing is installed); the rootfs is what the guest needs of them:
-  ``busybox-static`` (init, getty, login, ash, sha256sum, gzip, base64), ``dropbear-bin`` and its libraries,
-  ``openssh-sftp-server`` (scp in OpenSSH 9 speaks SFTP), and the kernel's virtio modules with their dependencies
-  (read from ``modules.dep``), loaded by ``/init`` in dependency order;
-- the guest looks like a Corstone-1000 image from its console: getty on ``ttyAMA0`` logs ``root`` in without a
-  password (``/etc/passwd`` holds ``x`` and ``/etc/shadow`` the empty password: busybox cannot look up uid 0
-  otherwise), busybox ash is the shell, dropbear ``-R`` (host keys made on demand) ``-B`` (blank password) listens on
-  port 22 behind QEMU's user network;
-- the output names carry a content key (package versions and this module's recipe version), written last, so an
-  interrupted build is redone and a changed recipe rebuilds.
+- the packages come through a **private apt state** (``-o APT::Architecture=arm64 -o
+  Dir::State::Lists=... -o Dir::State::status=... -o Dir::Cache=...``) with the system's
+  ``sources``: the host's dpkg architectures, lists and caches are never touched, and no ``dpkg
+  --add-architecture`` is needed;
+- packages are unpacked with ``dpkg-deb -x`` (nothing is installed); the rootfs is what the guest
+  needs of them: ``busybox-static`` (init, getty, login, ash, sha256sum, gzip, base64),
+  ``dropbear-bin`` and its libraries, ``openssh-sftp-server`` (scp in OpenSSH 9 speaks SFTP), and
+  the kernel's virtio modules with their dependencies (read from ``modules.dep``), loaded by
+  ``/init`` in dependency order;
+- the guest looks like a Corstone-1000 image from its console: getty on ``ttyAMA0`` logs ``root`` in
+  without a password (``/etc/passwd`` holds ``x`` and ``/etc/shadow`` the empty password: busybox
+  cannot look up uid 0 otherwise), busybox ash is the shell, dropbear ``-R`` (host keys made on
+  demand) ``-B`` (blank password) listens on port 22 behind QEMU's user network;
+- the output names carry a content key (package versions and this module's recipe version), written
+  last, so an interrupted build is redone and a changed recipe rebuilds.
 """
 
 from __future__ import annotations
@@ -57,15 +61,16 @@ GUEST_ENV = "FVP_HARNESS_GUEST"
 RECIPE = "2"
 """Bumped whenever what goes into the image changes, so cached images are rebuilt."""
 
-PACKAGES = ["busybox-static", "dropbear-bin", "libc6", "libcrypt1", "libtomcrypt1", "libtommath1", "libgmp10",
-            "zlib1g", "openssh-sftp-server", "libstdc++6", "libgcc-s1"]
-"""Debian packages the rootfs is made of (the kernel is found through ``linux-image-arm64``). ``libstdc++6`` and
-``libgcc-s1``: ExecuTorch's runtime libraries (the aarch64 wheel's ``.so`` files) and our runner built on them
-need ``libstdc++.so.6`` and ``libgcc_s.so.1`` beside glibc (recipe 2)."""
+PACKAGES = ["busybox-static", "dropbear-bin", "libc6", "libcrypt1", "libtomcrypt1", "libtommath1",
+            "libgmp10", "zlib1g", "openssh-sftp-server", "libstdc++6", "libgcc-s1"]
+"""Debian packages the rootfs is made of (the kernel is found through ``linux-image-arm64``).
+``libstdc++6`` and ``libgcc-s1``: ExecuTorch's runtime libraries (the aarch64 wheel's ``.so`` files)
+and our runner built on them need ``libstdc++.so.6`` and ``libgcc_s.so.1`` beside glibc (recipe
+2)."""
 
 MODULES = ["virtio_mmio", "virtio_net", "virtio_rng"]
-"""Kernel modules the guest loads (with what ``modules.dep`` says they need): the network and entropy devices.
-Whatever of them the kernel has built in is simply not found and skipped."""
+"""Kernel modules the guest loads (with what ``modules.dep`` says they need): the network and
+entropy devices. Whatever of them the kernel has built in is simply not found and skipped."""
 
 HOSTNAME = "corstone1000-qemu"
 APT_TIMEOUT_S = 900.0
@@ -87,25 +92,29 @@ class GuestImage:
 
 
 def default_guest_dir() -> Path:
-    """``$FVP_HARNESS_GUEST``, else ``~/.cache/fvp-harness/guest`` (outside any checkout: never committed)."""
+    """``$FVP_HARNESS_GUEST``, else ``~/.cache/fvp-harness/guest`` (outside any checkout: never
+    committed)."""
     named = os.environ.get(GUEST_ENV)
     return Path(named).expanduser() if named else Path.home() / ".cache" / "fvp-harness" / "guest"
 
 
 def guest_image(folder: Path | None = None) -> GuestImage:
-    """Where the profile expects the guest (``Image`` and ``initrd.gz`` in the cache folder); they may not exist."""
+    """Where the profile expects the guest (``Image`` and ``initrd.gz`` in the cache folder); they
+    may not exist."""
     base = folder or default_guest_dir()
     return GuestImage(kernel=base / "Image", initrd=base / "initrd.gz")
 
 
 def _run(argv: Sequence[str], *, cwd: Path | None = None, timeout: float = APT_TIMEOUT_S) -> str:
-    """Run a build tool in its own process group; its output in the error when it fails or outlives ``timeout``."""
+    """Run a build tool in its own process group; its output in the error when it fails or outlives
+    ``timeout``."""
     try:
         proc = subprocess.run(list(argv), cwd=cwd, capture_output=True, text=True, errors="replace",
-                              timeout=timeout, stdin=subprocess.DEVNULL, start_new_session=True, check=False)
+                              timeout=timeout, stdin=subprocess.DEVNULL, start_new_session=True,
+                              check=False)
     except FileNotFoundError as exc:
-        raise ConfigurationError(f"{argv[0]} not found: the guest is built with Debian's apt and dpkg-deb "
-                                 "(run on Debian or Ubuntu)") from exc
+        raise ConfigurationError(f"{argv[0]} not found: the guest is built with Debian's apt and "
+                                 "dpkg-deb (run on Debian or Ubuntu)") from exc
     except subprocess.TimeoutExpired as exc:
         raise GuestBuildError(f"{' '.join(argv[:3])} ... took longer than {timeout:.0f} s") from exc
     if proc.returncode != 0:
@@ -115,9 +124,11 @@ def _run(argv: Sequence[str], *, cwd: Path | None = None, timeout: float = APT_T
 
 
 def apt_options(state: Path) -> list[str]:
-    """The options of a private arm64 apt state under ``state`` (the system's lists, status and caches untouched)."""
+    """The options of a private arm64 apt state under ``state`` (the system's lists, status and
+    caches untouched)."""
     return ["-o", "APT::Architecture=arm64", "-o", "APT::Architectures::=arm64",
-            "-o", f"Dir::State::Lists={state / 'lists'}", "-o", f"Dir::State::status={state / 'status'}",
+            "-o", f"Dir::State::Lists={state / 'lists'}", "-o",
+            f"Dir::State::status={state / 'status'}",
             "-o", f"Dir::Cache={state / 'cache'}", "-o", "APT::Sandbox::User=root",
             "-o", "Debug::NoLocking=1", "-q"]
 
@@ -125,11 +136,12 @@ def apt_options(state: Path) -> list[str]:
 def _check_tools() -> None:
     missing = [tool for tool in ("apt-get", "apt-cache", "dpkg-deb") if shutil.which(tool) is None]
     if missing:
-        raise ConfigurationError(f"building the guest needs {', '.join(missing)} (Debian's apt and dpkg); run "
-                                 "`fvp-harness guest build` on Debian or Ubuntu")
+        raise ConfigurationError(f"building the guest needs {', '.join(missing)} (Debian's apt and "
+                                 "dpkg); run `fvp-harness guest build` on Debian or Ubuntu")
     if hasattr(os, "geteuid") and os.geteuid() != 0:
-        raise ConfigurationError("building the guest needs root: apt-get update writes its (private) lists as "
-                                 "root; run `sudo fvp-harness guest build` (the system's apt state is not touched)")
+        raise ConfigurationError("building the guest needs root: apt-get update writes its "
+                                 "(private) lists as root; run `sudo fvp-harness guest build` (the "
+                                 "system's apt state is not touched)")
 
 
 def _field(control: str, name: str) -> str:
@@ -140,7 +152,8 @@ def _field(control: str, name: str) -> str:
 
 
 def _kernel_package(state: Path) -> str:
-    """The versioned ``linux-image-X-arm64`` the metapackage ``linux-image-arm64`` depends on now."""
+    """The versioned ``linux-image-X-arm64`` the metapackage ``linux-image-arm64`` depends on
+    now."""
     shown = _run(["apt-cache", *apt_options(state), "show", "linux-image-arm64"])
     depends = _field(shown.split("\n\n")[0], "Depends")
     for item in depends.split(","):
@@ -198,7 +211,8 @@ def _module_bytes(path: Path) -> bytes:
     if path.name.endswith(".xz"):
         return lzma.decompress(data)
     if path.name.endswith(".zst"):
-        raise GuestBuildError(f"{path.name}: zstd-compressed modules are not supported (busybox insmod)")
+        raise GuestBuildError(f"{path.name}: zstd-compressed modules are not supported (busybox "
+                              "insmod)")
     return data
 
 
@@ -209,8 +223,8 @@ def _module_name(path: Path) -> str:
 def _module_order(modroot: Path, wanted: Sequence[str]) -> list[tuple[str, bytes]]:
     """(file name, bytes) of the ``wanted`` modules and their dependencies, dependencies first.
 
-    A package's kernel carries no ``modules.dep`` (``depmod`` makes it at install time), so each module's own
-    ``depends=`` entry of its ``.modinfo`` is read instead."""
+    A package's kernel carries no ``modules.dep`` (``depmod`` makes it at install time), so each
+    module's own ``depends=`` entry of its ``.modinfo`` is read instead."""
     files = {_module_name(path): path for path in modroot.rglob("*.ko*")}
     order: dict[str, bytes] = {}
 
@@ -229,7 +243,8 @@ def _module_order(modroot: Path, wanted: Sequence[str]) -> list[tuple[str, bytes
 
 
 def _cpio(root: Path) -> bytes:
-    """A newc cpio archive of ``root`` (what the kernel unpacks as initramfs), made here so no cpio tool is needed."""
+    """A newc cpio archive of ``root`` (what the kernel unpacks as initramfs), made here so no cpio
+    tool is needed."""
     out = io.BytesIO()
     inode = 1
 
@@ -257,15 +272,16 @@ def _cpio(root: Path) -> bytes:
 
 
 def _assemble(extracted: Path, kernel_root: Path, root: Path) -> tuple[bytes, list[str]]:
-    """The rootfs under ``root`` from the unpacked packages; returns (kernel image bytes, module load order)."""
+    """The rootfs under ``root`` from the unpacked packages; returns (kernel image bytes, module
+    load order)."""
     for sub in ("lib", "usr/lib", "usr/sbin", "usr/bin", "bin", "sbin"):
         source = extracted / sub
         if source.is_dir():
             shutil.copytree(source, root / sub, symlinks=True, dirs_exist_ok=True)
     for heavy in ("usr/lib/aarch64-linux-gnu/gconv", "usr/lib/aarch64-linux-gnu/audit"):
         shutil.rmtree(root / heavy, ignore_errors=True)
-    for folder in ("proc", "sys", "dev", "tmp", "root", "etc", "bin", "sbin", "usr/bin", "usr/sbin", "run",
-                   "var/log", "lib/modules"):
+    for folder in ("proc", "sys", "dev", "tmp", "root", "etc", "bin", "sbin", "usr/bin", "usr/sbin",
+                   "run", "var/log", "lib/modules"):
         (root / folder).mkdir(parents=True, exist_ok=True)
     busybox = root / "bin" / "busybox"
     if not busybox.exists():
@@ -276,7 +292,8 @@ def _assemble(extracted: Path, kernel_root: Path, root: Path) -> tuple[bytes, li
     sftp = root / "usr/lib/openssh/sftp-server"
     if sftp.exists() and not (root / "usr/lib/sftp-server").exists():
         (root / "usr/lib/sftp-server").symlink_to("openssh/sftp-server")
-    modroots = sorted((kernel_root / "lib/modules").iterdir()) if (kernel_root / "lib/modules").is_dir() else []
+    modroots = (sorted((kernel_root / "lib/modules").iterdir())
+                if (kernel_root / "lib/modules").is_dir() else [])
     if not modroots:
         modroots = sorted((kernel_root / "usr/lib/modules").iterdir())
     modroot = modroots[-1]
@@ -296,10 +313,13 @@ def _assemble(extracted: Path, kernel_root: Path, root: Path) -> tuple[bytes, li
     return kernel, loaded
 
 
-def build_guest(folder: Path | None = None, *, force: bool = False, log: Log = lambda _line: None) -> GuestImage:
-    """Build (or find) the guest in ``folder``; idempotent: a built, current image is returned as it is.
+def build_guest(folder: Path | None = None, *, force: bool = False,
+                log: Log = lambda _line: None) -> GuestImage:
+    """Build (or find) the guest in ``folder``; idempotent: a built, current image is returned as it
+    is.
 
-    Raises ``ConfigurationError`` (no apt/dpkg-deb, not root) or ``GuestBuildError`` (apt or a package failed).
+    Raises ``ConfigurationError`` (no apt/dpkg-deb, not root) or ``GuestBuildError`` (apt or a
+    package failed).
     """
     base = (folder or default_guest_dir()).expanduser()
     image = guest_image(base)
@@ -334,6 +354,6 @@ def build_guest(folder: Path | None = None, *, force: bool = False, log: Log = l
     image.initrd.write_bytes(initrd)
     key = hashlib.sha256(b"".join(sorted(deb.name.encode() for deb in debs))).hexdigest()[:12]
     stamp.write_text(f"recipe {RECIPE}\n{kernel_pkg} packages {key}\nmodules {' '.join(modules)}\n")
-    log(f"guest built in {time.monotonic() - began:.0f} s: {image.kernel} ({len(kernel) // 1024} KiB), "
-        f"{image.initrd} ({len(initrd) // 1024} KiB), modules {', '.join(modules) or 'none'}")
+    log(f"guest built in {time.monotonic() - began:.0f} s: {image.kernel} ({len(kernel) // 1024} "
+        f"KiB), {image.initrd} ({len(initrd) // 1024} KiB), modules {', '.join(modules) or 'none'}")
     return image

@@ -1,12 +1,13 @@
-"""``fvp_deployed``: the scenario's builds and models built on the host and deployed into the shared instance once,
-their guest paths by name; and the build step every fixture shares.
+"""``fvp_deployed``: the scenario's builds and models built on the host and deployed into the shared
+instance once, their guest paths by name; and the build step every fixture shares.
 
-Builds run through ``run.artifacts.build_artifacts`` (missing or stale files only, logs in ``builds/<stem>/``)
-under a lock file in the plugin's results folder shared by all pytest-xdist workers: two workers must not run the
-same build command into the same file at once, and the second finds the files up to date. Deploys go through
-``run.deploy.Deployer`` (content-addressed, sha256-checked), so what ``fvp_deployed`` put into an instance is
-skipped by an A/B run on the same instance. An instance booted again (after a lost console) is deployed to again
-before the next test that uses ``fvp_deployed`` (``refresh``).
+Builds run through ``run.artifacts.build_artifacts`` (missing or stale files only, logs in
+``builds/<stem>/``) under a lock file in the plugin's results folder shared by all pytest-xdist
+workers: two workers must not run the same build command into the same file at once, and the second
+finds the files up to date. Deploys go through ``run.deploy.Deployer`` (content-addressed,
+sha256-checked), so what ``fvp_deployed`` put into an instance is skipped by an A/B run on the same
+instance. An instance booted again (after a lost console) is deployed to again before the next test
+that uses ``fvp_deployed`` (``refresh``).
 """
 
 from __future__ import annotations
@@ -19,11 +20,17 @@ from pathlib import Path
 
 from fvp_harness.errors import ConfigurationError
 from fvp_harness.pytest_plugin.target import SharedTarget
-from fvp_harness.run.artifacts import BUILD_TIMEOUT_S, BuildStep, build_artifacts, declared_artifacts
+from fvp_harness.run.artifacts import (
+    BUILD_TIMEOUT_S,
+    BuildStep,
+    build_artifacts,
+    declared_artifacts,
+)
 from fvp_harness.run.deploy import Deployer
 from fvp_harness.scenario.load import LoadedScenario
 
-try:  # POSIX; elsewhere builds of parallel workers are not serialised (xdist on Windows is not supported)
+# POSIX; elsewhere builds of parallel workers are not serialised (xdist on Windows is not supported)
+try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
@@ -33,15 +40,17 @@ __all__ = ["BUILD_LOCK", "DeployedArtifacts", "build_locked", "shared_lock"]
 log = logging.getLogger(__name__)
 
 BUILD_LOCK = ".fvp-build.lock"
-"""The lock file (in the plugin's results folder, above the per-worker folders) that serialises builds."""
+"""The lock file (in the plugin's results folder, above the per-worker folders) that serialises
+builds."""
 
 _POLL_S = 0.2
 
 
 @contextlib.contextmanager
 def shared_lock(path: Path, *, timeout: float, what: str) -> Iterator[None]:
-    """Hold an exclusive ``flock`` on ``path`` (created), waiting at most ``timeout`` seconds for another process
-    that holds it; the timeout's error says what waited and which file to look at."""
+    """Hold an exclusive ``flock`` on ``path`` (created), waiting at most ``timeout`` seconds for
+    another process that holds it; the timeout's error says what waited and which file to look
+    at."""
     path.parent.mkdir(parents=True, exist_ok=True)
     if fcntl is None:  # pragma: no cover
         yield
@@ -55,9 +64,9 @@ def shared_lock(path: Path, *, timeout: float, what: str) -> Iterator[None]:
             except BlockingIOError:
                 if time.monotonic() >= deadline:
                     raise ConfigurationError(
-                        f"{what}: waited {timeout:.0f} s for another pytest process holding {path} (a build in "
-                        "another xdist worker?); raise --fvp-timeout-scale, or remove the lock file if no "
-                        "process uses it") from None
+                        f"{what}: waited {timeout:.0f} s for another pytest process holding {path} "
+                        "(a build in another xdist worker?); raise --fvp-timeout-scale, or remove "
+                        "the lock file if no process uses it") from None
                 time.sleep(_POLL_S)
         try:
             yield
@@ -66,8 +75,8 @@ def shared_lock(path: Path, *, timeout: float, what: str) -> Iterator[None]:
 
 
 def build_locked(scenario: LoadedScenario, *, lock: Path, logs: Path, timeout_scale: float) -> None:
-    """Build the scenario's missing or stale artifacts under the shared build lock; the output of each build
-    command goes to ``logs/<artifact>.log``."""
+    """Build the scenario's missing or stale artifacts under the shared build lock; the output of
+    each build command goes to ``logs/<artifact>.log``."""
     timeout = BUILD_TIMEOUT_S * timeout_scale
 
     def log_for(step: BuildStep) -> Path:
@@ -81,9 +90,10 @@ def build_locked(scenario: LoadedScenario, *, lock: Path, logs: Path, timeout_sc
 
 
 class DeployedArtifacts:
-    """The scenario's artifacts in the shared instance: ``runner(build)``, ``model(name)``, ``inputs(model)`` give
-    guest paths; ``paths`` maps every declared name (``builds.after.runner``, ``models.ds_cnn.file``,
-    ``models.ds_cnn.inputs[0].file``) to its guest path, and ``deployed[name]`` reads it."""
+    """The scenario's artifacts in the shared instance: ``runner(build)``, ``model(name)``,
+    ``inputs(model)`` give guest paths; ``paths`` maps every declared name (``builds.after.runner``,
+    ``models.ds_cnn.file``, ``models.ds_cnn.inputs[0].file``) to its guest path, and
+    ``deployed[name]`` reads it."""
 
     def __init__(self, target: SharedTarget) -> None:
         self.target = target
@@ -98,11 +108,13 @@ class DeployedArtifacts:
         return f"<DeployedArtifacts {self.scenario.stem}: {', '.join(self.paths) or 'nothing yet'}>"
 
     def refresh(self) -> None:
-        """Deploy into the current instance unless that was done already (a new instance gets everything)."""
+        """Deploy into the current instance unless that was done already (a new instance gets
+        everything)."""
         if self.generation == self.target.generation and self.paths:
             return
         scenario = self.scenario.scenario
-        deployer = Deployer(self.target.target, method=scenario.deploy.method, guest_dir=scenario.deploy.guest_dir)
+        deployer = Deployer(self.target.target, method=scenario.deploy.method,
+                            guest_dir=scenario.deploy.guest_dir)
         runners = {f"builds.{name}.runner" for name in scenario.builds}
         began = time.monotonic()
         paths: dict[str, str] = {}
@@ -141,4 +153,5 @@ class DeployedArtifacts:
 
     def _known(self, kind: str, name: str, known: Mapping[str, object]) -> None:
         if name not in known:
-            raise KeyError(f"{self.scenario.stem} has no {kind} named {name!r} (it has: {', '.join(known)})")
+            raise KeyError(f"{self.scenario.stem} has no {kind} named {name!r} (it has: "
+                           f"{', '.join(known)})")

@@ -1,4 +1,5 @@
-"""How numbers look in every table the harness writes: markdown and CSV reports, the VGF report, the terminal.
+"""How numbers look in every table the harness writes: markdown and CSV reports, the VGF report, the
+terminal.
 """
 
 from __future__ import annotations
@@ -70,8 +71,8 @@ def signed_percent_interval(low: float | None, high: float | None, missing: str 
 
 
 def saved_percent(value: float | None, digits: int = 1, missing: str = MISSING) -> str:
-    """A saving as a reader says it: ``+64.3%`` saved, ``20.0% slower`` for a loss, ``0.0%`` when it rounds to
-    nothing (never ``-0.0%``, never a negative saving a reader must turn round)."""
+    """A saving as a reader says it: ``+64.3%`` saved, ``20.0% slower`` for a loss, ``0.0%`` when it
+    rounds to nothing (never ``-0.0%``, never a negative saving a reader must turn round)."""
     if not _finite(value):
         return missing
     assert value is not None
@@ -82,7 +83,8 @@ def saved_percent(value: float | None, digits: int = 1, missing: str = MISSING) 
 
 
 def saving_phrase(value: float | None, digits: int = 1, missing: str = MISSING) -> str:
-    """A saving in a sentence or a chart label: ``saved 64.3%``, ``20.0% slower``, ``no change`` (rounds to 0)."""
+    """A saving in a sentence or a chart label: ``saved 64.3%``, ``20.0% slower``, ``no change``
+    (rounds to 0)."""
     if not _finite(value):
         return missing
     assert value is not None
@@ -92,9 +94,10 @@ def saving_phrase(value: float | None, digits: int = 1, missing: str = MISSING) 
     return f"saved {shown:.{digits}f}%" if shown > 0 else f"{-shown:.{digits}f}% slower"
 
 
-def saved_interval(low: float | None, high: float | None, digits: int = 1, missing: str = MISSING) -> str:
-    """A CI of a saving in the words of ``saved_percent``: ``62.9 … 65.9%`` (all saved), ``18.0 … 22.0% slower``
-    (all a loss), ``3.0% slower … 5.2%`` (it reaches both sides)."""
+def saved_interval(low: float | None, high: float | None, digits: int = 1,
+                   missing: str = MISSING) -> str:
+    """A CI of a saving in the words of ``saved_percent``: ``62.9 … 65.9%`` (all saved), ``18.0 …
+    22.0% slower`` (all a loss), ``3.0% slower … 5.2%`` (it reaches both sides)."""
     if not (_finite(low) and _finite(high)):
         return missing
     assert low is not None and high is not None
@@ -140,7 +143,8 @@ def count(value: float | None) -> str:
 
 def quantity(unit: str, value: float | None) -> str:
     """A value in its unit: nanoseconds as a duration, ``B`` as bytes, anything else as a count."""
-    return duration_ns(value) if unit == "ns" else byte_count(value) if unit == "B" else count(value)
+    return (duration_ns(value) if unit == "ns" else byte_count(value) if unit == "B"
+            else count(value))
 
 
 def signed_quantity(unit: str, value: float | None) -> str:
@@ -151,8 +155,10 @@ def signed_quantity(unit: str, value: float | None) -> str:
     return "0" if value == 0 else ("+" if value > 0 else "−") + text
 
 
-def quantity_with_interval(unit: str, median: float | None, ci: tuple[float | None, float | None]) -> str:
-    """A median with its interval, ``243 µs [240 µs … 247 µs]`` (the interval only when it has width)."""
+def quantity_with_interval(unit: str, median: float | None,
+                           ci: tuple[float | None, float | None]) -> str:
+    """A median with its interval, ``243 µs [240 µs … 247 µs]`` (the interval only when it has
+    width)."""
     text = quantity(unit, median)
     if ci[0] is None or ci[1] is None or ci[0] == ci[1]:
         return text
@@ -164,9 +170,10 @@ def markdown_cell(text: object) -> str:
     return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
 
 
-def markdown_table(rows: Sequence[Sequence[object]], headers: Sequence[str], align: Sequence[str]) -> str:
-    """A GitHub pipe table; every cell escaped (``|``, line breaks), numbers kept as the caller formatted them.
-    ``align`` holds one of ``left``/``right``/``center`` per column."""
+def markdown_table(rows: Sequence[Sequence[object]], headers: Sequence[str],
+                   align: Sequence[str]) -> str:
+    """A GitHub pipe table; every cell escaped (``|``, line breaks), numbers kept as the caller
+    formatted them. ``align`` holds one of ``left``/``right``/``center`` per column."""
     return tabulate(
         [[markdown_cell(c) for c in row] for row in rows],
         headers=[markdown_cell(h) for h in headers],

@@ -1,37 +1,41 @@
-"""Adaptive sampling (``run.until``): after each round of units, which models still need repetitions, and why the
-others stopped.
+"""Adaptive sampling (``run.until``): after each round of units, which models still need
+repetitions, and why the others stopped.
 
-Why: on a real FVP a unit costs seconds to minutes of model time, and a fixed matrix spends it whatever the noise:
-a quiet model gets CIs far narrower than the question needs while a noisy one gets no more samples than a quiet
-one. A *round* is one unit per build x model (one repetition). After each round a model stops when
+Why: on a real FVP a unit costs seconds to minutes of model time, and a fixed matrix spends it
+whatever the noise: a quiet model gets CIs far narrower than the question needs while a noisy one
+gets no more samples than a quiet one. A *round* is one unit per build x model (one repetition).
+After each round a model stops when
 
-- ``ci_width``: the CI of the saved % of its primary comparison (every pair of ``compare``) spans at most
-  ``until.ci_width`` points; or
-- ``verdict settled``: every pair's verdict is decided (faster, slower or no change) and the CI lies at least its
-  own width away from every verdict boundary (``±min_effect``): more samples narrow the interval, and it would
-  have to move by more than its whole width to change the answer; or
+- ``ci_width``: the CI of the saved % of its primary comparison (every pair of ``compare``) spans at
+  most ``until.ci_width`` points; or
+- ``verdict settled``: every pair's verdict is decided (faster, slower or no change) and the CI lies
+  at least its own width away from every verdict boundary (``±min_effect``): more samples narrow the
+  interval, and it would have to move by more than its whole width to change the answer; or
 - ``max_repetitions``: the budget is spent (the verdict may still be inconclusive; the report says
   so); or
 - ``no sample``: a build of the model has no ok unit after a complete round (a failing runner):
   nothing can be judged, and more rounds would only repeat the failure (this one stops before
   ``min_repetitions`` too).
 
-No model stops before ``until.min_repetitions`` (the unit-level interval needs two processes per build). The
-statistics are ``report.analysis``'s own (``analyse``: the two-level bootstrap and the unit-level Welch interval),
-with the report's settings, so the decision is made on exactly the numbers the report shows
-(``analysis.primary_comparisons``: only the primary comparison, the part of ``analyse`` a decision reads).
+No model stops before ``until.min_repetitions`` (the unit-level interval needs two processes per
+build). The statistics are ``report.analysis``'s own (``analyse``: the two-level bootstrap and the
+unit-level Welch interval), with the report's settings, so the decision is made on exactly the
+numbers the report shows (``analysis.primary_comparisons``: only the primary comparison, the part of
+``analyse`` a decision reads).
 
-Pure and deterministic: the state after round k depends only on the records of rounds 1..k, so ``replay`` rebuilds
-the decisions from stored records (``report``, ``--resume``, ``make``) and gives what the live run decided.
+Pure and deterministic: the state after round k depends only on the records of rounds 1..k, so
+``replay`` rebuilds the decisions from stored records (``report``, ``--resume``, ``make``) and gives
+what the live run decided.
 
-A stored baseline (``compare.baseline_from``) takes part as ``fixed`` records: the stored run's baseline records
-count in every judgement, whole, but never in the rounds (``round_builds``: only the builds that run every round
-are counted), so the candidate samples adaptively against the stored samples while the drift-check units (round
-0 of the baseline) still run.
+A stored baseline (``compare.baseline_from``) takes part as ``fixed`` records: the stored run's
+baseline records count in every judgement, whole, but never in the rounds (``round_builds``: only
+the builds that run every round are counted), so the candidate samples adaptively against the stored
+samples while the drift-check units (round 0 of the baseline) still run.
 
-What the rule spared is recorded, not inferred at read time: ``spared_units`` names the units a stopped model did
-not need, and the run writes them into ``manifest.json`` (``plan.spared``), so every reader of a stored run
-(``compare``, ``history``, ``runs``, a later ``--baseline-from``) tells a spared unit from one that did not run.
+What the rule spared is recorded, not inferred at read time: ``spared_units`` names the units a
+stopped model did not need, and the run writes them into ``manifest.json`` (``plan.spared``), so
+every reader of a stored run (``compare``, ``history``, ``runs``, a later ``--baseline-from``) tells
+a spared unit from one that did not run.
 """
 
 from __future__ import annotations
@@ -50,7 +54,8 @@ from fvp_harness.report.stored.summary_cache import (
 )
 from fvp_harness.store.records import Record
 
-if TYPE_CHECKING:  # the analysis (pandas, scipy) loads only when a round is judged: ``make``'s check needs none
+# the analysis (pandas, scipy) loads only when a round is judged: ``make``'s check needs none
+if TYPE_CHECKING:
     from fvp_harness.report.stats.findings import ModelComparison
     from fvp_harness.report.stats.spec import CompareLike, Settings
 
@@ -79,7 +84,8 @@ STOP_REASONS: tuple[StopReason, ...] = (
 
 
 class UntilLike(Protocol):
-    """``scenario.Until``: the target full width of the saved-% CI in points, and the repetition bounds."""
+    """``scenario.Until``: the target full width of the saved-% CI in points, and the repetition
+    bounds."""
 
     @property
     def ci_width(self) -> float: ...
@@ -91,8 +97,9 @@ class UntilLike(Protocol):
 
 @dataclass(frozen=True)
 class ModelSampling:
-    """Where one model stands: ``repetitions`` complete rounds judged, ``reason`` why it stopped (None while it
-    still needs rounds), ``detail`` the numbers behind the decision (widths, verdicts)."""
+    """Where one model stands: ``repetitions`` complete rounds judged, ``reason`` why it stopped
+    (None while it still needs rounds), ``detail`` the numbers behind the decision (widths,
+    verdicts)."""
 
     model: str
     repetitions: int = 0
@@ -131,9 +138,9 @@ def start(models: Sequence[str]) -> SamplingState:
 
 
 def complete_rounds(records: Iterable[Record], model: str, builds: Sequence[str]) -> int:
-    """How many leading rounds of ``model`` are complete: the largest r such that every repetition 0..r-1 (the
-    plan numbers repetitions from 0) has a record (any status: a failed unit is a measured failure, reported as
-    such) for every build."""
+    """How many leading rounds of ``model`` are complete: the largest r such that every repetition
+    0..r-1 (the plan numbers repetitions from 0) has a record (any status: a failed unit is a
+    measured failure, reported as such) for every build."""
     seen: dict[str, set[int]] = {build: set() for build in builds}
     for record in records:
         if record.model == model and record.build in seen:
@@ -153,7 +160,8 @@ def _width(item: ModelComparison) -> float | None:
 
 
 def _settled(item: ModelComparison, min_effect: float) -> bool:
-    """A decided verdict whose CI lies at least its own width away from every boundary (±min_effect)."""
+    """A decided verdict whose CI lies at least its own width away from every boundary
+    (±min_effect)."""
     width = _width(item)
     if width is None or item.ci_low is None or item.ci_high is None:
         return False
@@ -168,11 +176,13 @@ def _settled(item: ModelComparison, min_effect: float) -> bool:
     return margin >= width
 
 
-def judge(rows: Sequence[ModelComparison], until: UntilLike, min_effect: float) -> tuple[StopReason, str] | None:
-    """Whether a model with these comparisons (one per pair) may stop, and why; None when it needs more rounds.
+def judge(rows: Sequence[ModelComparison], until: UntilLike,
+          min_effect: float) -> tuple[StopReason, str] | None:
+    """Whether a model with these comparisons (one per pair) may stop, and why; None when it needs
+    more rounds.
 
-    ``rows`` empty (the model is in no comparison) stops it on ``ci_width`` at once: there is no question more
-    samples would answer."""
+    ``rows`` empty (the model is in no comparison) stops it on ``ci_width`` at once: there is no
+    question more samples would answer."""
     if not rows:
         return "ci_width", "no comparison to narrow"
     widths = [_width(row) for row in rows]
@@ -181,7 +191,8 @@ def judge(rows: Sequence[ModelComparison], until: UntilLike, min_effect: float) 
         return "ci_width", f"CI width {shown} points <= {until.ci_width:g}"
     if all(_settled(row, min_effect) for row in rows):
         verdicts = ", ".join(row.verdict for row in rows)
-        return "verdict settled", f"{verdicts}: CI width {shown} points, at least that far from ±{min_effect:g}%"
+        return "verdict settled", (f"{verdicts}: CI width {shown} points, at least that far from "
+                                   f"±{min_effect:g}%")
     return None
 
 
@@ -198,27 +209,31 @@ def unsampled(records: Iterable[Record], model: str, builds: Sequence[str], roun
     return "no sample", f"no ok sample of {', '.join(missing)} after {rounds} repetition{plural}"
 
 
-def primary_comparisons(records: Iterable[Record], spec: CompareLike, settings: Settings | None = None
+def primary_comparisons(records: Iterable[Record], spec: CompareLike,
+                        settings: Settings | None = None
                         ) -> list[tuple[tuple[str, str], tuple[ModelComparison, ...]]]:
     """``report.analysis.primary_comparisons``, loaded when a round is first judged."""
-    # late: pandas and scipy load only when a round is really judged (not for make's up-to-date check)
+    # late: pandas and scipy load only when a round is really judged (not for make's up-to-date
+    # check)
     from fvp_harness.report.stats.analysis import primary_comparisons as rows
 
     return rows(records, spec, settings)
 
 
-def advance(state: SamplingState, records: Sequence[Record], spec: CompareLike | None, until: UntilLike, *,
+def advance(state: SamplingState, records: Sequence[Record], spec: CompareLike | None,
+            until: UntilLike, *,
             builds: Sequence[str], metrics: Sequence[object] = (), settings: Settings | None = None,
             fixed: Sequence[Record] = ()) -> SamplingState:
-    """The state after the records now stored: each running model with a new complete round is judged on its
-    records of rounds 1..that round (``complete_rounds``). ``records`` must be those of the planned keys only
-    (``analyse(planned=...)`` rules); stopped models never restart. Without a ``compare`` spec there is no
-    question to answer: every model stops at ``min_repetitions``.
+    """The state after the records now stored: each running model with a new complete round is
+    judged on its records of rounds 1..that round (``complete_rounds``). ``records`` must be those
+    of the planned keys only (``analyse(planned=...)`` rules); stopped models never restart. Without
+    a ``compare`` spec there is no question to answer: every model stops at ``min_repetitions``.
 
-    The rows judged are ``analysis.primary_comparisons``: the primary comparison of each pair, the very numbers
-    ``analyse`` reports, without the summary, checks and secondary metrics nobody reads here. ``metrics`` is
-    accepted for the callers' sake and changes nothing: secondary metrics never decide when to stop. ``fixed``:
-    records judged with every round but never counted as one (a stored baseline's, ``compare.baseline_from``)."""
+    The rows judged are ``analysis.primary_comparisons``: the primary comparison of each pair, the
+    very numbers ``analyse`` reports, without the summary, checks and secondary metrics nobody reads
+    here. ``metrics`` is accepted for the callers' sake and changes nothing: secondary metrics never
+    decide when to stop. ``fixed``: records judged with every round but never counted as one (a
+    stored baseline's, ``compare.baseline_from``)."""
     rounds = {m.model: complete_rounds(records, m.model, builds) for m in state.models}
     fresh = [m for m in state.models if not m.stopped and rounds[m.model] > m.repetitions]
     if not fresh:
@@ -245,9 +260,11 @@ def advance(state: SamplingState, records: Sequence[Record], spec: CompareLike |
             decision = judge(by_model.get(item.model, []), until, min_effect)
         if decision is None and done >= until.max_repetitions:
             rows = by_model.get(item.model, [])
-            widths = ", ".join("no CI" if _width(r) is None else f"{_width(r):.2f}" for r in rows) or "no CI"
-            decision = "max_repetitions", f"CI width {widths} points after {done} repetitions; target " \
-                f"{until.ci_width:g}"
+            widths = (", ".join("no CI" if _width(r) is None else f"{_width(r):.2f}"
+                                for r in rows) or "no CI")
+            decision = ("max_repetitions",
+                        f"CI width {widths} points after {done} repetitions; target "
+                f"{until.ci_width:g}")
         if decision is None:
             updated.append(replace(item, repetitions=done))
         else:
@@ -255,29 +272,33 @@ def advance(state: SamplingState, records: Sequence[Record], spec: CompareLike |
     return SamplingState(tuple(updated))
 
 
-def replay(records: Sequence[Record], spec: CompareLike | None, until: UntilLike, *, models: Sequence[str],
+def replay(records: Sequence[Record], spec: CompareLike | None, until: UntilLike, *,
+           models: Sequence[str],
            builds: Sequence[str], metrics: Sequence[object] = (), settings: Settings | None = None,
            fixed: Sequence[Record] = (), cache: SummaryCache | None = None) -> SamplingState:
-    """The decisions a live run made, rebuilt from its stored records: ``advance`` after every round 1..max in
-    turn, each seeing only the records of the rounds done by then (repetitions numbered from 0, as planned), plus
-    the ``fixed`` ones (a stored baseline) in every round.
+    """The decisions a live run made, rebuilt from its stored records: ``advance`` after every round
+    1..max in turn, each seeing only the records of the rounds done by then (repetitions numbered
+    from 0, as planned), plus the ``fixed`` ones (a stored baseline) in every round.
 
-    ``cache``: the stored run's ``summary-cache.json``, keyed by these very records and settings (the order of
-    ``models`` and ``builds`` changes no decision, so it is no part of the key): a hit is the state without the
-    analysis (``make``'s up-to-date check loads no pandas or scipy), a miss is computed and kept."""
-    key = _replay_key(records, spec, until, models, builds, settings, fixed) if cache is not None else None
+    ``cache``: the stored run's ``summary-cache.json``, keyed by these very records and settings
+    (the order of ``models`` and ``builds`` changes no decision, so it is no part of the key): a hit
+    is the state without the analysis (``make``'s up-to-date check loads no pandas or scipy), a miss
+    is computed and kept."""
+    key = (_replay_key(records, spec, until, models, builds, settings, fixed) if cache is not None
+           else None)
     kept = _state_of(cache.get(key), models) if cache is not None else None
     if kept is not None:
         return kept
-    state = _replay(records, spec, until, models=models, builds=builds, metrics=metrics, settings=settings,
-                    fixed=fixed)
+    state = _replay(records, spec, until, models=models, builds=builds, metrics=metrics,
+                    settings=settings, fixed=fixed)
     if cache is not None:
         cache.put(key, [[m.model, m.repetitions, m.reason, m.detail] for m in state.models])
     return state
 
 
 def _jsonable(value: object) -> object:
-    """A compare spec, ``until`` or settings as JSON for a cache key (pydantic models, dataclasses, None)."""
+    """A compare spec, ``until`` or settings as JSON for a cache key (pydantic models, dataclasses,
+    None)."""
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
     dump = getattr(value, "model_dump", None)
@@ -288,22 +309,27 @@ def _jsonable(value: object) -> object:
     raise TypeError(f"no JSON form for {type(value).__name__}")
 
 
-def _replay_key(records: Sequence[Record], spec: CompareLike | None, until: UntilLike, models: Sequence[str],
-                builds: Sequence[str], settings: Settings | None, fixed: Sequence[Record]) -> str | None:
-    # each model is judged on its own records in their order: how the models interleave changes nothing (the
-    # report passes them in the plan's order, make's check as stored), so the key keeps only each model's order
+def _replay_key(records: Sequence[Record], spec: CompareLike | None, until: UntilLike,
+                models: Sequence[str],
+                builds: Sequence[str], settings: Settings | None,
+                fixed: Sequence[Record]) -> str | None:
+    # each model is judged on its own records in their order: how the models interleave changes
+    # nothing (the report passes them in the plan's order, make's check as stored), so the key keeps
+    # only each model's order
     by_model = sorted(records, key=lambda record: record.model)  # stable
     try:
-        inputs = {"records": records_digest(by_model), "fixed": records_digest(fixed), "spec": _jsonable(spec),
-                  "until": _jsonable(until), "models": sorted(set(models)), "builds": sorted(set(builds)),
-                  "settings": _jsonable(settings)}
+        inputs = {"records": records_digest(by_model), "fixed": records_digest(fixed),
+                  "spec": _jsonable(spec),
+                  "until": _jsonable(until), "models": sorted(set(models)),
+                  "builds": sorted(set(builds)), "settings": _jsonable(settings)}
     except TypeError:
         return None
     return cache_key("run.until replay", inputs, code=(__name__, *ANALYSIS_MODULES))
 
 
 def _state_of(kept: object, models: Sequence[str]) -> SamplingState | None:
-    """The cached state in the order of ``models``; None unless it is one well-formed entry per model."""
+    """The cached state in the order of ``models``; None unless it is one well-formed entry per
+    model."""
     if not isinstance(kept, list):
         return None
     by_model: dict[str, ModelSampling] = {}
@@ -319,7 +345,8 @@ def _state_of(kept: object, models: Sequence[str]) -> SamplingState | None:
     return SamplingState(tuple(by_model[model] for model in wanted))
 
 
-def _replay(records: Sequence[Record], spec: CompareLike | None, until: UntilLike, *, models: Sequence[str],
+def _replay(records: Sequence[Record], spec: CompareLike | None, until: UntilLike, *,
+            models: Sequence[str],
             builds: Sequence[str], metrics: Sequence[object] = (), settings: Settings | None = None,
             fixed: Sequence[Record] = ()) -> SamplingState:
     state = start(models)
@@ -332,18 +359,21 @@ def _replay(records: Sequence[Record], spec: CompareLike | None, until: UntilLik
 
 
 def round_builds(units: Iterable[tuple[str, int]]) -> list[str]:
-    """The builds whose units make up the rounds, from ``(build, repetition)`` of the units a run measures: those
-    with a unit past round 0. A stored baseline's re-run build (``compare.baseline_from``: drift-check units, round
-    0 only) is no part of a round; counting it would keep every round incomplete, so no model would ever stop.
-    The live rule and every replay take their builds from here, so they count the same rounds."""
+    """The builds whose units make up the rounds, from ``(build, repetition)`` of the units a run
+    measures: those with a unit past round 0. A stored baseline's re-run build
+    (``compare.baseline_from``: drift-check units, round 0 only) is no part of a round; counting it
+    would keep every round incomplete, so no model would ever stop. The live rule and every replay
+    take their builds from here, so they count the same rounds."""
     pairs = list(units)
     return list(dict.fromkeys(build for build, repetition in pairs if repetition > 0)) or \
         list(dict.fromkeys(build for build, _ in pairs))
 
 
-def unit_parts(unit_id: str, builds: Sequence[str], models: Sequence[str]) -> tuple[str, int] | None:
-    """(model, repetition) of a plan unit id ``r<rep>-<build>-<model>`` (names may contain ``-``: the scenario's
-    own build and model names decide), or None when it is not one of this scenario's."""
+def unit_parts(unit_id: str, builds: Sequence[str],
+               models: Sequence[str]) -> tuple[str, int] | None:
+    """(model, repetition) of a plan unit id ``r<rep>-<build>-<model>`` (names may contain ``-``:
+    the scenario's own build and model names decide), or None when it is not one of this
+    scenario's."""
     head, _, rest = unit_id.partition("-")
     if not head.startswith("r") or not head[1:].isdigit():
         return None
@@ -355,41 +385,47 @@ def unit_parts(unit_id: str, builds: Sequence[str], models: Sequence[str]) -> tu
 
 def spared_units(units: Iterable[tuple[str, str, int]], state: SamplingState,
                  measured: Iterable[str] = ()) -> list[str]:
-    """The units the stopping rule spared, from ``(unit id, model, repetition)`` of the planned units (numbered
-    from 0): a *stopped* model's units of the rounds after the ones it needed, except those in ``measured`` (ids
-    with a record of their planned key: units that ran although the rule had stopped their model, when instances
-    ran rounds in parallel, still count). A model the rule had not stopped (an aborted or interrupted run) spares
-    nothing: its missing units did not run."""
+    """The units the stopping rule spared, from ``(unit id, model, repetition)`` of the planned
+    units (numbered from 0): a *stopped* model's units of the rounds after the ones it needed,
+    except those in ``measured`` (ids with a record of their planned key: units that ran although
+    the rule had stopped their model, when instances ran rounds in parallel, still count). A model
+    the rule had not stopped (an aborted or interrupted run) spares nothing: its missing units did
+    not run."""
     measured = set(measured)
     by_model: Mapping[str, ModelSampling] = {m.model: m for m in state.models}
     spared: list[str] = []
     for unit_id, model, repetition in units:
         item = by_model.get(model)
-        if item is not None and item.stopped and repetition >= item.repetitions and unit_id not in measured:
+        if (item is not None and item.stopped and repetition >= item.repetitions and
+            unit_id not in measured):
             spared.append(unit_id)
     return spared
 
 
 def planned_units(units: Iterable[tuple[str, str, int, str]], state: SamplingState,
                   measured: Iterable[str] = ()) -> dict[str, str]:
-    """Which planned units a report accounts for, as ``{unit id: key}`` for ``analyse(planned=...)``, from
-    ``(unit id, model, repetition, key)`` of the plan: every unit but the ones ``spared_units`` names. Spared
-    units are never "did not run"; every other unit without a record is."""
+    """Which planned units a report accounts for, as ``{unit id: key}`` for
+    ``analyse(planned=...)``, from ``(unit id, model, repetition, key)`` of the plan: every unit but
+    the ones ``spared_units`` names. Spared units are never "did not run"; every other unit without
+    a record is."""
     listed = list(units)
     spared = set(spared_units(((u, m, r) for u, m, r, _k in listed), state, measured))
     return {unit_id: key for unit_id, _model, _rep, key in listed if unit_id not in spared}
 
 
 class StoppingRule:
-    """The live side of ``run.until`` for ``run.execute``: ``wanted(model, repetition)`` before each unit says
-    whether its model still needs that round. Thread-safe (sessions ask from their own threads).
+    """The live side of ``run.until`` for ``run.execute``: ``wanted(model, repetition)`` before each
+    unit says whether its model still needs that round. Thread-safe (sessions ask from their own
+    threads).
 
-    ``records`` reads what is stored so far (``ResultStore.records``); only records of their unit's planned key
-    (``keys``: unit id -> key) count, as in the report; ``fixed`` records (a stored baseline) count in every
-    judgement. A round that another instance has not finished yet is
-    not judged: its next round runs anyway (the report then counts those units too: ``planned_units``)."""
+    ``records`` reads what is stored so far (``ResultStore.records``); only records of their unit's
+    planned key (``keys``: unit id -> key) count, as in the report; ``fixed`` records (a stored
+    baseline) count in every judgement. A round that another instance has not finished yet is
+    not judged: its next round runs anyway (the report then counts those units too:
+    ``planned_units``)."""
 
-    def __init__(self, spec: CompareLike | None, until: UntilLike, *, models: Sequence[str], builds: Sequence[str],
+    def __init__(self, spec: CompareLike | None, until: UntilLike, *, models: Sequence[str],
+                 builds: Sequence[str],
                  keys: Mapping[str, str], records: Callable[[], Sequence[Record]],
                  metrics: Sequence[object] = (), settings: Settings | None = None,
                  fixed: Sequence[Record] = ()) -> None:

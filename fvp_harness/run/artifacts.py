@@ -1,44 +1,48 @@
-"""Make the files a run needs: run the scenario's ``build`` commands when an output is missing or stale, then
-hash every artifact.
+"""Make the files a run needs: run the scenario's ``build`` commands when an output is missing or
+stale, then hash every artifact.
 
-Why here and not in ``targets/``: ``targets/`` spawns the model and talks to guests; these are the *user's* host
-commands (cross-compile a runner, export a model), run before any model starts. This is the one other place in
-the harness that starts processes, and it starts nothing else (docs/architecture.md says so).
+Why here and not in ``targets/``: ``targets/`` spawns the model and talks to guests; these are the
+*user's* host commands (cross-compile a runner, export a model), run before any model starts. This
+is the one other place in the harness that starts processes, and it starts nothing else
+(docs/architecture.md says so).
 
 Rules:
 
-- An artifact is built when its file is missing, or older than any of its declared ``sources`` (make's rule,
-  by modification time), or when its ``build`` command changed since the file was built, or always with ``force``
-  (``make -B``, ``run --rebuild``). A file without a ``build`` command is never touched. The command a file was
-  built with is kept beside it in ``.<name>.build`` (the scenario's text, before ``{output}``/``{fvp_harness}`` are
-  filled in, so another virtual environment does not look like a change).
-- Only what the harness made is replaced: a file that exists without a ``.<name>.build`` record (a path naming
-  ``/etc/passwd``, a file made by hand) is refused, exit 2, before anything builds or boots (``check_replaceable``;
-  nothing, not even the record, is written beside it), unless ``force`` (``--rebuild``) says to replace it.
-- While a build runs, its record says so (``building``: the harness and the build's supervisor, by pid and start
-  time). A build that did not finish (a SIGKILLed harness) is rebuilt; before that, the next run waits until the
-  earlier build's supervisor, and so every process it held, is gone (``WRITER_WAIT_S``): no writer of an earlier
-  attempt is alive when a build's output is measured.
-- The command is the user's shell text, so it runs under ``/bin/sh -c`` (``{output}`` and ``{fvp_harness}``
-  are filled in and quoted by ``scenario.expand_build_command``) in the scenario's folder, as a
-  ``targets.children.ProcessTree`` (under a supervisor, every process it starts ended at a timeout,
-  a stop, the harness's exit, and when it is done), with its output captured to a log file the caller chooses (the
-  results folder's ``logs/build/``).
-- ``{output}`` is a staged file (same name, in a hidden folder ``.<name>.building-*`` beside the artifact, which
-  records its owner: ``targets.leftovers``) renamed over the artifact only when the command succeeded; the
-  ``.<name>.build`` record says ``building`` before and the command after. Staging folders of dead harnesses are
-  removed by the next build in that folder. A build
-  killed halfway never leaves a file that looks built, nor corrupts the next run's (a command without
-  ``{output}`` writes the artifact itself: what it leaves after a failure is deleted).
-- The harness's stop (first Ctrl-C, SIGTERM) ends the builds in flight at once: a build is not a unit whose
-  result is worth waiting for.
-- Failures name the artifact, the command, the exit status and the log: a command that cannot start (126/127)
-  or that "succeeds" without writing its output is a ``ConfigurationError`` (the scenario is wrong); a command
-  that fails or times out is a ``UnitFailure`` (the code being built is broken).
-- Independent builds run in parallel threads (each waits on its own subprocess), because a scenario's ten
-  simulator artifacts are ten Python start-ups.
-- After building, every artifact is hashed (``plan.artifact_hashes``); the caller re-plans with those states so
-  unit content keys are final, and the manifest records the same hashes.
+- An artifact is built when its file is missing, or older than any of its declared ``sources``
+  (make's rule, by modification time), or when its ``build`` command changed since the file was
+  built, or always with ``force`` (``make -B``, ``run --rebuild``). A file without a ``build``
+  command is never touched. The command a file was built with is kept beside it in ``.<name>.build``
+  (the scenario's text, before ``{output}``/``{fvp_harness}`` are filled in, so another virtual
+  environment does not look like a change).
+- Only what the harness made is replaced: a file that exists without a ``.<name>.build`` record (a
+  path naming ``/etc/passwd``, a file made by hand) is refused, exit 2, before anything builds or
+  boots (``check_replaceable``; nothing, not even the record, is written beside it), unless
+  ``force`` (``--rebuild``) says to replace it.
+- While a build runs, its record says so (``building``: the harness and the build's supervisor, by
+  pid and start time). A build that did not finish (a SIGKILLed harness) is rebuilt; before that,
+  the next run waits until the earlier build's supervisor, and so every process it held, is gone
+  (``WRITER_WAIT_S``): no writer of an earlier attempt is alive when a build's output is measured.
+- The command is the user's shell text, so it runs under ``/bin/sh -c`` (``{output}`` and
+  ``{fvp_harness}`` are filled in and quoted by ``scenario.expand_build_command``) in the scenario's
+  folder, as a ``targets.children.ProcessTree`` (under a supervisor, every process it starts ended
+  at a timeout, a stop, the harness's exit, and when it is done), with its output captured to a log
+  file the caller chooses (the results folder's ``logs/build/``).
+- ``{output}`` is a staged file (same name, in a hidden folder ``.<name>.building-*`` beside the
+  artifact, which records its owner: ``targets.leftovers``) renamed over the artifact only when the
+  command succeeded; the ``.<name>.build`` record says ``building`` before and the command after.
+  Staging folders of dead harnesses are removed by the next build in that folder. A build
+  killed halfway never leaves a file that looks built, nor corrupts the next run's (a command
+  without ``{output}`` writes the artifact itself: what it leaves after a failure is deleted).
+- The harness's stop (first Ctrl-C, SIGTERM) ends the builds in flight at once: a build is not a
+  unit whose result is worth waiting for.
+- Failures name the artifact, the command, the exit status and the log: a command that cannot start
+  (126/127) or that "succeeds" without writing its output is a ``ConfigurationError`` (the scenario
+  is wrong); a command that fails or times out is a ``UnitFailure`` (the code being built is
+  broken).
+- Independent builds run in parallel threads (each waits on its own subprocess), because a
+  scenario's ten simulator artifacts are ten Python start-ups.
+- After building, every artifact is hashed (``plan.artifact_hashes``); the caller re-plans with
+  those states so unit content keys are final, and the manifest records the same hashes.
 """
 
 from __future__ import annotations
@@ -58,7 +62,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from fvp_harness.errors import ConfigurationError, InfrastructureError, Interrupted, UnitFailure, storage_error
+from fvp_harness.errors import (
+    ConfigurationError,
+    InfrastructureError,
+    Interrupted,
+    UnitFailure,
+    storage_error,
+)
 from fvp_harness.files import atomic_write
 from fvp_harness.run.plan import ArtifactState, artifact_hashes, library_artifact
 from fvp_harness.run.source_build import (
@@ -103,17 +113,21 @@ BUILD_TIMEOUT_S = 1800.0
 _LOG_TAIL = 20
 
 WRITER_WAIT_S = 10.0
-"""Longest wait for the supervisor of an earlier, unfinished build of the same file (it is ending its processes)."""
+"""Longest wait for the supervisor of an earlier, unfinished build of the same file (it is ending
+its processes)."""
 
 STAGING_PATTERN = ".*.building-*"
 
-NOT_OURS = "no record of the command that built it: not made by fvp-harness, a run refuses it without --rebuild"
-"""The stale reason of a file the harness did not make (``plan`` shows it; ``check_replaceable`` refuses it)."""
+NOT_OURS = ("no record of the command that built it: not made by fvp-harness, a run refuses it "
+            "without --rebuild")
+"""The stale reason of a file the harness did not make (``plan`` shows it; ``check_replaceable``
+refuses it)."""
 
 
 @dataclass(frozen=True)
 class BuildStep:
-    """One artifact to (re)build: its declared name (``builds.before.runner``), file, command and why."""
+    """One artifact to (re)build: its declared name (``builds.before.runner``), file, command and
+    why."""
 
     name: str
     path: Path
@@ -121,7 +135,8 @@ class BuildStep:
     sources: tuple[Path, ...]
     reason: str
     template: str = ""
-    """The scenario's build text (before ``{output}``/``{fvp_harness}``): what ``.<name>.build`` records."""
+    """The scenario's build text (before ``{output}``/``{fvp_harness}``): what ``.<name>.build``
+    records."""
     source: Path | None = None
     """The harness's checkout of the commit it builds (``{source}``; ``run.source_build``), else
     None."""
@@ -160,9 +175,11 @@ def _recorded_command(path: Path) -> str | None:
     return command if isinstance(command, str) else None
 
 
-def stale_reason(path: Path, sources: tuple[Path, ...] | list[Path], command: str | None = None) -> str | None:
-    """Why ``path`` must be rebuilt (``missing``, ``older than <source>``, ``build command changed``), or None when
-    it is up to date. ``command`` is the scenario's build text; without it the command is not compared."""
+def stale_reason(path: Path, sources: tuple[Path, ...] | list[Path],
+                 command: str | None = None) -> str | None:
+    """Why ``path`` must be rebuilt (``missing``, ``older than <source>``, ``build command
+    changed``), or None when it is up to date. ``command`` is the scenario's build text; without it
+    the command is not compared."""
     if not path.is_file():
         return "missing"
     built = path.stat().st_mtime_ns
@@ -185,7 +202,8 @@ def stale_reason(path: Path, sources: tuple[Path, ...] | list[Path], command: st
 
 
 def _made_by_harness(path: Path) -> bool:
-    """True when ``path`` is missing or has a build record of ours beside it (the harness built it, or began to)."""
+    """True when ``path`` is missing or has a build record of ours beside it (the harness built it,
+    or began to)."""
     try:
         if not os.path.lexists(path):
             return True
@@ -195,9 +213,10 @@ def _made_by_harness(path: Path) -> bool:
 
 
 def check_replaceable(scenario: Scenario | LoadedScenario, *, force: bool = False) -> None:
-    """Refuse (``ConfigurationError``, exit 2) every artifact with a build command whose file exists but was not
-    made by the harness (no ``.<name>.build`` beside it): its build would replace a file that is not ours. With
-    ``force`` (``--rebuild``, ``make -B``) the user said to replace it. Called before anything builds or boots."""
+    """Refuse (``ConfigurationError``, exit 2) every artifact with a build command whose file exists
+    but was not made by the harness (no ``.<name>.build`` beside it): its build would replace a file
+    that is not ours. With ``force`` (``--rebuild``, ``make -B``) the user said to replace it.
+    Called before anything builds or boots."""
     if force:
         return
     loaded = scenario if isinstance(scenario, LoadedScenario) else None
@@ -211,17 +230,19 @@ def check_replaceable(scenario: Scenario | LoadedScenario, *, force: bool = Fals
             continue
         seen.add(path)
         problems.append(
-            f"{where}{name}: {path} exists and was not built by fvp-harness (no {build_record_path(path).name} "
-            f"beside it), so its build command would replace it; point {name} at a file of the build's own "
-            "(in the scenario's folder), remove the file if it is an old build, or pass --rebuild to replace it")
+            f"{where}{name}: {path} exists and was not built by fvp-harness (no "
+            f"{build_record_path(path).name} beside it), so its build command would replace it; "
+            f"point {name} at a file of the build's own (in the scenario's folder), remove the "
+            "file if it is an old build, or pass --rebuild to replace it")
     if problems:
-        raise ConfigurationError("refusing to replace files the harness did not make; nothing was built:\n  "
-                                 + "\n  ".join(problems))
+        raise ConfigurationError("refusing to replace files the harness did not make; nothing was "
+                                 "built:\n  " + "\n  ".join(problems))
 
 
 def _project_roots(loaded: LoadedScenario) -> list[Path]:
-    """The folders a scenario's build outputs belong under: its own folder, the git checkout holding it, and the
-    folder the harness runs in (``scenarios/x.yaml`` writing ``${scenario_dir}/../.artifacts`` is at home)."""
+    """The folders a scenario's build outputs belong under: its own folder, the git checkout holding
+    it, and the folder the harness runs in (``scenarios/x.yaml`` writing
+    ``${scenario_dir}/../.artifacts`` is at home)."""
     roots = [loaded.directory.resolve(), Path.cwd().resolve()]
     for folder in loaded.directory.resolve().parents:
         if (folder / ".git").exists():
@@ -231,9 +252,10 @@ def _project_roots(loaded: LoadedScenario) -> list[Path]:
 
 
 def outside_tree(loaded: LoadedScenario) -> list[str]:
-    """Warnings for artifacts with a build command whose file is outside the scenario's tree (its folder, its git
-    checkout, the folder the harness runs in): a ``../../..`` path, an ``/etc`` file. The build writes there;
-    ``validate`` prints them, and ``check_replaceable`` still refuses a file the harness did not make."""
+    """Warnings for artifacts with a build command whose file is outside the scenario's tree (its
+    folder, its git checkout, the folder the harness runs in): a ``../../..`` path, an ``/etc``
+    file. The build writes there; ``validate`` prints them, and ``check_replaceable`` still refuses
+    a file the harness did not make."""
     roots = _project_roots(loaded)
     warnings = []
     for name, file, command, _sources in declared_artifacts(loaded.scenario):
@@ -241,8 +263,8 @@ def outside_tree(loaded: LoadedScenario) -> list[str]:
             continue
         resolved = Path(file).resolve()
         if not any(resolved.is_relative_to(root) for root in roots):
-            warnings.append(f"{loaded.path}: {name}: warning: {file} is outside the scenario's tree "
-                            f"({loaded.directory}); its build command writes there")
+            warnings.append(f"{loaded.path}: {name}: warning: {file} is outside the scenario's "
+                            f"tree ({loaded.directory}); its build command writes there")
     return warnings
 
 
@@ -255,11 +277,13 @@ def declared_artifacts(scenario: Scenario) -> list[tuple[str, str, str | None, l
             items.append((library_artifact(name, index), library.file, library.build,
                           library.sources))
         for model_name, own in build.models.items():
-            items.append((f"builds.{name}.models.{model_name}.file", own.file, own.build, own.sources))
+            items.append((f"builds.{name}.models.{model_name}.file", own.file, own.build,
+                          own.sources))
     for name, model in scenario.models.items():
         items.append((f"models.{name}.file", model.file, model.build, model.sources))
         for index, item in enumerate(model.inputs):
-            items.append((f"models.{name}.inputs[{index}].file", item.file, item.build, item.sources))
+            items.append((f"models.{name}.inputs[{index}].file", item.file, item.build,
+                          item.sources))
     return items
 
 
@@ -269,10 +293,12 @@ FORCED = "forced"
 
 def pending_builds(scenario: Scenario | LoadedScenario, *, force: bool = False,
                    already_built: Collection[Path] = ()) -> list[BuildStep]:
-    """The artifacts whose ``build`` command must run now (missing or stale), each once per output file.
+    """The artifacts whose ``build`` command must run now (missing or stale), each once per output
+    file.
 
-    ``force``: every artifact with a build command, up to date or not (reason ``forced`` when it was), except
-    the files in ``already_built`` (rebuilt earlier by the same batch), which follow the normal rule."""
+    ``force``: every artifact with a build command, up to date or not (reason ``forced`` when it
+    was), except the files in ``already_built`` (rebuilt earlier by the same batch), which follow
+    the normal rule."""
     scenario = scenario.scenario if isinstance(scenario, LoadedScenario) else scenario
     done = {Path(path) for path in already_built}
     steps: list[BuildStep] = []
@@ -288,7 +314,8 @@ def pending_builds(scenario: Scenario | LoadedScenario, *, force: bool = False,
             reason = FORCED
         if reason is not None:
             seen.add(path)
-            steps.append(BuildStep(name, path, expand_build_command(command, path), source_paths, reason, command))
+            steps.append(BuildStep(name, path, expand_build_command(command, path), source_paths,
+                                   reason, command))
     return steps
 
 
@@ -299,8 +326,9 @@ def _tail(path: Path | None) -> list[str]:
 
 
 def _build_environment() -> dict[str, str]:
-    """Our environment, with this fvp_harness importable: ``{fvp_harness}`` promises the running harness, also
-    from a source checkout that was never installed (the command runs in the scenario's folder, not ours)."""
+    """Our environment, with this fvp_harness importable: ``{fvp_harness}`` promises the running
+    harness, also from a source checkout that was never installed (the command runs in the
+    scenario's folder, not ours)."""
     env = dict(os.environ)
     package_root = str(Path(__file__).resolve().parent.parent)
     parts = [part for part in env.get("PYTHONPATH", "").split(os.pathsep) if part]
@@ -310,10 +338,10 @@ def _build_environment() -> dict[str, str]:
 
 
 def _staging(step: BuildStep) -> tuple[Path, str] | None:
-    """Where a build writes before its output is renamed into place, and the command that writes there: a fresh
-    hidden folder beside the artifact holding a file of the same name (a tool that looks at the name or the
-    suffix sees the real one; the rename stays on one file system). None when the command does not take
-    ``{output}`` (it writes the artifact itself)."""
+    """Where a build writes before its output is renamed into place, and the command that writes
+    there: a fresh hidden folder beside the artifact holding a file of the same name (a tool that
+    looks at the name or the suffix sees the real one; the rename stays on one file system). None
+    when the command does not take ``{output}`` (it writes the artifact itself)."""
     if not step.template or "{output}" not in step.template:
         return None
     folder = Path(tempfile.mkdtemp(prefix=f".{step.path.name}.building-", dir=step.path.parent))
@@ -327,10 +355,11 @@ def _run_step(step: BuildStep, cwd: Path, log_path: Path | None, timeout: float,
               running: dict[BuildStep, ProcessTree] | None = None) -> BuildResult:
     """Run one build command to completion; raise with the log when it fails.
 
-    The command writes a staged file (``_staging``) renamed over the artifact only when it succeeded, and the
-    artifact's ``.<name>.build`` record is removed first and written last: a build killed halfway (timeout, stop,
-    the harness's death) never leaves a file that looks built. ``cancelled`` set (the harness's stop): the build
-    was ended on purpose (``running`` holds the live trees for that); ``_BuildCancelled`` is raised."""
+    The command writes a staged file (``_staging``) renamed over the artifact only when it
+    succeeded, and the artifact's ``.<name>.build`` record is removed first and written last: a
+    build killed halfway (timeout, stop, the harness's death) never leaves a file that looks built.
+    ``cancelled`` set (the harness's stop): the build was ended on purpose (``running`` holds the
+    live trees for that); ``_BuildCancelled`` is raised."""
     _wait_for_earlier_build(step)
     try:
         step.path.parent.mkdir(parents=True, exist_ok=True)
@@ -360,31 +389,33 @@ def _run_step(step: BuildStep, cwd: Path, log_path: Path | None, timeout: float,
         seconds = time.monotonic() - began
         if status in (126, 127):
             raise ConfigurationError(
-                f"the build command of {step.name} could not run (exit {status}: command not found or not "
-                f"executable): {step.command}; fix the scenario's build command",
+                f"the build command of {step.name} could not run (exit {status}: command not found "
+                f"or not executable): {step.command}; fix the scenario's build command",
                 log_path=log_path, last_lines=_tail(log_path), stage="build",
             )
         if status != 0:
             raise UnitFailure(
-                f"the build command of {step.name} failed with exit status {status}: {step.command}",
-                log_path=log_path, last_lines=_tail(log_path), stage="build",
+                f"the build command of {step.name} failed with exit status {status}: "
+                f"{step.command}", log_path=log_path, last_lines=_tail(log_path), stage="build",
             )
         written = staging[0] if staging is not None else step.path
         if not written.is_file():
             raise ConfigurationError(
-                f"the build command of {step.name} succeeded but did not write {step.path}; make it write "
-                "{output}",
+                f"the build command of {step.name} succeeded but did not write {step.path}; make "
+                "it write {output}",
                 log_path=log_path, last_lines=_tail(log_path), stage="build",
             )
         try:
             if staging is not None:
                 os.replace(staging[0], step.path)
             if step.template:
-                atomic_write(build_record_path(step.path), json.dumps({"command": step.template}) + "\n")
+                atomic_write(build_record_path(step.path),
+                             json.dumps({"command": step.template}) + "\n")
         except OSError as exc:
             raise storage_error(step.path, exc) from exc
     except BaseException:
-        if staging is None:  # the command wrote the artifact itself: what it left is not a finished build
+        # the command wrote the artifact itself: what it left is not a finished build
+        if staging is None:
             with contextlib.suppress(OSError):
                 step.path.unlink(missing_ok=True)
         if not os.path.lexists(step.path):  # nothing of ours is left to mark
@@ -398,16 +429,20 @@ def _run_step(step: BuildStep, cwd: Path, log_path: Path | None, timeout: float,
 
 
 def _mark_building(step: BuildStep, writer: int | None) -> None:
-    """The record of a build in flight: this harness and (once started) the build's supervisor. Raises OSError."""
+    """The record of a build in flight: this harness and (once started) the build's supervisor.
+    Raises OSError."""
     owner = Owner.of()
     process = Owner.of(writer) if writer is not None else None
-    building = {"owner": owner.as_json() if owner else None, "writer": process.as_json() if process else None}
-    atomic_write(build_record_path(step.path), json.dumps({"command": step.template, "building": building}) + "\n")
+    building = {"owner": owner.as_json() if owner else None,
+                "writer": process.as_json() if process else None}
+    atomic_write(build_record_path(step.path),
+                 json.dumps({"command": step.template, "building": building}) + "\n")
 
 
 def _wait_for_earlier_build(step: BuildStep) -> None:
-    """An earlier build of this file did not finish (its harness was SIGKILLed, or another harness builds it now):
-    wait until its supervisor, and so every process that may still write, is gone (``WRITER_WAIT_S``)."""
+    """An earlier build of this file did not finish (its harness was SIGKILLed, or another harness
+    builds it now): wait until its supervisor, and so every process that may still write, is gone
+    (``WRITER_WAIT_S``)."""
     data = _record(step.path)
     building = data.get("building") if data is not None else None
     if not isinstance(building, dict):
@@ -421,23 +456,26 @@ def _wait_for_earlier_build(step: BuildStep) -> None:
         if time.monotonic() >= deadline:
             by = f" of fvp-harness pid {owner.pid}" if owner is not None else ""
             raise InfrastructureError(
-                f"an earlier build of {step.name}{by} still runs (its supervisor, pid {writer.pid}, after "
-                f"{WRITER_WAIT_S:.0f} s): {step.path} may still be written; let it end and run again",
-                stage="build")
+                f"an earlier build of {step.name}{by} still runs (its supervisor, pid "
+                f"{writer.pid}, after {WRITER_WAIT_S:.0f} s): {step.path} may still be written; "
+                "let it end and run again", stage="build")
         time.sleep(0.05)
 
 
 class _BuildCancelled(Exception):
-    """A build ended because the harness stopped (``build_artifacts`` turns it into ``Interrupted``)."""
+    """A build ended because the harness stopped (``build_artifacts`` turns it into
+    ``Interrupted``)."""
 
 
-def _wait_build(step: BuildStep, command: str, cwd: Path, sink: IO[str] | None, log_path: Path | None,
-                timeout: float, cancelled: threading.Event | None,
+def _wait_build(step: BuildStep, command: str, cwd: Path, sink: IO[str] | None,
+                log_path: Path | None, timeout: float, cancelled: threading.Event | None,
                 running: dict[BuildStep, ProcessTree] | None) -> int:
-    """Start the command as a ``ProcessTree`` and wait for it (at most ``timeout``); its exit status."""
+    """Start the command as a ``ProcessTree`` and wait for it (at most ``timeout``); its exit
+    status."""
     try:
         tree = ProcessTree.start(  # the user's own build command: a shell string by design
-            ["/bin/sh", "-c", command], label=f"build {step.name}", cwd=cwd, env=_build_environment(),
+            ["/bin/sh", "-c", command], label=f"build {step.name}", cwd=cwd,
+            env=_build_environment(),
             stdout=sink if sink is not None else subprocess.DEVNULL, stderr=subprocess.STDOUT)
     except OSError as exc:
         raise ConfigurationError(
@@ -458,9 +496,9 @@ def _wait_build(step: BuildStep, command: str, cwd: Path, sink: IO[str] | None, 
             raise _BuildCancelled(step.name)
         if status is None:
             raise UnitFailure(
-                f"the build command of {step.name} did not finish in {timeout:.0f} s and was ended with every "
-                f"process it started: {step.command}; pass --timeout-scale to allow more time",
-                log_path=log_path, last_lines=_tail(log_path), stage="build",
+                f"the build command of {step.name} did not finish in {timeout:.0f} s and was ended "
+                f"with every process it started: {step.command}; pass --timeout-scale to allow "
+                "more time", log_path=log_path, last_lines=_tail(log_path), stage="build",
             )
         return status
     finally:
@@ -480,15 +518,16 @@ def build_artifacts(
     already_built: Collection[Path] = (),
     stop: threading.Event | None = None,
 ) -> tuple[list[BuildResult], dict[str, ArtifactState]]:
-    """Build what is missing or stale (with ``force``: every artifact that has a build command, except the
-    files in ``already_built``), then hash every artifact.
+    """Build what is missing or stale (with ``force``: every artifact that has a build command,
+    except the files in ``already_built``), then hash every artifact.
 
-    ``log_path_for(step)`` says where each command's output goes (None: discarded). ``jobs`` caps parallel
-    builds (default: CPU count, at most 4). ``on_built`` is called after each success (progress). Returns the
-    builds that ran and ``artifact_hashes`` of the scenario afterwards. The first failure is raised after the
-    builds already running have finished; builds not yet started are not started. ``stop`` set (the harness's
-    first Ctrl-C or SIGTERM) or a KeyboardInterrupt ends the builds in flight at once (their artifacts are left
-    as they were before) and raises ``Interrupted`` (resp. the KeyboardInterrupt).
+    ``log_path_for(step)`` says where each command's output goes (None: discarded). ``jobs`` caps
+    parallel builds (default: CPU count, at most 4). ``on_built`` is called after each success
+    (progress). Returns the builds that ran and ``artifact_hashes`` of the scenario afterwards. The
+    first failure is raised after the builds already running have finished; builds not yet started
+    are not started. ``stop`` set (the harness's first Ctrl-C or SIGTERM) or a KeyboardInterrupt
+    ends the builds in flight at once (their artifacts are left as they were before) and raises
+    ``Interrupted`` (resp. the KeyboardInterrupt).
     """
     check_replaceable(loaded, force=force)
     results: list[BuildResult] = []
@@ -535,19 +574,22 @@ def build_artifacts(
                 if stop is not None and stop.is_set():
                     cancel(END_GRACE_S)  # the harness's stop: end the builds, do not wait for them
                     break
-                # woken by the next build to end, or after 0.05 s at the latest: a Ctrl-C reaches this (main) thread
-                # at once, and a build's end is seen when it happens, not at the next tick of a sleep
-                wait([future for future in futures if not future.done()], timeout=0.05, return_when=FIRST_COMPLETED)
+                # woken by the next build to end, or after 0.05 s at the latest: a Ctrl-C reaches
+                # this (main) thread at once, and a build's end is seen when it happens, not at the
+                # next tick of a sleep
+                wait([future for future in futures if not future.done()], timeout=0.05,
+                     return_when=FIRST_COMPLETED)
         except KeyboardInterrupt:
             cancel(0.5)
             raise
         finally:
             pool.shutdown(wait=True)  # bounded: every build is done or was ended above
         if cancelled.is_set():
-            raise Interrupted("stopped during the builds; the builds in flight were ended and left no artifact "
-                              "(run again to build them)")
+            raise Interrupted("stopped during the builds; the builds in flight were ended and left "
+                              "no artifact (run again to build them)")
         for future in futures:
-            with contextlib.suppress(BaseException):  # collected in failures; the first one is raised below
+            # collected in failures; the first one is raised below
+            with contextlib.suppress(BaseException):
                 done = future.result()
                 if done is not None:
                     results.append(done)
@@ -660,6 +702,7 @@ def built_from_commit(runner: Path) -> tuple[str, str] | None:
 
 
 def artifact_digests(states: Mapping[str, ArtifactState]) -> dict[str, str | None]:
-    """``name -> sha256`` of every artifact, for the manifest (``store.KEY_METADATA`` compares them)."""
+    """``name -> sha256`` of every artifact, for the manifest (``store.KEY_METADATA`` compares
+    them)."""
     return {name: state.sha256 for name, state in sorted(states.items())}
 

@@ -1,17 +1,19 @@
-"""``compare.baseline_from`` at run time: choose the stored run once, check it can serve, and pin it.
+"""``compare.baseline_from`` at run time: choose the stored run once, check it can serve, and pin
+it.
 
-Why pin: ``x@main`` or ``results/x`` name whichever run is newest *now*; the report of this run (and a later
-``fvp-harness report DIR``) must keep comparing with the run that was chosen when it was measured. So the run's
-manifest stores the name that finds exactly that run again (``<absolute scenario folder>@<run id>``, which still
-works after the run moved into ``runs/<id>/``) in its resolved scenario; the report reads it from there
-(``report.stored_compare``). ``--resume`` keeps the pin the interrupted run chose.
+Why pin: ``x@main`` or ``results/x`` name whichever run is newest *now*; the report of this run (and
+a later ``fvp-harness report DIR``) must keep comparing with the run that was chosen when it was
+measured. So the run's manifest stores the name that finds exactly that run again (``<absolute
+scenario folder>@<run id>``, which still works after the run moved into ``runs/<id>/``) in its
+resolved scenario; the report reads it from there (``report.stored_compare``). ``--resume`` keeps
+the pin the interrupted run chose.
 
-Why check here: a stored run that measured another platform, other model bytes or other run settings would make
-the whole run worthless, and on a real FVP the units cost minutes. So the refusal (exit 2) comes before the first
-unit, with every difference named (``report.stored_compare.comparable``).
-A run with no ok record of the baseline build (every unit failed: its manifest still says
-``complete``) is never chosen by a ref and is refused when named exactly, before anything is built
-or booted (``check_stored_baseline``).
+Why check here: a stored run that measured another platform, other model bytes or other run settings
+would make the whole run worthless, and on a real FVP the units cost minutes. So the refusal
+(exit 2) comes before the first unit, with every difference named
+(``report.stored_compare.comparable``). A run with no ok record of the baseline build (every unit
+failed: its manifest still says ``complete``) is never chosen by a ref and is refused when named
+exactly, before anything is built or booted (``check_stored_baseline``).
 
 Why ``@REF`` means the scenario's own results folder (``results/<stem>``) whatever ``-o`` says: a
 pull request's run writes into a folder of its own (``-o results/pr-42``) and takes its baseline
@@ -84,13 +86,15 @@ def _stored_pin(store: ResultStore) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def pin_stored_baseline(manifest: Manifest, store: ResultStore, results_base: Path, *, resume: bool = False,
+def pin_stored_baseline(manifest: Manifest, store: ResultStore, results_base: Path, *,
+                        resume: bool = False,
                         listener: Listener = null_listener) -> StoredRun | None:
-    """For a scenario with ``compare.baseline_from``: find the stored run (``store.locate.find_run``; ``@REF`` is
-    this scenario's own results folder), refuse one that is this very run, has no ok record of the
-    baseline build, or measured something else, and write its pinned name into ``manifest`` (not
-    yet to disk: the caller writes the manifest).
-    Emits a ``baseline`` event naming the run (and one per soft difference). None without ``baseline_from``."""
+    """For a scenario with ``compare.baseline_from``: find the stored run
+    (``store.locate.find_run``; ``@REF`` is this scenario's own results folder), refuse one that is
+    this very run, has no ok record of the baseline build, or measured something else, and write its
+    pinned name into ``manifest`` (not yet to disk: the caller writes the manifest).
+    Emits a ``baseline`` event naming the run (and one per soft difference). None without
+    ``baseline_from``."""
     compare = dotted_get(manifest.scenario.resolved, "compare")
     spec = compare.get("baseline_from") if isinstance(compare, Mapping) else None
     if not isinstance(spec, str) or not spec:
@@ -103,14 +107,15 @@ def pin_stored_baseline(manifest: Manifest, store: ResultStore, results_base: Pa
     skipped: list[str] = []
     run = _choose(spec, baseline, results_base, own, skipped)
     if run.run_id == manifest.run.id:
-        raise ConfigurationError(f"compare.baseline_from {spec!r} is this very run ({run.run_id}); name the run to "
-                                 "take the baseline from (e.g. SCENARIO@main, or a runs/<id> folder)")
+        raise ConfigurationError(f"compare.baseline_from {spec!r} is this very run ({run.run_id}); "
+                                 "name the run to take the baseline from (e.g. SCENARIO@main, or a "
+                                 "runs/<id> folder)")
     stored = load_run(run)
     models = list(dotted_get(manifest.scenario.resolved, "models") or {})
     primary = dotted_get(manifest.scenario.resolved, "compare.primary")
     metrics = [primary] if isinstance(primary, str) else list(primary or [])
-    check = comparable(stored.manifest, manifest.to_json(), models=models, metrics=[*metrics, "npu_cycles"],
-                       sides=("stored", "this run"))
+    check = comparable(stored.manifest, manifest.to_json(), models=models,
+                       metrics=[*metrics, "npu_cycles"], sides=("stored", "this run"))
     check.raise_if_refused(f"compare.baseline_from {spec!r} ({run.path})")
     folder = run.path.parent.parent if run.path.parent.name == RUNS_DIR else run.path
     assert isinstance(compare, dict)
@@ -118,7 +123,8 @@ def pin_stored_baseline(manifest: Manifest, store: ResultStore, results_base: Pa
     stem = store.root.name  # make runs several scenarios at once: each line names its own
     for line in skipped:
         listener(Event("baseline", name=baseline, status="skipped", detail=line, scenario=stem))
-    listener(Event("baseline", name=baseline, detail=f"from stored {describe_run(run)} in {run.path}", scenario=stem))
+    listener(Event("baseline", name=baseline,
+                   detail=f"from stored {describe_run(run)} in {run.path}", scenario=stem))
     for warning in check.warnings:
         listener(Event("baseline", name=baseline, status="warning", detail=warning, scenario=stem))
     return run

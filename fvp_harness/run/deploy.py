@@ -1,31 +1,33 @@
-"""Put artifacts into a target, each once per session, at a content-addressed guest path, verified by sha256.
+"""Put artifacts into a target, each once per session, at a content-addressed guest path, verified
+by sha256.
 
 Strategies (``scenario.deploy.method``); the transports themselves are ``targets.transfer``'s:
 
 ``console``
-    the universal path (no network, no SSH in the image): base64 lines typed into the shell, pipelined when the
-    target ``StreamsCommands``, decoded and hash-checked in the guest; a damaged transfer is retried once with
-    short lines sent one at a time.
+    the universal path (no network, no SSH in the image): base64 lines typed into the shell,
+    pipelined when the target ``StreamsCommands``, decoded and hash-checked in the guest; a damaged
+    transfer is retried once with short lines sent one at a time.
 ``ssh``
-    SFTP (or ``cat > file`` over exec) through the instance's forwarded port (targets that ``CopiesOverSsh``),
-    then the same ``sha256sum`` check.
+    SFTP (or ``cat > file`` over exec) through the instance's forwarded port (targets that
+    ``CopiesOverSsh``), then the same ``sha256sum`` check.
 ``auto``
-    ssh when the target copies over ssh and its sshd answers within ``AUTO_SSH_TIMEOUT_S`` on the first file,
-    else the console; chosen once per instance (``Deployer.transport`` says which, and why; the manifest and the
-    report show it). Why: ssh moves tens of MB/s, the console a few.
+    ssh when the target copies over ssh and its sshd answers within ``AUTO_SSH_TIMEOUT_S`` on the
+    first file, else the console; chosen once per instance (``Deployer.transport`` says which, and
+    why; the manifest and the report show it). Why: ssh moves tens of MB/s, the console a few.
 ``preloaded``
-    nothing is copied: the artifact must already be in the guest (an MMC image, a rootfs build); only presence and
-    hash are checked.
+    nothing is copied: the artifact must already be in the guest (an MMC image, a rootfs build);
+    only presence and hash are checked.
 
 The target's kind (``run.kinds.kind_of``, once per ``Deployer``) says where artifacts go: a
 bare-metal platform gets nothing (the model reads the runner, the model file and the inputs on
 this host, so each stays where it is: method ``in place``, hashed when it is launched), this host
 a plain copy into its working folder (``host``).
 
-The guest path is ``<guest_dir>/<sha256[:16]>/<file name>``: two builds with the same name never collide, and an
-artifact already there with the right hash is skipped (also across strategies). Every guest command is built with
-``shlex.quote`` and uses only the guest contract (``mkdir -p``, ``rm -rf``, ``printf``, ``base64 -d``,
-``sha256sum``, ``chmod``, ``;``, ``&&``, ``>``, ``>>``), so a busybox guest is enough.
+The guest path is ``<guest_dir>/<sha256[:16]>/<file name>``: two builds with the same name never
+collide, and an artifact already there with the right hash is skipped (also across strategies).
+Every guest command is built with ``shlex.quote`` and uses only the guest contract (``mkdir -p``,
+``rm -rf``, ``printf``, ``base64 -d``, ``sha256sum``, ``chmod``, ``;``, ``&&``, ``>``, ``>>``), so a
+busybox guest is enough.
 """
 
 from __future__ import annotations
@@ -101,15 +103,17 @@ def deploy_artifact(target: Target, local: Path | str, *, method: Method = "cons
 class Deployer:
     """Deploys artifacts into one open target, each at most once per session.
 
-    ``guest_dir`` defaults to the target's own ``guest_dir`` when it has one (the host target keeps artifacts in its
-    working folder), else the scenario's. ``timeout`` is per guest step (scaled by the target).
+    ``guest_dir`` defaults to the target's own ``guest_dir`` when it has one (the host target keeps
+    artifacts in its working folder), else the scenario's. ``timeout`` is per guest step (scaled by
+    the target).
     """
 
     def __init__(self, target: Target, *, method: Method = "console", guest_dir: str | None = None,
                  timeout: float | None = None, chunk_chars: int = CHUNK_CHARS,
                  window_bytes: int = WINDOW_BYTES) -> None:
         if method not in ("console", "ssh", "preloaded", "auto"):
-            raise ConfigurationError(f"unknown deploy method {method!r} (console, ssh, preloaded or auto)")
+            raise ConfigurationError(f"unknown deploy method {method!r} (console, ssh, preloaded "
+                                     "or auto)")
         self.target = target
         self.method = method
         self.kind = kind_of(target)
@@ -119,19 +123,23 @@ class Deployer:
         self.window_bytes = window_bytes
         self.deployed: dict[str, DeployedArtifact] = {}
         self.transport: str | None = None
-        """``auto``: ``ssh`` or ``console (<why not ssh>)`` once the first file went; None before."""
+        """``auto``: ``ssh`` or ``console (<why not ssh>)`` once the first file went; None
+        before."""
 
     def deploy(self, local: Path | str, *, name: str | None = None, executable: bool = False,
                present: bool | None = None) -> DeployedArtifact:
-        """Make ``local`` present in the guest; returns where it is. Raises DeployError on a hash mismatch.
-        ``present``: whether the guest already holds it, when the caller asked already (``deploy_all``)."""
+        """Make ``local`` present in the guest; returns where it is. Raises DeployError on a hash
+        mismatch. ``present``: whether the guest already holds it, when the caller asked already
+        (``deploy_all``)."""
         local = Path(local)
         if not local.is_file():
-            raise ConfigurationError(f"artifact {local} does not exist (build it first, or fix the path)")
+            raise ConfigurationError(f"artifact {local} does not exist (build it first, or fix the "
+                                     "path)")
         began = time.monotonic()
         digest = file_sha256(local)
         if self.kind.in_place:  # bare metal: the model reads the file where it is
-            return DeployedArtifact(local, str(local), digest, local.stat().st_size, "in place", True, 0.0)
+            return DeployedArtifact(local, str(local), digest, local.stat().st_size, "in place",
+                                    True, 0.0)
         remote = content_path(self.guest_dir, digest, name or local.name)
         key = f"{digest}:{remote}"
         cached = self.deployed.get(key)
@@ -144,35 +152,41 @@ class Deployer:
         if present:
             log.info("%s already in the guest at %s; skipped", local.name, remote)
         elif self.method == "preloaded":
-            raise DeployError(f"{local.name} is not preloaded in the guest at {remote} with sha256 {digest} "
-                              f"(deploy.method is preloaded: put it into the image, or use console or ssh)",
-                              stage="deploy")
+            raise DeployError(f"{local.name} is not preloaded in the guest at {remote} with sha256 "
+                              f"{digest} (deploy.method is preloaded: put it into the image, or "
+                              "use console or ssh)", stage="deploy")
         else:
             method = self.kind.copy(self, local, remote, digest)
         if executable:
-            must_succeed(deploy_step(self.target, f"chmod 755 {shlex.quote(remote)}", self.timeout), "chmod")
-        result = DeployedArtifact(local, remote, digest, size, method, present, time.monotonic() - began)
+            must_succeed(deploy_step(self.target, f"chmod 755 {shlex.quote(remote)}", self.timeout),
+                         "chmod")
+        result = DeployedArtifact(local, remote, digest, size, method, present,
+                                  time.monotonic() - began)
         self.deployed[key] = result
         return result
 
     def deploy_all(self, files: Sequence[tuple[Path, bool]]) -> dict[Path, DeployedArtifact]:
-        """Deploy several files (``(local, executable)``) with the fewest guest round trips: one ``sha256sum`` of
-        every candidate path says which are already there, each missing file is uploaded (and checked) as
-        ``deploy`` does, and one ``chmod`` covers every runner. Why: on a real FVP each console round trip runs the
-        guest shell on the simulated CPU, so two per file (presence, chmod) cost model time per boot."""
+        """Deploy several files (``(local, executable)``) with the fewest guest round trips: one
+        ``sha256sum`` of every candidate path says which are already there, each missing file is
+        uploaded (and checked) as ``deploy`` does, and one ``chmod`` covers every runner. Why: on a
+        real FVP each console round trip runs the guest shell on the simulated CPU, so two per file
+        (presence, chmod) cost model time per boot."""
         if self.kind.in_place or self.method == "preloaded" or len(files) < 2:
-            return {Path(local): self.deploy(local, executable=executable) for local, executable in files}
+            return {Path(local): self.deploy(local, executable=executable)
+                    for local, executable in files}
         wanted: dict[Path, tuple[str, str, bool]] = {}
         for local, executable in files:
             local = Path(local)
             if not local.is_file():
-                raise ConfigurationError(f"artifact {local} does not exist (build it first, or fix the path)")
+                raise ConfigurationError(f"artifact {local} does not exist (build it first, or fix "
+                                         "the path)")
             digest = file_sha256(local)
             wanted[local] = (digest, content_path(self.guest_dir, digest, local.name), executable)
         unknown = sorted({remote for digest, remote, _ in wanted.values()
                           if f"{digest}:{remote}" not in self.deployed})
         present = guest_sha256_many(self.target, unknown, self.timeout) if unknown else {}
-        placed = {local: self.deploy(local, present=present.get(remote) == digest)  # no round trip of its own
+        # no round trip of its own
+        placed = {local: self.deploy(local, present=present.get(remote) == digest)
                   for local, (digest, remote, _) in wanted.items()}
         runners = sorted({remote for _, remote, executable in wanted.values() if executable})
         if runners:
@@ -204,15 +218,18 @@ class Deployer:
             return "console (safe retry)"
 
     def _auto(self, ssh: CopiesOverSsh, local: Path, remote: str, digest: str) -> str:
-        """``auto``: ssh while it works; the first copy decides (a later failure is a real one and is raised)."""
+        """``auto``: ssh while it works; the first copy decides (a later failure is a real one and
+        is raised)."""
         first = self.transport is None
-        timeout = min(self.timeout or AUTO_SSH_TIMEOUT_S, AUTO_SSH_TIMEOUT_S) if first else self.timeout
+        timeout = (min(self.timeout or AUTO_SSH_TIMEOUT_S, AUTO_SSH_TIMEOUT_S) if first
+                   else self.timeout)
         try:
             how = f"ssh/{upload_ssh(ssh, local, remote, sha256=digest, timeout=timeout)}"
         except InfrastructureError as exc:
             if not first or isinstance(exc, DeployError):
                 raise
-            log.warning("ssh did not answer (%s); deploying over the console", str(exc).strip()[:200])
+            log.warning("ssh did not answer (%s); deploying over the console",
+                        str(exc).strip()[:200])
             self.transport = f"console (ssh did not answer: {str(exc).strip()[:120]})"
             how = upload_console(self.target, local, remote, sha256=digest, timeout=self.timeout,
                                  chunk_chars=self.chunk_chars, window_bytes=self.window_bytes)

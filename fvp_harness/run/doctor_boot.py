@@ -1,10 +1,11 @@
-"""``doctor --boot``: boot one instance and ask the guest what the runners need, as a run does before its first unit.
+"""``doctor --boot``: boot one instance and ask the guest what the runners need, as a run does
+before its first unit.
 
-Why apart from ``doctor.py``: the preflight never boots (it answers in seconds); this check costs a boot, so it is
-asked for. It runs the same ``run.guest_needs.check_guest`` a run runs after its boot, so ``doctor --boot`` fails
-with the run's words: an image without ``/dev/ethosu0`` (meta-arm 2026.05's in-kernel accel driver), a runner whose
-C library's loader the image lacks (the musl A320 image), ``deploy.method: ssh`` on an image without an ssh server,
-a deploy that does not fit.
+Why apart from ``doctor.py``: the preflight never boots (it answers in seconds); this check costs a
+boot, so it is asked for. It runs the same ``run.guest_needs.check_guest`` a run runs after its
+boot, so ``doctor --boot`` fails with the run's words: an image without ``/dev/ethosu0`` (meta-arm
+2026.05's in-kernel accel driver), a runner whose C library's loader the image lacks (the musl A320
+image), ``deploy.method: ssh`` on an image without an ssh server, a deploy that does not fit.
 A runner not built yet is checked as a stock one (``/dev/ethosu0``).
 """
 
@@ -22,7 +23,8 @@ __all__ = ["boot_check"]
 
 
 def _built_files(scenario: Scenario) -> list[Path]:
-    """The runners, models and inputs a deploy would copy, as far as they are built (the space check's sizes)."""
+    """The runners, models and inputs a deploy would copy, as far as they are built (the space
+    check's sizes)."""
     paths = [Path(build.runner) for build in scenario.builds.values()]
     for name, model in scenario.models.items():
         paths += [Path(scenario.model_file(build, name)) for build in scenario.builds]
@@ -31,15 +33,17 @@ def _built_files(scenario: Scenario) -> list[Path]:
 
 
 def boot_check(loaded: LoadedScenario, *, log_dir: Path, timeout_scale: float = 1.0) -> Check:
-    """Boot the scenario's platform once, check the guest against every build's runner, close it: one ``guest``
-    check (a configuration failure names the fix; a boot that fails is an infrastructure one)."""
+    """Boot the scenario's platform once, check the guest against every build's runner, close it:
+    one ``guest`` check (a configuration failure names the fix; a boot that fails is an
+    infrastructure one)."""
     scenario, profile = loaded.scenario, loaded.profile
     if scenario.target != "fvp" or profile.kind != "linux":
         return Check("guest", "skip", "no Linux guest to boot (target: host, QEMU or bare metal)")
     try:
-        with open_target(loaded, log_dir=log_dir, timeout_scale=timeout_scale, name="doctor") as target:
-            needs = check_guest(lambda command: target.run(command).output, scenario, profile, scenario.builds,
-                                _built_files(scenario))
+        with open_target(loaded, log_dir=log_dir, timeout_scale=timeout_scale,
+                         name="doctor") as target:
+            needs = check_guest(lambda command: target.run(command).output, scenario, profile,
+                                scenario.builds, _built_files(scenario))
     except ConfigurationError as exc:
         return Check("guest", "fail", str(exc), "see the Fix: of each problem above")
     except HarnessError as exc:
@@ -47,4 +51,5 @@ def boot_check(loaded: LoadedScenario, *, log_dir: Path, timeout_scale: float = 
                      failure_class="infrastructure")
     what = sorted({need.npu_device for need in needs.values() if need.npu_device}
                   | {need.loader for need in needs.values() if need.loader})
-    return Check("guest", "ok", "booted; the image has " + (", ".join(what) if what else "what the runners need"))
+    return Check("guest", "ok",
+                 "booted; the image has " + (", ".join(what) if what else "what the runners need"))

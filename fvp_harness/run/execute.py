@@ -59,9 +59,10 @@ log = logging.getLogger(__name__)
 
 
 class EarlyInstance(Protocol):
-    """A session's first instance booted before the session asked (``run.preboot``, a batch lane's pre-boot): its
-    name (its log folder exists already), and entering it waits for its boot; ``boot_seconds`` is the boot's own
-    duration once entered (None: unknown, the wait is counted instead)."""
+    """A session's first instance booted before the session asked (``run.preboot``, a batch lane's
+    pre-boot): its name (its log folder exists already), and entering it waits for its boot;
+    ``boot_seconds`` is the boot's own duration once entered (None: unknown, the wait is counted
+    instead)."""
 
     name: str
     boot_seconds: float | None
@@ -103,10 +104,13 @@ class _Alone:
 
 
 class DeployFunction(Protocol):
-    """Puts artifacts into an open target and says where they are (guest paths), plus the guest work folder."""
+    """Puts artifacts into an open target and says where they are (guest paths), plus the guest work
+    folder."""
 
-    def __call__(self, target: Target, files: Sequence[tuple[Path, bool]]) -> tuple[dict[Path, str], str]:
-        """``files``: (host path, executable). Returns (host path -> guest path, guest folder for unit dirs)."""
+    def __call__(self, target: Target,
+                 files: Sequence[tuple[Path, bool]]) -> tuple[dict[Path, str], str]:
+        """``files``: (host path, executable). Returns (host path -> guest path, guest folder for
+        unit dirs)."""
         ...
 
 
@@ -116,10 +120,11 @@ class ExecuteOptions:
 
     fresh_boot_per_unit: bool = False
     command_timeout: float | None = None
-    """Timeout of the harness's own guest commands (prepare, hash); None: the target's configured one."""
+    """Timeout of the harness's own guest commands (prepare, hash); None: the target's configured
+    one."""
     wanted: Callable[[str, int], bool] | None = None
-    """``run.until``: asked ``(model, repetition)`` before each unit; False skips it unrecorded (its model has
-    stopped: ``run.adaptive.StoppingRule``). None: every unit runs."""
+    """``run.until``: asked ``(model, repetition)`` before each unit; False skips it unrecorded (its
+    model has stopped: ``run.adaptive.StoppingRule``). None: every unit runs."""
     sharing: WorkSharing | None = None
     """Where the session's queue is shared with other instances (``run.lanes``' board steals
     groups between them); None: the session runs exactly its units."""
@@ -130,7 +135,8 @@ class ExecuteOptions:
 
 @dataclass
 class InstanceInfo:
-    """One booted instance (for the manifest): its name, the session it served, and the target's metadata."""
+    """One booted instance (for the manifest): its name, the session it served, and the target's
+    metadata."""
 
     name: str
     session: str
@@ -143,26 +149,30 @@ class InstanceInfo:
 
 @dataclass
 class SessionOutcome:
-    """What a session did: instances booted, records written, and why it stopped early (if it did)."""
+    """What a session did: instances booted, records written, and why it stopped early (if it
+    did)."""
 
     session: str
     instances: list[InstanceInfo] = field(default_factory=list)
     records: list[Record] = field(default_factory=list)
     aborted: str | None = None
     unit_seconds: float = 0.0
-    """Sum of the runner commands' own durations: the time spent in the code under test (and the simulator)."""
+    """Sum of the runner commands' own durations: the time spent in the code under test (and the
+    simulator)."""
     stopped: bool = False
-    """A stop request ended the session with units still to run (they stay unrecorded, for ``--resume``)."""
+    """A stop request ended the session with units still to run (they stay unrecorded, for
+    ``--resume``)."""
 
 
 def default_deploy(scenario: Scenario, timeout: float | None = None) -> DeployFunction:
-    """Deploy through ``deploy.Deployer`` with the scenario's method and guest folder (each file once per
-    instance, content-addressed, sha256-checked)."""
+    """Deploy through ``deploy.Deployer`` with the scenario's method and guest folder (each file
+    once per instance, content-addressed, sha256-checked)."""
     def deploy(target: Target, files: Sequence[tuple[Path, bool]]) -> tuple[dict[Path, str], str]:
-        deployer = Deployer(target, method=scenario.deploy.method, guest_dir=scenario.deploy.guest_dir,
-                            timeout=timeout)
+        deployer = Deployer(target, method=scenario.deploy.method,
+                            guest_dir=scenario.deploy.guest_dir, timeout=timeout)
         placed = {local: placed.guest_path for local, placed in deployer.deploy_all(files).items()}
-        if deployer.transport is not None:  # deploy.method auto: which way this instance took, for the manifest
+        # deploy.method auto: which way this instance took, for the manifest
+        if deployer.transport is not None:
             target.metadata["deploy"] = deployer.transport
         return placed, deployer.guest_dir
 
@@ -175,7 +185,8 @@ class _Shared:
     and are recorded). ``abort``: the instances are being closed under the units in flight; their
     failures are not recorded."""
 
-    def __init__(self, store: ResultStore, listener: Listener, stop: threading.Event | None = None) -> None:
+    def __init__(self, store: ResultStore, listener: Listener,
+                 stop: threading.Event | None = None) -> None:
         self.store = store
         self.listener = listener
         self.lock = threading.Lock()
@@ -229,7 +240,8 @@ class SessionRunner:
         """Build -> its runner's sha256 as the guest computed it (or why it could not be proven):
         ``_prove_runners``."""
         self._needs: dict[str, RunnerNeeds] = {}
-        """Build -> what its runner needs of the guest (``run.guest_needs``), checked after each boot."""
+        """Build -> what its runner needs of the guest (``run.guest_needs``), checked after each
+        boot."""
         self._runner_paths: dict[str, str] = {}
         """Build -> its runner's guest path (``_prove_runners``)."""
         self.unit_runner = UnitRunner(UnitContext(
@@ -237,7 +249,7 @@ class SessionRunner:
             command_timeout=options.command_timeout, secrets=tuple(self.scenario.secret_values())))
         """Runs each unit (``run.unit``): render, run, judge, record."""
 
-    # -- files ---------------------------------------------------------------------------------------------------
+    # -- files -------------------------------------------------------------------------------------
 
     def _files_for(self, units: Sequence[Unit]) -> list[tuple[Path, bool]]:
         files: dict[Path, bool] = {}
@@ -251,7 +263,7 @@ class SessionRunner:
                 files.setdefault(Path(item.file), False)
         return list(files.items())
 
-    # -- the loop --------------------------------------------------------------------------------------------
+    # -- the loop ----------------------------------------------------------------------------------
 
     def run(self) -> SessionOutcome:
         """The session's loop. A file of this host that cannot be written (a unit log, a record, a
@@ -261,7 +273,8 @@ class SessionRunner:
         self.sharing.share(self.queue)
         try:
             return self._run()
-        except (StorageError, ConfigurationError):  # the image cannot run the runners: no other instance can
+        # the image cannot run the runners: no other instance can
+        except (StorageError, ConfigurationError):
             self.shared.abort.set()
             raise
         except OSError as exc:
@@ -284,7 +297,8 @@ class SessionRunner:
                 early = self.options.preboot(self.session.name)
             if early is not None:
                 name = early.name
-                self._instance_count += 1  # its log folder exists: a fresh instance after it is s0.2, ...
+                # its log folder exists: a fresh instance after it is s0.2, ...
+                self._instance_count += 1
             else:
                 name = self._next_instance_name()
             info = InstanceInfo(name=name, session=self.session.name)
@@ -296,16 +310,19 @@ class SessionRunner:
                 if early is None:  # an early boot announced itself when it started
                     self.shared.emit(Event("boot", session=name))
                 began = time.monotonic()
-                log_dir = self.shared.store.log_path(name, "fvp.log").parent  # a checked name, folder created
+                # a checked name, folder created
+                log_dir = self.shared.store.log_path(name, "fvp.log").parent
                 with early if early is not None else self.factory(name, log_dir) as target:
                     info.boot_seconds = round(time.monotonic() - began, 3)
-                    if early is not None and early.boot_seconds is not None:  # the boot's own time, not the wait
+                    # the boot's own time, not the wait
+                    if early is not None and early.boot_seconds is not None:
                         info.boot_seconds = early.boot_seconds
                     self.shared.emit(Event("booted", session=name, seconds=info.boot_seconds))
                     if self.shared.halted:
                         break  # stopped while booting: close the instance without deploying
                     files = self._files_for(batch)
-                    self._needs = check_guest(functools.partial(self._guest_output, target), self.scenario,
+                    self._needs = check_guest(functools.partial(self._guest_output, target),
+                                              self.scenario,
                                               self.plan.profile, [unit.build for unit in batch],
                                               [local for local, _ in files])
                     self.shared.emit(Event("deploy", session=name, count=len(files)))
@@ -316,23 +333,26 @@ class SessionRunner:
                     self._runner_proof = self._prove_runners(target, placed, batch)
                     ready = True
                     boot_failures = 0
-                    self._run_units(target, name, info, queue, attempts, placed, guest_root, retries)
+                    self._run_units(target, name, info, queue, attempts, placed, guest_root,
+                                    retries)
             except StorageError:
                 raise  # no fresh instance can help: the run ends (``run``)
             except (InfrastructureError, UnitFailure) as exc:
                 if isinstance(exc, UnitFailure) and ready:
                     raise  # not expected: a unit's own failures are recorded by unit_runner.run
-                # before the units: a failed or timed-out guest step of the deploy or the runner check makes the
-                # instance unusable, whatever its class (a garbled console times out a deploy step, say)
+                # before the units: a failed or timed-out guest step of the deploy or the runner
+                # check makes the instance unusable, whatever its class (a garbled console times out
+                # a deploy step, say)
                 info.error = self._with_log(exc)
                 if not ready:
                     boot_failures += 1
-                    log.warning("%s could not be brought up (%s of %s tries): %s", name, boot_failures,
-                                retries + 1, exc)
+                    log.warning("%s could not be brought up (%s of %s tries): %s", name,
+                                boot_failures, retries + 1, exc)
                     if boot_failures > retries:
                         self.outcome.aborted = (
                             f"{self.session.name}: no usable instance after {boot_failures} tries; "
-                            f"{len(queue)} unit(s) not run: {str(exc).strip()[:2000]}")  # with the log path
+                            # with the log path
+                            f"{len(queue)} unit(s) not run: {str(exc).strip()[:2000]}")
                         break
                 # else: a unit failed with the instance (already recorded): go on with a fresh one
             finally:
@@ -346,8 +366,8 @@ class SessionRunner:
         return self.outcome
 
     def _detail(self, record: Record) -> str | None:
-        """A failed record for a progress line: the failure and the log that shows it (every failure line names
-        its log)."""
+        """A failed record for a progress line: the failure and the log that shows it (every failure
+        line names its log)."""
         if record.failure is None or not record.log:
             return record.failure
         return f"{record.failure} (log: {self.shared.store.root / record.log})"
@@ -355,12 +375,13 @@ class SessionRunner:
     def _next_instance_name(self) -> str:
         """``s0``, then ``s0.2``, ``s0.3``, ...: the first whose log folder does not exist yet
         (``store.folder.free_instance_name``)."""
-        name, self._instance_count = free_instance_name(self.shared.store.logs_dir, self.session.name,
-                                                        self._instance_count + 1)
+        name, self._instance_count = free_instance_name(self.shared.store.logs_dir,
+                                                        self.session.name, self._instance_count + 1)
         return name
 
     def _with_log(self, exc: BaseException) -> str:
-        """An instance's failure for the manifest: the text and the log that shows it (relative to the folder)."""
+        """An instance's failure for the manifest: the text and the log that shows it (relative to
+        the folder)."""
         text = failure_text(exc)
         log_path = exc.log_path if isinstance(exc, HarnessError) else None
         if log_path is None:
@@ -368,12 +389,14 @@ class SessionRunner:
         where = self._relative(log_path)
         return text if where in text else f"{text} (log: {where})"
 
-    def _prove_runners(self, target: Target, placed: Mapping[Path, str], units: Sequence[Unit]) -> dict[str, str]:
-        """Hash every build's runner *in the guest* before its units run, in one command: build name -> the guest's
-        sha256 when it equals the artifact's, else a ``ProvenanceError`` text that fails that build's units.
+    def _prove_runners(self, target: Target, placed: Mapping[Path, str],
+                       units: Sequence[Unit]) -> dict[str, str]:
+        """Hash every build's runner *in the guest* before its units run, in one command: build name
+        -> the guest's sha256 when it equals the artifact's, else a ``ProvenanceError`` text that
+        fails that build's units.
 
-        This proves which binary runs without asking the runner to print anything: stock upstream runners print
-        no build id (a printed id is still checked when ``builds.X.id`` is set)."""
+        This proves which binary runs without asking the runner to print anything: stock upstream
+        runners print no build id (a printed id is still checked when ``builds.X.id`` is set)."""
         runners: dict[str, tuple[str, str]] = {}
         for unit in units:
             if unit.build not in runners:
@@ -390,19 +413,21 @@ class SessionRunner:
                 proof[build] = actual
             else:
                 got = "unreadable" if actual is None else f"sha256 {actual}"
-                proof[build] = (f"the runner of build {build} in the guest ({guest}) is {got}, not the artifact's "
-                                f"sha256 {expected}: another binary would run")
+                proof[build] = (f"the runner of build {build} in the guest ({guest}) is {got}, not "
+                                f"the artifact's sha256 {expected}: another binary would run")
         return proof
 
-    def _run_units(self, target: Target, name: str, info: InstanceInfo, queue: list[Unit], attempts: dict[str, int],
+    def _run_units(self, target: Target, name: str, info: InstanceInfo, queue: list[Unit],
+                   attempts: dict[str, int],
                    placed: dict[Path, str], guest_root: str, retries: int) -> None:
-        """Run units from the front of ``queue`` on this instance until it is done, broken, or (fresh-boot mode)
-        one unit has run. A unit leaves the queue when it is recorded for good."""
+        """Run units from the front of ``queue`` on this instance until it is done, broken, or
+        (fresh-boot mode) one unit has run. A unit leaves the queue when it is recorded for good."""
         while not self.shared.halted:
             if not queue and not self._steal(target, name, placed):
                 return
             unit = queue[0]
-            if self.options.wanted is not None and not self.options.wanted(unit.model, unit.repetition):
+            if (self.options.wanted is not None and
+                not self.options.wanted(unit.model, unit.repetition)):
                 self.sharing.take_front(queue)  # run.until: no more rounds needed; no record
                 self.shared.emit(Event("unit_skipped", session=name, unit=unit.id))
                 continue
@@ -422,7 +447,8 @@ class SessionRunner:
                 self.shared.append(record)
                 self.outcome.records.append(record)
                 if attempt <= retries:
-                    self.shared.emit(Event("retry", session=name, unit=unit.id, detail=self._detail(record)))
+                    self.shared.emit(Event("retry", session=name, unit=unit.id,
+                                           detail=self._detail(record)))
                 else:
                     self.sharing.take_front(queue)
                     self.shared.emit(Event("unit_done", session=name, unit=unit.id, status="failed",
@@ -446,14 +472,15 @@ class SessionRunner:
         taken = self.sharing.steal(self.queue)
         if not taken:
             return False
-        missing = [(local, executable) for local, executable in self._files_for(taken) if local not in placed]
+        missing = [(local, executable)
+                   for local, executable in self._files_for(taken) if local not in placed]
         if missing:
             more, _ = self.deploy(target, missing)
             placed.update(more)
         unchecked = [unit.build for unit in taken if unit.build not in self._needs]
         if unchecked:
-            self._needs.update(check_guest(functools.partial(self._guest_output, target), self.scenario,
-                                           self.plan.profile, unchecked))
+            self._needs.update(check_guest(functools.partial(self._guest_output, target),
+                                           self.scenario, self.plan.profile, unchecked))
         unproven = [unit for unit in taken if unit.build not in self._runner_proof]
         if unproven:
             self._runner_proof.update(self._prove_runners(target, placed, unproven))
@@ -461,7 +488,7 @@ class SessionRunner:
                                detail=", ".join(unit.id for unit in taken)))
         return True
 
-    # -- one unit --------------------------------------------------------------------------------------------
+    # -- one unit ----------------------------------------------------------------------------------
 
     # -- what the units ask of the session (``run.unit_context.SessionFacts``) -------------------
 
@@ -486,8 +513,9 @@ class SessionRunner:
 
 
 def _check_host_runners(scenario: Scenario, units: Sequence[Unit]) -> None:
-    """``target: host``: refuse, before any unit runs, a runner this host cannot execute. The loader refuses the ones
-    that exist when the scenario is read (with their ``file:line:col``); this catches the ones a build produced."""
+    """``target: host``: refuse, before any unit runs, a runner this host cannot execute. The loader
+    refuses the ones that exist when the scenario is read (with their ``file:line:col``); this
+    catches the ones a build produced."""
     if scenario.target != "host":
         return
     problems = []
@@ -495,7 +523,8 @@ def _check_host_runners(scenario: Scenario, units: Sequence[Unit]) -> None:
         runner = scenario.builds[build].runner
         problem = host_exec_problem(runner)
         if problem is not None:
-            problems.append(f"builds.{build}.runner: {runner} cannot run on this host (target: host): {problem}")
+            problems.append(f"builds.{build}.runner: {runner} cannot run on this host (target: "
+                            f"host): {problem}")
     if problems:
         raise ConfigurationError("; ".join(problems))
 

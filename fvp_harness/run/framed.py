@@ -1,18 +1,20 @@
-"""One guest command per unit: prepare the unit folder, run the runner, report its exit status, hash its outputs and
-clean up, in a single round trip.
+"""One guest command per unit: prepare the unit folder, run the runner, report its exit status, hash
+its outputs and clean up, in a single round trip.
 
-Why: on a real FVP every console round trip costs model time (the guest shell runs on the simulated CPU), and a
-unit used to cost five besides its command (``rm -rf && mkdir -p``, the command, ``ls``, ``sha256sum``, ``rm
--rf``). The framed line is plain guest-contract shell (``&&``, ``;``, ``printf``, ``$?``, ``cd``, ``sha256sum`` of
-a ``*`` glob, ``rm -rf``), so any busybox guest runs it::
+Why: on a real FVP every console round trip costs model time (the guest shell runs on the simulated
+CPU), and a unit used to cost five besides its command (``rm -rf && mkdir -p``, the command, ``ls``,
+``sha256sum``, ``rm -rf``). The framed line is plain guest-contract shell (``&&``, ``;``,
+``printf``, ``$?``, ``cd``, ``sha256sum`` of a ``*`` glob, ``rm -rf``), so any busybox guest runs
+it::
 
     rm -rf D && mkdir -p D && printf '%s\\n' T.ready; <run.command>; printf '\\n%s %s\\n' T.status $?;
     cd D && sha256sum *; cd / && rm -rf D
 
-``T`` is a random token per unit, so nothing the runner prints can pass for a marker. The runner's own output (what
-is scraped and logged) is exactly the text between the two markers; the status line gives its exit status; after it
-come the digests. The folder is removed in the same line unless ``run.fetch`` files must be read back first (then
-the caller removes it after fetching). ``parse_framed`` is pure: tests feed it text.
+``T`` is a random token per unit, so nothing the runner prints can pass for a marker. The runner's
+own output (what is scraped and logged) is exactly the text between the two markers; the status line
+gives its exit status; after it come the digests. The folder is removed in the same line unless
+``run.fetch`` files must be read back first (then the caller removes it after fetching).
+``parse_framed`` is pure: tests feed it text.
 """
 
 from __future__ import annotations
@@ -62,9 +64,10 @@ def frame_unit(command: str, unit_dir: str, token: str, *, cleanup: bool = True,
 
 @dataclass(frozen=True)
 class FramedResult:
-    """What one framed line said: ``ready`` (the folder was prepared), the runner's ``output`` and ``status``
-    (None when the status line is missing: the line was cut short), the output ``digests`` by file name, and
-    ``problems``: lines of the hashing part that are no digest (a folder among the outputs, an unreadable file)."""
+    """What one framed line said: ``ready`` (the folder was prepared), the runner's ``output`` and
+    ``status`` (None when the status line is missing: the line was cut short), the output
+    ``digests`` by file name, and ``problems``: lines of the hashing part that are no digest (a
+    folder among the outputs, an unreadable file)."""
 
     ready: bool
     output: str
@@ -106,6 +109,7 @@ def parse_framed(text: str, token: str) -> FramedResult:
             peak = int(parts[1])
         elif len(parts) == 2 and _is_digest(parts[0]):
             digests[parts[1].lstrip("*")] = parts[0].lower()
-        elif line.strip() and "'*'" not in line and ": *:" not in line:  # an empty folder leaves the glob as is
+        # an empty folder leaves the glob as is
+        elif line.strip() and "'*'" not in line and ": *:" not in line:
             problems.append(line.strip())
     return FramedResult(ready, output, status, digests, tuple(problems), peak)

@@ -42,11 +42,13 @@ __all__ = [
 ]
 
 RecordSink = Callable[[int, Record], None]
-"""``sink(node, record)``: hand one finished record of scenario ``node`` to the coordinator (thread-safe)."""
+"""``sink(node, record)``: hand one finished record of scenario ``node`` to the coordinator
+(thread-safe)."""
 
 BOOT_COST = 20
-"""A boot's estimated cost in ``JobSpec.cost`` units (executions): what balancing adds per lane, and what a job of
-another pool must exceed before an idle lane closes its instance and boots one for it (work stealing)."""
+"""A boot's estimated cost in ``JobSpec.cost`` units (executions): what balancing adds per lane, and
+what a job of another pool must exceed before an idle lane closes its instance and boots one for it
+(work stealing)."""
 
 ARTIFACT_CACHE_ENV = "FVP_HARNESS_ARTIFACT_CACHE"
 """Where a worker keeps shipped artifacts (default: ``<tmp>/fvp-harness-artifacts``), by sha256."""
@@ -54,7 +56,8 @@ ARTIFACT_CACHE_ENV = "FVP_HARNESS_ARTIFACT_CACHE"
 
 @dataclass(frozen=True)
 class JobSpec:
-    """One plan session of one scenario: the units to run (ids, in plan order) and the keys they must have."""
+    """One plan session of one scenario: the units to run (ids, in plan order) and the keys they
+    must have."""
 
     node: int
     """Index of the scenario in the batch: routes records back to its store."""
@@ -66,10 +69,12 @@ class JobSpec:
     keys: tuple[str, ...]
     fvp_version: str | None = None
     artifacts: Mapping[str, str] = field(default_factory=dict)
-    """Host path -> sha256 of every artifact file the scenario names (used when the bytes are shipped)."""
+    """Host path -> sha256 of every artifact file the scenario names (used when the bytes are
+    shipped)."""
     withheld: tuple[tuple[str, str], ...] = ()
-    """Secret environment entries whose values this spec does not carry (``withhold_secrets``): (section, name),
-    section ``run`` or ``builds.<build>``; the worker takes each value from its own environment variable NAME."""
+    """Secret environment entries whose values this spec does not carry (``withhold_secrets``):
+    (section, name), section ``run`` or ``builds.<build>``; the worker takes each value from its own
+    environment variable NAME."""
 
     @property
     def cost(self) -> int:
@@ -87,7 +92,8 @@ class LaneSpec:
     jobs: tuple[JobSpec, ...]
     timeout_scale: float = 1.0
     blobs: Mapping[str, bytes] | None = None
-    """sha256 -> bytes of every artifact the jobs need, when shipped by content; None: read the paths as given."""
+    """sha256 -> bytes of every artifact the jobs need, when shipped by content; None: read the
+    paths as given."""
 
     @property
     def cost(self) -> int:
@@ -96,7 +102,8 @@ class LaneSpec:
 
 @dataclass
 class JobResult:
-    """What one job did. ``records``/``logs`` are filled only when the lane ran away from the store (remote)."""
+    """What one job did. ``records``/``logs`` are filled only when the lane ran away from the store
+    (remote)."""
 
     node: int
     session: int
@@ -112,22 +119,24 @@ class JobResult:
 
 @dataclass
 class LaneResult:
-    """Every job of a lane that started, in order; ``interrupted`` when a stop request ended it early; ``error``
-    when the lane as a whole failed (its task died with its worker, the scheduler went away, the task raised):
-    then the units of its jobs that have no record here did not run, for that reason."""
+    """Every job of a lane that started, in order; ``interrupted`` when a stop request ended it
+    early; ``error`` when the lane as a whole failed (its task died with its worker, the scheduler
+    went away, the task raised): then the units of its jobs that have no record here did not run,
+    for that reason."""
 
     index: int
     jobs: list[JobResult] = field(default_factory=list)
     interrupted: bool = False
     boots: int = 0
-    """Instances booted (more than one when an infrastructure failure forced a fresh instance, or the lane went on
-    with another pool's job: pre-booted instances count, used or not)."""
+    """Instances booted (more than one when an infrastructure failure forced a fresh instance, or
+    the lane went on with another pool's job: pre-booted instances count, used or not)."""
     error: str | None = None
     error_class: str = "infrastructure"
     owned: list[JobSpec] | None = None
-    """With work stealing (``LocalExecutor``): the jobs this lane answers for, started or not: its dealt jobs no
-    other lane took, and those it took from other lanes. The coordinator explains the units of these that got no
-    record (a job is in exactly one lane's list). None: the lane's dealt jobs (no stealing, e.g. on Dask)."""
+    """With work stealing (``LocalExecutor``): the jobs this lane answers for, started or not: its
+    dealt jobs no other lane took, and those it took from other lanes. The coordinator explains the
+    units of these that got no record (a job is in exactly one lane's list). None: the lane's dealt
+    jobs (no stealing, e.g. on Dask)."""
 
 
 @dataclass(frozen=True)
@@ -147,8 +156,9 @@ class LocalRun:
 
 @dataclass(frozen=True)
 class LaneControl:
-    """What the coordinator gives an executor with the lanes: where records, logs and finished lanes go, and the
-    events that stop them (see the module docstring). Executors call ``on_lane_done`` in the coordinating thread."""
+    """What the coordinator gives an executor with the lanes: where records, logs and finished lanes
+    go, and the events that stop them (see the module docstring). Executors call ``on_lane_done`` in
+    the coordinating thread."""
 
     sink: RecordSink
     results_roots: Mapping[int, Path]
@@ -162,11 +172,13 @@ class LaneControl:
 
 
 def _cache_root() -> Path:
-    return Path(os.environ.get(ARTIFACT_CACHE_ENV) or Path(tempfile.gettempdir()) / "fvp-harness-artifacts")
+    return Path(os.environ.get(ARTIFACT_CACHE_ENV) or
+                Path(tempfile.gettempdir()) / "fvp-harness-artifacts")
 
 
 def _materialise(blobs: Mapping[str, bytes], path: str, sha256: str) -> str:
-    """Put a shipped artifact into the worker's cache (by content, keeping its file name) and return its path."""
+    """Put a shipped artifact into the worker's cache (by content, keeping its file name) and return
+    its path."""
     target = _cache_root() / sha256[:2] / sha256 / Path(path).name
     if target.is_file() and target.stat().st_size == len(blobs[sha256]):
         return str(target)
@@ -180,7 +192,8 @@ def _materialise(blobs: Mapping[str, bytes], path: str, sha256: str) -> str:
 
 def relocated(scenario: Scenario, blobs: Mapping[str, bytes],
               hashes: Mapping[str, str]) -> Scenario:
-    """The scenario with every artifact path pointing at the worker's cached copy (keys do not include paths)."""
+    """The scenario with every artifact path pointing at the worker's cached copy (keys do not
+    include paths)."""
 
     def where(path: str) -> str:
         digest = hashes.get(path)
@@ -190,7 +203,8 @@ def relocated(scenario: Scenario, blobs: Mapping[str, bytes],
 
     builds = {name: build.model_copy(update={
         "runner": where(build.runner),
-        "models": {model: own.model_copy(update={"file": where(own.file)}) for model, own in build.models.items()}})
+        "models": {model: own.model_copy(update={"file": where(own.file)})
+                   for model, own in build.models.items()}})
         for name, build in scenario.builds.items()}
     models = {}
     for name, model in scenario.models.items():
@@ -210,14 +224,16 @@ def collect_logs(root: Path) -> dict[str, bytes]:
 
 
 WITHHELD = "<secret withheld: taken from the worker's environment>"
-"""What a withheld secret's value reads as in a shipped spec (long enough to stay secret by the name patterns)."""
+"""What a withheld secret's value reads as in a shipped spec (long enough to stay secret by the name
+patterns)."""
 
 
 def withhold_secrets(spec: LaneSpec) -> LaneSpec:
-    """The lane without its scenarios' secret values: each secret ``env`` value becomes ``WITHHELD`` (its name is
-    kept in ``JobSpec.withheld``) and ``vars`` are masked, so a spec sent over a plain (unencrypted) connection
-    carries the names, never the values. ``restore_secrets`` puts them back on the worker from its environment; the
-    worker's re-plan then checks the keys, so a different value there refuses the units (key mismatch)."""
+    """The lane without its scenarios' secret values: each secret ``env`` value becomes ``WITHHELD``
+    (its name is kept in ``JobSpec.withheld``) and ``vars`` are masked, so a spec sent over a plain
+    (unencrypted) connection carries the names, never the values. ``restore_secrets`` puts them back
+    on the worker from its environment; the worker's re-plan then checks the keys, so a different
+    value there refuses the units (key mismatch)."""
     jobs: list[JobSpec] = []
     for job in spec.jobs:
         scenario = job.scenario
@@ -225,29 +241,34 @@ def withhold_secrets(spec: LaneSpec) -> LaneSpec:
         if not names:
             jobs.append(job)
             continue
-        withheld: list[tuple[str, str]] = [("run", name) for name in scenario.run.env if name in names]
+        withheld: list[tuple[str, str]] = [("run", name)
+                                           for name in scenario.run.env if name in names]
         builds = {}
         for build_name, build in scenario.builds.items():
             withheld += [(f"builds.{build_name}", name) for name in build.env if name in names]
             builds[build_name] = build.model_copy(update={"env": {
                 name: WITHHELD if name in names else value for name, value in build.env.items()}})
         run = scenario.run.model_copy(update={"env": {
-            name: WITHHELD if name in names else value for name, value in scenario.run.env.items()}})
+            name: WITHHELD if name in names else value
+            for name, value in scenario.run.env.items()}})
         hidden = scenario.model_copy(update={"run": run, "builds": builds,
-                                             "vars": redact_data(scenario.vars, scenario.secret_values())})
+                                             "vars": redact_data(scenario.vars,
+                                                                 scenario.secret_values())})
         jobs.append(replace(job, scenario=hidden, withheld=tuple(withheld)))
     return replace(spec, jobs=tuple(jobs))
 
 
 def restore_secrets(spec: LaneSpec, environ: Mapping[str, str]) -> LaneSpec:
-    """The lane with every withheld secret taken from ``environ`` (the worker's own environment), by its ``env``
-    name. Raises ConfigurationError naming every one that is not set there (nothing runs)."""
-    missing = sorted({name for job in spec.jobs for _section, name in job.withheld if name not in environ})
+    """The lane with every withheld secret taken from ``environ`` (the worker's own environment), by
+    its ``env`` name. Raises ConfigurationError naming every one that is not set there (nothing
+    runs)."""
+    missing = sorted({name for job in spec.jobs
+                      for _section, name in job.withheld if name not in environ})
     if missing:
         raise ConfigurationError(
-            f"secret environment value(s) {', '.join(missing)} are not sent to Dask workers over a plain connection; "
-            "set them in each worker's environment under the same names, or use a tls:// scheduler "
-            "(distributed's security settings)")
+            f"secret environment value(s) {', '.join(missing)} are not sent to Dask workers over a "
+            "plain connection; set them in each worker's environment under the same names, or use "
+            "a tls:// scheduler (distributed's security settings)")
     jobs: list[JobSpec] = []
     for job in spec.jobs:
         if not job.withheld:
@@ -256,9 +277,13 @@ def restore_secrets(spec: LaneSpec, environ: Mapping[str, str]) -> LaneSpec:
         scenario = job.scenario
         wanted = set(job.withheld)
         run = scenario.run.model_copy(update={"env": {
-            name: environ[name] if ("run", name) in wanted else value for name, value in scenario.run.env.items()}})
+            name: environ[name] if ("run", name) in wanted else value
+            for name, value in scenario.run.env.items()}})
         builds = {build_name: build.model_copy(update={"env": {
             name: environ[name] if (f"builds.{build_name}", name) in wanted else value
-            for name, value in build.env.items()}}) for build_name, build in scenario.builds.items()}
-        jobs.append(replace(job, scenario=scenario.model_copy(update={"run": run, "builds": builds}), withheld=()))
+            for name, value in build.env.items()}})
+                  for build_name, build in scenario.builds.items()}
+        jobs.append(replace(job,
+                            scenario=scenario.model_copy(update={"run": run, "builds": builds}),
+                            withheld=()))
     return replace(spec, jobs=tuple(jobs))

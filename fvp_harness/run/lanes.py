@@ -68,7 +68,8 @@ log = logging.getLogger(__name__)
 
 
 def default_jobs() -> int:
-    """``-j`` default: the CPUs this process may use (one FVP instance each, like ``make -j$(nproc)``)."""
+    """``-j`` default: the CPUs this process may use (one FVP instance each, like ``make
+    -j$(nproc)``)."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - not Linux
@@ -76,7 +77,8 @@ def default_jobs() -> int:
 
 
 class _Stopped(Exception):
-    """Raised out of the instance factory when a stop was requested: ends ``execute_plan`` without recording."""
+    """Raised out of the instance factory when a stop was requested: ends ``execute_plan`` without
+    recording."""
 
 
 Opener = Callable[[Scenario, Profile, str, Path, float], contextlib.AbstractContextManager[Target]]
@@ -84,7 +86,8 @@ Opener = Callable[[Scenario, Profile, str, Path, float], contextlib.AbstractCont
 
 def _open_target(scenario: Scenario, profile: Profile, name: str, log_dir: Path,
                  timeout_scale: float) -> contextlib.AbstractContextManager[Target]:
-    return open_target(scenario, log_dir=log_dir, name=name, profile=profile, timeout_scale=timeout_scale)
+    return open_target(scenario, log_dir=log_dir, name=name, profile=profile,
+                       timeout_scale=timeout_scale)
 
 
 def _close_context(context: contextlib.AbstractContextManager[Target]) -> None:
@@ -103,7 +106,8 @@ def _emit(listener: Listener, event: Event) -> None:
 
 @dataclass(frozen=True)
 class _Claim:
-    """A job a lane took off the board, with the lane it was dealt to (its pool and shipped blobs)."""
+    """A job a lane took off the board, with the lane it was dealt to (its pool and shipped
+    blobs)."""
 
     job: JobSpec
     origin: LaneSpec
@@ -114,17 +118,18 @@ class _Claim:
 
 
 class _PreBoot:
-    """The instance of a lane's next job (of another pool), booting on a thread of its own while the current job
-    runs so it is ready when that job ends.
+    """The instance of a lane's next job (of another pool), booting on a thread of its own while the
+    current job runs so it is ready when that job ends.
 
     It is opened with the name and log folder the next job's session would pick then
-    (``store.folder.free_instance_name``), and that session takes it under that name (``_Early``), so its logs land
-    in that job's own results folder. Whoever holds it last closes it: the lease once it lent it, the lane
-    otherwise (stop, abort, drain, an error), the boot thread itself when a close or an abort came while it booted.
-    ``close`` waits for a boot in progress, so no instance outlives its lane."""
+    (``store.folder.free_instance_name``), and that session takes it under that name (``_Early``),
+    so its logs land in that job's own results folder. Whoever holds it last closes it: the lease
+    once it lent it, the lane otherwise (stop, abort, drain, an error), the boot thread itself when
+    a close or an abort came while it booted. ``close`` waits for a boot in progress, so no instance
+    outlives its lane."""
 
-    def __init__(self, opener: Opener, claim: _Claim, root: Path, scale: float, abort: threading.Event,
-                 listener: Listener) -> None:
+    def __init__(self, opener: Opener, claim: _Claim, root: Path, scale: float,
+                 abort: threading.Event, listener: Listener) -> None:
         self.claim = claim
         self._opener = opener
         self._root = root
@@ -153,9 +158,9 @@ class _PreBoot:
         return None if self._instance is None else self._instance.boot_seconds
 
     def start(self) -> None:
-        """Name the instance and create its log folder here, in the lane's thread (so the folder exists before the
-        next job's session names its own instance), then boot on a thread of its own (``run.preboot.PreBooted``).
-        Idempotent; nothing after ``close``."""
+        """Name the instance and create its log folder here, in the lane's thread (so the folder
+        exists before the next job's session names its own instance), then boot on a thread of its
+        own (``run.preboot.PreBooted``). Idempotent; nothing after ``close``."""
         with self._lock:
             if self._started or self._closed:
                 return
@@ -175,8 +180,8 @@ class _PreBoot:
 
     @contextlib.contextmanager
     def _open(self, name: str, log_dir: Path) -> Iterator[Target]:
-        """The opener's instance, announced to the progress display; closed at once when the batch was aborted
-        while it booted."""
+        """The opener's instance, announced to the progress display; closed at once when the batch
+        was aborted while it booted."""
         job = self.claim.job
         try:
             _emit(self._listener, Event("boot", session=self._label))
@@ -189,12 +194,13 @@ class _PreBoot:
                     raise _Stopped()
                 yield target
         finally:
-            if self.booted and not self._lent:  # closed by the pre-boot itself, not by the lease it was lent to
+            # closed by the pre-boot itself, not by the lease it was lent to
+            if self.booted and not self._lent:
                 _emit(self._listener, Event("closed", session=self._label))
 
     def take(self) -> tuple[contextlib.AbstractContextManager[Target], Target]:
-        """Wait for the boot and hand the instance over (the caller closes it from then on). Raises the boot's
-        own error, or ``_Stopped`` when the instance was closed meanwhile."""
+        """Wait for the boot and hand the instance over (the caller closes it from then on). Raises
+        the boot's own error, or ``_Stopped`` when the instance was closed meanwhile."""
         with self._lock:
             instance, error = self._instance, self._error
         if error is not None:
@@ -208,7 +214,8 @@ class _PreBoot:
             raise _Stopped() from None
 
     def close(self) -> None:
-        """Close the instance unless it was handed over; wait for a boot in progress (idempotent, any thread)."""
+        """Close the instance unless it was handed over; wait for a boot in progress (idempotent,
+        any thread)."""
         with self._lock:
             self._closed = True
             instance = self._instance
@@ -217,13 +224,15 @@ class _PreBoot:
 
 
 class _InstanceLease:
-    """One booted instance lent to job after job (``execute_plan`` asks its factory for an instance per
-    session). A unit that ends in an exception closes the instance, so execute's retry gets a fresh one; a stop
-    request closes it from another thread (ending the unit in flight) and makes the next request fail.
+    """One booted instance lent to job after job (``execute_plan`` asks its factory for an instance
+    per session). A unit that ends in an exception closes the instance, so execute's retry gets a
+    fresh one; a stop request closes it from another thread (ending the unit in flight) and makes
+    the next request fail.
 
-    ``pool``: the pool of the jobs it serves; ``switch`` closes an instance another pool's job cannot use. ``adopt``
-    makes a pre-booted instance the one lent next; ``on_lend`` is called each time an instance is lent (the lane
-    starts its pre-boot then: once the current job has its instance, not while that one boots too)."""
+    ``pool``: the pool of the jobs it serves; ``switch`` closes an instance another pool's job
+    cannot use. ``adopt`` makes a pre-booted instance the one lent next; ``on_lend`` is called each
+    time an instance is lent (the lane starts its pre-boot then: once the current job has its
+    instance, not while that one boots too)."""
 
     def __init__(self, opener: Opener, stop: threading.Event, timeout_scale: float,
                  fresh: bool = False) -> None:
@@ -241,10 +250,11 @@ class _InstanceLease:
         self.on_lend: Callable[[], None] | None = None
         self.boots = 0
         self.last_boot_seconds: float | None = None
-        """The boot time of the last pre-booted instance lent (its own boot, not the wait for it)."""
+        """The boot time of the last pre-booted instance lent (its own boot, not the wait for
+        it)."""
         self.reused = False
-        """Whether the last lease lent an instance booted before it was asked for (progress must not say it
-        booted)."""
+        """Whether the last lease lent an instance booted before it was asked for (progress must not
+        say it booted)."""
 
     @property
     def has_instance(self) -> bool:
@@ -257,13 +267,15 @@ class _InstanceLease:
         return self.pool if self.has_instance else None
 
     def switch(self, pool: str) -> None:
-        """The next job is of ``pool``: an instance of another pool cannot serve it and is closed."""
+        """The next job is of ``pool``: an instance of another pool cannot serve it and is
+        closed."""
         if pool != self.pool:
             self.close()
             self.pool = pool
 
     def preboot_name(self, job: JobSpec) -> str | None:
-        """The name of the pre-booted instance waiting for ``job`` (None: the job boots or reuses as usual)."""
+        """The name of the pre-booted instance waiting for ``job`` (None: the job boots or reuses as
+        usual)."""
         with self._lock:
             preboot = self._preboot
         if preboot is None or preboot.claim.job is not job or not preboot.started:
@@ -299,7 +311,8 @@ class _InstanceLease:
             self.reused = False
             self.last_boot_seconds = early.boot_seconds
             return early, target
-        if preboot is not None:  # its boot's failure is this request's: execute's boot retry rule applies
+        # its boot's failure is this request's: execute's boot retry rule applies
+        if preboot is not None:
             context, target = preboot.take()
             self.reused = True
             self.last_boot_seconds = preboot.boot_seconds
@@ -310,7 +323,8 @@ class _InstanceLease:
         return context, target
 
     @contextlib.contextmanager
-    def _lease(self, scenario: Scenario, profile: Profile, name: str, log_dir: Path) -> Iterator[Target]:
+    def _lease(self, scenario: Scenario, profile: Profile, name: str,
+               log_dir: Path) -> Iterator[Target]:
         if self._stop.is_set():
             raise _Stopped()
         self.reused = self._target is not None
@@ -322,7 +336,8 @@ class _InstanceLease:
             if self._stop.is_set():
                 self.close()
                 raise _Stopped()
-        if isinstance(target, MasksSecrets):  # an instance lent to another scenario learns that one's secrets
+        # an instance lent to another scenario learns that one's secrets
+        if isinstance(target, MasksSecrets):
             target.redact_also(scenario.secret_values())
         if self.on_lend is not None:
             self.on_lend()
@@ -349,14 +364,16 @@ class _InstanceLease:
 
 
 class _Board:
-    """The jobs nobody started yet, lane by lane, shared by the lanes of one ``LocalExecutor.run`` (work stealing).
+    """The jobs nobody started yet, lane by lane, shared by the lanes of one ``LocalExecutor.run``
+    (work stealing).
 
-    A lane takes its own jobs first (the deal, ``engine.assign_lanes``, so a balanced batch runs as dealt). A lane
-    with none left takes one from another lane's tail (never the first job of a lane whose thread has not begun:
-    ``_kept``): from the lane with the most estimated work left among those
-    of its instance's pool (no boot needed), else a job of another pool worth a boot (cost above ``BOOT_COST``).
-    Every take happens under one lock and only while no drain, stop or abort is set, so a job is started by exactly
-    one lane and a stopped batch starts nothing new. ``retire`` tells a finished lane which jobs it answers for."""
+    A lane takes its own jobs first (the deal, ``engine.assign_lanes``, so a balanced batch runs as
+    dealt). A lane with none left takes one from another lane's tail (never the first job of a lane
+    whose thread has not begun: ``_kept``): from the lane with the most estimated work left among
+    those of its instance's pool (no boot needed), else a job of another pool worth a boot (cost
+    above ``BOOT_COST``). Every take happens under one lock and only while no drain, stop or abort
+    is set, so a job is started by exactly one lane and a stopped batch starts nothing new.
+    ``retire`` tells a finished lane which jobs it answers for."""
 
     def __init__(self, lanes: Sequence[LaneSpec], events: Sequence[threading.Event],
                  workers: int | None = None, steal: bool = True) -> None:
@@ -369,11 +386,13 @@ class _Board:
         self._lanes = {lane.index: lane for lane in lanes}
         self._queues: dict[int, deque[JobSpec]] = {lane.index: deque(lane.jobs) for lane in lanes}
         self._workers = len(lanes) if workers is None else max(1, workers)
-        """Lanes that run at once (the executor's threads): a lane beyond them waits for one to end."""
+        """Lanes that run at once (the executor's threads): a lane beyond them waits for one to
+        end."""
         self._started: set[int] = set()
         self._retired: set[int] = set()
         self._running: dict[int, int] = {}
-        """Lane -> estimated cost of the job it runs (its remaining work counts it until it takes the next)."""
+        """Lane -> estimated cost of the job it runs (its remaining work counts it until it takes
+        the next)."""
         self._jobs = [job for lane in lanes for job in lane.jobs]
         self._owner = {(job.node, job.session): lane.index for lane in lanes for job in lane.jobs}
 
@@ -389,8 +408,9 @@ class _Board:
         return self._running.get(lane, 0) + sum(job.cost for job in self._queues[lane])
 
     def take(self, lane: int, warm_pool: str | None) -> _Claim | None:
-        """The next job for ``lane``, whose instance (if it has one) serves ``warm_pool``; None: nothing left for
-        it. Raises ``_Stopped`` when there is a job but a drain, stop or abort forbids starting it."""
+        """The next job for ``lane``, whose instance (if it has one) serves ``warm_pool``; None:
+        nothing left for it. Raises ``_Stopped`` when there is a job but a drain, stop or abort
+        forbids starting it."""
         with self._lock:
             self._started.add(lane)
             own = self._queues[lane]
@@ -404,10 +424,11 @@ class _Board:
             return claim
 
     def claim_ahead(self, lane: int, pool: str, current: int) -> _Claim | None:
-        """The job of another pool ``lane`` will take after its current one (cost ``current``), claimed now so
-        its instance can boot meanwhile; None when the lane still holds jobs, a job of ``pool`` is left to take,
-        or no other pool's job is worth a boot and likely still unstarted when the current job ends (the
-        estimated work ahead of it on its own lane exceeds ``current``)."""
+        """The job of another pool ``lane`` will take after its current one (cost ``current``),
+        claimed now so its instance can boot meanwhile; None when the lane still holds jobs, a job
+        of ``pool`` is left to take, or no other pool's job is worth a boot and likely still
+        unstarted when the current job ends (the estimated work ahead of it on its own lane exceeds
+        ``current``)."""
         with self._lock:
             if (not self._steals or self._halted() or self._queues[lane]
                     or self._steal(lane, pool, warm_only=True) is not None):
@@ -417,7 +438,8 @@ class _Board:
 
     def _steal(self, thief: int, warm_pool: str | None, *, warm_only: bool = False,
                ahead_of: int | None = None) -> tuple[int, int] | None:
-        """(victim lane, queue position) of the job ``thief`` would take from another lane, or None."""
+        """(victim lane, queue position) of the job ``thief`` would take from another lane, or
+        None."""
         victims = [index for index, queue in self._queues.items()
                    if index != thief and len(queue) > self._kept(index)]
         warm = [index for index in victims if self._lanes[index].pool == warm_pool]
@@ -429,7 +451,8 @@ class _Board:
         best: tuple[int, int] | None = None
         for victim in sorted(victims, key=lambda index: (-self._left(index), index)):
             queue = self._queues[victim]
-            for position in range(len(queue) - 1, self._kept(victim) - 1, -1):  # from the tail: run last there
+            # from the tail: run last there
+            for position in range(len(queue) - 1, self._kept(victim) - 1, -1):
                 job = queue[position]
                 before = self._running.get(victim, 0) + sum(queue[i].cost for i in range(position))
                 if job.cost > BOOT_COST and (ahead_of is None or before > ahead_of):
@@ -475,10 +498,11 @@ class _Board:
             return []
 
     def _kept(self, victim: int) -> int:
-        """How many jobs at the head of ``victim``'s queue no other lane may take: its first one while its thread
-        has not begun yet (it starts with it any moment: taking it would leave that lane nothing and run both
-        lanes' jobs one after the other on one instance, as a quick first job on a loaded host did), none once it
-        runs or while it waits for a thread (every thread runs another lane)."""
+        """How many jobs at the head of ``victim``'s queue no other lane may take: its first one
+        while its thread has not begun yet (it starts with it any moment: taking it would leave that
+        lane nothing and run both lanes' jobs one after the other on one instance, as a quick first
+        job on a loaded host did), none once it runs or while it waits for a thread (every thread
+        runs another lane)."""
         if victim in self._started or len(self._started - self._retired) >= self._workers:
             return 0
         return 1
@@ -489,12 +513,13 @@ class _Board:
         del queue[position]
         self._owner[(job.node, job.session)] = thief
         if victim != thief:
-            log.info("lane %s takes %s/s%s from lane %s", thief, Path(job.scenario_path).stem, job.session, victim)
+            log.info("lane %s takes %s/s%s from lane %s", thief, Path(job.scenario_path).stem,
+                     job.session, victim)
         return _Claim(job, self._lanes[victim])
 
     def retire(self, lane: int) -> list[JobSpec]:
-        """``lane`` has ended: its unstarted jobs leave the board (it reports them; nobody may start them after),
-        and the jobs it answers for are returned (``LaneResult.owned``)."""
+        """``lane`` has ended: its unstarted jobs leave the board (it reports them; nobody may start
+        them after), and the jobs it answers for are returned (``LaneResult.owned``)."""
         with self._lock:
             self._queues[lane].clear()
             self._running.pop(lane, None)
@@ -529,10 +554,10 @@ class _Sharing:
 class _SinkStore(ResultStore):
     """A results folder whose records go to the coordinator instead of ``records.jsonl``.
 
-    ``execute_plan`` writes unit logs into ``root`` (the real results folder locally, a scratch folder on a
-    remote worker) and calls ``append``; the record goes to ``sink``. Failed records that appear after an abort
-    are the abort's own doing (the instance was closed under the unit) and are dropped: the unit simply runs
-    again next time.
+    ``execute_plan`` writes unit logs into ``root`` (the real results folder locally, a scratch
+    folder on a remote worker) and calls ``append``; the record goes to ``sink``. Failed records
+    that appear after an abort are the abort's own doing (the instance was closed under the unit)
+    and are dropped: the unit simply runs again next time.
     """
 
     def __init__(self, root: Path, node: int, sink: RecordSink, abort: threading.Event) -> None:
@@ -541,18 +566,20 @@ class _SinkStore(ResultStore):
         self._sink = sink
         self._abort = abort
         self.appended: list[Record] = []
-        """This job's records, for ``run.until``'s stopping rule (a remote worker has no records file)."""
+        """This job's records, for ``run.until``'s stopping rule (a remote worker has no records
+        file)."""
 
     def append(self, record: Record) -> None:
         if self._abort.is_set() and record.status != "ok":
-            log.info("dropping the record of %s: the batch was stopped while it ran", record.unit_id)
+            log.info("dropping the record of %s: the batch was stopped while it ran",
+                     record.unit_id)
             return
         self.appended.append(record)
         self._sink(self._node, record)
 
     def known_records(self) -> list[Record]:
-        """Records the folder holds (locally) and this job's own: what the stopping rule may judge on (the
-        analysis keeps one record per unit, so one seen twice counts once)."""
+        """Records the folder holds (locally) and this job's own: what the stopping rule may judge
+        on (the analysis keeps one record per unit, so one seen twice counts once)."""
         return [*(self.records() if self.records_path.is_file() else []), *self.appended]
 
 
@@ -627,8 +654,8 @@ def run_lane(
             if shared and results_roots is not None:
                 upcoming = source.claim_ahead(spec.index, claim.pool, claim.job.cost)
                 if upcoming is not None:
-                    ahead = _PreBoot(opener, upcoming, results_roots[upcoming.job.node], spec.timeout_scale, abort,
-                                     listener)
+                    ahead = _PreBoot(opener, upcoming, results_roots[upcoming.job.node],
+                                     spec.timeout_scale, abort, listener)
                     preboots.append(ahead)
                     lease.on_lend = ahead.start
             sharing = source.sharing(spec.index, claim.job.node, claim.pool) if shared else None
@@ -651,7 +678,8 @@ def run_lane(
     return result
 
 
-def _run_one(claim: _Claim, number: int, lease: _InstanceLease, result: LaneResult, sink: RecordSink | None,
+def _run_one(claim: _Claim, number: int, lease: _InstanceLease, result: LaneResult,
+             sink: RecordSink | None,
              results_roots: Mapping[int, Path] | None, scratch: Path | None, abort: threading.Event,
              stop: threading.Event, listener: Listener,
              extra: tuple[LocalRun | None, _Sharing | None] = (None, None)) -> bool:
@@ -706,15 +734,18 @@ def _run_job(job: JobSpec, spec: LaneSpec, root: Path, lease: _InstanceLease, si
         if unit.key != expected:
             raise ConfigurationError(
                 f"{scenario.name}/{unit_id}: its inputs changed between planning and running (key "
-                f"{expected[:12]} planned, {unit.key[:12]} here); an artifact was rebuilt or edited meanwhile, or "
-                "the worker sees other files at the shared path: run make again")
+                f"{expected[:12]} planned, {unit.key[:12]} here); an artifact was rebuilt or "
+                "edited meanwhile, or the worker sees other files at the shared path: run make "
+                "again")
         units.append(unit)
     store = _SinkStore(root, job.node, sink, abort)
     label = job.scenario_path and Path(job.scenario_path).stem
 
     def relabel(event: Event) -> None:  # several scenarios have an s0: name sessions scenario/s0
-        if (event.kind == "boot" and lease.has_instance) or (event.kind == "booted" and lease.reused):
-            event = replace(event, detail="reused")  # the lane's instance serves this job too: no boot
+        if (event.kind == "boot" and lease.has_instance) or (event.kind == "booted" and
+                                                             lease.reused):
+            # the lane's instance serves this job too: no boot
+            event = replace(event, detail="reused")
         listener(replace(event, session=f"{label}/{event.session}") if event.session else event)
 
     wanted = None
@@ -722,16 +753,18 @@ def _run_job(job: JobSpec, spec: LaneSpec, root: Path, lease: _InstanceLease, si
     if local is not None:
         wanted = local.wanted
     elif scenario.run.until is not None and not stored_baseline:
-        # adaptive sampling: the lane skips the rounds a stopped model needs no more (not against a stored baseline:
-        # a worker has no stored run to judge on, so it measures every round; the report's replay spares none)
+        # adaptive sampling: the lane skips the rounds a stopped model needs no more (not against a
+        # stored baseline: a worker has no stored run to judge on, so it measures every round; the
+        # report's replay spares none)
         rule = StoppingRule(scenario.compare, scenario.run.until, models=list(scenario.models),
                             builds=[b for b in scenario.builds if any(u.build == b for u in units)],
-                            keys={unit.id: unit.key for unit in plan.units}, records=store.known_records,
-                            metrics=scenario.metrics)
+                            keys={unit.id: unit.key for unit in plan.units},
+                            records=store.known_records, metrics=scenario.metrics)
         wanted = rule.wanted
     factory = lease.factory(scenario, job.profile)
 
-    def early(session: str) -> _Early | None:  # this job's pre-booted instance keeps the name it booted under
+    # this job's pre-booted instance keeps the name it booted under
+    def early(session: str) -> _Early | None:
         name = lease.preboot_name(job)
         booted = None
         if name is None and local is not None and local.early is not None:
@@ -750,10 +783,11 @@ def _run_job(job: JobSpec, spec: LaneSpec, root: Path, lease: _InstanceLease, si
 
 
 class _Early(contextlib.AbstractContextManager[Target]):
-    """A job's pre-booted instance as execute's ``EarlyInstance``: the session takes the name it booted under (its
-    logs are that instance's folder), and the lease lends it as usual."""
+    """A job's pre-booted instance as execute's ``EarlyInstance``: the session takes the name it
+    booted under (its logs are that instance's folder), and the lease lends it as usual."""
 
-    def __init__(self, name: str, lent: contextlib.AbstractContextManager[Target], lease: _InstanceLease) -> None:
+    def __init__(self, name: str, lent: contextlib.AbstractContextManager[Target],
+                 lease: _InstanceLease) -> None:
         self.name = name
         self.boot_seconds: float | None = None
         self._lent = lent
@@ -787,8 +821,8 @@ class LocalExecutor:
     def run(self, lanes: Sequence[LaneSpec], control: LaneControl) -> None:
         """Run every lane, sharing one board (work stealing: see the module docstring);
         ``control.on_lane_done`` is called in this thread as lanes finish. On
-        KeyboardInterrupt: stop scheduling, close every instance, wait for the lanes to wind down, report them,
-        re-raise."""
+        KeyboardInterrupt: stop scheduling, close every instance, wait for the lanes to wind down,
+        report them, re-raise."""
         if not lanes:
             return
         threads = min(self.workers, len(lanes))

@@ -1,13 +1,15 @@
-"""What a manifest records of the machine and the sources: CPU, memory, load, OS, the harness's own checkout, the
-model binary's bytes and each build's git checkout.
+"""What a manifest records of the machine and the sources: CPU, memory, load, OS, the harness's own
+checkout, the model binary's bytes and each build's git checkout.
 
-Why a record this full: a reviewer reading pasted numbers asks which machine, how busy it was and which code made
-them; a run that was slow because the host was loaded shows it in the load average before and after. Everything
-here is best effort: a fact this host does not give is ``None``, never a failure of the run.
+Why a record this full: a reviewer reading pasted numbers asks which machine, how busy it was and
+which code made them; a run that was slow because the host was loaded shows it in the load average
+before and after. Everything here is best effort: a fact this host does not give is ``None``, never
+a failure of the run.
 
-Processes: ``git describe`` is the one command started here (list arguments, ``GIT_TIMEOUT_S``), and only for a
-folder that ``git_head`` found inside a checkout, so a machine without git or a runner outside any checkout
-starts nothing (an exception to "only ``targets/`` starts processes", like ``store/locate.py``'s ``git rev-parse``).
+Processes: ``git describe`` is the one command started here (list arguments, ``GIT_TIMEOUT_S``), and
+only for a folder that ``git_head`` found inside a checkout, so a machine without git or a runner
+outside any checkout starts nothing (an exception to "only ``targets/`` starts processes", like
+``store/locate.py``'s ``git rev-parse``).
 """
 
 from __future__ import annotations
@@ -34,11 +36,13 @@ __all__ = [
 ]
 
 GIT_TIMEOUT_S = 5.0
-"""Deadline of one ``git describe``: a checkout on a hung network file system must not hold up the run."""
+"""Deadline of one ``git describe``: a checkout on a hung network file system must not hold up the
+run."""
 
 
 def load_average() -> list[float] | None:
-    """The 1, 5 and 15 minute load averages (``os.getloadavg``), rounded to 2 decimals; None where unsupported."""
+    """The 1, 5 and 15 minute load averages (``os.getloadavg``), rounded to 2 decimals; None where
+    unsupported."""
     try:
         return [round(value, 2) for value in os.getloadavg()]
     except (OSError, AttributeError):
@@ -46,7 +50,8 @@ def load_average() -> list[float] | None:
 
 
 def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str | None:
-    """The CPU's marketing name (``model name`` on x86, ``Hardware``/``Model`` on Arm), else ``platform.processor``."""
+    """The CPU's marketing name (``model name`` on x86, ``Hardware``/``Model`` on Arm), else
+    ``platform.processor``."""
     try:
         text = cpuinfo.read_text(encoding="utf-8", errors="replace")
     except OSError:
@@ -68,7 +73,8 @@ def memory_bytes() -> int | None:
 
 
 def os_name(os_release: Path = Path("/etc/os-release")) -> str:
-    """The distribution's ``PRETTY_NAME`` (``Debian GNU/Linux 12 (bookworm)``), else ``platform.platform()``."""
+    """The distribution's ``PRETTY_NAME`` (``Debian GNU/Linux 12 (bookworm)``), else
+    ``platform.platform()``."""
     try:
         for line in os_release.read_text(encoding="utf-8", errors="replace").splitlines():
             if line.startswith("PRETTY_NAME="):
@@ -79,8 +85,8 @@ def os_name(os_release: Path = Path("/etc/os-release")) -> str:
 
 
 def git_head(folder: Path) -> tuple[str | None, str | None]:
-    """(commit, branch) of the git checkout holding ``folder``, read from ``.git`` files (no git process is
-    started); (None, None) outside one."""
+    """(commit, branch) of the git checkout holding ``folder``, read from ``.git`` files (no git
+    process is started); (None, None) outside one."""
     for parent in (folder, *folder.parents):
         dot_git = parent / ".git"
         if dot_git.is_file():  # a worktree or submodule: "gitdir: <path>"
@@ -119,13 +125,15 @@ def git_head(folder: Path) -> tuple[str | None, str | None]:
 
 
 def git_describe(folder: Path) -> str | None:
-    """``git describe --always --tags --dirty`` of the checkout holding ``folder`` (``v1.2-3-gabc1234-dirty``);
-    None outside a checkout, without git, or when git does not answer within ``GIT_TIMEOUT_S``."""
+    """``git describe --always --tags --dirty`` of the checkout holding ``folder``
+    (``v1.2-3-gabc1234-dirty``); None outside a checkout, without git, or when git does not answer
+    within ``GIT_TIMEOUT_S``."""
     folder = folder if folder.is_dir() else folder.parent
     if git_head(folder)[0] is None:
         return None
     try:
-        done = subprocess.run(["git", "-C", str(folder), "describe", "--always", "--tags", "--dirty"],
+        done = subprocess.run(["git", "-C", str(folder), "describe", "--always", "--tags",
+                               "--dirty"],
                               capture_output=True, text=True, timeout=GIT_TIMEOUT_S, check=False,
                               stdin=subprocess.DEVNULL)
     except (OSError, subprocess.SubprocessError):
@@ -136,9 +144,9 @@ def git_describe(folder: Path) -> str | None:
 
 @functools.lru_cache(maxsize=4)
 def harness_checkout(package_dir: Path | None = None) -> tuple[str | None, str | None]:
-    """(commit, describe) of the git checkout the harness runs from (an editable install); (None, None) when it
-    was installed from a wheel: its version says it all then. Asked once per process (the code that runs is the
-    code that was imported, whatever the checkout does meanwhile)."""
+    """(commit, describe) of the git checkout the harness runs from (an editable install); (None,
+    None) when it was installed from a wheel: its version says it all then. Asked once per process
+    (the code that runs is the code that was imported, whatever the checkout does meanwhile)."""
     package_dir = package_dir or Path(__file__).resolve().parent.parent
     root = package_dir.parent
     if not (root / "pyproject.toml").is_file():
@@ -148,8 +156,9 @@ def harness_checkout(package_dir: Path | None = None) -> tuple[str | None, str |
 
 
 def resolve_binary(binary: str) -> tuple[str | None, str | None]:
-    """(absolute path, sha256) of a model binary as a boot finds it (a bare name through ``PATH``); (None, None)
-    when it is not a file here. Hashed with ``files.file_sha256`` (cached per inode and times)."""
+    """(absolute path, sha256) of a model binary as a boot finds it (a bare name through ``PATH``);
+    (None, None) when it is not a file here. Hashed with ``files.file_sha256`` (cached per inode and
+    times)."""
     found = binary if os.sep in binary else shutil.which(binary)
     if found is None or not os.path.isfile(found):
         return None, None

@@ -1,19 +1,23 @@
-"""``manifest.json``: what a results folder's records were measured with, as one typed, versioned model.
+"""``manifest.json``: what a results folder's records were measured with, as one typed, versioned
+model.
 
-A manifest is written *before* any unit runs (a killed run still says what it was) and finished afterwards with
-what the booted instances reported. ``run`` and ``make`` write it through the same three steps, so a folder
-either wrote reads the same way (``fvp-harness report DIR`` needs only the manifest and the records):
+A manifest is written *before* any unit runs (a killed run still says what it was) and finished
+afterwards with what the booted instances reported. ``run`` and ``make`` write it through the same
+three steps, so a folder either wrote reads the same way (``fvp-harness report DIR`` needs only the
+manifest and the records):
 
-1. ``Manifest.start(...)``: the resolved scenario and its files, the profile, the model's identity, every
-   artifact's sha256, the builds that ran, harness/parser versions, this host, the options and the plan;
-2. ``continue_from(previous)`` when the folder already holds a run this one adds to (``--resume``, ``make``):
-   the first start time and the instances already recorded are kept;
-3. ``finish(outcomes, interrupted=...)``: per booted instance its argv, version, ports, timings, ``--stat`` block
-   and error; the end time and the status (``complete``, ``aborted``, ``interrupted``).
+1. ``Manifest.start(...)``: the resolved scenario and its files, the profile, the model's identity,
+   every artifact's sha256, the builds that ran, harness/parser versions, this host, the options and
+   the plan;
+2. ``continue_from(previous)`` when the folder already holds a run this one adds to (``--resume``,
+   ``make``): the first start time and the instances already recorded are kept;
+3. ``finish(outcomes, interrupted=...)``: per booted instance its argv, version, ports, timings,
+   ``--stat`` block and error; the end time and the status (``complete``, ``aborted``,
+   ``interrupted``).
 
-The store writes and reads it as JSON (``store.ResultStore.write_manifest``/``read_manifest``) and knows nothing of
-these fields; ``docs/results-format.md`` documents them. Key metadata that must match for two runs to share a
-folder are compared by ``store.key_metadata`` on the JSON form.
+The store writes and reads it as JSON (``store.ResultStore.write_manifest``/``read_manifest``) and
+knows nothing of these fields; ``docs/results-format.md`` documents them. Key metadata that must
+match for two runs to share a folder are compared by ``store.key_metadata`` on the JSON form.
 """
 
 from __future__ import annotations
@@ -69,13 +73,15 @@ Status = Literal["running", "complete", "aborted", "interrupted"]
 
 
 class _Part(BaseModel):
-    """Base of every manifest section: unknown fields are errors (a newer format has a newer version)."""
+    """Base of every manifest section: unknown fields are errors (a newer format has a newer
+    version)."""
 
     model_config = ConfigDict(extra="forbid")
 
 
 class ScenarioInfo(_Part):
-    """The scenario as it was run: its name, its file, and the whole resolved scenario (what ``report`` re-reads)."""
+    """The scenario as it was run: its name, its file, and the whole resolved scenario (what
+    ``report`` re-reads)."""
 
     name: str
     file: str
@@ -83,8 +89,9 @@ class ScenarioInfo(_Part):
 
 
 class FvpInfo(_Part):
-    """The model: binary as configured, the version it reported, its banner, the argv of the first instance, the
-    identity folded into content keys, and the scenario's parameters, options and simulator knobs."""
+    """The model: binary as configured, the version it reported, its banner, the argv of the first
+    instance, the identity folded into content keys, and the scenario's parameters, options and
+    simulator knobs."""
 
     binary: str
     version: str | None = None
@@ -95,16 +102,19 @@ class FvpInfo(_Part):
     args: list[str] = Field(default_factory=list)
     sim: dict[str, Any] = Field(default_factory=dict)
     path: str | None = None
-    """A real model: the binary's absolute path as a boot resolves it (None for ``sim`` and when not found)."""
+    """A real model: the binary's absolute path as a boot resolves it (None for ``sim`` and when not
+    found)."""
     sha256: str | None = None
     """A real model: the binary's sha256 (which FVP build measured the numbers)."""
     simulator: str | None = None
-    """``sim``: the simulator's release, the harness version it ships with (``fvp-harness 0.1.0``)."""
+    """``sim``: the simulator's release, the harness version it ships with (``fvp-harness
+    0.1.0``)."""
 
 
 class BuildSourceInfo(_Part):
-    """Where a build's runner came from: the scenario's ``builds.X.source`` (``origin: scenario``), or the git
-    checkout holding the runner file (``origin: checkout``: its commit and ``git describe``)."""
+    """Where a build's runner came from: the scenario's ``builds.X.source`` (``origin: scenario``),
+    or the git checkout holding the runner file (``origin: checkout``: its commit and ``git
+    describe``)."""
 
     origin: Literal["scenario", "checkout"]
     repository: str | None = None
@@ -119,8 +129,8 @@ class BuildSourceInfo(_Part):
 
 
 class BuildInfo(_Part):
-    """One build of the runner: the id it must print (if any), its runner path and sha256, env and args, and its
-    source where it is known."""
+    """One build of the runner: the id it must print (if any), its runner path and sha256, env and
+    args, and its source where it is known."""
 
     id: str | None = None
     runner: str
@@ -140,8 +150,9 @@ class BuiltStep(_Part):
 
 
 class HostInfo(_Part):
-    """The machine the harness ran on (``run/machine.py`` reads it; every field but the first five may be None
-    where this host does not say, and is absent from manifests of format 4 and older)."""
+    """The machine the harness ran on (``run/machine.py`` reads it; every field but the first five
+    may be None where this host does not say, and is absent from manifests of format 4 and
+    older)."""
 
     hostname: str
     platform: str
@@ -158,14 +169,15 @@ class HostInfo(_Part):
 
     @classmethod
     def this_machine(cls) -> HostInfo:
-        return cls(hostname=socket.gethostname(), platform=platform.platform(), machine=platform.machine(),
+        return cls(hostname=socket.gethostname(), platform=platform.platform(),
+                   machine=platform.machine(),
                    python=platform.python_version(), cpus=os.cpu_count(), cpu_model=cpu_model(),
                    memory_bytes=memory_bytes(), os=os_name(), load_before=load_average())
 
 
 class HarnessInfo(_Part):
-    """The harness that measured: its version, and its commit and ``git describe`` when it runs from a git
-    checkout (an editable install); None for a wheel."""
+    """The harness that measured: its version, and its commit and ``git describe`` when it runs from
+    a git checkout (an editable install); None for a wheel."""
 
     version: str = __version__
     commit: str | None = None
@@ -189,26 +201,29 @@ class RunSettings(_Part):
 
 
 class PlanInfo(_Part):
-    """The plan's size, order and sessions (plan session name -> unit ids in run order; a session is served by one
-    instance at a time), and ``keys``: the content key of every unit of the plan. Only records with those keys count
-    in the report: the folder may hold records of other settings."""
+    """The plan's size, order and sessions (plan session name -> unit ids in run order; a session is
+    served by one instance at a time), and ``keys``: the content key of every unit of the plan. Only
+    records with those keys count in the report: the folder may hold records of other settings."""
 
     units: int
     order: str
     sessions: dict[str, list[str]]
     keys: dict[str, str] = Field(default_factory=dict)
     selected: list[str] | None = None
-    """The unit ids this run was asked for (``--only-build``/``--only-model``, ``make --only``); None: all."""
+    """The unit ids this run was asked for (``--only-build``/``--only-model``, ``make --only``);
+    None: all."""
     spared: list[str] = Field(default_factory=list)
-    """``run.until``: the selected units the stopping rule spared (their model had stopped before their round),
-    written when the units have run (``run.adaptive.spared_units`` over this run's records). A deliberate status,
-    recorded so every reader of the stored run (``compare``, ``history``, ``runs``, ``--baseline-from``) tells
-    them from units that did not run; they are no part of the units a report accounts for."""
+    """``run.until``: the selected units the stopping rule spared (their model had stopped before
+    their round), written when the units have run (``run.adaptive.spared_units`` over this run's
+    records). A deliberate status, recorded so every reader of the stored run (``compare``,
+    ``history``, ``runs``, ``--baseline-from``) tells them from units that did not run; they are no
+    part of the units a report accounts for."""
 
     def planned(self, stored_keys: Mapping[str, set[str]]) -> dict[str, str]:
-        """Unit id -> content key of the units a report must account for: every selected unit the stopping rule
-        did not spare, plus any other unit of the plan that has a stored record of its current key (measured
-        earlier in the same run). ``stored_keys``: unit id -> the keys its stored records have."""
+        """Unit id -> content key of the units a report must account for: every selected unit the
+        stopping rule did not spare, plus any other unit of the plan that has a stored record of its
+        current key (measured earlier in the same run). ``stored_keys``: unit id -> the keys its
+        stored records have."""
         selected = set(self.keys) if self.selected is None else set(self.selected)
         selected -= set(self.spared)
         return {unit: key for unit, key in self.keys.items()
@@ -216,8 +231,9 @@ class PlanInfo(_Part):
 
 
 class RunInfo(_Part):
-    """Which run this is: an id (UTC start time and a random suffix; ``runs/<id>/`` when it is archived) and the git
-    commit of the scenario's folder when it is in a git checkout (``dirty`` is not known without running git)."""
+    """Which run this is: an id (UTC start time and a random suffix; ``runs/<id>/`` when it is
+    archived) and the git commit of the scenario's folder when it is in a git checkout (``dirty`` is
+    not known without running git)."""
 
     id: str
     commit: str | None = None
@@ -244,7 +260,8 @@ class InstanceEntry(_Part):
     exit: str | None = None
     error: str | None = None
     deploy: str | None = None
-    """How artifacts reached this instance: ``ssh``, or ``console`` and why not ssh (``deploy.method: auto``)."""
+    """How artifacts reached this instance: ``ssh``, or ``console`` and why not ssh
+    (``deploy.method: auto``)."""
 
 
 class BatchInfo(_Part):
@@ -257,7 +274,8 @@ class BatchInfo(_Part):
 
 
 class Manifest(_Part):
-    """The whole ``manifest.json`` (see the module docstring). Mutable: a run finishes it in place."""
+    """The whole ``manifest.json`` (see the module docstring). Mutable: a run finishes it in
+    place."""
 
     format_version: int = MANIFEST_FORMAT_VERSION
     scenario: ScenarioInfo
@@ -284,15 +302,15 @@ class Manifest(_Part):
     batch: BatchInfo | None = None
     aborted: list[str] | None = None
 
-    # -- the three steps ------------------------------------------------------------------------------------------
+    # -- the three steps ---------------------------------------------------------------------------
 
     @classmethod
-    def start(cls, loaded: LoadedScenario, plan: Plan, version: str | None, banner: str, options: RunSettings,
-              builds: Sequence[BuildResult], started: str | None = None,
+    def start(cls, loaded: LoadedScenario, plan: Plan, version: str | None, banner: str,
+              options: RunSettings, builds: Sequence[BuildResult], started: str | None = None,
               units: Sequence[Unit] | None = None) -> Manifest:
-        """The manifest written before any unit runs (``status`` ``running``). ``version`` and ``banner`` are the
-        model's ``--version`` answer (``run.instances.query_fvp_version``); ``units`` the ones this run wants (all
-        of the plan's by default)."""
+        """The manifest written before any unit runs (``status`` ``running``). ``version`` and
+        ``banner`` are the model's ``--version`` answer (``run.instances.query_fvp_version``);
+        ``units`` the ones this run wants (all of the plan's by default)."""
         scenario = loaded.scenario
         digests = artifact_digests(plan.artifacts)
         started = started or utc_now()
@@ -306,12 +324,16 @@ class Manifest(_Part):
             profile=loaded.profile.model_dump(mode="json"),
             fvp=_fvp_info(loaded, plan, version, banner),
             artifacts=digests,
-            artifact_paths={name: str(state.path) for name, state in sorted(plan.artifacts.items())},
-            builds={name: BuildInfo(id=build.id, runner=build.runner, sha256=digests.get(f"builds.{name}.runner"),
-                                    env=dict(build.env), args=list(build.args), source=_build_source(build))
+            artifact_paths={name: str(state.path)
+                            for name, state in sorted(plan.artifacts.items())},
+            builds={name: BuildInfo(id=build.id, runner=build.runner,
+                                    sha256=digests.get(f"builds.{name}.runner"),
+                                    env=dict(build.env), args=list(build.args),
+                                    source=_build_source(build))
                     for name, build in scenario.builds.items()},
             harness=HarnessInfo.this_harness(),
-            built=[BuiltStep(name=result.step.name, command=result.step.command, reason=result.step.reason,
+            built=[BuiltStep(name=result.step.name, command=result.step.command,
+                             reason=result.step.reason,
                              seconds=round(result.seconds, 3)) for result in builds],
             host=HostInfo.this_machine(),
             started=started,
@@ -320,12 +342,14 @@ class Manifest(_Part):
             plan=PlanInfo(units=len(plan.units), order=scenario.run.order,
                           sessions={session.name: list(session.units) for session in plan.sessions},
                           keys={unit.id: unit.key for unit in plan.units},
-                          selected=None if len(wanted) == len(plan.units) else [unit.id for unit in wanted]),
+                          selected=None if len(wanted) == len(plan.units)
+                          else [unit.id for unit in wanted]),
         )
 
     def continue_from(self, previous: Manifest | None, *, keep_start: bool = True) -> Manifest:
-        """Carry over what the folder's earlier run recorded: the instances (this run adds its own), and with
-        ``keep_start`` (``--resume``: the same run, continued) its start time and run id. Returns self."""
+        """Carry over what the folder's earlier run recorded: the instances (this run adds its own),
+        and with ``keep_start`` (``--resume``: the same run, continued) its start time and run id.
+        Returns self."""
         if previous is not None:
             if keep_start:
                 self.started = previous.started or self.started
@@ -339,10 +363,13 @@ class Manifest(_Part):
             for info in outcome.instances:
                 meta = info.metadata
                 self.instances[info.name] = InstanceEntry(
-                    session=info.session, argv=_strings(meta.get("argv")), version=_text(meta.get("version")),
+                    session=info.session, argv=_strings(meta.get("argv")),
+                    version=_text(meta.get("version")),
                     ports=_ports(meta.get("ports")), boot_seconds=info.boot_seconds,
-                    deploy_seconds=info.deploy_seconds, units=info.units, stat=_stat(meta.get("stat")),
-                    exit=_text(meta.get("exit")), error=info.error, deploy=_text(meta.get("deploy")))
+                    deploy_seconds=info.deploy_seconds, units=info.units,
+                    stat=_stat(meta.get("stat")),
+                    exit=_text(meta.get("exit")), error=info.error,
+                    deploy=_text(meta.get("deploy")))
         argvs = [entry.argv for entry in self.instances.values() if entry.argv]
         self.fvp.argv = argvs[0] if argvs else self.fvp.argv
         aborted = [outcome.aborted for outcome in outcomes if outcome.aborted]
@@ -353,11 +380,11 @@ class Manifest(_Part):
             self.aborted = aborted
         return self
 
-    # -- JSON ----------------------------------------------------------------------------------------------------
+    # -- JSON --------------------------------------------------------------------------------------
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON object stored in ``manifest.json`` (optional sections left out when unset; secret environment
-        values masked everywhere: ``scenario.secrets``)."""
+        """The JSON object stored in ``manifest.json`` (optional sections left out when unset;
+        secret environment values masked everywhere: ``scenario.secrets``)."""
         data = redact_manifest(self.model_dump(mode="json"))
         for optional in ("batch", "aborted"):
             if data.get(optional) is None:
@@ -366,14 +393,16 @@ class Manifest(_Part):
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], *, source: str = "manifest.json") -> Manifest:
-        """Validate a stored manifest; a ConfigurationError names the file and the first bad field."""
+        """Validate a stored manifest; a ConfigurationError names the file and the first bad
+        field."""
         try:
             return cls.model_validate(_upgrade(dict(data)))
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(part) for part in first["loc"]) or "(top level)"
-            raise ConfigurationError(f"{source}: {where}: {first['msg']} ({exc.error_count()} problem(s)); the "
-                                     "folder was written by another fvp-harness, or edited by hand") from exc
+            raise ConfigurationError(f"{source}: {where}: {first['msg']} ({exc.error_count()} "
+                                     "problem(s)); the folder was written by another fvp-harness, "
+                                     "or edited by hand") from exc
 
     @classmethod
     def read(cls, store: ResultStore) -> Manifest | None:
@@ -382,8 +411,8 @@ class Manifest(_Part):
         return None if data is None else cls.from_json(data, source=str(store.manifest_path))
 
     def write(self, store: ResultStore, *, final: bool = False) -> None:
-        """Replace the folder's ``manifest.json`` atomically; ``final``: the run's last status, written with the
-        room the store kept for it (``ResultStore.reserve_space``)."""
+        """Replace the folder's ``manifest.json`` atomically; ``final``: the run's last status,
+        written with the room the store kept for it (``ResultStore.reserve_space``)."""
         store.write_manifest(self.to_json(), final=final)
 
     @property
@@ -392,35 +421,41 @@ class Manifest(_Part):
         try:
             return Scenario.model_validate(self.scenario.resolved)
         except ValueError as exc:
-            raise ConfigurationError(f"the stored scenario {self.scenario.name!r} is not valid: {exc}") from exc
+            raise ConfigurationError(f"the stored scenario {self.scenario.name!r} is not valid: "
+                                     f"{exc}") from exc
 
 
 def _upgrade(data: dict[str, Any]) -> dict[str, Any]:
     """Older manifests, read as they were meant.
 
-    Format 1 kept the booted instances under ``sessions``; before format 3 a manifest had no ``run`` (its start
-    time names it now). And ``make`` used to overwrite ``scenario`` with the bare
-    resolved scenario when a report setting changed; such a folder is read as if it had been wrapped properly."""
+    Format 1 kept the booted instances under ``sessions``; before format 3 a manifest had no ``run``
+    (its start time names it now). And ``make`` used to overwrite ``scenario`` with the bare
+    resolved scenario when a report setting changed; such a folder is read as if it had been wrapped
+    properly."""
     version = int(data.get("format_version", 1))
     if version < 2 and "sessions" in data:
         data["instances"] = data.pop("sessions")
     if version < 3 and "run" not in data:  # runs were not kept apart: the start time names it
         started = str(data.get("started") or "unknown")
-        data["run"] = {"id": started.replace("-", "").replace(":", "").replace("T", "-")[:15] or "unknown"}
+        data["run"] = {"id": started.replace("-", "").replace(":", "").replace("T", "-")[:15] or
+                       "unknown"}
     data["format_version"] = MANIFEST_FORMAT_VERSION
     scenario = data.get("scenario")
     if isinstance(scenario, Mapping) and "resolved" not in scenario and "builds" in scenario:
         files = data.get("scenario_files") or [""]
-        data["scenario"] = {"name": scenario.get("name", ""), "file": str(files[0]), "resolved": dict(scenario)}
+        data["scenario"] = {"name": scenario.get("name", ""), "file": str(files[0]),
+                            "resolved": dict(scenario)}
     return data
 
 
 def _fvp_info(loaded: LoadedScenario, plan: Plan, version: str | None, banner: str) -> FvpInfo:
-    """The model's section: as configured and as it answered, plus which bytes it is (a real binary's path and
-    sha256) or which simulator release (``sim``); ``target: host`` runs no model and records no binary."""
+    """The model's section: as configured and as it answered, plus which bytes it is (a real
+    binary's path and sha256) or which simulator release (``sim``); ``target: host`` runs no model
+    and records no binary."""
     fvp = loaded.scenario.fvp
     info = FvpInfo(binary=fvp.binary, version=version, banner=banner, identity=dict(plan.fvp),
-                   params=dict(fvp.params), args=list(fvp.args), sim=dict(fvp.sim) if fvp.is_sim else {})
+                   params=dict(fvp.params), args=list(fvp.args),
+                   sim=dict(fvp.sim) if fvp.is_sim else {})
     if fvp.is_sim:
         info.simulator = f"fvp-harness {__version__}"
     elif loaded.scenario.target != "host":
@@ -429,8 +464,8 @@ def _fvp_info(loaded: LoadedScenario, plan: Plan, version: str | None, banner: s
 
 
 def _build_source(build: Any) -> BuildSourceInfo | None:
-    """A build's source: the scenario's ``source:`` when given, else the git checkout holding its runner (commit
-    read from ``.git`` files, ``git describe`` asked of git), else None."""
+    """A build's source: the scenario's ``source:`` when given, else the git checkout holding its
+    runner (commit read from ``.git`` files, ``git describe`` asked of git), else None."""
     declared = getattr(build, "source", None)
     if declared is not None:
         built = built_from_commit(Path(build.runner))
@@ -438,7 +473,8 @@ def _build_source(build: Any) -> BuildSourceInfo | None:
             ref = declared.commit if declared.commit != built[0] else None
             return BuildSourceInfo(origin="scenario", repository=declared.repository,
                                    commit=built[0], ref=ref, tree=built[1])
-        return BuildSourceInfo(origin="scenario", repository=declared.repository, commit=declared.commit)
+        return BuildSourceInfo(origin="scenario", repository=declared.repository,
+                               commit=declared.commit)
     folder = Path(build.runner).parent
     commit, _ = git_head(folder)
     if commit is None:
@@ -455,8 +491,10 @@ def _strings(value: object) -> list[str] | None:
 
 
 def _ports(value: object) -> dict[str, int] | None:
-    return {str(name): int(port) for name, port in value.items()} if isinstance(value, Mapping) else None
+    return ({str(name): int(port) for name, port in value.items()} if isinstance(value, Mapping)
+            else None)
 
 
 def _stat(value: object) -> dict[str, str] | None:
-    return {str(name): str(text) for name, text in value.items()} if isinstance(value, Mapping) else None
+    return ({str(name): str(text) for name, text in value.items()} if isinstance(value, Mapping)
+            else None)

@@ -100,7 +100,8 @@ def program_planned(model: Path | None, method: str = "forward") -> int:
     with open(model, "rb") as handle:
         head = handle.read(64)
     if not is_program(head):
-        raise ValueError(f"{model.name} is not an ExecuTorch program (.pte): no memory plan to read")
+        raise ValueError(f"{model.name} is not an ExecuTorch program (.pte): no memory plan to "
+                         "read")
     try:
         program = read_program_file(model)
     except PteError as exc:

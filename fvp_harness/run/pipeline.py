@@ -12,16 +12,35 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fvp_harness.errors import Interrupted, StorageError, check_names, is_storage_failure, storage_error
+from fvp_harness.errors import (
+    Interrupted,
+    StorageError,
+    check_names,
+    is_storage_failure,
+    storage_error,
+)
 from fvp_harness.events import Event, Listener, null_listener
 from fvp_harness.report.stored.stored_compare import StoredBaseline, load_stored_baseline
 from fvp_harness.run.adaptive import StoppingRule, round_builds
-from fvp_harness.run.artifacts import BUILD_TIMEOUT_S, BuildResult, BuildStep, build_artifacts, check_replaceable
+from fvp_harness.run.artifacts import (
+    BUILD_TIMEOUT_S,
+    BuildResult,
+    BuildStep,
+    build_artifacts,
+    check_replaceable,
+)
 from fvp_harness.run.baseline import check_stored_baseline
 from fvp_harness.run.doctor import PROBE_TIMEOUT_S
 from fvp_harness.run.execute import DeployFunction, SessionOutcome, utc_now
 from fvp_harness.run.instances import TargetFactory, default_target_factory, query_fvp_version
-from fvp_harness.run.lanes import JobSpec, LaneControl, LaneResult, LaneSpec, LocalExecutor, LocalRun
+from fvp_harness.run.lanes import (
+    JobSpec,
+    LaneControl,
+    LaneResult,
+    LaneSpec,
+    LocalExecutor,
+    LocalRun,
+)
 from fvp_harness.run.manifest import Manifest, RunSettings
 from fvp_harness.run.plan import Plan, Unit, build_plan, why_stale
 from fvp_harness.run.preboot import PreBoot
@@ -37,7 +56,12 @@ from fvp_harness.run.reporting import (
 from fvp_harness.run.sequence import archive_current, check_before_building, start_manifest
 from fvp_harness.scenario.load import LoadedScenario
 from fvp_harness.scenario.model import Scenario
-from fvp_harness.store.folder import DEFAULT_RESULTS_BASE, ResultStore, free_instance_name, results_dir_for
+from fvp_harness.store.folder import (
+    DEFAULT_RESULTS_BASE,
+    ResultStore,
+    free_instance_name,
+    results_dir_for,
+)
 from fvp_harness.store.records import Record
 
 __all__ = [
@@ -72,11 +96,12 @@ class RunOptions:
     replace: bool = False
     """``--replace``: delete the folder's current run instead of keeping it in ``runs/<id>/``."""
     early_boot: bool = True
-    """Boot the sessions' first instances while the artifacts build (``run.preboot``); ``--no-early-boot``: boot
-    only once the builds succeeded (a licence seat is then never taken for a run whose build fails)."""
+    """Boot the sessions' first instances while the artifacts build (``run.preboot``);
+    ``--no-early-boot``: boot only once the builds succeeded (a licence seat is then never taken for
+    a run whose build fails)."""
     steal: bool = True
-    """With ``fvp.instances`` > 1, an idle instance takes not-started units dealt to a busier one (``--no-steal``
-    keeps the plan's fixed deal: for measuring what stealing saves)."""
+    """With ``fvp.instances`` > 1, an idle instance takes not-started units dealt to a busier one
+    (``--no-steal`` keeps the plan's fixed deal: for measuring what stealing saves)."""
 
     def settings(self) -> RunSettings:
         """What the manifest records of these options."""
@@ -102,27 +127,34 @@ class RunOutcome(ReportOutcome):
     phase_seconds: dict[str, float] = field(default_factory=dict)
 
 
-def check_selection(scenario: Scenario, only_builds: Sequence[str] = (), only_models: Sequence[str] = ()) -> None:
-    """``--only-build`` / ``--only-model`` name builds and models of the scenario, else ``UnknownName`` (exit 2).
+def check_selection(scenario: Scenario, only_builds: Sequence[str] = (),
+                    only_models: Sequence[str] = ()) -> None:
+    """``--only-build`` / ``--only-model`` name builds and models of the scenario, else
+    ``UnknownName`` (exit 2).
 
-    ``run_scenario`` calls it first, before the lock, the version query, the archive, the early boot and the
-    builds: a typo must cost nothing and leave no log folder behind (nor shift the next boot's name to ``s0.2``)."""
+    ``run_scenario`` calls it first, before the lock, the version query, the archive, the early boot
+    and the builds: a typo must cost nothing and leave no log folder behind (nor shift the next
+    boot's name to ``s0.2``)."""
     check_names("--only-build", only_builds, scenario.builds, what="build")
     check_names("--only-model", only_models, scenario.models, what="model")
 
 
-def select_units(plan: Plan, only_builds: Sequence[str] = (), only_models: Sequence[str] = ()) -> list[Unit]:
-    """The plan's units restricted to some builds / models (in plan order); unknown names are input errors."""
+def select_units(plan: Plan, only_builds: Sequence[str] = (),
+                 only_models: Sequence[str] = ()) -> list[Unit]:
+    """The plan's units restricted to some builds / models (in plan order); unknown names are input
+    errors."""
     check_selection(plan.scenario, only_builds, only_models)
     return [unit for unit in plan.units
-            if (not only_builds or unit.build in only_builds) and (not only_models or unit.model in only_models)]
+            if (not only_builds or unit.build in only_builds) and
+            (not only_models or unit.model in only_models)]
 
 
 def _stopping_rule(scenario: Scenario, plan: Plan, units: Sequence[Unit], store: ResultStore,
                    stored: StoredBaseline | None) -> Callable[[str, int], bool] | None:
     """The live ``run.until`` rule for ``execute`` (None without ``until``). With a stored baseline
-    (``compare.baseline_from``) its records are judged with every round, and this run's re-run baseline units
-    (the drift check, round 0) are no part of a round: the candidate samples against the stored samples."""
+    (``compare.baseline_from``) its records are judged with every round, and this run's re-run
+    baseline units (the drift check, round 0) are no part of a round: the candidate samples against
+    the stored samples."""
     until = scenario.run.until
     if until is None:
         return None
@@ -133,7 +165,8 @@ def _stopping_rule(scenario: Scenario, plan: Plan, units: Sequence[Unit], store:
     rule = StoppingRule(scenario.compare, until, models=list(scenario.models),
                         builds=round_builds((unit.build, unit.repetition) for unit in units),
                         keys={unit.id: unit.key for unit in plan.units}, records=judged,
-                        metrics=scenario.metrics, fixed=stored.records if stored is not None else ())
+                        metrics=scenario.metrics,
+                        fixed=stored.records if stored is not None else ())
     return rule.wanted
 
 
@@ -147,24 +180,29 @@ def run_scenario(
     stop: threading.Event | None = None,
 ) -> RunOutcome:
     """Run a loaded scenario end to end and write its report (see the module docstring). Raises
-    ``Interrupted`` on Ctrl-C after recording what was measured and marking the manifest interrupted, and
-    likewise when ``stop`` was set before every unit ran (the units in flight then finish and are recorded).
+    ``Interrupted`` on Ctrl-C after recording what was measured and marking the manifest
+    interrupted, and likewise when ``stop`` was set before every unit ran (the units in flight then
+    finish and are recorded).
 
-    ``factory`` and ``deploy`` replace how instances are opened and artifacts put into them (tests use fakes)."""
+    ``factory`` and ``deploy`` replace how instances are opened and artifacts put into them (tests
+    use fakes)."""
     options = options or RunOptions()
     began = time.monotonic()
     phases: dict[str, float] = {}
     check_selection(loaded.scenario, options.only_builds, options.only_models)
-    check_replaceable(loaded, force=options.rebuild)  # a file the harness did not make: refused before any boot
+    # a file the harness did not make: refused before any boot
+    check_replaceable(loaded, force=options.rebuild)
     results_dir = results_dir_for(loaded.path, options.results_base, options.output_dir)
     compare = loaded.scenario.compare
     if compare is not None and compare.baseline_from and not options.resume:
-        # the stored baseline's name is checked before anything is built or booted (pinned later, after the archive)
+        # the stored baseline's name is checked before anything is built or booted (pinned later,
+        # after the archive)
         check_stored_baseline(loaded, options.results_base)  # and that it holds ok baseline samples
     store = ResultStore(results_dir)
     with contextlib.ExitStack() as stack:
         stack.enter_context(store.lock())  # refuses a folder it cannot write, before anything boots
-        if options.resume:  # a damaged manifest or records file is refused now, not after the builds
+        # a damaged manifest or records file is refused now, not after the builds
+        if options.resume:
             store.read_manifest()
             store.records()
         if factory is None:  # the model starts here: doctor's checks first (host: fit)
@@ -180,7 +218,8 @@ def run_scenario(
         mark = time.monotonic()
         scale = options.timeout_scale
         factory = factory or default_target_factory(loaded, scale)
-        # instances boot while the artifacts build; the ones no session took are closed when execution ends
+        # instances boot while the artifacts build; the ones no session took are closed when
+        # execution ends
         early = stack.enter_context(_early_boots(loaded, options, store, factory, listener))
 
         def log_for(step: BuildStep) -> Path:
@@ -189,7 +228,8 @@ def run_scenario(
         def built(result: BuildResult) -> None:
             listener(Event("build", name=result.step.name, seconds=result.seconds))
 
-        builds, states = build_artifacts(loaded, log_path_for=log_for, timeout=BUILD_TIMEOUT_S * scale,
+        builds, states = build_artifacts(loaded, log_path_for=log_for,
+                                         timeout=BUILD_TIMEOUT_S * scale,
                                          on_built=built, force=options.rebuild, stop=stop)
         phases["build"] = time.monotonic() - mark
         plan = build_plan(loaded, fvp_version=version, artifacts=states)
@@ -217,7 +257,8 @@ def run_scenario(
         todo = [unit for unit in units if unit.key not in done]
         skipped = len(units) - len(todo)
         sessions_used = len({unit.session for unit in todo})
-        until = loaded.scenario.run.until  # the plan is then a ceiling: count is the most rounds the rule may run
+        # the plan is then a ceiling: count is the most rounds the rule may run
+        until = loaded.scenario.run.until
         listener(Event("plan", total=len(todo), skipped=skipped, sessions=sessions_used,
                        count=until.max_repetitions if until is not None else None))
         mark = time.monotonic()
@@ -226,18 +267,21 @@ def run_scenario(
         try:
             outcomes = _in_lanes(loaded, store, factory, todo, local, options.steal, listener, stop)
         except KeyboardInterrupt as exc:
-            with contextlib.suppress(OSError):  # a full disk must not turn a Ctrl-C into a traceback
+            # a full disk must not turn a Ctrl-C into a traceback
+            with contextlib.suppress(OSError):
                 manifest.finish((), interrupted=True).write(store, final=True)
-            raise Interrupted(f"interrupted; everything measured so far is in {store.root} (continue with "
-                              "--resume)") from exc
+            raise Interrupted(f"interrupted; everything measured so far is in {store.root} "
+                              "(continue with --resume)") from exc
         except Exception as exc:  # a crashed run must not leave its manifest saying "running"
             failure: BaseException = exc
             if isinstance(exc, OSError) and is_storage_failure(exc):
                 failure = storage_error(exc.filename, exc)
             try:
-                manifest.finish([SessionOutcome("run", aborted=f"{type(failure).__name__}: {failure}")]).write(
+                manifest.finish(
+                    [SessionOutcome("run", aborted=f"{type(failure).__name__}: {failure}")]).write(
                     store, final=True)
-            except OSError as again:  # the disk that failed holds the manifest too: say so where it can be read
+            # the disk that failed holds the manifest too: say so where it can be read
+            except OSError as again:
                 if not isinstance(failure, StorageError):
                     raise
                 failure.message += f"; the manifest could not record it either ({again.strerror})"
@@ -245,26 +289,32 @@ def run_scenario(
                 raise
             raise failure from exc
         phases["execute"] = time.monotonic() - mark
-        early.close()  # an early instance no session took (its session had nothing to run) is not kept booted
+        # an early instance no session took (its session had nothing to run) is not kept booted
+        early.close()
         mark = time.monotonic()
         aborted = [outcome.aborted for outcome in outcomes if outcome.aborted]
-        stopped = any(outcome.stopped for outcome in outcomes) or (stop is not None and stop.is_set())
+        stopped = (any(outcome.stopped for outcome in outcomes) or
+                   (stop is not None and stop.is_set()))
         manifest.finish(outcomes, interrupted=stopped).write(store, final=True)
         if stopped:
             done_now = len({record.unit_id for outcome in outcomes for record in outcome.records})
-            raise Interrupted(f"stopped after the units in flight ({done_now} of {len(todo)} units run); everything "
-                              f"measured so far is in {store.root} (continue with --resume)")
+            raise Interrupted(f"stopped after the units in flight ({done_now} of {len(todo)} units "
+                              f"run); everything measured so far is in {store.root} (continue with "
+                              "--resume)")
         listener(Event("analysis"))
         report, stored_manifest = report_unless_stopped(store, loaded.scenario, manifest, stop)
         phases["report"] = time.monotonic() - mark
-    code = exit_code_for(report.failed_units, report.infrastructure_failures, report.expectations_violated,
-                         bool(aborted))
+    code = exit_code_for(report.failed_units, report.infrastructure_failures,
+                         report.expectations_violated, bool(aborted))
     return RunOutcome(
-        results_dir=store.root, analysis=report.analysis, files=report.files, failed_units=report.failed_units,
-        infrastructure_failures=report.infrastructure_failures, expectations_violated=report.expectations_violated,
-        exit_code=code, vgf=report.vgf, plan=plan, units_run=len({r.unit_id for o in outcomes for r in o.records}),
-        units_skipped=skipped, units_spared=len(stored_manifest.plan.spared), sessions=outcomes, aborted=aborted,
-        builds=builds, wall_seconds=time.monotonic() - began,
+        results_dir=store.root, analysis=report.analysis, files=report.files,
+        failed_units=report.failed_units,
+        infrastructure_failures=report.infrastructure_failures,
+        expectations_violated=report.expectations_violated,
+        exit_code=code, vgf=report.vgf, plan=plan,
+        units_run=len({r.unit_id for o in outcomes for r in o.records}),
+        units_skipped=skipped, units_spared=len(stored_manifest.plan.spared), sessions=outcomes,
+        aborted=aborted, builds=builds, wall_seconds=time.monotonic() - began,
         phase_seconds=phases,
     )
 
@@ -306,14 +356,16 @@ def _boot_timeout(loaded: LoadedScenario, scale: float) -> float:
     return fvp.timeouts.boot * fvp.timeout_scale * scale
 
 
-def _early_boots(loaded: LoadedScenario, options: RunOptions, store: ResultStore, factory: TargetFactory,
-                 listener: Listener) -> PreBoot:
-    """The sessions' first instances, booting while the artifacts build (``run.preboot``): one per session the
-    plan will have, when the units to run are known without the artifacts (see that module for when not)."""
+def _early_boots(loaded: LoadedScenario, options: RunOptions, store: ResultStore,
+                 factory: TargetFactory, listener: Listener) -> PreBoot:
+    """The sessions' first instances, booting while the artifacts build (``run.preboot``): one per
+    session the plan will have, when the units to run are known without the artifacts (see that
+    module for when not)."""
     scenario = loaded.scenario
     sessions: list[str] = []
-    if options.early_boot and not (options.resume or options.fresh_boot_per_unit or scenario.target == "host"
-                                   or loaded.profile.baremetal):
+    if (options.early_boot and
+        not (options.resume or options.fresh_boot_per_unit or scenario.target == "host"
+                                   or loaded.profile.baremetal)):
         models = [m for m in scenario.models if not options.only_models or m in options.only_models]
         groups = scenario.run.planned_repetitions * len(models)
         sessions = [f"s{index}" for index in range(min(scenario.fvp.instances, groups))]

@@ -1,27 +1,30 @@
-"""Scenario -> Plan: which units run, in which order, on which booted instance, under which content key.
+"""Scenario -> Plan: which units run, in which order, on which booted instance, under which content
+key.
 
-A unit is one runner invocation (build x model x repetition). Its content key is a sha256 over everything that
-can change its result, so a stored record with the same key makes re-running it pointless (``make``), and a
-changed key says exactly which input moved (``Unit.key_parts``).
+A unit is one runner invocation (build x model x repetition). Its content key is a sha256 over
+everything that can change its result, so a stored record with the same key makes re-running it
+pointless (``make``), and a changed key says exactly which input moved (``Unit.key_parts``).
 
 Order (why: drift and warm-up effects inside one boot must not favour one build):
 
-* ``interleaved`` (default). Repetition ``r`` runs every model once, starting at model ``r mod M`` (models
+* ``interleaved`` (default). Repetition ``r`` runs every model once, starting at model ``r mod M``
+  (models
 rotate
-  so no model always runs first in a repetition). For model number ``i`` (its position in the scenario) the
-  builds run back to back, rotated by ``(i + r) mod B``: with two builds that is ``before, after`` when ``i +
-  r`` is even and ``after, before`` when odd. Consecutive models therefore alternate which build goes first
-  (ABBA; with an odd model count, except across the wrap), and the same model swaps its order every
-  repetition, so neither build always runs first.
+  so no model always runs first in a repetition). For model number ``i`` (its position in the
+  scenario) the builds run back to back, rotated by ``(i + r) mod B``: with two builds that is
+  ``before, after`` when ``i + r`` is even and ``after, before`` when odd. Consecutive models
+  therefore alternate which build goes first (ABBA; with an odd model count, except across the
+  wrap), and the same model swaps its order every repetition, so neither build always runs first.
 * ``blocked``: every unit of the first build (repetitions outer, models inner), then the next build.
 
-With ``fvp.instances`` > 1 the (repetition, model) groups are dealt round-robin to sessions in run order, so
-every session still runs all builds of a model back to back and keeps the interleaving.
+With ``fvp.instances`` > 1 the (repetition, model) groups are dealt round-robin to sessions in run
+order, so every session still runs all builds of a model back to back and keeps the interleaving.
 
-With ``compare.baseline_from`` the baseline build's numbers come from a stored run: the plan keeps every other
-build's units and, of the baseline, only the ``compare.drift_check.units`` re-run units (``drift_check_units``:
-repetition 0 of each model in the scenario's order, then repetition 1, ...), in the same interleaved places they
-would have had. Unit ids and keys do not change, so ``--resume`` and ``make`` treat them like any unit.
+With ``compare.baseline_from`` the baseline build's numbers come from a stored run: the plan keeps
+every other build's units and, of the baseline, only the ``compare.drift_check.units`` re-run units
+(``drift_check_units``: repetition 0 of each model in the scenario's order, then repetition 1, ...),
+in the same interleaved places they would have had. Unit ids and keys do not change, so ``--resume``
+and ``make`` treat them like any unit.
 """
 
 from __future__ import annotations
@@ -71,8 +74,8 @@ KEY_VERSION = 1
 class ArtifactState:
     """One host file a unit needs, as hashed now.
 
-    ``sha256`` is None when the file does not exist yet; it is then keyed on its build command (``unbuilt``),
-    and the unit's key is provisional until the file is built.
+    ``sha256`` is None when the file does not exist yet; it is then keyed on its build command
+    (``unbuilt``), and the unit's key is provisional until the file is built.
     """
 
     name: str  # where it is declared, e.g. builds.before.runner, models.ds_cnn.inputs[0].file
@@ -94,10 +97,10 @@ class ArtifactState:
 
 @dataclass(frozen=True)
 class Unit:
-    """One runner invocation. ``index`` is its position in ``Plan.units`` (the run order); ``session`` the
-    index of the booted instance that runs it; ``key`` the full sha256 hex content key; ``key_parts`` one
-    digest per input group (runner, model, inputs, profile, fvp, run, build, metrics, parsers, identity), to
-    say what changed."""
+    """One runner invocation. ``index`` is its position in ``Plan.units`` (the run order);
+    ``session`` the index of the booted instance that runs it; ``key`` the full sha256 hex content
+    key; ``key_parts`` one digest per input group (runner, model, inputs, profile, fvp, run, build,
+    metrics, parsers, identity), to say what changed."""
 
     id: str
     build: str
@@ -154,15 +157,16 @@ class Plan:
 
 
 def _state(name: str, file: str, build: str | None) -> ArtifactState:
-    """The artifact's state; a file that is there but cannot be hashed (unreadable, a name too long for the file
-    system, loaded with ``check_files=False``) is a ConfigurationError naming its field, not an OSError."""
+    """The artifact's state; a file that is there but cannot be hashed (unreadable, a name too long
+    for the file system, loaded with ``check_files=False``) is a ConfigurationError naming its
+    field, not an OSError."""
     path = Path(file)
     try:
         if path.is_file():
             return ArtifactState(name, path, build, file_sha256(path), path.stat().st_size)
     except OSError as exc:
-        raise ConfigurationError(f"{name}: {path} cannot be read ({exc.strerror or exc}); expected a regular file "
-                                 "this user can read") from exc
+        raise ConfigurationError(f"{name}: {path} cannot be read ({exc.strerror or exc}); expected "
+                                 "a regular file this user can read") from exc
     return ArtifactState(name, path, build, None, None)
 
 
@@ -172,10 +176,11 @@ def library_artifact(build: str, index: int) -> str:
 
 
 def artifact_hashes(scenario: Scenario | LoadedScenario) -> dict[str, ArtifactState]:
-    """Hash every runner, model, input and (for a real model) firmware file of a scenario, by declared name.
+    """Hash every runner, model, input and (for a real model) firmware file of a scenario, by
+    declared name.
 
-    Missing files are returned unhashed (``built`` false) with their build command. Paths are as in the
-    scenario (absolute after ``load_scenario``).
+    Missing files are returned unhashed (``built`` false) with their build command. Paths are as in
+    the scenario (absolute after ``load_scenario``).
     """
     scenario = scenario.scenario if isinstance(scenario, LoadedScenario) else scenario
     states: dict[str, ArtifactState] = {}
@@ -199,8 +204,9 @@ def artifact_hashes(scenario: Scenario | LoadedScenario) -> dict[str, ArtifactSt
 
 
 def fvp_identity(scenario: Scenario, version_banner: str | None = None) -> dict[str, Any]:
-    """What identifies the model binary: the harness version for ``sim`` (the simulator ships with it); for a
-    real model its path, size and mtime, plus its ``--version`` banner when the caller has run it."""
+    """What identifies the model binary: the harness version for ``sim`` (the simulator ships with
+    it); for a real model its path, size and mtime, plus its ``--version`` banner when the caller
+    has run it."""
     if scenario.fvp.is_sim:
         return {"binary": "sim", "version": __version__}
     binary = scenario.fvp.binary
@@ -219,7 +225,7 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-# --- order --------------------------------------------------------------------------------------------------
+# --- order ----------------------------------------------------------------------------------------
 
 
 def run_order(
@@ -243,10 +249,10 @@ def run_order(
 
 
 def drift_check_units(scenario: Scenario) -> list[tuple[int, str]]:
-    """(repetition, model) of the baseline units a run with ``compare.baseline_from`` re-runs to check that the
-    platform did not move: ``compare.drift_check.units`` of them, dealt over the models in the scenario's order
-    (repetition 0 of every model, then repetition 1, ...), at most every baseline unit; [] without
-    ``baseline_from``."""
+    """(repetition, model) of the baseline units a run with ``compare.baseline_from`` re-runs to
+    check that the platform did not move: ``compare.drift_check.units`` of them, dealt over the
+    models in the scenario's order (repetition 0 of every model, then repetition 1, ...), at most
+    every baseline unit; [] without ``baseline_from``."""
     compare = scenario.compare
     if compare is None or not compare.baseline_from:
         return []
@@ -256,9 +262,10 @@ def drift_check_units(scenario: Scenario) -> list[tuple[int, str]]:
 
 
 def _sessions(order: list[tuple[int, str, str]], instances: int, build_count: int) -> list[int]:
-    """Session index per unit: (repetition, model) groups dealt round-robin in run order, in chunks of
-    ``build_count`` groups (the period of the build rotation), so each session still alternates which build
-    goes first. Chunks shrink to single groups when there are too few groups to feed every instance."""
+    """Session index per unit: (repetition, model) groups dealt round-robin in run order, in chunks
+    of ``build_count`` groups (the period of the build rotation), so each session still alternates
+    which build goes first. Chunks shrink to single groups when there are too few groups to feed
+    every instance."""
     groups: dict[tuple[int, str], int] = {}
     for rep, _build, model in order:
         groups.setdefault((rep, model), len(groups))
@@ -267,7 +274,7 @@ def _sessions(order: list[tuple[int, str, str]], instances: int, build_count: in
     return [(groups[(rep, model)] // chunk) % count for rep, _build, model in order]
 
 
-# --- the plan -----------------------------------------------------------------------------------------------
+# --- the plan -------------------------------------------------------------------------------------
 
 
 def build_plan(
@@ -280,24 +287,28 @@ def build_plan(
 ) -> Plan:
     """Expand a scenario into sessions and units with content keys.
 
-    Pass the ``LoadedScenario`` from ``load_scenario`` (or a ``Scenario`` with its path and profile).
-    ``fvp_version`` is the real model's ``--version`` banner once the target layer has read it; ``artifacts``
-    lets a caller that has just built and hashed files reuse those hashes.
+    Pass the ``LoadedScenario`` from ``load_scenario`` (or a ``Scenario`` with its path and
+    profile). ``fvp_version`` is the real model's ``--version`` banner once the target layer has
+    read it; ``artifacts`` lets a caller that has just built and hashed files reuse those hashes.
     """
     if isinstance(scenario, LoadedScenario):
         scenario_path, profile, scenario = scenario.path, scenario.profile, scenario.scenario
     if scenario_path is None or profile is None:
-        raise TypeError("build_plan needs a LoadedScenario, or a Scenario with scenario_path and profile")
+        raise TypeError("build_plan needs a LoadedScenario, or a Scenario with scenario_path and "
+                        "profile")
     states = dict(artifacts) if artifacts is not None else artifact_hashes(scenario)
     fvp = fvp_identity(scenario, fvp_version)
     shared = _shared_parts(scenario, profile, fvp, states)
 
     order = run_order(
-        list(scenario.builds), list(scenario.models), scenario.run.planned_repetitions, scenario.run.order
+        list(scenario.builds), list(scenario.models), scenario.run.planned_repetitions,
+        scenario.run.order
     )
-    if scenario.compare is not None and scenario.compare.baseline_from:  # the baseline was measured by a stored run
+    # the baseline was measured by a stored run
+    if scenario.compare is not None and scenario.compare.baseline_from:
         baseline, checked = scenario.compare.baseline, set(drift_check_units(scenario))
-        order = [(rep, build, model) for rep, build, model in order if build != baseline or (rep, model) in checked]
+        order = [(rep, build, model)
+                 for rep, build, model in order if build != baseline or (rep, model) in checked]
     sessions_of = _sessions(order, scenario.fvp.instances, len(scenario.builds))
     units = []
     for index, ((rep, build, model), session) in enumerate(zip(order, sessions_of, strict=True)):
@@ -313,11 +324,13 @@ def build_plan(
 
 
 def _shared_parts(
-    scenario: Scenario, profile: Profile, fvp: Mapping[str, Any], states: Mapping[str, ArtifactState]
+    scenario: Scenario, profile: Profile, fvp: Mapping[str, Any],
+    states: Mapping[str, ArtifactState]
 ) -> dict[str, str]:
     run = scenario.run
     firmware = {
-        name: state.key_material for name, state in states.items() if name.startswith("fvp.firmware.")
+        name: state.key_material
+        for name, state in states.items() if name.startswith("fvp.firmware.")
     }
     return {
         # ``architecture`` only refuses runners built for another CPU: it changes no measurement, so
@@ -332,7 +345,8 @@ def _shared_parts(
                 "sim": scenario.fvp.sim if scenario.fvp.is_sim else {},
                 "firmware": firmware,
                 # bare metal only (left out when unset, so the keys of other scenarios do not move)
-                **({"timelimit": scenario.fvp.timelimit} if scenario.fvp.timelimit is not None else {}),
+                **({"timelimit": scenario.fvp.timelimit} if scenario.fvp.timelimit is not None
+                   else {}),
             }
         ),
         "run": _digest(
@@ -343,7 +357,8 @@ def _shared_parts(
                 "order": run.order,
                 "env": run.env,
                 "fetch": run.fetch,
-                **({"cmd_line": run.cmd_line_template if run.semihosting else None} if profile.baremetal else {}),
+                **({"cmd_line": run.cmd_line_template if run.semihosting else None}
+                   if profile.baremetal else {}),
             }
         ),
         "metrics": _digest([spec.model_dump(mode="json") for spec in scenario.metrics]),
@@ -378,8 +393,8 @@ def _unit_parts(
         "identity": _digest({"build": build, "model": model, "repetition": rep}),
         "runner": _digest(runner.key_material),
         "build": _digest({"env": spec.env, "args": spec.args, "id": spec.id,
-                          # bare metal: the build's own launch parameters; traced: its --etdump_path (left out
-                          # when unset: keys stay)
+                          # bare metal: the build's own launch parameters; traced: its --etdump_path
+                          # (left out when unset: keys stay)
                           **{name: value for name, value in (("fvp_params", spec.fvp_params),
                                                              ("data_address", spec.data_address),
                                                              ("traced", spec.traced)) if value}}),
@@ -401,22 +416,23 @@ def changed_parts(old: Mapping[str, str], new: Mapping[str, str]) -> list[str]:
     return [name for name in names if old.get(name) != new.get(name)]
 
 
-# --- what a record says about a unit ------------------------------------------------------------------------
+# --- what a record says about a unit --------------------------------------------------------------
 
 KEY_PART_PREFIX = "kp."
-"""Every record carries ``extra["kp.<part>"]`` (16 hex digits per content-key part), so ``make -n`` and
-``run --resume`` can say which input changed since a unit last ran (``changed_parts``)."""
+"""Every record carries ``extra["kp.<part>"]`` (16 hex digits per content-key part), so ``make -n``
+and ``run --resume`` can say which input changed since a unit last ran (``changed_parts``)."""
 
 
 def key_part_extras(parts: Mapping[str, str]) -> dict[str, str]:
-    """The ``extra`` entries that remember a unit's key parts (shortened: equality is all ``changed_parts`` needs)."""
+    """The ``extra`` entries that remember a unit's key parts (shortened: equality is all
+    ``changed_parts`` needs)."""
     return {KEY_PART_PREFIX + name: digest[:16] for name, digest in sorted(parts.items())}
 
 
 def why_stale(unit: Unit, latest: Record | None) -> str:
-    """Why a unit without an ok record under its key must run (``make -n``, ``run --resume``): ``never run``,
-    ``failed last time (...)``, ``changed: <parts>`` or ``inputs changed``. ``latest`` is the unit's latest stored
-    record whatever its key."""
+    """Why a unit without an ok record under its key must run (``make -n``, ``run --resume``):
+    ``never run``, ``failed last time (...)``, ``changed: <parts>`` or ``inputs changed``.
+    ``latest`` is the unit's latest stored record whatever its key."""
     if unit.unbuilt:
         return "not built yet: " + ", ".join(unit.unbuilt)
     if latest is None:

@@ -22,12 +22,14 @@ log = logging.getLogger(__name__)
 
 
 class EarlyBootCancelled(Exception):
-    """Entering a ``PreBooted`` that was cancelled before anyone took it (its instance is closed)."""
+    """Entering a ``PreBooted`` that was cancelled before anyone took it (its instance is
+    closed)."""
 
 
 class PreBooted(contextlib.AbstractContextManager[Target]):
-    """One instance booting (or booted) in its own thread; entering waits for the boot and returns the target,
-    or raises what the boot raised. ``boot_seconds`` is the boot's own duration (not the wait)."""
+    """One instance booting (or booted) in its own thread; entering waits for the boot and returns
+    the target, or raises what the boot raised. ``boot_seconds`` is the boot's own duration (not the
+    wait)."""
 
     def __init__(self, factory: TargetFactory, name: str, log_dir: Path) -> None:
         self.name = name
@@ -51,7 +53,8 @@ class PreBooted(contextlib.AbstractContextManager[Target]):
         try:
             context = self._factory(self.name, self.log_dir)
             target = context.__enter__()
-        except BaseException as exc:  # raised to the session that takes it (a failed boot, counted and retried)
+        # raised to the session that takes it (a failed boot, counted and retried)
+        except BaseException as exc:
             self._error = exc
             self._done.set()
             return
@@ -67,7 +70,7 @@ class PreBooted(contextlib.AbstractContextManager[Target]):
                 log.exception("closing %s failed", self.name)
         self._done.set()
 
-    # -- the session's side ------------------------------------------------------------------------------------
+    # -- the session's side ------------------------------------------------------------------------
 
     def __enter__(self) -> Target:
         with self._lock:
@@ -87,15 +90,16 @@ class PreBooted(contextlib.AbstractContextManager[Target]):
             return None
         return context.__exit__(kind, value, traceback)
 
-    # -- nobody took it ----------------------------------------------------------------------------------------
+    # -- nobody took it ----------------------------------------------------------------------------
 
     @property
     def started(self) -> bool:
         return self._thread.ident is not None
 
     def cancel(self, *, wait: bool = False) -> None:
-        """Close the instance if nobody took it: now when booted, at the end of its boot otherwise; ``wait``: also
-        wait for a boot in progress to end (and so for that close), so the instance cannot outlive the caller."""
+        """Close the instance if nobody took it: now when booted, at the end of its boot otherwise;
+        ``wait``: also wait for a boot in progress to end (and so for that close), so the instance
+        cannot outlive the caller."""
         with self._lock:
             taken = self._taken
             if not taken:
@@ -111,9 +115,11 @@ class PreBooted(contextlib.AbstractContextManager[Target]):
 
 
 class PreBoot:
-    """The early boots of one run (see the module docstring): ``take(session)`` hands a session its instance."""
+    """The early boots of one run (see the module docstring): ``take(session)`` hands a session its
+    instance."""
 
-    def __init__(self, factory: TargetFactory, sessions: Sequence[str], log_dir_for: Callable[[str], Path],
+    def __init__(self, factory: TargetFactory, sessions: Sequence[str],
+                 log_dir_for: Callable[[str], Path],
                  name_for: Callable[[str], str], listener: Listener = null_listener) -> None:
         self._instances: dict[str, PreBooted] = {}
         for session in sessions:

@@ -1,8 +1,9 @@
 """The scenario language: what a user writes (YAML), read once into validated, immutable objects.
 
-``model`` holds the pydantic models, template rules and JSON schema; ``load`` reads a file (``extends``, ``--set``,
-``${...}`` variables, paths, ``file:line:col`` errors) and resolves its platform profile; ``metrics`` names the
-built-in metrics. Everything below the scenario (profiles, located YAML) is imported from here, nothing above.
+``model`` holds the pydantic models, template rules and JSON schema; ``load`` reads a file
+(``extends``, ``--set``, ``${...}`` variables, paths, ``file:line:col`` errors) and resolves its
+platform profile; ``metrics`` names the built-in metrics. Everything below the scenario (profiles,
+located YAML) is imported from here, nothing above.
 """
 
 from fvp_harness.scenario.load import LoadedScenario, load_scenario

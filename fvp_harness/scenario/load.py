@@ -1,20 +1,23 @@
-"""Reading a scenario file: extends -> --set -> ${variables} -> paths -> pydantic -> cross checks -> files.
+"""Reading a scenario file: extends -> --set -> ${variables} -> paths -> pydantic -> cross checks ->
+files.
 
-Every stage works on a located tree (``located.LNode``), so each problem is reported where its value was
-written: the scenario file, a base file brought in by ``extends``, or the ``--set``/``--fvp`` option that
-supplied it. All problems found are reported together in one ``ScenarioError``; the stages that make further
-checks meaningless (YAML syntax, a missing or circular ``extends``) stop early.
+Every stage works on a located tree (``located.LNode``), so each problem is reported where its value
+was written: the scenario file, a base file brought in by ``extends``, or the ``--set``/``--fvp``
+option that supplied it. All problems found are reported together in one ``ScenarioError``; the
+stages that make further checks meaningless (YAML syntax, a missing or circular ``extends``) stop
+early.
 
-One round: structural problems (types, unknown keys) and cross-field problems (compare naming a build, a metric
-listed twice, missing files) are reported together. When the whole scenario does not validate, the cross-field
-checks run over the parts that did (``model.ScenarioParts``), and skip what they would have to guess. One message
-per place: a value that already has a problem (an undefined ``${vars.nope}``, a type error) gets no consequential
-one from a later stage (no "file not found: .../${vars.nope}/x"), and uses of a ``vars`` entry that failed are not
-reported again (the entry's own message is).
+One round: structural problems (types, unknown keys) and cross-field problems (compare naming a
+build, a metric listed twice, missing files) are reported together. When the whole scenario does not
+validate, the cross-field checks run over the parts that did (``model.ScenarioParts``), and skip
+what they would have to guess. One message per place: a value that already has a problem (an
+undefined ``${vars.nope}``, a type error) gets no consequential one from a later stage (no "file not
+found: .../${vars.nope}/x"), and uses of a ``vars`` entry that failed are not reported again (the
+entry's own message is).
 
-Path rules: relative paths are relative to the file the value is written in (a base file's paths stay next to
-the base), and to the working folder for command-line overrides. The loaded ``Scenario`` holds absolute paths,
-so nothing downstream resolves paths again.
+Path rules: relative paths are relative to the file the value is written in (a base file's paths
+stay next to the base), and to the working folder for command-line overrides. The loaded
+``Scenario`` holds absolute paths, so nothing downstream resolves paths again.
 """
 
 from __future__ import annotations
@@ -73,9 +76,9 @@ PathTuple = tuple[str | int, ...]
 class LoadedScenario:
     """A validated scenario with where it came from.
 
-    ``path`` is the scenario file (absolute); ``files`` every file read (the scenario and its ``extends``
-    bases, for staleness checks); ``overrides`` the ``--set`` options applied; ``profile`` the resolved
-    platform profile.
+    ``path`` is the scenario file (absolute); ``files`` every file read (the scenario and its
+    ``extends`` bases, for staleness checks); ``overrides`` the ``--set`` options applied;
+    ``profile`` the resolved platform profile.
     """
 
     scenario: Scenario
@@ -99,8 +102,8 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def _printable(text: str) -> str:
-    """A message safe to print: control characters from hostile values (NUL, ESC sequences) shown as escapes (line
-    breaks stay: some messages quote a multi-line reason)."""
+    """A message safe to print: control characters from hostile values (NUL, ESC sequences) shown as
+    escapes (line breaks stay: some messages quote a multi-line reason)."""
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
@@ -115,8 +118,8 @@ class _Problems:
 
     @property
     def where(self) -> set[str]:
-        """Places that already have a problem (or hold a value spoiled by one reported elsewhere): later stages
-        say nothing more there."""
+        """Places that already have a problem (or hold a value spoiled by one reported elsewhere):
+        later stages say nothing more there."""
         return {str(loc) for loc, _ in self.located} | self.spoiled
 
     def spoil(self, loc: Location) -> None:
@@ -128,7 +131,8 @@ class _Problems:
         self.located.append((loc, f"{field}: {message}"))
 
     def sorted(self) -> list[str]:
-        """Command-line options first, then by file, line and column: the order a reader fixes them in."""
+        """Command-line options first, then by file, line and column: the order a reader fixes them
+        in."""
         order = sorted(  # stable: command-line options keep the order they were given in
             self.located,
             key=lambda item: (
@@ -153,12 +157,14 @@ def load_scenario(
     check_files: bool = True,
     env: Mapping[str, str] | None = None,
 ) -> LoadedScenario:
-    """Load one scenario file into a ``LoadedScenario``; raise ``ScenarioError`` listing every problem found.
+    """Load one scenario file into a ``LoadedScenario``; raise ``ScenarioError`` listing every
+    problem found.
 
-    ``overrides`` are ``--set`` texts (``run.iterations=50``; the value is parsed as YAML). ``fvp_binary`` is
-    ``--fvp``: it replaces ``fvp.binary`` (a relative path is relative to the working folder). ``check_files``
-    off skips the file-system checks (missing artifacts without a build command, firmware, the FVP binary),
-    for tools that only need the structure. ``env`` replaces ``os.environ`` for ``${env:NAME}`` (tests).
+    ``overrides`` are ``--set`` texts (``run.iterations=50``; the value is parsed as YAML).
+    ``fvp_binary`` is ``--fvp``: it replaces ``fvp.binary`` (a relative path is relative to the
+    working folder). ``check_files`` off skips the file-system checks (missing artifacts without a
+    build command, firmware, the FVP binary), for tools that only need the structure. ``env``
+    replaces ``os.environ`` for ``${env:NAME}`` (tests).
     """
     scenario_path = Path(os.path.abspath(Path(path).expanduser()))
     problems = _Problems()
@@ -186,20 +192,23 @@ def load_scenario(
         if check_files:
             _check_artifacts(root, problems)
             _check_host_runners(root, problems)
-            fvp, target = (scenario.fvp, scenario.target) if scenario is not None else _fvp_part(root)
+            fvp, target = (scenario.fvp,
+                           scenario.target) if scenario is not None else _fvp_part(root)
             if profile is not None and fvp is not None and target == "fvp" and not fvp.is_sim:
                 _check_real_model(root, fvp, profile, problems)
     except _Stop:
         scenario, profile = None, None
     if problems.located or scenario is None or profile is None:
         raise ScenarioError(_without_secrets(problems.sorted(), root))
-    log.debug("loaded scenario %s (%d files, %d overrides)", scenario_path, len(files), len(overrides))
+    log.debug("loaded scenario %s (%d files, %d overrides)", scenario_path, len(files),
+              len(overrides))
     return LoadedScenario(scenario, scenario_path, profile, tuple(files), tuple(overrides))
 
 
 def _without_secrets(problems: list[str], root: LNode | None) -> list[str]:
-    """The messages with the scenario's secret values masked (a message may quote the value it refuses) and its
-    long values shortened (``located.shorten_values``: a check that quotes a 1 MB value echoes 80 characters)."""
+    """The messages with the scenario's secret values masked (a message may quote the value it
+    refuses) and its long values shortened (``located.shorten_values``: a check that quotes a 1 MB
+    value echoes 80 characters)."""
     if root is None:
         return problems
     data = root.plain()
@@ -208,17 +217,19 @@ def _without_secrets(problems: list[str], root: LNode | None) -> list[str]:
     return [shorten_values(problem, [data]) for problem in redact_problems(problems, data)]
 
 
-# --- host paths -------------------------------------------------------------------------------------------
+# --- host paths -----------------------------------------------------------------------------------
 
 NAME_MAX = 255
-"""Bytes in one name of a path (Linux, macOS): a longer one fails every file-system call with ENAMETOOLONG."""
+"""Bytes in one name of a path (Linux, macOS): a longer one fails every file-system call with
+ENAMETOOLONG."""
 PATH_MAX = 4096
 """Bytes in a whole path, its terminating NUL included."""
 
 
 def path_problem(text: str) -> str | None:
-    """Why ``text`` cannot be a host path at all (too long for the file system, a NUL byte), or None. Checked before
-    any file-system call, so such a path is a located validation message rather than an ``OSError`` traceback."""
+    """Why ``text`` cannot be a host path at all (too long for the file system, a NUL byte), or
+    None. Checked before any file-system call, so such a path is a located validation message rather
+    than an ``OSError`` traceback."""
     try:
         raw = os.fsencode(text)
     except UnicodeError:
@@ -234,9 +245,10 @@ def path_problem(text: str) -> str | None:
 
 
 def file_problem(path: str) -> tuple[bool, str | None]:
-    """(exists, why it cannot be an artifact) for a runner, model or input file: what ``run`` needs of it, checked
-    by ``validate`` too: a regular file that can be read (not a folder, device, named pipe or socket, and not a
-    file whose first read fails, like ``/proc/self/mem``). Opening is non-blocking, so a FIFO cannot hang it."""
+    """(exists, why it cannot be an artifact) for a runner, model or input file: what ``run`` needs
+    of it, checked by ``validate`` too: a regular file that can be read (not a folder, device, named
+    pipe or socket, and not a file whose first read fails, like ``/proc/self/mem``). Opening is
+    non-blocking, so a FIFO cannot hang it."""
     try:
         info = os.stat(path)
     except (FileNotFoundError, NotADirectoryError):
@@ -244,9 +256,10 @@ def file_problem(path: str) -> tuple[bool, str | None]:
     except OSError as exc:
         return True, f"cannot be read: {exc.strerror or exc}"
     if not stat.S_ISREG(info.st_mode):
-        kind = ("a folder" if stat.S_ISDIR(info.st_mode) else "a named pipe" if stat.S_ISFIFO(info.st_mode)
-                else "a socket" if stat.S_ISSOCK(info.st_mode)
-                else "a device" if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode) else "not a file")
+        kind = ("a folder" if stat.S_ISDIR(info.st_mode) else "a named pipe"
+                if stat.S_ISFIFO(info.st_mode) else "a socket" if stat.S_ISSOCK(info.st_mode)
+                else "a device" if stat.S_ISCHR(info.st_mode) or
+                stat.S_ISBLK(info.st_mode) else "not a file")
         return True, f"is {kind}; expected a regular file"
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
@@ -259,7 +272,7 @@ def file_problem(path: str) -> tuple[bool, str | None]:
     return True, None
 
 
-# --- extends ------------------------------------------------------------------------------------------------
+# --- extends --------------------------------------------------------------------------------------
 
 
 def _read_with_extends(
@@ -274,13 +287,15 @@ def _read_with_extends(
     problem = path_problem(str(path))
     if problem is not None:
         if via is None:
-            raise problems.stop(Location(display_path(path)), "(file)", f"cannot be a scenario file: {problem}")
+            raise problems.stop(Location(display_path(path)), "(file)",
+                                f"cannot be a scenario file: {problem}")
         raise problems.stop(via.loc, "extends", f"cannot be a base file: {problem}")
     try:
         is_file = path.is_file()
     except OSError as exc:
         raise problems.stop(via.loc if via is not None else Location(display_path(path)),
-                            "extends" if via is not None else "(file)", f"cannot read: {exc.strerror or exc}") from exc
+                            "extends" if via is not None else "(file)",
+                            f"cannot read: {exc.strerror or exc}") from exc
     if not is_file:
         if via is None:
             raise problems.stop(Location(display_path(path)), "(file)", "scenario file not found")
@@ -322,7 +337,7 @@ def _read_with_extends(
     return merge(merged, root), files
 
 
-# --- --set --------------------------------------------------------------------------------------------------
+# --- --set ----------------------------------------------------------------------------------------
 
 
 def _to_node(value: Any, loc: Location) -> LNode:
@@ -349,18 +364,20 @@ def _set_path(root: LNode, path: PathTuple, node: LNode) -> None:
 
 
 def _override_value(raw: str) -> Any:
-    """A ``--set`` value: a YAML scalar or flow collection (``50``, ``true``, ``[a, b]``, ``{a: 1}``); text
-    that is not valid YAML, or that YAML would read as a mapping without braces (``A title: with colon``),
-    stays text."""
+    """A ``--set`` value: a YAML scalar or flow collection (``50``, ``true``, ``[a, b]``, ``{a:
+    1}``); text that is not valid YAML, or that YAML would read as a mapping without braces (``A
+    title: with colon``), stays text."""
     if not raw.strip():
         return ""
     try:
         value = yaml.safe_load(raw)
-    except (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError):  # ValueError: 2001-02-30
+    # ValueError: 2001-02-30
+    except (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError):
         return raw
     if isinstance(value, dict) and not raw.lstrip().startswith("{"):
         return raw
-    if check_plain_size(value) is not None:  # aliases that would expand beyond reason: keep the text
+    # aliases that would expand beyond reason: keep the text
+    if check_plain_size(value) is not None:
         return raw
     return value
 
@@ -373,7 +390,8 @@ def _apply_override(root: LNode, text: str, problems: _Problems) -> None:
     dotted, raw = text.split("=", 1)
     parts = dotted.strip().split(".")
     if not all(parts):
-        problems.add(where, dotted, "empty part in the path; expected dotted field names like run.iterations")
+        problems.add(where, dotted,
+                     "empty part in the path; expected dotted field names like run.iterations")
         return
     value = _override_value(raw)
     annotation: Any = Scenario
@@ -406,12 +424,13 @@ def _apply_override(root: LNode, text: str, problems: _Problems) -> None:
             path.append(part)
         index += 1
     item = root.get(tuple(path[:2])) if path[:1] == ["metrics"] and len(path) > 2 else None
-    if item is not None and isinstance(item.value, str):  # `- cpu_time` is short for `- {name: cpu_time}`
+    # `- cpu_time` is short for `- {name: cpu_time}`
+    if item is not None and isinstance(item.value, str):
         item.value = {"name": LNode(item.value, item.loc, item.loc)}
     _set_path(root, tuple(path), _to_node(value, where))
 
 
-# --- ${variables} -------------------------------------------------------------------------------------------
+# --- ${variables} ---------------------------------------------------------------------------------
 
 _REFERENCE = re.compile(r"\$\$\{|\$\{([^{}]*)\}|\$\{")
 _ENV = re.compile(r"^env:([A-Za-z_][A-Za-z0-9_]*)(?::-(.*))?$", re.DOTALL)
@@ -422,7 +441,8 @@ class _VarError(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.entry: str | None = None
-        """The innermost ``vars`` entry whose value holds the problem (None: not inside a ``vars`` entry)."""
+        """The innermost ``vars`` entry whose value holds the problem (None: not inside a ``vars``
+        entry)."""
 
 
 class _Consequential(_VarError):
@@ -430,7 +450,8 @@ class _Consequential(_VarError):
 
 
 class _Variables:
-    """Resolves ``${...}`` references; ``vars`` entries are resolved on demand (they may use each other)."""
+    """Resolves ``${...}`` references; ``vars`` entries are resolved on demand (they may use each
+    other)."""
 
     def __init__(self, root: LNode, scenario_dir: Path, env: Mapping[str, str]) -> None:
         vars_node = root.get(("vars",))
@@ -453,13 +474,15 @@ class _Variables:
             value = self.var(head)
             for part in rest.split("."):
                 if not isinstance(value, dict) or part not in value:
-                    raise _VarError(f"undefined variable ${{vars.{name}}} (vars.{head} has no {part!r})")
+                    raise _VarError(f"undefined variable ${{vars.{name}}} (vars.{head} has no "
+                                    f"{part!r})")
                 value = value[part]
             return value
         if name not in self.vars:
             hint = did_you_mean(name, self.vars)
             defined = ", ".join(self.vars) or "none"
-            raise _VarError(f"undefined variable ${{vars.{name}}}{hint} (defined in vars: {defined})")
+            raise _VarError(f"undefined variable ${{vars.{name}}}{hint} (defined in vars: "
+                            f"{defined})")
         if name in self.active:
             cycle = " -> ".join([*self.active[self.active.index(name) :], name])
             circle = _VarError(f"variables refer to each other in a circle: {cycle}")
@@ -470,7 +493,8 @@ class _Variables:
             value = self.resolve_node(self.vars[name])
         except _VarError as exc:
             if exc.entry is None and not isinstance(exc, _Consequential):
-                exc.entry = name  # the problem is written in this entry (not in the entries that use it)
+                # the problem is written in this entry (not in the entries that use it)
+                exc.entry = name
             self.failed.add(name)  # uses of it say no more
             raise
         finally:
@@ -504,7 +528,8 @@ class _Variables:
                 pieces.append("${")
             elif match.group(1) is None:
                 raise _VarError(
-                    f"unclosed ${{ in {text!r}; expected one of {_FORMS} (write $${{ for a literal ${{)"
+                    f"unclosed ${{ in {text!r}; expected one of {_FORMS} (write $${{ for a literal "
+                    "${)"
                 )
             else:
                 pieces.append(str(self.reference(match.group(1).strip(), loc)))
@@ -519,7 +544,8 @@ class _Variables:
         if inner.startswith("vars."):
             value = self.var(inner[len("vars.") :])
             if isinstance(value, dict | list):
-                raise _VarError(f"${{{inner}}} is a {type(value).__name__}; only a whole value can be one")
+                raise _VarError(f"${{{inner}}} is a {type(value).__name__}; only a whole value can "
+                                "be one")
             return value
         env_match = _ENV.match(inner)
         if env_match:
@@ -529,15 +555,17 @@ class _Variables:
             if default is not None:
                 return default
             raise _VarError(
-                f"environment variable {name} is not set (write ${{env:{name}:-default}} to give a default)"
+                f"environment variable {name} is not set (write ${{env:{name}:-default}} to give a "
+                "default)"
             )
         raise _VarError(
-            f"unknown variable ${{{inner}}}{did_you_mean(inner, ['scenario_dir', 'file_dir'])}; expected "
-            f"one of {_FORMS}"
+            f"unknown variable ${{{inner}}}{did_you_mean(inner, ['scenario_dir', 'file_dir'])}; "
+            f"expected one of {_FORMS}"
         )
 
 
-def _substitute(root: LNode, scenario_dir: Path, env: Mapping[str, str], problems: _Problems) -> None:
+def _substitute(root: LNode, scenario_dir: Path, env: Mapping[str, str],
+                problems: _Problems) -> None:
     variables = _Variables(root, scenario_dir, env)
     for name, node in list(variables.vars.items()):
         try:
@@ -554,10 +582,12 @@ def _substitute(root: LNode, scenario_dir: Path, env: Mapping[str, str], problem
                 problems.spoil(node.loc)
             variables.failed.add(name)
             continue
-        replacement = _to_node(resolved, node.loc)  # the vars block itself now holds resolved values
+        # the vars block itself now holds resolved values
+        replacement = _to_node(resolved, node.loc)
         replacement.key_loc = node.key_loc
         variables.vars[name] = replacement
-    for path, node in list(root.walk()):  # a list first: substituted collections must not be walked again
+    # a list first: substituted collections must not be walked again
+    for path, node in list(root.walk()):
         if path[:1] == ("vars",) or not isinstance(node.value, str):
             continue
         try:
@@ -571,7 +601,7 @@ def _substitute(root: LNode, scenario_dir: Path, env: Mapping[str, str], problem
         node.value = _to_node(value, node.loc).value if isinstance(value, dict | list) else value
 
 
-# --- paths --------------------------------------------------------------------------------------------------
+# --- paths ----------------------------------------------------------------------------------------
 
 
 def path_fields(root: LNode) -> list[tuple[PathTuple, LNode]]:
@@ -607,7 +637,8 @@ def _absolute(node: LNode) -> None:
 
 
 def _absolutise_paths(root: LNode, problems: _Problems) -> None:
-    """Make every host path absolute (relative to the file that wrote it), and refuse one no file system takes."""
+    """Make every host path absolute (relative to the file that wrote it), and refuse one no file
+    system takes."""
     checked: list[tuple[PathTuple, LNode]] = []
     for path, node in path_fields(root):
         _absolute(node)
@@ -636,19 +667,22 @@ def _absolutise_paths(root: LNode, problems: _Problems) -> None:
             problems.add(node.loc, path, problem)
 
 
-# --- validation and cross checks ----------------------------------------------------------------------------
+# --- validation and cross checks ------------------------------------------------------------------
 
 
 def _validate(root: LNode, problems: _Problems) -> Scenario | None:
     run = root.plain().get("run")
-    if isinstance(run, dict) and run.get("until") is not None and "repetitions" in run:  # either, never both
+    # either, never both
+    if isinstance(run, dict) and run.get("until") is not None and "repetitions" in run:
         problems.add(_node_at(root, ("run", "repetitions"), at_key=True), ("run", "repetitions"),
-                     "run.until chooses the repetitions (at most until.max_repetitions): remove run.repetitions, "
-                     "or set run.until to null (--set run.until=null) for a fixed matrix")
+                     "run.until chooses the repetitions (at most until.max_repetitions): remove "
+                     "run.repetitions, or set run.until to null (--set run.until=null) for a fixed "
+                     "matrix")
     try:
         return Scenario.model_validate(root.plain(), context={LOADER_CONTEXT: True})
     except ValidationError as exc:
-        already = problems.where  # one message per place: a failed ${...} explains the type error there
+        # one message per place: a failed ${...} explains the type error there
+        already = problems.where
         for where, message in validation_problems(exc, root, Scenario):
             if str(where) not in already:
                 problems.located.append((where, message))
@@ -669,7 +703,8 @@ _MISSING = object()
 
 
 def _lenient(model: type[Compare], raw: dict[str, Any]) -> tuple[Compare | None, set[str]]:
-    """Validate a section without the fields that fail: (the section or None, the fields left out)."""
+    """Validate a section without the fields that fail: (the section or None, the fields left
+    out)."""
     data = dict(raw)
     left_out: set[str] = set()
     for _round in range(len(raw) + 1):
@@ -685,7 +720,8 @@ def _lenient(model: type[Compare], raw: dict[str, Any]) -> tuple[Compare | None,
 
 
 def _parts(root: LNode) -> ScenarioParts:
-    """What the cross-field checks may read of a scenario that did not validate (see ``ScenarioParts``)."""
+    """What the cross-field checks may read of a scenario that did not validate (see
+    ``ScenarioParts``)."""
     data = root.plain()
     unknown: set[str] = set()
     sections: dict[str, dict[str, Any]] = {}
@@ -707,7 +743,8 @@ def _parts(root: LNode) -> ScenarioParts:
             except ValidationError:
                 pass
             name = entry.get("name") if isinstance(entry, dict) else None
-            if isinstance(name, str) and name:  # a stand-in: its name (and whether it has a regex) is what counts
+            # a stand-in: its name (and whether it has a regex) is what counts
+            if isinstance(name, str) and name:
                 metrics.append(MetricSpec.model_construct(name=name, regex=entry.get("regex")))
             else:
                 unknown.add("metrics")
@@ -718,7 +755,8 @@ def _parts(root: LNode) -> ScenarioParts:
     if isinstance(raw_compare, dict):
         compare, left_out = _lenient(Compare, raw_compare)
         unknown |= {f"compare.{name}" for name in left_out}
-    return ScenarioParts(sections["builds"], sections["models"], metrics, compare, frozenset(unknown))
+    return ScenarioParts(sections["builds"], sections["models"], metrics, compare,
+                         frozenset(unknown))
 
 
 def _fvp_part(root: LNode) -> tuple[FvpConfig | None, str | None]:
@@ -758,9 +796,11 @@ def _cross_checks_and_profile(
     return None
 
 
-def _check_platform_kind(root: LNode, scenario: Scenario, profile: Profile, problems: _Problems) -> None:
-    """What the platform's kind allows (``docs/baremetal.md``): bare-metal fields only on bare-metal platforms and
-    the Linux-guest ones not there; NPU sizes the NPU has; semihosting command lines the model does not truncate."""
+def _check_platform_kind(root: LNode, scenario: Scenario, profile: Profile,
+                         problems: _Problems) -> None:
+    """What the platform's kind allows (``docs/baremetal.md``): bare-metal fields only on bare-metal
+    platforms and the Linux-guest ones not there; NPU sizes the NPU has; semihosting command lines
+    the model does not truncate."""
     already = problems.where
 
     def add(path: PathTuple, message: str, at_key: bool = False) -> None:
@@ -769,36 +809,46 @@ def _check_platform_kind(root: LNode, scenario: Scenario, profile: Profile, prob
             problems.add(where, path, message)
 
     macs_param = profile.npu_macs_param
-    param_sets: list[tuple[PathTuple, Mapping[str, Any]]] = [(("fvp", "params"), scenario.fvp.params)]
-    param_sets += [(("builds", name, "fvp_params"), build.fvp_params) for name, build in scenario.builds.items()]
+    param_sets: list[tuple[PathTuple, Mapping[str, Any]]] = [(("fvp", "params"),
+                                                              scenario.fvp.params)]
+    param_sets += [(("builds", name, "fvp_params"), build.fvp_params)
+                   for name, build in scenario.builds.items()]
     for path, params in param_sets:
         if macs_param and profile.npu_macs and macs_param in params:
             value = params[macs_param]
-            if isinstance(value, bool) or str(value).strip("'\"") not in {str(m) for m in profile.npu_macs}:
-                add((*path, macs_param), f"{value!r} is not a configuration of the {profile.npu_family or 'NPU'} of "
+            if (isinstance(value, bool) or
+                str(value).strip("'\"") not in {str(m) for m in profile.npu_macs}):
+                add((*path, macs_param),
+                    f"{value!r} is not a configuration of the {profile.npu_family or 'NPU'} of "
                     f"{profile.name} (MACs: {', '.join(map(str, profile.npu_macs))})")
     if not profile.baremetal:
         what = f"platform {profile.name} is a Linux guest (one boot serves every build and model)"
         for name, build in scenario.builds.items():
             for field in ("fvp_params", "data_address"):
                 if field in build.model_fields_set and getattr(build, field):
-                    add(("builds", name, field), f"applies to bare-metal platforms only; {what}", True)
+                    add(("builds", name, field), f"applies to bare-metal platforms only; {what}",
+                        True)
         if "timelimit" in scenario.fvp.model_fields_set:
             add(("fvp", "timelimit"), f"applies to bare-metal platforms only; {what}", True)
         if "cmd_line" in scenario.run.model_fields_set:
-            add(("run", "cmd_line"), f"applies to bare-metal platforms only (semihosting); {what}: its runner "
+            add(("run", "cmd_line"),
+                f"applies to bare-metal platforms only (semihosting); {what}: its runner "
                 "command is run.command", True)
         return
     if scenario.target == "host":
-        add(("target",), f"platform {profile.name} is bare metal: its runner runs only inside the model "
+        add(("target",),
+            f"platform {profile.name} is bare metal: its runner runs only inside the model "
             "(target: fvp), not on this host")
         return
-    kind = f"platform {profile.name} is bare metal: every unit is one model launch with the runner as its application"
+    kind = (f"platform {profile.name} is bare metal: every unit is one model launch with the "
+            "runner as its application")
     if "command" in scenario.run.model_fields_set:
-        add(("run", "command"), f"{kind}; the runner's command line is run.cmd_line (semihosting), not a shell "
+        add(("run", "command"),
+            f"{kind}; the runner's command line is run.cmd_line (semihosting), not a shell "
             "command", True)
     for path, env in [(("run", "env"), scenario.run.env),
-                      *((("builds", name, "env"), build.env) for name, build in scenario.builds.items())]:
+                      *((("builds", name, "env"), build.env)
+                        for name, build in scenario.builds.items())]:
         if env:
             add(path, f"{kind}; a bare-metal program has no environment", True)
     for name, build in scenario.builds.items():
@@ -809,28 +859,36 @@ def _check_platform_kind(root: LNode, scenario: Scenario, profile: Profile, prob
     uart_out = f"{profile.uart}.out_file"
     for path, params in param_sets:
         if uart_out in params and str(params[uart_out]).strip("'\"") != "-":
-            add((*path, uart_out), "must stay '-': the harness reads the program's UART on the model's stdout")
+            add((*path, uart_out),
+                "must stay '-': the harness reads the program's UART on the model's stdout")
     for name, build in scenario.builds.items():
         if build.data_address is True and profile.data_address is None:
-            add(("builds", name, "data_address"), f"true means the platform's data_address, and profile "
+            add(("builds", name, "data_address"),
+                f"true means the platform's data_address, and profile "
                 f"{profile.name} has none; give the address (e.g. 0x70000000)")
     if not scenario.run.semihosting:
         no_model = [name for name, build in scenario.builds.items() if not build.data_address]
         for name in no_model:
-            add(("builds", name, "data_address"), "run.cmd_line is false (no semihosting), so this runner can get "
-                "its model only from memory: give data_address (where it was built to read it, ET_MODEL_PTE_ADDR)",
-                True)
+            add(("builds", name, "data_address"),
+                "run.cmd_line is false (no semihosting), so this runner can get "
+                "its model only from memory: give data_address (where it was built to read it, "
+                "ET_MODEL_PTE_ADDR)", True)
         return
-    template_at: PathTuple = ("run", "cmd_line") if "cmd_line" in scenario.run.model_fields_set else ("run",)
+    template_at: PathTuple = (("run",
+                              "cmd_line") if "cmd_line" in scenario.run.model_fields_set
+                              else ("run",))
     last_rep = scenario.run.planned_repetitions - 1  # the longest unit ids (most digits)
-    worst: tuple[int, str] | None = None  # one message for the template: its longest line, and how many are too long
+    # one message for the template: its longest line, and how many are too long
+    worst: tuple[int, str] | None = None
     over = 0
     for build_name in scenario.builds:
         for model in scenario.models:
             try:
-                unit = semihosting_unit(scenario, build_name, model, f"r{last_rep}-{build_name}-{model}")
+                unit = semihosting_unit(scenario, build_name, model,
+                                        f"r{last_rep}-{build_name}-{model}")
             except ValueError as exc:
-                add(template_at, f"build {build_name}, model {model}: {exc}", template_at == ("run",))
+                add(template_at, f"build {build_name}, model {model}: {exc}",
+                    template_at == ("run",))
                 return
             line = unit.cmd_line or ""
             problem = cmd_line_problem(line, profile.cmd_line_limit)
@@ -839,17 +897,20 @@ def _check_platform_kind(root: LNode, scenario: Scenario, profile: Profile, prob
                 if worst is None or len(line) > worst[0]:
                     worst = (len(line), f"build {build_name}, model {model}: {problem}")
     if worst is not None:
-        more = f" ({over} of {len(scenario.builds) * len(scenario.models)} units are too long)" if over > 1 else ""
+        more = (f" ({over} of {len(scenario.builds) * len(scenario.models)} units are too long)"
+                if over > 1 else "")
         add(template_at, worst[1] + more, template_at == ("run",))
 
 
 def _check_input_separators(root: LNode, scenario: Scenario, problems: _Problems) -> None:
-    """``{inputs}`` joins the guest paths of a model's inputs with commas (what ``executor_runner --inputs`` takes),
-    so an input whose file name holds a comma would silently become two: refused here, where the user can rename it
-    or pass ``{input_args}`` (``-i FILE`` each) instead. The guest path is ``<guest_dir>/<hash>/<file name>``; on
-    ``target: host`` it is the host path, so there the whole path counts."""
+    """``{inputs}`` joins the guest paths of a model's inputs with commas (what ``executor_runner
+    --inputs`` takes), so an input whose file name holds a comma would silently become two: refused
+    here, where the user can rename it or pass ``{input_args}`` (``-i FILE`` each) instead. The
+    guest path is ``<guest_dir>/<hash>/<file name>``; on ``target: host`` it is the host path, so
+    there the whole path counts."""
     templates = [scenario.run.command, *scenario.run.fetch]
-    if not any("{inputs}" in template.replace("{{", "").replace("}}", "") for template in templates):
+    if not any("{inputs}" in template.replace("{{", "").replace("}}", "")
+               for template in templates):
         return
     already = problems.where
     for name, model in scenario.models.items():
@@ -858,18 +919,22 @@ def _check_input_separators(root: LNode, scenario: Scenario, problems: _Problems
             path: PathTuple = ("models", name, "inputs", index, "file")
             where = _node_at(root, path)
             if "," in shown and str(where) not in already:
-                problems.add(where, path, f"{shown!r} holds a comma, and run.command's {{inputs}} separates input "
-                             "files with commas (it would pass two files); rename the file, or use {input_args}")
+                problems.add(where, path,
+                             f"{shown!r} holds a comma, and run.command's {{inputs}} separates "
+                             "input files with commas (it would pass two files); rename the file, "
+                             "or use {input_args}")
     has_inputs = any(model.inputs for model in scenario.models.values())
     if scenario.target != "host" and "," in scenario.deploy.guest_dir and has_inputs:
         problems.add(_node_at(root, ("deploy", "guest_dir")), ("deploy", "guest_dir"),
-                     "holds a comma, and run.command's {inputs} separates input files with commas; choose another "
-                     "folder, or use {input_args}")
+                     "holds a comma, and run.command's {inputs} separates input files with commas; "
+                     "choose another folder, or use {input_args}")
 
 
 def _check_artifacts(root: LNode, problems: _Problems) -> None:
-    """Every runner, model and input file must exist or have a build command; declared sources must exist."""
-    already = problems.where  # a path with a problem of its own (an undefined ${vars.x}) is not looked for
+    """Every runner, model and input file must exist or have a build command; declared sources must
+    exist."""
+    # a path with a problem of its own (an undefined ${vars.x}) is not looked for
+    already = problems.where
     for path, node in path_fields(root):
         field = path[-1] if isinstance(path[-1], str) else path[-2]
         if path[0] == "fvp" or not isinstance(node.value, str) or str(node.loc) in already:
@@ -886,8 +951,10 @@ def _check_artifacts(root: LNode, problems: _Problems) -> None:
         if exists:
             continue
         owner = root.get(path[:-1])
-        build = owner.value.get("build") if owner is not None and isinstance(owner.value, dict) else None
-        if build is None or build.value is None:  # `build: null` (a base's command taken away) is no build
+        build = (owner.value.get("build") if owner is not None and
+                 isinstance(owner.value, dict) else None)
+        # `build: null` (a base's command taken away) is no build
+        if build is None or build.value is None:
             problems.add(
                 node.loc,
                 path,
@@ -897,20 +964,23 @@ def _check_artifacts(root: LNode, problems: _Problems) -> None:
 
 
 def _check_host_runners(root: LNode, problems: _Problems) -> None:
-    """``target: host`` runs each build's runner on this host: one it cannot execute (built for another machine, a
-    simulator artifact, a script without its interpreter, no execute bit) is refused at its ``runner`` field
-    (``scenario.executable``). A runner that does not exist yet (it has a build command) is checked after its build."""
+    """``target: host`` runs each build's runner on this host: one it cannot execute (built for
+    another machine, a simulator artifact, a script without its interpreter, no execute bit) is
+    refused at its ``runner`` field (``scenario.executable``). A runner that does not exist yet (it
+    has a build command) is checked after its build."""
     target = root.get(("target",))
     if target is None or target.value != "host":
         return
     already = problems.where
     for path, node in path_fields(root):
-        if path[0] != "builds" or path[-1] != "runner" or not isinstance(node.value, str) or str(node.loc) in already:
+        if (path[0] != "builds" or path[-1] != "runner" or not isinstance(node.value, str) or
+            str(node.loc) in already):
             continue
         problem = host_exec_problem(node.value)
         if problem is not None:
-            problems.add(node.loc, path, f"{display_path(Path(node.value))} cannot run on this host (target: host): "
-                         f"{problem}")
+            problems.add(node.loc, path,
+                         f"{display_path(Path(node.value))} cannot run on this host (target: "
+                         f"host): {problem}")
 
 
 def _check_real_model(root: LNode, fvp: FvpConfig, profile: Profile, problems: _Problems) -> None:
@@ -928,7 +998,8 @@ def _check_real_model(root: LNode, fvp: FvpConfig, profile: Profile, problems: _
                 "expected the model executable (or `sim` for the embedded simulator)",
             )
         elif not os.access(binary, os.X_OK):
-            problems.add(binary_loc, ("fvp", "binary"), f"{display_path(Path(binary))} is not executable")
+            problems.add(binary_loc, ("fvp", "binary"),
+                         f"{display_path(Path(binary))} is not executable")
     elif shutil.which(binary) is None:
         problems.add(
             binary_loc,
@@ -942,18 +1013,22 @@ def _check_real_model(root: LNode, fvp: FvpConfig, profile: Profile, problems: _
             problems.add(
                 _node_at(root, ("fvp", "firmware", name)),
                 ("fvp", "firmware", name),
-                f"firmware file not found: {display_path(Path(file))} ({profile.firmware[name].description})",
+                f"firmware file not found: {display_path(Path(file))} "
+                f"({profile.firmware[name].description})",
             )
         if name not in profile.firmware:
             problems.add(
                 _node_at(root, ("fvp", "firmware", name), True),
                 ("fvp", "firmware", name),
-                f"profile {profile.name} takes no firmware {name!r}{did_you_mean(name, profile.firmware)} "
-                f"(it takes: {', '.join(profile.firmware)})",
+                f"profile {profile.name} takes no firmware "
+                f"{name!r}{did_you_mean(name, profile.firmware)} (it takes: "
+                f"{', '.join(profile.firmware)})",
             )
-    missing = [name for name, spec in profile.firmware.items() if spec.required and name not in given]
+    missing = [name
+               for name, spec in profile.firmware.items() if spec.required and name not in given]
     if missing:
-        where = _node_at(root, ("fvp", "firmware"), True) if root.get(("fvp", "firmware")) else binary_loc
+        where = (_node_at(root, ("fvp", "firmware"), True) if root.get(("fvp", "firmware"))
+                 else binary_loc)
         wanted = "; ".join(f"{name}: {profile.firmware[name].description}" for name in missing)
         problems.add(
             where,

@@ -1,14 +1,16 @@
-"""The scenario language: pydantic models of a scenario YAML file, its template rules and its JSON schema.
+"""The scenario language: pydantic models of a scenario YAML file, its template rules and its JSON
+schema.
 
-A scenario says which platform to boot, which builds of the runner to compare, on which models, how to run
-them and what to measure. It is parsed once, at the edge, into these validated, immutable objects; nothing
-downstream sees a raw dict.
+A scenario says which platform to boot, which builds of the runner to compare, on which models, how
+to run them and what to measure. It is parsed once, at the edge, into these validated, immutable
+objects; nothing downstream sees a raw dict.
 
-``scenario.load.load_scenario(path, overrides)`` returns a :class:`LoadedScenario` (the ``Scenario``, its file,
-its resolved ``Profile``). On the way it resolves ``extends`` (deep merge, lists replace), ``--set`` overrides,
-``${...}`` variables and relative paths (made absolute, relative to the file they were written in), and reports
-every problem as ``file:line:col: field.path: what is wrong, what was expected`` in one ``ScenarioError``. The
-loader lives in ``scenario.load``; this module keeps the models and the template rules.
+``scenario.load.load_scenario(path, overrides)`` returns a :class:`LoadedScenario` (the
+``Scenario``, its file, its resolved ``Profile``). On the way it resolves ``extends`` (deep merge,
+lists replace), ``--set`` overrides, ``${...}`` variables and relative paths (made absolute,
+relative to the file they were written in), and reports every problem as ``file:line:col:
+field.path: what is wrong, what was expected`` in one ``ScenarioError``. The loader lives in
+``scenario.load``; this module keeps the models and the template rules.
 """
 
 from __future__ import annotations
@@ -40,7 +42,12 @@ from pydantic_core import CoreSchema
 from fvp_harness.located import closest, did_you_mean, format_path
 from fvp_harness.scenario.baseline import DriftCheck
 from fvp_harness.scenario.metrics import BUILTIN_METRICS, validate_regex
-from fvp_harness.scenario.secrets import DEFAULT_SECRET_PATTERNS, redact_scenario, secret_problems, secret_values
+from fvp_harness.scenario.secrets import (
+    DEFAULT_SECRET_PATTERNS,
+    redact_scenario,
+    secret_problems,
+    secret_values,
+)
 from fvp_harness.scenario.vela import VelaEstimates
 
 if TYPE_CHECKING:
@@ -98,19 +105,21 @@ RUN_PLACEHOLDERS: dict[str, str] = {
 
 BUILD_PLACEHOLDERS: dict[str, str] = {
     "output": "host path of the file the command must write (quoted)",
-    "fvp_harness": "the running Python interpreter (quoted) + ' -m fvp_harness' (no console script needed)",
+    "fvp_harness": "the running Python interpreter (quoted) + ' -m fvp_harness' (no console script "
+                   "needed)",
     "source": "builds.X.source in a local repository: the harness's checkout of the commit "
     "(quoted; the build runs there)",
 }
 """Placeholders of ``build`` commands of builds, models and inputs."""
 
 DEFAULT_CMD_LINE = "{runner} -m {model} -o {output} {input_args}"
-"""The semihosting command line of a bare-metal unit unless ``run.cmd_line`` says otherwise: what upstream's
-``backends/arm/test/runner_utils.py`` gives ``arm_executor_runner`` (``executor_runner -m program.pte -o out -i
-i0.bin``), with the harness's file names."""
+"""The semihosting command line of a bare-metal unit unless ``run.cmd_line`` says otherwise: what
+upstream's ``backends/arm/test/runner_utils.py`` gives ``arm_executor_runner`` (``executor_runner -m
+program.pte -o out -i i0.bin``), with the harness's file names."""
 
 DEFAULT_GUEST_DIR = "/tmp/fvp-harness"
-"""Where artifacts go in the guest unless ``deploy.guest_dir`` says otherwise (under ``<sha256[:16]>/<name>``)."""
+"""Where artifacts go in the guest unless ``deploy.guest_dir`` says otherwise (under
+``<sha256[:16]>/<name>``)."""
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 """Build and model names end up in unit ids and file names: keep them plain."""
@@ -122,8 +131,8 @@ LOADER_CONTEXT = "fvp_harness.scenario.load"
 def template_fields(template: str) -> list[str]:
     """Placeholder names used in a ``{name}`` template (``{{`` and ``}}`` are literal braces).
 
-    Raises ``ValueError`` for unbalanced braces and for format specs or conversions, which templates do not
-    support.
+    Raises ``ValueError`` for unbalanced braces and for format specs or conversions, which templates
+    do not support.
     """
     try:
         parsed = list(string.Formatter().parse(template))
@@ -158,9 +167,10 @@ def _check_template(template: str, known: Mapping[str, str]) -> str:
 
 
 def render_template(template: str, values: Mapping[str, str], *, quote: bool = True) -> str:
-    """Fill a validated template. Each value is ``shlex.quote``-d unless ``quote`` is false (never build guest
-    commands by plain string formatting of user values)."""
-    prepared = {key: shlex.quote(str(value)) if quote else str(value) for key, value in values.items()}
+    """Fill a validated template. Each value is ``shlex.quote``-d unless ``quote`` is false (never
+    build guest commands by plain string formatting of user values)."""
+    prepared = {key: shlex.quote(str(value)) if quote else str(value)
+                for key, value in values.items()}
     return template.format_map(prepared)
 
 
@@ -179,15 +189,16 @@ def expand_build_command(template: str, output: Path | str,
 
 
 class StrictModel(BaseModel):
-    """Base for every scenario section: unknown keys are errors, objects are immutable after validation, and a
-    number field refuses NaN and infinities (YAML's ``.nan`` and ``.inf``)."""
+    """Base for every scenario section: unknown keys are errors, objects are immutable after
+    validation, and a number field refuses NaN and infinities (YAML's ``.nan`` and ``.inf``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 MAX_REPETITIONS = 10_000
-"""Upper bounds on the counts a scenario gives: far above any real benchmark, low enough that a typo (``1e9``) is a
-validation error instead of a plan that never finishes enumerating or a run that never ends."""
+"""Upper bounds on the counts a scenario gives: far above any real benchmark, low enough that a typo
+(``1e9``) is a validation error instead of a plan that never finishes enumerating or a run that
+never ends."""
 MAX_ITERATIONS = 10_000_000
 MAX_WARMUP = 1_000_000
 MAX_INSTANCES = 256
@@ -195,7 +206,8 @@ MAX_RETRIES = 100
 MAX_UNITS = 10_000
 """Builds x models x repetitions: the plan enumerates (and hashes keys for) every unit up front."""
 MAX_TIMEOUT_S = 30 * 24 * 3600.0
-"""30 days: longer deadlines overflow the waits of ``threading`` and ``select`` (``OverflowError``)."""
+"""30 days: longer deadlines overflow the waits of ``threading`` and ``select``
+(``OverflowError``)."""
 MAX_TIMEOUT_SCALE = 1000.0
 
 
@@ -204,12 +216,16 @@ class Timeouts(StrictModel):
 
     boot: float = Field(600.0, gt=0, le=MAX_TIMEOUT_S,
         description="From launch until the login prompt (real models: minutes).")
-    login: float = Field(60.0, gt=0, le=MAX_TIMEOUT_S, description="From the login prompt until a shell answers.")
-    command: float = Field(120.0, gt=0, le=MAX_TIMEOUT_S, description="One framed guest command (setup, hash checks).")
-    deploy: float = Field(900.0, gt=0, le=MAX_TIMEOUT_S, description="Putting one artifact into the guest.")
+    login: float = Field(60.0, gt=0, le=MAX_TIMEOUT_S,
+                         description="From the login prompt until a shell answers.")
+    command: float = Field(120.0, gt=0, le=MAX_TIMEOUT_S,
+                           description="One framed guest command (setup, hash checks).")
+    deploy: float = Field(900.0, gt=0, le=MAX_TIMEOUT_S,
+                          description="Putting one artifact into the guest.")
     unit: float = Field(600.0, gt=0, le=MAX_TIMEOUT_S,
         description="One unit: one runner invocation with all its iterations.")
-    session: float = Field(14400.0, gt=0, le=MAX_TIMEOUT_S, description="One booted instance from launch to stop.")
+    session: float = Field(14400.0, gt=0, le=MAX_TIMEOUT_S,
+                           description="One booted instance from launch to stop.")
 
 
 class FvpConfig(StrictModel):
@@ -218,22 +234,27 @@ class FvpConfig(StrictModel):
     binary: str = Field(
         "sim",
         min_length=1,
-        description="`sim` for the embedded simulator, an executable name on PATH, or a path to the FVP "
+        description="`sim` for the embedded simulator, an executable name on PATH, or a path to "
+                    "the FVP "
         "binary.",
     )
     params: dict[str, ParamValue] = Field(
-        default_factory=dict, description="-C parameters, added to (and overriding) the platform profile's."
+        default_factory=dict,
+        description="-C parameters, added to (and overriding) the platform profile's."
     )
     args: list[str] = Field(
-        default_factory=list, description="Extra command-line options as a list, so options can repeat."
+        default_factory=list,
+        description="Extra command-line options as a list, so options can repeat."
     )
     firmware: dict[str, str] = Field(
         default_factory=dict,
-        description="Files the platform profile requires from the user for a real model (e.g. bl1, flash).",
+        description="Files the platform profile requires from the user for a real model (e.g. bl1, "
+                    "flash).",
     )
     sim: dict[str, ParamValue] = Field(
         default_factory=dict,
-        description="Embedded-simulator knobs (boot time, speed, faults); passed as FVP_SIM_* environment "
+        description="Embedded-simulator knobs (boot time, speed, faults); passed as FVP_SIM_* "
+                    "environment "
         "variables and ignored for a real FVP.",
     )
     instances: int = Field(1, ge=1, le=MAX_INSTANCES,
@@ -242,18 +263,20 @@ class FvpConfig(StrictModel):
         None,
         gt=0,
         le=MAX_TIMEOUT_S,
-        description="Bare-metal platforms: --timelimit seconds of every launch (default: the profile's); the "
+        description="Bare-metal platforms: --timelimit seconds of every launch (default: the "
+                    "profile's); the "
         "model stops itself there (a time-limit failure, retried like any infrastructure failure).",
     )
     timeouts: Timeouts = Field(default_factory=Timeouts)
     timeout_scale: float = Field(
-        1.0, gt=0, le=MAX_TIMEOUT_SCALE, description="Multiplies every timeout (slow hosts, parallel load)."
+        1.0, gt=0, le=MAX_TIMEOUT_SCALE,
+        description="Multiplies every timeout (slow hosts, parallel load)."
     )
 
     @property
     def is_sim(self) -> bool:
-        """True for the embedded simulator (the only switch between simulated and real: see the house
-        rules)."""
+        """True for the embedded simulator (the only switch between simulated and real: see the
+        house rules)."""
         return self.binary == "sim"
 
 
@@ -267,8 +290,8 @@ class _BuildCommand(StrictModel):
 
 
 def _env_text(value: Any) -> Any:
-    """Environment values are text; YAML reads ``THREADS: 1`` as a number, so accept scalars and convert
-    them."""
+    """Environment values are text; YAML reads ``THREADS: 1`` as a number, so accept scalars and
+    convert them."""
     if isinstance(value, dict):
         return {
             key: ("true" if item else "false")
@@ -282,14 +305,16 @@ def _env_text(value: Any) -> Any:
 
 
 def _env_item(value: Any) -> Any:
-    """One environment value: text (numbers and booleans become text). A mapping here is a secret entry that is
-    not written ``{value: TEXT, secret: true}`` (``_secret_entries`` takes the well-formed ones out first)."""
+    """One environment value: text (numbers and booleans become text). A mapping here is a secret
+    entry that is not written ``{value: TEXT, secret: true}`` (``_secret_entries`` takes the
+    well-formed ones out first)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):
         return str(value)
     if isinstance(value, dict):
-        raise ValueError(f"got {value!r}; expected text, or {{value: TEXT, secret: true}} for a secret")
+        raise ValueError(f"got {value!r}; expected text, or {{value: TEXT, secret: true}} for a "
+                         "secret")
     return value
 
 
@@ -307,8 +332,9 @@ EnvValue = Annotated[
 
 
 def _secret_entries(data: Any) -> Any:
-    """``env: {NAME: {value: TEXT, secret: true}}`` becomes ``env: {NAME: TEXT}`` plus NAME in ``secret_env`` (the
-    model keeps plain text values: what the runner gets). Malformed entries stay for ``_env_item`` to report."""
+    """``env: {NAME: {value: TEXT, secret: true}}`` becomes ``env: {NAME: TEXT}`` plus NAME in
+    ``secret_env`` (the model keeps plain text values: what the runner gets). Malformed entries stay
+    for ``_env_item`` to report."""
     if not isinstance(data, dict) or not isinstance(data.get("env"), dict):
         return data
     listed = data.get("secret_env", [])
@@ -318,23 +344,28 @@ def _secret_entries(data: Any) -> Any:
     marked = list(listed)
     for name, item in env.items():
         if (isinstance(item, dict) and "value" in item and set(item) <= {"value", "secret"}
-                and isinstance(item.get("secret", False), bool) and not isinstance(item["value"], dict | list)):
+                and isinstance(item.get("secret", False), bool) and
+            not isinstance(item["value"], dict | list)):
             env[name] = item["value"]
             if item.get("secret", False) and name not in marked:
                 marked.append(name)
-    return {**data, "env": env, **({"secret_env": marked} if marked or "secret_env" in data else {})}
+    return {**data, "env": env,
+            **({"secret_env": marked} if marked or "secret_env" in data else {})}
 
 
 class Artifact(_BuildCommand):
     """A file the run needs, optionally produced by a command when missing or stale."""
 
-    file: str = Field(description="Host path of the file (relative paths are relative to the scenario file).")
+    file: str = Field(description="Host path of the file (relative paths are relative to the "
+                                  "scenario file).")
     build: str | None = Field(
         None,
-        description="Command that writes the file; `{output}` is replaced by its path. Run when missing or "
+        description="Command that writes the file; `{output}` is replaced by its path. Run when "
+                    "missing or "
         "older than any of `sources`.",
     )
-    sources: list[str] = Field(default_factory=list, description="Files the build command reads (staleness).")
+    sources: list[str] = Field(default_factory=list,
+                               description="Files the build command reads (staleness).")
 
 
 class Library(Artifact):
@@ -362,8 +393,8 @@ def is_local_repository(repository: str) -> bool:
 
 
 class BuildSource(StrictModel):
-    """Where a build's runner came from (``builds.X.source``): the repository and commit a reviewer can check out.
-    With a local repository path the harness builds the runner from that commit
+    """Where a build's runner came from (``builds.X.source``): the repository and commit a reviewer
+    can check out. With a local repository path the harness builds the runner from that commit
     (``run.source_build``: its own checkout, ``{source}`` in the build command, the artifact cached
     by the commit's tree); with a URL or owner/name it is provenance only. Either way it is written
     to the manifest and shown in the report; the runner's sha256 (not the commit) is what content
@@ -406,21 +437,28 @@ class Build(_BuildCommand):
     """One variant of the runner (e.g. `before`, `after`)."""
 
     runner: str = Field(description="Host path of the runner executable.")
-    build: str | None = Field(None, description="Command that produces the runner; `{output}` is its path.")
-    sources: list[str] = Field(default_factory=list, description="Files the build command reads (staleness).")
+    build: str | None = Field(None,
+                              description="Command that produces the runner; `{output}` is its "
+                                          "path.")
+    sources: list[str] = Field(default_factory=list,
+                               description="Files the build command reads (staleness).")
     env: dict[str, EnvValue] = Field(
         default_factory=dict,
-        description="Environment set for this build's runs; {value: ..., secret: true} hides a value in results "
+        description="Environment set for this build's runs; {value: ..., secret: true} hides a "
+                    "value in results "
         "and logs.",
     )
     secret_env: list[str] = Field(
-        default_factory=list, description="Names in this build's env whose values are secret (hidden in results "
+        default_factory=list,
+        description="Names in this build's env whose values are secret (hidden in results "
         "and logs; the runner gets them).",
     )
-    args: list[str] = Field(default_factory=list, description="Extra runner arguments for this build.")
+    args: list[str] = Field(default_factory=list,
+                            description="Extra runner arguments for this build.")
     models: dict[str, Artifact] = Field(
         default_factory=dict,
-        description="This build's own file of a model (e.g. compiled for this build's NPU configuration), by model "
+        description="This build's own file of a model (e.g. compiled for this build's NPU "
+                    "configuration), by model "
         "name; the model's inputs stay. Models not named use models.<name>.file.",
     )
     libraries: list[Library] = Field(
@@ -432,31 +470,38 @@ class Build(_BuildCommand):
     )
     fvp_params: dict[str, ParamValue] = Field(
         default_factory=dict,
-        description="Bare-metal platforms: -C parameters of this build's launches, over fvp.params (e.g. the NPU's "
+        description="Bare-metal platforms: -C parameters of this build's launches, over fvp.params "
+                    "(e.g. the NPU's "
         "MAC count: each unit is a launch of its own); part of the unit's content key.",
     )
     traced: bool = Field(
         False,
-        description="This runner is built with ExecuTorch's event tracer (ET_EVENT_TRACER_ENABLED): each unit's "
-        "command gets --etdump_path=<unit folder>/etdump.bin, the file is kept in fetched/<unit>/ (hashed, not an "
-        "output) and the report compares the builds' ETDump events. Bare-metal runners print or semihost theirs "
-        "(run.sh --etdump); it is kept whether or not this is set.",
+        description="This runner is built with ExecuTorch's event tracer "
+                    "(ET_EVENT_TRACER_ENABLED): each unit's "
+        "command gets --etdump_path=<unit folder>/etdump.bin, the file is kept in fetched/<unit>/ "
+        "(hashed, not an output) and the report compares the builds' ETDump events. Bare-metal "
+        "runners print or semihost theirs (run.sh --etdump); it is kept whether or not this is "
+        "set.",
     )
     data_address: str | bool | None = Field(
         None,
-        description="Bare-metal platforms: this runner reads its model from memory (built with ET_MODEL_PTE_ADDR): "
-        "the model file is placed there with --data FILE@ADDRESS. A hexadecimal address, or true for the "
-        "profile's data_address.",
+        description="Bare-metal platforms: this runner reads its model from memory (built with "
+                    "ET_MODEL_PTE_ADDR): "
+        "the model file is placed there with --data FILE@ADDRESS. A hexadecimal address, or true "
+        "for the profile's data_address.",
     )
     id: str | None = Field(
         None,
-        description="Text the runner prints to identify itself; a unit whose output lacks it fails as a "
+        description="Text the runner prints to identify itself; a unit whose output lacks it fails "
+                    "as a "
         "provenance error (the wrong build ran).",
     )
     source: BuildSource | None = Field(
         None,
-        description="Where the runner was built from ({repository, commit}); shown in the report beside the build. "
-        "Without it, the report names the git checkout holding the runner (git describe), when there is one.",
+        description="Where the runner was built from ({repository, commit}); shown in the report "
+                    "beside the build. "
+        "Without it, the report names the git checkout holding the runner (git describe), when "
+        "there is one.",
     )
 
     @model_validator(mode="before")
@@ -487,17 +532,18 @@ class Build(_BuildCommand):
 
     @model_validator(mode="after")
     def _one_etdump_path(self) -> Build:
-        if self.traced and any(arg.startswith(("--etdump_path", "-etdump_path")) for arg in self.args):
-            raise ValueError("traced: true passes --etdump_path per unit (the unit's own file); remove "
-                             "--etdump_path from args")
+        if (self.traced and
+            any(arg.startswith(("--etdump_path", "-etdump_path")) for arg in self.args)):
+            raise ValueError("traced: true passes --etdump_path per unit (the unit's own file); "
+                             "remove --etdump_path from args")
         return self
 
     @field_validator("data_address")
     @classmethod
     def _hex_address(cls, value: str | bool | None) -> str | bool | None:
         if isinstance(value, str) and not re.match(r"^0[xX][0-9a-fA-F]+$", value):
-            raise ValueError(f"got {value!r}; expected a hexadecimal address like 0x70000000, or true for the "
-                             "platform's")
+            raise ValueError(f"got {value!r}; expected a hexadecimal address like 0x70000000, or "
+                             "true for the platform's")
         if value is False:
             return None
         return value
@@ -512,13 +558,18 @@ class Model(_BuildCommand):
     """One model file and the input files it is run with."""
 
     file: str = Field(description="Host path of the model file.")
-    build: str | None = Field(None, description="Command that produces the model; `{output}` is its path.")
-    sources: list[str] = Field(default_factory=list, description="Files the build command reads (staleness).")
+    build: str | None = Field(None,
+                              description="Command that produces the model; `{output}` is its "
+                                          "path.")
+    sources: list[str] = Field(default_factory=list,
+                               description="Files the build command reads (staleness).")
     inputs: list[Artifact] = Field(
         default_factory=list, description="Input tensor files, passed as {inputs}."
     )
     vela: VelaEstimates | None = Field(
-        None, description="Vela's estimate (CSV) to show next to the measured NPU cycles (scenario/vela.py)."
+        None,
+        description="Vela's estimate (CSV) to show next to the measured NPU cycles "
+                    "(scenario/vela.py)."
     )
 
 
@@ -526,29 +577,37 @@ class Deploy(StrictModel):
     """How artifacts get into the guest."""
 
     method: Literal["console", "ssh", "preloaded", "auto"] = Field(
-        "console", description="console (typed base64, gzip when the guest has gunzip), ssh (the forwarded port), "
-        "preloaded (already in the image), or auto: ssh when the instance's sshd answers, else the console, "
-        "chosen per instance and shown in the report.",
+        "console",
+        description="console (typed base64, gzip when the guest has gunzip), ssh (the forwarded "
+                    "port), "
+        "preloaded (already in the image), or auto: ssh when the instance's sshd answers, else the "
+        "console, chosen per instance and shown in the report.",
     )
-    guest_dir: str = Field(DEFAULT_GUEST_DIR, description="Guest folder for content-addressed artifacts.")
+    guest_dir: str = Field(DEFAULT_GUEST_DIR,
+                           description="Guest folder for content-addressed artifacts.")
 
 
 def _number_or_percent(schema: dict[str, Any]) -> None:
     """The schema of a percentage written ``2`` or ``2%``."""
     schema.pop("type", None)
     schema.pop("exclusiveMinimum", None)
-    schema["anyOf"] = [{"type": "number", "exclusiveMinimum": 0}, {"type": "string", "pattern": r"^\s*[0-9.]+\s*%$"}]
+    schema["anyOf"] = [{"type": "number", "exclusiveMinimum": 0},
+                       {"type": "string", "pattern": r"^\s*[0-9.]+\s*%$"}]
 
 
 class Until(StrictModel):
-    """``run.until``: adaptive sampling (``run.adaptive``). Rounds of one unit per build x model run until each
-    model's primary comparison is precise enough or decided; the report says how many repetitions each needed."""
+    """``run.until``: adaptive sampling (``run.adaptive``). Rounds of one unit per build x model run
+    until each model's primary comparison is precise enough or decided; the report says how many
+    repetitions each needed."""
 
     ci_width: float = Field(
-        description="Stop a model once the CI of its primary saved % spans at most this many points (full width: "
-        "2 means about ±1 %); '2%' is accepted.", gt=0, json_schema_extra=lambda schema: _number_or_percent(schema),
+        description="Stop a model once the CI of its primary saved % spans at most this many "
+                    "points (full width: "
+        "2 means about ±1 %); '2%' is accepted.", gt=0,
+        json_schema_extra=lambda schema: _number_or_percent(schema),
     )
-    min_repetitions: int = Field(2, ge=2, le=MAX_REPETITIONS, description="Rounds every model runs before it may stop.")
+    min_repetitions: int = Field(2, ge=2, le=MAX_REPETITIONS,
+                                 description="Rounds every model runs before it may stop.")
     max_repetitions: int = Field(10, ge=2, le=MAX_REPETITIONS,
         description="Rounds a model runs at most (the plan's size).")
 
@@ -572,69 +631,85 @@ class Run(StrictModel):
 
     command: str = Field(
         "{runner} --model_path={model} --num_executions={iterations} --output_file={output}",
-        description="Command template. Placeholders: {runner} {model} {inputs} {iterations} {output} "
-        "{unit_dir} {build} {model_name} {unit}. {iterations} is warmup + iterations (what the runner "
-        "executes). {{ and }} are literal braces.",
+        description="Command template. Placeholders: {runner} {model} {inputs} {iterations} "
+                    "{output} "
+        "{unit_dir} {build} {model_name} {unit}. {iterations} is warmup + iterations (what the "
+        "runner executes). {{ and }} are literal braces.",
     )
     warmup: int = Field(
-        1, ge=0, le=MAX_WARMUP, description="Executions at the start of each unit whose samples are discarded."
+        1, ge=0, le=MAX_WARMUP,
+        description="Executions at the start of each unit whose samples are discarded."
     )
-    iterations: int = Field(10, ge=1, le=MAX_ITERATIONS, description="Measured executions per unit.")
-    repetitions: int = Field(3, ge=1, le=MAX_REPETITIONS, description="Separate runner processes per build x model.")
+    iterations: int = Field(10, ge=1, le=MAX_ITERATIONS,
+                            description="Measured executions per unit.")
+    repetitions: int = Field(3, ge=1, le=MAX_REPETITIONS,
+                             description="Separate runner processes per build x model.")
     order: Literal["interleaved", "blocked"] = Field(
         "interleaved",
-        description="interleaved: builds alternate and models rotate; blocked: one build at a time.",
+        description="interleaved: builds alternate and models rotate; blocked: one build at a "
+                    "time.",
     )
     until: Until | None = Field(
-        None, description="Adaptive sampling: repeat in rounds until each model's CI is narrow enough or its "
+        None,
+        description="Adaptive sampling: repeat in rounds until each model's CI is narrow enough or "
+                    "its "
         "verdict is settled (replaces repetitions; needs order: interleaved).",
     )
     timeout: float | None = Field(None, gt=0, le=MAX_TIMEOUT_S,
                                   description="Per-unit timeout (default: fvp.timeouts.unit).")
     max_output: int = Field(
         64 * 1024 * 1024, ge=1024,
-        description="Bytes of output one host-runner command may print (target: host); more ends the command and "
+        description="Bytes of output one host-runner command may print (target: host); more ends "
+                    "the command and "
         "fails the unit.",
     )
     env: dict[str, EnvValue] = Field(
         default_factory=dict,
-        description="Environment for every unit; {value: ..., secret: true} hides a value in results and logs.",
+        description="Environment for every unit; {value: ..., secret: true} hides a value in "
+                    "results and logs.",
     )
     secret_env: list[str] = Field(
-        default_factory=list, description="Names in run.env whose values are secret (hidden in results and logs; "
+        default_factory=list,
+        description="Names in run.env whose values are secret (hidden in results and logs; "
         "the runner gets them).",
     )
     secret_patterns: list[str] = Field(
         default_factory=lambda: list(DEFAULT_SECRET_PATTERNS),
-        description="Environment names (shell-style patterns, any case) whose values are secret, in run.env and "
+        description="Environment names (shell-style patterns, any case) whose values are secret, "
+                    "in run.env and "
         "every build's env, when the value has at least 6 characters.",
     )
     fetch: list[str] = Field(
-        default_factory=list, description="Guest files to copy back after each unit (templates like command)."
+        default_factory=list,
+        description="Guest files to copy back after each unit (templates like command)."
     )
     cmd_line: str | None = Field(
         None,
-        description="Bare-metal platforms: the runner's semihosting command line (semihosting-cmd_line; the "
-        "model launches the runner with it), a template like command whose file placeholders are names in the "
-        "unit's semihosting folder. Default: '{runner} -m {model} -o {output} {input_args}'; false: no "
-        "semihosting (a runner that reads its model from builds.<name>.data_address). At most the "
-        "platform's cmd_line_limit (256) characters once rendered.",
+        description="Bare-metal platforms: the runner's semihosting command line "
+                    "(semihosting-cmd_line; the "
+        "model launches the runner with it), a template like command whose file placeholders are "
+        "names in the unit's semihosting folder. Default: '{runner} -m {model} -o {output} "
+        "{input_args}'; false: no semihosting (a runner that reads its model from "
+        "builds.<name>.data_address). At most the platform's cmd_line_limit (256) characters once "
+        "rendered.",
         json_schema_extra={"anyOf": [{"type": "string"}, {"const": False}, {"type": "null"}]},
     )
     retries: int = Field(
-        1, ge=0, le=MAX_RETRIES, description="Retries of a unit after an infrastructure failure (fresh instance)."
+        1, ge=0, le=MAX_RETRIES,
+        description="Retries of a unit after an infrastructure failure (fresh instance)."
     )
 
     @model_validator(mode="after")
     def _until_in_rounds(self) -> Run:
         if self.until is not None and self.order != "interleaved":
-            raise ValueError("run.until measures in rounds (every build of a model, then the next repetition): "
-                             "it needs order: interleaved")
+            raise ValueError("run.until measures in rounds (every build of a model, then the next "
+                             "repetition): it needs order: interleaved")
         return self
 
     @property
     def planned_repetitions(self) -> int:
-        """How many repetitions the plan holds: ``until.max_repetitions`` with ``until``, else ``repetitions``."""
+        """How many repetitions the plan holds: ``until.max_repetitions`` with ``until``, else
+        ``repetitions``."""
         return self.until.max_repetitions if self.until is not None else self.repetitions
 
     @property
@@ -656,7 +731,8 @@ class Run(StrictModel):
     @classmethod
     def _command_placeholders(cls, value: str) -> str:
         if not value.strip():
-            raise ValueError("the run command is empty; expected e.g. '{runner} --model_path={model}'")
+            raise ValueError("the run command is empty; expected e.g. '{runner} "
+                             "--model_path={model}'")
         return _check_template(value, RUN_PLACEHOLDERS)
 
     @field_validator("fetch")
@@ -734,22 +810,27 @@ def _finite_amount(value: float, what: str) -> float:
     if value != value or value in (float("inf"), float("-inf")):
         raise ValueError(f"{what} must be a finite number")
     if value < 0:
-        raise ValueError(f"{what} must be 0 or more (a regression is an increase; give how much is allowed)")
+        raise ValueError(f"{what} must be 0 or more (a regression is an increase; give how much is "
+                         "allowed)")
     return value
 
 
 class IdentityTolerance(StrictModel):
-    """An `expect_identical` entry with a tolerance: the metric may differ by `rel` (of the baseline median) or
-    `abs` (in the metric's unit), judged on the confidence interval of the change. Without either it is exact."""
+    """An `expect_identical` entry with a tolerance: the metric may differ by `rel` (of the baseline
+    median) or `abs` (in the metric's unit), judged on the confidence interval of the change.
+    Without either it is exact."""
 
-    metric: str = Field(min_length=1, description="A measured metric (not `outputs`: files are compared byte for "
+    metric: str = Field(min_length=1,
+                        description="A measured metric (not `outputs`: files are compared byte for "
                         "byte).")
     rel: float | str | None = Field(
         None,
-        description="Allowed difference relative to the baseline median: a fraction (0.05) or a percentage "
+        description="Allowed difference relative to the baseline median: a fraction (0.05) or a "
+                    "percentage "
         "('5%').",
         json_schema_extra={"anyOf": [{"type": "number", "minimum": 0, "exclusiveMaximum": 1},
-                                     {"type": "string", "pattern": _PERCENT_TEXT.pattern}, {"type": "null"}]},
+                                     {"type": "string", "pattern": _PERCENT_TEXT.pattern},
+                                     {"type": "null"}]},
     )
     abs: float | None = Field(
         None,
@@ -764,12 +845,13 @@ class IdentityTolerance(StrictModel):
             return None
         if isinstance(value, str):
             if _percent_of(value) is None:
-                raise ValueError(f"got {value!r}; expected a fraction (0.05) or a percentage ('5%')")
+                raise ValueError(f"got {value!r}; expected a fraction (0.05) or a percentage "
+                                 "('5%')")
             return value
         _finite_amount(value, "rel")
         if value >= 1:
-            raise ValueError(f"rel is a fraction of the baseline (0.05 = 5%); got {value:g}: write '{value:g}%' "
-                             "if you meant percent")
+            raise ValueError(f"rel is a fraction of the baseline (0.05 = 5%); got {value:g}: write "
+                             f"'{value:g}%' if you meant percent")
         return value
 
     @field_validator("abs")
@@ -782,7 +864,8 @@ class IdentityTolerance(StrictModel):
         if self.rel is not None and self.abs is not None:
             raise ValueError("give rel or abs, not both")
         if self.metric == "outputs" and not self.exact:
-            raise ValueError("outputs are compared byte for byte: a tolerance does not apply to them")
+            raise ValueError("outputs are compared byte for byte: a tolerance does not apply to "
+                             "them")
         return self
 
     @property
@@ -797,7 +880,8 @@ class IdentityTolerance(StrictModel):
 
     @property
     def amount(self) -> float:
-        """The tolerance: percent of the baseline median when ``relative``, else in the metric's unit (0 exact)."""
+        """The tolerance: percent of the baseline median when ``relative``, else in the metric's
+        unit (0 exact)."""
         if isinstance(self.rel, str):
             return _percent_of(self.rel) or 0.0
         if self.rel is not None:
@@ -806,8 +890,9 @@ class IdentityTolerance(StrictModel):
 
 
 def _tolerance_item(value: Any) -> Any:
-    """A mapping in ``expect_identical`` is validated as an ``IdentityTolerance`` on its own, so a mistake inside it
-    is reported at its key (a plain ``str | IdentityTolerance`` union would list both alternatives' complaints)."""
+    """A mapping in ``expect_identical`` is validated as an ``IdentityTolerance`` on its own, so a
+    mistake inside it is reported at its key (a plain ``str | IdentityTolerance`` union would list
+    both alternatives' complaints)."""
     return IdentityTolerance.model_validate(value) if isinstance(value, dict) else value
 
 
@@ -816,12 +901,14 @@ _IdentityItem = Annotated[str | IdentityTolerance, BeforeValidator(_tolerance_it
 
 
 class Gate(StrictModel):
-    """The largest regression (increase) a metric may show between baseline and candidate. Judged on the
-    confidence interval of the change: violated when the whole interval lies above it, within when the whole
-    interval lies at or below it, unverified (inconclusive) when the interval straddles it."""
+    """The largest regression (increase) a metric may show between baseline and candidate. Judged on
+    the confidence interval of the change: violated when the whole interval lies above it, within
+    when the whole interval lies at or below it, unverified (inconclusive) when the interval
+    straddles it."""
 
     max_regression: float | str = Field(
-        description="How much worse the candidate may be: a percentage of the baseline median ('10%'), 0 (no "
+        description="How much worse the candidate may be: a percentage of the baseline median "
+                    "('10%'), 0 (no "
         "regression at all), or a number in `unit`.",
         json_schema_extra={"anyOf": [{"type": "number", "minimum": 0},
                                      {"type": "string", "pattern": _PERCENT_TEXT.pattern}]},
@@ -829,7 +916,8 @@ class Gate(StrictModel):
     unit: str | None = Field(
         None,
         min_length=1,
-        description="The unit of a numeric max_regression: '%', or the metric's unit (e.g. ms, cycles) for an "
+        description="The unit of a numeric max_regression: '%', or the metric's unit (e.g. ms, "
+                    "cycles) for an "
         "absolute amount. Required for a number other than 0.",
     )
 
@@ -838,7 +926,8 @@ class Gate(StrictModel):
     def _amount(cls, value: float | str) -> float | str:
         if isinstance(value, str):
             if _percent_of(value) is None:
-                raise ValueError(f"got {value!r}; expected a percentage ('10%'), or a number with `unit`")
+                raise ValueError(f"got {value!r}; expected a percentage ('10%'), or a number with "
+                                 "`unit`")
             return value
         return _finite_amount(value, "max_regression")
 
@@ -846,22 +935,24 @@ class Gate(StrictModel):
     def _unit_given(self) -> Gate:
         if isinstance(self.max_regression, str):
             if self.unit not in (None, "%"):
-                raise ValueError(f"max_regression {self.max_regression!r} is a percentage but unit is "
-                                 f"{self.unit!r}; drop unit, or give a number in {self.unit}")
+                raise ValueError(f"max_regression {self.max_regression!r} is a percentage but unit "
+                                 f"is {self.unit!r}; drop unit, or give a number in {self.unit}")
         elif self.max_regression != 0 and self.unit is None:
-            raise ValueError(f"max_regression {self.max_regression:g} needs a unit: write '{self.max_regression:g}%' "
-                             "for a share of the baseline, or add unit: <the metric's unit> (e.g. ms) for an "
-                             "absolute amount")
+            raise ValueError(f"max_regression {self.max_regression:g} needs a unit: write "
+                             f"'{self.max_regression:g}%' for a share of the baseline, or add "
+                             "unit: <the metric's unit> (e.g. ms) for an absolute amount")
         return self
 
     @property
     def relative(self) -> bool:
-        """True when the allowed regression is a share of the baseline median (``amount`` in percent)."""
+        """True when the allowed regression is a share of the baseline median (``amount`` in
+        percent)."""
         return isinstance(self.max_regression, str) or self.unit == "%"
 
     @property
     def amount(self) -> float:
-        """The allowed regression: percent when ``relative``, else in ``unit`` (the metric's unit; 0 in any)."""
+        """The allowed regression: percent when ``relative``, else in ``unit`` (the metric's unit; 0
+        in any)."""
         if isinstance(self.max_regression, str):
             return _percent_of(self.max_regression) or 0.0
         return float(self.max_regression)
@@ -871,17 +962,19 @@ class ComparePair(StrictModel):
     """One entry of ``compare.pairs``: a candidate build judged against a baseline build."""
 
     baseline: str = Field(min_length=1, description="The reference build of this pair.")
-    candidate: str = Field(min_length=1, description="The build judged against it; must differ from baseline.")
+    candidate: str = Field(min_length=1,
+                           description="The build judged against it; must differ from baseline.")
 
 
 class Compare(StrictModel):
     """Which builds to compare and what to expect.
 
-    Two builds: ``baseline`` and ``candidate``. More than two: ``baseline`` with ``candidates`` (each judged against
-    the one baseline, e.g. a sweep of NPU sizes), or ``pairs`` (any list of ``{baseline, candidate}``). Everything
-    else (primary, expectations, gates, min_effect) applies to every pair. ``build_pairs`` lists the pairs in order;
-    ``baseline`` and ``candidate`` always hold the first pair, so code that knows only one pair reads the first.
-    A dump keeps only the keys the scenario used (``candidates`` drops ``candidate``, ``pairs`` drops both), so what
+    Two builds: ``baseline`` and ``candidate``. More than two: ``baseline`` with ``candidates``
+    (each judged against the one baseline, e.g. a sweep of NPU sizes), or ``pairs`` (any list of
+    ``{baseline, candidate}``). Everything else (primary, expectations, gates, min_effect) applies
+    to every pair. ``build_pairs`` lists the pairs in order; ``baseline`` and ``candidate`` always
+    hold the first pair, so code that knows only one pair reads the first. A dump keeps only the
+    keys the scenario used (``candidates`` drops ``candidate``, ``pairs`` drops both), so what
     ``manifest.json`` stores validates again as the same spec."""
 
     baseline: str = "before"
@@ -889,38 +982,46 @@ class Compare(StrictModel):
     candidates: list[str] | None = Field(
         None,
         min_length=1,
-        description="Several builds, each judged against `baseline` (instead of `candidate`): the report has a "
+        description="Several builds, each judged against `baseline` (instead of `candidate`): the "
+                    "report has a "
         "section per candidate and a combined chart.",
     )
     pairs: list[ComparePair] | None = Field(
         None,
         min_length=1,
-        description="Any list of {baseline, candidate} comparisons (instead of baseline and candidate/candidates): "
+        description="Any list of {baseline, candidate} comparisons (instead of baseline and "
+                    "candidate/candidates): "
         "the report has a section per pair.",
     )
     primary: str | list[str] = Field(
         "cpu_time",
-        description="The metric whose saving the report headlines, or a list of them in order of preference: the "
-        "first one every unit produced is the primary (e.g. [cpu_time, iteration_time]: an instrumented runner's "
-        "CPU time, else the stock runner's iteration time), and the report says which it was and why.",
+        description="The metric whose saving the report headlines, or a list of them in order of "
+                    "preference: the "
+        "first one every unit produced is the primary (e.g. [cpu_time, iteration_time]: an "
+        "instrumented runner's CPU time, else the stock runner's iteration time), and the report "
+        "says which it was and why.",
     )
     expect_identical: list[_IdentityItem] = Field(
         default_factory=lambda: list[str | IdentityTolerance](["outputs", "npu_cycles"]),
-        description="Metrics (or `outputs`) that must be identical between baseline and candidate: a name (exact), "
+        description="Metrics (or `outputs`) that must be identical between baseline and candidate: "
+                    "a name (exact), "
         "or {metric, rel | abs} for a tolerance judged on the confidence interval of the change.",
     )
     gates: dict[str, Gate] = Field(
         default_factory=dict,
-        description="Metric name -> {max_regression, unit}: the largest regression each metric may show; a "
+        description="Metric name -> {max_regression, unit}: the largest regression each metric may "
+                    "show; a "
         "violated gate fails the run's expectations.",
     )
-    min_effect: float = Field(1.0, ge=0, description="Smallest change in percent that counts as a change.")
+    min_effect: float = Field(1.0, ge=0,
+                              description="Smallest change in percent that counts as a change.")
     baseline_from: str | None = Field(
         None,
         min_length=1,
-        description="Take the baseline build's numbers from a stored run instead of measuring it: a results folder "
-        "(its newest run), a run folder, or SCENARIO@REF / @REF (REF: run id, latest, git commit or branch; "
-        "docs/ci.md). The run then measures the other builds plus `drift_check`.",
+        description="Take the baseline build's numbers from a stored run instead of measuring it: "
+                    "a results folder "
+        "(its newest run), a run folder, or SCENARIO@REF / @REF (REF: run id, latest, git commit "
+        "or branch; docs/ci.md). The run then measures the other builds plus `drift_check`.",
     )
     drift_check: DriftCheck = Field(
         default_factory=DriftCheck,
@@ -933,7 +1034,8 @@ class Compare(StrictModel):
     def _some_primary(cls, value: str | list[str]) -> str | list[str]:
         if isinstance(value, list):
             if not value:
-                raise ValueError("give at least one metric (a name, or a list in order of preference)")
+                raise ValueError("give at least one metric (a name, or a list in order of "
+                                 "preference)")
             if len(set(value)) != len(value):
                 raise ValueError("a metric is listed twice")
         return value
@@ -969,14 +1071,15 @@ class Compare(StrictModel):
 
     @model_validator(mode="after")
     def _one_way_to_pair(self) -> Compare:
-        """``candidate``, ``candidates`` and ``pairs`` are three ways to say the same thing: one at a time. Then
-        ``baseline``/``candidate`` take the first pair (frozen model: set once, here)."""
+        """``candidate``, ``candidates`` and ``pairs`` are three ways to say the same thing: one at
+        a time. Then ``baseline``/``candidate`` take the first pair (frozen model: set once,
+        here)."""
         given = self.model_fields_set
         if self.pairs is not None:
             written = [name for name in ("baseline", "candidate", "candidates") if name in given]
             if written:
-                raise ValueError(f"pairs names the builds of every comparison; drop {' and '.join(written)} (or "
-                                 "drop pairs)")
+                raise ValueError("pairs names the builds of every comparison; drop "
+                                 f"{' and '.join(written)} (or drop pairs)")
         elif self.candidates is not None and "candidate" in given:
             raise ValueError("give candidate (one build) or candidates (several), not both")
         baseline, candidate = self.build_pairs[0]
@@ -1010,8 +1113,8 @@ class Compare(StrictModel):
         return [(self.baseline, self.candidate)]
 
     def build_references(self) -> list[tuple[tuple[str | int, ...], str, bool]]:
-        """Where the spec names a build: ``(path, build name, written)``, ``written`` False for a default; the
-        cross-field checks look each one up among the scenario's builds."""
+        """Where the spec names a build: ``(path, build name, written)``, ``written`` False for a
+        default; the cross-field checks look each one up among the scenario's builds."""
         given = self.model_fields_set
         if self.pairs is not None:
             return [(("compare", "pairs", index, field), getattr(pair, field), True)
@@ -1019,7 +1122,8 @@ class Compare(StrictModel):
         references: list[tuple[tuple[str | int, ...], str, bool]] = [
             (("compare", "baseline"), self.baseline, "baseline" in given)]
         if self.candidates is not None:
-            references += [(("compare", "candidates", index), name, True) for index, name in enumerate(self.candidates)]
+            references += [(("compare", "candidates", index), name, True)
+                           for index, name in enumerate(self.candidates)]
         else:
             references.append((("compare", "candidate"), self.candidate, "candidate" in given))
         return references
@@ -1051,9 +1155,13 @@ class Scenario(StrictModel):
 
     name: str = Field(description="Short name; results go to results/<scenario file stem>/.")
     description: str = ""
-    platform: str = Field("corstone1000-a320", description="Built-in profile name or path to a profile YAML.")
-    target: Literal["fvp", "host"] = Field("fvp", description="fvp: boot a model; host: run on this machine.")
-    vars: dict[str, Any] = Field(default_factory=dict, description="Values for ${vars.NAME} substitution.")
+    platform: str = Field("corstone1000-a320",
+                          description="Built-in profile name or path to a profile YAML.")
+    target: Literal["fvp", "host"] = Field("fvp",
+                                           description="fvp: boot a model; host: run on this "
+                                                       "machine.")
+    vars: dict[str, Any] = Field(default_factory=dict,
+                                 description="Values for ${vars.NAME} substitution.")
     fvp: FvpConfig = Field(default_factory=FvpConfig)
     builds: dict[str, Build] = Field(
         min_length=1, description="Runner variants by name (e.g. before, after)."
@@ -1062,7 +1170,8 @@ class Scenario(StrictModel):
     deploy: Deploy = Field(default_factory=Deploy)
     run: Run = Field(default_factory=Run)
     metrics: list[MetricSpec] = Field(
-        default_factory=lambda: [MetricSpec(name="cpu_time", required=True), MetricSpec(name="npu_cycles")],
+        default_factory=lambda: [MetricSpec(name="cpu_time", required=True),
+                                 MetricSpec(name="npu_cycles")],
         description="What to measure: built-in names (plain strings) or "
         "{name, regex, unit, scale, per, required}.",
     )
@@ -1084,7 +1193,8 @@ class Scenario(StrictModel):
             return self  # the loader runs these checks itself so it can point at file positions
         problems = cross_field_problems(self)
         if problems:
-            raise ValueError("; ".join(f"{format_path(path)}: {message}" for path, message, _ in problems))
+            raise ValueError("; ".join(f"{format_path(path)}: {message}"
+                                       for path, message, _ in problems))
         return self
 
     def metric(self, name: str) -> MetricSpec | None:
@@ -1092,13 +1202,14 @@ class Scenario(StrictModel):
         return next((spec for spec in self.metrics if spec.name == name), None)
 
     def model_file(self, build: str, model: str) -> str:
-        """The model file the units of ``build`` run: the build's own (``builds.<build>.models``), else the model's."""
+        """The model file the units of ``build`` run: the build's own (``builds.<build>.models``),
+        else the model's."""
         own = self.builds[build].models.get(model)
         return own.file if own is not None else self.models[model].file
 
     def model_artifact(self, build: str, model: str) -> str:
-        """The declared name of that file (``builds.<build>.models.<model>.file`` or ``models.<model>.file``), as
-        artifact states and the manifest spell it."""
+        """The declared name of that file (``builds.<build>.models.<model>.file`` or
+        ``models.<model>.file``), as artifact states and the manifest spell it."""
         if model in self.builds[build].models:
             return f"builds.{build}.models.{model}.file"
         return f"models.{model}.file"
@@ -1109,18 +1220,21 @@ class Scenario(StrictModel):
         return secret_values(self)
 
     def redacted(self) -> dict[str, Any]:
-        """This scenario as JSON data with every secret replaced by ``***`` (what ``manifest.json`` keeps)."""
+        """This scenario as JSON data with every secret replaced by ``***`` (what ``manifest.json``
+        keeps)."""
         return redact_scenario(self)
 
 
 DEFAULT_EXPECT_IDENTICAL = ("outputs", "npu_cycles")
-"""What ``compare.expect_identical`` checks when the scenario does not say: ``outputs``, and ``npu_cycles`` when the
-scenario measures it (a default entry the scenario cannot measure is dropped, never reported)."""
+"""What ``compare.expect_identical`` checks when the scenario does not say: ``outputs``, and
+``npu_cycles`` when the scenario measures it (a default entry the scenario cannot measure is
+dropped, never reported)."""
 
 
 def _settle_default_expectations(scenario: Scenario) -> None:
-    """Drop the default ``expect_identical`` entries the scenario does not measure (a message must never name a
-    default the user did not write). Runs inside validation, on the frozen model being built."""
+    """Drop the default ``expect_identical`` entries the scenario does not measure (a message must
+    never name a default the user did not write). Runs inside validation, on the frozen model being
+    built."""
     compare = scenario.compare
     if compare is None or "expect_identical" in compare.model_fields_set:
         return
@@ -1131,11 +1245,12 @@ def _settle_default_expectations(scenario: Scenario) -> None:
 
 @dataclass(frozen=True)
 class ScenarioParts:
-    """The parts of a scenario that did validate when the whole did not, so the loader can run the cross-field
-    checks over them in the same round as the structural ones. ``builds`` and ``models`` keep every name written
-    (whatever is wrong inside), ``metrics`` the entries with a usable name (a stand-in for one that failed
-    validation), ``compare`` what validated of it. ``unknown`` names what could not be read (``builds``,
-    ``metrics``, ``compare.<field>``): checks that need it are skipped rather than guessed."""
+    """The parts of a scenario that did validate when the whole did not, so the loader can run the
+    cross-field checks over them in the same round as the structural ones. ``builds`` and ``models``
+    keep every name written (whatever is wrong inside), ``metrics`` the entries with a usable name
+    (a stand-in for one that failed validation), ``compare`` what validated of it. ``unknown`` names
+    what could not be read (``builds``, ``metrics``, ``compare.<field>``): checks that need it are
+    skipped rather than guessed."""
 
     builds: Mapping[str, Any]
     models: Mapping[str, Any]
@@ -1492,14 +1607,15 @@ sorts them by place)."""
 def scenario_json_schema() -> dict[str, Any]:
     """JSON Schema of scenario files, for editors (yaml-language-server) and ``fvp-harness schema``.
 
-    Adds what the models cannot say themselves: ``extends`` (consumed by the loader) and metrics given as
-    plain built-in names.
+    Adds what the models cannot say themselves: ``extends`` (consumed by the loader) and metrics
+    given as plain built-in names.
 
-    A file with ``extends`` is only a layer: its bases may give ``name``, ``builds``, ``models`` or any field of
-    a build or model (mappings merge key by key), so such a file must not be held to ``required``. The top-level
-    ``properties`` are therefore the lenient ones (``<Def>Partial`` definitions without ``required`` wherever a
-    mapping merges; list items stay complete, since a list replaces the base's), and an ``if``/``else`` applies
-    the complete rules to files without ``extends``. The loader checks the merged scenario in full either way.
+    A file with ``extends`` is only a layer: its bases may give ``name``, ``builds``, ``models`` or
+    any field of a build or model (mappings merge key by key), so such a file must not be held to
+    ``required``. The top-level ``properties`` are therefore the lenient ones (``<Def>Partial``
+    definitions without ``required`` wherever a mapping merges; list items stay complete, since a
+    list replaces the base's), and an ``if``/``else`` applies the complete rules to files without
+    ``extends``. The loader checks the merged scenario in full either way.
     """
     schema = Scenario.model_json_schema(mode="validation")
     schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
@@ -1512,7 +1628,8 @@ def scenario_json_schema() -> dict[str, Any]:
     }
     properties["metrics"]["items"] = {
         "anyOf": [
-            {"type": "string", "enum": sorted(BUILTIN_METRICS), "description": "A built-in metric by name."},
+            {"type": "string", "enum": sorted(BUILTIN_METRICS),
+             "description": "A built-in metric by name."},
             {"$ref": "#/$defs/MetricSpec"},
         ]
     }
@@ -1536,7 +1653,8 @@ def _lenient_under_extends(schema: dict[str, Any]) -> dict[str, Any]:
         for key, value in node.items():
             if key == "required":
                 continue
-            if key in ("items", "prefixItems"):  # a list replaces the base's list: its items are complete
+            # a list replaces the base's list: its items are complete
+            if key in ("items", "prefixItems"):
                 out[key] = value
             elif key == "$ref" and value.startswith(_DEF_PREFIX):
                 out[key] = _DEF_PREFIX + partial_name(value[len(_DEF_PREFIX) :])
@@ -1547,7 +1665,8 @@ def _lenient_under_extends(schema: dict[str, Any]) -> dict[str, Any]:
         return out
 
     def partial_name(name: str) -> str:
-        """The lenient twin of a definition, made once; the definition itself when nothing differs."""
+        """The lenient twin of a definition, made once; the definition itself when nothing
+        differs."""
         twin = f"{name}Partial"
         if twin not in partial_defs:
             partial_defs[twin] = None  # recursion guard
@@ -1557,10 +1676,12 @@ def _lenient_under_extends(schema: dict[str, Any]) -> dict[str, Any]:
     strict = dict(schema["properties"])
     required = schema.pop("required", [])
     schema["properties"] = {name: lenient(sub) for name, sub in strict.items()}
-    defs.update({name: body for name, body in sorted(partial_defs.items()) if body != defs[name[: -len("Partial")]]})
+    defs.update({name: body for name, body in sorted(partial_defs.items())
+                 if body != defs[name[: -len("Partial")]]})
     schema["if"] = {"required": ["extends"]}
     schema["else"] = {
         "required": required,
-        "properties": {name: sub for name, sub in strict.items() if schema["properties"][name] != sub},
+        "properties": {name: sub
+                       for name, sub in strict.items() if schema["properties"][name] != sub},
     }
     return schema

@@ -1,24 +1,27 @@
-"""Secret environment values: which ones a scenario marks, and the one way results and logs hide them.
+"""Secret environment values: which ones a scenario marks, and the one way results and logs hide
+them.
 
 A value of ``run.env`` or ``builds.<name>.env`` is secret when
 
 - it is written ``NAME: {value: TEXT, secret: true}``,
-- or its name is listed in the same section's ``secret_env`` (for a value an ``extends`` base or a ``--set`` gives),
-- or its name matches one of ``run.secret_patterns`` (shell-style, case-insensitive; default ``*TOKEN*``,
-  ``*SECRET*``, ``*PASSWORD*``, ``*KEY*``) and the value has at least ``MIN_SECRET_LENGTH`` characters (so
-  ``NUM_KEYS: 3`` stays a plain setting).
+- or its name is listed in the same section's ``secret_env`` (for a value an ``extends`` base or a
+  ``--set`` gives),
+- or its name matches one of ``run.secret_patterns`` (shell-style, case-insensitive; default
+  ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``, ``*KEY*``) and the value has at least
+  ``MIN_SECRET_LENGTH`` characters (so ``NUM_KEYS: 3`` stays a plain setting).
 
-The runner receives the real value. Everything the harness writes shows ``MASK`` instead: ``manifest.json``
-(``redact_data`` over the whole manifest, ``redact_scenario`` for the resolved scenario), unit logs, failure texts
-and records (``run.execute``), and the terminal and host logs of the targets (their ``redact`` argument, given by
-``run.instances``). Masking is by value, so a secret is hidden wherever it shows up (echoed by the guest shell,
-printed by the runner, inside a ``vars`` entry); hence an explicitly marked secret must have at least
-``MIN_SECRET_LENGTH`` characters (validation says so), and ``secret_values`` also lists the forms a value takes
-when it is shell-quoted or ``repr``-ed. A value with line breaks (a certificate) is also masked line by line, and
-with its line ends as a terminal echoes them (CRLF), because logs are written, and consoles echo, a line at a time:
-the whole value never appears in one piece there. Validation messages are masked too (``redact_problems``): a
-message may quote the value it refuses. The scenario has no ``fvp.env``: the model's own
-environment (``fvp.sim`` knobs) is not secret.
+The runner receives the real value. Everything the harness writes shows ``MASK`` instead:
+``manifest.json`` (``redact_data`` over the whole manifest, ``redact_scenario`` for the resolved
+scenario), unit logs, failure texts and records (``run.execute``), and the terminal and host logs of
+the targets (their ``redact`` argument, given by ``run.instances``). Masking is by value, so a
+secret is hidden wherever it shows up (echoed by the guest shell, printed by the runner, inside a
+``vars`` entry); hence an explicitly marked secret must have at least ``MIN_SECRET_LENGTH``
+characters (validation says so), and ``secret_values`` also lists the forms a value takes when it is
+shell-quoted or ``repr``-ed. A value with line breaks (a certificate) is also masked line by line,
+and with its line ends as a terminal echoes them (CRLF), because logs are written, and consoles
+echo, a line at a time: the whole value never appears in one piece there. Validation messages are
+masked too (``redact_problems``): a message may quote the value it refuses. The scenario has no
+``fvp.env``: the model's own environment (``fvp.sim`` knobs) is not secret.
 """
 
 from __future__ import annotations
@@ -39,8 +42,8 @@ class _EnvSection(Protocol):
 
 
 class _ScenarioShape(Protocol):
-    """What this module reads of a ``scenario.model.Scenario``: ``model.py`` imports this module, so it is typed
-    by shape rather than importing the model back."""
+    """What this module reads of a ``scenario.model.Scenario``: ``model.py`` imports this module, so
+    it is typed by shape rather than importing the model back."""
 
     @property
     def run(self) -> _EnvSection: ...
@@ -79,8 +82,8 @@ DEFAULT_SECRET_PATTERNS: tuple[str, ...] = ("*TOKEN*", "*SECRET*", "*PASSWORD*",
 """Environment names treated as secret unless ``run.secret_patterns`` says otherwise."""
 
 _DIGEST = re.compile(r"[0-9a-f]{16}|[0-9a-f]{40}|[0-9a-f]{64}")
-"""Content keys, key parts, commit ids and sha256 digests: masked only when they are a secret whole (a short hex
-secret must not corrupt a digest that happens to contain it)."""
+"""Content keys, key parts, commit ids and sha256 digests: masked only when they are a secret whole
+(a short hex secret must not corrupt a digest that happens to contain it)."""
 
 
 def is_secret_name(name: str, patterns: Iterable[str]) -> bool:
@@ -93,16 +96,19 @@ _Section = tuple[tuple[str, ...], Mapping[str, str], Sequence[str]]
 
 
 def _plain_sections(data: Mapping[str, Any]) -> tuple[list[_Section], Sequence[str]]:
-    """(path, env, secret_env) of ``run`` and every build, and the secret name patterns, read from a scenario's
-    JSON data (a ``model_dump``, or the ``resolved`` scenario a manifest keeps); anything malformed is skipped."""
+    """(path, env, secret_env) of ``run`` and every build, and the secret name patterns, read from a
+    scenario's JSON data (a ``model_dump``, or the ``resolved`` scenario a manifest keeps); anything
+    malformed is skipped."""
 
     def section(value: Any) -> tuple[Mapping[str, str], Sequence[str]]:
         if not isinstance(value, Mapping):
             return {}, []
         env = value.get("env")
         listed = value.get("secret_env")
-        return ({str(k): v for k, v in env.items() if isinstance(v, str)} if isinstance(env, Mapping) else {},
-                [item for item in listed if isinstance(item, str)] if isinstance(listed, list) else [])
+        return ({str(k): v for k, v in env.items() if isinstance(v, str)}
+                if isinstance(env, Mapping) else {},
+                [item for item in listed if isinstance(item, str)] if isinstance(listed, list)
+                else [])
 
     run = data.get("run")
     found: list[_Section] = [(("run",), *section(run))]
@@ -116,24 +122,27 @@ def _plain_sections(data: Mapping[str, Any]) -> tuple[list[_Section], Sequence[s
 
 
 def _data(scenario: Scenario | Mapping[str, Any]) -> Mapping[str, Any]:
-    return scenario if isinstance(scenario, Mapping) else scenario.model_dump(include={"run", "builds"})
+    return scenario if isinstance(scenario,
+                                  Mapping) else scenario.model_dump(include={"run", "builds"})
 
 
 def secret_names(scenario: Scenario | Mapping[str, Any]) -> set[str]:
-    """Every environment name whose value is secret, in ``run.env`` or any build's ``env`` (of a ``Scenario`` or
-    its JSON data)."""
+    """Every environment name whose value is secret, in ``run.env`` or any build's ``env`` (of a
+    ``Scenario`` or its JSON data)."""
     sections, patterns = _plain_sections(_data(scenario))
     names: set[str] = set()
     for _path, env, listed in sections:
         for name, value in env.items():
-            if name in listed or (is_secret_name(name, patterns) and len(value) >= MIN_SECRET_LENGTH):
+            if (name in listed or
+                (is_secret_name(name, patterns) and len(value) >= MIN_SECRET_LENGTH)):
                 names.add(name)
     return names
 
 
 def secret_values(scenario: Scenario | Mapping[str, Any]) -> tuple[str, ...]:
-    """The texts to hide: every secret value, also as ``shlex.quote`` and ``repr`` show it, longest first (so a
-    value that contains another is masked whole). Values shorter than ``MIN_SECRET_LENGTH`` are left out."""
+    """The texts to hide: every secret value, also as ``shlex.quote`` and ``repr`` show it, longest
+    first (so a value that contains another is masked whole). Values shorter than
+    ``MIN_SECRET_LENGTH`` are left out."""
     data = _data(scenario)
     names = secret_names(data)
     sections, _patterns = _plain_sections(data)
@@ -146,14 +155,16 @@ def secret_values(scenario: Scenario | Mapping[str, Any]) -> tuple[str, ...]:
 
 
 def _longest_first(forms: Iterable[str]) -> tuple[str, ...]:
-    return tuple(sorted({form for form in forms if len(form) >= MIN_SECRET_LENGTH}, key=lambda f: (-len(f), f)))
+    return tuple(sorted({form for form in forms if len(form) >= MIN_SECRET_LENGTH},
+                        key=lambda f: (-len(f), f)))
 
 
 def _forms(value: str) -> set[str]:
-    """Every text ``value`` may show up as: itself, shell-quoted, ``repr``-ed, and for a multi-line value the value
-    with LF, CRLF and CR line ends (a terminal echoes CRLF) and each of its lines, with the quoting of the first and
-    last line (``'-----BEGIN`` ... ``END-----'``). Lines shorter than ``MIN_SECRET_LENGTH`` are left out by the
-    caller: they cannot be masked without masking ordinary text."""
+    """Every text ``value`` may show up as: itself, shell-quoted, ``repr``-ed, and for a multi-line
+    value the value with LF, CRLF and CR line ends (a terminal echoes CRLF) and each of its lines,
+    with the quoting of the first and last line (``'-----BEGIN`` ... ``END-----'``). Lines shorter
+    than ``MIN_SECRET_LENGTH`` are left out by the caller: they cannot be masked without masking
+    ordinary text."""
     forms = {value, shlex.quote(value), repr(value)[1:-1]}
     if "\n" in value or "\r" in value:
         lines = value.replace("\r\n", "\n").replace("\r", "\n").split("\n")
@@ -166,10 +177,11 @@ def _forms(value: str) -> set[str]:
 
 
 def redact_problems(problems: Sequence[str], data: Mapping[str, Any]) -> list[str]:
-    """Validation messages with every secret of the scenario data they are about masked: a message may quote the
-    value it refuses (``got {...}``, a ``--set`` text). ``data`` is the scenario as written (before validation), so
-    an entry counts as secret when it looks like one in any way: ``{value: ..., secret: ...}`` whatever else is
-    wrong with it, a name in its section's ``secret_env`` or matching the patterns (``secret_values``)."""
+    """Validation messages with every secret of the scenario data they are about masked: a message
+    may quote the value it refuses (``got {...}``, a ``--set`` text). ``data`` is the scenario as
+    written (before validation), so an entry counts as secret when it looks like one in any way:
+    ``{value: ..., secret: ...}`` whatever else is wrong with it, a name in its section's
+    ``secret_env`` or matching the patterns (``secret_values``)."""
     def leaves(value: Any) -> Iterable[str]:
         if isinstance(value, Mapping):
             for item in value.values():
@@ -183,7 +195,8 @@ def redact_problems(problems: Sequence[str], data: Mapping[str, Any]) -> list[st
     forms: set[str] = set(secret_values(data))
     run = data.get("run")
     patterns = run.get("secret_patterns") if isinstance(run, Mapping) else None
-    patterns = [p for p in patterns if isinstance(p, str)] if isinstance(patterns, list) else DEFAULT_SECRET_PATTERNS
+    patterns = ([p for p in patterns if isinstance(p, str)] if isinstance(patterns, list)
+                else DEFAULT_SECRET_PATTERNS)
     sections = [run]
     builds = data.get("builds")
     sections += list(builds.values()) if isinstance(builds, Mapping) else []
@@ -194,7 +207,8 @@ def redact_problems(problems: Sequence[str], data: Mapping[str, Any]) -> list[st
         for name, entry in env.items() if isinstance(env, Mapping) else ():
             if isinstance(entry, Mapping) and "value" in entry:
                 entry = entry["value"]
-            elif not (name in listed or is_secret_name(str(name), patterns)) or isinstance(entry, str):
+            elif not (name in listed or is_secret_name(str(name), patterns)) or isinstance(entry,
+                                                                                           str):
                 continue  # a plain setting, or text that secret_values already judged
             for text in leaves(entry):
                 forms.update(_forms(text))
@@ -203,8 +217,8 @@ def redact_problems(problems: Sequence[str], data: Mapping[str, Any]) -> list[st
 
 
 def redact_text(text: str, secrets: Sequence[str]) -> str:
-    """``text`` with every occurrence of each secret replaced by ``MASK`` (``secrets`` as ``secret_values``
-    gives them: longest first)."""
+    """``text`` with every occurrence of each secret replaced by ``MASK`` (``secrets`` as
+    ``secret_values`` gives them: longest first)."""
     if not secrets or not text:
         return text
     for secret in secrets:
@@ -214,9 +228,9 @@ def redact_text(text: str, secrets: Sequence[str]) -> str:
 
 
 def redact_data(data: Any, secrets: Sequence[str], names: Iterable[str] = ()) -> Any:
-    """JSON-like ``data`` with secrets masked in every text (keys included), and the value of every mapping entry
-    named in ``names`` (secret environment names) replaced by ``MASK`` whatever it is. Digest-shaped texts are
-    masked only when they equal a secret."""
+    """JSON-like ``data`` with secrets masked in every text (keys included), and the value of every
+    mapping entry named in ``names`` (secret environment names) replaced by ``MASK`` whatever it is.
+    Digest-shaped texts are masked only when they equal a secret."""
     hidden = frozenset(names)
 
     def walk(value: Any) -> Any:
@@ -237,8 +251,9 @@ def redact_data(data: Any, secrets: Sequence[str], names: Iterable[str] = ()) ->
 
 
 def redact_manifest(data: Mapping[str, Any]) -> dict[str, Any]:
-    """A manifest's JSON data with the secrets of the scenario it holds (``scenario.resolved``) masked everywhere:
-    the resolved scenario, ``builds`` env, ``overrides``, build commands, instance errors."""
+    """A manifest's JSON data with the secrets of the scenario it holds (``scenario.resolved``)
+    masked everywhere: the resolved scenario, ``builds`` env, ``overrides``, build commands,
+    instance errors."""
     scenario = data.get("scenario")
     resolved = scenario.get("resolved") if isinstance(scenario, Mapping) else None
     if not isinstance(resolved, Mapping):
@@ -248,20 +263,21 @@ def redact_manifest(data: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def redact_scenario(scenario: Scenario) -> dict[str, Any]:
-    """The scenario as JSON data (``model_dump(mode="json")``) with every secret masked: what ``manifest.json``
-    keeps. It still validates as a ``Scenario`` (``report DIR`` reads it back)."""
+    """The scenario as JSON data (``model_dump(mode="json")``) with every secret masked: what
+    ``manifest.json`` keeps. It still validates as a ``Scenario`` (``report DIR`` reads it back)."""
     data: dict[str, Any] = scenario.model_dump(mode="json")
     redacted: dict[str, Any] = redact_data(data, secret_values(scenario), secret_names(scenario))
     return redacted
 
 
 def secret_problems(scenario: Scenario) -> list[tuple[tuple[str | int, ...], str, bool]]:
-    """Cross-field problems of the secret settings (``cross_field_problems`` adds them): a ``secret_env`` name
-    that is no entry of its ``env``, and an explicitly secret value too short to hide. A line break is fine: such a
-    value is masked line by line (``secret_values``)."""
+    """Cross-field problems of the secret settings (``cross_field_problems`` adds them): a
+    ``secret_env`` name that is no entry of its ``env``, and an explicitly secret value too short to
+    hide. A line break is fine: such a value is masked line by line (``secret_values``)."""
     problems: list[tuple[tuple[str | int, ...], str, bool]] = []
     sections: list[_Section] = [(("run",), scenario.run.env, scenario.run.secret_env)]
-    sections += [(("builds", name), build.env, build.secret_env) for name, build in scenario.builds.items()]
+    sections += [(("builds", name), build.env, build.secret_env)
+                 for name, build in scenario.builds.items()]
     for path, env, listed in sections:
         where = ".".join(path)
         for index, name in enumerate(listed):
@@ -275,6 +291,7 @@ def secret_problems(scenario: Scenario) -> list[tuple[tuple[str | int, ...], str
                 continue
             if len(value) < MIN_SECRET_LENGTH:
                 problems.append(((*path, "env", name),
-                                 f"a secret value must have at least {MIN_SECRET_LENGTH} characters to be hidden in "
-                                 f"logs and results (this one has {len(value)})", False))
+                                 f"a secret value must have at least {MIN_SECRET_LENGTH} "
+                                 "characters to be hidden in logs and results (this one has "
+                                 f"{len(value)})", False))
     return problems

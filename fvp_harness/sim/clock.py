@@ -1,13 +1,15 @@
-"""Simulated time and instruction counts: what kernel timestamps, ``--simlimit`` and ``--stat`` are made of.
+"""Simulated time and instruction counts: what kernel timestamps, ``--simlimit`` and ``--stat`` are
+made of.
 
-A real FVP is not cycle accurate: it issues about one instruction per clock tick, so simulated time and
-instruction counts follow the guest's work, not the host's. Here the work is declared: boot stages and shell
-commands spend a little, guest programs call ``GuestContext.advance``. While the guest idles, simulated time
-still passes at ``idle_ratio`` simulated seconds per wall second (an idle model keeps ticking), but no
-instructions are counted. While a guest program runs (``working``) the guest is busy, not idle: its time is only
-the work it declares, so the wall time the simulator itself needs (numpy inference, Python) never leaks into what a
-program measures (``Iteration i of n: X ms``) or into its log timestamps. With ``speed``, a thread's paced steps are
-due one after the other from its program's start, so that wall time is spent inside the pace rather than added to it:
+A real FVP is not cycle accurate: it issues about one instruction per clock tick, so simulated time
+and instruction counts follow the guest's work, not the host's. Here the work is declared: boot
+stages and shell commands spend a little, guest programs call ``GuestContext.advance``. While the
+guest idles, simulated time still passes at ``idle_ratio`` simulated seconds per wall second (an
+idle model keeps ticking), but no instructions are counted. While a guest program runs (``working``)
+the guest is busy, not idle: its time is only the work it declares, so the wall time the simulator
+itself needs (numpy inference, Python) never leaks into what a program measures (``Iteration i of n:
+X ms``) or into its log timestamps. With ``speed``, a thread's paced steps are due one after the
+other from its program's start, so that wall time is spent inside the pace rather than added to it:
 a program takes its simulated time / ``speed``, as on a real model (at 0.2 a unit took 35 % longer).
 """
 
@@ -21,13 +23,15 @@ from collections.abc import Callable, Iterator
 __all__ = ["PACE_CREDIT_S", "SimClock"]
 
 PACE_CREDIT_S = 0.05
-"""How far behind its pace a thread's paced work may be and catch up: the simulator's own CPU between two paced
-steps (decoding the output, a driver's bookkeeping) is spent inside the model's time instead of on top of it, as
-a real model's host work is its simulated time; a longer pause (waiting for input) is not made up for."""
+"""How far behind its pace a thread's paced work may be and catch up: the simulator's own CPU
+between two paced steps (decoding the output, a driver's bookkeeping) is spent inside the model's
+time instead of on top of it, as a real model's host work is its simulated time; a longer pause
+(waiting for input) is not made up for."""
 
 
 class SimClock:
-    """Thread-safe simulated clock shared by the boot, the shells (console and ssh) and guest programs."""
+    """Thread-safe simulated clock shared by the boot, the shells (console and ssh) and guest
+    programs."""
 
     def __init__(
         self,
@@ -47,14 +51,16 @@ class SimClock:
         self._busy = 0.0  # simulated seconds of declared work
         self._instructions = 0
         self._idle_from: float | None = None  # wall time when idle accounting started (after boot)
-        self._sleeping = 0.0  # wall seconds spent pacing declared work or running programs, not idle
+        # wall seconds spent pacing declared work or running programs, not idle
+        self._sleeping = 0.0
         self._working = 0  # programs running now (the console and ssh shells may run one each)
         self._working_since = 0.0
-        self._pace = threading.local()  # per thread: the wall time its paced work declared so far is due to end
+        # per thread: the wall time its paced work declared so far is due to end
+        self._pace = threading.local()
 
     def start_idle(self) -> None:
-        """From now on, wall time with nothing declared counts as idle simulated time (called when boot
-        ends)."""
+        """From now on, wall time with nothing declared counts as idle simulated time (called when
+        boot ends)."""
         with self._lock:
             if self._idle_from is None:
                 self._idle_from = self._wall()
@@ -62,9 +68,9 @@ class SimClock:
     def advance(self, seconds: float, instructions: int | None = None, pace: bool = True) -> None:
         """Spend ``seconds`` of simulated time; ``instructions`` defaults to one per clock tick.
 
-        With ``pace`` and a ``speed`` above zero, also waits until ``seconds / speed`` wall seconds after the
-        end due of this thread's previous paced step (``PACE_CREDIT_S``), so a slow model's pace can be imitated;
-        the waiting is not counted again as idle time.
+        With ``pace`` and a ``speed`` above zero, also waits until ``seconds / speed`` wall seconds
+        after the end due of this thread's previous paced step (``PACE_CREDIT_S``), so a slow
+        model's pace can be imitated; the waiting is not counted again as idle time.
         """
         seconds = max(0.0, float(seconds))
         if instructions is None or instructions <= 0:
@@ -89,13 +95,14 @@ class SimClock:
 
     @contextlib.contextmanager
     def working(self) -> Iterator[None]:
-        """While a guest program runs: wall time is not idle time (see the module docstring). Nests and
-        overlaps: the span counts from the first program's start to the last one's end."""
+        """While a guest program runs: wall time is not idle time (see the module docstring). Nests
+        and overlaps: the span counts from the first program's start to the last one's end."""
         with self._lock:
             if not self._working:
                 self._working_since = self._wall()
             self._working += 1
-        self._pace.due = self._wall()  # its own start-up (loading the model, ...) is paced work's time too
+        # its own start-up (loading the model, ...) is paced work's time too
+        self._pace.due = self._wall()
         try:
             yield
         finally:
@@ -111,7 +118,8 @@ class SimClock:
             if self._idle_from is not None:
                 wall = self._wall()
                 busy_span = wall - self._working_since if self._working else 0.0
-                idle = max(0.0, wall - self._idle_from - self._sleeping - busy_span) * self.idle_ratio
+                idle = max(0.0,
+                           wall - self._idle_from - self._sleeping - busy_span) * self.idle_ratio
             return self._busy + idle
 
     @property

@@ -22,15 +22,18 @@ BOOT_STAGES = ("tfm", "tfa", "optee", "uboot", "kernel", "init", "login")
 """Boot stages in order, the names ``fault_boot_hang`` accepts."""
 
 PLATFORM_KNOBS = frozenset({
-    "boot_seconds", "boot_sim_seconds", "speed", "idle_ratio", "release", "ssh_fragment", "tclibc", "kernel_noise_rate",
-    "uart_rate", "backlog_bytes",
-    "line_max", "first_boot", "seed", "fault_boot_hang", "fault_panic", "fault_console_drop", "fault_crash",
-    "fault_slow_console", "fault_garbage", "fault_refuse_ssh", "fault_busy_ports", "fault_count_matching",
+    "boot_seconds", "boot_sim_seconds", "speed", "idle_ratio", "release", "ssh_fragment", "tclibc",
+    "kernel_noise_rate", "uart_rate", "backlog_bytes",
+    "line_max", "first_boot", "seed", "fault_boot_hang", "fault_panic", "fault_console_drop",
+    "fault_crash",
+    "fault_slow_console", "fault_garbage", "fault_refuse_ssh", "fault_busy_ports",
+    "fault_count_matching",
 })
 """The knobs of the platforms (the emulated runners read more: ``knob_check.KNOWN_KNOBS``)."""
 
 
-_RELEASE_ALIASES = {"corstone1000-a320-fvp": "next", "newer": "next", "master": "next", "corstone1000-fvp": "2025.12"}
+_RELEASE_ALIASES = {"corstone1000-a320-fvp": "next", "newer": "next", "master": "next",
+                    "corstone1000-fvp": "2025.12"}
 """Older spellings of the ``release`` knob (the hostnames it used to be told by)."""
 
 
@@ -78,7 +81,8 @@ def _boot_or_n(name: str, text: str) -> int | None:
 
 @dataclass
 class Knobs:
-    """The parsed knobs. ``raw`` keeps every knob as given (lower-case names), for ``GuestContext.knobs``."""
+    """The parsed knobs. ``raw`` keeps every knob as given (lower-case names), for
+    ``GuestContext.knobs``."""
 
     raw: dict[str, str] = field(default_factory=dict)
     boot_seconds: float = 1.5
@@ -106,8 +110,8 @@ class Knobs:
 
 
 def parse_knobs(environ: Mapping[str, str] | None = None, options: Iterable[str] = ()) -> Knobs:
-    """Collect knobs from ``FVP_SIM_*`` variables and ``--sim name=value`` options (options win) and check
-    them."""
+    """Collect knobs from ``FVP_SIM_*`` variables and ``--sim name=value`` options (options win) and
+    check them."""
     env = os.environ if environ is None else environ
     raw: dict[str, str] = {}
     for key, value in env.items():
@@ -157,7 +161,8 @@ def parse_knobs(environ: Mapping[str, str] | None = None, options: Iterable[str]
     hang = get("fault_boot_hang", "").strip().lower()
     if hang:
         if hang not in BOOT_STAGES:
-            raise KnobError(f"knob fault_boot_hang: {hang!r} is not a stage ({', '.join(BOOT_STAGES)})")
+            raise KnobError(f"knob fault_boot_hang: {hang!r} is not a stage "
+                            f"({', '.join(BOOT_STAGES)})")
         k.fault_boot_hang = hang
     k.fault_panic = _boot_or_n("fault_panic", get("fault_panic", ""))
     k.fault_crash = _boot_or_n("fault_crash", get("fault_crash", ""))

@@ -1,29 +1,31 @@
-"""The results folder: ``manifest.json``, ``records.jsonl``, ``logs/``, ``fetched/`` and the report files.
+"""The results folder: ``manifest.json``, ``records.jsonl``, ``logs/``, ``fetched/`` and the report
+files.
 
-Only this module writes results (``report`` writes its files into paths this module hands out). The layout and
-every field are documented in ``docs/results-format.md``.
+Only this module writes results (``report`` writes its files into paths this module hands out). The
+layout and every field are documented in ``docs/results-format.md``.
 
 Why these choices:
 
-- ``records.jsonl`` is append-only, one JSON object per line, flushed and fsynced per record: a crash or
-  Ctrl-C loses at most the unit being written, never one already measured, and ``--resume`` can trust what is
-  there.
-- A crash can leave a partial last line. A last line that is a complete record but lacks its newline (the crash
-  came between the two writes, or another tool cut the newline) is a record: readers count it, and the next writer
-  adds the newline instead of dropping it (dropping it would measure that unit again). A last line that is no
-  record is skipped by readers with a warning; the next writer moves its bytes into ``records.jsonl.partial-<time>``
-  before cutting it off, so nothing is silently lost and the new line never glues onto it.
-- A stored file that is damaged (not UTF-8, not JSON) is a ``ConfigurationError`` naming the file (and line) and
-  what to do: the harness cannot know which of its records to trust. A results folder the harness cannot write
-  is refused by ``lock()``, before anything boots.
-- ``manifest.json`` and the report files are replaced atomically by ``atomic_write`` (temp file in the same
-  folder, fsync, rename, fsync of the folder): readers see the old or the new file, never half of one. It is the
-  one way the harness replaces a whole file; report modules call it too.
-- One writer per folder: ``ResultStore.lock()`` takes an exclusive ``flock`` on ``.lock``. The batch engine
-  writes from a single process (workers return records to it), so the lock only stops two *commands* sharing a
-  folder.
-- Results from different key metadata (FVP version, platform, artifact hashes) must not be merged into one
-  table: ``check_compatible`` refuses and says what differs.
+- ``records.jsonl`` is append-only, one JSON object per line, flushed and fsynced per record: a
+  crash or Ctrl-C loses at most the unit being written, never one already measured, and ``--resume``
+  can trust what is there.
+- A crash can leave a partial last line. A last line that is a complete record but lacks its newline
+  (the crash came between the two writes, or another tool cut the newline) is a record: readers
+  count it, and the next writer adds the newline instead of dropping it (dropping it would measure
+  that unit again). A last line that is no record is skipped by readers with a warning; the next
+  writer moves its bytes into ``records.jsonl.partial-<time>`` before cutting it off, so nothing is
+  silently lost and the new line never glues onto it.
+- A stored file that is damaged (not UTF-8, not JSON) is a ``ConfigurationError`` naming the file
+  (and line) and what to do: the harness cannot know which of its records to trust. A results folder
+  the harness cannot write is refused by ``lock()``, before anything boots.
+- ``manifest.json`` and the report files are replaced atomically by ``atomic_write`` (temp file in
+  the same folder, fsync, rename, fsync of the folder): readers see the old or the new file, never
+  half of one. It is the one way the harness replaces a whole file; report modules call it too.
+- One writer per folder: ``ResultStore.lock()`` takes an exclusive ``flock`` on ``.lock``. The batch
+  engine writes from a single process (workers return records to it), so the lock only stops two
+  *commands* sharing a folder.
+- Results from different key metadata (FVP version, platform, artifact hashes) must not be merged
+  into one table: ``check_compatible`` refuses and says what differs.
 """
 
 from __future__ import annotations
@@ -47,7 +49,8 @@ from fvp_harness.files import atomic_write, fsync_dir
 from fvp_harness.located import data_problems, shorten_text
 from fvp_harness.store.records import RECORD_SCHEMA_VERSION, Record, upgrade_row
 
-try:  # POSIX; on other systems the lock degrades to a no-op (documented single-writer rule still holds)
+# POSIX; on other systems the lock degrades to a no-op (documented single-writer rule still holds)
+try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
@@ -87,25 +90,29 @@ log = logging.getLogger(__name__)
 # Every name in a results folder is defined here and imported by whoever reads or writes it.
 
 DEFAULT_RESULTS_BASE = Path("results")
-"""Where ``run`` and ``make`` put ``<scenario stem>/`` folders unless told otherwise (``-o``, ``--results``)."""
+"""Where ``run`` and ``make`` put ``<scenario stem>/`` folders unless told otherwise (``-o``,
+``--results``)."""
 MANIFEST_FORMAT_VERSION = 5
-"""2: the booted instances are under ``instances`` (was ``sessions``: they are instances, ``s0``, ``s0.2``; a plan
-session may use several). 3: ``run`` (the run's id and the scenario's git commit) and ``plan.keys`` (the content
-key of every planned unit). 4: ``plan.spared`` (the units ``run.until``'s stopping rule spared). 5: the machine
-record (``host`` CPU model, memory, OS, load before/after; ``harness``; ``fvp.path``/``sha256``/``simulator``;
-``builds.X.source``). ``run.manifest`` reads formats 1 to 4 too."""
+"""2: the booted instances are under ``instances`` (was ``sessions``: they are instances, ``s0``,
+``s0.2``; a plan session may use several). 3: ``run`` (the run's id and the scenario's git commit)
+and ``plan.keys`` (the content key of every planned unit). 4: ``plan.spared`` (the units
+``run.until``'s stopping rule spared). 5: the machine record (``host`` CPU model, memory, OS, load
+before/after; ``harness``; ``fvp.path``/``sha256``/``simulator``; ``builds.X.source``).
+``run.manifest`` reads formats 1 to 4 too."""
 MANIFEST_FILE = "manifest.json"
 RECORDS_FILE = "records.jsonl"
 PARTIAL_RECORDS_PATTERN = f"{RECORDS_FILE}.partial-*"
-"""Incomplete last lines of ``records.jsonl`` set aside by the next append (``ResultStore._repair_tail``); they
-belong to the run and move with it (``archive``, ``reset``)."""
+"""Incomplete last lines of ``records.jsonl`` set aside by the next append
+(``ResultStore._repair_tail``); they belong to the run and move with it (``archive``, ``reset``)."""
 LOCK_FILE = ".lock"
 RESERVE_FILE = ".manifest.reserve"
-"""Room kept for the run's final manifest (``ResultStore.reserve_space``): a full disk must not leave the run
-``running``. Released before the final write, removed when the run ends; a killed run's is reused by the next."""
+"""Room kept for the run's final manifest (``ResultStore.reserve_space``): a full disk must not
+leave the run ``running``. Released before the final write, removed when the run ends; a killed
+run's is reused by the next."""
 RESERVE_MIN_BYTES = 256 * 1024
-"""The least room kept: a started manifest of the smoke scenario is 13 KB and its final one 19 KB (an instance
-adds about 6 KB: argv, ports, ``--stat``); the reserve is 8 times the started manifest, at least this."""
+"""The least room kept: a started manifest of the smoke scenario is 13 KB and its final one 19 KB
+(an instance adds about 6 KB: argv, ports, ``--stat``); the reserve is 8 times the started manifest,
+at least this."""
 RESERVE_FACTOR = 8
 LOGS_DIR = "logs"
 FETCHED_DIR = "fetched"
@@ -115,12 +122,14 @@ REPORT_FILES: dict[str, str] = {
     "json": "report.json",
     "png": "report.png",
 }
-"""The A/B report's files by output name (``report.outputs`` in a scenario chooses which are written)."""
+"""The A/B report's files by output name (``report.outputs`` in a scenario chooses which are
+written)."""
 EVENTS_CSV_FILE = "report.events.csv"
-"""The ETDump event comparison's rows (``report/stats/etdump_events.py``), beside ``report.csv`` when
-builds are traced."""
+"""The ETDump event comparison's rows (``report/stats/etdump_events.py``), beside ``report.csv``
+when builds are traced."""
 REPORT_SAMPLES_FILE = "report.samples.png"
-"""Written with ``report.png`` (the ``png`` output): every sample per model, build and runner process."""
+"""Written with ``report.png`` (the ``png`` output): every sample per model, build and runner
+process."""
 VGF_REPORT_FILES: dict[str, str] = {
     "markdown": "vgf_report.md",
     "csv": "vgf_report.csv",
@@ -129,27 +138,34 @@ VGF_REPORT_FILES: dict[str, str] = {
 }
 """The VGF zero-copy report's files by output name."""
 REPORT_INPUTS_FILE = "report.inputs"
-"""Beside the report files (``make``): the hash parts of the report's inputs and the exit code they gave (JSON)."""
+"""Beside the report files (``make``): the hash parts of the report's inputs and the exit code they
+gave (JSON)."""
 REPORT_FILE_PATTERNS: tuple[str, ...] = ("report.*", "vgf_report.*")
-"""Report files in a results folder (``REPORT_FILES``, ``REPORT_INPUTS_FILE``, ``VGF_REPORT_FILES``): what
-``ResultStore.reset`` removes besides records, manifest, logs and fetched files."""
+"""Report files in a results folder (``REPORT_FILES``, ``REPORT_INPUTS_FILE``,
+``VGF_REPORT_FILES``): what ``ResultStore.reset`` removes besides records, manifest, logs and
+fetched files."""
 RUNS_DIR = "runs"
-"""``runs/<run id>/``: the earlier runs of a scenario folder, each a complete results folder of its own. The
-scenario folder itself always holds the newest run, so ``results/<stem>/report.md`` is the latest report."""
+"""``runs/<run id>/``: the earlier runs of a scenario folder, each a complete results folder of its
+own. The scenario folder itself always holds the newest run, so ``results/<stem>/report.md`` is the
+latest report."""
 COMPARE_DIR = "compare"
-"""``<scenario folder>/compare/<A>-vs-<B>/``: where ``fvp-harness compare`` writes a report of two stored runs unless
-told otherwise (``-o``). Never inside a run: a run's folder holds only what that run measured."""
+"""``<scenario folder>/compare/<A>-vs-<B>/``: where ``fvp-harness compare`` writes a report of two
+stored runs unless told otherwise (``-o``). Never inside a run: a run's folder holds only what that
+run measured."""
 HISTORY_DIR = "history"
-"""``<scenario folder>/history/``: where ``fvp-harness history`` writes its table and trend charts unless told
-otherwise (``-o``)."""
+"""``<scenario folder>/history/``: where ``fvp-harness history`` writes its table and trend charts
+unless told otherwise (``-o``)."""
 SUMMARY_CACHE_FILE = "summary-cache.json"
-"""Beside the records: what was analysed from them, keyed by their content (``report.summary_cache``); it belongs
-to the run and moves with it (``archive``, ``reset``); stale or damaged, it is ignored and rewritten."""
-HARNESS_JSON_FILES: frozenset[str] = frozenset({MANIFEST_FILE, REPORT_FILES["json"], VGF_REPORT_FILES["json"],
-                                                SUMMARY_CACHE_FILE})
-"""The JSON files the harness itself writes into a results folder (a reader of fetched JSON reports skips them)."""
+"""Beside the records: what was analysed from them, keyed by their content
+(``report.summary_cache``); it belongs to the run and moves with it (``archive``, ``reset``); stale
+or damaged, it is ignored and rewritten."""
+HARNESS_JSON_FILES: frozenset[str] = frozenset({MANIFEST_FILE, REPORT_FILES["json"],
+                                                VGF_REPORT_FILES["json"], SUMMARY_CACHE_FILE})
+"""The JSON files the harness itself writes into a results folder (a reader of fetched JSON reports
+skips them)."""
 
-KEY_METADATA: tuple[str, ...] = ("platform", "fvp.binary", "fvp.version", "artifacts", "parsers_version")
+KEY_METADATA: tuple[str, ...] = ("platform", "fvp.binary", "fvp.version", "artifacts",
+                                 "parsers_version")
 """Manifest fields (dotted paths) that must match for two runs to share a results folder."""
 
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
@@ -166,10 +182,11 @@ def _check_name(name: str, what: str) -> str:
 
 
 def free_instance_name(logs: Path, session: str, start: int = 1) -> tuple[str, int]:
-    """The name of a session's next instance and its number: ``s0`` (1), then ``s0.2``, ``s0.3``, ... from ``start``
-    on, the first whose log folder under ``logs`` does not exist yet, so an instance of a ``--resume``, of a retry
-    or booted early never writes into logs an earlier record points at. One rule for ``run.execute``, the early
-    boots of ``run.preboot`` and the batch lanes' pre-boots, which name an instance before its session exists."""
+    """The name of a session's next instance and its number: ``s0`` (1), then ``s0.2``, ``s0.3``,
+    ... from ``start`` on, the first whose log folder under ``logs`` does not exist yet, so an
+    instance of a ``--resume``, of a retry or booted early never writes into logs an earlier record
+    points at. One rule for ``run.execute``, the early boots of ``run.preboot`` and the batch lanes'
+    pre-boots, which name an instance before its session exists."""
     count = max(1, start)
     while True:
         name = session if count == 1 else f"{session}.{count}"
@@ -181,12 +198,13 @@ def free_instance_name(logs: Path, session: str, start: int = 1) -> tuple[str, i
 def results_dir_for(
     scenario_path: Path | str, base: Path | str = "results", override: Path | str | None = None
 ) -> Path:
-    """The results folder of a scenario: ``<base>/<scenario file stem>``, or ``override`` (``-o DIR``)
-    verbatim.
+    """The results folder of a scenario: ``<base>/<scenario file stem>``, or ``override`` (``-o
+    DIR``) verbatim.
 
-    A stem that would leave ``base`` (``..``, a hidden name, path separators, a symlink pointing elsewhere) is
-    refused with a ConfigurationError: a scenario file name must never make the harness write outside
-    ``results/``. ``override`` is the user's explicit choice and is not restricted.
+    A stem that would leave ``base`` (``..``, a hidden name, path separators, a symlink pointing
+    elsewhere) is refused with a ConfigurationError: a scenario file name must never make the
+    harness write outside ``results/``. ``override`` is the user's explicit choice and is not
+    restricted.
     """
     if override is not None:
         return Path(override)
@@ -203,7 +221,8 @@ def results_dir_for(
 
 
 def _manifest_text(manifest: Mapping[str, Any]) -> str:
-    """``manifest.json``'s text: ``format_version`` set, keys sorted (equal manifests give equal bytes)."""
+    """``manifest.json``'s text: ``format_version`` set, keys sorted (equal manifests give equal
+    bytes)."""
     data = dict(manifest)
     data["format_version"] = MANIFEST_FORMAT_VERSION
     return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False, default=str) + "\n"
@@ -219,7 +238,8 @@ def _get(mapping: Mapping[str, Any], dotted: str) -> Any:
 
 
 def key_metadata(manifest: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``KEY_METADATA`` fields of a manifest, flattened; ``artifacts`` gives one entry per artifact."""
+    """The ``KEY_METADATA`` fields of a manifest, flattened; ``artifacts`` gives one entry per
+    artifact."""
     flat: dict[str, Any] = {}
     for path in KEY_METADATA:
         value = _get(manifest, path)
@@ -232,9 +252,9 @@ def key_metadata(manifest: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class StoredRun:
-    """One stored run of a scenario folder: where it is, and what its manifest says of it (id, start, status, git
-    commit and branch, planned units); the folder's own name and ``None`` where the manifest is missing or
-    unreadable."""
+    """One stored run of a scenario folder: where it is, and what its manifest says of it (id,
+    start, status, git commit and branch, planned units); the folder's own name and ``None`` where
+    the manifest is missing or unreadable."""
 
     def __init__(self, path: Path, run_id: str, *, current: bool, started: str | None = None,
                  status: str | None = None, commit: str | None = None, units: int | None = None,
@@ -243,9 +263,11 @@ class StoredRun:
         self.started, self.status, self.commit, self.units = started, status, commit, units
         self.branch = branch
         self.problem = problem
-        """Why the manifest could not be read (damaged, unreadable), or None; a missing manifest is no problem."""
+        """Why the manifest could not be read (damaged, unreadable), or None; a missing manifest is
+        no problem."""
         self.spared = spared
-        """``units``: the units the run accounts for (asked for, less those ``run.until`` spared: ``spared``)."""
+        """``units``: the units the run accounts for (asked for, less those ``run.until`` spared:
+        ``spared``)."""
 
     def __repr__(self) -> str:
         return f"StoredRun({self.run_id!r}, {str(self.path)!r}, current={self.current})"
@@ -261,7 +283,8 @@ class StoredRun:
             data = {}
             try:
                 ResultStore(folder, create=False).read_manifest()
-            except ConfigurationError as exc:  # the same words as every other reader of a damaged manifest
+            # the same words as every other reader of a damaged manifest
+            except ConfigurationError as exc:
                 problem = str(exc)
         data = data if isinstance(data, dict) else {}
 
@@ -276,20 +299,23 @@ class StoredRun:
             units = len(selected)
         spared = plan.get("spared") if isinstance(plan, dict) else None
         spared_count = len(spared) if isinstance(spared, list) else 0
-        if isinstance(units, int):  # what the run accounts for: run.until's spared units are none of it
+        # what the run accounts for: run.until's spared units are none of it
+        if isinstance(units, int):
             units -= spared_count
-        return cls(folder, text(run.get("id") if isinstance(run, dict) else None) or folder.name, current=current,
+        return cls(folder, text(run.get("id") if isinstance(run, dict) else None) or folder.name,
+                   current=current,
                    started=text(data.get("started")), status=text(data.get("status")),
                    commit=text(run.get("commit") if isinstance(run, dict) else None),
                    units=units if isinstance(units, int) else None,
-                   branch=text(run.get("branch") if isinstance(run, dict) else None), problem=problem,
-                   spared=spared_count)
+                   branch=text(run.get("branch") if isinstance(run, dict) else None),
+                   problem=problem, spared=spared_count)
 
 
 class ResultStore:
     """One scenario's results folder. Creating the object creates the folder.
 
-    Not thread-safe by design: one process writes (see the module docstring); take ``lock()`` around a run.
+    Not thread-safe by design: one process writes (see the module docstring); take ``lock()`` around
+    a run.
     """
 
     def __init__(self, root: Path | str, *, create: bool = True) -> None:
@@ -300,7 +326,8 @@ class ResultStore:
         self.records_path = self.root / RECORDS_FILE
         self.logs_dir = self.root / LOGS_DIR
         self.fetched_dir = self.root / FETCHED_DIR
-        """``fetched/<unit>/``: the files a scenario's ``run.fetch`` copies back (written by execute)."""
+        """``fetched/<unit>/``: the files a scenario's ``run.fetch`` copies back (written by
+        execute)."""
         self.read_warnings: list[str] = []
         """Problems the last ``records()`` call skipped over (a partial trailing line)."""
         self._tail_checked = False
@@ -308,11 +335,12 @@ class ResultStore:
     def __repr__(self) -> str:
         return f"ResultStore({str(self.root)!r})"
 
-    # --- locking --------------------------------------------------------------------------------------------
+    # --- locking ----------------------------------------------------------------------------------
 
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
-        """Hold an exclusive lock on the folder: a second writer fails at once instead of mixing records."""
+        """Hold an exclusive lock on the folder: a second writer fails at once instead of mixing
+        records."""
         self.check_writable()
         if fcntl is None:  # pragma: no cover
             yield
@@ -322,7 +350,8 @@ class ResultStore:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError as exc:
                 raise ConfigurationError(
-                    f"another fvp-harness process is writing to {self.root}; wait for it or pass -o DIR"
+                    f"another fvp-harness process is writing to {self.root}; wait for it or pass "
+                    "-o DIR"
                 ) from exc
             try:
                 yield
@@ -330,10 +359,11 @@ class ResultStore:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
     def check_writable(self) -> None:
-        """Refuse a results folder this process cannot write (read-only file system, no permission, full disk),
-        before a command boots anything, instead of a traceback at the first record: ``StorageError``, exit 3,
-        from every verb that writes (the README's exit codes). Probes by creating and removing a file:
-        ``os.access`` is wrong for root and for read-only mounts alike."""
+        """Refuse a results folder this process cannot write (read-only file system, no permission,
+        full disk), before a command boots anything, instead of a traceback at the first record:
+        ``StorageError``, exit 3, from every verb that writes (the README's exit codes). Probes by
+        creating and removing a file: ``os.access`` is wrong for root and for read-only mounts
+        alike."""
         probe = self.root / f".write-probe-{os.getpid()}"
         try:
             self.root.mkdir(parents=True, exist_ok=True)
@@ -342,20 +372,21 @@ class ResultStore:
             probe.unlink()
         except OSError as exc:
             if not is_storage_failure(exc):
-                raise ConfigurationError(f"results folder {self.root} cannot be used ({exc.strerror or exc}); "
-                                         "write elsewhere with -o DIR") from exc
+                raise ConfigurationError(f"results folder {self.root} cannot be used "
+                                         f"({exc.strerror or exc}); write elsewhere with -o "
+                                         "DIR") from exc
             error = storage_error(self.root, exc)
-            error.message = (f"results folder {self.root} is not writable ({exc.strerror or exc}); make it "
-                             "writable or write elsewhere with -o DIR")
+            error.message = (f"results folder {self.root} is not writable ({exc.strerror or exc}); "
+                             "make it writable or write elsewhere with -o DIR")
             raise error from exc
 
-    # --- manifest -------------------------------------------------------------------------------------------
+    # --- manifest ---------------------------------------------------------------------------------
 
     def write_manifest(self, manifest: Mapping[str, Any], *, final: bool = False) -> Path:
-        """Atomically replace ``manifest.json``; ``format_version`` is set here. Keys are sorted so equal
-        manifests give equal bytes. ``final``: the run's last status; the room ``reserve_space`` kept is given back
-        first, so the status is recorded on a disk that filled up during the run. A write that fails raises
-        ``OSError`` naming the manifest."""
+        """Atomically replace ``manifest.json``; ``format_version`` is set here. Keys are sorted so
+        equal manifests give equal bytes. ``final``: the run's last status; the room
+        ``reserve_space`` kept is given back first, so the status is recorded on a disk that filled
+        up during the run. A write that fails raises ``OSError`` naming the manifest."""
         text = _manifest_text(manifest)
         if final:
             self.release_reserve()
@@ -367,11 +398,12 @@ class ResultStore:
         return self.root / RESERVE_FILE
 
     def reserve_space(self, manifest: Mapping[str, Any] | None = None) -> None:
-        """Keep room on the folder's file system for the final manifest: a file of allocated blocks (``fallocate``;
-        zeros where the file system cannot) that ``write_manifest(final=True)`` removes before it writes. Why a
-        reserve and not a rewrite in place: the final manifest is larger than the first (the instances, measured:
-        13 -> 19 KB for one instance), and a rewrite in place is not atomic (a crash mid-write would leave half a
-        manifest). The room: ``RESERVE_FACTOR`` times ``manifest`` as written, at least ``RESERVE_MIN_BYTES``. A disk
+        """Keep room on the folder's file system for the final manifest: a file of allocated blocks
+        (``fallocate``; zeros where the file system cannot) that ``write_manifest(final=True)``
+        removes before it writes. Why a reserve and not a rewrite in place: the final manifest is
+        larger than the first (the instances, measured: 13 -> 19 KB for one instance), and a rewrite
+        in place is not atomic (a crash mid-write would leave half a manifest). The room:
+        ``RESERVE_FACTOR`` times ``manifest`` as written, at least ``RESERVE_MIN_BYTES``. A disk
         that has not even this room is a ``StorageError`` before any unit runs."""
         written = len(_manifest_text(manifest).encode("utf-8")) if manifest is not None else 0
         size = max(RESERVE_MIN_BYTES, RESERVE_FACTOR * written)
@@ -385,7 +417,8 @@ class ResultStore:
             except OSError as exc:
                 if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
                     raise
-                os.pwrite(fd, b"\0" * size, 0)  # a file system without fallocate: real blocks all the same
+                # a file system without fallocate: real blocks all the same
+                os.pwrite(fd, b"\0" * size, 0)
             os.fsync(fd)
         except OSError as exc:
             os.close(fd)
@@ -406,34 +439,36 @@ class ResultStore:
             return None
         except UnicodeDecodeError as exc:
             raise ConfigurationError(
-                f"{self.manifest_path} is damaged: not valid UTF-8 (byte {exc.start}); restore it, move "
-                f"{self.root} away, or write elsewhere with -o DIR"
+                f"{self.manifest_path} is damaged: not valid UTF-8 (byte {exc.start}); restore it, "
+                f"move {self.root} away, or write elsewhere with -o DIR"
             ) from exc
         except OSError as exc:
             raise ConfigurationError(
-                f"{self.manifest_path} cannot be read ({exc.strerror or exc}); fix it or write elsewhere with -o DIR"
+                f"{self.manifest_path} cannot be read ({exc.strerror or exc}); fix it or write "
+                "elsewhere with -o DIR"
             ) from exc
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ConfigurationError(
-                f"{self.manifest_path} is damaged: not valid JSON ({exc}); restore it, move {self.root} away, or "
-                "write elsewhere with -o DIR"
+                f"{self.manifest_path} is damaged: not valid JSON ({exc}); restore it, move "
+                f"{self.root} away, or write elsewhere with -o DIR"
             ) from exc
         version = data.get("format_version", 1) if isinstance(data, dict) else None
         if not isinstance(version, int) or version > MANIFEST_FORMAT_VERSION:
             raise ConfigurationError(
-                f"{self.manifest_path} has format_version {version!r}; this fvp-harness reads up to "
-                f"{MANIFEST_FORMAT_VERSION}: upgrade fvp-harness or use another results folder (-o DIR)"
+                f"{self.manifest_path} has format_version {version!r}; this fvp-harness reads up "
+                f"to {MANIFEST_FORMAT_VERSION}: upgrade fvp-harness or use another results folder "
+                "(-o DIR)"
             )
         return data
 
     def check_compatible(self, manifest: Mapping[str, Any]) -> None:
         """Refuse to add this run's results to a folder whose stored run had different key metadata.
 
-        Compares ``KEY_METADATA`` (platform, FVP binary and version, every artifact hash, parsers version).
-        Passes when the folder has no manifest yet. The error lists each difference as ``field: stored -> this
-        run``.
+        Compares ``KEY_METADATA`` (platform, FVP binary and version, every artifact hash, parsers
+        version). Passes when the folder has no manifest yet. The error lists each difference as
+        ``field: stored -> this run``.
         """
         stored = self.read_manifest()
         if stored is None:
@@ -446,25 +481,27 @@ class ResultStore:
         ]
         if diffs:
             raise ConfigurationError(
-                f"results in {self.root} come from a different setup and cannot be merged with this run:\n"
-                + "\n".join(diffs)
+                f"results in {self.root} come from a different setup and cannot be merged with "
+                "this run:\n" + "\n".join(diffs)
                 + f"\nwrite elsewhere with -o DIR, or delete {self.root} to start over"
             )
 
-    # --- records --------------------------------------------------------------------------------------------
+    # --- records ----------------------------------------------------------------------------------
 
     def append(self, record: Record) -> None:
         """Append one record as one JSON line, flushed and fsynced before returning.
 
-        Before the first append of this object the last line is repaired (``_repair_tail``): a complete record
-        without its newline gets one, a partial line is set aside, so the new line cannot be glued to either. A
-        write that fails (disk full, read-only, I/O error) takes back the part of the line that got in and raises
-        ``StorageError``: the file keeps only whole records.
+        Before the first append of this object the last line is repaired (``_repair_tail``): a
+        complete record without its newline gets one, a partial line is set aside, so the new line
+        cannot be glued to either. A write that fails (disk full, read-only, I/O error) takes back
+        the part of the line that got in and raises ``StorageError``: the file keeps only whole
+        records.
         """
         if not self._tail_checked:
             self._repair_tail()
             self._tail_checked = True
-        line = json.dumps(record.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":")) + "\n"
+        line = json.dumps(record.model_dump(mode="json"), ensure_ascii=False,
+                          separators=(",", ":")) + "\n"
         data = line.encode("utf-8")
         try:
             fd = os.open(self.records_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -487,9 +524,10 @@ class ResultStore:
     def records(self) -> list[Record]:
         """Every stored record in file (= execution) order.
 
-        A last line without its newline counts when it is a complete record; otherwise (a crash mid-write) it is
-        skipped and noted in ``read_warnings`` and the log. A corrupt line elsewhere (not UTF-8, not JSON, not a
-        record) or a record of a newer schema raises ConfigurationError naming the file and line.
+        A last line without its newline counts when it is a complete record; otherwise (a crash
+        mid-write) it is skipped and noted in ``read_warnings`` and the log. A corrupt line
+        elsewhere (not UTF-8, not JSON, not a record) or a record of a newer schema raises
+        ConfigurationError naming the file and line.
         """
         self.read_warnings = []
         try:
@@ -498,7 +536,8 @@ class ResultStore:
             return []
         except OSError as exc:
             raise ConfigurationError(
-                f"{self.records_path} cannot be read ({exc.strerror or exc}); fix it or write elsewhere with -o DIR"
+                f"{self.records_path} cannot be read ({exc.strerror or exc}); fix it or write "
+                "elsewhere with -o DIR"
             ) from exc
         lines = data.split(b"\n")
         partial = lines.pop()  # b"" when the file ends with a newline
@@ -525,8 +564,9 @@ class ResultStore:
             return line.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise ConfigurationError(
-                f"{self.records_path}:{number}: damaged: not valid UTF-8 (byte {exc.start} of the line); remove "
-                f"that line (its unit runs again with --resume), or move {self.root} away"
+                f"{self.records_path}:{number}: damaged: not valid UTF-8 (byte {exc.start} of the "
+                f"line); remove that line (its unit runs again with --resume), or move {self.root} "
+                "away"
             ) from exc
 
     def _complete_record(self, line: bytes) -> Record | None:
@@ -541,21 +581,26 @@ class ResultStore:
         try:
             raw = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise ConfigurationError(f"{where}: damaged: not a JSON record ({exc}); remove that line (its unit "
-                                     "runs again with --resume), or move the folder away") from exc
+            raise ConfigurationError(f"{where}: damaged: not a JSON record ({exc}); remove that "
+                                     "line (its unit runs again with --resume), or move the folder "
+                                     "away") from exc
         if not isinstance(raw, dict):
-            raise ConfigurationError(f"{where}: a record must be a JSON object; remove the line or the folder")
+            raise ConfigurationError(f"{where}: a record must be a JSON object; remove the line or "
+                                     "the folder")
         version = raw.get("schema_version", 1)
         if not isinstance(version, int) or version > RECORD_SCHEMA_VERSION:
             raise ConfigurationError(
                 f"{where}: record schema_version {version!r} is newer than this fvp-harness reads "
-                f"({RECORD_SCHEMA_VERSION}); upgrade fvp-harness or use another results folder (-o DIR)"
+                f"({RECORD_SCHEMA_VERSION}); upgrade fvp-harness or use another results folder (-o "
+                "DIR)"
             )
         try:
             return Record.model_validate(upgrade_row(raw))
-        except ValidationError as exc:  # the project's file:line: field: message, never pydantic's own text
+        # the project's file:line: field: message, never pydantic's own text
+        except ValidationError as exc:
             lines = [f"{where}: {problem}" for problem in data_problems(exc)]
-            raise ConfigurationError("\n".join(lines) + "\n(an invalid record: remove that line, its unit runs "
+            raise ConfigurationError("\n".join(lines)
+                                     + "\n(an invalid record: remove that line, its unit runs "
                                      "again with --resume, or move the folder away)") from exc
         except ValueError as exc:
             raise ConfigurationError(f"{where}: invalid record: {shorten_text(str(exc))}") from exc
@@ -564,7 +609,7 @@ class ResultStore:
         """Content keys of units already measured successfully: what ``--resume`` skips."""
         return {record.key for record in self.records() if record.status == "ok"}
 
-    # --- stored runs ----------------------------------------------------------------------------------------
+    # --- stored runs ------------------------------------------------------------------------------
 
     @property
     def runs_dir(self) -> Path:
@@ -576,9 +621,9 @@ class ResultStore:
         return self.manifest_path.is_file() or self.records_path.is_file()
 
     def archive(self, run_id: str) -> Path:
-        """Move the run this folder holds into ``runs/<run_id>/`` (a complete results folder of its own) and leave
-        the folder empty for the next run; returns the new place. Nothing is deleted. A ``run_id`` already taken
-        gets a numbered suffix."""
+        """Move the run this folder holds into ``runs/<run_id>/`` (a complete results folder of its
+        own) and leave the folder empty for the next run; returns the new place. Nothing is deleted.
+        A ``run_id`` already taken gets a numbered suffix."""
         name = _check_name(run_id, "run id")
         target = self.runs_dir / name
         number = 2
@@ -586,8 +631,8 @@ class ResultStore:
             target = self.runs_dir / f"{name}.{number}"
             number += 1
         target.mkdir(parents=True)
-        moved = [self.records_path, self.manifest_path, self.root / SUMMARY_CACHE_FILE, self.logs_dir,
-                 self.fetched_dir]
+        moved = [self.records_path, self.manifest_path, self.root / SUMMARY_CACHE_FILE,
+                 self.logs_dir, self.fetched_dir]
         for pattern in (*REPORT_FILE_PATTERNS, PARTIAL_RECORDS_PATTERN):
             moved += sorted(self.root.glob(pattern))
         for path in moved:
@@ -599,9 +644,9 @@ class ResultStore:
         return target
 
     def stored_runs(self) -> list[StoredRun]:
-        """Every run of this scenario folder, oldest first: the archived ones (``runs/``) and, last, the current one
-        when there is one. Each with its folder and the manifest's run id and start time (what the folder says
-        when a manifest is missing or unreadable)."""
+        """Every run of this scenario folder, oldest first: the archived ones (``runs/``) and, last,
+        the current one when there is one. Each with its folder and the manifest's run id and start
+        time (what the folder says when a manifest is missing or unreadable)."""
         found: list[StoredRun] = []
         if self.runs_dir.is_dir():
             for folder in sorted(path for path in self.runs_dir.iterdir() if path.is_dir()):
@@ -612,9 +657,9 @@ class ResultStore:
 
     def reset(self) -> None:
         """Remove the current run: records, manifest, ``logs/``, ``fetched/``, the report files
-        (``REPORT_FILE_PATTERNS``: the A/B and VGF reports and their inputs) and temp files of an interrupted
-        ``atomic_write``. Only ``run --replace`` asks for it (a plain run archives instead); ``runs/`` and files it
-        does not know (and ``.lock``) stay."""
+        (``REPORT_FILE_PATTERNS``: the A/B and VGF reports and their inputs) and temp files of an
+        interrupted ``atomic_write``. Only ``run --replace`` asks for it (a plain run archives
+        instead); ``runs/`` and files it does not know (and ``.lock``) stay."""
         for path in (self.records_path, self.manifest_path, self.root / SUMMARY_CACHE_FILE):
             path.unlink(missing_ok=True)
         for pattern in (*REPORT_FILE_PATTERNS, PARTIAL_RECORDS_PATTERN, ".*.tmp"):
@@ -628,10 +673,11 @@ class ResultStore:
                 shutil.rmtree(folder)
         self._tail_checked = False
 
-    # --- paths ----------------------------------------------------------------------------------------------
+    # --- paths ------------------------------------------------------------------------------------
 
     def log_path(self, session: str, name: str) -> Path:
-        """``logs/<session>/<name>``, folder created; both parts must be plain names (no ``/``, no ``..``)."""
+        """``logs/<session>/<name>``, folder created; both parts must be plain names (no ``/``, no
+        ``..``)."""
         folder = self.logs_dir / _check_name(session, "session name")
         folder.mkdir(parents=True, exist_ok=True)
         return folder / _check_name(name, "log file name")
@@ -641,14 +687,16 @@ class ResultStore:
         return self.root / _check_name(name, "report file name")
 
     def relative(self, path: Path) -> str:
-        """A path inside the folder as stored in records (``Record.log``): relative, with forward slashes."""
+        """A path inside the folder as stored in records (``Record.log``): relative, with forward
+        slashes."""
         return Path(path).relative_to(self.root).as_posix()
 
-    # --- helpers --------------------------------------------------------------------------------------------
+    # --- helpers ----------------------------------------------------------------------------------
 
     def _repair_tail(self) -> None:
-        """Make the file end with a newline without losing anything: a complete last record gets its newline; a
-        partial last line is copied to ``records.jsonl.partial-<UTC time>`` (logged) and then cut off."""
+        """Make the file end with a newline without losing anything: a complete last record gets its
+        newline; a partial last line is copied to ``records.jsonl.partial-<UTC time>`` (logged) and
+        then cut off."""
         try:
             handle = open(self.records_path, "rb+")  # noqa: SIM115 - closed below, after the repair
         except FileNotFoundError:

@@ -1,27 +1,32 @@
-"""Which stored run a user means: ``results/x``, ``results/x/runs/<id>``, ``x@main``, ``scenarios/x.yaml@3f2a1bc``.
+"""Which stored run a user means: ``results/x``, ``results/x/runs/<id>``, ``x@main``,
+``scenarios/x.yaml@3f2a1bc``.
 
-``compare RUN_A RUN_B``, ``compare.baseline_from`` and ``--baseline-from`` name runs the same way (``find_run``):
+``compare RUN_A RUN_B``, ``compare.baseline_from`` and ``--baseline-from`` name runs the same way
+(``find_run``):
 
-- ``PATH``: a run folder (``runs/<id>/``, or any folder with a ``manifest.json``) is that run; a scenario's results
-  folder means its newest run; a scenario file (``.yaml``/``.yml``) means the newest run of its results folder;
-- ``WHERE@REF``: the run of a scenario's results folder (``WHERE`` is that folder, a scenario file, or a scenario
-  file stem under the results base) stored for ``REF``; ``@REF`` alone is the scenario's own folder (only where a
-  scenario is known: ``compare.baseline_from``);
-- ``REF`` is, in this order: a run id; ``latest``; a git commit (4 to 40 hex digits, a prefix of the commit a run
-  recorded); a branch a run recorded; anything ``git rev-parse`` reads to a commit in the checkout around the folder
-  or the current directory (``main``, ``origin/main``, a tag, an annotated tag, ``HEAD~2``, ``main~1``, a short
-  hash, packed refs). When several runs match, the newest complete one wins (the newest of any status when none is
-  complete). A caller that needs numbers (``baseline_from``, ``compare``) passes the builds it
-  needs: a ref then passes over runs with no ok record of them (a run whose every unit failed says
-  ``complete`` too) and says which.
-- ``REF#-N`` steps N *stored runs* back from the run ``REF`` names (``latest#-1``: the run before the newest;
-  ``main#-1``: the stored run before main's newest). ``~`` and ``^`` are git's (``main~1`` is the commit before
-  main), so the old spelling ``latest~1``, which named stored runs, is refused with the new one named; ``#`` means
-  nothing in git's revision syntax, so neither reading can be taken for the other.
+- ``PATH``: a run folder (``runs/<id>/``, or any folder with a ``manifest.json``) is that run; a
+  scenario's results folder means its newest run; a scenario file (``.yaml``/``.yml``) means the
+  newest run of its results folder;
+- ``WHERE@REF``: the run of a scenario's results folder (``WHERE`` is that folder, a scenario file,
+  or a scenario file stem under the results base) stored for ``REF``; ``@REF`` alone is the
+  scenario's own folder (only where a scenario is known: ``compare.baseline_from``);
+- ``REF`` is, in this order: a run id; ``latest``; a git commit (4 to 40 hex digits, a prefix of the
+  commit a run recorded); a branch a run recorded; anything ``git rev-parse`` reads to a commit in
+  the checkout around the folder or the current directory (``main``, ``origin/main``, a tag, an
+  annotated tag, ``HEAD~2``, ``main~1``, a short hash, packed refs). When several runs match, the
+  newest complete one wins (the newest of any status when none is complete). A caller that needs
+  numbers (``baseline_from``, ``compare``) passes the builds it needs: a ref then passes over runs
+  with no ok record of them (a run whose every unit failed says ``complete`` too) and says which.
+- ``REF#-N`` steps N *stored runs* back from the run ``REF`` names (``latest#-1``: the run before
+  the newest; ``main#-1``: the stored run before main's newest). ``~`` and ``^`` are git's
+  (``main~1`` is the commit before main), so the old spelling ``latest~1``, which named stored runs,
+  is refused with the new one named; ``#`` means nothing in git's revision syntax, so neither
+  reading can be taken for the other.
 
-Why ``git`` itself (``git rev-parse --verify REF^{commit}``, list arguments, no shell, a timeout): tags, annotated
-tags, ``HEAD~2``, short hashes and packed refs are git's to interpret; reading ``.git`` files by hand got annotated
-tags wrong. It is the one process this layer starts, and only when a name is not a stored run's id, commit or branch.
+Why ``git`` itself (``git rev-parse --verify REF^{commit}``, list arguments, no shell, a timeout):
+tags, annotated tags, ``HEAD~2``, short hashes and packed refs are git's to interpret; reading
+``.git`` files by hand got annotated tags wrong. It is the one process this layer starts, and only
+when a name is not a stored run's id, commit or branch.
 """
 
 from __future__ import annotations
@@ -46,26 +51,28 @@ from fvp_harness.store.folder import (
 )
 from fvp_harness.store.state import ok_builds, run_state
 
-__all__ = ["GIT_TIMEOUT", "RunSpec", "describe_run", "find_run", "parse_run_spec", "pinned_spec", "read_git_ref",
-           "results_folder", "scenario_file", "unknown_folder_hint"]
+__all__ = ["GIT_TIMEOUT", "RunSpec", "describe_run", "find_run", "parse_run_spec", "pinned_spec",
+           "read_git_ref", "results_folder", "scenario_file", "unknown_folder_hint"]
 
 _log = logging.getLogger(__name__)
 
 GIT_TIMEOUT = 10.0
-"""Seconds ``git rev-parse`` may take before the ref counts as unknown (a hung network filesystem must not hang CI)."""
+"""Seconds ``git rev-parse`` may take before the ref counts as unknown (a hung network filesystem
+must not hang CI)."""
 
 _HEX = re.compile(r"[0-9a-fA-F]{4,40}")
 _BACK = re.compile(r"^(?P<ref>.*?)#-(?P<steps>\d+)$")
 _WRONG_BACK = re.compile(r"^(?P<ref>.*?)#\+?(?P<steps>\d+)$")
-_GIT_NOT_A_REPOSITORY = 128  # git's exit status outside a checkout (an unknown ref is 1 with --quiet)
+# git's exit status outside a checkout (an unknown ref is 1 with --quiet)
+_GIT_NOT_A_REPOSITORY = 128
 _OLD_BACK = re.compile(r"^(?P<ref>.*?)~(?P<steps>\d+)$")
 _SCENARIO_SUFFIXES = (".yaml", ".yml")
 
 
 @dataclass(frozen=True)
 class RunSpec:
-    """A parsed run name: ``where`` (a path or stem; empty for ``@REF``), ``ref`` (None: the folder's own run or its
-    newest), ``back`` (``#-N``: stored runs back)."""
+    """A parsed run name: ``where`` (a path or stem; empty for ``@REF``), ``ref`` (None: the
+    folder's own run or its newest), ``back`` (``#-N``: stored runs back)."""
 
     text: str
     where: str
@@ -74,11 +81,12 @@ class RunSpec:
 
 
 def parse_run_spec(text: str) -> RunSpec:
-    """Split ``WHERE@REF#-N``; a ConfigurationError says what is wrong with the text. The ``@`` that separates is
-    the last one (folders may contain ``@``, refs do not)."""
+    """Split ``WHERE@REF#-N``; a ConfigurationError says what is wrong with the text. The ``@`` that
+    separates is the last one (folders may contain ``@``, refs do not)."""
     text = text.strip()
     if not text:
-        raise ConfigurationError("an empty run name: give a results folder, a run folder or SCENARIO@REF")
+        raise ConfigurationError("an empty run name: give a results folder, a run folder or "
+                                 "SCENARIO@REF")
     where, sep, ref = text.rpartition("@")
     if not sep:
         where, ref = text, ""
@@ -88,10 +96,12 @@ def parse_run_spec(text: str) -> RunSpec:
         ref, back = match.group("ref"), int(match.group("steps"))
     elif sep and (wrong := _WRONG_BACK.match(ref)):
         raise ConfigurationError(f"run {text!r}: stored runs are counted back only: write "
-                                 f"{wrong.group('ref')}#-{wrong.group('steps')} for {wrong.group('steps')} run(s) "
-                                 f"before the one {wrong.group('ref') or 'latest'} names")
+                                 f"{wrong.group('ref')}#-{wrong.group('steps')} for "
+                                 f"{wrong.group('steps')} run(s) before the one "
+                                 f"{wrong.group('ref') or 'latest'} names")
     if sep and not ref:
-        raise ConfigurationError(f"run {text!r}: nothing after '@'; give a run id, latest, a commit or a branch")
+        raise ConfigurationError(f"run {text!r}: nothing after '@'; give a run id, latest, a "
+                                 "commit or a branch")
     return RunSpec(text, where, ref if sep else None, back)
 
 
@@ -102,7 +112,8 @@ def pinned_spec(run: StoredRun, folder: Path) -> str:
 
 
 def describe_run(run: StoredRun) -> str:
-    """``run 20260101-120000-ab12 (commit 3f2a1bc, branch main, 2026-01-01)`` for messages and reports."""
+    """``run 20260101-120000-ab12 (commit 3f2a1bc, branch main, 2026-01-01)`` for messages and
+    reports."""
     bits = [f"commit {run.commit[:7]}" if run.commit else "no commit recorded"]
     if run.branch:
         bits.append(f"branch {run.branch}")
@@ -118,7 +129,8 @@ def _is_run_folder(path: Path) -> bool:
 
 
 def _results_folders(places: list[Path]) -> list[Path]:
-    """The scenario results folders (a manifest, records or stored runs inside) directly under ``places``."""
+    """The scenario results folders (a manifest, records or stored runs inside) directly under
+    ``places``."""
     found: dict[Path, None] = {}
     for place in places:
         try:
@@ -132,9 +144,10 @@ def _results_folders(places: list[Path]) -> list[Path]:
 
 
 def unknown_folder_hint(where: str, results_base: Path | str = DEFAULT_RESULTS_BASE) -> str:
-    """`` (did you mean 'results/smoke'?); the results folders under results/ are: ...`` for a results folder name
-    that matches nothing: the closest results folder beside the one typed or under ``results_base``, by the text
-    typed (a path) or by its last part (a stem). Empty when there is no results folder to name."""
+    """`` (did you mean 'results/smoke'?); the results folders under results/ are: ...`` for a
+    results folder name that matches nothing: the closest results folder beside the one typed or
+    under ``results_base``, by the text typed (a path) or by its last part (a stem). Empty when
+    there is no results folder to name."""
     base = Path(results_base)
     typed = Path(where)
     places = [typed.parent] if str(typed.parent) not in ("", ".") else []
@@ -145,19 +158,21 @@ def unknown_folder_hint(where: str, results_base: Path | str = DEFAULT_RESULTS_B
     close = difflib.get_close_matches(str(typed), names, n=1, cutoff=0.6)
     if not close:  # a stem typed for a folder under the base: match it against the folders' names
         by_name = {folder.name: str(folder) for folder in folders}
-        stem = difflib.get_close_matches(typed.stem if typed.suffix in _SCENARIO_SUFFIXES else typed.name,
-                                         list(by_name), n=1, cutoff=0.6)
+        stem = difflib.get_close_matches(typed.stem if typed.suffix in _SCENARIO_SUFFIXES
+                                         else typed.name, list(by_name), n=1, cutoff=0.6)
         close = [by_name[stem[0]]] if stem else []
     shown = ", ".join(names[:8]) + (f", ... ({len(names) - 8} more)" if len(names) > 8 else "")
     mean = f" (did you mean {close[0]!r}?)" if close else ""
     return f"{mean}; the results folders there are: {shown}"
 
 
-def results_folder(where: str | Path, results_base: Path | str = DEFAULT_RESULTS_BASE, *, what: str = "") -> Path:
-    """The scenario results folder a user names: the folder itself, a scenario file (``<base>/<stem>``, where
-    ``run`` writes by default) or a scenario file stem under ``results_base``; ``report``, ``runs``, ``prune``,
-    ``history`` and ``compare`` all take the same three. A name that matches nothing is a ConfigurationError
-    (exit 2) that says so and names the closest results folder there is (``what`` prefixes the message)."""
+def results_folder(where: str | Path, results_base: Path | str = DEFAULT_RESULTS_BASE, *,
+                   what: str = "") -> Path:
+    """The scenario results folder a user names: the folder itself, a scenario file
+    (``<base>/<stem>``, where ``run`` writes by default) or a scenario file stem under
+    ``results_base``; ``report``, ``runs``, ``prune``, ``history`` and ``compare`` all take the same
+    three. A name that matches nothing is a ConfigurationError (exit 2) that says so and names the
+    closest results folder there is (``what`` prefixes the message)."""
     text = str(where)
     base = Path(results_base)
     prefix = f"{what}: " if what else ""
@@ -165,17 +180,17 @@ def results_folder(where: str | Path, results_base: Path | str = DEFAULT_RESULTS
     if path.suffix in _SCENARIO_SUFFIXES and path.is_file():
         folder = base / path.stem
         if not folder.is_dir():
-            raise ConfigurationError(f"{prefix}{text} is a scenario file; its results folder {folder} does not "
-                                     f"exist yet (run it: fvp-harness run {text}), or give the folder a run wrote "
-                                     "(-o DIR)")
+            raise ConfigurationError(f"{prefix}{text} is a scenario file; its results folder "
+                                     f"{folder} does not exist yet (run it: fvp-harness run "
+                                     f"{text}), or give the folder a run wrote (-o DIR)")
         return folder
     if path.is_dir():
         return path
     by_stem = base / text
     if "/" not in text and by_stem.is_dir():
         return by_stem
-    raise ConfigurationError(f"{prefix}{text} is no results folder, scenario file or scenario name under "
-                             f"{base}/{unknown_folder_hint(text, base)}")
+    raise ConfigurationError(f"{prefix}{text} is no results folder, scenario file or scenario name "
+                             f"under {base}/{unknown_folder_hint(text, base)}")
 
 
 def _recorded_scenario(folder: Path) -> Path | None:
@@ -258,26 +273,30 @@ def scenario_file(text: str, results_base: Path | str = DEFAULT_RESULTS_BASE) ->
     raise ConfigurationError(f"{text}: no such scenario file or folder{nor}{mean}{known}")
 
 
-def _scenario_folder(where: str, results_base: Path, scenario_folder: Path | None, text: str) -> Path:
+def _scenario_folder(where: str, results_base: Path, scenario_folder: Path | None,
+                     text: str) -> Path:
     """The scenario results folder ``where`` names (see the module docstring)."""
     if not where:
         if scenario_folder is None:
-            raise ConfigurationError(f"run {text!r}: '@REF' alone needs a scenario; write SCENARIO@REF (a results "
-                                     "folder, a scenario file or its stem)")
+            raise ConfigurationError(f"run {text!r}: '@REF' alone needs a scenario; write "
+                                     "SCENARIO@REF (a results folder, a scenario file or its stem)")
         return scenario_folder
     path = Path(where)
     if path.suffix in _SCENARIO_SUFFIXES and path.is_file():
-        return results_base / path.stem  # a run not stored yet is told by _runs, with the folder's name
+        # a run not stored yet is told by _runs, with the folder's name
+        return results_base / path.stem
     return results_folder(where, results_base, what=f"run {text!r}")
 
 
-def find_run(text: str, *, results_base: Path | str = DEFAULT_RESULTS_BASE, scenario_folder: Path | None = None,
+def find_run(text: str, *, results_base: Path | str = DEFAULT_RESULTS_BASE,
+             scenario_folder: Path | None = None,
              cwd: Path | None = None, builds: Collection[str] | None = None,
              skipped: list[str] | None = None) -> StoredRun:
-    """The stored run ``text`` names (module docstring), or a ConfigurationError that says what exists instead.
+    """The stored run ``text`` names (module docstring), or a ConfigurationError that says what
+    exists instead.
 
-    ``scenario_folder`` is the results folder ``@REF`` alone refers to; ``cwd`` where to look for a git checkout
-    besides the folder itself (default: the current directory).
+    ``scenario_folder`` is the results folder ``@REF`` alone refers to; ``cwd`` where to look for a
+    git checkout besides the folder itself (default: the current directory).
 
     ``builds``: a run a ref picks (``latest``, a commit, a branch, a git revision) must hold an ok
     record of one of these builds (of any build when empty); the newer runs passed over are appended
@@ -353,8 +372,9 @@ def _pick(runs: list[StoredRun], builds: Collection[str] | None, *, complete: bo
 
 
 def _old_back_hint(spec: RunSpec, runs: list[StoredRun]) -> str:
-    """For ``REF~N`` that git could not place where ``REF`` alone names a stored run: the spelling of "N stored runs
-    back" (``REF#-N``), since ``~N`` used to mean that and now means git's N commits back."""
+    """For ``REF~N`` that git could not place where ``REF`` alone names a stored run: the spelling
+    of "N stored runs back" (``REF#-N``), since ``~N`` used to mean that and now means git's N
+    commits back."""
     old = _OLD_BACK.match(spec.ref or "")
     if old is None or _match(runs, old.group("ref"))[0] is None:
         return ""
@@ -369,7 +389,8 @@ def _runs(folder: Path, text: str) -> list[StoredRun]:
         raise ConfigurationError(f"run {text!r}: {folder} does not exist (run the scenario first)")
     runs = ResultStore(folder, create=False).stored_runs()
     if not runs:
-        raise ConfigurationError(f"run {text!r}: {folder} holds no stored run (no manifest.json, no runs/<id>/)")
+        raise ConfigurationError(f"run {text!r}: {folder} holds no stored run (no manifest.json, "
+                                 "no runs/<id>/)")
     return runs
 
 
@@ -398,10 +419,11 @@ def _back(run: StoredRun, folder: Path, spec: RunSpec) -> StoredRun:
     try:
         index = paths.index(run.path.resolve())
     except ValueError:
-        raise ConfigurationError(f"run {spec.text!r}: {run.path} is not a run of {folder}") from None
+        raise ConfigurationError(f"run {spec.text!r}: {run.path} is not a run of "
+                                 f"{folder}") from None
     if index - spec.back < 0:
-        raise ConfigurationError(f"run {spec.text!r}: only {index} run(s) of {folder} are older than "
-                                 f"{run.run_id}; #-{spec.back} goes past the oldest")
+        raise ConfigurationError(f"run {spec.text!r}: only {index} run(s) of {folder} are older "
+                                 f"than {run.run_id}; #-{spec.back} goes past the oldest")
     return runs[index - spec.back]
 
 
@@ -410,7 +432,8 @@ def _no_match(text: str, folder: Path, ref: str, runs: list[StoredRun], commit: 
     more = f"\n  ... and {len(runs) - 8} older" if len(runs) > 8 else ""
     via = f" (git ref {ref} is commit {commit[:12]})" if commit else ""
     names = ["latest", *(run.run_id for run in runs), *(run.branch for run in runs if run.branch)]
-    close = difflib.get_close_matches(ref, list(dict.fromkeys(names)), n=1, cutoff=0.6) if commit is None else []
+    close = (difflib.get_close_matches(ref, list(dict.fromkeys(names)), n=1, cutoff=0.6)
+             if commit is None else [])
     mean = f" (did you mean {close[0]!r}?)" if close else ""
     branches = list(dict.fromkeys(run.branch for run in reversed(runs) if run.branch))
     known = ", ".join(["latest", *branches[:8]])
@@ -419,12 +442,13 @@ def _no_match(text: str, folder: Path, ref: str, runs: list[StoredRun], commit: 
             f"{shown}{more}\nname one by id, commit or branch (or 'latest')")
 
 
-# --- git refs, read by git ---------------------------------------------------------------------------------------
+# --- git refs, read by git ------------------------------------------------------------------------
 
 
 def read_git_ref(ref: str, places: list[Path], *, timeout: float = GIT_TIMEOUT) -> str | None:
-    """The commit ``ref`` names (``git rev-parse --verify REF^{commit}``) in the first of ``places`` inside a git
-    checkout; None when git is missing, none of them is in a checkout, or the ref names no commit there.
+    """The commit ``ref`` names (``git rev-parse --verify REF^{commit}``) in the first of ``places``
+    inside a git checkout; None when git is missing, none of them is in a checkout, or the ref names
+    no commit there.
 
     A name that starts with ``-`` is never handed to git (it would read as an option)."""
     if not ref or ref.startswith("-") or any(ord(char) < 32 for char in ref):
@@ -435,17 +459,18 @@ def read_git_ref(ref: str, places: list[Path], *, timeout: float = GIT_TIMEOUT) 
             continue
         try:
             done = subprocess.run(["git", "-C", str(directory), "rev-parse", "--verify", "--quiet",
-                                   f"{ref}^{{commit}}"], capture_output=True, text=True, timeout=timeout,
-                                  check=False)
+                                   f"{ref}^{{commit}}"], capture_output=True, text=True,
+                                  timeout=timeout, check=False)
         except FileNotFoundError:
             _log.debug("git is not installed: %r is not read as a git ref", ref)
             return None
         except subprocess.TimeoutExpired:
-            _log.warning("git rev-parse took more than %.0f s in %s: %r is not read as a git ref", timeout,
-                         directory, ref)
+            _log.warning("git rev-parse took more than %.0f s in %s: %r is not read as a git ref",
+                         timeout, directory, ref)
             return None
         if done.returncode == _GIT_NOT_A_REPOSITORY:
             continue
         commit = done.stdout.strip().lower()
-        return commit if done.returncode == 0 and re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", commit) else None
+        return (commit if done.returncode == 0 and
+                re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", commit) else None)
     return None

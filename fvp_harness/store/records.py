@@ -1,18 +1,19 @@
-"""The stored row: one ``Record`` per unit (one runner invocation), holding every sample it produced.
+"""The stored row: one ``Record`` per unit (one runner invocation), holding every sample it
+produced.
 
-Records are what ``store`` appends to ``records.jsonl`` and what ``analysis`` reads back; nothing else crosses that
-boundary, so a report can always be rebuilt from stored records alone. The format is versioned by
-``RECORD_SCHEMA_VERSION``; a reader refuses rows of a newer version rather than guessing, and reads older ones
-through ``upgrade_row``.
+Records are what ``store`` appends to ``records.jsonl`` and what ``analysis`` reads back; nothing
+else crosses that boundary, so a report can always be rebuilt from stored records alone. The format
+is versioned by ``RECORD_SCHEMA_VERSION``; a reader refuses rows of a newer version rather than
+guessing, and reads older ones through ``upgrade_row``.
 
 Schema history:
 
 1. the first format (fields ``unit``, ``session``, ``units``);
-2. those three renamed for what they hold: ``unit_id`` (the unit's readable id, not a unit of measure),
-   ``instance`` (the booted model instance that ran it, ``s0`` or ``s0.2``; a plan *session* may use several)
-   and ``metric_units`` (metric name -> unit of its values);
-3. ``partitions`` added (each inference's per-delegate-call values of a metric of a partly delegated model); a
-   schema-2 row reads as one without them.
+2. those three renamed for what they hold: ``unit_id`` (the unit's readable id, not a unit of
+   measure), ``instance`` (the booted model instance that ran it, ``s0`` or ``s0.2``; a plan
+   *session* may use several) and ``metric_units`` (metric name -> unit of its values);
+3. ``partitions`` added (each inference's per-delegate-call values of a metric of a partly delegated
+   model); a schema-2 row reads as one without them.
 """
 
 from __future__ import annotations
@@ -43,21 +44,25 @@ def upgrade_row(raw: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class Record(BaseModel):
-    """One unit's outcome: identity (scenario, key, build, model, repetition), status, and its samples.
+    """One unit's outcome: identity (scenario, key, build, model, repetition), status, and its
+    samples.
 
-    ``samples`` maps a metric name to its values in execution order, warmup already dropped (metrics measured once
-    per run hold one value); ``partitions`` keeps, for a model split into several Ethos-U partitions, each
-    inference's per-call values of a metric whose sample is their sum. ``outputs`` maps an output file name to its
-    sha256, so analysis can prove that two builds produced byte-identical outputs without keeping the bytes.
+    ``samples`` maps a metric name to its values in execution order, warmup already dropped (metrics
+    measured once per run hold one value); ``partitions`` keeps, for a model split into several
+    Ethos-U partitions, each inference's per-call values of a metric whose sample is their sum.
+    ``outputs`` maps an output file name to its sha256, so analysis can prove that two builds
+    produced byte-identical outputs without keeping the bytes.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     schema_version: int = RECORD_SCHEMA_VERSION
     scenario: str
-    key: str = Field(description="The unit's content key: a hash of every input that can change its result.")
+    key: str = Field(description="The unit's content key: a hash of every input that can change "
+                                 "its result.")
     unit_id: str = Field(description="Readable unit id, e.g. r1-after-resnet8.")
-    instance: str = Field(description="Which booted instance ran it, e.g. s0 (or s0.2 after a retry).")
+    instance: str = Field(description="Which booted instance ran it, e.g. s0 (or s0.2 after a "
+                                      "retry).")
     build: str
     model: str
     repetition: int
@@ -65,17 +70,22 @@ class Record(BaseModel):
     status: Literal["ok", "failed"]
     failure_class: Literal["infrastructure", "test", "configuration", "interrupted"] | None = None
     failure: str | None = None
-    log: str | None = Field(None, description="Path of the unit's console log, relative to the results folder.")
+    log: str | None = Field(None,
+                            description="Path of the unit's console log, relative to the results "
+                                        "folder.")
     samples: dict[str, list[float]] = Field(default_factory=dict)
     partitions: dict[str, list[list[float]]] = Field(
         default_factory=dict,
-        description="Metric printed once per delegate call (npu_cycles, cpu_time) -> for each value of "
-        "samples[metric], in the same order, the value of each call of that inference: one per Ethos-U partition, "
-        "in call order. Only for metrics some inference printed more than once (a partly delegated model); samples "
-        "holds their sums.",
+        description="Metric printed once per delegate call (npu_cycles, cpu_time) -> for each "
+                    "value of "
+        "samples[metric], in the same order, the value of each call of that inference: one per "
+        "Ethos-U partition, in call order. Only for metrics some inference printed more than once "
+        "(a partly delegated model); samples holds their sums.",
     )
-    metric_units: dict[str, str] = Field(default_factory=dict, description="Metric name -> unit of its values.")
-    outputs: dict[str, str] = Field(default_factory=dict, description="Output file name -> sha256 hex.")
+    metric_units: dict[str, str] = Field(default_factory=dict,
+                                         description="Metric name -> unit of its values.")
+    outputs: dict[str, str] = Field(default_factory=dict,
+                                    description="Output file name -> sha256 hex.")
     build_id_seen: str | None = None
     started: str = Field(description="UTC ISO-8601 start time.")
     duration_s: float = 0.0

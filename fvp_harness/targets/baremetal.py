@@ -62,34 +62,39 @@ __all__ = [
 ]
 
 EOT = "\x04"
-"""The byte a bare-metal program ends with (``ET_LOG(Info, "\\04")``); the model stops on it (``shutdown_on_eot``)."""
+"""The byte a bare-metal program ends with (``ET_LOG(Info, "\\04")``); the model stops on it
+(``shutdown_on_eot``)."""
 
 SEARCH_WINDOW = 4096
-"""Characters of already-read output searched again with each new chunk: enough for the longest pattern, so a
-run that prints megabytes (an ETDump in base64) costs linear time."""
+"""Characters of already-read output searched again with each new chunk: enough for the longest
+pattern, so a run that prints megabytes (an ETDump in base64) costs linear time."""
 
 EOT_GRACE_S = 5.0
-"""After EOT, how long the model may take to exit by itself (and print its --stat block) before it is stopped."""
+"""After EOT, how long the model may take to exit by itself (and print its --stat block) before it
+is stopped."""
 
 FAULT_GRACE_S = 0.5
-"""After a hard fault line, how long the rest of the fault report is read before the model is stopped."""
+"""After a hard fault line, how long the rest of the fault report is read before the model is
+stopped."""
 
 _SLICE_S = 0.25
 """How often the read loop looks at the deadline and at ``close`` from another thread."""
 
-_SEMIHOSTING_FIXED = (("semihosting-enable", 1), ("semihosting-stack_base", 0), ("semihosting-heap_limit", 0))
-"""Semihosting parameters both upstream scripts set (run_fvp.sh, runner_utils.py), before ``-cwd`` and
-``-cmd_line``: the heap and stack come from the ELF's own layout."""
+_SEMIHOSTING_FIXED = (("semihosting-enable", 1), ("semihosting-stack_base", 0),
+                      ("semihosting-heap_limit", 0))
+"""Semihosting parameters both upstream scripts set (run_fvp.sh, runner_utils.py), before ``-cwd``
+and ``-cmd_line``: the heap and stack come from the ELF's own layout."""
 
 
 @dataclass(frozen=True)
 class BaremetalLaunch:
     """One unit's model launch, as ``run.launch_unit`` asks for it.
 
-    ``cwd`` is the semihosting folder (the unit's folder) and ``cmd_line`` the runner's command line; both None
-    when semihosting is off. ``files`` (name there -> host file) are linked into ``cwd`` before the launch (the
-    model file and the inputs under the names the command line uses). ``data`` are ``--data FILE@ADDRESS``
-    placements; ``params`` the build's ``-C`` parameters, over the scenario's."""
+    ``cwd`` is the semihosting folder (the unit's folder) and ``cmd_line`` the runner's command
+    line; both None when semihosting is off. ``files`` (name there -> host file) are linked into
+    ``cwd`` before the launch (the model file and the inputs under the names the command line uses).
+    ``data`` are ``--data FILE@ADDRESS`` placements; ``params`` the build's ``-C`` parameters, over
+    the scenario's."""
 
     runner: Path
     label: str
@@ -102,9 +107,9 @@ class BaremetalLaunch:
 
 @dataclass(frozen=True)
 class LaunchResult(CommandResult):
-    """A launch's outcome (``command`` is the argv as one shell-quoted line) plus ``handed``: host path -> sha256
-    of every file the model was given (runner, ``--data`` files, the semihosting folder's files), hashed right
-    before the launch: the provenance of the unit."""
+    """A launch's outcome (``command`` is the argv as one shell-quoted line) plus ``handed``: host
+    path -> sha256 of every file the model was given (runner, ``--data`` files, the semihosting
+    folder's files), hashed right before the launch: the provenance of the unit."""
 
     handed: Mapping[str, str] = field(default_factory=dict)
     stat: Mapping[str, str] = field(default_factory=dict)
@@ -120,8 +125,8 @@ class LaunchesModel(Protocol):
 
 
 def model_program(binary: str, profile: Profile) -> list[str]:
-    """The program part of argv: ``fvp.resolve_binary``, plus ``--platform <profile.sim_platform>`` for the
-    embedded simulator (it plays several platforms; a real binary is one platform)."""
+    """The program part of argv: ``fvp.resolve_binary``, plus ``--platform <profile.sim_platform>``
+    for the embedded simulator (it plays several platforms; a real binary is one platform)."""
     program = resolve_binary(binary, profile)
     if binary == SIM_BINARY and profile.sim_platform:
         program += ["--platform", profile.sim_platform]
@@ -129,10 +134,12 @@ def model_program(binary: str, profile: Profile) -> list[str]:
 
 
 def semihosting_params(profile: Profile, cwd: Path | str, cmd_line: str) -> dict[str, str]:
-    """The ``-C`` parameters that turn semihosting on with this folder and command line (upstream's order)."""
+    """The ``-C`` parameters that turn semihosting on with this folder and command line (upstream's
+    order)."""
     if not profile.semihosting:
-        raise ConfigurationError(f"profile {profile.name} names no semihosting CPU (its `semihosting` field); set "
-                                 "run.cmd_line: false for a runner that reads its model from memory")
+        raise ConfigurationError(f"profile {profile.name} names no semihosting CPU (its "
+                                 "`semihosting` field); set run.cmd_line: false for a runner that "
+                                 "reads its model from memory")
     prefix = profile.semihosting
     params = {f"{prefix}.{name}": format_param(value) for name, value in _SEMIHOSTING_FIXED}
     params[f"{prefix}.semihosting-cwd"] = str(cwd)
@@ -140,8 +147,8 @@ def semihosting_params(profile: Profile, cwd: Path | str, cmd_line: str) -> dict
     return params
 
 
-def baremetal_argv(program: Sequence[str], profile: Profile, fvp: FvpSettings, launch: BaremetalLaunch, *,
-                   timelimit: float | None) -> list[str]:
+def baremetal_argv(program: Sequence[str], profile: Profile, fvp: FvpSettings,
+                   launch: BaremetalLaunch, *, timelimit: float | None) -> list[str]:
     """argv of one launch; see the module docstring for the order.
     Raises ConfigurationError for a semihosting command line over ``profile.cmd_line_limit``."""
     params: dict[str, str] = {name: format_param(value) for name, value in profile.params.items()}
@@ -151,9 +158,10 @@ def baremetal_argv(program: Sequence[str], profile: Profile, fvp: FvpSettings, l
     if launch.cmd_line is not None:
         if len(launch.cmd_line) > profile.cmd_line_limit:
             raise ConfigurationError(
-                f"run.cmd_line: the semihosting command line of {launch.label} is {len(launch.cmd_line)} characters, "
-                f"over the {profile.cmd_line_limit} the model takes (it truncates longer ones; upstream's "
-                f"runner_utils.py refuses them): {launch.cmd_line[:80]}...; shorten file names or run.cmd_line")
+                f"run.cmd_line: the semihosting command line of {launch.label} is "
+                f"{len(launch.cmd_line)} characters, over the {profile.cmd_line_limit} the model "
+                "takes (it truncates longer ones; upstream's runner_utils.py refuses them): "
+                f"{launch.cmd_line[:80]}...; shorten file names or run.cmd_line")
         params.update(semihosting_params(profile, launch.cwd or ".", launch.cmd_line))
     argv = list(program)
     for name, value in params.items():
@@ -172,9 +180,9 @@ def baremetal_argv(program: Sequence[str], profile: Profile, fvp: FvpSettings, l
 
 @dataclass
 class LaunchEnding:
-    """How a launch's output ended, as the read loop saw it: the EOT byte, the first text each kind of pattern
-    matched (a hard fault, the model's time-limit stop, a licence refusal), the unit's deadline, or ``close`` from
-    another thread. ``chunks`` is the raw output."""
+    """How a launch's output ended, as the read loop saw it: the EOT byte, the first text each kind
+    of pattern matched (a hard fault, the model's time-limit stop, a licence refusal), the unit's
+    deadline, or ``close`` from another thread. ``chunks`` is the raw output."""
 
     chunks: list[str] = field(default_factory=list)
     eot: bool = False
@@ -186,15 +194,17 @@ class LaunchEnding:
 
 
 class BaremetalTarget(HostTarget):
-    """A bare-metal platform: ``HostTarget`` for the harness's own steps, plus ``launch`` (``LaunchesModel``).
+    """A bare-metal platform: ``HostTarget`` for the harness's own steps, plus ``launch``
+    (``LaunchesModel``).
 
-    ``timeout`` arguments are scenario seconds, multiplied by ``timeout_scale`` (the scenario's and the CLI's);
-    ``timelimit`` (the model's ``--timelimit``, default the profile's) is scaled the same way. ``close`` stops a
-    model still running (another thread's Ctrl-C) and removes the working folder."""
+    ``timeout`` arguments are scenario seconds, multiplied by ``timeout_scale`` (the scenario's and
+    the CLI's); ``timelimit`` (the model's ``--timelimit``, default the profile's) is scaled the
+    same way. ``close`` stops a model still running (another thread's Ctrl-C) and removes the
+    working folder."""
 
     def __init__(self, fvp: FvpSettings, profile: Profile, *, log_dir: Path | str, name: str = "s0",
-                 timeout_scale: float = 1.0, binary: str | None = None, timelimit: float | None = None,
-                 redact: Sequence[str] = ()) -> None:
+                 timeout_scale: float = 1.0, binary: str | None = None,
+                 timelimit: float | None = None, redact: Sequence[str] = ()) -> None:
         scale = fvp.timeout_scale * timeout_scale
         super().__init__(log_dir=Path(log_dir), name=name, command_timeout=fvp.timeouts.command,
                          timeout_scale=scale, redact=redact)
@@ -204,7 +214,8 @@ class BaremetalTarget(HostTarget):
         limit = timelimit if timelimit is not None else profile.timelimit
         self.timelimit = None if limit is None else limit * scale
         self.unit_timeout = fvp.timeouts.unit
-        self.metadata.update(kind="baremetal", profile=profile.name, simulated=self.binary == SIM_BINARY)
+        self.metadata.update(kind="baremetal", profile=profile.name,
+                             simulated=self.binary == SIM_BINARY)
         self._program: list[str] | None = None
         self._child: pexpect.spawn | None = None
         self._lock = threading.Lock()
@@ -212,13 +223,15 @@ class BaremetalTarget(HostTarget):
         self._launches = 0
 
     def open(self) -> None:
-        """Resolve the model binary (ConfigurationError when it is missing) and make the working folder."""
+        """Resolve the model binary (ConfigurationError when it is missing) and make the working
+        folder."""
         self._program = model_program(self.binary, self.profile)
         super().open()
         self.metadata.update(program=self._program, timelimit=self.timelimit)
 
     def close(self) -> None:
-        """Stop a model still running (its whole process group), then remove the working folder. Never raises."""
+        """Stop a model still running (its whole process group), then remove the working folder.
+        Never raises."""
         with self._lock:
             self._closing = True
             child = self._child
@@ -226,14 +239,16 @@ class BaremetalTarget(HostTarget):
             self._stop(child)
         super().close()
 
-    # -- one launch ------------------------------------------------------------------------------------------
+    # -- one launch --------------------------------------------------------------------------------
 
     def launch(self, request: BaremetalLaunch, timeout: float | None = None) -> LaunchResult:
-        """Launch the model for one unit and return when the program has ended (see the module docstring).
-        Raises HardFault, TimeLimitExceeded, FvpStartError, FvpDied (infrastructure) or ConfigurationError."""
+        """Launch the model for one unit and return when the program has ended (see the module
+        docstring). Raises HardFault, TimeLimitExceeded, FvpStartError, FvpDied (infrastructure) or
+        ConfigurationError."""
         if self._program is None or self.workdir is None:
             raise ConfigurationError(f"target {self.name} is not open")
-        argv = baremetal_argv(self._program, self.profile, self.fvp, request, timelimit=self.timelimit)
+        argv = baremetal_argv(self._program, self.profile, self.fvp, request,
+                              timelimit=self.timelimit)
         handed = self._prepare(request)
         limit = (timeout if timeout is not None else self.unit_timeout) * self.timeout_scale
         env = sim_environment(dict(self.fvp.sim or {}) if self.binary == SIM_BINARY else {})
@@ -252,21 +267,26 @@ class BaremetalTarget(HostTarget):
                 exit_status, signal_status = self._stop(child)
                 with self._lock:
                     self._child = None
-            how = f"killed by signal {signal_status}" if signal_status else f"exit status {exit_status}"
+            how = (f"killed by signal {signal_status}" if signal_status
+                   else f"exit status {exit_status}")
             self._note(log, "#", f"{request.label} ended: {how}")
         output = clean_text("".join(reading.chunks))
         stat = parse_stat_block(output.split("\n"))
         self.metadata.update(exit=how, **({"stat": stat} if stat else {}))
-        status = judge_launch(self.profile, request.label, reading, output, exit_status, signal_status,
+        status = judge_launch(self.profile, request.label, reading, output, exit_status,
+                              signal_status,
                               timelimit=self.timelimit, limit=limit, log_path=log_path)
         return LaunchResult(command=shlex.join(argv), exit_status=status, output=output,
-                            duration_s=time.monotonic() - began, log_path=log_path, handed=handed, stat=stat)
+                            duration_s=time.monotonic() - began, log_path=log_path, handed=handed,
+                            stat=stat)
 
     def _prepare(self, request: BaremetalLaunch) -> dict[str, str]:
-        """Link the semihosting files into the unit's folder; hash everything the model is handed. A file that
-        vanished since the run started is ``FvpStartError`` (the retry's deploy check then names it)."""
+        """Link the semihosting files into the unit's folder; hash everything the model is handed. A
+        file that vanished since the run started is ``FvpStartError`` (the retry's deploy check then
+        names it)."""
         if request.files and request.cwd is None:
-            raise ConfigurationError(f"{request.label}: semihosting files without a semihosting folder")
+            raise ConfigurationError(f"{request.label}: semihosting files without a semihosting "
+                                     "folder")
         handed: dict[str, str] = {}
         path = request.runner
         try:
@@ -284,21 +304,26 @@ class BaremetalTarget(HostTarget):
                     shutil.copyfile(path, link)
                 handed[str(path)] = file_sha256(Path(path))
         except OSError as exc:
-            raise FvpStartError(f"{request.label}: cannot hand {path} to the model: {exc.strerror or exc}",
-                                stage="launch") from exc
+            raise FvpStartError(f"{request.label}: cannot hand {path} to the model: "
+                                f"{exc.strerror or exc}", stage="launch") from exc
         return handed
 
     def _spawn(self, argv: list[str], env: dict[str, str], log_path: Path) -> pexpect.spawn:
         wrapped, *args = dies_with_harness(argv)
         with self._lock:
             if self._closing:
-                raise FvpDied(f"target {self.name} is closing; no model started", log_path=log_path, stage="launch")
-            try:  # pexpect forks through a pty: the child calls setsid, so the model leads its own process group
-                child = pexpect.spawn(wrapped, args, env=env, cwd=str(self.workdir), echo=False, encoding="utf-8",
-                                      codec_errors="replace", timeout=None, maxread=65536, dimensions=(50, 250))
+                raise FvpDied(f"target {self.name} is closing; no model started", log_path=log_path,
+                              stage="launch")
+            # pexpect forks through a pty: the child calls setsid, so the model leads its own
+            # process group
+            try:
+                child = pexpect.spawn(wrapped, args, env=env, cwd=str(self.workdir), echo=False,
+                                      encoding="utf-8",
+                                      codec_errors="replace", timeout=None, maxread=65536,
+                                      dimensions=(50, 250))
             except (pexpect.ExceptionPexpect, OSError) as exc:
-                raise FvpStartError(f"could not start the model {argv[0]}: {exc}", log_path=log_path,
-                                    stage="launch") from exc
+                raise FvpStartError(f"could not start the model {argv[0]}: {exc}",
+                                    log_path=log_path, stage="launch") from exc
             child.delaybeforesend = None
             self._child = child
         return child
@@ -309,21 +334,24 @@ class BaremetalTarget(HostTarget):
         faults = [re.compile(pattern) for pattern in profile.failure_patterns]
         limits = [re.compile(pattern) for pattern in profile.timelimit_patterns]
         refusals = [re.compile(pattern) for pattern in profile.start_failure_patterns]
-        patterns: list[object] = [re.compile(re.escape(EOT)), *faults, *limits, *refusals, pexpect.EOF,
-                                  pexpect.TIMEOUT]
+        patterns: list[object] = [re.compile(re.escape(EOT)), *faults, *limits, *refusals,
+                                  pexpect.EOF, pexpect.TIMEOUT]
         first_limit, first_refusal = 1 + len(faults), 1 + len(faults) + len(limits)
         eof_index = len(patterns) - 2
         reading = LaunchEnding()
         pending = [""]
-        taken = [0]  # how much of pexpect's ``before`` (all text since the last match) is already taken
+        # how much of pexpect's ``before`` (all text since the last match) is already taken
+        taken = [0]
         stop_at: float | None = None  # set by EOT or a fault: read until then, then stop the model
 
         def take(text: str, *, matched: str = "", complete: bool = True) -> None:
-            """Keep the new part of ``text`` (``before`` since the last match) and log its lines; a match (or the
-            end) starts a new ``before``. ``complete=False`` takes only whole lines (a pattern may still come)."""
+            """Keep the new part of ``text`` (``before`` since the last match) and log its lines; a
+            match (or the end) starts a new ``before``. ``complete=False`` takes only whole lines (a
+            pattern may still come)."""
             new = text[taken[0]:]
             if not complete:
-                new = new[: new.rfind("\n") + 1]  # no pattern spans a line break: complete lines hold no match
+                # no pattern spans a line break: complete lines hold no match
+                new = new[: new.rfind("\n") + 1]
                 taken[0] += len(new)
             else:
                 new += matched
@@ -354,7 +382,8 @@ class BaremetalTarget(HostTarget):
             except (OSError, ValueError):  # the pty went away under a close from another thread
                 reading.closed = self._closing
                 break
-            if index == len(patterns) - 1:  # TIMEOUT: nothing decisive yet; complete lines go to the log now
+            # TIMEOUT: nothing decisive yet; complete lines go to the log now
+            if index == len(patterns) - 1:
                 take(text_of(child.before), complete=False)
                 continue
             matched = text_of(child.after)
@@ -371,7 +400,8 @@ class BaremetalTarget(HostTarget):
                 reading.limit = reading.limit or matched
             else:
                 reading.refused = reading.refused or matched
-        with contextlib.suppress(pexpect.ExceptionPexpect, OSError, ValueError):  # what came after the last match
+        # what came after the last match
+        with contextlib.suppress(pexpect.ExceptionPexpect, OSError, ValueError):
             child.expect_list([pexpect.EOF, pexpect.TIMEOUT], timeout=0)
             take(text_of(child.before))
         if pending[0]:
@@ -379,18 +409,21 @@ class BaremetalTarget(HostTarget):
         return reading
 
     def _stop(self, child: pexpect.spawn) -> tuple[int | None, int | None]:
-        """Stop the model if it still runs (stop signal, SIGTERM, SIGKILL, each to its process group), reap it;
-        (exit status, signal) of the model. Safe to call twice and from another thread."""
+        """Stop the model if it still runs (stop signal, SIGTERM, SIGKILL, each to its process
+        group), reap it; (exit status, signal) of the model. Safe to call twice and from another
+        thread."""
         pid = child.pid
         try:
             if self._wait_exit(child, 0.0) is False:
-                for signum, grace in ((getattr(signal, self.profile.stop_signal), self.profile.stop_timeout),
+                for signum, grace in ((getattr(signal, self.profile.stop_signal),
+                                       self.profile.stop_timeout),
                                       (signal.SIGTERM, 5.0)):
                     self._signal_group(pid, signum)
                     if self._wait_exit(child, grace):
                         break
         finally:
-            if pid is not None and self._wait_exit(child, 0.0) is False:  # the supervisor ends what it started
+            # the supervisor ends what it started
+            if pid is not None and self._wait_exit(child, 0.0) is False:
                 stop_tree(pid)
                 self._wait_exit(child, 3.0)
             self._signal_group(pid, signal.SIGKILL)
@@ -424,29 +457,34 @@ class BaremetalTarget(HostTarget):
             log.flush()
 
 
-def judge_launch(profile: Profile, label: str, ending: LaunchEnding, output: str, exit_status: int | None,
+def judge_launch(profile: Profile, label: str, ending: LaunchEnding, output: str,
+                 exit_status: int | None,
                  signal_status: int | None, *, timelimit: float | None, limit: float,
                  log_path: Path | None = None) -> int:
-    """What a launch's end means (the module docstring's rules, in order): its exit status (0 ok, else a test
-    failure: the program printed an error line), or raise its infrastructure failure. ``output`` is the clean
-    text, ``timelimit`` the ``--timelimit`` given and ``limit`` the unit's timeout (both for messages)."""
+    """What a launch's end means (the module docstring's rules, in order): its exit status (0 ok,
+    else a test failure: the program printed an error line), or raise its infrastructure failure.
+    ``output`` is the clean text, ``timelimit`` the ``--timelimit`` given and ``limit`` the unit's
+    timeout (both for messages)."""
     lines = output.split("\n")
     if ending.refused is None and not ending.closed and _program_error(profile, lines):
-        return exit_status or 1  # the program's own error: a test failure, whatever came after (ET_CHECK traps)
+        # the program's own error: a test failure, whatever came after (ET_CHECK traps)
+        return exit_status or 1
     if ending.eot and ending.fault is None and ending.limit is None:
         return 0
-    if (ending.fault is None and ending.limit is None and ending.refused is None and not ending.closed
+    if (ending.fault is None and ending.limit is None and ending.refused is None and
+        not ending.closed
             and not ending.deadline and exit_status == 0 and signal_status is None):
         return 0
     tail = [line for line in lines if line.strip()][-200:]
-    raise _failure(profile, label, ending, lines, tail, exit_status, signal_status, timelimit, limit)(
+    raise _failure(profile, label, ending, lines, tail, exit_status, signal_status, timelimit,
+                   limit)(
         log_path=log_path, last_lines=tail, stage=label)
 
 
 def _program_error(profile: Profile, lines: list[str]) -> bool:
-    """A line of the program (from its first ``program_pattern`` line on: before it, an ``Error: ...`` is the
-    model's refusal to start) that matches ``error_patterns`` and none of ``benign_patterns`` (run_fvp.sh:241's
-    timing-adapter lines)."""
+    """A line of the program (from its first ``program_pattern`` line on: before it, an ``Error:
+    ...`` is the model's refusal to start) that matches ``error_patterns`` and none of
+    ``benign_patterns`` (run_fvp.sh:241's timing-adapter lines)."""
     errors = [re.compile(pattern) for pattern in profile.error_patterns]
     benign = [re.compile(pattern) for pattern in profile.benign_patterns]
     started = re.compile(profile.program_pattern) if profile.program_pattern else None
@@ -465,29 +503,36 @@ def _failure(profile: Profile, label: str, ending: LaunchEnding, lines: list[str
     output = "\n".join(lines)
     said = " | ".join(tail[-6:]) or "(it printed nothing)"
 
-    def line_of(matched: str) -> str:  # the whole (clean) line a pattern matched in: what messages quote
+    # the whole (clean) line a pattern matched in: what messages quote
+    def line_of(matched: str) -> str:
         text = clean_text(matched).strip()
         return next((line.strip() for line in lines if text and text in line), text)
 
     if ending.refused is not None:
-        return partial(FvpStartError, f"the model refused to run {label}: {line_of(ending.refused)}")
+        return partial(FvpStartError,
+                       f"the model refused to run {label}: {line_of(ending.refused)}")
     if ending.closed:
         return partial(FvpDied, f"{label}: the model was stopped (the instance was closed)")
     if ending.fault is not None:
-        return partial(HardFault, f"{label}: the program hit a hard fault ({line_of(ending.fault)}); the model "
-                       "was stopped instead of spinning until its time limit", output=output)
+        return partial(HardFault,
+                       f"{label}: the program hit a hard fault ({line_of(ending.fault)}); the "
+                       "model was stopped instead of spinning until its time limit", output=output)
     if ending.limit is not None:
         given = f"--timelimit {timelimit:g} s" if timelimit is not None else "its --timelimit"
-        return partial(TimeLimitExceeded, f"{label}: the model stopped at its time limit ({given}) before the "
-                       f"program ended: {line_of(ending.limit)}; raise fvp.timelimit (or pass --timeout-scale) "
-                       "if the program is only slow", output=output)
+        return partial(TimeLimitExceeded,
+                       f"{label}: the model stopped at its time limit ({given}) before the "
+                       f"program ended: {line_of(ending.limit)}; raise fvp.timelimit (or pass "
+                       "--timeout-scale) if the program is only slow", output=output)
     if ending.deadline:
-        return partial(TimeLimitExceeded, f"{label}: the program did not end within {limit:.4g} s (phase unit) "
-                       "and was stopped; raise fvp.timeouts.unit or run.timeout, or pass --timeout-scale",
-                       output=output)
-    how = f"was killed by signal {signal_status}" if signal_status else f"exited with status {exit_status}"
+        return partial(TimeLimitExceeded,
+                       f"{label}: the program did not end within {limit:.4g} s (phase unit) "
+                       "and was stopped; raise fvp.timeouts.unit or run.timeout, or pass "
+                       "--timeout-scale", output=output)
+    how = (f"was killed by signal {signal_status}" if signal_status
+           else f"exited with status {exit_status}")
     pattern = profile.program_pattern
     if pattern is not None and not any(re.search(pattern, line) for line in lines):
-        return partial(FvpStartError, f"{label}: the model {how} before the program printed anything; it "
+        return partial(FvpStartError,
+                       f"{label}: the model {how} before the program printed anything; it "
                        f"said: {said}")
     return partial(FvpDied, f"{label}: the model {how} while the program ran; it said: {said}")

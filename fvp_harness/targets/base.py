@@ -1,21 +1,24 @@
-"""What every target offers, whatever it is (simulated FVP, real FVP, this host, a fake), and what some add.
+"""What every target offers, whatever it is (simulated FVP, real FVP, this host, a fake), and what
+some add.
 
-The rest of the harness (deploy, execute) talks only to these Protocols, so it never knows whether a real model,
-the embedded simulator or a test double is behind them. ``Target`` is the contract every target keeps; the
-optional abilities are separate small Protocols that callers test with ``isinstance`` (they are
-``runtime_checkable``), never by asking for a concrete class:
+The rest of the harness (deploy, execute) talks only to these Protocols, so it never knows whether a
+real model, the embedded simulator or a test double is behind them. ``Target`` is the contract every
+target keeps; the optional abilities are separate small Protocols that callers test with
+``isinstance`` (they are ``runtime_checkable``), never by asking for a concrete class:
 
 ==================  ===================================================================================
 ``StreamsCommands``  pipelines many short commands (console deploy's chunk lines) in one round trip
 ``CopiesOverSsh``    copies files through a forwarded ssh port (much faster than typing base64)
 ``NamesPhases``      names the phase a timeout guarded (``unit``, ``deploy``) in its error message
-``SharesHostFiles``  its "guest" paths are host paths (this machine): a plain copy replaces any transfer
-``MasksSecrets``     writes logs with given secret texts shown as ``***``; more can be added while open
+``SharesHostFiles``  its "guest" paths are host paths (this machine): a plain copy replaces any
+                     transfer
+``MasksSecrets``     writes logs with given secret texts shown as ``***``; more can be added while
+                     open
 ==================  ===================================================================================
 
-``FvpSettings`` is what the targets layer reads of a scenario's ``fvp:`` section. It is a Protocol so that this
-layer never imports the scenario language: ``scenario.FvpConfig`` satisfies it, and so does any object with the
-same read-only attributes.
+``FvpSettings`` is what the targets layer reads of a scenario's ``fvp:`` section. It is a Protocol
+so that this layer never imports the scenario language: ``scenario.FvpConfig`` satisfies it, and so
+does any object with the same read-only attributes.
 """
 
 from __future__ import annotations
@@ -40,8 +43,8 @@ __all__ = [
 
 @dataclass(frozen=True)
 class CommandResult:
-    """One guest command's outcome. ``output`` is cleaned text: CRLF -> LF, ANSI codes stripped, stdout and stderr
-    together as the console shows them."""
+    """One guest command's outcome. ``output`` is cleaned text: CRLF -> LF, ANSI codes stripped,
+    stdout and stderr together as the console shows them."""
 
     command: str
     exit_status: int
@@ -58,7 +61,8 @@ class CommandResult:
 class Target(Protocol):
     """A place to run commands and put files. Opened once, used for many units, always closed.
 
-    ``metadata`` collects provenance (FVP version banner, argv, ports, --stat block) for the manifest.
+    ``metadata`` collects provenance (FVP version banner, argv, ports, --stat block) for the
+    manifest.
     """
 
     name: str
@@ -66,13 +70,15 @@ class Target(Protocol):
     metadata: dict[str, object]
 
     def open(self) -> None:
-        """Bring the target to a ready shell (launch, ports, boot, login). Raises InfrastructureError subclasses."""
+        """Bring the target to a ready shell (launch, ports, boot, login). Raises
+        InfrastructureError subclasses."""
 
     def close(self) -> None:
         """Stop politely, then forcefully; never raises; safe to call twice."""
 
     def run(self, command: str, timeout: float | None = None) -> CommandResult:
-        """Run one shell command (already quoted with shlex.quote) and return its exit status and output."""
+        """Run one shell command (already quoted with shlex.quote) and return its exit status and
+        output."""
         ...
 
     def put(self, local: Path, remote: str) -> None:
@@ -85,10 +91,11 @@ class Target(Protocol):
 
 @runtime_checkable
 class StreamsCommands(Protocol):
-    """Runs many short commands pipelined, with a bounded window of unanswered input, instead of one round trip
-    each (an FVP console: deploy types base64 chunks this way)."""
+    """Runs many short commands pipelined, with a bounded window of unanswered input, instead of one
+    round trip each (an FVP console: deploy types base64 chunks this way)."""
 
-    def stream(self, commands: Iterable[str], *, timeout: float | None = None, window_bytes: int = 16384) -> int:
+    def stream(self, commands: Iterable[str], *, timeout: float | None = None,
+               window_bytes: int = 16384) -> int:
         """Send every command; return how many ran. Raises CommandFailed when one fails."""
         ...
 
@@ -104,8 +111,8 @@ class CopiesOverSsh(Protocol):
 
 @runtime_checkable
 class NamesPhases(Protocol):
-    """A target whose timeout messages name the phase they guarded (``command``, ``unit``, ``deploy``), so a user
-    knows which ``fvp.timeouts`` entry to raise."""
+    """A target whose timeout messages name the phase they guarded (``command``, ``unit``,
+    ``deploy``), so a user knows which ``fvp.timeouts`` entry to raise."""
 
     def run_in_phase(self, command: str, timeout: float | None, phase: str) -> CommandResult:
         """``run`` under the deadline of ``phase``."""
@@ -118,7 +125,8 @@ class SharesHostFiles(Protocol):
 
     @property
     def guest_dir(self) -> str:
-        """Where artifacts go on this target (deploy prefers it over the scenario's guest folder)."""
+        """Where artifacts go on this target (deploy prefers it over the scenario's guest
+        folder)."""
         ...
 
     def local_path(self, remote: str) -> Path:
@@ -128,8 +136,8 @@ class SharesHostFiles(Protocol):
 
 @runtime_checkable
 class MasksSecrets(Protocol):
-    """A target whose logs show secret texts (a token in an environment value) as ``***``; a batch instance that
-    serves several scenarios adds each scenario's before its units run."""
+    """A target whose logs show secret texts (a token in an environment value) as ``***``; a batch
+    instance that serves several scenarios adds each scenario's before its units run."""
 
     def redact_also(self, secrets: Sequence[str]) -> None:
         """Mask these texts too, from now on."""
@@ -154,7 +162,8 @@ class TimeoutSettings(Protocol):
 
 
 class FvpSettings(Protocol):
-    """What launching and driving a model needs from a scenario's ``fvp:`` section (``scenario.FvpConfig``)."""
+    """What launching and driving a model needs from a scenario's ``fvp:`` section
+    (``scenario.FvpConfig``)."""
 
     @property
     def binary(self) -> str: ...

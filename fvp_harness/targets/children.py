@@ -1,21 +1,25 @@
-"""Host processes the harness starts for the user (host runners, build commands): each one ours to end, whole.
+"""Host processes the harness starts for the user (host runners, build commands): each one ours to
+end, whole.
 
-Why a module of its own: a runner or a build is the user's shell text, and shell text starts what it likes. A
-runner that starts ``setsid sleep 100000 &`` with its stdout open used to hang the harness (the pipe never reached
-EOF, and the wait after the kill had no deadline) and the child outlived it, even a SIGKILL of the harness. So
-every such command is a ``ProcessTree``:
+Why a module of its own: a runner or a build is the user's shell text, and shell text starts what it
+likes. A runner that starts ``setsid sleep 100000 &`` with its stdout open used to hang the harness
+(the pipe never reached EOF, and the wait after the kill had no deadline) and the child outlived it,
+even a SIGKILL of the harness. So every such command is a ``ProcessTree``:
 
-- it runs under a supervisor (``targets/supervisor.py``, a child subreaper in a session of its own, started by
-  ``supervise.dies_with_harness``): when the harness dies, by any signal, the supervisor SIGKILLs everything the
-  command started, ``setsid`` children included, and exits; when the command exits, what it left running gets
-  SIGTERM, ``grace`` seconds, then SIGKILL, and the supervisor exits with the command's status. While the
-  supervisor lives, something the command started may still run; once it is reaped, nothing does;
-- ``FVP_HARNESS_JOB=<token>`` is in its environment, which every descendant inherits: the last resort of ``end``
-  (a supervisor killed by someone else) and what tests look for;
-- ``end()`` sends SIGTERM to the command's process group and every descendant (polite: a build may remove its temp
-  files), waits ``grace`` seconds, then asks the supervisor to SIGKILL what is left (``supervise.stop_tree``) and
-  reaps it. It is called on success too: nothing a command started outlives the command;
-- the live trees are registered, so ``end_all`` (atexit, the CLI's second stop) ends them on the harness's way out.
+- it runs under a supervisor (``targets/supervisor.py``, a child subreaper in a session of its own,
+  started by ``supervise.dies_with_harness``): when the harness dies, by any signal, the supervisor
+  SIGKILLs everything the command started, ``setsid`` children included, and exits; when the command
+  exits, what it left running gets SIGTERM, ``grace`` seconds, then SIGKILL, and the supervisor
+  exits with the command's status. While the supervisor lives, something the command started may
+  still run; once it is reaped, nothing does;
+- ``FVP_HARNESS_JOB=<token>`` is in its environment, which every descendant inherits: the last
+  resort of ``end`` (a supervisor killed by someone else) and what tests look for;
+- ``end()`` sends SIGTERM to the command's process group and every descendant (polite: a build may
+  remove its temp files), waits ``grace`` seconds, then asks the supervisor to SIGKILL what is left
+  (``supervise.stop_tree``) and reaps it. It is called on success too: nothing a command started
+  outlives the command;
+- the live trees are registered, so ``end_all`` (atexit, the CLI's second stop) ends them on the
+  harness's way out.
 
 Every wait here has a deadline; nothing raises from ``end`` (it runs in ``finally`` blocks).
 """
@@ -44,7 +48,8 @@ JOB_ENV = "FVP_HARNESS_JOB"
 """Environment variable whose per-command token marks every descendant of a ``ProcessTree``."""
 
 END_GRACE_S = 2.0
-"""Seconds between SIGTERM and SIGKILL when a tree is ended (a build may want to remove its temp files)."""
+"""Seconds between SIGTERM and SIGKILL when a tree is ended (a build may want to remove its temp
+files)."""
 
 _LIVE: set[ProcessTree] = set()
 _LIVE_LOCK = threading.Lock()
@@ -69,7 +74,8 @@ def _all_pids() -> list[int]:
 
 
 def marked_processes(token: str) -> set[int]:
-    """Live processes whose environment carries ``JOB_ENV=token`` (the environment a process started with)."""
+    """Live processes whose environment carries ``JOB_ENV=token`` (the environment a process started
+    with)."""
     needle = f"{JOB_ENV}={token}".encode()
     found = set()
     for pid in _all_pids():
@@ -114,29 +120,32 @@ def _signal_group(pgid: int, signum: int) -> None:
 
 
 class ProcessTree:
-    """One host command and everything it starts (see the module docstring). ``proc`` is its ``Popen``."""
+    """One host command and everything it starts (see the module docstring). ``proc`` is its
+    ``Popen``."""
 
     def __init__(self, proc: subprocess.Popen[bytes], token: str, label: str) -> None:
         self.proc = proc
         self.token = token
         self.label = label
         self._known: dict[int, int] = {}
-        """pid -> start time of every descendant seen so far (a pid reused by a stranger is never signalled)."""
+        """pid -> start time of every descendant seen so far (a pid reused by a stranger is never
+        signalled)."""
         self._ended = False
 
     @classmethod
     def start(cls, argv: Sequence[str], *, label: str, cwd: Path | str | None = None,
-              env: Mapping[str, str] | None = None, stdin: int | IO[Any] | None = subprocess.DEVNULL,
+              env: Mapping[str, str] | None = None,
+              stdin: int | IO[Any] | None = subprocess.DEVNULL,
               stdout: int | IO[Any] | None = None, stderr: int | IO[Any] | None = None,
               grace: float = END_GRACE_S) -> ProcessTree:
-        """Start ``argv`` under a supervisor in a new session, marked with a fresh token; registered until
-        ``end``. ``grace``: what the command leaves running when it exits gets SIGTERM, this long, then SIGKILL.
-        Raises OSError when it cannot start."""
+        """Start ``argv`` under a supervisor in a new session, marked with a fresh token; registered
+        until ``end``. ``grace``: what the command leaves running when it exits gets SIGTERM, this
+        long, then SIGKILL. Raises OSError when it cannot start."""
         token = uuid.uuid4().hex
         child_env = dict(os.environ if env is None else env)
         child_env[JOB_ENV] = token
-        proc = subprocess.Popen(dies_with_harness(list(argv), grace), cwd=cwd, env=child_env, stdin=stdin,
-                                stdout=stdout, stderr=stderr, start_new_session=True)
+        proc = subprocess.Popen(dies_with_harness(list(argv), grace), cwd=cwd, env=child_env,
+                                stdin=stdin, stdout=stdout, stderr=stderr, start_new_session=True)
         tree = cls(proc, token, label)
         with _LIVE_LOCK:
             _LIVE.add(tree)
@@ -149,11 +158,13 @@ class ProcessTree:
         return self.proc.pid
 
     def poll(self) -> int | None:
-        """The command's exit status once it and everything it left running are gone; None before."""
+        """The command's exit status once it and everything it left running are gone; None
+        before."""
         return self.proc.poll()
 
     def _members(self) -> dict[int, int]:
-        """Every live process of the tree now but the supervisor: its descendants, the group, the token carriers."""
+        """Every live process of the tree now but the supervisor: its descendants, the group, the
+        token carriers."""
         found: set[int] = set()
         found |= _descendants([self.proc.pid, *self._known])
         found |= marked_processes(self.token)
@@ -180,8 +191,8 @@ class ProcessTree:
             return None
 
     def end(self, grace: float = END_GRACE_S) -> None:
-        """End the whole tree: SIGTERM to the group and every member, ``grace`` seconds, then the supervisor
-        SIGKILLs what is left and is reaped. Never raises; safe to call twice."""
+        """End the whole tree: SIGTERM to the group and every member, ``grace`` seconds, then the
+        supervisor SIGKILLs what is left and is reaped. Never raises; safe to call twice."""
         try:
             self._end(grace)
         except Exception:  # cleanup must not hide why we are ending it
@@ -194,8 +205,10 @@ class ProcessTree:
         if self.proc.poll() is None:
             members = self._members()
             if members and grace > 0:
-                log.debug("%s: ending %s process(es): %s", self.label, len(members), sorted(members))
-                _signal_group(self.proc.pid, signal.SIGTERM)  # the supervisor ignores it; the command does not
+                log.debug("%s: ending %s process(es): %s", self.label, len(members),
+                          sorted(members))
+                # the supervisor ignores it; the command does not
+                _signal_group(self.proc.pid, signal.SIGTERM)
                 for pid in members:
                     _signal(pid, signal.SIGTERM)
                 with _suppress_timeout():
@@ -204,11 +217,13 @@ class ProcessTree:
                 stop_tree(self.proc.pid)
                 with _suppress_timeout():
                     self.proc.wait(timeout=3.0)
-            if self.proc.poll() is None:  # a supervisor that does not answer: the group, then below by token
+            # a supervisor that does not answer: the group, then below by token
+            if self.proc.poll() is None:
                 _signal_group(self.proc.pid, signal.SIGKILL)
                 with _suppress_timeout():
                     self.proc.wait(timeout=1.0)
-        for _ in range(3):  # a supervisor killed by someone else left its holdings: by token and known pid
+        # a supervisor killed by someone else left its holdings: by token and known pid
+        for _ in range(3):
             left = self._members()
             if not left:
                 break

@@ -32,14 +32,17 @@ from fvp_harness.targets.deadline import Deadline
 from fvp_harness.targets.terminal import Terminal
 from fvp_harness.targets.text import KERNEL_LINE, KernelNoiseFilter
 
-__all__ = ["BootWatch", "CommandTimeout", "Console", "ConsoleGarbled", "Failure", "frame_command", "garbled"]
+__all__ = ["BootWatch", "CommandTimeout", "Console", "ConsoleGarbled", "Failure", "frame_command",
+           "garbled"]
 
 log = logging.getLogger(__name__)
 
 POLL_S = 0.1
-"""Longest single wait inside a loop: how late a panic, a dead model or a closed socket can be noticed."""
+"""Longest single wait inside a loop: how late a panic, a dead model or a closed socket can be
+noticed."""
 PANIC_GRACE_S = 0.5
-"""After a failure line, how long to keep collecting (the call trace follows the panic line) before raising."""
+"""After a failure line, how long to keep collecting (the call trace follows the panic line) before
+raising."""
 START_HEAD = "__FH_S_"
 END_HEAD = "__FH_E_"
 ACK_HEAD = "__FH_A_"
@@ -50,16 +53,18 @@ PROMPT_CHECK_S = 3.0
 
 
 class CommandTimeout(CommandFailed):
-    """A command did not finish within its timeout; it was interrupted with Ctrl-C and the console recovered.
+    """A command did not finish within its timeout; it was interrupted with Ctrl-C and the console
+    recovered.
 
-    A test failure (the code under test hung), not an infrastructure one: the console still works. ``exit_status`` is
-    124, as coreutils' ``timeout`` reports.
+    A test failure (the code under test hung), not an infrastructure one: the console still works.
+    ``exit_status`` is 124, as coreutils' ``timeout`` reports.
     """
 
 
 class ConsoleGarbled(ConsoleLost):
-    """The console delivered text that is not what the guest printed (line noise, lost framing): an infrastructure
-    failure, since no output read through it can be trusted. ``output`` keeps what was read, for the unit log."""
+    """The console delivered text that is not what the guest printed (line noise, lost framing): an
+    infrastructure failure, since no output read through it can be trusted. ``output`` keeps what
+    was read, for the unit log."""
 
     def __init__(self, message: str, *, output: str = "", **kwargs: object) -> None:
         super().__init__(message, **kwargs)  # type: ignore[arg-type]
@@ -68,16 +73,19 @@ class ConsoleGarbled(ConsoleLost):
 
 _NOT_ASCII = re.compile(r"[^\x20-\x7e]")
 _NOISE = re.compile(r"[\ufffd\x80-\x9f]")
-"""What no text program prints: the decoder's replacement for bytes that are not UTF-8, and C1 control codes."""
+"""What no text program prints: the decoder's replacement for bytes that are not UTF-8, and C1
+control codes."""
 
 
 def garbled(text: str) -> bool:
-    """True when ``text`` holds characters line noise leaves and a program's text output never has."""
+    """True when ``text`` holds characters line noise leaves and a program's text output never
+    has."""
     return _NOISE.search(text) is not None
 
 
 def _noisy_marker(text: str, marker: re.Pattern[str]) -> bool:
-    """``marker`` is in ``text`` once everything but printable ASCII is taken out, but not as it arrived."""
+    """``marker`` is in ``text`` once everything but printable ASCII is taken out, but not as it
+    arrived."""
     return marker.search(text) is None and marker.search(_NOT_ASCII.sub("", text)) is not None
 
 
@@ -92,10 +100,12 @@ class Failure:
 
 
 class BootWatch:
-    """Watches every terminal's lines for failure patterns and boot stages (called from the drain threads).
+    """Watches every terminal's lines for failure patterns and boot stages (called from the drain
+    threads).
 
-    ``failure_patterns`` apply for the instance's whole life; ``boot_failure_patterns`` only until ``boot_done``
-    (the console is ready): after that, text such as ``ERROR: ...`` is a program's output, judged with its unit."""
+    ``failure_patterns`` apply for the instance's whole life; ``boot_failure_patterns`` only until
+    ``boot_done`` (the console is ready): after that, text such as ``ERROR: ...`` is a program's
+    output, judged with its unit."""
 
     def __init__(self, profile: Profile, *, clock: Callable[[], float] = time.monotonic) -> None:
         self._failures = [(p, re.compile(p)) for p in profile.failure_patterns]
@@ -135,7 +145,8 @@ class BootWatch:
                 return
 
     def _is_benign(self, line: str) -> bool:
-        """A benign line, also when line noise landed in it (the noise is the console's, not a firmware error)."""
+        """A benign line, also when line noise landed in it (the noise is the console's, not a
+        firmware error)."""
         cleaned = _NOT_ASCII.sub("", line) if garbled(line) else line
         return any(b.search(line) or b.search(cleaned) for b in self._benign)
 
@@ -152,9 +163,10 @@ class BootWatch:
 def frame_command(command: str, token: str) -> str:
     """The text typed for ``command``: start marker, the command, end marker with ``$?``.
 
-    A one-line command becomes one line (a trailing ``;`` is dropped: ``;;`` is a syntax error in sh). A command of
-    several lines (a here-document, a quoted newline) keeps its lines; the start marker goes before its first line
-    and the end marker on a line of its own after the last, where ``$?`` is still the command's status.
+    A one-line command becomes one line (a trailing ``;`` is dropped: ``;;`` is a syntax error in
+    sh). A command of several lines (a here-document, a quoted newline) keeps its lines; the start
+    marker goes before its first line and the end marker on a line of its own after the last, where
+    ``$?`` is still the command's status.
     """
     if "\r" in command:
         raise ValueError("a console command must not contain carriage returns")
@@ -204,7 +216,8 @@ class Console:
         self.ps1 = ""
         self.ps2 = ""
         self.prompt_seen = ""
-        """The prompt the guest showed after ``prepare_shell`` (``ps1`` when the guest honours ``PS1``)."""
+        """The prompt the guest showed after ``prepare_shell`` (``ps1`` when the guest honours
+        ``PS1``)."""
         self.commands_run = 0
         self.kernel_lines_removed = 0
 
@@ -212,7 +225,7 @@ class Console:
     def log_path(self) -> Path:
         return self.terminal.log_path
 
-    # -- health ----------------------------------------------------------------------------------------------
+    # -- health ------------------------------------------------------------------------------------
 
     def check_health(self, stage: str) -> None:
         """Raise at once if a failure pattern was seen, the model died, or the console closed."""
@@ -230,27 +243,31 @@ class Console:
             )
         if not self._alive():
             self.state = "lost"
-            raise FvpDied(self._died_message(f"the model died during {stage}"), log_path=self._model_log,
-                          last_lines=self.terminal.tail(200), stage=stage)
+            raise FvpDied(self._died_message(f"the model died during {stage}"),
+                          log_path=self._model_log, last_lines=self.terminal.tail(200), stage=stage)
         if self.terminal.closed and self.terminal.storage_failure is not None:
             self.state = "lost"  # its log cannot be written (disk full, ...): no retry can help
             raise self.terminal.storage_failure
         if self.terminal.closed:
-            # A crashing model closes its sockets a moment before it can be reaped: tell the two apart.
+            # A crashing model closes its sockets a moment before it can be reaped: tell the two
+            # apart.
             end = time.monotonic() + 1.0
             while time.monotonic() < end and self._alive():
                 time.sleep(0.05)
             self.state = "lost"
             if not self._alive():
-                raise FvpDied(self._died_message(f"the model died during {stage}"), log_path=self._model_log,
+                raise FvpDied(self._died_message(f"the model died during {stage}"),
+                              log_path=self._model_log,
                               last_lines=self.terminal.tail(200), stage=stage)
             raise ConsoleLost(
-                f"console {self.terminal.name} closed during {stage} ({self.terminal.close_reason}); "
-                f"see {self.log_path}", log_path=self.log_path, last_lines=self.terminal.tail(200), stage=stage)
+                f"console {self.terminal.name} closed during {stage} "
+                f"({self.terminal.close_reason}); see {self.log_path}", log_path=self.log_path,
+                last_lines=self.terminal.tail(200), stage=stage)
 
     def _read(self, deadline: Deadline, stage: str, most: float = POLL_S) -> list[str]:
-        """One poll: health check, then up to ``most`` seconds of console text, returned as complete clean lines
-        (kernel noise removed); the unfinished line stays in ``self._filter.pending``."""
+        """One poll: health check, then up to ``most`` seconds of console text, returned as complete
+        clean lines (kernel noise removed); the unfinished line stays in
+        ``self._filter.pending``."""
         self.check_health(stage)
         try:
             text = self.spawn.read_nonblocking(65536, timeout=deadline.slice(most))
@@ -258,8 +275,8 @@ class Console:
             return []
         except pexpect.EOF:
             self.check_health(stage)  # raises: the terminal is closed
-            raise ConsoleLost(f"console {self.terminal.name} ended during {stage}", log_path=self.log_path,
-                              stage=stage) from None
+            raise ConsoleLost(f"console {self.terminal.name} ended during {stage}",
+                              log_path=self.log_path, stage=stage) from None
         before = len(self._filter.removed)
         lines = self._filter.feed(text)
         self.kernel_lines_removed += len(self._filter.removed) - before
@@ -267,7 +284,7 @@ class Console:
             del self._filter.removed[:-100]
         return lines
 
-    # -- boot and login ------------------------------------------------------------------------------------------
+    # -- boot and login ----------------------------------------------------------------------------
 
     def _prompt_in(self, lines: Sequence[str]) -> bool:
         tail = self._filter.visible_tail()
@@ -281,9 +298,11 @@ class Console:
         return False
 
     def wait_for_login_prompt(self, deadline: Deadline) -> float:
-        """Wait for a login prompt (any of the profile's regexes) on the console; returns seconds waited.
+        """Wait for a login prompt (any of the profile's regexes) on the console; returns seconds
+        waited.
 
-        Raises KernelPanic / FvpDied / ConsoleLost as soon as they happen, BootTimeout naming the last stage seen.
+        Raises KernelPanic / FvpDied / ConsoleLost as soon as they happen, BootTimeout naming the
+        last stage seen.
         """
         while True:
             lines = self._read(deadline, "boot")
@@ -295,13 +314,14 @@ class Console:
             if deadline.expired:
                 self.state = "lost"
                 raise BootTimeout(
-                    deadline.message(f"no login prompt on {self.terminal.name}", log_path=self.log_path,
-                                     extra=self.watch.stage_text()),
+                    deadline.message(f"no login prompt on {self.terminal.name}",
+                                     log_path=self.log_path, extra=self.watch.stage_text()),
                     log_path=self.log_path, last_lines=self.terminal.tail(200),
                     stage=self.watch.last_stage or "launch")
 
     def login(self, deadline: Deadline) -> None:
-        """Log in at the prompt just seen, retrying ``Login incorrect``; returns when a shell prompt shows."""
+        """Log in at the prompt just seen, retrying ``Login incorrect``; returns when a shell prompt
+        shows."""
         attempts = 1
         self.spawn.sendline(self.profile.user)
         while True:
@@ -313,8 +333,9 @@ class Console:
                 if attempts > LOGIN_ATTEMPTS:
                     self.state = "lost"
                     raise BootTimeout(
-                        f"login as {self.profile.user!r} refused {LOGIN_ATTEMPTS} times on {self.terminal.name}; "
-                        f"check the profile's user/password; see {self.log_path}",
+                        f"login as {self.profile.user!r} refused {LOGIN_ATTEMPTS} times on "
+                        f"{self.terminal.name}; check the profile's user/password; see "
+                        f"{self.log_path}",
                         log_path=self.log_path, last_lines=self.terminal.tail(200), stage="login")
                 continue
             if PASSWORD_PROMPT.search(tail):
@@ -340,11 +361,13 @@ class Console:
                     log_path=self.log_path, last_lines=self.terminal.tail(200), stage="login")
 
     def prepare_shell(self, deadline: Deadline, *, quiet_kernel: bool = True) -> None:
-        """Make the shell machine-friendly: no echo, unique prompts, kernel messages off the console.
+        """Make the shell machine-friendly: no echo, unique prompts, kernel messages off the
+        console.
 
-        The prompts are typed split (``'fh-''TOKEN# '``) so an echoed line never shows them; afterwards the guest
-        must show ``PS1`` (``prompt_seen``). A shell that ignores it is logged: its one-line commands still work, but
-        the output of a multi-line command would keep that shell's prompts.
+        The prompts are typed split (``'fh-''TOKEN# '``) so an echoed line never shows them;
+        afterwards the guest must show ``PS1`` (``prompt_seen``). A shell that ignores it is logged:
+        its one-line commands still work, but the output of a multi-line command would keep that
+        shell's prompts.
         """
         token = secrets.token_hex(4)
         self.ps1, self.ps2 = f"fh-{token}# ", f"fh-{token}> "
@@ -354,20 +377,24 @@ class Console:
         for command in setup:
             try:
                 result = self.run(command, deadline=deadline.child("login"), stage="login")
-            except CommandTimeout as exc:  # the shell is not usable: the platform's failure, like a lost console
+            # the shell is not usable: the platform's failure, like a lost console
+            except CommandTimeout as exc:
                 self.state = "lost"
-                raise ConsoleLost(f"the shell on {self.terminal.name} did not complete {command!r} while being set "
-                                  f"up: {exc.message}", log_path=self.log_path, last_lines=self.terminal.tail(200),
-                                  stage="login") from exc
+                raise ConsoleLost(f"the shell on {self.terminal.name} did not complete {command!r} "
+                                  f"while being set up: {exc.message}", log_path=self.log_path,
+                                  last_lines=self.terminal.tail(200), stage="login") from exc
             if not result.ok:
-                log.warning("shell setup %r exited %s: %s", command, result.exit_status, result.output.strip())
+                log.warning("shell setup %r exited %s: %s", command, result.exit_status,
+                            result.output.strip())
         self._check_prompt(deadline)
         self.watch.boot_done()
         self.state = "ready"
 
     def _check_prompt(self, deadline: Deadline) -> None:
-        """Wait (briefly) for the prompt after the last setup command and record what the guest shows."""
-        check = Deadline.after(min(PROMPT_CHECK_S, max(deadline.remaining(), 0.5)), "login", clock=self._clock)
+        """Wait (briefly) for the prompt after the last setup command and record what the guest
+        shows."""
+        check = Deadline.after(min(PROMPT_CHECK_S, max(deadline.remaining(), 0.5)), "login",
+                               clock=self._clock)
         while True:
             tail = self._filter.visible_tail()
             if tail.endswith(self.ps1):
@@ -382,31 +409,34 @@ class Console:
                     self.terminal.name, self.ps1, tail)
 
     def _strip_prompts(self, text: str) -> str:
-        """Multi-line command output without the (unique) prompts the shell printed between its lines."""
+        """Multi-line command output without the (unique) prompts the shell printed between its
+        lines."""
         for prompt in (self.ps1, self.ps2):
             if prompt:
                 text = text.replace(prompt, "")
         return text
 
-    # -- commands ------------------------------------------------------------------------------------------------
+    # -- commands ----------------------------------------------------------------------------------
 
-    def run(self, command: str, *, deadline: Deadline, stage: str = "command", strict: bool = True) -> CommandResult:
+    def run(self, command: str, *, deadline: Deadline, stage: str = "command",
+            strict: bool = True) -> CommandResult:
         """Run one framed command and return its exact output and exit status.
 
-        Raises CommandTimeout (it started and did not finish; the console recovered), ConsoleLost (it did not
-        recover, or the command never started), ConsoleGarbled (line noise hit a marker, or with ``strict`` the
-        output), KernelPanic, FvpDied. ``strict=False`` keeps output with invalid bytes (``get`` of a file whose
-        sha256 then decides).
+        Raises CommandTimeout (it started and did not finish; the console recovered), ConsoleLost
+        (it did not recover, or the command never started), ConsoleGarbled (line noise hit a marker,
+        or with ``strict`` the output), KernelPanic, FvpDied. ``strict=False`` keeps output with
+        invalid bytes (``get`` of a file whose sha256 then decides).
         """
         return self._run(command, deadline=deadline, stage=stage, strict=strict)
 
     def _garbled(self, what: str, stage: str, output: str = "") -> ConsoleGarbled:
-        """``what`` was damaged by line noise (``the end marker of 'ls'``): the console can no longer be trusted."""
+        """``what`` was damaged by line noise (``the end marker of 'ls'``): the console can no
+        longer be trusted."""
         self.state = "lost"
         return ConsoleGarbled(
-            f"console {self.terminal.name} garbled {what} during {stage} (line noise: the text is not "
-            f"what the guest printed); see {self.log_path}", output=output, log_path=self.log_path,
-            last_lines=self.terminal.tail(200), stage=stage)
+            f"console {self.terminal.name} garbled {what} during {stage} (line noise: the text is "
+            f"not what the guest printed); see {self.log_path}", output=output,
+            log_path=self.log_path, last_lines=self.terminal.tail(200), stage=stage)
 
     def _run(self, command: str, *, deadline: Deadline, stage: str, strict: bool = True,
              resync: bool = False) -> CommandResult:
@@ -437,8 +467,8 @@ class Console:
                 match = end_re.search(body)
                 if (strict and dirty) or (match is None and _noisy_marker(body, end_re)):
                     at_end = match is not None or _noisy_marker(body, end_re)
-                    raise self._garbled(f"{'the end marker' if at_end else 'the output'} of {command!r}", stage,
-                                        "".join(out) + body)
+                    raise self._garbled(f"{'the end marker' if at_end else 'the output'} of "
+                                        f"{command!r}", stage, "".join(out) + body)
                 if match:
                     if match.start() > 0:
                         out.append(body[: match.start()])
@@ -447,7 +477,8 @@ class Console:
                         output = self._strip_prompts(output)
                     if output.endswith("\n"):
                         output = output[:-1]  # the LF the end marker's printf added
-                    return CommandResult(command=command, exit_status=int(match.group(1)), output=output,
+                    return CommandResult(command=command, exit_status=int(match.group(1)),
+                                         output=output,
                                          duration_s=self._clock() - began, log_path=self.log_path)
                 out.append(text)
             if deadline.expired and not resync and (noise or not started):
@@ -455,25 +486,31 @@ class Console:
                 kind = ConsoleGarbled if noise else ConsoleLost
                 extra = "the console garbles text" if noise else "the shell did not answer"
                 if not started:
-                    # No start marker: the command did not run as typed (input lost or garbled, a shell that does
-                    # not answer). Not the command's failure: the console cannot be trusted.
-                    raise kind(deadline.message(f"command {command!r} never started (no start marker on "
-                                                f"{self.terminal.name})", log_path=self.log_path, extra=extra),
-                               log_path=self.log_path, last_lines=self.terminal.tail(200), stage=stage)
-                # started, but noise may have garbled the end marker beyond recognition: the console's failure
-                raise kind(deadline.message(f"no end marker for command {command!r} on {self.terminal.name}",
+                    # No start marker: the command did not run as typed (input lost or garbled, a
+                    # shell that does not answer). Not the command's failure: the console cannot be
+                    # trusted.
+                    raise kind(deadline.message(f"command {command!r} never started (no start "
+                                                f"marker on {self.terminal.name})",
+                                                log_path=self.log_path, extra=extra),
+                               log_path=self.log_path, last_lines=self.terminal.tail(200),
+                               stage=stage)
+                # started, but noise may have garbled the end marker beyond recognition: the
+                # console's failure
+                raise kind(deadline.message(f"no end marker for command {command!r} on "
+                                            f"{self.terminal.name}",
                                             log_path=self.log_path, extra=extra),
                            log_path=self.log_path, last_lines=self.terminal.tail(200), stage=stage)
             if deadline.expired:
                 partial = "".join(out)
                 if not resync:
                     self._interrupt_and_resync(command, deadline, stage)
-                # what expired first, the command last: a runner's command line is long, and the one line a
-                # failure gets in a CI log must still say after how long and which setting to raise
+                # what expired first, the command last: a runner's command line is long, and the one
+                # line a failure gets in a CI log must still say after how long and which setting to
+                # raise
                 raise CommandTimeout(
                     deadline.message("command did not finish", log_path=self.log_path,
-                                     extra="interrupted with Ctrl-C; the console recovered") + f": {command}",
-                    exit_status=124, output=partial, log_path=self.log_path,
+                                     extra="interrupted with Ctrl-C; the console recovered")
+                    + f": {command}", exit_status=124, output=partial, log_path=self.log_path,
                     last_lines=self.terminal.tail(50), stage=stage)
 
     def _send_line(self, line: str, stage: str) -> None:
@@ -482,18 +519,19 @@ class Console:
         except OSError as exc:
             self.check_health(stage)
             self.state = "lost"
-            raise ConsoleLost(f"cannot write to console {self.terminal.name}: {exc}", log_path=self.log_path,
-                              stage=stage) from exc
+            raise ConsoleLost(f"cannot write to console {self.terminal.name}: {exc}",
+                              log_path=self.log_path, stage=stage) from exc
 
     def _interrupt_and_resync(self, command: str, deadline: Deadline, stage: str) -> None:
-        """Ctrl-C, then a framed no-op must come back within a short grace; otherwise the console is lost."""
+        """Ctrl-C, then a framed no-op must come back within a short grace; otherwise the console is
+        lost."""
         grace = max(5.0, min(30.0, deadline.seconds * 0.25))
         for _attempt in range(2):
             self._send_line("\x03", stage)
             time.sleep(0.1)
             try:
-                self._run(":", deadline=Deadline.after(grace / 2, "resync", clock=self._clock), stage="resync",
-                          resync=True)
+                self._run(":", deadline=Deadline.after(grace / 2, "resync", clock=self._clock),
+                          stage="resync", resync=True)
                 return
             except CommandTimeout:
                 continue
@@ -503,14 +541,16 @@ class Console:
             f"(no answer to Ctrl-C within {grace:.3g} s); see {self.log_path}",
             log_path=self.log_path, last_lines=self.terminal.tail(200), stage=stage)
 
-    def stream_commands(self, commands: Iterable[str], *, deadline: Deadline, window_bytes: int = 16384,
-                        stage: str = "deploy") -> int:
-        """Run many short commands back to back, keeping at most ``window_bytes`` of typed input unanswered.
+    def stream_commands(self, commands: Iterable[str], *, deadline: Deadline,
+                        window_bytes: int = 16384, stage: str = "deploy") -> int:
+        """Run many short commands back to back, keeping at most ``window_bytes`` of typed input
+        unanswered.
 
-        Each line carries an acknowledgement (``printf`` of a token, the line number and ``$?``), so the host can
-        type ahead a bounded amount (the guest's tty buffers are finite) and still learn each line's status.
-        Returns how many commands ran; raises CommandFailed on the first non-zero status (after waiting for the
-        lines already typed), CommandTimeout / ConsoleLost like ``run``.
+        Each line carries an acknowledgement (``printf`` of a token, the line number and ``$?``), so
+        the host can type ahead a bounded amount (the guest's tty buffers are finite) and still
+        learn each line's status. Returns how many commands ran; raises CommandFailed on the first
+        non-zero status (after waiting for the lines already typed), CommandTimeout / ConsoleLost
+        like ``run``.
         """
         token = secrets.token_hex(6)
         ack_re = re.compile(re.escape(ACK_HEAD + token) + r":(\d+):(\d+)$")
@@ -546,7 +586,8 @@ class Console:
             if not inflight:
                 if failed is not None:
                     number, status, command = failed
-                    raise CommandFailed(f"command {number} of a stream ({command[:60]!r}...) exited {status}",
+                    raise CommandFailed(f"command {number} of a stream ({command[:60]!r}...) "
+                                        f"exited {status}",
                                         exit_status=status, log_path=self.log_path, stage=stage)
                 return done
             lines = self._read(deadline, stage)
@@ -554,7 +595,8 @@ class Console:
                 match = ack_re.search(text[:-1])
                 if not match:
                     if garbled(text) or _noisy_marker(text[:-1], ack_re):
-                        raise self._garbled(f"the acknowledgement of streamed line {done + 1} of {index}", stage)
+                        raise self._garbled(f"the acknowledgement of streamed line {done + 1} of "
+                                            f"{index}", stage)
                     continue
                 number, status = int(match.group(1)), int(match.group(2))
                 while inflight and inflight[0][0] <= number:
@@ -568,5 +610,6 @@ class Console:
                 raise CommandTimeout(
                     deadline.message(f"streamed commands stalled after {done} of {index} sent",
                                      log_path=self.log_path),
-                    exit_status=124, log_path=self.log_path, last_lines=self.terminal.tail(50), stage=stage)
+                    exit_status=124, log_path=self.log_path, last_lines=self.terminal.tail(50),
+                    stage=stage)
 

@@ -1,11 +1,13 @@
-"""Deadlines with named phases, so every timeout says what it waited for, for how long, and where to look.
+"""Deadlines with named phases, so every timeout says what it waited for, for how long, and where to
+look.
 
-LAVA users hand-tune nested timeouts and still get messages that name no phase. Here each wait takes a ``Deadline``
-(a phase name, a budget in seconds already multiplied by every scale factor, and an injectable clock); nested waits
-take ``deadline.child(...)`` so an inner wait can never outlive its outer phase, and ``remaining()`` is passed down
-instead of fresh constants.
+LAVA users hand-tune nested timeouts and still get messages that name no phase. Here each wait takes
+a ``Deadline`` (a phase name, a budget in seconds already multiplied by every scale factor, and an
+injectable clock); nested waits take ``deadline.child(...)`` so an inner wait can never outlive its
+outer phase, and ``remaining()`` is passed down instead of fresh constants.
 
-The scale is ``scenario fvp.timeout_scale x CLI --timeout-scale``; ``TimeoutBudget`` does the multiplication once.
+The scale is ``scenario fvp.timeout_scale x CLI --timeout-scale``; ``TimeoutBudget`` does the
+multiplication once.
 """
 
 from __future__ import annotations
@@ -20,15 +22,17 @@ __all__ = ["PHASES", "Deadline", "TimeoutBudget"]
 Clock = Callable[[], float]
 
 PHASES = ("boot", "login", "command", "deploy", "unit", "session")
-"""The phases a scenario can set in ``fvp.timeouts`` (their names are the config keys shown in messages)."""
+"""The phases a scenario can set in ``fvp.timeouts`` (their names are the config keys shown in
+messages)."""
 
 
 @dataclass
 class Deadline:
     """A point in time by which one named phase must be done.
 
-    ``seconds`` is the scaled budget the phase was given (kept for messages); ``config_key`` names the scenario
-    setting that controls it (``fvp.timeouts.boot``), so a timeout message can say which knob to turn.
+    ``seconds`` is the scaled budget the phase was given (kept for messages); ``config_key`` names
+    the scenario setting that controls it (``fvp.timeouts.boot``), so a timeout message can say
+    which knob to turn.
     """
 
     phase: str
@@ -43,8 +47,8 @@ class Deadline:
             self.start = self.clock()
 
     @classmethod
-    def after(cls, seconds: float, phase: str, *, clock: Clock = time.monotonic, config_key: str | None = None
-              ) -> Deadline:
+    def after(cls, seconds: float, phase: str, *, clock: Clock = time.monotonic,
+              config_key: str | None = None ) -> Deadline:
         """A deadline ``seconds`` from now."""
         return cls(phase=phase, seconds=float(seconds), clock=clock, config_key=config_key)
 
@@ -65,27 +69,32 @@ class Deadline:
         return self.remaining() <= 0.0
 
     def slice(self, most: float) -> float:
-        """The shorter of ``most`` and what is left: the timeout for one poll inside a waiting loop."""
+        """The shorter of ``most`` and what is left: the timeout for one poll inside a waiting
+        loop."""
         return max(0.0, min(most, self.remaining()))
 
-    def child(self, phase: str, seconds: float | None = None, *, config_key: str | None = None) -> Deadline:
+    def child(self, phase: str, seconds: float | None = None, *,
+              config_key: str | None = None) -> Deadline:
         """A nested phase that ends at its own budget or at this deadline, whichever comes first."""
         budget = self.remaining() if seconds is None else float(seconds)
-        return Deadline(phase=phase, seconds=budget, clock=self.clock, config_key=config_key or self.config_key,
-                        parent=self)
+        return Deadline(phase=phase, seconds=budget, clock=self.clock,
+                        config_key=config_key or self.config_key, parent=self)
 
     def limiting(self) -> Deadline:
-        """The deadline that actually ends first (this one or an ancestor): the one a timeout message should name."""
+        """The deadline that actually ends first (this one or an ancestor): the one a timeout
+        message should name."""
         own_end = self.start + self.seconds
         if self.parent is not None and self.parent.end < own_end:
             return self.parent.limiting()
         return self
 
-    def message(self, waited_for: str, *, log_path: Path | str | None = None, extra: str = "") -> str:
-        """A timeout message: what was awaited, for how long, in which phase, where the log is, what to change.
+    def message(self, waited_for: str, *, log_path: Path | str | None = None,
+                extra: str = "") -> str:
+        """A timeout message: what was awaited, for how long, in which phase, where the log is, what
+        to change.
 
-        Example: ``no login prompt on host_terminal_0 after 300 s (phase boot); see logs/s1/host_terminal_0.log;
-        raise fvp.timeouts.boot or pass --timeout-scale``.
+        Example: ``no login prompt on host_terminal_0 after 300 s (phase boot); see
+        logs/s1/host_terminal_0.log; raise fvp.timeouts.boot or pass --timeout-scale``.
         """
         limiting = self.limiting()
         text = f"{waited_for} after {limiting.seconds:.4g} s (phase {limiting.phase})"
@@ -93,7 +102,8 @@ class Deadline:
             text += f" ({extra})"
         if log_path is not None:
             text += f"; see {log_path}"
-        knob = limiting.config_key or (f"fvp.timeouts.{limiting.phase}" if limiting.phase in PHASES else None)
+        knob = (limiting.config_key or
+                (f"fvp.timeouts.{limiting.phase}" if limiting.phase in PHASES else None))
         if knob:
             text += f"; raise {knob} or pass --timeout-scale"
         else:
@@ -105,8 +115,8 @@ class Deadline:
 class TimeoutBudget:
     """The scenario's timeouts multiplied by every scale factor, resolved once per session.
 
-    Built from ``scenario.fvp.timeouts`` (any object with the phase attributes), ``fvp.timeout_scale`` and the CLI's
-    ``--timeout-scale``.
+    Built from ``scenario.fvp.timeouts`` (any object with the phase attributes),
+    ``fvp.timeout_scale`` and the CLI's ``--timeout-scale``.
     """
 
     seconds: dict[str, float]
@@ -119,15 +129,17 @@ class TimeoutBudget:
         scale = float(scenario_scale) * float(cli_scale)
         if scale <= 0:
             raise ValueError(f"timeout scale must be positive, got {scale}")
-        values = {phase: float(getattr(timeouts, phase)) * scale for phase in PHASES if hasattr(timeouts, phase)}
+        values = {phase: float(getattr(timeouts, phase)) * scale
+                  for phase in PHASES if hasattr(timeouts, phase)}
         return cls(seconds=values, scale=scale, clock=clock)
 
     def __getitem__(self, phase: str) -> float:
         return self.seconds[phase]
 
-    def start(self, phase: str, *, parent: Deadline | None = None, seconds: float | None = None) -> Deadline:
+    def start(self, phase: str, *, parent: Deadline | None = None,
+              seconds: float | None = None) -> Deadline:
         """A fresh deadline for ``phase`` (optionally capped by ``parent``)."""
         budget = self.seconds[phase] if seconds is None else seconds * self.scale
-        deadline = Deadline(phase=phase, seconds=budget, clock=self.clock, config_key=f"fvp.timeouts.{phase}",
-                            parent=parent)
+        deadline = Deadline(phase=phase, seconds=budget, clock=self.clock,
+                            config_key=f"fvp.timeouts.{phase}", parent=parent)
         return deadline

@@ -1,18 +1,19 @@
-"""``FakeTarget``: an in-memory ``Target`` for unit tests of code that drives targets (deploy, execute, a user's
-own scripts), so logic can be tested in milliseconds without booting anything.
+"""``FakeTarget``: an in-memory ``Target`` for unit tests of code that drives targets (deploy,
+execute, a user's own scripts), so logic can be tested in milliseconds without booting anything.
 
-It keeps a dict file system and answers the guest contract the harness uses (``docs/targets.md``): ``;``, ``&&``,
-``||``, ``>``/``>>`` redirection, ``cd``, ``mkdir -p``, ``rm -rf``, ``ls``, ``cat``, ``chmod``, ``printf``,
-``echo``, ``base64 -d``, ``sha256sum``, ``export``, ``true``/``false``, ``NAME=value`` prefixes, ``$?`` (a whole
-word) and ``*`` globs of names in the working folder (a glob that matches nothing stays as written, as in sh).
-Anything else is a *program*: a handler registered with ``FakeTarget.program`` (matched on the command's first
-word, a glob) that returns what the program printed, its exit status, or a whole ``CommandResult``, and may raise (an
-``InfrastructureError`` to play a lost console, ``KeyboardInterrupt`` to play Ctrl-C). An unknown program exits
-127 like a shell.
+It keeps a dict file system and answers the guest contract the harness uses (``docs/targets.md``):
+``;``, ``&&``, ``||``, ``>``/``>>`` redirection, ``cd``, ``mkdir -p``, ``rm -rf``, ``ls``, ``cat``,
+``chmod``, ``printf``, ``echo``, ``base64 -d``, ``sha256sum``, ``export``, ``true``/``false``,
+``NAME=value`` prefixes, ``$?`` (a whole word) and ``*`` globs of names in the working folder (a
+glob that matches nothing stays as written, as in sh). Anything else is a *program*: a handler
+registered with ``FakeTarget.program`` (matched on the command's first word, a glob) that returns
+what the program printed, its exit status, or a whole ``CommandResult``, and may raise (an
+``InfrastructureError`` to play a lost console, ``KeyboardInterrupt`` to play Ctrl-C). An unknown
+program exits 127 like a shell.
 
-What it is not: a shell. Quoting follows ``shlex`` (what the harness's ``shlex.quote`` produces, so a quoted
-``'*'`` is globbed too), and there are no pipes or other variables. Tests of a real guest shell use the
-simulator; this is for the logic around it.
+What it is not: a shell. Quoting follows ``shlex`` (what the harness's ``shlex.quote`` produces, so
+a quoted ``'*'`` is globbed too), and there are no pipes or other variables. Tests of a real guest
+shell use the simulator; this is for the logic around it.
 
     fake = FakeTarget()
     fake.program("/guest/runner", lambda call: "Iteration 1 of 1: 2.5 ms")
@@ -59,36 +60,40 @@ class FakeCall:
 
 
 ProgramHandler = Callable[[FakeCall], "CommandResult | str | int | None"]
-"""What a program does: return its output (str), its exit status (int), nothing (exit 0), or a whole result."""
+"""What a program does: return its output (str), its exit status (int), nothing (exit 0), or a whole
+result."""
 
 
 class FakeTarget:
     """An in-memory ``Target`` (also ``NamesPhases``): see the module docstring.
 
-    ``commands`` lists every command line run, ``phases`` the phase each ran in, ``files`` maps absolute guest
-    paths to bytes, ``modes`` the ``chmod`` of each, ``dirs`` the folders ``mkdir`` made (a folder holding a file
-    exists anyway). ``opened``/``closed`` say where its life is; ``run`` on a target
-    that is not open raises ``AssertionError`` (a test bug, not a platform failure).
+    ``commands`` lists every command line run, ``phases`` the phase each ran in, ``files`` maps
+    absolute guest paths to bytes, ``modes`` the ``chmod`` of each, ``dirs`` the folders ``mkdir``
+    made (a folder holding a file exists anyway). ``opened``/``closed`` say where its life is;
+    ``run`` on a target that is not open raises ``AssertionError`` (a test bug, not a platform
+    failure).
     """
 
     def __init__(self, name: str = "fake", *, log_dir: Path | str = "fake-logs",
-                 metadata: Mapping[str, object] | None = None, files: Mapping[str, bytes] | None = None,
-                 auto_open: bool = True) -> None:
+                 metadata: Mapping[str, object] | None = None,
+                 files: Mapping[str, bytes] | None = None, auto_open: bool = True) -> None:
         self.name = name
         self.log_dir = Path(log_dir)
         self.metadata: dict[str, object] = dict(metadata or {"argv": ["fake"], "version": "fake 1"})
-        self.files: dict[str, bytes] = {self.resolve(path): bytes(data) for path, data in (files or {}).items()}
+        self.files: dict[str, bytes] = {self.resolve(path): bytes(data)
+                                        for path, data in (files or {}).items()}
         self.modes: dict[str, int] = {}
         self.dirs: set[str] = set()
         self.transfers: list[tuple[str, str]] = []
-        """(``put`` or ``get``, guest path) in call order: what crossed between host and guest outside commands."""
+        """(``put`` or ``get``, guest path) in call order: what crossed between host and guest
+        outside commands."""
         self.commands: list[str] = []
         self.phases: list[str] = []
         self.programs: dict[str, ProgramHandler] = {}
         self.opened = auto_open
         self.closed = False
 
-    # -- life ----------------------------------------------------------------------------------------------------
+    # -- life --------------------------------------------------------------------------------------
 
     def open(self) -> None:
         self.opened, self.closed = True, False
@@ -103,11 +108,11 @@ class FakeTarget:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- scripting -----------------------------------------------------------------------------------------------
+    # -- scripting ---------------------------------------------------------------------------------
 
     def program(self, pattern: str, handler: ProgramHandler) -> None:
-        """Answer commands whose first word matches ``pattern`` (an ``fnmatch`` glob on the word as typed, e.g.
-        ``/guest/*/executor_runner``); later registrations win over earlier ones."""
+        """Answer commands whose first word matches ``pattern`` (an ``fnmatch`` glob on the word as
+        typed, e.g. ``/guest/*/executor_runner``); later registrations win over earlier ones."""
         self.programs[pattern] = handler
 
     def resolve(self, name: str, cwd: str = "/") -> str:
@@ -115,15 +120,17 @@ class FakeTarget:
         return posixpath.normpath(posixpath.join(cwd, name))
 
     def write(self, path: str, data: bytes | str) -> None:
-        """Create or replace a guest file (parents are implied: the fake has no separate folder entries)."""
-        self.files[self.resolve(path)] = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+        """Create or replace a guest file (parents are implied: the fake has no separate folder
+        entries)."""
+        self.files[self.resolve(path)] = (data.encode("utf-8") if isinstance(data, str)
+                                          else bytes(data))
 
     def exists(self, path: str) -> bool:
         """A file, or a folder holding at least one file (or made by ``mkdir``)."""
         resolved = self.resolve(path)
         return resolved in self.files or self._is_dir(resolved)
 
-    # -- Target --------------------------------------------------------------------------------------------------
+    # -- Target ------------------------------------------------------------------------------------
 
     def run(self, command: str, timeout: float | None = None) -> CommandResult:
         """Run one command line on the fake guest."""
@@ -150,7 +157,7 @@ class FakeTarget:
             raise FileNotFoundError(f"{remote}: no such file in the fake guest")
         return self.files[path]
 
-    # -- the command language ------------------------------------------------------------------------------------
+    # -- the command language ----------------------------------------------------------------------
 
     def _line(self, command: str, timeout: float | None, phase: str) -> CommandResult:
         lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|<>")
@@ -171,12 +178,15 @@ class FakeTarget:
             skip = (status != 0) if token == "&&" else (status == 0) if token == "||" else False
         if len(results) == 1:  # one simple command: keep its result (a program's duration) as it is
             only = results[0]
-            return CommandResult(command, only.exit_status, only.output, only.duration_s, only.log_path)
+            return CommandResult(command, only.exit_status, only.output, only.duration_s,
+                                 only.log_path)
         return CommandResult(command, status, "".join(result.output for result in results),
                              sum(result.duration_s for result in results))
 
-    def _simple(self, words: list[str], cwd: str, timeout: float | None, phase: str) -> tuple[CommandResult, str]:
-        """Run one simple command; returns its result and the working folder after it (``cd`` changes it)."""
+    def _simple(self, words: list[str], cwd: str, timeout: float | None,
+                phase: str) -> tuple[CommandResult, str]:
+        """Run one simple command; returns its result and the working folder after it (``cd``
+        changes it)."""
         words, redirect = _redirection(words)
         words = words[:1] + [match for word in words[1:] for match in self._glob(word, cwd)]
         env: dict[str, str] = {}
@@ -189,7 +199,8 @@ class FakeTarget:
         if name == "cd":
             folder = self.resolve(args[0] if args else "/", cwd)
             if not self._is_dir(folder):
-                return CommandResult("cd", 2, f"sh: cd: can't cd to {args[0] if args else '/'}\n"), cwd
+                return CommandResult("cd", 2,
+                                     f"sh: cd: can't cd to {args[0] if args else '/'}\n"), cwd
             return CommandResult("cd", 0, ""), folder
         builtin = getattr(self, f"_cmd_{name}", None)
         if builtin is not None:
@@ -204,13 +215,15 @@ class FakeTarget:
             self.files[resolved] = (self.files.get(resolved, b"") if mode == ">>" else b"") + data
             data = b""
         output = data.decode("utf-8", errors="replace")
-        return CommandResult(result.command, result.exit_status, output, result.duration_s, result.log_path), cwd
+        return CommandResult(result.command, result.exit_status, output, result.duration_s,
+                             result.log_path), cwd
 
     def _program(self, words: list[str], env: dict[str, str], cwd: str, timeout: float | None,
                  phase: str) -> CommandResult:
         for pattern in reversed(list(self.programs)):
             if fnmatch.fnmatchcase(words[0], pattern):
-                answer = self.programs[pattern](FakeCall(self, list(words), env, cwd, timeout, phase))
+                answer = self.programs[pattern](FakeCall(self, list(words), env, cwd, timeout,
+                                                         phase))
                 if isinstance(answer, CommandResult):
                     return answer
                 if isinstance(answer, int):
@@ -223,15 +236,18 @@ class FakeTarget:
         if "*" not in word or "/" in word:
             return [word]
         prefix = cwd.rstrip("/") + "/"
-        names = {key[len(prefix):].split("/", 1)[0] for key in [*self.files, *self.dirs] if key.startswith(prefix)}
-        matches = sorted(name for name in names if fnmatch.fnmatchcase(name, word) and not name.startswith("."))
+        names = {key[len(prefix):].split("/", 1)[0]
+                 for key in [*self.files, *self.dirs] if key.startswith(prefix)}
+        matches = sorted(name for name in names if fnmatch.fnmatchcase(name, word) and
+                         not name.startswith("."))
         return matches or [word]
 
     def _is_dir(self, path: str) -> bool:
         prefix = path.rstrip("/") + "/"
-        return path == "/" or path in self.dirs or any(name.startswith(prefix) for name in [*self.files, *self.dirs])
+        return (path == "/" or path in self.dirs or
+                any(name.startswith(prefix) for name in [*self.files, *self.dirs]))
 
-    # -- builtins: (args, cwd) -> (exit status, bytes written to stdout) -----------------------------------------
+    # -- builtins: (args, cwd) -> (exit status, bytes written to stdout) ---------------------------
 
     def _cmd_true(self, args: list[str], cwd: str) -> tuple[int, bytes]:
         return 0, b""
@@ -290,7 +306,8 @@ class FakeTarget:
         if not self._is_dir(folder):
             return 1, f"ls: {args[0] if args else '.'}: No such file or directory\n".encode()
         prefix = folder.rstrip("/") + "/"
-        names = {key[len(prefix):].split("/", 1)[0] for key in [*self.files, *self.dirs] if key.startswith(prefix)}
+        names = {key[len(prefix):].split("/", 1)[0]
+                 for key in [*self.files, *self.dirs] if key.startswith(prefix)}
         return 0, "".join(f"{name}\n" for name in sorted(names)).encode()
 
     def _cmd_cat(self, args: list[str], cwd: str) -> tuple[int, bytes]:

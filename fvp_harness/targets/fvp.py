@@ -1,22 +1,29 @@
-"""The model process: argv, launch in its own process group, port banner, early-exit diagnosis, stepwise stop.
+"""The model process: argv, launch in its own process group, port banner, early-exit diagnosis,
+stepwise stop.
 
-The same code drives the embedded simulator and a real ``FVP_Corstone-1000-A320``: only the program at the front of
-argv differs (``[python, -m, fvp_harness.sim]`` for ``binary: sim``). What users of meta-arm, LAVA and Shrinkwrap
-were bitten by, and what this module does instead:
+The same code drives the embedded simulator and a real ``FVP_Corstone-1000-A320``: only the program
+at the front of argv differs (``[python, -m, fvp_harness.sim]`` for ``binary: sim``). What users of
+meta-arm, LAVA and Shrinkwrap were bitten by, and what this module does instead:
 
-- options as a dict cannot repeat (``--data`` twice): argv is built as a list; scenario ``args`` are appended as-is;
-- a fixed forwarded port 2222 collides when two models run: each instance gets a free host port for each SSH forward
-  (meta-arm forwards 2222=22 on both network devices; here each device's forward gets a port of its own);
-- an anchored banner regex broke when newer models prefixed the terminal name: the profile regex is *searched*;
-- signalling only the model's PID leaves its children: the model runs in its own session/process group (pexpect
-  forks through a pty, whose child calls ``setsid``), and the stop escalates SIGINT -> SIGTERM -> SIGKILL to the
-  whole group, always from ``finally``, plus ``atexit`` and SIGTERM/SIGHUP handlers for the harness's own death;
-- a SIGKILLed harness runs no handler at all, and a real model (unlike the simulator, which watches its parent) would
-  live on holding its ports: on Linux every process the harness starts here (the model, its ``--version`` and
-  ``--list-params`` queries) gets SIGKILL when the harness dies (``PR_SET_PDEATHSIG``, see ``dies_with_harness``).
+- options as a dict cannot repeat (``--data`` twice): argv is built as a list; scenario ``args`` are
+  appended as-is;
+- a fixed forwarded port 2222 collides when two models run: each instance gets a free host port for
+  each SSH forward (meta-arm forwards 2222=22 on both network devices; here each device's forward
+  gets a port of its own);
+- an anchored banner regex broke when newer models prefixed the terminal name: the profile regex is
+  *searched*;
+- signalling only the model's PID leaves its children: the model runs in its own session/process
+  group (pexpect forks through a pty, whose child calls ``setsid``), and the stop escalates SIGINT
+  -> SIGTERM -> SIGKILL to the whole group, always from ``finally``, plus ``atexit`` and
+  SIGTERM/SIGHUP handlers for the harness's own death;
+- a SIGKILLed harness runs no handler at all, and a real model (unlike the simulator, which watches
+  its parent) would live on holding its ports: on Linux every process the harness starts here (the
+  model, its ``--version`` and ``--list-params`` queries) gets SIGKILL when the harness dies
+  (``PR_SET_PDEATHSIG``, see ``dies_with_harness``).
 
-The model's stdout (a pty) is drained by a thread for the whole life of the process: a full pty would stall it, and
-the lines are wanted for the port banner, the early-exit message and the ``--stat`` block.
+The model's stdout (a pty) is drained by a thread for the whole life of the process: a full pty
+would stall it, and the lines are wanted for the port banner, the early-exit message and the
+``--stat`` block.
 """
 
 from __future__ import annotations
@@ -90,25 +97,26 @@ _STAT_HEADER = re.compile(r"^-{3} .*statistics:")
 _STAT_LINE = re.compile(r"^(\S[^:]*?)\s*:\s*(.*?)\s*$")
 
 
-# -- dying with the harness -----------------------------------------------------------------------------------
-# ``dies_with_harness`` (targets/supervise.py) puts every process started here under a supervisor that ends it, and
-# whatever it started, when the harness dies. ``PR_SET_PDEATHSIG`` follows the *thread* that forked the process
-# (the supervisor acts only when its parent process is gone, but a model is still started from one long-lived
-# thread, ``_Spawner``, so the signal never comes early); a query waits for its process in the thread that started
-# it, so it may fork there.
+# -- dying with the harness ------------------------------------------------------------------------
+# ``dies_with_harness`` (targets/supervise.py) puts every process started here under a supervisor
+# that ends it, and whatever it started, when the harness dies. ``PR_SET_PDEATHSIG`` follows the
+# *thread* that forked the process (the supervisor acts only when its parent process is gone, but a
+# model is still started from one long-lived thread, ``_Spawner``, so the signal never comes early);
+# a query waits for its process in the thread that started it, so it may fork there.
 
 
 class _Spawner:
     """Runs process launches on one daemon thread that lives as long as the harness process.
 
-    ``PR_SET_PDEATHSIG`` fires when the thread that forked the child exits, not the process: a model started from a
-    session or lane thread would be killed when that thread ends, even if another thread still uses it. Forking
-    from this thread ties the signal to the harness process itself.
+    ``PR_SET_PDEATHSIG`` fires when the thread that forked the child exits, not the process: a model
+    started from a session or lane thread would be killed when that thread ends, even if another
+    thread still uses it. Forking from this thread ties the signal to the harness process itself.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._jobs: queue.SimpleQueue[tuple[Callable[[], object], dict[str, object], threading.Event]] = (
+        self._jobs: queue.SimpleQueue[tuple[Callable[[], object], dict[str, object],
+                                            threading.Event]] = (
             queue.SimpleQueue())
         self._thread: threading.Thread | None = None
 
@@ -128,8 +136,9 @@ class _Spawner:
         self._thread = None
 
     def call(self, job: Callable[[], _T]) -> _T:
-        """Run ``job`` on the spawner thread and return its result (or raise its exception). A Ctrl-C while waiting
-        is held back until the job is done, so a process it started is never lost unregistered."""
+        """Run ``job`` on the spawner thread and return its result (or raise its exception). A
+        Ctrl-C while waiting is held back until the job is done, so a process it started is never
+        lost unregistered."""
         with self._lock:
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._serve, name="fvp-spawner", daemon=True)
@@ -156,21 +165,23 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_SPAWNER._reset_after_fork)
 
 
-# -- argv ------------------------------------------------------------------------------------------------------
+# -- argv ------------------------------------------------------------------------------------------
 
 
 def query_model(program: Sequence[str], option: str, env: Mapping[str, str], timeout: float,
                 cancel: threading.Event | None = None) -> tuple[int | None, str]:
-    """Run ``program option`` (``--version``, ``--list-params``) to completion: (exit status or None, output).
+    """Run ``program option`` (``--version``, ``--list-params``) to completion: (exit status or
+    None, output).
 
-    The query runs in its own process group, killed whole when it gives no answer within ``timeout`` or ``cancel``
-    is set (a hung model, or a wrapper script whose child would otherwise outlive it and hold the pipes open), and
-    dies with the harness (``dies_with_harness``).
+    The query runs in its own process group, killed whole when it gives no answer within ``timeout``
+    or ``cancel`` is set (a hung model, or a wrapper script whose child would otherwise outlive it
+    and hold the pipes open), and dies with the harness (``dies_with_harness``).
     """
     try:
-        proc = subprocess.Popen(dies_with_harness([*program, option]), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, errors="replace", env=dict(env), stdin=subprocess.DEVNULL,
-                                start_new_session=True)
+        proc = subprocess.Popen(dies_with_harness([*program, option]), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE,
+                                text=True, errors="replace", env=dict(env),
+                                stdin=subprocess.DEVNULL, start_new_session=True)
     except OSError as exc:
         return None, str(exc)
     end = time.monotonic() + timeout
@@ -185,7 +196,8 @@ def query_model(program: Sequence[str], option: str, env: Mapping[str, str], tim
                 if cancel is not None and cancel.is_set():
                     return None, "cancelled"
     finally:
-        if proc.returncode is None:  # the supervisor is not reaped yet, so its pid still names it and the group
+        # the supervisor is not reaped yet, so its pid still names it and the group
+        if proc.returncode is None:
             stop_tree(proc.pid)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=3.0)
@@ -195,7 +207,8 @@ def query_model(program: Sequence[str], option: str, env: Mapping[str, str], tim
 
 
 _BANNERS: dict[tuple[object, ...], str] = {}
-"""``--version`` answers already given in this process, by program, its file's identity and the simulator knobs."""
+"""``--version`` answers already given in this process, by program, its file's identity and the
+simulator knobs."""
 _BANNERS_LOCK = threading.Lock()
 
 
@@ -209,11 +222,13 @@ def _identity_of(program: str) -> tuple[int, int] | None:
 
 def query_version(program: Sequence[str], env: Mapping[str, str], timeout: float,
                   cancel: threading.Event | None = None) -> tuple[int | None, str]:
-    """``query_model(program, "--version", ...)``, asked once per process per binary (its path and file identity)
-    and simulator knobs (``FVP_SIM_*``): a model's banner does not change while its file does not, and each query
-    costs a model start-up, which every boot paid again beside its own (two simulators starting per lane). Only a
-    clean answer (exit status 0, some text) is kept: a failing or silent model is asked again."""
-    knobs = tuple(sorted((name, value) for name, value in env.items() if name.startswith(SIM_ENV_PREFIX)))
+    """``query_model(program, "--version", ...)``, asked once per process per binary (its path and
+    file identity) and simulator knobs (``FVP_SIM_*``): a model's banner does not change while its
+    file does not, and each query costs a model start-up, which every boot paid again beside its own
+    (two simulators starting per lane). Only a clean answer (exit status 0, some text) is kept: a
+    failing or silent model is asked again."""
+    knobs = tuple(sorted((name, value)
+                         for name, value in env.items() if name.startswith(SIM_ENV_PREFIX)))
     key = (tuple(program), _identity_of(program[0]) if program else None, knobs)
     with _BANNERS_LOCK:
         known = _BANNERS.get(key)
@@ -227,8 +242,10 @@ def query_version(program: Sequence[str], env: Mapping[str, str], timeout: float
 
 
 def _forward_value(existing: str, host_port: int, guest_port: int) -> str:
-    """``userNetPorts`` with the mapping to ``guest_port`` replaced by ``host_port=guest_port`` (others kept)."""
-    kept = [item for item in existing.split(",") if item.strip() and item.split("=")[-1].strip() != str(guest_port)]
+    """``userNetPorts`` with the mapping to ``guest_port`` replaced by ``host_port=guest_port``
+    (others kept)."""
+    kept = [item for item in existing.split(",") if item.strip() and
+            item.split("=")[-1].strip() != str(guest_port)]
     return ",".join([*kept, f"{host_port}={guest_port}"])
 
 
@@ -242,17 +259,20 @@ def build_launch(
     extra_params: Mapping[str, object] | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> LaunchSpec:
-    """argv + environment for ``profile`` and a scenario's ``fvp`` section (a ``scenario.FvpConfig``).
+    """argv + environment for ``profile`` and a scenario's ``fvp`` section (a
+    ``scenario.FvpConfig``).
 
-    Order: program, profile -C params overridden by scenario params (one -C each, sorted as given), firmware inputs
-    (``-C`` or ``--data``), profile args, scenario args (a list: options can repeat), then ``--stat`` unless already
-    present. In every one of the profile's ``ssh_forward_params`` the mapping to the guest's sshd gets a host port
-    of its own: ``ssh_port`` for the first (None: a free one), a free one for each other.
-    Firmware paths and relative scenario paths are resolved against ``base_dir`` (the scenario's folder).
-    A ``kind: qemu`` profile is QEMU's own command line instead (``targets.qemu.qemu_launch``).
+    Order: program, profile -C params overridden by scenario params (one -C each, sorted as given),
+    firmware inputs (``-C`` or ``--data``), profile args, scenario args (a list: options can
+    repeat), then ``--stat`` unless already present. In every one of the profile's
+    ``ssh_forward_params`` the mapping to the guest's sshd gets a host port of its own: ``ssh_port``
+    for the first (None: a free one), a free one for each other. Firmware paths and relative
+    scenario paths are resolved against ``base_dir`` (the scenario's folder). A ``kind: qemu``
+    profile is QEMU's own command line instead (``targets.qemu.qemu_launch``).
     """
     if profile.qemu:
-        return qemu_launch(profile, fvp, ssh_port=ssh_port, binary=binary, base_dir=base_dir, environ=environ)
+        return qemu_launch(profile, fvp, ssh_port=ssh_port, binary=binary, base_dir=base_dir,
+                           environ=environ)
     chosen = binary or getattr(fvp, "binary", SIM_BINARY) or SIM_BINARY
     program = resolve_binary(chosen, profile)
     simulated = chosen == SIM_BINARY
@@ -290,13 +310,16 @@ def build_launch(
     if "--stat" not in argv:
         argv.append("--stat")
     env = sim_environment(dict(getattr(fvp, "sim", {}) or {}) if simulated else {}, environ)
-    env[OWNER_ENV] = str(os.getpid())  # who started this model: lets a leak check find exactly our processes
-    return LaunchSpec(argv=argv, env=env, params=params, ssh_port=ssh_ports[0] if ssh_ports else None,
+    # who started this model: lets a leak check find exactly our processes
+    env[OWNER_ENV] = str(os.getpid())
+    return LaunchSpec(argv=argv, env=env, params=params,
+                      ssh_port=ssh_ports[0] if ssh_ports else None,
                       simulated=simulated, ssh_ports=ssh_ports, ssh_forwards=forwards)
 
 
 def parse_stat_block(lines: Sequence[str]) -> dict[str, str]:
-    """The ``--stat`` block printed at exit (``label : value`` lines between dashed rules) as a dict."""
+    """The ``--stat`` block printed at exit (``label : value`` lines between dashed rules) as a
+    dict."""
     stats: dict[str, str] = {}
     inside = False
     for line in lines:
@@ -316,7 +339,7 @@ def parse_stat_block(lines: Sequence[str]) -> dict[str, str]:
     return stats
 
 
-# -- the process ---------------------------------------------------------------------------------------------
+# -- the process -----------------------------------------------------------------------------------
 
 
 _LIVE: set[FvpProcess] = set()
@@ -325,8 +348,9 @@ _COLLECTED: set[str] = set()
 
 
 def _collect_sim_leftovers(env: Mapping[str, str]) -> None:
-    """Once per process and temporary folder: remove the guest roots (``fvp-sim-*``) whose simulator died without
-    removing its own (SIGKILL); a live model's, or one without the simulator's owner record, stays."""
+    """Once per process and temporary folder: remove the guest roots (``fvp-sim-*``) whose simulator
+    died without removing its own (SIGKILL); a live model's, or one without the simulator's owner
+    record, stays."""
     folder = env.get("TMPDIR") or tempfile.gettempdir()
     with _LIVE_LOCK:
         if folder in _COLLECTED:
@@ -338,10 +362,11 @@ _ATEXIT_INSTALLED = False
 
 
 def stop_all(grace: float = 2.0) -> None:
-    """Stop every model this harness process started and has not stopped (atexit / fatal signal path).
+    """Stop every model this harness process started and has not stopped (atexit / fatal signal
+    path).
 
-    SIGTERM to each group first, so models can remove their temp files, then SIGKILL whatever is left after
-    ``grace`` seconds in total.
+    SIGTERM to each group first, so models can remove their temp files, then SIGKILL whatever is
+    left after ``grace`` seconds in total.
     """
     with _LIVE_LOCK:
         live = list(_LIVE)
@@ -360,17 +385,19 @@ def _on_fatal_signal(signum: int, frame: object) -> None:
 
 
 def _install_handlers() -> None:
-    """Once: atexit, and SIGTERM/SIGHUP handlers that kill our models first (only where nobody else set one).
+    """Once: atexit, and SIGTERM/SIGHUP handlers that kill our models first (only where nobody else
+    set one).
 
-    SIGINT needs nothing: Python raises KeyboardInterrupt and the ``finally`` around every session stops the model,
-    which, living in its own session, never sees the terminal's Ctrl-C itself.
+    SIGINT needs nothing: Python raises KeyboardInterrupt and the ``finally`` around every session
+    stops the model, which, living in its own session, never sees the terminal's Ctrl-C itself.
     """
     global _ATEXIT_INSTALLED, _HANDLERS_INSTALLED
     if not _ATEXIT_INSTALLED:
         _ATEXIT_INSTALLED = True
         atexit.register(stop_all)
-    # signal handlers can only be set from the main thread: a model started first from another thread (an early
-    # boot) must not mark them done, or they are never set (the CLI sets its own before anything starts)
+    # signal handlers can only be set from the main thread: a model started first from another
+    # thread (an early boot) must not mark them done, or they are never set (the CLI sets its own
+    # before anything starts)
     if _HANDLERS_INSTALLED or threading.current_thread() is not threading.main_thread():
         return
     _HANDLERS_INSTALLED = True
@@ -402,9 +429,11 @@ class _Banner:
 
 
 class FvpProcess:
-    """One running model: launched, its stdout drained into ``<log_dir>/fvp.log``, stopped in steps."""
+    """One running model: launched, its stdout drained into ``<log_dir>/fvp.log``, stopped in
+    steps."""
 
-    def __init__(self, spec: LaunchSpec, profile: Profile, *, log_path: Path, tail_size: int = 200) -> None:
+    def __init__(self, spec: LaunchSpec, profile: Profile, *, log_path: Path,
+                 tail_size: int = 200) -> None:
         self.spec = spec
         self.profile = profile
         self.log_path = Path(log_path)
@@ -421,15 +450,16 @@ class FvpProcess:
         self.started_at: float | None = None
         self.stopped = False
 
-    # -- start ---------------------------------------------------------------------------------------------
+    # -- start -------------------------------------------------------------------------------------
 
     @property
     def pid(self) -> int | None:
         return self._child.pid if self._child is not None else None
 
     def start(self) -> None:
-        """Spawn the model (own session and process group, via the pty fork) and start draining its stdout. The
-        first start of a process removes the simulator guest roots of models that died (``leftovers.collect``)."""
+        """Spawn the model (own session and process group, via the pty fork) and start draining its
+        stdout. The first start of a process removes the simulator guest roots of models that died
+        (``leftovers.collect``)."""
         _install_handlers()
         _collect_sim_leftovers(self.spec.env)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -438,7 +468,8 @@ class FvpProcess:
         program = self.spec.argv[0]
         wrapped, *args = dies_with_harness(self.spec.argv)
 
-        def spawn() -> pexpect.spawn:  # on the spawner thread (see dies_with_harness); registered there too
+        # on the spawner thread (see dies_with_harness); registered there too
+        def spawn() -> pexpect.spawn:
             child = pexpect.spawn(wrapped, args, env=self.spec.env, cwd=self.spec.cwd, echo=False,
                                   encoding=None, timeout=None, dimensions=(50, 250))
             child.delaybeforesend = None
@@ -452,14 +483,16 @@ class FvpProcess:
             child = _SPAWNER.call(spawn)
         except pexpect.ExceptionPexpect as exc:
             self._close_log()
-            raise FvpStartError(f"could not start the model {program}: {exc}", log_path=self.log_path,
-                                stage="launch") from exc
-        self._thread = threading.Thread(target=self._drain, name=f"fvp-stdout-{child.pid}", daemon=True)
+            raise FvpStartError(f"could not start the model {program}: {exc}",
+                                log_path=self.log_path, stage="launch") from exc
+        self._thread = threading.Thread(target=self._drain, name=f"fvp-stdout-{child.pid}",
+                                        daemon=True)
         self._thread.start()
         log.info("started model pid %s: %s", child.pid, " ".join(self.spec.argv))
 
     def _drain(self) -> None:
-        """Read the pty directly (not through pexpect's read, which may call waitpid concurrently with ``alive``)."""
+        """Read the pty directly (not through pexpect's read, which may call waitpid concurrently
+        with ``alive``)."""
         child = self._child
         assert child is not None
         fd = child.child_fd
@@ -471,7 +504,8 @@ class FvpProcess:
                 if not readable:
                     continue
                 data = os.read(fd, 65536)
-            except (OSError, ValueError):  # EIO: the pty's other side is gone (Linux EOF); EBADF: closed
+            # EIO: the pty's other side is gone (Linux EOF); EBADF: closed
+            except (OSError, ValueError):
                 break
             if not data:
                 break
@@ -510,8 +544,10 @@ class FvpProcess:
             self._log_file.flush()
         except ValueError:  # closed during shutdown
             pass
-        except OSError as exc:  # disk full, ...: stop logging, keep draining (a full pty would stall the model);
-            log.info("cannot write %s: %s; the model's output is no longer logged", self.log_path, exc)
+        # disk full, ...: stop logging, keep draining (a full pty would stall the model);
+        except OSError as exc:
+            log.info("cannot write %s: %s; the model's output is no longer logged", self.log_path,
+                     exc)
             self._close_log()  # the terminals' logs fail too and end the run (targets.terminal)
             self._log_file = None
 
@@ -521,7 +557,7 @@ class FvpProcess:
                 self._log_file.close()
             self._log_file = None
 
-    # -- state -----------------------------------------------------------------------------------------------
+    # -- state -------------------------------------------------------------------------------------
 
     def alive(self) -> bool:
         """True while the model process runs (reaps it and records its exit otherwise)."""
@@ -558,9 +594,11 @@ class FvpProcess:
         return f"{what}: the model {how}; it said: {said}"
 
     def wait_for_ports(self, deadline: Deadline, expected: Sequence[str]) -> dict[str, int]:
-        """Wait until every terminal in ``expected`` was announced; return every announced terminal's port.
+        """Wait until every terminal in ``expected`` was announced; return every announced
+        terminal's port.
 
-        Raises FvpStartError (with the model's own words) if it exits first, PortError at the deadline.
+        Raises FvpStartError (with the model's own words) if it exits first, PortError at the
+        deadline.
         """
         wanted = set(expected)
         while True:
@@ -574,13 +612,15 @@ class FvpProcess:
                     ports = dict(self._banner.ports)
                 if wanted <= set(ports):
                     return ports
-                raise FvpStartError(self.died_message("the model stopped before announcing its terminal ports"),
+                raise FvpStartError(self.died_message("the model stopped before announcing its "
+                                                      "terminal ports"),
                                     log_path=self.log_path, last_lines=self.tail(), stage="launch")
             if deadline.expired:
                 missing = ", ".join(sorted(wanted - set(ports)))
                 raise PortError(
-                    deadline.message(f"no port banner for {missing} (pattern {self.profile.port_banner!r}; "
-                                     f"seen: {ports or 'none'})", log_path=self.log_path),
+                    deadline.message(f"no port banner for {missing} (pattern "
+                                     f"{self.profile.port_banner!r}; seen: {ports or 'none'})",
+                                     log_path=self.log_path),
                     log_path=self.log_path, last_lines=self.tail(), stage="ports")
 
     @property
@@ -588,15 +628,18 @@ class FvpProcess:
         with self._cond:
             return dict(self._banner.ports)
 
-    # -- stop ------------------------------------------------------------------------------------------------
+    # -- stop --------------------------------------------------------------------------------------
 
-    def stop(self, polite_timeout: float | None = None, term_timeout: float = 5.0) -> dict[str, str]:
+    def stop(self, polite_timeout: float | None = None,
+             term_timeout: float = 5.0) -> dict[str, str]:
         """Stop in steps and return the ``--stat`` block (empty if the model printed none).
 
-        1. the profile's stop signal (SIGINT: the model prints its statistics and exits) to the process group, as a
-           terminal's Ctrl-C would (so a model started by a wrapper script gets it too), wait ``polite_timeout``;
-        2. SIGTERM to the process group, wait ``term_timeout`` (skipped when the stop signal was SIGTERM: then the
-           sequence is meta-arm's, SIGTERM, ``stop_timeout`` (10 s), SIGKILL: meta-arm/lib/fvp/runner.py:112-121);
+        1. the profile's stop signal (SIGINT: the model prints its statistics and exits) to the
+           process group, as a terminal's Ctrl-C would (so a model started by a wrapper script gets
+           it too), wait ``polite_timeout``;
+        2. SIGTERM to the process group, wait ``term_timeout`` (skipped when the stop signal was
+           SIGTERM: then the sequence is meta-arm's, SIGTERM, ``stop_timeout`` (10 s), SIGKILL:
+           meta-arm/lib/fvp/runner.py:112-121);
         3. SIGKILL to the process group. Never raises; safe to call twice.
         """
         if self._child is None or self.stopped:
@@ -607,10 +650,11 @@ class FvpProcess:
                 self._signal_group(getattr(signal, self.profile.stop_signal))
                 if not self._wait_exit(polite):
                     if self.profile.stop_signal == "SIGTERM":
-                        log.warning("model pid %s ignored SIGTERM for %.3g s; killing its group", self.pid, polite)
+                        log.warning("model pid %s ignored SIGTERM for %.3g s; killing its group",
+                                    self.pid, polite)
                     else:
-                        log.warning("model pid %s ignored %s for %.3g s; sending SIGTERM to its group", self.pid,
-                                    self.profile.stop_signal, polite)
+                        log.warning("model pid %s ignored %s for %.3g s; sending SIGTERM to its "
+                                    "group", self.pid, self.profile.stop_signal, polite)
                         self._signal_group(signal.SIGTERM)
                         if not self._wait_exit(term_timeout):
                             log.warning("model pid %s ignored SIGTERM; killing its group", self.pid)
@@ -623,8 +667,9 @@ class FvpProcess:
             return parse_stat_block(self._all_stat_lines)
 
     def kill_group(self) -> None:
-        """End the whole tree (the supervisor SIGKILLs everything it holds, ``setsid`` children included), SIGKILL
-        the process group (also what is left after the leader exited), reap, close the log."""
+        """End the whole tree (the supervisor SIGKILLs everything it holds, ``setsid`` children
+        included), SIGKILL the process group (also what is left after the leader exited), reap,
+        close the log."""
         child = self._child
         if child is None or self.stopped:
             return
@@ -634,7 +679,9 @@ class FvpProcess:
         self._signal_group(signal.SIGKILL)
         exited = self._wait_exit(2.0)
         self.wait_output_end(1.0)
-        if exited:  # reaped: ptyprocess's close need not sleep its 0.1 s "for the kernel" before looking (each close)
+        # reaped: ptyprocess's close need not sleep its 0.1 s "for the kernel" before looking (each
+        # close)
+        if exited:
             ptyproc = getattr(child, "ptyproc", None)  # not in pexpect's stubs
             if ptyproc is not None:
                 ptyproc.delayafterclose = 0.0

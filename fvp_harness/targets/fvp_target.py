@@ -1,16 +1,18 @@
-"""``FvpTarget``: one booted, logged-in model instance (simulated or real) behind the ``Target`` protocol.
+"""``FvpTarget``: one booted, logged-in model instance (simulated or real) behind the ``Target``
+protocol.
 
     with FvpTarget(scenario.fvp, profile, log_dir="results/smoke/logs/s0") as target:
         print(target.run("uname -a").output)
         target.put(Path("build/runner"), "/tmp/runner")
 
-It takes the scenario's ``fvp:`` section (any ``FvpSettings``) and a platform ``Profile``; loading a scenario is
-the caller's job (``run.instances.open_target`` accepts a scenario file and picks this class or ``HostTarget``).
+It takes the scenario's ``fvp:`` section (any ``FvpSettings``) and a platform ``Profile``; loading a
+scenario is the caller's job (``run.instances.open_target`` accepts a scenario file and picks this
+class or ``HostTarget``).
 
-The boot is a sequence of named phases under deadlines (``launch -> ports -> boot -> login -> ready``); each phase
-raises its own infrastructure error class with the log that shows it. ``close`` always runs (context manager exit,
-``finally`` in ``open``, atexit and fatal-signal handlers in ``fvp``), so an exception, a Ctrl-C or a failed boot
-leaves no model behind.
+The boot is a sequence of named phases under deadlines (``launch -> ports -> boot -> login ->
+ready``); each phase raises its own infrastructure error class with the log that shows it. ``close``
+always runs (context manager exit, ``finally`` in ``open``, atexit and fatal-signal handlers in
+``fvp``), so an exception, a Ctrl-C or a failed boot leaves no model behind.
 """
 
 from __future__ import annotations
@@ -35,7 +37,12 @@ from fvp_harness.targets.fvp import FvpProcess, LaunchSpec, build_launch, query_
 from fvp_harness.targets.ssh import SshTransport
 from fvp_harness.targets.terminal import Terminal
 from fvp_harness.targets.text import KERNEL_LINE
-from fvp_harness.targets.transfer import AUTO_SSH_TIMEOUT_S, guest_sha256, upload_console, upload_ssh
+from fvp_harness.targets.transfer import (
+    AUTO_SSH_TIMEOUT_S,
+    guest_sha256,
+    upload_console,
+    upload_ssh,
+)
 
 __all__ = ["FvpTarget"]
 
@@ -46,15 +53,16 @@ SSH_PORT_TURN_S = 3.0
 
 
 class FvpTarget:
-    """A model instance (simulated or real) behind the ``Target`` protocol; it also ``StreamsCommands``,
-    ``CopiesOverSsh`` and ``NamesPhases``.
+    """A model instance (simulated or real) behind the ``Target`` protocol; it also
+    ``StreamsCommands``, ``CopiesOverSsh`` and ``NamesPhases``.
 
-    ``timeout`` arguments are in scenario seconds and are multiplied by the session's scale like every configured
-    timeout. ``metadata`` holds argv, ports, version banner, boot and login seconds, and after ``close`` the
-    ``--stat`` block. ``transfer`` is how ``put`` and ``get`` move files: ``ssh`` through the forwarded port,
-    ``console`` (base64 typed into the shell; ``get`` then reads text files only), or ``auto``: ssh when the guest's
-    sshd answers the first copy within ``AUTO_SSH_TIMEOUT_S``, else the console from then on (``transport`` says
-    which, and why), as a run's ``deploy.method: auto`` chooses (``run.deploy``).
+    ``timeout`` arguments are in scenario seconds and are multiplied by the session's scale like
+    every configured timeout. ``metadata`` holds argv, ports, version banner, boot and login
+    seconds, and after ``close`` the ``--stat`` block. ``transfer`` is how ``put`` and ``get`` move
+    files: ``ssh`` through the forwarded port, ``console`` (base64 typed into the shell; ``get``
+    then reads text files only), or ``auto``: ssh when the guest's sshd answers the first copy
+    within ``AUTO_SSH_TIMEOUT_S``, else the console from then on (``transport`` says which, and
+    why), as a run's ``deploy.method: auto`` chooses (``run.deploy``).
     """
 
     def __init__(
@@ -80,11 +88,13 @@ class FvpTarget:
         self.fvp = fvp
         self.transfer = transfer
         self.transport: str | None = transfer if transfer != "auto" else None
-        """How ``put``/``get`` move files: ``ssh``, ``console``, or with ``auto`` ``console (<why not ssh>)``; None
-        while ``auto`` has not copied yet."""
+        """How ``put``/``get`` move files: ``ssh``, ``console``, or with ``auto`` ``console (<why
+        not ssh>)``; None while ``auto`` has not copied yet."""
         self.redact = tuple(redact)
-        """Secret texts the terminal logs show as ``***`` (``run.instances`` passes the scenario's)."""
-        self.budget = TimeoutBudget.from_config(self.fvp.timeouts, scenario_scale=self.fvp.timeout_scale,
+        """Secret texts the terminal logs show as ``***`` (``run.instances`` passes the
+        scenario's)."""
+        self.budget = TimeoutBudget.from_config(self.fvp.timeouts,
+                                                scenario_scale=self.fvp.timeout_scale,
                                                 cli_scale=timeout_scale)
         self.binary = binary
         self.base_dir = base_dir
@@ -103,7 +113,7 @@ class FvpTarget:
         self._version_cancel = threading.Event()
         self.closed = False
 
-    # -- lifecycle -------------------------------------------------------------------------------------------
+    # -- lifecycle ---------------------------------------------------------------------------------
 
     def __enter__(self) -> FvpTarget:
         self.open()
@@ -113,7 +123,8 @@ class FvpTarget:
         self.close()
 
     def open(self) -> None:
-        """Launch, find the ports, connect every terminal, wait for the login prompt, log in, prepare the shell."""
+        """Launch, find the ports, connect every terminal, wait for the login prompt, log in,
+        prepare the shell."""
         try:
             self._open()
         except BaseException:
@@ -124,12 +135,14 @@ class FvpTarget:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self._session = self.budget.start("session")
         launched = time.monotonic()
-        self.spec = spec = build_launch(self.profile, self.fvp, ssh_port=self.ssh_port_request, binary=self.binary,
-                                        base_dir=self.base_dir)
+        self.spec = spec = build_launch(self.profile, self.fvp, ssh_port=self.ssh_port_request,
+                                        binary=self.binary, base_dir=self.base_dir)
         self.metadata.update(argv=spec.argv, simulated=spec.simulated, ssh_port=spec.ssh_port,
                              profile=self.profile.name, timeout_scale=self.budget.scale,
-                             sim_knobs={k: v for k, v in spec.env.items() if k.startswith("FVP_SIM_")})
-        version_thread = threading.Thread(target=self._read_version, args=(spec.argv[: 3 if spec.simulated else 1],),
+                             sim_knobs={k: v
+                                        for k, v in spec.env.items() if k.startswith("FVP_SIM_")})
+        version_thread = threading.Thread(target=self._read_version,
+                                          args=(spec.argv[: 3 if spec.simulated else 1],),
                                           name="fvp-version", daemon=True)
         version_thread.start()
         self._version_thread = version_thread
@@ -159,20 +172,23 @@ class FvpTarget:
         console.prepare_shell(login, quiet_kernel=self.quiet_kernel)
         self.metadata["login_seconds"] = round(login.elapsed(), 3)
         version_thread.join(timeout=10.0)
-        log.info("%s ready after %.1f s (ports %s, ssh %s)", self.name, time.monotonic() - launched, ports,
-                 spec.ssh_port)
+        log.info("%s ready after %.1f s (ports %s, ssh %s)", self.name, time.monotonic() - launched,
+                 ports, spec.ssh_port)
 
     def _read_version(self, program: list[str]) -> None:
-        status, text = query_version(program, self.spec.env if self.spec else {}, 30.0, cancel=self._version_cancel)
+        status, text = query_version(program, self.spec.env if self.spec else {}, 30.0,
+                                     cancel=self._version_cancel)
         match = re.search(self.profile.version_pattern, text)
         if match:
             self.metadata["version"] = match.group(1)
         else:
-            self.metadata["version"] = (text.strip().splitlines() or [f"unknown (status {status})"])[0]
+            self.metadata["version"] = (text.strip().splitlines() or
+                                        [f"unknown (status {status})"])[0]
         self.metadata["version_banner"] = text.strip()
 
     def close(self) -> None:
-        """Stop politely (SIGINT: the model prints --stat), then SIGTERM, then SIGKILL the group. Never raises."""
+        """Stop politely (SIGINT: the model prints --stat), then SIGTERM, then SIGKILL the group.
+        Never raises."""
         with self._lock:
             if self.closed:
                 return
@@ -195,9 +211,10 @@ class FvpTarget:
                 self.process.kill_group()
             if self._version_thread is not None:
                 self._version_cancel.set()  # a hung model's `--version` is killed, not waited for
-                self._version_thread.join(timeout=5.0)  # its `--version` child must not outlive the session
+                # its `--version` child must not outlive the session
+                self._version_thread.join(timeout=5.0)
 
-    # -- Target --------------------------------------------------------------------------------------------------
+    # -- Target ------------------------------------------------------------------------------------
 
     def _deadline(self, timeout: float | None, phase: str) -> Deadline:
         seconds = None if timeout is None else timeout
@@ -205,20 +222,22 @@ class FvpTarget:
 
     def _ready_console(self) -> Console:
         if self.console is None or self.console.state != "ready" or self.closed:
-            state = "closed" if self.closed else (self.console.state if self.console else "not open")
-            raise ConfigurationError(f"target {self.name} is not ready for commands (console {state})")
+            state = "closed" if self.closed else (self.console.state if self.console
+                                                  else "not open")
+            raise ConfigurationError(f"target {self.name} is not ready for commands (console "
+                                     f"{state})")
         return self.console
 
     def run(self, command: str, timeout: float | None = None, *, phase: str = "command",
             strict: bool = True) -> CommandResult:
         """Run one shell command on the console; returns its exit status and exact output.
 
-        ``phase`` names the timeout in messages (``command``, ``deploy`` or ``unit``). Raises CommandTimeout,
-        ConsoleLost (ConsoleGarbled: line noise; ``strict=False`` keeps output with invalid bytes), KernelPanic,
-        FvpDied.
+        ``phase`` names the timeout in messages (``command``, ``deploy`` or ``unit``). Raises
+        CommandTimeout, ConsoleLost (ConsoleGarbled: line noise; ``strict=False`` keeps output with
+        invalid bytes), KernelPanic, FvpDied.
         """
-        return self._ready_console().run(command, deadline=self._deadline(timeout, phase), stage=phase,
-                                         strict=strict)
+        return self._ready_console().run(command, deadline=self._deadline(timeout, phase),
+                                         stage=phase, strict=strict)
 
     def redact_also(self, secrets: Sequence[str]) -> None:
         """Mask these texts in every terminal log too (``MasksSecrets``)."""
@@ -232,18 +251,21 @@ class FvpTarget:
 
     def stream(self, commands: Iterator[str] | Iterable[str], *, timeout: float | None = None,
                window_bytes: int = 16384) -> int:
-        """Run many short commands pipelined on the console (deploy's chunk lines); see Console.stream_commands."""
-        return self._ready_console().stream_commands(iter(commands), deadline=self._deadline(timeout, "deploy"),
+        """Run many short commands pipelined on the console (deploy's chunk lines); see
+        Console.stream_commands."""
+        return self._ready_console().stream_commands(iter(commands),
+                                                     deadline=self._deadline(timeout, "deploy"),
                                                      window_bytes=window_bytes)
 
     @property
     def ssh(self) -> SshTransport:
-        """The SSH transport, connected on first use (retrying until sshd answers or ``fvp.timeouts.deploy``).
+        """The SSH transport, connected on first use (retrying until sshd answers or
+        ``fvp.timeouts.deploy``).
 
-        The forwarded ports of the network devices left switched on (``LaunchSpec.ssh_ports``, profile order) are
-        tried in turn, a few seconds each, and the first whose sshd answers is kept for the session (which device
-        carries the guest's network depends on the image: meta-arm forwards ssh on both). ``metadata["ssh_port"]``
-        then names it.
+        The forwarded ports of the network devices left switched on (``LaunchSpec.ssh_ports``,
+        profile order) are tried in turn, a few seconds each, and the first whose sshd answers is
+        kept for the session (which device carries the guest's network depends on the image:
+        meta-arm forwards ssh on both). ``metadata["ssh_port"]`` then names it.
         """
         if self._ssh is not None:
             if not self._ssh.connected:  # the port chosen before (or the only one): connect again
@@ -251,18 +273,21 @@ class FvpTarget:
             return self._ssh
         ports = list(self.spec.ssh_ports) if self.spec is not None else []
         if not ports:
-            raise SshUnavailable(f"profile {self.profile.name} forwards no SSH port on a network device that is "
-                                 f"switched on (see ssh_forward_params and ssh_forward_enabled_by)")
+            raise SshUnavailable(f"profile {self.profile.name} forwards no SSH port on a network "
+                                 "device that is switched on (see ssh_forward_params and "
+                                 "ssh_forward_enabled_by)")
         transport = self._connect_ssh(ports, self._deadline(None, "deploy"))
         self.metadata["ssh_port"] = transport.port
         return transport
 
     def _connect_ssh(self, ports: list[int], deadline: Deadline) -> SshTransport:
-        """Connect to the first of ``ports`` whose sshd answers, trying each for ``SSH_PORT_TURN_S`` in turn."""
+        """Connect to the first of ``ports`` whose sshd answers, trying each for ``SSH_PORT_TURN_S``
+        in turn."""
         transports = [SshTransport(port, user=self.profile.user, password=self.profile.password,
                                    log_path=self.log_dir / "fvp.log") for port in ports]
         if len(transports) == 1:
-            self._ssh = transports[0]  # kept even if the connect fails: close() must stop its loop thread
+            # kept even if the connect fails: close() must stop its loop thread
+            self._ssh = transports[0]
             transports[0].connect(deadline)
             return transports[0]
         winner: SshTransport | None = None
@@ -280,8 +305,8 @@ class FvpTarget:
                 if winner is None and deadline.expired:
                     tried = ", ".join(str(port) for port in ports)
                     raise SshUnavailable(
-                        deadline.message(f"no SSH server answered on any of the forwarded ports {tried}",
-                                         log_path=self.log_dir / "fvp.log"),
+                        deadline.message("no SSH server answered on any of the forwarded ports "
+                                         f"{tried}", log_path=self.log_dir / "fvp.log"),
                         log_path=self.log_dir / "fvp.log", stage="ssh") from last
         finally:
             for transport in transports:
@@ -298,15 +323,17 @@ class FvpTarget:
         return self.ssh.put(local, remote, self._deadline(timeout, "deploy"))
 
     def put(self, local: Path, remote: str) -> None:
-        """Copy a host file to a guest path by ``transfer`` (ssh, console, or ``auto``); sha256 checked."""
+        """Copy a host file to a guest path by ``transfer`` (ssh, console, or ``auto``); sha256
+        checked."""
         if self._by_ssh(lambda timeout: upload_ssh(self, Path(local), remote, timeout=timeout)):
             return
         upload_console(self, Path(local), remote)
 
     def _by_ssh(self, action: Callable[[float | None], object]) -> bool:
-        """Do ``action`` over ssh when ``transfer`` says so (True), or return False for the console. With ``auto``
-        the first copy decides: an ssh that does not answer within ``AUTO_SSH_TIMEOUT_S`` (an infrastructure
-        failure other than a hash mismatch) sends this and every later copy over the console."""
+        """Do ``action`` over ssh when ``transfer`` says so (True), or return False for the console.
+        With ``auto`` the first copy decides: an ssh that does not answer within
+        ``AUTO_SSH_TIMEOUT_S`` (an infrastructure failure other than a hash mismatch) sends this and
+        every later copy over the console."""
         if self.transfer == "ssh":
             action(None)
             return True
@@ -325,19 +352,24 @@ class FvpTarget:
         return True
 
     def get(self, remote: str) -> bytes:
-        """A guest file's bytes: by SSH when ``transfer`` is ssh, else ``cat`` on the console (text only: the bytes
-        are checked against the guest's sha256sum and a binary file is refused with DeployError)."""
+        """A guest file's bytes: by SSH when ``transfer`` is ssh, else ``cat`` on the console (text
+        only: the bytes are checked against the guest's sha256sum and a binary file is refused with
+        DeployError)."""
         fetched: list[bytes] = []
-        if self._by_ssh(lambda timeout: fetched.append(self.ssh.get(remote, self._deadline(timeout, "deploy")))):
+        if self._by_ssh(lambda timeout: fetched.append(self.ssh.get(remote,
+                                                                    self._deadline(timeout,
+                                                                                   "deploy")))):
             return fetched[0]
-        result = self.run(f"cat {shlex.quote(remote)}", phase="deploy", strict=False)  # the sha256 decides
+        # the sha256 decides
+        result = self.run(f"cat {shlex.quote(remote)}", phase="deploy", strict=False)
         if not result.ok:
             raise FileNotFoundError(f"{remote}: {result.output.strip()}")
         data = result.output.encode("utf-8")
         expected = guest_sha256(self, remote)
         if expected is not None and hashlib.sha256(data).hexdigest() != expected:
-            raise DeployError(f"{remote} cannot be read exactly over the console (binary or CR bytes); use "
-                              f"deploy.method ssh to fetch it", log_path=self.console_log, stage="get")
+            raise DeployError(f"{remote} cannot be read exactly over the console (binary or CR "
+                              "bytes); use deploy.method ssh to fetch it",
+                              log_path=self.console_log, stage="get")
         return data
 
     @property

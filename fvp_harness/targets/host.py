@@ -1,22 +1,23 @@
 """This machine as a target, for runs that need no model (VGF host runs).
 
-Commands run under ``/bin/sh`` (the Target contract hands over one shell command line, already quoted) in a private
-temporary working folder, each a ``children.ProcessTree`` (under a supervisor that ends it whole when the harness
-dies; every descendant found and ended at the timeout, on a second Ctrl-C and when the command is done). Output
-streams to ``host.log`` and is kept in memory only up to ``max_output`` bytes (``run.max_output``), so a runner
-printing without end costs neither memory nor the harness. Relative "guest"
-paths are relative to that folder; deploy puts artifacts under ``guest_dir`` (``<workdir>/artifacts``), which the
-deploy layer prefers over the scenario's guest folder, so nothing outside the working folder is written.
+Commands run under ``/bin/sh`` (the Target contract hands over one shell command line, already
+quoted) in a private temporary working folder, each a ``children.ProcessTree`` (under a supervisor
+that ends it whole when the harness dies; every descendant found and ended at the timeout, on a
+second Ctrl-C and when the command is done). Output streams to ``host.log`` and is kept in memory
+only up to ``max_output`` bytes (``run.max_output``), so a runner printing without end costs neither
+memory nor the harness. Relative "guest" paths are relative to that folder; deploy puts artifacts
+under ``guest_dir`` (``<workdir>/artifacts``), which the deploy layer prefers over the scenario's
+guest folder, so nothing outside the working folder is written.
 
-The command line reaches the shell through the environment, never a file or an argument: it holds the scenario's
-environment values (``NAME='value' runner ...``), secrets included, and every process's argv is world-readable
-(``ps``, ``/proc/PID/cmdline``) while a file stays on disk after a SIGKILL. ``/bin/sh -c`` reads it from
-``COMMAND_ENV``, unsets it (the runner does not inherit it) and runs it with ``eval``; the runner then has the
-values in its environment, which only the same user and root can read (``/proc/PID/environ``); ``docs/scenarios.md``
-says so.
+The command line reaches the shell through the environment, never a file or an argument: it holds
+the scenario's environment values (``NAME='value' runner ...``), secrets included, and every
+process's argv is world-readable (``ps``, ``/proc/PID/cmdline``) while a file stays on disk after a
+SIGKILL. ``/bin/sh -c`` reads it from ``COMMAND_ENV``, unsets it (the runner does not inherit it)
+and runs it with ``eval``; the runner then has the values in its environment, which only the same
+user and root can read (``/proc/PID/environ``); ``docs/scenarios.md`` says so.
 
-The working folder records its owner (``leftovers.write_owner``); opening a target removes the working folders of
-harness processes that died without removing theirs (``leftovers.collect``).
+The working folder records its owner (``leftovers.write_owner``); opening a target removes the
+working folders of harness processes that died without removing theirs (``leftovers.collect``).
 """
 
 from __future__ import annotations
@@ -57,11 +58,13 @@ _SHELL_LINE = ('__fvp_harness_command=$FVP_HARNESS_COMMAND; unset FVP_HARNESS_CO
 """``/bin/sh -c`` text: the command from the environment, which the runner does not inherit."""
 
 DEFAULT_MAX_OUTPUT = 64 * 1024 * 1024
-"""Bytes of one host command's output kept in memory (``run.max_output``'s default): a runner's metrics lines are
-kilobytes; a runner printing more than this is broken, and is ended rather than allowed to take the host's memory."""
+"""Bytes of one host command's output kept in memory (``run.max_output``'s default): a runner's
+metrics lines are kilobytes; a runner printing more than this is broken, and is ended rather than
+allowed to take the host's memory."""
 
 STRAY_OUTPUT_S = 1.0
-"""After the command exited: how long a process it started may still hold its output open before it is ended."""
+"""After the command exited: how long a process it started may still hold its output open before it
+is ended."""
 
 _CHUNK = 65536
 _LOG_PIECE = 1 << 20
@@ -70,8 +73,8 @@ log = logging.getLogger(__name__)
 
 
 class HostTarget:
-    """Runs commands on this host in a temporary working folder removed at close (``Target``, ``NamesPhases``,
-    ``SharesHostFiles``)."""
+    """Runs commands on this host in a temporary working folder removed at close (``Target``,
+    ``NamesPhases``, ``SharesHostFiles``)."""
 
     def __init__(self, *, log_dir: Path, name: str = "host", command_timeout: float = 120.0,
                  timeout_scale: float = 1.0, redact: Sequence[str] = (),
@@ -84,7 +87,8 @@ class HostTarget:
         self.command_timeout = command_timeout
         self.timeout_scale = timeout_scale
         self.max_output = max_output
-        """Bytes of one command's output kept; more ends the command (``OutputLimitExceeded``, ``run.max_output``)."""
+        """Bytes of one command's output kept; more ends the command (``OutputLimitExceeded``,
+        ``run.max_output``)."""
         self.workdir: Path | None = None
         self._log: TextIO | None = None
         self._trees: set[ProcessTree] = set()
@@ -104,8 +108,8 @@ class HostTarget:
         self.metadata.update({"workdir": str(self.workdir), "uname": " ".join(os.uname())})
 
     def close(self) -> None:
-        """End every command still running (a second Ctrl-C closes targets under the units in flight), then remove
-        the working folder. Never raises."""
+        """End every command still running (a second Ctrl-C closes targets under the units in
+        flight), then remove the working folder. Never raises."""
         with self._trees_lock:
             trees = list(self._trees)
         for tree in trees:
@@ -126,15 +130,18 @@ class HostTarget:
         self.close()
 
     def local_path(self, remote: str) -> Path:
-        """A "guest" path on this host: absolute paths as they are, relative ones inside the working folder."""
+        """A "guest" path on this host: absolute paths as they are, relative ones inside the working
+        folder."""
         assert self.workdir is not None, "open() the target first"
         path = Path(remote)
         return path if path.is_absolute() else self.workdir / path
 
     @property
     def guest_dir(self) -> str:
-        """Where deploy puts artifacts on this target (inside the working folder, which exists once open)."""
-        if self.workdir is None:  # AttributeError: `isinstance(target, SharesHostFiles)` is then simply False
+        """Where deploy puts artifacts on this target (inside the working folder, which exists once
+        open)."""
+        # AttributeError: `isinstance(target, SharesHostFiles)` is then simply False
+        if self.workdir is None:
             raise AttributeError("guest_dir: open() the host target first")
         return str(self.workdir / "artifacts")
 
@@ -143,30 +150,35 @@ class HostTarget:
         self.redact = tuple(dict.fromkeys([*self.redact, *secrets]))
 
     def run(self, command: str, timeout: float | None = None) -> CommandResult:
-        """Run ``/bin/sh -c command`` in the working folder; its whole process tree is ended at the timeout."""
+        """Run ``/bin/sh -c command`` in the working folder; its whole process tree is ended at the
+        timeout."""
         return self.run_in_phase(command, timeout, "command")
 
     def run_in_phase(self, command: str, timeout: float | None, phase: str) -> CommandResult:
         """``run`` with its timeout message naming ``phase`` (``NamesPhases``).
 
-        The output is streamed to ``host.log`` as it comes and kept in memory up to ``max_output`` bytes; a
-        command that prints more is ended and raises ``OutputLimitExceeded``. Every read has the command's
-        deadline: a child that keeps stdout open after the command ended (``setsid ... &``) gets
-        ``STRAY_OUTPUT_S`` more, then is ended with the rest of the tree (``children.ProcessTree``)."""
+        The output is streamed to ``host.log`` as it comes and kept in memory up to ``max_output``
+        bytes; a command that prints more is ended and raises ``OutputLimitExceeded``. Every read
+        has the command's deadline: a child that keeps stdout open after the command ended (``setsid
+        ... &``) gets ``STRAY_OUTPUT_S`` more, then is ended with the rest of the tree
+        (``children.ProcessTree``)."""
         assert self.workdir is not None, "open() the target first"
         limit = (timeout if timeout is not None else self.command_timeout) * self.timeout_scale
         began = time.monotonic()
         deadline = began + limit
         if len(command) > MAX_COMMAND:
-            raise CommandFailed(f"the host command is {len(command)} characters long; at most {MAX_COMMAND} can be "
-                                "passed to /bin/sh", exit_status=126)
+            raise CommandFailed(f"the host command is {len(command)} characters long; at most "
+                                f"{MAX_COMMAND} can be passed to /bin/sh", exit_status=126)
         self._log_write(f"$ {command}\n")
         try:
-            tree = ProcessTree.start(["/bin/sh", "-c", _SHELL_LINE], label=f"{self.name}: host command",
+            tree = ProcessTree.start(["/bin/sh", "-c", _SHELL_LINE],
+                                     label=f"{self.name}: host command",
                                      cwd=self.workdir, env={**os.environ, COMMAND_ENV: command},
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, grace=STRAY_OUTPUT_S)
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     grace=STRAY_OUTPUT_S)
         except OSError as exc:
-            raise CommandFailed(f"cannot start /bin/sh on this host: {exc}", exit_status=127) from exc
+            raise CommandFailed(f"cannot start /bin/sh on this host: {exc}",
+                                exit_status=127) from exc
         with self._trees_lock:
             self._trees.add(tree)
         sink = _OutputSink(self, self.max_output)
@@ -175,20 +187,25 @@ class HostTarget:
             assert tree.proc.stdout is not None
             fd = tree.proc.stdout.fileno()
             ended = _read_until(fd, sink, deadline, exited=lambda: tree.proc.poll() is not None)
-            if ended == "exited":  # the command is done, but a process it started holds its output open
+            # the command is done, but a process it started holds its output open
+            if ended == "exited":
                 _read_until(fd, sink, time.monotonic() + STRAY_OUTPUT_S)
             status = tree.wait(max(0.0, deadline - time.monotonic()))
-            if status is None:  # the deadline passed (or it closed its output and did not exit in time)
+            # the deadline passed (or it closed its output and did not exit in time)
+            if status is None:
                 tree.end()
-                _read_until(fd, sink, time.monotonic() + 0.2)  # what was in the pipe when it was ended
+                # what was in the pipe when it was ended
+                _read_until(fd, sink, time.monotonic() + 0.2)
                 self._log_write(sink.flush() + f"[ended after {limit:.4g} s]\n")
                 raise CommandTimeout(
-                    f"host command did not finish after {limit:.4g} s (phase {phase}) and was ended with every "
-                    f"process it started; pass --timeout-scale to allow more time (log: {self.log_path}): "
-                    f"{command}", exit_status=124, output=sink.text(), log_path=self.log_path)
+                    f"host command did not finish after {limit:.4g} s (phase {phase}) and was "
+                    "ended with every process it started; pass --timeout-scale to allow more time "
+                    f"(log: {self.log_path}): {command}", exit_status=124, output=sink.text(),
+                    log_path=self.log_path)
         except OutputLimitExceeded:
             tree.end()
-            self._log_write(sink.flush() + f"[ended: more than {self.max_output} bytes of output]\n")
+            self._log_write(sink.flush()
+                            + f"[ended: more than {self.max_output} bytes of output]\n")
             raise
         finally:
             tree.end()  # strays of a finished command too: nothing it started outlives it
@@ -206,8 +223,8 @@ class HostTarget:
         return self.log_dir / "host.log"
 
     def _log_write(self, text: str) -> None:
-        """Append to ``host.log`` (secrets masked); a write that fails is the host's storage failing: raised as
-        ``StorageError`` naming the file (the run ends at once)."""
+        """Append to ``host.log`` (secrets masked); a write that fails is the host's storage
+        failing: raised as ``StorageError`` naming the file (the run ends at once)."""
         if self._log is None or not text:
             return
         try:
@@ -228,8 +245,8 @@ class HostTarget:
 
 def _read_until(fd: int, sink: _OutputSink, deadline: float,
                 exited: Callable[[], bool] | None = None) -> Literal["eof", "deadline", "exited"]:
-    """Read ``fd`` into ``sink`` until EOF, ``deadline``, or (checked whenever the pipe is quiet) ``exited()``;
-    never blocks past the deadline."""
+    """Read ``fd`` into ``sink`` until EOF, ``deadline``, or (checked whenever the pipe is quiet)
+    ``exited()``; never blocks past the deadline."""
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
@@ -246,8 +263,8 @@ def _read_until(fd: int, sink: _OutputSink, deadline: float,
 
 
 class _OutputSink:
-    """A command's output: streamed into ``host.log`` in pieces (never splitting a secret), the first
-    ``limit`` bytes kept for the result; more raises ``OutputLimitExceeded``."""
+    """A command's output: streamed into ``host.log`` in pieces (never splitting a secret), the
+    first ``limit`` bytes kept for the result; more raises ``OutputLimitExceeded``."""
 
     def __init__(self, target: HostTarget, limit: int) -> None:
         self._target = target
@@ -263,19 +280,22 @@ class _OutputSink:
         if self._size > self._limit:
             self._pending += text
             raise OutputLimitExceeded(
-                f"the command printed more than {self._limit} bytes (run.max_output) and was ended; the output "
-                f"so far is in {self._target.log_path}", exit_status=1, output=self.text()[-4096:],
-                log_path=self._target.log_path)
+                f"the command printed more than {self._limit} bytes (run.max_output) and was "
+                f"ended; the output so far is in {self._target.log_path}", exit_status=1,
+                output=self.text()[-4096:], log_path=self._target.log_path)
         self._kept.append(text)
         self._pending += text
         if len(self._pending) >= _LOG_PIECE or "\n" in text:
-            cut = self._pending.rfind("\n") + 1 if len(self._pending) < _LOG_PIECE else len(self._pending)
-            cut -= held_back(self._pending[:cut], self._target.redact) if cut == len(self._pending) else 0
+            cut = (self._pending.rfind("\n") + 1 if len(self._pending) < _LOG_PIECE
+                   else len(self._pending))
+            cut -= (held_back(self._pending[:cut], self._target.redact) if cut == len(self._pending)
+                    else 0)
             piece, self._pending = self._pending[:cut], self._pending[cut:]
             self._target._log_write(piece)
 
     def flush(self) -> str:
-        """What is not in the log yet (the unfinished last line), for the caller's last log write."""
+        """What is not in the log yet (the unfinished last line), for the caller's last log
+        write."""
         self._pending += self._decoder.decode(b"", final=True)
         rest, self._pending = self._pending, ""
         return rest if not rest or rest.endswith("\n") else rest + "\n"

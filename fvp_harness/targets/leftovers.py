@@ -1,14 +1,15 @@
 """Who owns a temporary folder, and removing the folders whose owner is dead.
 
-Why: a SIGKILLed harness (or simulator) runs no clean-up, so its temporary folders (``fvp-harness-host-*``, the
-simulator's guest roots ``fvp-sim-*``, a build's staging folder ``.NAME.building-*``) stayed for good. Each such
-folder now holds ``OWNER_FILE``: the owning process's pid, its start time (``/proc/<pid>/stat`` field 22, so a pid
-reused by another process is not taken for the owner) and the boot it ran in. The next run removes the folders of
-that kind whose owner is dead (``collect``) and says how much it removed (a warning line); a folder whose owner
+Why: a SIGKILLed harness (or simulator) runs no clean-up, so its temporary folders
+(``fvp-harness-host-*``, the simulator's guest roots ``fvp-sim-*``, a build's staging folder
+``.NAME.building-*``) stayed for good. Each such folder now holds ``OWNER_FILE``: the owning
+process's pid, its start time (``/proc/<pid>/stat`` field 22, so a pid reused by another process is
+not taken for the owner) and the boot it ran in. The next run removes the folders of that kind whose
+owner is dead (``collect``) and says how much it removed (a warning line); a folder whose owner
 lives, or that holds no owner record of ours (it cannot be proved ours), is never touched.
 
-The simulator (``sim/``, a program that imports nothing of the harness) writes the same three fields in the same
-file name (``sim/guest/fs.py``); this module only reads them.
+The simulator (``sim/``, a program that imports nothing of the harness) writes the same three fields
+in the same file name (``sim/guest/fs.py``); this module only reads them.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ def _boot_id() -> str:
 
 
 def _start_time(pid: int) -> int | None:
-    """The start time of live process ``pid`` (clock ticks after boot), None when it is gone or a zombie."""
+    """The start time of live process ``pid`` (clock ticks after boot), None when it is gone or a
+    zombie."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as file:
             fields = file.read().rsplit(b")", 1)[1].split()
@@ -89,7 +91,8 @@ def write_owner(folder: Path, owner: Owner | None = None) -> None:
 
 
 def owner_of(folder: Path) -> Owner | None:
-    """The owner recorded in ``folder``; None when there is no readable record (the folder is not provably ours)."""
+    """The owner recorded in ``folder``; None when there is no readable record (the folder is not
+    provably ours)."""
     try:
         return Owner.from_json(json.loads((folder / OWNER_FILE).read_text(encoding="utf-8")))
     except (OSError, ValueError):
@@ -108,9 +111,11 @@ class Collected:
 
     def describe(self) -> str:
         """``removed 3 leftover folders (1.2 MiB) of dead runs``."""
-        size = f"{self.size / 1024:.0f} KiB" if self.size < 1 << 20 else f"{self.size / (1 << 20):.1f} MiB"
+        size = (f"{self.size / 1024:.0f} KiB" if self.size < 1 << 20
+                else f"{self.size / (1 << 20):.1f} MiB")
         count = len(self.folders)
-        return f"removed {count} leftover folder{'s' if count != 1 else ''} ({size}) of processes that died"
+        return (f"removed {count} leftover folder{'s' if count != 1 else ''} ({size}) of processes "
+                "that died")
 
 
 def _size(folder: Path) -> int:
@@ -125,9 +130,10 @@ def _size(folder: Path) -> int:
 
 
 def collect(folders: Iterable[Path], pattern: str) -> Collected:
-    """Remove the folders matching ``pattern`` in each of ``folders`` whose recorded owner is dead. Folders
-    without an owner record, with a live owner, or not real folders (a symbolic link) are left alone. A removal
-    is logged as a warning (shown without ``-v``: something died without cleaning up). Never raises."""
+    """Remove the folders matching ``pattern`` in each of ``folders`` whose recorded owner is dead.
+    Folders without an owner record, with a live owner, or not real folders (a symbolic link) are
+    left alone. A removal is logged as a warning (shown without ``-v``: something died without
+    cleaning up). Never raises."""
     removed: list[Path] = []
     size = 0
     for parent in dict.fromkeys(Path(folder) for folder in folders):

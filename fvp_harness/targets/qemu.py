@@ -1,12 +1,15 @@
-"""QEMU as a platform (profiles of ``kind: qemu``): its command line, launched natively by ``FvpProcess``.
+"""QEMU as a platform (profiles of ``kind: qemu``): its command line, launched natively by
+``FvpProcess``.
 
-Why no shim that pretends to be an FVP: QEMU already has everything the session needs, in its own words. The profile's
-``args`` are QEMU's command line; the console is a ``-chardev socket,...,port=0,server=on,wait=on``: QEMU picks a
-free port itself and prints ``QEMU waiting for connection on: disconnected:tcp:127.0.0.1:NNNNN,server=on`` (a port
-banner with no race, read by the profile's one-group ``port_banner``), and ``wait=on`` holds the CPU until the
-harness connects, as an FVP terminal does. The ssh forward is ``-netdev user,hostfwd=tcp:127.0.0.1:{ssh_port}-:22``
-with a free port per instance. Everything after the launch (process group, pty drain, stepwise stop, death with the
-harness, terminals, login, transfers) is the FVP path unchanged: ``FvpProcess`` and ``FvpTarget``.
+Why no shim that pretends to be an FVP: QEMU already has everything the session needs, in its own
+words. The profile's ``args`` are QEMU's command line; the console is a ``-chardev
+socket,...,port=0,server=on,wait=on``: QEMU picks a free port itself and prints ``QEMU waiting for
+connection on: disconnected:tcp:127.0.0.1:NNNNN,server=on`` (a port banner with no race, read by the
+profile's one-group ``port_banner``), and ``wait=on`` holds the CPU until the harness connects, as
+an FVP terminal does. The ssh forward is ``-netdev user,hostfwd=tcp:127.0.0.1:{ssh_port}-:22`` with
+a free port per instance. Everything after the launch (process group, pty drain, stepwise stop,
+death with the harness, terminals, login, transfers) is the FVP path unchanged: ``FvpProcess`` and
+``FvpTarget``.
 """
 
 from __future__ import annotations
@@ -31,17 +34,21 @@ SSH_PORT_FIELD = "{ssh_port}"
 """Where in a qemu profile's ``args`` the host port of the ssh forward goes."""
 
 
-def qemu_launch(profile: Profile, fvp: object, *, ssh_port: int | None = None, binary: str | None = None,
-                base_dir: Path | None = None, environ: Mapping[str, str] | None = None) -> LaunchSpec:
-    """argv + environment of one QEMU instance: program, profile ``args`` (``{ssh_port}`` filled in), firmware
-    options (``-kernel PATH``), the scenario's ``fvp.args``. ``fvp.params`` are refused: QEMU has no -C."""
+def qemu_launch(profile: Profile, fvp: object, *, ssh_port: int | None = None,
+                binary: str | None = None,
+                base_dir: Path | None = None,
+                environ: Mapping[str, str] | None = None) -> LaunchSpec:
+    """argv + environment of one QEMU instance: program, profile ``args`` (``{ssh_port}`` filled
+    in), firmware options (``-kernel PATH``), the scenario's ``fvp.args``. ``fvp.params`` are
+    refused: QEMU has no -C."""
     chosen = binary or getattr(fvp, "binary", "") or "auto"
     if chosen == SIM_BINARY:
-        chosen = "auto"  # no simulator plays QEMU; the default binary means the profile's executable
+        # no simulator plays QEMU; the default binary means the profile's executable
+        chosen = "auto"
     program = resolve_binary(chosen, profile)
     if getattr(fvp, "params", None):
-        raise ConfigurationError(f"profile {profile.name} launches QEMU, which takes no -C parameters; put QEMU "
-                                 "options in fvp.args instead of fvp.params")
+        raise ConfigurationError(f"profile {profile.name} launches QEMU, which takes no -C "
+                                 "parameters; put QEMU options in fvp.args instead of fvp.params")
     port = ssh_port if ssh_port is not None else find_free_port()
     uses_ssh = any(SSH_PORT_FIELD in arg for arg in profile.args)
     args = [arg.replace(SSH_PORT_FIELD, str(port)) for arg in profile.args]
@@ -53,11 +60,15 @@ def qemu_launch(profile: Profile, fvp: object, *, ssh_port: int | None = None, b
         firmware[name] = str(resolved)
     unknown = sorted(set(firmware) - set(profile.firmware))
     if unknown:
-        raise ConfigurationError(f"fvp.firmware names {', '.join(unknown)}, which profile {profile.name} does not "
-                                 f"know (known: {', '.join(profile.firmware) or 'none'})")
-    argv = [*program, *args, *profile.firmware_args(firmware), *(str(a) for a in getattr(fvp, "args", []) or [])]
+        raise ConfigurationError(f"fvp.firmware names {', '.join(unknown)}, which profile "
+                                 f"{profile.name} does not know (known: "
+                                 f"{', '.join(profile.firmware) or 'none'})")
+    argv = [*program, *args, *profile.firmware_args(firmware),
+            *(str(a) for a in getattr(fvp, "args", []) or [])]
     env = {key: value for key, value in (os.environ if environ is None else environ).items()}
-    env[OWNER_ENV] = str(os.getpid())  # who started this instance: lets a leak check find exactly our processes
+    # who started this instance: lets a leak check find exactly our processes
+    env[OWNER_ENV] = str(os.getpid())
     ports = [port] if uses_ssh else []
-    return LaunchSpec(argv=argv, env=env, params={}, ssh_port=ports[0] if ports else None, simulated=False,
+    return LaunchSpec(argv=argv, env=env, params={}, ssh_port=ports[0] if ports else None,
+                      simulated=False,
                       ssh_ports=ports, ssh_forwards={"hostfwd": port} if uses_ssh else {})

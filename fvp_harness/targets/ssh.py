@@ -1,16 +1,18 @@
-"""SSH to the guest through the instance's forwarded port: exec, and file transfer by SFTP or ``cat``.
+"""SSH to the guest through the instance's forwarded port: exec, and file transfer by SFTP or
+``cat``.
 
-asyncssh runs on a private event loop in a daemon thread, so the rest of the harness stays synchronous and no event
-loop of the caller's (a notebook, Dask) is touched.
+asyncssh runs on a private event loop in a daemon thread, so the rest of the harness stays
+synchronous and no event loop of the caller's (a notebook, Dask) is touched.
 
-Host keys: ``known_hosts=None`` (no verification). The guest is a throwaway model started a moment ago by this
-process on 127.0.0.1, behind a port that was free a moment ago; its host key is generated at first boot (a new one
-every boot), so there is nothing to pin, and recording it would only fill ``~/.ssh/known_hosts`` with entries that
-break the next run. The user's own keys and agent are not offered either (``client_keys=None``, ``agent_path=None``):
-the guest logs root in without a password, and nothing of the user's should travel to a model.
+Host keys: ``known_hosts=None`` (no verification). The guest is a throwaway model started a moment
+ago by this process on 127.0.0.1, behind a port that was free a moment ago; its host key is
+generated at first boot (a new one every boot), so there is nothing to pin, and recording it would
+only fill ``~/.ssh/known_hosts`` with entries that break the next run. The user's own keys and agent
+are not offered either (``client_keys=None``, ``agent_path=None``): the guest logs root in without a
+password, and nothing of the user's should travel to a model.
 
-Dropbear ships without SFTP unless ``sftp-server`` is installed, so ``put``/``get`` fall back to ``cat > file`` /
-``cat file`` over an exec channel when the SFTP subsystem is refused.
+Dropbear ships without SFTP unless ``sftp-server`` is installed, so ``put``/``get`` fall back to
+``cat > file`` / ``cat file`` over an exec channel when the SFTP subsystem is refused.
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ T = TypeVar("T")
 
 
 class _LoopThread:
-    """A private asyncio loop in a daemon thread; ``call`` runs a coroutine there and waits for it."""
+    """A private asyncio loop in a daemon thread; ``call`` runs a coroutine there and waits for
+    it."""
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
@@ -58,7 +61,8 @@ class _LoopThread:
 
 
 KEX_DROPS = 3
-"""Failed handshakes in a row, each time with a server that greets (``SSH-...``), before SshUnavailable."""
+"""Failed handshakes in a row, each time with a server that greets (``SSH-...``), before
+SshUnavailable."""
 
 _READ_CHUNK = 1 << 16
 """SFTP read size of ``get``; it reads until EOF, never trusting the reported file size."""
@@ -69,20 +73,22 @@ _PREFERRED_HOST_KEYS = ("ssh-ed25519", "ecdsa-sha2-nistp256")
 def _host_key_preference(asyncssh: Any) -> list[str]:
     """Host key algorithms, ed25519 and ECDSA first, then asyncssh's defaults.
 
-    Why: asyncssh takes the first of its list the server offers, and its default puts RSA early. Dropbear 2022.83
-    started with only an ed25519 key (or ``-R``, keys made on demand) still offers RSA; picking it made a real guest's
-    server die on an assertion (or spend seconds making an RSA key under emulation). OpenSSH's client prefers ed25519
-    and never shows it; so does this one now."""
+    Why: asyncssh takes the first of its list the server offers, and its default puts RSA early.
+    Dropbear 2022.83 started with only an ed25519 key (or ``-R``, keys made on demand) still offers
+    RSA; picking it made a real guest's server die on an assertion (or spend seconds making an RSA
+    key under emulation). OpenSSH's client prefers ed25519 and never shows it; so does this one
+    now."""
     defaults = [alg.decode() if isinstance(alg, bytes) else str(alg)
                 for alg in asyncssh.public_key.get_default_public_key_algs()]
     return [*_PREFERRED_HOST_KEYS, *(alg for alg in defaults if alg not in _PREFERRED_HOST_KEYS)]
 
 
 class SshTransport:
-    """An SSH connection to ``host:port`` as ``user``; connect lazily with retries until a deadline."""
+    """An SSH connection to ``host:port`` as ``user``; connect lazily with retries until a
+    deadline."""
 
-    def __init__(self, port: int, *, host: str = "127.0.0.1", user: str = "root", password: str | None = None,
-                 log_path: Path | None = None) -> None:
+    def __init__(self, port: int, *, host: str = "127.0.0.1", user: str = "root",
+                 password: str | None = None, log_path: Path | None = None) -> None:
         self.host = host
         self.port = port
         self.user = user
@@ -98,7 +104,8 @@ class SshTransport:
         return self._conn is not None
 
     def connect(self, deadline: Deadline) -> None:
-        """Connect, retrying refusals and resets (sshd not up yet) until ``deadline``; SshUnavailable after."""
+        """Connect, retrying refusals and resets (sshd not up yet) until ``deadline``;
+        SshUnavailable after."""
         import asyncssh
 
         if self._conn is not None:
@@ -113,34 +120,39 @@ class SshTransport:
             try:
                 self._conn = self._loop.call(self._connect(asyncssh, budget), timeout=budget + 2.0)
                 self.server_version = self._conn.get_extra_info("server_version")
-                log.info("ssh connected to %s:%s after %s attempt(s) (%s)", self.host, self.port, attempts,
-                         self.server_version)
+                log.info("ssh connected to %s:%s after %s attempt(s) (%s)", self.host, self.port,
+                         attempts, self.server_version)
                 return
             except (OSError, asyncssh.Error, asyncio.TimeoutError, TimeoutError) as exc:
                 last = exc
                 log.debug("ssh attempt %s to %s:%s failed: %s", attempts, self.host, self.port, exc)
-                banner = self._banner(deadline) if isinstance(exc, asyncssh.Error | ConnectionError) else None
+                banner = (self._banner(deadline)
+                          if isinstance(exc, asyncssh.Error | ConnectionError) else None)
                 dropped = dropped + 1 if banner else 0
                 if dropped >= KEX_DROPS:
                     raise SshUnavailable(
-                        f"the SSH server on {self.host}:{self.port} ({banner}) answers but dropped the key exchange "
-                        f"{dropped} times in a row: {type(exc).__name__}: {exc} (see the guest's sshd log)",
-                        log_path=self.log_path, stage="ssh") from exc
+                        f"the SSH server on {self.host}:{self.port} ({banner}) answers but dropped "
+                        f"the key exchange {dropped} times in a row: {type(exc).__name__}: {exc} "
+                        "(see the guest's sshd log)", log_path=self.log_path, stage="ssh") from exc
             if deadline.expired:
                 raise SshUnavailable(
-                    deadline.message(f"no SSH server answered on {self.host}:{self.port} ({attempts} attempts; "
-                                     f"last error: {type(last).__name__}: {last})", log_path=self.log_path),
+                    deadline.message(f"no SSH server answered on {self.host}:{self.port} "
+                                     f"({attempts} attempts; last error: {type(last).__name__}: "
+                                     f"{last})", log_path=self.log_path),
                     log_path=self.log_path, stage="ssh") from last
             time.sleep(deadline.slice(min(0.2 * attempts, 1.0)))
 
     def _banner(self, deadline: Deadline) -> str | None:
-        """The server's ``SSH-`` version line if one answers on the port now (within 2 s), else None.
+        """The server's ``SSH-`` version line if one answers on the port now (within 2 s), else
+        None.
 
-        Why: a port that accepts and closes is a server not up yet (QEMU's user network accepts for a guest port
-        nobody listens on), worth waiting for; a server that greets and then drops the key exchange is broken,
-        and waiting the whole deploy timeout for it (600 s) hides the reason."""
+        Why: a port that accepts and closes is a server not up yet (QEMU's user network accepts for
+        a guest port nobody listens on), worth waiting for; a server that greets and then drops the
+        key exchange is broken, and waiting the whole deploy timeout for it (600 s) hides the
+        reason."""
         try:
-            with socket.create_connection((self.host, self.port), timeout=max(0.1, deadline.slice(2.0))) as probe:
+            with socket.create_connection((self.host, self.port),
+                                          timeout=max(0.1, deadline.slice(2.0))) as probe:
                 probe.settimeout(max(0.1, deadline.slice(2.0)))
                 line = probe.recv(256).split(b"\n", 1)[0].strip()
         except OSError:
@@ -150,14 +162,16 @@ class SshTransport:
     async def _connect(self, asyncssh: Any, timeout: float) -> Any:
         return await asyncssh.connect(
             self.host, self.port, username=self.user, password=self.password,
-            known_hosts=None,  # throwaway local instance with a fresh key per boot: see the module docstring
+            # throwaway local instance with a fresh key per boot: see the module docstring
+            known_hosts=None,
             client_keys=None, agent_path=None, login_timeout=timeout, connect_timeout=timeout,
             keepalive_interval=15, server_host_key_algs=_host_key_preference(asyncssh),
         )
 
     def _require(self) -> Any:
         if self._conn is None or self._loop is None:
-            raise SshUnavailable(f"ssh to {self.host}:{self.port} is not connected", log_path=self.log_path)
+            raise SshUnavailable(f"ssh to {self.host}:{self.port} is not connected",
+                                 log_path=self.log_path)
         return self._conn
 
     def _call(self, coro: Coroutine[Any, Any, T], deadline: Deadline, what: str) -> T:
@@ -165,14 +179,16 @@ class SshTransport:
 
         assert self._loop is not None
         try:
-            return self._loop.call(asyncio.wait_for(coro, deadline.remaining()), timeout=deadline.remaining() + 5)
+            return self._loop.call(asyncio.wait_for(coro, deadline.remaining()),
+                                   timeout=deadline.remaining() + 5)
         except (asyncio.TimeoutError, TimeoutError) as exc:
-            raise SshUnavailable(deadline.message(f"ssh {what} did not finish", log_path=self.log_path),
+            raise SshUnavailable(deadline.message(f"ssh {what} did not finish",
+                                                  log_path=self.log_path),
                                  log_path=self.log_path, stage=what) from exc
         except (OSError, asyncssh.DisconnectError, asyncssh.ConnectionLost) as exc:
             self._conn = None
-            raise ConsoleLost(f"ssh connection to {self.host}:{self.port} lost during {what}: {exc}",
-                              log_path=self.log_path, stage=what) from exc
+            raise ConsoleLost(f"ssh connection to {self.host}:{self.port} lost during {what}: "
+                              f"{exc}", log_path=self.log_path, stage=what) from exc
 
     def run(self, command: str, deadline: Deadline) -> CommandResult:
         """Run a shell command; stdout and stderr merged as a console would show them."""
@@ -185,10 +201,12 @@ class SshTransport:
             return await conn.run(command, check=False, stderr=asyncssh.STDOUT)
 
         result = self._call(go(), deadline, "exec")
-        output = result.stdout if isinstance(result.stdout, str) else (result.stdout or b"").decode("utf-8",
+        output = result.stdout if isinstance(result.stdout,
+                                             str) else (result.stdout or b"").decode("utf-8",
                                                                                                       "replace")
         status = result.exit_status if result.exit_status is not None else 255
-        return CommandResult(command=command, exit_status=status, output=output.replace("\r\n", "\n"),
+        return CommandResult(command=command, exit_status=status,
+                             output=output.replace("\r\n", "\n"),
                              duration_s=time.monotonic() - began, log_path=self.log_path)
 
     def put(self, local: Path, remote: str, deadline: Deadline) -> str:
@@ -208,18 +226,20 @@ class SshTransport:
             except (asyncssh.SFTPError, asyncssh.ChannelOpenError) as exc:
                 if self._sftp_ok:
                     raise
-                log.info("SFTP unavailable on %s:%s (%s); using cat over exec", self.host, self.port, exc)
+                log.info("SFTP unavailable on %s:%s (%s); using cat over exec", self.host,
+                         self.port, exc)
                 self._sftp_ok = False
         data = Path(local).read_bytes()
 
         async def cat_put() -> Any:
-            return await conn.run(f"cat > {shlex.quote(remote)}", input=data, encoding=None, check=False)
+            return await conn.run(f"cat > {shlex.quote(remote)}", input=data, encoding=None,
+                                  check=False)
 
         result = self._call(cat_put(), deadline, "cat put")
         if result.exit_status != 0:
             message = (result.stderr or b"").decode("utf-8", "replace").strip()
-            raise ConsoleLost(f"ssh cat > {remote} exited {result.exit_status}: {message}", log_path=self.log_path,
-                              stage="put")
+            raise ConsoleLost(f"ssh cat > {remote} exited {result.exit_status}: {message}",
+                              log_path=self.log_path, stage="put")
         return "cat"
 
     def get(self, remote: str, deadline: Deadline) -> bytes:
@@ -230,8 +250,9 @@ class SshTransport:
         if self._sftp_ok is not False:
             async def sftp_get() -> bytes:
                 async with conn.start_sftp_client() as sftp, sftp.open(remote, "rb") as handle:
-                    # read to EOF in chunks: a plain read() stops at the size the server reports, and procfs and
-                    # sysfs files report 0 (``/proc/version`` came back empty from a real guest)
+                    # read to EOF in chunks: a plain read() stops at the size the server reports,
+                    # and procfs and sysfs files report 0 (``/proc/version`` came back empty from a
+                    # real guest)
                     parts = []
                     while chunk := await handle.read(_READ_CHUNK):
                         parts.append(bytes(chunk))
@@ -244,14 +265,16 @@ class SshTransport:
             except (asyncssh.ChannelOpenError, asyncssh.SFTPError) as exc:
                 if isinstance(exc, asyncssh.SFTPNoSuchFile):
                     raise FileNotFoundError(remote) from exc
-                self._sftp_ok = False if isinstance(exc, asyncssh.ChannelOpenError) else self._sftp_ok
+                self._sftp_ok = False if isinstance(exc,
+                                                    asyncssh.ChannelOpenError) else self._sftp_ok
 
         async def cat_get() -> Any:
             return await conn.run(f"cat {shlex.quote(remote)}", encoding=None, check=False)
 
         result = self._call(cat_get(), deadline, "cat get")
         if result.exit_status != 0:
-            raise FileNotFoundError(f"{remote}: {(result.stderr or b'').decode('utf-8', 'replace').strip()}")
+            raise FileNotFoundError(f"{remote}: "
+                                    f"{(result.stderr or b'').decode('utf-8', 'replace').strip()}")
         return bytes(result.stdout or b"")
 
     def close(self) -> None:

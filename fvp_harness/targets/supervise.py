@@ -1,10 +1,11 @@
-"""The harness's side of ``targets/supervisor.py``: the argv that starts a command under a supervisor, and the
-one way to end a supervised tree at once.
+"""The harness's side of ``targets/supervisor.py``: the argv that starts a command under a
+supervisor, and the one way to end a supervised tree at once.
 
-Why a supervisor process and not only ``PR_SET_PDEATHSIG`` on the command: the parent-death signal reaches only
-the process it is set on; what a build or a runner forked (a subshell, ``make``, a ``setsid`` daemon) lived on after
-a SIGKILL of the harness and kept writing. The supervisor is a child subreaper that outlives the harness just long
-enough to end everything it holds (docs/architecture.md, "Processes").
+Why a supervisor process and not only ``PR_SET_PDEATHSIG`` on the command: the parent-death signal
+reaches only the process it is set on; what a build or a runner forked (a subshell, ``make``, a
+``setsid`` daemon) lived on after a SIGKILL of the harness and kept writing. The supervisor is a
+child subreaper that outlives the harness just long enough to end everything it holds
+(docs/architecture.md, "Processes").
 """
 
 from __future__ import annotations
@@ -26,19 +27,22 @@ _STOP = signal.SIGUSR2
 
 
 def dies_with_harness(argv: Sequence[str], grace: float = 2.0) -> list[str]:
-    """``argv`` run under a supervisor (Linux; elsewhere as is): the command and everything it starts end when the
-    harness dies, even by SIGKILL, and what the command leaves running when it exits gets SIGTERM, ``grace``
-    seconds, then SIGKILL. The supervisor exits as the command did; the caller starts it as the leader of a new
-    session (``start_new_session``, or pexpect's pty fork), and signals sent to that process group reach the
-    command (the supervisor ignores SIGINT, SIGTERM, SIGHUP, SIGQUIT)."""
+    """``argv`` run under a supervisor (Linux; elsewhere as is): the command and everything it
+    starts end when the harness dies, even by SIGKILL, and what the command leaves running when it
+    exits gets SIGTERM, ``grace`` seconds, then SIGKILL. The supervisor exits as the command did;
+    the caller starts it as the leader of a new session (``start_new_session``, or pexpect's pty
+    fork), and signals sent to that process group reach the command (the supervisor ignores SIGINT,
+    SIGTERM, SIGHUP, SIGQUIT)."""
     if not sys.platform.startswith("linux"):
         return list(argv)
-    return [sys.executable, "-I", "-S", str(SUPERVISOR), str(os.getpid()), f"{grace:g}", "--", *argv]
+    return [sys.executable, "-I", "-S", str(SUPERVISOR), str(os.getpid()), f"{grace:g}", "--",
+            *argv]
 
 
 def stop_tree(pid: int) -> None:
-    """Ask the supervisor ``pid`` (a child of ours, not yet reaped) to SIGKILL every process it holds and exit;
-    the caller waits for its exit. Elsewhere than Linux (no supervisor): SIGKILL to the process group."""
+    """Ask the supervisor ``pid`` (a child of ours, not yet reaped) to SIGKILL every process it
+    holds and exit; the caller waits for its exit. Elsewhere than Linux (no supervisor): SIGKILL to
+    the process group."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         if sys.platform.startswith("linux"):
             os.kill(pid, _STOP)

@@ -1,26 +1,29 @@
-"""The supervisor: a small program between the harness and every process tree it starts, so that nothing the tree
-holds outlives the harness, whatever kills it (SIGKILL included).
+"""The supervisor: a small program between the harness and every process tree it starts, so that
+nothing the tree holds outlives the harness, whatever kills it (SIGKILL included).
 
-Run as ``python -I -S supervisor.py PARENT GRACE -- ARGV...`` (``targets.supervise.supervised`` builds that argv).
-It imports only the standard library (no site, no harness: ~13 ms to start and wait for ``/bin/true``) and:
+Run as ``python -I -S supervisor.py PARENT GRACE -- ARGV...`` (``targets.supervise.supervised``
+builds that argv). It imports only the standard library (no site, no harness: ~13 ms to start and
+wait for ``/bin/true``) and:
 
-- becomes a child subreaper (``PR_SET_CHILD_SUBREAPER``): a descendant whose parent dies is re-parented to it, so a
-  ``setsid sleep 1000 &`` grandchild stays its descendant, found by a parent-pid walk of ``/proc``;
-- asks for ``SIGUSR1`` when its parent (the harness) dies (``PR_SET_PDEATHSIG``; a SIGKILL would end the supervisor
-  before it ended what it holds) and checks that the parent is still ``PARENT`` (it may have died before the
-  setting took effect); the signal also comes when the harness *thread* that started it ends, so it acts only when
-  ``getppid()`` changed;
-- starts ``ARGV`` (``posix_spawnp``, default signal dispositions) in its own process group and session, so signals
-  the harness sends to the group (a model's polite SIGINT, SIGTERM) reach the command; the supervisor itself ignores
-  SIGINT, SIGTERM, SIGHUP and SIGQUIT and ends only by:
+- becomes a child subreaper (``PR_SET_CHILD_SUBREAPER``): a descendant whose parent dies is
+  re-parented to it, so a ``setsid sleep 1000 &`` grandchild stays its descendant, found by a
+  parent-pid walk of ``/proc``;
+- asks for ``SIGUSR1`` when its parent (the harness) dies (``PR_SET_PDEATHSIG``; a SIGKILL would end
+  the supervisor before it ended what it holds) and checks that the parent is still ``PARENT`` (it
+  may have died before the setting took effect); the signal also comes when the harness *thread*
+  that started it ends, so it acts only when ``getppid()`` changed;
+- starts ``ARGV`` (``posix_spawnp``, default signal dispositions) in its own process group and
+  session, so signals the harness sends to the group (a model's polite SIGINT, SIGTERM) reach the
+  command; the supervisor itself ignores SIGINT, SIGTERM, SIGHUP and SIGQUIT and ends only by:
   * the command's exit: what the command left running gets SIGTERM, ``GRACE`` seconds, then SIGKILL;
-  * ``SIGUSR2`` (the harness ends the tree, ``supervise.stop``) or its parent's death: SIGKILL to every descendant
-    at once;
-- exits as the command did (the same status, or killed by the same signal, without a core file), so whoever waits
-  for it (``subprocess``, pexpect) sees the command's own ending. A command that cannot start exits 127.
+  * ``SIGUSR2`` (the harness ends the tree, ``supervise.stop``) or its parent's death: SIGKILL to
+    every descendant at once;
+- exits as the command did (the same status, or killed by the same signal, without a core file), so
+  whoever waits for it (``subprocess``, pexpect) sees the command's own ending. A command that
+  cannot start exits 127.
 
-It exits only once no descendant is left: while it lives, something it started may still write; once it is gone,
-nothing is.
+It exits only once no descendant is left: while it lives, something it started may still write; once
+it is gone, nothing is.
 """
 
 import os
@@ -70,8 +73,8 @@ def _on_parent_death(signum: int, frame: object) -> None:
 
 
 def _prctl(option: int, value: int) -> bool:
-    """``_prctl(option, value)`` through ``_ctypes`` (what ``ctypes`` is built on: ~1 ms to import where ``ctypes``
-    takes 10-50 ms, most of this program's start), else through ``ctypes``."""
+    """``_prctl(option, value)`` through ``_ctypes`` (what ``ctypes`` is built on: ~1 ms to import
+    where ``ctypes`` takes 10-50 ms, most of this program's start), else through ``ctypes``."""
     try:
         import _ctypes
 
@@ -112,9 +115,9 @@ def _descendants() -> list[int]:
 
 
 def _reap() -> bool:
-    """Collect every exited child (the command's status is kept), adopted orphans included. True when no child is
-    left at all: then no descendant is either (a subreaper's descendants are its children or theirs), and the
-    ``/proc`` walk can be skipped."""
+    """Collect every exited child (the command's status is kept), adopted orphans included. True
+    when no child is left at all: then no descendant is either (a subreaper's descendants are its
+    children or theirs), and the ``/proc`` walk can be skipped."""
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
@@ -181,11 +184,13 @@ def _exit_as_command() -> None:
         try:
             import resource
 
-            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # the command's core, if any, is its own
+            # the command's core, if any, is its own
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         except (ImportError, OSError, ValueError):
             pass
         try:
-            signal.signal(signum, signal.SIG_DFL)  # refused for SIGKILL and SIGSTOP, whose action is fixed
+            # refused for SIGKILL and SIGSTOP, whose action is fixed
+            signal.signal(signum, signal.SIG_DFL)
         except (OSError, ValueError):
             pass
         try:

@@ -1,18 +1,21 @@
-"""One socket terminal of the model: connect, telnet or raw, drained continuously, logged, matched through pexpect.
+"""One socket terminal of the model: connect, telnet or raw, drained continuously, logged, matched
+through pexpect.
 
-Why a drain thread per terminal: a model whose terminal output nobody reads can stall (its socket buffer fills), and
-a panic on the Secure Enclave terminal must be seen while the harness waits on the Linux console. So every announced
-terminal is read all the time by its own thread, which
+Why a drain thread per terminal: a model whose terminal output nobody reads can stall (its socket
+buffer fills), and a panic on the Secure Enclave terminal must be seen while the harness waits on
+the Linux console. So every announced terminal is read all the time by its own thread, which
 
 - answers telnet negotiation (``mode: telnet``) or passes bytes through (``mode: raw``),
 - decodes UTF-8 with replacement and strips ANSI codes and CRs (``text.TextCleaner``),
-- writes ``<log_dir>/<terminal>.log`` with a host timestamp on every line (what was sent is logged too, marked ``>``),
-- keeps the last lines for failure messages, and tells line listeners (failure patterns, boot stages) about every
-  complete line,
-- and appends the clean text to a bounded in-memory buffer that ``TerminalSpawn`` (a pexpect spawn) reads from.
+- writes ``<log_dir>/<terminal>.log`` with a host timestamp on every line (what was sent is logged
+  too, marked ``>``),
+- keeps the last lines for failure messages, and tells line listeners (failure patterns, boot
+  stages) about every complete line,
+- and appends the clean text to a bounded in-memory buffer that ``TerminalSpawn`` (a pexpect spawn)
+  reads from.
 
-Matching therefore runs through pexpect (``expect`` with a bounded ``searchwindowsize``, TIMEOUT and EOF), but on
-text that is already clean, and no unread terminal can ever block the model.
+Matching therefore runs through pexpect (``expect`` with a bounded ``searchwindowsize``, TIMEOUT and
+EOF), but on text that is already clean, and no unread terminal can ever block the model.
 """
 
 from __future__ import annotations
@@ -44,10 +47,12 @@ LineListener = Callable[[str, str], None]
 """Called from the drain thread with (terminal name, complete clean line without LF)."""
 
 MAX_BUFFER_CHARS = 8 * 1024 * 1024
-"""Unread console text kept for matching; beyond this the oldest half is dropped (it is still in the log)."""
+"""Unread console text kept for matching; beyond this the oldest half is dropped (it is still in the
+log)."""
 
 PARTIAL_FLUSH_S = 0.5
-"""An unfinished line (a prompt) is written to the log after this much silence, so the log shows prompts."""
+"""An unfinished line (a prompt) is written to the log after this much silence, so the log shows
+prompts."""
 
 # Telnet (RFC 854/855) bytes.
 IAC, DONT, DO, WONT, WILL, SB, SE = 255, 254, 253, 252, 251, 250, 240
@@ -55,8 +60,9 @@ OPT_BINARY, OPT_ECHO, OPT_SGA = 0, 1, 3
 
 
 def _quick_ack(sock: socket.socket) -> None:
-    """Acknowledge at once (Linux): with delayed ACKs, a model that writes small segments with Nagle on waits up
-    to 40 ms for our ACK before its next one, which would add 40 ms to every command's round trip."""
+    """Acknowledge at once (Linux): with delayed ACKs, a model that writes small segments with Nagle
+    on waits up to 40 ms for our ACK before its next one, which would add 40 ms to every command's
+    round trip."""
     quickack = getattr(socket, "TCP_QUICKACK", None)
     if quickack is not None:
         try:
@@ -68,10 +74,11 @@ def _quick_ack(sock: socket.socket) -> None:
 class TelnetCodec:
     """Minimal client side of telnet: strips commands from the data and answers option requests.
 
-    Policy: let the server echo and suppress go-ahead (``WILL ECHO``/``WILL SGA`` -> ``DO``), agree to binary in both
-    directions, and refuse everything else (``WONT``/``DONT``), including terminal type and window size which a
-    serial console does not need. Each option is answered once per state change, so two polite ends cannot loop.
-    Subnegotiations are skipped. ``IAC IAC`` is a literal 0xFF byte in either direction.
+    Policy: let the server echo and suppress go-ahead (``WILL ECHO``/``WILL SGA`` -> ``DO``), agree
+    to binary in both directions, and refuse everything else (``WONT``/``DONT``), including terminal
+    type and window size which a serial console does not need. Each option is answered once per
+    state change, so two polite ends cannot loop. Subnegotiations are skipped. ``IAC IAC`` is a
+    literal 0xFF byte in either direction.
     """
 
     ACCEPT_WILL = frozenset({OPT_ECHO, OPT_SGA, OPT_BINARY})
@@ -133,7 +140,8 @@ class TelnetCodec:
         return bytes((IAC, response, option))
 
     def encode(self, data: bytes) -> bytes:
-        """Escape payload for sending: IAC doubled; a bare CR becomes CR NUL unless binary mode was agreed."""
+        """Escape payload for sending: IAC doubled; a bare CR becomes CR NUL unless binary mode was
+        agreed."""
         data = data.replace(bytes((IAC,)), bytes((IAC, IAC)))
         if not self.binary:
             out = bytearray()
@@ -148,13 +156,14 @@ class TelnetCodec:
 class TerminalSpawn(SpawnBase):
     """A pexpect spawn over a terminal's clean-text buffer (filled by the drain thread).
 
-    ``expect``, ``expect_exact``, ``read_nonblocking``, TIMEOUT and EOF behave as pexpect documents; ``send`` goes
-    to the terminal's socket. EOF means the connection closed and everything received was consumed.
+    ``expect``, ``expect_exact``, ``read_nonblocking``, TIMEOUT and EOF behave as pexpect documents;
+    ``send`` goes to the terminal's socket. EOF means the connection closed and everything received
+    was consumed.
     """
 
     def __init__(self, terminal: Terminal, *, searchwindowsize: int, timeout: float) -> None:
-        super().__init__(timeout=timeout, maxread=65536, searchwindowsize=searchwindowsize, encoding="utf-8",
-                         codec_errors="replace")
+        super().__init__(timeout=timeout, maxread=65536, searchwindowsize=searchwindowsize,
+                         encoding="utf-8", codec_errors="replace")
         self._terminal = terminal
         self.name = f"<terminal {terminal.name}:{terminal.port}>"
         self.closed = False
@@ -175,7 +184,8 @@ class TerminalSpawn(SpawnBase):
         return not self._terminal.closed
 
     def discard_pending(self) -> str:
-        """Drop everything received but not yet matched (it is in the log); returns what was dropped."""
+        """Drop everything received but not yet matched (it is in the log); returns what was
+        dropped."""
         dropped = self._terminal._take_all()
         self.buffer = ""
         return dropped
@@ -228,28 +238,32 @@ class Terminal:
         self.closed = False
         self.close_reason: str | None = None
         self.storage_failure: StorageError | None = None
-        """Why the log could not be written (disk full, read-only, ...): the terminal is then closed, and the
-        console raises this instead of waiting out its deadline on a terminal nobody drains."""
+        """Why the log could not be written (disk full, read-only, ...): the terminal is then
+        closed, and the console raises this instead of waiting out its deadline on a terminal nobody
+        drains."""
         self.bytes_received = 0
         self.spawn = TerminalSpawn(self, searchwindowsize=searchwindowsize, timeout=30)
 
-    # -- lifecycle -------------------------------------------------------------------------------------------
+    # -- lifecycle ---------------------------------------------------------------------------------
 
     def connect(self, deadline: Deadline, *, alive: Callable[[], bool] | None = None) -> None:
         """Connect, retrying while the model gets its listener up, then start draining.
 
-        A model announces a port a moment before it accepts on it, so refusals are retried until ``deadline``.
+        A model announces a port a moment before it accepts on it, so refusals are retried until
+        ``deadline``.
         """
         last_error: OSError | None = None
         while True:
             try:
-                sock = socket.create_connection((self.host, self.port), timeout=max(0.2, deadline.slice(5.0)))
+                sock = socket.create_connection((self.host, self.port),
+                                                timeout=max(0.2, deadline.slice(5.0)))
                 break
             except OSError as exc:
                 last_error = exc
             if deadline.expired or (alive is not None and not alive()):
                 raise PortError(
-                    deadline.message(f"could not connect to {self.name} on {self.host}:{self.port} ({last_error})"),
+                    deadline.message(f"could not connect to {self.name} on {self.host}:{self.port} "
+                                     f"({last_error})"),
                     stage="ports",
                 ) from last_error
             time.sleep(deadline.slice(0.05))
@@ -263,7 +277,8 @@ class Terminal:
         self._thread.start()
 
     def redact_also(self, secrets: Sequence[str]) -> None:
-        """Show these texts as ``***`` in the log too, from now on (the drain thread reads the tuple anew each time)."""
+        """Show these texts as ``***`` in the log too, from now on (the drain thread reads the tuple
+        anew each time)."""
         self._redact = tuple(dict.fromkeys([*self._redact, *secrets]))
 
     def close(self) -> None:
@@ -283,10 +298,11 @@ class Terminal:
                 self._log_file.close()
                 self._log_file = None
 
-    # -- I/O --------------------------------------------------------------------------------------------------
+    # -- I/O ---------------------------------------------------------------------------------------
 
     def send(self, data: str | bytes) -> int:
-        """Send text (UTF-8) or bytes to the terminal; logged as a ``>`` line (long sends shortened in the log)."""
+        """Send text (UTF-8) or bytes to the terminal; logged as a ``>`` line (long sends shortened
+        in the log)."""
         raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
         sock = self._sock
         if sock is None or self.closed:
@@ -311,7 +327,8 @@ class Terminal:
         self._listeners.append(listener)
 
     def set_tap(self, tap: Callable[[bytes], None] | None) -> None:
-        """Also hand every received payload byte string, uncleaned, to ``tap`` (interactive shells)."""
+        """Also hand every received payload byte string, uncleaned, to ``tap`` (interactive
+        shells)."""
         self._tap = tap
 
     def tail(self, count: int = 200) -> list[str]:
@@ -321,7 +338,7 @@ class Terminal:
             lines.append(self._line)
         return lines[-count:]
 
-    # -- what TerminalSpawn reads ------------------------------------------------------------------------------
+    # -- what TerminalSpawn reads ------------------------------------------------------------------
 
     def _take(self, size: int, timeout: float | None) -> str:
         end = None if timeout is None else time.monotonic() + max(0.0, timeout)
@@ -353,11 +370,12 @@ class Terminal:
             self._buffered = 0
             return text
 
-    # -- drain thread -------------------------------------------------------------------------------------------
+    # -- drain thread ------------------------------------------------------------------------------
 
     def _drain(self) -> None:
-        """The drain thread: ``_drain_loop``; a log that cannot be written closes the terminal with the reason
-        (``storage_failure``), so whoever waits on it learns at once instead of at its deadline."""
+        """The drain thread: ``_drain_loop``; a log that cannot be written closes the terminal with
+        the reason (``storage_failure``), so whoever waits on it learns at once instead of at its
+        deadline."""
         try:
             self._drain_loop()
         except StorageError:
@@ -376,7 +394,8 @@ class Terminal:
             if not readable:
                 if self._line and len(self._line) > self._line_logged and \
                         time.monotonic() - last_data > PARTIAL_FLUSH_S:
-                    ready = len(self._line) - held_back(self._line, self._redact)  # never log half a secret
+                    # never log half a secret
+                    ready = len(self._line) - held_back(self._line, self._redact)
                     if ready > self._line_logged:
                         self._write_log_line("<", self._line[self._line_logged:ready], partial=True)
                         self._line_logged = ready
@@ -428,8 +447,8 @@ class Terminal:
             self._chunks.append(text)
             self._buffered += len(text)
             if self._buffered > MAX_BUFFER_CHARS:
-                log.warning("%s: more than %s unread characters; dropping the oldest (kept in %s)", self.name,
-                            MAX_BUFFER_CHARS, self.log_path)
+                log.warning("%s: more than %s unread characters; dropping the oldest (kept in %s)",
+                            self.name, MAX_BUFFER_CHARS, self.log_path)
                 while self._buffered > MAX_BUFFER_CHARS // 2 and self._chunks:
                     self._buffered -= len(self._chunks.popleft())
             self._cond.notify_all()
@@ -455,7 +474,8 @@ class Terminal:
                 log.debug("%s: %s", self.name, reason)
             self._cond.notify_all()
 
-    def _write_log_line(self, direction: str, text: str, *, partial: bool = False, continued: bool = False) -> None:
+    def _write_log_line(self, direction: str, text: str, *, partial: bool = False,
+                        continued: bool = False) -> None:
         stamp = self._now().isoformat(sep=" ", timespec="milliseconds")
         mark = direction
         if continued:

@@ -1,8 +1,10 @@
-"""Turning raw terminal bytes into text that regexes can match: decode, drop ANSI codes, CRLF -> LF, drop kernel noise.
+"""Turning raw terminal bytes into text that regexes can match: decode, drop ANSI codes, CRLF -> LF,
+drop kernel noise.
 
-All of it is incremental because terminal data arrives in arbitrary chunks: an escape sequence, a multi-byte UTF-8
-character or a CR LF pair can be split between two reads, and a kernel message can land in the middle of a shell
-line. The classes keep the unfinished tail until the next chunk instead of guessing.
+All of it is incremental because terminal data arrives in arbitrary chunks: an escape sequence, a
+multi-byte UTF-8 character or a CR LF pair can be split between two reads, and a kernel message can
+land in the middle of a shell line. The classes keep the unfinished tail until the next chunk
+instead of guessing.
 """
 
 from __future__ import annotations
@@ -11,13 +13,15 @@ import codecs
 import re
 from collections.abc import Sequence
 
-__all__ = ["KERNEL_LINE", "KernelNoiseFilter", "TextCleaner", "clean_text", "held_back", "mask", "strip_ansi"]
+__all__ = ["KERNEL_LINE", "KernelNoiseFilter", "TextCleaner", "clean_text", "held_back", "mask",
+           "strip_ansi"]
 
 MASK = "***"
 
-# CSI (ESC [ params final: colours, cursor moves, and the terminal queries busybox ash sends after each prompt until
-# `stty -echo`, ESC [6n, and their replies), OSC (ESC ] ... BEL or ESC \), ESC + intermediates + final (ESC ( B),
-# and two-byte escapes (ESC 7/8 save/restore cursor, ESC =, ESC c, ESC M, ...).
+# CSI (ESC [ params final: colours, cursor moves, and the terminal queries busybox ash sends after
+# each prompt until `stty -echo`, ESC [6n, and their replies), OSC (ESC ] ... BEL or ESC \), ESC +
+# intermediates + final (ESC ( B), and two-byte escapes (ESC 7/8 save/restore cursor, ESC =, ESC c,
+# ESC M, ...).
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[ -/]+[0-~]|[0-~])")
 # An escape sequence not finished at the end of a chunk: keep it for the next one.
 _ANSI_PARTIAL = re.compile(r"\x1b(?:\[[0-?]*[ -/]*|\][^\x07\x1b]*(?:\x1b)?|[ -/]+)?\Z")
@@ -25,7 +29,8 @@ _ANSI_PARTIAL = re.compile(r"\x1b(?:\[[0-?]*[ -/]*|\][^\x07\x1b]*(?:\x1b)?|[ -/]
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f]")
 
 KERNEL_LINE = r"\[\s*\d+\.\d+\] "
-"""A printk line as the console shows it: ``[   12.345678] text``. Searched anywhere in a line (mid-line noise)."""
+"""A printk line as the console shows it: ``[   12.345678] text``. Searched anywhere in a line
+(mid-line noise)."""
 
 
 def strip_ansi(text: str) -> str:
@@ -34,8 +39,8 @@ def strip_ansi(text: str) -> str:
 
 
 def mask(text: str, secrets: Sequence[str]) -> str:
-    """``text`` with every occurrence of each of ``secrets`` (longest first, as ``run.instances`` passes them)
-    replaced by ``***``: what logs show of a scenario's secret environment values."""
+    """``text`` with every occurrence of each of ``secrets`` (longest first, as ``run.instances``
+    passes them) replaced by ``***``: what logs show of a scenario's secret environment values."""
     for secret in secrets:
         if secret and secret in text:
             text = text.replace(secret, MASK)
@@ -43,9 +48,9 @@ def mask(text: str, secrets: Sequence[str]) -> str:
 
 
 def held_back(text: str, secrets: Sequence[str]) -> int:
-    """How many characters at the end of unfinished ``text`` could be the start of a secret (the longest
-    proper prefix of one that ``text`` ends with): a log writing text piecemeal keeps them until more arrives,
-    so no secret is ever split over two log writes (and so escapes ``mask``)."""
+    """How many characters at the end of unfinished ``text`` could be the start of a secret (the
+    longest proper prefix of one that ``text`` ends with): a log writing text piecemeal keeps them
+    until more arrives, so no secret is ever split over two log writes (and so escapes ``mask``)."""
     longest = 0
     for secret in secrets:
         for size in range(min(len(secret) - 1, len(text)), longest, -1):
@@ -62,10 +67,11 @@ def clean_text(text: str) -> str:
 
 
 class TextCleaner:
-    """Incremental ``bytes -> clean str``: UTF-8 with replacement, ANSI stripped, CR LF and lone CR handled.
+    """Incremental ``bytes -> clean str``: UTF-8 with replacement, ANSI stripped, CR LF and lone CR
+    handled.
 
-    A lone CR (a progress line redrawing itself, or a telnet CR NUL) is dropped rather than turned into a line break,
-    so a redraw does not multiply lines; CR LF becomes LF.
+    A lone CR (a progress line redrawing itself, or a telnet CR NUL) is dropped rather than turned
+    into a line break, so a redraw does not multiply lines; CR LF becomes LF.
     """
 
     def __init__(self) -> None:
@@ -92,15 +98,16 @@ class TextCleaner:
 
 
 class KernelNoiseFilter:
-    """Removes kernel console messages from shell output, including ones that land in the middle of a line.
+    """Removes kernel console messages from shell output, including ones that land in the middle of
+    a line.
 
-    A printk message starts at a ``[ seconds.micro] `` stamp and ends at the next LF, wherever the shell's own output
-    was when it arrived: ``abc[  3.2] random: crng init done\\ndef\\n`` is ``abcdef\\n`` once the noise is removed. The
-    filter works line by line on a stream and keeps the unfinished last line (``pending``) so a prompt or a marker
-    can be matched before its LF arrives.
+    A printk message starts at a ``[ seconds.micro] `` stamp and ends at the next LF, wherever the
+    shell's own output was when it arrived: ``abc[  3.2] random: crng init done\\ndef\\n`` is
+    ``abcdef\\n`` once the noise is removed. The filter works line by line on a stream and keeps the
+    unfinished last line (``pending``) so a prompt or a marker can be matched before its LF arrives.
 
-    The price: a command whose own output has such stamps (``dmesg``) loses those lines; pass ``pattern=None`` to
-    keep everything.
+    The price: a command whose own output has such stamps (``dmesg``) loses those lines; pass
+    ``pattern=None`` to keep everything.
     """
 
     def __init__(self, pattern: str | None = KERNEL_LINE) -> None:
@@ -132,7 +139,8 @@ class KernelNoiseFilter:
         return lines
 
     def visible_tail(self) -> str:
-        """The unfinished last line without any kernel stamp that started in it (for prompt matching)."""
+        """The unfinished last line without any kernel stamp that started in it (for prompt
+        matching)."""
         if self._pattern is None:
             return self.pending
         match = self._pattern.search(self.pending)

@@ -103,7 +103,8 @@ def run_export(
     }
     env["PYTHONPATH"] = str(EXPORT_SCRIPT.parent.parent.parent)
     # torch keeps compile caches in $TMPDIR/torchinductor_<user> unless told otherwise: keep them in
-    # the toolchain's own folder, which the harness names, never in a temporary folder it would leave
+    # the toolchain's own folder, which the harness names, never in a temporary folder it would
+    # leave
     cache = chain.folder / "cache"
     env["TORCHINDUCTOR_CACHE_DIR"] = str(cache / "torchinductor")
     env["TRITON_CACHE_DIR"] = str(cache / "triton")

@@ -1,9 +1,9 @@
 """One command of the toolchain (pip, the exporter) run as its own process group, ended whole.
 
-Why not plain ``subprocess.run``: on a timeout or a Ctrl-C it kills only the command itself, and pip or torch may
-have started processes of their own. Here the command leads a new session, and whatever happens (a timeout, an
-interrupt, an error in the caller's thread) the whole group is killed before the call returns, so no process of a
-build or an export outlives it.
+Why not plain ``subprocess.run``: on a timeout or a Ctrl-C it kills only the command itself, and pip
+or torch may have started processes of their own. Here the command leads a new session, and whatever
+happens (a timeout, an interrupt, an error in the caller's thread) the whole group is killed before
+the call returns, so no process of a build or an export outlives it.
 """
 
 from __future__ import annotations
@@ -30,9 +30,10 @@ def run_whole(
     env: Mapping[str, str] | None = None,
     merge_output: bool = False,
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``argv`` (a list, no shell) with ``timeout``; its stdout and stderr as text (``merge_output``: stderr
-    into stdout). ``subprocess.TimeoutExpired`` (with the output so far) when it outlives ``timeout``; the process
-    group is killed then, on any other exception, and after a normal exit (leftovers)."""
+    """Run ``argv`` (a list, no shell) with ``timeout``; its stdout and stderr as text
+    (``merge_output``: stderr into stdout). ``subprocess.TimeoutExpired`` (with the output so far)
+    when it outlives ``timeout``; the process group is killed then, on any other exception, and
+    after a normal exit (leftovers)."""
     proc = subprocess.Popen(
         list(argv),
         stdin=subprocess.DEVNULL,

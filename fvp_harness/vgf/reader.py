@@ -1,20 +1,24 @@
-"""Reader for the VGF backend's benchmark JSON (``--vgf_perf_json=FILE``) -> the same Records as the A/B path.
+"""Reader for the VGF backend's benchmark JSON (``--vgf_perf_json=FILE``) -> the same Records as the
+A/B path.
 
 ExecuTorch's VGF backend, built with ``EXECUTORCH_VGF_IO_STATS=ON``, keeps one record per delegate
-``execute()`` (copy bytes, memcpy time, imports, binding refresh, execution time, fallbacks, ...) and a
-device-info block, and writes them to a JSON file. The field names are public; the layout of the file is not.
-So this reader is tolerant by design (``docs/vgf.md`` documents the default layout it expects first):
+``execute()`` (copy bytes, memcpy time, imports, binding refresh, execution time, fallbacks, ...)
+and a device-info block, and writes them to a JSON file. The field names are public; the layout of
+the file is not. So this reader is tolerant by design (``docs/vgf.md`` documents the default layout
+it expects first):
 
-- the per-execute records are taken wherever they are: ``records`` / ``executions`` at the top, else any list
-  of objects carrying the known fields, found by searching the whole document (several equal-length lists,
-  one per delegate, are summed per inference);
-- keys it does not know are listed in ``VgfRun.warnings`` (never fatal), so a newer runtime's additions show
-  up instead of vanishing silently;
-- what it cannot do without is an error naming the file and the JSON path (``runs/a.json: $.records[3]
-  .execute_ns: expected a number >= 0, got 'abc' (str)``); broken JSON names ``file:line:col``.
+- the per-execute records are taken wherever they are: ``records`` / ``executions`` at the top, else
+  any list of objects carrying the known fields, found by searching the whole document (several
+  equal-length lists, one per delegate, are summed per inference);
+- keys it does not know are listed in ``VgfRun.warnings`` (never fatal), so a newer runtime's
+  additions show up instead of vanishing silently;
+- what it cannot do without is an error naming the file and the JSON path (``runs/a.json:
+  $.records[3] .execute_ns: expected a number >= 0, got 'abc' (str)``); broken JSON names
+  ``file:line:col``.
 
-``to_record`` turns a run into a ``records.Record`` (one unit, one sample per measured inference per metric),
-so ``frames.to_frame`` and the rest of the analysis serve VGF runs exactly as they serve A/B runs.
+``to_record`` turns a run into a ``records.Record`` (one unit, one sample per measured inference per
+metric), so ``frames.to_frame`` and the rest of the analysis serve VGF runs exactly as they serve
+A/B runs.
 
 Pure apart from ``read_report`` (which reads one file): no printing, no clock.
 """
@@ -75,21 +79,24 @@ RECORD_FIELDS: dict[str, FieldKind] = {
     "success": "bool",
     "delegate_handle": "handle",
 }
-"""The per-``execute()`` fields of the runtime's record (public source), and what kind of value each holds."""
+"""The per-``execute()`` fields of the runtime's record (public source), and what kind of value each
+holds."""
 
 REQUIRED_RECORD_FIELDS: tuple[str, ...] = ("execute_ns", "success")
-"""Without these a record says nothing usable (how long did VGF run, did it work); every other field may be
-missing (an older or trimmed runtime) and is then simply not compared, with a warning."""
+"""Without these a record says nothing usable (how long did VGF run, did it work); every other field
+may be missing (an older or trimmed runtime) and is then simply not compared, with a warning."""
 
 LAYOUT_RECORD_FIELDS = ("iteration", "warmup", "latency_ns", "rejections")
 """Per-record keys of the documented default layout that are not runtime fields (docs/vgf.md)."""
 
-DEVICE_FIELDS = ("vendor_id", "device_id", "api_version", "driver_version", "device_name", "driver_name",
-                 "driver_info")  # fmt: skip
+DEVICE_FIELDS = ("vendor_id", "device_id", "api_version", "driver_version", "device_name",
+                 "driver_name", "driver_info")  # fmt: skip
 """The device-info block's fields (public source)."""
 
-TOP_LEVEL_KEYS = ("format", "format_version", "device", "model", "config", "buffers", "records", "executions",
-                  "rejections", "latency_ns", "summary", "started", "runner", "program")  # fmt: skip
+TOP_LEVEL_KEYS = ("format", "format_version", "device", "model", "config", "buffers", "records",
+                  "executions",
+                  "rejections", "latency_ns", "summary", "started", "runner",
+                  "program")  # fmt: skip
 """Top-level keys of the documented default layout; anything else is reported as unknown."""
 
 CONFIG_KEYS = ("zero_copy", "warmup", "iterations", "method", "env")
@@ -100,9 +107,10 @@ DERIVED_METRICS: dict[str, tuple[str, ...]] = {
     "zero_copy_bytes": ("in_zero_copy_bytes", "out_zero_copy_bytes"),
     "boundary_ns": ("in_memcpy_ns", "out_memcpy_ns", "import_ns", "binding_refresh_ns"),
 }
-"""Sums computed per inference, so the report can say what the boundary costs in total. ``boundary_ns`` is the
-time spent moving or exposing I/O across the ExecuTorch/VGF boundary (copies, imports, binding refresh); it is
-only derived when at least one of its parts was reported (missing parts count as 0)."""
+"""Sums computed per inference, so the report can say what the boundary costs in total.
+``boundary_ns`` is the time spent moving or exposing I/O across the ExecuTorch/VGF boundary (copies,
+imports, binding refresh); it is only derived when at least one of its parts was reported (missing
+parts count as 0)."""
 
 VGF_METRIC_UNITS: dict[str, str] = {
     **{name: {"bytes": "B", "ns": "ns", "count": "", "bool": ""}[kind]
@@ -115,16 +123,19 @@ VGF_METRIC_UNITS: dict[str, str] = {
 }  # fmt: skip
 """Every metric a VGF record can carry, with its unit (as stored in ``Record.metric_units``)."""
 
-_LATENCY_KEY = re.compile(r"^(?:per_)?(?:iteration_|inference_)?(?:latency|latencies|wall|total|iteration)"
+_LATENCY_KEY = re.compile(
+    r"^(?:per_)?(?:iteration_|inference_)?(?:latency|latencies|wall|total|iteration)"
                           r"(?:_(ns|us|ms|s))?$")  # fmt: skip
 _UNIT_SCALE = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9, None: 1.0}
 
 
 class VgfFormatError(ConfigurationError):
-    """A VGF report cannot be read: broken JSON, no records, or a required field missing or of the wrong type.
+    """A VGF report cannot be read: broken JSON, no records, or a required field missing or of the
+    wrong type.
 
-    The message starts with the file (and ``line:col`` or the JSON path) so the user can open it at the spot.
-    ``path`` is the file, ``json_path`` the place inside it (``$`` for the whole document).
+    The message starts with the file (and ``line:col`` or the JSON path) so the user can open it at
+    the spot. ``path`` is the file, ``json_path`` the place inside it (``$`` for the whole
+    document).
     """
 
     def __init__(self, message: str, *, path: str, json_path: str | None = None) -> None:
@@ -139,8 +150,9 @@ class NoVgfReports(VgfFormatError):
 
 @dataclass(frozen=True)
 class DeviceInfo:
-    """The Vulkan device the run used. Ids are kept as given (Vulkan reports them as integers; some tools
-    write hex text); ``api_version`` is decoded to ``major.minor.patch`` when it arrives packed as one integer."""
+    """The Vulkan device the run used. Ids are kept as given (Vulkan reports them as integers; some
+    tools write hex text); ``api_version`` is decoded to ``major.minor.patch`` when it arrives
+    packed as one integer."""
 
     vendor_id: int | str | None = None
     device_id: int | str | None = None
@@ -151,7 +163,8 @@ class DeviceInfo:
     driver_info: str | None = None
 
     def label(self) -> str:
-        """One line for report headers: ``Mali-G720 (vendor 0x13b5, driver arm 1.2, Vulkan 1.3.275)``."""
+        """One line for report headers: ``Mali-G720 (vendor 0x13b5, driver arm 1.2, Vulkan
+        1.3.275)``."""
         name = self.device_name or "unknown device"
         bits = []
         if self.vendor_id is not None:
@@ -171,7 +184,8 @@ class DeviceInfo:
 
 @dataclass(frozen=True)
 class VgfConfig:
-    """How the runner was configured: zero-copy or copy, warmup and measured iteration counts (None: not said)."""
+    """How the runner was configured: zero-copy or copy, warmup and measured iteration counts (None:
+    not said)."""
 
     zero_copy: bool | None = None
     warmup: int | None = None
@@ -180,7 +194,8 @@ class VgfConfig:
 
 @dataclass(frozen=True)
 class BufferInfo:
-    """One I/O buffer as the report describes it (name, direction, size, whether it went zero-copy)."""
+    """One I/O buffer as the report describes it (name, direction, size, whether it went
+    zero-copy)."""
 
     name: str
     direction: str | None = None
@@ -190,11 +205,13 @@ class BufferInfo:
 
 @dataclass(frozen=True)
 class VgfRun:
-    """One report, read and checked: device, model, config, buffers, rejection reasons, and per measured
-    inference one value per metric (``samples``, warmup already dropped, delegates summed per inference).
+    """One report, read and checked: device, model, config, buffers, rejection reasons, and per
+    measured inference one value per metric (``samples``, warmup already dropped, delegates summed
+    per inference).
 
-    ``warnings`` lists what was tolerated (unknown keys, missing optional fields, guesses made); a report with
-    warnings is still usable, and the report shows them so nobody trusts a number that was not there.
+    ``warnings`` lists what was tolerated (unknown keys, missing optional fields, guesses made); a
+    report with warnings is still usable, and the report shows them so nobody trusts a number that
+    was not there.
     """
 
     path: str
@@ -224,16 +241,18 @@ class VgfRun:
         return sum(1 for value in self.samples.get("success", ()) if not value)
 
 
-# --- reading ------------------------------------------------------------------------------------------------
+# --- reading --------------------------------------------------------------------------------------
 
 
 def read_report(path: Path | str) -> VgfRun:
-    """Read and check one VGF report file. Raises ``VgfFormatError`` (a ConfigurationError) naming the file."""
+    """Read and check one VGF report file. Raises ``VgfFormatError`` (a ConfigurationError) naming
+    the file."""
     path = Path(path)
     try:
         data = path.read_bytes()
     except OSError as exc:
-        raise VgfFormatError(f"{path}: cannot read the VGF report: {exc.strerror or exc}", path=str(path)) from exc
+        raise VgfFormatError(f"{path}: cannot read the VGF report: {exc.strerror or exc}",
+                             path=str(path)) from exc
     return parse_report(data, str(path))
 
 
@@ -242,13 +261,14 @@ def parse_report(data: bytes | str, path: str = "<report>") -> VgfRun:
     raw = data.encode("utf-8") if isinstance(data, str) else data
     text = raw.decode("utf-8", errors="replace").lstrip("\ufeff")
     if not text.strip():
-        raise VgfFormatError(f"{path}: the VGF report is empty (did the runner finish?)", path=path, json_path="$")
+        raise VgfFormatError(f"{path}: the VGF report is empty (did the runner finish?)", path=path,
+                             json_path="$")
     try:
         doc = json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
         raise VgfFormatError(
-            f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg} (a runner killed mid-write leaves a cut "
-            "file; re-run the unit)",
+            f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg} (a runner killed "
+            "mid-write leaves a cut file; re-run the unit)",
             path=path,
         ) from exc
     except ValueError as exc:  # NaN / Infinity literals
@@ -275,7 +295,8 @@ def _type_name(value: object) -> str:
     return "null" if value is None else type(value).__name__
 
 
-def _walk(node: Any, parts: tuple[str | int, ...] = ()) -> Iterator[tuple[tuple[str | int, ...], Any]]:
+def _walk(node: Any,
+          parts: tuple[str | int, ...] = ()) -> Iterator[tuple[tuple[str | int, ...], Any]]:
     """Every (path, value) of the document, breadth-first, so shallower matches come first."""
     queue: deque[tuple[tuple[str | int, ...], Any]] = deque([(parts, node)])
     while queue:
@@ -293,7 +314,8 @@ def _known_hits(item: object) -> int:
 
 def _is_record_list(value: object) -> bool:
     """A list of objects, most of which carry at least two known record fields."""
-    if not isinstance(value, list) or not value or not all(isinstance(item, Mapping) for item in value):
+    if (not isinstance(value, list) or not value or
+        not all(isinstance(item, Mapping) for item in value)):
         return False
     return sum(1 for item in value if _known_hits(item) >= 2) * 2 >= len(value)
 
@@ -308,17 +330,21 @@ class _Reader:
         where = _json_path(parts)
         return VgfFormatError(f"{self.path}: {where}: {message}", path=self.path, json_path=where)
 
-    # -- whole document ------------------------------------------------------------------------------------
+    # -- whole document ----------------------------------------------------------------------------
 
     def read(self, doc: Any) -> VgfRun:
         if isinstance(doc, list) and _is_record_list(doc):
-            self.warnings.append("the report is a bare list of records: no device, model or config block")
+            self.warnings.append("the report is a bare list of records: no device, model or config "
+                                 "block")
             doc = {"records": doc}
         if not isinstance(doc, Mapping):
-            raise self.fail((), f"expected a JSON object (or a list of per-execute records), got {_type_name(doc)}")
+            raise self.fail((),
+                            "expected a JSON object (or a list of per-execute records), got "
+                            f"{_type_name(doc)}")
         unknown = [key for key in doc if key not in TOP_LEVEL_KEYS]
         if unknown:
-            self.warnings.append("unknown top-level keys (ignored): " + ", ".join(f"$.{k}" for k in unknown))
+            self.warnings.append("unknown top-level keys (ignored): "
+                                 + ", ".join(f"$.{k}" for k in unknown))
         config = self.config(doc)
         lists = self.find_records(doc)
         samples, handles = self.merge(lists, config)
@@ -346,28 +372,34 @@ class _Reader:
             started=str(doc["started"]) if isinstance(doc.get("started"), str) else None,
         )
 
-    # -- records ---------------------------------------------------------------------------------------------
+    # -- records -----------------------------------------------------------------------------------
 
     def find_records(self, doc: Mapping[str, Any]) -> list[tuple[tuple[str | int, ...], list[Any]]]:
-        """The default keys first; else every record-looking list anywhere (one per delegate, say)."""
+        """The default keys first; else every record-looking list anywhere (one per delegate,
+        say)."""
         for key in ("records", "executions"):
             value = doc.get(key)
             if value is None:
                 continue
             if not isinstance(value, list):
-                raise self.fail((key,), f"expected a list of per-execute records, got {_type_name(value)}")
+                raise self.fail((key,),
+                                f"expected a list of per-execute records, got {_type_name(value)}")
             if not value:
-                raise self.fail((key,), "the list of per-execute records is empty: the runner measured nothing")
+                raise self.fail((key,),
+                                "the list of per-execute records is empty: the runner measured "
+                                "nothing")
             return [((key,), value)]
         found = [(parts, value) for parts, value in _walk(doc) if _is_record_list(value)]
-        # a record list nested inside another record list's items is part of that list, not another delegate
+        # a record list nested inside another record list's items is part of that list, not another
+        # delegate
         found = [(p, v) for p, v in found if not any(p[: len(q)] == q and p != q for q, _ in found)]
         if not found:
             keys = ", ".join(str(k) for k in doc) or "none"
             raise self.fail(
                 (),
                 "no per-execute records found: expected a list of objects with fields such as "
-                f"{', '.join(list(RECORD_FIELDS)[:6])}, ... (searched the whole document; top-level keys: {keys})",
+                f"{', '.join(list(RECORD_FIELDS)[:6])}, ... (searched the whole document; "
+                f"top-level keys: {keys})",
             )
         self.warnings.append(
             "records found by search at "
@@ -378,8 +410,9 @@ class _Reader:
         if len(found) > 1 and len(lengths) > 1:
             biggest = max(found, key=lambda item: len(item[1]))
             self.warnings.append(
-                f"record lists of different lengths found; using the longest at {_json_path(biggest[0])} and "
-                "ignoring " + ", ".join(_json_path(p) for p, v in found if v is not biggest[1])
+                "record lists of different lengths found; using the longest at "
+                f"{_json_path(biggest[0])} and ignoring "
+                + ", ".join(_json_path(p) for p, v in found if v is not biggest[1])
             )
             found = [biggest]
         return found
@@ -387,7 +420,8 @@ class _Reader:
     def merge(
         self, lists: list[tuple[tuple[str | int, ...], list[Any]]], config: VgfConfig
     ) -> tuple[dict[str, list[float]], list[str]]:
-        """Checked per-record values -> per measured inference sums (delegates of one inference added up)."""
+        """Checked per-record values -> per measured inference sums (delegates of one inference
+        added up)."""
         per_list: list[list[dict[str, float]]] = []
         handles: dict[str, None] = {}
         unknown: Counter[str] = Counter()
@@ -398,14 +432,18 @@ class _Reader:
             for index, item in enumerate(items):
                 here = (*parts, index)
                 if not isinstance(item, Mapping):
-                    raise self.fail(here, f"expected a per-execute record (object), got {_type_name(item)}")
+                    raise self.fail(here,
+                                    "expected a per-execute record (object), got "
+                                    f"{_type_name(item)}")
                 for key in item:
-                    if key not in RECORD_FIELDS and key not in LAYOUT_RECORD_FIELDS and not _LATENCY_KEY.match(key):
+                    if (key not in RECORD_FIELDS and key not in LAYOUT_RECORD_FIELDS and
+                        not _LATENCY_KEY.match(key)):
                         unknown[key] += 1
                 for name in REQUIRED_RECORD_FIELDS:
                     if name not in item:
                         present = ", ".join(sorted(str(k) for k in item)) or "none"
-                        raise self.fail(here, f"required field {name!r} is missing (present: {present})")
+                        raise self.fail(here,
+                                        f"required field {name!r} is missing (present: {present})")
                 for name in RECORD_FIELDS:
                     if name not in item:
                         missing[name] += 1
@@ -419,11 +457,13 @@ class _Reader:
                     if isinstance(handle, bool) or not isinstance(handle, int | str):
                         raise self.fail(
                             (*here, "delegate_handle"),
-                            f"expected an integer or text handle, got {handle!r} ({_type_name(handle)})",
+                            f"expected an integer or text handle, got {handle!r} "
+                            f"({_type_name(handle)})",
                         )
                     handles[_hex(handle) if isinstance(handle, int) else handle] = None
                 iteration = item.get("iteration")
-                if iteration is not None and (isinstance(iteration, bool) or not isinstance(iteration, int)):
+                if (iteration is not None and
+                    (isinstance(iteration, bool) or not isinstance(iteration, int))):
                     raise self.fail((*here, "iteration"), f"expected an integer, got {iteration!r}")
                 warm = item.get("warmup", False)
                 if not isinstance(warm, bool):
@@ -451,21 +491,24 @@ class _Reader:
                 samples[name] = column
             elif column:
                 self.warnings.append(
-                    f"{name} is present in only {len(column)} of {len(inferences)} inferences; not compared"
+                    f"{name} is present in only {len(column)} of {len(inferences)} inferences; not "
+                    "compared"
                 )
         return samples, list(handles)
 
     def _measured(
-        self, rows: list[tuple[int | None, bool, dict[str, float]]], config: VgfConfig, parts: Sequence[str | int]
+        self, rows: list[tuple[int | None, bool, dict[str, float]]], config: VgfConfig,
+        parts: Sequence[str | int]
     ) -> list[dict[str, float]]:
-        """Drop warmup records: those marked ``warmup: true``, or the first ``config.warmup`` when the list holds
-        exactly warmup + iterations records and none is marked. Then group by ``iteration`` when given."""
+        """Drop warmup records: those marked ``warmup: true``, or the first ``config.warmup`` when
+        the list holds exactly warmup + iterations records and none is marked. Then group by
+        ``iteration`` when given."""
         if any(warm for _, warm, _ in rows):
             rows = [row for row in rows if not row[1]]
         elif config.warmup and config.iterations and len(rows) == config.warmup + config.iterations:
             self.warnings.append(
-                f"{_json_path(parts)} holds warmup + measured records ({config.warmup} + {config.iterations}); "
-                f"the first {config.warmup} were dropped as warmup"
+                f"{_json_path(parts)} holds warmup + measured records ({config.warmup} + "
+                f"{config.iterations}); the first {config.warmup} were dropped as warmup"
             )
             rows = rows[config.warmup :]
         if not rows:
@@ -481,13 +524,15 @@ class _Reader:
         return [values for _, _, values in rows]
 
     def _group(self, per_list: list[list[dict[str, float]]]) -> list[dict[str, float]]:
-        """Several lists (one per delegate) of equal length: inference i is the sum of every list's item i."""
+        """Several lists (one per delegate) of equal length: inference i is the sum of every list's
+        item i."""
         if len(per_list) == 1:
             return per_list[0]
         lengths = {len(rows) for rows in per_list}
         if len(lengths) != 1:
             longest = max(per_list, key=len)
-            self.warnings.append("delegate record lists differ in measured length; using the longest only")
+            self.warnings.append("delegate record lists differ in measured length; using the "
+                                 "longest only")
             return longest
         merged: list[dict[str, float]] = []
         for items in zip(*per_list, strict=True):
@@ -499,7 +544,8 @@ class _Reader:
         return merged
 
     def value(self, item: Mapping[str, Any], name: str, here: tuple[str | int, ...]) -> float:
-        """One checked field value as a float (success: 1.0/0.0). Wrong types are errors naming the path."""
+        """One checked field value as a float (success: 1.0/0.0). Wrong types are errors naming the
+        path."""
         kind = RECORD_FIELDS[name]
         raw = item[name]
         at = (*here, name)
@@ -513,7 +559,7 @@ class _Reader:
             raise self.fail(at, f"expected true or false, got {raw!r} ({_type_name(raw)})")
         return _number(raw, lambda message: self.fail(at, message))
 
-    # -- the rest --------------------------------------------------------------------------------------------
+    # -- the rest ----------------------------------------------------------------------------------
 
     def latency(
         self,
@@ -522,12 +568,14 @@ class _Reader:
         config: VgfConfig,
         measured: int,
     ) -> list[float] | None:
-        """Per-inference latency in ns: ``latency_ns`` (or ``latency_us``/``_ms``) in each record, else a list
-        of numbers under a latency-looking key anywhere; warmup entries dropped when the list is longer."""
+        """Per-inference latency in ns: ``latency_ns`` (or ``latency_us``/``_ms``) in each record,
+        else a list of numbers under a latency-looking key anywhere; warmup entries dropped when the
+        list is longer."""
         if len(lists) == 1:
             parts, items = lists[0]
             for item in items:
-                keys = [k for k in item if isinstance(k, str) and _LATENCY_KEY.match(k) and k != "iteration"]
+                keys = [k for k in item if isinstance(k, str) and _LATENCY_KEY.match(k) and
+                        k != "iteration"]
                 if keys:
                     break
             else:
@@ -554,19 +602,21 @@ class _Reader:
                 continue
             if not all(isinstance(v, int | float | str) and not isinstance(v, bool) for v in value):
                 continue
-            numbers = [_number(v, lambda m, i=i, p=parts: self.fail((*p, i), m)) for i, v in enumerate(value)]
+            numbers = [_number(v, lambda m, i=i, p=parts: self.fail((*p, i), m))
+                       for i, v in enumerate(value)]
             if match.group(1) is None:
                 self.warnings.append(f"{_json_path(parts)} has no unit suffix; read as nanoseconds")
             if len(numbers) == measured + (config.warmup or 0) and len(numbers) != measured:
                 numbers = numbers[config.warmup or 0 :]
             if len(numbers) != measured:
                 self.warnings.append(
-                    f"{_json_path(parts)} holds {len(numbers)} latencies for {measured} measured records; "
-                    "latency not compared"
+                    f"{_json_path(parts)} holds {len(numbers)} latencies for {measured} measured "
+                    "records; latency not compared"
                 )
                 return None
             return [n * _UNIT_SCALE[match.group(1)] for n in numbers]
-        self.warnings.append("no per-inference latency in the report (latency_ns); latency not compared")
+        self.warnings.append("no per-inference latency in the report (latency_ns); latency not "
+                             "compared")
         return None
 
     def config(self, doc: Mapping[str, Any]) -> VgfConfig:
@@ -577,7 +627,8 @@ class _Reader:
             raise self.fail(("config",), f"expected an object, got {_type_name(raw)}")
         unknown = [k for k in raw if k not in CONFIG_KEYS]
         if unknown:
-            self.warnings.append("unknown config keys (ignored): " + ", ".join(f"$.config.{k}" for k in unknown))
+            self.warnings.append("unknown config keys (ignored): "
+                                 + ", ".join(f"$.config.{k}" for k in unknown))
         zero = raw.get("zero_copy")
         env = raw.get("env")
         if zero is None and isinstance(env, Mapping):
@@ -585,14 +636,17 @@ class _Reader:
         if zero is not None:
             if isinstance(zero, bool):
                 pass
-            elif zero in (0, 1, "0", "1") or (isinstance(zero, str) and zero.lower() in ("true", "false")):
+            elif zero in (0, 1, "0",
+                          "1") or (isinstance(zero, str) and zero.lower() in ("true", "false")):
                 zero = str(zero).lower() in ("1", "true")
             else:
-                raise self.fail(("config", "zero_copy"), f"expected true or false (or 0/1), got {zero!r}")
+                raise self.fail(("config", "zero_copy"),
+                                f"expected true or false (or 0/1), got {zero!r}")
         counts: dict[str, int | None] = {}
         for key in ("warmup", "iterations"):
             value = raw.get(key)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            if (value is not None and
+                (isinstance(value, bool) or not isinstance(value, int) or value < 0)):
                 raise self.fail(("config", key), f"expected a whole number >= 0, got {value!r}")
             counts[key] = value
         return VgfConfig(zero, counts["warmup"], counts["iterations"])
@@ -607,16 +661,20 @@ class _Reader:
                 None,
             )  # fmt: skip
             if hit is None:
-                self.warnings.append("no device-info block (vendor_id, device_name, ...): device unknown")
+                self.warnings.append("no device-info block (vendor_id, device_name, ...): device "
+                                     "unknown")
                 return DeviceInfo()
             parts, raw = hit
             self.warnings.append(f"device info found at {_json_path(parts)} (not at $.device)")
         if not isinstance(raw, Mapping):
-            raise self.fail(parts, f"expected an object with {', '.join(DEVICE_FIELDS)}, got {_type_name(raw)}")
+            raise self.fail(parts,
+                            f"expected an object with {', '.join(DEVICE_FIELDS)}, got "
+                            f"{_type_name(raw)}")
         unknown = [k for k in raw if k not in DEVICE_FIELDS]
         if unknown:
             self.warnings.append(
-                "unknown device keys (ignored): " + ", ".join(f"{_json_path(parts)}.{k}" for k in unknown)
+                "unknown device keys (ignored): "
+                + ", ".join(f"{_json_path(parts)}.{k}" for k in unknown)
             )
         values: dict[str, Any] = {}
         for name in DEVICE_FIELDS:
@@ -626,11 +684,14 @@ class _Reader:
                 values[name] = None
             elif name in ("vendor_id", "device_id"):
                 if isinstance(value, bool) or not isinstance(value, int | str):
-                    raise self.fail(at, f"expected an integer (or hex text), got {value!r} ({_type_name(value)})")
+                    raise self.fail(at,
+                                    f"expected an integer (or hex text), got {value!r} "
+                                    f"({_type_name(value)})")
                 values[name] = value
             elif name in ("api_version", "driver_version"):
                 if isinstance(value, bool) or not isinstance(value, int | str):
-                    raise self.fail(at, f"expected a version (text or packed integer), got {value!r}")
+                    raise self.fail(at,
+                                    f"expected a version (text or packed integer), got {value!r}")
                 values[name] = _vulkan_version(value) if name == "api_version" else str(value)
             else:
                 if not isinstance(value, str):
@@ -654,7 +715,8 @@ class _Reader:
         if raw is None:
             return ()
         if not isinstance(raw, list):
-            raise self.fail(("buffers",), f"expected a list of buffer objects, got {_type_name(raw)}")
+            raise self.fail(("buffers",),
+                            f"expected a list of buffer objects, got {_type_name(raw)}")
         out = []
         for i, item in enumerate(raw):
             if not isinstance(item, Mapping):
@@ -674,8 +736,8 @@ class _Reader:
     def rejections(
         self, doc: Mapping[str, Any], lists: list[tuple[tuple[str | int, ...], list[Any]]]
     ) -> dict[str, int]:
-        """Reasons from ``$.rejections`` (objects with ``reason`` and an optional ``count``, or plain text), or
-        from ``rejections`` lists inside records when the top level has none."""
+        """Reasons from ``$.rejections`` (objects with ``reason`` and an optional ``count``, or
+        plain text), or from ``rejections`` lists inside records when the top level has none."""
         reasons: Counter[str] = Counter()
 
         def take(value: Any, parts: tuple[str | int, ...]) -> None:
@@ -690,10 +752,12 @@ class _Reader:
                     text = f"{buffer}: {reason}" if buffer else reason
                     count = item.get("count", 1)
                     if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-                        raise self.fail((*parts, i, "count"), f"expected a whole number >= 0, got {count!r}")
+                        raise self.fail((*parts, i, "count"),
+                                        f"expected a whole number >= 0, got {count!r}")
                     reasons[text] += count
                 else:
-                    raise self.fail((*parts, i), f"expected text or an object with a reason, got {item!r}")
+                    raise self.fail((*parts, i),
+                                    f"expected text or an object with a reason, got {item!r}")
 
         if "rejections" in doc:
             take(doc["rejections"], ("rejections",))
@@ -713,7 +777,8 @@ def _combine(name: str, old: float | None, new: float) -> float:
 
 
 def _number(raw: Any, fail: Any) -> float:
-    """A finite number >= 0; decimal text is accepted (64-bit counters are sometimes written as strings)."""
+    """A finite number >= 0; decimal text is accepted (64-bit counters are sometimes written as
+    strings)."""
     value: float
     if isinstance(raw, bool) or raw is None:
         raise fail(f"expected a number >= 0, got {raw!r} ({_type_name(raw)})")
@@ -732,13 +797,14 @@ def _number(raw: Any, fail: Any) -> float:
 
 
 def _vulkan_version(value: int | str) -> str:
-    """VK_MAKE_API_VERSION packs variant:3, major:7, minor:10, patch:12 bits; text is kept as it is."""
+    """VK_MAKE_API_VERSION packs variant:3, major:7, minor:10, patch:12 bits; text is kept as it
+    is."""
     if isinstance(value, str):
         return value
     return f"{(value >> 22) & 0x7F}.{(value >> 12) & 0x3FF}.{value & 0xFFF}"
 
 
-# --- conversion ---------------------------------------------------------------------------------------------
+# --- conversion -----------------------------------------------------------------------------------
 
 
 def to_record(
@@ -752,11 +818,12 @@ def to_record(
     instance: str = "vgf",
     started: str | None = None,
 ) -> Record:
-    """One ``Record`` for one report: samples per metric (``VGF_METRIC_UNITS``), identity, and device/config
-    facts in ``extra``. The key is the report's sha256, so the same file always gives the same record.
+    """One ``Record`` for one report: samples per metric (``VGF_METRIC_UNITS``), identity, and
+    device/config facts in ``extra``. The key is the report's sha256, so the same file always gives
+    the same record.
 
-    Status is ``failed`` (class ``test``) when no measured inference succeeded: the numbers of a run whose
-    every execute failed describe an error path, not the workload.
+    Status is ``failed`` (class ``test``) when no measured inference succeeded: the numbers of a run
+    whose every execute failed describe an error path, not the workload.
     """
     name = model or run.model or Path(run.path).stem
     extra: dict[str, str | float | int | bool | None] = {
@@ -766,8 +833,8 @@ def to_record(
         "warmup": run.config.warmup,
         "iterations": run.config.iterations,
         "delegate_handles": ",".join(run.delegate_handles) or None,
-        "rejections": "; ".join(f"{reason} x{count}" for reason, count in run.rejections.items()) or None,
-        "warnings": len(run.warnings),
+        "rejections": "; ".join(f"{reason} x{count}" for reason, count in run.rejections.items()) or
+        None, "warnings": len(run.warnings),
     }
     for key, value in run.device.as_dict().items():
         extra[f"device.{key}"] = value
@@ -782,7 +849,8 @@ def to_record(
         repetition=repetition,
         status="ok" if ok else "failed",
         failure_class=None if ok else "test",
-        failure=None if ok else f"every one of {run.inferences} measured VGF executions failed (success: false)",
+        failure=None if ok
+        else f"every one of {run.inferences} measured VGF executions failed (success: false)",
         samples={metric: list(values) for metric, values in run.samples.items()},
         metric_units={metric: VGF_METRIC_UNITS.get(metric, "") for metric in run.samples},
         started=started or run.started or "",
@@ -790,7 +858,7 @@ def to_record(
     )
 
 
-# --- sets of reports ----------------------------------------------------------------------------------------
+# --- sets of reports ------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -802,7 +870,8 @@ class VgfSet:
     baseline: str
     candidate: str
     warnings: tuple[str, ...] = ()
-    """Reports that were left out, and why (e.g. kept from an older run whose unit is no longer stored)."""
+    """Reports that were left out, and why (e.g. kept from an older run whose unit is no longer
+    stored)."""
 
 
 def load_pair(
@@ -814,9 +883,10 @@ def load_pair(
     scenario: str = "vgf",
     model: str | None = None,
 ) -> VgfSet:
-    """Reports given on the command line: ``copy`` files are the baseline build, ``zero_copy`` the candidate;
-    several files per side are repetitions. Models come from each report (``model.name``), else ``model``, else
-    one shared name, so a copy run and a zero-copy run of the same model always meet in one comparison."""
+    """Reports given on the command line: ``copy`` files are the baseline build, ``zero_copy`` the
+    candidate; several files per side are repetitions. Models come from each report
+    (``model.name``), else ``model``, else one shared name, so a copy run and a zero-copy run of the
+    same model always meet in one comparison."""
     records: list[Record] = []
     runs: dict[str, list[VgfRun]] = {baseline: [], candidate: []}
     for build, paths in ((baseline, copy), (candidate, zero_copy)):
@@ -824,15 +894,17 @@ def load_pair(
             run = read_report(path)
             runs[build].append(run)
             name = model or run.model or "model"
-            records.append(to_record(run, scenario=scenario, build=build, model=name, repetition=repetition))
+            records.append(to_record(run, scenario=scenario, build=build, model=name,
+                                     repetition=repetition))
     return VgfSet(tuple(records), runs, baseline, candidate)
 
 
 def find_reports(folder: Path | str) -> list[Path]:
-    """Candidate VGF report files under a results folder: every ``*.json`` except the harness's own files,
-    sorted, so the same folder always gives the same order."""
+    """Candidate VGF report files under a results folder: every ``*.json`` except the harness's own
+    files, sorted, so the same folder always gives the same order."""
     root = Path(folder)
-    return sorted(p for p in root.rglob("*.json") if p.is_file() and p.name not in HARNESS_JSON_FILES)
+    return sorted(p
+                  for p in root.rglob("*.json") if p.is_file() and p.name not in HARNESS_JSON_FILES)
 
 
 def load_results(
@@ -844,12 +916,13 @@ def load_results(
 ) -> VgfSet:
     """The VGF reports a ``run`` kept in a results folder, matched to their units.
 
-    A report belongs to the unit whose id (``r0-zero_copy-resnet8``) appears in its path; the unit's stored
-    ``Record`` (``records``, from ``store.ResultStore.records()``; the last one per unit counts) gives build,
-    model and repetition. Reports of units that are not stored, or whose last attempt failed, are left out with
-    a warning (``VgfSet.warnings``): they are leftovers of an earlier run. A report
-    that names no known unit is placed by its own ``config.zero_copy`` (``copy`` / ``zero_copy``). Builds default
-    to the one whose reports say ``zero_copy: false`` (baseline) and ``true`` (candidate).
+    A report belongs to the unit whose id (``r0-zero_copy-resnet8``) appears in its path; the unit's
+    stored ``Record`` (``records``, from ``store.ResultStore.records()``; the last one per unit
+    counts) gives build, model and repetition. Reports of units that are not stored, or whose last
+    attempt failed, are left out with a warning (``VgfSet.warnings``): they are leftovers of an
+    earlier run. A report that names no known unit is placed by its own ``config.zero_copy``
+    (``copy`` / ``zero_copy``). Builds default to the one whose reports say ``zero_copy: false``
+    (baseline) and ``true`` (candidate).
     """
     root = Path(folder)
     by_unit = {r.unit_id: r for r in records}
@@ -863,22 +936,27 @@ def load_results(
         rel = path.relative_to(root).as_posix()
         unit = next((u for u in units_longest_first if u in rel), None)
         if unit is None and by_unit and rel.startswith("fetched/"):
-            skipped.append(f"{rel}: belongs to no stored unit (left from an earlier run?); not compared")
+            skipped.append(f"{rel}: belongs to no stored unit (left from an earlier run?); not "
+                           "compared")
             continue
         if unit is not None and by_unit[unit].status != "ok":
-            # the harness fetches only after a unit succeeded: this file is older than the unit's last attempt
-            skipped.append(f"{rel}: unit {unit} failed in this run; its report is from an earlier run, not compared")
+            # the harness fetches only after a unit succeeded: this file is older than the unit's
+            # last attempt
+            skipped.append(f"{rel}: unit {unit} failed in this run; its report is from an earlier "
+                           "run, not compared")
             continue
         try:
             run = read_report(path)
         except VgfFormatError as exc:
-            # another JSON a scenario fetched is not ours to judge; a broken VGF report is worth saying
+            # another JSON a scenario fetched is not ours to judge; a broken VGF report is worth
+            # saying
             if "vgf" in path.name.lower():
                 skipped.append(f"{exc}; not compared")
             continue
         if unit is not None:
             stored = by_unit[unit]
-            build, name, repetition, instance = stored.build, stored.model, stored.repetition, stored.instance
+            build, name, repetition, instance = (stored.build, stored.model, stored.repetition,
+                                                 stored.instance)
             started = stored.started
         else:
             zero_copy = run.config.zero_copy
@@ -894,21 +972,23 @@ def load_results(
                       unit_id=unit, instance=instance, started=started)
         )  # fmt: skip
     if not found and skipped:
-        raise VgfFormatError(f"{root}: no readable VGF report: " + "; ".join(skipped), path=str(root))
+        raise VgfFormatError(f"{root}: no readable VGF report: " + "; ".join(skipped),
+                             path=str(root))
     if not found:
         raise NoVgfReports(
-            f"{root}: no VGF report (*.json) found; did the scenario fetch them (run.fetch) and the run finish?",
-            path=str(root),
+            f"{root}: no VGF report (*.json) found; did the scenario fetch them (run.fetch) and "
+            "the run finish?", path=str(root),
         )
     if baseline is None:
         baseline = next((b for b, m in modes.items() if m == {False}), None) or "copy"
     if candidate is None:
-        candidate = next((b for b, m in modes.items() if m == {True} and b != baseline), None) or "zero_copy"
+        candidate = (next((b for b, m in modes.items() if m == {True} and b != baseline), None) or
+                     "zero_copy")
     for name in (baseline, candidate):
         if name not in runs:
             raise VgfFormatError(
-                f"{root}: no VGF report of build {name!r} (builds found: {', '.join(sorted(runs))}); "
-                "pass --baseline/--candidate",
+                f"{root}: no VGF report of build {name!r} (builds found: "
+                f"{', '.join(sorted(runs))}); pass --baseline/--candidate",
                 path=str(root),
             )
     return VgfSet(tuple(found), runs, baseline, candidate, tuple(skipped))

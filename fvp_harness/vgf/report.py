@@ -1,13 +1,16 @@
-"""Copy vs zero-copy VGF runs -> "boundary cost removed / boundary cost remaining / execution changed?".
+"""Copy vs zero-copy VGF runs -> "boundary cost removed / boundary cost remaining / execution
+changed?".
 
-The question a VGF zero-copy change must answer is not "is it faster" alone but where the time went: which
-boundary costs zero-copy removed (input/output copies and their memcpy time), which boundary costs it brought or
-left (imports, binding refresh, buffers the driver refused and copied anyway), and whether the VGF execution
-itself changed (it should not: zero-copy moves where I/O lives, not what the GPU computes). This module answers
-that from the same tidy DataFrame the A/B path uses (``frames.to_frame`` over ``vgf.reader.to_record`` records), with
-the A/B statistics (``comparison.compare``: two-level bootstrap CIs of medians, Mann-Whitney p, ``decide_verdict``),
-and renders markdown, CSV, JSON and PNG with the A/B report's public helpers (``report.markdown_table``,
-``expectations_markdown``, ``jsonable``, ``save_png``, ``write_report_files``).
+The question a VGF zero-copy change must answer is not "is it faster" alone but where the time went:
+which boundary costs zero-copy removed (input/output copies and their memcpy time), which boundary
+costs it brought or left (imports, binding refresh, buffers the driver refused and copied anyway),
+and whether the VGF execution itself changed (it should not: zero-copy moves where I/O lives, not
+what the GPU computes). This module answers that from the same tidy DataFrame the A/B path uses
+(``frames.to_frame`` over ``vgf.reader.to_record`` records), with the A/B statistics
+(``comparison.compare``: two-level bootstrap CIs of medians, Mann-Whitney p, ``decide_verdict``),
+and renders markdown, CSV, JSON and PNG with the A/B report's public helpers
+(``report.markdown_table``, ``expectations_markdown``, ``jsonable``, ``save_png``,
+``write_report_files``).
 
 Pure except ``render_vgf_report``, which writes the files into a folder it is given.
 """
@@ -34,7 +37,13 @@ from fvp_harness.report.stats.frames import to_frame
 from fvp_harness.report.stats.spec import Settings
 from fvp_harness.store.folder import VGF_REPORT_FILES
 from fvp_harness.store.records import Record
-from fvp_harness.vgf.reader import VGF_METRIC_UNITS, NoVgfReports, VgfRun, find_reports, load_results
+from fvp_harness.vgf.reader import (
+    VGF_METRIC_UNITS,
+    NoVgfReports,
+    VgfRun,
+    find_reports,
+    load_results,
+)
 
 __all__ = [
     "SECTIONS",
@@ -57,12 +66,12 @@ Section = Literal["latency", "removed", "remaining", "execution"]
 SECTIONS: dict[Section, tuple[str, ...]] = {
     "latency": ("latency_ns",),
     "removed": ("in_copy_bytes", "out_copy_bytes", "in_memcpy_ns", "out_memcpy_ns", "memcpy_ns"),
-    "remaining": ("imports", "import_ns", "binding_refresh_ns", "in_zero_copy_bytes", "out_zero_copy_bytes",
-                  "fallback_count", "rejection_count", "boundary_ns"),
+    "remaining": ("imports", "import_ns", "binding_refresh_ns", "in_zero_copy_bytes",
+                  "out_zero_copy_bytes", "fallback_count", "rejection_count", "boundary_ns"),
     "execution": ("execute_ns", "submit_wait_ns"),
 }  # fmt: skip
-"""Which metric goes in which part of the report. ``boundary_ns`` (memcpy + import + binding refresh) closes the
-"remaining" table: the net boundary cost per inference in each mode."""
+"""Which metric goes in which part of the report. ``boundary_ns`` (memcpy + import + binding
+refresh) closes the "remaining" table: the net boundary cost per inference in each mode."""
 
 LABELS = {
     "latency_ns": "per-inference latency",
@@ -90,9 +99,10 @@ Status = Literal["pass", "fail", "unverified"]
 class VgfMetricRow:
     """One metric for one model: each mode's median and 95% CI, the change, and what it means.
 
-    ``change_pct`` is the candidate relative to the baseline (negative = less), with the CI from the A/B
-    analysis; ``verdict`` is the A/B verdict for time metrics (``no change``/``faster``/``slower``/
-    ``inconclusive``), or for boundary quantities ``removed``/``partly removed``/``not removed``/``appeared``/
+    ``change_pct`` is the candidate relative to the baseline (negative = less), with the CI from the
+    A/B analysis; ``verdict`` is the A/B verdict for time metrics (``no
+    change``/``faster``/``slower``/ ``inconclusive``), or for boundary quantities
+    ``removed``/``partly removed``/``not removed``/``appeared``/
     ``none``/``same``/``more``/``less``.
     """
 
@@ -116,8 +126,8 @@ class VgfMetricRow:
 
 @dataclass(frozen=True)
 class VgfExpectation:
-    """A checked claim: copies removed, execution unchanged, every execute succeeded, the modes are what the
-    arguments say, one device."""
+    """A checked claim: copies removed, execution unchanged, every execute succeeded, the modes are
+    what the arguments say, one device."""
 
     model: str
     name: str
@@ -167,7 +177,7 @@ class _Spec:
     expect_identical: list[str] = field(default_factory=list)
 
 
-# --- analysis -----------------------------------------------------------------------------------------------
+# --- analysis -------------------------------------------------------------------------------------
 
 
 def _quantity_verdict(section: Section, base: float | None, cand: float | None) -> str:
@@ -195,12 +205,13 @@ def compare_vgf(
     min_effect: float = 2.0,
     settings: Settings | None = None,
 ) -> VgfComparison:
-    """Compare the ``candidate`` build (zero-copy) with the ``baseline`` (copy) per model and metric.
+    """Compare the ``candidate`` build (zero-copy) with the ``baseline`` (copy) per model and
+    metric.
 
-    ``frame`` is ``frames.to_frame`` of ``vgf.reader.to_record`` records. ``runs`` (build -> the parsed reports)
-    adds device, config, rejection reasons and reader warnings; without it those parts stay empty.
-    ``min_effect`` (percent) is the change in a time metric that counts as a change (execution "unchanged"
-    means its CI of the change lies within +-min_effect).
+    ``frame`` is ``frames.to_frame`` of ``vgf.reader.to_record`` records. ``runs`` (build -> the
+    parsed reports) adds device, config, rejection reasons and reader warnings; without it those
+    parts stay empty. ``min_effect`` (percent) is the change in a time metric that counts as a
+    change (execution "unchanged" means its CI of the change lies within +-min_effect).
     """
     settings = settings or Settings()
     runs = runs or {}
@@ -290,21 +301,25 @@ def _expectations(
     for model in c.models:
         copies = _copy_row(c, model)
         if copies is None:
-            out.append(VgfExpectation(model, "copies removed", "unverified", "no copy byte counts in the reports"))
+            out.append(VgfExpectation(model, "copies removed", "unverified",
+                                      "no copy byte counts in the reports"))
         else:
             base, cand = copies
             if base is None or base == 0:
-                out.append(VgfExpectation(model, "copies removed", "unverified", f"{c.baseline} copied nothing"))
+                out.append(VgfExpectation(model, "copies removed", "unverified",
+                                          f"{c.baseline} copied nothing"))
             elif cand is not None and cand <= 0.01 * base:
                 moved = f"{fmt.byte_count(base)} -> {fmt.byte_count(cand)}"
                 out.append(VgfExpectation(model, "copies removed", "pass", moved))
             else:
-                reasons = "; ".join(c.rejections.get(c.candidate, {})) or "no rejection reason reported"
+                reasons = ("; ".join(c.rejections.get(c.candidate, {})) or
+                           "no rejection reason reported")
                 moved = f"{fmt.byte_count(base)} -> {fmt.byte_count(cand)}"
                 out.append(VgfExpectation(model, "copies removed", "fail", f"{moved} ({reasons})"))
         execute = c.row(model, "execute_ns")
         if execute is None:
-            out.append(VgfExpectation(model, "execution unchanged", "unverified", "no execute_ns in the reports"))
+            out.append(VgfExpectation(model, "execution unchanged", "unverified",
+                                      "no execute_ns in the reports"))
         else:
             statuses: dict[str, Status] = {"no change": "pass", "faster": "fail", "slower": "fail"}
             status = statuses.get(execute.verdict, "unverified")
@@ -314,15 +329,20 @@ def _expectations(
                     "execution unchanged",
                     status,
                     f"{execute.verdict}: change {fmt.signed_percent(execute.change_pct)}, "
-                    f"CI {fmt.signed_percent_interval(execute.ci_low, execute.ci_high)}, limit ±{c.min_effect:g}%",
+                    f"CI {fmt.signed_percent_interval(execute.ci_low, execute.ci_high)}, limit "
+                    f"±{c.min_effect:g}%",
                 )
             )
-        sel = frame[(frame["model"] == model) & (frame["metric"] == "success")] if len(frame) else frame
+        sel = (frame[(frame["model"] == model) & (frame["metric"] == "success")] if len(frame)
+               else frame)
         if len(sel):
-            failed = {str(b): int((g["value"] == 0).sum()) for b, g in sel.groupby("build", sort=False)}
+            failed = {str(b): int((g["value"] == 0).sum())
+                      for b, g in sel.groupby("build", sort=False)}
             bad = {b: n for b, n in failed.items() if n}
-            detail = ", ".join(f"{b}: {n} failed" for b, n in bad.items()) or "every execute succeeded"
-            out.append(VgfExpectation(model, "executes succeeded", "fail" if bad else "pass", detail))
+            detail = (", ".join(f"{b}: {n} failed" for b, n in bad.items()) or
+                      "every execute succeeded")
+            out.append(VgfExpectation(model, "executes succeeded", "fail" if bad else "pass",
+                                      detail))
     if runs:
         wrong = []
         unknown = 0
@@ -332,22 +352,26 @@ def _expectations(
                     unknown += 1
                 elif run.config.zero_copy is not want:
                     wrong.append(
-                        f"{run.path} says zero_copy={str(run.config.zero_copy).lower()} but is the {build} run"
+                        f"{run.path} says zero_copy={str(run.config.zero_copy).lower()} but is the "
+                        f"{build} run"
                     )
         if wrong:
-            out.append(VgfExpectation("*", "modes as given", "fail", "; ".join(wrong) + " (arguments swapped?)"))
+            out.append(VgfExpectation("*", "modes as given", "fail",
+                                      "; ".join(wrong) + " (arguments swapped?)"))
         else:
             out.append(
                 VgfExpectation(
                     "*",
                     "modes as given",
                     "unverified" if unknown else "pass",
-                    f"{unknown} report(s) do not say their mode" if unknown else "config.zero_copy matches",
+                    f"{unknown} report(s) do not say their mode" if unknown
+                    else "config.zero_copy matches",
                 )
             )
         labels = {label for labels in c.devices.values() for label in labels}
         if len(labels) > 1:
-            out.append(VgfExpectation("*", "one device", "fail", "runs used different devices: " + "; ".join(labels)))
+            out.append(VgfExpectation("*", "one device", "fail",
+                                      "runs used different devices: " + "; ".join(labels)))
         else:
             out.append(VgfExpectation("*", "one device", "pass", next(iter(labels), "unknown")))
     return tuple(out)
@@ -363,14 +387,14 @@ def _copy_row(c: VgfComparison, model: str) -> tuple[float | None, float | None]
     return sum(r.baseline_median or 0 for r in parts), sum(r.candidate_median or 0 for r in parts)
 
 
-# --- formatting ---------------------------------------------------------------------------------------------
+# --- formatting -----------------------------------------------------------------------------------
 
 
 def _label(metric: str) -> str:
     return LABELS.get(metric, metric)
 
 
-# --- markdown -----------------------------------------------------------------------------------------------
+# --- markdown -------------------------------------------------------------------------------------
 
 
 def render_vgf_markdown(c: VgfComparison, title: str | None = None) -> str:
@@ -391,12 +415,15 @@ def render_vgf_markdown(c: VgfComparison, title: str | None = None) -> str:
     lines += _headline(c)
     lines += ["## Per-inference latency", ""]
     lines += [_timed_table(c, "latency"), ""]
-    lines += ["## Boundary cost removed", "", f"What {z} no longer pays at the ExecuTorch/VGF boundary.", ""]
+    lines += ["## Boundary cost removed", "",
+              f"What {z} no longer pays at the ExecuTorch/VGF boundary.", ""]
     lines += [_quantity_table(c, "removed", "Removed"), ""]
-    lines += ["## Boundary cost remaining", "", f"What {z} pays instead (imports, binding refresh) or still pays "
+    lines += ["## Boundary cost remaining", "",
+              f"What {z} pays instead (imports, binding refresh) or still pays "
               "(buffers that fell back to a copy).", ""]  # fmt: skip
     lines += [_quantity_table(c, "remaining", "Change"), ""]
-    lines += ["## Execution changed?", "", f"Zero-copy should not change the device's work: *no change* when the CI of "
+    lines += ["## Execution changed?", "",
+              f"Zero-copy should not change the device's work: *no change* when the CI of "
               f"the change lies within ±{c.min_effect:g}%.", ""]  # fmt: skip
     lines += [_timed_table(c, "execution"), ""]
     lines += ["## Fallbacks and rejections", ""]
@@ -406,7 +433,8 @@ def render_vgf_markdown(c: VgfComparison, title: str | None = None) -> str:
             any_rejection = True
             lines.append(f"- {build}: {reason} (×{count})")
     if not any_rejection:
-        lines.append("None: every buffer was imported as requested (or the reports list no reasons).")
+        lines.append("None: every buffer was imported as requested (or the reports list no "
+                     "reasons).")
     lines.append("")
     lines += _expectation_lines(c)
     if c.warnings:
@@ -415,12 +443,12 @@ def render_vgf_markdown(c: VgfComparison, title: str | None = None) -> str:
     lines += [
         "## Method",
         "",
-        f"Medians over every measured inference of every run (warmup dropped). {s.confidence * 100:g}% CIs: two-level "
-        f"bootstrap ({s.resamples} resamples, seed {s.seed}) over runs then inferences, as in the A/B report; the "
-        f"change's CI is widened to the Welch t-interval over run medians when that is wider. p: two-sided, at "
-        "the level of the CI (the larger of the bootstrap's and the Welch t-test's over run medians). Boundary cost "
-        "total = input + output memcpy + import + binding refresh time.",
-        "",
+        "Medians over every measured inference of every run (warmup dropped). "
+        f"{s.confidence * 100:g}% CIs: two-level bootstrap ({s.resamples} resamples, seed "
+        f"{s.seed}) over runs then inferences, as in the A/B report; the change's CI is widened to "
+        "the Welch t-interval over run medians when that is wider. p: two-sided, at the level of "
+        "the CI (the larger of the bootstrap's and the Welch t-test's over run medians). Boundary "
+        "cost total = input + output memcpy + import + binding refresh time.", "",
     ]
     return "\n".join(lines).rstrip("\n") + "\n"
 
@@ -431,11 +459,13 @@ def _headline(c: VgfComparison) -> list[str]:
         bits = []
         memcpy = c.row(model, "memcpy_ns")
         if memcpy is not None:
-            before, after = fmt.duration_ns(memcpy.baseline_median), fmt.duration_ns(memcpy.candidate_median)
+            before, after = fmt.duration_ns(memcpy.baseline_median), fmt.duration_ns(
+                memcpy.candidate_median)
             bits.append(f"memcpy {before} -> {after}")
         imports = c.row(model, "import_ns")
         refresh = c.row(model, "binding_refresh_ns")
-        added = sum((r.candidate_median or 0) - (r.baseline_median or 0) for r in (imports, refresh) if r is not None)
+        added = sum((r.candidate_median or 0) - (r.baseline_median or 0)
+                    for r in (imports, refresh) if r is not None)
         if imports is not None or refresh is not None:
             bits.append(f"import + refresh {fmt.signed_quantity('ns', added)}")
         total = c.row(model, "boundary_ns")
@@ -447,7 +477,8 @@ def _headline(c: VgfComparison) -> list[str]:
             bits.append(f"execution {execute.verdict} ({fmt.signed_percent(execute.change_pct)})")
         latency = c.row(model, "latency_ns")
         if latency is not None:
-            before, after = fmt.duration_ns(latency.baseline_median), fmt.duration_ns(latency.candidate_median)
+            before, after = fmt.duration_ns(latency.baseline_median), fmt.duration_ns(
+                latency.candidate_median)
             bits.append(f"latency {before} -> {after} ({latency.verdict})")
         if bits:
             out.append(f"- **{model}**: " + "; ".join(bits))
@@ -455,23 +486,27 @@ def _headline(c: VgfComparison) -> list[str]:
 
 
 def _timed_table(c: VgfComparison, section: Section) -> str:
-    headers = ["Model", "Metric", f"{c.baseline} (95% CI)", f"{c.candidate} (95% CI)", "Change", "95% CI of change",
-               "p", "n", "Verdict"]  # fmt: skip
+    headers = ["Model", "Metric", f"{c.baseline} (95% CI)", f"{c.candidate} (95% CI)", "Change",
+               "95% CI of change", "p", "n", "Verdict"]  # fmt: skip
     rows = [
-        [r.model, _label(r.metric), fmt.quantity_with_interval(r.unit, r.baseline_median, r.baseline_ci),
+        [r.model, _label(r.metric),
+         fmt.quantity_with_interval(r.unit, r.baseline_median, r.baseline_ci),
          fmt.quantity_with_interval(r.unit, r.candidate_median, r.candidate_ci),
          f"{fmt.signed_quantity(r.unit, r.change)} ({fmt.signed_percent(r.change_pct)})",
-         fmt.signed_percent_interval(r.ci_low, r.ci_high), fmt.p_value(r.p_value), f"{r.n_baseline}/{r.n_candidate}",
-         r.verdict]
+         fmt.signed_percent_interval(r.ci_low, r.ci_high), fmt.p_value(r.p_value),
+         f"{r.n_baseline}/{r.n_candidate}", r.verdict]
         for r in c.rows if r.section == section
     ]  # fmt: skip
     if not rows:
         return "Not reported."
-    return markdown_table(rows, headers, ["left", "left", "right", "right", "right", "right", "right", "right", "left"])
+    return markdown_table(rows, headers,
+                          ["left", "left", "right", "right", "right", "right", "right", "right",
+                           "left"])
 
 
 def _quantity_table(c: VgfComparison, section: Section, change_title: str) -> str:
-    headers = ["Model", "Per inference", f"{c.baseline}", f"{c.candidate}", change_title, "What happened"]
+    headers = ["Model", "Per inference", f"{c.baseline}", f"{c.candidate}", change_title,
+               "What happened"]
     rows = []
     for r in c.rows:
         if r.section != section:
@@ -493,29 +528,36 @@ def _expectation_lines(c: VgfComparison) -> list[str]:
     return expectations_markdown([(e.model, e.name, e.status, e.detail) for e in c.expectations])
 
 
-# --- CSV, JSON, PNG -----------------------------------------------------------------------------------------
+# --- CSV, JSON, PNG -------------------------------------------------------------------------------
 
-CSV_COLUMNS = ["model", "section", "metric", "unit", "baseline", "candidate", "baseline_median", "baseline_ci_low",
-               "baseline_ci_high", "candidate_median", "candidate_ci_low", "candidate_ci_high", "change",
-               "change_pct", "change_ci_low", "change_ci_high", "p_value", "n_baseline", "n_candidate",
-               "verdict"]  # fmt: skip
+CSV_COLUMNS = ["model", "section", "metric", "unit", "baseline", "candidate", "baseline_median",
+               "baseline_ci_low",
+               "baseline_ci_high", "candidate_median", "candidate_ci_low", "candidate_ci_high",
+               "change",
+               "change_pct", "change_ci_low", "change_ci_high", "p_value", "n_baseline",
+               "n_candidate", "verdict"]  # fmt: skip
 
 
 def render_vgf_csv(c: VgfComparison) -> str:
     """One row per (model, metric), in report order; 6 significant digits."""
     rows = [
         {
-            "model": r.model, "section": r.section, "metric": r.metric, "unit": r.unit, "baseline": c.baseline,
-            "candidate": c.candidate, "baseline_median": r.baseline_median, "baseline_ci_low": r.baseline_ci[0],
+            "model": r.model, "section": r.section, "metric": r.metric, "unit": r.unit,
+            "baseline": c.baseline,
+            "candidate": c.candidate, "baseline_median": r.baseline_median,
+            "baseline_ci_low": r.baseline_ci[0],
             "baseline_ci_high": r.baseline_ci[1], "candidate_median": r.candidate_median,
-            "candidate_ci_low": r.candidate_ci[0], "candidate_ci_high": r.candidate_ci[1], "change": r.change,
+            "candidate_ci_low": r.candidate_ci[0], "candidate_ci_high": r.candidate_ci[1],
+            "change": r.change,
             "change_pct": r.change_pct, "change_ci_low": r.ci_low, "change_ci_high": r.ci_high,
-            "p_value": r.p_value, "n_baseline": r.n_baseline, "n_candidate": r.n_candidate, "verdict": r.verdict,
+            "p_value": r.p_value, "n_baseline": r.n_baseline, "n_candidate": r.n_candidate,
+            "verdict": r.verdict,
         }
         for r in c.rows
     ]  # fmt: skip
     buffer = io.StringIO()
-    pd.DataFrame(rows, columns=CSV_COLUMNS).to_csv(buffer, index=False, lineterminator="\n", float_format="%.6g")
+    pd.DataFrame(rows, columns=CSV_COLUMNS).to_csv(buffer, index=False, lineterminator="\n",
+                                                   float_format="%.6g")
     return buffer.getvalue()
 
 
@@ -531,15 +573,18 @@ def render_vgf_json(c: VgfComparison, title: str | None = None) -> str:
     return json.dumps(jsonable(data), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-_PARTS = (("in_memcpy_ns", "input memcpy", "#d08c2b"), ("out_memcpy_ns", "output memcpy", "#e8b86d"),
+_PARTS = (("in_memcpy_ns", "input memcpy", "#d08c2b"),
+          ("out_memcpy_ns", "output memcpy", "#e8b86d"),
           ("import_ns", "import", "#8e5ea2"), ("binding_refresh_ns", "binding refresh", "#c7a6d9"),
           ("submit_wait_ns", "submit + wait (VGF execution)", "#1f6fb4"))  # fmt: skip
 
 
 def render_vgf_png(c: VgfComparison, path: Path, title: str | None = None) -> Path:
-    """Per model and mode, a stacked bar of where one inference's time goes (memcpy, import, binding refresh,
-    submit + wait, the rest of the latency), with the latency's median and CI as a whisker on top."""
-    # late: matplotlib (half a second to import) loads only when a chart is really drawn, as in report.charts
+    """Per model and mode, a stacked bar of where one inference's time goes (memcpy, import, binding
+    refresh, submit + wait, the rest of the latency), with the latency's median and CI as a whisker
+    on top."""
+    # late: matplotlib (half a second to import) loads only when a chart is really drawn, as in
+    # report.charts
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -556,7 +601,8 @@ def render_vgf_png(c: VgfComparison, path: Path, title: str | None = None) -> Pa
                 row = c.row(model, metric)
                 value = (getattr(row, f"{which}_median") or 0.0) / 1e3 if row is not None else 0.0
                 if value > 0:
-                    axes.bar(x, value, 0.6, bottom=bottom, color=colour, label=None if name in used else name)
+                    axes.bar(x, value, 0.6, bottom=bottom, color=colour,
+                             label=None if name in used else name)
                     used.add(name)
                     bottom += value
             latency = c.row(model, "latency_ns")
@@ -571,7 +617,8 @@ def render_vgf_png(c: VgfComparison, path: Path, title: str | None = None) -> Pa
                         used.add("other")
                     if ci[0] is not None and ci[1] is not None:
                         axes.errorbar(x, median / 1e3, yerr=[[max(0.0, (median - ci[0]) / 1e3)],
-                                      [max(0.0, (ci[1] - median) / 1e3)]], color="#333333", capsize=3)  # fmt: skip
+                                      [max(0.0, (ci[1] - median) / 1e3)]], color="#333333",
+                                      capsize=3)  # fmt: skip
             labels.append(f"{model}\n{build}")
             x += 1
         x += 0.5
@@ -584,10 +631,12 @@ def render_vgf_png(c: VgfComparison, path: Path, title: str | None = None) -> Pa
     axes.set_ylabel("time per inference (µs)")
     figure.suptitle(title or f"VGF zero-copy I/O: {c.candidate} vs {c.baseline}", fontsize=11)
     axes.margins(y=0.12)
-    # legend in the order of the stack (bottom to top reads top to bottom), whatever each bar happened to use
+    # legend in the order of the stack (bottom to top reads top to bottom), whatever each bar
+    # happened to use
     names = [name for _, name, _ in _PARTS] + ["other (runner)"]
     handles, texts = axes.get_legend_handles_labels()
-    order = sorted(range(len(texts)), key=lambda i: -names.index(texts[i]) if texts[i] in names else 0)
+    order = sorted(range(len(texts)),
+                   key=lambda i: -names.index(texts[i]) if texts[i] in names else 0)
     axes.legend([handles[i] for i in order], [texts[i] for i in order], frameon=False, fontsize=8,
                 loc="upper left", bbox_to_anchor=(1.0, 1.0))  # fmt: skip
     axes.spines[["top", "right"]].set_visible(False)
@@ -600,13 +649,15 @@ def render_vgf_report(
     outputs: Sequence[str] = ("markdown", "csv", "json", "png"),
     title: str | None = None,
 ) -> dict[str, Path]:
-    """Write ``vgf_report.md/.csv/.json/.png`` into ``out_dir`` (created); return output name -> path."""
+    """Write ``vgf_report.md/.csv/.json/.png`` into ``out_dir`` (created); return output name ->
+    path."""
     text = {
         "markdown": lambda: render_vgf_markdown(c, title),
         "csv": lambda: render_vgf_csv(c),
         "json": lambda: render_vgf_json(c, title),
     }
-    return write_report_files(out_dir, outputs, VGF_REPORT_FILES, text, lambda path: render_vgf_png(c, path, title))
+    return write_report_files(out_dir, outputs, VGF_REPORT_FILES, text,
+                              lambda path: render_vgf_png(c, path, title))
 
 
 def report_results_folder(
@@ -620,13 +671,15 @@ def report_results_folder(
     title: str | None = None,
     settings: Settings | None = None,
 ) -> tuple[VgfComparison, dict[str, Path]] | None:
-    """The VGF report of a results folder: the kept VGF reports (``fetched/<unit>/*.json``) matched to the
-    stored ``records``, compared and written as ``vgf_report.*`` beside the A/B report. None when the folder
-    holds no VGF report (other fetched JSON is ignored), so a caller can call it for every scenario; a folder
-    whose only VGF reports are broken raises ``VgfFormatError`` (they were meant to be read).
+    """The VGF report of a results folder: the kept VGF reports (``fetched/<unit>/*.json``) matched
+    to the stored ``records``, compared and written as ``vgf_report.*`` beside the A/B report. None
+    when the folder holds no VGF report (other fetched JSON is ignored), so a caller can call it for
+    every scenario; a folder whose only VGF reports are broken raises ``VgfFormatError`` (they were
+    meant to be read).
 
-    Meant for ``pipeline`` after the A/B report (pass ``scenario.compare.baseline/candidate/min_effect`` when
-    the scenario has a ``compare`` block) and for ``fvp-harness vgf --results DIR``.
+    Meant for ``pipeline`` after the A/B report (pass
+    ``scenario.compare.baseline/candidate/min_effect`` when the scenario has a ``compare`` block)
+    and for ``fvp-harness vgf --results DIR``.
     """
 
     if not any(True for _ in find_reports(root)):
@@ -644,5 +697,6 @@ def report_results_folder(
         settings=settings,
     )
     if data.warnings:
-        comparison = dataclasses.replace(comparison, warnings=(*data.warnings, *comparison.warnings))
+        comparison = dataclasses.replace(comparison,
+                                         warnings=(*data.warnings, *comparison.warnings))
     return comparison, render_vgf_report(comparison, root, outputs, title)

@@ -12,8 +12,8 @@ from tests.batch.scenarios import write_scenario
 
 @pytest.fixture(scope="package")
 def art(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Simulator artifacts for models ds_cnn (scenarios a, c, ...) and resnet8 (b), built once by a make (the tests
-    that use them boot the simulator: mark them slow and sim)."""
+    """Simulator artifacts for models ds_cnn (scenarios a, c, ...) and resnet8 (b), built once by a
+    make (the tests that use them boot the simulator: mark them slow and sim)."""
     base = tmp_path_factory.mktemp("batch")
     folder = base / "art"
     write_scenario(base / "sc", "a", folder)

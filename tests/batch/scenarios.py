@@ -1,8 +1,9 @@
 """Small scenarios for the batch tests and what they check in results folders.
 
-``write_scenario``: the simulator's runners and models (built by ``fvp-harness sim`` build commands), for the tests
-that boot the simulator. ``write_fake_scenario``: plain files as artifacts and a runner command that
-``tests.fakes.FakeFleet`` answers, for the tests of the engine's logic without any model.
+``write_scenario``: the simulator's runners and models (built by ``fvp-harness sim`` build
+commands), for the tests that boot the simulator. ``write_fake_scenario``: plain files as artifacts
+and a runner command that ``tests.fakes.FakeFleet`` answers, for the tests of the engine's logic
+without any model.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from pathlib import Path
 from fvp_harness.store.folder import ResultStore
 from fvp_harness.store.records import Record
 
-__all__ = ["FAKE_SCENARIO", "SIM_SCENARIO", "copy_artifacts", "fake_artifacts", "records", "snapshot",
-           "write_fake_scenario", "write_scenario"]
+__all__ = ["FAKE_SCENARIO", "SIM_SCENARIO", "copy_artifacts", "fake_artifacts", "records",
+           "snapshot", "write_fake_scenario", "write_scenario"]
 
 SIM_SCENARIO = """\
 name: {name}
@@ -56,22 +57,27 @@ report:
 """
 
 
-def write_scenario(folder: Path, name: str, art: Path, *, model: str = "ds_cnn", title: str = "Batch test",
-                   after_id: str = "driver-reuse", repetitions: int = 1, iterations: int = 2) -> Path:
-    """``<folder>/<name>.yaml``: a simulator scenario whose artifacts are built into ``art`` by ``fvp-harness sim``
-    (the runners print build ids ``driver-per-inference`` and ``driver-reuse``; the scenario expects ``after_id`` of
-    the after build, so another value makes its after units provenance failures; model ``<name>.model``)."""
+def write_scenario(folder: Path, name: str, art: Path, *, model: str = "ds_cnn",
+                   title: str = "Batch test",
+                   after_id: str = "driver-reuse", repetitions: int = 1,
+                   iterations: int = 2) -> Path:
+    """``<folder>/<name>.yaml``: a simulator scenario whose artifacts are built into ``art`` by
+    ``fvp-harness sim`` (the runners print build ids ``driver-per-inference`` and ``driver-reuse``;
+    the scenario expects ``after_id`` of the after build, so another value makes its after units
+    provenance failures; model ``<name>.model``)."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.yaml"
-    path.write_text(SIM_SCENARIO.format(name=name, art=art, model=model, title=title, after_id=after_id,
-                                    repetitions=repetitions, iterations=iterations), encoding="utf-8")
+    path.write_text(SIM_SCENARIO.format(name=name, art=art, model=model, title=title,
+                                        after_id=after_id,
+                                    repetitions=repetitions, iterations=iterations),
+                    encoding="utf-8")
     return path
 
 
 def snapshot(root: Path) -> dict[str, tuple[int, bytes]]:
     """Every file under root with its mtime and bytes: a no-op must leave this unchanged."""
-    return {str(p.relative_to(root)): (p.stat().st_mtime_ns, p.read_bytes()) for p in sorted(root.rglob("*"))
-            if p.is_file()}
+    return {str(p.relative_to(root)): (p.stat().st_mtime_ns, p.read_bytes())
+            for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 def records(results: Path, stem: str) -> list[Record]:
@@ -100,8 +106,9 @@ report: {{title: {title}, outputs: [markdown, json]}}
 
 
 def fake_artifacts(art: Path, *models: str) -> Path:
-    """Plain files standing in for the runners and the ``<model>.model`` files (the fake runs no artifact). The
-    runners are executable text, as a ``target: host`` runner must be (the loader checks)."""
+    """Plain files standing in for the runners and the ``<model>.model`` files (the fake runs no
+    artifact). The runners are executable text, as a ``target: host`` runner must be (the loader
+    checks)."""
     art.mkdir(parents=True, exist_ok=True)
     for name in ("runner-before", "runner-after", *(f"{model}.model" for model in models)):
         (art / name).write_text(f"fake {name}\n", encoding="utf-8")
@@ -110,24 +117,27 @@ def fake_artifacts(art: Path, *models: str) -> Path:
     return art
 
 
-def write_fake_scenario(folder: Path, name: str, art: Path, *, model: str = "m", title: str = "Batch test",
+def write_fake_scenario(folder: Path, name: str, art: Path, *, model: str = "m",
+                        title: str = "Batch test",
                         after_id: str = "id-after", repetitions: int = 1, iterations: int = 2,
                         boot_timeout: int = 600) -> Path:
-    """``<folder>/<name>.yaml`` for ``FakeFleet`` instances: builds ``before``/``after`` (ids ``id-before`` and
-    ``after_id``; the fake runner prints ``id-<build>``), one model. Scenarios with another ``boot_timeout`` are
-    in another pool (they may not share an instance)."""
+    """``<folder>/<name>.yaml`` for ``FakeFleet`` instances: builds ``before``/``after`` (ids
+    ``id-before`` and ``after_id``; the fake runner prints ``id-<build>``), one model. Scenarios
+    with another ``boot_timeout`` are in another pool (they may not share an instance)."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.yaml"
-    path.write_text(FAKE_SCENARIO.format(name=name, art=art, model=model, title=title, after_id=after_id,
+    path.write_text(FAKE_SCENARIO.format(name=name, art=art, model=model, title=title,
+                                         after_id=after_id,
                                          repetitions=repetitions, iterations=iterations,
                                          boot_timeout=boot_timeout), encoding="utf-8")
     return path
 
 
 def copy_artifacts(art: Path, dest: Path, names: dict[str, str]) -> None:
-    """The package's simulator artifacts (``art``) under other scenario names (``write_scenario`` names files by
-    scenario): both runners, and each new name's model and input copied from the old name's, each with its build
-    record (``.NAME.build``: the harness made it, so a build may replace it; run.artifacts.check_replaceable)."""
+    """The package's simulator artifacts (``art``) under other scenario names (``write_scenario``
+    names files by scenario): both runners, and each new name's model and input copied from the old
+    name's, each with its build record (``.NAME.build``: the harness made it, so a build may replace
+    it; run.artifacts.check_replaceable)."""
     dest.mkdir(parents=True, exist_ok=True)
 
     def copy(source: Path, target: Path) -> None:

@@ -1,9 +1,10 @@
-"""The Dask executor: how a task reads the batch's stop events and tells a lost scheduler from a bug (fast, no
-cluster), and ``make`` on real Dask clusters of worker *processes* (slow): a ``LocalCluster`` started by
-``--executor dask-local``, and a ``dask scheduler`` with two ``dask worker`` processes that the test starts on the
-loopback interface (``python -m distributed.cli.dask_scheduler`` / ``dask_worker``, each in a session of its own)
-and kills at the end, checking by an environment marker that no process it started (nor a simulator they started)
-is left. The same scenarios run with the local executor give the rows every Dask run must reproduce.
+"""The Dask executor: how a task reads the batch's stop events and tells a lost scheduler from a bug
+(fast, no cluster), and ``make`` on real Dask clusters of worker *processes* (slow): a
+``LocalCluster`` started by ``--executor dask-local``, and a ``dask scheduler`` with two ``dask
+worker`` processes that the test starts on the loopback interface (``python -m
+distributed.cli.dask_scheduler`` / ``dask_worker``, each in a session of its own) and kills at the
+end, checking by an environment marker that no process it started (nor a simulator they started) is
+left. The same scenarios run with the local executor give the rows every Dask run must reproduce.
 """
 
 from __future__ import annotations
@@ -36,17 +37,20 @@ dask_module = pytest.importorskip("fvp_harness.batch.dask")
 pytestmark = [pytest.mark.dask]
 
 MARKER = "FVP_HARNESS_TEST_DASK"
-"""Environment variable set (to a fresh id) on every process a test here starts: children inherit it."""
+"""Environment variable set (to a fresh id) on every process a test here starts: children inherit
+it."""
 
 
-# --- the task's watcher and the coordinator's verdicts, without a cluster ---------------------------------------
+# --- the task's watcher and the coordinator's verdicts, without a cluster -------------------------
 
 
 class FakeRemote:
-    """Stands in for ``dask._RemoteEvents``: ``answers`` are what successive polls return (a set of kinds) or
-    raise (an exception); the last one repeats. ``worker``/``client``: the statuses ``lost`` looks at."""
+    """Stands in for ``dask._RemoteEvents``: ``answers`` are what successive polls return (a set of
+    kinds) or raise (an exception); the last one repeats. ``worker``/``client``: the statuses
+    ``lost`` looks at."""
 
-    def __init__(self, *answers: set[str] | BaseException, worker: str = "running", client: str = "running") -> None:
+    def __init__(self, *answers: set[str] | BaseException, worker: str = "running",
+                 client: str = "running") -> None:
         self.answers = list(answers)
         self.worker, self.client = worker, client
         self.polls = 0
@@ -73,16 +77,19 @@ class Watched:
 
 
 def watch(remote: FakeRemote, monkeypatch: pytest.MonkeyPatch, *, until_polls: int = 0) -> Watched:
-    """Run the task's watcher on ``remote`` until it returns by itself or has polled ``until_polls`` times."""
+    """Run the task's watcher on ``remote`` until it returns by itself or has polled ``until_polls``
+    times."""
     monkeypatch.setattr(dask_module, "POLL_S", 0.005)
     monkeypatch.setattr(dask_module, "LOST_AFTER_S", 0.1)
     seen = Watched(threading.Event(), threading.Event(), threading.Event(), [])
     finished = threading.Event()
-    thread = threading.Thread(target=dask_module._watch, args=(remote, 0, seen.drain, seen.stop, seen.abort, finished,
+    thread = threading.Thread(target=dask_module._watch,
+                              args=(remote, 0, seen.drain, seen.stop, seen.abort, finished,
                                                                seen.trouble))
     thread.start()
     if until_polls:
-        wait_until(lambda: remote.polls >= until_polls or not thread.is_alive(), message="the watcher's polls")
+        wait_until(lambda: remote.polls >= until_polls or not thread.is_alive(),
+                   message="the watcher's polls")
         finished.set()
     thread.join(10)
     assert not thread.is_alive()
@@ -91,33 +98,42 @@ def watch(remote: FakeRemote, monkeypatch: pytest.MonkeyPatch, *, until_polls: i
 
 def test_an_error_while_connected_is_a_bug_reported_as_such_not_a_lost_scheduler(
         monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    """What every lane of a process worker hit before: ``Event.is_set`` without a client raises RuntimeError."""
-    remote = FakeRemote(RuntimeError("<class 'distributed.event.Event'> object not properly initialized"))
+    """What every lane of a process worker hit before: ``Event.is_set`` without a client raises
+    RuntimeError."""
+    remote = FakeRemote(RuntimeError("<class 'distributed.event.Event'> object not properly "
+                                     "initialized"))
     with caplog.at_level(logging.WARNING, logger="fvp_harness.batch.dask"):
         seen = watch(remote, monkeypatch)
-    assert seen.abort.is_set() and seen.drain.is_set(), "a lane that cannot be stopped must not go on"
-    assert seen.trouble == ["reading the batch's stop events failed on the worker: RuntimeError: <class "
-                            "'distributed.event.Event'> object not properly initialized"]
+    assert seen.abort.is_set() and seen.drain.is_set(), (
+        "a lane that cannot be stopped must not go on")
+    assert seen.trouble == ["reading the batch's stop events failed on the worker: RuntimeError: "
+                            "<class 'distributed.event.Event'> object not properly initialized"]
     assert not any("lost the Dask scheduler" in r.getMessage() for r in caplog.records)
     assert any(r.exc_info for r in caplog.records), "the traceback is logged"
 
 
 def test_a_closing_worker_means_a_lost_scheduler(monkeypatch: pytest.MonkeyPatch) -> None:
-    remote = FakeRemote(AttributeError("'NoneType' object has no attribute 'event_is_set'"), worker="closing")
+    remote = FakeRemote(AttributeError("'NoneType' object has no attribute 'event_is_set'"),
+                        worker="closing")
     seen = watch(remote, monkeypatch)
-    assert seen.abort.is_set() and seen.trouble == ["lost the Dask scheduler (the worker is closing)"]
+    assert (seen.abort.is_set() and
+            seen.trouble == ["lost the Dask scheduler (the worker is closing)"])
 
 
-def test_connection_errors_are_tolerated_for_a_while_then_count_as_lost(monkeypatch: pytest.MonkeyPatch) -> None:
-    blip = watch(FakeRemote(OSError("comm closed"), OSError("comm closed"), {"stop"}), monkeypatch, until_polls=4)
+def test_connection_errors_are_tolerated_for_a_while_then_count_as_lost(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    blip = watch(FakeRemote(OSError("comm closed"), OSError("comm closed"), {"stop"}), monkeypatch,
+                 until_polls=4)
     assert blip.stop.is_set() and not blip.abort.is_set() and blip.trouble == []
     gone = watch(FakeRemote(ConnectionRefusedError("refused")), monkeypatch)
-    assert gone.abort.is_set() and gone.trouble[0].startswith("lost the Dask scheduler (no answer for")
+    assert (gone.abort.is_set() and
+            gone.trouble[0].startswith("lost the Dask scheduler (no answer for"))
 
 
 def test_the_named_events_reach_the_lane(monkeypatch: pytest.MonkeyPatch) -> None:
     seen = watch(FakeRemote({"drain"}, {"drain", "abort"}), monkeypatch)
-    assert seen.drain.is_set() and seen.abort.is_set() and not seen.stop.is_set() and seen.trouble == []
+    assert (seen.drain.is_set() and seen.abort.is_set() and not seen.stop.is_set() and
+            seen.trouble == [])
 
 
 class FakeFuture:
@@ -135,16 +151,21 @@ def test_the_coordinator_tells_a_lost_scheduler_from_a_dead_worker_and_a_failed_
     executor._client = type("Client", (), {"status": "running"})()
 
     def verdict(error: BaseException) -> tuple[LaneResult, str | None]:
-        result: tuple[LaneResult, str | None] = executor._lane_result(FakeFuture(error), lane, distributed)
+        result: tuple[LaneResult, str | None] = executor._lane_result(FakeFuture(error), lane,
+                                                                      distributed)
         return result
 
     from types import SimpleNamespace
 
-    killed, lost = verdict(distributed.KilledWorker("lane3", SimpleNamespace(address="tcp://127.0.0.1:2"), 3))
-    assert lost is None and killed.error is not None and killed.error.startswith("its workers kept dying")
+    killed, lost = verdict(distributed.KilledWorker("lane3",
+                                                    SimpleNamespace(address="tcp://127.0.0.1:2"),
+                                                    3))
+    assert (lost is None and killed.error is not None and
+            killed.error.startswith("its workers kept dying"))
     with caplog.at_level(logging.ERROR, logger="fvp_harness.batch.dask"):
         failed, lost = verdict(ValueError("a bug on the worker"))
-    assert lost is None and failed.error == "its task failed on the worker: ValueError: a bug on the worker"
+    assert (lost is None and
+            failed.error == "its task failed on the worker: ValueError: a bug on the worker")
     assert "Traceback" in caplog.text
     cancelled, lost = verdict(concurrent.futures.CancelledError("lane3 cancelled for reason: "
                                                                 "scheduler-connection-lost."))
@@ -153,11 +174,13 @@ def test_the_coordinator_tells_a_lost_scheduler_from_a_dead_worker_and_a_failed_
     executor._client = None
 
 
-# --- real clusters ------------------------------------------------------------------------------------------------
+# --- real clusters --------------------------------------------------------------------------------
 
 
-def _deterministic(results: Path, stem: str) -> dict[str, tuple[str, str, dict[str, str], list[float]]]:
-    """Per unit: key, status, output hashes, NPU cycles (what any executor must reproduce; times differ)."""
+def _deterministic(results: Path,
+                   stem: str) -> dict[str, tuple[str, str, dict[str, str], list[float]]]:
+    """Per unit: key, status, output hashes, NPU cycles (what any executor must reproduce; times
+    differ)."""
     found: dict[str, tuple[str, str, dict[str, str], list[float]]] = {}
     for r in records(results, stem):
         assert r.unit_id not in found, f"{stem}/{r.unit_id} recorded twice"
@@ -172,7 +195,8 @@ def _scenarios(art: Path, folder: Path, *, repetitions: int = 1) -> Path:
 
 
 def _environment(tmp_path: Path, marker: str) -> dict[str, str]:
-    """Ours, plus the marker, and every temporary file (worker scratch, shipped artifacts) under tmp_path."""
+    """Ours, plus the marker, and every temporary file (worker scratch, shipped artifacts) under
+    tmp_path."""
     (tmp_path / "tmp").mkdir(exist_ok=True)
     return {**os.environ, MARKER: marker, "TMPDIR": str(tmp_path / "tmp"),
             "FVP_HARNESS_ARTIFACT_CACHE": str(tmp_path / "artifact-cache")}
@@ -180,13 +204,14 @@ def _environment(tmp_path: Path, marker: str) -> dict[str, str]:
 
 def _start(argv: Sequence[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     with log.open("wb") as out:
-        return subprocess.Popen([sys.executable, "-m", *argv], env=env, cwd=REPO, stdin=subprocess.DEVNULL,
+        return subprocess.Popen([sys.executable, "-m", *argv], env=env, cwd=REPO,
+                                stdin=subprocess.DEVNULL,
                                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
 
 
 def _stop(processes: Sequence[subprocess.Popen[bytes]], marker: str) -> None:
-    """Stop the processes (their whole sessions: SIGTERM, then SIGKILL) and make sure nothing carrying the marker
-    is left, killing stragglers by pid; fails the test if any was."""
+    """Stop the processes (their whole sessions: SIGTERM, then SIGKILL) and make sure nothing
+    carrying the marker is left, killing stragglers by pid; fails the test if any was."""
     for proc in processes:
         if proc.poll() is None:
             try:
@@ -224,7 +249,8 @@ class Cluster:
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[Cluster]:
-    """A ``dask scheduler`` and two single-threaded ``dask worker`` processes on 127.0.0.1, stopped at the end."""
+    """A ``dask scheduler`` and two single-threaded ``dask worker`` processes on 127.0.0.1, stopped
+    at the end."""
     marker = uuid.uuid4().hex
     env = _environment(tmp_path, marker)
     logs = tmp_path / "cluster-logs"
@@ -233,11 +259,14 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
     local = ["--host", "127.0.0.1", "--no-dashboard", "--dashboard-address", "127.0.0.1:0"]
     started: list[subprocess.Popen[bytes]] = []
     try:
-        scheduler = _start(["distributed.cli.dask_scheduler", *local, "--port", "0", "--scheduler-file", str(file)],
+        scheduler = _start(["distributed.cli.dask_scheduler", *local, "--port", "0",
+                            "--scheduler-file", str(file)],
                            env, logs / "scheduler.log")
         started.append(scheduler)
-        wait_until(lambda: file.is_file() and file.stat().st_size > 0, timeout=60, message="the scheduler file")
-        workers = [_start(["distributed.cli.dask_worker", "--scheduler-file", str(file), *local, "--nthreads", "1",
+        wait_until(lambda: file.is_file() and file.stat().st_size > 0, timeout=60,
+                   message="the scheduler file")
+        workers = [_start(["distributed.cli.dask_worker", "--scheduler-file", str(file), *local,
+                           "--nthreads", "1",
                            "--nworkers", "1", "--death-timeout", "60", "--name", f"w{i}",
                            "--local-directory", str(tmp_path / f"w{i}")], env, logs / f"w{i}.log")
                    for i in range(2)]
@@ -258,7 +287,8 @@ def _make_argv(sc: Path, results: Path, *extra: str) -> list[str]:
 
 
 def _sims_under(proc: subprocess.Popen[bytes]) -> list[int]:
-    """Simulator processes started by a member of ``proc``'s session (a worker process of that ``dask worker``)."""
+    """Simulator processes started by a member of ``proc``'s session (a worker process of that
+    ``dask worker``)."""
     found = []
     for member in process_group_members(proc.pid):
         for child in child_processes(member):
@@ -278,17 +308,21 @@ def _mid_lane(cluster: Cluster, tmp: Path) -> subprocess.Popen[bytes]:
         return next((worker for worker in cluster.workers if _sims_under(worker)), None)
 
     found: subprocess.Popen[bytes] | None = wait_until(busy, timeout=120,
-                                                       message="a lane with a finished unit on a worker")
+                                                       message="a lane with a finished unit on a "
+                                                               "worker")
     assert found is not None
     return found
 
 
 @pytest.mark.slow
 @pytest.mark.sim
-def test_dask_local_cluster_of_processes_runs_every_unit_like_local(art: Path, tmp_path: Path) -> None:
-    """``make --executor dask-local``: LocalCluster worker processes (the lanes used to abort at once there)."""
+def test_dask_local_cluster_of_processes_runs_every_unit_like_local(art: Path,
+                                                                    tmp_path: Path) -> None:
+    """``make --executor dask-local``: LocalCluster worker processes (the lanes used to abort at
+    once there)."""
     sc = _scenarios(art, tmp_path / "sc")
-    local = make([sc], MakeOptions(jobs=2, results_base=tmp_path / "local"), executor=LocalExecutor(2))
+    local = make([sc], MakeOptions(jobs=2, results_base=tmp_path / "local"),
+                 executor=LocalExecutor(2))
     assert local.exit_code == 0
     marker = uuid.uuid4().hex
     proc = _start(_make_argv(sc, tmp_path / "dask", "--executor", "dask-local", "-j", "2"),
@@ -300,7 +334,8 @@ def test_dask_local_cluster_of_processes_runs_every_unit_like_local(art: Path, t
     out = (tmp_path / "make.log").read_text(encoding="utf-8")
     assert code == 0, out
     assert "make: 4 units run (0 failed) on 2 lane(s)" in out
-    assert "INFO" not in out and "lost the Dask scheduler" not in out, "dask.distributed's INFO lines only with -v"
+    assert "INFO" not in out and "lost the Dask scheduler" not in out, (
+        "dask.distributed's INFO lines only with -v")
     for stem in ("a", "b"):
         assert _deterministic(tmp_path / "dask", stem) == _deterministic(tmp_path / "local", stem)
         assert len(_deterministic(tmp_path / "dask", stem)) == 2
@@ -312,23 +347,28 @@ def test_dask_local_cluster_of_processes_runs_every_unit_like_local(art: Path, t
 def test_scheduler_and_two_worker_processes_give_the_local_rows(art: Path, tmp_path: Path,
                                                                   cluster: Cluster) -> None:
     sc = _scenarios(art, tmp_path / "sc")
-    local = make([sc], MakeOptions(jobs=2, results_base=tmp_path / "local"), executor=LocalExecutor(2))
+    local = make([sc], MakeOptions(jobs=2, results_base=tmp_path / "local"),
+                 executor=LocalExecutor(2))
     assert local.exit_code == 0
-    done = subprocess.run([sys.executable, "-m", *_make_argv(sc, tmp_path / "dask", "--executor", "dask",
+    done = subprocess.run([sys.executable, "-m",
+                           *_make_argv(sc, tmp_path / "dask", "--executor", "dask",
                                                              "--scheduler", cluster.address)],
                           env=cluster.env, cwd=REPO, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "make: 4 units run (0 failed) on 2 lane(s)" in done.stdout, "-j defaults to the cluster's 2 threads"
+    assert "make: 4 units run (0 failed) on 2 lane(s)" in done.stdout, (
+        "-j defaults to the cluster's 2 threads")
     for stem in ("a", "b"):
         dask_rows = _deterministic(tmp_path / "dask", stem)
         assert dask_rows == _deterministic(tmp_path / "local", stem) and len(dask_rows) == 2
         assert (tmp_path / "dask" / stem / REPORT_INPUTS_FILE).is_file()
         logs = {r.log for r in records(tmp_path / "dask", stem)}
-        assert all(log and (tmp_path / "dask" / stem / log).is_file() for log in logs), "logs came back"
+        assert all(log and (tmp_path / "dask" / stem / log).is_file() for log in logs), (
+            "logs came back")
 
 
 SLOW_UNITS = ("--set", "fvp.sim.speed=0.01")
-"""Simulated work takes wall time: a lane of the test scenarios runs for seconds, so it can be hit mid-lane."""
+"""Simulated work takes wall time: a lane of the test scenarios runs for seconds, so it can be hit
+mid-lane."""
 
 
 @pytest.mark.slow
@@ -336,11 +376,12 @@ SLOW_UNITS = ("--set", "fvp.sim.speed=0.01")
 def test_a_worker_killed_mid_lane_gets_its_lane_run_elsewhere_and_nothing_counted_twice(
         art: Path, tmp_path: Path, cluster: Cluster) -> None:
     sc = _scenarios(art, tmp_path / "sc", repetitions=2)
-    proc = _start(_make_argv(sc, tmp_path / "dask", "--executor", "dask", "--scheduler", cluster.address,
-                             *SLOW_UNITS), cluster.env, tmp_path / "make.log")
+    proc = _start(_make_argv(sc, tmp_path / "dask", "--executor", "dask", "--scheduler",
+                             cluster.address, *SLOW_UNITS), cluster.env, tmp_path / "make.log")
     try:
         victim = _mid_lane(cluster, tmp_path / "tmp")
-        os.killpg(victim.pid, signal.SIGKILL)  # the dask worker, its nanny and worker processes at once
+        # the dask worker, its nanny and worker processes at once
+        os.killpg(victim.pid, signal.SIGKILL)
         victim.wait(timeout=30)
         code = proc.wait(timeout=240)
     finally:
@@ -350,10 +391,12 @@ def test_a_worker_killed_mid_lane_gets_its_lane_run_elsewhere_and_nothing_counte
     out = (tmp_path / "make.log").read_text(encoding="utf-8")
     assert code == 0, out
     assert "make: 8 units run (0 failed) on 2 lane(s)" in out, out
-    local = make([sc], MakeOptions(jobs=2, overrides=(SLOW_UNITS[1],), results_base=tmp_path / "local"),
+    local = make([sc],
+                 MakeOptions(jobs=2, overrides=(SLOW_UNITS[1],), results_base=tmp_path / "local"),
                  executor=LocalExecutor(2))
     assert local.exit_code == 0
-    for stem in ("a", "b"):  # every unit exactly once (_deterministic checks), the same rows as locally
+    # every unit exactly once (_deterministic checks), the same rows as locally
+    for stem in ("a", "b"):
         assert _deterministic(tmp_path / "dask", stem) == _deterministic(tmp_path / "local", stem)
         assert len(records(tmp_path / "dask", stem)) == 4
 
@@ -364,10 +407,11 @@ def test_killing_the_scheduler_mid_run_exits_3_and_lists_the_units_not_run(
         art: Path, tmp_path: Path, cluster: Cluster) -> None:
     sc = _scenarios(art, tmp_path / "sc", repetitions=2)
     results = tmp_path / "dask"
-    proc = subprocess.Popen([sys.executable, "-m", *_make_argv(sc, results, "--executor", "dask", "--scheduler",
+    proc = subprocess.Popen([sys.executable, "-m",
+                             *_make_argv(sc, results, "--executor", "dask", "--scheduler",
                                                                cluster.address, *SLOW_UNITS)],
-                            env=cluster.env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            env=cluster.env, cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         _mid_lane(cluster, tmp_path / "tmp")
         os.killpg(cluster.scheduler.pid, signal.SIGKILL)
@@ -379,17 +423,22 @@ def test_killing_the_scheduler_mid_run_exits_3_and_lists_the_units_not_run(
     assert proc.returncode == 3, out + err
     assert "NOT RUN" in out and "every unit" not in out + err
     for stem in ("a", "b"):
-        stored = {r.unit_id for r in records(results, stem)} if (results / stem / "records.jsonl").exists() else set()
-        missing = sorted({f"r{rep}-{build}-{model}" for rep in range(2) for build in ("before", "after")
+        stored = ({r.unit_id for r in records(results, stem)}
+                  if (results / stem / "records.jsonl").exists() else set())
+        missing = sorted({f"r{rep}-{build}-{model}" for rep in range(2)
+                          for build in ("before", "after")
                           for model in (("ds_cnn",) if stem == "a" else ("resnet8",))} - stored)
-        assert missing, "a lane returns its records when it ends: the killed run stored none of this scenario"
-        listed = [line for line in err.splitlines() if line.startswith(f"{stem}: ") and "not run (lost the Dask "
-                  "scheduler" in line]
+        assert missing, (
+            "a lane returns its records when it ends: the killed run stored none of this scenario")
+        listed = [line for line in err.splitlines() if line.startswith(f"{stem}: ") and
+                  "not run (lost the Dask " "scheduler" in line]
         assert len(listed) == 1 and all(unit in listed[0] for unit in missing), err
         report = (results / stem / "report.md").read_text(encoding="utf-8")
-        assert f"{len(missing)} of 4 planned unit(s) did not run" in report, "the report says so, not 'all ran'"
+        assert f"{len(missing)} of 4 planned unit(s) did not run" in report, (
+            "the report says so, not 'all ran'")
     # the lanes noticed: their instances are closed rather than left running unsupervised
-    assert eventually(lambda: not any(_sims_under(worker) for worker in cluster.workers), timeout=30)
+    assert eventually(lambda: not any(_sims_under(worker) for worker in cluster.workers),
+                      timeout=30)
     # and the next make knows those units never ran
     again = make([sc], MakeOptions(dry_run=True, overrides=(SLOW_UNITS[1],), results_base=results))
     reasons = {(a.scenario, a.target): a.reason for a in again.actions if a.kind == "run"}

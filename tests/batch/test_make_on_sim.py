@@ -1,9 +1,9 @@
-"""``make`` on the simulator: the real path of the batch engine (builds by ``fvp-harness sim``, booted instances,
-incremental runs, -j, -k, --only, -B, Dask, Ctrl-C and stop).
+"""``make`` on the simulator: the real path of the batch engine (builds by ``fvp-harness sim``,
+booted instances, incremental runs, -j, -k, --only, -B, Dask, Ctrl-C and stop).
 
-The tests share one set of simulator artifacts (built once per module) and tiny scenarios (one model, two builds,
-one repetition, two iterations), so each ``make`` boots the simulator once or twice. The engine's logic is tested
-without any model in test_engine.py.
+The tests share one set of simulator artifacts (built once per module) and tiny scenarios (one
+model, two builds, one repetition, two iterations), so each ``make`` boots the simulator once or
+twice. The engine's logic is tested without any model in test_engine.py.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from tests.batch.scenarios import copy_artifacts, records, snapshot, write_scena
 pytestmark = [pytest.mark.slow, pytest.mark.sim]
 
 
-# --- end to end on the simulator --------------------------------------------------------------------------------
+# --- end to end on the simulator ------------------------------------------------------------------
 
 
 # ``art``: simulator artifacts built once for the folder (conftest.py)
@@ -43,7 +43,8 @@ def test_incremental_model_change_reruns_only_its_units_and_noop_writes_nothing(
     results = tmp_path / "results"
     first = make([sc], MakeOptions(jobs=1, results_base=results))
     assert first.exit_code == 0 and first.units_run == 4
-    assert first.boots == 1, "both scenarios share platform and FVP settings: one instance serves them"
+    assert first.boots == 1, (
+        "both scenarios share platform and FVP settings: one instance serves them")
     stored = records(results, "a")
     assert all(KEY_PART_PREFIX + "model" in r.extra for r in stored)
     assert (results / "a" / REPORT_INPUTS_FILE).is_file()
@@ -56,8 +57,8 @@ def test_incremental_model_change_reruns_only_its_units_and_noop_writes_nothing(
     assert noop.boots == 0 and noop.lanes == 0, "a no-op make boots nothing"
 
     # change b's model bytes: -n names exactly b's units (model changed) and b's report
-    subprocess.run([sys.executable, "-m", "fvp_harness", "sim", "model", "resnet8", "--seed", "2", "-o",
-                    str(own / "b.model")], check=True, capture_output=True)
+    subprocess.run([sys.executable, "-m", "fvp_harness", "sim", "model", "resnet8", "--seed", "2",
+                    "-o", str(own / "b.model")], check=True, capture_output=True)
     capsys.readouterr()
     assert main(["make", "-n", str(sc), "--results", str(results)]) == 0
     lines = capsys.readouterr().out.splitlines()
@@ -84,8 +85,9 @@ def test_incremental_model_change_reruns_only_its_units_and_noop_writes_nothing(
     write_scenario(sc, "a", own, title="Renamed")
     b_before = snapshot(results / "b")
     rec_before = (results / "a" / "records.jsonl").read_bytes()
-    assert [a.kind for a in make([sc], MakeOptions(dry_run=True, results_base=results)).actions] == [
-        "report", "up-to-date"]
+    assert ([a.kind for a in make([sc], MakeOptions(dry_run=True, results_base=results)).actions]
+            == [
+        "report", "up-to-date"])
     report = make([sc], MakeOptions(jobs=2, results_base=results))
     assert report.units_run == 0 and report.reports == [results / "a"]
     assert (results / "a" / "records.jsonl").read_bytes() == rec_before
@@ -98,8 +100,10 @@ def test_incremental_model_change_reruns_only_its_units_and_noop_writes_nothing(
     assert (results / "a" / "report.md").read_bytes() == md
 
 
-def _deterministic(results: Path, stem: str) -> dict[str, tuple[str, str, dict[str, str], list[float]]]:
-    return {r.unit_id: (r.key, r.status, r.outputs, r.samples.get("npu_cycles", [])) for r in records(results, stem)}
+def _deterministic(results: Path,
+                   stem: str) -> dict[str, tuple[str, str, dict[str, str], list[float]]]:
+    return {r.unit_id: (r.key, r.status, r.outputs, r.samples.get("npu_cycles", []))
+            for r in records(results, stem)}
 
 
 def test_parallel_gives_the_same_records_as_serial(art: Path, tmp_path: Path) -> None:
@@ -117,7 +121,8 @@ def test_parallel_gives_the_same_records_as_serial(art: Path, tmp_path: Path) ->
 
 def test_keep_going_finishes_other_scenarios_and_exits_nonzero(art: Path, tmp_path: Path) -> None:
     sc = tmp_path / "sc"
-    write_scenario(sc, "a", art, after_id="not-the-build-that-runs")  # provenance failure: a test failure
+    # provenance failure: a test failure
+    write_scenario(sc, "a", art, after_id="not-the-build-that-runs")
     write_scenario(sc, "b", art, model="resnet8")
     results = tmp_path / "results"
     code = main(["make", "-q", "-k", "-j", "1", str(sc), "--results", str(results)])
@@ -128,7 +133,8 @@ def test_keep_going_finishes_other_scenarios_and_exits_nonzero(art: Path, tmp_pa
     assert [r.failure_class for r in failed] == ["test"]
     # the failed unit is not up to date: the next make would run it again, and says why
     again = plan_batch([sc], MakeOptions(results_base=results))
-    assert [(u.id, why.split(" (")[0]) for u, why in again[0].todo] == [("r0-after-ds_cnn", "failed last time")]
+    assert ([(u.id, why.split(" (")[0]) for u, why in again[0].todo]
+            == [("r0-after-ds_cnn", "failed last time")])
 
 
 def test_only_pattern_and_always(art: Path, tmp_path: Path) -> None:
@@ -139,14 +145,18 @@ def test_only_pattern_and_always(art: Path, tmp_path: Path) -> None:
     first = make([sc], MakeOptions(jobs=2, only=("a/r1-*",), results_base=results))
     assert first.units_run == 2 and not (results / "b").exists()
     assert {r.unit_id for r in records(results, "a")} == {"r1-before-ds_cnn", "r1-after-ds_cnn"}
-    forced = make([sc], MakeOptions(jobs=2, only=("a/r1-*",), always=True, dry_run=True, results_base=results))
-    assert [a.kind for a in forced.actions] == ["build"] * 4 + ["run", "run", "report"]  # -B rebuilds artifacts too
+    forced = make([sc],
+                  MakeOptions(jobs=2, only=("a/r1-*",), always=True, dry_run=True,
+                              results_base=results))
+    # -B rebuilds artifacts too
+    assert [a.kind for a in forced.actions] == ["build"] * 4 + ["run", "run", "report"]
     assert {a.reason for a in forced.actions if a.kind == "build"} == {"forced"}
 
 
 @pytest.mark.dask
 def _without_machine(path: Path) -> object:
-    """A report without its machine record (``## Machine``, ``machine``): load averages differ from run to run."""
+    """A report without its machine record (``## Machine``, ``machine``): load averages differ from
+    run to run."""
     if path.suffix == ".json":
         data = json.loads(path.read_text(encoding="utf-8"))
         assert data.pop("machine")["host"]["load_after"] is not None
@@ -162,19 +172,23 @@ def test_dask_local_cluster_gives_the_same_report_as_local(art: Path, tmp_path: 
 
     sc = tmp_path / "sc"
     write_scenario(sc, "a", art)
-    local = make([sc], MakeOptions(jobs=1, results_base=tmp_path / "local"), executor=LocalExecutor(1))
+    local = make([sc], MakeOptions(jobs=1, results_base=tmp_path / "local"),
+                 executor=LocalExecutor(1))
     dask = make([sc], MakeOptions(jobs=1, results_base=tmp_path / "dask"),
                 executor=DaskExecutor(workers=1, processes=False))
     assert local.exit_code == dask.exit_code == 0 and dask.units_run == 2
     assert _deterministic(tmp_path / "local", "a") == _deterministic(tmp_path / "dask", "a")
-    for name in ("report.md", "report.json"):  # the same, but for each run's own machine record (its load)
-        assert _without_machine(tmp_path / "local" / "a" / name) == _without_machine(tmp_path / "dask" / "a" / name)
+    # the same, but for each run's own machine record (its load)
+    for name in ("report.md", "report.json"):
+        assert (_without_machine(tmp_path / "local" / "a" / name)
+                == _without_machine(tmp_path / "dask" / "a" / name))
     # logs came back from the worker into the one results folder
     logs = {r.log for r in records(tmp_path / "dask", "a")}
     assert all(log and (tmp_path / "dask" / "a" / log).is_file() for log in logs)
 
 
-def test_ctrl_c_keeps_finished_records_and_the_next_make_continues(art: Path, tmp_path: Path) -> None:
+def test_ctrl_c_keeps_finished_records_and_the_next_make_continues(art: Path,
+                                                                   tmp_path: Path) -> None:
     from fvp_harness.errors import Interrupted
     from fvp_harness.events import Event
 
@@ -187,14 +201,16 @@ def test_ctrl_c_keeps_finished_records_and_the_next_make_continues(art: Path, tm
         if event.kind == "unit_done":
             seen.append(event.unit or "")
             if len(seen) == 1:
-                # a real SIGINT, as Ctrl-C sends: unlike _thread.interrupt_main() it also breaks the main
-                # thread out of a blocking wait, so it cannot arrive only after the whole batch has finished
+                # a real SIGINT, as Ctrl-C sends: unlike _thread.interrupt_main() it also breaks the
+                # main thread out of a blocking wait, so it cannot arrive only after the whole batch
+                # has finished
                 os.kill(os.getpid(), signal.SIGINT)
 
     with pytest.raises(Interrupted):
         make([sc], MakeOptions(jobs=1, results_base=results), listener=listener)
     kept = records(results, "a")
-    assert 1 <= len(kept) < 8 and {r.status for r in kept} == {"ok"}  # the unit in flight is not recorded
+    # the unit in flight is not recorded
+    assert 1 <= len(kept) < 8 and {r.status for r in kept} == {"ok"}
     manifest = json.loads((results / "a" / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["status"] == "interrupted"
     assert not (results / "a" / "report.md").exists()
@@ -203,8 +219,10 @@ def test_ctrl_c_keeps_finished_records_and_the_next_make_continues(art: Path, tm
     assert len({r.unit_id for r in records(results, "a")}) == 8
 
 
-def test_stop_finishes_the_units_in_flight_and_the_next_make_continues(art: Path, tmp_path: Path) -> None:
-    """The first Ctrl-C of ``make`` (a stop request): the unit in flight finishes and is kept, nothing new starts."""
+def test_stop_finishes_the_units_in_flight_and_the_next_make_continues(art: Path,
+                                                                       tmp_path: Path) -> None:
+    """The first Ctrl-C of ``make`` (a stop request): the unit in flight finishes and is kept,
+    nothing new starts."""
     import threading
 
     from fvp_harness.errors import Interrupted
@@ -225,7 +243,8 @@ def test_stop_finishes_the_units_in_flight_and_the_next_make_continues(art: Path
     with pytest.raises(Interrupted):
         make([sc], MakeOptions(jobs=1, results_base=results), listener=listener, stop=stop)
     kept = records(results, "a")
-    assert [r.unit_id for r in kept] == started and len(kept) == 2, "the unit in flight is recorded, no other starts"
+    assert [r.unit_id for r in kept] == started and len(kept) == 2, (
+        "the unit in flight is recorded, no other starts")
     assert {r.status for r in kept} == {"ok"}
     manifest = json.loads((results / "a" / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["status"] == "interrupted"

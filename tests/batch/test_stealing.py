@@ -1,9 +1,10 @@
 """Work stealing and pre-boots of the local executor (``run.lanes._Board``, ``_PreBoot``).
 
-The fake-instance tests steer the lanes with events, never with sleeps: a fake runner waits (with a generous
-safety timeout, noted and asserted afterwards) until another lane reached a point, so which lane runs which job is
-decided by the board, not by timing luck. Deals are the natural ones of ``engine.assign_lanes`` (asserted first, so
-a change of the deal shows up as such). The last test runs the real thing on the simulator.
+The fake-instance tests steer the lanes with events, never with sleeps: a fake runner waits (with a
+generous safety timeout, noted and asserted afterwards) until another lane reached a point, so which
+lane runs which job is decided by the board, not by timing luck. Deals are the natural ones of
+``engine.assign_lanes`` (asserted first, so a change of the deal shows up as such). The last test
+runs the real thing on the simulator.
 """
 
 from __future__ import annotations
@@ -36,7 +37,13 @@ from fvp_harness.run.lanes import (
 )
 from fvp_harness.scenario.model import Run
 from fvp_harness.targets.base import CommandResult
-from tests.batch.scenarios import copy_artifacts, fake_artifacts, records, write_fake_scenario, write_scenario
+from tests.batch.scenarios import (
+    copy_artifacts,
+    fake_artifacts,
+    records,
+    write_fake_scenario,
+    write_scenario,
+)
 from tests.fakes import FakeFleet
 
 SAFETY_S = 10.0
@@ -46,8 +53,8 @@ STOPPED = ("interrupted", "not started: stop requested")
 
 
 class Recording:
-    """A ``LocalExecutor`` that remembers the lanes it was dealt and each lane's result, and sets an event as each
-    lane reports (``reported(stem)``: the lane dealt that scenario's job)."""
+    """A ``LocalExecutor`` that remembers the lanes it was dealt and each lane's result, and sets an
+    event as each lane reports (``reported(stem)``: the lane dealt that scenario's job)."""
 
     name = "local"
     ships_artifacts = False
@@ -94,11 +101,13 @@ def _stems(jobs: Sequence[JobSpec]) -> list[str]:
 
 
 def _stem_of(lanes: Sequence[LaneSpec], node: int) -> str:
-    return next(Path(job.scenario_path).stem for lane in lanes for job in lane.jobs if job.node == node)
+    return next(Path(job.scenario_path).stem for lane in lanes
+                for job in lane.jobs if job.node == node)
 
 
 class Waits:
-    """Waiting inside a fake runner: ``wait(event, what)`` gives up after ``SAFETY_S`` and notes it."""
+    """Waiting inside a fake runner: ``wait(event, what)`` gives up after ``SAFETY_S`` and notes
+    it."""
 
     def __init__(self) -> None:
         self.missed: list[str] = []
@@ -115,8 +124,8 @@ def fake_art(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def not_run(monkeypatch: pytest.MonkeyPatch) -> dict[str, dict[str, tuple[str, str]]]:
-    """Scenario stem -> its ``Node.not_run`` as the engine settled it (``make`` raises on a stop, so the result
-    is gone)."""
+    """Scenario stem -> its ``Node.not_run`` as the engine settled it (``make`` raises on a stop, so
+    the result is gone)."""
     seen: dict[str, dict[str, tuple[str, str]]] = {}
     settle = engine._settle
 
@@ -141,8 +150,8 @@ Behaviour = Callable[[str, str, int], "CommandResult | None"]
 
 
 def _a_first(wait: Waits, then: Behaviour) -> Behaviour:
-    """c's lane waits in c's first unit until a's lane has started a (so a is in flight before anyone can steal,
-    however the threads are scheduled); then ``then`` answers."""
+    """c's lane waits in c's first unit until a's lane has started a (so a is in flight before
+    anyone can steal, however the threads are scheduled); then ``then`` answers."""
     a_started = threading.Event()
 
     def behaviour(unit: str, build: str, calls: int) -> CommandResult | None:
@@ -156,13 +165,14 @@ def _a_first(wait: Waits, then: Behaviour) -> Behaviour:
 
 
 def _one_pool(sc: Path, art: Path) -> None:
-    """a (cost 10) and b (10) dealt to one lane, c (20) to the other: LPT on estimates, balanced on paper."""
+    """a (cost 10) and b (10) dealt to one lane, c (20) to the other: LPT on estimates, balanced on
+    paper."""
     write_fake_scenario(sc, "a", art, model="m")
     write_fake_scenario(sc, "b", art, model="k")
     write_fake_scenario(sc, "c", art, model="q", repetitions=2)
 
 
-# --- the board's rules -----------------------------------------------------------------------------------------
+# --- the board's rules ----------------------------------------------------------------------------
 
 
 def _job(node: int, units: int) -> JobSpec:
@@ -174,7 +184,8 @@ def _job(node: int, units: int) -> JobSpec:
 def test_the_board_steals_from_the_busiest_lane_tail_same_pool_first_and_other_pools_only_when_worth_a_boot() -> None:
     small, big = _job(10, 2), _job(11, 5)  # cost 10 and 25 (a boot: 20)
     assert small.cost <= BOOT_COST < big.cost
-    lanes = [LaneSpec(0, "p", (_job(0, 1),)), LaneSpec(1, "p", (_job(1, 1), _job(2, 1), _job(3, 1))),
+    lanes = [LaneSpec(0, "p", (_job(0, 1),)),
+             LaneSpec(1, "p", (_job(1, 1), _job(2, 1), _job(3, 1))),
              LaneSpec(2, "p", (_job(4, 1), _job(5, 1))), LaneSpec(3, "q", (_job(6, 4), big, small))]
     board = _Board(lanes, [threading.Event()])
 
@@ -182,12 +193,15 @@ def test_the_board_steals_from_the_busiest_lane_tail_same_pool_first_and_other_p
         claim = board.take(lane, warm)
         return None if claim is None else (claim.job.node, claim.origin.index)
 
-    assert [take(lane, None) for lane in range(4)] == [(0, 0), (1, 1), (4, 2), (6, 3)], "own jobs first"
-    assert take(0, "p") == (3, 1), "the lane of its pool with most work left (15 vs 10), from its tail"
+    assert [take(lane, None) for lane in range(4)] == [(0, 0), (1, 1), (4, 2), (6, 3)], (
+        "own jobs first")
+    assert take(0, "p") == (3, 1), (
+        "the lane of its pool with most work left (15 vs 10), from its tail")
     assert take(0, "p") == (2, 1), "a tie (10 and 10): the lower lane"
     assert board.claim_ahead(0, "p", 5) is None, "a job of its own pool is left: no pre-boot"
     assert take(0, "p") == (5, 2)
-    assert take(0, "p") == (11, 3), "then another pool's job worth a boot; the small tail job is passed over"
+    assert take(0, "p") == (11, 3), (
+        "then another pool's job worth a boot; the small tail job is passed over")
     assert take(0, "q") == (10, 3), "its instance is of pool q now: no boot, any job"
     assert take(0, "q") is None
     assert [job.node for job in board.retire(3)] == [6]
@@ -196,15 +210,19 @@ def test_the_board_steals_from_the_busiest_lane_tail_same_pool_first_and_other_p
 
 def test_the_board_starts_nothing_after_a_stop_and_claims_ahead_only_what_would_still_wait() -> None:
     stop = threading.Event()
-    board = _Board([LaneSpec(0, "p", (_job(0, 1),)), LaneSpec(1, "q", (_job(1, 10), _job(2, 5)))], [stop])
-    assert board.take(0, None) is not None and board.take(1, None) is not None  # lane 1 runs a job of cost 50
-    assert board.claim_ahead(0, "p", 60) is None, "lane 1 would start it before a job of cost 60 ends"
+    board = _Board([LaneSpec(0, "p", (_job(0, 1),)), LaneSpec(1, "q", (_job(1, 10), _job(2, 5)))],
+                   [stop])
+    # lane 1 runs a job of cost 50
+    assert board.take(0, None) is not None and board.take(1, None) is not None
+    assert board.claim_ahead(0, "p", 60) is None, (
+        "lane 1 would start it before a job of cost 60 ends")
     ahead = board.claim_ahead(0, "p", 5)
     assert ahead is not None and ahead.job.node == 2 and ahead.pool == "q"
     assert board.take(1, "q") is None, "a claimed job is nobody else's"
     assert [job.node for job in board.retire(0)] == [0, 2]
 
-    again = _Board([LaneSpec(0, "p", (_job(0, 1),)), LaneSpec(1, "p", (_job(1, 1), _job(2, 1)))], [stop])
+    again = _Board([LaneSpec(0, "p", (_job(0, 1),)), LaneSpec(1, "p", (_job(1, 1), _job(2, 1)))],
+                   [stop])
     assert again.take(0, None) is not None and again.take(1, None) is not None
     stop.set()
     with pytest.raises(_Stopped):
@@ -212,40 +230,48 @@ def test_the_board_starts_nothing_after_a_stop_and_claims_ahead_only_what_would_
     assert again.claim_ahead(0, "p", 1) is None
     with pytest.raises(_Stopped):
         again.take(1, "p")
-    assert [job.node for job in again.retire(1)] == [1, 2], "what it did not start, it still answers for"
+    assert [job.node for job in again.retire(1)] == [1, 2], (
+        "what it did not start, it still answers for")
 
 
 def test_the_board_leaves_a_lane_its_first_job_until_it_runs_unless_it_waits_for_a_thread() -> None:
-    """A lane whose first job ended before the other lane's thread began (a loaded host, a quick job) must not take
-    that lane's first job: both lanes' jobs would then run on one instance, one after the other."""
-    lanes = [LaneSpec(0, "p", (_job(0, 1),)), LaneSpec(1, "p", (_job(1, 1),)), LaneSpec(2, "q", (_job(2, 2),))]
+    """A lane whose first job ended before the other lane's thread began (a loaded host, a quick
+    job) must not take that lane's first job: both lanes' jobs would then run on one instance, one
+    after the other."""
+    lanes = [LaneSpec(0, "p", (_job(0, 1),)), LaneSpec(1, "p", (_job(1, 1),)),
+             LaneSpec(2, "q", (_job(2, 2),))]
     board = _Board(lanes, [threading.Event()], workers=3)
     assert board.take(0, None) is not None
-    assert board.take(0, "p") is None, "lane 1 and lane 2 have threads of their own: their first jobs wait for them"
+    assert board.take(0, "p") is None, (
+        "lane 1 and lane 2 have threads of their own: their first jobs wait for them")
     assert board.claim_ahead(0, "p", 1) is None
     first = board.take(1, None)
     assert first is not None and first.job.node == 1
 
-    longer = [LaneSpec(0, "p", (_job(0, 1),)), LaneSpec(1, "p", (_job(1, 1), _job(2, 1), _job(3, 1)))]
+    longer = [LaneSpec(0, "p", (_job(0, 1),)),
+              LaneSpec(1, "p", (_job(1, 1), _job(2, 1), _job(3, 1)))]
     board = _Board(longer, [threading.Event()], workers=2)
     assert board.take(0, None) is not None
     taken = [board.take(0, "p") for _ in range(3)]
-    assert [claim.job.node if claim else None for claim in taken] == [3, 2, None], "its tail, never its head"
+    assert [claim.job.node if claim else None for claim in taken] == [3, 2, None], (
+        "its tail, never its head")
     first = board.take(1, None)
     assert first is not None and first.job.node == 1
 
     waiting = _Board(lanes[:2], [threading.Event()], workers=1)
     assert waiting.take(0, None) is not None
     taken_one = waiting.take(0, "p")
-    assert taken_one is not None and taken_one.job.node == 1, "lane 1 waits for lane 0's thread: lane 0 takes it"
+    assert taken_one is not None and taken_one.job.node == 1, (
+        "lane 1 waits for lane 0's thread: lane 0 takes it")
     waiting.retire(0)
     assert waiting.take(1, None) is None
 
 
-# --- one pool ------------------------------------------------------------------------------------------------
+# --- one pool -------------------------------------------------------------------------------------
 
 
-def test_a_lane_that_ran_out_of_jobs_steals_an_unstarted_one(fake_art: Path, tmp_path: Path) -> None:
+def test_a_lane_that_ran_out_of_jobs_steals_an_unstarted_one(fake_art: Path,
+                                                             tmp_path: Path) -> None:
     sc, results = tmp_path / "sc", tmp_path / "results"
     _one_pool(sc, fake_art)
     b_started, wait = threading.Event(), Waits()
@@ -262,12 +288,14 @@ def test_a_lane_that_ran_out_of_jobs_steals_an_unstarted_one(fake_art: Path, tmp
     result = _run(sc, results, executor)
     assert executor.dealt() == [["c"], ["a", "b"]]
     assert not wait.missed
-    assert executor.ran("c") == ["c", "b"] and executor.ran("a") == ["a"], "c's lane took b off a's lane"
+    assert executor.ran("c") == ["c", "b"] and executor.ran("a") == ["a"], (
+        "c's lane took b off a's lane")
     assert result.exit_code == 0 and result.units_run == 8 and result.boots == 2
     assert set(fleet.calls.values()) == {1}, "every unit ran exactly once"
     for stem, count in (("a", 2), ("b", 2), ("c", 4)):
         _one_record_per_unit(results, stem, count)
-    assert sorted(len(units) for units in fleet.units_by_instance) == [2, 6], "b ran on c's instance: no boot"
+    assert sorted(len(units) for units in fleet.units_by_instance) == [2, 6], (
+        "b ran on c's instance: no boot")
 
 
 def test_a_job_in_flight_is_never_stolen(fake_art: Path, tmp_path: Path) -> None:
@@ -304,7 +332,8 @@ def test_a_stop_while_stealing_is_possible_starts_nothing_new(fake_art: Path, tm
         if unit.endswith("-q"):
             q_calls.append(unit)
             if len(q_calls) == 4:
-                stop.set()  # during c's last unit: b is still unstarted on a's lane, c's lane about to be idle
+                # during c's last unit: b is still unstarted on a's lane, c's lane about to be idle
+                stop.set()
         elif unit == "r0-before-m":
             wait(executor.reported("c"), "c's lane ended while a's first unit ran")
         return None
@@ -316,17 +345,21 @@ def test_a_stop_while_stealing_is_possible_starts_nothing_new(fake_art: Path, tm
     assert not wait.missed
     assert executor.ran("c") == ["c"] and executor.ran("a") == ["a"]
     assert not any(unit.endswith("-k") for unit in fleet.calls), "b never started"
-    assert [r.unit_id for r in records(results, "a")] == ["r0-before-m"], "the unit in flight is kept"
+    assert [r.unit_id for r in records(results, "a")] == ["r0-before-m"], (
+        "the unit in flight is kept")
     assert len(records(results, "c")) == 4
     assert not_run["b"] == {"r0-before-k": STOPPED, "r0-after-k": STOPPED}
     assert not_run["a"] == {"r0-after-m": STOPPED}
     assert all(target.closed for target in fleet.targets)
 
 
-def test_units_of_a_stolen_job_are_explained_by_the_lane_that_took_it(fake_art: Path, tmp_path: Path,
-                                                                      not_run: dict[str, Any]) -> None:
-    """The dealt lane reports first, before the stop; the thief is stopped inside the stolen job: its unstarted
-    unit is "not started: stop requested", not "no result came back" (a lost lane, exit 3)."""
+def test_units_of_a_stolen_job_are_explained_by_the_lane_that_took_it(fake_art: Path,
+                                                                      tmp_path: Path,
+                                                                      not_run: dict[str,
+                                                                                    Any]) -> None:
+    """The dealt lane reports first, before the stop; the thief is stopped inside the stolen job:
+    its unstarted unit is "not started: stop requested", not "no result came back" (a lost lane,
+    exit 3)."""
     sc, results = tmp_path / "sc", tmp_path / "results"
     _one_pool(sc, fake_art)
     stop, b_started, wait = threading.Event(), threading.Event(), Waits()
@@ -353,19 +386,20 @@ def test_units_of_a_stolen_job_are_explained_by_the_lane_that_took_it(fake_art: 
     assert not not_run["a"] and not not_run["c"]
 
 
-# --- two pools: steal only when worth a boot, and boot ahead -----------------------------------------------------
+# --- two pools: steal only when worth a boot, and boot ahead --------------------------------------
 
 
 def _two_pools(sc: Path, art: Path, *, yb_big: bool) -> None:
-    """Pool X: x (cost 20). Pool Y (another boot timeout): ya (30), then yb (24, or 10 when not ``yb_big``)."""
+    """Pool X: x (cost 20). Pool Y (another boot timeout): ya (30), then yb (24, or 10 when not
+    ``yb_big``)."""
     write_fake_scenario(sc, "x", art, model="m", repetitions=2, boot_timeout=300)
     write_fake_scenario(sc, "ya", art, model="k", repetitions=3)
     write_fake_scenario(sc, "yb", art, model="q", iterations=9 if yb_big else 2)
 
 
 class Opener:
-    """The fleet's opener, noting every open (name, log folder) and setting ``opened[stem]`` once an instance
-    for that scenario's results folder is booted."""
+    """The fleet's opener, noting every open (name, log folder) and setting ``opened[stem]`` once an
+    instance for that scenario's results folder is booted."""
 
     def __init__(self, fleet: FakeFleet, results: Path) -> None:
         self.fleet = fleet
@@ -381,7 +415,8 @@ class Opener:
                  scale: float) -> contextlib.AbstractContextManager[Any]:
         self.opens.append((name, log_dir))
         context = self._open(scenario, profile, name, log_dir, scale)
-        self.contexts.append(context)  # held, so no instance is closed by garbage collection behind the lane's back
+        # held, so no instance is closed by garbage collection behind the lane's back
+        self.contexts.append(context)
         return context
 
     @contextlib.contextmanager
@@ -409,7 +444,8 @@ def _instance_for(fleet: FakeFleet, folder: Path) -> int:
 
 
 def _pools_setup(tmp_path: Path, art: Path, *, yb_big: bool, on_x: Callable[[], None],
-                 ya_started: threading.Event | None = None) -> tuple[Path, Path, FakeFleet, Opener, Recording, Waits]:
+                 ya_started: threading.Event
+                 | None = None) -> tuple[Path, Path, FakeFleet, Opener, Recording, Waits]:
     sc, results = tmp_path / "sc", tmp_path / "results"
     _two_pools(sc, art, yb_big=yb_big)
     x_started, wait = threading.Event(), Waits()
@@ -418,7 +454,8 @@ def _pools_setup(tmp_path: Path, art: Path, *, yb_big: bool, on_x: Callable[[], 
         if unit == "r0-before-m":
             x_started.set()
             on_x()
-        elif unit == "r0-before-k" and calls == 1:  # ya waits until x's lane took its job (and claimed one)
+        # ya waits until x's lane took its job (and claimed one)
+        elif unit == "r0-before-k" and calls == 1:
             wait(x_started, "x started")
             if ya_started is not None:
                 ya_started.set()
@@ -429,13 +466,16 @@ def _pools_setup(tmp_path: Path, art: Path, *, yb_big: bool, on_x: Callable[[], 
     return sc, results, fleet, opener, Recording(opener), wait
 
 
-def test_another_pools_job_is_booted_ahead_while_the_current_job_runs(fake_art: Path, tmp_path: Path) -> None:
+def test_another_pools_job_is_booted_ahead_while_the_current_job_runs(fake_art: Path,
+                                                                      tmp_path: Path) -> None:
     holder: dict[str, Any] = {}
 
-    def on_x() -> None:  # x's first unit runs until yb's instance is up: the pre-boot overlaps x's work
+    # x's first unit runs until yb's instance is up: the pre-boot overlaps x's work
+    def on_x() -> None:
         holder["wait"](holder["opener"].opened["yb"], "yb's instance booted while x ran")
 
-    sc, results, fleet, opener, executor, wait = _pools_setup(tmp_path, fake_art, yb_big=True, on_x=on_x)
+    sc, results, fleet, opener, executor, wait = _pools_setup(tmp_path, fake_art, yb_big=True,
+                                                              on_x=on_x)
     holder.update(wait=wait, opener=opener)
     events: list[Event] = []
     result = _run(sc, results, executor, listener=events.append)
@@ -443,10 +483,14 @@ def test_another_pools_job_is_booted_ahead_while_the_current_job_runs(fake_art: 
     assert not wait.missed
     assert executor.ran("x") == ["x", "yb"] and executor.ran("ya") == ["ya"]
     assert result.exit_code == 0 and result.units_run == 2 * 2 + 3 * 2 + 2
-    assert result.boots == 3 and len(fleet.boots) == 3, "one instance per lane, plus exactly one pre-boot"
-    yb_opens = [(name, log_dir) for name, log_dir in opener.opens if log_dir.is_relative_to(results / "yb")]
-    assert yb_opens == [("s0", results / "yb" / "logs" / "s0")], "named as yb's session would name it"
-    assert sorted(fleet.units_by_instance[_instance_for(fleet, results / "yb")]) == ["r0-after-q", "r0-before-q"], (
+    assert result.boots == 3 and len(fleet.boots) == 3, (
+        "one instance per lane, plus exactly one pre-boot")
+    yb_opens = [(name, log_dir)
+                for name, log_dir in opener.opens if log_dir.is_relative_to(results / "yb")]
+    assert yb_opens == [("s0", results / "yb" / "logs" / "s0")], (
+        "named as yb's session would name it")
+    assert (sorted(fleet.units_by_instance[_instance_for(fleet, results / "yb")])
+            == ["r0-after-q", "r0-before-q"]), (
         "yb ran on the pre-booted instance")
     boots = Counter((e.kind, e.detail) for e in events
                     if e.kind in ("boot", "booted") and (e.session or "").startswith("yb/"))
@@ -457,14 +501,16 @@ def test_another_pools_job_is_booted_ahead_while_the_current_job_runs(fake_art: 
         _one_record_per_unit(results, stem, count)
 
 
-def test_another_pools_job_not_worth_a_boot_stays_with_its_lane(fake_art: Path, tmp_path: Path) -> None:
+def test_another_pools_job_not_worth_a_boot_stays_with_its_lane(fake_art: Path,
+                                                                tmp_path: Path) -> None:
     sc, results = tmp_path / "sc", tmp_path / "results"
     _two_pools(sc, fake_art, yb_big=False)
     wait = Waits()
     executor: Recording
 
     def behaviour(unit: str, build: str, calls: int) -> CommandResult | None:
-        if unit == "r0-before-k":  # ya runs until x's lane has ended: yb was there to take all along
+        # ya runs until x's lane has ended: yb was there to take all along
+        if unit == "r0-before-k":
             wait(executor.reported("x"), "x's lane ended while ya ran")
         return None
 
@@ -473,7 +519,8 @@ def test_another_pools_job_not_worth_a_boot_stays_with_its_lane(fake_art: Path, 
     result = _run(sc, results, executor)
     assert executor.dealt() == [["ya", "yb"], ["x"]]
     assert not wait.missed
-    assert executor.ran("x") == ["x"] and executor.ran("ya") == ["ya", "yb"], "cost 10 does not pay for a boot"
+    assert executor.ran("x") == ["x"] and executor.ran("ya") == ["ya", "yb"], (
+        "cost 10 does not pay for a boot")
     assert result.exit_code == 0 and result.boots == 2 and len(fleet.boots) == 2
 
 
@@ -484,17 +531,19 @@ def test_a_pre_boot_that_fails_counts_as_the_sessions_failed_boot_and_it_boots_a
     def on_x() -> None:  # x's first unit runs until yb's boot was tried (and failed)
         holder["wait"](holder["opener"].tried["yb"], "yb's instance booted while x ran")
 
-    sc, results, fleet, opener, executor, wait = _pools_setup(tmp_path, fake_art, yb_big=True, on_x=on_x)
+    sc, results, fleet, opener, executor, wait = _pools_setup(tmp_path, fake_art, yb_big=True,
+                                                              on_x=on_x)
     holder.update(wait=wait, opener=opener)
     opener.fail_first.add("yb")
     result = _run(sc, results, executor)
     assert not wait.missed
     assert executor.ran("x") == ["x", "yb"]
-    assert result.exit_code == 0 and records(results, "yb") and {r.status for r in records(results, "yb")} == {"ok"}
+    assert (result.exit_code == 0 and records(results, "yb") and
+            {r.status for r in records(results, "yb")} == {"ok"})
     assert [log_dir.relative_to(results / "yb").as_posix() for _name, log_dir in opener.opens
             if log_dir.is_relative_to(results / "yb")] == ["logs/s0", "logs/s0.2"], (
-        "the pre-boot (s0) failed as the session's first instance; it retried on a fresh one (s0.2), execute's "
-        "boot rule")
+        "the pre-boot (s0) failed as the session's first instance; it retried on a fresh one "
+        "(s0.2), execute's boot rule")
     manifest = json.loads((results / "yb" / "manifest.json").read_text(encoding="utf-8"))
     assert {name: bool(entry.get("error")) for name, entry in manifest["instances"].items()} == {
         "s0": True, "s0.2": False}
@@ -511,8 +560,8 @@ def test_a_pre_booted_instance_is_closed_when_the_batch_stops_before_using_it(
         holder["wait"](ya_started, "ya started")
         stop.set()
 
-    sc, results, fleet, opener, executor, wait = _pools_setup(tmp_path, fake_art, yb_big=True, on_x=on_x,
-                                                              ya_started=ya_started)
+    sc, results, fleet, opener, executor, wait = _pools_setup(tmp_path, fake_art, yb_big=True,
+                                                              on_x=on_x, ya_started=ya_started)
     holder.update(wait=wait, opener=opener)
     with pytest.raises(Interrupted):
         _run(sc, results, executor, stop=stop)
@@ -521,24 +570,28 @@ def test_a_pre_booted_instance_is_closed_when_the_batch_stops_before_using_it(
     preboot = _instance_for(fleet, results / "yb")
     assert fleet.units_by_instance[preboot] == [] and fleet.targets[preboot].closed, "closed unused"
     assert all(target.closed for target in fleet.targets)
-    assert not [t for t in threading.enumerate() if t.name.startswith("preboot")], "no boot thread left behind"
+    assert not [t for t in threading.enumerate() if t.name.startswith("preboot")], (
+        "no boot thread left behind")
     assert records(results, "yb") == []
     assert not_run["yb"] == {"r0-before-q": STOPPED, "r0-after-q": STOPPED}
     assert executor.ran("x") == ["x"]
 
 
-# --- on the simulator -------------------------------------------------------------------------------------------
+# --- on the simulator -----------------------------------------------------------------------------
 
 
 @pytest.mark.slow
 @pytest.mark.sim
-def test_make_j2_with_two_pools_on_the_simulator_steals_and_boots_ahead(art: Path, tmp_path: Path) -> None:
-    """Pool X (``runner_jitter`` 0.02): x (cost 32). Pool Y: ya (48), yb (24): dealt one lane per pool; x's lane
-    claims yb when it starts x (ya is ahead of yb on its lane) and boots yb's instance while x runs: 3 boots."""
+def test_make_j2_with_two_pools_on_the_simulator_steals_and_boots_ahead(art: Path,
+                                                                        tmp_path: Path) -> None:
+    """Pool X (``runner_jitter`` 0.02): x (cost 32). Pool Y: ya (48), yb (24): dealt one lane per
+    pool; x's lane claims yb when it starts x (ya is ahead of yb on its lane) and boots yb's
+    instance while x runs: 3 boots."""
     own, sc, results = tmp_path / "art", tmp_path / "sc", tmp_path / "results"
     copy_artifacts(art, own, {"x": "a", "ya": "a", "yb": "b"})
     x = write_scenario(sc, "x", own, iterations=14)
-    jitter = x.read_text(encoding="utf-8").replace("  binary: sim\n", "  binary: sim\n  sim: {runner_jitter: 0.02}\n")
+    jitter = x.read_text(encoding="utf-8").replace("  binary: sim\n",
+                                                   "  binary: sim\n  sim: {runner_jitter: 0.02}\n")
     x.write_text(jitter, encoding="utf-8")
     write_scenario(sc, "ya", own, repetitions=2, iterations=10)
     write_scenario(sc, "yb", own, model="resnet8", iterations=10)
@@ -547,13 +600,17 @@ def test_make_j2_with_two_pools_on_the_simulator_steals_and_boots_ahead(art: Pat
     assert result.exit_code == 0, [(node.stem, node.error, node.not_run) for node in result.nodes]
     assert result.lanes == 2 and result.units_run == 8
     assert result.boots == 3, "one instance per pool's lane, plus yb's (a fixed deal boots 2)"
-    yb_boots = [e.detail for e in events if e.kind == "boot" and (e.session or "").startswith("yb/")]
+    yb_boots = [e.detail
+                for e in events if e.kind == "boot" and (e.session or "").startswith("yb/")]
     assert yb_boots == [None], "yb's instance was booted ahead, and only that boot is shown"
-    assert [e.detail for e in events if e.kind == "booted" and (e.session or "").startswith("yb/")] == [
+    assert [e.detail
+            for e in events if e.kind == "booted" and (e.session or "").startswith("yb/")] == [
         None, "reused"], "its session found it ready"
     for stem, count in (("x", 2), ("ya", 4), ("yb", 2)):
         _one_record_per_unit(results, stem, count)
         assert {r.status for r in records(results, stem)} == {"ok"}
         assert (results / stem / "report.md").is_file()
-    assert (results / "yb" / "logs" / "s0" / "fvp.log").is_file(), "the pre-booted instance logs into yb's folder"
-    assert {r.instance for r in records(results, "yb")} == {"s0"}, "its records name the instance whose logs they are"
+    assert (results / "yb" / "logs" / "s0" / "fvp.log").is_file(), (
+        "the pre-booted instance logs into yb's folder")
+    assert {r.instance for r in records(results, "yb")} == {"s0"}, (
+        "its records name the instance whose logs they are")

@@ -1,7 +1,7 @@
-"""The CI-facing verbs in process, on synthetic stored runs (no simulator): ``compare`` (exit codes, refusal,
-``--junit``, ``--github-summary``), ``history``, ``report --junit``, and what CI logs show (``ProgressView``: one
-line per failure cut to width, the scenario named, no "ready after 0.0 s"; ``make``'s one-line why; library
-warnings kept out of the log)."""
+"""The CI-facing verbs in process, on synthetic stored runs (no simulator): ``compare`` (exit codes,
+refusal, ``--junit``, ``--github-summary``), ``history``, ``report --junit``, and what CI logs show
+(``ProgressView``: one line per failure cut to width, the scenario named, no "ready after 0.0 s";
+``make``'s one-line why; library warnings kept out of the log)."""
 
 from __future__ import annotations
 
@@ -28,8 +28,8 @@ BASE = {("before", "m1"): 2.0, ("after", "m1"): 1.0, ("before", "m2"): 3.0, ("af
 def _two_runs(tmp_path: Path, after_m1: float = 1.3, **changes: object) -> Path:
     folder = tmp_path / "results" / "demo"
     write_run(folder, BASE, run_id="20260301-100000-aaaa", commit="a" * 40, seed=1)
-    write_run(folder, BASE | {("after", "m1"): after_m1}, run_id="20260302-100000-bbbb", commit="b" * 40,
-              branch="feature", seed=2, changes=changes or None)
+    write_run(folder, BASE | {("after", "m1"): after_m1}, run_id="20260302-100000-bbbb",
+              commit="b" * 40, branch="feature", seed=2, changes=changes or None)
     return folder
 
 
@@ -39,7 +39,8 @@ def test_compare_verb_fails_on_a_violated_gate_and_writes_ci_outputs(tmp_path, c
     summary.write_text("earlier step\n")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     junit = tmp_path / "junit.xml"
-    code = main(["compare", f"{folder}@main", f"{folder}@feature", "--junit", str(junit), "--github-summary"])
+    code = main(["compare", f"{folder}@main", f"{folder}@feature", "--junit", str(junit),
+                 "--github-summary"])
     out = capsys.readouterr().out
     assert code == 1
     assert "verdict: FAIL" in out and "gate cpu_time" in out
@@ -47,11 +48,13 @@ def test_compare_verb_fails_on_a_violated_gate_and_writes_ci_outputs(tmp_path, c
     assert f"report: {report}" in out
     verdict = json.loads(report.with_name("report.json").read_text())["verdict"]
     assert verdict["status"] == "FAIL"
-    assert [(g["model"], g["candidate"]) for g in verdict["violated_gates"]] == [("m1", "after@bbbbbbb")]
+    assert ([(g["model"], g["candidate"]) for g in verdict["violated_gates"]]
+            == [("m1", "after@bbbbbbb")])
     xmlschema.XMLSchema(str(XSD)).validate(str(junit))
     assert "after@bbbbbbb vs after@aaaaaaa" in junit.read_text()
     text = summary.read_text()
-    assert text.startswith("earlier step\n# demo: bbbbbbb vs aaaaaaa") and "**Verdict: FAIL**" in text
+    assert (text.startswith("earlier step\n# demo: bbbbbbb vs aaaaaaa") and
+            "**Verdict: FAIL**" in text)
 
 
 def test_compare_verb_passes_when_nothing_changed(tmp_path, capsys):
@@ -65,7 +68,8 @@ def test_compare_verb_refuses_runs_of_another_platform_with_exit_2(tmp_path, cap
     folder = _two_runs(tmp_path, platform="corstone300")
     assert main(["compare", f"{folder}@main", f"{folder}@feature"]) == 2
     err = capsys.readouterr().err
-    assert "cannot be compared" in err and "platform: 'corstone1000-a320' (A) -> 'corstone300' (B)" in err
+    assert ("cannot be compared" in err and
+            "platform: 'corstone1000-a320' (A) -> 'corstone300' (B)" in err)
 
 
 def test_compare_verb_warns_about_soft_differences(tmp_path, capsys):
@@ -88,8 +92,10 @@ def test_history_verb_exits_1_while_a_regression_is_in_effect(tmp_path, capsys, 
     out = capsys.readouterr().out
     assert code == 1
     assert "REGRESSION: m2 +" in out and "at run run-2 (commit 2222222), in effect" in out
-    assert "m1" not in [line.split()[1] for line in out.splitlines() if line.startswith("REGRESSION")]
-    assert (folder / "history" / "history.md").is_file() and (folder / "history" / "history-m2.png").is_file()
+    assert "m1" not in [line.split()[1]
+                        for line in out.splitlines() if line.startswith("REGRESSION")]
+    assert (folder / "history" / "history.md").is_file() and (folder / "history"
+                                                              / "history-m2.png").is_file()
     xmlschema.XMLSchema(str(XSD)).validate(str(junit))
     assert summary.read_text().startswith("# demo: history of cpu_time (after)")
 
@@ -97,7 +103,8 @@ def test_history_verb_exits_1_while_a_regression_is_in_effect(tmp_path, capsys, 
 def test_history_verb_without_regression_exits_0(tmp_path, capsys):
     folder = tmp_path / "demo"
     for index in range(3):
-        write_run(folder, BASE, run_id=f"run-{index}", seed=index, started=f"2026-03-0{index + 1}T10:00:00Z")
+        write_run(folder, BASE, run_id=f"run-{index}", seed=index,
+                  started=f"2026-03-0{index + 1}T10:00:00Z")
     assert main(["history", str(folder), "--no-charts"]) == 0
     assert "no regression of 5% or more" in capsys.readouterr().out
     assert not list((folder / "history").glob("*.png"))
@@ -122,26 +129,30 @@ def test_report_verb_writes_junit_from_the_stored_records(tmp_path, capsys):
     assert main(["report", str(folder), "--junit", str(junit), "-q"]) == 1
     xmlschema.XMLSchema(str(XSD)).validate(str(junit))
     text = junit.read_text()
-    assert '<testsuite name="demo"' in text and 'name="r1-after-m1"' in text and 'type="test failure"' in text
+    assert ('<testsuite name="demo"' in text and 'name="r1-after-m1"' in text and
+            'type="test failure"' in text)
     first = junit.read_bytes()
     assert main(["report", str(folder), "--junit", str(junit), "-q"]) == 1
     assert junit.read_bytes() == first  # byte-stable
 
 
-# --- what a CI log shows ----------------------------------------------------------------------------------------
+# --- what a CI log shows --------------------------------------------------------------------------
 
 
 def _view(width: int = 100) -> tuple[ProgressView, io.StringIO]:
     buffer = io.StringIO()
-    return ProgressView(Console(file=buffer, width=width, force_terminal=False), width=width), buffer
+    return ProgressView(Console(file=buffer, width=width, force_terminal=False),
+                        width=width), buffer
 
 
 def test_a_unit_failure_is_one_line_cut_to_the_width_with_its_log():
     view, buffer = _view(130)
     with view:
         view(Event("unit_done", session="smoke/s0", unit="r0-after-m1", status="failed",
-                   detail="CommandFailed: the runner exited with status 139; last output: Segmentation fault and a "
-                   "great deal more text\nsecond line (log: results/smoke/logs/s0/r0-after-m1.log)"))
+                   detail="CommandFailed: the runner exited with status 139; last output: "
+                          "Segmentation fault and a "
+                   "great deal more text\nsecond line (log: "
+                   "results/smoke/logs/s0/r0-after-m1.log)"))
     lines = buffer.getvalue().splitlines()
     assert len(lines) == 1 and len(lines[0]) <= 130
     assert lines[0].startswith("smoke/s0: r0-after-m1 FAILED: CommandFailed: the runner exited")
@@ -170,7 +181,8 @@ def test_a_stored_baseline_is_named_and_its_differences_warned():
     view, buffer = _view()
     with view:
         view(Event("baseline", name="before", detail="from stored run 1 (commit abc) in results/x"))
-        view(Event("baseline", name="before", status="warning", detail="host: 'a' (stored) -> 'b' (this run)"))
+        view(Event("baseline", name="before", status="warning",
+                   detail="host: 'a' (stored) -> 'b' (this run)"))
     text = buffer.getvalue()
     assert "baseline before: from stored run 1" in text
     assert "warning: stored baseline differs: host: 'a' (stored) -> 'b' (this run)" in text
@@ -185,7 +197,8 @@ def test_fit_line_keeps_the_reason_before_the_log():
 def test_a_failing_scenario_says_why_in_one_line(tmp_path):
     report = tmp_path / "report.json"
     report.write_text(json.dumps({"verdict": {"status": "FAIL", "reasons": [
-        "gate load_time: +203% > +10% allowed (resnet8, CI +150 … +260%)", "2 unit(s) failed: a, b"]}}))
+        "gate load_time: +203% > +10% allowed (resnet8, CI +150 … +260%)",
+        "2 unit(s) failed: a, b"]}}))
     line = _why("smoke", report, 120)
     assert line.startswith("smoke: FAIL: gate load_time: +203% > +10% allowed") and "\n" not in line
     assert line.endswith("(and 1 more: see the report)")
@@ -197,7 +210,8 @@ def test_library_warnings_stay_out_of_the_log_unless_verbose():
         cli_main._configure_logging(0)
         assert not logging.getLogger("py.warnings").isEnabledFor(logging.WARNING)
         assert not logging.getLogger("distributed").isEnabledFor(logging.WARNING)
-        assert logging.getLogger("fvp_harness").isEnabledFor(logging.WARNING)  # the harness's own warnings stay
+        # the harness's own warnings stay
+        assert logging.getLogger("fvp_harness").isEnabledFor(logging.WARNING)
         cli_main._configure_logging(1)
         assert logging.getLogger("py.warnings").isEnabledFor(logging.WARNING)
     finally:
@@ -216,11 +230,15 @@ def test_make_writes_one_junit_suite_per_scenario_from_its_stored_records(tmp_pa
     for index, (stem, after) in enumerate((("fast", 1.0), ("slow", 2.5))):
         folder = tmp_path / stem
         write_run(folder, {("before", "m1"): 2.0, ("after", "m1"): after}, run_id=f"r-{stem}")
-        nodes.append(Node(index=index, path=tmp_path / f"{stem}.yaml", stem=stem, results_dir=folder))
-    nodes.append(Node(index=2, path=tmp_path / "never.yaml", stem="never", results_dir=tmp_path / "never"))
+        nodes.append(Node(index=index, path=tmp_path / f"{stem}.yaml", stem=stem,
+                          results_dir=folder))
+    nodes.append(Node(index=2, path=tmp_path / "never.yaml", stem="never",
+                      results_dir=tmp_path / "never"))
     junit = tmp_path / "junit.xml"
     _ci_outputs(argparse.Namespace(junit=junit, github_summary=False, quiet=0, verbose=0), nodes)
     xmlschema.XMLSchema(str(XSD)).validate(str(junit))
     text = junit.read_text()
-    assert '<testsuite name="fast"' in text and '<testsuite name="slow"' in text and "never" not in text
-    assert 'name="m1: gate cpu_time (≤ +10%)" classname="slow">' in text and 'type="violated gate"' in text
+    assert ('<testsuite name="fast"' in text and '<testsuite name="slow"' in text and
+            "never" not in text)
+    assert ('name="m1: gate cpu_time (≤ +10%)" classname="slow">' in text and
+            'type="violated gate"' in text)

@@ -1,8 +1,8 @@
-"""``compare A B`` on synthetic stored runs that kept ETDump traces: the run report's event section, compared across
-the two runs (both traced: the table and ``report.events.csv``; one traced: one line saying which; none: nothing),
-``compare --html DIR`` (one self-contained page: the tables, the charts inlined, a hostile event name escaped) and
-the terminal's words for a candidate that got slower. tests/e2e/test_etdump_e2e.py runs the same on the
-simulator."""
+"""``compare A B`` on synthetic stored runs that kept ETDump traces: the run report's event section,
+compared across the two runs (both traced: the table and ``report.events.csv``; one traced: one line
+saying which; none: nothing), ``compare --html DIR`` (one self-contained page: the tables, the
+charts inlined, a hostile event name escaped) and the terminal's words for a candidate that got
+slower. tests/e2e/test_etdump_e2e.py runs the same on the simulator."""
 
 from __future__ import annotations
 
@@ -28,10 +28,13 @@ def test_both_runs_traced_compares_their_events_as_a_run_report_does(tmp_path, c
     markdown = (out / "report.md").read_text()
     section = markdown[markdown.index("## Where the time went (ETDump events)"):]
     assert markdown.index("| Model ") < markdown.index("## Where the time went")
-    assert "### m1: after@bbbbbbb vs after@aaaaaaa" in section  # run B's build against run A's, as labelled above
-    assert "| Event | Instruction | after@aaaaaaa | after@bbbbbbb | Change | Self time saved | Share of saving |" \
+    # run B's build against run A's, as labelled above
+    assert "### m1: after@bbbbbbb vs after@aaaaaaa" in section
+    assert ("| Event | Instruction | after@aaaaaaa | after@bbbbbbb | Change | Self time saved | "
+            "Share of saving |") \
         in section
-    assert "Method load (`Default` block" in section and "Total saving -" in section  # B's NPU call is longer
+    # B's NPU call is longer
+    assert "Method load (`Default` block" in section and "Total saving -" in section
     data = json.loads((out / "report.json").read_text())["etdump_events"]
     npu = next(r for r in data["rows"] if r["event"] == "+NPU" and r["run_block"] == "Execute"
                and r["baseline"] == "after@aaaaaaa")
@@ -47,8 +50,9 @@ def test_both_runs_traced_compares_their_events_as_a_run_report_does(tmp_path, c
 def test_one_traced_run_is_one_line_and_none_is_no_section(tmp_path, capsys):
     folder = traced_runs(tmp_path, traced=(False, True))
     assert main(["compare", f"{folder}@main", f"{folder}@feature"]) == 0
-    note = ("Only run B kept ETDump traces (before@bbbbbbb, after@bbbbbbb); run A has none, so there is no "
-            "event-by-event comparison: trace the builds in both runs (`builds.<name>.traced`).")
+    note = ("Only run B kept ETDump traces (before@bbbbbbb, after@bbbbbbb); run A has none, so "
+            "there is no event-by-event comparison: trace the builds in both runs "
+            "(`builds.<name>.traced`).")
     assert f"note: {note}" in capsys.readouterr().out
     markdown = (_out(folder) / "report.md").read_text()
     section = markdown[markdown.index("## Where the time went (ETDump events)"):]
@@ -68,7 +72,8 @@ def test_compare_html_is_one_page_with_its_tables_charts_and_nothing_raw(tmp_pat
     assert main(["compare", f"{folder}@main", f"{folder}@feature", "--html", str(site)]) == 0
     index = site / "index.html"
     assert f"page: {index}" in capsys.readouterr().out
-    assert sorted(p.name for p in site.iterdir()) == ["index.html"]  # self-contained: nothing beside it
+    # self-contained: nothing beside it
+    assert sorted(p.name for p in site.iterdir()) == ["index.html"]
     text = index.read_text(encoding="utf-8")
     assert text.count("<table>") >= 3  # the headline, the events per inference, the load
     assert "<h2>Where the time went (ETDump events)</h2>" in text
@@ -79,12 +84,14 @@ def test_compare_html_is_one_page_with_its_tables_charts_and_nothing_raw(tmp_pat
     assert f"A: run {RUN_A}" in text
     again = tmp_path / "again"
     assert main(["compare", f"{folder}@main", f"{folder}@feature", "--html", str(again), "-q"]) == 0
-    assert (again / "index.html").read_bytes() == index.read_bytes()  # the same runs, the same bytes
+    # the same runs, the same bytes
+    assert (again / "index.html").read_bytes() == index.read_bytes()
 
 
 def test_a_slower_candidate_is_a_cost_in_the_terminal_as_in_the_report(tmp_path, capsys):
     folder = traced_runs(tmp_path, traced=(False, False), after_m1=1.3)
-    assert main(["compare", f"{folder}@main", f"{folder}@feature", "--build", "after"]) == 1  # gate: ≤ 10 % slower
+    # gate: ≤ 10 % slower
+    assert main(["compare", f"{folder}@main", f"{folder}@feature", "--build", "after"]) == 1
     out = capsys.readouterr().out
     row = next(line for line in out.splitlines() if line.startswith("  m1 "))
     assert re.search(r" 3\d\.\d% slower +\d\d\.\d … \d\d\.\d% slower +slower ", row), row

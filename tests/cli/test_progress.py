@@ -1,4 +1,5 @@
-"""``ProgressView`` under ``run.until``: the plan is a ceiling, so counts, bar and time left must say so."""
+"""``ProgressView`` under ``run.until``: the plan is a ceiling, so counts, bar and time left must
+say so."""
 
 from __future__ import annotations
 
@@ -11,12 +12,14 @@ from fvp_harness.events import Event
 
 
 def _adaptive_run(view: ProgressView) -> None:
-    """Two rounds of 2 models x 2 builds at 1 s a unit, then the rule spares the other 8 rounds (32 units)."""
+    """Two rounds of 2 models x 2 builds at 1 s a unit, then the rule spares the other 8 rounds (32
+    units)."""
     view(Event("plan", total=40, skipped=0, sessions=1, count=10))
     for rep in (0, 1):
         for model in ("m1", "m2"):
             for build in ("before", "after"):
-                view(Event("unit_done", session="s0", unit=f"r{rep}-{build}-{model}", status="ok", seconds=1.0))
+                view(Event("unit_done", session="s0", unit=f"r{rep}-{build}-{model}", status="ok",
+                           seconds=1.0))
     for rep in range(2, 10):
         for model in ("m1", "m2"):
             for build in ("before", "after"):
@@ -25,7 +28,8 @@ def _adaptive_run(view: ProgressView) -> None:
 
 def test_plain_lines_show_rounds_and_the_most_the_rule_may_run() -> None:
     buffer = io.StringIO()
-    with ProgressView(Console(file=buffer, width=200, force_terminal=False), clock=lambda: 0.0) as view:
+    with ProgressView(Console(file=buffer, width=200, force_terminal=False),
+                      clock=lambda: 0.0) as view:
         _adaptive_run(view)
     text = buffer.getvalue()
     assert "at most 40 units to run in up to 10 rounds on 1 instance(s)" in text
@@ -44,12 +48,14 @@ def test_the_live_bar_counts_against_the_ceiling_and_bounds_the_time_left_from_t
     with view:
         assert not view.plain
         view(Event("plan", total=40, skipped=0, sessions=1, count=10))
-        for index, unit in enumerate(("r0-before-m1", "r0-after-m1", "r0-before-m2", "r0-after-m2")):
+        for index, unit in enumerate(("r0-before-m1", "r0-after-m1", "r0-before-m2",
+                                      "r0-after-m2")):
             now[0] = float(index + 1)
             view(Event("unit_done", session="s0", unit=unit, status="ok", seconds=1.0))
         assert view._progress is not None
         rendered = io.StringIO()
-        Console(file=rendered, width=160, force_terminal=False).print(view._progress.make_tasks_table(
+        Console(file=rendered, width=160,
+                force_terminal=False).print(view._progress.make_tasks_table(
             view._progress.tasks))
         line = rendered.getvalue()
         assert "round 1/≤10" in line and "4/≤40" in line
@@ -58,14 +64,16 @@ def test_the_live_bar_counts_against_the_ceiling_and_bounds_the_time_left_from_t
             for unit in ("before-m1", "after-m1", "before-m2", "after-m2"):
                 view(Event("unit_skipped", session="s0", unit=f"r{rep}-{unit}"))
         rendered = io.StringIO()
-        Console(file=rendered, width=160, force_terminal=False).print(view._progress.make_tasks_table(
+        Console(file=rendered, width=160,
+                force_terminal=False).print(view._progress.make_tasks_table(
             view._progress.tasks))
         assert "4/≤4" in rendered.getvalue() and "≤ 0:00 left" in rendered.getvalue()
 
 
 def test_a_fixed_matrix_keeps_its_plain_count() -> None:
     buffer = io.StringIO()
-    with ProgressView(Console(file=buffer, width=200, force_terminal=False), clock=lambda: 0.0) as view:
+    with ProgressView(Console(file=buffer, width=200, force_terminal=False),
+                      clock=lambda: 0.0) as view:
         view(Event("plan", total=2, skipped=0, sessions=1))
         view(Event("unit_done", session="s0", unit="r0-a-m", status="ok", seconds=0.5))
     text = buffer.getvalue()
@@ -78,8 +86,9 @@ def test_format_seconds() -> None:
 
 
 def test_a_closed_pipe_quiets_the_view_and_asks_once_for_the_stop() -> None:
-    """Issue 36: rich's console raised ``SystemExit(1)`` on EPIPE from whichever thread printed (a session's), so
-    ``run ... 2>&1 | head -2`` died with its manifest ``running``. A real pipe whose reader is gone."""
+    """Issue 36: rich's console raised ``SystemExit(1)`` on EPIPE from whichever thread printed (a
+    session's), so ``run ... 2>&1 | head -2`` died with its manifest ``running``. A real pipe whose
+    reader is gone."""
     import os
 
     from fvp_harness.cli.progress import OutputConsole
@@ -88,7 +97,8 @@ def test_a_closed_pipe_quiets_the_view_and_asks_once_for_the_stop() -> None:
     os.close(read_end)
     stream = os.fdopen(write_end, "w")
     asked: list[str] = []
-    console = OutputConsole(file=stream, width=120, force_terminal=False, on_closed=lambda: asked.append("stop"))
+    console = OutputConsole(file=stream, width=120, force_terminal=False,
+                            on_closed=lambda: asked.append("stop"))
     with ProgressView(console, clock=lambda: 0.0) as view:
         for unit in ("r0-before-m1", "r0-after-m1"):
             view(Event("unit_done", session="s0", unit=unit, status="ok", seconds=1.0))

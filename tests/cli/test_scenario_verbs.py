@@ -1,4 +1,5 @@
-"""The scenario verbs as a user types them: validate, plan, schema, profiles; exit codes and output."""
+"""The scenario verbs as a user types them: validate, plan, schema, profiles; exit codes and
+output."""
 
 from __future__ import annotations
 
@@ -59,7 +60,8 @@ def test_validate_set_and_fvp(capsys, write):
     code, _, err = run(capsys, "validate", str(path), "--set", "run.iterations=zero")
     assert code == EXIT_BAD_INPUT
     assert "--set run.iterations=zero: run.iterations: got 'zero'" in err
-    code, out, _ = run(capsys, "validate", str(path), "--fvp", "sim", "--set", "run.iterations=4", "--print")
+    code, out, _ = run(capsys, "validate", str(path), "--fvp", "sim", "--set", "run.iterations=4",
+                       "--print")
     assert code == EXIT_OK
     resolved = yaml.safe_load(out)
     assert resolved["run"]["iterations"] == 4 and resolved["fvp"]["binary"] == "sim"
@@ -78,8 +80,8 @@ def test_verbosity_flags_work_after_the_verb(capsys, write):
 def test_plan_lists_matrix_order_and_keys(capsys, repo):
     code, out, _ = run(capsys, "plan", str(repo / "scenarios" / "driver_reuse.yaml"))
     assert code == EXIT_OK
-    assert ("2 builds x 4 models x 10 repetitions = 80 units at most (run.until: adaptive); order interleaved; "
-            "1 session") in out
+    assert ("2 builds x 4 models x 10 repetitions = 80 units at most (run.until: adaptive); order "
+            "interleaved; 1 session") in out
     unit_lines = [line for line in out.splitlines() if line[:1].isdigit()]
     assert len(unit_lines) == 80
     assert unit_lines[0].split()[:6] == ["1", "r0-before-resnet8", "s0", "before", "resnet8", "0"]
@@ -90,7 +92,8 @@ def test_plan_lists_matrix_order_and_keys(capsys, repo):
 
 def test_plan_json(capsys, repo):
     code, out, _ = run(
-        capsys, "plan", str(repo / "scenarios" / "smoke.yaml"), "--json", "--set", "run.repetitions=1"
+        capsys, "plan", str(repo / "scenarios" / "smoke.yaml"), "--json", "--set",
+        "run.repetitions=1"
     )
     data = json.loads(out)
     assert code == EXIT_OK
@@ -123,8 +126,9 @@ def test_shipped_scenarios_satisfy_the_schema(repo):
 
 
 def test_a_file_using_extends_satisfies_the_schema_and_the_loader_checks_the_merge(capsys, write):
-    """A layer leaves out what its base gives (name, builds, models, a build's runner): editors must not flag it.
-    Without ``extends`` the same omissions are errors; and the loader still requires them after merging."""
+    """A layer leaves out what its base gives (name, builds, models, a build's runner): editors must
+    not flag it. Without ``extends`` the same omissions are errors; and the loader still requires
+    them after merging."""
     validator = scenario_validator()
     write("base.yaml", GOOD)
     layer_text = "extends: base.yaml\nbuilds:\n  after: {id: reuse-v2}\nrun: {repetitions: 2}\n"
@@ -135,12 +139,14 @@ def test_a_file_using_extends_satisfies_the_schema_and_the_loader_checks_the_mer
 
     alone = yaml.safe_load(layer_text.replace("extends: base.yaml\n", ""))
     messages = {error.message for error in validator.iter_errors(alone)}
-    assert "'name' is a required property" in messages and "'models' is a required property" in messages
+    assert ("'name' is a required property" in messages and
+            "'models' is a required property" in messages)
     assert any("'runner' is a required property" in m for e in validator.iter_errors(alone) for m in
                [e.message, *(c.message for c in e.context or ())])  # fmt: skip
     # still strict where a layer cannot lean on its base: unknown keys, list items (lists replace)
     assert not validator.is_valid({"extends": "b.yaml", "bulids": {}})
-    assert not validator.is_valid({"extends": "b.yaml", "models": {"m": {"inputs": [{"sha256": "x"}]}}})
+    assert not validator.is_valid({"extends": "b.yaml",
+                                   "models": {"m": {"inputs": [{"sha256": "x"}]}}})
 
     write("thin.yaml", "name: thin\n")
     empty = write("empty.yaml", "extends: thin.yaml\nrun: {repetitions: 2}\n")
@@ -163,8 +169,10 @@ def test_every_schema_field_is_documented(repo):
 def test_profiles_list_and_show(capsys):
     code, out, _ = run(capsys, "profiles")
     assert code == EXIT_OK
-    assert [line.split()[0] for line in out.splitlines()] == ["corstone1000", "corstone1000-a320", "corstone300-u55",
-                                                               "corstone320-u85", "qemu-aarch64-virt"]
+    assert ([line.split()[0] for line in out.splitlines()]
+            == ["corstone1000", "corstone1000-a320", "corstone300-u55",
+                                                               "corstone320-u85",
+                "qemu-aarch64-virt"])
     code, out, _ = run(capsys, "profiles", "show", "corstone1000-a320")
     assert code == EXIT_OK
     shown = yaml.safe_load(out)
@@ -191,12 +199,13 @@ def test_python_dash_m_entry_point(repo):
 
 
 def test_plan_marks_what_a_run_rebuilds_and_the_units_whose_keys_it_may_change(tmp_path):
-    """A built artifact whose build is stale (here: its build command was edited) keeps its old bytes until a run
-    rebuilds it, so plan's key for its units is the key of the file as it is now: plan says it will be rebuilt and
-    why, marks those units (text and --json), and leaves the rest unmarked, as make -n would explain it."""
+    """A built artifact whose build is stale (here: its build command was edited) keeps its old
+    bytes until a run rebuilds it, so plan's key for its units is the key of the file as it is now:
+    plan says it will be rebuilt and why, marks those units (text and --json), and leaves the rest
+    unmarked, as make -n would explain it."""
     path = tmp_path / "s.yaml"
-    path.write_text("name: s\nbuilds:\n  before: {runner: out/r1, build: \"printf one > {output}\"}\n"
-                    "  after: {runner: out/r2, build: \"printf two > {output}\"}\n"
+    path.write_text("name: s\nbuilds:\n  before: {runner: out/r1, build: \"printf one > "
+                    "{output}\"}\n  after: {runner: out/r2, build: \"printf two > {output}\"}\n"
                     "models:\n  m: {file: m.model}\nrun: {repetitions: 1}\n")
     (tmp_path / "m.model").write_text("m")
     from fvp_harness.run.artifacts import build_artifacts

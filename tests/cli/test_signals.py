@@ -16,7 +16,8 @@ from fvp_harness.errors import EXIT_INTERRUPTED, EXIT_TERMINATED
 
 @pytest.fixture(autouse=True)
 def _restore_handlers():
-    saved = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    saved = {signum: signal.getsignal(signum)
+             for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     scenario_args._received.clear()
     yield
     scenario_args._received.clear()
@@ -24,7 +25,8 @@ def _restore_handlers():
         signal.signal(signum, handler)
 
 
-def test_sigterm_is_the_first_ctrl_c_then_the_second_after_the_grace(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sigterm_is_the_first_ctrl_c_then_the_second_after_the_grace(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(scenario_args, "TERM_GRACE_S", 0.5)
     notices: list[str] = []
     stop = threading.Event()
@@ -43,7 +45,8 @@ def test_sigterm_is_the_first_ctrl_c_then_the_second_after_the_grace(monkeypatch
 def test_a_second_sighup_stops_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(scenario_args, "TERM_GRACE_S", 60)
     stop = threading.Event()
-    with pytest.raises(KeyboardInterrupt), scenario_args.stop_on_first_interrupt(stop, lambda: None):
+    with pytest.raises(KeyboardInterrupt), scenario_args.stop_on_first_interrupt(stop,
+                                                                                 lambda: None):
         os.kill(os.getpid(), signal.SIGHUP)
         assert stop.wait(2)
         os.kill(os.getpid(), signal.SIGHUP)
@@ -52,7 +55,8 @@ def test_a_second_sighup_stops_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_main_sets_the_handlers_before_any_verb_and_exits_143(monkeypatch: pytest.MonkeyPatch,
-                                                              capsys: pytest.CaptureFixture[str]) -> None:
+                                                              capsys: pytest.CaptureFixture[
+                                                                  str]) -> None:
     def dispatch(argv: object) -> int:  # before the verbs are even imported
         assert signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, None)
         os.kill(os.getpid(), signal.SIGTERM)
@@ -73,4 +77,5 @@ def test_ctrl_c_during_start_up_is_a_clean_130(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setattr(cli_main, "build_parser", interrupted)
     assert cli_main.main(["run", "x.yaml"]) == EXIT_INTERRUPTED
     err = capsys.readouterr().err
-    assert "Traceback" not in err and err.strip() == "fvp-harness: interrupted; everything measured so far is kept"
+    assert ("Traceback" not in err and
+            err.strip() == "fvp-harness: interrupted; everything measured so far is kept")

@@ -1,13 +1,15 @@
-"""No name goes unchecked: every verb's options that name a metric, build, model, scenario, pattern, stored run,
-``--set`` path or a place to write (a folder that is a file, a file that is a folder) refuse a name that matches
-nothing with exit 2, the valid names and a "did you mean", before any artifact is built or any model started.
+"""No name goes unchecked: every verb's options that name a metric, build, model, scenario, pattern,
+stored run, ``--set`` path or a place to write (a folder that is a file, a file that is a folder)
+refuse a name that matches nothing with exit 2, the valid names and a "did you mean", before any
+artifact is built or any model started.
 
-Why one child process for all cases: the CLI is tested as a process of its own, in a fresh folder that holds a copy
-of the shipped scenarios and two stored runs, but on a shared CI machine a Python start with pandas costs seconds,
-so the child imports the engines once and then calls ``main(argv)`` per case, measuring each case's CPU time
-(``time.process_time``, every thread) and the files it created. Each case must exit 2 within a second of CPU, leave
-no new file or folder (no ``.artifacts``, no results or log folder: the next real boot would be named ``s0.2``), and
-no model process may outlive the child (``FVP_HARNESS_OWNER_PID``).
+Why one child process for all cases: the CLI is tested as a process of its own, in a fresh folder
+that holds a copy of the shipped scenarios and two stored runs, but on a shared CI machine a Python
+start with pandas costs seconds, so the child imports the engines once and then calls ``main(argv)``
+per case, measuring each case's CPU time (``time.process_time``, every thread) and the files it
+created. Each case must exit 2 within a second of CPU, leave no new file or folder (no
+``.artifacts``, no results or log folder: the next real boot would be named ``s0.2``), and no model
+process may outlive the child (``FVP_HARNESS_OWNER_PID``).
 """
 
 from __future__ import annotations
@@ -31,20 +33,25 @@ CASES: list[tuple[list[str], str]] = [
     # run: the selections, the stored baseline, --set paths, the scenario file itself
     (["run", "scenarios/smoke.yaml", "--only-model", "ds_cn"], "did you mean 'ds_cnn'?"),
     (["run", "scenarios/smoke.yaml", "--only-build", "aftr"], "did you mean 'after'?"),
-    (["run", "scenarios/smoke.yaml", "--only-model", "nosuch", "--only-build", "before"], "the models there are"),
+    (["run", "scenarios/smoke.yaml", "--only-model", "nosuch", "--only-build", "before"],
+     "the models there are"),
     (["run", "scenarios/smoke.yaml", "--baseline-from", "demo@nosuch"], "no stored run of"),
     (["run", "scenarios/smoke.yaml", "--baseline-from", "nosuch@main"], "no results folder"),
     (["run", "scenarios/smoke.yaml", "--set", "run.iteratons=3"], "did you mean 'iterations'?"),
-    (["run", "scenarios/smoke.yaml", "--set", "compare.primary=cpu_tim"], "did you mean 'cpu_time'?"),
+    (["run", "scenarios/smoke.yaml", "--set", "compare.primary=cpu_tim"],
+     "did you mean 'cpu_time'?"),
     (["run", "scenarios/smok.yaml"], "smok.yaml"),
     # the other scenario verbs: --set paths and metric names
-    (["validate", "scenarios/smoke.yaml", "--set", "run.iteratons=3"], "did you mean 'iterations'?"),
+    (["validate", "scenarios/smoke.yaml", "--set", "run.iteratons=3"],
+     "did you mean 'iterations'?"),
     (["plan", "scenarios/smoke.yaml", "--set", "metrics=[cpu_tim]"], "did you mean 'cpu_time'?"),
     (["doctor", "scenarios/smoke.yaml", "--set", "fvp.timeots.boot=5"], "did you mean 'timeouts'?"),
     (["shell", "scenarios/smoke.yaml", "--set", "run.iteratons=3"], "did you mean 'iterations'?"),
     # make: patterns and scenarios
-    (["make", "--only", "nosuch/*", "scenarios/"], "the scenarios (SCENARIO, SCENARIO/* or SCENARIO/UNIT) there are"),
-    (["make", "-n", "--only", "smoke/r0-*-nosuch", "scenarios/"], "did you mean 'smoke/r0-after-ds_cnn'?"),
+    (["make", "--only", "nosuch/*", "scenarios/"],
+     "the scenarios (SCENARIO, SCENARIO/* or SCENARIO/UNIT) there are"),
+    (["make", "-n", "--only", "smoke/r0-*-nosuch", "scenarios/"],
+     "did you mean 'smoke/r0-after-ds_cnn'?"),
     (["make", "--only", "smok", "scenarios/smoke.yaml"], "did you mean 'smoke'?"),
     (["make", "scenarios/smoke.yaml", "--set", "run.iteratons=3"], "did you mean 'iterations'?"),
     # history and compare: metric, build, stored runs
@@ -67,16 +74,24 @@ CASES: list[tuple[list[str], str]] = [
     (["runs", "results/dem"], "did you mean 'results/demo'?"),
     (["prune", "dem", "--keep", "1"], "did you mean 'results/demo'?"),
     (["profiles", "show", "corstone1000-a32"], "corstone1000-a320"),
-    # where a verb writes: a folder option naming a file (or a path under one), a file option naming a folder;
-    # these were tracebacks (run --junit DIR only after the whole run)
-    (["run", "scenarios/smoke.yaml", "-o", "scenarios/smoke.yaml"], "-o/--output: scenarios/smoke.yaml is a file"),
-    (["run", "scenarios/smoke.yaml", "-o", "scenarios/smoke.yaml/x"], "scenarios/smoke.yaml is a file, so no folder"),
-    (["run", "scenarios/smoke.yaml", "--junit", "scenarios"], "--junit: scenarios is a folder, not a file"),
-    (["report", "results/demo", "--junit", "scenarios/smoke.yaml/j.xml"], "scenarios/smoke.yaml is a file"),
-    (["history", "demo", "-o", "scenarios/smoke.yaml"], "scenarios/smoke.yaml is a file, not a folder"),
-    (["history", "demo", "--html", "scenarios/smoke.yaml"], "--html: scenarios/smoke.yaml is a file"),
-    (["compare", "demo@latest#-1", "demo", "-o", "scenarios/smoke.yaml"], "scenarios/smoke.yaml is a file"),
-    (["make", "-n", "--results", "scenarios/smoke.yaml", "scenarios/smoke.yaml"], "--results: scenarios/smoke.yaml"),
+    # where a verb writes: a folder option naming a file (or a path under one), a file option naming
+    # a folder; these were tracebacks (run --junit DIR only after the whole run)
+    (["run", "scenarios/smoke.yaml", "-o", "scenarios/smoke.yaml"],
+     "-o/--output: scenarios/smoke.yaml is a file"),
+    (["run", "scenarios/smoke.yaml", "-o", "scenarios/smoke.yaml/x"],
+     "scenarios/smoke.yaml is a file, so no folder"),
+    (["run", "scenarios/smoke.yaml", "--junit", "scenarios"],
+     "--junit: scenarios is a folder, not a file"),
+    (["report", "results/demo", "--junit", "scenarios/smoke.yaml/j.xml"],
+     "scenarios/smoke.yaml is a file"),
+    (["history", "demo", "-o", "scenarios/smoke.yaml"],
+     "scenarios/smoke.yaml is a file, not a folder"),
+    (["history", "demo", "--html", "scenarios/smoke.yaml"],
+     "--html: scenarios/smoke.yaml is a file"),
+    (["compare", "demo@latest#-1", "demo", "-o", "scenarios/smoke.yaml"],
+     "scenarios/smoke.yaml is a file"),
+    (["make", "-n", "--results", "scenarios/smoke.yaml", "scenarios/smoke.yaml"],
+     "--results: scenarios/smoke.yaml"),
 ]
 
 CHILD = r"""
@@ -112,7 +127,8 @@ print(json.dumps(out))
 
 @pytest.fixture
 def fresh(tmp_path: Path) -> Path:
-    """A user's folder: the shipped scenarios (no artifacts built) and two stored runs of a scenario ``demo``."""
+    """A user's folder: the shipped scenarios (no artifacts built) and two stored runs of a scenario
+    ``demo``."""
     shutil.copytree(REPO / "scenarios", tmp_path / "scenarios")
     folder = tmp_path / "results" / "demo"
     write_run(folder, BASE, run_id="20260301-100000-aaaa", commit="a" * 40, seed=1)
@@ -122,7 +138,8 @@ def fresh(tmp_path: Path) -> Path:
 
 def test_every_name_taking_option_refuses_a_wrong_name_before_any_work(fresh: Path) -> None:
     env = os.environ | {"PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, json.dumps([argv for argv, _ in CASES])], cwd=fresh,
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, json.dumps([argv for argv, _ in CASES])],
+                            cwd=fresh,
                             env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         out, err = proc.communicate(timeout=280)
@@ -137,7 +154,8 @@ def test_every_name_taking_option_refuses_a_wrong_name_before_any_work(fresh: Pa
     for (argv, words), result in zip(CASES, results, strict=True):
         command = " ".join(argv)
         if result["code"] != 2:
-            problems.append(f"`{command}` exited {result['code']}, not 2: {result['stderr'][-300:]}")
+            problems.append(f"`{command}` exited {result['code']}, not 2: "
+                            f"{result['stderr'][-300:]}")
         elif words not in result["stderr"]:
             problems.append(f"`{command}` does not say {words!r}: {result['stderr'][-400:]}")
         if result["new"]:

@@ -35,7 +35,8 @@ def project(tmp_path: Path) -> tuple[Path, dict[str, str], list[str]]:
     .artifacts), a private build cache, and the repository's commits oldest first."""
     (tmp_path / "scenarios").mkdir()
     (tmp_path / "scenarios" / "bisect").mkdir()
-    shutil.copy(REPO / "scenarios" / "bisect" / "bisect_sim.yaml", tmp_path / "scenarios" / "bisect")
+    shutil.copy(REPO / "scenarios" / "bisect" / "bisect_sim.yaml",
+                tmp_path / "scenarios" / "bisect")
     repo = tmp_path / ".artifacts" / "bisect_sim" / "repo"
     subprocess.run(
         ["sh", str(REPO / "examples" / "bisect" / "make_repo.sh"), str(repo)],
@@ -187,12 +188,14 @@ def test_same_level_ends_cannot_decide_and_bad_refs_are_refused_before_any_build
     assert "cannot decide: the two ends are at the same level" in same.stdout
     shutil.rmtree(folder / "cache")
     bad = run_cli(
-        folder, "bisect", "scenarios/bisect/bisect_sim.yaml", "--good", "v2", "--bad", "mian", env=env
+        folder, "bisect", "scenarios/bisect/bisect_sim.yaml", "--good", "v2", "--bad", "mian",
+        env=env
     )
     assert bad.returncode == 2
     assert "no commit named 'v2'" in bad.stderr
     typo = run_cli(
-        folder, "bisect", "scenarios/bisect/bisect_sim.yaml", "--good", "v1", "--bad", "mian", env=env
+        folder, "bisect", "scenarios/bisect/bisect_sim.yaml", "--good", "v1", "--bad", "mian",
+        env=env
     )
     assert typo.returncode == 2 and "did you mean 'main'?" in typo.stderr
     assert not (folder / "cache").exists()  # nothing was built

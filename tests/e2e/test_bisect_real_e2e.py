@@ -1,7 +1,7 @@
-"""``fvp-harness bisect`` on the real-ExecuTorch lane: a git repository whose commits carry our runner's C++
-source, one of them changing it so that the Method is re-created for every inference (the step), the runner built
-from each commit with CMake against the executorch wheel's runtime, the real runtime measuring an XNNPACK program on
-this host. The bisect names that commit."""
+"""``fvp-harness bisect`` on the real-ExecuTorch lane: a git repository whose commits carry our
+runner's C++ source, one of them changing it so that the Method is re-created for every inference
+(the step), the runner built from each commit with CMake against the executorch wheel's runtime, the
+real runtime measuring an XNNPACK program on this host. The bisect names that commit."""
 
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.executorch]
 COMMITS, STEP = 8, 5
 BEFORE_TOGGLE = "#if FVP_RUNNER_BEFORE"
 REGRESSION = ("#undef FVP_RUNNER_BEFORE\n"
-              "#define FVP_RUNNER_BEFORE 1  // load the Method and its planned memory for every inference\n")
+              "#define FVP_RUNNER_BEFORE 1  // load the Method and its planned memory for every "
+              "inference\n")
 
 SCENARIO = """\
 name: et_bisect
@@ -59,13 +60,14 @@ IDENTITY = {"GIT_AUTHOR_NAME": "Dev", "GIT_AUTHOR_EMAIL": "dev@example.com",
 
 
 def _git(repo: Path, *args: str) -> str:
-    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True,
-                          timeout=30, env={**os.environ, **IDENTITY})
+    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
+                          check=True, timeout=30, env={**os.environ, **IDENTITY})
     return done.stdout.strip()
 
 
 def _repository(repo: Path) -> list[str]:
-    """``COMMITS`` commits of the runner's source; commit ``STEP`` makes the ``after`` build behave as ``before``."""
+    """``COMMITS`` commits of the runner's source; commit ``STEP`` makes the ``after`` build behave
+    as ``before``."""
     repo.mkdir()
     _git(repo, "init", "-q", "-b", "main")
     shutil.copytree(SOURCE_DIR, repo / "runner", ignore=shutil.ignore_patterns("__pycache__"))
@@ -76,7 +78,8 @@ def _repository(repo: Path) -> list[str]:
         subject = f"runtime: change {index}"
         if index == STEP:
             text = source.read_text()
-            assert BEFORE_TOGGLE in text, "the runner's source changed: update the test's regression"
+            assert BEFORE_TOGGLE in text, (
+                "the runner's source changed: update the test's regression")
             source.write_text(text.replace(BEFORE_TOGGLE, REGRESSION + BEFORE_TOGGLE, 1))
             subject = "runner: load the method for every inference"
         _git(repo, "add", "-A")
@@ -84,14 +87,15 @@ def _repository(repo: Path) -> list[str]:
     return _git(repo, "rev-list", "--reverse", "main").split()
 
 
-def test_bisect_finds_the_commit_that_changed_our_runner_on_the_real_runtime(tmp_path: Path) -> None:
+def test_bisect_finds_the_commit_that_changed_our_runner_on_the_real_runtime(
+        tmp_path: Path) -> None:
     require_lane()
     commits = _repository(tmp_path / "repo")
     (tmp_path / "et_bisect.yaml").write_text(SCENARIO)
     env = dict(os.environ, FVP_HARNESS_BUILD_CACHE=str(tmp_path / "cache"))
     began = time.monotonic()
-    done = run_cli(tmp_path, "bisect", "et_bisect.yaml", "--good", commits[0], "--bad", "main", env=env,
-                   timeout=1200)
+    done = run_cli(tmp_path, "bisect", "et_bisect.yaml", "--good", commits[0], "--bad", "main",
+                   env=env, timeout=1200)
     wall = time.monotonic() - began
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     assert f"first bad commit: {commits[STEP]}" in done.stdout, done.stdout[-3000:]

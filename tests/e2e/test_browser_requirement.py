@@ -1,5 +1,6 @@
-"""The browser lane's rule (tests/e2e/browser.py): without chromium a browser test skips naming the command that
-installs it, and under ``CI=true`` it fails instead, so CI cannot go green by skipping."""
+"""The browser lane's rule (tests/e2e/browser.py): without chromium a browser test skips naming the
+command that installs it, and under ``CI=true`` it fails instead, so CI cannot go green by
+skipping."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ def no_chromium(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_without_chromium_a_browser_test_skips_with_the_enabling_command(no_chromium, monkeypatch):
     monkeypatch.delenv("CI", raising=False)
-    with pytest.raises(pytest.skip.Exception, match="apt-get install -y --no-install-recommends chromium"):
+    with pytest.raises(pytest.skip.Exception,
+                       match="apt-get install -y --no-install-recommends chromium"):
         browser.require_chromium()
 
 

@@ -1,9 +1,11 @@
-"""Every fault of the simulator and of the emulated runner, through ``fvp-harness run`` and then ``--resume``.
+"""Every fault of the simulator and of the emulated runner, through ``fvp-harness run`` and then
+``--resume``.
 
-Each fault must give the right exit code, name its log in every failure line, retry where the platform failed (a
-fresh instance ``s0.2`` with logs of its own), never leave the manifest ``running``, write the report, and let a
-``--resume`` run cleanly afterwards without overwriting anything a stored record points at. Faults that break
-every instance are resumed with the fault switched off (the run then completes); the others with the same options.
+Each fault must give the right exit code, name its log in every failure line, retry where the
+platform failed (a fresh instance ``s0.2`` with logs of its own), never leave the manifest
+``running``, write the report, and let a ``--resume`` run cleanly afterwards without overwriting
+anything a stored record points at. Faults that break every instance are resumed with the fault
+switched off (the run then completes); the others with the same options.
 """
 
 from __future__ import annotations
@@ -31,11 +33,12 @@ from tests.helpers import REPO, mounted_tmpfs
 pytestmark = [pytest.mark.slow, pytest.mark.sim]
 
 BASE = ("--set", "run.repetitions=1", "--set", "run.retries=1", "--set", "fvp.timeouts.boot=10",
-        "--set", "fvp.timeouts.login=10", "--set", "fvp.timeouts.command=10", "--set", "fvp.timeouts.deploy=30",
-        "--set", "fvp.timeouts.unit=15")
+        "--set", "fvp.timeouts.login=10", "--set", "fvp.timeouts.command=10", "--set",
+        "fvp.timeouts.deploy=30", "--set", "fvp.timeouts.unit=15")
 DROP_AT = 2
-"""The second runner start (``fault_count_matching=--model_path``): a fault there strikes during the second unit
-however many command lines the deploy and each unit take, and the fresh instance finishes the run."""
+"""The second runner start (``fault_count_matching=--model_path``): a fault there strikes during the
+second unit however many command lines the deploy and each unit take, and the fresh instance
+finishes the run."""
 AT_SECOND_UNIT = ("--set", "fvp.sim.fault_count_matching=--model_path")
 UNITS = ("r0-before-ds_cnn", "r0-after-ds_cnn")
 LOG_PATH = re.compile(r"([^\s\[\]()]+/logs/[\w.+-]+/[\w.+-]+\.log)")
@@ -48,33 +51,39 @@ class Fault:
     failure: str = ""
     """The exception class a failed record or the aborted session names ("" when nothing fails)."""
     during_unit: bool = False
-    """An infrastructure failure during a unit: its attempt is recorded and retried on s0.2, which succeeds."""
+    """An infrastructure failure during a unit: its attempt is recorded and retried on s0.2, which
+    succeeds."""
     aborts: bool = False
-    """Every instance fails before the units: retried once, then the session aborts (manifest ``aborted``)."""
+    """Every instance fails before the units: retried once, then the session aborts (manifest
+    ``aborted``)."""
     resume_exit: int | None = None
-    """Exit of the ``--resume`` (None: the same as the run's); aborting faults are resumed without the fault."""
+    """Exit of the ``--resume`` (None: the same as the run's); aborting faults are resumed without
+    the fault."""
 
 
 FAULTS = {
-    "garbage": Fault(("--set", "fvp.sim.fault_garbage=0.05"), 3, "garbled", aborts=True, resume_exit=0),
-    "console_drop": Fault(("--set", f"fvp.sim.fault_console_drop={DROP_AT}", *AT_SECOND_UNIT), 0, "ConsoleLost",
-                          during_unit=True),
-    "panic_boot": Fault(("--set", "fvp.sim.fault_panic=boot"), 3, "Kernel panic", aborts=True, resume_exit=0),
+    "garbage": Fault(("--set", "fvp.sim.fault_garbage=0.05"), 3, "garbled", aborts=True,
+                     resume_exit=0),
+    "console_drop": Fault(("--set", f"fvp.sim.fault_console_drop={DROP_AT}", *AT_SECOND_UNIT), 0,
+                          "ConsoleLost", during_unit=True),
+    "panic_boot": Fault(("--set", "fvp.sim.fault_panic=boot"), 3, "Kernel panic", aborts=True,
+                        resume_exit=0),
     "panic_n": Fault(("--set", f"fvp.sim.fault_panic={DROP_AT}", *AT_SECOND_UNIT), 0, "KernelPanic",
                      during_unit=True),
-    "crash_boot": Fault(("--set", "fvp.sim.fault_crash=boot"), 3, "exit status 139", aborts=True, resume_exit=0),
+    "crash_boot": Fault(("--set", "fvp.sim.fault_crash=boot"), 3, "exit status 139", aborts=True,
+                        resume_exit=0),
     "crash_n": Fault(("--set", f"fvp.sim.fault_crash={DROP_AT}", *AT_SECOND_UNIT), 0, "FvpDied",
                      during_unit=True),
-    "boot_hang": Fault(("--set", "fvp.sim.fault_boot_hang=kernel", "--set", "fvp.timeouts.boot=4"), 3,
-                       "raise fvp.timeouts.boot", aborts=True, resume_exit=0),
+    "boot_hang": Fault(("--set", "fvp.sim.fault_boot_hang=kernel", "--set", "fvp.timeouts.boot=4"),
+                       3, "raise fvp.timeouts.boot", aborts=True, resume_exit=0),
     "slow_console": Fault(("--set", "fvp.sim.fault_slow_console=20000"), 0),
     "refuse_ssh": Fault(("--set", "fvp.sim.fault_refuse_ssh=true", "--set", "deploy.method=ssh",
-                         "--set", "fvp.timeouts.deploy=4"), 3, "raise fvp.timeouts.deploy", aborts=True,
-                        resume_exit=0),
+                         "--set", "fvp.timeouts.deploy=4"), 3, "raise fvp.timeouts.deploy",
+                        aborts=True, resume_exit=0),
     "busy_ports": Fault(("--set", "fvp.sim.fault_busy_ports=2"), 0),
     "runner_crash": Fault(("--set", "fvp.sim.runner_fault=crash=1"), 1, "status 139"),
-    "runner_hang": Fault(("--set", "fvp.sim.runner_fault=hang=1", "--set", "fvp.timeouts.unit=3"), 1,
-                         "CommandTimeout"),
+    "runner_hang": Fault(("--set", "fvp.sim.runner_fault=hang=1", "--set", "fvp.timeouts.unit=3"),
+                         1, "CommandTimeout"),
     "runner_truncate": Fault(("--set", "fvp.sim.runner_fault=truncate=1"), 1, "MetricMissing"),
     "runner_timeout": Fault(("--set", "fvp.sim.runner_fault=timeout=1"), 1, "status 134"),
 }
@@ -87,13 +96,15 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def fvp_harness(workdir: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def fvp_harness(workdir: Path, *args: str,
+                timeout: float = 300) -> subprocess.CompletedProcess[str]:
     return run_cli(workdir, *args, timeout=timeout)
 
 
 def _records(out: Path) -> list[dict]:
     path = out / "records.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+    return ([json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+            if path.exists() else [])
 
 
 def _logs(out: Path) -> dict[str, str]:
@@ -106,12 +117,14 @@ def _check_messages(workdir: Path, done: subprocess.CompletedProcess[str], out: 
     """Every failure line names a log, and the log is there."""
     text = done.stdout + done.stderr
     failures = [line for line in text.splitlines()
-                if ("FAILED" in line or "session aborted" in line or "retrying" in line) and not line.startswith(" ")]
+                if ("FAILED" in line or "session aborted" in line or "retrying" in line) and
+                not line.startswith(" ")]
     for line in failures:
         named = LOG_PATH.findall(line)
         assert named, f"a failure line names no log: {line}"
         for path in named:
-            assert (workdir / path).is_file() or Path(path).is_file(), f"{path} (named in: {line[:200]})"
+            assert (workdir / path).is_file() or Path(path).is_file(), (
+                f"{path} (named in: {line[:200]})")
     for record in _records(out):
         if record["status"] == "failed":
             assert record["log"] and (out / record["log"]).is_file(), record
@@ -154,14 +167,17 @@ def test_each_fault_is_classified_retried_logged_and_resumable(workdir: Path, na
 
     kept = _logs(out)
     resume_args = BASE if fault.aborts else (*BASE, *fault.args)
-    again = fvp_harness(workdir, "run", "scenarios/smoke.yaml", "-o", str(out), *resume_args, "--resume")
+    again = fvp_harness(workdir, "run", "scenarios/smoke.yaml", "-o", str(out), *resume_args,
+                        "--resume")
     expected = fault.exit if fault.resume_exit is None else fault.resume_exit
     assert again.returncode == expected, again.stdout + again.stderr
     after = _logs(out)
-    assert {path: after.get(path) for path in kept} == kept, "a --resume overwrote logs of the earlier run"
+    assert {path: after.get(path) for path in kept} == kept, (
+        "a --resume overwrote logs of the earlier run")
     resumed = json.loads((out / "manifest.json").read_text())
     assert resumed["status"] != "running"
-    assert set(manifest["instances"]) <= set(resumed["instances"]), "the earlier instances stay in the manifest"
+    assert set(manifest["instances"]) <= set(resumed["instances"]), (
+        "the earlier instances stay in the manifest")
     _check_messages(workdir, again, out)
     oks = [r["unit_id"] for r in _records(out) if r["status"] == "ok" and r["key"] in {
         x["key"] for x in records if x["status"] == "ok"}]
@@ -170,22 +186,28 @@ def test_each_fault_is_classified_retried_logged_and_resumable(workdir: Path, na
 
 def test_target_host_with_simulator_runners_is_refused_before_any_unit(workdir: Path) -> None:
     out = workdir / "out" / "host"
-    done = fvp_harness(workdir, "run", "scenarios/smoke.yaml", "-o", str(out), *BASE, "--set", "target=host")
+    done = fvp_harness(workdir, "run", "scenarios/smoke.yaml", "-o", str(out), *BASE, "--set",
+                       "target=host")
     assert done.returncode == 2, done.stdout + done.stderr
-    assert "builds.before.runner" in done.stderr and "cannot run on this host (target: host)" in done.stderr
+    assert ("builds.before.runner" in done.stderr and
+            "cannot run on this host (target: host)" in done.stderr)
     assert "FVPSIMRN" in done.stderr and "Exec format error" not in done.stdout + done.stderr
     assert not _records(out), "no unit ran"
-    if (out / "manifest.json").exists():  # the runners were built by this run: refused after the build
+    # the runners were built by this run: refused after the build
+    if (out / "manifest.json").exists():
         assert json.loads((out / "manifest.json").read_text())["status"] == "aborted"
     located = fvp_harness(workdir, "validate", "scenarios/smoke.yaml", "--set", "target=host")
     assert located.returncode == 2
-    assert re.search(r"scenarios/smoke\.yaml:\d+:\d+: builds\.before\.runner: .*FVPSIMRN", located.stderr), \
+    assert re.search(r"scenarios/smoke\.yaml:\d+:\d+: builds\.before\.runner: .*FVPSIMRN",
+                     located.stderr), \
         located.stderr
     doctor = fvp_harness(workdir, "doctor", "scenarios/smoke.yaml", "--set", "target=host")
-    assert doctor.returncode == 2 and "FAIL  runner before" in doctor.stdout and "skip  model" in doctor.stdout
+    assert (doctor.returncode == 2 and "FAIL  runner before" in doctor.stdout and
+            "skip  model" in doctor.stdout)
 
 
-# --- faults of the user's machine (issue 23): a runner's stray child, a flood of output, a full disk, SIGTERM ---
+# --- faults of the user's machine (issue 23): a runner's stray child, a flood of output, a full
+# disk, SIGTERM ---
 
 HOST_SCENARIO = """\
 name: {name}
@@ -218,7 +240,8 @@ esac
 """
 
 FAULT_TIMINGS: dict[str, tuple[int, float | None]] = {}
-"""fault -> (exit code, seconds from the fault to the harness's exit): the issue's table (printed with ``-s``)."""
+"""fault -> (exit code, seconds from the fault to the harness's exit): the issue's table (printed
+with ``-s``)."""
 
 
 def _note(name: str, done: subprocess.CompletedProcess[str], seconds: float | None) -> None:
@@ -233,8 +256,8 @@ def _note(name: str, done: subprocess.CompletedProcess[str], seconds: float | No
             handle.write(line + "\n")
 
 
-def _host_scenario(root: Path, name: str, m1: str, *, m2: str = "ok", timeout: float = 30, fill: str = "",
-                   build: str = "") -> Path:
+def _host_scenario(root: Path, name: str, m1: str, *, m2: str = "ok", timeout: float = 30,
+                   fill: str = "", build: str = "") -> Path:
     folder = root / name
     folder.mkdir(parents=True)
     (folder / "runner.sh").write_text(HOST_RUNNER)
@@ -286,14 +309,17 @@ def test_a_host_runner_with_a_setsid_child_times_out_and_leaves_nothing(workdir:
     path = _host_scenario(workdir / "host", "setsid", "setsid", timeout=3)
     out = workdir / "out" / "setsid"
     began = time.monotonic()
-    done = run_cli(workdir, "run", str(path), "-o", str(out), timeout=120, scratch=workdir / "scratch")
-    _note("host runner with a setsid child (run.timeout 3)", done, round(time.monotonic() - began, 2))
+    done = run_cli(workdir, "run", str(path), "-o", str(out), timeout=120,
+                   scratch=workdir / "scratch")
+    _note("host runner with a setsid child (run.timeout 3)", done,
+          round(time.monotonic() - began, 2))
     assert done.returncode == 1, done.stderr
     _no_traceback(done)
     records = _assert_records_valid(out)
     failed = next(r for r in records if r["model"] == "m1")
     assert failed["status"] == "failed" and "did not finish after 3 s" in failed["failure"]
-    assert failed["failure"].rstrip().rstrip("'").endswith("m1.bin"), "the message ends with the user's command, whole"
+    assert failed["failure"].rstrip().rstrip("'").endswith("m1.bin"), (
+        "the message ends with the user's command, whole")
     assert "mkdir" not in failed["failure"], "not the framed shell line"
     assert next(r for r in records if r["model"] == "m2")["status"] == "ok"
 
@@ -304,7 +330,8 @@ def test_200_mb_of_runner_output_fail_the_unit_with_bounded_memory_and_logs(work
     path = _host_scenario(workdir / "host", "flood", "flood")
     out = workdir / "out" / "flood"
     began = time.monotonic()
-    done = run_cli(workdir, "run", str(path), "-o", str(out), timeout=300, scratch=workdir / "scratch")
+    done = run_cli(workdir, "run", str(path), "-o", str(out), timeout=300,
+                   scratch=workdir / "scratch")
     _note("200 MB of host-runner output", done, round(time.monotonic() - began, 2))
     assert done.returncode == 1, done.stderr
     _no_traceback(done)
@@ -316,22 +343,28 @@ def test_200_mb_of_runner_output_fail_the_unit_with_bounded_memory_and_logs(work
     assert peak_kib < 700 * 1024, f"a child of the tests peaked at {peak_kib} KiB"
 
 
-def test_a_full_disk_under_a_host_run_ends_it_at_once_with_one_line(workdir: Path, small_disk: Path) -> None:
-    path = _host_scenario(workdir / "host", "fill", "ok", m2="fill", fill=str(small_disk / "filler"))
+def test_a_full_disk_under_a_host_run_ends_it_at_once_with_one_line(workdir: Path,
+                                                                    small_disk: Path) -> None:
+    path = _host_scenario(workdir / "host", "fill", "ok", m2="fill",
+                          fill=str(small_disk / "filler"))
     out = small_disk / "out"
     began = time.monotonic()
-    done = run_cli(workdir, "run", str(path), "-o", str(out), timeout=120, scratch=workdir / "scratch")
-    _note("full disk mid-run (target: host, tmpfs results folder)", done, round(time.monotonic() - began, 2))
+    done = run_cli(workdir, "run", str(path), "-o", str(out), timeout=120,
+                   scratch=workdir / "scratch")
+    _note("full disk mid-run (target: host, tmpfs results folder)", done,
+          round(time.monotonic() - began, 2))
     assert done.returncode == 3, done.stderr
     _no_traceback(done)
     lines = [line for line in done.stderr.splitlines() if "No space left on device" in line]
-    assert len(lines) == 1 and f"cannot write {out}" in lines[0] and "(ENOSPC)" in lines[0], done.stderr
+    assert len(lines) == 1 and f"cannot write {out}" in lines[0] and "(ENOSPC)" in lines[0], (
+        done.stderr)
     records = _assert_records_valid(out)
     assert [(r["model"], r["status"]) for r in records] == [("m1", "ok")]
     _assert_state_recorded(workdir, out)
 
 
-def test_a_full_disk_under_the_console_ends_the_run_within_seconds(workdir: Path, small_disk: Path) -> None:
+def test_a_full_disk_under_the_console_ends_the_run_within_seconds(workdir: Path,
+                                                                   small_disk: Path) -> None:
     out = small_disk / "out"
     began: list[float] = []
 
@@ -342,8 +375,10 @@ def test_a_full_disk_under_the_console_ends_the_run_within_seconds(workdir: Path
         began.append(time.monotonic())
         _fill(small_disk)
 
-    # the units last a second or two (fvp.sim.speed), so the disk fills while the second one runs, not after it
-    done = run_cli(workdir, "run", "scenarios/smoke.yaml", "-o", str(out), *BASE, "--set", "fvp.sim.speed=0.004",
+    # the units last a second or two (fvp.sim.speed), so the disk fills while the second one runs,
+    # not after it
+    done = run_cli(workdir, "run", "scenarios/smoke.yaml", "-o", str(out), *BASE, "--set",
+                   "fvp.sim.speed=0.004",
                    timeout=300, scratch=workdir / "scratch", when=first_unit_logged, then=fill)
     _note("full disk mid-run (console, simulator)", done, done.acted_after)
     assert done.returncode == 3, done.stderr
@@ -357,29 +392,36 @@ def test_a_full_disk_under_the_console_ends_the_run_within_seconds(workdir: Path
 
 
 def _assert_state_recorded(workdir: Path, out: Path) -> None:
-    """Issue 36, finding 6: the final manifest write failed on the full disk too (3 of 3 fills), so the run stayed
-    ``running`` until someone resumed it. The room kept for it takes the final status; ``runs`` says so."""
+    """Issue 36, finding 6: the final manifest write failed on the full disk too (3 of 3 fills), so
+    the run stayed ``running`` until someone resumed it. The room kept for it takes the final
+    status; ``runs`` says so."""
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["status"] == "aborted" and "No space left on device" in " ".join(manifest["aborted"]), manifest
+    assert (manifest["status"] == "aborted" and
+            "No space left on device" in " ".join(manifest["aborted"])), manifest
     assert not (out / ".manifest.reserve").exists()
     listed = run_cli(workdir, "runs", str(out), timeout=60)
-    assert listed.returncode == 0 and " aborted " in listed.stdout and " running " not in listed.stdout, listed
+    assert (listed.returncode == 0 and " aborted " in listed.stdout and
+            " running " not in listed.stdout), listed
 
 
 def _sigterm(proc: subprocess.Popen[str]) -> None:
     proc.send_signal(signal.SIGTERM)
 
 
-@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGHUP, 143), (signal.SIGINT, 130)],
+@pytest.mark.parametrize(("signum", "code"),
+                         [(signal.SIGTERM, 143), (signal.SIGHUP, 143), (signal.SIGINT, 130)],
                          ids=["SIGTERM", "SIGHUP", "Ctrl-C"])
 @pytest.mark.parametrize("verb", ["run", "make"])
-def test_a_signal_during_a_build_ends_it_at_once_and_leaves_no_artifact(workdir: Path, verb: str, signum: int,
+def test_a_signal_during_a_build_ends_it_at_once_and_leaves_no_artifact(workdir: Path, verb: str,
+                                                                        signum: int,
                                                                         code: int) -> None:
     name = f"build{verb}{signal.Signals(signum).name}"
-    path = _host_scenario(workdir / "host", name, "", build="printf PART1 > {output}; sleep 100000; "
+    path = _host_scenario(workdir / "host", name, "",
+                          build="printf PART1 > {output}; sleep 100000; "
                                                            "printf PART2 >> {output}")
     out = workdir / "out" / name
-    args = ("run", str(path), "-o", str(out)) if verb == "run" else ("make", str(path), "--results", str(out))
+    args = ("run", str(path), "-o", str(out)) if verb == "run" else ("make", str(path), "--results",
+                                                                     str(out))
     done = run_cli(workdir, *args, timeout=120, scratch=workdir / "scratch",
                    when=lambda: bool(list(out.glob("**/logs/build/*.log"))),
                    then=lambda proc: proc.send_signal(signum))
@@ -388,16 +430,18 @@ def test_a_signal_during_a_build_ends_it_at_once_and_leaves_no_artifact(workdir:
     _no_traceback(done)
     if code == 143:
         assert f"stopped by {signal.Signals(signum).name}" in done.stderr
-    assert done.acted_after is not None and done.acted_after < 15, "the build is ended, not waited for"
+    assert done.acted_after is not None and done.acted_after < 15, (
+        "the build is ended, not waited for")
     assert {p.name for p in path.parent.iterdir()} == {"m2.bin", "runner.sh", f"{name}.yaml"}, \
         "no artifact, no staged file, no build record"
 
 
-def test_sigterm_during_the_boot_stops_after_it_with_the_manifest_interrupted(workdir: Path) -> None:
+def test_sigterm_during_the_boot_stops_after_it_with_the_manifest_interrupted(
+        workdir: Path) -> None:
     out = workdir / "out" / "termboot"
     done = run_cli(workdir, "run", "scenarios/smoke.yaml", "-o", str(out), *BASE, timeout=300,
-                   scratch=workdir / "scratch", when=lambda: (out / "logs" / "s0" / "fvp.log").is_file(),
-                   then=_sigterm)
+                   scratch=workdir / "scratch",
+                   when=lambda: (out / "logs" / "s0" / "fvp.log").is_file(), then=_sigterm)
     _note("SIGTERM during the boot", done, done.acted_after)
     assert done.returncode == 143, done.stderr
     _no_traceback(done)
@@ -410,14 +454,15 @@ def test_sigterm_during_a_unit_stops_it_after_the_grace_period(workdir: Path) ->
     out = workdir / "out" / "termunit"
 
     def runner_hangs() -> bool:
-        # the console log is written as the guest prints (a unit's own log only when the unit ends): the runner
-        # printed its first iteration, and hangs before the second (runner_fault=hang=1)
+        # the console log is written as the guest prints (a unit's own log only when the unit ends):
+        # the runner printed its first iteration, and hangs before the second (runner_fault=hang=1)
         return "Iteration 1 of" in _read(out / "logs" / "s0" / "host_terminal_0.log")
 
     done = run_cli(workdir, "run", "scenarios/smoke.yaml", "-o", str(out), *BASE, "--set",
                    "fvp.sim.runner_fault=hang=1", "--set", "fvp.timeouts.unit=120", timeout=300,
                    scratch=workdir / "scratch", when=runner_hangs, then=_sigterm)
-    _note("SIGTERM during a unit (runner hangs: the 10 s grace, then at once)", done, done.acted_after)
+    _note("SIGTERM during a unit (runner hangs: the 10 s grace, then at once)", done,
+          done.acted_after)
     assert done.returncode == 143, done.stderr
     _no_traceback(done)
     assert done.acted_after is not None and 9 < done.acted_after < 30
@@ -428,9 +473,11 @@ def test_sigterm_during_a_unit_stops_it_after_the_grace_period(workdir: Path) ->
 def test_sigterm_during_a_host_unit_ends_the_runner(workdir: Path) -> None:
     path = _host_scenario(workdir / "host", "termhost", "slow", timeout=120)
     out = workdir / "out" / "termhost"
-    done = run_cli(workdir, "run", str(path), "-o", str(out), timeout=120, scratch=workdir / "scratch",
+    done = run_cli(workdir, "run", str(path), "-o", str(out), timeout=120,
+                   scratch=workdir / "scratch",
                    when=lambda: "t=1.0" in _read(out / "logs" / "s0" / "host.log"), then=_sigterm)
-    _note("SIGTERM during a host unit (runner sleeps: the 10 s grace, then at once)", done, done.acted_after)
+    _note("SIGTERM during a host unit (runner sleeps: the 10 s grace, then at once)", done,
+          done.acted_after)
     assert done.returncode == 143, done.stderr
     _no_traceback(done)
     assert done.acted_after is not None and done.acted_after < 25
@@ -445,37 +492,41 @@ def _read(path: Path) -> str:
         return ""
 
 
-# --- the kill matrix (issue 36, item 8): each signal in each phase, then the next run -----------------------------
+# --- the kill matrix (issue 36, item 8): each signal in each phase, then the next run -------------
 
-KILL_SIGNALS = {"SIGINT": (signal.SIGINT, 130), "SIGTERM": (signal.SIGTERM, 143), "SIGHUP": (signal.SIGHUP, 143),
-                "SIGKILL": (signal.SIGKILL, -signal.SIGKILL)}
+KILL_SIGNALS = {"SIGINT": (signal.SIGINT, 130), "SIGTERM": (signal.SIGTERM, 143),
+                "SIGHUP": (signal.SIGHUP, 143), "SIGKILL": (signal.SIGKILL, -signal.SIGKILL)}
 KILL_PHASES = ("build", "boot", "deploy", "unit", "report")
 MATRIX_BASE = (*BASE, "--set", "run.warmup=1", "--set", "run.iterations=3")
 MATRIX_SLEEP = "FVP_MATRIX_BUILD_SLEEP"
-"""A build phase that lasts: the model's build command sleeps this many seconds (read through ``${env:...}``, so the
-next run, without it, rebuilds at once)."""
+"""A build phase that lasts: the model's build command sleeps this many seconds (read through
+``${env:...}``, so the next run, without it, rebuilds at once)."""
 MATRIX_KNOBS = {
-    "build": ("--set", "models.ds_cnn.build=sleep ${env:" + MATRIX_SLEEP + ":-0}; {fvp_harness} sim model ds_cnn "
+    "build": ("--set",
+              "models.ds_cnn.build=sleep ${env:" + MATRIX_SLEEP
+              + ":-0}; {fvp_harness} sim model ds_cnn "
               "--seed ${vars.seed} --macs 256 -o {output}"),
     "boot": ("--set", "fvp.sim.boot_seconds=4"),
     "deploy": ("--set", "fvp.sim.uart_rate=15000"),
     "unit": ("--set", "fvp.sim.speed=0.004"),
     "report": ("--set", "report.outputs=[markdown,csv,json,png]"),
 }
-"""Per phase, what makes it last long enough to be hit; the next run goes without (at full speed: the simulator's
-knobs are part of the units' keys, so it measures its units afresh, beside the records of the hit run)."""
+"""Per phase, what makes it last long enough to be hit; the next run goes without (at full speed:
+the simulator's knobs are part of the units' keys, so it measures its units afresh, beside the
+records of the hit run)."""
 NEEDS_SUPERVISOR = "needs the supervisor (w/reaper)"
 SUPERVISED: set[tuple[str, str]] = set()
-"""Cells that would need the supervisor and the collection of leftovers (issue 36 items 2 and 4) to pass, marked as
-strict xfails; empty since both are in: a SIGKILLed build's ``sleep`` and the simulator's guest root
-``$TMPDIR/fvp-sim-*`` are ended and collected."""
+"""Cells that would need the supervisor and the collection of leftovers (issue 36 items 2 and 4) to
+pass, marked as strict xfails; empty since both are in: a SIGKILLed build's ``sleep`` and the
+simulator's guest root ``$TMPDIR/fvp-sim-*`` are ended and collected."""
 KILL_TABLE: list[tuple[str, str, int, float | None, int, int, int, bool]] = []
 
 
 def _reached(phase: str, out: Path) -> Callable[[], bool]:
     console = out / "logs" / "s0" / "host_terminal_0.log"
 
-    def build() -> bool:  # the log is written as the command starts: a second later its shell runs the sleep
+    # the log is written as the command starts: a second later its shell runs the sleep
+    def build() -> bool:
         log = out / "logs" / "build" / "models.ds_cnn.file.log"
         try:
             return log.stat().st_mtime < time.time() - 1.0
@@ -501,7 +552,8 @@ def _reached(phase: str, out: Path) -> Callable[[], bool]:
 
 
 def _leftover_files(*folders: Path) -> list[str]:
-    """What an ended run may leave: temp files, staging folders, the manifest's reserve, probes, partial lines."""
+    """What an ended run may leave: temp files, staging folders, the manifest's reserve, probes,
+    partial lines."""
     found = []
     for folder in folders:
         if not folder.is_dir():
@@ -515,7 +567,8 @@ def _leftover_files(*folders: Path) -> list[str]:
 
 
 def _marked(token: str, grace: float = 5.0) -> list[int]:
-    """Processes carrying the cell's mark ``grace`` seconds after the harness exited; they are killed."""
+    """Processes carrying the cell's mark ``grace`` seconds after the harness exited; they are
+    killed."""
     from tests.e2e.cli import MARK
     from tests.helpers import eventually
     from tests.proc_scan import processes_with_env
@@ -530,9 +583,11 @@ def _marked(token: str, grace: float = 5.0) -> list[int]:
 
 @pytest.fixture(scope="module")
 def matrix_artifacts(workdir: Path) -> Path:
-    """The smoke artifacts built once, the reference every cell's next run must reproduce byte for byte."""
+    """The smoke artifacts built once, the reference every cell's next run must reproduce byte for
+    byte."""
     folder = workdir / "matrix-artifacts"
-    done = run_cli(workdir, "run", "scenarios/smoke.yaml", "-o", str(workdir / "out" / "matrix-ref"), *MATRIX_BASE,
+    done = run_cli(workdir, "run", "scenarios/smoke.yaml", "-o",
+                   str(workdir / "out" / "matrix-ref"), *MATRIX_BASE,
                    "--set", f"vars.artifacts={folder}", timeout=120)
     assert done.returncode == 0, done.stderr
     return folder
@@ -542,16 +597,18 @@ def _cells() -> list[object]:
     cells = []
     for name in KILL_SIGNALS:
         for phase in KILL_PHASES:
-            marks = [pytest.mark.xfail(strict=True, reason=NEEDS_SUPERVISOR)] if (name, phase) in SUPERVISED else []
+            marks = ([pytest.mark.xfail(strict=True, reason=NEEDS_SUPERVISOR)]
+                     if (name, phase) in SUPERVISED else [])
             cells.append(pytest.param(name, phase, marks=marks, id=f"{name}-{phase}"))
     return cells
 
 
 @pytest.mark.parametrize(("fault", "phase"), _cells())
 def test_kill_matrix(workdir: Path, matrix_artifacts: Path, fault: str, phase: str) -> None:
-    """One cell: the run is hit by ``fault`` in ``phase``; exit code, seconds to exit, processes left, then the
-    next run (``--resume``): files left, records lost (every line stored before is still there, whole, once), and
-    a correct report of every unit from artifacts equal to the reference."""
+    """One cell: the run is hit by ``fault`` in ``phase``; exit code, seconds to exit, processes
+    left, then the next run (``--resume``): files left, records lost (every line stored before is
+    still there, whole, once), and a correct report of every unit from artifacts equal to the
+    reference."""
     import uuid
 
     from tests.e2e.cli import MARK
@@ -569,14 +626,16 @@ def test_kill_matrix(workdir: Path, matrix_artifacts: Path, fault: str, phase: s
     args = ("run", "scenarios/smoke.yaml", "-o", str(out), *MATRIX_BASE, *MATRIX_KNOBS[phase],
             "--set", f"vars.artifacts={artifacts}")
     first_env = {**env, MATRIX_SLEEP: "30"} if phase == "build" else env
-    proc = subprocess.Popen([sys.executable, "-m", "fvp_harness", *args], cwd=workdir, env=first_env, text=True,
+    proc = subprocess.Popen([sys.executable, "-m", "fvp_harness", *args], cwd=workdir,
+                            env=first_env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     reached = _reached(phase, out)
     deadline = time.monotonic() + 90
     try:
         while proc.poll() is None and time.monotonic() < deadline and not reached():
             time.sleep(0.05)
-        assert proc.poll() is None, f"the run ended before its {phase} phase: {proc.communicate()[1][-2000:]}"
+        assert proc.poll() is None, (
+            f"the run ended before its {phase} phase: {proc.communicate()[1][-2000:]}")
         assert reached(), f"the {phase} phase was not reached in 90 s"
         proc.send_signal(signum)
         hit = time.monotonic()
@@ -589,14 +648,17 @@ def test_kill_matrix(workdir: Path, matrix_artifacts: Path, fault: str, phase: s
     processes = len(_marked(token))
     records_path = out / "records.jsonl"
     stored = records_path.read_bytes() if records_path.exists() else b""
-    whole = stored[: stored.rfind(b"\n") + 1]  # a SIGKILL may cut the last line: that unit was never recorded
-    status = json.loads((out / "manifest.json").read_text())["status"] if (out / "manifest.json").exists() else None
+    # a SIGKILL may cut the last line: that unit was never recorded
+    whole = stored[: stored.rfind(b"\n") + 1]
+    status = (json.loads((out / "manifest.json").read_text())["status"]
+              if (out / "manifest.json").exists() else None)
 
-    plain = ("run", "scenarios/smoke.yaml", "-o", str(out), *MATRIX_BASE, "--set", f"vars.artifacts={artifacts}")
+    plain = ("run", "scenarios/smoke.yaml", "-o", str(out), *MATRIX_BASE, "--set",
+             f"vars.artifacts={artifacts}")
     if phase == "build":  # the same build command, without the sleep
         plain = (*plain, *MATRIX_KNOBS["build"])
-    again = subprocess.run([sys.executable, "-m", "fvp_harness", *plain, "--resume"], cwd=workdir, env=env,
-                           text=True, capture_output=True, timeout=180)
+    again = subprocess.run([sys.executable, "-m", "fvp_harness", *plain, "--resume"], cwd=workdir,
+                           env=env, text=True, capture_output=True, timeout=180)
     processes += len(_marked(token))
     files = [*_leftover_files(out, artifacts), *(str(path) for path in tmp.iterdir())]
     after = records_path.read_bytes() if records_path.exists() else b""
@@ -624,32 +686,34 @@ def test_kill_matrix(workdir: Path, matrix_artifacts: Path, fault: str, phase: s
     assert correct, again.stdout[-2000:] + again.stderr[-3000:]
 
 
-def _kill_row(fault: str, phase: str, code: int, seconds: float | None, processes: int, files: int, lost: int,
-              correct: bool) -> None:
+def _kill_row(fault: str, phase: str, code: int, seconds: float | None, processes: int, files: int,
+              lost: int, correct: bool) -> None:
     row = (fault, phase, code, seconds, processes, files, lost, correct)
     KILL_TABLE.append(row)
     line = "KILL " + json.dumps(row)
     print("\n" + line)
-    table = os.environ.get("FVP_FAULT_TABLE")  # collected across xdist workers (benchmarks/fault_matrix.py)
+    # collected across xdist workers (benchmarks/fault_matrix.py)
+    table = os.environ.get("FVP_FAULT_TABLE")
     if table:
         with open(table, "a", encoding="utf-8") as handle:
             handle.write(line + "\n")
 
 
-# --- a closed output pipe, and make's reports (issue 36, "Also" and finding 7) ----------------------------------
+# --- a closed output pipe, and make's reports (issue 36, "Also" and finding 7) --------------------
 
 
 def test_a_closed_output_pipe_ends_the_run_interrupted_with_its_report(workdir: Path,
                                                                        matrix_artifacts: Path) -> None:
-    """``fvp-harness run scenarios/smoke.yaml 2>&1 | head -2``: rich's console raised SystemExit(1) on EPIPE from a
-    session's thread; the run died ``running``, with no report. Now: exit 141 (128 + SIGPIPE, as a shell reports a
-    writer ended by a closed pipe), the manifest ``interrupted``, the report of what was measured written, and
-    ``--resume`` completes the run."""
+    """``fvp-harness run scenarios/smoke.yaml 2>&1 | head -2``: rich's console raised SystemExit(1)
+    on EPIPE from a session's thread; the run died ``running``, with no report. Now: exit 141 (128 +
+    SIGPIPE, as a shell reports a writer ended by a closed pipe), the manifest ``interrupted``, the
+    report of what was measured written, and ``--resume`` completes the run."""
     out = workdir / "out" / "pipe"
-    args = ("run", "scenarios/smoke.yaml", "-o", str(out), *MATRIX_BASE, "--set", f"vars.artifacts={matrix_artifacts}")
+    args = ("run", "scenarios/smoke.yaml", "-o", str(out), *MATRIX_BASE, "--set",
+            f"vars.artifacts={matrix_artifacts}")
     line = " ".join(shlex.quote(part) for part in (sys.executable, "-m", "fvp_harness", *args))
-    done = subprocess.run(["bash", "-c", f"set -o pipefail; {line} 2>&1 | head -2"], cwd=workdir, text=True,
-                          capture_output=True, timeout=120)
+    done = subprocess.run(["bash", "-c", f"set -o pipefail; {line} 2>&1 | head -2"], cwd=workdir,
+                          text=True, capture_output=True, timeout=120)
     assert done.returncode == 141, done.stdout + done.stderr
     assert len(done.stdout.splitlines()) == 2
     assert json.loads((out / "manifest.json").read_text())["status"] == "interrupted"
@@ -664,10 +728,11 @@ def test_a_closed_output_pipe_ends_the_run_interrupted_with_its_report(workdir: 
 
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)],
                          ids=["SIGTERM", "Ctrl-C"])
-def test_a_signal_while_make_writes_the_reports_is_honoured(workdir: Path, matrix_artifacts: Path, signum: int,
-                                                            code: int) -> None:
-    """``make`` swallowed a signal in its report phase (exit 0): the first stage's stop was never looked at again.
-    Now the report being written is finished, no other starts, exit 143/130, and the next make writes the rest."""
+def test_a_signal_while_make_writes_the_reports_is_honoured(workdir: Path, matrix_artifacts: Path,
+                                                            signum: int, code: int) -> None:
+    """``make`` swallowed a signal in its report phase (exit 0): the first stage's stop was never
+    looked at again. Now the report being written is finished, no other starts, exit 143/130, and
+    the next make writes the rest."""
     base = workdir / "out" / f"make-{signal.Signals(signum).name}"
     folder = base / "smoke"
     args = ("make", "scenarios/smoke.yaml", "--results", str(base), *MATRIX_BASE, "--set",
@@ -679,7 +744,8 @@ def test_a_signal_while_make_writes_the_reports_is_honoured(workdir: Path, matri
         except (OSError, ValueError, KeyError):
             return False
 
-    done = run_cli(workdir, *args, timeout=120, when=reporting, then=lambda proc: proc.send_signal(signum))
+    done = run_cli(workdir, *args, timeout=120, when=reporting,
+                   then=lambda proc: proc.send_signal(signum))
     _note(f"{signal.Signals(signum).name} while make writes the reports", done, done.acted_after)
     assert done.returncode == code, done.stderr
     _no_traceback(done)

@@ -1,10 +1,13 @@
-"""The shipped partly delegated scenario, end to end: the CLI as a process, the simulator as a process.
+"""The shipped partly delegated scenario, end to end: the CLI as a process, the simulator as a
+process.
 
-What it proves, on the user's path: a model in K Ethos-U partitions prints K ``Ethos-U Linux delegate cycle counter``
-lines per inference (backends/arm/runtime/EthosUBackend_Cortex_A.cpp:294-299, once per delegate call); the harness
-stores one summed sample per inference and each partition's value, so ``expect_identical: npu_cycles`` passes when no
-partition's cycles changed, and fails, naming the partition, when one did (the simulator knob
-``runner_partition_cycles`` changes partition 2 of the ``after`` build only).
+What it proves, on the user's path: a model in K Ethos-U partitions prints K ``Ethos-U Linux
+delegate cycle counter`` lines per inference
+(backends/arm/runtime/EthosUBackend_Cortex_A.cpp:294-299, once per delegate call); the harness
+stores one summed sample per inference and each partition's value, so ``expect_identical:
+npu_cycles`` passes when no partition's cycles changed, and fails, naming the partition, when one
+did (the simulator knob ``runner_partition_cycles`` changes partition 2 of the ``after`` build
+only).
 """
 
 from __future__ import annotations
@@ -35,14 +38,17 @@ def test_partitioned_models_pass_with_identical_cycles_and_fail_naming_the_parti
     assert resnet and all(row["status"] == "ok" for row in rows)
     for row in resnet:  # warmup dropped: 5 inferences, each three calls summed
         calls = row["partitions"]["npu_cycles"]
-        assert len(calls) == len(row["samples"]["npu_cycles"]) == 5 and {len(c) for c in calls} == {3}
+        assert (len(calls) == len(row["samples"]["npu_cycles"]) == 5 and
+                {len(c) for c in calls} == {3})
         assert [sum(c) for c in calls] == row["samples"]["npu_cycles"]
     report = json.loads((out / "report.json").read_text())
-    checks = {(m["model"], c["name"]): c for m in report["comparison"]["models"] for c in m["identity"]}
+    checks = {(m["model"], c["name"]): c for m in report["comparison"]["models"]
+              for c in m["identity"]}
     assert checks[("resnet8_3p", "npu_cycles")]["status"] == "pass"
     assert "3 partitions" in checks[("resnet8_3p", "npu_cycles")]["detail"]
 
-    moved = run_cli(tmp_path, "run", SCENARIO, "-q", "-o", "results/moved", "--only-model", "ds_cnn_2p",
+    moved = run_cli(tmp_path, "run", SCENARIO, "-q", "-o", "results/moved", "--only-model",
+                    "ds_cnn_2p",
                     "--set", "fvp.sim.runner_partition_cycles=reuse:2=1.05", timeout=240)
     assert moved.returncode == 1, moved.stderr + moved.stdout
     text = (tmp_path / "results" / "moved" / "report.md").read_text()

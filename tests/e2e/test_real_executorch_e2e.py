@@ -1,7 +1,8 @@
-"""Done-when of issue 35: the shipped real-ExecuTorch scenarios, run as the docs show them, on this host and in the
-QEMU aarch64 guest: our runner on ExecuTorch 1.5.1's runtime, four networks as real portable and XNNPACK programs,
-before/after with the saving and its CI, outputs identical, the runtime's own log lines in the unit logs, real ETDumps
-read alike by the project's reader and ExecuTorch's own ``Inspector``, and no process or temp file left behind."""
+"""Done-when of issue 35: the shipped real-ExecuTorch scenarios, run as the docs show them, on this
+host and in the QEMU aarch64 guest: our runner on ExecuTorch 1.5.1's runtime, four networks as real
+portable and XNNPACK programs, before/after with the saving and its CI, outputs identical, the
+runtime's own log lines in the unit logs, real ETDumps read alike by the project's reader and
+ExecuTorch's own ``Inspector``, and no process or temp file left behind."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.executorch]
 NETWORKS = ("resnet8", "ds_cnn", "mobilenet_v1_025", "deep_autoencoder")
 MODELS = (*NETWORKS, *(f"{name}_xnnpack" for name in NETWORKS))
 RUNTIME_LINE = re.compile(r"^I \d\d:\d\d:\d\d\.\d{6} executorch:cpuinfo_utils\.cpp:\d+\] ", re.M)
-"""A line the runtime itself logs (its CPU-information probe), not our runner: upstream's prefix and file."""
+"""A line the runtime itself logs (its CPU-information probe), not our runner: upstream's prefix and
+file."""
 INSPECT = Path(__file__).parents[1] / "toolchain" / "inspect_etdump.py"
 
 
@@ -36,7 +38,8 @@ def _run(tmp_path: Path, scenario: str, timeout: float) -> tuple[Path, dict]:
 
 
 def _check_report(out: Path, report: dict) -> None:
-    identities = [e for c in report["comparisons"] for e in c["expectations"] if e["kind"] == "identity"]
+    identities = [e for c in report["comparisons"]
+                  for e in c["expectations"] if e["kind"] == "identity"]
     assert {e["model"] for e in identities} == set(MODELS), identities
     assert all(e["status"] == "pass" for e in identities), identities
     assert not report["failed_units"], report["failed_units"]
@@ -45,12 +48,15 @@ def _check_report(out: Path, report: dict) -> None:
         assert f"| {model} " in markdown, model
     assert "## Where the time went (ETDump events)" in markdown
     assert "## Memory" in markdown and "`peak_rss`" in markdown and "`planned_memory`" in markdown
-    # the memory plan read from each .pte on the host is what the real runtime set up (MethodMeta's sizes)
+    # the memory plan read from each .pte on the host is what the real runtime set up (MethodMeta's
+    # sizes)
     records = [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
     ok = [record for record in records if record["status"] == "ok"]
     assert ok and all(
         record["samples"]["program_planned"] == record["samples"]["planned_memory"] for record in ok
-    ), [(r["unit_id"], r["samples"].get("program_planned"), r["samples"].get("planned_memory")) for r in ok]
+    ), (
+        [(r["unit_id"], r["samples"].get("program_planned"), r["samples"].get("planned_memory"))
+         for r in ok])
 
 
 def _primary_rows(report: dict) -> dict[str, dict]:
@@ -80,17 +86,20 @@ def test_et_host_scenario_and_etdump_against_inspector(tmp_path: Path) -> None:
     out, report = _run(tmp_path, "scenarios/executorch/et_host.yaml", timeout=1500)
     _check_report(out, report)
     rows = _primary_rows(report)
-    # an XNNPACK program pays for its delegate's set-up on every load: the runtime-level reuse saves most there
-    # (70-97 % measured on a quiet machine). Judged on the medians of 60 inferences per build: the intervals over
-    # three runner processes can stay wide when the suite's other worker loads the machine
+    # an XNNPACK program pays for its delegate's set-up on every load: the runtime-level reuse saves
+    # most there (70-97 % measured on a quiet machine). Judged on the medians of 60 inferences per
+    # build: the intervals over three runner processes can stay wide when the suite's other worker
+    # loads the machine
     savings = {name: rows[f"{name}_xnnpack"]["saved_pct"] for name in NETWORKS}
     assert all(saved > 30 for saved in savings.values()), savings
     assert all(rows[f"{name}_xnnpack"]["verdict"] != "slower" for name in NETWORKS), rows
     logs = (out / "logs" / "s0" / "host.log").read_text()
     assert RUNTIME_LINE.search(logs), "no line of the runtime's own in the unit logs"
     assert "Model executed successfully" in logs
-    # the project's ETDump reader and ExecuTorch's Inspector agree on every event's name, count and durations
-    units = ["r0-before-ds_cnn", "r0-after-ds_cnn", "r0-before-resnet8_xnnpack", "r0-after-resnet8_xnnpack"]
+    # the project's ETDump reader and ExecuTorch's Inspector agree on every event's name, count and
+    # durations
+    units = ["r0-before-ds_cnn", "r0-after-ds_cnn", "r0-before-resnet8_xnnpack",
+             "r0-after-resnet8_xnnpack"]
     for unit in units:
         etdump = out / "fetched" / unit / "etdump.bin"
         ours, theirs = _ours(etdump), _inspector(lane.python, etdump)
@@ -109,5 +118,6 @@ def test_et_qemu_scenario(tmp_path: Path) -> None:
     unit_logs = "".join(path.read_text() for path in logs.glob("r*-*.log"))
     assert RUNTIME_LINE.search(unit_logs), "no line of the runtime's own in the guest's unit logs"
     assert "Iteration 1 of" in unit_logs
-    # the deployed libraries were hash-checked like any artifact and put on the runner's LD_LIBRARY_PATH
+    # the deployed libraries were hash-checked like any artifact and put on the runner's
+    # LD_LIBRARY_PATH
     assert "LD_LIBRARY_PATH=" in unit_logs

@@ -1,5 +1,6 @@
-"""``scenarios/vela_check.yaml`` end to end on the embedded simulator: the report puts the measured NPU cycles next to
-Vela's estimates, agrees where the estimate is Vela's own and flags the deliberately wrong one."""
+"""``scenarios/vela_check.yaml`` end to end on the embedded simulator: the report puts the measured
+NPU cycles next to Vela's estimates, agrees where the estimate is Vela's own and flags the
+deliberately wrong one."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from tests.helpers import REPO
 pytestmark = [pytest.mark.slow, pytest.mark.sim]
 
 
-def test_vela_check_scenario_shows_measured_vs_estimated_and_flags_the_wrong_estimate(tmp_path: Path) -> None:
+def test_vela_check_scenario_shows_measured_vs_estimated_and_flags_the_wrong_estimate(
+        tmp_path: Path) -> None:
     pytest.importorskip("ethosu.vela", reason="the scenario's model build runs Vela")
     shutil.copytree(REPO / "scenarios", tmp_path / "scenarios")
     done = run_cli(tmp_path, "run", "scenarios/vela_check.yaml", "-q")
@@ -40,6 +42,7 @@ def test_vela_check_scenario_shows_measured_vs_estimated_and_flags_the_wrong_est
     context = json.loads((folder / "report.json").read_text())["context"]
     assert set(context["vela"]["specs"]) == {"ds_cnn", "resnet8"}
     # the estimate the model's build kept is the one its file counts with
-    info = subprocess.run([sys.executable, "-m", "fvp_harness", "sim", "info", ".artifacts/vela_check/ds_cnn.model"],
+    info = subprocess.run([sys.executable, "-m", "fvp_harness", "sim", "info",
+                           ".artifacts/vela_check/ds_cnn.model"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=120, check=True)
     assert json.loads(info.stdout)["npu_cycles_source"].startswith("Vela ")

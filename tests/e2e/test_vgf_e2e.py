@@ -1,6 +1,7 @@
-"""``scenarios/vgf_zero_copy.yaml`` end to end through the real command line: on the embedded simulator (the
-emulated VGF runner in the guest) and on this host (``--set target=host``), then the VGF comparison of what the run
-kept. Each test works in a private copy of ``scenarios/`` so artifacts and results land in tmp."""
+"""``scenarios/vgf_zero_copy.yaml`` end to end through the real command line: on the embedded
+simulator (the emulated VGF runner in the guest) and on this host (``--set target=host``), then the
+VGF comparison of what the run kept. Each test works in a private copy of ``scenarios/`` so
+artifacts and results land in tmp."""
 
 from __future__ import annotations
 
@@ -33,8 +34,9 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def check_zero_copy_results(out: Path) -> None:
-    """What zero-copy must show: each run's VGF JSON kept, copy bytes and memcpy time to zero with zero-copy,
-    import overhead appearing, VGF execution time unchanged within its CI, and outputs still identical."""
+    """What zero-copy must show: each run's VGF JSON kept, copy bytes and memcpy time to zero with
+    zero-copy, import overhead appearing, VGF execution time unchanged within its CI, and outputs
+    still identical."""
     kept = sorted(out.glob("fetched/*/*.vgf.json"))
     assert len(kept) == UNITS, kept
     assert (out / "report.md").is_file()
@@ -49,13 +51,16 @@ def check_zero_copy_results(out: Path) -> None:
     for model in ("resnet8", "mobilenet_v1_025"):
         for metric in ("in_copy_bytes", "out_copy_bytes", "memcpy_ns"):
             row = rows[(model, metric)]
-            assert row["baseline_median"] > 0 and row["candidate_median"] == 0 and row["verdict"] == "removed", row
+            assert (row["baseline_median"] > 0 and row["candidate_median"] == 0 and
+                    row["verdict"] == "removed"), row
         for metric in ("imports", "import_ns", "binding_refresh_ns"):
             row = rows[(model, metric)]
-            assert row["baseline_median"] == 0 and row["candidate_median"] > 0 and row["verdict"] == "appeared", row
+            assert (row["baseline_median"] == 0 and row["candidate_median"] > 0 and
+                    row["verdict"] == "appeared"), row
         execute = rows[(model, "execute_ns")]
         assert execute["verdict"] == "no change", execute
-        assert execute["ci_low"] <= 0 <= execute["ci_high"] or abs(execute["change_pct"]) < 1, execute
+        assert execute["ci_low"] <= 0 <= execute["ci_high"] or abs(execute["change_pct"]) < 1, (
+            execute)
     assert data["expectations_violated"] is False
     assert "## Boundary cost removed" in (out / "vgf_report.md").read_text(encoding="utf-8")
 
@@ -80,18 +85,22 @@ def test_vgf_zero_copy_on_this_host(workdir: Path) -> None:
     check_zero_copy_results(out)
     scenario = json.loads((out / "manifest.json").read_text(encoding="utf-8"))["scenario"]
     assert scenario.get("resolved", scenario)["target"] == "host"
-    assert "ET_VGF_ZERO_COPY=1 " in (out / "logs" / "s0" / "r0-zero_copy-resnet8.log").read_text(encoding="utf-8")
-    context = (out / "report.md").read_text(encoding="utf-8").split("\n\n")[1]  # the line under the title
+    assert "ET_VGF_ZERO_COPY=1 " in (out / "logs" / "s0"
+                                     / "r0-zero_copy-resnet8.log").read_text(encoding="utf-8")
+    # the line under the title
+    context = (out / "report.md").read_text(encoding="utf-8").split("\n\n")[1]
     assert "Host: **" in context and "FVP:" not in context and "Platform:" not in context, context
 
 
 def test_run_writes_the_vgf_report(workdir: Path) -> None:
-    done = harness(workdir, "run", "scenarios/vgf_zero_copy.yaml", "-o", "out/direct", *QUICK, "--set", "target=host")
+    done = harness(workdir, "run", "scenarios/vgf_zero_copy.yaml", "-o", "out/direct", *QUICK,
+                   "--set", "target=host")
     assert done.returncode == 0, done.stderr + done.stdout
     out = workdir / "out" / "direct"
     assert (out / "vgf_report.md").is_file()
     # `report DIR` renders it again from what the run kept, byte for byte
-    kept = {name: (out / name).read_bytes() for name in ("vgf_report.md", "vgf_report.csv", "vgf_report.json")}
+    kept = {name: (out / name).read_bytes()
+            for name in ("vgf_report.md", "vgf_report.csv", "vgf_report.json")}
     for name in kept:
         (out / name).unlink()
     again = harness(workdir, "report", "out/direct", "-q")
@@ -105,7 +114,8 @@ def test_make_writes_the_vgf_report_and_keeps_it_up_to_date(workdir: Path) -> No
     assert done.returncode == 0, done.stderr + done.stdout
     out = workdir / "out" / "make" / "vgf_zero_copy"
     assert (out / "vgf_report.md").is_file()
-    assert "vgf_report.md" in json.loads((out / "report.inputs").read_text(encoding="utf-8"))["files"]
+    assert "vgf_report.md" in json.loads((out
+                                          / "report.inputs").read_text(encoding="utf-8"))["files"]
     (out / "vgf_report.md").unlink()
     dry = harness(workdir, "make", "-n", *args)
     assert "missing vgf_report.md" in dry.stdout, dry.stdout

@@ -1,6 +1,6 @@
-"""``load_profile`` remembers what it validated (every scenario load reads its profile), keyed by the file's bytes:
-an edit is seen at once whatever the file's stat says, unchanged bytes are not validated again, and no caller can
-change the profile another caller gets."""
+"""``load_profile`` remembers what it validated (every scenario load reads its profile), keyed by
+the file's bytes: an edit is seen at once whatever the file's stat says, unchanged bytes are not
+validated again, and no caller can change the profile another caller gets."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ from tests.helpers import REPO
 
 @pytest.fixture
 def validated(monkeypatch) -> list[Path]:
-    """The paths ``load_profile`` validated (composed and checked) during the test, with the cache emptied first."""
+    """The paths ``load_profile`` validated (composed and checked) during the test, with the cache
+    emptied first."""
     monkeypatch.setattr(profiles, "_VALIDATED", {})
     calls: list[Path] = []
     real = profiles._validate
@@ -79,29 +80,36 @@ def test_a_changed_file_is_seen_at_once(validated, profile_file):
 
 
 def test_a_rewrite_that_keeps_size_and_time_is_seen(validated, profile_file):
-    """Within one tick of the file system's clock a rewrite keeps st_mtime_ns; the bytes differ, and they decide."""
+    """Within one tick of the file system's clock a rewrite keeps st_mtime_ns; the bytes differ, and
+    they decide."""
     assert load_profile(profile_file).stop_timeout == 10
     before = profile_file.stat()
     set_stop_timeout(profile_file, 30)
     os.utime(profile_file, ns=(before.st_atime_ns, before.st_mtime_ns))
     after = profile_file.stat()
-    assert (after.st_mtime_ns, after.st_size, after.st_ino) == (before.st_mtime_ns, before.st_size, before.st_ino)
+    assert (after.st_mtime_ns, after.st_size, after.st_ino) == (before.st_mtime_ns, before.st_size,
+                                                                before.st_ino)
     assert load_profile(profile_file).stop_timeout == 30
     assert len(validated) == 2
 
 
 def test_a_profile_pulls_in_no_other_file(validated, profile_file):
-    """Why the bytes of the one file are the whole key: a profile has no ``extends`` or includes to follow."""
+    """Why the bytes of the one file are the whole key: a profile has no ``extends`` or includes to
+    follow."""
     profile_file.write_text("extends: corstone1000-a320.yaml\n" + profile_file.read_text())
     with pytest.raises(ConfigurationError, match=r"mine\.yaml:1:1: .*extends"):
         load_profile(profile_file)
 
 
-def test_an_edited_profile_is_seen_by_the_scenario_that_names_it(validated, profile_file, write, monkeypatch):
-    """The scenario is the file that pulls the profile in: its own bytes are unchanged, the profile's are not."""
+def test_an_edited_profile_is_seen_by_the_scenario_that_names_it(validated, profile_file, write,
+                                                                 monkeypatch):
+    """The scenario is the file that pulls the profile in: its own bytes are unchanged, the
+    profile's are not."""
     monkeypatch.chdir(profile_file.parent)
-    smoke = (REPO / "scenarios" / "smoke.yaml").read_text().replace("${scenario_dir}/../.artifacts", "/x")
-    scenario = write("s.yaml", smoke.replace("platform: corstone1000-a320\n", "platform: ./mine.yaml\n"))
+    smoke = (REPO / "scenarios" / "smoke.yaml").read_text().replace("${scenario_dir}/../.artifacts",
+                                                                    "/x")
+    scenario = write("s.yaml",
+                     smoke.replace("platform: corstone1000-a320\n", "platform: ./mine.yaml\n"))
     assert load_scenario(scenario, check_files=False).profile.stop_timeout == 10
     before = profile_file.stat()
     set_stop_timeout(profile_file, 40)
@@ -110,7 +118,8 @@ def test_an_edited_profile_is_seen_by_the_scenario_that_names_it(validated, prof
     assert len(validated) == 2
 
 
-def test_one_relative_name_in_two_folders_is_two_profiles(validated, profile_file, tmp_path, monkeypatch):
+def test_one_relative_name_in_two_folders_is_two_profiles(validated, profile_file, tmp_path,
+                                                          monkeypatch):
     other = tmp_path / "other"
     other.mkdir()
     (other / "mine.yaml").write_bytes(profile_file.read_bytes())
@@ -129,7 +138,8 @@ def test_the_same_bytes_elsewhere_are_validated_once(validated, profile_file):
     assert validated == [profile_file]
 
 
-def test_a_bad_profile_is_refused_every_time_naming_its_file_line_and_field(validated, profile_file, monkeypatch):
+def test_a_bad_profile_is_refused_every_time_naming_its_file_line_and_field(validated, profile_file,
+                                                                            monkeypatch):
     monkeypatch.chdir(profile_file.parent)
     good = profile_file.read_text()
     set_stop_timeout(profile_file, -1)
@@ -143,14 +153,16 @@ def test_a_bad_profile_is_refused_every_time_naming_its_file_line_and_field(vali
         messages.append(str(caught.value))
     assert messages[0] == messages[1]
     assert f"profile mine.yaml has problems:\nmine.yaml:{line}:15: stop_timeout" in messages[0]
-    assert messages[2] == messages[0].replace("mine.yaml", "copy.yaml")  # errors are not kept: each names its file
+    # errors are not kept: each names its file
+    assert messages[2] == messages[0].replace("mine.yaml", "copy.yaml")
     profile_file.write_text(good)
     assert load_profile(profile_file).stop_timeout == 10
     assert len(validated) == 4
 
 
 def test_the_limits_apply_to_a_profile_already_validated(validated, monkeypatch):
-    """How YAML is read is part of the key: a lower limit refuses what was accepted under the old one."""
+    """How YAML is read is part of the key: a lower limit refuses what was accepted under the old
+    one."""
     load_profile("corstone1000-a320")
     monkeypatch.setattr(located, "MAX_VALUES", 10)
     with pytest.raises(ConfigurationError, match="more than 10 values"):

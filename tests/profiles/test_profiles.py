@@ -1,4 +1,5 @@
-"""Platform profiles: the built-ins carry the reference facts; the loader reports problems with positions."""
+"""Platform profiles: the built-ins carry the reference facts; the loader reports problems with
+positions."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from fvp_harness.targets.text import clean_text
 
 
 def test_builtin_profiles_are_listed():
-    assert list_profiles() == ["corstone1000", "corstone1000-a320", "corstone300-u55", "corstone320-u85",
-                               "qemu-aarch64-virt"]
+    assert list_profiles() == ["corstone1000", "corstone1000-a320", "corstone300-u55",
+                               "corstone320-u85", "qemu-aarch64-virt"]
 
 
 @pytest.mark.parametrize("name", ["corstone1000", "corstone1000-a320"])
@@ -71,8 +72,10 @@ def test_a35_adds_the_external_system_terminal():
 @pytest.mark.parametrize(
     "line, name, port",
     [
-        ("host_terminal_0: Listening for serial connection on port 5000", "host_terminal_0", "5000"),
-        ("secenc_terminal: Listening for serial connection on port 5002\r", "secenc_terminal", "5002"),
+        ("host_terminal_0: Listening for serial connection on port 5000", "host_terminal_0",
+         "5000"),
+        ("secenc_terminal: Listening for serial connection on port 5002\r", "secenc_terminal",
+         "5002"),
         (
             "Info: FVP_Corstone_1000.host_terminal_1: Listening for serial connection on port 5101",
             "host_terminal_1",
@@ -95,8 +98,8 @@ def test_login_prompts_of_both_releases(text):
 
 
 def _fails(profile: Profile, line: str, *, booted: bool = False) -> bool:
-    """Whether ``BootWatch`` (what the harness runs on every terminal line) takes ``line`` for a failure, during the
-    boot or (``booted``) once the shell is ready."""
+    """Whether ``BootWatch`` (what the harness runs on every terminal line) takes ``line`` for a
+    failure, during the boot or (``booted``) once the shell is ready."""
     watch = BootWatch(profile)
     if booted:
         watch.boot_done()
@@ -116,7 +119,8 @@ def _fails(profile: Profile, line: str, *, booted: bool = False) -> bool:
         ("ERROR: x", True, False),  # single space: meta-arm's check catches it too
         ("[ERROR] Secure partition failed", True, False),
         ("Bad RAM ERROR:0x1", True, False),
-        ("ERROR:   mmap_add_region_check() failed. error -22", False, False),  # a good A320 boot prints it
+        # a good A320 boot prints it
+        ("ERROR:   mmap_add_region_check() failed. error -22", False, False),
         ("psci: failed to boot CPU1 (-95)", False, False),
         ("Err:   serial@1a510000", False, False),  # U-Boot's stderr device, case differs
         # after login a program's own "ERROR:" is its unit's failure, not the platform's
@@ -131,8 +135,8 @@ def test_failure_patterns(name, line, at_boot, after_boot):
 
 @pytest.mark.parametrize("name", ["corstone1000", "corstone1000-a320"])
 def test_meta_arms_boot_check_is_a_boot_failure_pattern(name):
-    """meta-arm/lib/oeqa/runtime/cases/fvp_boot.py fails the boot on this on every console (it checks once, at the
-    login prompt, so program output after login is not its business)."""
+    """meta-arm/lib/oeqa/runtime/cases/fvp_boot.py fails the boot on this on every console (it
+    checks once, at the login prompt, so program output after login is not its business)."""
     assert r"(\[ERR\]|\[ERROR\]|ERROR\:)" in load_profile(name).boot_failure_patterns
 
 
@@ -144,15 +148,17 @@ def _knobs(*options: str) -> Knobs:
     ("options", "mmc_bytes", "ssh"),
     [
         ((), None, True),
-        (("release=next", "first_boot=1"), 64 << 20, True),  # the A320 release, first boot, an MMC card
+        # the A320 release, first boot, an MMC card
+        (("release=next", "first_boot=1"), 64 << 20, True),
         (("release=next",), None, False),  # no network service
-        (("release=2026.05",), None, False),  # meta-arm 2026.05: the accel driver, musl, no Dropbear
+        # meta-arm 2026.05: the accel driver, musl, no Dropbear
+        (("release=2026.05",), None, False),
     ],
 )
 def test_the_simulators_boot_text_is_a_good_boot(options, mmc_bytes, ssh):
-    """Every line the simulator prints from power-on to the login prompt, on every terminal, passes the watch; the
-    one line meta-arm's bare pattern would take is TF-A's benign memory-map notice, before the login prompt on the
-    default console, where meta-arm's check never looks."""
+    """Every line the simulator prints from power-on to the login prompt, on every terminal, passes
+    the watch; the one line meta-arm's bare pattern would take is TF-A's benign memory-map notice,
+    before the login prompt on the default console, where meta-arm's check never looks."""
     from fvp_harness.sim.corstone1000.boot import boot_steps
 
     profile = load_profile("corstone1000-a320")
@@ -180,10 +186,13 @@ def test_the_simulators_panic_text_fails():
 
 def test_ssh_is_forwarded_on_both_network_devices():
     profile = load_profile("corstone1000-a320")
-    assert profile.ssh_forward_params == ["board.hostbridge.userNetPorts", "board.virtio_net.hostbridge.userNetPorts"]
-    assert profile.ssh_forward_param == "board.hostbridge.userNetPorts"  # the older single name still reads
+    assert (profile.ssh_forward_params
+            == ["board.hostbridge.userNetPorts", "board.virtio_net.hostbridge.userNetPorts"])
+    # the older single name still reads
+    assert profile.ssh_forward_param == "board.hostbridge.userNetPorts"
     for name in profile.ssh_forward_params:
-        assert profile.params[name] == "2222=22"  # meta-arm's forward; the target layer rewrites the host side
+        # meta-arm's forward; the target layer rewrites the host side
+        assert profile.params[name] == "2222=22"
     assert profile.params["board.smsc_91c111.enabled"] is True
     assert profile.params["board.virtio_net.enabled"] is True
     assert profile.params["board.virtio_net.hostbridge.userNetworking"] is True
@@ -195,7 +204,8 @@ def test_ssh_is_forwarded_on_both_network_devices():
 
 
 META_ARM_CONF = {
-    # meta-arm-bsp/conf/machine/corstone1000-fvp.conf (master 2026-07-14, lines 33-79), values that are not paths
+    # meta-arm-bsp/conf/machine/corstone1000-fvp.conf (master 2026-07-14, lines 33-79), values that
+    # are not paths
     "board.xnvm_size": "64",
     "se.trustedSRAM_config": "6",
     "se.BootROM_config": "3",
@@ -225,8 +235,8 @@ META_ARM_CONF = {
 
 @pytest.mark.parametrize("name", ["corstone1000", "corstone1000-a320"])
 def test_profiles_pass_what_meta_arm_passes(name):
-    """Left out on purpose: diagnostics (verbosity), the TAP interface names (unused with user-mode networking), the
-    forwards (rewritten per instance) and the paths (firmware inputs)."""
+    """Left out on purpose: diagnostics (verbosity), the TAP interface names (unused with user-mode
+    networking), the forwards (rewritten per instance) and the paths (firmware inputs)."""
     params = {key: format_param(value) for key, value in load_profile(name).params.items()}
     assert {key: params.get(key) for key in META_ARM_CONF} == META_ARM_CONF
     assert "diagnostics" not in params and "board.hostbridge.interfaceName" not in params
@@ -236,14 +246,20 @@ def test_legacy_single_ssh_forward_key_is_read(write, repo):
     text = (repo / "fvp_harness/profiles/corstone1000-a320.yaml").read_text()
     head, _, _ = text.partition("ssh_forward_params:")
     tail = text.split("ssh_guest_port:", 1)[1]
-    legacy = write("legacy.yaml", head + "ssh_forward_param: board.hostbridge.userNetPorts\nssh_guest_port:" + tail)
+    legacy = write("legacy.yaml",
+                   head + "ssh_forward_param: board.hostbridge.userNetPorts\nssh_guest_port:"
+                   + tail)
     assert load_profile(legacy).ssh_forward_params == ["board.hostbridge.userNetPorts"]
     none = write("none.yaml", head + "ssh_forward_param: null\nssh_guest_port:" + tail)
-    assert load_profile(none).ssh_forward_params == [] and load_profile(none).ssh_forward_param is None
-    both = write("both.yaml", text.replace("ssh_guest_port:", "ssh_forward_param: x\nssh_guest_port:"))
+    assert (load_profile(none).ssh_forward_params == [] and
+            load_profile(none).ssh_forward_param is None)
+    both = write("both.yaml",
+                 text.replace("ssh_guest_port:", "ssh_forward_param: x\nssh_guest_port:"))
     with pytest.raises(ConfigurationError, match="not both"):
         load_profile(both)
-    stray = write("stray.yaml", text.replace("ssh_forward_enabled_by:\n", "ssh_forward_enabled_by:\n  a.b: [c]\n"))
+    stray = write("stray.yaml",
+                  text.replace("ssh_forward_enabled_by:\n",
+                               "ssh_forward_enabled_by:\n  a.b: [c]\n"))
     with pytest.raises(ConfigurationError, match=r"a\.b, which is not in ssh_forward_params"):
         load_profile(stray)
 
@@ -291,5 +307,6 @@ def test_profile_console_must_be_a_terminal(write, repo):
         .read_text()
         .replace("console: host_terminal_0", "console: host_terminal_9")
     )
-    with pytest.raises(ConfigurationError, match="console 'host_terminal_9' is not one of the terminals"):
+    with pytest.raises(ConfigurationError,
+                       match="console 'host_terminal_9' is not one of the terminals"):
         load_profile(write("p.yaml", text))

@@ -1,9 +1,10 @@
-"""The QEMU lane: tests against a real aarch64 Linux guest (``qemu-aarch64-virt``), marked ``qemu`` and ``slow``.
+"""The QEMU lane: tests against a real aarch64 Linux guest (``qemu-aarch64-virt``), marked ``qemu``
+and ``slow``.
 
-Why they skip or fail as they do: the README's ``python -m pytest -q`` runs everything, and most machines have no
-QEMU; there the tests skip and say the commands that enable them. In CI (``CI=true``) ``.ci/run`` installs QEMU and
-the cross compiler and builds the guest, so a missing piece there is a broken lane, and the tests fail instead of
-skipping silently.
+Why they skip or fail as they do: the README's ``python -m pytest -q`` runs everything, and most
+machines have no QEMU; there the tests skip and say the commands that enable them. In CI
+(``CI=true``) ``.ci/run`` installs QEMU and the cross compiler and builds the guest, so a missing
+piece there is a broken lane, and the tests fail instead of skipping silently.
 """
 
 from __future__ import annotations

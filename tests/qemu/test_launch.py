@@ -1,5 +1,5 @@
-"""The QEMU profile kind without QEMU: the profile's rules, the argv, the one-group port banner, the guest builder's
-refusals and its initramfs writer. Milliseconds; no marker."""
+"""The QEMU profile kind without QEMU: the profile's rules, the argv, the one-group port banner, the
+guest builder's refusals and its initramfs writer. Milliseconds; no marker."""
 
 from __future__ import annotations
 
@@ -30,11 +30,14 @@ def test_profile_is_a_qemu_linux_guest() -> None:
 
 def test_argv_is_qemus_own_command_line(tmp_path: Path) -> None:
     profile = load_profile("qemu-aarch64-virt")
-    spec = build_launch(profile, _fvp(firmware={"kernel": "Image", "initrd": "initrd.gz"}, args=["-m", "256"]),
+    spec = build_launch(profile,
+                        _fvp(firmware={"kernel": "Image", "initrd": "initrd.gz"},
+                             args=["-m", "256"]),
                         ssh_port=42022, base_dir=tmp_path)
     assert "-C" not in spec.argv and "--stat" not in spec.argv
     assert "user,id=n0,hostfwd=tcp:127.0.0.1:42022-:22" in spec.argv
-    assert spec.argv[-6:] == ["-kernel", str(tmp_path / "Image"), "-initrd", str(tmp_path / "initrd.gz"), "-m", "256"]
+    assert spec.argv[-6:] == ["-kernel", str(tmp_path / "Image"), "-initrd",
+                              str(tmp_path / "initrd.gz"), "-m", "256"]
     assert spec.ssh_ports == [42022] and not spec.simulated
 
 
@@ -52,7 +55,8 @@ def test_a_qemu_profile_must_not_carry_fvp_parameters() -> None:
 
 def test_the_one_group_banner_names_the_console(tmp_path: Path) -> None:
     profile = load_profile("qemu-aarch64-virt")
-    process = FvpProcess(build_launch(profile, _fvp(), ssh_port=1), profile, log_path=tmp_path / "fvp.log")
+    process = FvpProcess(build_launch(profile, _fvp(), ssh_port=1), profile,
+                         log_path=tmp_path / "fvp.log")
     process._on_line("QEMU waiting for connection on: disconnected:tcp:127.0.0.1:40123,server=on")
     assert process.ports == {"terminal_0": 40123}
 

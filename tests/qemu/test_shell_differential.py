@@ -1,9 +1,11 @@
-"""The simulator's shell checked against real busybox ash: one corpus of commands (quoting, expansions,
-redirections, applet options and messages, exit statuses) run on both; outputs and statuses compared.
+"""The simulator's shell checked against real busybox ash: one corpus of commands (quoting,
+expansions, redirections, applet options and messages, exit statuses) run on both; outputs and
+statuses compared.
 
-Why: the simulator's shell is ours, written to behave like the Corstone-1000 image's busybox; only the real busybox
-can say where it does not. Every difference is either fixed in the simulator or listed in ``KNOWN`` with its reason
-(the ones that do not matter to the harness, which only needs the commands it sends itself to agree)."""
+Why: the simulator's shell is ours, written to behave like the Corstone-1000 image's busybox; only
+the real busybox can say where it does not. Every difference is either fixed in the simulator or
+listed in ``KNOWN`` with its reason (the ones that do not matter to the harness, which only needs
+the commands it sends itself to agree)."""
 
 from __future__ import annotations
 
@@ -65,15 +67,18 @@ CORPUS: list[str] = [
     "export V=1; sh -c 'echo $V'",
     "sh -c 'echo \"$0 $1 $2\"' name one two",
     "W=in; sh -c 'echo \"[$W]\"'",
-    # what the harness itself sends (targets/console.py, targets/transfer.py, run/framed.py), with shlex-quoted paths
+    # what the harness itself sends (targets/console.py, targets/transfer.py, run/framed.py), with
+    # shlex-quoted paths
     "stty -echo; echo $?",
     "dmesg -n 1; echo $?",
     "X='fh-''abc# '; printf '%s|\\n' \"$X\"",
-    "mkdir -p '/tmp/a b' && printf %s 'it'\"'\"'s' > '/tmp/a b/q'\"'\"'t' && cat '/tmp/a b/q'\"'\"'t'; echo; "
-    "rm -rf '/tmp/a b'",
+    "mkdir -p '/tmp/a b' && printf %s 'it'\"'\"'s' > '/tmp/a b/q'\"'\"'t' && cat '/tmp/a "
+    "b/q'\"'\"'t'; echo; rm -rf '/tmp/a b'",
     "mkdir -p /tmp/fu && rm -rf /tmp/fu/x.b64 /tmp/fu/x && printf %s aGVsbG8K >> /tmp/fu/x.b64 && "
-    "base64 -d /tmp/fu/x.b64 > /tmp/fu/x && rm -rf /tmp/fu/x.b64 && sha256sum /tmp/fu/x; rm -rf /tmp/fu",
-    "echo hello | gzip -c | base64 > /tmp/g.b64; base64 -d /tmp/g.b64 | gunzip -c; rm -f /tmp/g.b64",
+    "base64 -d /tmp/fu/x.b64 > /tmp/fu/x && rm -rf /tmp/fu/x.b64 && sha256sum /tmp/fu/x; rm -rf "
+    "/tmp/fu",
+    "echo hello | gzip -c | base64 > /tmp/g.b64; base64 -d /tmp/g.b64 | gunzip -c; rm -f "
+    "/tmp/g.b64",
     "rm -rf /tmp/fu && mkdir -p /tmp/fu && printf '%s\\n' tok.ready; echo hi > /tmp/fu/o; "
     "printf '\\n%s %s\\n' tok.status $?; cd /tmp/fu && sha256sum *; cd / && rm -rf /tmp/fu",
     "mkdir -p /tmp/empty && cd /tmp/empty && sha256sum * 2>&1; echo $?; cd / && rm -rf /tmp/empty",
@@ -96,28 +101,36 @@ CORPUS: list[str] = [
 """Commands whose output and exit status should be the same on both shells."""
 
 KNOWN: dict[str, str] = {
-    "case abc in a*) echo starts-a;; *) echo other;; esac": "the simulator's shell parses no `case` (a syntax "
-    "error naming it, status 2): the harness sends none and a person at `fvp-harness shell` is told so",
-    "f() { echo in-f \"$1\"; return 3; }; f arg; echo $?": "the simulator's shell has no functions (a syntax "
+    "case abc in a*) echo starts-a;; *) echo other;; esac": "the simulator's shell parses no "
+                                                            "`case` (a syntax "
+    "error naming it, status 2): the harness sends none and a person at `fvp-harness shell` is "
+    "told so",
+    "f() { echo in-f \"$1\"; return 3; }; f arg; echo $?": "the simulator's shell has no functions "
+                                                           "(a syntax "
     "error naming the subshell it takes `f()` for, status 2): the harness defines none",
-    "wc -c < /etc/passwd | tr -d ' ' | grep -c .": "the simulator's file system has no /etc/passwd (the file system "
+    "wc -c < /etc/passwd | tr -d ' ' | grep -c .": "the simulator's file system has no /etc/passwd "
+                                                   "(the file system "
     "is another part's; the harness never reads it)",
 }
-"""Commands that differ, and why the difference is kept (the harness does not depend on them). Measured: see
-the closing numbers in docs/targets.md ("The differential shell check")."""
+"""Commands that differ, and why the difference is kept (the harness does not depend on them).
+Measured: see the closing numbers in docs/targets.md ("The differential shell check")."""
 
 
-def _results(fvp: FvpConfig, profile: str, log_dir: object, commands: list[str]) -> list[tuple[int, str]]:
+def _results(fvp: FvpConfig, profile: str, log_dir: object,
+             commands: list[str]) -> list[tuple[int, str]]:
     with FvpTarget(fvp, load_profile(profile), log_dir=log_dir) as target:  # type: ignore[arg-type]
-        return [(r.exit_status, r.output) for r in (target.run(command, timeout=30) for command in commands)]
+        return [(r.exit_status, r.output)
+                for r in (target.run(command, timeout=30) for command in commands)]
 
 
 NOT_PARSED = ("case abc", "f() {")
-"""Listed commands the simulator's shell refuses as a syntax error: ash drops the whole line then, the framing's
-start marker with it, so the harness could only time out on them; they run on busybox only."""
+"""Listed commands the simulator's shell refuses as a syntax error: ash drops the whole line then,
+the framing's start marker with it, so the harness could only time out on them; they run on busybox
+only."""
 
 
-def test_the_simulators_shell_agrees_with_busybox(guest: GuestImage, tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_the_simulators_shell_agrees_with_busybox(guest: GuestImage,
+                                                  tmp_path_factory: pytest.TempPathFactory) -> None:
     listed = [command for command in KNOWN if not command.startswith(NOT_PARSED)]
     real = _results(FvpConfig(binary="qemu-system-aarch64",
                               firmware={"kernel": str(guest.kernel), "initrd": str(guest.initrd)}),
@@ -125,10 +138,12 @@ def test_the_simulators_shell_agrees_with_busybox(guest: GuestImage, tmp_path_fa
     ours = _results(FvpConfig(binary="sim", sim={"boot_seconds": 0.5}), "corstone1000-a320",
                     tmp_path_factory.mktemp("diff-sim"), [*CORPUS, *listed])
     differ = {command: (a, b) for command, a, b in zip(CORPUS, real, ours, strict=False) if a != b}
-    assert not differ, "the simulator's shell differs from busybox (busybox, simulator):\n" + "\n".join(
-        f"{command!r}: {pair[0]!r} != {pair[1]!r}" for command, pair in differ.items())
+    assert not differ, ("the simulator's shell differs from busybox (busybox, simulator):\n"
+                        + "\n".join(
+        f"{command!r}: {pair[0]!r} != {pair[1]!r}" for command, pair in differ.items()))
     by_command = dict(zip([*CORPUS, *KNOWN], real, strict=True))
-    assert all(by_command[command][0] == 0 for command in KNOWN), "busybox runs every listed command"
+    assert all(by_command[command][0] == 0 for command in KNOWN), (
+        "busybox runs every listed command")
     ours_listed = dict(zip(listed, ours[len(CORPUS):], strict=True))
     fixed = [command for command in listed if ours_listed[command] == by_command[command]]
     assert not fixed, f"these no longer differ: move them back to CORPUS: {fixed}"

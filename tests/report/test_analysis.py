@@ -34,9 +34,11 @@ def make_records(
     reps: int = 3,
     seed: int = 0,
     npu: Callable[[str, str], float] | None = lambda model, build: 85092.0,
-    outputs: Callable[[str, str, int], dict[str, str]] | None = lambda m, b, r: {"out-0.bin": "ab" * 32},
+    outputs: Callable[[str, str, int], dict[str, str]]
+    | None = lambda m, b, r: {"out-0.bin": "ab" * 32},
 ) -> list[Record]:
-    """Interleaved units (r1-before-m1, r1-after-m1, r1-before-m2, ...) with samples from ``sampler``."""
+    """Interleaved units (r1-before-m1, r1-after-m1, r1-before-m2, ...) with samples from
+    ``sampler``."""
     rng = np.random.default_rng(seed)
     records: list[Record] = []
     for second, rep, model, build in interleaved(range(1, reps + 1), models, builds):
@@ -47,14 +49,17 @@ def make_records(
             samples["npu_cycles"] = [npu(model, build)] * len(values)
             units["npu_cycles"] = "cycles"
         records.append(record(
-            f"r{rep}-{build}-{model}", key=f"k-{rep}-{build}-{model}", build=build, model=model, repetition=rep,
-            samples=samples, metric_units=units, outputs=outputs(model, build, rep) if outputs else {},
+            f"r{rep}-{build}-{model}", key=f"k-{rep}-{build}-{model}", build=build, model=model,
+            repetition=rep,
+            samples=samples, metric_units=units,
+            outputs=outputs(model, build, rep) if outputs else {},
             started=f"2026-03-01T10:{second // 60:02d}:{second % 60:02d}Z",
         ))
     return records
 
 
-def normal(base: dict[str, float], noise: float = 0.02, n: int = 10, process: float = 0.0) -> Sampler:
+def normal(base: dict[str, float], noise: float = 0.02, n: int = 10,
+           process: float = 0.0) -> Sampler:
     def sampler(rng: np.random.Generator, model: str, build: str, rep: int) -> list[float]:
         offset = 1.0 + process * rng.standard_normal()
         return (base[build] * offset * (1.0 + noise * rng.standard_normal(n))).tolist()
@@ -65,7 +70,7 @@ def normal(base: dict[str, float], noise: float = 0.02, n: int = 10, process: fl
 FAST = Settings(resamples=1000)
 
 
-# --- frames -------------------------------------------------------------------------------------------------
+# --- frames ---------------------------------------------------------------------------------------
 
 
 def test_to_frame_is_tidy_and_in_execution_order() -> None:
@@ -94,11 +99,13 @@ def test_to_frame_is_tidy_and_in_execution_order() -> None:
 
 def test_select_latest_prefers_the_ok_retry() -> None:
     ok = make_records(normal({"before": 1.0, "after": 1.0}, n=2), reps=1)
-    failed = ok[1].model_copy(update={"status": "failed", "samples": {}, "failure_class": "infrastructure"})
+    failed = ok[1].model_copy(update={"status": "failed", "samples": {},
+                                      "failure_class": "infrastructure"})
     retry = ok[1].model_copy(update={"attempt": 2})
     chosen = select_latest([ok[0], failed, retry])
     assert chosen == [ok[0], retry]
-    assert select_latest([ok[0], retry, failed]) == [ok[0], retry]  # a later failure does not hide the ok one
+    # a later failure does not hide the ok one
+    assert select_latest([ok[0], retry, failed]) == [ok[0], retry]
 
 
 def test_summarise_known_values() -> None:
@@ -130,7 +137,7 @@ def test_bootstrap_medians_constant_and_seeded() -> None:
     assert np.array_equal(a, b) and a.min() >= 0 and a.max() <= 14
 
 
-# --- verdict rules ------------------------------------------------------------------------------------------
+# --- verdict rules --------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -147,15 +154,17 @@ def test_bootstrap_medians_constant_and_seeded() -> None:
         (1.5, 3.0, None, "faster"),  # no p-value (geometric mean): the CI decides
     ],
 )
-def test_decide_verdict(low: float | None, high: float | None, p: float | None, expected: str) -> None:
+def test_decide_verdict(low: float | None, high: float | None, p: float | None,
+                        expected: str) -> None:
     assert decide_verdict(low, high, p, min_effect=1.0)[0] == expected
 
 
-# --- A/B comparisons with known answers ---------------------------------------------------------------------
+# --- A/B comparisons with known answers -----------------------------------------------------------
 
 
 def test_bootstrap_p_counts_the_draws_on_the_far_side_of_no_change() -> None:
-    assert bootstrap_p(np.full(99, 0.5)) == pytest.approx(2 / 100)  # none beyond 1: the add-one floor
+    # none beyond 1: the add-one floor
+    assert bootstrap_p(np.full(99, 0.5)) == pytest.approx(2 / 100)
     assert bootstrap_p(np.full(99, 1.0)) == 1.0  # every draw is no change
     draws = np.concatenate([np.full(90, 0.9), np.full(9, 1.1)])
     assert bootstrap_p(draws) == pytest.approx(2 * 10 / 100)
@@ -177,14 +186,16 @@ def test_known_64_percent_saving_is_recovered() -> None:
     assert model.ci_high - model.ci_low < 5.0
     assert model.saved_pct == pytest.approx(64.0, abs=1.5)
     assert model.p_value is not None and model.p_value < 0.01  # process level: 3 processes a build
-    assert model.p_pooled is not None and model.p_pooled < 1e-6  # the pooled test, far more confident than it may be
+    # the pooled test, far more confident than it may be
+    assert model.p_pooled is not None and model.p_pooled < 1e-6
     assert model.n_baseline == model.n_candidate == 30 and model.units_baseline == 3
     assert not expectations_violated(result)
 
 
 @pytest.mark.parametrize("seed", range(8))
 def test_identical_distributions_are_never_called_a_change(seed: int) -> None:
-    records = make_records(normal({"before": 1.0, "after": 1.0}, noise=0.03), seed=seed, models=("a", "b"))
+    records = make_records(normal({"before": 1.0, "after": 1.0}, noise=0.03), seed=seed,
+                           models=("a", "b"))
     result = analyse(records, Compare(), (), FAST)
     for model in result.comparison.models:  # type: ignore[union-attr]
         assert model.verdict in ("no change", "inconclusive"), (seed, model)
@@ -192,29 +203,33 @@ def test_identical_distributions_are_never_called_a_change(seed: int) -> None:
 
 
 def test_process_to_process_noise_is_not_a_change() -> None:
-    """The pyperf pain: iterations pooled across few processes make identical code look different. Here the
-    processes differ by 3% each while iterations are tight. The pooled U-test is fooled most of the time; the
-    verdict, built on unit-level intervals, errs only at its nominal rate: a 95% CI entirely beyond ±1% happens
-    for about 1.5% of seeds (measured over 1000 seeds; seeds 0-99 happen to hold 6). The bound below is loose
-    on purpose: the point is a few percent against the pooled test's majority."""
+    """The pyperf pain: iterations pooled across few processes make identical code look different.
+    Here the processes differ by 3% each while iterations are tight. The pooled U-test is fooled
+    most of the time; the verdict, built on unit-level intervals, errs only at its nominal rate: a
+    95% CI entirely beyond ±1% happens for about 1.5% of seeds (measured over 1000 seeds; seeds 0-99
+    happen to hold 6). The bound below is loose on purpose: the point is a few percent against the
+    pooled test's majority."""
     sampler = normal({"before": 1.0, "after": 1.0}, noise=0.005, n=20, process=0.03)
     changes = pooled_significant = process_significant = 0
     for seed in range(100):
-        result = analyse(make_records(sampler, seed=seed, reps=5), Compare(), (), Settings(resamples=200))
+        result = analyse(make_records(sampler, seed=seed, reps=5), Compare(), (),
+                         Settings(resamples=200))
         model = result.comparison.models[0]  # type: ignore[union-attr]
         changes += model.verdict in ("faster", "slower")
         pooled_significant += model.p_pooled is not None and model.p_pooled < 0.05
         process_significant += model.p_value is not None and model.p_value < 0.05
     assert changes <= 8
     assert pooled_significant >= 50  # what a tool trusting pooled iterations would have reported
-    assert process_significant <= 10  # the headline p, at the level of the CI, errs near its nominal rate
+    # the headline p, at the level of the CI, errs near its nominal rate
+    assert process_significant <= 10
 
 
 def test_tight_identical_distributions_are_no_change() -> None:
     records = make_records(normal({"before": 1.0, "after": 1.0}, noise=0.002, n=20), reps=5)
     model = analyse(records, Compare(), (), FAST).comparison.models[0]  # type: ignore[union-attr]
     assert model.verdict == "no change"
-    assert model.ci_low is not None and model.ci_high is not None and -1.0 <= model.ci_low <= model.ci_high <= 1.0
+    assert (model.ci_low is not None and model.ci_high is not None and
+            -1.0 <= model.ci_low <= model.ci_high <= 1.0)
 
 
 def test_regression_is_slower_and_violates_the_expectation() -> None:
@@ -242,12 +257,13 @@ def test_geometric_mean_row() -> None:
     assert comparison.geomean.ci_low is not None and comparison.geomean.ci_low <= 70.0 + 0.5
 
 
-# --- identity -----------------------------------------------------------------------------------------------
+# --- identity -------------------------------------------------------------------------------------
 
 
 def test_npu_cycle_difference_fails_and_shows_values() -> None:
     records = make_records(
-        normal({"before": 2.6, "after": 0.93}), npu=lambda m, b: 85092.0 if b == "before" else 85100.0
+        normal({"before": 2.6, "after": 0.93}),
+        npu=lambda m, b: 85092.0 if b == "before" else 85100.0
     )
     result = analyse(records, Compare(), ["npu_cycles"], FAST)
     model = result.comparison.models[0]  # type: ignore[union-attr]
@@ -279,7 +295,7 @@ def test_no_recorded_outputs_is_unverified_not_a_pass() -> None:
     assert expectations_violated(result, strict=True)
 
 
-# --- failures and missing data ------------------------------------------------------------------------------
+# --- failures and missing data --------------------------------------------------------------------
 
 
 def test_failed_units_are_listed_and_a_build_without_data_is_not_measured() -> None:
@@ -300,14 +316,15 @@ def test_failed_units_are_listed_and_a_build_without_data_is_not_measured() -> N
     ]
     result = analyse(broken, Compare(), (), FAST)
     assert [f.unit_id for f in result.failed_units] == ["r1-after-b", "r2-after-b", "r3-after-b"]
-    assert result.failed_units[0].failure_class == "test" and result.failed_units[0].log == "logs/s0/r1-after-b.log"
+    assert (result.failed_units[0].failure_class == "test" and
+            result.failed_units[0].log == "logs/s0/r1-after-b.log")
     by_model = {m.model: m for m in result.comparison.models}  # type: ignore[union-attr]
     assert by_model["a"].verdict == "faster"
     assert by_model["b"].verdict == "not measured" and "after" in by_model["b"].reason
     assert result.comparison.geomean is None  # type: ignore[union-attr]  # one model with a ratio only
 
 
-# --- drift --------------------------------------------------------------------------------------------------
+# --- drift ----------------------------------------------------------------------------------------
 
 
 def test_drift_is_flagged() -> None:
@@ -319,7 +336,8 @@ def test_drift_is_flagged() -> None:
         values = []
         for _ in range(10):
             counter["after"] += 1
-            values.append(0.93 * (1 + 0.004 * counter["after"]) * (1 + 0.005 * rng.standard_normal()))
+            values.append(0.93 * (1 + 0.004 * counter["after"])
+                          * (1 + 0.005 * rng.standard_normal()))
         return values
 
     result = analyse(make_records(sampler), Compare(), (), FAST)
@@ -365,11 +383,12 @@ def test_empty_input() -> None:
     assert result.summary.empty and result.failed_units == ()
 
 
-# --- a list of primary metrics ---------------------------------------------------------------------------------
+# --- a list of primary metrics --------------------------------------------------------------------
 
 
 def _runs(with_cpu_time: Callable[[int, str, str], bool]) -> list[Record]:
-    """Three repetitions of two models: iteration time always, CPU time where ``with_cpu_time`` says."""
+    """Three repetitions of two models: iteration time always, CPU time where ``with_cpu_time``
+    says."""
     rng = np.random.default_rng(3)
     out = []
     for count, rep, model, build in interleaved([1, 2, 3], ["a", "b"], ["before", "after"]):
@@ -377,8 +396,8 @@ def _runs(with_cpu_time: Callable[[int, str, str], bool]) -> list[Record]:
         samples = {"iteration_time": list(centre + 0.5 + 0.01 * rng.standard_normal(5))}
         if with_cpu_time(rep, model, build):
             samples["cpu_time"] = list(centre + 0.01 * rng.standard_normal(5))
-        out.append(record(f"r{rep}-{build}-{model}", build=build, model=model, repetition=rep, samples=samples,
-                          metric_units={"cpu_time": "ms", "iteration_time": "ms"},
+        out.append(record(f"r{rep}-{build}-{model}", build=build, model=model, repetition=rep,
+                          samples=samples, metric_units={"cpu_time": "ms", "iteration_time": "ms"},
                           started=f"2026-03-01T10:{count:02d}:00Z"))
     return out
 
@@ -388,17 +407,22 @@ def test_a_primary_list_takes_the_first_metric_every_unit_produced() -> None:
     instrumented = analyse(_runs(lambda *_: True), spec, ["cpu_time", "iteration_time"]).comparison
     assert instrumented is not None and instrumented.primary == "cpu_time"
     assert instrumented.primary_choice is not None
-    assert instrumented.primary_choice.reason == "first of cpu_time, iteration_time that every unit produced"
+    assert (instrumented.primary_choice.reason
+            == "first of cpu_time, iteration_time that every unit produced")
 
     stock = analyse(_runs(lambda *_: False), spec, ["cpu_time", "iteration_time"]).comparison
     assert stock is not None and stock.primary == "iteration_time"
-    assert stock.primary_choice is not None and "cpu_time: 0 of 12 units" in stock.primary_choice.reason
+    assert (stock.primary_choice is not None and
+            "cpu_time: 0 of 12 units" in stock.primary_choice.reason)
     assert all(m.verdict == "faster" for m in stock.models)
 
-    # a CPU-time line some units lack would compare different units: the complete metric is the fair headline
-    partial = analyse(_runs(lambda rep, model, build: rep != 2), spec, ["cpu_time", "iteration_time"]).comparison
+    # a CPU-time line some units lack would compare different units: the complete metric is the fair
+    # headline
+    partial = analyse(_runs(lambda rep, model, build: rep != 2), spec,
+                      ["cpu_time", "iteration_time"]).comparison
     assert partial is not None and partial.primary == "iteration_time"
-    assert "cpu_time: 8 of 12 units" in (partial.primary_choice.reason if partial.primary_choice else "")
+    assert ("cpu_time: 8 of 12 units" in (partial.primary_choice.reason if partial.primary_choice
+                                          else ""))
 
 
 def test_a_primary_list_no_metric_of_which_is_complete_takes_the_most_complete() -> None:
@@ -406,31 +430,36 @@ def test_a_primary_list_no_metric_of_which_is_complete_takes_the_most_complete()
     comparison = analyse(_runs(lambda rep, model, build: rep != 2), spec).comparison
     assert comparison is not None and comparison.primary == "cpu_time"
     assert comparison.primary_choice is not None
-    assert comparison.primary_choice.reason.startswith("no metric of npu_cycles, cpu_time was produced by every unit")
+    assert comparison.primary_choice.reason.startswith("no metric of npu_cycles, cpu_time was "
+                                                       "produced by every unit")
 
 
 def test_a_single_primary_is_used_as_written() -> None:
-    comparison = analyse(_runs(lambda *_: False), Compare(primary="cpu_time", expect_identical=[])).comparison
+    comparison = analyse(_runs(lambda *_: False),
+                         Compare(primary="cpu_time", expect_identical=[])).comparison
     assert comparison is not None and comparison.primary == "cpu_time"
     assert all(m.verdict == "not measured" for m in comparison.models)
 
 
-# --- pinned numbers -------------------------------------------------------------------------------------------------
+# --- pinned numbers -------------------------------------------------------------------------------
 
 
 def _pinned_records() -> list[Record]:
-    """A fixed record set, no random numbers: two models (``a`` 64 % faster, ``b`` about 4 % faster), three
-    repetitions of 10 iterations (one unit of 12, so unit sizes differ), constant NPU cycles, one ``load_time`` per
-    unit, a drifting ``after`` build of ``a``, and a failed fourth repetition of ``b``."""
+    """A fixed record set, no random numbers: two models (``a`` 64 % faster, ``b`` about 4 %
+    faster), three repetitions of 10 iterations (one unit of 12, so unit sizes differ), constant NPU
+    cycles, one ``load_time`` per unit, a drifting ``after`` build of ``a``, and a failed fourth
+    repetition of ``b``."""
     out = []
     for count, rep, model, build in interleaved([1, 2, 3], ["a", "b"], ["before", "after"]):
         centre = {"before": 2.6, "after": 0.93 if model == "a" else 2.5}[build]
         n = 12 if (rep, build) == (2, "after") else 10
         trend = 0.004 * count if (model, build) == ("a", "after") else 0.0
-        cpu = [round(centre * (1 + trend + 0.01 * (((i * 7 + rep * 5 + count) % 11) - 5)), 4) for i in range(n)]
+        cpu = [round(centre * (1 + trend + 0.01 * (((i * 7 + rep * 5 + count) % 11) - 5)), 4)
+               for i in range(n)]
         out.append(record(
             f"r{rep}-{build}-{model}", build=build, model=model, repetition=rep,
-            samples={"cpu_time": cpu, "npu_cycles": [85092.0] * n, "load_time": [40.0 + rep + 3 * (build == "after")]},
+            samples={"cpu_time": cpu, "npu_cycles": [85092.0] * n,
+                     "load_time": [40.0 + rep + 3 * (build == "after")]},
             metric_units={"cpu_time": "ms", "npu_cycles": "cycles", "load_time": "ms"},
             outputs={"out-0.bin": "ab" * 32}, started=f"2026-03-01T10:{count:02d}:00Z"))
     out.append(record("r4-after-b", status="failed", build="after", model="b", repetition=4,
@@ -441,25 +470,28 @@ def _pinned_records() -> list[Record]:
 PINNED_SPEC = Compare.model_validate({
     "primary": "cpu_time", "min_effect": 5,
     "expect_identical": ["outputs", "npu_cycles", {"metric": "load_time", "rel": 0.5}],
-    "gates": {"load_time": {"max_regression": "10%"}, "cpu_time": {"max_regression": 0.05, "unit": "ms"}},
+    "gates": {"load_time": {"max_regression": "10%"},
+              "cpu_time": {"max_regression": 0.05, "unit": "ms"}},
 })
 
 
 def _pinned_numbers(settings: Settings) -> dict[str, object]:
-    """The numbers ``analyse`` gives for ``_pinned_records``: per-build statistics, comparisons, gates, tolerance
-    checks and drift."""
+    """The numbers ``analyse`` gives for ``_pinned_records``: per-build statistics, comparisons,
+    gates, tolerance checks and drift."""
     result = analyse(_pinned_records(), PINNED_SPEC, ["npu_cycles"], settings)
     comparison = result.comparison
     assert comparison is not None and comparison.geomean is not None
     numbers: dict[str, object] = {}
     for row in result.summary[result.summary["metric"] != "npu_cycles"].to_dict("records"):
         numbers[f"{row['model']} {row['build']} {row['metric']}"] = tuple(
-            row[name] for name in ("n", "units", "median", "mean", "std", "p5", "p95", "ci_low", "ci_high"))
+            row[name]
+            for name in ("n", "units", "median", "mean", "std", "p5", "p95", "ci_low", "ci_high"))
     for m in comparison.models:
-        numbers[m.model] = (m.ratio, m.saved_pct, m.ci_low, m.ci_high, m.p_value, m.p_units, *m.baseline_ci,
-                            *m.candidate_ci, m.verdict)
+        numbers[m.model] = (m.ratio, m.saved_pct, m.ci_low, m.ci_high, m.p_value, m.p_units,
+                            *m.baseline_ci, *m.candidate_ci, m.verdict)
         numbers[f"{m.model} identity"] = tuple((c.name, c.status, c.detail) for c in m.identity)
-        numbers[f"{m.model} others"] = tuple((c.metric, c.baseline_median, c.candidate_median) for c in m.others)
+        numbers[f"{m.model} others"] = tuple((c.metric, c.baseline_median, c.candidate_median)
+                                             for c in m.others)
     gm = comparison.geomean
     numbers["geomean"] = (gm.ratio, gm.saved_pct, gm.ci_low, gm.ci_high, gm.verdict)
     for g in comparison.gates:
@@ -471,23 +503,30 @@ def _pinned_numbers(settings: Settings) -> dict[str, object]:
 
 
 PINNED: dict[str, object] = {
-    "a before cpu_time": (30, 3, 2.5869999999999997, 2.5922, 0.08254461698441305, 2.47, 2.7183, 2.548, 2.645825),
+    "a before cpu_time": (30, 3, 2.5869999999999997, 2.5922, 0.08254461698441305, 2.47, 2.7183,
+                          2.548, 2.645825),
     "a before load_time": (3, 3, 42.0, 42.0, 1.0, 41.1, 42.9, 41.0, 43.0),
-    "a after cpu_time": (32, 3, 0.9523, 0.953171875, 0.03032585646877127, 0.9078350000000001, 1.00132, 0.9374, 0.9672),
+    "a after cpu_time": (32, 3, 0.9523, 0.953171875, 0.03032585646877127, 0.9078350000000001,
+                         1.00132, 0.9374, 0.9672),
     "a after load_time": (3, 3, 45.0, 45.0, 1.0, 44.1, 45.9, 44.0, 46.0),
-    "b before cpu_time": (30, 3, 2.6, 2.5965333333333334, 0.08071223183518154, 2.47, 2.7183, 2.548, 2.652),
+    "b before cpu_time": (30, 3, 2.6, 2.5965333333333334, 0.08071223183518154, 2.47, 2.7183, 2.548,
+                          2.652),
     "b before load_time": (3, 3, 42.0, 42.0, 1.0, 41.1, 42.9, 41.0, 43.0),
     "b after cpu_time": (32, 3, 2.5, 2.50078125, 0.0789253360420774, 2.375, 2.625, 2.45, 2.55),
     "b after load_time": (3, 3, 45.0, 45.0, 1.0, 44.1, 45.9, 44.0, 46.0),
-    # p (5th) is the process-level one: here at the bootstrap's floor 2 / (300 + 1), above the Welch t-test's
-    "a": (0.36810977966756864, 63.189022033243134, 62.192917142668655, 64.1616507127535, 0.006644518272425249,
+    # p (5th) is the process-level one: here at the bootstrap's floor 2 / (300 + 1), above the Welch
+    # t-test's
+    "a": (0.36810977966756864, 63.189022033243134, 62.192917142668655, 64.1616507127535,
+          0.006644518272425249,
           3.8663550880487744e-05, 2.548, 2.6260000000000003, 0.9374, 0.9672, "faster"),
-    "a identity": (("outputs", "pass", "all identical (1 file(s))"), ("npu_cycles", "pass", "all identical (85092)"),
+    "a identity": (("outputs", "pass", "all identical (1 file(s))"),
+                   ("npu_cycles", "pass", "all identical (85092)"),
                    ("load_time", "pass", "+7.1% within ±50% (CI +1.7 … +12.9%)")),
     "a others": (("npu_cycles", 85092.0, 85092.0), ("load_time", 42.0, 45.0)),
-    "b": (0.9615384615384615, 3.8461538461538547, 0.9167915417915444, 5.760186595582631, 0.006644518272425249,
-          0.0015980791493146517, 2.548, 2.645825, 2.45, 2.55, "inconclusive"),
-    "b identity": (("outputs", "pass", "all identical (1 file(s))"), ("npu_cycles", "pass", "all identical (85092)"),
+    "b": (0.9615384615384615, 3.8461538461538547, 0.9167915417915444, 5.760186595582631,
+          0.006644518272425249, 0.0015980791493146517, 2.548, 2.645825, 2.45, 2.55, "inconclusive"),
+    "b identity": (("outputs", "pass", "all identical (1 file(s))"),
+                   ("npu_cycles", "pass", "all identical (85092)"),
                    ("load_time", "pass", "+7.1% within ±50% (CI +1.7 … +12.9%)")),
     "b others": (("npu_cycles", 85092.0, 85092.0), ("load_time", 42.0, 45.0)),
     # the CI's ratio bounds: the geometric means of the models' (the draws pooled: 39.45 … 41.38)
@@ -507,17 +546,18 @@ PINNED: dict[str, object] = {
 
 
 def test_analysis_numbers_are_pinned() -> None:
-    """Exact floats, so a faster implementation cannot change a number unnoticed (these are the numbers the
-    pandas-mask implementation gave, before the analysis was made faster)."""
+    """Exact floats, so a faster implementation cannot change a number unnoticed (these are the
+    numbers the pandas-mask implementation gave, before the analysis was made faster)."""
     assert _pinned_numbers(Settings(resamples=300)) == PINNED
 
 
 @pytest.mark.parametrize("metric", ["cpu_time", "npu_cycles", "my_metric"])
 @pytest.mark.parametrize("unit", ["ms", "s", "us", "min", "cycles", "count", "", "MB/s"])
 def test_the_samples_checked_by_block_are_those_checked_one_by_one(metric: str, unit: str) -> None:
-    """``sample_blocks`` checks a value alone only when its record holds one outside a range every value of its
-    metric may take: what it keeps and leaves out must be exactly what ``invalid_reason`` says of every value,
-    also at the ends of each unit's limits (a day of time per run, 2^63 for counters and built-in metrics)."""
+    """``sample_blocks`` checks a value alone only when its record holds one outside a range every
+    value of its metric may take: what it keeps and leaves out must be exactly what
+    ``invalid_reason`` says of every value, also at the ends of each unit's limits (a day of time
+    per run, 2^63 for counters and built-in metrics)."""
     import math
 
     from fvp_harness.report.stats.samples import invalid_reason, sample_blocks
@@ -526,9 +566,11 @@ def test_the_samples_checked_by_block_are_those_checked_one_by_one(metric: str, 
     ends = [value for limit in limits for value in (limit, math.nextafter(limit, math.inf),
                                                     math.nextafter(limit, -math.inf), -limit)]
     every = [*ends, 1.5, -0.0, 1e300, -1e300, math.nan, math.inf, -math.inf]
-    groups = [[value] for value in every] + [every, [0.5, 1.5, 2.5]]  # a value alone: no other one to give it away
+    # a value alone: no other one to give it away
+    groups = [[value] for value in every] + [every, [0.5, 1.5, 2.5]]
     records = [record(f"r{i}-after-m", samples={metric: values}, metric_units={metric: unit},
-                      started=f"2026-03-01T10:{i // 60:02d}:{i % 60:02d}Z") for i, values in enumerate(groups)]
+                      started=f"2026-03-01T10:{i // 60:02d}:{i % 60:02d}Z")
+               for i, values in enumerate(groups)]
     blocks, dropped = sample_blocks(records)
     kept = {(block.record.unit_id, iteration, value) for block in blocks
             for iteration, value in zip(block.iterations, block.values, strict=True)}

@@ -1,6 +1,7 @@
-"""``compare.baseline_from`` through the run pipeline on fake targets (milliseconds, no simulator): the plan keeps the
-candidate and the drift-check units, the stored run is checked before the first unit and pinned in the manifest,
-``report DIR`` rebuilds the same report, and a platform that moved leaves the run NOT VERIFIED."""
+"""``compare.baseline_from`` through the run pipeline on fake targets (milliseconds, no simulator):
+the plan keeps the candidate and the drift-check units, the stored run is checked before the first
+unit and pinned in the manifest, ``report DIR`` rebuilds the same report, and a platform that moved
+leaves the run NOT VERIFIED."""
 
 from __future__ import annotations
 
@@ -51,7 +52,8 @@ def scenario(tmp_path: Path) -> Path:
 def _run(path: Path, fleet: FakeFleet, out: Path, *overrides: str, resume: bool = False,
          only_builds: tuple[str, ...] = ()) -> RunOutcome:
     loaded = load_scenario(path, list(overrides))
-    options = RunOptions(output_dir=out, results_base=out.parent, resume=resume, only_builds=only_builds)
+    options = RunOptions(output_dir=out, results_base=out.parent, resume=resume,
+                         only_builds=only_builds)
     return run_scenario(loaded, options, factory=fleet.factory, deploy=fleet.deploy)
 
 
@@ -61,18 +63,24 @@ def test_the_plan_keeps_the_candidate_and_the_drift_check_units(scenario):
     loaded = load_scenario(scenario, ["compare.baseline_from=x", "compare.drift_check={units: 4}"])
     assert drift_check_units(loaded.scenario) == [(0, "m1"), (0, "m2"), (0, "m3"), (1, "m1")]
     plan = build_plan(loaded)
-    assert sorted(u.id for u in plan.units if u.build == "before") == ["r0-before-m1", "r0-before-m2",
-                                                                        "r0-before-m3", "r1-before-m1"]
+    assert (sorted(u.id for u in plan.units if u.build == "before")
+            == ["r0-before-m1", "r0-before-m2",
+                                                                        "r0-before-m3",
+                "r1-before-m1"])
     assert len([u for u in plan.units if u.build == "after"]) == 6
     kept = {u.id: u.key for u in plain.units}
-    assert all(kept[u.id] == u.key for u in plan.units)  # the same units, the same keys: --resume and make agree
-    off = build_plan(load_scenario(scenario, ["compare.baseline_from=x", "compare.drift_check.units=0"]))
+    # the same units, the same keys: --resume and make agree
+    assert all(kept[u.id] == u.key for u in plan.units)
+    off = build_plan(load_scenario(scenario,
+                                   ["compare.baseline_from=x", "compare.drift_check.units=0"]))
     assert [u.build for u in off.units] == ["after"] * 6
-    assert load_scenario(scenario, ["compare.drift_check.max_shift=2.5%"]).scenario.compare.drift_check.max_shift \
+    assert load_scenario(
+        scenario, ["compare.drift_check.max_shift=2.5%"]).scenario.compare.drift_check.max_shift \
         == 2.5
 
 
-def test_a_run_with_a_stored_baseline_measures_only_the_candidate_and_pins_the_run(scenario, tmp_path):
+def test_a_run_with_a_stored_baseline_measures_only_the_candidate_and_pins_the_run(scenario,
+                                                                                   tmp_path):
     stored = _run(scenario, FakeFleet(), tmp_path / "results" / "main")
     assert stored.exit_code == 0
     stored_id = json.loads((tmp_path / "results/main/manifest.json").read_text())["run"]["id"]
@@ -89,13 +97,17 @@ def test_a_run_with_a_stored_baseline_measures_only_the_candidate_and_pins_the_r
     report = json.loads((out / "report.json").read_text())
     assert report["verdict"]["status"] == "PASS"
     comparison = report["comparisons"][0] if report.get("comparisons") else report["comparison"]
-    assert {m["model"]: m["verdict"] for m in comparison["models"]} == {"m1": "faster", "m2": "faster",
-                                                                        "m3": "faster"}
-    assert {m["model"]: m["n_baseline"] for m in comparison["models"]} == {"m1": 8, "m2": 8, "m3": 8}  # stored only
+    assert ({m["model"]: m["verdict"] for m in comparison["models"]}
+            == {"m1": "faster", "m2": "faster",
+                                                                        "m3": "faster"})
+    # stored only
+    assert ({m["model"]: m["n_baseline"] for m in comparison["models"]}
+            == {"m1": 8, "m2": 8, "m3": 8})
     drift = [e for e in comparison["expectations"] if e["name"] == "drift check"]
     assert [(e["model"], e["status"]) for e in drift] == [("m1", "pass"), ("m2", "pass")]
     text = (out / "report.md").read_text()
-    assert f"**before** (stored run {stored_id}" in text and "**before (re-run)** (drift check: m1 steady" in text
+    assert (f"**before** (stored run {stored_id}" in text and
+            "**before (re-run)** (drift check: m1 steady" in text)
     before = (out / "report.json").read_bytes()
     rebuild_report(out)  # `report DIR` finds the pinned run again and writes the same bytes
     assert (out / "report.json").read_bytes() == before
@@ -104,12 +116,14 @@ def test_a_run_with_a_stored_baseline_measures_only_the_candidate_and_pins_the_r
 def test_a_platform_that_moved_since_the_stored_run_is_not_verified(scenario, tmp_path):
     _run(scenario, FakeFleet(), tmp_path / "results" / "main")
 
-    def slower(unit: str, build: str, calls: int) -> CommandResult | None:  # the whole platform got 20% slower
+    # the whole platform got 20% slower
+    def slower(unit: str, build: str, calls: int) -> CommandResult | None:
         cpu = {"before": 2.4, "after": 1.2}[build]
         return CommandResult("runner", 0, runner_output(build, 5, cpu=cpu), duration_s=0.01)
 
-    outcome = _run(scenario, FakeFleet(slower), tmp_path / "results" / "pr", "compare.baseline_from=main@latest",
-                   "compare.expect_identical=[npu_cycles]")  # this fake runner writes no output files
+    outcome = _run(scenario, FakeFleet(slower), tmp_path / "results" / "pr",
+                   "compare.baseline_from=main@latest", # this fake runner writes no output files
+                   "compare.expect_identical=[npu_cycles]")
     assert outcome.exit_code == 0  # NOT VERIFIED is no failure of the candidate
     report = json.loads((tmp_path / "results/pr/report.json").read_text())
     assert report["verdict"]["status"] == "NOT VERIFIED"
@@ -127,13 +141,15 @@ def test_a_stored_run_of_other_model_bytes_is_refused_before_any_unit_runs(scena
     assert "m2: model file bytes differ" in str(info.value) and "(stored) ->" in str(info.value)
     assert fleet.ran == [], "refused before any unit runs"
     join_early_boots()
-    assert all(target.closed for target in fleet.targets), "an instance booted while the artifacts built is closed"
+    assert all(target.closed for target in fleet.targets), (
+        "an instance booted while the artifacts built is closed")
 
 
 def test_a_stored_baseline_that_is_this_run_or_lacks_the_baseline_is_refused(scenario, tmp_path):
     # '@REF' is the scenario's own results folder (results/fake), whatever -o says
     _run(scenario, FakeFleet(), tmp_path / "results" / "fake")
-    with pytest.raises(ConfigurationError, match="is this very run"):  # --resume continues the newest run itself
+    # --resume continues the newest run itself
+    with pytest.raises(ConfigurationError, match="is this very run"):
         _run(scenario, FakeFleet(), tmp_path / "results" / "fake", "compare.baseline_from=@latest",
              resume=True)
     _run(scenario, FakeFleet(), tmp_path / "results" / "after-only", only_builds=("after",))

@@ -65,7 +65,8 @@ def _site(folder: Path | SiteScenario, out: Path) -> str:
 
 @pytest.fixture(scope="module")
 def five(tmp_path_factory: pytest.TempPathFactory) -> SiteScenario:
-    """Five runs, the third bringing a 20 % regression of m1 (analysed once for the tests that only read)."""
+    """Five runs, the third bringing a 20 % regression of m1 (analysed once for the tests that only
+    read)."""
     return _scenario(_five_runs(tmp_path_factory.mktemp("five")))
 
 
@@ -79,8 +80,8 @@ def five_site(tmp_path_factory: pytest.TempPathFactory, five: SiteScenario) -> P
 
 def _charts(page: str) -> dict[str, str]:
     """model -> its ``<figure>``'s HTML."""
-    found = re.findall(r'<figure class="chart" id="[^"]+" data-scenario="[^"]*" data-model="([^"]+)".*?</figure>',
-                       page, re.S)
+    found = re.findall(r'<figure class="chart" id="[^"]+" data-scenario="[^"]*" '
+                       r'data-model="([^"]+)".*?</figure>', page, re.S)
     bodies = re.split(r'<figure class="chart"', page)[1:]
     return dict(zip(found, bodies, strict=True))
 
@@ -142,7 +143,8 @@ def test_the_same_runs_give_the_same_bytes(tmp_path, five):
 def test_a_runs_page_is_its_report_with_its_images_and_no_raw_html(tmp_path):
     folder = _five_runs(tmp_path, count=2)
     (folder / "report.md").write_text("# demo\n\n| Model | Median |\n|---|---|\n| m1 | 1.2 ms |\n\n"
-                                      "![m1](report-m1.png)\n\n<script>alert(1)</script>\n", encoding="utf-8")
+                                      "![m1](report-m1.png)\n\n<script>alert(1)</script>\n",
+                                      encoding="utf-8")
     (folder / "report-m1.png").write_bytes(b"\x89PNG m1")
     (folder / "report.png").write_bytes(b"\x89PNG all")
     out = tmp_path / "site"
@@ -168,7 +170,8 @@ def test_history_verb_writes_the_site_with_html(tmp_path, capsys):
     folder = _five_runs(tmp_path, count=4)
     out = tmp_path / "site"
     # the regression is in effect
-    assert main(["history", str(folder), "--no-charts", "--html", str(out)]) == 1  # the regression is in effect
+    # the regression is in effect
+    assert main(["history", str(folder), "--no-charts", "--html", str(out)]) == 1
     assert f"dashboard: {out / DASHBOARD_INDEX}" in capsys.readouterr().out
     assert len(list(out.glob("demo/*/index.html"))) == 4
 
@@ -184,15 +187,18 @@ def test_make_html_puts_every_scenario_with_stored_runs_on_one_site(tmp_path, ca
             write_run(base / stem, BASE, run_id=f"2026030{index + 1}-100000-{stem}", seed=index,
                       started=f"2026-03-0{index + 1}T10:00:00Z")
     (base / "never-run").mkdir()
-    nodes = [SimpleNamespace(stem=stem, results_dir=base / stem, error=None) for stem in ("alpha", "never-run", "beta")]
+    nodes = [SimpleNamespace(stem=stem, results_dir=base / stem, error=None)
+             for stem in ("alpha", "never-run", "beta")]
     _dashboard(tmp_path / "site", nodes, quiet=False)  # type: ignore[arg-type]
     assert f"dashboard: {tmp_path / 'site' / DASHBOARD_INDEX} (2 scenario(s))" in capsys.readouterr().out
     page = (tmp_path / "site" / DASHBOARD_INDEX).read_text(encoding="utf-8")
-    assert page.count('<section class="scenario"') == 2 and 'href="#alpha"' in page and 'href="#beta"' in page
+    assert (page.count('<section class="scenario"') == 2 and 'href="#alpha"' in page and
+            'href="#beta"' in page)
     assert 'data-scenario="beta" data-model="m2"' in page
     ids = re.findall(r'\bid="([^"]+)"', page)
     assert len(ids) == len(set(ids)), "ids are unique in a page of several charts"
-    assert all(ref in ids for ref in re.findall(r'(?:url\(#|xlink:href="#)([^)"]+)', page)), "references resolve"
+    assert all(ref in ids for ref in re.findall(r'(?:url\(#|xlink:href="#)([^)"]+)', page)), (
+        "references resolve")
     assert (tmp_path / "site" / run_page_path("beta", "20260302-100000-beta")).is_file()
 
 

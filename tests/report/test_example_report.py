@@ -1,9 +1,10 @@
-"""The README's example table is the shipped example report's table (``docs/example/``), column for column and
-row for row, with the caption line that keeps the simulated label on a paste; and the example's links resolve.
+"""The README's example table is the shipped example report's table (``docs/example/``), column for
+column and row for row, with the caption line that keeps the simulated label on a paste; and the
+example's links resolve.
 
-Regenerate the example with the simulator (``fvp-harness run scenarios/driver_reuse.yaml -o OUT``, then copy
-``OUT/report.md``, ``report.png`` and ``report.samples.png`` into ``docs/example/``) and paste its table and the
-line above it into the README."""
+Regenerate the example with the simulator (``fvp-harness run scenarios/driver_reuse.yaml -o OUT``,
+then copy ``OUT/report.md``, ``report.png`` and ``report.samples.png`` into ``docs/example/``) and
+paste its table and the line above it into the README."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ def _cells(line: str) -> list[str]:
 
 
 def _first_table(lines: list[str], after: int = 0) -> tuple[str, list[list[str]]]:
-    """The caption line above the first ``| Model`` table at or after ``after``, and the table's rows as cells."""
+    """The caption line above the first ``| Model`` table at or after ``after``, and the table's
+    rows as cells."""
     start = next(i for i in range(after, len(lines)) if lines[i].startswith("| Model"))
     end = next(i for i in range(start, len(lines)) if not lines[i].startswith("|"))
     assert lines[start - 1] == "", "a blank line between the caption and the table"
@@ -31,9 +33,12 @@ def test_the_readme_table_is_the_example_reports_table() -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8").split("\n")
     anchor = next(i for i, line in enumerate(readme) if "docs/example/report.md" in line)
     readme_caption, readme_rows = _first_table(readme, anchor)
-    example_caption, example_rows = _first_table((EXAMPLE / "report.md").read_text(encoding="utf-8").split("\n"))
+    example_caption, example_rows = _first_table((EXAMPLE
+                                                  / "report.md").read_text(encoding="utf-8").split(
+                                                      "\n"))
     assert readme_rows[0] == example_rows[0], "the same columns, in the same order"
-    assert readme_rows[1:] == example_rows[1:], "the same rows (regenerate the example, then paste its table)"
+    assert readme_rows[1:] == example_rows[1:], (
+        "the same rows (regenerate the example, then paste its table)")
     assert readme_caption == example_caption and readme_caption.startswith("**Simulated")
 
 

@@ -1,5 +1,5 @@
-"""``history``: step detection over the series (a 20 % step flagged at the run it starts, in that model only; noise
-never flagged), the table, CSV, JSON and charts, and its JUnit suite."""
+"""``history``: step detection over the series (a 20 % step flagged at the run it starts, in that
+model only; noise never flagged), the table, CSV, JSON and charts, and its JUnit suite."""
 
 from __future__ import annotations
 
@@ -50,7 +50,8 @@ def _five_runs(tmp_path, *, jump: float = 1.2, model: str = "m1", spread: float 
         values = dict(BASE)
         if index >= 2:  # the third run introduced the regression, and it stays
             values[("after", model)] *= jump
-        write_run(folder, values, run_id=f"2026030{index + 1}-100000-000{index}", commit=f"{index + 1}" * 40,
+        write_run(folder, values, run_id=f"2026030{index + 1}-100000-000{index}",
+                  commit=f"{index + 1}" * 40,
                   started=f"2026-03-0{index + 1}T10:00:00Z", seed=index, spread=spread)
     return load_history(folder)
 
@@ -58,13 +59,15 @@ def _five_runs(tmp_path, *, jump: float = 1.2, model: str = "m1", spread: float 
 def test_a_20_percent_regression_at_run_3_of_5_is_flagged_in_that_model_only(tmp_path):
     history = history_from_runs(_five_runs(tmp_path))
     assert (history.build, history.metric, history.threshold) == ("after", "cpu_time", 5.0)
-    flagged = [(step.model, step.index, step.kind) for step in history.steps if step.kind != "shift"]
+    flagged = [(step.model, step.index, step.kind)
+               for step in history.steps if step.kind != "shift"]
     assert flagged == [("m1", 2, "regression")]
     step = history.steps[0]
     assert step.run_id == "20260303-100000-0002" and step.in_effect
     assert step.change_pct == pytest.approx(20.0, abs=2.0)
     assert history.in_effect == [step]
-    assert history.levels["m2"][0] == pytest.approx(history.levels["m2"][4])  # one level: no step in m2
+    # one level: no step in m2
+    assert history.levels["m2"][0] == pytest.approx(history.levels["m2"][4])
 
 
 def test_noise_between_runs_is_not_a_regression(tmp_path):
@@ -75,7 +78,8 @@ def test_noise_between_runs_is_not_a_regression(tmp_path):
 
 def test_an_improvement_is_reported_but_is_no_regression(tmp_path):
     history = history_from_runs(_five_runs(tmp_path, jump=0.8, model="m2"))
-    assert [(s.model, s.index, s.kind) for s in history.steps if s.kind != "shift"] == [("m2", 2, "improvement")]
+    assert ([(s.model, s.index, s.kind) for s in history.steps if s.kind != "shift"]
+            == [("m2", 2, "improvement")])
     assert history.in_effect == []
 
 
@@ -83,7 +87,8 @@ def test_a_regression_that_was_undone_is_no_longer_in_effect(tmp_path):
     folder = tmp_path / "demo"
     for index, factor in enumerate([1.0, 1.0, 1.2, 1.2, 1.0, 1.0]):
         values = dict(BASE) | {("after", "m1"): factor}
-        write_run(folder, values, run_id=f"run-{index}", started=f"2026-03-0{index + 1}T10:00:00Z", seed=index)
+        write_run(folder, values, run_id=f"run-{index}", started=f"2026-03-0{index + 1}T10:00:00Z",
+                  seed=index)
     history = history_from_runs(load_history(folder))
     kinds = [(s.model, s.index, s.kind, s.in_effect) for s in history.steps if s.kind != "shift"]
     assert kinds == [("m1", 2, "regression", False), ("m1", 4, "improvement", False)]
@@ -123,12 +128,14 @@ def test_history_files_say_which_run_and_model(tmp_path):
     assert rows[0].startswith("run_id,commit,branch,started,host,status,model,build,metric")
     assert len(rows) == 1 + 5 * 2
     flagged = [row for row in rows[1:] if ",regression," in row]
-    assert len(flagged) == 1 and flagged[0].startswith("20260303-100000-0002,") and ",m1," in flagged[0]
+    assert (len(flagged) == 1 and flagged[0].startswith("20260303-100000-0002,") and
+            ",m1," in flagged[0])
     data = json.loads(written["json"].read_text(encoding="utf-8"))
     assert data["regressions_in_effect"][0]["model"] == "m1"
     for model in ("m1", "m2"):
         assert (out / chart_name(model)).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    again = render_history(history, tmp_path / "again")  # byte-stable: the same runs give the same files
+    # byte-stable: the same runs give the same files
+    again = render_history(history, tmp_path / "again")
     for name, path in written.items():
         assert path.read_bytes() == again[name].read_bytes(), name
 
@@ -136,7 +143,8 @@ def test_history_files_say_which_run_and_model(tmp_path):
 def test_history_suite_fails_the_model_with_a_regression_in_effect(tmp_path):
     suite = history_suite(history_from_runs(_five_runs(tmp_path)))
     outcomes = {case.name.split(":")[0]: case for case in suite.cases}
-    assert outcomes["m1"].outcome == "failure" and "at run 20260303-100000-0002" in outcomes["m1"].message
+    assert (outcomes["m1"].outcome == "failure" and
+            "at run 20260303-100000-0002" in outcomes["m1"].message)
     assert outcomes["m2"].outcome == "passed"
 
 
@@ -156,7 +164,8 @@ def test_the_simulator_knob_that_makes_one_build_slower_for_one_model():
 
     knob = {"runner_slowdown": "reuse:resnet8=1.2"}
     assert _slowdown(knob, "resnet8", "reuse") == 1.2
-    assert _slowdown(knob, "resnet8", "per-inference") == 1.0 and _slowdown(knob, "ds_cnn", "reuse") == 1.0
+    assert (_slowdown(knob, "resnet8", "per-inference") == 1.0 and
+            _slowdown(knob, "ds_cnn", "reuse") == 1.0)
     assert _slowdown({"runner_slowdown": "1.1,ds_cnn=1.3"}, "ds_cnn", "reuse") == 1.3
     assert _slowdown({"runner_slowdown": "1.1,ds_cnn=1.3"}, "resnet8", "per-inference") == 1.1
     assert _slowdown({}, "resnet8", "reuse") == 1.0

@@ -1,6 +1,7 @@
-"""``--junit``: the XML validates against the JUnit schema common CI systems use (Jenkins' junit-10.xsd, shipped
-beside this file), a violated gate is a failure carrying its numbers, failed and not-run units are test cases, the
-bytes are the same for the same records, and ``report.json``'s ``verdict`` is readable with one ``jq``."""
+"""``--junit``: the XML validates against the JUnit schema common CI systems use (Jenkins'
+junit-10.xsd, shipped beside this file), a violated gate is a failure carrying its numbers, failed
+and not-run units are test cases, the bytes are the same for the same records, and ``report.json``'s
+``verdict`` is readable with one ``jq``."""
 
 from __future__ import annotations
 
@@ -28,19 +29,23 @@ XSD = Path(__file__).with_name("junit-10.xsd")
 
 
 def _records(after_load: float = 3.0, *, failed: bool = True) -> list:
-    """Two builds, one model, three units each: cpu_time 2.0 -> 1.0 ms, load_time 1.0 -> ``after_load`` ms; one
-    extra unit of the candidate failed."""
+    """Two builds, one model, three units each: cpu_time 2.0 -> 1.0 ms, load_time 1.0 ->
+    ``after_load`` ms; one extra unit of the candidate failed."""
     rows = []
     for rep in range(3):
         for build, cpu, load in (("before", 2.0, 1.0), ("after", 1.0, after_load)):
             jitter = 1 + 0.005 * (rep - 1)
-            rows.append(record(f"r{rep}-{build}-resnet8", build=build, repetition=rep, key=f"k{rep}{build}",
-                               samples={"cpu_time": [cpu * jitter, cpu * jitter * 1.01, cpu * jitter * 0.99],
+            rows.append(record(f"r{rep}-{build}-resnet8", build=build, repetition=rep,
+                               key=f"k{rep}{build}",
+                               samples={"cpu_time": [cpu * jitter, cpu * jitter * 1.01,
+                                                     cpu * jitter * 0.99],
                                         "load_time": [load * jitter]},
                                metric_units={"cpu_time": "ms", "load_time": "ms"}))
     if failed:
-        rows.append(record("r3-after-resnet8", build="after", repetition=3, key="k3after", status="failed",
-                           failure="CommandFailed: the runner exited with status 139\nSegmentation fault \x1b[0m",
+        rows.append(record("r3-after-resnet8", build="after", repetition=3, key="k3after",
+                           status="failed",
+                           failure="CommandFailed: the runner exited with status 139\nSegmentation "
+                                   "fault \x1b[0m",
                            log="logs/s0/r3-after-resnet8.log"))
     return rows
 
@@ -55,7 +60,8 @@ SPEC = Scenario.model_validate({
 
 
 def _result(**kwargs: object):
-    planned = {f"r{rep}-{build}-resnet8": f"k{rep}{build}" for rep in range(4) for build in ("before", "after")}
+    planned = {f"r{rep}-{build}-resnet8": f"k{rep}{build}" for rep in range(4)
+               for build in ("before", "after")}
     planned.pop("r3-before-resnet8")
     planned["r4-after-resnet8"] = "k4after"  # planned, never run
     return analyse(_records(**kwargs), SPEC.compare, SPEC.metrics, planned=planned)
@@ -74,7 +80,8 @@ def test_a_violated_gate_is_a_failure_with_its_numbers():
     gate = cases["resnet8: gate load_time (≤ +10%)"]
     failure = gate.find("failure")
     assert failure is not None and failure.get("type") == "violated gate"
-    assert failure.get("message", "").startswith("200% higher, more than allowed (a rise of at most 10%; CI")
+    assert failure.get("message",
+                       "").startswith("200% higher, more than allowed (a rise of at most 10%; CI")
     text = failure.text or ""
     for words in ("baseline before: median 1.00 ms (n=3)", "candidate after: median 3.00 ms (n=3)",
                   "change: +200%", "allowed: ≤ +10%", "verdict: violated"):
@@ -86,23 +93,27 @@ def test_failed_and_not_run_units_are_test_cases_with_their_reason():
     root = ET.fromstring(junit_xml([suite_from_result("demo", _result())]))
     cases = {case.get("name"): case for case in root.iter("testcase")}
     failed = cases["r3-after-resnet8"].find("failure")
-    assert failed is not None and failed.get("message") == "CommandFailed: the runner exited with status 139"
+    assert (failed is not None and
+            failed.get("message") == "CommandFailed: the runner exited with status 139")
     assert "log: logs/s0/r3-after-resnet8.log" in (failed.text or "")
     assert "\x1b" not in (failed.text or "")  # characters XML 1.0 forbids are dropped
     not_run = cases["r4-after-resnet8"].find("error")
     assert not_run is not None and not_run.get("type") == "not run"
     suite = root.find("testsuite")
     assert suite is not None
-    assert (suite.get("failures"), suite.get("errors")) == ("2", "1")  # the gate and the unit; the not-run unit
+    # the gate and the unit; the not-run unit
+    assert (suite.get("failures"), suite.get("errors")) == ("2", "1")
     assert root.get("tests") == suite.get("tests")
     props = {p.get("name"): p.get("value") for p in root.iter("property")}
     assert props["verdict"] == "FAIL"
 
 
 def test_an_unverified_expectation_is_skipped_with_the_reason():
-    result = _result(after_load=1.05, failed=False)  # +5% with a 10% gate: within, or straddling, never violated
+    # +5% with a 10% gate: within, or straddling, never violated
+    result = _result(after_load=1.05, failed=False)
     root = ET.fromstring(junit_xml([suite_from_result("demo", result)]))
-    gate = next(case for case in root.iter("testcase") if case.get("name", "").startswith("resnet8: gate"))
+    gate = next(case for case in root.iter("testcase")
+                if case.get("name", "").startswith("resnet8: gate"))
     assert gate.find("failure") is None
     skipped = gate.find("skipped")
     if skipped is not None:
@@ -112,12 +123,15 @@ def test_an_unverified_expectation_is_skipped_with_the_reason():
 def test_the_same_records_give_the_same_bytes():
     first = junit_xml([suite_from_result("demo", _result())])
     second = junit_xml([suite_from_result("demo", _result())])
-    assert first == second and first.startswith('<?xml version="1.0" encoding="UTF-8"?>\n<testsuites')
+    assert (first == second and
+            first.startswith('<?xml version="1.0" encoding="UTF-8"?>\n<testsuites'))
 
 
 def test_several_suites_are_counted_in_the_root():
     suites = [Suite("a", (Case("a", "x"), Case("a", "y", "failure", "t", "m", "d"))),
-              Suite("b", (Case("b", "z", "error", "t", "m", "d"), Case("b", "w", "skipped", "t", "m", "")))]
+              Suite("b",
+                    (Case("b", "z", "error", "t", "m", "d"),
+                     Case("b", "w", "skipped", "t", "m", "")))]
     root = ET.fromstring(junit_xml(suites))
     assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("4", "1", "1")
     xmlschema.XMLSchema(str(XSD)).validate(junit_xml(suites))
@@ -126,10 +140,12 @@ def test_several_suites_are_counted_in_the_root():
 def test_report_json_verdict_names_violated_gates_and_not_run_units():
     verdict = json.loads(render_json(_result()))["verdict"]
     assert verdict["status"] == "FAIL"
-    assert [(g["model"], g["metric"], g["baseline"], g["candidate"]) for g in verdict["violated_gates"]] == [
+    assert [(g["model"], g["metric"], g["baseline"], g["candidate"])
+            for g in verdict["violated_gates"]] == [
         ("resnet8", "load_time", "before", "after")]
     gate = verdict["violated_gates"][0]
-    assert gate["change"] == pytest.approx(200.0, abs=1) and gate["allowed"] == 10 and gate["unit"] == "%"
+    assert (gate["change"] == pytest.approx(200.0, abs=1) and gate["allowed"] == 10 and
+            gate["unit"] == "%")
     assert gate["ci_low"] > 10
     assert [u["unit_id"] for u in verdict["not_run"]] == ["r4-after-resnet8"]
     assert [u["unit_id"] for u in verdict["failed_units"]] == ["r3-after-resnet8"]
@@ -138,8 +154,11 @@ def test_report_json_verdict_names_violated_gates_and_not_run_units():
 
 
 def test_report_json_verdict_of_a_clean_run_is_pass_with_empty_lists():
-    planned = {f"r{rep}-{build}-resnet8": f"k{rep}{build}" for rep in range(3) for build in ("before", "after")}
-    result = analyse(_records(after_load=1.0, failed=False), SPEC.compare, SPEC.metrics, planned=planned)
+    planned = {f"r{rep}-{build}-resnet8": f"k{rep}{build}" for rep in range(3)
+               for build in ("before", "after")}
+    result = analyse(_records(after_load=1.0, failed=False), SPEC.compare, SPEC.metrics,
+                     planned=planned)
     verdict = json.loads(render_json(result))["verdict"]
-    assert verdict["violated_gates"] == [] and verdict["not_run"] == [] and verdict["failed_units"] == []
+    assert (verdict["violated_gates"] == [] and verdict["not_run"] == [] and
+            verdict["failed_units"] == [])
     assert verdict["status"] in ("PASS", "NOT VERIFIED")

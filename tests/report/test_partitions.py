@@ -1,8 +1,9 @@
-"""``expect_identical: npu_cycles`` on a partly delegated model: the sums, and each partition, compared.
+"""``expect_identical: npu_cycles`` on a partly delegated model: the sums, and each partition,
+compared.
 
-The values imitate a model in three Ethos-U partitions: each inference prints three ``Ethos-U Linux delegate cycle
-counter`` lines (backends/arm/runtime/EthosUBackend_Cortex_A.cpp:294-299, one per delegate call), the record keeps
-their sum as the sample and the three values in ``partitions``.
+The values imitate a model in three Ethos-U partitions: each inference prints three ``Ethos-U Linux
+delegate cycle counter`` lines (backends/arm/runtime/EthosUBackend_Cortex_A.cpp:294-299, one per
+delegate call), the record keeps their sum as the sample and the three values in ``partitions``.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ def records(after: Sequence[float], *, before: Sequence[float] = SAME, n: int = 
 
 
 def npu_check(rows: list[Record]):  # type: ignore[no-untyped-def]
-    spec = Compare(baseline="before", candidate="after", primary="cpu_time", expect_identical=["npu_cycles"])
+    spec = Compare(baseline="before", candidate="after", primary="cpu_time",
+                   expect_identical=["npu_cycles"])
     comparison = analyse(rows, spec).comparisons[0]
     return next(check for check in comparison.models[0].identity if check.name == "npu_cycles")
 
@@ -51,7 +53,8 @@ def test_one_partition_that_changed_fails_naming_it() -> None:
 def test_partitions_that_moved_against_each_other_fail_though_the_sums_agree() -> None:
     check = npu_check(records((43000.0, 12542.0, 4420.0)))
     assert sum((43000.0, 12542.0, 4420.0)) == sum(SAME)
-    assert check.status == "fail" and "partition 1 of 3" in check.detail and "partition 2 of 3" in check.detail
+    assert (check.status == "fail" and "partition 1 of 3" in check.detail and
+            "partition 2 of 3" in check.detail)
 
 
 def test_another_number_of_partitions_fails() -> None:
@@ -61,4 +64,5 @@ def test_another_number_of_partitions_fails() -> None:
 
 def test_fully_delegated_models_are_left_to_the_plain_check() -> None:
     assert compare_partitions({"before": [(84294.0,)], "after": [(84294.0,)]}) is None
-    assert compare_partitions({"before": [SAME], "after": []}) is None, "a build without values: unverified"
+    assert compare_partitions({"before": [SAME], "after": []}) is None, (
+        "a build without values: unverified")

@@ -1,4 +1,5 @@
-"""Report rendering: the published table's shape, the added columns, sections, and byte-identical output."""
+"""Report rendering: the published table's shape, the added columns, sections, and byte-identical
+output."""
 
 from __future__ import annotations
 
@@ -43,24 +44,28 @@ MANIFEST = {
 }
 
 
-def build_records(npu_after: float = 85092.0, fail: bool = False, seed: int = 0, reps: int = 3) -> list[Record]:
+def build_records(npu_after: float = 85092.0, fail: bool = False, seed: int = 0,
+                  reps: int = 3) -> list[Record]:
     rng = np.random.default_rng(seed)
     records = []
-    for second, rep, model, build in interleaved(range(1, reps + 1), list(SAVINGS), ("before", "after")):
+    for second, rep, model, build in interleaved(range(1, reps + 1), list(SAVINGS),
+                                                 ("before", "after")):
         before, after = SAVINGS[model]
         centre = before if build == "before" else after
         values = (centre * (1 + 0.01 * rng.standard_normal(10))).tolist()
         npu = 85092.0 if build == "before" else npu_after
         records.append(record(
-            f"r{rep}-{build}-{model}", key=f"{rep}{build}{model}", build=build, model=model, repetition=rep,
-            samples={"cpu_time": values, "npu_cycles": [npu] * 10},
-            metric_units={"cpu_time": "ms", "npu_cycles": "cycles"}, outputs={"out-0.bin": "ab" * 32},
-            started=f"2026-03-01T10:{second:02d}:00Z",
+            f"r{rep}-{build}-{model}", key=f"{rep}{build}{model}", build=build, model=model,
+            repetition=rep, samples={"cpu_time": values, "npu_cycles": [npu] * 10},
+            metric_units={"cpu_time": "ms", "npu_cycles": "cycles"},
+            outputs={"out-0.bin": "ab" * 32}, started=f"2026-03-01T10:{second:02d}:00Z",
         ))
     if fail:
         records.append(record(
-            "r4-after-ResNet8", status="failed", key="crash", build="after", model="ResNet8", repetition=4,
-            metric_units={}, failure_class="test", failure="runner exited with status 139 (segfault)",
+            "r4-after-ResNet8", status="failed", key="crash", build="after", model="ResNet8",
+            repetition=4,
+            metric_units={}, failure_class="test",
+            failure="runner exited with status 139 (segfault)",
             log="logs/s0/r4-after-ResNet8.log", started="2026-03-01T10:59:00Z",
         ))
     return records
@@ -84,7 +89,7 @@ def cells(line: str) -> list[str]:
     return [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
 
 
-# --- markdown -----------------------------------------------------------------------------------------------
+# --- markdown -------------------------------------------------------------------------------------
 
 
 def test_markdown_table_is_headed_like_the_published_one() -> None:
@@ -95,7 +100,8 @@ def test_markdown_table_is_headed_like_the_published_one() -> None:
     assert header[3:] == ["95% CI of saved", "p", "Processes", "NPU cycles", "Outputs identical",
                           "Verdict"]
     widths = {len(cells(line)) for line in table}
-    assert widths == {9}  # every row has every column: the escaped | in a model name did not split it
+    # every row has every column: the escaped | in a model name did not split it
+    assert widths == {9}
     rows = {cells(line)[0]: cells(line) for line in table[2:]}
     resnet = rows["ResNet8"]
     assert re.fullmatch(r"2\.\d\d -> 0\.9\d ms", resnet[1])
@@ -113,7 +119,8 @@ def test_markdown_context_line_and_sections() -> None:
     markdown = render_markdown(result_for(build_records(fail=True)), context=CONTEXT)
     assert markdown.startswith("# driver_reuse: after vs before\n")
     line = markdown.split("\n")[2]
-    assert "Platform: **corstone1000-a320**" in line and "FVP: **FVP_Corstone-1000-A320 11.27.19**" in line
+    assert ("Platform: **corstone1000-a320**" in line and
+            "FVP: **FVP_Corstone-1000-A320 11.27.19**" in line)
     assert "**before** (id `ethosu-driver per-inference`, runner sha256 `111111111111`)" in line
     assert "date: 2026-03-01" in line
     assert "## Expectations" in markdown and "**PASS**: no expectation violated" in markdown
@@ -144,8 +151,9 @@ def test_identity_failure_is_a_visible_fail() -> None:
 
 def test_title_and_no_context() -> None:
     markdown = render_markdown(result_for(build_records()), title="Driver reuse | A320")
-    assert markdown.startswith("# Driver reuse | A320\n\nbuilds: **before**, **after**\n\n**Verdict: PASS**: no "
-                               "expectation violated (9 of 9 verified).\n\n| Model")
+    assert markdown.startswith("# Driver reuse | A320\n\nbuilds: **before**, "
+                               "**after**\n\n**Verdict: PASS**: no expectation violated (9 of 9 "
+                               "verified).\n\n| Model")
 
 
 def test_few_processes_warning() -> None:
@@ -153,16 +161,18 @@ def test_few_processes_warning() -> None:
     assert "## Warnings" in markdown and "only 2 runner process(es)" in markdown
 
 
-# --- CSV / JSON / PNG ---------------------------------------------------------------------------------------
+# --- CSV / JSON / PNG -----------------------------------------------------------------------------
 
 
 def test_csv_and_json_carry_the_same_numbers(tmp_path: Path) -> None:
     result = result_for(build_records())
-    paths = render_report(result, tmp_path, outputs=["csv", "json"], context=CONTEXT)  # the default set: below
+    # the default set: below
+    paths = render_report(result, tmp_path, outputs=["csv", "json"], context=CONTEXT)
     frame = pd.read_csv(paths["csv"])
     assert frame["model"].tolist() == [*SAVINGS, "geometric mean"]
     data = json.loads(paths["json"].read_text())
-    assert data["format"] == "fvp-harness-report" and data["format_version"] == REPORT_FORMAT_VERSION
+    assert (data["format"] == "fvp-harness-report" and
+            data["format_version"] == REPORT_FORMAT_VERSION)
     assert data["expectations_violated"] is False
     assert data["context"]["platform"] == "corstone1000-a320"
     models = data["comparison"]["models"]
@@ -173,16 +183,20 @@ def test_csv_and_json_carry_the_same_numbers(tmp_path: Path) -> None:
 
 
 def test_report_files_get_normal_permissions(tmp_path: Path) -> None:
-    """Reports are for sharing: 0o666 minus the umask like any file the user makes, not a temp file's 0o600."""
+    """Reports are for sharing: 0o666 minus the umask like any file the user makes, not a temp
+    file's 0o600."""
     old = os.umask(0o022)
     try:
         paths = render_report(result_for(build_records()), tmp_path, context=CONTEXT)
     finally:
         os.umask(old)
-    assert list(paths) == ["markdown", "csv", "json", "png"], "the outputs written when none are asked for"
-    assert {name: path.stat().st_mode & 0o777 for name, path in paths.items()} == dict.fromkeys(paths, 0o644)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.csv", "report.json", "report.md", "report.png",
-                                                         "report.samples.png"]
+    assert list(paths) == ["markdown", "csv", "json", "png"], (
+        "the outputs written when none are asked for")
+    assert ({name: path.stat().st_mode & 0o777 for name, path in paths.items()}
+            == dict.fromkeys(paths, 0o644))
+    assert (sorted(p.name for p in tmp_path.iterdir())
+            == ["report.csv", "report.json", "report.md", "report.png",
+                                                         "report.samples.png"])
     assert (tmp_path / "report.samples.png").stat().st_mode & 0o777 == 0o644
 
 
@@ -195,7 +209,8 @@ def test_png_is_written_without_timestamps(tmp_path: Path) -> None:
 
 def test_only_requested_outputs_and_unknown_ones_refused(tmp_path: Path) -> None:
     paths = render_report(result_for(build_records()), tmp_path, outputs=["markdown"])
-    assert list(paths) == ["markdown"] and sorted(p.name for p in tmp_path.iterdir()) == ["report.md"]
+    assert (list(paths) == ["markdown"] and
+            sorted(p.name for p in tmp_path.iterdir()) == ["report.md"])
     with pytest.raises(ValueError, match="unknown report output"):
         render_report(result_for(build_records()), tmp_path, outputs=["pdf"])
 
@@ -209,15 +224,17 @@ def test_report_without_comparison(tmp_path: Path) -> None:
     assert paths["png"].stat().st_size > 1000
 
 
-# --- build order --------------------------------------------------------------------------------------------
+# --- build order ----------------------------------------------------------------------------------
 
 
 def abba_records() -> list[Record]:
-    """Run order as the interleaved plan makes it: per model the builds alternate, so for DS-CNN ``after`` runs
-    first; plus a third build, ``debug``, that is neither compared one and runs last."""
+    """Run order as the interleaved plan makes it: per model the builds alternate, so for DS-CNN
+    ``after`` runs first; plus a third build, ``debug``, that is neither compared one and runs
+    last."""
     records = []
     for i, r in enumerate(build_records(reps=3)):
-        if r.model == "DS-CNN":  # the same samples, the two builds' run slots (minutes s and s + 1) swapped
+        # the same samples, the two builds' run slots (minutes s and s + 1) swapped
+        if r.model == "DS-CNN":
             minute = int(r.started[14:16]) + (-1 if r.build == "after" else 1)
             r = r.model_copy(update={"started": f"{r.started[:14]}{minute:02d}{r.started[16:]}"})
         records.append(r)
@@ -234,13 +251,16 @@ def abba_records() -> list[Record]:
 
 def test_builds_are_listed_baseline_first_everywhere(tmp_path: Path) -> None:
     result = result_for(abba_records())
-    manifest = {**MANIFEST, "builds": dict(sorted({**MANIFEST["builds"], "debug": {"id": "dbg"}}.items()))}
-    context = ReportContext.from_manifest(manifest)  # sorted like manifest.json: after, before, debug
+    manifest = {**MANIFEST,
+                "builds": dict(sorted({**MANIFEST["builds"], "debug": {"id": "dbg"}}.items()))}
+    # sorted like manifest.json: after, before, debug
+    context = ReportContext.from_manifest(manifest)
     paths = render_report(result, tmp_path, outputs=["markdown", "json"], context=context)
     markdown = paths["markdown"].read_text()
     line = markdown.split("\n")[2]
     assert line.index("**before**") < line.index("**after**") < line.index("**debug**")
-    per_build = [cells(row)[:2] for row in table_lines(markdown.split("## Per build")[1], "| Model")[2:]]
+    per_build = [cells(row)[:2]
+                 for row in table_lines(markdown.split("## Per build")[1], "| Model")[2:]]
     builds_per_model: dict[str, list[str]] = {}
     for model, build in per_build:
         model = model.replace("\\|", "|")  # the table escapes | in a model name
@@ -251,7 +271,8 @@ def test_builds_are_listed_baseline_first_everywhere(tmp_path: Path) -> None:
     data = json.loads(paths["json"].read_text())
     assert data["builds"] == ["before", "after", "debug"]
     summary_builds = [
-        row["build"] for row in data["summary"] if row["model"] == "DS-CNN" and row["metric"] == "cpu_time"
+        row["build"]
+        for row in data["summary"] if row["model"] == "DS-CNN" and row["metric"] == "cpu_time"
     ]
     assert summary_builds == ["before", "after", "debug"]
 
@@ -266,11 +287,12 @@ def test_builds_without_comparison_follow_the_order_they_first_ran(tmp_path: Pat
     assert json.loads(paths["json"].read_text())["builds"] == ["before", "after", "debug"]
 
 
-# --- determinism --------------------------------------------------------------------------------------------
+# --- determinism ----------------------------------------------------------------------------------
 
 
 def test_regeneration_from_stored_records_is_byte_identical(tmp_path: Path) -> None:
-    """What ``fvp-harness report DIR`` relies on: store -> records -> analysis -> files, twice, same bytes."""
+    """What ``fvp-harness report DIR`` relies on: store -> records -> analysis -> files, twice, same
+    bytes."""
     store = ResultStore(tmp_path / "results" / "driver_reuse")
     store.write_manifest(MANIFEST)
     for built in build_records(fail=True):
@@ -290,7 +312,8 @@ def test_regeneration_from_stored_records_is_byte_identical(tmp_path: Path) -> N
 
 
 def test_output_does_not_depend_on_the_order_of_lines_in_records_jsonl() -> None:
-    """Parallel sessions append in completion order; the report follows execution (start) order instead."""
+    """Parallel sessions append in completion order; the report follows execution (start) order
+    instead."""
     records = build_records(fail=True)
     shuffled = records[:]
     random.Random(7).shuffle(shuffled)
@@ -300,8 +323,8 @@ def test_output_does_not_depend_on_the_order_of_lines_in_records_jsonl() -> None
 
 
 def test_public_names_exist() -> None:
-    """``__all__`` of every report module, the scraper and the store names only things that exist (the API execute
-    and the CLI use), constants first, each group sorted."""
+    """``__all__`` of every report module, the scraper and the store names only things that exist
+    (the API execute and the CLI use), constants first, each group sorted."""
     import importlib
     import pkgutil
 
@@ -310,7 +333,8 @@ def test_public_names_exist() -> None:
     import fvp_harness.store.folder as store
 
     report = [importlib.import_module(info.name) for info in
-              pkgutil.walk_packages(fvp_harness.report.__path__, prefix="fvp_harness.report.") if not info.ispkg]
+              pkgutil.walk_packages(fvp_harness.report.__path__, prefix="fvp_harness.report.")
+              if not info.ispkg]
     assert len(report) > 30, "the walk finds the report package's modules"
     for module in (*report, scrape, store):
         missing = [name for name in module.__all__ if not hasattr(module, name)]
@@ -339,24 +363,26 @@ print(json.dumps(loaded))
 
 
 def test_matplotlib_loads_only_when_a_chart_is_written(tmp_path: Path) -> None:
-    """A report without its PNG (``render_report`` asked for markdown, CSV and JSON; the pytest plugin's and
-    ``--github-summary``'s markdown) imports no matplotlib: it costs more than the analysis of a small run. The
-    control: writing the chart must load it."""
+    """A report without its PNG (``render_report`` asked for markdown, CSV and JSON; the pytest
+    plugin's and ``--github-summary``'s markdown) imports no matplotlib: it costs more than the
+    analysis of a small run. The control: writing the chart must load it."""
     import subprocess
     import sys
 
     repo = Path(__file__).resolve().parents[2]
-    done = subprocess.run([sys.executable, "-c", CHART_CHILD, str(tmp_path)], cwd=repo, capture_output=True,
-                          text=True, timeout=300, check=False)
+    done = subprocess.run([sys.executable, "-c", CHART_CHILD, str(tmp_path)], cwd=repo,
+                          capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert json.loads(done.stdout) == [False, True], "matplotlib loaded before any chart was written"
+    assert json.loads(done.stdout) == [False, True], (
+        "matplotlib loaded before any chart was written")
     assert sorted(path.name for path in tmp_path.iterdir()) == [
         "report.csv", "report.json", "report.md", "report.png", "report.samples.png"]
 
 
 def test_expectations_that_nothing_could_check_are_not_called_a_pass() -> None:
     """A run that measured nothing must not show a green PASS over no evidence."""
-    rows = [("m", "identical outputs", "unverified", "no values"), ("m", "identical npu_cycles", "unverified", "")]
+    rows = [("m", "identical outputs", "unverified", "no values"),
+            ("m", "identical npu_cycles", "unverified", "")]
     head = expectations_markdown(rows)[2]
     assert head.startswith("**NOT VERIFIED**: none of 2 expectations") and "PASS" not in head
     mixed = expectations_markdown([("m", "identical outputs", "pass", ""), *rows[1:]])[2]
@@ -366,8 +392,8 @@ def test_expectations_that_nothing_could_check_are_not_called_a_pass() -> None:
 
 
 def _save_laid_out_twice(figure: Figure, path: Path) -> Path:
-    """How the chart was saved before: ``tight_layout`` leaves its placeholder engine, so ``savefig`` lays the
-    figure out once more in a draw of its own."""
+    """How the chart was saved before: ``tight_layout`` leaves its placeholder engine, so
+    ``savefig`` lays the figure out once more in a draw of its own."""
     figure.tight_layout()
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", metadata={"Software": None})
@@ -380,7 +406,8 @@ def test_png_chart_is_drawn_once_and_has_the_bytes_of_the_chart_laid_out_twice(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, with_comparison: bool
 ) -> None:
     records = build_records(fail=True)
-    result = result_for(records) if with_comparison else analyse(records, None, (), Settings(resamples=200))
+    result = result_for(records) if with_comparison else analyse(records, None, (),
+                                                                 Settings(resamples=200))
     draws: list[object] = []
     draw = Figure.draw
 

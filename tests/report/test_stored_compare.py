@@ -1,5 +1,6 @@
-"""Comparing stored runs: which pairs of runs are refused and why, the comparisons of labelled builds, a baseline
-taken from a stored run with its drift check, and how runs are named (``store.locate``)."""
+"""Comparing stored runs: which pairs of runs are refused and why, the comparisons of labelled
+builds, a baseline taken from a stored run with its drift check, and how runs are named
+(``store.locate``)."""
 
 from __future__ import annotations
 
@@ -26,8 +27,8 @@ BASE = {("before", "m1"): 2.0, ("after", "m1"): 1.0, ("before", "m2"): 3.0, ("af
 
 
 def _manifest(**changes: object) -> dict:
-    data = manifest_for(SCENARIO, run_id="r1", commit="a" * 40, branch="main", started="2026-03-01T10:00:00Z",
-                        keys={"r0-before-m1": "k"})
+    data = manifest_for(SCENARIO, run_id="r1", commit="a" * 40, branch="main",
+                        started="2026-03-01T10:00:00Z", keys={"r0-before-m1": "k"})
     for dotted, value in changes.items():
         target = data
         parts = dotted.split("__")
@@ -37,7 +38,7 @@ def _manifest(**changes: object) -> dict:
     return data
 
 
-# --- refusal rules ----------------------------------------------------------------------------------------------
+# --- refusal rules --------------------------------------------------------------------------------
 
 
 def test_identical_setups_are_comparable_without_warnings():
@@ -90,9 +91,12 @@ def test_a_refusal_names_the_field_that_differs_with_both_values():
 
 
 def test_a_real_fvp_reporting_another_version_is_refused():
-    a = _manifest(fvp__binary="/opt/FVP", fvp__identity={"binary": "/opt/FVP", "size": 1, "mtime_ns": 1})
-    b = _manifest(fvp__binary="/opt/FVP", fvp__identity={"binary": "/opt/FVP", "size": 1, "mtime_ns": 2})
-    assert comparable(a, b, models=["m1"]).problems == ()  # a re-installed identical binary: same platform
+    a = _manifest(fvp__binary="/opt/FVP",
+                  fvp__identity={"binary": "/opt/FVP", "size": 1, "mtime_ns": 1})
+    b = _manifest(fvp__binary="/opt/FVP",
+                  fvp__identity={"binary": "/opt/FVP", "size": 1, "mtime_ns": 2})
+    # a re-installed identical binary: same platform
+    assert comparable(a, b, models=["m1"]).problems == ()
     b["fvp"]["version"] = "11.31.1"
     assert any("FVP identity" in p for p in comparable(a, b, models=["m1"]).problems)
 
@@ -109,8 +113,8 @@ def test_soft_differences_are_warnings_only():
     check = comparable(_manifest(), b, models=["m1", "m2"])
     assert check.problems == ()
     text = "\n".join(check.warnings)
-    for words in ("harness version: '0.9' (A) -> '1.0' (B)", "host: 'ci-1' (A) -> 'ci-2' (B)", "run.iterations",
-                  "simulator knobs"):
+    for words in ("harness version: '0.9' (A) -> '1.0' (B)", "host: 'ci-1' (A) -> 'ci-2' (B)",
+                  "run.iterations", "simulator knobs"):
         assert words in text
 
 
@@ -122,7 +126,7 @@ def test_a_profile_field_only_a_newer_harness_writes_is_no_difference():
     assert any("profile" in p for p in comparable(_manifest(), b, models=["m1"]).problems)
 
 
-# --- comparing two stored runs ----------------------------------------------------------------------------------
+# --- comparing two stored runs --------------------------------------------------------------------
 
 
 def test_compare_runs_compares_every_common_build_with_the_in_run_statistics(tmp_path):
@@ -139,9 +143,11 @@ def test_compare_runs_compares_every_common_build_with_the_in_run_statistics(tmp
     assert {m.model: m.verdict for m in after.models} == {"m1": "slower", "m2": "no change"}
     m1 = next(m for m in after.models if m.model == "m1")
     assert m1.saved_pct is not None and abs(m1.saved_pct + 30) < 1.5  # 1.0 -> 1.3 ms: saved -30%
-    assert m1.ci_low is not None and m1.ci_high is not None and m1.ci_low <= m1.saved_pct <= m1.ci_high
+    assert (m1.ci_low is not None and m1.ci_high is not None and
+            m1.ci_low <= m1.saved_pct <= m1.ci_high)
     gate = next(g for g in after.gates if g.model == "m1")
-    assert gate.verdict == "violated" and gate.ci_low is not None and gate.ci_low > 10  # the scenario's 10% gate
+    # the scenario's 10% gate
+    assert gate.verdict == "violated" and gate.ci_low is not None and gate.ci_low > 10
     verdict = run_verdict(done.result)
     assert verdict.status == "FAIL" and any("gate cpu_time" in reason for reason in verdict.reasons)
     assert "run run-a" in done.context.builds["after@aaaaaaa"]
@@ -149,7 +155,8 @@ def test_compare_runs_compares_every_common_build_with_the_in_run_statistics(tmp
 
 def test_compare_runs_refuses_runs_that_measured_other_model_bytes(tmp_path):
     write_run(tmp_path / "demo", BASE, run_id="run-a")
-    write_run(tmp_path / "demo", BASE, run_id="run-b", changes={("artifacts", "models.m1.file"): "rebuilt"})
+    write_run(tmp_path / "demo", BASE, run_id="run-b",
+              changes={("artifacts", "models.m1.file"): "rebuilt"})
     runs = ResultStore(tmp_path / "demo").stored_runs()
     with pytest.raises(ConfigurationError, match=r"m1: model file bytes differ"):
         compare_runs(load_run(runs[0]), load_run(runs[1]))
@@ -159,7 +166,8 @@ def test_compare_runs_with_nothing_in_common_says_what_each_has(tmp_path):
     write_run(tmp_path / "x", {("before", "m1"): 2.0}, run_id="run-a")
     write_run(tmp_path / "y", {("after", "m2"): 1.0}, run_id="run-b")
     with pytest.raises(ConfigurationError, match="nothing to compare") as info:
-        compare_runs(load_run(find_run(str(tmp_path / "x"))), load_run(find_run(str(tmp_path / "y"))))
+        compare_runs(load_run(find_run(str(tmp_path / "x"))),
+                     load_run(find_run(str(tmp_path / "y"))))
     assert "builds before" in str(info.value) and "builds after" in str(info.value)
 
 
@@ -167,21 +175,27 @@ def test_each_metric_asked_for_gets_its_own_comparison(tmp_path):
     write_run(tmp_path / "demo", BASE, run_id="run-a")
     write_run(tmp_path / "demo", BASE, run_id="run-b")
     runs = ResultStore(tmp_path / "demo").stored_runs()
-    done = compare_runs(load_run(runs[0]), load_run(runs[1]), metrics=["cpu_time", "npu_cycles"], builds=["after"])
+    done = compare_runs(load_run(runs[0]), load_run(runs[1]), metrics=["cpu_time", "npu_cycles"],
+                        builds=["after"])
     assert [(c.candidate, c.primary) for c in done.result.comparisons] == [("after@B", "cpu_time"),
-                                                                           ("after@B", "npu_cycles")]
-    with pytest.raises(ConfigurationError, match="no build named 'nope'; the builds both runs measured: after, before"):
+                                                                           ("after@B",
+                                                                            "npu_cycles")]
+    with pytest.raises(ConfigurationError,
+                       match="no build named 'nope'; the builds both runs measured: after, before"):
         compare_runs(load_run(runs[0]), load_run(runs[1]), builds=["nope"])
 
 
-# --- a baseline taken from a stored run -------------------------------------------------------------------------
+# --- a baseline taken from a stored run -----------------------------------------------------------
 
 
 def _baseline_run(tmp_path: Path, rerun_median: float) -> tuple[object, object]:
     folder = tmp_path / "demo"
     write_run(folder, BASE, run_id="stored", commit="c" * 40, seed=3)
-    scenario_data = dict(SCENARIO) | {"compare": dict(SCENARIO["compare"]) | {"baseline_from": "@stored"}}
-    current = write_run(folder, {("before", "m1"): rerun_median, ("after", "m1"): 1.0, ("after", "m2"): 1.5},
+    scenario_data = dict(SCENARIO) | {"compare": dict(SCENARIO["compare"])
+                                      | {"baseline_from": "@stored"}}
+    current = write_run(folder,
+                        {("before", "m1"): rerun_median, ("after", "m1"): 1.0,
+                         ("after", "m2"): 1.5},
                         run_id="now", seed=4, reps=1, scenario=scenario_data)
     scenario = Scenario.model_validate(scenario_data)
     manifest = current.read_manifest()
@@ -197,14 +211,16 @@ def test_a_steady_platform_keeps_the_verdicts_and_says_so(tmp_path):
     assert {m.model: m.verdict for m in comparison.models} == {"m1": "faster", "m2": "faster"}
     drift = [e for e in comparison.expectations if e.name == DRIFT_CHECK]
     assert [(e.model, e.status) for e in drift] == [("m1", "pass")]
-    assert "before" + RERUN_SUFFIX in set(result.summary["build"])  # the re-run units are shown as their own build
+    # the re-run units are shown as their own build
+    assert "before" + RERUN_SUFFIX in set(result.summary["build"])
     assert context.builds["before"].startswith("stored run stored")
     assert "steady" in context.builds["before" + RERUN_SUFFIX]
     assert run_verdict(result).status == "PASS"
 
 
 def test_a_platform_that_moved_makes_every_verdict_inconclusive(tmp_path):
-    result, context = _baseline_run(tmp_path, 2.4)  # the re-run baseline measures 20% more than the stored one
+    # the re-run baseline measures 20% more than the stored one
+    result, context = _baseline_run(tmp_path, 2.4)
     comparison = result.comparisons[0]
     assert {m.verdict for m in comparison.models} == {"inconclusive"}
     assert all("platform moved" in m.reason for m in comparison.models)
@@ -224,7 +240,7 @@ def test_a_stored_run_without_the_baseline_build_is_refused(tmp_path):
         analyse_with_stored_baseline([], scenario, {"run": {"id": "now"}}, None, folder)
 
 
-# --- naming runs ----------------------------------------------------------------------------------------------
+# --- naming runs ----------------------------------------------------------------------------------
 
 
 def _history(folder: Path) -> None:
@@ -240,7 +256,8 @@ def test_runs_are_found_by_folder_id_commit_branch_and_steps_back(tmp_path):
     folder = tmp_path / "results" / "demo"
     _history(folder)
     base = tmp_path / "results"
-    assert find_run(str(folder)).run_id == "20260303-100000-0003"  # a scenario folder: its newest run
+    # a scenario folder: its newest run
+    assert find_run(str(folder)).run_id == "20260303-100000-0003"
     assert find_run(str(folder / "runs" / "20260301-100000-0001")).run_id == "20260301-100000-0001"
     assert find_run("demo@2222", results_base=base).run_id == "20260302-100000-0002"
     assert find_run("demo@main", results_base=base).run_id == "20260303-100000-0003"
@@ -267,7 +284,8 @@ def test_an_unknown_ref_lists_the_runs_there_are(tmp_path):
     with pytest.raises(ConfigurationError) as info:
         find_run(f"{folder}@release-9")
     text = str(info.value)
-    assert "no stored run" in text and "run 20260302-100000-0002 (commit 2222222, branch feature" in text
+    assert ("no stored run" in text and
+            "run 20260302-100000-0002 (commit 2222222, branch feature" in text)
     with pytest.raises(ConfigurationError, match="goes past the oldest"):
         find_run(f"{folder}@latest#-7")
     with pytest.raises(ConfigurationError, match="needs a scenario"):
@@ -279,23 +297,26 @@ def test_an_unknown_ref_lists_the_runs_there_are(tmp_path):
 def test_a_drift_check_with_no_re_run_unit_measured_leaves_the_run_not_verified(tmp_path):
     folder = tmp_path / "demo"
     write_run(folder, BASE, run_id="stored", seed=3)
-    scenario_data = dict(SCENARIO) | {"compare": dict(SCENARIO["compare"]) | {"baseline_from": "@stored"}}
+    scenario_data = dict(SCENARIO) | {"compare": dict(SCENARIO["compare"])
+                                      | {"baseline_from": "@stored"}}
     current = write_run(folder, {("after", "m1"): 1.0, ("after", "m2"): 1.5}, run_id="now", seed=4,
                         scenario=scenario_data)
     manifest = current.read_manifest()
     assert manifest is not None
-    result, _context = analyse_with_stored_baseline(current.records(), Scenario.model_validate(scenario_data),
+    result, _context = analyse_with_stored_baseline(current.records(),
+                                                    Scenario.model_validate(scenario_data),
                                                     manifest, manifest["plan"]["keys"], folder)
     verdict = run_verdict(result)
     assert verdict.status == "NOT VERIFIED"
     assert any("no before unit was re-run" in reason for reason in verdict.reasons), verdict.reasons
 
 
-# --- run.until's spared units -----------------------------------------------------------------------------------
+# --- run.until's spared units ---------------------------------------------------------------------
 
 
 def _adaptive_runs(tmp_path: Path, spared: bool) -> tuple[ResultStore, ResultStore]:
-    """Two stored runs that measured 2 rounds of a plan of 3; the third round is recorded as spared, or not."""
+    """Two stored runs that measured 2 rounds of a plan of 3; the third round is recorded as spared,
+    or not."""
     rounds = {f"r2-{build}-{model}": f"key-r2-{build}-{model}" for build, model in BASE}
     stores = []
     for index, run_id in enumerate(("run-a", "run-b")):
@@ -314,7 +335,8 @@ def _adaptive_runs(tmp_path: Path, spared: bool) -> tuple[ResultStore, ResultSto
 def test_units_the_stopping_rule_spared_are_not_run_only_when_not_recorded_as_spared(tmp_path: Path,
                                                                                      spared: bool) -> None:
     a, b = _adaptive_runs(tmp_path, spared)
-    result = compare_runs(load_run(StoredRun.of(a.root, current=True)), load_run(StoredRun.of(b.root, current=True)))
+    result = compare_runs(load_run(StoredRun.of(a.root, current=True)),
+                          load_run(StoredRun.of(b.root, current=True)))
     if spared:
         assert result.result.not_run == () and run_verdict(result.result).status == "PASS"
     else:  # a unit that really did not run still counts as not run

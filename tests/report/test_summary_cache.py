@@ -1,6 +1,6 @@
-"""``summary-cache.json``: what history and the ``run.until`` replay keep beside a stored run's records is found
-again for the same records, never for others, never trusted when damaged, and never required (a folder that cannot
-be written works without it)."""
+"""``summary-cache.json``: what history and the ``run.until`` replay keep beside a stored run's
+records is found again for the same records, never for others, never trusted when damaged, and never
+required (a folder that cannot be written works without it)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,8 @@ BASE = {("after", "m1"): 1.0, ("after", "m2"): 2.0, ("before", "m1"): 2.0, ("bef
 def _runs(tmp_path: Path, count: int = 4) -> Path:
     folder = tmp_path / "demo"
     for index in range(count):
-        values = {key: value * (1.1 if index >= 2 and key == ("after", "m1") else 1.0) for key, value in BASE.items()}
+        values = {key: value * (1.1 if index >= 2 and key == ("after", "m1") else 1.0)
+                  for key, value in BASE.items()}
         write_run(folder, values, run_id=f"2026030{index + 1}-100000-000{index}",
                   started=f"2026-03-0{index + 1}T10:00Z", seed=index)
     return folder
@@ -36,16 +37,19 @@ def _unanalysed(*_args: object, **_kwargs: object) -> object:
     raise AssertionError("analysed again: the cache was not used")
 
 
-def test_history_reads_each_run_once_and_then_from_its_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_history_reads_each_run_once_and_then_from_its_cache(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     folder = _runs(tmp_path)
     first = history_from_runs(load_history(folder))
     runs = ResultStore(folder, create=False).stored_runs()
-    assert all((run.path / CACHE_FILE).is_file() for run in runs), "one cache beside every run's records"
+    assert all((run.path / CACHE_FILE).is_file() for run in runs), (
+        "one cache beside every run's records")
     monkeypatch.setattr(history, "summarise", _unanalysed)
     assert history_from_runs(load_history(folder)) == first, "the kept points are the computed ones"
 
 
-def test_another_record_or_metric_is_analysed_afresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_another_record_or_metric_is_analysed_afresh(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     folder = _runs(tmp_path, 2)
     history_from_runs(load_history(folder))
     calls: list[int] = []
@@ -105,8 +109,10 @@ def test_a_folder_that_cannot_be_written_works_without_a_cache(tmp_path: Path,
 def test_the_key_moves_with_every_input() -> None:
     base = cache_key("k", {"records": "a", "metric": "cpu_time"})
     assert base == cache_key("k", {"metric": "cpu_time", "records": "a"}), "key order is no input"
-    others = {cache_key("k", {"records": "b", "metric": "cpu_time"}), cache_key("j", {"records": "a", "metric":
-              "cpu_time"}), cache_key("k", {"records": "a", "metric": "cpu_time"}, code=("fvp_harness.errors",))}
+    others = {cache_key("k", {"records": "b", "metric": "cpu_time"}),
+              cache_key("j", {"records": "a", "metric":
+              "cpu_time"}),
+              cache_key("k", {"records": "a", "metric": "cpu_time"}, code=("fvp_harness.errors",))}
     assert base not in others and len(others) == 3
     assert cache_key("k", {"records": object()}) is None, "no JSON form: nothing cached"
 
@@ -120,7 +126,7 @@ def test_the_cache_is_no_fetched_report_and_moves_with_its_run(tmp_path: Path) -
     assert (moved / CACHE_FILE).is_file() and not (folder / CACHE_FILE).exists()
 
 
-# --- the run.until replay ---------------------------------------------------------------------------------------
+# --- the run.until replay -------------------------------------------------------------------------
 
 SPEC = Compare(baseline="before", candidate="after", primary="cpu_time", min_effect=5)
 UNTIL = Until(ci_width=50, min_repetitions=2, max_repetitions=4)
@@ -128,29 +134,37 @@ UNTIL = Until(ci_width=50, min_repetitions=2, max_repetitions=4)
 
 def _until_records() -> list[Record]:
     """Three rounds of two builds x two models (repetitions from 0, as a plan numbers them)."""
-    centres = {("before", "m1"): 2.0, ("after", "m1"): 1.0, ("before", "m2"): 4.0, ("after", "m2"): 3.9}
+    centres = {("before", "m1"): 2.0, ("after", "m1"): 1.0, ("before", "m2"): 4.0,
+               ("after", "m2"): 3.9}
     return [record(f"r{rep}-{build}-{model}", build=build, model=model, repetition=rep,
-                   samples={"cpu_time": [centres[build, model] * (1 + 0.002 * ((rep + i) % 3)) for i in range(5)]})
+                   samples={"cpu_time": [centres[build, model] * (1 + 0.002 * ((rep + i) % 3))
+                                         for i in range(5)]})
             for _, rep, model, build in interleaved(range(3), ["m1", "m2"], ["before", "after"])]
 
 
-def test_the_replay_is_kept_and_found_in_any_model_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_replay_is_kept_and_found_in_any_model_order(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     records = _until_records()
     cache = SummaryCache(tmp_path)
-    state = adaptive.replay(records, SPEC, UNTIL, models=["m1", "m2"], builds=["before", "after"], cache=cache)
+    state = adaptive.replay(records, SPEC, UNTIL, models=["m1", "m2"], builds=["before", "after"],
+                            cache=cache)
     monkeypatch.setattr(adaptive, "primary_comparisons", _unanalysed)
     reader = SummaryCache(tmp_path, write=False)
-    again = adaptive.replay(records, SPEC, UNTIL, models=["m2", "m1"], builds=["after", "before"], cache=reader)
+    again = adaptive.replay(records, SPEC, UNTIL, models=["m2", "m1"], builds=["after", "before"],
+                            cache=reader)
     assert [m.model for m in again.models] == ["m2", "m1"]
     assert {m.model: m for m in again.models} == {m.model: m for m in state.models}
-    # the report passes records in the plan's order (run.pipeline.in_plan_order), make's check as they are stored:
-    # the models interleave differently, each model's own records keep their order; the same question, kept
+    # the report passes records in the plan's order (run.pipeline.in_plan_order), make's check as
+    # they are stored: the models interleave differently, each model's own records keep their order;
+    # the same question, kept
     regrouped = sorted(records, key=lambda r: r.model != "m2")
     assert regrouped != records
-    again = adaptive.replay(regrouped, SPEC, UNTIL, models=["m1", "m2"], builds=["before", "after"], cache=reader)
+    again = adaptive.replay(regrouped, SPEC, UNTIL, models=["m1", "m2"], builds=["before", "after"],
+                            cache=reader)
     assert {m.model: m for m in again.models} == {m.model: m for m in state.models}
     with pytest.raises(AssertionError, match="analysed again"):  # one record less: another question
-        adaptive.replay(records[:-1], SPEC, UNTIL, models=["m1", "m2"], builds=["before", "after"], cache=reader)
+        adaptive.replay(records[:-1], SPEC, UNTIL, models=["m1", "m2"], builds=["before", "after"],
+                        cache=reader)
 
 
 def test_a_read_only_cache_writes_nothing(tmp_path: Path) -> None:
@@ -160,9 +174,9 @@ def test_a_read_only_cache_writes_nothing(tmp_path: Path) -> None:
 
 
 def test_the_analysis_modules_are_every_module_the_analysis_imports() -> None:
-    """An entry's key covers the bytes of the code that computed it: ``ANALYSIS_MODULES`` must be ``analysis`` and
-    every report module it reaches (through any import, at the top, in a function or for type hints), or an edit of
-    a part it missed would find the numbers of the old code."""
+    """An entry's key covers the bytes of the code that computed it: ``ANALYSIS_MODULES`` must be
+    ``analysis`` and every report module it reaches (through any import, at the top, in a function
+    or for type hints), or an edit of a part it missed would find the numbers of the old code."""
     from tests.test_layers import PACKAGE, _module_name, import_graph
 
     sources = {_module_name(path): (path.read_text(encoding="utf-8"), path.name == "__init__.py")

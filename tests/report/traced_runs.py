@@ -1,6 +1,7 @@
-"""Two synthetic stored runs of builds ``before`` and ``after`` on model ``m1`` whose units kept ETDump traces (or
-not), for the tests of ``compare``'s event section and ``compare --html``: the traces are the simulator's writer's
-bytes (``sim.workloads.etdump``), one event named as a hostile trace might name it."""
+"""Two synthetic stored runs of builds ``before`` and ``after`` on model ``m1`` whose units kept
+ETDump traces (or not), for the tests of ``compare``'s event section and ``compare --html``: the
+traces are the simulator's writer's bytes (``sim.workloads.etdump``), one event named as a hostile
+trace might name it."""
 
 from __future__ import annotations
 
@@ -19,8 +20,10 @@ TRACED = {"etdump": "etdump.bin", "etdump_sha256": "0" * 64}
 
 
 def _trace(npu: int, rng_offset: int) -> bytes:
-    """A traced unit's file: the load, then four executions (the first the warmup) whose NPU call lasts ``npu``."""
-    blocks = [RunBlock("Default", (ProfileEvent(0, 500, name="Program::load_method", chain_index=-1),))]
+    """A traced unit's file: the load, then four executions (the first the warmup) whose NPU call
+    lasts ``npu``."""
+    blocks = [RunBlock("Default",
+                       (ProfileEvent(0, 500, name="Program::load_method", chain_index=-1),))]
     for index in range(4):
         end = 20 + npu + (index * 7 + rng_offset) % 11
         blocks.append(RunBlock("Execute", (
@@ -34,8 +37,10 @@ def _trace(npu: int, rng_offset: int) -> bytes:
 
 def _run(folder: Path, run_id: str, commit: str, *, after_m1: float, npu_after: int, traced: bool,
          seed: int) -> None:
-    store = write_run(folder, BASE | {("after", "m1"): after_m1}, run_id=run_id, commit=commit * 40, seed=seed,
-                      branch="main" if commit == "a" else "feature", extra=TRACED if traced else None)
+    store = write_run(folder, BASE | {("after", "m1"): after_m1}, run_id=run_id, commit=commit * 40,
+                      seed=seed,
+                      branch="main" if commit == "a" else "feature",
+                      extra=TRACED if traced else None)
     if traced:
         for unit in (record.unit_id for record in store.records()):
             npu = 2000 if "-before-" in unit else npu_after
@@ -45,8 +50,9 @@ def _run(folder: Path, run_id: str, commit: str, *, after_m1: float, npu_after: 
 
 
 def traced_runs(tmp_path: Path, *, traced: tuple[bool, bool], after_m1: float = 1.0) -> Path:
-    """Run A (branch main) then run B (feature) in ``tmp_path/results/demo``, returned; ``traced``: which of them
-    kept traces. B's ``after`` takes ``after_m1`` ms on m1 and its NPU call is 30 % longer than A's."""
+    """Run A (branch main) then run B (feature) in ``tmp_path/results/demo``, returned; ``traced``:
+    which of them kept traces. B's ``after`` takes ``after_m1`` ms on m1 and its NPU call is 30 %
+    longer than A's."""
     folder = tmp_path / "results" / "demo"
     _run(folder, RUN_A, "a", after_m1=1.0, npu_after=1000, traced=traced[0], seed=1)
     _run(folder, RUN_B, "b", after_m1=after_m1, npu_after=1300, traced=traced[1], seed=2)

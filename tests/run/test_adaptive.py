@@ -36,8 +36,10 @@ class Until:
     max_repetitions: int = 6
 
 
-def _records(models: dict[str, tuple[float, float, float]], reps: int, seed: int = 1) -> list[Record]:
-    """``models``: name -> (before ms, after ms, relative unit-to-unit noise); 10 samples per unit."""
+def _records(models: dict[str, tuple[float, float, float]], reps: int,
+             seed: int = 1) -> list[Record]:
+    """``models``: name -> (before ms, after ms, relative unit-to-unit noise); 10 samples per
+    unit."""
     rng = np.random.default_rng(seed)
     out: list[Record] = []
     minute = 0
@@ -47,7 +49,8 @@ def _records(models: dict[str, tuple[float, float, float]], reps: int, seed: int
                 level = centre * (1 + rng.normal(0, noise))
                 values = [float(v) for v in level * (1 + rng.normal(0, noise / 4, 10))]
                 unit = f"r{rep}-{build}-{model}"
-                out.append(record(unit, build=build, model=model, repetition=rep, samples={"cpu_time": values},
+                out.append(record(unit, build=build, model=model, repetition=rep,
+                                  samples={"cpu_time": values},
                                   started=f"2026-03-01T10:{minute // 60:02d}:{minute % 60:02d}Z"))
                 minute += 1
     return out
@@ -59,7 +62,8 @@ def _replay(records: list[Record], models: list[str], until: Until = Until(), sp
 
 
 def test_a_quiet_model_stops_at_min_repetitions_a_noisy_one_goes_on() -> None:
-    # quiet: a 3 % change measured with 0.1 % noise (CI narrow at once); noisy: the same change with 4 % noise
+    # quiet: a 3 % change measured with 0.1 % noise (CI narrow at once); noisy: the same change with
+    # 4 % noise
     records = _records({"quiet": (10.0, 9.7, 0.001), "noisy": (10.0, 9.7, 0.04)}, reps=6)
     state = _replay(records, ["quiet", "noisy"])
     quiet, noisy = state.get("quiet"), state.get("noisy")
@@ -104,7 +108,8 @@ def test_live_advancing_round_by_round_matches_the_replay() -> None:
     for k in range(1, 7):
         wanted = set(state.running())
         # a live run only measures the models still running
-        so_far = [r for r in records if r.repetition < k and (r.repetition < k - 1 or r.model in wanted)]
+        so_far = [r for r in records if r.repetition < k and
+                  (r.repetition < k - 1 or r.model in wanted)]
         state = adaptive.advance(state, so_far, Spec(), Until(), builds=BUILDS, settings=SETTINGS)
     assert state == _replay(records, ["quiet", "noisy"])
 
@@ -112,12 +117,13 @@ def test_live_advancing_round_by_round_matches_the_replay() -> None:
 def test_planned_units_leaves_out_only_the_rounds_the_rule_spared() -> None:
     state = adaptive.SamplingState((adaptive.ModelSampling("quiet", 2, "ci_width", ""),
                                     adaptive.ModelSampling("noisy", 3)))
-    units = [(f"r{rep}-{b}-{m}", m, rep, f"k{rep}{b}{m}") for rep in range(6) for m in ("quiet", "noisy")
-             for b in BUILDS]
+    units = [(f"r{rep}-{b}-{m}", m, rep, f"k{rep}{b}{m}") for rep in range(6)
+             for m in ("quiet", "noisy") for b in BUILDS]
     wanted = adaptive.planned_units(units, state)
     assert sorted(u for u in wanted if u.endswith("quiet")) == sorted(
         f"r{rep}-{b}-quiet" for rep in (0, 1) for b in BUILDS)
-    # a model the rule had not stopped (an aborted run) spared nothing: every round it lacks did not run
+    # a model the rule had not stopped (an aborted run) spared nothing: every round it lacks did not
+    # run
     assert len([u for u in wanted if u.endswith("noisy")]) == 12
     spared = adaptive.spared_units(((u, m, r) for u, m, r, _k in units), state)
     assert sorted(spared) == sorted(f"r{rep}-{b}-quiet" for rep in (2, 3, 4, 5) for b in BUILDS)
@@ -126,10 +132,12 @@ def test_planned_units_leaves_out_only_the_rounds_the_rule_spared() -> None:
 
 
 def test_round_builds_leave_out_a_build_measured_in_round_zero_only() -> None:
-    # compare.baseline_from: the baseline's drift-check units are round 0 only; the candidate runs every round
+    # compare.baseline_from: the baseline's drift-check units are round 0 only; the candidate runs
+    # every round
     units = [("before", 0), ("after", 0), ("after", 1), ("after", 2)]
     assert adaptive.round_builds(units) == ["after"]
-    assert adaptive.round_builds([("before", 0), ("after", 0), ("before", 1), ("after", 1)]) == ["before", "after"]
+    assert (adaptive.round_builds([("before", 0), ("after", 0), ("before", 1), ("after", 1)])
+            == ["before", "after"])
 
 
 def test_fixed_records_are_judged_in_every_round_but_never_count_as_one() -> None:
@@ -137,11 +145,13 @@ def test_fixed_records_are_judged_in_every_round_but_never_count_as_one() -> Non
     records = _records({"quiet": (10.0, 9.7, 0.001)}, reps=6)
     stored = [r for r in records if r.build == "before"]
     fresh = [r for r in records if r.build == "after"]
-    state = adaptive.replay(fresh, Spec(), Until(), models=["quiet"], builds=["after"], settings=SETTINGS,
-                            fixed=stored)
+    state = adaptive.replay(fresh, Spec(), Until(), models=["quiet"], builds=["after"],
+                            settings=SETTINGS, fixed=stored)
     assert (state.get("quiet").repetitions, state.get("quiet").reason) == (2, "ci_width")
-    alone = adaptive.replay(fresh, Spec(), Until(), models=["quiet"], builds=["after"], settings=SETTINGS)
-    assert alone.get("quiet").reason == "max_repetitions", "without them no CI narrows: the budget is spent"
+    alone = adaptive.replay(fresh, Spec(), Until(), models=["quiet"], builds=["after"],
+                            settings=SETTINGS)
+    assert alone.get("quiet").reason == "max_repetitions", (
+        "without them no CI narrows: the budget is spent")
 
 
 def test_a_model_without_samples_stops_after_its_first_round() -> None:
@@ -168,7 +178,7 @@ def test_one_build_without_an_ok_sample_stops_its_model_not_the_others() -> None
     assert adaptive.unsampled(broken, "m", BUILDS, 0) is None  # no complete round yet
 
 
-# --- the rows the rule judges: analyse's own numbers ------------------------------------------------------------------
+# --- the rows the rule judges: analyse's own numbers ----------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -179,8 +189,9 @@ class Pairs(Spec):
 
 
 def _three_builds(reps: int) -> list[Record]:
-    """Two models in three builds (``cpu_time`` missing from some units, so the primary list decides), plus a model
-    whose every unit failed, and NPU cycles and outputs for the checks a full analysis adds."""
+    """Two models in three builds (``cpu_time`` missing from some units, so the primary list
+    decides), plus a model whose every unit failed, and NPU cycles and outputs for the checks a full
+    analysis adds."""
     rng = np.random.default_rng(5)
     out: list[Record] = []
     minute = 0
@@ -191,22 +202,24 @@ def _three_builds(reps: int) -> list[Record]:
                 started = f"2026-03-01T10:{minute // 60:02d}:{minute % 60:02d}Z"
                 minute += 1
                 if model == "dead":
-                    out.append(record(unit, status="failed", build=build, model=model, repetition=rep,
-                                      started=started))
+                    out.append(record(unit, status="failed", build=build, model=model,
+                                      repetition=rep, started=started))
                     continue
                 values = [float(v) for v in centre * factor * (1 + rng.normal(0, 0.02, 8))]
                 samples = {"iteration_time": values, "npu_cycles": [100.0] * 8}
                 if not (model == "m2" and build == "other" and rep == 1):
                     samples["cpu_time"] = [v - 0.1 for v in values]
                 out.append(record(unit, build=build, model=model, repetition=rep, samples=samples,
-                                  metric_units={"cpu_time": "ms", "iteration_time": "ms", "npu_cycles": "cycles"},
+                                  metric_units={"cpu_time": "ms", "iteration_time": "ms",
+                                                "npu_cycles": "cycles"},
                                   outputs={"out.bin": "ab" * 32}, started=started))
     return out
 
 
 def _full_rows(records: Sequence[Record], spec: object, settings: Settings | None = None
                ) -> list[tuple[tuple[str, str], tuple[ModelComparison, ...]]]:
-    """What ``advance`` judged before ``primary_comparisons``: every comparison of the whole ``analyse``."""
+    """What ``advance`` judged before ``primary_comparisons``: every comparison of the whole
+    ``analyse``."""
     result = analyse(records, spec, ["npu_cycles", "iteration_time"], settings)  # type: ignore[arg-type]
     return [((c.baseline, c.candidate), tuple(replace(m, identity=(), others=()) for m in c.models))
             for c in result.comparisons]
@@ -221,23 +234,29 @@ def test_primary_comparisons_are_the_rows_of_the_full_analysis() -> None:
         assert restricted == _full_rows(records, spec, SETTINGS)
     rows = dict(primary_comparisons(_three_builds(3), Pairs(), SETTINGS))  # type: ignore[arg-type]
     assert [row.model for row in rows[("before", "other")]] == ["m1", "m2", "dead"]
-    assert {row.metric for row in rows[("before", "other")]} == {"iteration_time"}  # m2 lacks cpu_time there
+    # m2 lacks cpu_time there
+    assert {row.metric for row in rows[("before", "other")]} == {"iteration_time"}
     assert {row.metric for row in rows[("before", "after")]} == {"cpu_time"}
-    assert rows[("before", "after")][0].verdict == "faster" and rows[("before", "other")][2].verdict == "not measured"
+    assert (rows[("before", "after")][0].verdict == "faster" and
+            rows[("before", "other")][2].verdict == "not measured")
 
 
 def test_decisions_are_those_the_full_analysis_gives(monkeypatch: pytest.MonkeyPatch) -> None:
-    noisy = _records({"quiet": (10.0, 9.7, 0.001), "noisy": (10.0, 9.7, 0.03), "big": (10.0, 5.0, 0.02)}, reps=6)
+    noisy = _records({"quiet": (10.0, 9.7, 0.001), "noisy": (10.0, 9.7, 0.03),
+                      "big": (10.0, 5.0, 0.02)}, reps=6)
     failed = [record(f"r{rep}-{b}-m", status="failed", build=b, model="m", repetition=rep)
               for rep in (0, 1, 2) for b in BUILDS]
-    cases = [(noisy, Spec(), ["quiet", "noisy", "big"]), ([*noisy, *failed], Spec(), ["quiet", "noisy", "big", "m"]),
+    cases = [(noisy, Spec(), ["quiet", "noisy", "big"]),
+             ([*noisy, *failed], Spec(), ["quiet", "noisy", "big", "m"]),
              (_three_builds(6), Pairs(), ["m1", "m2", "dead"])]
     for until in (Until(), Until(ci_width=0.5, max_repetitions=5)):
         for records, spec, models in cases:
             builds = sorted({r.build for r in records})
-            fast = adaptive.replay(records, spec, until, models=models, builds=builds, settings=SETTINGS)
+            fast = adaptive.replay(records, spec, until, models=models, builds=builds,
+                                   settings=SETTINGS)
             with monkeypatch.context() as patched:
                 patched.setattr(adaptive, "primary_comparisons", _full_rows)
-                full = adaptive.replay(records, spec, until, models=models, builds=builds, settings=SETTINGS)
+                full = adaptive.replay(records, spec, until, models=models, builds=builds,
+                                       settings=SETTINGS)
             assert fast == full
             assert any(m.reason is not None for m in fast.models)

@@ -1,4 +1,5 @@
-"""``run.until`` end to end on fake instances: rounds, skipped units, the report's note, ``--resume``."""
+"""``run.until`` end to end on fake instances: rounds, skipped units, the report's note,
+``--resume``."""
 
 from __future__ import annotations
 
@@ -36,8 +37,8 @@ report: {outputs: [markdown, json]}
 
 
 def _noisy(unit: str, build: str, calls: int) -> CommandResult | None:
-    """The noisy model's units print CPU times around 1 ms, ±30 % from process to process, for both builds: its
-    CI stays wide and straddles ±5 %, so only the budget stops it."""
+    """The noisy model's units print CPU times around 1 ms, ±30 % from process to process, for both
+    builds: its CI stays wide and straddles ±5 %, so only the budget stops it."""
     if not unit.endswith("-noisy"):
         return None
     level = 1.0 + 0.3 * random.Random(unit).uniform(-1, 1)
@@ -61,7 +62,8 @@ def test_models_stop_independently_and_the_report_says_why(tmp_path: Path) -> No
                            deploy=fleet.deploy)
     ran = [unit for _, unit in fleet.ran]
     assert sorted(u for u in ran if u.endswith("-quiet")) == sorted(
-        f"r{rep}-{build}-quiet" for rep in (0, 1) for build in ("before", "after")), "quiet stops after 2 rounds"
+        f"r{rep}-{build}-quiet" for rep in (0, 1) for build in ("before", "after")), (
+        "quiet stops after 2 rounds")
     assert len([u for u in ran if u.endswith("-noisy")]) == 10, "noisy runs all 5 rounds"
     assert fleet.boots == ["s0"], "rounds do not cost boots"
     notes = {note.model: note for note in outcome.analysis.sampling}
@@ -77,37 +79,46 @@ def test_models_stop_independently_and_the_report_says_why(tmp_path: Path) -> No
     assert [n["model"] for n in report["sampling"]] == ["quiet", "noisy"]
     before = {name: (out / name).read_bytes() for name in ("report.md", "report.json")}
     rebuild_report(out)
-    assert {name: (out / name).read_bytes() for name in before} == before, "the replay decides as the run did"
-    resumed = run_scenario(load_scenario(path), RunOptions(output_dir=out, resume=True), factory=fleet.factory,
-                           deploy=fleet.deploy)
+    assert {name: (out / name).read_bytes() for name in before} == before, (
+        "the replay decides as the run did")
+    resumed = run_scenario(load_scenario(path), RunOptions(output_dir=out, resume=True),
+                           factory=fleet.factory, deploy=fleet.deploy)
     assert len(fleet.ran) == len(ran), "--resume measures nothing the rule skipped"
     assert resumed.exit_code == 0 and resumed.analysis.not_run == ()
     assert len(ResultStore(out).records()) == 14
 
 
 def test_until_needs_interleaved_rounds_and_excludes_repetitions(tmp_path: Path) -> None:
-    blocked = _scenario(tmp_path, SCENARIO.replace("  warmup: 1\n", "  warmup: 1\n  order: blocked\n"))
+    blocked = _scenario(tmp_path,
+                        SCENARIO.replace("  warmup: 1\n", "  warmup: 1\n  order: blocked\n"))
     with pytest.raises(ConfigurationError, match="order: interleaved") as caught:
         load_scenario(blocked)
     assert "adaptive.yaml" in str(caught.value)
-    with pytest.raises(ConfigurationError, match=r"run.repetitions.*run.until chooses the repetitions"):
+    with pytest.raises(ConfigurationError,
+                       match=r"run.repetitions.*run.until chooses the repetitions"):
         load_scenario(blocked, ["run.order=interleaved", "run.repetitions=3"])
     fixed = load_scenario(blocked, ["run.order=interleaved", "run.until=null", "run.repetitions=3"])
     assert fixed.scenario.run.planned_repetitions == 3
 
 
-def test_make_skips_the_rounds_the_rule_does_not_need_and_a_second_make_has_nothing_to_do(tmp_path: Path) -> None:
-    from fvp_harness.batch.engine import MakeOptions, make  # late: the batch engine only for this test
+def test_make_skips_the_rounds_the_rule_does_not_need_and_a_second_make_has_nothing_to_do(
+        tmp_path: Path) -> None:
+    # late: the batch engine only for this test
+    from fvp_harness.batch.engine import MakeOptions, make
     from fvp_harness.run.lanes import LocalExecutor
 
     fleet = FakeFleet(behaviour=_noisy)
     path = _scenario(tmp_path)
     results = tmp_path / "results"
-    first = make([path], MakeOptions(jobs=1, results_base=results), executor=LocalExecutor(1, opener=fleet.opener))
+    first = make([path], MakeOptions(jobs=1, results_base=results),
+                 executor=LocalExecutor(1, opener=fleet.opener))
     assert first.exit_code == 0 and first.units_not_run == 0
     ran = [unit for _, unit in fleet.ran]
-    assert len([u for u in ran if u.endswith("-quiet")]) == 4 and len([u for u in ran if u.endswith("-noisy")]) == 10
-    again = make([path], MakeOptions(jobs=1, results_base=results), executor=LocalExecutor(1, opener=fleet.opener))
+    assert (len([u for u in ran if u.endswith("-quiet")]) == 4 and
+            len([u for u in ran if u.endswith("-noisy")]) == 10)
+    again = make([path], MakeOptions(jobs=1, results_base=results),
+                 executor=LocalExecutor(1, opener=fleet.opener))
     assert again.nothing_to_do and len(fleet.ran) == len(ran), "skipped rounds are not stale"
     report = json.loads((results / "adaptive" / "report.json").read_text())
-    assert [(n["model"], n["repetitions"]) for n in report["sampling"]] == [("quiet", 2), ("noisy", 5)]
+    assert ([(n["model"], n["repetitions"]) for n in report["sampling"]]
+            == [("quiet", 2), ("noisy", 5)])

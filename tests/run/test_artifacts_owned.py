@@ -1,5 +1,6 @@
-"""Only what the harness made is replaced, and never while a writer of an earlier build lives (issue 36, findings
-1 and 2): a file without a build record is refused before anything is written beside it."""
+"""Only what the harness made is replaced, and never while a writer of an earlier build lives (issue
+36, findings 1 and 2): a file without a build record is refused before anything is written beside
+it."""
 
 from __future__ import annotations
 
@@ -12,7 +13,12 @@ import pytest
 
 from fvp_harness.errors import ConfigurationError, InfrastructureError
 from fvp_harness.run import artifacts
-from fvp_harness.run.artifacts import build_artifacts, build_record_path, check_replaceable, outside_tree
+from fvp_harness.run.artifacts import (
+    build_artifacts,
+    build_record_path,
+    check_replaceable,
+    outside_tree,
+)
 from fvp_harness.scenario import load_scenario
 from fvp_harness.targets.leftovers import Owner
 
@@ -20,8 +26,8 @@ from fvp_harness.targets.leftovers import Owner
 def _scenario(folder: Path, runner: str, build: str = "printf built > {output}") -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "s.yaml"
-    path.write_text(f"name: b\nbuilds:\n  a: {{runner: {json.dumps(runner)}, build: {json.dumps(build)}}}\n"
-                    "models:\n  m: {file: m.model}\n")
+    path.write_text(f"name: b\nbuilds:\n  a: {{runner: {json.dumps(runner)}, build: "
+                    f"{json.dumps(build)}}}\nmodels:\n  m: {{file: m.model}}\n")
     (folder / "m.model").write_text("m")
     return path
 
@@ -41,7 +47,8 @@ def test_a_file_the_harness_did_not_make_is_refused_and_left_alone(tmp_path: Pat
     assert f"builds.a.runner: {victim} exists and was not built by fvp-harness" in text
     assert "--rebuild" in text and str(loaded.path) in text
     assert victim.read_text() == "root:x:0:0\n"
-    assert _beside(victim) == ["passwd"], "no record, no staging folder beside a file that is not ours"
+    assert _beside(victim) == ["passwd"], (
+        "no record, no staging folder beside a file that is not ours")
 
 
 def test_rebuild_replaces_it_and_from_then_on_it_is_ours(tmp_path: Path) -> None:
@@ -66,14 +73,18 @@ def test_outputs_outside_the_scenario_folder_are_warned_about(tmp_path: Path) ->
     loaded = load_scenario(_scenario(tmp_path / "a" / "b" / "scenario", "../../../runner"))
     warnings = outside_tree(loaded)
     assert len(warnings) == 1
-    assert "builds.a.runner: warning:" in warnings[0] and "is outside the scenario's tree" in warnings[0]
+    assert ("builds.a.runner: warning:" in warnings[0] and
+            "is outside the scenario's tree" in warnings[0])
     assert not outside_tree(load_scenario(_scenario(tmp_path / "inside", "out/runner")))
-    (tmp_path / "project" / ".git").mkdir(parents=True)  # scenarios/x.yaml writing ../.artifacts: in its checkout
-    assert not outside_tree(load_scenario(_scenario(tmp_path / "project" / "scenarios", "../.artifacts/runner")))
+    # scenarios/x.yaml writing ../.artifacts: in its checkout
+    (tmp_path / "project" / ".git").mkdir(parents=True)
+    assert not outside_tree(load_scenario(_scenario(tmp_path / "project" / "scenarios",
+                                                    "../.artifacts/runner")))
 
 
 def _interrupted(path: Path, writer: int) -> None:
-    """The record a SIGKILLed harness leaves: building, its writer (the build's supervisor) named."""
+    """The record a SIGKILLed harness leaves: building, its writer (the build's supervisor)
+    named."""
     dead = subprocess.Popen(["true"])
     owner = Owner.of(dead.pid)
     dead.wait()

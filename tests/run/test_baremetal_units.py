@@ -1,9 +1,10 @@
-"""Bare-metal units in ``run.execute``: each unit is one launch (the runner, the build's FVP parameters, the model by
-semihosting or at its data address), the outputs are the files the runner wrote, the record carries what was
-launched, and a hard fault is retried like any infrastructure failure. The launching target here is a fake (a
-``HostTarget`` whose ``launch`` prints upstream's perf block), so these tests start no process; the real target is
-in tests/targets/test_baremetal.py, the simulator end to end in tests/e2e/test_baremetal_e2e.py. Also: the perf
-block parsers against text made from upstream's format strings, garbage of old ``%d`` builds included."""
+"""Bare-metal units in ``run.execute``: each unit is one launch (the runner, the build's FVP
+parameters, the model by semihosting or at its data address), the outputs are the files the runner
+wrote, the record carries what was launched, and a hard fault is retried like any infrastructure
+failure. The launching target here is a fake (a ``HostTarget`` whose ``launch`` prints upstream's
+perf block), so these tests start no process; the real target is in tests/targets/test_baremetal.py,
+the simulator end to end in tests/e2e/test_baremetal_e2e.py. Also: the perf block parsers against
+text made from upstream's format strings, garbage of old ``%d`` builds included."""
 
 # ruff: noqa: UP031  -- old builds' lines are made with their printf format strings, kept verbatim
 from __future__ import annotations
@@ -54,12 +55,14 @@ compare: {{baseline: u85-128, candidate: u85-256, primary: bm_npu_cycles, expect
 
 
 class FakeBaremetal(HostTarget):
-    """A bare-metal target whose launches print upstream's perf block for the build's NPU and write the runner's
-    output where semihosting would; ``faults`` names units whose first launch hard-faults."""
+    """A bare-metal target whose launches print upstream's perf block for the build's NPU and write
+    the runner's output where semihosting would; ``faults`` names units whose first launch
+    hard-faults."""
 
     launches: ClassVar[list[BaremetalLaunch]] = []
     etdump: ClassVar[bool] = False
-    """Write ``etdump.bin`` into the semihosting folder, as a SEMIHOSTING runner built with --etdump does."""
+    """Write ``etdump.bin`` into the semihosting folder, as a SEMIHOSTING runner built with --etdump
+    does."""
 
     def __init__(self, log_dir: Path, name: str, faults: set[str]) -> None:
         super().__init__(log_dir=log_dir, name=name)
@@ -77,17 +80,22 @@ class FakeBaremetal(HostTarget):
                 (request.cwd / name).write_bytes(Path(source).read_bytes())
             (request.cwd / "out-0.bin").write_bytes(b"the same output")
             if FakeBaremetal.etdump:
-                (request.cwd / "etdump.bin").write_bytes(b"ED00" + request.label.encode())  # timings: differ
+                # timings: differ
+                (request.cwd / "etdump.bin").write_bytes(b"ED00" + request.label.encode())
         text = "\n".join(perf_block(NPU[build], 52_000, 61_000, inferences=2)) + "\n"
-        if request.cwd is None:  # no semihosting: ET_LOG_DUMP_OUTPUT prints the outputs (printf, no prefix)
+        # no semihosting: ET_LOG_DUMP_OUTPUT prints the outputs (printf, no prefix)
+        if request.cwd is None:
             text += "".join(f"Output[0][{j}]: (char) {j - 5}\n" for j in range(10))
-        handed = {str(path): f"{len(str(path)):064x}" for path in [request.runner, *request.files.values()]}
-        return LaunchResult(command=f"FVP -a {request.runner}", exit_status=0, output=text, handed=handed)
+        handed = {str(path): f"{len(str(path)):064x}"
+                  for path in [request.runner, *request.files.values()]}
+        return LaunchResult(command=f"FVP -a {request.runner}", exit_status=0, output=text,
+                            handed=handed)
 
 
 def run_units(tmp_path: Path, *, address: str = "", address128: str = "", run: str = "",
               faults: set[str] | None = None):
-    for name in ("r128.elf", "r256.elf", "m128/resnet8.pte", "m256/resnet8.pte", "resnet8.input.bin"):
+    for name in ("r128.elf", "r256.elf", "m128/resnet8.pte", "m256/resnet8.pte",
+                 "resnet8.input.bin"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(name)
     path = tmp_path / "bm.yaml"
@@ -120,7 +128,8 @@ def test_each_unit_is_one_launch_with_its_builds_parameters_and_files(tmp_path: 
     assert len(FakeBaremetal.launches) == len(plan.units) == 4
     by_unit = {launch.label: launch for launch in FakeBaremetal.launches}
     low, high = by_unit["r0-u85-128-resnet8"], by_unit["r0-u85-256-resnet8"]
-    assert low.params == {"mps4_board.subsystem.ethosu.num_macs": 128} and low.runner == tmp_path / "r128.elf"
+    assert (low.params == {"mps4_board.subsystem.ethosu.num_macs": 128} and
+            low.runner == tmp_path / "r128.elf")
     assert low.cmd_line == "r128.elf -m resnet8.pte -o out -i resnet8.input.bin"
     assert low.files == {"resnet8.pte": tmp_path / "m128/resnet8.pte",
                          "resnet8.input.bin": tmp_path / "resnet8.input.bin"}
@@ -132,8 +141,10 @@ def test_records_hold_the_per_run_figures_the_outputs_and_what_was_launched(tmp_
     _, records, _ = run_units(tmp_path)
     assert all(record.status == "ok" for record in records)
     low = next(record for record in records if record.unit_id == "r0-u85-128-resnet8")
-    assert low.samples == {"bm_npu_cycles": [39_062.5], "bm_cpu_cycles": [30_500.0], "bm_execute_cycles": [26_000.0]}
-    assert list(low.outputs) == ["out-0.bin"], "the model and input put into the folder are not outputs"
+    assert low.samples == {"bm_npu_cycles": [39_062.5], "bm_cpu_cycles": [30_500.0],
+                           "bm_execute_cycles": [26_000.0]}
+    assert list(low.outputs) == ["out-0.bin"], (
+        "the model and input put into the folder are not outputs")
     assert low.extra["model_sha256"] == f"{len(str(tmp_path / 'm128/resnet8.pte')):064x}"
     assert "inputs_sha256" in low.extra and len(str(low.extra["runner_sha256"])) == 64
     assert low.extra["executions"] == 2
@@ -144,7 +155,8 @@ def test_a_semihosting_runners_etdump_is_kept_and_is_not_an_output(tmp_path: Pat
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(FakeBaremetal, "etdump", True)
     _, records, _ = run_units(tmp_path)
-    assert all(list(record.outputs) == ["out-0.bin"] and record.extra["etdump"] == "etdump.bin" for record in records)
+    assert all(list(record.outputs) == ["out-0.bin"] and record.extra["etdump"] == "etdump.bin"
+               for record in records)
     assert (tmp_path / "out" / "fetched" / "r0-u85-128-resnet8" / "etdump.bin").read_bytes() == (
         b"ED00r0-u85-128-resnet8")
 
@@ -159,28 +171,32 @@ def test_a_data_address_build_places_its_model_with_data(tmp_path: Path) -> None
     assert high.data == [(tmp_path / "m256/resnet8.pte", "0x70000000")]  # the profile's address
     assert high.cmd_line is None and high.cwd is None and not high.files
     printed = "\n".join(f"Output[0][{j}]: (char) {j - 5}" for j in range(10))
-    records = ResultStore(tmp_path / "out").records()[-4:]  # the second run's (the first one's stay stored)
+    # the second run's (the first one's stay stored)
+    records = ResultStore(tmp_path / "out").records()[-4:]
     assert {json.dumps(record.outputs) for record in records} == {
         json.dumps({PRINTED_OUTPUTS: hashlib.sha256(printed.encode()).hexdigest()})}
 
 
-def test_a_hard_fault_is_retried_on_a_fresh_instance_and_both_attempts_are_recorded(tmp_path: Path) -> None:
+def test_a_hard_fault_is_retried_on_a_fresh_instance_and_both_attempts_are_recorded(
+        tmp_path: Path) -> None:
     _, records, outcomes = run_units(tmp_path, faults={"r1-u85-256-resnet8"})
     attempts = [record for record in records if record.unit_id == "r1-u85-256-resnet8"]
-    assert [(r.attempt, r.status, r.failure_class) for r in attempts] == [(1, "failed", "infrastructure"),
-                                                                          (2, "ok", None)]
+    assert ([(r.attempt, r.status, r.failure_class) for r in attempts]
+            == [(1, "failed", "infrastructure"),
+                                                                          (2, "ok", None)])
     assert attempts[0].failure is not None and attempts[0].failure.startswith("HardFault: ")
     assert [instance.name for instance in outcomes[0].instances] == ["s0", "s0.2"]
 
 
-# --- the perf block, from upstream's format strings ------------------------------------------------------------
+# --- the perf block, from upstream's format strings -----------------------------------------------
 
 SPECS = [MetricSpec(name=name) for name in ("bm_npu_cycles", "bm_execute_cycles", "bm_cpu_cycles")]
 
 
 @pytest.mark.parametrize("inferences", [1, 3, 10])
 def test_the_perf_block_gives_the_per_inference_figure_once_per_run(inferences: int) -> None:
-    text = "\n".join(perf_block(85_094 * inferences, 100_500 * inferences, 120_001 * inferences, inferences))
+    text = "\n".join(perf_block(85_094 * inferences, 100_500 * inferences, 120_001 * inferences,
+                                inferences))
     result = scrape(text + "\n", SPECS)
     assert result.samples == {"bm_npu_cycles": [85_094.0], "bm_execute_cycles": [100_500.0],
                               "bm_cpu_cycles": [120_001.0]}
@@ -194,33 +210,39 @@ def test_a_total_that_is_not_the_per_inference_figure_times_the_count_is_roundin
 
 
 def old_percent_d(value: int) -> int:
-    """What ``%d`` printed for a 64-bit counter on a 32-bit Cortex-M: its low word as a signed int."""
+    """What ``%d`` printed for a 64-bit counter on a 32-bit Cortex-M: its low word as a signed
+    int."""
     low = value & 0xFFFFFFFF
     return low - (1 << 32) if low & 0x80000000 else low
 
 
 def test_old_percent_d_totals_are_flagged_not_averaged() -> None:
-    """Builds before upstream #21911 printed the totals with %d: the per-inference double still reads right, the
-    total is the low 32 bits: negative (>= 2**31) or wrapped (>= 2**32). Both are rejected with a reason."""
+    """Builds before upstream #21911 printed the totals with %d: the per-inference double still
+    reads right, the total is the low 32 bits: negative (>= 2**31) or wrapped (>= 2**32). Both are
+    rejected with a reason."""
     n = 10
     negative, wrapped = 3_000_000_000, 5_000_000_000  # execute and runtime totals of a long run
     lines = [
         "I [executorch:arm_perf_monitor.cpp:150 StopMeasurements()] NPU Inferences : %d" % n,
-        "I [executorch:arm_perf_monitor.cpp:160 StopMeasurements()] ethos-u : cycle_cnt : %d cycles (%.2f per "
-        "inference)" % (old_percent_d(negative), negative / n),
-        "I [executorch:arm_perf_monitor.cpp:175 StopMeasurements()] Inference runtime: %d CPU cycles total (%.2f "
-        "per inference)" % (old_percent_d(wrapped), wrapped / n),
-        "I [executorch:arm_perf_monitor.cpp:210 StopMeasurements()] ethosu_pmu_cycle_cntr : % u (%.2f per "
-        "inference)" % (340_376, 340_376 / n),
+        "I [executorch:arm_perf_monitor.cpp:160 StopMeasurements()] ethos-u : cycle_cnt : %d "
+        "cycles (%.2f per inference)" % (old_percent_d(negative), negative / n),
+        "I [executorch:arm_perf_monitor.cpp:175 StopMeasurements()] Inference runtime: %d CPU "
+        "cycles total (%.2f per inference)" % (old_percent_d(wrapped), wrapped / n),
+        "I [executorch:arm_perf_monitor.cpp:210 StopMeasurements()] ethosu_pmu_cycle_cntr : % u "
+        "(%.2f per inference)" % (340_376, 340_376 / n),
     ]
-    result = scrape("\n".join(lines) + "\n", [*SPECS[:2], MetricSpec(name="bm_cpu_cycles", required=True)])
+    result = scrape("\n".join(lines) + "\n",
+                    [*SPECS[:2], MetricSpec(name="bm_cpu_cycles", required=True)])
     assert wrapped / n < old_percent_d(wrapped), "the wrapped total looks plausible on its own"
-    assert result.samples == {"bm_npu_cycles": [34_037.6], "bm_execute_cycles": [], "bm_cpu_cycles": []}
+    assert result.samples == {"bm_npu_cycles": [34_037.6], "bm_execute_cycles": [],
+                              "bm_cpu_cycles": []}
     assert result.rejected == {"bm_execute_cycles": 1, "bm_cpu_cycles": 1}
     assert result.missing == ["bm_cpu_cycles"]
-    assert any("bm_cpu_cycles" in warning and "is not 10 (NPU Inferences) times the per-inference figure" in warning
+    assert any("bm_cpu_cycles" in warning and
+               "is not 10 (NPU Inferences) times the per-inference figure" in warning
                for warning in result.warnings)
-    assert any("bm_execute_cycles" in warning and "negative" in warning for warning in result.warnings)
+    assert any("bm_execute_cycles" in warning and "negative" in warning
+               for warning in result.warnings)
 
 
 def test_every_block_of_a_server_mode_run_is_judged_by_its_own_count() -> None:
@@ -230,9 +252,11 @@ def test_every_block_of_a_server_mode_run_is_judged_by_its_own_count() -> None:
     assert result.samples["bm_npu_cycles"] == [1000.0, 1002.0] and not result.flagged
 
 
-def test_a_dask_worker_gets_every_builds_own_model_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Shipped artifacts (``make --executor dask``) are relocated into the worker's cache, the per-build model files
-    of ``builds.<name>.models`` included (the batch engine ships every file a unit reads)."""
+def test_a_dask_worker_gets_every_builds_own_model_files(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Shipped artifacts (``make --executor dask``) are relocated into the worker's cache, the
+    per-build model files of ``builds.<name>.models`` included (the batch engine ships every file a
+    unit reads)."""
 
     plan, _, _ = run_units(tmp_path)
     unit = next(unit for unit in plan.units if unit.build == "u85-128")

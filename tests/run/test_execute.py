@@ -1,9 +1,11 @@
-"""execute / pipeline logic against a fake target: order, warmup, retries, provenance, resume, failures in reports.
+"""execute / pipeline logic against a fake target: order, warmup, retries, provenance, resume,
+failures in reports.
 
-The instances are the library's ``FakeTarget`` (``tests.fakes.FakeFleet``): its guest shell runs execute's own
-commands (prepare, ls, sha256sum, rm) on an in-memory file system, and the runner builds are programs that print
-runner output in the simulator's shape and write their outputs into the unit folder, so these tests run in
-milliseconds without a model. The end-to-end behaviour on the simulator is in tests/e2e/test_run_e2e.py.
+The instances are the library's ``FakeTarget`` (``tests.fakes.FakeFleet``): its guest shell runs
+execute's own commands (prepare, ls, sha256sum, rm) on an in-memory file system, and the runner
+builds are programs that print runner output in the simulator's shape and write their outputs into
+the unit folder, so these tests run in milliseconds without a model. The end-to-end behaviour on the
+simulator is in tests/e2e/test_run_e2e.py.
 """
 
 from __future__ import annotations
@@ -62,8 +64,8 @@ def scenario_file(tmp_path: Path) -> Callable[..., Path]:
         for name in ("bin/runner-before", "bin/runner-after", "m1.model", "m1.in", "m2.model"):
             (tmp_path / name).write_text(name)
         path = tmp_path / "fake.yaml"
-        command = ("  command: \"{runner} --model_path={model} --num_executions={iterations} --unit={unit} "
-                   "--output_file={output}\"\n")
+        command = ("  command: \"{runner} --model_path={model} --num_executions={iterations} "
+                   "--unit={unit} --output_file={output}\"\n")
         path.write_text(SCENARIO.format(order=order, retries=retries, extra=command + extra))
         return path
 
@@ -74,14 +76,15 @@ def run(path: Path, fleet: FakeFleet, tmp_path: Path, *, overrides: tuple[str, .
         stop: threading.Event | None = None, **options: Any) -> RunOutcome:
     loaded = load_scenario(path, list(overrides))
     options.setdefault("output_dir", tmp_path / "out")
-    return run_scenario(loaded, RunOptions(**options), factory=fleet.factory, deploy=fleet.deploy, stop=stop)
+    return run_scenario(loaded, RunOptions(**options), factory=fleet.factory, deploy=fleet.deploy,
+                        stop=stop)
 
 
 def stored(tmp_path: Path) -> list[Any]:
     return ResultStore(tmp_path / "out").records()
 
 
-# --- order, warmup, samples ---------------------------------------------------------------------------------
+# --- order, warmup, samples -----------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("order", ["interleaved", "blocked"])
@@ -106,7 +109,8 @@ def test_warmup_samples_are_dropped_and_iterations_include_warmup(scenario_file,
     for record in stored(tmp_path):
         assert record.status == "ok"
         assert len(record.samples["cpu_time"]) == 3
-        assert 100.0 not in record.samples["cpu_time"], "the warmup execution's sample must be dropped"
+        assert 100.0 not in record.samples["cpu_time"], (
+            "the warmup execution's sample must be dropped")
         assert record.samples["npu_cycles"] == [4242.0] * 3
         assert record.outputs == {"out-0.bin": hashlib.sha256(b"same").hexdigest()}
         assert record.build_id_seen is not None and f"id-{record.build}" in record.build_id_seen
@@ -120,7 +124,8 @@ def test_report_shows_the_saving_and_rebuilds_identically(scenario_file, tmp_pat
     assert comparison is not None
     assert [round(m.saved_pct or 0) for m in comparison.models] == [50, 50]
     out = tmp_path / "out"
-    before = {name: (out / name).read_bytes() for name in ("report.md", "report.csv", "report.json")}
+    before = {name: (out / name).read_bytes()
+              for name in ("report.md", "report.csv", "report.json")}
     again = rebuild_report(out)
     assert again.exit_code == 0
     assert {name: (out / name).read_bytes() for name in before} == before
@@ -142,17 +147,19 @@ def test_env_and_args_reach_the_runner_as_prefixes():
                 "env": {"B": "$HOME"}},
     })
     unit = Unit("r0-b-m", "b", "m", 0, 0, 0, "k")
-    rendered = render_unit_command(scenario, unit, runner="/g/r", model="/g/m m", inputs=["/g/i1", "/g/i2"],
-                                   guest_root="/g")
-    assert rendered.command == ("B='$HOME' A='1 2' /g/r --x 'y z' --model_path='/g/m m' --inputs=/g/i1,/g/i2 "
-                                "--output_file=/g/units/r0-b-m/out")
+    rendered = render_unit_command(scenario, unit, runner="/g/r", model="/g/m m",
+                                   inputs=["/g/i1", "/g/i2"], guest_root="/g")
+    assert rendered.command == ("B='$HOME' A='1 2' /g/r --x 'y z' --model_path='/g/m m' "
+                                "--inputs=/g/i1,/g/i2 --output_file=/g/units/r0-b-m/out")
     complex_scenario = scenario.model_copy(update={"run": scenario.run.model_copy(
         update={"command": "cd {unit_dir} && {runner} --model_path={model}"})})
-    rendered = render_unit_command(complex_scenario, unit, runner="/g/r", model="/g/m", inputs=[], guest_root="/g")
-    assert rendered.command == "export B='$HOME' A='1 2'; cd /g/units/r0-b-m && /g/r --x 'y z' --model_path=/g/m"
+    rendered = render_unit_command(complex_scenario, unit, runner="/g/r", model="/g/m", inputs=[],
+                                   guest_root="/g")
+    assert rendered.command == ("export B='$HOME' A='1 2'; cd /g/units/r0-b-m && /g/r --x 'y z' "
+                                "--model_path=/g/m")
 
 
-# --- failures -------------------------------------------------------------------------------------------
+# --- failures -------------------------------------------------------------------------------------
 
 
 def test_runner_crash_is_a_recorded_test_failure_not_retried(scenario_file, tmp_path):
@@ -167,7 +174,8 @@ def test_runner_crash_is_a_recorded_test_failure_not_retried(scenario_file, tmp_
     assert fleet.boots == ["s0"], "the same instance goes on after a test failure"
     failed = [r for r in stored(tmp_path) if r.status == "failed"]
     assert [(r.unit_id, r.failure_class) for r in failed] == [("r0-after-m1", "test")]
-    assert "status 139" in (failed[0].failure or "") and "Segmentation fault" in (failed[0].failure or "")
+    assert ("status 139" in (failed[0].failure or "") and
+            "Segmentation fault" in (failed[0].failure or ""))
     assert outcome.exit_code == 1
     report = (tmp_path / "out" / "report.md").read_text()
     assert "r0-after-m1" in report and "139" in report
@@ -183,33 +191,38 @@ def test_wrong_build_is_a_provenance_error(scenario_file, tmp_path):
     outcome = run(scenario_file(), fleet, tmp_path)
     failed = [r for r in stored(tmp_path) if r.status == "failed"]
     assert [r.unit_id for r in failed] == ["r1-before-m2"]
-    assert (failed[0].failure or "").startswith("ProvenanceError") and "id-before" in (failed[0].failure or "")
+    assert (failed[0].failure or
+            "").startswith("ProvenanceError") and "id-before" in (failed[0].failure or "")
     assert outcome.exit_code == 1
 
 
 def test_every_record_carries_the_runner_hash_the_guest_computed(scenario_file, tmp_path):
     path = scenario_file()
     run(path, FakeFleet(), tmp_path)
-    digests = {build: hashlib.sha256(f"bin/runner-{build}".encode()).hexdigest() for build in ("before", "after")}
+    digests = {build: hashlib.sha256(f"bin/runner-{build}".encode()).hexdigest()
+               for build in ("before", "after")}
     assert {(r.build, r.extra["runner_sha256"]) for r in stored(tmp_path)} == set(digests.items())
 
 
 def test_a_runner_changed_in_the_guest_does_not_run(scenario_file, tmp_path):
-    """Provenance needs nothing printed: the guest's sha256 of the deployed runner must be the artifact's."""
+    """Provenance needs nothing printed: the guest's sha256 of the deployed runner must be the
+    artifact's."""
     fleet = FakeFleet()
     deploy = fleet.deploy
 
-    def tampered(target, files):  # the after runner arrives, then something replaces it in the guest
+    # the after runner arrives, then something replaces it in the guest
+    def tampered(target, files):
         placed, root = deploy(target, files)
         target.write("/guest/runner-after", b"another binary")
         return placed, root
 
     loaded = load_scenario(scenario_file(), ["builds.before.id=null", "builds.after.id=null"])
-    outcome = run_scenario(loaded, RunOptions(output_dir=tmp_path / "out"), factory=fleet.factory, deploy=tampered)
+    outcome = run_scenario(loaded, RunOptions(output_dir=tmp_path / "out"), factory=fleet.factory,
+                           deploy=tampered)
     failed = [r for r in stored(tmp_path) if r.status == "failed"]
     assert {r.build for r in failed} == {"after"} and len(failed) == 4
-    assert all((r.failure or "").startswith("ProvenanceError") and "runner of build after" in (r.failure or "")
-               for r in failed)
+    assert all((r.failure or "").startswith("ProvenanceError") and
+               "runner of build after" in (r.failure or "") for r in failed)
     assert not [unit for _, unit in fleet.ran if "-after-" in unit], "the wrong binary never ran"
     assert outcome.exit_code == 1
 
@@ -217,8 +230,9 @@ def test_a_runner_changed_in_the_guest_does_not_run(scenario_file, tmp_path):
 def test_missing_required_metric_and_truncated_output_fail_the_unit(scenario_file, tmp_path):
     def short(unit: str, build: str, calls: int) -> CommandResult | None:
         if unit == "r0-before-m1":
-            return CommandResult("x", 0, "I 00:00:00.000100 executorch:executor_runner.cpp:60] executor_runner "
-                                 "build id: id-before\n")
+            return CommandResult("x", 0,
+                                 "I 00:00:00.000100 executorch:executor_runner.cpp:60] "
+                                 "executor_runner build id: id-before\n")
         if unit == "r0-before-m2":
             return CommandResult("x", 0, runner_output("before", 2))  # 2 of 4 executions printed
         return None
@@ -227,7 +241,8 @@ def test_missing_required_metric_and_truncated_output_fail_the_unit(scenario_fil
     run(scenario_file(), fleet, tmp_path)
     failed = {r.unit_id: r.failure or "" for r in stored(tmp_path) if r.status == "failed"}
     assert set(failed) == {"r0-before-m1", "r0-before-m2"}
-    assert failed["r0-before-m1"].startswith("MetricMissing") and "cpu_time" in failed["r0-before-m1"]
+    assert (failed["r0-before-m1"].startswith("MetricMissing") and
+            "cpu_time" in failed["r0-before-m1"])
     assert "2 of 4" in failed["r0-before-m2"]
 
 
@@ -255,8 +270,10 @@ def test_infrastructure_failure_is_retried_on_a_fresh_instance(scenario_file, tm
     assert fleet.boots == ["s0", "s0.2"]
     assert fleet.targets[0].closed
     records = stored(tmp_path)
-    attempts = [(r.unit_id, r.attempt, r.status, r.failure_class) for r in records if r.unit_id == "r0-after-m2"]
-    assert attempts == [("r0-after-m2", 1, "failed", "infrastructure"), ("r0-after-m2", 2, "ok", None)]
+    attempts = [(r.unit_id, r.attempt, r.status, r.failure_class)
+                for r in records if r.unit_id == "r0-after-m2"]
+    assert attempts == [("r0-after-m2", 1, "failed", "infrastructure"),
+                        ("r0-after-m2", 2, "ok", None)]
     assert outcome.exit_code == 0, "a retried unit that succeeded leaves nothing failed"
     assert len(fleet.deployed) == 2, "the fresh instance gets the artifacts again"
     assert {r.instance for r in records if r.unit_id == "r1-before-m1"} == {"s0.2"}
@@ -304,7 +321,8 @@ def test_parallel_sessions_each_get_their_own_instance(scenario_file, tmp_path):
     assert sorted(fleet.boots) == ["s0", "s1"]
     assert len({r.unit_id for r in stored(tmp_path)}) == 8 and outcome.exit_code == 0
     assert {record.instance for record in stored(tmp_path)} <= {"s0", "s1"}
-    assert sorted(unit for _, unit in fleet.ran) == sorted(record.unit_id for record in stored(tmp_path)), \
+    assert (sorted(unit for _, unit in fleet.ran)
+            == sorted(record.unit_id for record in stored(tmp_path))), \
         "every unit ran exactly once, on whichever instance took it"
 
 
@@ -313,8 +331,8 @@ def _groups(plan: Any) -> dict[str, tuple[int, str]]:
 
 
 def test_an_idle_instance_steals_whole_groups_from_a_busy_one(scenario_file, tmp_path):
-    """s1 is stuck in its first unit; s0 runs out of its own units and takes s1's last (repetition, model) group
-    (both builds), never the unit in flight nor the rest of its group."""
+    """s1 is stuck in its first unit; s0 runs out of its own units and takes s1's last (repetition,
+    model) group (both builds), never the unit in flight nor the rest of its group."""
     path = scenario_file()
     plan = build_plan(load_scenario(path, ["fvp.instances=2"]))
     dealt = {unit.id: unit.session for unit in plan.units}
@@ -343,12 +361,13 @@ def test_an_idle_instance_steals_whole_groups_from_a_busy_one(scenario_file, tmp
     assert stuck not in moved and groups[stuck] not in {groups[unit] for unit in moved}
     for group in {groups[unit] for unit in moved}:  # a group moves whole: every build of that round
         assert {unit for unit, g in groups.items() if g == group} <= set(moved)
-    assert all(record.extra.get("runner_sha256") for record in stored(tmp_path)), "stolen units ran proven runners"
+    assert all(record.extra.get("runner_sha256") for record in stored(tmp_path)), (
+        "stolen units ran proven runners")
 
 
 def test_a_thief_deploys_the_files_it_lacks_before_running_stolen_units(scenario_file, tmp_path):
-    """Three instances, one group each but s0 with two: s0 is stuck, so another instance takes s0's last
-    group and gets that model's files first."""
+    """Three instances, one group each but s0 with two: s0 is stuck, so another instance takes s0's
+    last group and gets that model's files first."""
     path = scenario_file()
     overrides = ["fvp.instances=3"]
     plan = build_plan(load_scenario(path, overrides))
@@ -402,14 +421,14 @@ def test_no_steal_keeps_the_plans_deal_while_an_instance_is_stuck(scenario_file,
 
     fleet = FakeFleet(slow)
     outcome = run_scenario(load_scenario(path, ["fvp.instances=2"]),
-                           RunOptions(output_dir=tmp_path / "out", steal=False), factory=fleet.factory,
-                           deploy=fleet.deploy, listener=listener)
+                           RunOptions(output_dir=tmp_path / "out", steal=False),
+                           factory=fleet.factory, deploy=fleet.deploy, listener=listener)
     assert outcome.exit_code == 0 and "stolen" not in events
     assert {record.unit_id: record.instance for record in stored(tmp_path)} == {
         unit: f"s{session}" for unit, session in dealt.items()}
 
 
-# --- resume and interrupt -------------------------------------------------------------------------------
+# --- resume and interrupt -------------------------------------------------------------------------
 
 
 def test_interrupt_keeps_what_was_measured_and_resume_runs_only_the_rest(scenario_file, tmp_path):
@@ -424,7 +443,8 @@ def test_interrupt_keeps_what_was_measured_and_resume_runs_only_the_rest(scenari
     with pytest.raises(Interrupted):
         run(path, first, tmp_path)
     kept = stored(tmp_path)
-    assert len(kept) == 3 and all(r.status == "ok" for r in kept), "the unit in flight is not recorded"
+    assert len(kept) == 3 and all(r.status == "ok" for r in kept), (
+        "the unit in flight is not recorded")
     assert all(t.closed for t in first.targets)
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["status"] == "interrupted"
@@ -451,11 +471,12 @@ def test_only_build_and_model_select_units(scenario_file, tmp_path):
     fleet = FakeFleet()
     run(scenario_file(), fleet, tmp_path, only_builds=("after",), only_models=("m2",))
     assert [u for _, u in fleet.ran] == ["r0-after-m2", "r1-after-m2"]
-    with pytest.raises(ConfigurationError, match=r"no model named 'nope'; the models there are: m1, m2"):
+    with pytest.raises(ConfigurationError,
+                       match=r"no model named 'nope'; the models there are: m1, m2"):
         run(scenario_file(), FakeFleet(), tmp_path, only_models=("nope",))
 
 
-# --- artifacts ------------------------------------------------------------------------------------------
+# --- artifacts ------------------------------------------------------------------------------------
 
 
 def test_artifacts_are_built_when_missing_or_stale_and_failures_name_the_log(tmp_path):
@@ -464,8 +485,8 @@ def test_artifacts_are_built_when_missing_or_stale_and_failures_name_the_log(tmp
     path.write_text(
         "name: b\n"
         "builds:\n"
-        "  a: {runner: out/runner, sources: [src.c], build: \"cp src.c {output} && echo built-runner\"}\n"
-        "models:\n"
+        "  a: {runner: out/runner, sources: [src.c], build: \"cp src.c {output} && echo "
+        "built-runner\"}\nmodels:\n"
         "  m: {file: out/m.model, build: \"printf model > {output}\"}\n"
     )
     loaded = load_scenario(path)
@@ -481,10 +502,13 @@ def test_artifacts_are_built_when_missing_or_stale_and_failures_name_the_log(tmp
 
     later = (tmp_path / "out/runner").stat().st_mtime_ns + 10**9
     os.utime(tmp_path / "src.c", ns=(later, later))
-    assert stale_reason(tmp_path / "out/runner", [tmp_path / "src.c"]) == f"older than {tmp_path / 'src.c'}"
+    assert (stale_reason(tmp_path / "out/runner", [tmp_path / "src.c"])
+            == f"older than {tmp_path / 'src.c'}")
     assert [step.name for step in pending_builds(loaded)] == ["builds.a.runner"]
 
-    broken = load_scenario(path, ["builds.a.build=echo compiler says no; exit 3", "builds.a.runner=out/other"])
+    broken = load_scenario(path,
+                           ["builds.a.build=echo compiler says no; exit 3",
+                            "builds.a.runner=out/other"])
     with pytest.raises(UnitFailure, match="exit status 3") as info:
         build_artifacts(broken, log_path_for=lambda step: logs / step.log_name)
     assert info.value.log_path == logs / "builds.a.runner.log"
@@ -495,11 +519,11 @@ def test_artifacts_are_built_when_missing_or_stale_and_failures_name_the_log(tmp
 
 
 def test_a_changed_build_command_rebuilds_its_artifact(tmp_path):
-    """The file is newer than its sources, but it was built by another command (e.g. a scenario that now asks for
-    the CPU-time instrumentation): it is stale, and `-n` says why."""
+    """The file is newer than its sources, but it was built by another command (e.g. a scenario that
+    now asks for the CPU-time instrumentation): it is stale, and `-n` says why."""
     path = tmp_path / "s.yaml"
-    path.write_text("name: b\nbuilds:\n  a: {runner: out/runner, build: \"printf one > {output}\"}\n"
-                    "models:\n  m: {file: m.model}\n")
+    path.write_text("name: b\nbuilds:\n  a: {runner: out/runner, build: \"printf one > "
+                    "{output}\"}\nmodels:\n  m: {file: m.model}\n")
     (tmp_path / "m.model").write_text("m")
     build_artifacts(load_scenario(path))
     assert (tmp_path / "out/.runner.build").is_file() and pending_builds(load_scenario(path)) == []
@@ -511,7 +535,7 @@ def test_a_changed_build_command_rebuilds_its_artifact(tmp_path):
     assert [step.reason for step in pending_builds(changed)] == [NOT_OURS]
 
 
-# --- progress -------------------------------------------------------------------------------------------
+# --- progress -------------------------------------------------------------------------------------
 
 
 def test_progress_view_prints_plain_lines_when_not_a_terminal():
@@ -522,7 +546,8 @@ def test_progress_view_prints_plain_lines_when_not_a_terminal():
         view(Event("boot", session="s0"))
         view(Event("booted", session="s0", seconds=1.5))
         view(Event("unit_done", session="s0", unit="r0-a-m", status="ok", seconds=0.25))
-        view(Event("unit_done", session="s0", unit="r0-b-m", status="failed", detail="CommandFailed: boom"))
+        view(Event("unit_done", session="s0", unit="r0-b-m", status="failed",
+                   detail="CommandFailed: boom"))
     text = buffer.getvalue()
     assert "2 units to run on 1 instance(s), 1 already stored" in text
     assert "s0: ready after 1.5 s" in text
@@ -541,10 +566,11 @@ def test_progress_view_on_a_terminal_uses_a_live_bar():
     assert "1/1" in buffer.getvalue()
 
 
-# --- key parts, fetched files, stop, forced builds ----------------------------------------------------------
+# --- key parts, fetched files, stop, forced builds ------------------------------------------------
 
 
-def test_records_from_run_carry_key_parts_so_make_n_names_the_changed_input(scenario_file, tmp_path, capsys):
+def test_records_from_run_carry_key_parts_so_make_n_names_the_changed_input(scenario_file, tmp_path,
+                                                                            capsys):
     from fvp_harness.cli.main import main
     from fvp_harness.run.plan import KEY_PART_PREFIX
 
@@ -557,13 +583,15 @@ def test_records_from_run_carry_key_parts_so_make_n_names_the_changed_input(scen
     kept = ResultStore(results / "fake").records()
     assert len(kept) == 8
     for record in kept:  # ok and failed records alike
-        assert {KEY_PART_PREFIX + "model", KEY_PART_PREFIX + "runner"} <= set(record.extra), record.extra
+        assert {KEY_PART_PREFIX + "model", KEY_PART_PREFIX + "runner"} <= set(record.extra), (
+            record.extra)
     (tmp_path / "m2.model").write_text("other bytes")
     capsys.readouterr()
     assert main(["make", "-n", str(path), "--results", str(results)]) == 0
-    runs = {line.split()[1]: line for line in capsys.readouterr().out.splitlines() if line.startswith("run ")}
-    assert sorted(runs) == ["fake/r0-after-m1", "fake/r0-after-m2", "fake/r0-before-m2", "fake/r1-after-m2",
-                            "fake/r1-before-m2"]
+    runs = {line.split()[1]: line
+            for line in capsys.readouterr().out.splitlines() if line.startswith("run ")}
+    assert sorted(runs) == ["fake/r0-after-m1", "fake/r0-after-m2", "fake/r0-before-m2",
+                            "fake/r1-after-m2", "fake/r1-before-m2"]
     assert all("changed: model)" in runs[f"fake/{unit}"] for unit in
                ("r0-after-m2", "r0-before-m2", "r1-after-m2", "r1-before-m2")), runs
     assert "failed last time" in runs["fake/r0-after-m1"]
@@ -572,7 +600,8 @@ def test_records_from_run_carry_key_parts_so_make_n_names_the_changed_input(scen
 def test_files_named_by_run_fetch_are_kept_but_not_hashed_as_outputs(scenario_file, tmp_path):
     fleet = FakeFleet(outputs={"out-0.bin": b"same", "perf.json": b'{"kept": true}',
                                "../{unit}.side.json": b'{"kept": true}'})
-    path = scenario_file(extra='  fetch: ["{unit_dir}/perf.json", "{unit_dir}/../{unit}.side.json"]\n')
+    path = scenario_file(extra='  fetch: ["{unit_dir}/perf.json", '
+                               '"{unit_dir}/../{unit}.side.json"]\n')
     outcome = run(path, fleet, tmp_path)
     assert outcome.exit_code == 0
     digest = hashlib.sha256(b"same").hexdigest()
@@ -584,7 +613,8 @@ def test_files_named_by_run_fetch_are_kept_but_not_hashed_as_outputs(scenario_fi
     assert len(fleet.fetched) == 16
 
 
-def test_stop_finishes_the_unit_in_flight_records_it_and_starts_nothing_more(scenario_file, tmp_path):
+def test_stop_finishes_the_unit_in_flight_records_it_and_starts_nothing_more(scenario_file,
+                                                                             tmp_path):
     path = scenario_file()
     stop = threading.Event()
 
@@ -597,7 +627,8 @@ def test_stop_finishes_the_unit_in_flight_records_it_and_starts_nothing_more(sce
     with pytest.raises(Interrupted, match="stopped after the units in flight"):
         run(path, fleet, tmp_path, stop=stop)
     kept = stored(tmp_path)
-    assert [r.unit_id for r in kept] == [u for _, u in fleet.ran] and len(kept) == 3, "the unit in flight is kept"
+    assert [r.unit_id for r in kept] == [u for _, u in fleet.ran] and len(kept) == 3, (
+        "the unit in flight is kept")
     assert all(r.status == "ok" for r in kept)
     assert fleet.boots == ["s0"] and all(t.closed for t in fleet.targets)
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
@@ -623,7 +654,8 @@ def test_stop_with_parallel_sessions_records_every_unit_that_started(scenario_fi
 
 
 @pytest.mark.parametrize("presses", [1, 2])
-def test_two_stage_ctrl_c_first_finishes_the_unit_second_interrupts(scenario_file, tmp_path, presses):
+def test_two_stage_ctrl_c_first_finishes_the_unit_second_interrupts(scenario_file, tmp_path,
+                                                                    presses):
     from fvp_harness.cli.scenario_args import stop_on_first_interrupt
 
     noticed = threading.Event()
@@ -636,7 +668,8 @@ def test_two_stage_ctrl_c_first_finishes_the_unit_second_interrupts(scenario_fil
 
     fleet = FakeFleet(ctrl_c)
     before = signal.getsignal(signal.SIGINT)
-    with stop_on_first_interrupt(threading.Event(), noticed.set) as stop, pytest.raises(Interrupted) as info:
+    with stop_on_first_interrupt(threading.Event(),
+                                 noticed.set) as stop, pytest.raises(Interrupted) as info:
         run(scenario_file(), fleet, tmp_path, stop=stop)
     assert signal.getsignal(signal.SIGINT) is before, "the previous handler is back"
     assert noticed.wait(5), "the first Ctrl-C says that the units in flight finish"
@@ -667,13 +700,15 @@ def test_forced_builds_rebuild_up_to_date_artifacts(tmp_path):
     assert sorted(result.step.name for result in again) == ["builds.a.runner", "models.m.file"]
     assert states["models.m.file"].sha256 == hashlib.sha256(b"model").hexdigest()
     once, _ = build_artifacts(loaded, force=True, already_built={tmp_path / "out" / "runner"})
-    assert [result.step.name for result in once] == ["models.m.file"], "a batch forces each file once"
+    assert [result.step.name for result in once] == ["models.m.file"], (
+        "a batch forces each file once")
 
 
 def test_run_rebuild_and_make_always_force_the_builds(scenario_file, tmp_path):
     from fvp_harness.batch.engine import MakeOptions, make
 
-    builds = ("builds.before.build=printf before > {output}", "builds.after.build=printf after > {output}")
+    builds = ("builds.before.build=printf before > {output}",
+              "builds.after.build=printf after > {output}")
     path = scenario_file()
     made_by_hand = {p: p.read_bytes() for p in (tmp_path / "bin").iterdir()}
     with pytest.raises(ConfigurationError, match="was not built by fvp-harness") as refused:
@@ -691,7 +726,9 @@ def test_run_rebuild_and_make_always_force_the_builds(scenario_file, tmp_path):
     assert (tmp_path / "bin" / "runner-after").read_text() == "after"
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["options"]["rebuild"] is True and len(manifest["built"]) == 2
-    dry = make([path], MakeOptions(always=True, dry_run=True, overrides=builds, results_base=tmp_path / "r"))
+    dry = make([path],
+               MakeOptions(always=True, dry_run=True, overrides=builds,
+                           results_base=tmp_path / "r"))
     assert [(a.kind, a.target, a.reason) for a in dry.actions if a.kind == "build"] == [
         ("build", "builds.before.runner", "forced"), ("build", "builds.after.runner", "forced")]
     normal = make([path], MakeOptions(dry_run=True, overrides=builds, results_base=tmp_path / "r"))
@@ -706,8 +743,9 @@ def test_an_etdump_the_runner_prints_is_kept_as_a_fetched_file(scenario_file, tm
     def dumps(unit: str, build: str, calls: int) -> CommandResult | None:
         if unit != "r0-after-m1":
             return None
-        block = f'#[RUN THIS]\n# Writing etdump.bin [base64]\necho "{base64.b64encode(etdump).decode()}" | ' \
-                "base64 -d >etdump.bin\n#[END]\n"
+        block = ('#[RUN THIS]\n# Writing etdump.bin [base64]\necho '
+                 f'"{base64.b64encode(etdump).decode()}" | '
+                "base64 -d >etdump.bin\n#[END]\n")
         return CommandResult("x", 0, runner_output(build, 4) + "\n" + block)
 
     run(scenario_file(), FakeFleet(dumps), tmp_path)
@@ -717,7 +755,7 @@ def test_an_etdump_the_runner_prints_is_kept_as_a_fetched_file(scenario_file, tm
     assert kept["r0-before-m1"] is None
 
 
-# --- runs are kept ---------------------------------------------------------------------------------------------
+# --- runs are kept --------------------------------------------------------------------------------
 
 
 def test_a_plain_run_keeps_the_previous_run_whole_and_replace_deletes_it(scenario_file, tmp_path):
@@ -732,14 +770,17 @@ def test_a_plain_run_keeps_the_previous_run_whole_and_replace_deletes_it(scenari
     assert second.exit_code == 0
     kept = out / "runs" / first["run"]["id"]
     assert (kept / "records.jsonl").read_bytes() == first_records, "nothing measured is deleted"
-    assert {p.name for p in kept.iterdir()} >= {"manifest.json", "records.jsonl", "logs", "report.md", "report.json"}
+    assert ({p.name for p in kept.iterdir()}
+            >= {"manifest.json", "records.jsonl", "logs", "report.md", "report.json"})
     assert json.loads((out / "manifest.json").read_text())["run"]["id"] != first["run"]["id"]
-    assert rebuild_report(kept).exit_code == 0, "an earlier run's folder is a results folder of its own"
+    assert rebuild_report(kept).exit_code == 0, (
+        "an earlier run's folder is a results folder of its own")
     runs = ResultStore(out).stored_runs()
     assert [r.current for r in runs] == [False, True] and runs[0].run_id == first["run"]["id"]
 
     run(path, FakeFleet(), tmp_path, replace=True)
-    assert len(ResultStore(out).stored_runs()) == 2, "--replace deleted the current run, kept the earlier one"
+    assert len(ResultStore(out).stored_runs()) == 2, (
+        "--replace deleted the current run, kept the earlier one")
 
 
 def test_resume_continues_the_same_run_and_says_what_runs_again(scenario_file, tmp_path):
@@ -756,13 +797,18 @@ def test_resume_continues_the_same_run_and_says_what_runs_again(scenario_file, t
     assert len(reruns) == 8 and set(reruns.values()) == {"changed: run"}
     assert outcome.units_run == 8
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["run"]["id"] == run_id and not (out / "runs").exists(), "--resume continues, nothing archived"
+    assert manifest["run"]["id"] == run_id and not (out / "runs").exists(), (
+        "--resume continues, nothing archived")
     keys = manifest["plan"]["keys"]
-    assert len(keys) == 8 and {r.key for r in stored(tmp_path)} > set(keys.values()), "the old records stay"
-    # ... but only the current settings' records are counted: 2 repetitions x 4 iterations per build and model
+    assert len(keys) == 8 and {r.key for r in stored(tmp_path)} > set(keys.values()), (
+        "the old records stay")
+    # ... but only the current settings' records are counted: 2 repetitions x 4 iterations per build
+    # and model
     comparison = outcome.analysis.comparison
-    assert comparison is not None and {(m.n_baseline, m.n_candidate) for m in comparison.models} == {(8, 8)}
-    assert outcome.analysis.excluded_records == 8 and not outcome.analysis.not_run and outcome.exit_code == 0
+    assert (comparison is not None and
+            {(m.n_baseline, m.n_candidate) for m in comparison.models} == {(8, 8)})
+    assert (outcome.analysis.excluded_records == 8 and not outcome.analysis.not_run and
+            outcome.exit_code == 0)
     again = rebuild_report(out)
     assert again.analysis.excluded_records == 8 and again.exit_code == 0
 
@@ -779,6 +825,7 @@ def test_prune_and_runs_verbs(scenario_file, tmp_path, capsys):
     assert header.split()[:3] == ["run", "started", "status"]
     assert len(listed) == 3 and listed[-1].startswith("*")
     assert cli(["prune", str(out)]) == 2, "nothing is deleted without being asked"
-    assert cli(["prune", str(out), "--keep", "1", "-n"]) == 0 and len(list((out / "runs").iterdir())) == 2
+    assert (cli(["prune", str(out), "--keep", "1", "-n"]) == 0 and
+            len(list((out / "runs").iterdir())) == 2)
     assert cli(["prune", str(out), "--keep", "1"]) == 0
     assert len(list((out / "runs").iterdir())) == 1 and (out / "records.jsonl").is_file()

@@ -1,9 +1,10 @@
-"""``run.guest_needs``: what a runner needs of the guest, read from the file, and the problems the guest's answer
-shows, each naming its fix.
+"""``run.guest_needs``: what a runner needs of the guest, read from the file, and the problems the
+guest's answer shows, each naming its fix.
 
-Facts imitated: ExecuTorch's delegate opens /dev/ethosu0 (backends/arm/runtime/EthosUBackend_Cortex_A.cpp:44);
-meta-arm 2026.05 has the accel driver's /dev/accel/accel0 instead (recipes-kernel/linux/files/corstone1000/ethosu.cfg);
-the A320 image is musl and has no Dropbear (kas/corstone1000-firmware-only.yml).
+Facts imitated: ExecuTorch's delegate opens /dev/ethosu0
+(backends/arm/runtime/EthosUBackend_Cortex_A.cpp:44); meta-arm 2026.05 has the accel driver's
+/dev/accel/accel0 instead (recipes-kernel/linux/files/corstone1000/ethosu.cfg); the A320 image is
+musl and has no Dropbear (kas/corstone1000-firmware-only.yml).
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from fvp_harness.sim.networks.modelfile import RunnerArtifact, encode_runner
 
 
 def _elf(interp: str | None) -> bytes:
-    """A minimal little-endian ELF64 (aarch64) with one program header: PT_INTERP naming ``interp``, or PT_LOAD."""
+    """A minimal little-endian ELF64 (aarch64) with one program header: PT_INTERP naming ``interp``,
+    or PT_LOAD."""
     phoff, phentsize = 64, 56
     data_at = phoff + phentsize
     payload = (interp.encode() + b"\0") if interp else b""
@@ -48,7 +50,8 @@ def _elf(interp: str | None) -> bytes:
     (encode_runner(RunnerArtifact("reuse", libc="musl")), "musl", "/lib/ld-musl-aarch64.so.1"),
     (encode_runner(RunnerArtifact("reuse", libc="static")), "static", None),
 ])  # fmt: skip
-def test_what_a_runner_file_needs(tmp_path: Path, content: bytes, libc: str, loader: str | None) -> None:
+def test_what_a_runner_file_needs(tmp_path: Path, content: bytes, libc: str,
+                                  loader: str | None) -> None:
     path = tmp_path / "runner"
     path.write_bytes(content)
     assert runner_needs("b", path, "/dev/ethosu0") == RunnerNeeds("b", libc, loader, "/dev/ethosu0")
@@ -62,7 +65,8 @@ def test_a_sim_build_for_another_node_and_a_platform_without_npu(tmp_path: Path)
     script = tmp_path / "script"
     script.write_text("#!/bin/sh\necho hi\n")
     assert runner_needs("b", script, "/dev/ethosu0") == RunnerNeeds("b")
-    assert runner_needs("b", tmp_path / "unbuilt", "/dev/ethosu0") == RunnerNeeds("b", npu_device="/dev/ethosu0")
+    assert (runner_needs("b", tmp_path / "unbuilt", "/dev/ethosu0")
+            == RunnerNeeds("b", npu_device="/dev/ethosu0"))
 
 
 STOCK = RunnerNeeds("before", "glibc", "/lib/ld-linux-aarch64.so.1", "/dev/ethosu0")
@@ -79,26 +83,32 @@ def test_the_one_question_and_a_good_answer() -> None:
 
 
 def test_todays_image_names_both_nodes_and_the_fix() -> None:
-    [problem, libc] = check_answer([STOCK, AFTER], "/dev/accel/accel0\n/lib/ld-musl-aarch64.so.1\n", ssh=False)
+    [problem, libc] = check_answer([STOCK, AFTER], "/dev/accel/accel0\n/lib/ld-musl-aarch64.so.1\n",
+                                   ssh=False)
     assert problem.startswith("builds.before, builds.after: the runner opens /dev/ethosu0")
-    assert "/dev/accel/accel0" in problem and "Fix: boot an image with the ethos-u kernel driver" in problem
+    assert ("/dev/accel/accel0" in problem and
+            "Fix: boot an image with the ethos-u kernel driver" in problem)
     assert "fvp.sim.release=2025.12" in problem
-    assert "linked against glibc" in libc and "this is a musl image" in libc and "statically" in libc
+    assert ("linked against glibc" in libc and "this is a musl image" in libc and
+            "statically" in libc)
 
 
 def test_musl_and_static_runners_on_a_musl_image_with_the_ethos_u_driver() -> None:
-    """``fvp.sim.tclibc=musl`` on 2025.12: /dev/ethosu0 and only the musl loader; a glibc runner is refused."""
+    """``fvp.sim.tclibc=musl`` on 2025.12: /dev/ethosu0 and only the musl loader; a glibc runner is
+    refused."""
     musl = RunnerNeeds("before", "musl", "/lib/ld-musl-aarch64.so.1", "/dev/ethosu0")
     static = RunnerNeeds("after", "static", None, "/dev/ethosu0")
     answer = "/dev/ethosu0\n/lib/ld-musl-aarch64.so.1\n"
     assert check_answer([musl, static], answer, ssh=False) == []
     [problem] = check_answer([STOCK], answer, ssh=False)
-    assert problem.startswith("builds.before: the runner is linked against glibc") and "musl image" in problem
+    assert (problem.startswith("builds.before: the runner is linked against glibc") and
+            "musl image" in problem)
 
 
 def test_ssh_asked_of_an_image_without_a_server() -> None:
     [problem] = check_answer([], "", ssh=True)
-    assert "no ssh server" in problem and "kas/corstone1000-ssh.yml" in problem and "deploy.method: console" in problem
+    assert ("no ssh server" in problem and "kas/corstone1000-ssh.yml" in problem and
+            "deploy.method: console" in problem)
 
 
 def test_check_guest_asks_once_and_raises_a_configuration_error(tmp_path: Path) -> None:
@@ -115,17 +125,20 @@ def test_check_guest_asks_once_and_raises_a_configuration_error(tmp_path: Path) 
         asked.append(command)
         return "/dev/accel/accel0\n/lib/ld-linux-aarch64.so.1\n"
 
-    with pytest.raises(ConfigurationError, match=r"builds\.a: the runner opens /dev/ethosu0") as caught:
+    with pytest.raises(ConfigurationError,
+                       match=r"builds\.a: the runner opens /dev/ethosu0") as caught:
         check_guest(ask, scenario, load_profile("corstone1000-a320"), ["a"])
     assert caught.value.exit_code == 2 and len(asked) == 1
-    assert check_guest(ask, scenario, load_profile("qemu-aarch64-virt"), ["a"]) == {}  # no NPU, not asked
+    # no NPU, not asked
+    assert check_guest(ask, scenario, load_profile("qemu-aarch64-virt"), ["a"]) == {}
 
 
 def test_a_units_not_found_for_a_deployed_runner_is_the_images_fault() -> None:
     runners = {"before": "/data/fh/abc/executor_runner"}
     output = "sh: /data/fh/abc/executor_runner: not found\n"
     problem = not_found_problem(output, 127, runners, {"before": STOCK})
-    assert problem is not None and "builds.before" in problem and "/lib/ld-linux-aarch64.so.1" in problem
+    assert (problem is not None and "builds.before" in problem and
+            "/lib/ld-linux-aarch64.so.1" in problem)
     assert not_found_problem(output, 1, runners, {}) is None
     assert not_found_problem("sh: gunzip: not found\n", 127, runners, {}) is None
 
@@ -137,11 +150,13 @@ tmpfs                   1015544        12   1015532   0% /tmp
 
 def test_free_space_for_the_deploy() -> None:
     assert free_kib(BUSYBOX_DF) == 1015532 and free_kib("sh: df: not found\n") is None
-    assert deploy_kib([3 * 1024 * 1024, 1024]) == 3 * 1024 + 1 + 4 * 1024  # all files + the largest's base64 copy
+    # all files + the largest's base64 copy
+    assert deploy_kib([3 * 1024 * 1024, 1024]) == 3 * 1024 + 1 + 4 * 1024
     assert check_answer([], BUSYBOX_DF, ssh=False, need_kib=1015532, space_dir="/tmp") == []
     [problem] = check_answer([], BUSYBOX_DF, ssh=False, need_kib=2_000_000, space_dir="/tmp")
     assert "needs about 2000000 KiB in /tmp" in problem and "1015532 KiB free" in problem
     assert "deploy.guest_dir" in problem
-    assert check_answer([], "", ssh=False, need_kib=2_000_000, space_dir="/tmp") == []  # no df: not checked
+    # no df: not checked
+    assert check_answer([], "", ssh=False, need_kib=2_000_000, space_dir="/tmp") == []
     command = needs_command([], ssh=False, space_dir="/tmp")
     assert command == "df -kP /tmp 2>/dev/null; true"

@@ -1,5 +1,6 @@
-"""The kind of a target (``run.kinds.kind_of``): chosen once from the abilities it declares, and what deploy and a
-unit then ask of it instead of the target's class; ``errors.storing``, the one rewrap of a storage failure."""
+"""The kind of a target (``run.kinds.kind_of``): chosen once from the abilities it declares, and
+what deploy and a unit then ask of it instead of the target's class; ``errors.storing``, the one
+rewrap of a storage failure."""
 
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ def test_a_guest_a_host_and_a_launching_target_each_get_their_kind(tmp_path: Pat
     assert guest.guest_dir() is None  # the scenario's guest folder
     with HostTarget(log_dir=tmp_path / "h") as host:
         kind = kind_of(host)
-        assert type(kind) is HostProcess and kind.guest_dir() == host.guest_dir and not kind.in_place
+        assert (type(kind) is HostProcess and kind.guest_dir() == host.guest_dir and
+                not kind.in_place)
     with _Launcher(log_dir=tmp_path / "b") as bare:
         kind = kind_of(bare)
         assert type(kind) is ModelLaunch and kind.in_place and kind.guest_dir() == bare.guest_dir

@@ -1,4 +1,5 @@
-"""The manifest's machine record (``run/machine.py``, ``run/manifest.py``) and ``builds.X.source`` in scenarios."""
+"""The manifest's machine record (``run/machine.py``, ``run/manifest.py``) and ``builds.X.source``
+in scenarios."""
 
 from __future__ import annotations
 
@@ -22,15 +23,18 @@ COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
 def _manifest(*overrides: str) -> Manifest:
     loaded = load_scenario(REPO / "scenarios" / "smoke.yaml", overrides, check_files=False)
-    return Manifest.start(loaded, build_plan(loaded), "11.30.27 (simulated by fvp-harness sim)", "", RunSettings(), [])
+    return Manifest.start(loaded, build_plan(loaded), "11.30.27 (simulated by fvp-harness sim)", "",
+                          RunSettings(), [])
 
 
 def test_the_manifest_records_the_machine_the_harness_and_the_simulator() -> None:
-    manifest = _manifest(f"builds.after.source={{repository: pytorch/executorch, commit: {COMMIT.upper()}}}")
+    manifest = _manifest("builds.after.source={repository: pytorch/executorch, commit: "
+                         f"{COMMIT.upper()}}}")
     host = manifest.host
     assert host.cpus and host.os and host.memory_bytes and host.memory_bytes > 2**20
     assert host.load_before is not None and len(host.load_before) == 3 and host.load_after is None
-    assert manifest.fvp.simulator == f"fvp-harness {manifest.harness_version}" and manifest.fvp.path is None
+    assert (manifest.fvp.simulator == f"fvp-harness {manifest.harness_version}" and
+            manifest.fvp.path is None)
     assert manifest.harness is not None and manifest.harness.version == manifest.harness_version
     source = manifest.builds["after"].source
     assert source is not None and (source.origin, source.repository, source.commit) == (
@@ -52,10 +56,12 @@ def test_a_format_4_manifest_without_the_record_still_reads() -> None:
     data.pop("harness")
     data["format_version"] = 4
     old = Manifest.from_json(data)
-    assert old.host.cpu_model is None and old.harness is None and old.builds["before"].source is None
+    assert (old.host.cpu_model is None and old.harness is None and
+            old.builds["before"].source is None)
 
 
-@pytest.mark.skipif(shutil.which("git") is None and os.environ.get("CI") != "true", reason="needs git")
+@pytest.mark.skipif(shutil.which("git") is None and os.environ.get("CI") != "true",
+                    reason="needs git")
 def test_a_runner_in_a_git_checkout_records_its_commit_and_describe(tmp_path: Path) -> None:
     repo = tmp_path / "executorch"
     (repo / "cmake-out").mkdir(parents=True)
@@ -65,7 +71,8 @@ def test_a_runner_in_a_git_checkout_records_its_commit_and_describe(tmp_path: Pa
     subprocess.run([*git, "add", "README"], check=True)
     subprocess.run([*git, "commit", "-q", "-m", "first"], check=True)
     subprocess.run([*git, "tag", "v1.0"], check=True)
-    head = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+    head = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True,
+                          text=True).stdout.strip()
     runner = repo / "cmake-out" / "executor_runner"
     assert machine.git_head(runner.parent)[0] == head
     assert machine.git_describe(runner) == "v1.0"
@@ -73,16 +80,19 @@ def test_a_runner_in_a_git_checkout_records_its_commit_and_describe(tmp_path: Pa
     assert machine.git_describe(runner.parent) == "v1.0-dirty"
     manifest = _manifest(f"builds.before.runner={runner}")
     source = manifest.builds["before"].source
-    assert source is not None and (source.origin, source.commit, source.describe) == ("checkout", head, "v1.0-dirty")
+    assert (source is not None and
+            (source.origin, source.commit, source.describe) == ("checkout", head, "v1.0-dirty"))
     assert machine.git_describe(tmp_path) is None  # outside any checkout: no git process at all
 
 
 def test_cpu_model_memory_and_os_from_this_hosts_files(tmp_path: Path) -> None:
-    (tmp_path / "cpuinfo").write_text("processor\t: 0\nvendor_id\t: X\nmodel name\t: Neoverse-N1 by Example\n")
+    (tmp_path / "cpuinfo").write_text("processor\t: 0\nvendor_id\t: X\nmodel name\t: Neoverse-N1 "
+                                      "by Example\n")
     assert machine.cpu_model(tmp_path / "cpuinfo") == "Neoverse-N1 by Example"
     (tmp_path / "arm").write_text("processor\t: 0\nCPU part\t: 0xd0c\nHardware\t: Example SoC\n")
     assert machine.cpu_model(tmp_path / "arm") == "Example SoC"
-    (tmp_path / "os-release").write_text('NAME="Debian"\nPRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\n')
+    (tmp_path / "os-release").write_text('NAME="Debian"\nPRETTY_NAME="Debian GNU/Linux 12 '
+                                         '(bookworm)"\n')
     assert machine.os_name(tmp_path / "os-release") == "Debian GNU/Linux 12 (bookworm)"
     assert machine.os_name(tmp_path / "missing")  # platform.platform() then
 
@@ -97,8 +107,10 @@ def test_a_real_binary_is_identified_by_path_and_sha256(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("source", "message"), [
-    ("{repository: pytorch/executorch, commit: xyz}", "expected a commit of 7 to 40 hexadecimal digits"),
-    ("{repository: 'pytorch executorch', commit: 0123abc}", "expected a URL or owner/name without spaces"),
+    ("{repository: pytorch/executorch, commit: xyz}",
+     "expected a commit of 7 to 40 hexadecimal digits"),
+    ("{repository: 'pytorch executorch', commit: 0123abc}",
+     "expected a URL or owner/name without spaces"),
     ("{repository: pytorch/executorch}", "commit: required field is missing"),
     ("{repository: pytorch/executorch, commit: 0123abc, branch: main}", "branch"),
 ])
@@ -114,5 +126,6 @@ def test_a_bad_build_source_names_the_file_line_and_field(write, source: str, me
     with pytest.raises(ScenarioError) as info:
         load_scenario(path)
     problems = info.value.problems
-    assert len(problems) == 1 and ":4:" in problems[0] and "builds.after.source" in problems[0], problems
+    assert len(problems) == 1 and ":4:" in problems[0] and "builds.after.source" in problems[0], (
+        problems)
     assert message in problems[0], problems

@@ -1,4 +1,5 @@
-"""Plan: run order (interleaved, blocked), sessions, and content keys that are stable and sensitive."""
+"""Plan: run order (interleaved, blocked), sessions, and content keys that are stable and
+sensitive."""
 
 from __future__ import annotations
 
@@ -37,7 +38,8 @@ def plan_of(path, *overrides):
 
 
 def test_interleaved_order_alternates_builds_and_rotates_models():
-    order = run_order(["before", "after"], ["resnet8", "ds_cnn", "mobilenet", "dae"], 2, "interleaved")
+    order = run_order(["before", "after"], ["resnet8", "ds_cnn", "mobilenet", "dae"], 2,
+                      "interleaved")
     assert [f"{build}/{model}" for rep, build, model in order if rep == 0] == [
         "before/resnet8",
         "after/resnet8",
@@ -68,7 +70,8 @@ def test_interleaving_is_balanced(models):
     firsts = Counter(order[i][1] for i in range(0, len(order), 2))
     assert firsts["before"] == firsts["after"]  # neither build always runs first
     for name in names:  # each model swaps which build goes first every repetition
-        per_rep = [build for i, (rep, build, model) in enumerate(order) if model == name and i % 2 == 0]
+        per_rep = [build
+                   for i, (rep, build, model) in enumerate(order) if model == name and i % 2 == 0]
         assert all(first != second for first, second in pairwise(per_rep)), per_rep
     for i in range(0, len(order), 2):  # builds of one model run back to back
         assert order[i][0] == order[i + 1][0] and order[i][2] == order[i + 1][2]
@@ -155,7 +158,8 @@ def test_every_run_setting_changes_every_key(scenario_path, override):
 def test_settings_that_do_not_change_results_keep_keys(scenario_path):
     base = keys(scenario_path)
     assert (
-        keys(scenario_path, "fvp.timeouts.boot=5", "report.title=x", "fvp.instances=2", "run.retries=3")
+        keys(scenario_path, "fvp.timeouts.boot=5", "report.title=x", "fvp.instances=2",
+             "run.retries=3")
         == base
     )
     more = keys(scenario_path, "run.repetitions=4")
@@ -167,8 +171,10 @@ def test_build_settings_change_only_that_builds_keys(scenario_path):
     changed = keys(scenario_path, "builds.after.env.DEBUG=1")
     for unit, key in base.items():
         assert (changed[unit] != key) == ("-after-" in unit)
-    assert keys(scenario_path, "builds.before.args=[--x]")["r0-before-ds_cnn"] != base["r0-before-ds_cnn"]
-    assert keys(scenario_path, "builds.before.id=other")["r0-before-ds_cnn"] != base["r0-before-ds_cnn"]
+    assert (keys(scenario_path, "builds.before.args=[--x]")["r0-before-ds_cnn"]
+            != base["r0-before-ds_cnn"])
+    assert (keys(scenario_path, "builds.before.id=other")["r0-before-ds_cnn"]
+            != base["r0-before-ds_cnn"])
 
 
 @pytest.mark.parametrize(
@@ -216,7 +222,8 @@ def test_real_fvp_identity_uses_size_mtime_and_version(scenario_path, write):
     write("fw/bl1", "1")
     write("fw/flash", "2")
     folder = scenario_path.parent
-    overrides = [f"fvp.binary={fvp}", f"fvp.firmware={{bl1: {folder}/fw/bl1, flash: {folder}/fw/flash}}"]
+    overrides = [f"fvp.binary={fvp}",
+                 f"fvp.firmware={{bl1: {folder}/fw/bl1, flash: {folder}/fw/flash}}"]
     loaded = load_scenario(scenario_path, overrides)
     plan = build_plan(loaded)
     assert plan.fvp["binary"] == str(fvp) and plan.fvp["size"] == 10
@@ -237,7 +244,8 @@ def test_artifact_hashes(scenario_path):
     states = artifact_hashes(load_scenario(scenario_path))
     state = states["models.resnet8.inputs[0].file"]
     assert (
-        state.built and state.sha256 == file_sha256(state.path) and state.size == len("bytes of resnet8.in")
+        state.built and state.sha256 == file_sha256(state.path) and
+        state.size == len("bytes of resnet8.in")
     )
     assert set(states) == {
         "builds.before.runner",

@@ -1,8 +1,9 @@
-"""``run.preboot``: instances boot while the artifacts build, the session takes them, nothing is leaked.
+"""``run.preboot``: instances boot while the artifacts build, the session takes them, nothing is
+leaked.
 
-``PreBoot`` is checked with a factory whose boot blocks until the test lets it finish (no sleeps), and the pipeline
-with ``tests.fakes.FakeFleet`` and a scenario whose runner is built by a command that waits for the early boot to
-have started, so the overlap itself is what makes the run pass."""
+``PreBoot`` is checked with a factory whose boot blocks until the test lets it finish (no sleeps),
+and the pipeline with ``tests.fakes.FakeFleet`` and a scenario whose runner is built by a command
+that waits for the early boot to have started, so the overlap itself is what makes the run pass."""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ from tests.helpers import join_early_boots
 
 
 class GatedFactory:
-    """A ``TargetFactory`` whose boots wait for ``release``; it remembers what it opened and closed."""
+    """A ``TargetFactory`` whose boots wait for ``release``; it remembers what it opened and
+    closed."""
 
     def __init__(self, fail: bool = False) -> None:
         self.release = threading.Event()
@@ -55,7 +57,8 @@ def _preboot(factory: GatedFactory, tmp_path: Path, sessions: tuple[str, ...] = 
 def test_a_session_takes_the_instance_that_booted_early(tmp_path: Path) -> None:
     factory = GatedFactory()
     with _preboot(factory, tmp_path) as early:
-        assert factory.started.wait(10), "the boot starts when the block is entered, before anyone asks"
+        assert factory.started.wait(10), (
+            "the boot starts when the block is entered, before anyone asks")
         instance = early.take("s0")
         assert instance is not None and early.take("s0") is None, "taken once"
         factory.release.set()
@@ -74,7 +77,8 @@ def test_an_instance_nobody_took_is_closed_even_when_its_boot_ends_later(tmp_pat
     assert factory.closed == [], "still booting when the run ended (a build failed, say)"
     factory.release.set()
     join_early_boots()
-    assert sorted(factory.opened) == sorted(factory.closed) == ["s0", "s1"], "closed as soon as each boot ended"
+    assert sorted(factory.opened) == sorted(factory.closed) == ["s0", "s1"], (
+        "closed as soon as each boot ended")
 
 
 def test_a_failed_early_boot_is_raised_to_the_session_that_takes_it(tmp_path: Path) -> None:
@@ -87,7 +91,7 @@ def test_a_failed_early_boot_is_raised_to_the_session_that_takes_it(tmp_path: Pa
             pass
 
 
-# --- in the pipeline ----------------------------------------------------------------------------------------
+# --- in the pipeline ------------------------------------------------------------------------------
 
 SCENARIO = """
 name: early
@@ -108,8 +112,9 @@ report: {{outputs: [json]}}
 """
 
 def _scenario(tmp_path: Path, *, instances: int = 1, build_ok: bool = True) -> Path:
-    """A scenario whose before-runner is built by a command that succeeds only once an instance started booting
-    (the fleet writes ``booting`` then): proof that the boot does not wait for the builds."""
+    """A scenario whose before-runner is built by a command that succeeds only once an instance
+    started booting (the fleet writes ``booting`` then): proof that the boot does not wait for the
+    builds."""
     (tmp_path / "bin").mkdir(exist_ok=True)
     (tmp_path / "bin" / "runner-after").write_text("after")
     (tmp_path / "m1.model").write_text("m1")
@@ -123,7 +128,8 @@ def _scenario(tmp_path: Path, *, instances: int = 1, build_ok: bool = True) -> P
         "if mode != 'ok' or not flag.exists():\n"
         "    sys.exit(9)\n"
         "output.write_text('before')\n")
-    build = f"{sys.executable} {script} {tmp_path / 'booting'} {{output}} {'ok' if build_ok else 'fail'}"
+    build = (f"{sys.executable} {script} {tmp_path / 'booting'} {{output}} "
+             f"{'ok' if build_ok else 'fail'}")
     path = tmp_path / "early.yaml"
     path.write_text(SCENARIO.format(instances=instances, build=build.replace('"', '\\"')))
     return path
@@ -143,10 +149,12 @@ class FlaggingFleet(FakeFleet):
             yield target
 
 
-def test_the_boot_overlaps_the_artifact_builds_and_the_session_uses_that_instance(tmp_path: Path) -> None:
+def test_the_boot_overlaps_the_artifact_builds_and_the_session_uses_that_instance(
+        tmp_path: Path) -> None:
     fleet = FlaggingFleet(tmp_path / "booting")
     events: list[Event] = []
-    outcome = run_scenario(load_scenario(_scenario(tmp_path)), RunOptions(output_dir=tmp_path / "out"),
+    outcome = run_scenario(load_scenario(_scenario(tmp_path)),
+                           RunOptions(output_dir=tmp_path / "out"),
                            factory=fleet.factory, deploy=fleet.deploy, listener=events.append)
     assert outcome.exit_code == 0, outcome
     assert fleet.boots == ["s0"], "one boot, started before the build finished, served every unit"
@@ -157,7 +165,8 @@ def test_the_boot_overlaps_the_artifact_builds_and_the_session_uses_that_instanc
 
 def test_each_session_of_several_instances_boots_early(tmp_path: Path) -> None:
     fleet = FlaggingFleet(tmp_path / "booting")
-    outcome = run_scenario(load_scenario(_scenario(tmp_path, instances=2)), RunOptions(output_dir=tmp_path / "out"),
+    outcome = run_scenario(load_scenario(_scenario(tmp_path, instances=2)),
+                           RunOptions(output_dir=tmp_path / "out"),
                            factory=fleet.factory, deploy=fleet.deploy)
     assert outcome.exit_code == 0 and sorted(fleet.boots) == ["s0", "s1"]
 
@@ -165,10 +174,12 @@ def test_each_session_of_several_instances_boots_early(tmp_path: Path) -> None:
 def test_a_failed_build_closes_the_instance_booted_for_it(tmp_path: Path) -> None:
     fleet = FlaggingFleet(tmp_path / "booting")
     with pytest.raises(Exception, match="runner"):
-        run_scenario(load_scenario(_scenario(tmp_path, build_ok=False)), RunOptions(output_dir=tmp_path / "out"),
+        run_scenario(load_scenario(_scenario(tmp_path, build_ok=False)),
+                     RunOptions(output_dir=tmp_path / "out"),
                      factory=fleet.factory, deploy=fleet.deploy)
     join_early_boots()
-    assert fleet.boots == ["s0"] and all(target.closed for target in fleet.targets), "no instance left open"
+    assert fleet.boots == ["s0"] and all(target.closed for target in fleet.targets), (
+        "no instance left open")
 
 
 def test_resume_and_fresh_boot_per_unit_boot_only_when_a_session_asks(tmp_path: Path) -> None:
@@ -176,12 +187,13 @@ def test_resume_and_fresh_boot_per_unit_boot_only_when_a_session_asks(tmp_path: 
     (tmp_path / "booting").write_text("the build needs no early boot here")
     fleet = FakeFleet()
     events: list[Event] = []
-    run_scenario(load_scenario(path), RunOptions(output_dir=tmp_path / "out", fresh_boot_per_unit=True),
+    run_scenario(load_scenario(path),
+                 RunOptions(output_dir=tmp_path / "out", fresh_boot_per_unit=True),
                  factory=fleet.factory, deploy=fleet.deploy, listener=events.append)
     assert not any(event.detail == "early" for event in events) and len(fleet.boots) == 4
     again = FakeFleet()
-    run_scenario(load_scenario(path), RunOptions(output_dir=tmp_path / "out", resume=True), factory=again.factory,
-                 deploy=again.deploy, listener=events.append)
+    run_scenario(load_scenario(path), RunOptions(output_dir=tmp_path / "out", resume=True),
+                 factory=again.factory, deploy=again.deploy, listener=events.append)
     assert again.boots == [], "everything was stored: a resume with nothing to run boots nothing"
 
 
@@ -190,15 +202,18 @@ def test_no_early_boot_boots_only_after_the_builds(tmp_path: Path) -> None:
     (tmp_path / "booting").write_text("the build needs no early boot here")
     fleet = FakeFleet()
     events: list[Event] = []
-    outcome = run_scenario(load_scenario(path), RunOptions(output_dir=tmp_path / "out", early_boot=False),
+    outcome = run_scenario(load_scenario(path),
+                           RunOptions(output_dir=tmp_path / "out", early_boot=False),
                            factory=fleet.factory, deploy=fleet.deploy, listener=events.append)
     assert outcome.exit_code == 0 and fleet.boots == ["s0"]
     kinds = [(event.kind, event.detail) for event in events if event.kind in ("boot", "build")]
-    assert kinds.index(("boot", None)) > kinds.index(("build", None)), "the boot waited for the build"
+    assert kinds.index(("boot", None)) > kinds.index(("build", None)), (
+        "the boot waited for the build")
 
 
 def test_a_factory_that_fails_before_booting_is_raised_too(tmp_path: Path) -> None:
-    """Not only a failed boot: a factory that cannot even make the instance must not leave the session waiting."""
+    """Not only a failed boot: a factory that cannot even make the instance must not leave the
+    session waiting."""
     def broken(name: str, log_dir: Path) -> contextlib.AbstractContextManager[FakeTarget]:
         raise RuntimeError("no such model binary")
 

@@ -1,5 +1,6 @@
-"""Results you can trust, on fake instances: implausible samples are refused one by one (and counted), a required
-metric without a valid sample fails its unit, and secret environment values never reach the results folder."""
+"""Results you can trust, on fake instances: implausible samples are refused one by one (and
+counted), a required metric without a valid sample fails its unit, and secret environment values
+never reach the results folder."""
 
 from __future__ import annotations
 
@@ -38,7 +39,8 @@ report: {{outputs: [markdown, csv, json]}}
 
 HEAD = "I 00:00:00.000100 executorch:executor_runner.cpp:60] executor_runner build id: id-{build}"
 CPU = "I 00:00:00.000300 executorch:EthosUBackend.cpp:291] EthosUBackend::execute() CPU time: {} ms"
-CYCLES = "I 00:00:00.000200 executorch:EthosUBackend.cpp:284] Ethos-U Linux delegate cycle counter: {}"
+CYCLES = ("I 00:00:00.000200 executorch:EthosUBackend.cpp:284] Ethos-U Linux delegate cycle "
+          "counter: {}")
 
 
 def output(build: str, cpu: list[str], cycles: list[str]) -> str:
@@ -58,8 +60,8 @@ def scenario_file(tmp_path: Path, run_extra: str = "") -> Path:
 
 
 def run(path: Path, fleet: FakeFleet, tmp_path: Path) -> Any:
-    return run_scenario(load_scenario(path), RunOptions(output_dir=tmp_path / "out"), factory=fleet.factory,
-                        deploy=fleet.deploy)
+    return run_scenario(load_scenario(path), RunOptions(output_dir=tmp_path / "out"),
+                        factory=fleet.factory, deploy=fleet.deploy)
 
 
 def records(tmp_path: Path) -> dict[str, Any]:
@@ -68,7 +70,8 @@ def records(tmp_path: Path) -> dict[str, Any]:
 
 def test_implausible_samples_are_refused_one_by_one_and_counted(tmp_path):
     def answer(unit: str, build: str, calls: int) -> CommandResult | None:
-        if build == "before":  # warmup, then a plausible, an implausible (> 1 h) and a plausible time
+        # warmup, then a plausible, an implausible (> 1 h) and a plausible time
+        if build == "before":
             return CommandResult("x", 0, output(build, ["100.0", "2.0", "9999999.0", "2.5"],
                                                 ["4242", "4242", "-7", "4242"]))
         return None
@@ -87,16 +90,20 @@ def test_implausible_samples_are_refused_one_by_one_and_counted(tmp_path):
 
 def test_a_refused_warmup_value_still_counts_as_the_warmup(tmp_path):
     def answer(unit: str, build: str, calls: int) -> CommandResult | None:
-        return CommandResult("x", 0, output(build, ["-1.0", "2.0", "2.1", "2.2"], ["1", "1", "1", "1"]))
+        return CommandResult("x", 0,
+                             output(build, ["-1.0", "2.0", "2.1", "2.2"], ["1", "1", "1", "1"]))
 
     run(scenario_file(tmp_path), FakeFleet(answer, outputs={}), tmp_path)
-    assert records(tmp_path)["before"].samples["cpu_time"] == [2.0, 2.1, 2.2]  # no measured value dropped
+    # no measured value dropped
+    assert records(tmp_path)["before"].samples["cpu_time"] == [2.0, 2.1, 2.2]
 
 
 def test_a_required_metric_without_a_valid_sample_fails_the_unit(tmp_path):
     def answer(unit: str, build: str, calls: int) -> CommandResult | None:
         if build == "before":
-            return CommandResult("x", 0, output(build, ["1.0", "-2.0", "-3.0", "1e9"], ["1", "1", "1", "1"]))
+            return CommandResult("x", 0,
+                                 output(build, ["1.0", "-2.0", "-3.0", "1e9"],
+                                        ["1", "1", "1", "1"]))
         return None
 
     run(scenario_file(tmp_path), FakeFleet(answer, outputs={}), tmp_path)
@@ -123,18 +130,22 @@ class EnvFleet(FakeFleet):
 @pytest.mark.timeout(60)
 def test_a_secret_env_value_reaches_the_runner_and_no_file_of_the_results(tmp_path):
     def answer(unit: str, build: str, calls: int) -> CommandResult | None:
-        if build == "after":  # a runner that prints the secret and fails: failure text, log tail, warnings
-            return CommandResult("x", 1, f"E 00:00:00.000100 executorch:x.cpp:1] token {SECRET} refused\n")
+        # a runner that prints the secret and fails: failure text, log tail, warnings
+        if build == "after":
+            return CommandResult("x", 1,
+                                 f"E 00:00:00.000100 executorch:x.cpp:1] token {SECRET} refused\n")
         return None
 
     extra = f"  env: {{TOKEN: {{value: {SECRET}, secret: true}}, PLAIN: visible}}"
     fleet = EnvFleet(behaviour=answer)
     outcome = run(scenario_file(tmp_path, extra), fleet, tmp_path)
     assert outcome.exit_code == 1
-    assert fleet.envs and all(env.get("TOKEN") == SECRET for env in fleet.envs)  # the runner got the value
+    # the runner got the value
+    assert fleet.envs and all(env.get("TOKEN") == SECRET for env in fleet.envs)
     out = tmp_path / "out"
     files = [path for path in out.rglob("*") if path.is_file()]
-    assert any(path.name == "manifest.json" for path in files) and any(path.suffix == ".log" for path in files)
+    assert (any(path.name == "manifest.json" for path in files) and
+            any(path.suffix == ".log" for path in files))
     leaked = [path for path in files if SECRET.encode() in path.read_bytes()]
     assert leaked == [], leaked
     after = records(tmp_path)["after"]

@@ -1,4 +1,5 @@
-"""Parsers on text shaped like real runner output, including the ugly parts of a shared FVP console."""
+"""Parsers on text shaped like real runner output, including the ugly parts of a shared FVP
+console."""
 
 from __future__ import annotations
 
@@ -25,14 +26,16 @@ from fvp_harness.scenario.model import MetricSpec
 ALL_BUILTINS = [MetricSpec(name=name) for name in BUILTIN_METRICS]
 
 
-def linux_line(msg: str, t: str = "00:00:01.000100", src: str = "EthosUBackend.cpp:312", level: str = "I") -> str:
+def linux_line(msg: str, t: str = "00:00:01.000100", src: str = "EthosUBackend.cpp:312",
+               level: str = "I") -> str:
     return f"{level} {t} executorch:{src}] {msg}"
 
 
 LINUX_RUN = "\r\n".join(
     [
         "drv-reuse build 2026.02 (after)",
-        linux_line("Model file /tmp/fvp-harness/resnet8.pte is loaded.", src="executor_runner.cpp:190"),
+        linux_line("Model file /tmp/fvp-harness/resnet8.pte is loaded.",
+                   src="executor_runner.cpp:190"),
         linux_line("Using method forward", src="executor_runner.cpp:240"),
         linux_line("Model loaded in 12.500 ms.", src="executor_runner.cpp:260"),
         linux_line("EthosUBackend::execute() CPU time: 2.912 ms"),
@@ -44,7 +47,8 @@ LINUX_RUN = "\r\n".join(
         linux_line("EthosUBackend::execute() CPU time: 0.929 ms"),
         linux_line("Ethos-U Linux delegate cycle counter: 85092"),
         linux_line("Iteration 3 of 3: 1.090 ms", src="executor_runner.cpp:700"),
-        linux_line("Model executed successfully 3 time(s) in 5.315000 ms.", src="executor_runner.cpp:791"),
+        linux_line("Model executed successfully 3 time(s) in 5.315000 ms.",
+                   src="executor_runner.cpp:791"),
         linux_line("1 outputs: ", src="executor_runner.cpp:800"),
         "Output 0: tensor(sizes=[1, 10], [-12, 3, 7, ..., 1, 0, -4])",
         "",
@@ -56,7 +60,7 @@ def specs(*names: str, required: bool = False) -> list[MetricSpec]:
     return [MetricSpec(name=name, required=required) for name in names]
 
 
-# --- contract -----------------------------------------------------------------------------------------------
+# --- contract -------------------------------------------------------------------------------------
 
 
 def test_builtin_names_are_the_published_contract() -> None:
@@ -93,7 +97,7 @@ def test_builtin_names_are_the_published_contract() -> None:
     assert PARSERS_VERSION == 4
 
 
-# --- cleaning -----------------------------------------------------------------------------------------------
+# --- cleaning -------------------------------------------------------------------------------------
 
 
 def test_clean_console_text_line_ends_ansi_and_controls() -> None:
@@ -106,7 +110,7 @@ def test_clean_is_idempotent() -> None:
     assert clean_console_text(once) == once
 
 
-# --- Linux executor_runner ----------------------------------------------------------------------------------
+# --- Linux executor_runner ------------------------------------------------------------------------
 
 
 def test_linux_runner_all_metrics_in_order() -> None:
@@ -133,17 +137,20 @@ def test_optional_group_that_did_not_match_is_skipped() -> None:
 
 
 def test_required_metric_missing_is_named() -> None:
-    result = scrape("nothing here\n", specs("cpu_time", "npu_cycles", required=True) + specs("run_time"))
+    result = scrape("nothing here\n",
+                    specs("cpu_time", "npu_cycles", required=True) + specs("run_time"))
     assert result.missing == ["cpu_time", "npu_cycles"]
     assert result.samples == {"cpu_time": [], "npu_cycles": [], "run_time": []}
 
 
 def test_parse_log_line_prefixes() -> None:
-    linux = parse_log_line("I 00:01:02.500000 executorch:executor_runner.cpp:791] Model loaded in 1 ms.")
+    linux = parse_log_line("I 00:01:02.500000 executorch:executor_runner.cpp:791] Model loaded in "
+                           "1 ms.")
     assert linux is not None and linux.level == "I" and linux.line == 791
     assert linux.time_s == pytest.approx(62.5) and linux.message == "Model loaded in 1 ms."
     newer = parse_log_line("E [executorch:arm_executor_runner.cpp:412 main()] boom")
-    assert newer is not None and newer.function == "main" and newer.message == "boom" and newer.time_s is None
+    assert (newer is not None and newer.function == "main" and newer.message == "boom" and
+            newer.time_s is None)
     mid = parse_log_line("W [executorch:arm_perf_monitor.cpp:120] careful")
     assert mid is not None and mid.function is None and mid.message == "careful"
     old = parse_log_line("I executorch:arm_executor_runner.cpp:99] hello")
@@ -151,17 +158,18 @@ def test_parse_log_line_prefixes() -> None:
     assert parse_log_line("[   12.345678] random: crng init done") is None
 
 
-# --- kernel interleaving ------------------------------------------------------------------------------------
+# --- kernel interleaving --------------------------------------------------------------------------
 
 
 def test_kernel_message_in_the_middle_of_a_runner_line_is_repaired() -> None:
     text = (
-        "I 00:00:01.0 executorch:EthosUBackend.cpp:200] Ethos-U Linux del[   12.345678] random: crng init done\n"
-        "egate cycle counter: 85092\n"
+        "I 00:00:01.0 executorch:EthosUBackend.cpp:200] Ethos-U Linux del[   12.345678] random: "
+        "crng init done\negate cycle counter: 85092\n"
     )
     repaired, count = repair_kernel_interleaving(text)
     assert count == 1
-    assert "I 00:00:01.0 executorch:EthosUBackend.cpp:200] Ethos-U Linux delegate cycle counter: 85092" in (
+    assert ("I 00:00:01.0 executorch:EthosUBackend.cpp:200] Ethos-U Linux delegate cycle counter: "
+            "85092") in (
         repaired.split("\n")
     )
     assert "random: crng init done" not in repaired  # noise removed (the unit's log file keeps it)
@@ -172,9 +180,10 @@ def test_kernel_message_in_the_middle_of_a_runner_line_is_repaired() -> None:
 
 def test_kernel_burst_inside_the_number_with_crlf_and_ansi() -> None:
     text = (
-        "\x1b[0mI 00:00:01.000000 executorch:EthosUBackend.cpp:210] EthosUBackend::execute() CPU time: 0.9"
-        "[  100.000001] ethosu 1c000000.npu: irq\r\n[  100.000002] another kernel line\r\n31 ms\r\n"
-        "I 00:00:01.100000 executorch:EthosUBackend.cpp:210] EthosUBackend::execute() CPU time: 0.930 ms\r\n"
+        "\x1b[0mI 00:00:01.000000 executorch:EthosUBackend.cpp:210] EthosUBackend::execute() CPU "
+        "time: 0.9[  100.000001] ethosu 1c000000.npu: irq\r\n[  100.000002] another kernel "
+        "line\r\n31 ms\r\nI 00:00:01.100000 executorch:EthosUBackend.cpp:210] "
+        "EthosUBackend::execute() CPU time: 0.930 ms\r\n"
     )
     result = scrape(text, specs("cpu_time"))
     assert result.samples["cpu_time"] == pytest.approx([0.931, 0.930])
@@ -199,7 +208,7 @@ def test_printed_tensor_is_not_taken_for_a_kernel_stamp() -> None:
     assert repair_kernel_interleaving(text) == (text, 0)
 
 
-# --- the 255-character cut ----------------------------------------------------------------------------------
+# --- the 255-character cut ------------------------------------------------------------------------
 
 
 def _cut_line(message_start: str, value: str) -> str:
@@ -218,14 +227,16 @@ def test_value_at_the_end_of_a_cut_message_is_rejected() -> None:
 
 
 def test_output_that_stops_inside_a_number_is_flagged() -> None:
-    """The runner died while printing (the simulator's ``truncate`` fault): ``85092`` may read as ``850``."""
+    """The runner died while printing (the simulator's ``truncate`` fault): ``85092`` may read as
+    ``850``."""
     text = linux_line("Ethos-U Linux delegate cycle counter: 85092") + "\n"
     text += linux_line("Ethos-U Linux delegate cycle counter: 850")  # no line end: cut
     result = scrape(text, specs("npu_cycles"))
     assert result.samples["npu_cycles"] == [85092.0]
     assert "output ends in the middle" in result.warnings[0]
     # a unit after the number proves it complete, even without a final line end
-    assert scrape(linux_line("EthosUBackend::execute() CPU time: 0.9 ms"), specs("cpu_time")).samples == {
+    assert scrape(linux_line("EthosUBackend::execute() CPU time: 0.9 ms"),
+                  specs("cpu_time")).samples == {
         "cpu_time": [0.9]
     }
 
@@ -242,7 +253,7 @@ def test_long_messages_elsewhere_do_not_hide_metrics() -> None:
     assert result.samples["npu_cycles"] == [7.0] and not result.flagged
 
 
-# --- bare metal and MLIA ------------------------------------------------------------------------------------
+# --- bare metal and MLIA --------------------------------------------------------------------------
 
 PERF_BLOCK = """I [executorch:arm_perf_monitor.cpp:180 StopMeasurements()] NPU Inferences : 1
 I [executorch:arm_perf_monitor.cpp:184 StopMeasurements()] ethos-u : cycle_cnt : 411 cycles (411.00 per inference)
@@ -257,15 +268,17 @@ I [executorch:arm_executor_runner.cpp:700 main()] Program complete, exiting.
 
 def test_bare_metal_perf_block() -> None:
     result = scrape(PERF_BLOCK, specs("bm_npu_cycles", "bm_execute_cycles", "bm_cpu_cycles"))
-    assert result.samples == {"bm_npu_cycles": [411.0], "bm_execute_cycles": [411.0], "bm_cpu_cycles": [2585.0]}
+    assert result.samples == {"bm_npu_cycles": [411.0], "bm_execute_cycles": [411.0],
+                              "bm_cpu_cycles": [2585.0]}
     assert result.units["bm_cpu_cycles"] == "CPU cycles" and result.executions == 1
 
 
 def test_bare_metal_garbage_counters_are_flagged_not_used() -> None:
     text = (
-        "I executorch:arm_perf_monitor.cpp:184] ethos-u : cycle_cnt : -1294967296 cycles (-1294967296.00 per"
-        " inference)\n"
-        "I executorch:arm_perf_monitor.cpp:190] Inference runtime: 100 CPU cycles total (5000.00 per inference)\n"
+        "I executorch:arm_perf_monitor.cpp:184] ethos-u : cycle_cnt : -1294967296 cycles "
+        "(-1294967296.00 per inference)\n"
+        "I executorch:arm_perf_monitor.cpp:190] Inference runtime: 100 CPU cycles total (5000.00 "
+        "per inference)\n"
     )
     result = scrape(text, specs("bm_execute_cycles", "bm_cpu_cycles"))
     assert result.samples == {"bm_execute_cycles": [], "bm_cpu_cycles": []}
@@ -305,11 +318,12 @@ def test_mlia_garbage_block_is_flagged() -> None:
     assert result.samples["mlia_npu_active"] == [] and result.flagged["mlia_npu_active"]
 
 
-# --- scenario regexes ---------------------------------------------------------------------------------------
+# --- scenario regexes -----------------------------------------------------------------------------
 
 
 def test_custom_regex_with_scale_and_per_run() -> None:
-    spec = MetricSpec(name="boot_ms", regex=r"booted in (\d+(?:\.\d+)?) s", unit="ms", scale=1000, per="run")
+    spec = MetricSpec(name="boot_ms", regex=r"booted in (\d+(?:\.\d+)?) s", unit="ms", scale=1000,
+                      per="run")
     result = scrape("booted in 1.5 s\n", [spec])
     assert result.samples["boot_ms"] == [1500.0]
     assert result.units["boot_ms"] == "ms" and result.per["boot_ms"] == "run"
@@ -334,7 +348,7 @@ def test_bad_specs_raise() -> None:
         scrape("", [MetricSpec(name="no_such_metric")])
 
 
-# --- build identity and errors ------------------------------------------------------------------------------
+# --- build identity and errors --------------------------------------------------------------------
 
 
 def test_find_build_id() -> None:

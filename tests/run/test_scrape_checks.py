@@ -1,4 +1,5 @@
-"""Scraping is bounded (scenario regexes run on RE2) and checked (implausible samples are refused one by one)."""
+"""Scraping is bounded (scenario regexes run on RE2) and checked (implausible samples are refused
+one by one)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ def test_catastrophic_backtracking_pattern_finishes_at_once():
     began = time.monotonic()
     result = scrape(text, [spec])
     assert time.monotonic() - began < 1.0
-    assert result.samples["x"] == [] and result.rejected == {"x": 1}  # the last line matches, 'aaa...' is no number
+    # the last line matches, 'aaa...' is no number
+    assert result.samples["x"] == [] and result.rejected == {"x": 1}
 
 
 @pytest.mark.parametrize(("regex", "why"), [
@@ -39,7 +41,8 @@ def test_patterns_re2_cannot_run_are_refused_with_the_reason(regex, why):
 
 
 def test_a_scenario_with_a_backreference_names_file_line_and_reason(write):
-    path = write("s.yaml", "name: s\nbuilds: {b: {runner: r, build: x}}\nmodels: {m: {file: m, build: x}}\n"
+    path = write("s.yaml",
+                 "name: s\nbuilds: {b: {runner: r, build: x}}\nmodels: {m: {file: m, build: x}}\n"
                  "metrics: [{name: t, regex: '(\\d+) \\1'}]\n")
     with pytest.raises(ScenarioError) as info:
         load_scenario(path)
@@ -75,7 +78,8 @@ def test_check_sample_ranges_by_unit(value, unit, per, refused):
 
 
 def test_scale_that_overflows_and_nan_text_are_refused_with_warnings():
-    specs = [MetricSpec(name="v", regex=r"v=(\S+)", scale=1e300), MetricSpec(name="w", regex=r"w=(\S+)")]
+    specs = [MetricSpec(name="v", regex=r"v=(\S+)", scale=1e300),
+             MetricSpec(name="w", regex=r"w=(\S+)")]
     result = scrape("v=1e10\nv=2\nw=nan\nw=inf\nw=4\n", specs)
     assert result.samples == {"v": [2e300], "w": [4.0]}
     assert result.rejected == {"v": 1, "w": 2}

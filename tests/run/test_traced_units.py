@@ -1,5 +1,5 @@
-"""A traced build (``builds.<name>.traced``): the unit's command gets its own ``--etdump_path``, and the field is
-validated with the file position of the mistake."""
+"""A traced build (``builds.<name>.traced``): the unit's command gets its own ``--etdump_path``, and
+the field is validated with the file position of the mistake."""
 
 from __future__ import annotations
 
@@ -25,10 +25,11 @@ def _scenario(**build: object) -> Scenario:
 
 def test_a_traced_build_writes_its_etdump_into_the_unit_folder() -> None:
     unit = Unit("r0-b-m", "b", "m", 0, 0, 0, "k")
-    rendered = render_unit_command(_scenario(traced=True, args=["--x"]), unit, runner="/g/r", model="/g/m",
-                                   inputs=[], guest_root="/g")
+    rendered = render_unit_command(_scenario(traced=True, args=["--x"]), unit, runner="/g/r",
+                                   model="/g/m", inputs=[], guest_root="/g")
     assert rendered.command == "/g/r --x --etdump_path=/g/units/r0-b-m/etdump.bin --model_path=/g/m"
-    plain = render_unit_command(_scenario(), unit, runner="/g/r", model="/g/m", inputs=[], guest_root="/g")
+    plain = render_unit_command(_scenario(), unit, runner="/g/r", model="/g/m", inputs=[],
+                                guest_root="/g")
     assert "etdump" not in plain.command
 
 
@@ -39,17 +40,19 @@ def test_traced_with_its_own_etdump_path_is_refused() -> None:
 
 def test_a_bad_traced_value_names_file_line_and_field(tmp_path: Path) -> None:
     path = tmp_path / "s.yaml"
-    path.write_text("name: x\nbuilds:\n  b:\n    runner: /r\n    traced: sometimes\nmodels:\n  m: {file: /m}\n"
-                    "run: {command: '{runner}'}\n")
+    path.write_text("name: x\nbuilds:\n  b:\n    runner: /r\n    traced: sometimes\nmodels:\n  m: "
+                    "{file: /m}\nrun: {command: '{runner}'}\n")
     with pytest.raises(ScenarioError) as caught:
         load_scenario(path, check_files=False)
-    assert any(p.startswith(f"{path}:5:") and "builds.b.traced" in p for p in caught.value.problems), \
+    assert any(p.startswith(f"{path}:5:") and "builds.b.traced" in p
+               for p in caught.value.problems), \
         caught.value.problems
 
 
 def test_tracing_a_build_moves_only_its_units_build_key(tmp_path: Path) -> None:
-    """A traced unit runs another command (its --etdump_path) and keeps a trace: a stored untraced result is not
-    current for it, while the other build's units, and every untraced scenario's keys, stay as they were."""
+    """A traced unit runs another command (its --etdump_path) and keeps a trace: a stored untraced
+    result is not current for it, while the other build's units, and every untraced scenario's keys,
+    stay as they were."""
     from fvp_harness.run.plan import build_plan
 
     text = ("name: k\nbuilds: {a: {runner: r1}, b: {runner: r2}}\nmodels: {m: {file: m}}\n"
@@ -93,8 +96,8 @@ def _fleet_run(tmp_path: Path, outputs: dict[str, bytes]) -> list[object]:
         (tmp_path / name).write_text(name)
     (tmp_path / "s.yaml").write_text(FLEET_SCENARIO)
     fleet = FakeFleet(outputs=outputs)
-    run_scenario(load_scenario(tmp_path / "s.yaml"), RunOptions(output_dir=tmp_path / "out"), factory=fleet.factory,
-                 deploy=fleet.deploy)
+    run_scenario(load_scenario(tmp_path / "s.yaml"), RunOptions(output_dir=tmp_path / "out"),
+                 factory=fleet.factory, deploy=fleet.deploy)
     runs = [c for c in fleet.commands if "--num_executions=" in c]
     assert runs and all("--etdump_path=" in c for c in runs)
     return list(ResultStore(tmp_path / "out").records())
@@ -120,5 +123,6 @@ def test_a_traced_build_that_writes_no_etdump_fails_its_units_saying_why(tmp_pat
     records = _fleet_run(tmp_path, {"out-0.bin": b"same"})
     assert {r.status for r in records} == {"failed"}  # type: ignore[attr-defined]
     failure = records[0].failure  # type: ignore[attr-defined]
-    assert "traced: the runner wrote no ETDump at" in failure and "ET_EVENT_TRACER_ENABLED" in failure
+    assert ("traced: the runner wrote no ETDump at" in failure and
+            "ET_EVENT_TRACER_ENABLED" in failure)
     assert "Where the time went" not in (tmp_path / "out" / "report.md").read_text()

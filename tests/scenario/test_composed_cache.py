@@ -1,5 +1,6 @@
-"""``compose_bytes`` remembers good documents (every scenario load composes the scenario and its bases again): the
-same bytes under the same name are not parsed again, and every caller gets a tree of its own to change."""
+"""``compose_bytes`` remembers good documents (every scenario load composes the scenario and its
+bases again): the same bytes under the same name are not parsed again, and every caller gets a tree
+of its own to change."""
 
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ def parsed(monkeypatch) -> list[str]:
 
 
 def flat(node: located.LNode) -> list[tuple[Any, ...]]:
-    return [(path, repr(item.value) if not isinstance(item.value, dict | list) else None, item.loc, item.key_loc)
+    return [(path, repr(item.value) if not isinstance(item.value, dict | list) else None, item.loc,
+             item.key_loc)
             for path, item in node.walk()]
 
 
@@ -67,7 +69,8 @@ def test_the_same_bytes_elsewhere_are_named_for_where_they_are(parsed, tmp_path,
     tree = compose_file(tmp_path / "b" / "s.yaml")
     assert tree.loc.file == "b/s.yaml" and tree.loc.base_dir == tmp_path / "b"
     monkeypatch.chdir(tmp_path / "b")
-    assert compose_file(tmp_path / "b" / "s.yaml").loc.file == "s.yaml"  # relative to the working folder, as shown
+    # relative to the working folder, as shown
+    assert compose_file(tmp_path / "b" / "s.yaml").loc.file == "s.yaml"
     assert len(parsed) == 3
 
 
@@ -88,10 +91,13 @@ def test_at_most_so_many_trees_are_kept(parsed):
 
 def test_a_scenario_loaded_again_keeps_its_base_and_drops_the_last_overrides(parsed):
     path = REPO / "scenarios" / "driver_reuse_stock.yaml"
-    first = load_scenario(path, ["run.iterations=7", "builds.before.runner=/x/r"], check_files=False)
+    first = load_scenario(path, ["run.iterations=7", "builds.before.runner=/x/r"],
+                          check_files=False)
     second = load_scenario(path, check_files=False)
-    assert first.scenario.run.iterations == 7 and second.scenario.run.iterations == 10  # from the base
-    assert second.scenario.name == "driver_reuse_stock" and second.scenario.builds["before"].runner != "/x/r"
+    # from the base
+    assert first.scenario.run.iterations == 7 and second.scenario.run.iterations == 10
+    assert (second.scenario.name == "driver_reuse_stock" and
+            second.scenario.builds["before"].runner != "/x/r")
     assert second.files == first.files and len(second.files) == 2
     assert len(parsed) == 3  # the scenario, its base and the profile, each once
 
@@ -99,5 +105,6 @@ def test_a_scenario_loaded_again_keeps_its_base_and_drops_the_last_overrides(par
 def test_a_large_file_is_not_kept(parsed):
     data = b"a: '" + b"x" * located._COMPOSED_LARGEST + b"'\n"
     for _ in range(2):
-        assert len(compose_bytes(data, Path("s.yaml")).value["a"].value) == located._COMPOSED_LARGEST
+        assert (len(compose_bytes(data, Path("s.yaml")).value["a"].value)
+                == located._COMPOSED_LARGEST)
     assert len(parsed) == 2 and not located._COMPOSED

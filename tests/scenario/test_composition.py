@@ -20,7 +20,8 @@ models:
 
 def test_env_variables_with_and_without_default(write):
     path = write(
-        "s.yaml", "name: ${env:NAME}-${env:MISSING:-fallback}\ndescription: '${env:EMPTY:-}'\n" + BODY
+        "s.yaml",
+        "name: ${env:NAME}-${env:MISSING:-fallback}\ndescription: '${env:EMPTY:-}'\n" + BODY
     )
     scenario = load_scenario(path, env={"NAME": "bench"}).scenario
     assert scenario.name == "bench-fallback"
@@ -128,12 +129,13 @@ def test_set_list_item_by_index(write):
 def test_set_unknown_path_names_set(write):
     path = write("s.yaml", "name: s\n" + BODY)
     with pytest.raises(ScenarioError) as info:
-        load_scenario(path, ["run.iteratons=5", "nonsense", "fvp.timeouts.bot=1", "metrics.9.name=x"])
+        load_scenario(path,
+                      ["run.iteratons=5", "nonsense", "fvp.timeouts.bot=1", "metrics.9.name=x"])
     problems = info.value.problems
     assert problems[0] == (
-        "--set run.iteratons=5: run.iteratons: unknown field 'iteratons'; did you mean 'iterations'? "
-        "(expected one of: command, warmup, iterations, repetitions, order, until, timeout, max_output, env, "
-        "secret_env, secret_patterns, fetch, cmd_line, retries)"
+        "--set run.iteratons=5: run.iteratons: unknown field 'iteratons'; did you mean "
+        "'iterations'? (expected one of: command, warmup, iterations, repetitions, order, until, "
+        "timeout, max_output, env, secret_env, secret_patterns, fetch, cmd_line, retries)"
     )
     assert problems[1].startswith("--set nonsense: --set: expected PATH=VALUE")
     assert problems[2].startswith(
@@ -147,8 +149,8 @@ def test_set_wrong_type_names_set(write):
     with pytest.raises(ScenarioError) as info:
         load_scenario(path, ["run.iterations=many"])
     assert info.value.problems == [
-        "--set run.iterations=many: run.iterations: got 'many'; expected a valid integer, unable to parse "
-        "string as an integer"
+        "--set run.iterations=many: run.iterations: got 'many'; expected a valid integer, unable "
+        "to parse string as an integer"
     ]
 
 
@@ -200,7 +202,8 @@ def test_extends_deep_merges_and_lists_replace(write):
 
 def test_extends_list_later_wins_and_paths_stay_next_to_their_file(write, tmp_path):
     write(
-        "bases/one.yaml", "description: one\nrun: {iterations: 3}\nbuilds: {before: {runner: r1, build: x}}\n"
+        "bases/one.yaml",
+        "description: one\nrun: {iterations: 3}\nbuilds: {before: {runner: r1, build: x}}\n"
     )
     write("bases/two.yaml", "description: two\n")
     path = write(

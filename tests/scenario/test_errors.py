@@ -73,7 +73,8 @@ def test_unknown_top_level_key(write):
 
 
 def test_missing_required_field_points_at_its_parent(write):
-    path = write("s.yaml", "name: s\nbuilds:\n  before:\n    env: {}\nmodels: {m: {file: m, build: x}}\n")
+    path = write("s.yaml",
+                 "name: s\nbuilds:\n  before:\n    env: {}\nmodels: {m: {file: m, build: x}}\n")
     message = only(path)
     assert ":3:3: builds.before.runner: required field is missing" in message
 
@@ -95,7 +96,8 @@ def test_union_errors_fold_into_one_message(write):
 
 
 def test_unknown_placeholder_in_run_command(write):
-    path = write("s.yaml", "name: s\n" + GOOD_BUILDS + "run: {command: '{runer} --model_path={model}'}\n")
+    path = write("s.yaml",
+                 "name: s\n" + GOOD_BUILDS + "run: {command: '{runer} --model_path={model}'}\n")
     message = only(path)
     assert ":7:16: run.command: unknown placeholder {runer}; did you mean {runner}?" in message
 
@@ -103,7 +105,8 @@ def test_unknown_placeholder_in_run_command(write):
 def test_unknown_placeholder_in_build_command(write):
     path = write(
         "s.yaml",
-        "name: s\nbuilds: {b: {runner: r, build: 'make -o {out}'}}\nmodels: {m: {file: m, build: x}}\n",
+        "name: s\nbuilds: {b: {runner: r, build: 'make -o {out}'}}\nmodels: {m: {file: m, build: "
+        "x}}\n",
     )
     message = only(path)
     assert ":2:32: builds.b.build: unknown placeholder {out}; did you mean {output}?" in message
@@ -126,17 +129,20 @@ def test_placeholder_in_fetch_and_input_build(write):
 
 def test_escaped_braces_are_fine(write):
     path = write(
-        "s.yaml", "name: s\n" + GOOD_BUILDS + 'run: {command: "{runner} --json=\'{{\\"a\\": 1}}\'"}\n'
+        "s.yaml",
+        "name: s\n" + GOOD_BUILDS + 'run: {command: "{runner} --json=\'{{\\"a\\": 1}}\'"}\n'
     )
     assert load_scenario(path).scenario.run.command.startswith("{runner}")
 
 
 def test_undefined_variable(write):
     path = write(
-        "s.yaml", "name: s\nvars: {seed: 1}\n" + GOOD_BUILDS.replace("runner: r1", "runner: '${vars.sed}/r1'")
+        "s.yaml",
+        "name: s\nvars: {seed: 1}\n" + GOOD_BUILDS.replace("runner: r1", "runner: '${vars.sed}/r1'")
     )
     message = only(path)
-    assert ":4:20: builds.before.runner: undefined variable ${vars.sed}; did you mean 'seed'?" in message
+    assert (":4:20: builds.before.runner: undefined variable ${vars.sed}; did you mean "
+            "'seed'?" in message)
 
 
 def test_unset_environment_variable(write):
@@ -151,8 +157,10 @@ def test_unknown_variable_form(write):
 
 
 def test_circular_vars(write):
-    found = problems_of(write("s.yaml", "name: s\nvars: {a: '${vars.b}', b: '${vars.a}'}\n" + GOOD_BUILDS))
-    assert any("vars.a: variables refer to each other in a circle: a -> b -> a" in item for item in found)
+    found = problems_of(write("s.yaml",
+                              "name: s\nvars: {a: '${vars.b}', b: '${vars.a}'}\n" + GOOD_BUILDS))
+    assert any("vars.a: variables refer to each other in a circle: a -> b -> a" in item
+               for item in found)
 
 
 def test_circular_extends_names_the_file(write):
@@ -161,7 +169,8 @@ def test_circular_extends_names_the_file(write):
     c = write("c.yaml", "extends: a.yaml\n")
     message = only(c.parent / "a.yaml")
     assert message.startswith(f"{display_path(c)}:1:10: extends: circular extends: ")
-    cycle = " -> ".join(display_path(c.parent / name) for name in ("a.yaml", "b.yaml", "c.yaml", "a.yaml"))
+    cycle = " -> ".join(display_path(c.parent / name)
+                        for name in ("a.yaml", "b.yaml", "c.yaml", "a.yaml"))
     assert cycle in message
 
 
@@ -182,7 +191,8 @@ def test_error_in_base_names_the_base_file(write):
 
 
 def test_referenced_file_missing_without_build_command(write):
-    path = write("s.yaml", "name: s\nbuilds: {b: {runner: nowhere/r}}\nmodels: {m: {file: m, build: x}}\n")
+    path = write("s.yaml",
+                 "name: s\nbuilds: {b: {runner: nowhere/r}}\nmodels: {m: {file: m, build: x}}\n")
     message = only(path)
     assert ":2:22: builds.b.runner: file not found:" in message
     assert "no `build` command" in message
@@ -222,12 +232,13 @@ def test_compare_unknown_metrics(write):
 
 
 def test_unknown_builtin_metric_and_bad_regex(write):
-    path = write("s.yaml", "name: s\n" + GOOD_BUILDS + "metrics: [cpu_tme, {name: x, regex: 'a(b)(c)'}]\n")
+    path = write("s.yaml",
+                 "name: s\n" + GOOD_BUILDS + "metrics: [cpu_tme, {name: x, regex: 'a(b)(c)'}]\n")
     found = problems_of(path)
     # one round: the regex (structure) and the unknown built-in (cross-field) are reported together
     assert any(":7:37: metrics[1].regex: the regex has 2 groups" in item for item in found)
-    assert any("metrics[0].name: 'cpu_tme' is not a built-in metric; did you mean 'cpu_time'?" in item
-               for item in found)
+    assert any("metrics[0].name: 'cpu_tme' is not a built-in metric; did you mean "
+               "'cpu_time'?" in item for item in found)
     assert len(found) == 2
 
 
@@ -255,19 +266,25 @@ def test_a_typo_in_metrics_gives_one_message_not_a_second_suggesting_the_typo(wr
 
 
 def test_a_user_pattern_for_the_cpu_time_report_is_checked_with_its_place(write):
-    """#22596's CPU-time report (closed unmerged) has no public text: a scenario gives its own pattern under the
-    built-in name (docs/results-format.md), and a pattern that cannot run is refused naming file, line and field."""
-    good = write("g.yaml", "name: g\n" + GOOD_BUILDS + "metrics: [{name: cpu_time, regex: 'took (\\d+) us', "
+    """#22596's CPU-time report (closed unmerged) has no public text: a scenario gives its own
+    pattern under the built-in name (docs/results-format.md), and a pattern that cannot run is
+    refused naming file, line and field."""
+    good = write("g.yaml",
+                 "name: g\n" + GOOD_BUILDS + "metrics: [{name: cpu_time, regex: 'took (\\d+) us', "
                  "scale: 0.001, unit: ms}]\n")
     assert load_scenario(good).scenario.metric("cpu_time").regex == r"took (\d+) us"
-    path = write("s.yaml", "name: s\n" + GOOD_BUILDS + "metrics: [{name: cpu_time, regex: 'took ((\\d+) us'}]\n")
+    path = write("s.yaml",
+                 "name: s\n" + GOOD_BUILDS
+                 + "metrics: [{name: cpu_time, regex: 'took ((\\d+) us'}]\n")
     message = only(path)
-    assert ":7:35: metrics[0].regex: invalid regex 'took ((" in message and "missing )" in message, message
+    assert (":7:35: metrics[0].regex: invalid regex 'took ((" in message and
+            "missing )" in message), message
 
 
 def test_bad_build_name(write):
     message = only(
-        write("s.yaml", "name: s\nbuilds: {'a b': {runner: r, build: x}}\nmodels: {m: {file: m, build: x}}\n")
+        write("s.yaml",
+              "name: s\nbuilds: {'a b': {runner: r, build: x}}\nmodels: {m: {file: m, build: x}}\n")
     )
     assert ":2:10: builds.a b: name 'a b' must start with a letter or digit" in message
 
@@ -275,8 +292,8 @@ def test_bad_build_name(write):
 def test_unknown_profile_name(write):
     message = only(write("s.yaml", "name: s\nplatform: corstone1000-a32\n" + GOOD_BUILDS))
     assert (
-        ":2:11: platform: unknown platform profile 'corstone1000-a32'; did you mean 'corstone1000-a320'?"
-        in message
+        ":2:11: platform: unknown platform profile 'corstone1000-a32'; did you mean "
+        "'corstone1000-a320'?" in message
     )
 
 
@@ -286,7 +303,8 @@ def test_real_fvp_without_firmware_names_them(write):
     path = write("s.yaml", "name: s\nfvp: {binary: bin/FVP_Corstone-1000-A320}\n" + GOOD_BUILDS)
     message = only(path)
     assert ":2:15: fvp.firmware: a real corstone1000-a320 model needs firmware" in message
-    assert "bl1: Secure Enclave boot ROM image" in message and "flash: flash firmware image" in message
+    assert ("bl1: Secure Enclave boot ROM image" in message and
+            "flash: flash firmware image" in message)
     assert "mmc" not in message.split("needs firmware")[1].split(";")[0]
 
 
@@ -297,21 +315,24 @@ def test_real_fvp_with_firmware_loads(write):
     write("fw/flash.wic", "y")
     path = write(
         "s.yaml",
-        "name: s\nfvp: {binary: bin/FVP, firmware: {bl1: fw/bl1.bin, flash: fw/flash.wic}}\n" + GOOD_BUILDS,
+        "name: s\nfvp: {binary: bin/FVP, firmware: {bl1: fw/bl1.bin, flash: fw/flash.wic}}\n"
+        + GOOD_BUILDS,
     )
     assert load_scenario(path).scenario.fvp.firmware["bl1"].endswith("fw/bl1.bin")
 
 
 def test_real_fvp_missing_binary_and_firmware_file(write):
-    path = write("s.yaml", "name: s\nfvp: {binary: bin/nothing, firmware: {bl1: x, flsh: y}}\n" + GOOD_BUILDS)
+    path = write("s.yaml",
+                 "name: s\nfvp: {binary: bin/nothing, firmware: {bl1: x, flsh: y}}\n" + GOOD_BUILDS)
     found = problems_of(path)
     assert any("fvp.binary: FVP binary not found" in item for item in found)
     assert any("fvp.firmware.bl1: firmware file not found: " in item for item in found)
     assert any(
-        "fvp.firmware.flsh: profile corstone1000-a320 takes no firmware 'flsh'; did you mean 'flash'?" in item
-        for item in found
+        "fvp.firmware.flsh: profile corstone1000-a320 takes no firmware 'flsh'; did you mean "
+        "'flash'?" in item for item in found
     )
-    assert any("fvp.firmware: a real corstone1000-a320 model needs firmware" in item for item in found)
+    assert any("fvp.firmware: a real corstone1000-a320 model needs firmware" in item
+               for item in found)
 
 
 def test_sim_needs_no_firmware(write):
@@ -324,11 +345,13 @@ def test_fvp_option_for_real_binary_is_named_in_the_error(write, tmp_path, monke
     fvp = write("FVP", "#!/bin/sh\n")
     fvp.chmod(0o755)
     message = only(write("s.yaml", "name: s\n" + GOOD_BUILDS), fvp_binary="./FVP")
-    assert message.startswith("--fvp ./FVP: fvp.firmware: a real corstone1000-a320 model needs firmware")
+    assert message.startswith("--fvp ./FVP: fvp.firmware: a real corstone1000-a320 model needs "
+                              "firmware")
 
 
 def test_all_problems_reported_together_and_sorted(write):
-    path = write("s.yaml", "name: s\nplatfrom: x\n" + GOOD_BUILDS + "run: {iterations: 0, warmup: x}\n")
+    path = write("s.yaml",
+                 "name: s\nplatfrom: x\n" + GOOD_BUILDS + "run: {iterations: 0, warmup: x}\n")
     found = problems_of(path, ["run.retrys=2"])
     assert found[0].startswith(
         "--set run.retrys=2: run.retrys: unknown field 'retrys'; did you mean 'retries'?"
@@ -340,13 +363,14 @@ def test_all_problems_reported_together_and_sorted(write):
 def test_a_primary_list_names_the_unknown_entry(write):
     path = write("s.yaml", "name: s\n" + GOOD_BUILDS + "metrics: [cpu_time, iteration_time]\n"
                  "compare: {primary: [cpu_time, iteration_tme], expect_identical: [outputs]}\n")
-    assert ":8:31: compare.primary[1]: unknown metric 'iteration_tme'; did you mean 'iteration_time'?" in only(path)
+    assert (":8:31: compare.primary[1]: unknown metric 'iteration_tme'; did you mean "
+            "'iteration_time'?") in only(path)
     empty = write("e.yaml", "name: s\n" + GOOD_BUILDS + "metrics: [cpu_time]\n"
                   "compare: {primary: [], expect_identical: [outputs]}\n")
     assert "compare.primary: give at least one metric" in only(empty)
 
 
-# --- one round, one message per place, no defaults the user did not write --------------------------------------
+# --- one round, one message per place, no defaults the user did not write -------------------------
 
 
 def test_structural_and_cross_field_problems_come_in_one_round(write):
@@ -377,18 +401,22 @@ compare: {baseline: befor, candidate: after, min_effect: -1}
 
 
 def test_cross_field_checks_skip_what_did_not_validate(write):
-    path = write("s.yaml", "name: s\n" + GOOD_BUILDS + "metrics: [cpu_time, {name: x, regex: '(a)(b)'}]\n"
+    path = write("s.yaml",
+                 "name: s\n" + GOOD_BUILDS + "metrics: [cpu_time, {name: x, regex: '(a)(b)'}]\n"
                  "compare: {baseline: 5, candidate: before, primary: x}\n")
     found = problems_of(path)
     assert any("compare.baseline: got 5" in item for item in found)
     assert any("metrics[1].regex: the regex has 2 groups" in item for item in found)
-    # no guess from the broken parts: 'x' is a metric (its regex is what is wrong), baseline is unknown
+    # no guess from the broken parts: 'x' is a metric (its regex is what is wrong), baseline is
+    # unknown
     assert not any("unknown metric 'x'" in item or "same build" in item for item in found), found
     assert len(found) == 2, found
 
 
 def test_undefined_variable_is_one_message_not_also_file_not_found(write):
-    path = write("s.yaml", "name: s\nbuilds: {b: {runner: '${vars.nope}/x'}}\nmodels: {m: {file: m, build: x}}\n")
+    path = write("s.yaml",
+                 "name: s\nbuilds: {b: {runner: '${vars.nope}/x'}}\nmodels: {m: {file: m, build: "
+                 "x}}\n")
     assert ":2:22: builds.b.runner: undefined variable ${vars.nope}" in only(path)
 
 
@@ -410,12 +438,14 @@ compare: {min_effect: 2}
 """)
     found = problems_of(path)
     assert found == [
-        f"{display_path(path)}:5:1: compare.baseline: not given, so it is the default 'before', and there is no "
-        "build named 'before' (builds: b1, b2); write compare.baseline: <one of the builds>",
-        f"{display_path(path)}:5:1: compare.candidate: not given, so it is the default 'after', and there is no "
-        "build named 'after' (builds: b1, b2); write compare.candidate: <one of the builds>",
-        f"{display_path(path)}:5:1: compare.primary: not given, so it is the default 'cpu_time', which this "
-        "scenario does not measure; write compare.primary: <one of iteration_time>",
+        f"{display_path(path)}:5:1: compare.baseline: not given, so it is the default 'before', "
+        "and there is no build named 'before' (builds: b1, b2); write compare.baseline: <one of "
+        "the builds>",
+        f"{display_path(path)}:5:1: compare.candidate: not given, so it is the default 'after', "
+        "and there is no build named 'after' (builds: b1, b2); write compare.candidate: <one of "
+        "the builds>",
+        f"{display_path(path)}:5:1: compare.primary: not given, so it is the default 'cpu_time', "
+        "which this scenario does not measure; write compare.primary: <one of iteration_time>",
     ]
 
 
@@ -423,7 +453,12 @@ def test_default_expect_identical_drops_what_the_scenario_does_not_measure(write
     base = "name: s\n" + GOOD_BUILDS
     without = load_scenario(write("a.yaml", base + "metrics: [cpu_time]\ncompare: {}\n")).scenario
     assert without.compare is not None and without.compare.expect_identical == ["outputs"]
-    measured = load_scenario(write("b.yaml", base + "metrics: [cpu_time, npu_cycles]\ncompare: {}\n")).scenario
-    assert measured.compare is not None and measured.compare.expect_identical == ["outputs", "npu_cycles"]
-    written = write("c.yaml", base + "metrics: [cpu_time]\ncompare: {expect_identical: [outputs, npu_cycles]}\n")
+    measured = load_scenario(write("b.yaml",
+                                   base
+                                   + "metrics: [cpu_time, npu_cycles]\ncompare: {}\n")).scenario
+    assert (measured.compare is not None and
+            measured.compare.expect_identical == ["outputs", "npu_cycles"])
+    written = write("c.yaml",
+                    base
+                    + "metrics: [cpu_time]\ncompare: {expect_identical: [outputs, npu_cycles]}\n")
     assert "compare.expect_identical[1]: unknown metric 'npu_cycles'" in only(written)

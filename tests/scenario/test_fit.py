@@ -106,8 +106,8 @@ def test_the_simulator_refuses_a_real_elf_runner_and_a_real_program(tmp_path, mo
 
 
 def test_the_simulators_bare_metal_runner_elf_runs_on_the_simulator_only(tmp_path, model):
-    """The emulated arm_executor_runner is an EM_ARM ELF now (so the harness reads its sections): the
-    simulator still takes it (its .fvpsim section says whose it is), so does a binary given with
+    """The emulated arm_executor_runner is an EM_ARM ELF now (so the harness reads its sections):
+    the simulator still takes it (its .fvpsim section says whose it is), so does a binary given with
     --fvp (a stand-in named like the real model runs it: 32-bit Arm, as the platform's), and a real
     EM_ARM runner without that section is still refused on the simulator."""
     runner = tmp_path / "sim.elf"
@@ -116,10 +116,12 @@ def test_the_simulators_bare_metal_runner_elf_runs_on_the_simulator_only(tmp_pat
     corstone = load_profile("corstone300-u55")
     assert misfits(scenario(tmp_path, runner, model, binary="sim"), corstone) == []
     assert misfits(scenario(tmp_path, runner, model), corstone) == []
-    stripped = tmp_path / "stripped.elf"  # the same ELF, the section renamed: a real runner to the check
+    # the same ELF, the section renamed: a real runner to the check
+    stripped = tmp_path / "stripped.elf"
     stripped.write_bytes(runner.read_bytes().replace(b".fvpsim", b".other"))
     refused = misfits(scenario(tmp_path, stripped, model, binary="sim"), corstone)
-    assert len(refused) == 2 and "is a real program (an ELF executable for ARM (AArch32) (32-bit))" in refused[0]
+    assert (len(refused) == 2 and
+            "is a real program (an ELF executable for ARM (AArch32) (32-bit))" in refused[0])
 
 
 def test_an_ethos_u_program_is_refused_where_there_is_no_npu(tmp_path):

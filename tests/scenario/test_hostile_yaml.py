@@ -1,7 +1,8 @@
-"""Hostile YAML: every bad file is a ``file:line:col`` message and exit 2, never a traceback, a hang or MemoryError.
+"""Hostile YAML: every bad file is a ``file:line:col`` message and exit 2, never a traceback, a hang
+or MemoryError.
 
-The fuzz cases flip bytes in (and cut short) every shipped scenario with fixed seeds, so a failure is reproducible
-by its test id; each case runs under a short pytest-timeout."""
+The fuzz cases flip bytes in (and cut short) every shipped scenario with fixed seeds, so a failure
+is reproducible by its test id; each case runs under a short pytest-timeout."""
 
 from __future__ import annotations
 
@@ -69,9 +70,12 @@ def test_recursive_alias_is_refused(write):
 
 @pytest.mark.timeout(10)
 def test_deep_nesting_is_refused(write):
-    shallow = only(write("a.yaml", "name: s\nvars: {x: " + "[" * (MAX_DEPTH + 5) + "]" * (MAX_DEPTH + 5) + "}\n"))
+    shallow = only(write("a.yaml",
+                         "name: s\nvars: {x: " + "[" * (MAX_DEPTH + 5) + "]" * (MAX_DEPTH + 5)
+                         + "}\n"))
     assert f"nested too deeply (at most {MAX_DEPTH} levels)" in shallow
-    deep = only(write("b.yaml", "name: s\nvars: {x: " + "[" * 5000 + "]" * 5000 + "}\n"))  # PyYAML would recurse
+    # PyYAML would recurse
+    deep = only(write("b.yaml", "name: s\nvars: {x: " + "[" * 5000 + "]" * 5000 + "}\n"))
     assert re.match(r".*b\.yaml:2:\d+: \(yaml\): values nested too deeply", deep)
 
 
@@ -97,37 +101,46 @@ def test_oversized_file_is_refused_unread(tmp_path):
 
 def test_values_yaml_cannot_construct_are_located(write):
     message = only(write("s.yaml", "name: s\ndescription: 2001-02-30\n"))
-    assert ":2:14: (yaml): cannot read '2001-02-30' as YAML timestamp" in message and "quotes" in message
+    assert (":2:14: (yaml): cannot read '2001-02-30' as YAML timestamp" in message and
+            "quotes" in message)
     assert ":1:7: (yaml): cannot read 'x' as YAML int" in only(write("t.yaml", "name: !!int x\n"))
 
 
 def test_nan_and_infinity_are_refused(write):
-    path = write("s.yaml", "name: s\nbuilds: {b: {runner: r, build: x}}\nmodels: {m: {file: m, build: x}}\n"
+    path = write("s.yaml",
+                 "name: s\nbuilds: {b: {runner: r, build: x}}\nmodels: {m: {file: m, build: x}}\n"
                  "fvp: {timeout_scale: .inf}\nmetrics: [{name: q, regex: 'q(\\d)', scale: .nan}]\n")
     found = problems_of(path)
-    assert any(":4:22: fvp.timeout_scale: got inf; expected a finite number" in item for item in found)
-    assert any(":5:44: metrics[0].scale: got nan; expected a finite number" in item for item in found)
+    assert any(":4:22: fvp.timeout_scale: got inf; expected a finite number" in item
+               for item in found)
+    assert any(":5:44: metrics[0].scale: got nan; expected a finite number" in item
+               for item in found)
 
 
 def test_nul_in_a_value_is_shown_escaped(write):
-    path = write("s.yaml", 'name: s\nbuilds: {b: {runner: "a\\0b"}}\nmodels: {m: {file: m, build: x}}\n')
+    path = write("s.yaml",
+                 'name: s\nbuilds: {b: {runner: "a\\0b"}}\nmodels: {m: {file: m, build: x}}\n')
     message = only(path)
     assert "\x00" not in message and "a\\x00b" in message
 
 
 def test_set_value_with_an_alias_bomb_stays_text(write):
-    path = write("s.yaml", "name: s\nbuilds: {b: {runner: r, build: x}}\nmodels: {m: {file: m, build: x}}\n")
-    bomb = "[" + ", ".join(["&a [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]"]) + ", " + ", ".join(["*a"] * 2000) + "]"
-    loaded = load_scenario(path, [f"vars.x={bomb}"])  # more than MAX_VALUES values: kept as the text typed
+    path = write("s.yaml",
+                 "name: s\nbuilds: {b: {runner: r, build: x}}\nmodels: {m: {file: m, build: x}}\n")
+    bomb = "[" + ", ".join(["&a [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]"]) + ", " + ", ".join(["*a"]
+                                                                                      * 2000) + "]"
+    # more than MAX_VALUES values: kept as the text typed
+    loaded = load_scenario(path, [f"vars.x={bomb}"])
     assert loaded.scenario.vars["x"] == bomb
     assert load_scenario(path, ["vars.d=2001-02-30"]).scenario.vars["d"] == "2001-02-30"
 
 
-# --- fuzzing the shipped scenarios ------------------------------------------------------------------------------
+# --- fuzzing the shipped scenarios ----------------------------------------------------------------
 
 
 def mutate(data: bytes, case: int, rng: random.Random) -> bytes:
-    """Case 3 of every 4 cuts the file short; the others flip one to three bytes to random values."""
+    """Case 3 of every 4 cuts the file short; the others flip one to three bytes to random
+    values."""
     if case % 4 == 3:
         return data[: rng.randrange(len(data))]
     out = bytearray(data)
@@ -137,24 +150,26 @@ def mutate(data: bytes, case: int, rng: random.Random) -> bytes:
 
 
 def fuzzed_copy(folder: Path, name: str, case: int, originals: Path | None = None) -> Path:
-    """The shipped scenarios copied into ``folder`` (bases stay intact for ``extends``), ``name`` mutated.
+    """The shipped scenarios copied into ``folder`` (bases stay intact for ``extends``), ``name``
+    mutated.
 
-    ``originals``: a folder holding the shipped files already, hard-linked instead of written again (the 420 cases
-    write 3000 files less; the mutated file is always a file of its own)."""
+    ``originals``: a folder holding the shipped files already, hard-linked instead of written again
+    (the 420 cases write 3000 files less; the mutated file is always a file of its own)."""
     for source in SHIPPED:
         if originals is None:
             (folder / source.name).write_bytes(source.read_bytes())
         elif source.name != name:
             os.link(originals / source.name, folder / source.name)
     target = folder / name
-    target.write_bytes(mutate((REPO / "scenarios" / name).read_bytes(), case, random.Random(f"{name}:{case}")))
+    target.write_bytes(mutate((REPO / "scenarios" / name).read_bytes(), case,
+                              random.Random(f"{name}:{case}")))
     return target
 
 
 @pytest.fixture(scope="module")
 def originals(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The shipped scenarios written once for the fuzz cases to link to (never written to: each case's mutant is
-    a new file)."""
+    """The shipped scenarios written once for the fuzz cases to link to (never written to: each
+    case's mutant is a new file)."""
     folder = tmp_path_factory.mktemp("shipped")
     for source in SHIPPED:
         (folder / source.name).write_bytes(source.read_bytes())
@@ -174,7 +189,8 @@ def test_fuzzed_shipped_scenarios_fail_with_located_messages(tmp_path, originals
             where = LOCATED.match(problem)
             assert where is not None, f"not file:line:col: {problem}"
             assert Path(where["file"]).resolve().parent == tmp_path.resolve(), problem
-    except ConfigurationError as exc:  # anything else the harness raises for bad input must still say where
+    # anything else the harness raises for bad input must still say where
+    except ConfigurationError as exc:
         assert LOCATED.match(str(exc)), str(exc)
 
 
@@ -193,15 +209,18 @@ def test_validate_cli_exits_2_without_traceback(tmp_path):
     (tmp_path / "fuzz").mkdir()
     fuzzed = fuzzed_copy(tmp_path / "fuzz", "smoke.yaml", 0)
     files = [bomb, latin1, bell]
-    result = subprocess.run([sys.executable, "-m", "fvp_harness", "validate", *map(str, files), str(fuzzed)],
+    result = subprocess.run([sys.executable, "-m", "fvp_harness", "validate", *map(str, files),
+                             str(fuzzed)],
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == EXIT_BAD_INPUT, result.stderr
     assert "Traceback" not in result.stderr + result.stdout
     for path in files:
-        assert re.search(rf"{re.escape(str(path))}:\d+:\d+: \(yaml\): ", result.stderr), (path, result.stderr)
+        assert re.search(rf"{re.escape(str(path))}:\d+:\d+: \(yaml\): ", result.stderr), (path,
+                                                                                          result.stderr)
 
 
-# --- hostile values (issue 23, item 6): each cause the 1000-mutant pass found, as an explicit case -----------------
+# --- hostile values (issue 23, item 6): each cause the 1000-mutant pass found, as an explicit
+# case -----------------
 
 
 LONG_NAME = "x" * 300  # over NAME_MAX: Path.exists/resolve raised ENAMETOOLONG
@@ -215,11 +234,16 @@ def _located(message: str, field: str) -> None:
 
 @pytest.mark.timeout(30)
 @pytest.mark.parametrize(("override", "field", "wanted"), [
-    (f"platform={LONG_NAME}.yaml", "platform", "a name in the path is 305 bytes long; a file system takes at most 255"),
-    (f"models.ds_cnn.file={LONG_NAME}", "models.ds_cnn.file", "a name in the path is 300 bytes long"),
-    (f"builds.before.runner={'/a' * 2100}", "builds.before.runner", "a file system takes at most 4095"),
-    ("builds.before.runner=/proc/self/mem", "builds.before.runner", "/proc/self/mem cannot be read: Input/output"),
-    ("models.ds_cnn.file=/dev/zero", "models.ds_cnn.file", "/dev/zero is a device; expected a regular file"),
+    (f"platform={LONG_NAME}.yaml", "platform",
+     "a name in the path is 305 bytes long; a file system takes at most 255"),
+    (f"models.ds_cnn.file={LONG_NAME}", "models.ds_cnn.file",
+     "a name in the path is 300 bytes long"),
+    (f"builds.before.runner={'/a' * 2100}", "builds.before.runner",
+     "a file system takes at most 4095"),
+    ("builds.before.runner=/proc/self/mem", "builds.before.runner",
+     "/proc/self/mem cannot be read: Input/output"),
+    ("models.ds_cnn.file=/dev/zero", "models.ds_cnn.file",
+     "/dev/zero is a device; expected a regular file"),
     ("run.repetitions=1000000000", "run.repetitions", "expected less than or equal to 10000"),
     ("run.repetitions=1.0e+9", "run.repetitions", "expected less than or equal to 10000"),
     ("run.iterations=100000000", "run.iterations", "expected less than or equal to 10000000"),
@@ -227,8 +251,10 @@ def _located(message: str, field: str) -> None:
     ("fvp.instances=100000", "fvp.instances", "expected less than or equal to 256"),
     ("run.retries=1000", "run.retries", "expected less than or equal to 100"),
     ("fvp.timeouts.unit=1e12", "fvp.timeouts.unit", "expected less than or equal to 2592000"),
-    ("run.until={ci_width: 2, max_repetitions: 1000000}", "run.until.max_repetitions", "less than or equal to 10000"),
-    ("models.ds_cnn.inputs=[{file: 'in,put.bin', build: x}]", "models.ds_cnn.inputs[0].file", "holds a comma"),
+    ("run.until={ci_width: 2, max_repetitions: 1000000}", "run.until.max_repetitions",
+     "less than or equal to 10000"),
+    ("models.ds_cnn.inputs=[{file: 'in,put.bin', build: x}]", "models.ds_cnn.inputs[0].file",
+     "holds a comma"),
 ])
 def test_hostile_values_are_located_validation_errors(tmp_path, override, field, wanted):
     overrides = [override] + (["run.until=null"] if override.startswith("run.repetitions") else [])
@@ -243,7 +269,8 @@ def test_hostile_values_are_located_validation_errors(tmp_path, override, field,
 def test_too_many_units_for_one_plan_is_refused():
     with pytest.raises(ScenarioError) as info:  # 2 builds x 1 model x 6000 = 12000 units
         load_scenario(SMOKE, ["run.repetitions=6000"])
-    assert any("is 12000 units; at most 10000 fit in one plan" in item for item in info.value.problems)
+    assert any("is 12000 units; at most 10000 fit in one plan" in item
+               for item in info.value.problems)
 
 
 @pytest.mark.timeout(30)
@@ -270,15 +297,17 @@ def test_a_long_extends_path_is_located(write):
 
 def test_input_names_with_a_comma_work_with_input_args(tmp_path):
     loaded = load_scenario(SMOKE, ["models.ds_cnn.inputs=[{file: 'in,put.bin', build: x}]",
-                                   "run.command={runner} --model_path={model} {input_args} --output_file={output}"])
+                                   "run.command={runner} --model_path={model} {input_args} "
+                                   "--output_file={output}"])
     assert loaded.scenario.models["ds_cnn"].inputs[0].file.endswith("in,put.bin")
 
 
-# --- 1000 seeded mutants through validate and plan (the slow lane) ----------------------------------------------
+# --- 1000 seeded mutants through validate and plan (the slow lane) --------------------------------
 
 MUTANTS = 1000
 MUTANT_SECONDS = 10
-"""Per mutant: a hang (``plan`` enumerating 1e9 repetitions) fails the test at its seed instead of stalling CI."""
+"""Per mutant: a hang (``plan`` enumerating 1e9 repetitions) fails the test at its seed instead of
+stalling CI."""
 
 
 def _hostile_values(folder: Path) -> list[object]:
@@ -286,12 +315,14 @@ def _hostile_values(folder: Path) -> list[object]:
     if not fifo.exists():
         os.mkfifo(fifo)
     return [
-        LONG_NAME, "/" + "/".join([LONG_NAME] * 3), "y/" * 2100, "/proc/self/mem", "/dev/zero", str(fifo),
-        str(folder), "/", "", " ", None, 0, -1, 1e9, 10**9, 10**30, 2**63, 1.5, True, [], {}, [[[]]],
-        {"a": {"b": None}},
-        "a,b.bin", "${env:FVP_HARNESS_NO_SUCH_VAR}", "${vars.nope}", "${", "{nope}", "{inputs}", "{{", "~", "~nobody/x",
-        "../" * 50, "\u202e", "x" * 20_000, "NaN", ".inf", "0x10", "1e9", "-0", "null", "*", "[a", "{a: 1}",
-        "sim", "host", "fvp", "corstone300-u55", "interleaved", "cpu_time",
+        LONG_NAME, "/" + "/".join([LONG_NAME] * 3), "y/" * 2100, "/proc/self/mem", "/dev/zero",
+        str(fifo),
+        str(folder), "/", "", " ", None, 0, -1, 1e9, 10**9, 10**30, 2**63, 1.5, True, [], {},
+        [[[]]], {"a": {"b": None}},
+        "a,b.bin", "${env:FVP_HARNESS_NO_SUCH_VAR}", "${vars.nope}", "${", "{nope}", "{inputs}",
+        "{{", "~", "~nobody/x",
+        "../" * 50, "\u202e", "x" * 20_000, "NaN", ".inf", "0x10", "1e9", "-0", "null", "*", "[a",
+        "{a: 1}", "sim", "host", "fvp", "corstone300-u55", "interleaved", "cpu_time",
     ]
 
 
@@ -326,8 +357,9 @@ def _shipped(source: Path) -> tuple[bytes, str]:
 
 
 def make_mutant(case: int, folder: Path) -> tuple[Path, list[str]]:
-    """Mutant ``case`` (reproducible by number): one of the shipped scenarios with a value replaced by a hostile one,
-    a key added, a ``--set`` override, or bytes flipped / the file cut (``mutate``)."""
+    """Mutant ``case`` (reproducible by number): one of the shipped scenarios with a value replaced
+    by a hostile one, a key added, a ``--set`` override, or bytes flipped / the file cut
+    (``mutate``)."""
     import yaml
 
     rng = random.Random(f"mutant:{case}")
@@ -350,8 +382,10 @@ def make_mutant(case: int, folder: Path) -> tuple[Path, list[str]]:
         holder = data
         for step in parent:
             holder = holder[step]
-        key = rng.choice(["extends", "platform", "file", "runner", "build", "repetitions", "iterations", "warmup",
-                          "instances", "inputs", "sources", "env", "secret_env", "timeout", "until", "fetch"])
+        key = rng.choice(["extends", "platform", "file", "runner", "build", "repetitions",
+                          "iterations", "warmup",
+                          "instances", "inputs", "sources", "env", "secret_env", "timeout", "until",
+                          "fetch"])
         if isinstance(holder, dict):
             holder[key] = value
         else:
@@ -377,9 +411,9 @@ def _alarm(signum: int, frame: object) -> None:
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_1000_seeded_mutants_through_validate_and_plan(tmp_path):
-    """Every mutant either loads and plans or fails with a HarnessError; any other exception, or a mutant taking
-    longer than MUTANT_SECONDS (SIGALRM), fails the test naming its case number (``make_mutant(case, folder)``
-    rebuilds it)."""
+    """Every mutant either loads and plans or fails with a HarnessError; any other exception, or a
+    mutant taking longer than MUTANT_SECONDS (SIGALRM), fails the test naming its case number
+    (``make_mutant(case, folder)`` rebuilds it)."""
     import signal
 
     from fvp_harness.errors import HarnessError
@@ -403,9 +437,11 @@ def test_1000_seeded_mutants_through_validate_and_plan(tmp_path):
             except HarnessError:
                 counts["refused"] += 1
             except _TooSlow:
-                failures.append(f"case {case} ({path.name} {overrides}): no answer within {MUTANT_SECONDS} s")
+                failures.append(f"case {case} ({path.name} {overrides}): no answer within "
+                                f"{MUTANT_SECONDS} s")
             except Exception as exc:
-                failures.append(f"case {case} ({path.name} {overrides}): {type(exc).__name__}: {exc}"[:400])
+                failures.append(f"case {case} ({path.name} {overrides}): {type(exc).__name__}: "
+                                f"{exc}"[:400])
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0)
     finally:
@@ -414,7 +450,7 @@ def test_1000_seeded_mutants_through_validate_and_plan(tmp_path):
     assert counts["refused"] > MUTANTS // 4 and counts["planned"] > 0, counts
 
 
-# --- long values are never echoed whole (issue 36, "Also") ----------------------------------------------------------
+# --- long values are never echoed whole (issue 36, "Also") ----------------------------------------
 
 
 HUGE = "x" * 1_000_000
@@ -440,14 +476,17 @@ def test_a_1_mb_value_is_echoed_as_80_characters_and_its_length(tmp_path: Path, 
 
 
 def test_a_record_of_wrong_types_is_file_line_field_message(tmp_path: Path, capsys) -> None:
-    """pydantic's raw text ("3 validation errors for Record", indented lines, web links) was printed as it came.
-    ``report`` in process (``main``): the same words as its process, without a second start of the CLI."""
+    """pydantic's raw text ("3 validation errors for Record", indented lines, web links) was printed
+    as it came. ``report`` in process (``main``): the same words as its process, without a second
+    start of the CLI."""
     from fvp_harness.cli.main import main
     from tests.report.stored_runs import write_run
 
-    store = write_run(tmp_path / "demo", {("before", "m1"): 2.0, ("after", "m1"): 1.0}, run_id="r1", reps=1)
+    store = write_run(tmp_path / "demo", {("before", "m1"): 2.0, ("after", "m1"): 1.0}, run_id="r1",
+                      reps=1)
     lines = store.records_path.read_text().splitlines()
-    bad = {**json.loads(lines[1]), "repetition": "two", "samples": {"cpu_time": "fast"}, "status": "y" * 500}
+    bad = {**json.loads(lines[1]), "repetition": "two", "samples": {"cpu_time": "fast"},
+           "status": "y" * 500}
     store.records_path.write_text("\n".join([lines[0], json.dumps(bad), *lines[2:]]) + "\n")
     assert main(["report", str(store.root)]) == EXIT_BAD_INPUT
     err = capsys.readouterr().err

@@ -1,7 +1,7 @@
-"""The two ways ``located`` composes YAML agree: libyaml (the fast path, when PyYAML has it) and the pure-Python parser
-(the fallback, and the source of every error message). Same trees, values and ``file:line:col`` for every shipped
-YAML file and every YAML text in the tests; what libyaml reads more leniently is left to the pure-Python path; the
-safety limits hold on both."""
+"""The two ways ``located`` composes YAML agree: libyaml (the fast path, when PyYAML has it) and the
+pure-Python parser (the fallback, and the source of every error message). Same trees, values and
+``file:line:col`` for every shipped YAML file and every YAML text in the tests; what libyaml reads
+more leniently is left to the pure-Python path; the safety limits hold on both."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ from fvp_harness.located import MAX_DEPTH, MAX_VALUES, YamlProblem, compose_byte
 from fvp_harness.scenario import load_scenario
 from tests.helpers import REPO
 
-needs_libyaml = pytest.mark.skipif(not yaml.__with_libyaml__, reason="PyYAML is built without libyaml here")
+needs_libyaml = pytest.mark.skipif(not yaml.__with_libyaml__,
+                                   reason="PyYAML is built without libyaml here")
 
 SHIPPED_YAML = sorted(
     path
@@ -29,17 +30,19 @@ SHIPPED_YAML = sorted(
 
 
 def flat(node: located.LNode) -> list[tuple[Any, ...]]:
-    """Every node as (path, kind, value, location, key location); repr keeps NaN comparable and 1 apart from True."""
+    """Every node as (path, kind, value, location, key location); repr keeps NaN comparable and 1
+    apart from True."""
     return [
-        (path, type(item.value).__name__, None if isinstance(item.value, dict | list) else repr(item.value),
-         item.loc, item.key_loc)
+        (path, type(item.value).__name__,
+         None if isinstance(item.value, dict | list) else repr(item.value), item.loc, item.key_loc)
         for path, item in node.walk()
     ]
 
 
 def fast(text: str, path: Path) -> located.LNode:
     assert located._CSafeLoader is not None
-    return located._compose_libyaml(text, located.display_path(path), path.parent, located._CSafeLoader)
+    return located._compose_libyaml(text, located.display_path(path), path.parent,
+                                    located._CSafeLoader)
 
 
 def pure(text: str, path: Path) -> located.LNode:
@@ -51,10 +54,12 @@ YAML_TEST_FOLDERS = ("scenario", "profiles", "cli", "batch", "run")
 
 
 def yaml_texts_in_tests() -> list[str]:
-    """String constants of the test modules that look like YAML documents (several lines with a ``key:``)."""
+    """String constants of the test modules that look like YAML documents (several lines with a
+    ``key:``)."""
     texts: set[str] = set()
     modules = [*(REPO / "tests").glob("*.py")]
-    modules += [module for folder in YAML_TEST_FOLDERS for module in (REPO / "tests" / folder).rglob("*.py")]
+    modules += [module for folder in YAML_TEST_FOLDERS
+                for module in (REPO / "tests" / folder).rglob("*.py")]
     for module in sorted(modules):
         for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -69,12 +74,14 @@ def test_every_shipped_yaml_file_composes_the_same_both_ways():
     assert len(SHIPPED_YAML) >= 10
     for path in SHIPPED_YAML:
         text = path.read_text(encoding="utf-8")
-        assert flat(fast(text, path)) == flat(pure(text, path)), path  # fast() raising would be a fallback
+        # fast() raising would be a fallback
+        assert flat(fast(text, path)) == flat(pure(text, path)), path
 
 
 @needs_libyaml
 def test_non_ascii_text_keeps_its_columns():
-    text = "name: é€😀\n😀é: {a: [x, 'ü', \"\\u00e9\"]}\nlist:\n  - ñ: 1\n    b: |\n      ☃\n  -\nkey:\n"
+    text = ("name: é€😀\n😀é: {a: [x, 'ü', \"\\u00e9\"]}\nlist:\n  - ñ: 1\n    b: |\n      ☃\n  "
+            "-\nkey:\n")
     path = Path("s.yaml")
     assert flat(fast(text, path)) == flat(pure(text, path))
     assert fast(text, path).get(("😀é", "a", 1)).loc.col == 13  # type: ignore[union-attr]  # code points, not bytes
@@ -107,7 +114,8 @@ def test_every_yaml_text_of_the_tests_that_libyaml_reads_composes_the_same():
     "a:\tb\n",  # libyaml takes a tab as separating white space
     "a: {b: c?d}\n",  # and ? inside a plain value in a flow collection
     "a: |# comment\n  x\n",  # and a comment right after a block scalar's indicator
-    "a: {b: }\nc: [d: ]\n",  # an empty value in a flow collection: libyaml marks the closing bracket
+    # an empty value in a flow collection: libyaml marks the closing bracket
+    "a: {b: }\nc: [d: ]\n",
     "a: 1\nb:",  # an empty value at the end of a file without a final line break
     "---",  # an empty document
 ])
@@ -127,7 +135,8 @@ def test_what_libyaml_reads_differently_is_left_to_the_pure_python_path(text):
 
 @pytest.fixture(params=["libyaml", "pure"])
 def path_taken(request, monkeypatch):
-    """Run the test with the fast path (when PyYAML has libyaml) and with the pure-Python path forced."""
+    """Run the test with the fast path (when PyYAML has libyaml) and with the pure-Python path
+    forced."""
     if request.param == "libyaml" and not yaml.__with_libyaml__:
         pytest.skip("PyYAML is built without libyaml here")
     monkeypatch.setattr(located, "USE_LIBYAML", request.param == "libyaml")
@@ -153,12 +162,14 @@ def test_a_good_scenario_loads_the_same_on_either_path(path_taken):
 @needs_libyaml
 @pytest.mark.timeout(10)
 def test_libyaml_never_composes_what_is_nested_too_deep():
-    """Its composer recurses in C: the token pre-check (or libyaml's own limit of flow levels) refuses first; a C
-    stack overflow would kill the process."""
+    """Its composer recurses in C: the token pre-check (or libyaml's own limit of flow levels)
+    refuses first; a C stack overflow would kill the process."""
     with pytest.raises(located._FALLBACK):
         fast("a: " + "[" * 100_000 + "\n", Path("s.yaml"))
-    indentless = "a:\n" + "".join(" " * level + "- b:\n" for level in range(0, 8 * MAX_DEPTH, 2))  # b: then - b:
-    with pytest.raises(located._PureOnly):  # an indentless list has no start token: twice as many levels as tokens
+    # b: then - b:
+    indentless = "a:\n" + "".join(" " * level + "- b:\n" for level in range(0, 8 * MAX_DEPTH, 2))
+    # an indentless list has no start token: twice as many levels as tokens
+    with pytest.raises(located._PureOnly):
         fast(indentless, Path("s.yaml"))
     with pytest.raises(YamlProblem, match="nested too deeply"):
         compose_bytes(indentless.encode(), Path("s.yaml"))
@@ -169,7 +180,8 @@ def test_libyaml_never_composes_what_is_nested_too_deep():
     ("a: " + "[" * (MAX_DEPTH + 2) + "]" * (MAX_DEPTH + 2) + "\n", "values nested too deeply"),
     ("a: &x [*x]\n", "recursive alias"),
     ("a: &a0 [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
-        f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]\n" for i in range(1, 8)), f"more than {MAX_VALUES} values"),
+        f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]\n" for i in range(1, 8)),
+     f"more than {MAX_VALUES} values"),
     ("a: 1\na: 2\n", "duplicate key 'a'"),
     ("a: !!python/object/apply:os.system [echo]\n", "unsupported YAML"),
     ("a: [1, 2\n", "YAML syntax error"),
@@ -180,10 +192,12 @@ def test_safety_limits_and_errors_hold_on_either_path(path_taken, text, message)
     with pytest.raises(YamlProblem) as info:
         compose_bytes(text.encode(), Path("s.yaml"))
     assert message in info.value.message
-    assert calls == ["pure"]  # every error is worded by the pure-Python path, whichever path read first
+    # every error is worded by the pure-Python path, whichever path read first
+    assert calls == ["pure"]
 
 
-def test_a_file_over_the_size_limit_is_refused_unread_on_either_path(path_taken, tmp_path, monkeypatch):
+def test_a_file_over_the_size_limit_is_refused_unread_on_either_path(path_taken, tmp_path,
+                                                                     monkeypatch):
     monkeypatch.setattr(located, "MAX_FILE_BYTES", 64)
     path = tmp_path / "s.yaml"
     path.write_text("name: s\n" + "x: 1\n" * 20)

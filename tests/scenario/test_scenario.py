@@ -1,4 +1,5 @@
-"""Loading scenarios: the happy paths, defaults, path resolution, templates, and the shipped scenarios."""
+"""Loading scenarios: the happy paths, defaults, path resolution, templates, and the shipped
+scenarios."""
 
 from __future__ import annotations
 
@@ -62,7 +63,8 @@ def test_relative_paths_become_absolute_next_to_the_file(write, tmp_path):
 
 def test_metrics_as_plain_strings_are_builtin_specs(write):
     path = write(
-        "s.yaml", MINIMAL + "metrics: [cpu_time, {name: x, regex: 'x=(\\d+)', unit: ms, per: run}]\n"
+        "s.yaml",
+        MINIMAL + "metrics: [cpu_time, {name: x, regex: 'x=(\\d+)', unit: ms, per: run}]\n"
     )
     metrics = load_scenario(path).scenario.metrics
     assert metrics[0] == MetricSpec(name="cpu_time")
@@ -78,7 +80,8 @@ def test_existing_files_need_no_build_command(write):
 
 
 def test_check_files_off_skips_existence_checks(write):
-    path = write("s.yaml", "name: s\nbuilds: {b: {runner: nowhere}}\nmodels: {m: {file: nothing}}\n")
+    path = write("s.yaml",
+                 "name: s\nbuilds: {b: {runner: nowhere}}\nmodels: {m: {file: nothing}}\n")
     assert load_scenario(path, check_files=False).scenario.models["m"].file.endswith("nothing")
 
 
@@ -110,7 +113,8 @@ def test_shipped_scenarios_validate(repo, name):
     for build in scenario.builds.values():
         assert build.build and "{fvp_harness}" in build.build
         assert ".artifacts" in build.runner
-        # the driver-reuse files must work with stock runners unchanged: no printed id, no required CPU-time line
+        # the driver-reuse files must work with stock runners unchanged: no printed id, no required
+        # CPU-time line
         assert (build.id is None) == (name != "smoke.yaml")
         assert ("--cpu-time-report" in build.build) == (name != "driver_reuse_stock.yaml")
 
@@ -121,7 +125,8 @@ def test_driver_reuse_matrix(repo):
     assert list(scenario.models) == ["resnet8", "ds_cnn", "mobilenet_v1_025", "deep_autoencoder"]
     assert scenario.compare.min_effect == 5
     assert not scenario.metric("cpu_time").required and scenario.metric("iteration_time").required
-    assert "per-inference" in scenario.builds["before"].build and "reuse" in scenario.builds["after"].build
+    assert ("per-inference" in scenario.builds["before"].build and
+            "reuse" in scenario.builds["after"].build)
 
 
 def test_shipped_scenarios_carry_the_schema_modeline(repo):
@@ -147,7 +152,8 @@ def test_render_template_quotes_values():
 
 
 def test_expand_build_command_uses_this_interpreter(tmp_path):
-    command = expand_build_command("{fvp_harness} sim model ds_cnn -o {output}", tmp_path / "a b.model")
+    command = expand_build_command("{fvp_harness} sim model ds_cnn -o {output}",
+                                   tmp_path / "a b.model")
     argv = shlex.split(command)
     assert argv[:3] == [sys.executable, "-m", "fvp_harness"]
     assert argv[-1] == str(tmp_path / "a b.model")

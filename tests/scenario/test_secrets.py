@@ -1,4 +1,5 @@
-"""Secret environment values: how a scenario marks them, what validation refuses, and the redaction helpers."""
+"""Secret environment values: how a scenario marks them, what validation refuses, and the redaction
+helpers."""
 
 from __future__ import annotations
 
@@ -9,7 +10,13 @@ import pytest
 from fvp_harness.errors import ScenarioError
 from fvp_harness.scenario import load_scenario
 from fvp_harness.scenario.model import Scenario
-from fvp_harness.scenario.secrets import MASK, redact_data, redact_manifest, redact_text, secret_names
+from fvp_harness.scenario.secrets import (
+    MASK,
+    redact_data,
+    redact_manifest,
+    redact_text,
+    secret_names,
+)
 
 SECRET = "s3cr3t-v4lue"
 
@@ -35,10 +42,13 @@ builds:
   before: {{runner: r1, build: x, env: {{API_KEY: abcdefgh}}}}
   after: {{runner: r2, build: x, env: {{CERT: certificate-text}}, secret_env: [CERT]}}
 """)
-    assert scenario.run.env == {"TOKEN": SECRET, "PLAIN": "hello", "NUM_KEYS": "3"}  # what the runner gets
+    # what the runner gets
+    assert scenario.run.env == {"TOKEN": SECRET, "PLAIN": "hello", "NUM_KEYS": "3"}
     assert scenario.run.secret_env == ["TOKEN"]
-    assert secret_names(scenario) == {"TOKEN", "API_KEY", "CERT"}  # NUM_KEYS: too short to be a secret by name
-    assert set(scenario.secret_values()) >= {SECRET, "abcdefgh", "certificate-text", "'certificate-text'"[1:-1]}
+    # NUM_KEYS: too short to be a secret by name
+    assert secret_names(scenario) == {"TOKEN", "API_KEY", "CERT"}
+    assert (set(scenario.secret_values())
+            >= {SECRET, "abcdefgh", "certificate-text", "'certificate-text'"[1:-1]})
 
 
 def test_redacted_scenario_hides_every_copy_and_still_validates(write):
@@ -73,12 +83,15 @@ builds:
 
 
 @pytest.mark.parametrize(("env", "message"), [
-    ("{PIN: {value: '123', secret: true}}", "run.env.PIN: a secret value must have at least 6 characters"),
-    ("{A: {valu: x}}", "run.env.A: got {'valu': 'x'}; expected text, or {value: TEXT, secret: true}"),
+    ("{PIN: {value: '123', secret: true}}",
+     "run.env.PIN: a secret value must have at least 6 characters"),
+    ("{A: {valu: x}}",
+     "run.env.A: got {'valu': 'x'}; expected text, or {value: TEXT, secret: true}"),
     ("{A: {value: x, secret: maybe}}", "run.env.A: got {'value': 'x', 'secret': 'maybe'}"),
 ])
 def test_malformed_or_short_secrets_are_refused(write, env, message):
-    path = write("s.yaml", f"name: s\nrun:\n  env: {env}\nbuilds: {{b: {{runner: r, build: x}}}}\n" + BODY)
+    path = write("s.yaml",
+                 f"name: s\nrun:\n  env: {env}\nbuilds: {{b: {{runner: r, build: x}}}}\n" + BODY)
     with pytest.raises(ScenarioError) as info:
         load_scenario(path)
     assert any(message in problem for problem in info.value.problems), info.value.problems
@@ -89,27 +102,33 @@ def test_secret_env_must_name_an_env_entry(write):
                  "builds: {b: {runner: r, build: x}}\n" + BODY)
     with pytest.raises(ScenarioError) as info:
         load_scenario(path)
-    assert any(":4:16: run.secret_env[0]: 'TOKN' is not set in run.env" in item for item in info.value.problems)
+    assert any(":4:16: run.secret_env[0]: 'TOKN' is not set in run.env" in item
+               for item in info.value.problems)
 
 
 def test_set_can_mark_a_secret(write):
     path = write("s.yaml", "name: s\nbuilds: {b: {runner: r, build: x}}\n" + BODY)
-    scenario = load_scenario(path, [f"run.env.LICENCE={SECRET}", "run.secret_env=[LICENCE]"]).scenario
+    scenario = load_scenario(path,
+                             [f"run.env.LICENCE={SECRET}", "run.secret_env=[LICENCE]"]).scenario
     assert scenario.secret_values()[0] == SECRET
 
 
 def test_redact_helpers():
     secrets = (f"'{SECRET}'", SECRET)
-    assert redact_text(f"export T='{SECRET}'; run {SECRET}", secrets) == f"export T={MASK}; run {MASK}"
+    assert (redact_text(f"export T='{SECRET}'; run {SECRET}", secrets)
+            == f"export T={MASK}; run {MASK}")
     digest = "ab" * 32
     data = {"k": digest, "env": {"TOKEN": "short"}, "list": [f"x{SECRET}y"]}
-    assert redact_data(data, ("abab" * 4,), {"TOKEN"}) == {"k": digest, "env": {"TOKEN": MASK}, "list": [f"x{SECRET}y"]}
-    manifest = {"scenario": {"resolved": {"run": {"env": {"TOKEN": SECRET}}}}, "overrides": [f"run.env.TOKEN={SECRET}"]}
+    assert (redact_data(data, ("abab" * 4,), {"TOKEN"})
+            == {"k": digest, "env": {"TOKEN": MASK}, "list": [f"x{SECRET}y"]})
+    manifest = {"scenario": {"resolved": {"run": {"env": {"TOKEN": SECRET}}}},
+                "overrides": [f"run.env.TOKEN={SECRET}"]}
     assert SECRET not in json.dumps(redact_manifest(manifest))
 
 
 def test_validation_messages_never_show_a_secret_value(write):
-    """A message that quotes the value it refuses (``got {...}``, the ``--set`` text) shows ``***`` instead."""
+    """A message that quotes the value it refuses (``got {...}``, the ``--set`` text) shows ``***``
+    instead."""
     path = write("s.yaml", "name: s\nbuilds: {b: {runner: r, build: x}}\n" + BODY)
     cert = "-----BEGIN KEY-----\\nMIIBszCCAVmgAwIBAgIU\\n-----END KEY-----"
     with pytest.raises(ScenarioError) as info:
@@ -124,7 +143,9 @@ def test_validation_messages_never_show_a_secret_value(write):
 
 
 def test_a_multi_line_secret_is_accepted_and_masked_line_by_line(write):
-    scenario = scenario_of(write, 'run:\n  env:\n    CERT: {value: "-----BEGIN-----\\nline-two-secret\\nend-of-it", '
+    scenario = scenario_of(write,
+                           'run:\n  env:\n    CERT: {value: '
+                           '"-----BEGIN-----\\nline-two-secret\\nend-of-it", '
                                   'secret: true}\nbuilds: {b: {runner: r, build: x}}\n')
     secrets = scenario.secret_values()
     echoed = "$ export CERT='-----BEGIN-----\r\n> line-two-secret\r\n> end-of-it'\r\n"

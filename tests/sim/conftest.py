@@ -1,15 +1,20 @@
-"""Drive the simulator from outside, as a user (or the harness) would: a process, its stdout, TCP sockets.
+"""Drive the simulator from outside, as a user (or the harness) would: a process, its stdout, TCP
+sockets.
 
 Fixtures:
 
-* ``sim``: a factory ``sim(*args, knobs={...}, env={...})`` that starts ``python -m fvp_harness.sim`` with a free
-  high port range, a private TMPDIR and short boot times, and returns a ``Sim`` (banner ports, stdout, stop).
-* ``booted``: one shared, logged-in console session for the many shell tests (module scope, so the suite stays fast).
-* ``model_files`` / ``input_files``: the four networks compiled for ethos-u85-256 (seed 0) and their inputs.
-* an autouse guard that fails a test when it leaves a simulator process running or a guest temp dir behind.
+* ``sim``: a factory ``sim(*args, knobs={...}, env={...})`` that starts ``python -m
+  fvp_harness.sim`` with a free high port range, a private TMPDIR and short boot times, and returns
+  a ``Sim`` (banner ports, stdout, stop).
+* ``booted``: one shared, logged-in console session for the many shell tests (module scope, so the
+  suite stays fast).
+* ``model_files`` / ``input_files``: the four networks compiled for ethos-u85-256 (seed 0) and their
+  inputs.
+* an autouse guard that fails a test when it leaves a simulator process running or a guest temp dir
+  behind.
 
-Everything waits on conditions with generous deadlines (others run tests on this 2-core machine at the same time);
-nothing asserts on a fixed sleep.
+Everything waits on conditions with generous deadlines (others run tests on this 2-core machine at
+the same time); nothing asserts on a fixed sleep.
 """
 
 from __future__ import annotations
@@ -44,7 +49,8 @@ _ALIVE: list[Sim] = []
 
 
 def free_port_block(count: int = 6) -> int:
-    """A random high port with ``count`` free ports from it upwards (other people's models use 5000+)."""
+    """A random high port with ``count`` free ports from it upwards (other people's models use
+    5000+)."""
     rng = random.Random()
     for _ in range(200):
         base = rng.randrange(20000, 60000)
@@ -64,7 +70,8 @@ def free_port_block(count: int = 6) -> int:
 
 
 class Term:
-    """A socket client of one terminal with expect-style reading (telnet commands stripped in telnet mode)."""
+    """A socket client of one terminal with expect-style reading (telnet commands stripped in telnet
+    mode)."""
 
     def __init__(self, port: int, telnet: bool = False) -> None:
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT)
@@ -73,8 +80,8 @@ class Term:
         self.raw = b""  # every byte received, before telnet stripping
         self.closed = False
         self.ignore: re.Pattern[bytes] | None = None
-        """Text ``expect`` looks through (e.g. kernel lines the noise knob inserts anywhere): matched as if
-        absent, still returned."""
+        """Text ``expect`` looks through (e.g. kernel lines the noise knob inserts anywhere):
+        matched as if absent, still returned."""
 
     def _recv(self, deadline: float) -> bool:
         self.sock.settimeout(max(0.05, min(1.0, deadline - time.monotonic())))
@@ -94,10 +101,12 @@ class Term:
         return True
 
     def expect(self, pattern: bytes | re.Pattern[bytes], timeout: float = TIMEOUT) -> bytes:
-        """Read until ``pattern`` (bytes or regex) appears; return everything up to and including it.
+        """Read until ``pattern`` (bytes or regex) appears; return everything up to and including
+        it.
 
-        With ``ignore`` set, the pattern is looked for in the text with every ``ignore`` match removed (repeatedly,
-        so nested insertions unwind), and what is returned and consumed is the raw text up to the match's end.
+        With ``ignore`` set, the pattern is looked for in the text with every ``ignore`` match
+        removed (repeatedly, so nested insertions unwind), and what is returned and consumed is the
+        raw text up to the match's end.
         """
         deadline = time.monotonic() + timeout
         while True:
@@ -113,7 +122,8 @@ class Term:
                 out, self.buf = self.buf[:cut], self.buf[cut:]
                 return out
             if time.monotonic() > deadline or not self._recv(deadline):
-                raise AssertionError(f"{pattern!r} not seen; got {self.buf[-600:]!r} (closed={self.closed})")
+                raise AssertionError(f"{pattern!r} not seen; got {self.buf[-600:]!r} "
+                                     f"(closed={self.closed})")
 
     def _view(self) -> tuple[bytes, list[int]]:
         """``buf`` without ``ignore`` matches, and for each byte kept its index in ``buf``."""
@@ -140,7 +150,8 @@ class Term:
     def send(self, data: bytes) -> None:
         self.sock.sendall(data)
 
-    def run(self, command: str, prompt: bytes | re.Pattern[bytes] = ANY_PROMPT, timeout: float = TIMEOUT) -> str:
+    def run(self, command: str, prompt: bytes | re.Pattern[bytes] = ANY_PROMPT,
+            timeout: float = TIMEOUT) -> str:
         """Type a command line and return its output (echo line removed, CRLF -> LF)."""
         self.send(command.encode() + b"\n")
         out = self.expect(prompt, timeout)
@@ -247,8 +258,8 @@ class Sim:
         return t
 
     def login(self, telnet: bool = False, ignore: re.Pattern[bytes] | None = None) -> Term:
-        """A logged-in console; ``ignore`` (e.g. kernel lines, with kernel noise on) is set on the ``Term``
-        before the login prompt is awaited."""
+        """A logged-in console; ``ignore`` (e.g. kernel lines, with kernel noise on) is set on the
+        ``Term`` before the login prompt is awaited."""
         t = self.term(telnet=telnet)
         t.ignore = ignore
         t.expect(b"corstone1000-fvp login: ")
@@ -323,8 +334,8 @@ def sim(tmp_path: Path) -> Iterator[Callable[..., Sim]]:
     """Factory for simulator processes; each is stopped at the end of the test if still running."""
     started: list[Sim] = []
 
-    def factory(*args: str, knobs: dict[str, object] | None = None, env: dict[str, str] | None = None,
-                default_ports: bool = True) -> Sim:
+    def factory(*args: str, knobs: dict[str, object] | None = None,
+                env: dict[str, str] | None = None, default_ports: bool = True) -> Sim:
         s = _start(tmp_path / f"simtmp{len(started)}", args, knobs, env, default_ports)
         started.append(s)
         return s
@@ -357,8 +368,9 @@ def booted() -> Iterator[tuple[Sim, Term]]:
 
 @pytest.fixture(autouse=True)
 def no_leftovers(request: pytest.FixtureRequest) -> Iterator[None]:
-    """Fail the test if a simulator it started survived SIGTERM, left a process in its group, or left its guest
-    temp dir behind. (The ``sim`` fixture has already sent SIGTERM to those still running at the test's end.)"""
+    """Fail the test if a simulator it started survived SIGTERM, left a process in its group, or
+    left its guest temp dir behind. (The ``sim`` fixture has already sent SIGTERM to those still
+    running at the test's end.)"""
     before = {id(s) for s in _ALIVE}
     yield
     mine = [s for s in _ALIVE if id(s) not in before and not s.shared]
@@ -379,13 +391,14 @@ def no_leftovers(request: pytest.FixtureRequest) -> Iterator[None]:
         pytest.fail("; ".join(problems))
 
 
-# --- compiled models, for the tests of the networks, the NPU models and the workloads --------------------------
+# --- compiled models, for the tests of the networks, the NPU models and the workloads -------------
 
 
 @pytest.fixture(scope="session")
 def model_files() -> dict[str, bytes]:
     """Each of the four models compiled for ethos-u85-256 with seed 0."""
-    return {name: encode_model(compile_model(get_architecture(name), 0, 256)) for name in ARCHITECTURES}
+    return {name: encode_model(compile_model(get_architecture(name), 0, 256))
+            for name in ARCHITECTURES}
 
 
 @pytest.fixture(scope="session")

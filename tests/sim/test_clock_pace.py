@@ -1,6 +1,7 @@
-"""A paced simulator (``speed`` > 0) takes the model's time for a program, not the model's time plus its own CPU:
-the host work between two paced steps is spent inside the pace (``SimClock.advance``), as a real model's is.
-Told on a fake wall clock that moves only by the sleeps asked for and the "CPU" the test spends."""
+"""A paced simulator (``speed`` > 0) takes the model's time for a program, not the model's time plus
+its own CPU: the host work between two paced steps is spent inside the pace (``SimClock.advance``),
+as a real model's is. Told on a fake wall clock that moves only by the sleeps asked for and the
+"CPU" the test spends."""
 
 from __future__ import annotations
 
@@ -30,9 +31,12 @@ def test_a_programs_own_cpu_is_spent_inside_its_pace() -> None:
         for _ in range(10):
             clock.advance(0.01)  # 20 ms of wall time each at half speed
             wall.now += 0.003  # the simulator's own work between two steps
-    assert wall.now == pytest.approx(10 * 0.02 + 0.003), "the model's time, plus only the last step's work"
-    assert wall.slept[0] == pytest.approx(0.02 - 0.004) and wall.slept[1:] == pytest.approx([0.02 - 0.003] * 9)
-    assert clock.now() == pytest.approx(0.1) and clock.instructions == 10 * int(0.01 * clock.clock_hz)
+    assert wall.now == pytest.approx(10 * 0.02 + 0.003), (
+        "the model's time, plus only the last step's work")
+    assert (wall.slept[0] == pytest.approx(0.02 - 0.004) and
+            wall.slept[1:] == pytest.approx([0.02 - 0.003] * 9))
+    assert (clock.now() == pytest.approx(0.1) and
+            clock.instructions == 10 * int(0.01 * clock.clock_hz))
 
 
 def test_a_longer_pause_is_not_made_up_and_work_slower_than_the_pace_sleeps_nothing() -> None:

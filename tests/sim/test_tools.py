@@ -1,5 +1,5 @@
-"""``fvp-harness sim ...``: artifacts from the command line, through the simulator's tools and the harness
-verb."""
+"""``fvp-harness sim ...``: artifacts from the command line, through the simulator's tools and the
+harness verb."""
 
 from __future__ import annotations
 
@@ -39,7 +39,8 @@ def test_runner_model_input(tmp_path: Path) -> None:
     assert os.access(runner, os.X_OK)
     assert decode_runner(runner.read_bytes()).build_id == "before-1"
 
-    status, out, _ = run("model", "ds_cnn", "-o", str(tmp_path / "m.bin"), "--seed", "3", "--macs", "512")
+    status, out, _ = run("model", "ds_cnn", "-o", str(tmp_path / "m.bin"), "--seed", "3", "--macs",
+                         "512")
     assert status == 0 and "ethos-u85-512" in out
     model = decode_model((tmp_path / "m.bin").read_bytes())
     assert (model.arch.name, model.seed, model.num_macs) == ("ds_cnn", 3, 512)
@@ -61,10 +62,12 @@ def test_runner_instrumentation_options(tmp_path: Path) -> None:
     stock = tmp_path / "stock"
     assert run("runner", "--driver", "reuse", "-o", str(stock))[0] == 0
     assert decode_runner(stock.read_bytes()) == RunnerArtifact("reuse")
-    status, out, _ = run("runner", "--driver", "reuse", "--build-id", "after-2", "--cpu-time-report",
+    status, out, _ = run("runner", "--driver", "reuse", "--build-id", "after-2",
+                         "--cpu-time-report",
                          "--log-generation", "old", "-o", str(tmp_path / "r"))  # fmt: skip
     assert status == 0 and "build id after-2" in out and "CPU-time report" in out
-    assert decode_runner((tmp_path / "r").read_bytes()) == RunnerArtifact("reuse", "after-2", "", True, "old")
+    assert (decode_runner((tmp_path / "r").read_bytes())
+            == RunnerArtifact("reuse", "after-2", "", True, "old"))
     info = json.loads(run("info", str(tmp_path / "r"))[1])
     assert (info["id"], info["cpu_time_report"], info["log_generation"]) == ("after-2", True, "old")
     # --id is the older spelling of --build-id
@@ -100,7 +103,8 @@ def test_bad_arguments(tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as exc:
         run("model", "resnet9", "-o", str(tmp_path / "m"))
     assert exc.value.code == 2
-    status, _, err = run("runner", "--driver", "reuse", "--fault", "explode", "-o", str(tmp_path / "r"))
+    status, _, err = run("runner", "--driver", "reuse", "--fault", "explode", "-o",
+                         str(tmp_path / "r"))
     assert status == 2 and "unknown runner fault" in err and not (tmp_path / "r").exists()
     (tmp_path / "junk").write_bytes(b"junk")
     status, _, err = run("info", str(tmp_path / "junk"))

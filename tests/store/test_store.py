@@ -1,4 +1,5 @@
-"""The results folder: atomic appends, crash tolerance, resume keys, escapes, versions, merge refusal."""
+"""The results folder: atomic appends, crash tolerance, resume keys, escapes, versions, merge
+refusal."""
 
 from __future__ import annotations
 
@@ -30,12 +31,14 @@ MANIFEST = {
 }
 
 
-# --- folder naming ------------------------------------------------------------------------------------------
+# --- folder naming --------------------------------------------------------------------------------
 
 
 def test_results_dir_for_uses_the_file_stem(tmp_path: Path) -> None:
-    assert results_dir_for("scenarios/driver_reuse.yaml", base=tmp_path) == tmp_path / "driver_reuse"
-    assert results_dir_for("x.yaml", base=tmp_path, override=tmp_path / "elsewhere") == tmp_path / "elsewhere"
+    assert (results_dir_for("scenarios/driver_reuse.yaml", base=tmp_path)
+            == tmp_path / "driver_reuse")
+    assert (results_dir_for("x.yaml", base=tmp_path, override=tmp_path / "elsewhere")
+            == tmp_path / "elsewhere")
 
 
 @pytest.mark.parametrize("name", ["...yaml", "..yaml", ".hidden.yaml", "a b.yaml", "evil;rm.yaml"])
@@ -67,7 +70,7 @@ def test_log_and_report_paths_stay_inside(tmp_path: Path) -> None:
             store.log_path("s0", bad)
 
 
-# --- records ------------------------------------------------------------------------------------------------
+# --- records --------------------------------------------------------------------------------------
 
 
 def test_append_and_read_back_round_trip(tmp_path: Path) -> None:
@@ -80,7 +83,8 @@ def test_append_and_read_back_round_trip(tmp_path: Path) -> None:
     assert store.done_keys() == {"key-u1"}
 
 
-def test_partial_trailing_line_is_ignored_with_a_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_partial_trailing_line_is_ignored_with_a_warning(tmp_path: Path,
+                                                         caplog: pytest.LogCaptureFixture) -> None:
     store = ResultStore(tmp_path)
     store.append(record("u1"))
     line = json.dumps(record("u2").model_dump(mode="json"))
@@ -154,7 +158,7 @@ def _umask() -> int:
     return mask
 
 
-# --- manifest -----------------------------------------------------------------------------------------------
+# --- manifest -------------------------------------------------------------------------------------
 
 
 def test_manifest_written_atomically_and_versioned(tmp_path: Path) -> None:
@@ -201,7 +205,7 @@ def test_key_metadata_flattens_artifacts() -> None:
     assert flat["artifacts.resnet8/model"] == "c" * 64
 
 
-# --- locking and reset --------------------------------------------------------------------------------------
+# --- locking and reset ----------------------------------------------------------------------------
 
 
 def test_second_writer_is_refused(tmp_path: Path) -> None:
@@ -228,14 +232,15 @@ def test_reset_removes_results_only(tmp_path: Path) -> None:
 
 
 def test_reset_removes_fetched_files_vgf_reports_and_stale_temp_files(tmp_path: Path) -> None:
-    """A plain re-run must not find the last run's fetched VGF reports (they would be reported again) or its
-    ``vgf_report.*`` (stale next to a fresh A/B report)."""
+    """A plain re-run must not find the last run's fetched VGF reports (they would be reported
+    again) or its ``vgf_report.*`` (stale next to a fresh A/B report)."""
     store = ResultStore(tmp_path)
     store.append(record())
     fetched = tmp_path / "fetched" / "r1-after-resnet8"
     fetched.mkdir(parents=True)
     (fetched / "report.json").write_text("{}")
-    for name in ("report.md", "report.inputs", "vgf_report.md", "vgf_report.csv", "vgf_report.json", "vgf_report.png"):
+    for name in ("report.md", "report.inputs", "vgf_report.md", "vgf_report.csv", "vgf_report.json",
+                 "vgf_report.png"):
         store.report_path(name).write_text("old")
     (tmp_path / ".report.md.1234abcd.tmp").write_text("half")  # an atomic write killed mid-way
     (tmp_path / "notes.txt").write_text("mine")
@@ -245,7 +250,7 @@ def test_reset_removes_fetched_files_vgf_reports_and_stale_temp_files(tmp_path: 
     assert sorted(p.name for p in tmp_path.iterdir()) == [".lock", "notes.txt", "reports"]
 
 
-# --- atomic_write ---------------------------------------------------------------------------------------------
+# --- atomic_write ---------------------------------------------------------------------------------
 
 
 def test_atomic_write_replaces_whole_files_with_normal_permissions(tmp_path: Path) -> None:
@@ -259,14 +264,17 @@ def test_atomic_write_replaces_whole_files_with_normal_permissions(tmp_path: Pat
         os.umask(old)
     assert (tmp_path / "a.txt").read_bytes() == "héllo\r\n".encode()  # UTF-8, line ends untouched
     assert (tmp_path / "b.bin").read_bytes() == b"\x00\x01"
-    assert (tmp_path / "a.txt").stat().st_mode & 0o777 == 0o644  # 0o666 & ~umask, not mkstemp's 0o600
+    # 0o666 & ~umask, not mkstemp's 0o600
+    assert (tmp_path / "a.txt").stat().st_mode & 0o777 == 0o644
     assert (tmp_path / "c.txt").stat().st_mode & 0o777 == 0o640
     atomic_write(tmp_path / "a.txt", "new")
     assert (tmp_path / "a.txt").read_text() == "new"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "b.bin", "c.txt"]  # no temp files left
+    # no temp files left
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "b.bin", "c.txt"]
 
 
-def test_atomic_write_keeps_the_old_file_when_writing_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_atomic_write_keeps_the_old_file_when_writing_fails(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     target = tmp_path / "manifest.json"
     target.write_text("old")
 
@@ -276,7 +284,8 @@ def test_atomic_write_keeps_the_old_file_when_writing_fails(tmp_path: Path, monk
     monkeypatch.setattr(os, "fsync", broken_fsync)
     with pytest.raises(OSError, match="No space") as raised:
         atomic_write(target, "new")
-    assert raised.value.filename == str(target), "a write's ENOSPC names no file: the error names the target"
+    assert raised.value.filename == str(target), (
+        "a write's ENOSPC names no file: the error names the target")
     assert target.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["manifest.json"]  # the temp file was removed
 
@@ -290,5 +299,6 @@ def test_schema_1_rows_are_read_with_their_fields_renamed(tmp_path: Path) -> Non
     row["schema_version"] = 1
     store.records_path.write_text(json.dumps(row) + "\n", encoding="utf-8")
     (stored,) = store.records()
-    assert (stored.unit_id, stored.instance, stored.metric_units) == ("u1", "s0", {"cpu_time": "ms"})
+    assert (stored.unit_id, stored.instance, stored.metric_units) == ("u1", "s0",
+                                                                      {"cpu_time": "ms"})
     assert stored.schema_version == RECORD_SCHEMA_VERSION

@@ -1,7 +1,8 @@
-"""Stored state you can lean on (issue 23, item 7): a damaged manifest or records file is a clear error naming the
-file and what to do (exit 2), a read-only results folder is refused before anything boots, and an append never
-deletes a valid last record (a missing newline is repaired; a partial line is set aside, never silently dropped).
-In process, through the store and through the CLI verbs (``run``, ``report``, ``runs``, ``compare``)."""
+"""Stored state you can lean on (issue 23, item 7): a damaged manifest or records file is a clear
+error naming the file and what to do (exit 2), a read-only results folder is refused before anything
+boots, and an append never deletes a valid last record (a missing newline is repaired; a partial
+line is set aside, never silently dropped). In process, through the store and through the CLI verbs
+(``run``, ``report``, ``runs``, ``compare``)."""
 
 from __future__ import annotations
 
@@ -27,13 +28,15 @@ def _line(unit: str) -> str:
     return json.dumps(record(unit).model_dump(mode="json"), separators=(",", ":"))
 
 
-# --- records.jsonl: the last line -----------------------------------------------------------------------------
+# --- records.jsonl: the last line -----------------------------------------------------------------
 
 
-def test_a_valid_last_record_without_newline_counts_and_is_repaired_not_deleted(tmp_path: Path) -> None:
+def test_a_valid_last_record_without_newline_counts_and_is_repaired_not_deleted(
+        tmp_path: Path) -> None:
     store = ResultStore(tmp_path)
     store.records_path.write_text(_line("u1") + "\n" + _line("u2"))  # newline lost
-    assert [r.unit_id for r in store.records()] == ["u1", "u2"]  # counted: --resume does not measure it again
+    # counted: --resume does not measure it again
+    assert [r.unit_id for r in store.records()] == ["u1", "u2"]
     assert store.read_warnings == [] and store.done_keys() == {"key-u1", "key-u2"}
     store.append(record("u3"))
     text = store.records_path.read_text()
@@ -57,26 +60,28 @@ def test_a_partial_last_line_is_set_aside_before_appending(tmp_path: Path) -> No
     assert len(list((tmp_path / "runs" / "old").glob(PARTIAL_RECORDS_PATTERN))) == 1
 
 
-# --- damaged files --------------------------------------------------------------------------------------------
+# --- damaged files --------------------------------------------------------------------------------
 
 
 def test_a_manifest_that_is_not_utf8_is_an_error_naming_the_file(tmp_path: Path) -> None:
     store = ResultStore(tmp_path)
     store.manifest_path.write_bytes(b'{"format_version": 3, "x": "\xff\xfe"}\n')
-    with pytest.raises(ConfigurationError, match=r"manifest.json is damaged: not valid UTF-8.*-o DIR") as caught:
+    with pytest.raises(ConfigurationError,
+                       match=r"manifest.json is damaged: not valid UTF-8.*-o DIR") as caught:
         store.read_manifest()
     assert str(store.manifest_path) in str(caught.value)
 
 
 def test_a_records_line_that_is_not_utf8_is_an_error_naming_the_line(tmp_path: Path) -> None:
     store = ResultStore(tmp_path)
-    store.records_path.write_bytes(_line("u1").encode() + b"\n" + b'{"unit_id": "\xff"}\n' + _line("u3").encode()
-                                   + b"\n")
-    with pytest.raises(ConfigurationError, match=r"records.jsonl:2: damaged: not valid UTF-8.*--resume"):
+    store.records_path.write_bytes(_line("u1").encode() + b"\n" + b'{"unit_id": "\xff"}\n'
+                                   + _line("u3").encode() + b"\n")
+    with pytest.raises(ConfigurationError,
+                       match=r"records.jsonl:2: damaged: not valid UTF-8.*--resume"):
         store.records()
 
 
-# --- a read-only results folder --------------------------------------------------------------------------------
+# --- a read-only results folder -------------------------------------------------------------------
 
 
 def _read_only_folder(path: Path) -> contextlib.AbstractContextManager[Path]:
@@ -87,7 +92,8 @@ def _read_only_folder(path: Path) -> contextlib.AbstractContextManager[Path]:
 def test_a_read_only_results_folder_is_refused_before_anything_runs(tmp_path: Path, capsys) -> None:
     with _read_only_folder(tmp_path / "ro") as folder:
         store = ResultStore(folder)
-        with pytest.raises(StorageError, match=r"results folder .*ro is not writable \(Read-only file system"):
+        with pytest.raises(StorageError,
+                           match=r"results folder .*ro is not writable \(Read-only file system"):
             store.check_writable()
         artifacts = tmp_path / "artifacts"
         code = main(["run", str(REPO / "scenarios" / "smoke.yaml"), "-o", str(folder), "-q",
@@ -99,15 +105,17 @@ def test_a_read_only_results_folder_is_refused_before_anything_runs(tmp_path: Pa
 
 
 def test_a_read_only_results_folder_is_exit_3_from_every_verb(tmp_path: Path, capsys) -> None:
-    """Issue 36, finding 9: ``report``, ``prune`` and ``make`` said 2 (bad input), ``history`` and ``compare`` 3;
-    the README puts a file of this host that cannot be written under 3, for every verb."""
+    """Issue 36, finding 9: ``report``, ``prune`` and ``make`` said 2 (bad input), ``history`` and
+    ``compare`` 3; the README puts a file of this host that cannot be written under 3, for every
+    verb."""
     base = tmp_path / "results"
     with mounted_tmpfs(base, "size=2m") as results:
         folder = results / "smoke"
         write_run(folder, BASE, run_id="20260301-100000-aaaa", commit="a" * 40, seed=1)
         write_run(folder, BASE, run_id="20260302-100000-bbbb", commit="b" * 40, seed=2)
         write_run(folder, BASE, run_id="20260303-100000-cccc", commit="c" * 40, seed=3)
-        done = subprocess.run(["mount", "-o", "remount,ro", str(results)], capture_output=True, check=False)
+        done = subprocess.run(["mount", "-o", "remount,ro", str(results)], capture_output=True,
+                              check=False)
         assert done.returncode == 0, done.stderr
         before = sorted(str(path.relative_to(results)) for path in results.rglob("*"))
         smoke = str(REPO / "scenarios" / "smoke.yaml")
@@ -129,7 +137,7 @@ def test_a_read_only_results_folder_is_exit_3_from_every_verb(tmp_path: Path, ca
         assert sorted(str(path.relative_to(results)) for path in results.rglob("*")) == before
 
 
-# --- through the CLI --------------------------------------------------------------------------------------------
+# --- through the CLI ------------------------------------------------------------------------------
 
 
 def _damaged_run(tmp_path: Path) -> Path:
@@ -141,7 +149,8 @@ def _damaged_run(tmp_path: Path) -> Path:
     return folder
 
 
-def test_report_runs_and_compare_on_a_damaged_manifest_exit_2_naming_it(tmp_path: Path, capsys) -> None:
+def test_report_runs_and_compare_on_a_damaged_manifest_exit_2_naming_it(tmp_path: Path,
+                                                                        capsys) -> None:
     folder = _damaged_run(tmp_path)
     wanted = f"{folder / 'manifest.json'} is damaged: not valid UTF-8"
     assert main(["report", str(folder)]) == 2
@@ -152,11 +161,13 @@ def test_report_runs_and_compare_on_a_damaged_manifest_exit_2_naming_it(tmp_path
     assert main(["compare", f"{folder}@latest#-1", str(folder), "-o", str(tmp_path / "cmp")]) == 2
     err = capsys.readouterr().err
     assert wanted in err and "Traceback" not in err
-    (folder / "manifest.json").write_text('{"format_version": 99}')  # newer, not damaged: listed, exit 0
+    # newer, not damaged: listed, exit 0
+    (folder / "manifest.json").write_text('{"format_version": 99}')
     assert main(["runs", str(folder)]) == 0
 
 
-def test_report_and_compare_on_a_damaged_records_file_exit_2_naming_the_line(tmp_path: Path, capsys) -> None:
+def test_report_and_compare_on_a_damaged_records_file_exit_2_naming_the_line(tmp_path: Path,
+                                                                             capsys) -> None:
     folder = tmp_path / "results" / "demo"
     write_run(folder, BASE, run_id="20260301-100000-aaaa", commit="a" * 40, seed=1)
     write_run(folder, BASE, run_id="20260302-100000-bbbb", commit="b" * 40, seed=2)
@@ -180,18 +191,20 @@ def test_run_resume_on_a_damaged_folder_exits_2_before_building(tmp_path: Path, 
     err = capsys.readouterr().err
     assert code == 2 and f"{folder / 'manifest.json'} is damaged: not valid UTF-8" in err
     assert not artifacts.exists()  # nothing built, nothing booted
-    assert (folder / "manifest.json").read_bytes() == b'{"format_version": 3, \xff}'  # left for the user
+    # left for the user
+    assert (folder / "manifest.json").read_bytes() == b'{"format_version": 3, \xff}'
 
 
-def test_prune_skips_a_symlink_in_runs_and_never_deletes_what_it_points_at(tmp_path: Path, capsys) -> None:
-    """Issue 36, finding 8: ``prune --keep 1`` with a link in ``runs/`` gave a traceback (``Cannot call rmtree on
-    a symbolic link``), exit 1."""
+def test_prune_skips_a_symlink_in_runs_and_never_deletes_what_it_points_at(tmp_path: Path,
+                                                                           capsys) -> None:
+    """Issue 36, finding 8: ``prune --keep 1`` with a link in ``runs/`` gave a traceback (``Cannot
+    call rmtree on a symbolic link``), exit 1."""
     import shutil
 
     folder = tmp_path / "results" / "demo"
     for day, commit in ((1, "a"), (2, "b"), (3, "c"), (4, "d")):
-        write_run(folder, BASE, run_id=f"2026030{day}-100000-{commit * 4}", commit=commit * 40, seed=day,
-                  started=f"2026-03-0{day}T10:00:00Z")
+        write_run(folder, BASE, run_id=f"2026030{day}-100000-{commit * 4}", commit=commit * 40,
+                  seed=day, started=f"2026-03-0{day}T10:00:00Z")
     outside = tmp_path / "elsewhere" / "kept-run"
     shutil.copytree(folder / "runs" / "20260301-100000-aaaa", outside)
     shutil.rmtree(folder / "runs" / "20260301-100000-aaaa")
@@ -200,14 +213,16 @@ def test_prune_skips_a_symlink_in_runs_and_never_deletes_what_it_points_at(tmp_p
     code = main(["prune", str(folder), "--keep", "1"])
     out, err = capsys.readouterr()
     assert code == 0 and "Traceback" not in out + err, err
-    assert f"skipped {folder / 'runs' / '20260301-100000-aaaa'}: a symbolic link (to {outside})" in out
-    assert sorted(path.relative_to(outside) for path in outside.rglob("*")) == inside, "the target survives"
+    assert (f"skipped {folder / 'runs' / '20260301-100000-aaaa'}: a symbolic link (to "
+            f"{outside})" in out)
+    assert sorted(path.relative_to(outside) for path in outside.rglob("*")) == inside, (
+        "the target survives")
     assert (folder / "runs" / "20260301-100000-aaaa").is_symlink()
     assert sorted(path.name for path in (folder / "runs").iterdir()) == ["20260301-100000-aaaa",
                                                                           "20260303-100000-cccc"]
 
 
-# --- a full disk: the final status is recorded all the same (issue 36, finding 6) ------------------------------
+# --- a full disk: the final status is recorded all the same (issue 36, finding 6) -----------------
 
 
 def _fill(folder: Path) -> None:
@@ -223,8 +238,8 @@ def _fill(folder: Path) -> None:
 
 
 def test_the_final_manifest_is_written_on_a_disk_that_filled_up(tmp_path: Path) -> None:
-    """A real 1 MiB tmpfs: the room kept when the run started takes the final status; without it, the same write
-    fails (the disk really is full)."""
+    """A real 1 MiB tmpfs: the room kept when the run started takes the final status; without it,
+    the same write fails (the disk really is full)."""
     with mounted_tmpfs(tmp_path / "disk", "size=1m") as disk:
         store = ResultStore(disk / "out")
         started = {"status": "running", "plan": {"keys": {f"u{i}": "k" * 64 for i in range(300)}}}
@@ -240,7 +255,8 @@ def test_the_final_manifest_is_written_on_a_disk_that_filled_up(tmp_path: Path) 
         store.write_manifest(grown, final=True)
         assert json.loads(store.manifest_path.read_text())["status"] == "aborted"
         assert not store.reserve_path.exists()
-        assert [path.name for path in store.root.iterdir()] == ["manifest.json"], "no temp file left"
+        assert [path.name for path in store.root.iterdir()] == ["manifest.json"], (
+            "no temp file left")
         store.release_reserve()  # idempotent
 
 
@@ -248,6 +264,7 @@ def test_a_disk_without_room_for_the_reserve_is_a_storage_error(tmp_path: Path) 
     with mounted_tmpfs(tmp_path / "disk", "size=1m") as disk:
         store = ResultStore(disk / "out")
         _fill(disk)
-        with pytest.raises(StorageError, match=r"cannot write .*\.manifest\.reserve: No space left on device"):
+        with pytest.raises(StorageError,
+                           match=r"cannot write .*\.manifest\.reserve: No space left on device"):
             store.reserve_space({"status": "running"})
         assert not store.reserve_path.exists()

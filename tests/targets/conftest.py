@@ -1,4 +1,5 @@
-"""Fixtures for the target tests: a leak guard (processes, temp files) and small scenarios on the simulator."""
+"""Fixtures for the target tests: a leak guard (processes, temp files) and small scenarios on the
+simulator."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ from tests.proc_scan import children_and_marked
 
 
 def _ours() -> tuple[set[int], set[int]]:
-    """(direct child processes of this test process that are still running, live processes launched by it: they
-    carry our PID in OWNER_ENV), from one scan of /proc."""
+    """(direct child processes of this test process that are still running, live processes launched
+    by it: they carry our PID in OWNER_ENV), from one scan of /proc."""
     return children_and_marked(os.getpid(), OWNER_ENV, str(os.getpid()))
 
 
@@ -23,15 +24,17 @@ def _ours() -> tuple[set[int], set[int]]:
 def no_leaks(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
     """Fail any test that leaves a model process, a child process or a temp file behind.
 
-    Models are found by the owner variable ``build_launch`` puts into their environment, so concurrent test runs of
-    other people on the same machine are never mistaken for ours.
+    Models are found by the owner variable ``build_launch`` puts into their environment, so
+    concurrent test runs of other people on the same machine are never mistaken for ours.
 
-    TMPDIR points at a fresh folder for the test (inherited by the models), which must be empty afterwards.
+    TMPDIR points at a fresh folder for the test (inherited by the models), which must be empty
+    afterwards.
     """
     private_tmp = tmp_path_factory.mktemp("tmpdir")
     monkeypatch.setenv("TMPDIR", str(private_tmp))
     monkeypatch.setattr(tempfile, "tempdir", str(private_tmp))
-    before_children, before_models = _ours()  # a module-scoped instance may already run (checked at its end)
+    # a module-scoped instance may already run (checked at its end)
+    before_children, before_models = _ours()
     yield
     last: list[tuple[set[int], set[int]]] = []
 
@@ -81,7 +84,8 @@ def make_scenario(*, sim: dict | None = None, timeouts: dict | None = None, meth
 
 @pytest.fixture(scope="module")
 def booted(tmp_path_factory: pytest.TempPathFactory):
-    """One instance shared by the read-only tests of a module (booting once keeps the suite fast)."""
+    """One instance shared by the read-only tests of a module (booting once keeps the suite
+    fast)."""
     from fvp_harness.run.instances import open_target
 
     log_dir = tmp_path_factory.mktemp("shared-logs")

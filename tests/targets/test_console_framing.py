@@ -1,7 +1,9 @@
-"""A console that garbles text or loses framing is the platform's failure, found at once; a hung command is not.
+"""A console that garbles text or loses framing is the platform's failure, found at once; a hung
+command is not.
 
-A scripted guest shell on a socket answers the harness's framed commands and damages exactly the part a test names
-(line noise as it arrives from a real UART: bytes that are not UTF-8, mixed into a line). No simulator is booted.
+A scripted guest shell on a socket answers the harness's framed commands and damages exactly the
+part a test names (line noise as it arrives from a real UART: bytes that are not UTF-8, mixed into a
+line). No simulator is booted.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from fvp_harness.targets.console import BootWatch, CommandTimeout, Console, Cons
 from fvp_harness.targets.deadline import Deadline
 from fvp_harness.targets.terminal import Terminal
 
-FRAMED = re.compile(r"printf '%s%s\\n' __FH_S_ (\w+); (.*); printf '\\n%s%s:%s\\n' __FH_E_ \w+ \$\?$")
+FRAMED = re.compile(r"printf '%s%s\\n' __FH_S_ (\w+); (.*); printf '\\n%s%s:%s\\n' __FH_E_ \w+ "
+                    r"\$\?$")
 STREAMED = re.compile(r"(.*); printf '%s%s:%s:%s\\n' __FH_A_ (\w+) (\d+) \$\?$")
 NOISE = b"\xfe\x9f\xc3"  # not UTF-8: what line noise leaves
 ASCII_NOISE = b"\xc3\x28\x9f"  # the same with an ASCII byte in it ("(" after a bad lead byte)
@@ -86,7 +89,8 @@ def console(tmp_path: Path) -> Iterator[Console]:
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
     profile = load_profile("corstone1000-a320")
-    terminal = Terminal("host_terminal_0", server.getsockname()[1], log_path=tmp_path / "host_terminal_0.log")
+    terminal = Terminal("host_terminal_0", server.getsockname()[1],
+                        log_path=tmp_path / "host_terminal_0.log")
     terminal.connect(Deadline.after(5, "boot"))
     try:
         yield Console(terminal, profile, BootWatch(profile))
@@ -101,15 +105,18 @@ def test_a_clean_command_is_exact(console: Console) -> None:
     assert (result.exit_status, result.output) == (0, "hello")
 
 
-@pytest.mark.parametrize(("body", "what"), [("noisy-start", "the start of"), ("noisy-end", "the end marker of"),
+@pytest.mark.parametrize(("body", "what"),
+                         [("noisy-start", "the start of"), ("noisy-end", "the end marker of"),
                                             ("noisy-output", "the output of")])
-def test_line_noise_in_a_framed_command_is_infrastructure_at_once(console: Console, body: str, what: str) -> None:
+def test_line_noise_in_a_framed_command_is_infrastructure_at_once(console: Console, body: str,
+                                                                  what: str) -> None:
     began = time.monotonic()
     with pytest.raises(ConsoleGarbled) as caught:
         console.run(body, deadline=Deadline.after(30, "unit"), stage="unit")
     assert time.monotonic() - began < 5, "no waiting for the deadline"
     error = caught.value
-    assert isinstance(error, ConsoleLost | InfrastructureError) and error.failure_class == "infrastructure"
+    assert (isinstance(error, ConsoleLost | InfrastructureError) and
+            error.failure_class == "infrastructure")
     assert f"garbled {what} {body!r} during unit" in str(error)
     assert error.log_path == console.log_path and str(console.log_path) in str(error)
     assert console.state == "lost"
@@ -122,15 +129,16 @@ def test_output_with_invalid_bytes_is_kept_when_not_strict(console: Console) -> 
 
 
 def test_a_noisy_console_that_loses_an_end_marker_is_infrastructure(console: Console) -> None:
-    """Not strict, the noise in the end marker (with an ASCII byte in it) hides it: at the deadline the console that
-    showed noise is blamed, not the command."""
+    """Not strict, the noise in the end marker (with an ASCII byte in it) hides it: at the deadline
+    the console that showed noise is blamed, not the command."""
     with pytest.raises(ConsoleGarbled, match="no end marker for command 'noisier-end'"):
         console.run("noisier-end", deadline=Deadline.after(0.5, "deploy"), strict=False)
 
 
 def test_a_command_that_never_started_is_a_lost_console_not_a_hung_runner(console: Console) -> None:
     with pytest.raises(ConsoleLost) as caught:
-        console.run("swallow", deadline=Deadline.after(0.5, "deploy", config_key="fvp.timeouts.deploy"),
+        console.run("swallow",
+                    deadline=Deadline.after(0.5, "deploy", config_key="fvp.timeouts.deploy"),
                     stage="deploy")
     error = caught.value
     assert not isinstance(error, CommandTimeout) and error.failure_class == "infrastructure"
@@ -142,19 +150,24 @@ def test_a_command_that_never_started_is_a_lost_console_not_a_hung_runner(consol
 
 def test_a_started_command_that_hangs_is_still_the_commands_failure(console: Console) -> None:
     with pytest.raises(CommandTimeout) as caught:
-        console.run("hang", deadline=Deadline.after(0.5, "unit", config_key="fvp.timeouts.unit"), stage="unit")
+        console.run("hang", deadline=Deadline.after(0.5, "unit", config_key="fvp.timeouts.unit"),
+                    stage="unit")
     assert caught.value.failure_class == "test" and caught.value.exit_status == 124
     assert "raise fvp.timeouts.unit" in str(caught.value)
 
 
-def test_a_hung_command_s_timeout_says_what_it_waited_for_before_the_command(console: Console) -> None:
-    """A runner's command line is long (guest paths of every artifact): quoted first, it filled the one failure line
-    ``run`` prints (``CommandTimeout: command '/tmp/fvp-harness/…/executor_runner-before --m…``), so the line
-    never said that a timeout expired, after how long, or which setting to raise. The command now comes last, as
-    the host target's timeout puts it."""
-    command = "hang " + " ".join(f"--arg{i}=/tmp/fvp-harness/{'0123456789abcdef'}/file{i}.bin" for i in range(5))
+def test_a_hung_command_s_timeout_says_what_it_waited_for_before_the_command(
+        console: Console) -> None:
+    """A runner's command line is long (guest paths of every artifact): quoted first, it filled the
+    one failure line ``run`` prints (``CommandTimeout: command
+    '/tmp/fvp-harness/…/executor_runner-before --m…``), so the line never said that a timeout
+    expired, after how long, or which setting to raise. The command now comes last, as the host
+    target's timeout puts it."""
+    command = "hang " + " ".join(f"--arg{i}=/tmp/fvp-harness/{'0123456789abcdef'}/file{i}.bin"
+                                 for i in range(5))
     with pytest.raises(CommandTimeout) as caught:
-        console.run(command, deadline=Deadline.after(0.5, "unit", config_key="fvp.timeouts.unit"), stage="unit")
+        console.run(command, deadline=Deadline.after(0.5, "unit", config_key="fvp.timeouts.unit"),
+                    stage="unit")
     message = str(caught.value)
     assert message.startswith("command did not finish after 0.5 s (phase unit)"), message
     assert "raise fvp.timeouts.unit" in message and str(console.log_path) in message
@@ -167,11 +180,13 @@ def test_a_hung_command_s_timeout_says_what_it_waited_for_before_the_command(con
 def test_a_garbled_acknowledgement_fails_a_stream_at_once(console: Console) -> None:
     began = time.monotonic()
     with pytest.raises(ConsoleGarbled, match="garbled the acknowledgement of streamed line"):
-        console.stream_commands(iter(["true", "noisy-ack", "true"]), deadline=Deadline.after(30, "deploy"))
+        console.stream_commands(iter(["true", "noisy-ack", "true"]),
+                                deadline=Deadline.after(30, "deploy"))
     assert time.monotonic() - began < 5
 
 
-def test_a_garbled_login_prompt_fails_the_boot_at_once_not_at_the_boot_timeout(tmp_path: Path) -> None:
+def test_a_garbled_login_prompt_fails_the_boot_at_once_not_at_the_boot_timeout(
+        tmp_path: Path) -> None:
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen(1)
@@ -186,12 +201,14 @@ def test_a_garbled_login_prompt_fails_the_boot_at_once_not_at_the_boot_timeout(t
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
     profile = load_profile("corstone1000-a320")
-    terminal = Terminal("host_terminal_0", server.getsockname()[1], log_path=tmp_path / "host_terminal_0.log")
+    terminal = Terminal("host_terminal_0", server.getsockname()[1],
+                        log_path=tmp_path / "host_terminal_0.log")
     terminal.connect(Deadline.after(5, "boot"))
     began = time.monotonic()
     try:
         with pytest.raises(ConsoleGarbled, match="garbled the login prompt during boot"):
-            Console(terminal, profile, BootWatch(profile)).wait_for_login_prompt(Deadline.after(300, "boot"))
+            Console(terminal, profile,
+                    BootWatch(profile)).wait_for_login_prompt(Deadline.after(300, "boot"))
     finally:
         terminal.close()
         server.close()
@@ -202,7 +219,8 @@ def test_a_garbled_login_prompt_fails_the_boot_at_once_not_at_the_boot_timeout(t
 def test_noise_in_a_benign_boot_line_is_not_a_firmware_error() -> None:
     profile = load_profile("corstone1000-a320")
     watch = BootWatch(profile)
-    watch.on_line("host_terminal_0", "ERROR:   mmap_add_region_\ufffd\ufffdcheck() failed. error -22")
+    watch.on_line("host_terminal_0",
+                  "ERROR:   mmap_add_region_\ufffd\ufffdcheck() failed. error -22")
     assert watch.failure is None
     watch.on_line("host_terminal_0", "ERROR:   BL2: Failed to load image id 3")
     assert watch.failure is not None

@@ -1,4 +1,5 @@
-"""Every simulator fault is classified right, fast, with the log that shows it, and nothing is left running."""
+"""Every simulator fault is classified right, fast, with the log that shows it, and nothing is left
+running."""
 
 from __future__ import annotations
 
@@ -25,14 +26,17 @@ pytestmark = [pytest.mark.slow, pytest.mark.sim]
 
 
 def _boot_failure(make_scenario, tmp_path: Path, **kwargs) -> InfrastructureError:
-    with pytest.raises(InfrastructureError) as caught, open_target(make_scenario(**kwargs), log_dir=tmp_path):
+    with pytest.raises(InfrastructureError) as caught, open_target(make_scenario(**kwargs),
+                                                                   log_dir=tmp_path):
         pass
     return caught.value
 
 
 @pytest.mark.parametrize(("stage", "last_seen"), [("uboot", "U-Boot"), ("kernel", "Linux")])
-def test_boot_hang_names_the_last_stage(make_scenario, tmp_path: Path, stage: str, last_seen: str) -> None:
-    error = _boot_failure(make_scenario, tmp_path, sim={"fault_boot_hang": stage}, timeouts={"boot": 2.5})
+def test_boot_hang_names_the_last_stage(make_scenario, tmp_path: Path, stage: str,
+                                        last_seen: str) -> None:
+    error = _boot_failure(make_scenario, tmp_path, sim={"fault_boot_hang": stage},
+                          timeouts={"boot": 2.5})
     assert isinstance(error, BootTimeout)
     assert error.stage == last_seen
     assert f"last boot stage seen: {last_seen}" in str(error)
@@ -43,11 +47,13 @@ def test_boot_hang_names_the_last_stage(make_scenario, tmp_path: Path, stage: st
 
 def test_panic_at_boot_fails_at_once_with_the_trace(make_scenario, tmp_path: Path) -> None:
     began = time.monotonic()
-    error = _boot_failure(make_scenario, tmp_path, sim={"fault_panic": "boot"}, timeouts={"boot": 300})
+    error = _boot_failure(make_scenario, tmp_path, sim={"fault_panic": "boot"},
+                          timeouts={"boot": 300})
     assert time.monotonic() - began < 10
     assert isinstance(error, KernelPanic) and error.failure_class == "infrastructure"
     assert any("Kernel panic - not syncing" in line for line in error.last_lines)
-    assert any("end Kernel panic" in line for line in error.last_lines)  # the grace collected the trace
+    # the grace collected the trace
+    assert any("end Kernel panic" in line for line in error.last_lines)
     assert error.stage == "boot"
 
 
@@ -61,7 +67,8 @@ def test_panic_during_a_command(make_scenario, tmp_path: Path) -> None:
 
 def test_console_drop_is_console_lost(make_scenario, tmp_path: Path) -> None:
     began = time.monotonic()
-    with pytest.raises(ConsoleLost) as caught, open_target(make_scenario(sim={"fault_console_drop": 5}),
+    with pytest.raises(ConsoleLost) as caught, open_target(
+            make_scenario(sim={"fault_console_drop": 5}),
                                                            log_dir=tmp_path) as target:
         for _ in range(10):
             target.run("true", timeout=20)
@@ -70,7 +77,8 @@ def test_console_drop_is_console_lost(make_scenario, tmp_path: Path) -> None:
 
 
 def test_crash_at_boot_is_fvp_died_with_the_exit_status(make_scenario, tmp_path: Path) -> None:
-    error = _boot_failure(make_scenario, tmp_path, sim={"fault_crash": "boot"}, timeouts={"boot": 300})
+    error = _boot_failure(make_scenario, tmp_path, sim={"fault_crash": "boot"},
+                          timeouts={"boot": 300})
     assert isinstance(error, FvpDied | FvpStartError)
     assert "exit status 139" in str(error)
 

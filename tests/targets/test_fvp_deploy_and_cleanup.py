@@ -1,5 +1,5 @@
-"""A booted instance end to end: a large artifact arrives intact by console and by ssh under kernel noise, a panic
-at boot fails fast, and the harness's own death (SIGTERM) leaves no model behind."""
+"""A booted instance end to end: a large artifact arrives intact by console and by ssh under kernel
+noise, a panic at boot fails fast, and the harness's own death (SIGTERM) leaves no model behind."""
 
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ from tests.helpers import wait_until
 pytestmark = [pytest.mark.slow, pytest.mark.sim]
 
 
-def test_a_4_mib_artifact_arrives_intact_by_console_and_ssh_under_kernel_noise(make_scenario, tmp_path: Path) -> None:
+def test_a_4_mib_artifact_arrives_intact_by_console_and_ssh_under_kernel_noise(
+        make_scenario, tmp_path: Path) -> None:
     blob = tmp_path / "model.pte"
     blob.write_bytes(os.urandom(4 << 20))
     digest = hashlib.sha256(blob.read_bytes()).hexdigest()
@@ -38,10 +39,12 @@ def test_a_4_mib_artifact_arrives_intact_by_console_and_ssh_under_kernel_noise(m
         assert target.console.kernel_lines_removed > 0
 
 
-def test_a_panic_at_boot_fails_within_seconds_as_an_infrastructure_error(make_scenario, tmp_path: Path) -> None:
+def test_a_panic_at_boot_fails_within_seconds_as_an_infrastructure_error(make_scenario,
+                                                                         tmp_path: Path) -> None:
     began = time.monotonic()
     with pytest.raises(KernelPanic) as caught, open_target(
-        make_scenario(sim={"fault_panic": "boot"}, timeouts={"boot": 300}), log_dir=tmp_path / "panic"
+        make_scenario(sim={"fault_panic": "boot"}, timeouts={"boot": 300}),
+        log_dir=tmp_path / "panic"
     ):
         pass
     assert time.monotonic() - began < 10
@@ -73,8 +76,8 @@ def _alive(pid: int) -> bool:
 
 
 def test_sigterm_to_the_harness_kills_the_model(tmp_path: Path) -> None:
-    harness = subprocess.Popen([sys.executable, "-c", SCRIPT, str(tmp_path / "logs")], stdout=subprocess.PIPE,
-                               text=True)
+    harness = subprocess.Popen([sys.executable, "-c", SCRIPT, str(tmp_path / "logs")],
+                               stdout=subprocess.PIPE, text=True)
     try:
         model_pid = int(harness.stdout.readline())
         os.kill(model_pid, 0)  # running

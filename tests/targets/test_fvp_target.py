@@ -1,5 +1,6 @@
-"""Against the embedded simulator: boot metadata, deploy, two instances, ssh forwards, timeouts (the session layer
-both targets share, framed commands, noise and transfers, is tests/targets/test_session.py)."""
+"""Against the embedded simulator: boot metadata, deploy, two instances, ssh forwards, timeouts (the
+session layer both targets share, framed commands, noise and transfers, is
+tests/targets/test_session.py)."""
 
 from __future__ import annotations
 
@@ -47,7 +48,8 @@ def _blob(tmp_path: Path, size: int, name: str = "blob.bin") -> Path:
 
 
 @pytest.mark.parametrize("method", ["console", "ssh"])
-def test_deploy_hash_checked_and_skipped_when_present(booted: FvpTarget, tmp_path: Path, method: str) -> None:
+def test_deploy_hash_checked_and_skipped_when_present(booted: FvpTarget, tmp_path: Path,
+                                                      method: str) -> None:
     local = _blob(tmp_path, 300_000 + (7 if method == "ssh" else 0))
     digest = hashlib.sha256(local.read_bytes()).hexdigest()
     deployer = Deployer(booted, method=method)
@@ -56,7 +58,8 @@ def test_deploy_hash_checked_and_skipped_when_present(booted: FvpTarget, tmp_pat
     assert not first.skipped and first.method.startswith(method)
     assert booted.run(f"sha256sum {first.guest_path}").output.split()[0] == digest
     assert deployer.deploy(local).skipped  # once per session
-    assert Deployer(booted, method=method).deploy(local).skipped  # already in the guest with the right hash
+    # already in the guest with the right hash
+    assert Deployer(booted, method=method).deploy(local).skipped
 
 
 def test_preloaded_checks_presence(booted: FvpTarget, tmp_path: Path) -> None:
@@ -75,7 +78,8 @@ def test_two_instances_at_once_get_distinct_ports(tmp_path: Path, make_scenario)
 
     def boot(index: int) -> None:
         try:
-            target = FvpTarget(make_scenario().fvp, _profile(), log_dir=tmp_path / f"s{index}", name=f"s{index}")
+            target = FvpTarget(make_scenario().fvp, _profile(), log_dir=tmp_path / f"s{index}",
+                               name=f"s{index}")
             targets[index] = target
             target.open()
         except BaseException as exc:  # collected and re-raised in the test thread
@@ -101,8 +105,8 @@ def test_two_instances_at_once_get_distinct_ports(tmp_path: Path, make_scenario)
 
 
 def test_ssh_through_the_virtio_net_forward(tmp_path: Path, make_scenario) -> None:
-    """An image whose network is virtio-net (here: the SMSC Ethernet switched off) is reached through the second
-    forward; the harness does not even try the first."""
+    """An image whose network is virtio-net (here: the SMSC Ethernet switched off) is reached
+    through the second forward; the harness does not even try the first."""
     scenario = make_scenario(params={"board.smsc_91c111.enabled": False}, method="ssh")
     with open_target(scenario, log_dir=tmp_path / "logs") as target:
         assert isinstance(target, FvpTarget) and target.spec is not None
@@ -113,7 +117,8 @@ def test_ssh_through_the_virtio_net_forward(tmp_path: Path, make_scenario) -> No
 
 
 def test_ssh_keeps_the_first_forward_that_answers(tmp_path: Path, make_scenario) -> None:
-    """When the harness cannot tell which device carries the guest's network, it tries each forward in turn."""
+    """When the harness cannot tell which device carries the guest's network, it tries each forward
+    in turn."""
     profile = _profile().model_copy(update={"ssh_forward_enabled_by": {}})
     fvp = make_scenario(params={"board.smsc_91c111.enabled": False}).fvp
     with FvpTarget(fvp, profile, log_dir=tmp_path / "logs") as target:
@@ -125,7 +130,8 @@ def test_ssh_keeps_the_first_forward_that_answers(tmp_path: Path, make_scenario)
 
 
 def test_ctrl_c_inside_the_session_stops_the_model(tmp_path: Path, make_scenario) -> None:
-    with pytest.raises(KeyboardInterrupt), open_target(make_scenario(), log_dir=tmp_path / "logs") as target:
+    with pytest.raises(KeyboardInterrupt), open_target(make_scenario(),
+                                                       log_dir=tmp_path / "logs") as target:
         process = target.process
         raise KeyboardInterrupt
     assert process is not None and not process.alive()

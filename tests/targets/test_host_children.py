@@ -1,5 +1,5 @@
-"""Host commands are process trees the harness ends whole: a ``setsid`` child holding stdout open, a runner that
-prints without end, a second stop while a command runs (issue 23 items 1 and 5)."""
+"""Host commands are process trees the harness ends whole: a ``setsid`` child holding stdout open, a
+runner that prints without end, a second stop while a command runs (issue 23 items 1 and 5)."""
 
 from __future__ import annotations
 
@@ -21,23 +21,27 @@ def _no_strays(marker: str) -> None:
     deadline = time.monotonic() + 3
     while processes_with_env("T23_MARK", marker) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not processes_with_env("T23_MARK", marker), "a process the command started is still alive"
+    assert not processes_with_env("T23_MARK", marker), (
+        "a process the command started is still alive")
 
 
 def test_a_setsid_child_holding_stdout_open_is_ended_at_the_timeout(tmp_path: Path) -> None:
     with HostTarget(log_dir=tmp_path / "logs") as target:
         began = time.monotonic()
         with pytest.raises(CommandTimeout) as caught:
-            target.run("export T23_MARK=a; setsid sleep 100000 & echo started; sleep 100000", timeout=1.0)
+            target.run("export T23_MARK=a; setsid sleep 100000 & echo started; sleep 100000",
+                       timeout=1.0)
         assert time.monotonic() - began < 6
     assert "did not finish after 1 s" in str(caught.value)
-    assert str(caught.value).endswith("sleep 100000"), "the command the user wrote comes last, whole"
+    assert str(caught.value).endswith("sleep 100000"), (
+        "the command the user wrote comes last, whole")
     assert "host.log" in str(caught.value)
     assert "started" in caught.value.output
     _no_strays("a")
 
 
-def test_a_finished_command_leaves_no_child_behind_even_one_that_keeps_its_stdout(tmp_path: Path) -> None:
+def test_a_finished_command_leaves_no_child_behind_even_one_that_keeps_its_stdout(
+        tmp_path: Path) -> None:
     with HostTarget(log_dir=tmp_path / "logs") as target:
         began = time.monotonic()
         result = target.run("export T23_MARK=b; setsid sleep 100000 & echo done", timeout=30)
@@ -46,7 +50,8 @@ def test_a_finished_command_leaves_no_child_behind_even_one_that_keeps_its_stdou
     _no_strays("b")
 
 
-def test_a_runner_printing_more_than_max_output_is_ended_and_the_log_is_bounded(tmp_path: Path) -> None:
+def test_a_runner_printing_more_than_max_output_is_ended_and_the_log_is_bounded(
+        tmp_path: Path) -> None:
     with HostTarget(log_dir=tmp_path / "logs", max_output=1 << 20) as target:
         with pytest.raises(OutputLimitExceeded) as caught:
             target.run("export T23_MARK=c; yes 0123456789abcdef", timeout=60)
@@ -66,7 +71,8 @@ def test_output_streams_to_the_log_with_secrets_masked(tmp_path: Path) -> None:
 
 def test_a_shell_that_cannot_start_leaves_no_file_holding_the_command(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    """The command (secrets too) reaches the shell through its environment: no file holds it at any time."""
+    """The command (secrets too) reaches the shell through its environment: no file holds it at any
+    time."""
     def no_shell(*args: object, **kwargs: object) -> ProcessTree:
         raise FileNotFoundError(2, "No such file or directory", "/bin/sh")
 
@@ -99,9 +105,10 @@ def test_closing_the_target_ends_a_command_in_flight(tmp_path: Path) -> None:
 
 
 def test_a_setsid_child_is_ended_by_the_supervisor_when_the_command_exits(tmp_path: Path) -> None:
-    """The supervisor (a subreaper) holds the escaped child and ends it before it exits with the command's status:
-    once ``wait`` returns, nothing the command started runs."""
-    tree = ProcessTree.start(["/bin/sh", "-c", "setsid sleep 100000 & exit 3"], label="test", grace=0.5)
+    """The supervisor (a subreaper) holds the escaped child and ends it before it exits with the
+    command's status: once ``wait`` returns, nothing the command started runs."""
+    tree = ProcessTree.start(["/bin/sh", "-c", "setsid sleep 100000 & exit 3"], label="test",
+                             grace=0.5)
     try:
         assert tree.wait(10) == 3
         assert not marked_processes(tree.token), "the escaped child outlived the supervisor"
@@ -110,8 +117,8 @@ def test_a_setsid_child_is_ended_by_the_supervisor_when_the_command_exits(tmp_pa
 
 
 def test_the_harness_adopts_no_orphans_its_supervisors_do(tmp_path: Path) -> None:
-    """The harness is no subreaper (a long-lived process, a pytest worker or the Python API, would collect as
-    zombies the orphans of every child it has): each tree's supervisor is."""
+    """The harness is no subreaper (a long-lived process, a pytest worker or the Python API, would
+    collect as zombies the orphans of every child it has): each tree's supervisor is."""
     import os
     import subprocess
     import sys
@@ -120,8 +127,8 @@ def test_the_harness_adopts_no_orphans_its_supervisors_do(tmp_path: Path) -> Non
         pytest.skip("PR_SET_CHILD_SUBREAPER is Linux's")
 
     def orphan_parent() -> int:
-        shell = subprocess.run(["/bin/sh", "-c", "sleep 2 >/dev/null 2>&1 & echo $!"], capture_output=True,
-                               text=True, timeout=10, check=True)
+        shell = subprocess.run(["/bin/sh", "-c", "sleep 2 >/dev/null 2>&1 & echo $!"],
+                               capture_output=True, text=True, timeout=10, check=True)
         pid = int(shell.stdout)
         parent = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
         os.kill(pid, 9)
@@ -131,12 +138,14 @@ def test_the_harness_adopts_no_orphans_its_supervisors_do(tmp_path: Path) -> Non
 
     tree = ProcessTree.start(["/bin/sh", "-c", "(sleep 30 &); sleep 31"], label="test tree")
     try:
-        assert orphan_parent() != os.getpid(), "the harness adopts nothing, even while a tree is live"
+        assert orphan_parent() != os.getpid(), (
+            "the harness adopts nothing, even while a tree is live")
         deadline = time.monotonic() + 5
         adopted: list[int] = []
         while not adopted and time.monotonic() < deadline:
             adopted = [pid for pid in marked_processes(tree.token)
-                       if int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]) == tree.pid
+                       if int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+                       == tree.pid
                        and Path(f"/proc/{pid}/cmdline").read_bytes() == b"sleep\x0030\x00"]
             time.sleep(0.02)
         assert adopted, "the orphaned sleep is the supervisor's child"

@@ -59,7 +59,8 @@ def test_doctor_passes_on_the_simulator(tmp_path: Path, capsys: pytest.CaptureFi
 
 
 @pytest.mark.sim
-def test_doctor_catches_a_misspelt_parameter(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_doctor_catches_a_misspelt_parameter(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
     path = _scenario_file(tmp_path, "  params: {board.hostbridge.userNetwork: true}\n")
     code = main(["doctor", str(path)])
     out = capsys.readouterr().out
@@ -71,30 +72,35 @@ def test_doctor_catches_a_misspelt_parameter(tmp_path: Path, capsys: pytest.Capt
 
 @pytest.mark.sim  # --version and --list-params only
 def test_doctor_accepts_what_meta_arm_passes(make_scenario) -> None:
-    """The profile already carries meta-arm's parameters; these are the ones it leaves out. The external system's
-    flash loader (meta-arm's corstone1000-extsys feature) does not exist on the A320 model."""
+    """The profile already carries meta-arm's parameters; these are the ones it leaves out. The
+    external system's flash loader (meta-arm's corstone1000-extsys feature) does not exist on the
+    A320 model."""
     extra = {"diagnostics": 4, "board.hostbridge.interfaceName": "tap0",
              "board.virtio_net.hostbridge.interfaceName": "eth1"}
     profile = load_profile("corstone1000-a320")
     by_name = {check.name: check for check in run_doctor(make_scenario(params=extra), profile)}
     assert by_name["parameters"].status == "ok", by_name["parameters"].detail
-    extsys = make_scenario(params={**extra, "extsys_harness0.extsys_flashloader.fname": "es_flashfw.bin"})
+    extsys = make_scenario(params={**extra,
+                                   "extsys_harness0.extsys_flashloader.fname": "es_flashfw.bin"})
     by_name = {check.name: check for check in run_doctor(extsys, profile)}
     assert by_name["parameters"].status == "fail"
-    assert "unknown to the model: extsys_harness0.extsys_flashloader.fname" in by_name["parameters"].detail
+    assert "unknown to the model: extsys_harness0.extsys_flashloader.fname" in by_name[
+        "parameters"].detail
 
 
 def test_doctor_fails_ssh_deploy_without_a_live_forward(make_scenario) -> None:
     scenario = make_scenario(method="ssh", params={"board.smsc_91c111.enabled": False,
                                                    "board.virtio_net.enabled": False})
-    checks = run_doctor(scenario, load_profile("corstone1000-a320"), binary="FVP_Corstone-1000-A320-missing")
+    checks = run_doctor(scenario, load_profile("corstone1000-a320"),
+                        binary="FVP_Corstone-1000-A320-missing")
     ssh = {check.name: check for check in checks}["ssh client"]
     assert ssh.status == "fail" and "no SSH forward" in ssh.detail
 
 
 def test_doctor_for_a_missing_real_model(make_scenario) -> None:
     scenario = make_scenario()
-    checks = run_doctor(scenario, load_profile("corstone1000-a320"), binary="FVP_Corstone-1000-A320-missing")
+    checks = run_doctor(scenario, load_profile("corstone1000-a320"),
+                        binary="FVP_Corstone-1000-A320-missing")
     by_name = {check.name: check for check in checks}
     assert by_name["binary"].status == "fail"
     assert by_name["firmware bl1"].status == "fail"  # a real model needs the release's firmware
@@ -102,19 +108,22 @@ def test_doctor_for_a_missing_real_model(make_scenario) -> None:
 
 
 def test_param_listing_parser() -> None:
-    listing = "host.cpu0.CFGEND=0   # (bool  , init-time) default = '0' : x\nnoise line\n  a.b-c=1 # y\n"
+    listing = ("host.cpu0.CFGEND=0   # (bool  , init-time) default = '0' : x\nnoise line\n  "
+               "a.b-c=1 # y\n")
     assert parse_param_names(listing) == {"host.cpu0.CFGEND", "a.b-c"}
 
 
 @pytest.mark.slow
 @pytest.mark.sim
 def test_shell_verb_hands_over_the_console(tmp_path: Path) -> None:
-    """Drive ``fvp-harness shell`` through a pty like a user: type a command, see it run, leave with Ctrl-]."""
+    """Drive ``fvp-harness shell`` through a pty like a user: type a command, see it run, leave with
+    Ctrl-]."""
     import pexpect
 
     path = _scenario_file(tmp_path)
     child = pexpect.spawn(
-        os.sys.executable, ["-m", "fvp_harness", "shell", str(path), "--log-dir", str(tmp_path / "logs")],
+        os.sys.executable,
+        ["-m", "fvp_harness", "shell", str(path), "--log-dir", str(tmp_path / "logs")],
         cwd=str(tmp_path), env={**os.environ}, encoding="utf-8", codec_errors="replace", timeout=30,
     )
     try:

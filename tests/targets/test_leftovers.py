@@ -1,5 +1,6 @@
-"""Leftovers of dead processes are collected, and nothing else (issue 36, finding 5): each owned folder records its
-owner by pid, start time and boot, so a reused pid is not mistaken for the owner."""
+"""Leftovers of dead processes are collected, and nothing else (issue 36, finding 5): each owned
+folder records its owner by pid, start time and boot, so a reused pid is not mistaken for the
+owner."""
 
 from __future__ import annotations
 
@@ -48,13 +49,15 @@ def test_only_folders_of_dead_owners_are_removed_and_counted(tmp_path: Path) -> 
     done = collect([tmp_path], "fvp-harness-host-*")
     assert done.folders == (dead,) and not dead.exists()
     assert done.size >= 5000 and "removed 1 leftover folder" in done.describe()
-    assert live.is_dir() and unknown.is_dir() and other.is_dir(), "a live, an unprovable and a foreign folder stay"
+    assert live.is_dir() and unknown.is_dir() and other.is_dir(), (
+        "a live, an unprovable and a foreign folder stay")
 
 
 def test_a_reused_pid_is_not_taken_for_the_owner(tmp_path: Path) -> None:
     me = Owner.of()
     assert me is not None
-    impostor = Owner(me.pid, me.start + 1, me.boot)  # this pid, another process (started at another time)
+    # this pid, another process (started at another time)
+    impostor = Owner(me.pid, me.start + 1, me.boot)
     folder = _folder(tmp_path, "fvp-sim-reused", impostor)
     assert not impostor.alive()
     assert collect([tmp_path], "fvp-sim-*").folders == (folder,)
@@ -67,7 +70,8 @@ def test_the_simulator_writes_an_owner_record_the_harness_reads(tmp_path: Path,
     fs = GuestFS()
     try:
         assert fs.holder.parent == tmp_path.resolve() and owner_of(fs.holder) == Owner.of()
-        assert not (fs.root / OWNER_FILE).exists(), "the record is beside the guest's root, not in it"
+        assert not (fs.root / OWNER_FILE).exists(), (
+            "the record is beside the guest's root, not in it")
         assert not collect([tmp_path], "fvp-sim-*").folders, "a live model's root stays"
         record = json.loads((fs.holder / OWNER_FILE).read_text())
         record["start"] += 1  # as if the model had died and its pid were reused
@@ -84,7 +88,8 @@ def test_opening_a_host_target_removes_dead_working_folders(tmp_path: Path,
     with HostTarget(log_dir=tmp_path / "logs") as target:
         assert not dead.exists()
         assert target.workdir is not None and owner_of(target.workdir) == Owner.of()
-        assert not collect([tmp_path], "fvp-harness-host-*").folders, "the open target's folder is live"
+        assert not collect([tmp_path], "fvp-harness-host-*").folders, (
+            "the open target's folder is live")
 
 
 def test_a_build_removes_staging_folders_of_dead_harnesses_only(tmp_path: Path) -> None:
@@ -100,5 +105,6 @@ def test_a_build_removes_staging_folders_of_dead_harnesses_only(tmp_path: Path) 
     build_artifacts(load_scenario(path))
     assert (out / "runner").read_text() == "r"
     assert not dead.exists() and live.is_dir() and unknown.is_dir()
-    assert sorted(p.name for p in out.glob(STAGING_PATTERN)) == [".model.building-unknown", ".runner.building-live"]
+    assert (sorted(p.name for p in out.glob(STAGING_PATTERN))
+            == [".model.building-unknown", ".runner.building-live"])
     assert os.path.exists(out / ".runner.build")

@@ -1,9 +1,11 @@
-"""No model outlives the harness: a SIGKILLed harness runs no cleanup, yet the model and its ``--version`` query die.
+"""No model outlives the harness: a SIGKILLed harness runs no cleanup, yet the model and its
+``--version`` query die.
 
-The stand-in model is what a real FVP is to this: it does not watch its parent (the simulator does), it ignores SIGHUP
-and SIGTERM, and it answers ``--version`` never. A small harness process (the library, as a user's script would use
-it) launches the model from a thread that then ends, asks for its version in another thread, and is SIGKILLed; the
-kernel must take both with it (``targets.supervise.dies_with_harness``: a supervisor with ``PR_SET_PDEATHSIG``).
+The stand-in model is what a real FVP is to this: it does not watch its parent (the simulator does),
+it ignores SIGHUP and SIGTERM, and it answers ``--version`` never. A small harness process (the
+library, as a user's script would use it) launches the model from a thread that then ends, asks for
+its version in another thread, and is SIGKILLed; the kernel must take both with it
+(``targets.supervise.dies_with_harness``: a supervisor with ``PR_SET_PDEATHSIG``).
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from fvp_harness.targets.fvp import OWNER_ENV
 from tests.helpers import REPO, eventually, wait_until
 from tests.proc_scan import processes_with_env
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="PR_SET_PDEATHSIG is Linux's")
 
 STAND_IN = f"""\
 #!{sys.executable}
@@ -68,11 +71,12 @@ def test_a_sigkilled_harness_takes_the_model_and_its_version_query_with_it(tmp_p
     stand_in.chmod(0o755)
     script = tmp_path / "harness.py"
     script.write_text(textwrap.dedent(HARNESS))
-    harness = subprocess.Popen([sys.executable, str(script), str(stand_in), str(tmp_path)], cwd=REPO,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    harness = subprocess.Popen([sys.executable, str(script), str(stand_in), str(tmp_path)],
+                               cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = harness.stdout.readline() if harness.stdout else ""
-        assert line.startswith("model "), f"the harness did not start the model: {line!r} {harness.stderr.read()}"
+        assert line.startswith("model "), (
+            f"the harness did not start the model: {line!r} {harness.stderr.read()}")
         model = int(line.split()[1])
         # the model and its query, each under its supervisor (targets/supervisor.py): four processes
         owned = wait_until(lambda: len(processes_with_env(OWNER_ENV, str(harness.pid))) == 4 and

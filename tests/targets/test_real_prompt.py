@@ -1,6 +1,7 @@
-"""The harness against a guest shell whose prompt really changes: the simulator honours ``PS1``/``PS2`` as busybox ash
-does, so the prompt handling of ``targets/console.py`` (and of ``fvp-harness shell``) is exercised for real. The
-prompt, here-document and noise tests the QEMU guest shares are in tests/targets/test_session.py."""
+"""The harness against a guest shell whose prompt really changes: the simulator honours
+``PS1``/``PS2`` as busybox ash does, so the prompt handling of ``targets/console.py`` (and of
+``fvp-harness shell``) is exercised for real. The prompt, here-document and noise tests the QEMU
+guest shares are in tests/targets/test_session.py."""
 
 from __future__ import annotations
 
@@ -19,10 +20,11 @@ def test_shell_verb_shows_the_prompt_the_user_sets(tmp_path: Path) -> None:
     path = tmp_path / "smoke.yaml"
     (tmp_path / "runner").write_bytes(b"x")
     (tmp_path / "model.pte").write_bytes(b"x")
-    path.write_text("name: smoke\nbuilds:\n  before: {runner: runner}\nmodels:\n  m: {file: model.pte}\n"
-                    "fvp:\n  binary: sim\n  sim: {boot_seconds: 0.4}\n")
+    path.write_text("name: smoke\nbuilds:\n  before: {runner: runner}\nmodels:\n  m: {file: "
+                    "model.pte}\nfvp:\n  binary: sim\n  sim: {boot_seconds: 0.4}\n")
     child = pexpect.spawn(
-        os.sys.executable, ["-m", "fvp_harness", "shell", str(path), "--log-dir", str(tmp_path / "logs")],
+        os.sys.executable,
+        ["-m", "fvp_harness", "shell", str(path), "--log-dir", str(tmp_path / "logs")],
         cwd=str(tmp_path), env={**os.environ}, encoding="utf-8", codec_errors="replace", timeout=30,
     )
     try:

@@ -1,4 +1,5 @@
-"""The targets' logs show the secret values ``run.instances`` hands them as ``***`` (the command still gets them)."""
+"""The targets' logs show the secret values ``run.instances`` hands them as ``***`` (the command
+still gets them)."""
 
 from __future__ import annotations
 
@@ -50,12 +51,14 @@ def test_terminal_log_masks_what_was_sent_and_the_echo_even_when_it_arrives_in_p
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
-    terminal = Terminal("console", server.getsockname()[1], log_path=tmp_path / "t.log", redact=(SECRET,))
+    terminal = Terminal("console", server.getsockname()[1], log_path=tmp_path / "t.log",
+                        redact=(SECRET,))
     terminal.connect(Deadline.after(5, "boot"))
     try:
         terminal.send(f"run --token={SECRET}\n")
         thread.join(timeout=5)
-        wait_until(lambda: "3t-v4lue" in "".join(terminal.tail()) and "< # " in (tmp_path / "t.log").read_text(),
+        wait_until(lambda: "3t-v4lue" in "".join(terminal.tail()) and
+                   "< # " in (tmp_path / "t.log").read_text(),
                    message="the echo and the next prompt in the log")
     finally:
         terminal.close()
@@ -63,4 +66,5 @@ def test_terminal_log_masks_what_was_sent_and_the_echo_even_when_it_arrives_in_p
     log = (tmp_path / "t.log").read_text(encoding="utf-8")
     assert SECRET not in log and "s3cr" not in log, log
     assert "> run --token=***" in log
-    assert "< # export TOKEN=  [unfinished line]" in log and " + ***\n" in log  # held back, then masked whole
+    # held back, then masked whole
+    assert "< # export TOKEN=  [unfinished line]" in log and " + ***\n" in log

@@ -1,5 +1,5 @@
-"""The targets layer's seams: which target has which ability (checked on the Protocols, as deploy and execute
-check them), and ``FakeTarget`` behaving like the guest contract it stands in for."""
+"""The targets layer's seams: which target has which ability (checked on the Protocols, as deploy
+and execute check them), and ``FakeTarget`` behaving like the guest contract it stands in for."""
 
 from __future__ import annotations
 
@@ -38,11 +38,13 @@ def test_each_target_has_the_abilities_it_claims(tmp_path: Path) -> None:
     assert not isinstance(fvp, SharesHostFiles)
     with host:
         assert isinstance(host, SharesHostFiles) and not isinstance(host, StreamsCommands)
-    assert not any(isinstance(fake, ability) for ability in (StreamsCommands, CopiesOverSsh, SharesHostFiles))
+    assert not any(isinstance(fake, ability)
+                   for ability in (StreamsCommands, CopiesOverSsh, SharesHostFiles))
 
 
 def test_the_scenario_fvp_section_is_what_targets_read() -> None:
-    settings: FvpSettings = FvpConfig(binary="sim", params={"a.b": 1})  # type-checked structurally by mypy
+    # type-checked structurally by mypy
+    settings: FvpSettings = FvpConfig(binary="sim", params={"a.b": 1})
     assert settings.timeouts.boot > 0 and settings.params == {"a.b": 1}
 
 
@@ -71,7 +73,8 @@ def test_fake_programs_see_their_arguments_environment_and_folder() -> None:
         return CommandResult(" ".join(call.argv), 0, "Iteration 1 of 1: 2.5 ms\n", duration_s=0.25)
 
     fake.program("/guest/*/executor_runner", runner)
-    result = fake.run_in_phase("mkdir -p /u && cd /u && A=1 /guest/abc/executor_runner --model_path=m", 5.0, "unit")
+    result = fake.run_in_phase("mkdir -p /u && cd /u && A=1 /guest/abc/executor_runner "
+                               "--model_path=m", 5.0, "unit")
     assert result.output == "Iteration 1 of 1: 2.5 ms\n"
     assert seen == [(["/guest/abc/executor_runner", "--model_path=m"], {"A": "1"}, "/u", "unit")]
     assert fake.get("/u/out.bin") == b"\x00\xff" and fake.transfers == [("get", "/u/out.bin")]
@@ -106,13 +109,15 @@ def test_deploy_puts_every_byte_over_the_console_of_a_fake(tmp_path: Path) -> No
     deployer = Deployer(fake, method="console", guest_dir="/g", chunk_chars=1000)
     placed = deployer.deploy(local, executable=True)
     digest = hashlib.sha256(data).hexdigest()
-    assert placed.guest_path == content_path("/g", digest, "model.pte") and placed.method == "console"
+    assert (placed.guest_path == content_path("/g", digest, "model.pte") and
+            placed.method == "console")
     assert fake.get(placed.guest_path) == data and fake.modes[placed.guest_path] == 0o755
     again = deployer.deploy(local)
     assert again.skipped, "each artifact at most once per instance"
     fresh = Deployer(fake, method="console", guest_dir="/g").deploy(local)
     assert fresh.skipped and fresh.method == "console", "already in the guest with the right hash"
-    assert fake.phases and set(fake.phases) == {"deploy"}, "every guest step of a deploy runs in the deploy phase " \
+    assert (fake.phases and set(fake.phases)
+            == {"deploy"}), "every guest step of a deploy runs in the deploy phase " \
         "(its timeout is fvp.timeouts.deploy, and a timeout message names that)"
 
 
@@ -141,7 +146,8 @@ def test_unit_commands_render_for_any_target(tmp_path: Path) -> None:
         "run": {"command": "{runner} --model_path={model} --output_file={output}"},
     })
     unit = Unit("r0-a-m", "a", "m", 0, 0, 0, "k", {})
-    rendered = render_unit_command(scenario, unit, runner="/g/r", model="/g/m.pte", inputs=[], guest_root="/w")
+    rendered = render_unit_command(scenario, unit, runner="/g/r", model="/g/m.pte", inputs=[],
+                                   guest_root="/w")
     fake = FakeTarget()
     fake.program("/g/r", lambda call: call.write(call.argv[2].split("=", 1)[1], b"o") or "ok\n")
     fake.run(f"mkdir -p {rendered.unit_dir}")
@@ -150,28 +156,35 @@ def test_unit_commands_render_for_any_target(tmp_path: Path) -> None:
 
 
 def test_deploying_several_files_asks_for_presence_and_modes_once(tmp_path: Path) -> None:
-    """``deploy_all``: one ``sha256sum`` for every file's presence and one ``chmod`` for every runner, whatever
-    the number of files (two round trips per file before); a file already there is not sent again."""
+    """``deploy_all``: one ``sha256sum`` for every file's presence and one ``chmod`` for every
+    runner, whatever the number of files (two round trips per file before); a file already there is
+    not sent again."""
     files = []
-    for name, executable in (("runner-a", True), ("runner-b", True), ("m.pte", False), ("m.in", False)):
+    for name, executable in (("runner-a", True), ("runner-b", True), ("m.pte", False),
+                             ("m.in", False)):
         (tmp_path / name).write_bytes(name.encode() * 50)
         files.append((tmp_path / name, executable))
     fake = FakeTarget()
-    first = Deployer(fake, method="console", guest_dir="/g").deploy_all(files[:1])  # runner-a is already there
+    # runner-a is already there
+    first = Deployer(fake, method="console", guest_dir="/g").deploy_all(files[:1])
     before = len(fake.commands)
     placed = Deployer(fake, method="console", guest_dir="/g").deploy_all(files)
     commands = fake.commands[before:]
-    assert sum(command.startswith("sha256sum ") and command.count(" /g/") == 4 for command in commands) == 1, \
+    assert sum(command.startswith("sha256sum ") and command.count(" /g/") == 4
+               for command in commands) == 1, \
         "one presence check for all four files"
     assert sum(command.startswith("sha256sum ") for command in commands) == 1 + 3, \
         "plus the own check of each of the three uploads (runner-a was there already)"
     assert [command for command in commands if command.startswith("chmod")] == [
-        "chmod 755 " + " ".join(sorted(placed[local].guest_path for local, executable in files if executable))]
-    assert placed[files[0][0]].skipped and placed[files[0][0]].guest_path == first[files[0][0]].guest_path
+        "chmod 755 "
+        + " ".join(sorted(placed[local].guest_path for local, executable in files if executable))]
+    assert (placed[files[0][0]].skipped and
+            placed[files[0][0]].guest_path == first[files[0][0]].guest_path)
     for local, executable in files:
         assert fake.get(placed[local].guest_path) == local.read_bytes()
         assert (fake.modes.get(placed[local].guest_path) == 0o755) == executable or not executable
     single = Deployer(fake, method="console", guest_dir="/g")
-    assert not any(command.startswith("chmod") for command in fake.commands[before:] if "runner-a" in command
+    assert not any(command.startswith("chmod")
+                   for command in fake.commands[before:] if "runner-a" in command
                    and "runner-b" not in command), "runners are made executable together"
     assert single.deploy_all([]) == {}

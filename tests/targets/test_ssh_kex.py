@@ -1,6 +1,7 @@
-"""A server that greets and then drops every key exchange (dropbear dying on an assertion, seen on the QEMU guest)
-is a clear ``SshUnavailable`` within seconds naming the server; a port that accepts and closes without a greeting (a
-guest whose sshd is not up yet behind QEMU's user network) is waited for until the deadline. Local sockets only."""
+"""A server that greets and then drops every key exchange (dropbear dying on an assertion, seen on
+the QEMU guest) is a clear ``SshUnavailable`` within seconds naming the server; a port that accepts
+and closes without a greeting (a guest whose sshd is not up yet behind QEMU's user network) is
+waited for until the deadline. Local sockets only."""
 
 from __future__ import annotations
 
@@ -61,7 +62,8 @@ def test_a_server_dying_in_key_exchange_is_unavailable_within_seconds(dying_serv
     transport = SshTransport(dying_server)
     began = time.monotonic()
     try:
-        with pytest.raises(SshUnavailable, match=r"SSH-2\.0-dropbear_2022\.83.*dropped the key exchange 3 times"):
+        with pytest.raises(SshUnavailable,
+                           match=r"SSH-2\.0-dropbear_2022\.83.*dropped the key exchange 3 times"):
             transport.connect(Deadline.after(120, "deploy"))
     finally:
         transport.close()
@@ -73,7 +75,8 @@ def test_a_port_without_a_server_yet_is_waited_for_until_the_deadline(silent_por
     began = time.monotonic()
     try:
         with pytest.raises(SshUnavailable, match="no SSH server answered"):
-            transport.connect(Deadline.after(2, "deploy"))  # an attempt gets at least 1 s: 2 s is waited out whole
+            # an attempt gets at least 1 s: 2 s is waited out whole
+            transport.connect(Deadline.after(2, "deploy"))
     finally:
         transport.close()
     assert time.monotonic() - began >= 1.5

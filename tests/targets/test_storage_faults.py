@@ -1,5 +1,6 @@
-"""A full disk, a read-only folder or an I/O error is the host's storage failing: ``StorageError`` at once, naming
-the file and the error, never a dead drain thread nobody notices nor a partial record line (issue 23 item 3)."""
+"""A full disk, a read-only folder or an I/O error is the host's storage failing: ``StorageError``
+at once, naming the file and the error, never a dead drain thread nobody notices nor a partial
+record line (issue 23 item 3)."""
 
 from __future__ import annotations
 
@@ -45,9 +46,10 @@ class _FullDisk:
 
 
 def _record(index: int) -> Record:
-    return Record(scenario="s", key=f"k{index}", unit_id=f"r{index}-a-m", instance="s0", build="a", model="m",
-                  repetition=index, status="ok", samples={"cpu_time": [1.0] * 50}, started="2026-01-01T00:00:00Z",
-                  duration_s=1.0)
+    return Record(scenario="s", key=f"k{index}", unit_id=f"r{index}-a-m", instance="s0", build="a",
+                  model="m",
+                  repetition=index, status="ok", samples={"cpu_time": [1.0] * 50},
+                  started="2026-01-01T00:00:00Z", duration_s=1.0)
 
 
 @pytest.fixture
@@ -59,7 +61,8 @@ def server() -> Iterator[socket.socket]:
     sock.close()
 
 
-def test_a_console_log_that_cannot_be_written_ends_the_wait_at_once(tmp_path: Path, server: socket.socket) -> None:
+def test_a_console_log_that_cannot_be_written_ends_the_wait_at_once(tmp_path: Path,
+                                                                    server: socket.socket) -> None:
     def serve() -> None:
         conn, _ = server.accept()
         for _ in range(200):  # boot text without end, never a login prompt
@@ -73,7 +76,8 @@ def test_a_console_log_that_cannot_be_written_ends_the_wait_at_once(tmp_path: Pa
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
     profile = load_profile("corstone1000-a320")
-    terminal = Terminal("host_terminal_0", server.getsockname()[1], log_path=tmp_path / "host_terminal_0.log")
+    terminal = Terminal("host_terminal_0", server.getsockname()[1],
+                        log_path=tmp_path / "host_terminal_0.log")
     terminal.connect(Deadline.after(5, "boot"))
     with terminal._log_lock:
         assert terminal._log_file is not None
@@ -82,16 +86,19 @@ def test_a_console_log_that_cannot_be_written_ends_the_wait_at_once(tmp_path: Pa
     began = time.monotonic()
     try:
         with pytest.raises(StorageError) as caught:
-            Console(terminal, profile, BootWatch(profile)).wait_for_login_prompt(Deadline.after(300, "boot"))
+            Console(terminal, profile,
+                    BootWatch(profile)).wait_for_login_prompt(Deadline.after(300, "boot"))
     finally:
         terminal.close()
         thread.join(timeout=5)
     assert time.monotonic() - began < 5, "not at the boot deadline"
-    assert str(caught.value).startswith(f"cannot write {tmp_path / 'host_terminal_0.log'}: No space left on device")
+    assert str(caught.value).startswith(f"cannot write {tmp_path / 'host_terminal_0.log'}: No "
+                                        "space left on device")
     assert "ENOSPC" in str(caught.value) and terminal.closed
 
 
-def test_a_record_that_does_not_fit_leaves_no_partial_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_record_that_does_not_fit_leaves_no_partial_line(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     store = ResultStore(tmp_path / "out")
     store.append(_record(0))
     before = store.records_path.read_bytes()
@@ -120,7 +127,8 @@ def test_the_host_targets_log_on_a_full_disk_is_a_storage_error(tmp_path: Path) 
 
 
 def test_storage_error_names_the_path_the_harness_used() -> None:
-    error = storage_error(Path("/x/records.jsonl"), OSError(errno.EROFS, os.strerror(errno.EROFS), "/other"))
+    error = storage_error(Path("/x/records.jsonl"),
+                          OSError(errno.EROFS, os.strerror(errno.EROFS), "/other"))
     assert str(error) == "cannot write /x/records.jsonl: Read-only file system (EROFS)"
     assert error.exit_code == 3 and error.errno == errno.EROFS
 

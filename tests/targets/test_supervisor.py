@@ -1,6 +1,6 @@
-"""The supervisor (targets/supervisor.py) between the harness and every process tree it starts: it exits as the
-command did, and when the harness dies, even by SIGKILL, it ends everything it holds, ``setsid`` children included
-(issue 36, findings 2 and 3)."""
+"""The supervisor (targets/supervisor.py) between the harness and every process tree it starts: it
+exits as the command did, and when the harness dies, even by SIGKILL, it ends everything it holds,
+``setsid`` children included (issue 36, findings 2 and 3)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ from fvp_harness.targets.supervise import dies_with_harness, stop_tree
 from tests.helpers import REPO
 from tests.proc_scan import processes_with_env
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the supervisor is Linux's")
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="the supervisor is Linux's")
 
 
 def _gone_within(name: str, value: str, seconds: float) -> float | None:
@@ -47,13 +48,16 @@ def test_it_exits_as_the_command_did(tmp_path: Path, script: str, status: int) -
 
 
 def test_a_command_that_cannot_start_is_127_with_the_reason() -> None:
-    done = subprocess.run(dies_with_harness(["/nonexistent/runner"]), capture_output=True, text=True, timeout=30)
-    assert done.returncode == 127 and "/nonexistent/runner: No such file or directory" in done.stderr
+    done = subprocess.run(dies_with_harness(["/nonexistent/runner"]), capture_output=True,
+                          text=True, timeout=30)
+    assert (done.returncode == 127 and
+            "/nonexistent/runner: No such file or directory" in done.stderr)
 
 
 def test_the_command_gets_default_signal_actions() -> None:
     """Python ignores SIGPIPE; a command must not inherit that (``yes | head`` would never end)."""
-    done = subprocess.run(dies_with_harness(["/bin/sh", "-c", "yes | head -c 10 >/dev/null; echo ok"]),
+    done = subprocess.run(dies_with_harness(["/bin/sh", "-c",
+                                             "yes | head -c 10 >/dev/null; echo ok"]),
                           capture_output=True, text=True, timeout=30)
     assert done.stdout == "ok\n"
 
@@ -83,20 +87,23 @@ time.sleep(1000)
 
 
 def test_a_sigkilled_harness_takes_every_descendant_with_it(tmp_path: Path) -> None:
-    """The issue's runner (``setsid sleep 1000 & sleep 1000``): before, both sleeps and the shell lived on."""
+    """The issue's runner (``setsid sleep 1000 & sleep 1000``): before, both sleeps and the shell
+    lived on."""
     mark = uuid.uuid4().hex
     script = tmp_path / "harness.py"
     script.write_text(textwrap.dedent(HARNESS))
-    harness = subprocess.Popen([sys.executable, str(script)], cwd=REPO, stdout=subprocess.PIPE, text=True,
-                               env={**os.environ, "T36_MARK": mark})
+    harness = subprocess.Popen([sys.executable, str(script)], cwd=REPO, stdout=subprocess.PIPE,
+                               text=True, env={**os.environ, "T36_MARK": mark})
     try:
         assert harness.stdout is not None and harness.stdout.readline().strip().isdigit()
         deadline = time.monotonic() + 10
         sleeps = 0
-        while sleeps < 3 and time.monotonic() < deadline:  # harness, supervisor, shell, subshell, three sleeps
+        # harness, supervisor, shell, subshell, three sleeps
+        while sleeps < 3 and time.monotonic() < deadline:
             time.sleep(0.02)
             sleeps = sum(Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"sleep\0")
-                         for pid in processes_with_env("T36_MARK", mark) if Path(f"/proc/{pid}").exists())
+                         for pid in processes_with_env("T36_MARK", mark)
+                         if Path(f"/proc/{pid}").exists())
         assert sleeps == 3
         harness.kill()
         harness.wait()

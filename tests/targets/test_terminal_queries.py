@@ -1,6 +1,7 @@
-"""Terminal queries never reach parsed output: busybox ash asks for the cursor position (``ESC [6n``) after each
-prompt until ``stty -echo``, and a guest program may send any other query or mode change. The harness answers none
-of them and must not let their bytes into a command's output, however the console's reads split them."""
+"""Terminal queries never reach parsed output: busybox ash asks for the cursor position (``ESC
+[6n``) after each prompt until ``stty -echo``, and a guest program may send any other query or mode
+change. The harness answers none of them and must not let their bytes into a command's output,
+however the console's reads split them."""
 
 from __future__ import annotations
 
@@ -31,7 +32,9 @@ def _feed_in_pieces(data: bytes, cut: int) -> str:
     return cleaner.feed(data[:cut]) + cleaner.feed(data[cut:]) + cleaner.flush()
 
 
-@pytest.mark.parametrize("query", QUERIES, ids=[q.decode("latin-1").encode("unicode_escape").decode() for q in QUERIES])
+@pytest.mark.parametrize("query", QUERIES,
+                         ids=[q.decode("latin-1").encode("unicode_escape").decode()
+                              for q in QUERIES])
 def test_a_query_split_anywhere_leaves_only_the_text(query: bytes) -> None:
     data = b"fh-1234abcd# " + query + b"output line\r\n" + query + b"end"
     for cut in range(len(data) + 1):
@@ -46,7 +49,8 @@ def test_every_query_at_once_byte_by_byte() -> None:
 
 
 def test_a_prompt_followed_by_the_cursor_query_is_still_the_prompt() -> None:
-    """What the console's prompt matching sees: the line after the filters ends with the prompt itself."""
+    """What the console's prompt matching sees: the line after the filters ends with the prompt
+    itself."""
     cleaner, noise = TextCleaner(), KernelNoiseFilter()
     lines = noise.feed(cleaner.feed(b"x\r\nroot@corstone1000-fvp:~# \x1b[6n"))
     assert lines == ["x\n"] and noise.pending == "root@corstone1000-fvp:~# "

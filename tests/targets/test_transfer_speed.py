@@ -1,5 +1,5 @@
-"""Faster deploys: gzip over the console when the guest has gunzip, and ``deploy.method: auto`` (ssh when it answers,
-else the console, chosen once per instance)."""
+"""Faster deploys: gzip over the console when the guest has gunzip, and ``deploy.method: auto`` (ssh
+when it answers, else the console, chosen once per instance)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ from tests.sim.guest.test_shell_language import Guest
 
 
 class ShellTarget:
-    """The simulator's guest shell, in-process, as a ``Target`` (no boot): the real busybox-like applets."""
+    """The simulator's guest shell, in-process, as a ``Target`` (no boot): the real busybox-like
+    applets."""
 
     def __init__(self, guest: Guest) -> None:
         self.guest, self.name, self.log_dir, self.metadata = guest, "shell", Path("."), {}
@@ -50,19 +51,22 @@ def shell() -> Iterator[ShellTarget]:
         fs.cleanup()
 
 
-def test_a_compressible_file_goes_gzip_when_the_guest_has_gunzip(shell: ShellTarget, tmp_path: Path) -> None:
+def test_a_compressible_file_goes_gzip_when_the_guest_has_gunzip(shell: ShellTarget,
+                                                                 tmp_path: Path) -> None:
     local = tmp_path / "runner"
     data = b"\x7fELF" + bytes(range(256)) * 200 + os.urandom(500)
     local.write_bytes(data)
     assert guest_can_gunzip(shell)
     assert upload_console(shell, local, "/opt/a/runner") == "gzip"
-    assert shell.guest.machine.fs.read("/opt/a/runner") == data, "sha256-checked in the guest, and intact"
+    assert shell.guest.machine.fs.read("/opt/a/runner") == data, (
+        "sha256-checked in the guest, and intact")
     lines = [c for c in shell.commands if c.startswith("printf %s ") and ">>" in c]
     assert sum(len(c) for c in lines) < len(data), "fewer characters typed than the file has bytes"
     assert all(len(c) <= LINE_BUDGET for c in lines)
     random_file = tmp_path / "random"
     random_file.write_bytes(os.urandom(20000))
-    assert upload_console(shell, random_file, "/opt/a/random") == "plain", "incompressible: sent as it is"
+    assert upload_console(shell, random_file, "/opt/a/random") == "plain", (
+        "incompressible: sent as it is")
     assert hashlib.sha256(shell.guest.machine.fs.read("/opt/a/random")).digest() == hashlib.sha256(
         random_file.read_bytes()).digest()
 
@@ -74,7 +78,8 @@ def test_a_guest_without_gunzip_gets_plain_base64(tmp_path: Path) -> None:
     assert not guest_can_gunzip(fake)
     assert upload_console(fake, local, "/g/model") == "plain"
     assert fake.files["/g/model"] == b"a" * 5000
-    assert gzip.compress(b"a" * 5000) != b"a" * 5000  # it would have compressed, had the guest been able to
+    # it would have compressed, had the guest been able to
+    assert gzip.compress(b"a" * 5000) != b"a" * 5000
 
 
 class SshFake(FakeTarget):
@@ -112,7 +117,8 @@ def test_auto_falls_back_to_the_console_once_per_instance(tmp_path: Path) -> Non
     placed = [deployer.deploy(path) for path in _files(tmp_path)]
     assert [p.method for p in placed] == ["console", "console"]
     assert target.ssh_calls == 1, "the first file decides; the next ones do not wait for ssh again"
-    assert deployer.transport is not None and deployer.transport.startswith("console (ssh did not answer")
+    assert (deployer.transport is not None and
+            deployer.transport.startswith("console (ssh did not answer"))
     assert all(target.files[p.guest_path] == p.local.read_bytes() for p in placed)
     plain = Deployer(FakeTarget(), method="auto", guest_dir="/g")
     assert plain.deploy(_files(tmp_path)[0]).method == "console"
@@ -125,10 +131,12 @@ def test_the_instances_transport_reaches_the_manifest_and_the_report(tmp_path: P
     from fvp_harness.run.execute import default_deploy
     from fvp_harness.scenario.model import Scenario
 
-    scenario = Scenario.model_validate({"name": "s", "builds": {"a": {"runner": "r"}}, "models": {"m": {"file": "m"}},
+    scenario = Scenario.model_validate({"name": "s", "builds": {"a": {"runner": "r"}},
+                                        "models": {"m": {"file": "m"}},
                                         "deploy": {"method": "auto"}})
     target = SshFake(answers=False)
     default_deploy(scenario)(target, [(path, False) for path in _files(tmp_path)])
     assert str(target.metadata["deploy"]).startswith("console (ssh did not answer")
-    context = ReportContext.from_manifest({"instances": {"s0": {"deploy": "ssh"}, "s0.2": {"deploy": None}}})
+    context = ReportContext.from_manifest({"instances": {"s0": {"deploy": "ssh"},
+                                                         "s0.2": {"deploy": None}}})
     assert context_line(context, [], []) == "deploy: s0 ssh"

@@ -1,4 +1,5 @@
-"""Unit tests of the target layer's pure parts: text cleaning, kernel noise, telnet, deadlines, argv, framing."""
+"""Unit tests of the target layer's pure parts: text cleaning, kernel noise, telnet, deadlines,
+argv, framing."""
 
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ class FakeClock:
         return self.now
 
 
-# -- text ------------------------------------------------------------------------------------------------------
+# -- text ------------------------------------------------------------------------------------------
 
 
 def test_ansi_and_crlf_are_removed() -> None:
@@ -70,7 +71,8 @@ def test_kernel_noise_mid_line_is_spliced_out() -> None:
 
 def test_kernel_noise_whole_lines_and_pending_prompt() -> None:
     noise = KernelNoiseFilter()
-    assert noise.feed("[    1.000000] psci: failed\nout\ncorstone1000-fvp login: [ 5.1] late") == ["out\n"]
+    assert (noise.feed("[    1.000000] psci: failed\nout\ncorstone1000-fvp login: [ 5.1] late")
+            == ["out\n"])
     assert noise.visible_tail() == "corstone1000-fvp login: "
     assert noise.feed(" msg\n") == []
     assert noise.pending == "corstone1000-fvp login: "
@@ -80,12 +82,13 @@ def test_kernel_noise_can_be_disabled() -> None:
     assert KernelNoiseFilter(None).feed("[ 1.0] dmesg line\n") == ["[ 1.0] dmesg line\n"]
 
 
-# -- telnet ----------------------------------------------------------------------------------------------------
+# -- telnet ----------------------------------------------------------------------------------------
 
 
 def test_telnet_accepts_echo_and_sga_refuses_others() -> None:
     codec = TelnetCodec()
-    payload, reply = codec.feed(bytes([IAC, WILL, 1, IAC, WILL, 3, IAC, DO, 24, IAC, DO, 31]) + b"hi")
+    payload, reply = codec.feed(bytes([IAC, WILL, 1, IAC, WILL, 3, IAC, DO, 24, IAC, DO, 31])
+                                + b"hi")
     assert payload == b"hi"
     assert reply == bytes([IAC, DO, 1, IAC, DO, 3, IAC, WONT, 24, IAC, WONT, 31])
     # the same request again is not answered again (no negotiation loops)
@@ -106,7 +109,7 @@ def test_telnet_encode_escapes_iac_and_bare_cr() -> None:
     assert codec.encode(b"a\xffb\rc\r\n") == b"a\xff\xffb\r\x00c\r\n"
 
 
-# -- deadlines ---------------------------------------------------------------------------------------------------
+# -- deadlines -------------------------------------------------------------------------------------
 
 
 def test_deadline_child_is_capped_by_parent_and_message_names_the_limit() -> None:
@@ -125,7 +128,8 @@ def test_deadline_child_is_capped_by_parent_and_message_names_the_limit() -> Non
 
 
 def test_budget_multiplies_scenario_and_cli_scale() -> None:
-    budget = TimeoutBudget.from_config(Timeouts(boot=300, command=10), scenario_scale=2.0, cli_scale=1.5)
+    budget = TimeoutBudget.from_config(Timeouts(boot=300, command=10), scenario_scale=2.0,
+                                       cli_scale=1.5)
     assert budget["boot"] == 900
     assert budget.start("command").seconds == 30
     assert budget.start("command", seconds=4).seconds == 12
@@ -133,13 +137,15 @@ def test_budget_multiplies_scenario_and_cli_scale() -> None:
         TimeoutBudget.from_config(Timeouts(), cli_scale=0)
 
 
-# -- argv --------------------------------------------------------------------------------------------------------
+# -- argv ------------------------------------------------------------------------------------------
 
 
 def test_build_launch_for_sim(profile: Profile) -> None:
-    fvp = FvpConfig(params={"host.ethosu.num_macs": 512}, args=["--simlimit", "100", "--data", "x@0"],
+    fvp = FvpConfig(params={"host.ethosu.num_macs": 512},
+                    args=["--simlimit", "100", "--data", "x@0"],
                     sim={"boot_seconds": 0.5, "fault_panic": "boot"})
-    spec = build_launch(profile, fvp, ssh_port=40222, environ={"FVP_SIM_STALE": "1", "PATH": "/bin"})
+    spec = build_launch(profile, fvp, ssh_port=40222,
+                        environ={"FVP_SIM_STALE": "1", "PATH": "/bin"})
     argv = spec.argv
     assert argv[1:3] == ["-m", "fvp_harness.sim"]
     pairs = [argv[i + 1] for i, word in enumerate(argv) if word == "-C"]
@@ -149,7 +155,8 @@ def test_build_launch_for_sim(profile: Profile) -> None:
     assert "board.hostbridge.userNetPorts=40222=22" in pairs  # never the profile's fixed 2222
     assert not any(p.startswith("board.hostbridge.userNetPorts=2222") for p in pairs)
     virtio = spec.ssh_forwards["board.virtio_net.hostbridge.userNetPorts"]
-    assert virtio != 40222 and f"board.virtio_net.hostbridge.userNetPorts={virtio}=22" in pairs  # a port of its own
+    # a port of its own
+    assert virtio != 40222 and f"board.virtio_net.hostbridge.userNetPorts={virtio}=22" in pairs
     assert spec.ssh_ports == [40222, virtio]  # both devices are on: tried in this order
     assert argv[-5:] == ["--simlimit", "100", "--data", "x@0", "--stat"]
     assert spec.env["FVP_SIM_BOOT_SECONDS"] == "0.5"
@@ -179,7 +186,8 @@ def test_ssh_is_tried_only_on_devices_that_are_switched_on(profile: Profile, swi
                                                            live: list[str]) -> None:
     spec = build_launch(profile, FvpConfig(params=switched_off), ssh_port=40222)
     assert list(spec.ssh_forwards) == profile.ssh_forward_params
-    for name, port in spec.ssh_forwards.items():  # every forward is rewritten, live or not: no fixed 2222 ever
+    # every forward is rewritten, live or not: no fixed 2222 ever
+    for name, port in spec.ssh_forwards.items():
         assert spec.params[name] == f"{port}=22"
     assert spec.ssh_ports == [spec.ssh_forwards[name] for name in live]
     assert spec.ssh_port == (spec.ssh_ports[0] if live else None)
@@ -190,7 +198,8 @@ def test_legacy_single_forward_profile_launches_as_before(profile: Profile) -> N
                                         "ssh_forward_enabled_by": {}})
     spec = build_launch(single, FvpConfig(), ssh_port=40222)
     assert spec.ssh_ports == [40222] and spec.ssh_port == 40222
-    assert spec.params["board.virtio_net.hostbridge.userNetPorts"] == "2222=22"  # not a forward of this profile
+    # not a forward of this profile
+    assert spec.params["board.virtio_net.hostbridge.userNetPorts"] == "2222=22"
     none = profile.model_copy(update={"ssh_forward_params": [], "ssh_forward_enabled_by": {}})
     assert build_launch(none, FvpConfig()).ssh_port is None
 
@@ -245,11 +254,12 @@ def test_free_port_is_bindable() -> None:
 
 def test_port_banner_is_searched_not_anchored(profile: Profile) -> None:
     pattern = re.compile(profile.port_banner)
-    match = pattern.search("terminal x.host_terminal_0: Listening for serial connection on port 5003")
+    match = pattern.search("terminal x.host_terminal_0: Listening for serial connection on port "
+                           "5003")
     assert match and match.group(1, 2) == ("host_terminal_0", "5003")
 
 
-# -- framing and watch -----------------------------------------------------------------------------------------
+# -- framing and watch -----------------------------------------------------------------------------
 
 
 def test_frame_command_never_contains_its_own_markers() -> None:
@@ -277,12 +287,12 @@ def test_boot_watch_stages_failures_and_benign(profile: Profile) -> None:
     assert watch.failed.is_set()
 
 
-# -- a terminal over a real socket ---------------------------------------------------------------------------
+# -- a terminal over a real socket -----------------------------------------------------------------
 
 
 def _serve_once(payloads: list[bytes], received: list[bytes], until: bytes) -> int:
-    """A one-connection server: sends ``payloads``, keeps what the client sends (``received[0]`` is its first
-    read) until ``until`` has arrived, then closes."""
+    """A one-connection server: sends ``payloads``, keeps what the client sends (``received[0]`` is
+    its first read) until ``until`` has arrived, then closes."""
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen(1)
@@ -311,7 +321,8 @@ def _serve_once(payloads: list[bytes], received: list[bytes], until: bytes) -> i
 
 def test_terminal_drains_logs_and_matches_with_pexpect(tmp_path: Path) -> None:
     received: list[bytes] = []
-    port = _serve_once([bytes([IAC, WILL, 1]) + b"\x1b[1mBoot\x1b[0m\r\n", b"login: "], received, until=b"root")
+    port = _serve_once([bytes([IAC, WILL, 1]) + b"\x1b[1mBoot\x1b[0m\r\n", b"login: "], received,
+                       until=b"root")
     seen: list[str] = []
     term = Terminal("host_terminal_0", port, log_path=tmp_path / "t.log", mode="telnet")
     term.add_line_listener(lambda name, line: seen.append(line))
@@ -342,19 +353,25 @@ def test_terminal_drains_logs_and_matches_with_pexpect(tmp_path: Path) -> None:
         ("ERROR:   BL2: Failed to load image id 3", "host_terminal_0"),
     ],
 )
-def test_a_firmware_error_line_fails_the_boot_as_a_kernel_panic(profile: Profile, tmp_path: Path, line: str,
-                                                                 where: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """meta-arm's boot check, on any console: the boot fails at once (no waiting for the boot timeout) with an
-    infrastructure error that names the terminal and the line."""
-    monkeypatch.setattr("fvp_harness.targets.console.PANIC_GRACE_S", 0.05)  # no call trace follows these lines
+def test_a_firmware_error_line_fails_the_boot_as_a_kernel_panic(
+        profile: Profile, tmp_path: Path, line: str,
+                                                                 where: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """meta-arm's boot check, on any console: the boot fails at once (no waiting for the boot
+    timeout) with an infrastructure error that names the terminal and the line."""
+    # no call trace follows these lines
+    monkeypatch.setattr("fvp_harness.targets.console.PANIC_GRACE_S", 0.05)
     boot = {"host_terminal_0": [b"NOTICE:  BL31: v2.12.0(debug):v2.12.0\r\n",
-                                b"ERROR:   mmap_add_region_check() failed. error -22\r\n"],  # benign
+                                # benign
+                                b"ERROR:   mmap_add_region_check() failed. error -22\r\n"],
             "host_terminal_1": [b"I/TC: Primary CPU initializing\r\n"]}
     boot[where].append(line.encode() + b"\r\n")
     terminals = {}
     try:
-        for name, payloads in boot.items():  # no login prompt ever comes: only the failure can end the wait
-            terminal = Terminal(name, _serve_once(payloads, [], until=b"\0"), log_path=tmp_path / f"{name}.log")
+        # no login prompt ever comes: only the failure can end the wait
+        for name, payloads in boot.items():
+            terminal = Terminal(name, _serve_once(payloads, [], until=b"\0"),
+                                log_path=tmp_path / f"{name}.log")
             terminals[name] = terminal
         watch = BootWatch(profile)
         for terminal in terminals.values():

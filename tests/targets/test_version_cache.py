@@ -1,6 +1,6 @@
-"""A model's ``--version`` is asked once per process per binary file and simulator knobs (``targets.fvp.
-query_version``): every boot asked it again, a second model start beside each boot's own. Told by a stand-in binary
-that counts how often it is asked."""
+"""A model's ``--version`` is asked once per process per binary file and simulator knobs
+(``targets.fvp. query_version``): every boot asked it again, a second model start beside each boot's
+own. Told by a stand-in binary that counts how often it is asked."""
 
 from __future__ import annotations
 
@@ -27,10 +27,13 @@ def test_a_banner_is_asked_once_per_binary_file_and_knobs(tmp_path: Path) -> Non
     env = {"PATH": os.environ.get("PATH", ""), "FVP_SIM_SPEED": "0.2"}
     first = query_version([str(binary)], env, 30.0)
     assert first == (0, "Fast Models [11.30.27 (Dec 1 2026)]\n")
-    assert query_version([str(binary)], {**env, "UNRELATED": "1"}, 30.0) == first and _asked(calls) == 1
-    assert query_version([str(binary)], {**env, "FVP_SIM_SPEED": "0"}, 30.0) == first and _asked(calls) == 2, (
+    assert (query_version([str(binary)], {**env, "UNRELATED": "1"}, 30.0) == first and
+            _asked(calls) == 1)
+    assert (query_version([str(binary)], {**env, "FVP_SIM_SPEED": "0"}, 30.0) == first and
+            _asked(calls) == 2), (
         "other simulator knobs: asked again")
-    binary.write_text(binary.read_text().replace("11.30.27", "11.31.4"))  # another file: another banner
+    # another file: another banner
+    binary.write_text(binary.read_text().replace("11.30.27", "11.31.4"))
     assert query_version([str(binary)], env, 30.0) == (0, "Fast Models [11.31.4 (Dec 1 2026)]\n")
     assert _asked(calls) == 3
 

@@ -1,8 +1,10 @@
-"""Run in the ExecuTorch toolchain's python: what ``executorch.devtools.Inspector`` reads from an ETDump.
+"""Run in the ExecuTorch toolchain's python: what ``executorch.devtools.Inspector`` reads from an
+ETDump.
 
-Prints JSON: one row per event Inspector lists, with its event block's name, the event's name and every duration it
-holds (Inspector merges the blocks of one name: an ``Execute`` event holds one duration per inference), in
-nanoseconds as the file stores them (Inspector is asked not to convert: source and target scale both ``ns``).
+Prints JSON: one row per event Inspector lists, with its event block's name, the event's name and
+every duration it holds (Inspector merges the blocks of one name: an ``Execute`` event holds one
+duration per inference), in nanoseconds as the file stores them (Inspector is asked not to convert:
+source and target scale both ``ns``).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The VGF report reader on hand-written reports: valid, partial, unknown keys, elsewhere-layouts, broken JSON,
-wrong types; and the conversion to the A/B path's Record and DataFrame."""
+"""The VGF report reader on hand-written reports: valid, partial, unknown keys, elsewhere-layouts,
+broken JSON, wrong types; and the conversion to the A/B path's Record and DataFrame."""
 
 from __future__ import annotations
 
@@ -10,7 +10,13 @@ import pytest
 
 from fvp_harness.errors import EXIT_BAD_INPUT, ConfigurationError
 from fvp_harness.report.stats.frames import to_frame
-from fvp_harness.vgf.reader import RECORD_FIELDS, VgfFormatError, parse_report, read_report, to_record
+from fvp_harness.vgf.reader import (
+    RECORD_FIELDS,
+    VgfFormatError,
+    parse_report,
+    read_report,
+    to_record,
+)
 
 
 def record(i: int = 0, **changes: Any) -> dict[str, Any]:
@@ -71,7 +77,8 @@ def test_valid_report_reads_every_part_without_warnings():
     assert run.model == "resnet8"
     assert run.config.zero_copy is False and run.config.warmup == 20 and run.config.iterations == 3
     assert run.device.api_version == "1.3.275"
-    assert run.device.label() == "Mali-G720 (vendor 0x13b5, device 0x0007, driver arm 2.1, Vulkan 1.3.275)"
+    assert run.device.label() == ("Mali-G720 (vendor 0x13b5, device 0x0007, driver arm 2.1, Vulkan "
+                                  "1.3.275)")
     assert run.inferences == 3 and run.failures == 0
     assert run.samples["latency_ns"] == [120_000, 120_001, 120_002]
     assert run.samples["copy_bytes"] == [3082] * 3
@@ -97,7 +104,8 @@ def test_unknown_keys_everywhere_are_warnings_never_errors():
 
 
 def test_partial_report_missing_optional_parts_is_usable_with_warnings():
-    doc = {"records": [record(i, binding_refresh_ns=..., latency_ns=..., delegate_handle=...) for i in range(4)]}
+    doc = {"records": [record(i, binding_refresh_ns=..., latency_ns=..., delegate_handle=...)
+                       for i in range(4)]}
     run = parse(doc)
     text = "\n".join(run.warnings)
     assert "binding_refresh_ns (in 4 of 4)" in text
@@ -121,7 +129,8 @@ def test_records_found_by_search_one_list_per_delegate_summed_per_inference():
         "meta": {"device_info": {"device_name": "G", "vendor_id": 1, "driver_name": "d"}},
         "delegates": [
             {"handle": 1, "stats": [record(i, latency_ns=..., execute_ns=10) for i in range(3)]},
-            {"handle": 2, "stats": [record(i, latency_ns=..., execute_ns=5, success=i != 1) for i in range(3)]},
+            {"handle": 2,
+             "stats": [record(i, latency_ns=..., execute_ns=5, success=i != 1) for i in range(3)]},
         ],
         "latencies_us": [1.5, 2.5, 3.5],
     }
@@ -129,7 +138,8 @@ def test_records_found_by_search_one_list_per_delegate_summed_per_inference():
     assert run.records_at == "$.delegates[0].stats, $.delegates[1].stats"
     assert run.samples["execute_ns"] == [15, 15, 15]
     assert run.samples["in_copy_bytes"] == [6144] * 3
-    assert run.samples["success"] == [1.0, 0.0, 1.0]  # an inference succeeds only if every delegate did
+    # an inference succeeds only if every delegate did
+    assert run.samples["success"] == [1.0, 0.0, 1.0]
     assert run.samples["latency_ns"] == [1500, 2500, 3500]
     assert run.device.device_name == "G"
     assert any("found by search" in w for w in run.warnings)
@@ -154,7 +164,8 @@ def test_bare_list_of_records_is_accepted():
 def test_warmup_records_are_dropped_marked_or_by_count():
     marked = report(records=[record(0, warmup=True), record(1, warmup=True), record(2), record(3)])
     assert parse(marked).samples["latency_ns"] == [120_002, 120_003]
-    counted = report(records=[record(i, iteration=...) for i in range(5)], config={"warmup": 2, "iterations": 3})
+    counted = report(records=[record(i, iteration=...) for i in range(5)],
+                     config={"warmup": 2, "iterations": 3})
     run = parse(counted)
     assert run.samples["latency_ns"] == [120_002, 120_003, 120_004]
     assert any("first 2 were dropped as warmup" in w for w in run.warnings)
@@ -164,7 +175,8 @@ def test_latency_list_outside_records_with_warmup_head_and_units():
     rows = [record(i, latency_ns=..., iteration=...) for i in range(3)]
     doc = report(records=rows, config={"warmup": 2, "iterations": 3}, latency_ns=[9, 9, 1, 2, 3])
     assert parse(doc).samples["latency_ns"] == [1, 2, 3]
-    doc = report(records=rows, config={"warmup": 0, "iterations": 3}, timing={"per_iteration_latency_ms": [1, 2, 3]})
+    doc = report(records=rows, config={"warmup": 0, "iterations": 3},
+                 timing={"per_iteration_latency_ms": [1, 2, 3]})
     assert parse(doc).samples["latency_ns"] == [1e6, 2e6, 3e6]
     doc = report(records=rows, latency_ns=[1, 2])
     run = parse(doc)
@@ -173,15 +185,18 @@ def test_latency_list_outside_records_with_warmup_head_and_units():
 
 
 def test_numbers_as_decimal_text_and_booleans_as_01_are_accepted():
-    run = parse(report(records=[record(0, execute_ns="18446744073709", success=1), record(1, success="false")]))
+    run = parse(report(records=[record(0, execute_ns="18446744073709", success=1),
+                                record(1, success="false")]))
     assert run.samples["execute_ns"][0] == 18446744073709.0
     assert run.samples["success"] == [1.0, 0.0]
 
 
 def test_rejection_reasons_from_top_level_or_records():
-    doc = report(rejections=[{"buffer": "output0", "reason": "misaligned", "count": 200}, "no import"])
+    doc = report(rejections=[{"buffer": "output0", "reason": "misaligned", "count": 200},
+                             "no import"])
     assert parse(doc).rejections == {"output0: misaligned": 200, "no import": 1}
-    doc = report(rejections=..., records=[record(0, rejections=["size"]), record(1, rejections=["size"])])
+    doc = report(rejections=...,
+                 records=[record(0, rejections=["size"]), record(1, rejections=["size"])])
     assert parse(doc).rejections == {"size": 2}
 
 
@@ -189,7 +204,8 @@ def test_rejection_reasons_from_top_level_or_records():
     ("text", "where"),
     [
         ('{"records": [ {"execute_ns": 1,', "run.json:1:32: not valid JSON"),
-        ('{\n  "records": [\n    {"execute_ns": 1}\n    {"x": 2}\n  ]\n}', "run.json:4:5: not valid JSON"),
+        ('{\n  "records": [\n    {"execute_ns": 1}\n    {"x": 2}\n  ]\n}',
+         "run.json:4:5: not valid JSON"),
         ("", "run.json: the VGF report is empty"),
         ('{"records": [{"execute_ns": NaN, "success": true}]}', "run.json: not valid JSON"),
     ],
@@ -211,21 +227,33 @@ def test_broken_json_names_file_line_and_column(text, where):
             lambda d: d["records"][2].update(in_copy_bytes=-1),
             "$.records[2].in_copy_bytes: expected a finite number >= 0",
         ),
-        (lambda d: d["records"][0].update(imports=True), "$.records[0].imports: expected a number >= 0, got True"),
-        (lambda d: d["records"][0].update(success="maybe"), "$.records[0].success: expected true or false"),
-        (lambda d: d["records"][0].update(delegate_handle=[1]), "$.records[0].delegate_handle: expected an integer"),
-        (lambda d: d["records"][0].update(iteration="1"), "$.records[0].iteration: expected an integer"),
-        (lambda d: d["records"][0].pop("execute_ns"), "$.records[0]: required field 'execute_ns' is missing"),
-        (lambda d: d["records"][1].pop("success"), "$.records[1]: required field 'success' is missing"),
-        (lambda d: d.update(records={"a": 1}), "$.records: expected a list of per-execute records, got dict"),
+        (lambda d: d["records"][0].update(imports=True),
+         "$.records[0].imports: expected a number >= 0, got True"),
+        (lambda d: d["records"][0].update(success="maybe"),
+         "$.records[0].success: expected true or false"),
+        (lambda d: d["records"][0].update(delegate_handle=[1]),
+         "$.records[0].delegate_handle: expected an integer"),
+        (lambda d: d["records"][0].update(iteration="1"),
+         "$.records[0].iteration: expected an integer"),
+        (lambda d: d["records"][0].pop("execute_ns"),
+         "$.records[0]: required field 'execute_ns' is missing"),
+        (lambda d: d["records"][1].pop("success"),
+         "$.records[1]: required field 'success' is missing"),
+        (lambda d: d.update(records={"a": 1}),
+         "$.records: expected a list of per-execute records, got dict"),
         (lambda d: d.update(records=[]), "$.records: the list of per-execute records is empty"),
-        (lambda d: d["records"].__setitem__(0, 5), "$.records[0]: expected a per-execute record (object), got int"),
-        (lambda d: d["config"].update(zero_copy="yes please"), "$.config.zero_copy: expected true or false"),
+        (lambda d: d["records"].__setitem__(0, 5),
+         "$.records[0]: expected a per-execute record (object), got int"),
+        (lambda d: d["config"].update(zero_copy="yes please"),
+         "$.config.zero_copy: expected true or false"),
         (lambda d: d["config"].update(warmup=-2), "$.config.warmup: expected a whole number >= 0"),
-        (lambda d: d["device"].update(device_name=5), "$.device.device_name: expected text, got 5 (int)"),
-        (lambda d: d["device"].update(vendor_id=1.5), "$.device.vendor_id: expected an integer (or hex text)"),
+        (lambda d: d["device"].update(device_name=5),
+         "$.device.device_name: expected text, got 5 (int)"),
+        (lambda d: d["device"].update(vendor_id=1.5),
+         "$.device.vendor_id: expected an integer (or hex text)"),
         (lambda d: d.update(device=[1]), "$.device: expected an object"),
-        (lambda d: d.update(rejections=[{"reason": "x", "count": "2"}]), "$.rejections[0].count: expected a whole"),
+        (lambda d: d.update(rejections=[{"reason": "x", "count": "2"}]),
+         "$.rejections[0].count: expected a whole"),
         (lambda d: d.update(model=3), "$.model: expected an object or a path, got int"),
     ],
 )
@@ -240,7 +268,8 @@ def test_wrong_types_and_missing_required_fields_name_file_and_json_path(mutate,
 
 
 def test_no_records_anywhere_is_a_clear_error():
-    with pytest.raises(VgfFormatError, match=r"no per-execute records found.*top-level keys: format, device"):
+    with pytest.raises(VgfFormatError,
+                       match=r"no per-execute records found.*top-level keys: format, device"):
         parse({"format": "x", "device": {}})
     with pytest.raises(VgfFormatError, match=r"\$: expected a JSON object"):
         parse(42)
@@ -270,7 +299,8 @@ def test_to_record_feeds_the_ab_dataframe():
     assert units["execute_ns"] == "ns" and units["in_copy_bytes"] == "B" and units["imports"] == ""
     assert rec.extra["device.device_name"] == "Mali-G720" and rec.extra["zero_copy"] is False
     frame = to_frame([rec])
-    assert set(frame["metric"]) >= {name for name, kind in RECORD_FIELDS.items() if kind != "handle"}
+    assert set(frame["metric"]) >= {name
+                                    for name, kind in RECORD_FIELDS.items() if kind != "handle"}
     assert len(frame[frame["metric"] == "execute_ns"]) == 4
     assert frame["build"].unique().tolist() == ["copy"]
 

@@ -1,4 +1,5 @@
-"""Copy vs zero-copy comparison on synthetic reports with known answers, the report files, and the ``vgf`` verb."""
+"""Copy vs zero-copy comparison on synthetic reports with known answers, the report files, and the
+``vgf`` verb."""
 
 from __future__ import annotations
 
@@ -33,8 +34,10 @@ def copy_record(i: int) -> dict[str, Any]:
     wiggle = (i % 10) * 10  # 0..90 ns, each value 20 times: median = 45 above the base
     return {
         "iteration": i, "latency_ns": 150_000 + wiggle, "in_copy_bytes": 4096, "out_copy_bytes": 16,
-        "in_memcpy_ns": 4000, "out_memcpy_ns": 1000, "submit_wait_ns": 110_000 + wiggle, "execute_ns": 100_000 + wiggle,
-        "imports": 0, "import_ns": 0, "binding_refresh_ns": 0, "in_zero_copy_bytes": 0, "out_zero_copy_bytes": 0,
+        "in_memcpy_ns": 4000, "out_memcpy_ns": 1000, "submit_wait_ns": 110_000 + wiggle,
+        "execute_ns": 100_000 + wiggle,
+        "imports": 0, "import_ns": 0, "binding_refresh_ns": 0, "in_zero_copy_bytes": 0,
+        "out_zero_copy_bytes": 0,
         "fallback_count": 0, "rejection_count": 0, "success": True, "delegate_handle": 7,
     }  # fmt: skip
 
@@ -43,9 +46,10 @@ def zero_record(i: int, execute_scale: float = 1.0) -> dict[str, Any]:
     rec = copy_record(i)
     wiggle = (i % 10) * 10
     rec.update(
-        latency_ns=148_500 + wiggle, in_copy_bytes=0, out_copy_bytes=0, in_memcpy_ns=0, out_memcpy_ns=0,
-        imports=2, import_ns=3000, binding_refresh_ns=500, in_zero_copy_bytes=4096, out_zero_copy_bytes=16,
-        execute_ns=round((100_000 + wiggle) * execute_scale),
+        latency_ns=148_500 + wiggle, in_copy_bytes=0, out_copy_bytes=0, in_memcpy_ns=0,
+        out_memcpy_ns=0,
+        imports=2, import_ns=3000, binding_refresh_ns=500, in_zero_copy_bytes=4096,
+        out_zero_copy_bytes=16, execute_ns=round((100_000 + wiggle) * execute_scale),
     )  # fmt: skip
     return rec
 
@@ -53,7 +57,8 @@ def zero_record(i: int, execute_scale: float = 1.0) -> dict[str, Any]:
 def doc(zero: bool, records: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
     return {
         "format": "executorch-vgf-perf",
-        "device": {"vendor_id": 5045, "device_name": "G720", "driver_name": "arm", "driver_version": "1"},
+        "device": {"vendor_id": 5045, "device_name": "G720", "driver_name": "arm",
+                   "driver_version": "1"},
         "model": {"name": "net"},
         "config": {"zero_copy": zero, "warmup": 20, "iterations": len(records)},
         "records": records,
@@ -77,22 +82,27 @@ def pair(tmp_path: Path) -> tuple[Path, Path]:
 def compared(copy: list[Path], zero: list[Path], min_effect: float = 2.0):
     data = load_pair(copy, zero)
     return compare_vgf(
-        to_frame(data.records), "copy", "zero_copy", runs=data.runs, min_effect=min_effect, settings=FAST
+        to_frame(data.records), "copy", "zero_copy", runs=data.runs, min_effect=min_effect,
+        settings=FAST
     )
 
 
 def test_known_answers_removed_remaining_and_execution(pair):
     c = compared([pair[0]], [pair[1]])
     row = c.row
-    assert (row("net", "in_copy_bytes").baseline_median, row("net", "in_copy_bytes").candidate_median) == (4096, 0)
+    assert (row("net", "in_copy_bytes").baseline_median,
+            row("net", "in_copy_bytes").candidate_median) == (4096, 0)
     assert row("net", "in_copy_bytes").verdict == "removed"
-    assert row("net", "memcpy_ns").baseline_median == 5000 and row("net", "memcpy_ns").change == -5000
-    assert row("net", "imports").candidate_median == 2 and row("net", "imports").verdict == "appeared"
+    assert (row("net", "memcpy_ns").baseline_median == 5000 and
+            row("net", "memcpy_ns").change == -5000)
+    assert (row("net", "imports").candidate_median == 2 and
+            row("net", "imports").verdict == "appeared")
     assert row("net", "import_ns").change == 3000
     assert row("net", "binding_refresh_ns").candidate_median == 500
     assert row("net", "fallback_count").verdict == "none"
     boundary = row("net", "boundary_ns")
-    assert (boundary.baseline_median, boundary.candidate_median, boundary.verdict) == (5000, 3500, "less")
+    assert (boundary.baseline_median, boundary.candidate_median, boundary.verdict) == (5000, 3500,
+                                                                                       "less")
     execute = row("net", "execute_ns")
     assert execute.baseline_median == execute.candidate_median == 100_045
     assert execute.change == 0 and execute.change_pct == 0
@@ -117,7 +127,8 @@ def test_a_smaller_min_effect_makes_the_latency_gain_a_verdict(pair):
 
 
 def test_changed_execution_fails_the_expectation(tmp_path, pair):
-    zero = write(tmp_path / "slow.json", doc(True, [zero_record(i, execute_scale=1.10) for i in range(N)]))
+    zero = write(tmp_path / "slow.json",
+                 doc(True, [zero_record(i, execute_scale=1.10) for i in range(N)]))
     c = compared([pair[0]], [zero])
     execute = c.row("net", "execute_ns")
     assert execute.verdict == "slower"
@@ -129,8 +140,8 @@ def test_changed_execution_fails_the_expectation(tmp_path, pair):
 def test_rejected_buffer_keeps_its_copy_and_the_reason_is_shown(tmp_path, pair):
     records = [zero_record(i) for i in range(N)]
     for rec in records:
-        rec.update(in_copy_bytes=4096, in_memcpy_ns=4000, in_zero_copy_bytes=0, imports=1, fallback_count=1,
-                   rejection_count=1)  # fmt: skip
+        rec.update(in_copy_bytes=4096, in_memcpy_ns=4000, in_zero_copy_bytes=0, imports=1,
+                   fallback_count=1, rejection_count=1)  # fmt: skip
     reason = [{"buffer": "input0", "reason": "host pointer not aligned to 4096", "count": N}]
     zero = write(tmp_path / "rejected.json", doc(True, records, rejections=reason))
     c = compared([pair[0]], [zero])
@@ -152,7 +163,8 @@ def test_swapped_arguments_and_failed_executes_are_caught(tmp_path, pair):
     failing[3]["success"] = False
     zero = write(tmp_path / "fails.json", doc(True, failing))
     c = compared([pair[0]], [zero])
-    assert next(e for e in c.expectations if e.name == "executes succeeded").detail == "zero_copy: 1 failed"
+    assert (next(e for e in c.expectations if e.name == "executes succeeded").detail
+            == "zero_copy: 1 failed")
 
 
 def test_repetitions_pool_runs_and_different_devices_are_flagged(tmp_path, pair):
@@ -173,13 +185,18 @@ def test_report_files_are_complete_and_deterministic(tmp_path, pair):
     finally:
         os.umask(old_umask)
     assert {p.name for p in written.values()} == set(VGF_REPORT_FILES.values())
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(VGF_REPORT_FILES.values())  # no temp files
-    assert {p.stat().st_mode & 0o777 for p in written.values()} == {0o644}  # 0o666 & ~umask, not 0o600
+    # no temp files
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(VGF_REPORT_FILES.values())
+    # 0o666 & ~umask, not 0o600
+    assert {p.stat().st_mode & 0o777 for p in written.values()} == {0o644}
     md = written["markdown"].read_text(encoding="utf-8")
-    for heading in ("## Per-inference latency", "## Boundary cost removed", "## Boundary cost remaining",
-                    "## Execution changed?", "## Fallbacks and rejections", "## Expectations"):  # fmt: skip
+    for heading in ("## Per-inference latency", "## Boundary cost removed",
+                    "## Boundary cost remaining",
+                    "## Execution changed?", "## Fallbacks and rejections",
+                    "## Expectations"):  # fmt: skip
         assert heading in md
-    cells = [[cell.strip() for cell in line.split("|")[1:-1]] for line in md.splitlines() if line.startswith("| net")]
+    cells = [[cell.strip() for cell in line.split("|")[1:-1]]
+             for line in md.splitlines() if line.startswith("| net")]
     assert ["net", "input copy bytes", "4,096 B", "0 B", "4,096 B", "removed"] in cells
     assert ["net", "imports", "0", "2", "+2", "appeared"] in cells
     assert "**net**: memcpy 5 µs -> 0 ns; import + refresh +3.5 µs; net boundary saves 1.5 µs" in md
@@ -188,15 +205,18 @@ def test_report_files_are_complete_and_deterministic(tmp_path, pair):
     assert data["format"] == "fvp-harness-vgf-report" and data["expectations_violated"] is False
     lines = written["csv"].read_text(encoding="utf-8").splitlines()
     assert lines[0].startswith("model,section,metric,unit,baseline,candidate,baseline_median")
-    assert any(line.startswith("net,execution,execute_ns,ns,copy,zero_copy,100045,") for line in lines)
+    assert any(line.startswith("net,execution,execute_ns,ns,copy,zero_copy,100045,")
+               for line in lines)
     again = compared([pair[0]], [pair[1]])
     assert render_vgf_markdown(again) == md
-    assert render_vgf_csv(again) == render_vgf_csv(c) and render_vgf_json(again) == render_vgf_json(c)
+    assert (render_vgf_csv(again) == render_vgf_csv(c) and
+            render_vgf_json(again) == render_vgf_json(c))
 
 
 def test_cli_writes_the_report_and_exits_by_expectations(tmp_path, pair, capsys):
     out = tmp_path / "report"
-    assert main(["vgf", str(pair[0]), str(pair[1]), "-o", str(out), "--outputs", "markdown,csv"]) == 0
+    assert (main(["vgf", str(pair[0]), str(pair[1]), "-o", str(out), "--outputs", "markdown,csv"])
+            == 0)
     printed = capsys.readouterr().out
     assert "net: memcpy 5 µs -> 0 ns" in printed and "PASS" in printed
     assert sorted(p.name for p in out.iterdir()) == ["vgf_report.csv", "vgf_report.md"]
@@ -214,7 +234,8 @@ def test_cli_bad_input_exits_2_naming_the_file(tmp_path, pair, capsys):
 
 
 def _stored(unit: str, build: str) -> Record:
-    return record(unit, key=unit, scenario="s", build=build, model="net", repetition=0, metric_units={},
+    return record(unit, key=unit, scenario="s", build=build, model="net", repetition=0,
+                  metric_units={},
                   samples={"iteration_time": [0.1]}, started="2026-01-01T00:00:00Z")
 
 
@@ -227,7 +248,8 @@ def test_results_folder_reports_are_matched_to_units_and_stale_ones_skipped(tmp_
     write(root / "fetched" / "r0-zc-net" / "r0-zc-net.vgf.json", json.loads(pair[1].read_text()))
     write(root / "fetched" / "r9-old-net" / "r9-old-net.vgf.json", json.loads(pair[1].read_text()))
     write(root / "fetched" / "r1-zc-net" / "r1-zc-net.vgf.json", json.loads(pair[1].read_text()))
-    store.append(_stored("r1-zc-net", "zc").model_copy(update={"status": "failed", "failure_class": "test"}))
+    store.append(_stored("r1-zc-net",
+                         "zc").model_copy(update={"status": "failed", "failure_class": "test"}))
     data = load_results(root, records=store.records())
     assert (data.baseline, data.candidate) == ("cp", "zc")
     assert any("unit r1-zc-net failed in this run" in w for w in data.warnings)
@@ -256,8 +278,10 @@ def test_results_folder_ignores_other_json_and_reports_broken_vgf_files(tmp_path
         store.append(_stored(unit, build))
     write(root / "fetched" / "r0-cp-net" / "r0-cp-net.vgf.json", json.loads(pair[0].read_text()))
     write(root / "fetched" / "r0-zc-net" / "r0-zc-net.vgf.json", json.loads(pair[1].read_text()))
-    write(root / "fetched" / "r0-zc-net" / "trace.json", {"events": [1, 2]})  # not a VGF report: ignored
-    (root / "fetched" / "r0-cp-net" / "second.vgf.json").write_text('{"records": [', encoding="utf-8")
+    # not a VGF report: ignored
+    write(root / "fetched" / "r0-zc-net" / "trace.json", {"events": [1, 2]})
+    (root / "fetched" / "r0-cp-net" / "second.vgf.json").write_text('{"records": [',
+                                                                    encoding="utf-8")
     data = load_results(root, records=store.records())
     assert len(data.records) == 2
     assert len(data.warnings) == 1 and "second.vgf.json:1:14: not valid JSON" in data.warnings[0]
@@ -266,4 +290,5 @@ def test_results_folder_ignores_other_json_and_reports_broken_vgf_files(tmp_path
     with pytest.raises(VgfFormatError, match="no readable VGF report"):
         report_results_folder(root, store.records())
     next(root.rglob("second.vgf.json")).unlink()
-    assert report_results_folder(root, store.records()) is None  # only other JSON left: not a VGF scenario
+    # only other JSON left: not a VGF scenario
+    assert report_results_folder(root, store.records()) is None

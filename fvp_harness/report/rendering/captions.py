@@ -1,5 +1,6 @@
-"""The words around the tables: a report's default title, the context line under it, the caption line above a
-comparison table (what measured it, which any paste of the table keeps), the notes under it, and a chart's title.
+"""The words around the tables: a report's default title, the context line under it, the caption
+line above a comparison table (what measured it, which any paste of the table keeps), the notes
+under it, and a chart's title.
 """
 
 from __future__ import annotations
@@ -12,12 +13,13 @@ from fvp_harness.report.rendering.context import ReportContext
 from fvp_harness.report.stats.findings import Comparison
 from fvp_harness.report.stats.result import AnalysisResult
 
-__all__ = ["caption_line", "chart_title", "context_line", "default_title", "method_note", "numbers_note"]
+__all__ = ["caption_line", "chart_title", "context_line", "default_title", "method_note",
+           "numbers_note"]
 
 
 def default_title(result: AnalysisResult, context: ReportContext) -> str:
-    """``<scenario>: after vs before``; several candidates of one baseline: ``<scenario>: u85-256, u85-512 vs
-    u85-128``; pairs with different baselines: ``<scenario>: b vs a; d vs c``."""
+    """``<scenario>: after vs before``; several candidates of one baseline: ``<scenario>: u85-256,
+    u85-512 vs u85-128``; pairs with different baselines: ``<scenario>: b vs a; d vs c``."""
     name = context.scenario or "benchmark"
     comparisons = result.comparisons
     if not comparisons:
@@ -31,8 +33,8 @@ def default_title(result: AnalysisResult, context: ReportContext) -> str:
 def context_line(
     context: ReportContext, comparisons: Sequence[Comparison], builds_in_order: Sequence[str]
 ) -> str:
-    """Platform and FVP (or the host, for ``target: host``), the builds the manifest names (and the compared ones),
-    date."""
+    """Platform and FVP (or the host, for ``target: host``), the builds the manifest names (and the
+    compared ones), date."""
     named = set(context.builds)
     for comparison in comparisons:
         named |= {comparison.baseline, comparison.candidate}
@@ -67,27 +69,28 @@ def method_note(result: AnalysisResult, comparison: Comparison) -> str:
                  f"time), so the change is exact: no interval and no p; it is weighed against "
                  f"±{m:g}% alone.")
     return (
-        f"Medians over all measured iterations of every unit (one unit is one runner process); Saved = 100 × "
-        f"(1 − {c} / {b}): +64% means {c} takes 64% less, \"20% slower\" that it takes 20% more. "
-        f"{s.confidence * 100:g}% CI of saved: two-level bootstrap ({s.resamples} resamples, seed {s.seed}) "
-        "over units then iterations, widened to the Welch t-interval over unit medians when that is wider. "
-        "p: two-sided, for \"no change\", at the same level as the CI: the larger of the bootstrap's (the share "
-        "of resamples on the far side of no change) and the Welch t-test's over unit medians (each process "
-        f"counted once). Processes: runner processes (units) {b}/{c}, what the CI and p "
-        "count (each one's iterations are resampled inside it; their number is `n` under Per "
-        f"build).{geometric} Verdict: *no change* when the CI lies within ±{m:g}%, "
-        "*faster*/*slower* when it lies entirely beyond that (and "
-        f"p < {s.alpha:g}), otherwise *inconclusive*.{exact}"
+        "Medians over all measured iterations of every unit (one unit is one runner process); "
+        f"Saved = 100 × (1 − {c} / {b}): +64% means {c} takes 64% less, \"20% slower\" that it "
+        f"takes 20% more. {s.confidence * 100:g}% CI of saved: two-level bootstrap ({s.resamples} "
+        f"resamples, seed {s.seed}) over units then iterations, widened to the Welch t-interval "
+        "over unit medians when that is wider. p: two-sided, for \"no change\", at the same level "
+        "as the CI: the larger of the bootstrap's (the share of resamples on the far side of no "
+        "change) and the Welch t-test's over unit medians (each process counted once). Processes: "
+        f"runner processes (units) {b}/{c}, what the CI and p count (each one's iterations are "
+        f"resampled inside it; their number is `n` under Per build).{geometric} Verdict: *no "
+        f"change* when the CI lies within ±{m:g}%, *faster*/*slower* when it lies entirely beyond "
+        f"that (and p < {s.alpha:g}), otherwise *inconclusive*.{exact}"
     )
 
 
 def caption_line(comparison: Comparison, context: ReportContext) -> str:
-    """The line directly above a comparison table, which any paste of the table keeps: what measured it. A
-    simulated run says so in its first word."""
+    """The line directly above a comparison table, which any paste of the table keeps: what measured
+    it. A simulated run says so in its first word."""
     label, per = metric_label(comparison.primary)
     what = f"{label} {per}, {comparison.baseline} -> {comparison.candidate}"
     if context.simulated:
-        shown = context.measured_on if context.measured_on and "simulator" in context.measured_on else None
+        shown = (context.measured_on if context.measured_on and
+                 "simulator" in context.measured_on else None)
         return f"**Simulated, not measured on an FVP** ({shown or 'fvp-harness sim'}): {what}."
     if context.measured_on:
         return f"Measured on {context.measured_on}: {what}."
@@ -95,13 +98,16 @@ def caption_line(comparison: Comparison, context: ReportContext) -> str:
 
 
 def numbers_note(comparison: Comparison, context: ReportContext) -> str:
-    """What these numbers are, under the table: what a CPU time or an NPU cycle count from this source means."""
+    """What these numbers are, under the table: what a CPU time or an NPU cycle count from this
+    source means."""
     host, qemu = context.host is not None, context.model_label == "QEMU"
     return machine_record.numbers_note(comparison.primary, context.simulated, host, qemu=qemu)
 
 
 def chart_title(title: str, context: ReportContext) -> str:
-    """A chart's title with what measured it on a second line, so a chart shown alone keeps the label."""
+    """A chart's title with what measured it on a second line, so a chart shown alone keeps the
+    label."""
     if context.simulated:
-        return f"{title}\nSIMULATED ({context.measured_on or 'fvp-harness sim'}), not measured on an FVP"
+        return (f"{title}\nSIMULATED ({context.measured_on or 'fvp-harness sim'}), not measured on "
+                "an FVP")
     return f"{title}\nmeasured on {context.measured_on}" if context.measured_on else title

@@ -1,5 +1,6 @@
-"""How one finding reads in a table cell, the same in every output (markdown, CSV, JUnit, the terminal): a metric's
-label, the NPU-cycles cell, whether outputs were identical, a gate's change, CI and limit, an expectation's name."""
+"""How one finding reads in a table cell, the same in every output (markdown, CSV, JUnit, the
+terminal): a metric's label, the NPU-cycles cell, whether outputs were identical, a gate's change,
+CI and limit, an expectation's name."""
 
 from __future__ import annotations
 
@@ -99,8 +100,8 @@ def gate_allowed(gate: GateCheck) -> str:
 
 
 def expectation_label(e: Expectation) -> str:
-    """How an expectation is named in tables: ``identical npu_cycles``, ``identical load_time (±5%)``,
-    ``gate load_time (≤ +10%)``, ``min effect: not slower than -1%``."""
+    """How an expectation is named in tables: ``identical npu_cycles``, ``identical load_time
+    (±5%)``, ``gate load_time (≤ +10%)``, ``min effect: not slower than -1%``."""
     if e.kind == "identity":
         return f"identical {e.name}" + (f" ({e.limit})" if e.limit else "")
     if e.kind == "gate":

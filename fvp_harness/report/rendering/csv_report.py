@@ -1,5 +1,6 @@
-"""``report.csv``: one row per model on the primary metric, the geometric mean and the gates, pair after pair (or
-the per-build summary without a comparison), every row labelled with what measured it."""
+"""``report.csv``: one row per model on the primary metric, the geometric mean and the gates, pair
+after pair (or the per-build summary without a comparison), every row labelled with what measured
+it."""
 
 from __future__ import annotations
 
@@ -17,19 +18,22 @@ __all__ = ["CSV_COLUMNS", "PAIR_COLUMN", "render_csv"]
 
 
 CSV_COLUMNS = [
-    "model", "metric", "unit", "baseline", "candidate", "baseline_median", "candidate_median", "ratio",
-    "saved_pct", "ci_low", "ci_high", "p_value", "p_units", "n_baseline", "n_candidate", "units_baseline",
-    "units_candidate", "npu_baseline", "npu_candidate", "npu_identical", "outputs_identical", "verdict",
-    "row", "change", "change_ci_low", "change_ci_high", "change_unit", "max_regression",
+    "model", "metric", "unit", "baseline", "candidate", "baseline_median", "candidate_median",
+    "ratio",
+    "saved_pct", "ci_low", "ci_high", "p_value", "p_units", "n_baseline", "n_candidate",
+    "units_baseline",
+    "units_candidate", "npu_baseline", "npu_candidate", "npu_identical", "outputs_identical",
+    "verdict", "row", "change", "change_ci_low", "change_ci_high", "change_unit", "max_regression",
     "p_pooled_iterations_mann_whitney", "simulated", "measured_on",
 ]  # fmt: skip
-"""``row``: ``primary`` (a model on the primary metric), ``geomean`` or ``gate`` (a gated metric of a model: its
-``change`` candidate − baseline with CI, in ``change_unit`` (``%`` of the baseline median, or the metric's unit),
-the allowed ``max_regression`` in the same unit, and the gate's verdict). ``p_value`` is the process-level p the
-markdown shows, ``p_units`` the Welch t-test's over unit medians, ``p_pooled_iterations_mann_whitney`` the Mann-Whitney
-U over pooled iterations (which treats iterations of one process as independent: here only, labelled so);
-``simulated`` and ``measured_on`` say on every row what measured it. With several pairs a last column
-``pair`` (``u85-256 vs u85-128``) names each row's pair; a two-build report keeps the columns it always had
+"""``row``: ``primary`` (a model on the primary metric), ``geomean`` or ``gate`` (a gated metric of
+a model: its ``change`` candidate − baseline with CI, in ``change_unit`` (``%`` of the baseline
+median, or the metric's unit), the allowed ``max_regression`` in the same unit, and the gate's
+verdict). ``p_value`` is the process-level p the markdown shows, ``p_units`` the Welch t-test's over
+unit medians, ``p_pooled_iterations_mann_whitney`` the Mann-Whitney U over pooled iterations (which
+treats iterations of one process as independent: here only, labelled so); ``simulated`` and
+``measured_on`` say on every row what measured it. With several pairs a last column ``pair``
+(``u85-256 vs u85-128``) names each row's pair; a two-build report keeps the columns it always had
 (``baseline`` and ``candidate`` name the pair in both)."""
 
 PAIR_COLUMN = "pair"
@@ -116,10 +120,10 @@ def _comparison_rows(comparison: Comparison) -> list[dict[str, object]]:
 
 
 def render_csv(result: AnalysisResult, context: ReportContext | None = None) -> str:
-    """``report.csv``: one row per model plus the geometric mean and the gates (the comparison; pair after pair,
-    with a ``pair`` column, when there are several), or the per-build summary when the scenario has no comparison.
-    Every row carries ``simulated`` and ``measured_on`` (the label travels with the numbers). Floats with 6
-    significant digits."""
+    """``report.csv``: one row per model plus the geometric mean and the gates (the comparison; pair
+    after pair, with a ``pair`` column, when there are several), or the per-build summary when the
+    scenario has no comparison. Every row carries ``simulated`` and ``measured_on`` (the label
+    travels with the numbers). Floats with 6 significant digits."""
     context = context or ReportContext()
     comparisons = result.comparisons
     if len(comparisons) == 1:

@@ -1,5 +1,6 @@
-"""``report.json``: everything the markdown shows, machine-readable and versioned (``REPORT_FORMAT_VERSION``), and
-``jsonable``, how every JSON file the harness writes rounds its numbers."""
+"""``report.json``: everything the markdown shows, machine-readable and versioned
+(``REPORT_FORMAT_VERSION``), and ``jsonable``, how every JSON file the harness writes rounds its
+numbers."""
 
 from __future__ import annotations
 
@@ -21,17 +22,18 @@ __all__ = ["REPORT_FORMAT_VERSION", "jsonable", "render_json"]
 
 
 REPORT_FORMAT_VERSION = 4
-"""Version of ``report.json``; bumped when a field changes meaning or disappears. 2: ``failed_units[].unit``
-became ``unit_id`` (the unit's id, as in records). 3: ``comparisons`` holds one comparison per pair of builds;
-``comparison`` is only the first of them, while ``expectations_violated`` and ``verdict`` cover every pair.
-4: a model's ``p_value`` is the process-level one (``pvalues.process_level_p``; the pooled Mann-Whitney is
-``p_pooled``); ``machine`` (the manifest's machine record), ``simulated`` and ``measured_on`` are added."""
+"""Version of ``report.json``; bumped when a field changes meaning or disappears. 2:
+``failed_units[].unit`` became ``unit_id`` (the unit's id, as in records). 3: ``comparisons`` holds
+one comparison per pair of builds; ``comparison`` is only the first of them, while
+``expectations_violated`` and ``verdict`` cover every pair. 4: a model's ``p_value`` is the
+process-level one (``pvalues.process_level_p``; the pooled Mann-Whitney is ``p_pooled``);
+``machine`` (the manifest's machine record), ``simulated`` and ``measured_on`` are added."""
 
 
 def jsonable(value: Any) -> Any:
-    """``value`` (dataclass dicts, numpy scalars, tuples) as plain JSON types for ``json.dumps``: NaN and
-    infinities become null; floats rounded to 12 significant digits so noise in the last bits of a platform's
-    float maths does not change the file."""
+    """``value`` (dataclass dicts, numpy scalars, tuples) as plain JSON types for ``json.dumps``:
+    NaN and infinities become null; floats rounded to 12 significant digits so noise in the last
+    bits of a platform's float maths does not change the file."""
     if isinstance(value, Mapping):
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -46,10 +48,11 @@ def jsonable(value: Any) -> Any:
     return str(value)
 
 
-def render_json(result: AnalysisResult, title: str | None = None, context: ReportContext | None = None,
-                events: EventReport | None = None) -> str:
-    """``report.json``: everything the markdown shows, machine-readable and versioned (``format_version``).
-    ``comparisons`` has one entry per pair; ``comparison`` repeats the first (format 2 readers keep working)."""
+def render_json(result: AnalysisResult, title: str | None = None,
+                context: ReportContext | None = None, events: EventReport | None = None) -> str:
+    """``report.json``: everything the markdown shows, machine-readable and versioned
+    (``format_version``). ``comparisons`` has one entry per pair; ``comparison`` repeats the first
+    (format 2 readers keep working)."""
     context = context or ReportContext()
     comparison = result.comparison
     data: dict[str, Any] = {
@@ -57,11 +60,13 @@ def render_json(result: AnalysisResult, title: str | None = None, context: Repor
         "format_version": REPORT_FORMAT_VERSION,
         "title": title or default_title(result, context),
         "builds": build_order(result, context),
-        "context": {k: v for k, v in dataclasses.asdict(context).items() if k != "machine"},  # top level
+        # top level
+        "context": {k: v for k, v in dataclasses.asdict(context).items() if k != "machine"},
         "settings": dataclasses.asdict(result.settings),
         "comparison": dataclasses.asdict(comparison) if comparison is not None else None,
         "comparisons": [dataclasses.asdict(c) for c in result.comparisons],
-        "summary": ordered_summary(result.summary, build_order(result, context)).to_dict(orient="records"),
+        "summary": ordered_summary(result.summary,
+                                   build_order(result, context)).to_dict(orient="records"),
         "failed_units": [dataclasses.asdict(f) for f in result.failed_units],
         "not_run": [dataclasses.asdict(u) for u in result.not_run],
         "planned_units": result.planned,
@@ -69,7 +74,8 @@ def render_json(result: AnalysisResult, title: str | None = None, context: Repor
         "dropped_samples": [dataclasses.asdict(d) for d in result.dropped],
         "drift": [dataclasses.asdict(d) for d in result.drift],
         "expectations_violated": expectations_violated(result),
-        "verdict": verdict_object(result),  # status, reasons, violated gates, not-run units: report.verdict
+        # status, reasons, violated gates, not-run units: report.verdict
+        "verdict": verdict_object(result),
         "simulated": context.simulated,
         "measured_on": context.measured_on,
         "machine": context.machine,

@@ -1,4 +1,5 @@
-"""JUnit XML from an analysis: what Jenkins, GitLab, GitHub test reporters and most CI systems show as test results.
+"""JUnit XML from an analysis: what Jenkins, GitLab, GitHub test reporters and most CI systems show
+as test results.
 """
 
 from __future__ import annotations
@@ -25,14 +26,15 @@ _MESSAGE_MAX = 500
 
 
 def _clean(text: str) -> str:
-    """Text without the characters XML 1.0 cannot hold (console output may carry escape or NUL bytes)."""
+    """Text without the characters XML 1.0 cannot hold (console output may carry escape or NUL
+    bytes)."""
     return _NOT_XML.sub("", text)
 
 
 @dataclass(frozen=True)
 class Case:
-    """One ``<testcase>``: ``outcome`` passed, failure, error or skipped; ``kind`` is the failure's ``type``
-    attribute; ``message`` one line; ``text`` the details."""
+    """One ``<testcase>``: ``outcome`` passed, failure, error or skipped; ``kind`` is the failure's
+    ``type`` attribute; ``message`` one line; ``text`` the details."""
 
     classname: str
     name: str
@@ -73,8 +75,8 @@ def _gate_text(gate: GateCheck, comparison: Comparison) -> str:
         f"metric: {gate.metric}",
         f"baseline {comparison.baseline}: median {fmt.number(gate.baseline_median)}{median_unit} "
         f"(n={gate.n_baseline})",
-        f"candidate {comparison.candidate}: median {fmt.number(gate.candidate_median)}{median_unit} "
-        f"(n={gate.n_candidate})",
+        f"candidate {comparison.candidate}: median "
+        f"{fmt.number(gate.candidate_median)}{median_unit} (n={gate.n_candidate})",
         f"change: {gate_change(gate)} ({_interval_words(gate)}); positive is worse",
         f"allowed: {gate_allowed(gate)}",
         f"verdict: {gate.verdict}",
@@ -89,10 +91,12 @@ def _expectation_cases(classname: str, comparison: Comparison) -> list[Case]:
         gate = gates.get((e.model, e.name)) if e.kind == "gate" else None
         text = _gate_text(gate, comparison) if gate is not None else e.detail
         if e.status == "fail":
-            kind = {"gate": "violated gate", "identity": "identity differs", "min_effect": "slower"}.get(e.kind, e.kind)
+            kind = {"gate": "violated gate", "identity": "identity differs",
+                    "min_effect": "slower"}.get(e.kind, e.kind)
             cases.append(Case(classname, _expectation_name(e), "failure", kind, e.detail, text))
         elif e.status == "unverified":
-            cases.append(Case(classname, _expectation_name(e), "skipped", "not verified", e.detail, text))
+            cases.append(Case(classname, _expectation_name(e), "skipped", "not verified", e.detail,
+                              text))
         else:
             cases.append(Case(classname, _expectation_name(e), "passed"))
     return cases
@@ -100,7 +104,8 @@ def _expectation_cases(classname: str, comparison: Comparison) -> list[Case]:
 
 def suite_from_result(name: str, result: AnalysisResult,
                       properties: Sequence[tuple[str, str]] = ()) -> Suite:
-    """The test suite of one report (see the module docstring); ``properties`` are added after ``verdict``."""
+    """The test suite of one report (see the module docstring); ``properties`` are added after
+    ``verdict``."""
     cases: list[Case] = []
     several = len(result.comparisons) > 1
     for comparison in result.comparisons:
@@ -109,9 +114,11 @@ def suite_from_result(name: str, result: AnalysisResult,
     for failed in result.failed_units:
         outcome: Outcome = "error" if failed.failure_class == "infrastructure" else "failure"
         message = (failed.failure.strip().splitlines() or ["(no message)"])[0]
-        text = f"{failed.failure.strip()}\nclass: {failed.failure_class}; attempt {failed.attempt}; log: " \
-               f"{failed.log or 'n/a'}"
-        cases.append(Case(f"{name}.units", failed.unit_id, outcome, f"{failed.failure_class} failure", message, text))
+        text = (f"{failed.failure.strip()}\nclass: {failed.failure_class}; attempt "
+                f"{failed.attempt}; log: "
+               f"{failed.log or 'n/a'}")
+        cases.append(Case(f"{name}.units", failed.unit_id, outcome,
+                          f"{failed.failure_class} failure", message, text))
     for missing in result.not_run:
         why = "no record of this unit with its planned content key (it did not run)"
         if missing.other_keys:
@@ -123,7 +130,8 @@ def suite_from_result(name: str, result: AnalysisResult,
 
 
 def junit_xml(suites: Sequence[Suite]) -> str:
-    """The JUnit XML document (UTF-8 text with its declaration, LF line ends, ends with a newline)."""
+    """The JUnit XML document (UTF-8 text with its declaration, LF line ends, ends with a
+    newline)."""
     root = ET.Element("testsuites", {"name": "fvp-harness"})
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     for suite in suites:
@@ -136,13 +144,16 @@ def junit_xml(suites: Sequence[Suite]) -> str:
         for kind, count in counts.items():
             totals[kind] += count
         element = ET.SubElement(root, "testsuite", {"name": _clean(suite.name),
-                                                    **{kind: str(count) for kind, count in counts.items()}})
+                                                    **{kind: str(count)
+                                                       for kind, count in counts.items()}})
         if suite.properties:
             properties = ET.SubElement(element, "properties")
             for name, value in suite.properties:
-                ET.SubElement(properties, "property", {"name": _clean(name), "value": _clean(value)})
+                ET.SubElement(properties, "property",
+                              {"name": _clean(name), "value": _clean(value)})
         for case in suite.cases:
-            node = ET.SubElement(element, "testcase", {"name": _clean(case.name), "classname": _clean(case.classname)})
+            node = ET.SubElement(element, "testcase",
+                                 {"name": _clean(case.name), "classname": _clean(case.classname)})
             if case.outcome != "passed":
                 tag = "skipped" if case.outcome == "skipped" else case.outcome
                 message = _clean(case.message.strip().replace("\n", " "))

@@ -1,6 +1,6 @@
-"""What measured a report's numbers, read from ``manifest.json``: simulated or not, which FVP build or simulator
-release, the machine record (``report.json``'s ``machine``, the markdown's ``## Machine`` footer) and each build's
-source.
+"""What measured a report's numbers, read from ``manifest.json``: simulated or not, which FVP build
+or simulator release, the machine record (``report.json``'s ``machine``, the markdown's ``##
+Machine`` footer) and each build's source.
 """
 
 from __future__ import annotations
@@ -23,10 +23,11 @@ __all__ = [
 ]
 
 SIMULATED_MARK = "simulated by fvp-harness"
-"""What the embedded simulator puts in its ``--version`` banner (``Fast Models [11.30.27 (simulated by ...)]``)."""
+"""What the embedded simulator puts in its ``--version`` banner (``Fast Models [11.30.27 (simulated
+by ...)]``)."""
 
-_CPU_TIME_METRICS = frozenset({"cpu_time", "iteration_time", "run_time", "load_time", "bm_execute_cycles",
-                               "bm_cpu_cycles"})
+_CPU_TIME_METRICS = frozenset({"cpu_time", "iteration_time", "run_time", "load_time",
+                               "bm_execute_cycles", "bm_cpu_cycles"})
 
 
 def _section(manifest: Mapping[str, Any] | None, name: str) -> Mapping[str, Any]:
@@ -60,8 +61,9 @@ def model_label(manifest: Mapping[str, Any] | None) -> str:
 
 
 def is_simulated(manifest: Mapping[str, Any] | None) -> bool:
-    """Whether any unit ran on the embedded simulator: the model is ``sim``, or the model or any booted instance
-    answered with the simulator's banner (a real binary path that is the simulator in disguise counts too)."""
+    """Whether any unit ran on the embedded simulator: the model is ``sim``, or the model or any
+    booted instance answered with the simulator's banner (a real binary path that is the simulator
+    in disguise counts too)."""
     if not manifest or _host_target(manifest):
         return False
     fvp = _section(manifest, "fvp")
@@ -74,8 +76,8 @@ def is_simulated(manifest: Mapping[str, Any] | None) -> bool:
 
 
 def measured_on(manifest: Mapping[str, Any] | None) -> str | None:
-    """One phrase for what measured the numbers: ``fvp-harness 0.1.0 simulator of FVP 11.30.27``, ``FVP
-    11.31.cs1000_a320_2 (FVP_Corstone-1000-A320, sha256 1a2b3c4d5e6f)``, ``QEMU 7.2.22
+    """One phrase for what measured the numbers: ``fvp-harness 0.1.0 simulator of FVP 11.30.27``,
+    ``FVP 11.31.cs1000_a320_2 (FVP_Corstone-1000-A320, sha256 1a2b3c4d5e6f)``, ``QEMU 7.2.22
     (qemu-system-aarch64, sha256 7148d1e6c858)``, ``host vm (x86_64)``; None when the manifest does
     not say."""
     if not manifest:
@@ -87,7 +89,8 @@ def measured_on(manifest: Mapping[str, Any] | None) -> str | None:
     fvp = _section(manifest, "fvp")
     version = str(fvp.get("version") or "").replace(" (simulated by fvp-harness sim)", "")
     if is_simulated(manifest):
-        release = fvp.get("simulator") or f"fvp-harness {manifest.get('harness_version') or ''}".strip()
+        release = (fvp.get("simulator") or
+                   f"fvp-harness {manifest.get('harness_version') or ''}".strip())
         return f"{release} simulator" + (f" of FVP {version}" if version else "")
     binary = str(fvp.get("path") or fvp.get("binary") or "")
     name = binary.rsplit("/", 1)[-1]
@@ -101,8 +104,8 @@ def measured_on(manifest: Mapping[str, Any] | None) -> str | None:
 
 
 def source_text(source: object) -> str | None:
-    """A build's source as the report shows it: ``pytorch/executorch@1a2b3c4d5e6f`` (declared), ``checkout
-    v1.2-3-gabc1234-dirty`` (the runner's git checkout); None when unknown."""
+    """A build's source as the report shows it: ``pytorch/executorch@1a2b3c4d5e6f`` (declared),
+    ``checkout v1.2-3-gabc1234-dirty`` (the runner's git checkout); None when unknown."""
     if not isinstance(source, Mapping):
         return None
     commit = str(source.get("commit") or "")[:12]
@@ -113,7 +116,8 @@ def source_text(source: object) -> str | None:
 
 
 def declared_sources(manifest: Mapping[str, Any] | None) -> dict[str, str]:
-    """Build -> ``repository@commit`` for the builds whose scenario declares ``source:`` (the table shows them)."""
+    """Build -> ``repository@commit`` for the builds whose scenario declares ``source:`` (the table
+    shows them)."""
     shown: dict[str, str] = {}
     for name, info in _section(manifest, "builds").items():
         if isinstance(info, Mapping):
@@ -126,8 +130,9 @@ def declared_sources(manifest: Mapping[str, Any] | None) -> dict[str, str]:
 
 
 def machine_record(manifest: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """``report.json``'s ``machine``: the host, the harness, the model (FVP identity or simulator release, no
-    banner or argv: those stay in the manifest) and per build its runner sha256 and source."""
+    """``report.json``'s ``machine``: the host, the harness, the model (FVP identity or simulator
+    release, no banner or argv: those stay in the manifest) and per build its runner sha256 and
+    source."""
     if not manifest:
         return None
     fvp = _section(manifest, "fvp")
@@ -135,10 +140,11 @@ def machine_record(manifest: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return {
         "host": dict(_section(manifest, "host")) or None,
         "harness": harness,
-        "fvp": {key: fvp.get(key) for key in ("binary", "version", "path", "sha256", "simulator")} if fvp else None,
-        "simulated": is_simulated(manifest),
+        "fvp": {key: fvp.get(key) for key in ("binary", "version", "path", "sha256", "simulator")}
+        if fvp else None, "simulated": is_simulated(manifest),
         "builds": {str(name): {"sha256": info.get("sha256"), "source": info.get("source")}
-                   for name, info in _section(manifest, "builds").items() if isinstance(info, Mapping)},
+                   for name, info in _section(manifest, "builds").items()
+                   if isinstance(info, Mapping)},
         "run": dict(_section(manifest, "run")) or None,
     }
 
@@ -150,18 +156,19 @@ def numbers_note(metric: str, simulated: bool, host: bool, qemu: bool = False) -
                 "the guest's instructions, it models no cycles and no NPU), so they compare builds "
                 "on the same emulator and host; they are not a time on an FVP or on silicon.")
     if host:
-        return ("What these numbers are: times of the runner on this host's own CPU (`target: host`); no FVP ran, "
-                "so they say nothing of an Arm platform.")
+        return ("What these numbers are: times of the runner on this host's own CPU (`target: "
+                "host`); no FVP ran, so they say nothing of an Arm platform.")
     if simulated:
-        return ("What these numbers are: **simulated**. The embedded simulator charges CPU time from a model of the "
-                "work each build does (driver objects created, bytes copied and zeroed), fitted once to a published "
-                "FVP measurement, and counts NPU cycles with its own per-layer model of the Ethos-U; neither is a "
-                "measurement of an FVP or of silicon. Run the scenario with `--fvp PATH` for real numbers.")
-    cpu = ("CPU time on an FVP is instruction-accurate, not cycle-accurate: it compares builds on the same model, it "
-           "is not a time on silicon. " if metric in _CPU_TIME_METRICS else "")
-    return (f"What these numbers are: {cpu}NPU cycles come from the Ethos-U model's own cycle counter (the delegate "
-            "reads it once per inference): they depend on the command stream and the NPU configuration, not on the "
-            "CPU-side code.")
+        return ("What these numbers are: **simulated**. The embedded simulator charges CPU time "
+                "from a model of the work each build does (driver objects created, bytes copied "
+                "and zeroed), fitted once to a published FVP measurement, and counts NPU cycles "
+                "with its own per-layer model of the Ethos-U; neither is a measurement of an FVP "
+                "or of silicon. Run the scenario with `--fvp PATH` for real numbers.")
+    cpu = ("CPU time on an FVP is instruction-accurate, not cycle-accurate: it compares builds on "
+           "the same model, it is not a time on silicon. " if metric in _CPU_TIME_METRICS else "")
+    return (f"What these numbers are: {cpu}NPU cycles come from the Ethos-U model's own cycle "
+            "counter (the delegate reads it once per inference): they depend on the command stream "
+            "and the NPU configuration, not on the CPU-side code.")
 
 
 def _load(values: object) -> str:
@@ -171,21 +178,24 @@ def _load(values: object) -> str:
 
 
 def machine_section(machine: Mapping[str, Any] | None, builds: Sequence[str]) -> list[str]:
-    """``## Machine``, the report's footer: one bullet per fact of the machine record (none: no section)."""
+    """``## Machine``, the report's footer: one bullet per fact of the machine record (none: no
+    section)."""
     if not machine:
         return []
     host = machine.get("host") or {}
     lines = ["## Machine", ""]
     if host:
         memory = host.get("memory_bytes")
-        parts = [str(host.get("hostname") or "?"), str(host.get("cpu_model") or host.get("machine") or "?"),
+        parts = [str(host.get("hostname") or "?"),
+                 str(host.get("cpu_model") or host.get("machine") or "?"),
                  f"{host['cpus']} cores" if host.get("cpus") else "cores n/a",
                  f"{memory / 2**30:.1f} GiB" if isinstance(memory, (int, float)) else "memory n/a",
-                 str(host.get("os") or host.get("platform") or "?"), f"Python {host.get('python') or '?'}"]
+                 str(host.get("os") or host.get("platform") or "?"),
+                 f"Python {host.get('python') or '?'}"]
         lines.append("- Host: " + " · ".join(parts))
         if host.get("load_before") is not None or host.get("load_after") is not None:
-            lines.append(f"- Load average (1 / 5 / 15 min): before {_load(host.get('load_before'))}, "
-                         f"after {_load(host.get('load_after'))}")
+            lines.append("- Load average (1 / 5 / 15 min): before "
+                         f"{_load(host.get('load_before'))}, after {_load(host.get('load_after'))}")
     harness = machine.get("harness") or {}
     if harness:
         text = f"- Harness: fvp-harness {harness.get('version') or '?'}"

@@ -60,16 +60,18 @@ _STOP_TEXT = {"ci_width": "CI narrow enough", "verdict settled": "verdict settle
 
 
 def _sampling_section(result: AnalysisResult) -> list[str]:
-    """``run.until``: how many repetitions each model needed and why it stopped (nothing without ``until``)."""
+    """``run.until``: how many repetitions each model needed and why it stopped (nothing without
+    ``until``)."""
     if not result.sampling:
         return []
-    rows = [[n.model, n.repetitions, _STOP_TEXT.get(n.reason, n.reason) if n.reason else "not stopped (run cut short)",
+    rows = [[n.model, n.repetitions,
+             _STOP_TEXT.get(n.reason, n.reason) if n.reason else "not stopped (run cut short)",
              n.detail or "-"] for n in result.sampling]
     table = markdown_table(rows, ["Model", "Repetitions", "Stopped because", "Detail"],
                            ["left", "right", "left", "left"])
     return ["## Repetitions needed (run.until)", "",
-            "Rounds of one unit per build ran until each model's primary comparison was precise enough or decided; "
-            "units its rule skipped are not counted as not run.", "", table, ""]
+            "Rounds of one unit per build ran until each model's primary comparison was precise "
+            "enough or decided; units its rule skipped are not counted as not run.", "", table, ""]
 
 
 def _failures_section(result: AnalysisResult) -> list[str]:
@@ -84,7 +86,8 @@ def _failures_section(result: AnalysisResult) -> list[str]:
     if result.not_run:
         counts.append(f"{len(result.not_run)} of {result.planned} planned unit(s) did not run")
     rows = [
-        [f.unit_id, f.build, f.model, f.attempt, f.failure_class, f.failure or "(no message)", f.log or "n/a"]
+        [f.unit_id, f.build, f.model, f.attempt, f.failure_class, f.failure or "(no message)",
+         f.log or "n/a"]
         for f in result.failed_units
     ]
     for u in result.not_run:
@@ -101,33 +104,38 @@ def _warnings(result: AnalysisResult) -> list[str]:
     notes = []
     by_metric: dict[str, list[tuple[str, int, str]]] = {}
     for left_out in result.dropped:
-        by_metric.setdefault(left_out.metric, []).append((left_out.unit_id, left_out.count, left_out.kinds))
+        by_metric.setdefault(left_out.metric,
+                             []).append((left_out.unit_id, left_out.count, left_out.kinds))
     for metric, items in by_metric.items():
         total = sum(count for _, count, _ in items)
         units = ", ".join(f"{unit_id} ({kinds})" for unit_id, _, kinds in items[:6])
         more = f", … ({len(items) - 6} more units)" if len(items) > 6 else ""
         notes.append(
-            f"Left out {total} stored {metric} value(s) that are no measurement (not finite, or negative or "
-            f"implausibly large for a built-in metric) in {len(items)} unit(s): {units}{more}. Records of older "
-            "versions may hold them; every number above is computed without them."
+            f"Left out {total} stored {metric} value(s) that are no measurement (not finite, or "
+            f"negative or implausibly large for a built-in metric) in {len(items)} unit(s): "
+            f"{units}{more}. Records of older versions may hold them; every number above is "
+            "computed without them."
         )
     if result.excluded_records:
         notes.append(
-            f"Left out {result.excluded_records} stored record(s) whose content key is not the one this run planned "
-            "for their unit: they were measured with other settings."
+            f"Left out {result.excluded_records} stored record(s) whose content key is not the one "
+            "this run planned for their unit: they were measured with other settings."
         )
     for d in result.drift:
         if d.flagged:
             notes.append(
                 f"Drift: {d.metric} of {d.model} / {d.build} trends over execution order "
-                f"(Spearman ρ = {d.rho:.2f}, p = {fmt.p_value(d.p_value)}, last third vs first third "
-                f"{d.change_pct:+.1f}%). Interleaving cancels drift between builds; check the host load."
+                f"(Spearman ρ = {d.rho:.2f}, p = {fmt.p_value(d.p_value)}, last third vs first "
+                f"third {d.change_pct:+.1f}%). Interleaving cancels drift between builds; check "
+                "the host load."
             )
-    fewest: dict[str, int] = {}  # per model, over every pair (pairs share builds: one note per model)
+    # per model, over every pair (pairs share builds: one note per model)
+    fewest: dict[str, int] = {}
     for comparison in result.comparisons:
         for m in comparison.models:
             if m.verdict != "not measured":
-                fewest[m.model] = min(fewest.get(m.model, m.units_baseline), m.units_baseline, m.units_candidate)
+                fewest[m.model] = min(fewest.get(m.model, m.units_baseline), m.units_baseline,
+                                      m.units_candidate)
     for model, processes in fewest.items():
         if processes < 3 and not result.sampling:  # run.until chose the count on the CI itself
             notes.append(
@@ -141,19 +149,21 @@ def _comparison_section(
     result: AnalysisResult, comparison: Comparison, builds: Sequence[str], several: bool,
     context: ReportContext, links: Sequence[str] = (),
 ) -> list[str]:
-    """One pair: its table, method note, gates, expectations and identity differences. With several pairs the
-    section is headed by the pair (``## u85-256 vs u85-128``) and its parts are one level deeper."""
+    """One pair: its table, method note, gates, expectations and identity differences. With several
+    pairs the section is headed by the pair (``## u85-256 vs u85-128``) and its parts are one level
+    deeper."""
     sub = "###" if several else "##"
     lines = [f"## {fmt.markdown_cell(comparison.label)}", ""] if several else []
     choice = comparison.primary_choice
-    if choice is not None and len(choice.candidates) > 1:  # say which of the preferred metrics headlines
+    # say which of the preferred metrics headlines
+    if choice is not None and len(choice.candidates) > 1:
         lines += [f"Primary metric: **{comparison.primary}** ({choice.reason}).", ""]
     caption = caption_line(comparison, context)
-    lines += [*([caption, ""] if caption else []), comparison_table(comparison, context.sources), "",
-              numbers_note(comparison, context), "", method_note(result, comparison), ""]
+    lines += [*([caption, ""] if caption else []), comparison_table(comparison, context.sources),
+              "", numbers_note(comparison, context), "", method_note(result, comparison), ""]
     if links:
-        what = ("the charts (medians with CIs; every sample per build and runner process)" if len(links) > 1
-                else "the chart (medians with CIs)")
+        what = ("the charts (medians with CIs; every sample per build and runner process)"
+                if len(links) > 1 else "the chart (medians with CIs)")
         lines += [" · ".join(f"[{name}]({name})" for name in links) + f": {what}.", ""]
     lines += memory_section(result.frame, comparison, f"{sub} Memory")  # sizes: memory_table
     lines += gates_section(comparison, f"{sub} Gates")
@@ -170,11 +180,13 @@ def _comparison_section(
     return lines
 
 
-def render_markdown(result: AnalysisResult, title: str | None = None, context: ReportContext | None = None,
+def render_markdown(result: AnalysisResult, title: str | None = None,
+                    context: ReportContext | None = None,
                     events: EventReport | None = None, links: Sequence[str] = ()) -> str:
-    """The whole ``report.md`` as text (LF line ends, ends with one newline); ``events``: the ETDump event
-    comparison (``stats/etdump_events.py``), shown after the comparisons. ``links``: the chart files written
-    beside it (``report.png``, ``report.samples.png``), linked under the first comparison's table."""
+    """The whole ``report.md`` as text (LF line ends, ends with one newline); ``events``: the ETDump
+    event comparison (``stats/etdump_events.py``), shown after the comparisons. ``links``: the chart
+    files written beside it (``report.png``, ``report.samples.png``), linked under the first
+    comparison's table."""
     context = context or ReportContext()
     comparisons = result.comparisons
     several = len(comparisons) > 1
@@ -187,9 +199,11 @@ def render_markdown(result: AnalysisResult, title: str | None = None, context: R
     if several:
         lines += overview_section(comparisons)
     for index, comparison in enumerate(comparisons):
-        lines += _comparison_section(result, comparison, builds, several, context, links if index == 0 else ())
+        lines += _comparison_section(result, comparison, builds, several, context,
+                                     links if index == 0 else ())
     lines += events_markdown(events)  # where the time went, event by event: etdump_tables
-    lines += vela_section(result, context.vela)  # measured NPU cycles vs Vela's estimates: vela_estimates
+    # measured NPU cycles vs Vela's estimates: vela_estimates
+    lines += vela_section(result, context.vela)
     lines += _sampling_section(result)
     lines += _failures_section(result)
     notes = _warnings(result)

@@ -1,5 +1,6 @@
-"""The markdown tables of a report: a pair's comparison table, its gates and expectations, the overview of several
-pairs and the per-build summary. The VGF report shares ``expectations_markdown`` so the two read alike."""
+"""The markdown tables of a report: a pair's comparison table, its gates and expectations, the
+overview of several pairs and the per-build summary. The VGF report shares ``expectations_markdown``
+so the two read alike."""
 
 from __future__ import annotations
 
@@ -21,8 +22,8 @@ from fvp_harness.report.rendering.cells import (
 from fvp_harness.report.stats.findings import Comparison, ModelComparison
 from fvp_harness.scenario.metrics import MEMORY_METRICS
 
-__all__ = ["comparison_table", "expectations_markdown", "expectations_section", "gates_section", "overview_section",
-           "summary_table"]
+__all__ = ["comparison_table", "expectations_markdown", "expectations_section", "gates_section",
+           "overview_section", "summary_table"]
 
 
 EXACT = "exact"
@@ -87,7 +88,9 @@ def comparison_table(comparison: Comparison, sources: Mapping[str, str] | None =
                 gm.verdict,
             ]
         )
-    return markdown_table(rows, headers, ["left", "right", "right", "right", "right", "right", "right", "left", "left"])
+    return markdown_table(rows, headers,
+                          ["left", "right", "right", "right", "right", "right", "right", "left",
+                           "left"])
 
 
 def gates_section(comparison: Comparison, heading: str = "## Gates") -> list[str]:
@@ -97,16 +100,21 @@ def gates_section(comparison: Comparison, heading: str = "## Gates") -> list[str
     b, c = comparison.baseline, comparison.candidate
     rows = [
         [g.model, g.metric,
-         f"{fmt.number(g.baseline_median)} -> {fmt.number(g.candidate_median)}" + (f" {g.unit}" if g.unit else ""),
-         gate_change(g), gate_interval(g), gate_allowed(g), f"{g.n_baseline}/{g.n_candidate}", g.verdict]
+         f"{fmt.number(g.baseline_median)} -> {fmt.number(g.candidate_median)}"
+         + (f" {g.unit}" if g.unit else ""),
+         gate_change(g), gate_interval(g), gate_allowed(g), f"{g.n_baseline}/{g.n_candidate}",
+         g.verdict]
         for g in comparison.gates
     ]  # fmt: skip
-    headers = ["Model", "Metric", f"{b} -> {c}", "Change", "95% CI of change", "Allowed", "n", "Verdict"]
-    table = markdown_table(rows, headers, ["left", "left", "right", "right", "right", "right", "right", "left"])
+    headers = ["Model", "Metric", f"{b} -> {c}", "Change", "95% CI of change", "Allowed", "n",
+               "Verdict"]
+    table = markdown_table(rows, headers,
+                           ["left", "left", "right", "right", "right", "right", "right", "left"])
     note = (
-        f"Change = {c} − {b} (in % of the {b} median, or in the metric's unit); positive is worse. A gate is "
-        "*violated* when the whole CI lies above the allowed regression, *within* when it lies at or below it, "
-        "*inconclusive* when it straddles it (unverified: it does not fail the run, but the run is NOT VERIFIED)."
+        f"Change = {c} − {b} (in % of the {b} median, or in the metric's unit); positive is worse. "
+        "A gate is *violated* when the whole CI lies above the allowed regression, *within* when "
+        "it lies at or below it, *inconclusive* when it straddles it (unverified: it does not fail "
+        "the run, but the run is NOT VERIFIED)."
     )
     return [heading, "", table, "", note, ""]
 
@@ -114,28 +122,32 @@ def gates_section(comparison: Comparison, heading: str = "## Gates") -> list[str
 def expectations_markdown(
     rows: Sequence[tuple[str, str, str, str]], heading: str = "## Expectations"
 ) -> list[str]:
-    """The ``## Expectations`` section as lines: a **PASS**/**FAIL** line, then one table row per expectation.
+    """The ``## Expectations`` section as lines: a **PASS**/**FAIL** line, then one table row per
+    expectation.
 
-    ``rows`` are ``(model, expectation, status, detail)`` with status ``pass``, ``fail`` or ``unverified``; the
-    A/B report and the VGF report both use it so the two read alike. ``heading`` is the section's heading line
-    (one level deeper inside a pair's section).
+    ``rows`` are ``(model, expectation, status, detail)`` with status ``pass``, ``fail`` or
+    ``unverified``; the A/B report and the VGF report both use it so the two read alike. ``heading``
+    is the section's heading line (one level deeper inside a pair's section).
     """
     failed = [r for r in rows if r[2] == "fail"]
     unverified = [r for r in rows if r[2] == "unverified"]
     if failed:
         head = f"**FAIL**: {len(failed)} of {len(rows)} expectations violated"
     elif len(unverified) == len(rows):
-        # nothing measured (or nothing declared) is not a pass: say so instead of a green word over no evidence
+        # nothing measured (or nothing declared) is not a pass: say so instead of a green word over
+        # no evidence
         head = f"**NOT VERIFIED**: none of {len(rows)} expectations could be checked"
         unverified = []
     else:
-        head = f"**PASS**: no expectation violated ({len(rows) - len(unverified)} of {len(rows)} verified)"
+        head = (f"**PASS**: no expectation violated ({len(rows) - len(unverified)} of {len(rows)} "
+                "verified)")
     if unverified:
         head += f"; {len(unverified)} could not be verified"
     lines = [heading, "", head + ".", ""]
     if rows:
         table = [[model, check, status.upper(), detail] for model, check, status, detail in rows]
-        lines += [markdown_table(table, ["Model", "Expectation", "Result", "Detail"], ["left"] * 4), ""]
+        lines += [markdown_table(table, ["Model", "Expectation", "Result", "Detail"], ["left"] * 4),
+                  ""]
     return lines
 
 
@@ -160,7 +172,8 @@ def summary_table(summary: pd.DataFrame) -> str:
     ]
     rows = []
     for row in summary.to_dict("records"):
-        ci = "n/a" if pd.isna(row["ci_low"]) else f"{fmt.number(row['ci_low'])} … {fmt.number(row['ci_high'])}"
+        ci = "n/a" if pd.isna(row["ci_low"]) else (f"{fmt.number(row['ci_low'])} … "
+                                                   f"{fmt.number(row['ci_high'])}")
         one_number = row["std"] <= 1e-12 * abs(row["median"])  # std 0 but for rounding
         if row["n"] >= 2 and row["ci_low"] == row["ci_high"] and one_number:
             ci = EXACT  # one number in every sample: no interval of zero width
@@ -184,8 +197,8 @@ def summary_table(summary: pd.DataFrame) -> str:
 
 
 def _overview_cell(m: ModelComparison | None, comparison: Comparison, shared: bool) -> str:
-    """One pair's result for one model: ``600 (saved 40.0%, faster)``; with its own baseline and unit when the
-    pairs do not share them (``1,000 -> 600 cycles (saved 40.0%, faster)``)."""
+    """One pair's result for one model: ``600 (saved 40.0%, faster)``; with its own baseline and
+    unit when the pairs do not share them (``1,000 -> 600 cycles (saved 40.0%, faster)``)."""
     if m is None:
         return fmt.MISSING
     unit = f" {comparison.unit}" if comparison.unit else ""
@@ -198,21 +211,24 @@ def _overview_cell(m: ModelComparison | None, comparison: Comparison, shared: bo
 
 
 def overview_section(comparisons: Sequence[Comparison]) -> list[str]:
-    """``## Overview`` of several pairs: a row per model, a column per pair. When every pair has one baseline and
-    one primary metric (a sweep: u85-128 against u85-256 and u85-512) the baseline gets a column of its own and
-    each candidate column holds the candidate's median, its saving and verdict."""
+    """``## Overview`` of several pairs: a row per model, a column per pair. When every pair has one
+    baseline and one primary metric (a sweep: u85-128 against u85-256 and u85-512) the baseline gets
+    a column of its own and each candidate column holds the candidate's median, its saving and
+    verdict."""
     first = comparisons[0]
-    shared = len({c.baseline for c in comparisons}) == 1 and len({(c.primary, c.unit) for c in comparisons}) == 1
+    shared = (len({c.baseline for c in comparisons}) == 1 and
+              len({(c.primary, c.unit) for c in comparisons}) == 1)
     models = list(dict.fromkeys(m.model for c in comparisons for m in c.models))
     if shared:
         label, per = metric_label(first.primary)
         unit = f" ({first.unit})" if first.unit else ""
-        intro = (f"{label} {per}{unit}: median of **{first.baseline}** and of each candidate, with the candidate's "
-                 f"saving against {first.baseline} and its verdict. Each pair's section below has the details.")
+        intro = (f"{label} {per}{unit}: median of **{first.baseline}** and of each candidate, with "
+                 f"the candidate's saving against {first.baseline} and its verdict. Each pair's "
+                 "section below has the details.")
         headers = ["Model", f"{first.baseline} (baseline)", *(c.candidate for c in comparisons)]
     else:
-        intro = ("Each pair on its primary metric: medians baseline -> candidate, the saving and the verdict. Each "
-                 "pair's section below has the details.")
+        intro = ("Each pair on its primary metric: medians baseline -> candidate, the saving and "
+                 "the verdict. Each pair's section below has the details.")
         headers = ["Model", *(c.label for c in comparisons)]
     rows: list[list[object]] = []
     for model in models:

@@ -1,6 +1,6 @@
-"""A run's report files from an ``result.AnalysisResult``: ``report.md``, ``.csv``, ``.json``, ``.png`` (and
-``report.samples.png``, ``report.events.csv``), each rendered by its own module and written here. Renders only: no
-statistics, no clock.
+"""A run's report files from an ``result.AnalysisResult``: ``report.md``, ``.csv``, ``.json``,
+``.png`` (and ``report.samples.png``, ``report.events.csv``), each rendered by its own module and
+written here. Renders only: no statistics, no clock.
 """
 
 from __future__ import annotations
@@ -34,13 +34,14 @@ def render_report(
     events: EventReport | None = None,
 ) -> dict[str, Path]:
     """Write the requested outputs into ``out_dir`` (``report.md/.csv/.json/.png``; with ``png``
-    ``report.samples.png``, the distributions; with ``events`` and the ``csv`` output ``report.events.csv``);
-    return name -> path of the outputs asked for.
+    ``report.samples.png``, the distributions; with ``events`` and the ``csv`` output
+    ``report.events.csv``); return name -> path of the outputs asked for.
 
     ``out_dir`` is the folder ``store.ResultStore`` owns (``store.root``); nothing else is written.
     """
     context = context or ReportContext()
-    links = [REPORT_FILES["png"], *([REPORT_SAMPLES_FILE] if has_samples(result) else [])] if "png" in outputs else []
+    links = ([REPORT_FILES["png"], *([REPORT_SAMPLES_FILE] if has_samples(result) else [])]
+             if "png" in outputs else [])
     text = {
         "markdown": lambda: render_markdown(result, title, context, events, links),
         "csv": lambda: render_csv(result, context),
@@ -56,10 +57,12 @@ def render_report(
         if figure is not None:
             save_png(figure, samples, layout=False)
         else:
-            samples.unlink(missing_ok=True)  # nothing to draw: no stale picture of an earlier run either
+            # nothing to draw: no stale picture of an earlier run either
+            samples.unlink(missing_ok=True)
 
     written = write_report_files(out_dir, outputs, REPORT_FILES, text, charts)
-    if events is not None and "csv" in written:  # the event rows, as report.json's etdump_events holds them
+    # the event rows, as report.json's etdump_events holds them
+    if events is not None and "csv" in written:
         written["events_csv"] = Path(out_dir) / EVENTS_CSV_FILE
         atomic_write(written["events_csv"], events_csv(events))
     return written

@@ -31,19 +31,22 @@ __all__ = [
 ]
 
 MEASURED_METRICS = ("npu_cycles", "bm_npu_cycles")
-"""The per-inference NPU cycle counters a platform reports (Linux delegate, bare-metal), first one present wins."""
+"""The per-inference NPU cycle counters a platform reports (Linux delegate, bare-metal), first one
+present wins."""
 
 MAX_CSV_BYTES = 16 * 1024 * 1024
 """Vela's reports of real networks are kilobytes; a bigger file is not one of them."""
 
 
 class VelaCsvError(ValueError):
-    """A file that is not a readable Vela summary or per-layer CSV; the message starts with ``file:line``."""
+    """A file that is not a readable Vela summary or per-layer CSV; the message starts with
+    ``file:line``."""
 
 
 @dataclass(frozen=True)
 class VelaEstimateFile:
-    """One Vela report, read: the estimated NPU cycles of one inference and what it was estimated for."""
+    """One Vela report, read: the estimated NPU cycles of one inference and what it was estimated
+    for."""
 
     path: str
     kind: Literal["summary", "per-layer"]
@@ -54,7 +57,8 @@ class VelaEstimateFile:
 
     @property
     def configuration(self) -> str:
-        """``Ethos_U85_256, Ethos_U85_SYS_DRAM_Mid, Sram_Only`` (what the summary names), or ``per-layer CSV``."""
+        """``Ethos_U85_256, Ethos_U85_SYS_DRAM_Mid, Sram_Only`` (what the summary names), or
+        ``per-layer CSV``."""
         parts = [p for p in (self.accelerator, self.system_config, self.memory_mode) if p]
         return ", ".join(parts) if parts else f"{self.kind} CSV"
 
@@ -70,14 +74,16 @@ def _float(value: str | None, where: str, column: str) -> float:
 
 
 def read_vela_csv(path: Path | str) -> VelaEstimateFile:
-    """Read a Vela summary or per-layer CSV (see the module docstring); VelaCsvError says what is wrong, where."""
+    """Read a Vela summary or per-layer CSV (see the module docstring); VelaCsvError says what is
+    wrong, where."""
     path = Path(path)
     try:
         if path.stat().st_size > MAX_CSV_BYTES:
             raise VelaCsvError(f"{path}: {path.stat().st_size} bytes is too big for a Vela report")
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
-        raise VelaCsvError(f"{path}: not found (run Vela with --verbose-performance, or the model's build)") from None
+        raise VelaCsvError(f"{path}: not found (run Vela with --verbose-performance, or the "
+                           "model's build)") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise VelaCsvError(f"{path}: cannot be read: {exc}") from None
     try:
@@ -87,13 +93,16 @@ def read_vela_csv(path: Path | str) -> VelaEstimateFile:
     if not rows or not rows[0]:
         raise VelaCsvError(f"{path}:1: empty; expected Vela's summary or per-layer CSV")
     header = [name.strip() for name in rows[0]]
-    records = [(line, dict(zip(header, row, strict=False))) for line, row in enumerate(rows[1:], start=2) if row]
+    records = [(line, dict(zip(header, row, strict=False)))
+               for line, row in enumerate(rows[1:], start=2) if row]
     if "cycles_total" in header:
         if len(records) != 1:
-            raise VelaCsvError(f"{path}: a Vela summary CSV has one row of values; found {len(records)}")
+            raise VelaCsvError(f"{path}: a Vela summary CSV has one row of values; found "
+                               f"{len(records)}")
         line, row = records[0]
         cycles = _float(row.get("cycles_total"), f"{path}:{line}", "cycles_total")
-        return VelaEstimateFile(str(path), "summary", cycles, row.get("accelerator_configuration") or None,
+        return VelaEstimateFile(str(path), "summary", cycles,
+                                row.get("accelerator_configuration") or None,
                                 row.get("system_config") or None, row.get("memory_mode") or None)
     if "Op Cycles" in header:
         if not records:
@@ -104,13 +113,14 @@ def read_vela_csv(path: Path | str) -> VelaEstimateFile:
             if row.get("Target", "NPU").strip() == "NPU"
         )
         return VelaEstimateFile(str(path), "per-layer", total)
-    raise VelaCsvError(f"{path}:1: neither a Vela summary CSV (no cycles_total column) nor a per-layer CSV (no "
-                       "'Op Cycles' column)")
+    raise VelaCsvError(f"{path}:1: neither a Vela summary CSV (no cycles_total column) nor a "
+                       "per-layer CSV (no 'Op Cycles' column)")
 
 
 @dataclass(frozen=True)
 class VelaSpec:
-    """A model's ``vela`` entry with absolute paths (plain data: ``report.json`` shows it under ``context.vela``)."""
+    """A model's ``vela`` entry with absolute paths (plain data: ``report.json`` shows it under
+    ``context.vela``)."""
 
     file: str | None
     builds: Mapping[str, str]
@@ -122,16 +132,19 @@ class VelaSpec:
 
 @dataclass(frozen=True)
 class VelaInputs:
-    """What ``load_vela_inputs`` read: each model's spec, and each named file's estimate or its problem."""
+    """What ``load_vela_inputs`` read: each model's spec, and each named file's estimate or its
+    problem."""
 
     specs: Mapping[str, VelaSpec]
     files: Mapping[str, VelaEstimateFile | str] = field(default_factory=dict)
     """Absolute path -> the estimate, or the problem text."""
     simulated: bool = False
-    """The run was on the embedded simulator (whose counter is itself Vela's estimate: see ``vela_section``)."""
+    """The run was on the embedded simulator (whose counter is itself Vela's estimate: see
+    ``vela_section``)."""
 
     def estimate_for(self, model: str, build: str) -> tuple[VelaEstimateFile | None, str | None]:
-        """(estimate, problem) of one model and build; both None when the model names no file for that build."""
+        """(estimate, problem) of one model and build; both None when the model names no file for
+        that build."""
         spec = self.specs.get(model)
         name = spec.file_for(build) if spec is not None else None
         if name is None:
@@ -143,8 +156,9 @@ class VelaInputs:
 
 
 def load_vela_inputs(manifest: Mapping[str, Any] | None) -> VelaInputs | None:
-    """Read every Vela file the manifest's resolved scenario names (``models.<name>.vela``); None when none is
-    named. The only I/O of this module: a missing or malformed file becomes a problem line, never an exception."""
+    """Read every Vela file the manifest's resolved scenario names (``models.<name>.vela``); None
+    when none is named. The only I/O of this module: a missing or malformed file becomes a problem
+    line, never an exception."""
     if not manifest:
         return None
     scenario = manifest.get("scenario")
@@ -201,13 +215,15 @@ class VelaRow:
 
     @property
     def outside(self) -> bool:
-        """The ratio leaves the band (a missing ratio is not flagged: ``problem`` or the measured cell says why)."""
+        """The ratio leaves the band (a missing ratio is not flagged: ``problem`` or the measured
+        cell says why)."""
         ratio = self.ratio
         return ratio is not None and not self.band[0] <= ratio <= self.band[1]
 
 
 def _measured(result: AnalysisResult) -> dict[tuple[str, str], tuple[str, float]]:
-    """(model, build) -> (metric, median) of the first NPU cycle counter present, in the summary's order."""
+    """(model, build) -> (metric, median) of the first NPU cycle counter present, in the summary's
+    order."""
     found: dict[tuple[str, str], tuple[str, float]] = {}
     summary = result.summary
     if not len(summary):
@@ -219,11 +235,13 @@ def _measured(result: AnalysisResult) -> dict[tuple[str, str], tuple[str, float]
 
 
 def vela_rows(result: AnalysisResult, inputs: VelaInputs) -> list[VelaRow]:
-    """Every model with a spec x every build that ran it or has an estimate of its own; builds in the order they
-    first ran (the scenario's order, as the rest of the report)."""
+    """Every model with a spec x every build that ran it or has an estimate of its own; builds in
+    the order they first ran (the scenario's order, as the rest of the report)."""
     measured = _measured(result)
-    ran = set(measured) | ({(str(m), str(b)) for m, b in zip(result.summary["model"], result.summary["build"],
-                                                             strict=True)} if len(result.summary) else set())
+    ran = set(measured) | ({(str(m), str(b))
+                            for m, b in zip(result.summary["model"], result.summary["build"],
+                                                             strict=True)} if len(result.summary)
+                           else set())
     order = [str(b) for b in dict.fromkeys(result.summary["build"])] if len(result.summary) else []
     rows = []
     for model, spec in inputs.specs.items():
@@ -248,23 +266,24 @@ def _flag(row: VelaRow) -> str:
 
 
 def vela_section(result: AnalysisResult, inputs: VelaInputs | None) -> list[str]:
-    """The report's ``NPU cycles: measured vs Vela`` section (markdown lines); empty without Vela inputs."""
+    """The report's ``NPU cycles: measured vs Vela`` section (markdown lines); empty without Vela
+    inputs."""
     if inputs is None:
         return []
     rows = vela_rows(result, inputs)
     lines = ["## NPU cycles: measured vs Vela", ""]
     lines += [
-        "Measured: the median per-inference counter (`npu_cycles`, or `bm_npu_cycles` on bare-metal platforms). "
-        "Estimate: Vela's `cycles_total` (summary CSV) or the sum of its per-layer `Op Cycles`. A ratio "
-        "measured / estimate outside the model's band is flagged.",
+        "Measured: the median per-inference counter (`npu_cycles`, or `bm_npu_cycles` on "
+        "bare-metal platforms). Estimate: Vela's `cycles_total` (summary CSV) or the sum of its "
+        "per-layer `Op Cycles`. A ratio measured / estimate outside the model's band is flagged.",
         "",
     ]
     if inputs.simulated:
         lines += [
-            "On the embedded simulator the counter *is* Vela's estimate for the model file when `fvp-harness sim "
-            "model` ran Vela (else its analytic cycle model; `fvp-harness sim info FILE` says which): a ratio of 1 "
-            "checks the wiring, not the hardware. See docs/vela.md for a real FVP.",
-            "",
+            "On the embedded simulator the counter *is* Vela's estimate for the model file when "
+            "`fvp-harness sim model` ran Vela (else its analytic cycle model; `fvp-harness sim "
+            "info FILE` says which): a ratio of 1 checks the wiring, not the hardware. See "
+            "docs/vela.md for a real FVP.", "",
         ]
     if rows:
         table = [
@@ -280,9 +299,11 @@ def vela_section(result: AnalysisResult, inputs: VelaInputs | None) -> list[str]
             for row in rows
         ]
 
-        headers = ["Model", "Build", "Measured NPU cycles", "Vela estimate", "Measured / Vela", "Band check",
-                   "Vela config"]
-        lines += [fmt.markdown_table(table, headers, ["left", "left", "right", "right", "right", "left", "left"]), ""]
+        headers = ["Model", "Build", "Measured NPU cycles", "Vela estimate", "Measured / Vela",
+                   "Band check", "Vela config"]
+        lines += [fmt.markdown_table(table, headers,
+                                     ["left", "left", "right", "right", "right", "left", "left"]),
+                  ""]
     elif inputs.specs:
         lines += [f"No unit of {', '.join(sorted(inputs.specs))} ran, so nothing is compared.", ""]
     problems = sorted({text for text in inputs.files.values() if isinstance(text, str)})
@@ -290,22 +311,29 @@ def vela_section(result: AnalysisResult, inputs: VelaInputs | None) -> list[str]
         lines += [*(f"- {fmt.markdown_cell(text)}" for text in problems), ""]
     flagged = [row for row in rows if row.outside]
     if flagged:
-        shown = ", ".join(f"{row.model} ({row.build}) {row.ratio:.3f}" for row in flagged if row.ratio is not None)
+        shown = ", ".join(f"{row.model} ({row.build}) {row.ratio:.3f}"
+                          for row in flagged if row.ratio is not None)
         lines += [f"**{len(flagged)} of {len(rows)} ratios outside their band:** {shown}.", ""]
     return lines
 
 
 def npu_cycles_source(simulated: bool) -> tuple[Literal["ok", "warn", "skip"], str, str]:
-    """``fvp-harness doctor``'s line on where NPU cycle estimates come from: (status, detail, fix)."""
+    """``fvp-harness doctor``'s line on where NPU cycle estimates come from: (status, detail,
+    fix)."""
     try:
         version: str | None = importlib.metadata.version("ethos-u-vela")
     except importlib.metadata.PackageNotFoundError:
         version = None
     if simulated:
         if version is not None:
-            return "ok", f"Vela {version}: `sim model` stores its estimates; the simulated counter follows them", ""
-        return ("warn", "ethos-u-vela is not installed: `sim model` falls back to the simulator's analytic cycle "
-                "model (NPU cycles differ from Vela's)", "pip install ethos-u-vela (a dependency of fvp-harness)")
+            return "ok", (f"Vela {version}: `sim model` stores its estimates; the simulated "
+                          "counter follows them"), ""
+        return ("warn",
+                "ethos-u-vela is not installed: `sim model` falls back to the simulator's analytic "
+                "cycle model (NPU cycles differ from Vela's)",
+                "pip install ethos-u-vela (a dependency of fvp-harness)")
     if version is not None:
-        return "ok", f"Vela {version} installed (models.<name>.vela compares measured cycles with its CSVs)", ""
-    return "skip", "ethos-u-vela not installed (only needed to make estimates; reading Vela's CSVs needs nothing)", ""
+        return "ok", (f"Vela {version} installed (models.<name>.vela compares measured cycles with "
+                      "its CSVs)"), ""
+    return "skip", ("ethos-u-vela not installed (only needed to make estimates; reading Vela's "
+                    "CSVs needs nothing)"), ""

@@ -14,20 +14,21 @@ def _first_line(text: str) -> str:
 
 
 def verdict_object(result: AnalysisResult) -> dict[str, Any]:
-    """``{status, reasons, violated_gates, violated_expectations, failed_units, not_run}`` (JSON types; floats are
-    rounded by the caller's ``json_report.jsonable`` like every other number of ``report.json``)."""
+    """``{status, reasons, violated_gates, violated_expectations, failed_units, not_run}`` (JSON
+    types; floats are rounded by the caller's ``json_report.jsonable`` like every other number of
+    ``report.json``)."""
     verdict = run_verdict(result)
     gates = [
         {"model": g.model, "metric": g.metric, "baseline": c.baseline, "candidate": c.candidate,
-         "baseline_median": g.baseline_median, "candidate_median": g.candidate_median, "change": g.change,
-         "ci_low": g.ci_low, "ci_high": g.ci_high, "allowed": g.allowed,
-         "unit": "%" if g.relative else g.unit, "n_baseline": g.n_baseline, "n_candidate": g.n_candidate,
-         "detail": g.detail}
+         "baseline_median": g.baseline_median, "candidate_median": g.candidate_median,
+         "change": g.change, "ci_low": g.ci_low, "ci_high": g.ci_high, "allowed": g.allowed,
+         "unit": "%" if g.relative else g.unit, "n_baseline": g.n_baseline,
+         "n_candidate": g.n_candidate, "detail": g.detail}
         for c in result.comparisons for g in c.gates if g.verdict == "violated"
     ]
     expectations = [
-        {"kind": e.kind, "model": e.model, "name": e.name, "baseline": c.baseline, "candidate": c.candidate,
-         "limit": e.limit, "detail": e.detail}
+        {"kind": e.kind, "model": e.model, "name": e.name, "baseline": c.baseline,
+         "candidate": c.candidate, "limit": e.limit, "detail": e.detail}
         for c in result.comparisons for e in c.expectations if e.status == "fail"
     ]
     failed = [
@@ -35,7 +36,8 @@ def verdict_object(result: AnalysisResult) -> dict[str, Any]:
          "failure": _first_line(f.failure), "log": f.log}
         for f in result.failed_units
     ]
-    not_run = [{"unit_id": u.unit_id, "build": u.build, "model": u.model, "repetition": u.repetition}
+    not_run = [{"unit_id": u.unit_id, "build": u.build, "model": u.model,
+                "repetition": u.repetition}
                for u in result.not_run]
     return {
         "status": verdict.status,

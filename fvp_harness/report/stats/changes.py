@@ -23,8 +23,9 @@ __all__ = ["Change", "gate_check", "limit_text", "measure_change", "tolerance_ch
 
 @dataclass(frozen=True)
 class Change:
-    """Candidate - baseline of one metric for one model: in % of the baseline median (relative) or in the metric's
-    unit, with its CI; ``why`` says what is missing when ``change`` or the CI is None."""
+    """Candidate - baseline of one metric for one model: in % of the baseline median (relative) or
+    in the metric's unit, with its CI; ``why`` says what is missing when ``change`` or the CI is
+    None."""
 
     n_baseline: int
     n_candidate: int
@@ -37,12 +38,14 @@ class Change:
 
 
 def measure_change(
-    samples: Samples, model: str, metric: str, builds: tuple[str, str], relative: bool, settings: Settings
+    samples: Samples, model: str, metric: str, builds: tuple[str, str], relative: bool,
+    settings: Settings
 ) -> Change:
     """The change of ``metric`` (its ok samples for ``model``) from ``builds[0]`` to ``builds[1]``.
 
-    The CI is built like the primary comparison's: the two-level bootstrap of the medians (ratio or difference),
-    widened to the Welch t-interval over unit medians when that is wider and each build has >= 2 units."""
+    The CI is built like the primary comparison's: the two-level bootstrap of the medians (ratio or
+    difference), widened to the Welch t-interval over unit medians when that is wider and each build
+    has >= 2 units."""
     base_groups = samples.units_of(model, builds[0], metric)
     cand_groups = samples.units_of(model, builds[1], metric)
     base = np.concatenate(base_groups) if base_groups else np.array([])
@@ -69,7 +72,8 @@ def measure_change(
         ratios = np.where(np.isfinite(ratios) & (ratios > 0), ratios, np.nan)
         low, high = percentile_interval(100.0 * (ratios - 1.0), settings.confidence)
         cluster = unit_level_interval(base_groups, cand_groups, cmed / bmed, settings.confidence)
-        wide = (-cluster[0][1], -cluster[0][0]) if cluster is not None else None  # saved % -> change %
+        # saved % -> change %
+        wide = (-cluster[0][1], -cluster[0][0]) if cluster is not None else None
     else:
         low, high = percentile_interval(cdraws - bdraws, settings.confidence)
         wide = unit_level_difference(base_groups, cand_groups, settings.confidence)
@@ -80,8 +84,8 @@ def measure_change(
 
 
 def _change_words(value: float, relative: bool, unit: str) -> str:
-    """A change (candidate - baseline) in words: ``57.2% lower``, ``203% higher``, ``0.85 ms higher``, ``unchanged``;
-    a reader need not know which sign means worse."""
+    """A change (candidate - baseline) in words: ``57.2% lower``, ``203% higher``, ``0.85 ms
+    higher``, ``unchanged``; a reader need not know which sign means worse."""
     if value == 0:
         return "unchanged"
     direction = "higher" if value > 0 else "lower"
@@ -91,7 +95,8 @@ def _change_words(value: float, relative: bool, unit: str) -> str:
 
 
 def _allowed_words(amount: float, relative: bool, unit: str) -> str:
-    """A gate's limit in words: ``a rise of at most 10%``, ``a rise of at most 0.2 ms``, ``no rise``."""
+    """A gate's limit in words: ``a rise of at most 10%``, ``a rise of at most 0.2 ms``, ``no
+    rise``."""
     if not amount:
         return "no rise"
     return f"a rise of at most {amount:g}" + ("%" if relative else f" {unit}" if unit else "")
@@ -112,7 +117,8 @@ def _interval_text(low: float, high: float, relative: bool, unit: str) -> str:
 
 
 def limit_text(amount: float, relative: bool, unit: str, sign: str = "+") -> str:
-    """The user's limit as written: ``+10%``, ``+0.2 ms``, ``±5%`` (``0 cycles`` for none at all)."""
+    """The user's limit as written: ``+10%``, ``+0.2 ms``, ``±5%`` (``0 cycles`` for none at
+    all)."""
     text = f"{sign}{amount:g}" if amount else "0"
     return f"{text}%" if relative else text + (f" {unit}" if unit else "")
 
@@ -139,7 +145,8 @@ def _deterministic(samples: Samples, model: str, metric: str, builds: tuple[str,
 
 
 def gate_check(
-    model: str, metric: str, gate: GateLike, samples: Samples, builds: tuple[str, str], settings: Settings
+    model: str, metric: str, gate: GateLike, samples: Samples, builds: tuple[str, str],
+    settings: Settings
 ) -> GateCheck:
     unit = str(samples.uom.get((model, metric), ""))
     relative, allowed = gate.relative, float(gate.amount)
@@ -147,13 +154,15 @@ def gate_check(
     change = measure_change(samples, model, metric, builds, relative, settings)
 
     def check(verdict: GateVerdict, status: Status, detail: str, ci: bool = True) -> GateCheck:
-        return GateCheck(model, metric, unit, relative, allowed, change.baseline_median, change.candidate_median,
+        return GateCheck(model, metric, unit, relative, allowed, change.baseline_median,
+                         change.candidate_median,
                          change.n_baseline, change.n_candidate, change.change,
                          change.low if ci else None, change.high if ci else None, verdict, status,
                          detail)
 
     if not relative and gate.unit and unit and gate.unit != unit:
-        return check("inconclusive", "unverified", f"the gate is in {gate.unit} but {metric} is recorded in "
+        return check("inconclusive", "unverified",
+                     f"the gate is in {gate.unit} but {metric} is recorded in "
                      f"{unit}: not comparable")
     if change.baseline_median is None or change.candidate_median is None:
         return check("not measured", "unverified", change.why)
@@ -176,10 +185,11 @@ def gate_check(
     if verdict == "violated":
         detail = f"{shown}, more than allowed ({words}; CI of the change {ci}, all of it above)"
     elif verdict == "within":
-        detail = f"{shown}, within what is allowed ({words}; CI of the change {ci}, all of it within)"
+        detail = (f"{shown}, within what is allowed ({words}; CI of the change {ci}, all of it "
+                  "within)")
     else:
-        detail = (f"{shown}: the CI of the change ({ci}) reaches past what is allowed ({words}); more repetitions "
-                  "would settle it")
+        detail = (f"{shown}: the CI of the change ({ci}) reaches past what is allowed ({words}); "
+                  "more repetitions would settle it")
     return check(verdict, status, detail)
 
 
@@ -187,14 +197,16 @@ def tolerance_check(
     model: str, metric: str, tolerance: ToleranceLike, samples: Samples, builds: tuple[str, str],
     settings: Settings,
 ) -> IdentityCheck:
-    """``expect_identical`` with a tolerance t: pass when the CI of the change lies within ±t, fail when it lies
-    entirely beyond it (either side), unverified when it straddles ±t or a build has no values."""
+    """``expect_identical`` with a tolerance t: pass when the CI of the change lies within ±t, fail
+    when it lies entirely beyond it (either side), unverified when it straddles ±t or a build has no
+    values."""
     unit = str(samples.uom.get((model, metric), ""))
     relative, amount = tolerance.relative, float(tolerance.amount)
     limit = limit_text(amount, relative, unit, sign="±")
     change = measure_change(samples, model, metric, builds, relative, settings)
     listing = {
-        build: ([f"median {fmt.number(median)}{' ' + unit if unit else ''} (n={n})"] if median is not None else [])
+        build: ([f"median {fmt.number(median)}{' ' + unit if unit else ''} (n={n})"]
+                if median is not None else [])
         for build, median, n in ((builds[0], change.baseline_median, change.n_baseline),
                                  (builds[1], change.candidate_median, change.n_candidate))
     }  # fmt: skip
@@ -210,8 +222,11 @@ def tolerance_check(
         return IdentityCheck(model, metric, "unverified", listing, f"{shown}: {change.why}", limit)
     ci = _interval_text(change.low, change.high, relative, unit)
     if -amount <= change.low and change.high <= amount:
-        return IdentityCheck(model, metric, "pass", listing, f"{shown} within {limit} (CI {ci})", limit)
+        return IdentityCheck(model, metric, "pass", listing, f"{shown} within {limit} (CI {ci})",
+                             limit)
     if change.low > amount or change.high < -amount:
-        return IdentityCheck(model, metric, "fail", listing, f"{shown} beyond {limit} (CI {ci})", limit)
+        return IdentityCheck(model, metric, "fail", listing, f"{shown} beyond {limit} (CI {ci})",
+                             limit)
     return IdentityCheck(model, metric, "unverified", listing,
-                         f"{shown}: CI {ci} straddles {limit}; more repetitions would settle it", limit)
+                         f"{shown}: CI {ci} straddles {limit}; more repetitions would settle it",
+                         limit)

@@ -1,6 +1,8 @@
-"""Drift: a monotonic trend of a metric over execution order inside one build (Spearman), and its size.
+"""Drift: a monotonic trend of a metric over execution order inside one build (Spearman), and its
+size.
 
-Interleaving cancels drift between builds, but a drifting platform still deserves a look: the report warns.
+Interleaving cancels drift between builds, but a drifting platform still deserves a look: the report
+warns.
 """
 
 from __future__ import annotations
@@ -33,23 +35,26 @@ def detect_drift(
     sel = frame[(frame["metric"] == metric) & (frame["status"] == "ok")] if len(frame) else frame
     if not len(sel):
         return ()
-    flags = (_drift_flag(str(model), str(build), metric, group.sort_values("order")["value"].to_numpy(), min_effect,
-                         settings)
+    flags = (_drift_flag(str(model), str(build), metric,
+                         group.sort_values("order")["value"].to_numpy(), min_effect, settings)
              for (model, build), group in sel.groupby(["model", "build"], sort=False))  # fmt: skip
     return tuple(flag for flag in flags if flag is not None)
 
 
-def drift_of_samples(samples: Samples, metric: str, min_effect: float, settings: Settings) -> tuple[DriftFlag, ...]:
-    """``detect_drift`` of a frame whose rows are in execution order (``analyse``'s: ``order`` counts its rows),
-    from the grouped samples."""
+def drift_of_samples(samples: Samples, metric: str, min_effect: float,
+                     settings: Settings) -> tuple[DriftFlag, ...]:
+    """``detect_drift`` of a frame whose rows are in execution order (``analyse``'s: ``order``
+    counts its rows), from the grouped samples."""
     flags = (_drift_flag(str(model), str(build), metric, group.values, min_effect, settings)
-             for (model, build, name), group in samples.groups.items() if name == metric)  # fmt: skip
+             for (model, build, name), group in samples.groups.items()
+             if name == metric)  # fmt: skip
     return tuple(flag for flag in flags if flag is not None)
 
 
-def _drift_flag(model: str, build: str, metric: str, values: np.ndarray, min_effect: float, settings: Settings
-                ) -> DriftFlag | None:
-    """The trend of one build's ``values`` (in execution order); None when there is none to measure."""
+def _drift_flag(model: str, build: str, metric: str, values: np.ndarray, min_effect: float,
+                settings: Settings ) -> DriftFlag | None:
+    """The trend of one build's ``values`` (in execution order); None when there is none to
+    measure."""
     n = len(values)
     if n < 8 or np.ptp(values) == 0:
         return None

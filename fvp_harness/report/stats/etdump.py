@@ -1,4 +1,5 @@
-"""Read an ETDump file (ExecuTorch's event trace) into tidy event rows, from the schema, not from a writer.
+"""Read an ETDump file (ExecuTorch's event trace) into tidy event rows, from the schema, not from a
+writer.
 """
 
 from __future__ import annotations
@@ -13,12 +14,12 @@ from fvp_harness.formats.flatbuf import Field, FlatReader, Schema, parse_schema
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["EVENT_COLUMNS", "SCHEMA_FILE", "EtdumpError", "EtdumpEvent", "EtdumpFile", "Field", "Schema",
-           "events_frame", "read_etdump", "schema"]
+__all__ = ["EVENT_COLUMNS", "SCHEMA_FILE", "EtdumpError", "EtdumpEvent", "EtdumpFile", "Field",
+           "Schema", "events_frame", "read_etdump", "schema"]
 
 SCHEMA_FILE = Path(__file__).with_name("etdump.fbs")
-EVENT_COLUMNS = ("block", "run_block", "position", "event", "chain_index", "instruction_id", "delegate_debug_id",
-                 "start", "end", "duration")  # fmt: skip
+EVENT_COLUMNS = ("block", "run_block", "position", "event", "chain_index", "instruction_id",
+                 "delegate_debug_id", "start", "end", "duration")  # fmt: skip
 
 
 class EtdumpError(ValueError):
@@ -27,7 +28,8 @@ class EtdumpError(ValueError):
 
 @lru_cache(maxsize=1)
 def schema() -> Schema:
-    """``etdump.fbs`` parsed: the tables of the ``etdump`` namespace and their fields in declaration order."""
+    """``etdump.fbs`` parsed: the tables of the ``etdump`` namespace and their fields in declaration
+    order."""
     return parse_schema(SCHEMA_FILE, EtdumpError)
 
 
@@ -52,7 +54,8 @@ class EtdumpEvent:
 
 @dataclass(frozen=True)
 class EtdumpFile:
-    """A decoded file: its version, its profiling events, and how many events of other kinds it held."""
+    """A decoded file: its version, its profiling events, and how many events of other kinds it
+    held."""
 
     version: int
     events: tuple[EtdumpEvent, ...]
@@ -68,14 +71,15 @@ class _Reader(FlatReader):
 
 
 def read_etdump(data: bytes) -> EtdumpFile:
-    """Decode an ETDump file (size-prefixed ``ED00`` flatbuffer, as ETDumpGen writes it). EtdumpError when the
-    bytes are not one."""
+    """Decode an ETDump file (size-prefixed ``ED00`` flatbuffer, as ETDumpGen writes it).
+    EtdumpError when the bytes are not one."""
     if len(data) < 12:
-        raise EtdumpError(f"{len(data)} bytes: too short for an ETDump (size prefix, root offset, identifier)")
+        raise EtdumpError(f"{len(data)} bytes: too short for an ETDump (size prefix, root offset, "
+                          "identifier)")
     size = int.from_bytes(data[:4], "little")
     if size != len(data) - 4:
-        raise EtdumpError(f"the size prefix says {size} bytes follow, the file has {len(data) - 4}: truncated or "
-                          f"not size-prefixed")
+        raise EtdumpError(f"the size prefix says {size} bytes follow, the file has "
+                          f"{len(data) - 4}: truncated or not size-prefixed")
     reader = _Reader(data)
     found = bytes(data[8:12])
     if found != reader.schema.identifier:
@@ -97,7 +101,8 @@ def read_etdump(data: bytes) -> EtdumpFile:
     return EtdumpFile(version, tuple(events), tuple(blocks), other)
 
 
-def _profile_event(reader: _Reader, tab: Any, block: int, run_block: str, position: int) -> EtdumpEvent:
+def _profile_event(reader: _Reader, tab: Any, block: int, run_block: str,
+                   position: int) -> EtdumpEvent:
     t = "ProfileEvent"
     name = reader.string(tab, t, "name")
     debug_int = int(reader.scalar(tab, t, "delegate_debug_id_int"))
@@ -105,18 +110,20 @@ def _profile_event(reader: _Reader, tab: Any, block: int, run_block: str, positi
     delegate = debug_str if debug_str is not None else (str(debug_int) if debug_int != -1 else None)
     start, end = int(reader.scalar(tab, t, "start_time")), int(reader.scalar(tab, t, "end_time"))
     return EtdumpEvent(block, run_block, position, name if name is not None else (delegate or ""),
-                       int(reader.scalar(tab, t, "chain_index")), int(reader.scalar(tab, t, "instruction_id")),
-                       delegate, start, end)
+                       int(reader.scalar(tab, t, "chain_index")),
+                       int(reader.scalar(tab, t, "instruction_id")), delegate, start, end)
 
 
 def events_frame(events: EtdumpFile | tuple[EtdumpEvent, ...] | list[EtdumpEvent],
                  time_unit: str | None = None) -> pd.DataFrame:
-    """The tidy frame of the events: ``EVENT_COLUMNS``, one row per profiling event, and with ``time_unit`` (the
-    platform's ticks: ``ns`` on Linux, ``cycles`` on bare metal; the file does not say) a column holding it."""
+    """The tidy frame of the events: ``EVENT_COLUMNS``, one row per profiling event, and with
+    ``time_unit`` (the platform's ticks: ``ns`` on Linux, ``cycles`` on bare metal; the file does
+    not say) a column holding it."""
     import pandas as pd  # late: pandas only when a frame is wanted
 
     rows = events.events if isinstance(events, EtdumpFile) else events
-    frame = pd.DataFrame([{c: getattr(e, c) for c in EVENT_COLUMNS} for e in rows], columns=list(EVENT_COLUMNS))
+    frame = pd.DataFrame([{c: getattr(e, c) for c in EVENT_COLUMNS} for e in rows],
+                         columns=list(EVENT_COLUMNS))
     if time_unit is not None:
         frame["time_unit"] = time_unit
     return frame

@@ -19,12 +19,13 @@ if TYPE_CHECKING:
     from fvp_harness.report.stats.result import AnalysisResult
     from fvp_harness.report.stats.spec import Settings
 
-__all__ = ["EXECUTE_BLOCK", "LOAD_BLOCK", "EventComparison", "EventReport", "EventRow", "Trace", "compare_events",
-           "compare_traces", "load_traces"]
+__all__ = ["EXECUTE_BLOCK", "LOAD_BLOCK", "EventComparison", "EventReport", "EventRow", "Trace",
+           "compare_events", "compare_traces", "load_traces"]
 
 ETDUMP_FILE = "etdump.bin"
 EXECUTE_BLOCK, LOAD_BLOCK = "Execute", "Default"
-"""The per-inference blocks (one per ``Method::execute``) and the method load's (``Program::load_method``)."""
+"""The per-inference blocks (one per ``Method::execute``) and the method load's
+(``Program::load_method``)."""
 
 
 @dataclass(frozen=True)
@@ -40,15 +41,16 @@ class Trace:
 
 def load_traces(root: Path, records: Sequence[Record], planned: Mapping[str, str] | None = None, *,
                 label: str | None = None) -> tuple[list[Trace], list[str]]:
-    """The ETDump of every ok unit (its latest record; with ``planned``, only a record of its planned key) that
-    kept one, and a warning per file that cannot be read. ``label``: the traces' builds and units named as a
-    comparison across stored runs names them (``after@3f2a1bc``, ``stored_compare``), the files still read from
-    ``root`` under the unit's own id."""
+    """The ETDump of every ok unit (its latest record; with ``planned``, only a record of its
+    planned key) that kept one, and a warning per file that cannot be read. ``label``: the traces'
+    builds and units named as a comparison across stored runs names them (``after@3f2a1bc``,
+    ``stored_compare``), the files still read from ``root`` under the unit's own id."""
     latest: dict[str, Record] = {}
     for record in records:
         if planned is not None and planned.get(record.unit_id) != record.key:
             continue
-        latest[record.unit_id] = record  # records are appended in order: the last one is the latest attempt
+        # records are appended in order: the last one is the latest attempt
+        latest[record.unit_id] = record
     traces: list[Trace] = []
     warnings: list[str] = []
     for unit_id, record in latest.items():
@@ -60,11 +62,13 @@ def load_traces(root: Path, records: Sequence[Record], planned: Mapping[str, str
             decoded = read_etdump((root / path).read_bytes())
         except (OSError, EtdumpError) as exc:
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            warnings.append(f"{unit_id}: {path.as_posix()} cannot be read ({why}); its ETDump events are left out")
+            warnings.append(f"{unit_id}: {path.as_posix()} cannot be read ({why}); its ETDump "
+                            "events are left out")
             continue
         # a traced Linux runner's ticks are nanoseconds; a bare-metal runner's are CPU cycles
         unit = "ns" if record.extra.get("etdump_sha256") else "cycles"
-        build, name = (record.build, unit_id) if label is None else (f"{record.build}@{label}", f"{unit_id}@{label}")
+        build, name = (record.build, unit_id) if label is None else (f"{record.build}@{label}",
+                                                                     f"{unit_id}@{label}")
         traces.append(Trace(name, build, record.model, unit, decoded))
     return traces, warnings
 
@@ -94,7 +98,8 @@ class EventRow:
 
 @dataclass(frozen=True)
 class EventComparison:
-    """The events of one model in one pair, and the total they are shares of (the outermost event's saving)."""
+    """The events of one model in one pair, and the total they are shares of (the outermost event's
+    saving)."""
 
     baseline: str
     candidate: str
@@ -119,21 +124,22 @@ class EventComparison:
 
 @dataclass(frozen=True)
 class EventReport:
-    """Every comparison of the section, the unreadable files, and ``note``: why there is no comparison when the
-    reason is not that no model has traces of both builds (``compare A B`` when only one run kept traces)."""
+    """Every comparison of the section, the unreadable files, and ``note``: why there is no
+    comparison when the reason is not that no model has traces of both builds (``compare A B`` when
+    only one run kept traces)."""
 
     comparisons: tuple[EventComparison, ...]
     warnings: tuple[str, ...] = field(default_factory=tuple)
     note: str | None = None
 
 
-# --- per block: nesting and self time ---------------------------------------------------------------------------
+# --- per block: nesting and self time -------------------------------------------------------------
 
 
 def _self_times(events: Sequence[EtdumpEvent]) -> list[int]:
-    """Each event's duration less its direct children's (the events it encloses in time, nearest enclosing one
-    their parent; of two with the same span the one written later, which ETDumpGen writes when it ends, is
-    outer)."""
+    """Each event's duration less its direct children's (the events it encloses in time, nearest
+    enclosing one their parent; of two with the same span the one written later, which ETDumpGen
+    writes when it ends, is outer)."""
     own = [e.duration for e in events]
     for i, inner in enumerate(events):
         parent, span = None, None
@@ -142,7 +148,8 @@ def _self_times(events: Sequence[EtdumpEvent]) -> list[int]:
                 continue
             if outer.duration == inner.duration and j < i:
                 continue
-            if span is None or outer.duration < span or (outer.duration == span and parent is not None and j < parent):
+            if (span is None or outer.duration < span or
+                (outer.duration == span and parent is not None and j < parent)):
                 parent, span = j, outer.duration
         if parent is not None:
             own[parent] -= inner.duration
@@ -193,7 +200,7 @@ def _collect(traces: Sequence[Trace], warmup: int, run_block: str = EXECUTE_BLOC
     return out
 
 
-# --- statistics -------------------------------------------------------------------------------------------------
+# --- statistics -----------------------------------------------------------------------------------
 
 
 def _draws(groups: Sequence[Sequence[float]], settings: Settings, *labels: str) -> np.ndarray:
@@ -211,7 +218,8 @@ def _median(groups: Sequence[Sequence[float]]) -> float | None:
     return float(np.median(values)) if values else None
 
 
-def _compare_model(model: str, baseline: str, candidate: str, base: _Collected, cand: _Collected, unit: str,
+def _compare_model(model: str, baseline: str, candidate: str, base: _Collected, cand: _Collected,
+                   unit: str,
                    settings: Settings, run_block: str = EXECUTE_BLOCK) -> EventComparison:
     rows: list[EventRow] = []
     keys = [*base.order, *(k for k in cand.order if k not in base.duration)]
@@ -224,25 +232,30 @@ def _compare_model(model: str, baseline: str, candidate: str, base: _Collected, 
             one = baseline if b_groups else candidate
             groups = b_groups or c_groups
             median = _median(groups)
-            ci = _interval(_draws(groups, settings, model, name, str(occurrence), one), settings.confidence)
+            ci = _interval(_draws(groups, settings, model, name, str(occurrence), one),
+                           settings.confidence)
             row = EventRow(model, name, occurrence, chain, instruction, f"{one} only", nb, nc)
             rows.append(replace(row, baseline_median=median, baseline_ci=ci) if b_groups
                         else replace(row, candidate_median=median, candidate_ci=ci))
             continue
         labels = (model, name, str(occurrence))
-        bd, cd = _draws(b_groups, settings, *labels, baseline), _draws(c_groups, settings, *labels, candidate)
+        bd, cd = _draws(b_groups, settings, *labels, baseline), _draws(c_groups, settings, *labels,
+                                                                       candidate)
         bmed, cmed = _median(b_groups), _median(c_groups)
         assert bmed is not None and cmed is not None
         b_own, c_own = _median(base.own[key]), _median(cand.own[key])
         own_draws = (_draws(base.own[key], settings, *labels, "self", baseline)
                      - _draws(cand.own[key], settings, *labels, "self", candidate))
         rows.append(EventRow(
-            model, name, occurrence, chain, instruction, "both", nb, nc, bmed, _interval(bd, settings.confidence),
-            cmed, _interval(cd, settings.confidence), cmed - bmed, _interval(cd - bd, settings.confidence),
+            model, name, occurrence, chain, instruction, "both", nb, nc, bmed,
+            _interval(bd, settings.confidence),
+            cmed, _interval(cd, settings.confidence), cmed - bmed,
+            _interval(cd - bd, settings.confidence),
             (b_own - c_own) if b_own is not None and c_own is not None else None,
             _interval(own_draws, settings.confidence)))
     total_key = max(base.outermost, key=lambda k: base.outermost[k]) if base.outermost else None
-    total = next((r for r in rows if total_key and (r.event, r.occurrence) == total_key and r.present == "both"),
+    total = next((r for r in rows if total_key and (r.event, r.occurrence) == total_key and
+                  r.present == "both"),
                  None)
     total_saved = -total.change if total is not None and total.change is not None else None
     total_ci: tuple[float | None, float | None] = (None, None)
@@ -251,8 +264,10 @@ def _compare_model(model: str, baseline: str, candidate: str, base: _Collected, 
     if total_saved:
         rows = [_with_share(r, total_saved) for r in rows]
     saved = [r.self_saved for r in rows if r.self_saved is not None]
-    rows.sort(key=lambda r: (r.present != "both", -(r.share_pct if r.share_pct is not None else -1e300)))
-    return EventComparison(baseline, candidate, model, unit, tuple(rows), total_key[0] if total_key else None,
+    rows.sort(key=lambda r: (r.present != "both",
+                             -(r.share_pct if r.share_pct is not None else -1e300)))
+    return EventComparison(baseline, candidate, model, unit, tuple(rows),
+                           total_key[0] if total_key else None,
                            total_saved, total_ci, float(sum(saved)) if saved else None, run_block)
 
 
@@ -262,10 +277,10 @@ def _with_share(row: EventRow, total: float) -> EventRow:
     return replace(row, share_pct=100.0 * row.self_saved / total)
 
 
-def compare_events(root: Path, records: Sequence[Record], result: AnalysisResult, *, warmup: int = 0,
-                   planned: Mapping[str, str] | None = None) -> EventReport | None:
-    """The event comparison of every pair and model of ``result`` whose units kept an ETDump; None when no unit
-    did (the section is off) and no file was unreadable."""
+def compare_events(root: Path, records: Sequence[Record], result: AnalysisResult, *,
+                   warmup: int = 0, planned: Mapping[str, str] | None = None) -> EventReport | None:
+    """The event comparison of every pair and model of ``result`` whose units kept an ETDump; None
+    when no unit did (the section is off) and no file was unreadable."""
     traces, warnings = load_traces(root, records, planned)
     if not traces and not warnings:
         return None
@@ -275,13 +290,15 @@ def compare_events(root: Path, records: Sequence[Record], result: AnalysisResult
 
 def compare_traces(traces: Sequence[Trace], pairs: Sequence[tuple[str, str]], settings: Settings, *,
                    warmup: int = 0, warnings: Sequence[str] = ()) -> EventReport:
-    """The event comparison of each (baseline, candidate) pair and each model both builds have traces of."""
+    """The event comparison of each (baseline, candidate) pair and each model both builds have
+    traces of."""
     by: dict[tuple[str, str], list[Trace]] = {}
     for trace in traces:
         by.setdefault((trace.model, trace.build), []).append(trace)
     models = list(dict.fromkeys(trace.model for trace in traces))
     comparisons: list[EventComparison] = []
-    for baseline, candidate in dict.fromkeys(pairs):  # a pair compared on several metrics: its events once
+    # a pair compared on several metrics: its events once
+    for baseline, candidate in dict.fromkeys(pairs):
         for model in models:
             base, cand = by.get((model, baseline), []), by.get((model, candidate), [])
             if not base or not cand:
@@ -289,7 +306,8 @@ def compare_traces(traces: Sequence[Trace], pairs: Sequence[tuple[str, str]], se
             comparisons.append(_compare_model(model, baseline, candidate, _collect(base, warmup),
                                               _collect(cand, warmup), base[0].time_unit, settings))
             loads = _collect(base, 0, LOAD_BLOCK), _collect(cand, 0, LOAD_BLOCK)
-            if loads[0].order and loads[1].order:  # what each process paid once, where the set-up may have gone
-                comparisons.append(_compare_model(model, baseline, candidate, *loads, base[0].time_unit, settings,
-                                                  LOAD_BLOCK))
+            # what each process paid once, where the set-up may have gone
+            if loads[0].order and loads[1].order:
+                comparisons.append(_compare_model(model, baseline, candidate, *loads,
+                                                  base[0].time_unit, settings, LOAD_BLOCK))
     return EventReport(tuple(comparisons), tuple(warnings))

@@ -1,7 +1,8 @@
-"""What the analysis finds, as plain frozen dataclasses: per model the comparison on the primary metric, the identity
-checks, gates and secondary metrics, the geometric mean, the expectations, drift flags, failed and not-run units and
-the values left out. Every part of the analysis fills them; every renderer (markdown, CSV, JSON, JUnit, the pytest
-plugin) reads them. No computation here, and no import beyond the standard library.
+"""What the analysis finds, as plain frozen dataclasses: per model the comparison on the primary
+metric, the identity checks, gates and secondary metrics, the geometric mean, the expectations,
+drift flags, failed and not-run units and the values left out. Every part of the analysis fills
+them; every renderer (markdown, CSV, JSON, JUnit, the pytest plugin) reads them. No computation
+here, and no import beyond the standard library.
 """
 
 from __future__ import annotations
@@ -37,17 +38,18 @@ VERDICTS: tuple[Verdict, ...] = ("faster", "slower", "no change", "inconclusive"
 Status = Literal["pass", "fail", "unverified"]
 
 GateVerdict = Literal["within", "violated", "inconclusive", "not measured"]
-"""A gate's verdict: ``within`` (pass) the CI lies entirely at or below the allowed regression; ``violated`` (fail)
-it lies entirely above; ``inconclusive`` (unverified) it straddles the limit or there is no CI; ``not measured``
-(unverified) a build has no valid samples of the metric."""
+"""A gate's verdict: ``within`` (pass) the CI lies entirely at or below the allowed regression;
+``violated`` (fail) it lies entirely above; ``inconclusive`` (unverified) it straddles the limit or
+there is no CI; ``not measured`` (unverified) a build has no valid samples of the metric."""
 
 
 @dataclass(frozen=True)
 class IdentityCheck:
-    """Whether a metric (or ``outputs``) has one single value across every ok unit of both builds for a model.
+    """Whether a metric (or ``outputs``) has one single value across every ok unit of both builds
+    for a model.
 
-    ``values`` maps build -> its distinct values with counts (``85092 x30``), so a failure shows what
-    differed. ``unverified`` when there is nothing to compare (a build has no values).
+    ``values`` maps build -> its distinct values with counts (``85092 x30``), so a failure shows
+    what differed. ``unverified`` when there is nothing to compare (a build has no values).
     """
 
     model: str
@@ -56,15 +58,16 @@ class IdentityCheck:
     values: dict[str, list[str]]
     detail: str
     tolerance: str = ""
-    """The allowed difference (``±5%``, ``±0.1 ms``) of a check with a tolerance; empty for an exact one. With a
-    tolerance the check is judged on the CI of the change, and ``values`` lists each build's median."""
+    """The allowed difference (``±5%``, ``±0.1 ms``) of a check with a tolerance; empty for an exact
+    one. With a tolerance the check is judged on the CI of the change, and ``values`` lists each
+    build's median."""
 
 
 @dataclass(frozen=True)
 class GateCheck:
-    """A gate on one metric for one model: the change candidate - baseline and its CI against the largest allowed
-    regression. ``relative``: ``change``, its CI and ``allowed`` are in % of the baseline median; else in
-    ``unit``. See ``decide_gate`` for the verdict."""
+    """A gate on one metric for one model: the change candidate - baseline and its CI against the
+    largest allowed regression. ``relative``: ``change``, its CI and ``allowed`` are in % of the
+    baseline median; else in ``unit``. See ``decide_gate`` for the verdict."""
 
     model: str
     metric: str
@@ -85,8 +88,8 @@ class GateCheck:
 
 @dataclass(frozen=True)
 class DroppedSamples:
-    """Stored values of one metric of one unit that are no measurement (NaN, infinities; negative or >= 2^63 for a
-    built-in metric), left out of every number. ``kinds``: ``NaN x2, negative x1``."""
+    """Stored values of one metric of one unit that are no measurement (NaN, infinities; negative or
+    >= 2^63 for a built-in metric), left out of every number. ``kinds``: ``NaN x2, negative x1``."""
 
     unit_id: str
     build: str
@@ -99,9 +102,10 @@ class DroppedSamples:
 
 @dataclass(frozen=True)
 class NotRunUnit:
-    """A planned unit with no record of its planned content key (``analyse(..., planned=...)``). ``build``,
-    ``model`` and ``repetition`` come from a stored record of the unit id when there is one, else from the id.
-    ``other_keys`` counts stored records of this unit id with another key (other settings)."""
+    """A planned unit with no record of its planned content key (``analyse(..., planned=...)``).
+    ``build``, ``model`` and ``repetition`` come from a stored record of the unit id when there is
+    one, else from the id. ``other_keys`` counts stored records of this unit id with another key
+    (other settings)."""
 
     unit_id: str
     key: str
@@ -113,7 +117,8 @@ class NotRunUnit:
 
 @dataclass(frozen=True)
 class MetricChange:
-    """Median of a secondary metric (e.g. NPU cycles) per build for one model; are all values equal?"""
+    """Median of a secondary metric (e.g. NPU cycles) per build for one model; are all values
+    equal?"""
 
     metric: str
     unit: str
@@ -124,7 +129,8 @@ class MetricChange:
 
 @dataclass(frozen=True)
 class DriftFlag:
-    """A monotonic trend of a metric over execution order inside one build (Spearman), and its size."""
+    """A monotonic trend of a metric over execution order inside one build (Spearman), and its
+    size."""
 
     model: str
     build: str
@@ -140,7 +146,8 @@ class DriftFlag:
 
 @dataclass(frozen=True)
 class ModelComparison:
-    """Candidate vs baseline for one model on the primary metric. ``saved_pct = 100 * (1 - ratio)``."""
+    """Candidate vs baseline for one model on the primary metric. ``saved_pct = 100 * (1 -
+    ratio)``."""
 
     model: str
     metric: str
@@ -158,17 +165,19 @@ class ModelComparison:
     ci_low: float | None
     ci_high: float | None
     p_value: float | None
-    """The headline p-value, at the level of the CI (``process_level_p``): the larger of the two-level bootstrap's
-    two-sided p and ``p_units``."""
+    """The headline p-value, at the level of the CI (``process_level_p``): the larger of the
+    two-level bootstrap's two-sided p and ``p_units``."""
     p_units: float | None
-    """Welch t-test over log unit medians (each process counted once); None if a build has < 2 units."""
+    """Welch t-test over log unit medians (each process counted once); None if a build has < 2
+    units."""
     verdict: Verdict
     reason: str
     identity: tuple[IdentityCheck, ...] = ()
     others: tuple[MetricChange, ...] = ()
     p_pooled: float | None = None
-    """Mann-Whitney U, two-sided, over the pooled iterations of both builds: treats iterations of one runner process
-    as independent (they are not), so it is only in the CSV, labelled so, never in the markdown or a verdict."""
+    """Mann-Whitney U, two-sided, over the pooled iterations of both builds: treats iterations of
+    one runner process as independent (they are not), so it is only in the CSV, labelled so, never
+    in the markdown or a verdict."""
 
     @property
     def exact(self) -> bool:
@@ -180,7 +189,8 @@ class ModelComparison:
 
 @dataclass(frozen=True)
 class GeoMean:
-    """Geometric mean of the per-model ratios (models with a ratio), its CI as saved %, and a verdict."""
+    """Geometric mean of the per-model ratios (models with a ratio), its CI as saved %, and a
+    verdict."""
 
     models: int
     ratio: float
@@ -199,7 +209,8 @@ class GeoMean:
 
 @dataclass(frozen=True)
 class FailedUnit:
-    """A unit whose latest attempt failed: what, how (class and text) and where to look (log path)."""
+    """A unit whose latest attempt failed: what, how (class and text) and where to look (log
+    path)."""
 
     unit_id: str
     build: str
@@ -213,9 +224,9 @@ class FailedUnit:
 
 @dataclass(frozen=True)
 class Expectation:
-    """One checked expectation: ``identity`` (``name`` = a metric or ``outputs``), ``gate`` (``name`` = the gated
-    metric) or ``min_effect``. ``limit``: the tolerance of an identity check (``±5%``) or a gate's allowed
-    regression (``+10%``); empty otherwise."""
+    """One checked expectation: ``identity`` (``name`` = a metric or ``outputs``), ``gate``
+    (``name`` = the gated metric) or ``min_effect``. ``limit``: the tolerance of an identity check
+    (``±5%``) or a gate's allowed regression (``+10%``); empty otherwise."""
 
     kind: Literal["identity", "gate", "min_effect"]
     model: str
@@ -227,7 +238,8 @@ class Expectation:
 
 @dataclass(frozen=True)
 class PrimaryChoice:
-    """Which metric headlines the comparison, and why (a scenario may list several in order of preference)."""
+    """Which metric headlines the comparison, and why (a scenario may list several in order of
+    preference)."""
 
     metric: str
     candidates: tuple[str, ...]
@@ -236,7 +248,8 @@ class PrimaryChoice:
 
 @dataclass(frozen=True)
 class Comparison:
-    """Everything the A/B table shows. ``primary_choice`` says why ``primary`` is the headline metric."""
+    """Everything the A/B table shows. ``primary_choice`` says why ``primary`` is the headline
+    metric."""
 
     baseline: str
     candidate: str
@@ -258,9 +271,9 @@ class Comparison:
 
 @dataclass(frozen=True)
 class SamplingNote:
-    """``run.until`` (adaptive sampling, ``run.adaptive``): how many repetitions a model needed and why it stopped
-    (``ci_width``, ``verdict settled``, ``max_repetitions``; None when it still needed rounds: an interrupted run),
-    ``detail`` the numbers behind it."""
+    """``run.until`` (adaptive sampling, ``run.adaptive``): how many repetitions a model needed and
+    why it stopped (``ci_width``, ``verdict settled``, ``max_repetitions``; None when it still
+    needed rounds: an interrupted run), ``detail`` the numbers behind it."""
 
     model: str
     repetitions: int

@@ -1,5 +1,6 @@
-"""The primary metric: which one headlines a comparison (``choose_primary``), and one model's row on it
-(``primary_comparison``: medians, the saving and its CI, the process-level p-value and the verdict).
+"""The primary metric: which one headlines a comparison (``choose_primary``), and one model's row on
+it (``primary_comparison``: medians, the saving and its CI, the process-level p-value and the
+verdict).
 """
 
 from __future__ import annotations
@@ -27,25 +28,29 @@ if TYPE_CHECKING:
 __all__ = ["choose_primary", "choose_primary_of", "primary_comparison"]
 
 
-def choose_primary(frame: pd.DataFrame, spec: CompareLike, pair: tuple[str, str] | None = None) -> PrimaryChoice:
-    """The first metric of ``spec.primary`` that every ok unit of the two compared builds produced (``pair``,
-    default ``(spec.baseline, spec.candidate)``).
+def choose_primary(frame: pd.DataFrame, spec: CompareLike,
+                   pair: tuple[str, str] | None = None) -> PrimaryChoice:
+    """The first metric of ``spec.primary`` that every ok unit of the two compared builds produced
+    (``pair``, default ``(spec.baseline, spec.candidate)``).
 
-    Why per unit and not per model: a metric some units lack (a stock runner prints no CPU-time line) would
-    compare different sets of units; the next metric in the list that all of them printed is a fair headline.
-    When none qualifies, the one most units produced is taken and the reason says so. Each pair chooses for its
-    own two builds.
+    Why per unit and not per model: a metric some units lack (a stock runner prints no CPU-time
+    line) would compare different sets of units; the next metric in the list that all of them
+    printed is a fair headline. When none qualifies, the one most units produced is taken and the
+    reason says so. Each pair chooses for its own two builds.
     """
-    return choose_primary_of(Samples.of_frames(frame), spec, pair or (spec.baseline, spec.candidate))
+    return choose_primary_of(Samples.of_frames(frame), spec,
+                             pair or (spec.baseline, spec.candidate))
 
 
-def choose_primary_of(samples: Samples, spec: CompareLike, builds: tuple[str, str]) -> PrimaryChoice:
+def choose_primary_of(samples: Samples, spec: CompareLike,
+                      builds: tuple[str, str]) -> PrimaryChoice:
     candidates = tuple(primary_candidates(spec))
     if len(candidates) == 1:
         return PrimaryChoice(candidates[0], candidates, "the scenario's compare.primary")
     units = samples.unit_ids(builds)
     if not units:
-        return PrimaryChoice(candidates[0], candidates, f"first of {', '.join(candidates)}: no unit of "
+        return PrimaryChoice(candidates[0], candidates,
+                             f"first of {', '.join(candidates)}: no unit of "
                              f"{builds[0]} or {builds[1]} ran successfully")
     having = {name: samples.unit_ids(builds, name) for name in candidates}
     counts = ", ".join(f"{name}: {len(having[name])} of {len(units)} units" for name in candidates)
@@ -56,14 +61,17 @@ def choose_primary_of(samples: Samples, spec: CompareLike, builds: tuple[str, st
                 why += f" ({counts})"
             return PrimaryChoice(name, candidates, why)
     best = max(candidates, key=lambda name: len(having[name]))
-    return PrimaryChoice(best, candidates, f"no metric of {', '.join(candidates)} was produced by every unit "
+    return PrimaryChoice(best, candidates,
+                         f"no metric of {', '.join(candidates)} was produced by every unit "
                          f"({counts}); the most complete one is used")
 
 
-def primary_comparison(samples: Samples, model: str, builds: tuple[str, str], primary: str, unit_label: str,
-                        min_effect: float, settings: Settings) -> tuple[ModelComparison, np.ndarray | None]:
-    """One model's row on the primary metric, without identity checks and secondary metrics, and the bootstrap
-    draws of its ratio for the geometric mean (None when it has no ratio)."""
+def primary_comparison(samples: Samples, model: str, builds: tuple[str, str], primary: str,
+                       unit_label: str,
+                        min_effect: float,
+                       settings: Settings) -> tuple[ModelComparison, np.ndarray | None]:
+    """One model's row on the primary metric, without identity checks and secondary metrics, and the
+    bootstrap draws of its ratio for the geometric mean (None when it has no ratio)."""
     baseline, candidate = builds
     base_groups = samples.units_of(model, baseline, primary)
     cand_groups = samples.units_of(model, candidate, primary)
@@ -82,7 +90,8 @@ def primary_comparison(samples: Samples, model: str, builds: tuple[str, str], pr
     else:
         bdraws = bootstrap_draws(base_groups, settings, model, baseline)
         cdraws = bootstrap_draws(cand_groups, settings, model, candidate)
-        bci, cci = percentile_interval(bdraws, settings.confidence), percentile_interval(cdraws, settings.confidence)
+        bci, cci = percentile_interval(bdraws, settings.confidence), percentile_interval(cdraws,
+                                                                                         settings.confidence)
         p_pooled = mann_whitney(base, cand)
         if bmed == 0:
             verdict, reason = "inconclusive", "baseline median is 0: no ratio"

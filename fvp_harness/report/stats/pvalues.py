@@ -8,27 +8,30 @@ from types import ModuleType
 
 import numpy as np
 
-__all__ = ["bootstrap_p", "mann_whitney", "process_level_p", "unit_level_difference", "unit_level_interval"]
+__all__ = ["bootstrap_p", "mann_whitney", "process_level_p", "unit_level_difference",
+           "unit_level_interval"]
 
 
 def _stats() -> ModuleType:
-    """``scipy.stats``, loaded at the first p-value: it is the heaviest import of the analysis (about a second of a
-    cold start), and importing this module (every process that can analyse: the CLI, the pytest plugin, a test
-    run's collection) should not pay for it before a comparison needs a Student quantile."""
+    """``scipy.stats``, loaded at the first p-value: it is the heaviest import of the analysis
+    (about a second of a cold start), and importing this module (every process that can analyse: the
+    CLI, the pytest plugin, a test run's collection) should not pay for it before a comparison needs
+    a Student quantile."""
     from scipy import stats
 
     return stats
 
 
 def unit_level_interval(
-    base_groups: Sequence[np.ndarray], cand_groups: Sequence[np.ndarray], ratio: float, confidence: float
+    base_groups: Sequence[np.ndarray], cand_groups: Sequence[np.ndarray], ratio: float,
+    confidence: float
 ) -> tuple[tuple[float, float], float] | None:
     """Welch t-interval of the saved % from log unit medians, and its p-value.
 
-    Why: a percentile bootstrap over 3 processes has only 10 distinct unit draws and its interval is far too
-    narrow when processes differ (the pyperf "identical code is significantly different" pain). The t-interval
-    counts each process once and uses Student quantiles, so few processes give an honestly wide interval.
-    None when a build has fewer than 2 units or a non-positive median.
+    Why: a percentile bootstrap over 3 processes has only 10 distinct unit draws and its interval is
+    far too narrow when processes differ (the pyperf "identical code is significantly different"
+    pain). The t-interval counts each process once and uses Student quantiles, so few processes give
+    an honestly wide interval. None when a build has fewer than 2 units or a non-positive median.
     """
     if len(base_groups) < 2 or len(cand_groups) < 2 or ratio <= 0:
         return None
@@ -53,10 +56,11 @@ def unit_level_interval(
 
 
 def bootstrap_p(ratio_draws: np.ndarray) -> float | None:
-    """Two-sided p-value of "no change" from the two-level bootstrap draws of the ratio candidate / baseline:
-    twice the smaller share of draws on either side of 1, each counted with the add-one rule, so it can never be 0
-    and its floor is ``2 / (resamples + 1)``. Why this one: it is read off the very draws the CI is read from, so a
-    95% CI that excludes 0% saved and p < 0.05 say the same thing. None with fewer than 10 finite draws."""
+    """Two-sided p-value of "no change" from the two-level bootstrap draws of the ratio candidate /
+    baseline: twice the smaller share of draws on either side of 1, each counted with the add-one
+    rule, so it can never be 0 and its floor is ``2 / (resamples + 1)``. Why this one: it is read
+    off the very draws the CI is read from, so a 95% CI that excludes 0% saved and p < 0.05 say the
+    same thing. None with fewer than 10 finite draws."""
     finite = ratio_draws[np.isfinite(ratio_draws)]
     if len(finite) < 10:
         return None
@@ -66,8 +70,9 @@ def bootstrap_p(ratio_draws: np.ndarray) -> float | None:
 
 
 def process_level_p(boot: float | None, units: float | None) -> float | None:
-    """The headline p-value: the larger of the bootstrap's and the Welch t-test's over unit medians (when a build
-    has >= 2 units), exactly as the CI is the wider of the two intervals; either alone when the other is None."""
+    """The headline p-value: the larger of the bootstrap's and the Welch t-test's over unit medians
+    (when a build has >= 2 units), exactly as the CI is the wider of the two intervals; either alone
+    when the other is None."""
     known = [p for p in (boot, units) if p is not None]
     return max(known) if known else None
 
@@ -76,15 +81,17 @@ def mann_whitney(a: np.ndarray, b: np.ndarray) -> float | None:
     if len(a) == 0 or len(b) == 0:
         return None
     if np.ptp(np.concatenate([a, b])) == 0:
-        return 1.0  # all values equal: no evidence of a difference (scipy would divide by a zero variance)
+        # all values equal: no evidence of a difference (scipy would divide by a zero variance)
+        return 1.0
     return float(_stats().mannwhitneyu(a, b, alternative="two-sided").pvalue)
 
 
 def unit_level_difference(
     base_groups: Sequence[np.ndarray], cand_groups: Sequence[np.ndarray], confidence: float
 ) -> tuple[float, float] | None:
-    """Welch t-interval of candidate - baseline from the unit medians (each process counted once), in the
-    metric's unit: the absolute twin of ``unit_level_interval``. None when a build has fewer than 2 units."""
+    """Welch t-interval of candidate - baseline from the unit medians (each process counted once),
+    in the metric's unit: the absolute twin of ``unit_level_interval``. None when a build has fewer
+    than 2 units."""
     if len(base_groups) < 2 or len(cand_groups) < 2:
         return None
     bmeds = np.array([np.median(g) for g in base_groups])

@@ -1,5 +1,6 @@
-"""``AnalysisResult``, what ``analysis.analyse`` gives and every report renders, and the verdict for the whole run
-read off it (``run_verdict``: PASS, FAIL or NOT VERIFIED with its reasons; ``expectations_violated`` for exit codes).
+"""``AnalysisResult``, what ``analysis.analyse`` gives and every report renders, and the verdict for
+the whole run read off it (``run_verdict``: PASS, FAIL or NOT VERIFIED with its reasons;
+``expectations_violated`` for exit codes).
 """
 
 from __future__ import annotations
@@ -27,10 +28,10 @@ __all__ = ["AnalysisResult", "RunVerdict", "expectations_violated", "run_verdict
 
 @dataclass(frozen=True)
 class RunVerdict:
-    """The verdict for the whole run and why: ``FAIL`` (an expectation was violated, or a unit failed),
-    ``NOT VERIFIED`` (nothing failed, but a planned unit did not run, a model's primary metric was not measured,
-    a gate could not be checked, or no expectation could), else ``PASS``. ``reasons`` name each cause (and for
-    PASS what could not be verified)."""
+    """The verdict for the whole run and why: ``FAIL`` (an expectation was violated, or a unit
+    failed), ``NOT VERIFIED`` (nothing failed, but a planned unit did not run, a model's primary
+    metric was not measured, a gate could not be checked, or no expectation could), else ``PASS``.
+    ``reasons`` name each cause (and for PASS what could not be verified)."""
 
     status: Literal["PASS", "FAIL", "NOT VERIFIED"]
     reasons: tuple[str, ...]
@@ -38,15 +39,16 @@ class RunVerdict:
 
 @dataclass(frozen=True, eq=False)
 class AnalysisResult:
-    """What ``report`` renders: the frames, the summary, the comparisons (one per pair of the ``compare`` spec, in
-    its order; none without a spec), drift checks and failed units. ``comparison`` is the first one (or None), for
-    code that knows only two builds.
+    """What ``report`` renders: the frames, the summary, the comparisons (one per pair of the
+    ``compare`` spec, in its order; none without a spec), drift checks and failed units.
+    ``comparison`` is the first one (or None), for code that knows only two builds.
 
-    With ``analyse(..., planned=...)``: ``planned`` is how many units the plan wanted, ``not_run`` the planned
-    units without any record of their planned key (a planned unit whose latest record of that key failed is in
-    ``failed_units``), ``excluded_records`` how many stored records were left out because their key is not the
-    planned one of their unit (other settings). Without it ``planned`` is None and the others are empty.
-    ``dropped``: stored values that are no measurement, left out of every number."""
+    With ``analyse(..., planned=...)``: ``planned`` is how many units the plan wanted, ``not_run``
+    the planned units without any record of their planned key (a planned unit whose latest record of
+    that key failed is in ``failed_units``), ``excluded_records`` how many stored records were left
+    out because their key is not the planned one of their unit (other settings). Without it
+    ``planned`` is None and the others are empty. ``dropped``: stored values that are no
+    measurement, left out of every number."""
 
     frame: pd.DataFrame
     units: pd.DataFrame
@@ -60,11 +62,13 @@ class AnalysisResult:
     excluded_records: int = 0
     planned: int | None = None
     sampling: tuple[SamplingNote, ...] = ()
-    """``run.until``: one note per model (the run layer adds them; units its rule skipped are not planned)."""
+    """``run.until``: one note per model (the run layer adds them; units its rule skipped are not
+    planned)."""
 
     @property
     def comparison(self) -> Comparison | None:
-        """The first comparison (the only one of a two-build scenario), or None without a ``compare`` spec."""
+        """The first comparison (the only one of a two-build scenario), or None without a
+        ``compare`` spec."""
         return self.comparisons[0] if self.comparisons else None
 
     @property
@@ -79,13 +83,14 @@ class AnalysisResult:
 
 
 def expectations_violated(result: AnalysisResult, *, strict: bool = False) -> bool:
-    """True when any expectation of any pair failed (an identity check differs or lies beyond its tolerance, a
-    gate is violated, or a model got slower than -min_effect).
+    """True when any expectation of any pair failed (an identity check differs or lies beyond its
+    tolerance, a gate is violated, or a model got slower than -min_effect).
 
-    ``strict`` also counts ``unverified`` ones (nothing to compare, inconclusive, not measured, a gate whose CI
-    straddles its limit), for CI jobs that must prove the expectation rather than merely not disprove it. Failed
-    and not-run units are reported separately (``result.failed_units``, ``result.not_run``), so "nothing
-    measured" and "regression" stay distinguishable.
+    ``strict`` also counts ``unverified`` ones (nothing to compare, inconclusive, not measured, a
+    gate whose CI straddles its limit), for CI jobs that must prove the expectation rather than
+    merely not disprove it. Failed and not-run units are reported separately
+    (``result.failed_units``, ``result.not_run``), so "nothing measured" and "regression" stay
+    distinguishable.
     """
     bad = {"fail", "unverified"} if strict else {"fail"}
     return any(e.status in bad for e in result.expectations)
@@ -108,12 +113,13 @@ def _listed(ids: Sequence[str], most: int = 6) -> str:
 def run_verdict(result: AnalysisResult) -> RunVerdict:
     """PASS, FAIL or NOT VERIFIED for the whole run, with the reasons (see ``RunVerdict``).
 
-    FAIL: an expectation of any pair failed (each one is a reason: ``gate load_time: +203% > +10% allowed
-    (resnet8, ...)``) or a unit's latest attempt failed. NOT VERIFIED (when nothing failed): a planned unit did not
-    run, a model's primary metric was not measured, a gate could not be verified, or none of the expectations could
-    be checked. PASS otherwise; its reasons list what could not be verified (inconclusive, no values), if anything.
-    With several pairs every reason names its pair (``resnet8, u85-256 vs u85-128``).
-    The exit code is the callers' (``run.pipeline``): a FAIL is exit 1 (3 when a failure is infrastructure).
+    FAIL: an expectation of any pair failed (each one is a reason: ``gate load_time: +203% > +10%
+    allowed (resnet8, ...)``) or a unit's latest attempt failed. NOT VERIFIED (when nothing failed):
+    a planned unit did not run, a model's primary metric was not measured, a gate could not be
+    verified, or none of the expectations could be checked. PASS otherwise; its reasons list what
+    could not be verified (inconclusive, no values), if anything. With several pairs every reason
+    names its pair (``resnet8, u85-256 vs u85-128``). The exit code is the callers'
+    (``run.pipeline``): a FAIL is exit 1 (3 when a failure is infrastructure).
     """
     comparisons = result.comparisons
     several = len(comparisons) > 1
@@ -127,7 +133,8 @@ def run_verdict(result: AnalysisResult) -> RunVerdict:
         if e.status == "fail":
             if e.kind == "gate":
                 head, _, rest = e.detail.partition(" (")
-                failed_reasons.append(f"gate {e.name}: {head} ({where(c, e.model)}" + (f", {rest}" if rest else ")"))
+                failed_reasons.append(f"gate {e.name}: {head} ({where(c, e.model)}"
+                                      + (f", {rest}" if rest else ")"))
             else:
                 failed_reasons.append(f"{_label(e)} ({where(c, e.model)}): {e.detail}")
     if result.failed_units:
@@ -138,12 +145,14 @@ def run_verdict(result: AnalysisResult) -> RunVerdict:
     open_reasons: list[str] = []
     if result.not_run:
         ids = [u.unit_id for u in result.not_run]
-        open_reasons.append(f"{len(ids)} of {result.planned} planned unit(s) did not run: {_listed(ids)}")
+        open_reasons.append(f"{len(ids)} of {result.planned} planned unit(s) did not run: "
+                            f"{_listed(ids)}")
     for comparison in comparisons:
         unmeasured = [m.model for m in comparison.models if m.verdict == "not measured"]
         if unmeasured:
             pair = f" ({comparison.label})" if several else ""
-            open_reasons.append(f"{comparison.primary} not measured for {', '.join(unmeasured)}{pair}")
+            open_reasons.append(f"{comparison.primary} not measured for "
+                                f"{', '.join(unmeasured)}{pair}")
     if comparisons and not any(c.models for c in comparisons):
         open_reasons.append("nothing was measured")
     for c, e in expectations:

@@ -1,6 +1,6 @@
-"""What the analysis is asked: the comparison spec (``CompareLike``, with its ``GateLike`` gates and ``ToleranceLike``
-identity entries) and the statistical knobs (``Settings``), and how a spec is read (its pairs of builds, its primary
-metrics in order of preference, its identity checks and gates).
+"""What the analysis is asked: the comparison spec (``CompareLike``, with its ``GateLike`` gates and
+``ToleranceLike`` identity entries) and the statistical knobs (``Settings``), and how a spec is read
+(its pairs of builds, its primary metrics in order of preference, its identity checks and gates).
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ __all__ = [
 
 
 class ToleranceLike(Protocol):
-    """An ``expect_identical`` entry with a tolerance (``scenario.IdentityTolerance``): ``amount`` is in percent of
-    the baseline median when ``relative``, else in the metric's unit; ``exact`` when no tolerance was given."""
+    """An ``expect_identical`` entry with a tolerance (``scenario.IdentityTolerance``): ``amount``
+    is in percent of the baseline median when ``relative``, else in the metric's unit; ``exact``
+    when no tolerance was given."""
 
     @property
     def metric(self) -> str: ...
@@ -37,8 +38,8 @@ class ToleranceLike(Protocol):
 
 
 class GateLike(Protocol):
-    """A gate (``scenario.Gate``): the largest allowed regression, ``amount`` in percent of the baseline median
-    when ``relative``, else in ``unit`` (None: any unit, for an amount of 0)."""
+    """A gate (``scenario.Gate``): the largest allowed regression, ``amount`` in percent of the
+    baseline median when ``relative``, else in ``unit`` (None: any unit, for an amount of 0)."""
 
     @property
     def relative(self) -> bool: ...
@@ -49,10 +50,11 @@ class GateLike(Protocol):
 
 
 class CompareLike(Protocol):
-    """What ``compare`` needs of a comparison spec; ``scenario.Compare`` satisfies it. ``expect_identical`` holds
-    names (exact) or ``ToleranceLike`` entries. Optional (read with ``getattr``, so older spec objects keep
-    working): ``gates`` (metric -> ``GateLike``), and ``build_pairs``, every ``(baseline, candidate)`` pair to
-    compare in order (``analyse`` compares each; without it the one pair ``(baseline, candidate)``)."""
+    """What ``compare`` needs of a comparison spec; ``scenario.Compare`` satisfies it.
+    ``expect_identical`` holds names (exact) or ``ToleranceLike`` entries. Optional (read with
+    ``getattr``, so older spec objects keep working): ``gates`` (metric -> ``GateLike``), and
+    ``build_pairs``, every ``(baseline, candidate)`` pair to compare in order (``analyse`` compares
+    each; without it the one pair ``(baseline, candidate)``)."""
 
     @property
     def baseline(self) -> str: ...
@@ -68,9 +70,10 @@ class CompareLike(Protocol):
 
 @dataclass(frozen=True)
 class Settings:
-    """Statistical knobs. ``alpha`` is the significance level a faster/slower verdict needs from the process-level
-    p-value (``process_level_p``); ``drift_alpha`` the Spearman level for a drift flag. The bootstrap's p cannot go
-    below ``2 / (resamples + 1)``: with fewer than ``2 / alpha`` resamples no verdict could be faster or slower."""
+    """Statistical knobs. ``alpha`` is the significance level a faster/slower verdict needs from the
+    process-level p-value (``process_level_p``); ``drift_alpha`` the Spearman level for a drift
+    flag. The bootstrap's p cannot go below ``2 / (resamples + 1)``: with fewer than ``2 / alpha``
+    resamples no verdict could be faster or slower."""
 
     confidence: float = 0.95
     resamples: int = 2000
@@ -85,8 +88,8 @@ def primary_candidates(spec: CompareLike) -> list[str]:
 
 
 def build_pairs(spec: CompareLike) -> list[tuple[str, str]]:
-    """Every ``(baseline, candidate)`` pair ``spec`` compares, in order: its ``build_pairs`` when it has them (see
-    ``CompareLike``), else the one pair ``(spec.baseline, spec.candidate)``."""
+    """Every ``(baseline, candidate)`` pair ``spec`` compares, in order: its ``build_pairs`` when it
+    has them (see ``CompareLike``), else the one pair ``(spec.baseline, spec.candidate)``."""
     pairs = getattr(spec, "build_pairs", None)
     return [(str(b), str(c)) for b, c in pairs] if pairs else [(spec.baseline, spec.candidate)]
 

@@ -1,6 +1,6 @@
-"""The per-build summary: per (model, build, metric) of ok units n, units, median, mean, std, p5, p95 and the
-bootstrap CI of the median (the report's ``## Per build`` table, ``report.csv`` without a comparison, history's
-points)."""
+"""The per-build summary: per (model, build, metric) of ok units n, units, median, mean, std, p5,
+p95 and the bootstrap CI of the median (the report's ``## Per build`` table, ``report.csv`` without
+a comparison, history's points)."""
 
 from __future__ import annotations
 
@@ -33,11 +33,11 @@ SUMMARY_COLUMNS = [
 
 
 def summarise(frame: pd.DataFrame, settings: Settings | None = None) -> pd.DataFrame:
-    """Per (model, build, metric) of ok units: n, units, median, mean, std, p5, p95, bootstrap CI of the
-    median.
+    """Per (model, build, metric) of ok units: n, units, median, mean, std, p5, p95, bootstrap CI of
+    the median.
 
-    Rows follow the order models, builds and metrics first appear in the frame (the run order), so the table
-    is stable for the same records.
+    Rows follow the order models, builds and metrics first appear in the frame (the run order), so
+    the table is stable for the same records.
     """
     return summarise_samples(Samples.of_frames(frame), settings or Settings())
 
@@ -67,4 +67,5 @@ def summarise_samples(samples: Samples, settings: Settings) -> pd.DataFrame:
             }
         )
     summary = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
-    return typed(summary, {"n": "int64", "units": "int64", "ci_low": "float64", "ci_high": "float64"})
+    return typed(summary,
+                 {"n": "int64", "units": "int64", "ci_low": "float64", "ci_high": "float64"})

@@ -1,5 +1,6 @@
-"""The verdict rules: a primary comparison's verdict from the CI of its saving (``decide_verdict``), a gate's from the
-CI of its change (``decide_gate``), and the minimum-effect expectation a verdict gives (``effect_expectation``).
+"""The verdict rules: a primary comparison's verdict from the CI of its saving (``decide_verdict``),
+a gate's from the CI of its change (``decide_gate``), and the minimum-effect expectation a verdict
+gives (``effect_expectation``).
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ def decide_verdict(
     min_effect: float,
     alpha: float = 0.05,
 ) -> tuple[Verdict, str]:
-    """The verdict from the CI of the saved % (positive = candidate faster), the p-value and the minimum
-    effect m.
+    """The verdict from the CI of the saved % (positive = candidate faster), the p-value and the
+    minimum effect m.
 
     - no change: the whole CI lies within [-m, +m];
     - faster: the whole CI lies above +m, and p < alpha (when there is a p-value);
@@ -37,15 +38,17 @@ def decide_verdict(
     if ci_low > min_effect or ci_high < -min_effect:
         side = "saving" if ci_low > min_effect else "loss"
         if significant:
-            return ("faster" if side == "saving" else "slower"), f"{ci}: all of it a {side} beyond {band}"
+            return ("faster" if side == "saving"
+                    else "slower"), f"{ci}: all of it a {side} beyond {band}"
         return "inconclusive", f"{ci} lies beyond {band}, but {p_text} is not below {alpha:g}"
     return "inconclusive", f"{ci} overlaps {band}: more repetitions would settle it"
 
 
-def decide_gate(ci_low: float | None, ci_high: float | None, allowed: float) -> tuple[GateVerdict, Status]:
-    """A gate's verdict from the CI of the change (positive = worse) and the largest allowed regression:
-    ``violated`` when the whole CI lies above ``allowed``, ``within`` when it lies at or below it, else
-    ``inconclusive`` (also without a CI), which counts as unverified."""
+def decide_gate(ci_low: float | None, ci_high: float | None,
+                allowed: float) -> tuple[GateVerdict, Status]:
+    """A gate's verdict from the CI of the change (positive = worse) and the largest allowed
+    regression: ``violated`` when the whole CI lies above ``allowed``, ``within`` when it lies at or
+    below it, else ``inconclusive`` (also without a CI), which counts as unverified."""
     if ci_low is None or ci_high is None:
         return "inconclusive", "unverified"
     if ci_low > allowed:
@@ -76,10 +79,12 @@ def decide_exact(saved: float, min_effect: float, size: bool = True) -> tuple[Ve
     return verdict, f"exact: {change} ({'smaller' if saved > 0 else 'larger'}), beyond {band}"
 
 
-def effect_expectation(model: str, verdict: Verdict, reason: str, saved: float | None, m: float) -> Expectation:
+def effect_expectation(model: str, verdict: Verdict, reason: str, saved: float | None,
+                       m: float) -> Expectation:
     """The minimum-effect expectation: the candidate must not be slower by more than ``min_effect``.
 
-    ``slower`` fails it; ``not measured`` and ``inconclusive`` leave it unverified; faster and no change pass.
+    ``slower`` fails it; ``not measured`` and ``inconclusive`` leave it unverified; faster and no
+    change pass.
     """
     if verdict == "slower":
         status: Status = "fail"
@@ -88,4 +93,5 @@ def effect_expectation(model: str, verdict: Verdict, reason: str, saved: float |
     else:
         status = "pass"
     shown = f"{fmt.saving_phrase(saved)}; " if saved is not None else ""
-    return Expectation("min_effect", model, f"not more than {m:g}% slower", status, f"{verdict}: {shown}{reason}")
+    return Expectation("min_effect", model, f"not more than {m:g}% slower", status,
+                       f"{verdict}: {shown}{reason}")

@@ -1,6 +1,6 @@
 """The history dashboard: a static site of every stored run of one or more scenarios (``history
---html DIR``): plain HTML, charts inlined as SVG, no JavaScript, nothing loaded from outside ``DIR``.
-Layout, element ids and why: docs/architecture.md, "`stored/`"."""
+--html DIR``): plain HTML, charts inlined as SVG, no JavaScript, nothing loaded from outside
+``DIR``. Layout, element ids and why: docs/architecture.md, "`stored/`"."""
 
 from __future__ import annotations
 
@@ -182,7 +182,8 @@ def _tick(site: SiteScenario, index: int) -> str:
 def _title(site: SiteScenario, model: str, index: int, why: str | None) -> str:
     """A run's tooltip in a chart: commit and subject, date and run, the value (or why there is
     none)."""
-    from fvp_harness.report.stored.history import point_cell  # late: history imports pandas and matplotlib
+    # late: history imports pandas and matplotlib
+    from fvp_harness.report.stored.history import point_cell
 
     history = site.history
     run = history.runs[index]
@@ -312,7 +313,8 @@ def _scenario_page(site: SiteScenario, number: int, regressions: int) -> str:
 
 
 def _runs_table(site: SiteScenario, link: Callable[[int], str]) -> str:
-    from fvp_harness.report.stored.history import point_cell  # late: history imports pandas and matplotlib
+    # late: history imports pandas and matplotlib
+    from fvp_harness.report.stored.history import point_cell
 
     history = site.history
     flags = {(step.model, step.index): step for step in history.steps if step.kind != "shift"}

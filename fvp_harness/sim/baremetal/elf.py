@@ -1,10 +1,10 @@
 """A small ELF32 little-endian writer and section reader for the emulated bare-metal runner.
 
-Why our own: a real FVP is given an ``arm_executor_runner`` ELF (EM_ARM, sections ``.text``, ``.rodata``,
-``.data``, ``.bss``...), and the harness reads flash and RAM from its section headers. The simulator's runner
-is written in that shape so the same reading works on it; the few structures (ELF header, program headers
-one per loaded section, section headers, ``.shstrtab``) are written here, nothing more (no symbols, no
-relocations: the simulator executes nothing from the sections).
+Why our own: a real FVP is given an ``arm_executor_runner`` ELF (EM_ARM, sections ``.text``,
+``.rodata``, ``.data``, ``.bss``...), and the harness reads flash and RAM from its section headers.
+The simulator's runner is written in that shape so the same reading works on it; the few structures
+(ELF header, program headers one per loaded section, section headers, ``.shstrtab``) are written
+here, nothing more (no symbols, no relocations: the simulator executes nothing from the sections).
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ SHF_WRITE, SHF_ALLOC, SHF_EXECINSTR = 0x1, 0x2, 0x4
 PT_LOAD = 1
 PF_X, PF_W, PF_R = 1, 2, 4
 EF_ARM_EABI5_HARD_FLOAT = 0x05000400
-"""``e_flags``: EABI version 5, hard-float ABI (arm-none-eabi-gcc's ``-mfloat-abi=hard`` for Cortex-M55/M85)."""
+"""``e_flags``: EABI version 5, hard-float ABI (arm-none-eabi-gcc's ``-mfloat-abi=hard`` for
+Cortex-M55/M85)."""
 _EHDR = struct.Struct("<16sHHIIIIIHHHHHH")  # 52 bytes
 _PHDR = struct.Struct("<IIIIIIII")  # 32 bytes
 _SHDR = struct.Struct("<IIIIIIIIII")  # 40 bytes
@@ -30,7 +31,8 @@ _SHDR = struct.Struct("<IIIIIIIIII")  # 40 bytes
 @dataclass(frozen=True)
 class Section:
     """One section: ``data`` for PROGBITS, ``size`` for NOBITS (``.bss``: RAM only, no file bytes).
-    ``load`` is the load (flash) address of an initialised RAM section (``.data``), else its address."""
+    ``load`` is the load (flash) address of an initialised RAM section (``.data``), else its
+    address."""
 
     name: str
     kind: int
@@ -52,7 +54,8 @@ def _align(value: int, to: int) -> int:
 
 def write_elf(sections: list[Section], *, entry: int, machine: int = EM_ARM,
               flags: int = EF_ARM_EABI5_HARD_FLOAT) -> bytes:
-    """An ET_EXEC file holding ``sections`` (in order), a PT_LOAD per allocated section, ``.shstrtab`` last."""
+    """An ET_EXEC file holding ``sections`` (in order), a PT_LOAD per allocated section,
+    ``.shstrtab`` last."""
     names = bytearray(b"\0")
     name_at: list[int] = []
     for section in [*sections, Section(".shstrtab", SHT_STRTAB, 0)]:
@@ -68,9 +71,12 @@ def write_elf(sections: list[Section], *, entry: int, machine: int = EM_ARM,
     names_at = offset
     shoff = _align(names_at + len(names), 4)
     out = bytearray(shoff + _SHDR.size * (len(sections) + 2))
-    ident = b"\x7fELF" + bytes([1, 1, 1, 0]) + bytes(8)  # ELFCLASS32, ELFDATA2LSB, EV_CURRENT, SYSV ABI
-    _EHDR.pack_into(out, 0, ident, ET_EXEC, machine, 1, entry, _EHDR.size if loaded else 0, shoff, flags,
-                    _EHDR.size, _PHDR.size, len(loaded), _SHDR.size, len(sections) + 2, len(sections) + 1)
+    # ELFCLASS32, ELFDATA2LSB, EV_CURRENT, SYSV ABI
+    ident = b"\x7fELF" + bytes([1, 1, 1, 0]) + bytes(8)
+    _EHDR.pack_into(out, 0, ident, ET_EXEC, machine, 1, entry, _EHDR.size if loaded else 0, shoff,
+                    flags,
+                    _EHDR.size, _PHDR.size, len(loaded), _SHDR.size, len(sections) + 2,
+                    len(sections) + 1)
     phdr = _EHDR.size
     for section, at in zip(sections, offsets, strict=True):
         out[at : at + len(section.data)] = section.data
@@ -79,8 +85,8 @@ def write_elf(sections: list[Section], *, entry: int, machine: int = EM_ARM,
             pflags |= PF_X if section.flags & SHF_EXECINSTR else 0
             filesz = 0 if section.kind == SHT_NOBITS else len(section.data)
             load = section.addr if section.load is None else section.load
-            _PHDR.pack_into(out, phdr, PT_LOAD, at, section.addr, load, filesz, section.mem_size, pflags,
-                            section.align)
+            _PHDR.pack_into(out, phdr, PT_LOAD, at, section.addr, load, filesz, section.mem_size,
+                            pflags, section.align)
             phdr += _PHDR.size
     out[names_at : names_at + len(names)] = names
     shdr = shoff + _SHDR.size  # entry 0: the null section, all zero
@@ -93,8 +99,8 @@ def write_elf(sections: list[Section], *, entry: int, machine: int = EM_ARM,
 
 
 def read_sections(data: bytes) -> dict[str, tuple[int, int, bytes]]:
-    """``{name: (sh_type, sh_size, contents)}`` of an ELF32 little-endian file (contents empty for NOBITS).
-    Raises ValueError saying what is wrong."""
+    """``{name: (sh_type, sh_size, contents)}`` of an ELF32 little-endian file (contents empty for
+    NOBITS). Raises ValueError saying what is wrong."""
     if len(data) < _EHDR.size or data[:4] != b"\x7fELF" or data[4:6] != b"\x01\x01":
         raise ValueError("not an ELF32 little-endian file")
     fields = _EHDR.unpack_from(data)
@@ -108,7 +114,8 @@ def read_sections(data: bytes) -> dict[str, tuple[int, int, bytes]]:
             return b""
         start, size = header[4], header[5]
         if start + size > len(data):
-            raise ValueError(f"a section runs past the end of the file ({start + size} > {len(data)} bytes)")
+            raise ValueError(f"a section runs past the end of the file ({start + size} > "
+                             f"{len(data)} bytes)")
         return data[start : start + size]
 
     strtab = contents(headers[shstrndx])

@@ -1,20 +1,22 @@
-"""Where and how upstream's bare-metal ``arm_executor_runner`` logs: every ET_LOG site, the line format, and the
-texts printed once per run (the perf block, the ETDump script).
+"""Where and how upstream's bare-metal ``arm_executor_runner`` logs: every ET_LOG site, the line
+format, and the texts printed once per run (the perf block, the ETDump script).
 
-Why apart from the program (``baremetal/runner.py``): these are facts read from upstream's sources (pytorch/executorch
-cff6f4dd32: examples/arm/executor_runner/arm_executor_runner.cpp, arm_perf_monitor.cpp, backends/arm/runtime/
-EthosUBackend.cpp and EthosUBackend_Cortex_M.cpp, runtime/executor/method.cpp and program.cpp), kept in one place
-so a new upstream commit means editing one table, and the texts are pure functions the tests can hold against
-upstream's format strings.
+Why apart from the program (``baremetal/runner.py``): these are facts read from upstream's sources
+(pytorch/executorch cff6f4dd32: examples/arm/executor_runner/arm_executor_runner.cpp,
+arm_perf_monitor.cpp, backends/arm/runtime/ EthosUBackend.cpp and EthosUBackend_Cortex_M.cpp,
+runtime/executor/method.cpp and program.cpp), kept in one place so a new upstream commit means
+editing one table, and the texts are pure functions the tests can hold against upstream's format
+strings.
 
-Line format (``et_pal_emit_log_message`` in arm_executor_runner.cpp): ``%c [executorch:%s:%lu %s()] %s`` - level,
-short file name, the line of the ``ET_LOG(`` call (of the ``ET_CHECK_MSG(`` for a failed check: GCC puts
-``__builtin_LINE()`` of a multi-line call there), the function (``__FUNCTION__``), the message cut to 255 bytes as
-runtime/platform/log.cpp does.
+Line format (``et_pal_emit_log_message`` in arm_executor_runner.cpp): ``%c [executorch:%s:%lu %s()]
+%s`` - level, short file name, the line of the ``ET_LOG(`` call (of the ``ET_CHECK_MSG(`` for a
+failed check: GCC puts ``__builtin_LINE()`` of a multi-line call there), the function
+(``__FUNCTION__``), the message cut to 255 bytes as runtime/platform/log.cpp does.
 
-The perf block (``StopMeasurements``, arm_perf_monitor.cpp:141-235) is printed once after the inference loop with
-totals and ``(%.2f per inference)``. ``% " PRIu64`` prints no space (the space flag applies to signed conversions
-only, in newlib as in C); a run that completed no inference prints ``nan`` or ``inf`` (C's double division by zero).
+The perf block (``StopMeasurements``, arm_perf_monitor.cpp:141-235) is printed once after the
+inference loop with totals and ``(%.2f per inference)``. ``% " PRIu64`` prints no space (the space
+flag applies to signed conversions only, in newlib as in C); a run that completed no inference
+prints ``nan`` or ``inf`` (C's double division by zero).
 """
 
 from __future__ import annotations
@@ -119,8 +121,9 @@ def format_log(level: str, site: tuple[str, int, str], message: str) -> str:
 
 @dataclass
 class Measure:
-    """The perf monitor's accumulators (arm_perf_monitor.cpp): CPU cycles at StartMeasurements, delegations, CPU
-    cycles inside EthosUBackend::execute and between the NPU callbacks, NPU cycles, PMU event counts."""
+    """The perf monitor's accumulators (arm_perf_monitor.cpp): CPU cycles at StartMeasurements,
+    delegations, CPU cycles inside EthosUBackend::execute and between the NPU callbacks, NPU cycles,
+    PMU event counts."""
 
     start: int = 0
     delegations: int = 0
@@ -131,30 +134,39 @@ class Measure:
 
 
 def _per(total: float, n: int) -> str:
-    """``(double)total / n`` printed with ``%.2f`` (nan / inf for no inferences, as C's division gives)."""
+    """``(double)total / n`` printed with ``%.2f`` (nan / inf for no inferences, as C's division
+    gives)."""
     if n == 0:
         return "nan" if total == 0 else "inf"
     return f"{total / n:.2f}"
 
 
 def perf_block(n: int, cycle_count: int, m: Measure, family: str) -> list[tuple[str, str]]:
-    """``StopMeasurements(n)``'s lines as (``SITES`` key, message); ``cycle_count``: CPU cycles of the loop."""
+    """``StopMeasurements(n)``'s lines as (``SITES`` key, message); ``cycle_count``: CPU cycles of
+    the loop."""
     per = "per inference"
     lines = [
         ("perf_inferences", f"NPU Inferences : {n}"),
         ("perf_delegations", f"NPU delegations: {m.delegations} ({_per(m.delegations, n)} {per})"),
         ("perf_profiler", "Profiler report, CPU cycles per operator:"),
-        ("perf_cycle_cnt", f"ethos-u : cycle_cnt : {m.backend} cycles ({_per(m.backend, n)} {per})"),
-        ("perf_operators", f"Operator(s) total: {m.backend} CPU cycles ({_per(m.backend, n)} {per})"),
-        ("perf_runtime", f"Inference runtime: {cycle_count} CPU cycles total ({_per(cycle_count, n)} {per})"),
-        ("perf_note", "NOTE: CPU cycle values and ratio calculations require FPGA and identical CPU/NPU frequency"),
+        ("perf_cycle_cnt",
+         f"ethos-u : cycle_cnt : {m.backend} cycles ({_per(m.backend, n)} {per})"),
+        ("perf_operators",
+         f"Operator(s) total: {m.backend} CPU cycles ({_per(m.backend, n)} {per})"),
+        ("perf_runtime",
+         f"Inference runtime: {cycle_count} CPU cycles total ({_per(cycle_count, n)} {per})"),
+        ("perf_note",
+         "NOTE: CPU cycle values and ratio calculations require FPGA and identical CPU/NPU "
+         "frequency"),
     ]
     if cycle_count == 0:
         lines += [("perf_cpu_ratio_unknown", "Inference CPU ratio: ?.?? %"),
                   ("perf_npu_ratio_unknown", "Inference NPU ratio: ?.?? %")]  # fmt: skip
     else:
-        lines += [("perf_cpu_ratio", f"Inference CPU ratio: {100.0 * (cycle_count - m.wait) / cycle_count:.2f} %"),
-                  ("perf_npu_ratio", f"Inference NPU ratio: {100.0 * m.wait / cycle_count:.2f} %")]  # fmt: skip
+        lines += [("perf_cpu_ratio",
+                   f"Inference CPU ratio: {100.0 * (cycle_count - m.wait) / cycle_count:.2f} %"),
+                  ("perf_npu_ratio",
+                   f"Inference NPU ratio: {100.0 * m.wait / cycle_count:.2f} %")]  # fmt: skip
     lines += [
         ("perf_wait", f"cpu_wait_for_npu_cntr : {m.wait} CPU cycles ({_per(m.wait, n)} {per})"),
         ("perf_pmu_report", "Ethos-U PMU report:"),
@@ -168,18 +180,19 @@ def perf_block(n: int, cycle_count: int, m: Measure, family: str) -> list[tuple[
 
 
 def etdump_script(etdump_base64: str, debug_base64: str) -> list[str]:
-    """What ``write_etdump`` printf()s without semihosting (arm_executor_runner.cpp:1176-1213): a shell script
-    between ``#[RUN THIS]`` and ``#[END]`` that run_fvp.sh cuts out and decodes."""
+    """What ``write_etdump`` printf()s without semihosting (arm_executor_runner.cpp:1176-1213): a
+    shell script between ``#[RUN THIS]`` and ``#[END]`` that run_fvp.sh cuts out and decodes."""
     lines = ["#[RUN THIS]\n"]
     if debug_base64:
-        lines += ["# Writing debug_buffer.bin [base64]\n", f'echo "{debug_base64}" | base64 -d >debug_buffer.bin\n']
+        lines += ["# Writing debug_buffer.bin [base64]\n",
+                  f'echo "{debug_base64}" | base64 -d >debug_buffer.bin\n']
     flag = "--debug_buffer_path debug_buffer.bin" if debug_base64 else ""
     return [
         *lines,
         "# Writing etdump.bin [base64]\n",
         f'echo "{etdump_base64}" | base64 -d >etdump.bin\n',
         "# Generate cpu cycle table with:\n",
-        f"python3 -m devtools.inspector.inspector_cli --etdump_path etdump.bin {flag} --source_time_scale cycles "
-        "--target_time_scale cycles\n",
+        f"python3 -m devtools.inspector.inspector_cli --etdump_path etdump.bin {flag} "
+        "--source_time_scale cycles --target_time_scale cycles\n",
         "#[END]\n",
     ]

@@ -18,7 +18,11 @@ import traceback
 from collections.abc import Mapping
 from typing import BinaryIO, NoReturn
 
-from fvp_harness.sim.baremetal.artifact import BareMetalArtifact, decode_artifact, is_baremetal_artifact
+from fvp_harness.sim.baremetal.artifact import (
+    BareMetalArtifact,
+    decode_artifact,
+    is_baremetal_artifact,
+)
 from fvp_harness.sim.baremetal.runner import UNMAPPED, application_faults, run_application
 from fvp_harness.sim.clock import SimClock
 from fvp_harness.sim.fvp.cmdline import Options
@@ -38,12 +42,15 @@ STOP_TEXT: dict[str, str] = {
     "exit": _SYSTEMC,
     "user": "Stopping simulation...\n" + _SYSTEMC,
     "timelimit": "\nInfo: Simulation is stopping. Reason: CPU time has been exceeded.\n" + _SYSTEMC,
-    "simlimit": "\nInfo: Simulation is stopping. Reason: Simulated time has been exceeded.\n" + _SYSTEMC,
+    "simlimit": "\nInfo: Simulation is stopping. Reason: Simulated time has been exceeded.\n"
+    + _SYSTEMC,
 }
-"""What the model prints on stdout for each polite way it stops (all followed by ``--stat``, exit status 0)."""
+"""What the model prints on stdout for each polite way it stops (all followed by ``--stat``, exit
+status 0)."""
 EXIT_STATUS = {"parent": 1, "error": 1}
 CMD_LINE_LIMIT = 256
-"""The semihosting command line is cut after this many characters (runner_utils.py refuses longer ones)."""
+"""The semihosting command line is cut after this many characters (runner_utils.py refuses longer
+ones)."""
 NPU_BANNER = "\n    Ethos-U rev sim --- simulated by fvp-harness (not an Arm product)\n\n"
 HANG_STEP = 0.05
 """Wall seconds between checks while the CPU waits forever (hang fault, lock-up)."""
@@ -60,7 +67,8 @@ class _SemihostingExit(ProgramInterrupted):
 class BareMetalModel(StopRequests):
     """One bare-metal model instance; also the ``BoardContext`` its application runs against."""
 
-    def __init__(self, opts: Options, knobs: Knobs, out: BinaryIO | None = None, err: BinaryIO | None = None) -> None:
+    def __init__(self, opts: Options, knobs: Knobs, out: BinaryIO | None = None,
+                 err: BinaryIO | None = None) -> None:
         self.opts, self.settings = opts, knobs
         self.knobs: Mapping[str, str] = knobs.raw  # what the application sees (BoardContext.knobs)
         self.spec = BOARDS[opts.platform]
@@ -68,7 +76,8 @@ class BareMetalModel(StopRequests):
         self.err = err or sys.stderr.buffer
         params = opts.params
         self.platform = self.spec.name
-        self.npu: Accelerator = parse_accelerator(f"{self.spec.npu_family}-{params[f'{self.spec.ethosu}.num_macs']}")
+        self.npu: Accelerator = parse_accelerator(
+            f"{self.spec.npu_family}-{params[f'{self.spec.ethosu}.num_macs']}")
         self.semihosting_enabled = params[f"{self.spec.cpu}.semihosting-enable"] == "1"
         self.cmd_line = params[f"{self.spec.cpu}.semihosting-cmd_line"][:CMD_LINE_LIMIT]
         self.cwd = params[f"{self.spec.cpu}.semihosting-cwd"] or os.getcwd()
@@ -85,10 +94,11 @@ class BareMetalModel(StopRequests):
         self.artifact: BareMetalArtifact | None = None
         self.memory_map: list[tuple[int, bytes]] = []
 
-    # -- set-up (before anything is printed) --------------------------------------------------------------------
+    # -- set-up (before anything is printed) -------------------------------------------------------
 
     def setup(self) -> None:
-        """Read the application and the data files; SetupError for anything the model refuses before starting."""
+        """Read the application and the data files; SetupError for anything the model refuses before
+        starting."""
         apps = [text.split("=", 1)[1] if "=" in text else text for text in self.opts.applications]
         if apps:
             path = apps[0]
@@ -98,8 +108,9 @@ class BareMetalModel(StopRequests):
             except OSError:
                 raise SetupError(f"Error: -a: cannot open file '{path}'.") from None
             if not is_baremetal_artifact(data):
-                raise SetupError(f"fvp-sim: {path} is not an emulated arm_executor_runner: the simulator runs only "
-                                 "the artifacts of 'fvp-harness sim baremetal-runner', not a real ELF")  # fmt: skip
+                raise SetupError(f"fvp-sim: {path} is not an emulated arm_executor_runner: the "
+                                 "simulator runs only the artifacts of 'fvp-harness sim "
+                                 "baremetal-runner', not a real ELF")  # fmt: skip
             try:
                 self.artifact = decode_artifact(data)
                 application_faults(self.knobs, self.artifact)
@@ -127,10 +138,11 @@ class BareMetalModel(StopRequests):
                     f"Error: {self.spec.uart0}.out_file: cannot open '{target}': {exc.strerror}."
                 ) from None
 
-    # -- stdout ---------------------------------------------------------------------------------------------------
+    # -- stdout ------------------------------------------------------------------------------------
 
     def _write(self, data: bytes, to: BinaryIO | None = None) -> None:
-        with contextlib.suppress(OSError, ValueError):  # nobody reads our stdout any more: keep going
+        # nobody reads our stdout any more: keep going
+        with contextlib.suppress(OSError, ValueError):
             target = self.out if to is None else to
             target.write(data)
             target.flush()
@@ -140,7 +152,7 @@ class BareMetalModel(StopRequests):
         with self._lock:
             self._write(text.encode())
 
-    # -- BoardContext -------------------------------------------------------------------------------------------
+    # -- BoardContext ------------------------------------------------------------------------------
 
     def uart(self, text: str) -> None:
         data = text.replace("\n", "\r\n").encode("utf-8", "surrogateescape")
@@ -158,11 +170,13 @@ class BareMetalModel(StopRequests):
                 at = seen.find(self._tag)
                 if at >= 0:
                     keep = at + len(self._tag) - len(self._recent)
-                    data = data.decode("utf-8", "surrogateescape")[:keep].encode("utf-8", "surrogateescape")
+                    data = data.decode("utf-8", "surrogateescape")[:keep].encode("utf-8",
+                                                                                 "surrogateescape")
                     stop = "tag"
                 self._recent = seen[-len(self._tag) :]
             target = self._uart_file if self._uart_file is not None else self.out
-            if self._uart_file is not None or self.opts.params[f"{self.spec.uart0}.out_file"] == "-":
+            if (self._uart_file is not None or
+                self.opts.params[f"{self.spec.uart0}.out_file"] == "-"):
                 self._write(data, target)
             if stop:
                 self._halted = True
@@ -201,11 +215,13 @@ class BareMetalModel(StopRequests):
 
     def advance(self, instructions: int, npu_cycles: int = 0) -> None:
         self.check_interrupt()
-        self.clock.advance((instructions + npu_cycles) / self.spec.cpu_clock_hz, max(1, instructions))
+        self.clock.advance((instructions + npu_cycles) / self.spec.cpu_clock_hz,
+                           max(1, instructions))
 
     def hang(self) -> NoReturn:
         while not self.stopping.wait(HANG_STEP):
-            self.clock.advance(HANG_STEP * self.settings.idle_ratio, 1, pace=False)  # WFE: time passes, nothing retires
+            # WFE: time passes, nothing retires
+            self.clock.advance(HANG_STEP * self.settings.idle_ratio, 1, pace=False)
         raise ProgramInterrupted
 
     def check_interrupt(self) -> None:
@@ -215,7 +231,7 @@ class BareMetalModel(StopRequests):
     def note(self, text: str) -> None:
         self._write(f"fvp-sim: {text}\n".encode(), self.err)
 
-    # -- running --------------------------------------------------------------------------------------------------
+    # -- running -----------------------------------------------------------------------------------
 
 
     def _application(self) -> None:
@@ -228,26 +244,32 @@ class BareMetalModel(StopRequests):
         except ProgramInterrupted:
             pass
         except Exception:
-            self._write(("fvp-sim: the emulated application failed:\n" + traceback.format_exc()).encode(), self.err)
+            self._write(("fvp-sim: the emulated application failed:\n"
+                         + traceback.format_exc()).encode(), self.err)
             self.request_stop("error")
         finally:
-            self.clock.start_idle()  # the CPU spins in _exit (or has stopped): simulated time goes on
+            # the CPU spins in _exit (or has stopped): simulated time goes on
+            self.clock.start_idle()
 
     async def run(self) -> int:
-        """Run until a stop reason arrives; returns the exit status (negative: end by that signal)."""
+        """Run until a stop reason arrives; returns the exit status (negative: end by that
+        signal)."""
         loop = asyncio.get_running_loop()
         self._loop = loop
         self._stop = loop.create_future()
-        for sig, reason in ((signal.SIGINT, "user"), (signal.SIGTERM, "term"), (signal.SIGHUP, "term")):
+        for sig, reason in ((signal.SIGINT, "user"), (signal.SIGTERM, "term"),
+                            (signal.SIGHUP, "term")):
             loop.add_signal_handler(sig, self._set_stop, reason)
         params = self.opts.params
         for terminal in self.spec.terminals:
             prefix = f"{self.spec.board}.{terminal}"
             if params[f"{prefix}.quiet"] != "1":
-                self.say(f"{terminal}: Listening for serial connection on port {params[f'{prefix}.start_port']}\n")
+                self.say(f"{terminal}: Listening for serial connection on port "
+                         f"{params[f'{prefix}.start_port']}\n")
         self.say(NPU_BANNER)
         tasks = [
-            asyncio.create_task(watch_limits(self.clock, self.opts.timelimit, self.opts.simlimit, self._set_stop)),
+            asyncio.create_task(watch_limits(self.clock, self.opts.timelimit, self.opts.simlimit,
+                                             self._set_stop)),
             asyncio.create_task(watch_parent(self._set_stop, self.opts.parent_pid)),
         ]
         if "boot_seconds" in self.knobs and self.settings.boot_seconds > 0:
@@ -273,12 +295,14 @@ class BareMetalModel(StopRequests):
             with self._lock:
                 self._write(STOP_TEXT[reason].encode())
                 if self.opts.stat:
-                    self._write(stat_block(self.opts.model_name, self.clock, cpu=self.spec.cpu).encode())
+                    self._write(stat_block(self.opts.model_name, self.clock,
+                                           cpu=self.spec.cpu).encode())
         return EXIT_STATUS.get(reason, 0)
 
 
 def run_baremetal(opts: Options, knobs: Knobs) -> int:
-    """The bare-metal model from parsed options: its exit status (negative: the signal that ends the process)."""
+    """The bare-metal model from parsed options: its exit status (negative: the signal that ends the
+    process)."""
     model = BareMetalModel(opts, knobs)
     try:
         model.setup()

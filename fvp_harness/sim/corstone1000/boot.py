@@ -1,16 +1,17 @@
 """The boot: what each terminal shows from power-on to the login prompt, in stages.
 
-Text follows the public logs of the Corstone-1000 stack (see shared/reference/fvp-corstone1000.md): TF-M on
-``secenc_terminal`` (ANSI colour, CRLF), TF-A BL2/BL31 and U-Boot with its autoboot countdown on
-``host_terminal_0``, OP-TEE and TF-A runtime on ``host_terminal_1``, then the Linux kernel log (with ``[
-t.tttttt]`` timestamps from the simulated clock, and the benign noise real logs carry, including TF-A's
-``ERROR:   mmap_add_region_check() failed``), busybox init, the getty banner and the login prompt. Versions, the
-kernel command line, the NPU's driver and whether Dropbear starts come from the release's row
-(``releases.py``); the rest of the text is the same for every release.
+Text follows the public logs of the Corstone-1000 stack (see shared/reference/fvp-corstone1000.md):
+TF-M on ``secenc_terminal`` (ANSI colour, CRLF), TF-A BL2/BL31 and U-Boot with its autoboot
+countdown on ``host_terminal_0``, OP-TEE and TF-A runtime on ``host_terminal_1``, then the Linux
+kernel log (with ``[ t.tttttt]`` timestamps from the simulated clock, and the benign noise real logs
+carry, including TF-A's ``ERROR:   mmap_add_region_check() failed``), busybox init, the getty banner
+and the login prompt. Versions, the kernel command line, the NPU's driver and whether Dropbear
+starts come from the release's row (``releases.py``); the rest of the text is the same for every
+release.
 
-Stages are named (``tfm``, ``tfa``, ``optee``, ``uboot``, ``kernel``, ``init``, ``login``) so a fault can hang
-the boot in one of them. ``boot_seconds`` of wall time and ``boot_sim_seconds`` of simulated time are spread
-over the steps by weight.
+Stages are named (``tfm``, ``tfa``, ``optee``, ``uboot``, ``kernel``, ``init``, ``login``) so a
+fault can hang the boot in one of them. ``boot_seconds`` of wall time and ``boot_sim_seconds`` of
+simulated time are spread over the steps by weight.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from dataclasses import dataclass
 from fvp_harness.sim.corstone1000.releases import Release, image_of
 from fvp_harness.sim.knobs import Knobs
 
-__all__ = ["KERNEL_NOISE", "BootStep", "boot_steps", "getty_banner", "kernel_line", "panic_text", "play"]
+__all__ = ["KERNEL_NOISE", "BootStep", "boot_steps", "getty_banner", "kernel_line", "panic_text",
+           "play"]
 
 CONSOLE = "host_terminal_0"
 UART1 = "host_terminal_1"
@@ -42,7 +44,8 @@ KERNEL_NOISE = (
 
 @dataclass(frozen=True)
 class BootStep:
-    """One line (or fragment) on one terminal. ``kernel`` lines get a timestamp prefix when played."""
+    """One line (or fragment) on one terminal. ``kernel`` lines get a timestamp prefix when
+    played."""
 
     terminal: str
     stage: str
@@ -118,12 +121,12 @@ def _tfa(rel: Release) -> list[BootStep]:
 def _optee(rel: Release) -> list[BootStep]:
     lines = [
         "I/TC: ",
-        f"I/TC: OP-TEE version: {rel.optee} (gcc version {rel.gcc} (GCC)) {_build_date(rel)} aarch64",
-        "I/TC: WARNING: This OP-TEE configuration might be insecure!",
+        f"I/TC: OP-TEE version: {rel.optee} (gcc version {rel.gcc} (GCC)) {_build_date(rel)} "
+        "aarch64", "I/TC: WARNING: This OP-TEE configuration might be insecure!",
         "I/TC: WARNING: Please check https://optee.readthedocs.io/en/latest/architecture/porting_guidelines.html",
         "I/TC: Primary CPU initializing",
-        "D/TC:0 0 boot_init_primary_late:1471 Executing at offset 0 with virtual load address 0x2300000",
-        "D/TC:0 0 call_preinitcalls:21 level 2 mobj_mapped_shm_init()",
+        "D/TC:0 0 boot_init_primary_late:1471 Executing at offset 0 with virtual load address "
+        "0x2300000", "D/TC:0 0 call_preinitcalls:21 level 2 mobj_mapped_shm_init()",
         "I/TC: Trusted Application SMC handler: FF-A",
         "D/TC:0 0 spmc_init:2012 OP-TEE is a logical partition",
         "I/TC: Primary CPU switching to normal world boot",
@@ -148,7 +151,8 @@ def _uboot(knobs: Knobs, rel: Release) -> list[BootStep]:
         "Err:   serial@1a510000",
         "Net:   No ethernet found.",
     )]
-    steps.append(BootStep(CONSOLE, "uboot", "Hit any key to stop autoboot:  3 ", weight=3, newline=False))
+    steps.append(BootStep(CONSOLE, "uboot", "Hit any key to stop autoboot:  3 ", weight=3,
+                          newline=False))
     for n in (2, 1, 0):
         steps.append(BootStep(CONSOLE, "uboot", f"\b\b\b {n} ", weight=3, newline=False))
     steps.append(BootStep(CONSOLE, "uboot", ""))
@@ -181,8 +185,8 @@ def _kernel(knobs: Knobs, rel: Release, mmc_bytes: int | None, num_macs: int) ->
         "psci: probing for conduit method from DT.",
         "psci: PSCIv1.1 detected in firmware.",
         f"Kernel command line: {rel.kernel_cmdline}",
-        "Memory: 1934720K/2097152K available (11328K kernel code, 1552K rwdata, 3728K rodata, 2112K init)",
-        "rcu: Preemptible hierarchical RCU implementation.",
+        "Memory: 1934720K/2097152K available (11328K kernel code, 1552K rwdata, 3728K rodata, "
+        "2112K init)", "rcu: Preemptible hierarchical RCU implementation.",
         "arch_timer: cp15 timer(s) running at 100.00MHz (phys).",
         "Calibrating delay loop (skipped), value calculated using timer frequency.. "
         "200.00 BogoMIPS (lpj=400000)",
@@ -206,7 +210,8 @@ def _kernel(knobs: Knobs, rel: Release, mmc_bytes: int | None, num_macs: int) ->
             f"mmcblk0: mmc0:4567 FVP   {mmc_bytes / (1 << 20):.1f} MiB",
             f"mmcblk0: p1 ({blocks} sectors)",
         ]
-    if rel.npu_driver == "drm-accel":  # the in-tree accel/ethosu driver: a DRM accel minor, no /dev/ethosu0
+    # the in-tree accel/ethosu driver: a DRM accel minor, no /dev/ethosu0
+    if rel.npu_driver == "drm-accel":
         device = _device_name(rel.npu_dt_node)
         msgs += [
             f"ethosu {device}: Ethos-U85 NPU, {num_macs} MACs",
@@ -224,7 +229,8 @@ def _kernel(knobs: Knobs, rel: Release, mmc_bytes: int | None, num_macs: int) ->
     ]
     # printk shows 0.000000 until the timer is up (the first lines, up to the command line)
     early = 11
-    return [BootStep(CONSOLE, "kernel", m, kernel=True, early=i < early) for i, m in enumerate(msgs)]
+    return [BootStep(CONSOLE, "kernel", m, kernel=True, early=i < early)
+            for i, m in enumerate(msgs)]
 
 
 def _init(knobs: Knobs, rel: Release, ssh: bool) -> list[BootStep]:
@@ -255,18 +261,19 @@ def _login(rel: Release) -> list[BootStep]:
 
 def boot_steps(knobs: Knobs, *, mmc_bytes: int | None = None, num_macs: int = 256, ssh: bool = True
                ) -> list[BootStep]:
-    """Every step from power-on to the getty banner; the login prompt itself is the shell's. ``ssh``: a network
-    device is up and the image has Dropbear."""
+    """Every step from power-on to the getty banner; the login prompt itself is the shell's.
+    ``ssh``: a network device is up and the image has Dropbear."""
     rel = image_of(knobs)
-    return (_tfm(knobs, rel) + _tfa(rel) + _optee(rel) + _uboot(knobs, rel) + _kernel(knobs, rel, mmc_bytes, num_macs)
-            + _init(knobs, rel, ssh) + _login(rel))
+    return (_tfm(knobs, rel) + _tfa(rel) + _optee(rel) + _uboot(knobs, rel)
+            + _kernel(knobs, rel, mmc_bytes, num_macs) + _init(knobs, rel, ssh) + _login(rel))
 
 
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 
 def _build_date(rel: Release) -> str:
-    """``#1 Wed Jan  1 00:00:00 UTC 2025``: the kernel's build stamp without its SMP flags (OP-TEE prints it so)."""
+    """``#1 Wed Jan  1 00:00:00 UTC 2025``: the kernel's build stamp without its SMP flags (OP-TEE
+    prints it so)."""
     words = rel.linux_build.split()  # #1 SMP PREEMPT Wed Jan  1 00:00:00 UTC 2025
     return f"{words[0]} {words[3]} {words[4]} {int(words[5]):>2} {' '.join(words[6:])}"
 
@@ -283,7 +290,8 @@ def _triplet(rel: Release) -> str:
 
 
 def _device_name(dt_node: str) -> str:
-    """Linux's platform-device name of a device-tree node: ``ethosu@1A050000`` -> ``1a050000.ethosu``."""
+    """Linux's platform-device name of a device-tree node: ``ethosu@1A050000`` ->
+    ``1a050000.ethosu``."""
     name, _, address = dt_node.partition("@")
     return f"{int(address, 16):x}.{name}"
 
@@ -322,13 +330,14 @@ async def play(
     on_stage: Callable[[str], Awaitable[bool]],
     record_kernel: Callable[[str], None],
 ) -> bool:
-    """Play the steps: sleep and spend simulated time by weight, write each line to its terminal. Each line is due
-    at its share of ``wall_seconds`` from the start, so the boot lasts ``wall_seconds`` however late a busy host
-    wakes the loop (relative sleeps added every wake-up's delay: 1.8 s for 1.5).
+    """Play the steps: sleep and spend simulated time by weight, write each line to its terminal.
+    Each line is due at its share of ``wall_seconds`` from the start, so the boot lasts
+    ``wall_seconds`` however late a busy host wakes the loop (relative sleeps added every wake-up's
+    delay: 1.8 s for 1.5).
 
-    ``on_stage(name)`` is awaited when a stage starts; returning False stops the boot there (hang, panic or
-    crash faults decide that). Returns True when every step was played. Lines end with CRLF, as a tty sends
-    them.
+    ``on_stage(name)`` is awaited when a stage starts; returning False stops the boot there (hang,
+    panic or crash faults decide that). Returns True when every step was played. Lines end with
+    CRLF, as a tty sends them.
     """
     total = sum(s.weight for s in steps) or 1.0
     stage = None
@@ -342,7 +351,8 @@ async def play(
                 return False
         share = step.weight / total
         played += step.weight
-        if wall_seconds > 0:  # against the boot's start: writing lines and waking late do not add up
+        # against the boot's start: writing lines and waking late do not add up
+        if wall_seconds > 0:
             await asyncio.sleep(max(0.0, began + wall_seconds * played / total - loop.time()))
         advance(sim_seconds * share)
         text = step.text

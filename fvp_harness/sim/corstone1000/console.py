@@ -1,12 +1,14 @@
-"""The serial console on ``host_terminal_0``: getty/login and the shell's line editing, in one thread.
+"""The serial console on ``host_terminal_0``: getty/login and the shell's line editing, in one
+thread.
 
-Input bytes arrive from the terminal server (event loop thread) through ``feed``; a dedicated thread does what
-the tty, getty, login and busybox line editing do together: echo (unless ``stty -echo``), backspace, Ctrl-U,
-Ctrl-C (discard the line, or interrupt the running program: ``^C`` and status 130), Ctrl-D (logout on an empty
-line), the shell's ``PS1`` prompt and its ``PS2`` continuation prompt (open quotes, here-documents, a trailing
-``|``), a ``line_max`` limit, and ``\\n`` -> ``\\r\\n`` on output (prompts included). Guest programs run
-synchronously in this thread, as a foreground process would (the stages of a pipeline but the last in threads of
-their own, ``guest/shell.py``).
+Input bytes arrive from the terminal server (event loop thread) through ``feed``; a dedicated thread
+does what the tty, getty, login and busybox line editing do together: echo (unless ``stty -echo``),
+backspace, Ctrl-U, Ctrl-C (discard the line, or interrupt the running program: ``^C`` and status
+130), Ctrl-D (logout on an empty line), the shell's ``PS1`` prompt and its ``PS2`` continuation
+prompt (open quotes, here-documents, a trailing ``|``), a ``line_max`` limit, and ``\\n`` ->
+``\\r\\n`` on output (prompts included). Guest programs run synchronously in this thread, as a
+foreground process would (the stages of a pipeline but the last in threads of their own,
+``guest/shell.py``).
 """
 
 from __future__ import annotations
@@ -31,13 +33,15 @@ class _Stop(Exception):
 
 
 class Console:
-    """Login and shell on the console. ``start()`` runs it in a daemon thread once the machine has booted."""
+    """Login and shell on the console. ``start()`` runs it in a daemon thread once the machine has
+    booted."""
 
     def __init__(self, machine: Machine, login_fail_delay: float = 1.0) -> None:
         self.machine = machine
         self.tty = Tty()
         self.login_fail_delay = login_fail_delay
-        self.commands = 0  # console command lines run since boot (the Nth-command faults count these)
+        # console command lines run since boot (the Nth-command faults count these)
+        self.commands = 0
         self.interrupt = threading.Event()
         self._queue: queue.Queue[bytes] = queue.Queue()
         self._buf = bytearray()
@@ -50,15 +54,15 @@ class Console:
         self._thread.start()
 
     def feed(self, data: bytes) -> None:
-        """Input from the terminal (any thread). Ctrl-C while a program runs interrupts it at once, as
-        SIGINT."""
+        """Input from the terminal (any thread). Ctrl-C while a program runs interrupts it at once,
+        as SIGINT."""
         if b"\x03" in data and self._running:
             self.interrupt.set()
             self.machine.console_write(b"^C")
             return  # the tty flushes pending input on SIGINT
         self._queue.put(data)
 
-    # -- output ----------------------------------------------------------------------------------------------
+    # -- output ------------------------------------------------------------------------------------
 
     def write(self, data: bytes) -> None:
         """Console output with the tty's newline mapping."""
@@ -69,7 +73,7 @@ class Console:
     def _say(self, text: str) -> None:
         self.machine.console_write(text.encode("utf-8", "surrogateescape"))
 
-    # -- input -----------------------------------------------------------------------------------------------
+    # -- input -------------------------------------------------------------------------------------
 
     def _byte(self) -> int:
         while not self._buf:
@@ -94,7 +98,8 @@ class Console:
                 return
 
     def read_line(self, echo: bool) -> str | None:
-        """One edited line without its newline; None for Ctrl-D on an empty line; '\\x03' for Ctrl-C."""
+        """One edited line without its newline; None for Ctrl-D on an empty line; '\\x03' for
+        Ctrl-C."""
         line = bytearray()
         limit = self.machine.knobs.line_max
         while True:
@@ -125,7 +130,8 @@ class Console:
                     self.machine.console_write(b"\b \b" * len(line))
                 line.clear()
                 continue
-            if b == 0x1B:  # an escape sequence (arrow keys...): ignored, like an editor that does not bind it
+            # an escape sequence (arrow keys...): ignored, like an editor that does not bind it
+            if b == 0x1B:
                 nxt = self._byte()
                 if nxt == ord("["):
                     while not 0x40 <= self._byte() <= 0x7E:
@@ -146,7 +152,7 @@ class Console:
             return b""
         return line.encode("utf-8", "surrogateescape") + b"\n"
 
-    # -- the console's life ----------------------------------------------------------------------------------
+    # -- the console's life ------------------------------------------------------------------------
 
     def _main(self) -> None:
         try:

@@ -17,8 +17,8 @@ __all__ = ["BootPlan", "boot_plan"]
 
 @dataclass(frozen=True)
 class BootPlan:
-    """The steps to play, the share of the normal boot they stand for (to keep the pace), and how it ends:
-    ``login`` (normal), ``hang``, ``panic`` or ``crash``."""
+    """The steps to play, the share of the normal boot they stand for (to keep the pace), and how it
+    ends: ``login`` (normal), ``hang``, ``panic`` or ``crash``."""
 
     steps: list[BootStep]
     fraction: float

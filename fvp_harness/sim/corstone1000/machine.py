@@ -1,8 +1,9 @@
-"""The simulated machine's shared state: what the shells, the boot, the sshd and guest programs all see.
+"""The simulated machine's shared state: what the shells, the boot, the sshd and guest programs all
+see.
 
-One ``Machine`` per model instance. It holds the guest filesystem, the simulated clock, the model parameters
-and knobs, the kernel's log, and the two ways out (a polite stop and a crash). The event loop and the shell
-threads use it concurrently, so everything that changes is guarded or atomic.
+One ``Machine`` per model instance. It holds the guest filesystem, the simulated clock, the model
+parameters and knobs, the kernel's log, and the two ways out (a polite stop and a crash). The event
+loop and the shell threads use it concurrently, so everything that changes is guarded or atomic.
 """
 
 from __future__ import annotations
@@ -37,8 +38,10 @@ class Machine:
     kernel_log: list[str] = field(default_factory=list)
     console_loglevel: int = 7
     kernel_t0: float = 0.0
-    halted: threading.Event = field(default_factory=threading.Event)  # after a kernel panic: nothing responds
-    booted: threading.Event = field(default_factory=threading.Event)  # login prompt reached; sshd answers
+    # after a kernel panic: nothing responds
+    halted: threading.Event = field(default_factory=threading.Event)
+    # login prompt reached; sshd answers
+    booted: threading.Event = field(default_factory=threading.Event)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -61,8 +64,9 @@ class Machine:
         return max(0.0, self.clock.now() - self.kernel_t0)
 
     def printk(self, message: str, level: int = 4, inject: bool = False) -> None:
-        """Log a kernel message and, if its level is below the console loglevel (``dmesg -n``), show it on the
-        console: appended to the output stream, or with ``inject`` at a random point of it (mid-line)."""
+        """Log a kernel message and, if its level is below the console loglevel (``dmesg -n``), show
+        it on the console: appended to the output stream, or with ``inject`` at a random point of it
+        (mid-line)."""
         line = kernel_line(self.kernel_time(), message)
         with self._lock:
             self.kernel_log.append(line)

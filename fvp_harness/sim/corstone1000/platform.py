@@ -1,9 +1,10 @@
-"""One simulated model instance: terminals, boot, console, sshd, kernel noise and faults on one event loop.
+"""One simulated model instance: terminals, boot, console, sshd, kernel noise and faults on one
+event loop.
 
-Threads: the event loop (asyncio; sockets, boot pacing, noise, watchers, asyncssh) runs in the main thread;
-the console runs in its own thread and ssh exec sessions in a pool, because guest programs run synchronously.
-Every cross-thread hand-off goes through ``call_soon_threadsafe`` or a thread-safe queue/event; nothing polls
-busily.
+Threads: the event loop (asyncio; sockets, boot pacing, noise, watchers, asyncssh) runs in the main
+thread; the console runs in its own thread and ssh exec sessions in a pool, because guest programs
+run synchronously. Every cross-thread hand-off goes through ``call_soon_threadsafe`` or a
+thread-safe queue/event; nothing polls busily.
 """
 
 from __future__ import annotations
@@ -62,10 +63,12 @@ class SimulatedModel(StopRequests):
         release = image_of(knobs)  # the release's row with the kas options the knobs add
         self.dropbear = release.dropbear
         self.fs = GuestFS(release.hostname, devices=[release.npu_device], os_version=release.poky,
-                          files=[release.loader, *(["/usr/sbin/dropbear"] if self.dropbear else [])])
+                          files=[release.loader,
+                                 *(["/usr/sbin/dropbear"] if self.dropbear else [])])
         self.machine = Machine(self.fs, self.clock, dict(params), knobs)
         register_workloads()  # the guest executes the emulated runners
-        self.console = Console(self.machine, login_fail_delay=min(1.0, max(0.2, knobs.boot_seconds / 2)))
+        self.console = Console(self.machine,
+                               login_fail_delay=min(1.0, max(0.2, knobs.boot_seconds / 2)))
         self.terminals: dict[str, TerminalServer] = {}
         self.sshd: GuestSSHServer | None = None
         self._sshd_start: asyncio.Task[None] | None = None
@@ -77,7 +80,7 @@ class SimulatedModel(StopRequests):
         self._tasks: list[asyncio.Task[None]] = []
         self._matching_commands = 0
 
-    # -- output on the model's stdout ------------------------------------------------------------------------
+    # -- output on the model's stdout --------------------------------------------------------------
 
     def say(self, text: str) -> None:
         try:
@@ -86,26 +89,28 @@ class SimulatedModel(StopRequests):
         except (OSError, ValueError):
             pass  # nobody reads our stdout any more; keep running until told to stop
 
-    # -- stopping --------------------------------------------------------------------------------------------
+    # -- stopping ----------------------------------------------------------------------------------
 
             self.machine.stopping.set()
 
     def crash(self) -> None:
-        """Die now, with no stop text and no statistics, but remove the guest's temp files (any thread)."""
+        """Die now, with no stop text and no statistics, but remove the guest's temp files (any
+        thread)."""
         self.fs.cleanup()
         with contextlib.suppress(Exception):
             self.out.flush()
         os._exit(EXIT_STATUS["crash"])
 
-    # -- running ---------------------------------------------------------------------------------------------
+    # -- running -----------------------------------------------------------------------------------
 
     async def run(self) -> int:
-        """Serve until a stop reason arrives; returns the exit status. SIGTERM ends the process by that
-        signal."""
+        """Serve until a stop reason arrives; returns the exit status. SIGTERM ends the process by
+        that signal."""
         loop = asyncio.get_running_loop()
         self._loop = loop
         self._stop = loop.create_future()
-        for sig, reason in ((signal.SIGINT, "user"), (signal.SIGTERM, "term"), (signal.SIGHUP, "term")):
+        for sig, reason in ((signal.SIGINT, "user"), (signal.SIGTERM, "term"),
+                            (signal.SIGHUP, "term")):
             loop.add_signal_handler(sig, self._set_stop, reason)
         self.machine.request_stop = self.request_stop
         self.machine.crash = self.crash
@@ -116,14 +121,18 @@ class SimulatedModel(StopRequests):
             self.console.start()
             self._tasks = [
                 asyncio.create_task(self._boot(), name="boot"),
-                asyncio.create_task(watch_limits(self.clock, self.opts.timelimit, self.opts.simlimit,
+                asyncio.create_task(watch_limits(self.clock, self.opts.timelimit,
+                                                 self.opts.simlimit,
                                                  self._set_stop), name="limits"),
-                asyncio.create_task(watch_parent(self._set_stop, self.opts.parent_pid), name="parent"),
+                asyncio.create_task(watch_parent(self._set_stop, self.opts.parent_pid),
+                                    name="parent"),
             ]
             if self.knobs.kernel_noise_rate > 0:
                 self._tasks.append(asyncio.create_task(self._noise(), name="noise"))
-            # the runners load while the boot waits (a guest that runs one would load them in its first unit)
-            self._tasks.append(asyncio.create_task(asyncio.to_thread(preload_workloads), name="preload"))
+            # the runners load while the boot waits (a guest that runs one would load them in its
+            # first unit)
+            self._tasks.append(asyncio.create_task(asyncio.to_thread(preload_workloads),
+                                                   name="preload"))
             reason = await self._stop
         except OSError as exc:
             self.say(f"Error: {exc}\n")
@@ -162,7 +171,8 @@ class SimulatedModel(StopRequests):
 
     async def _start_terminals(self) -> None:
         params = self.opts.params
-        uart_files = {"host_terminal_0": "host.uart0.out_file", "host_terminal_1": "host.uart1.out_file",
+        uart_files = {"host_terminal_0": "host.uart0.out_file",
+                      "host_terminal_1": "host.uart1.out_file",
                       "secenc_terminal": "se.uart.out_file"}
         for term in TERMINALS:
             p = term.prefix
@@ -209,36 +219,43 @@ class SimulatedModel(StopRequests):
         return fh
 
     def _user_networks(self) -> list[str]:
-        """The ``userNetPorts`` values of the network devices that are enabled with user-mode networking."""
+        """The ``userNetPorts`` values of the network devices that are enabled with user-mode
+        networking."""
         params = self.opts.params
         return [params[dev.ports] for dev in NETWORK_DEVICES
                 if params[dev.enabled] == "1" and params[dev.user_networking] == "1"]
 
     async def _start_sshd(self) -> None:
-        """Listen on every port forwarded to guest port 22 now (as the real model does from its start) and start
-        the sshd on them while the boot plays: importing asyncssh takes about half a second, which the model's
-        start (up to "Listening for serial connection") no longer waits for. A client that connects meanwhile
-        waits in the backlog and then meets the sshd as it is then (closed at once until the guest booted)."""
+        """Listen on every port forwarded to guest port 22 now (as the real model does from its
+        start) and start the sshd on them while the boot plays: importing asyncssh takes about half
+        a second, which the model's start (up to "Listening for serial connection") no longer waits
+        for. A client that connects meanwhile waits in the backlog and then meets the sshd as it is
+        then (closed at once until the guest booted)."""
         networks = self._user_networks()
         if not networks or not self.dropbear:
             return  # no network, or an image without Dropbear: the forwarded port reaches nothing
         for ports in networks:
             for host_port, guest_port in parse_user_net_ports(ports):
                 if guest_port != 22:
-                    continue  # no other guest service exists; the real model forwards to nothing there either
+                    # no other guest service exists; the real model forwards to nothing there either
+                    continue
                 if host_port in self._ssh_sockets:
-                    continue  # the same host port on both devices (meta-arm's 2222=22): one listener serves it
+                    # the same host port on both devices (meta-arm's 2222=22): one listener serves
+                    # it
+                    continue
                 try:
                     self._ssh_sockets[host_port] = listening_socket(host_port)
                 except OSError as exc:
-                    sys.stderr.write(f"Warning: user-mode networking cannot forward host port {host_port}: "
-                                     f"{exc.strerror or exc}\n")
+                    sys.stderr.write("Warning: user-mode networking cannot forward host port "
+                                     f"{host_port}: {exc.strerror or exc}\n")
         if self._ssh_sockets:
             self._sshd_start = asyncio.create_task(self._serve_ssh(), name="sshd")
 
     async def _serve_ssh(self) -> None:
-        """Load the sshd (asyncssh) on a thread, so the boot's lines keep their pace, and serve every socket."""
-        module = await asyncio.to_thread(importlib.import_module, "fvp_harness.sim.corstone1000.sshd")
+        """Load the sshd (asyncssh) on a thread, so the boot's lines keep their pace, and serve
+        every socket."""
+        module = await asyncio.to_thread(importlib.import_module,
+                                         "fvp_harness.sim.corstone1000.sshd")
         self.sshd = sshd = module.GuestSSHServer(self.machine, refuse=self.knobs.fault_refuse_ssh)
         for port, sock in list(self._ssh_sockets.items()):
             try:
@@ -250,8 +267,8 @@ class SimulatedModel(StopRequests):
             del self._ssh_sockets[port]
 
     def _card_bytes(self) -> int | None:
-        """Size of the first MMC slot's image, or None when it has none; warn about images that cannot be
-        opened (the slot stays empty, as meta-arm's ``invalid.dat`` expects)."""
+        """Size of the first MMC slot's image, or None when it has none; warn about images that
+        cannot be opened (the slot stays empty, as meta-arm's ``invalid.dat`` expects)."""
         size = None
         for card in MMC_CARDS:
             path = self.opts.params[f"{card}.p_mmc_file"]
@@ -267,10 +284,11 @@ class SimulatedModel(StopRequests):
                 size = bytes_
         return size
 
-    # -- boot, noise, faults ---------------------------------------------------------------------------------
+    # -- boot, noise, faults -----------------------------------------------------------------------
 
     async def _boot(self) -> None:
-        steps = bootmod.boot_steps(self.knobs, mmc_bytes=self._card_bytes(), num_macs=self.machine.npu_macs,
+        steps = bootmod.boot_steps(self.knobs, mmc_bytes=self._card_bytes(),
+                                   num_macs=self.machine.npu_macs,
                                    ssh=bool(self._user_networks()) and self.dropbear)
         plan = faults.boot_plan(self.knobs, steps)
 

@@ -1,19 +1,21 @@
 """The Corstone-1000 A320 images the simulator can boot, as data: one row per meta-arm release.
 
-Why a table: the boot text, ``--version``, the guest's file system (hostname, device nodes, dynamic loaders, whether
-Dropbear is installed) and the programs that read them must agree about which image is running. Each of them reads
-its facts from the row the ``release`` knob names, so a release is added by adding a row, not by adding ``if``s.
+Why a table: the boot text, ``--version``, the guest's file system (hostname, device nodes, dynamic
+loaders, whether Dropbear is installed) and the programs that read them must agree about which image
+is running. Each of them reads its facts from the row the ``release`` knob names, so a release is
+added by adding a row, not by adding ``if``s.
 
-Where each fact comes from (meta-arm file, or "not verified") is in docs/simulator.md, "Releases". In short:
+Where each fact comes from (meta-arm file, or "not verified") is in docs/simulator.md, "Releases".
+In short:
 
-- ``2025.12`` is the simulator's default image, kept exactly as it has always booted so every stored result and
-  every shipped scenario's numbers stay as they are. Its Fast Models version (11.30.27) and kernel command line
-  match meta-arm's CORSTONE1000-2025.12 tag; its firmware and kernel version strings are the simulator's older
-  plausible ones (meta-arm's tag builds TF-A 2.13.0, U-Boot 2025.04, linux-yocto 6.12): the row says so in
-  ``verified``.
-- ``2026.05`` is what meta-arm's CORSTONE1000-2026.05 image gives: linux-yocto 6.19 with the in-tree DRM accel
-  driver (``/dev/accel/accel0``, no ``/dev/ethosu0``), musl (kas/corstone1000-firmware-only.yml), no Dropbear and no
-  MMC image.
+- ``2025.12`` is the simulator's default image, kept exactly as it has always booted so every stored
+  result and every shipped scenario's numbers stay as they are. Its Fast Models version (11.30.27)
+  and kernel command line match meta-arm's CORSTONE1000-2025.12 tag; its firmware and kernel version
+  strings are the simulator's older plausible ones (meta-arm's tag builds TF-A 2.13.0, U-Boot
+  2025.04, linux-yocto 6.12): the row says so in ``verified``.
+- ``2026.05`` is what meta-arm's CORSTONE1000-2026.05 image gives: linux-yocto 6.19 with the in-tree
+  DRM accel driver (``/dev/accel/accel0``, no ``/dev/ethosu0``), musl
+  (kas/corstone1000-firmware-only.yml), no Dropbear and no MMC image.
 - ``next`` is meta-arm master, which builds the same image today.
 """
 
@@ -23,7 +25,8 @@ from dataclasses import dataclass, replace
 
 from fvp_harness.sim.knobs import Knobs
 
-__all__ = ["DEFAULT_RELEASE", "LOADERS", "RELEASES", "Release", "UnknownRelease", "get_release", "image_of"]
+__all__ = ["DEFAULT_RELEASE", "LOADERS", "RELEASES", "Release", "UnknownRelease", "get_release",
+           "image_of"]
 
 
 LOADERS: dict[str, str] = {
@@ -58,9 +61,11 @@ class Release:
     hostname: str
     libc: str  # "glibc" or "musl": which dynamic loader exists in /lib
     dropbear: bool  # an ssh server is installed and started
-    mmc_image: bool  # meta-arm's kas passes an MMC image (False: invalid.dat, "the device is absent")
+    # meta-arm's kas passes an MMC image (False: invalid.dat, "the device is absent")
+    mmc_image: bool
     npu_device: str  # the device node of the NPU
-    npu_driver: str  # "ethos-u" (ethos-u-linux-driver-stack kernel module) or "drm-accel" (in-tree accel/ethosu)
+    # "ethos-u" (ethos-u-linux-driver-stack kernel module) or "drm-accel" (in-tree accel/ethosu)
+    npu_driver: str
     npu_dt_node: str  # the device-tree node name of the NPU
     verified: str  # what was checked against meta-arm and what was not
 
@@ -115,16 +120,18 @@ RELEASES: dict[str, Release] = {
         npu_device="/dev/ethosu0",
         npu_driver="ethos-u",
         npu_dt_node="ethosu@1a050000",
-        verified="Fast Models 11.30.27 (fvp-corstone1000.bb PV:cortexa320) and the ethos-u driver (meta-ethos, "
-                 "arm-npu-ethosu) are the tag's; the version strings are the simulator's historical ones, kept so "
-                 "results stay comparable (the tag builds TF-A 2.13.0, U-Boot 2025.04, linux-yocto 6.12, OP-TEE "
-                 "4.7.0); glibc, Dropbear and the MMC image are a full image's, not firmware-only.yml's",
+        verified="Fast Models 11.30.27 (fvp-corstone1000.bb PV:cortexa320) and the ethos-u driver "
+                 "(meta-ethos, arm-npu-ethosu) are the tag's; the version strings are the "
+                 "simulator's historical ones, kept so results stay comparable (the tag builds "
+                 "TF-A 2.13.0, U-Boot 2025.04, linux-yocto 6.12, OP-TEE 4.7.0); glibc, Dropbear "
+                 "and the MMC image are a full image's, not firmware-only.yml's",
     ),
     "2026.05": Release(
         name="2026.05",
         meta_arm="CORSTONE1000-2026.05 (facts read at master 94e19cb2, 2026-06-30)",
-        verified="TF-A, U-Boot, linux-yocto, OP-TEE, TF-M, the command line, Fast Models, musl, Dropbear, MMC and the "
-                 "accel driver are meta-arm's; the kernel patch level, GCC, binutils and the dates are not verified",
+        verified="TF-A, U-Boot, linux-yocto, OP-TEE, TF-M, the command line, Fast Models, musl, "
+                 "Dropbear, MMC and the accel driver are meta-arm's; the kernel patch level, GCC, "
+                 "binutils and the dates are not verified",
         **_TODAY,  # type: ignore[arg-type]
     ),
     "next": Release(
@@ -144,17 +151,20 @@ def get_release(name: str) -> Release:
     try:
         return RELEASES[name]
     except KeyError:
-        raise UnknownRelease(f"knob release: {name!r} is not one of {', '.join(RELEASES)}") from None
+        raise UnknownRelease(f"knob release: {name!r} is not one of "
+                             f"{', '.join(RELEASES)}") from None
 
 
 def image_of(knobs: Knobs) -> Release:
-    """The image that boots: the ``release`` knob's row with the build options a user may add on top, as meta-arm's
-    kas files do: ``tclibc`` (``TCLIBC`` in local.conf, which kas/corstone1000-firmware-only.yml sets to musl) and
-    ``ssh_fragment`` (kas/corstone1000-ssh.yml, which adds Dropbear)."""
+    """The image that boots: the ``release`` knob's row with the build options a user may add on
+    top, as meta-arm's kas files do: ``tclibc`` (``TCLIBC`` in local.conf, which
+    kas/corstone1000-firmware-only.yml sets to musl) and ``ssh_fragment`` (kas/corstone1000-ssh.yml,
+    which adds Dropbear)."""
     release = get_release(knobs.release)
     if knobs.tclibc:
         if knobs.tclibc not in LOADERS:
-            raise UnknownRelease(f"knob tclibc: {knobs.tclibc!r} is not one of {', '.join(LOADERS)}")
+            raise UnknownRelease(f"knob tclibc: {knobs.tclibc!r} is not one of "
+                                 f"{', '.join(LOADERS)}")
         release = replace(release, libc=knobs.tclibc)
     if knobs.ssh_fragment:
         release = replace(release, dropbear=True)

@@ -1,18 +1,19 @@
 """The guest's sshd, reached through user-mode networking (a ``userNetPorts`` mapping ``host=22``).
 
-One asyncssh server on ``127.0.0.1:<host port>`` per mapping to guest port 22 of a network device that is
-enabled with user-mode networking: ``board.hostbridge.userNetPorts`` (the SMSC Ethernet,
+One asyncssh server on ``127.0.0.1:<host port>`` per mapping to guest port 22 of a network device
+that is enabled with user-mode networking: ``board.hostbridge.userNetPorts`` (the SMSC Ethernet,
 ``board.smsc_91c111.enabled`` and ``board.hostbridge.userNetworking``) and
 ``board.virtio_net.hostbridge.userNetPorts`` (``board.virtio_net.enabled`` and
-``board.virtio_net.hostbridge.userNetworking``); a host port named on both is served once. Like the image's
-dropbear: ``root`` logs in with no password (any other user is refused), exec runs in the same guest shell
-implementation and filesystem as the console, an interactive session gets a prompt, and SFTP and scp (legacy
-``scp -O`` and OpenSSH 9's SFTP-based scp) reach the same guest files. The host key is generated per instance,
-in memory.
+``board.virtio_net.hostbridge.userNetworking``); a host port named on both is served once. Like the
+image's dropbear: ``root`` logs in with no password (any other user is refused), exec runs in the
+same guest shell implementation and filesystem as the console, an interactive session gets a prompt,
+and SFTP and scp (legacy ``scp -O`` and OpenSSH 9's SFTP-based scp) reach the same guest files. The
+host key is generated per instance, in memory.
 
-As on the real model, the host port is listened on by the model from the start, but until the guest's init has
-started dropbear (or after a kernel panic, or with ``fault_refuse_ssh``) a connection is accepted and closed
-at once, which an ssh client reports as "Connection closed by remote host".
+As on the real model, the host port is listened on by the model from the start, but until the
+guest's init has started dropbear (or after a kernel panic, or with ``fault_refuse_ssh``) a
+connection is accepted and closed at once, which an ssh client reports as "Connection closed by
+remote host".
 """
 
 from __future__ import annotations
@@ -78,10 +79,11 @@ class GuestSSHServer:
         self._loop: asyncio.AbstractEventLoop | None = None
 
     async def listen(self, port: int, sock: socket.socket | None = None) -> None:
-        """Serve ssh on 127.0.0.1:``port`` (raises OSError if the port is taken), or on ``sock``, a socket
-        already listening there (``forwarding.listening_socket``)."""
+        """Serve ssh on 127.0.0.1:``port`` (raises OSError if the port is taken), or on ``sock``, a
+        socket already listening there (``forwarding.listening_socket``)."""
         self._loop = asyncio.get_running_loop()
-        where: dict[str, Any] = {"sock": sock} if sock is not None else {"host": "127.0.0.1", "port": port}
+        where: dict[str, Any] = ({"sock": sock} if sock is not None
+                                 else {"host": "127.0.0.1", "port": port})
         acceptor = await asyncssh.create_server(
             self._server_factory, **where,
             server_host_keys=[self._key],
@@ -102,7 +104,7 @@ class GuestSSHServer:
                 await asyncio.wait_for(acceptor.wait_closed(), 2)
         self._pool.shutdown(wait=False, cancel_futures=True)
 
-    # -- connections -----------------------------------------------------------------------------------------
+    # -- connections -------------------------------------------------------------------------------
 
     def _server_factory(self) -> asyncssh.SSHServer:
         return _Server(self)
@@ -110,7 +112,8 @@ class GuestSSHServer:
     def available(self) -> bool:
         """True when the guest's sshd would answer."""
         m = self.machine
-        return not (self.refuse or m.halted.is_set() or m.stopping.is_set() or not m.booted.is_set())
+        return not (self.refuse or m.halted.is_set() or m.stopping.is_set() or
+                    not m.booted.is_set())
 
     def _sftp_factory(self, chan: asyncssh.SSHServerChannel) -> asyncssh.SFTPServer:
         return _GuestSFTP(chan, self.machine)
@@ -118,7 +121,8 @@ class GuestSSHServer:
     async def _process(self, process: asyncssh.SSHServerProcess) -> None:
         """One session: exec a command, or an interactive shell when none is given."""
         closed = threading.Event()
-        # dropbear runs a command as `sh -c CMD` ($0 `sh`), a session without one as the login shell `-sh`
+        # dropbear runs a command as `sh -c CMD` ($0 `sh`), a session without one as the login shell
+        # `-sh`
         shell = Shell(self.machine, interrupted=closed.is_set, login=process.command is None)
         loop = asyncio.get_running_loop()
 
@@ -154,7 +158,8 @@ class GuestSSHServer:
         loop = asyncio.get_running_loop()
         text = ""
         while True:
-            out((shell.prompt() if not text else shell.prompt2()).encode("utf-8", "surrogateescape"))
+            out((shell.prompt() if not text else shell.prompt2()).encode("utf-8",
+                                                                         "surrogateescape"))
             try:
                 line = await process.stdin.readline()
             except asyncssh.BreakReceived:
@@ -193,7 +198,8 @@ async def _pump_stdin(process: asyncssh.SSHServerProcess, q: queue.Queue[bytes])
             if not data:
                 break
             q.put(data)
-    except (asyncssh.Error, ConnectionError, OSError, asyncssh.BreakReceived, asyncssh.TerminalSizeChanged):
+    except (asyncssh.Error, ConnectionError, OSError, asyncssh.BreakReceived,
+            asyncssh.TerminalSizeChanged):
         pass
     finally:
         q.put(_EOF)
@@ -234,7 +240,8 @@ class _Server(asyncssh.SSHServer):
 
 
 class _GuestSFTP(asyncssh.SFTPServer):
-    """SFTP (and scp) over the guest filesystem: relative paths start at /root; no links can be made."""
+    """SFTP (and scp) over the guest filesystem: relative paths start at /root; no links can be
+    made."""
 
     def __init__(self, chan: asyncssh.SSHServerChannel, machine: Machine) -> None:
         self._machine = machine
@@ -248,8 +255,8 @@ class _GuestSFTP(asyncssh.SFTPServer):
             raise asyncssh.SFTPPermissionDenied("Permission denied") from None
 
     def exit(self) -> None:
-        """OpenSSH's sftp-server ends the subsystem with exit status 0; scp (SFTP mode) treats a missing
-        status as a failure, so send it (the legacy scp handler sends its own)."""
+        """OpenSSH's sftp-server ends the subsystem with exit status 0; scp (SFTP mode) treats a
+        missing status as a failure, so send it (the legacy scp handler sends its own)."""
         chan = self.channel
         if chan.get_subsystem() == "sftp":
             with contextlib.suppress(Exception):

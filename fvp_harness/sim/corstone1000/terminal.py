@@ -2,15 +2,18 @@
 
 What a client of the real model relies on, and this keeps:
 
-* the port is ``start_port`` or, when that is busy, the next free one up; the model announces it on stdout
-  as ``host_terminal_0: Listening for serial connection on port 5000`` (also with ``start_telnet=0``);
-* ``mode=telnet`` negotiates (the server will echo and suppress go-ahead, IAC bytes are escaped both ways,
-  ``CR NUL`` is a plain CR), ``mode=raw`` passes bytes untouched;
-* the model never waits for a reader: output is always drained into a bounded buffer (oldest bytes dropped
-  past ``backlog_bytes``), which a client receives when it connects; a dropped client can reconnect, and a
-  new connection replaces an old one (so a harness that lost its socket can always get back in).
+* the port is ``start_port`` or, when that is busy, the next free one up; the model announces it on
+  stdout as ``host_terminal_0: Listening for serial connection on port 5000`` (also with
+  ``start_telnet=0``);
+* ``mode=telnet`` negotiates (the server will echo and suppress go-ahead, IAC bytes are escaped both
+  ways, ``CR NUL`` is a plain CR), ``mode=raw`` passes bytes untouched;
+* the model never waits for a reader: output is always drained into a bounded buffer (oldest bytes
+  dropped past ``backlog_bytes``), which a client receives when it connects; a dropped client can
+  reconnect, and a new connection replaces an old one (so a harness that lost its socket can always
+  get back in).
 
-Everything here runs on the simulator's event loop; ``write`` and ``inject`` may be called from any thread.
+Everything here runs on the simulator's event loop; ``write`` and ``inject`` may be called from any
+thread.
 """
 
 from __future__ import annotations
@@ -34,8 +37,8 @@ TELNET_GREETING = bytes([IAC, WILL, OPT_ECHO, IAC, WILL, OPT_SGA, IAC, DONT, OPT
 
 
 def bind_stepping(start_port: int, skip: Iterable[int] = ()) -> socket.socket:
-    """A listening socket on 127.0.0.1 at ``start_port`` or the next port up that is free (and not in
-    ``skip``).
+    """A listening socket on 127.0.0.1 at ``start_port`` or the next port up that is free (and not
+    in ``skip``).
 
     ``skip`` lets the busy-port fault pretend ports are taken without touching them.
     """
@@ -95,7 +98,8 @@ class _TelnetDecoder:
 
 
 class TerminalServer:
-    """One terminal: a listening socket, at most one client, and an output buffer drained by a pump task."""
+    """One terminal: a listening socket, at most one client, and an output buffer drained by a pump
+    task."""
 
     def __init__(
         self,
@@ -111,7 +115,8 @@ class TerminalServer:
         uart_rate: float = 0.0,
     ) -> None:
         self.name = name
-        self.uart_rate = uart_rate  # bytes/s of the line both ways (knob uart_rate), 0: as fast as the host goes
+        # bytes/s of the line both ways (knob uart_rate), 0: as fast as the host goes
+        self.uart_rate = uart_rate
         self.mode = mode
         self.backlog_bytes = backlog_bytes
         self.rate = rate
@@ -140,7 +145,7 @@ class TerminalServer:
         self._pump_task = asyncio.create_task(self._pump(), name=f"pump-{self.name}")
         return self.port
 
-    # -- output ----------------------------------------------------------------------------------------------
+    # -- output ------------------------------------------------------------------------------------
 
     def write(self, data: bytes) -> None:
         """Queue output for the client (thread-safe). Never blocks and never fails."""
@@ -158,8 +163,8 @@ class TerminalServer:
             pass
 
     def inject(self, data: bytes) -> None:
-        """Insert ``data`` at a random point of the not yet delivered output (thread-safe): kernel messages
-        land wherever the console happens to be, mid-line included."""
+        """Insert ``data`` at a random point of the not yet delivered output (thread-safe): kernel
+        messages land wherever the console happens to be, mid-line included."""
         loop = self._loop
         if loop is None or loop.is_closed():
             return
@@ -197,7 +202,8 @@ class TerminalServer:
             self.dropped += excess
 
     async def _pump(self) -> None:
-        """Deliver pending output to the client whenever there is one; pace it if the console is slow."""
+        """Deliver pending output to the client whenever there is one; pace it if the console is
+        slow."""
         while not self._closed:
             await self._wake.wait()
             self._wake.clear()
@@ -218,7 +224,7 @@ class TerminalServer:
                 if rate != float("inf"):
                     await asyncio.sleep(len(chunk) / rate)
 
-    # -- clients ---------------------------------------------------------------------------------------------
+    # -- clients -----------------------------------------------------------------------------------
 
     async def _on_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if self._refusing or self._closed:
@@ -233,9 +239,11 @@ class TerminalServer:
         decoder = _TelnetDecoder() if self.mode == "telnet" else None
         try:
             while True:
-                # a UART takes a character at a time (a PL011 interrupt each): with uart_rate the line is read no
-                # faster than its rate, and the client's writes wait in its socket as they wait in a real line's
-                data = await reader.read(max(1, int(self.uart_rate * 0.05)) if self.uart_rate else 4096)
+                # a UART takes a character at a time (a PL011 interrupt each): with uart_rate the
+                # line is read no faster than its rate, and the client's writes wait in its socket
+                # as they wait in a real line's
+                data = await reader.read(max(1, int(self.uart_rate * 0.05)) if self.uart_rate
+                                         else 4096)
                 if not data:
                     break
                 if self.uart_rate:

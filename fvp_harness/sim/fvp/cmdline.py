@@ -1,18 +1,21 @@
-"""The model's command line, shaped like a Fast Models FVP's so the harness builds the same argv for both.
+"""The model's command line, shaped like a Fast Models FVP's so the harness builds the same argv for
+both.
 
-Accepted: ``-C/--parameter NAME=VALUE`` (repeatable), ``-f/--config-file FILE`` (``NAME=VALUE`` lines, ``#``
-comments), ``--data [INSTANCE=]FILE@ADDRESS``, ``-a/--application [INSTANCE=]FILE``, ``--stat``, ``--timelimit
-N`` (host seconds), ``--simlimit N`` (simulated seconds), ``--version``, ``-h/--help``, ``-l/--list-params``,
-``-q/--quiet``, plus the simulator's own ``--sim NAME=VALUE`` knobs and ``--platform NAME``. An unknown parameter or
-option ends the model with a message and exit status 1 before anything starts, which is what makes a scenario typo
-visible.
+Accepted: ``-C/--parameter NAME=VALUE`` (repeatable), ``-f/--config-file FILE`` (``NAME=VALUE``
+lines, ``#`` comments), ``--data [INSTANCE=]FILE@ADDRESS``, ``-a/--application [INSTANCE=]FILE``,
+``--stat``, ``--timelimit N`` (host seconds), ``--simlimit N`` (simulated seconds), ``--version``,
+``-h/--help``, ``-l/--list-params``, ``-q/--quiet``, plus the simulator's own ``--sim NAME=VALUE``
+knobs and ``--platform NAME``. An unknown parameter or option ends the model with a message and exit
+status 1 before anything starts, which is what makes a scenario typo visible.
 
-Which model is played (``Options.platform``): ``--platform corstone1000|corstone300|corstone320`` (or a real
-executable name), else the name the program was started under (``platform_for_program``: a symlink or copy named
-``FVP_Corstone_SSE-320`` plays the Corstone-320), else the Corstone-1000-A320. Each platform has its own parameter
-table (``params.parameters_of``). On the bare-metal platforms a ``-C`` value in one pair of matching quotes loses
-them (``-C mps3_board.uart0.out_file='-'`` from an argv list, as ``backends/arm/test/runner_utils.py`` passes it,
-means ``-``), as the real models read it; the Corstone-1000's values are taken as given, unchanged.
+Which model is played (``Options.platform``): ``--platform corstone1000|corstone300|corstone320``
+(or a real executable name), else the name the program was started under (``platform_for_program``:
+a symlink or copy named ``FVP_Corstone_SSE-320`` plays the Corstone-320), else the
+Corstone-1000-A320. Each platform has its own parameter table (``params.parameters_of``). On the
+bare-metal platforms a ``-C`` value in one pair of matching quotes loses them (``-C
+mps3_board.uart0.out_file='-'`` from an argv list, as ``backends/arm/test/runner_utils.py`` passes
+it, means ``-``), as the real models read it; the Corstone-1000's values are taken as given,
+unchanged.
 """
 
 from __future__ import annotations
@@ -20,7 +23,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from fvp_harness.sim.fvp.params import BOARDS, PLATFORMS, ParameterError, coerce, parameters_of, platform_named
+from fvp_harness.sim.fvp.params import (
+    BOARDS,
+    PLATFORMS,
+    ParameterError,
+    coerce,
+    parameters_of,
+    platform_named,
+)
 
 __all__ = [
     "MODEL_NAME",
@@ -59,7 +69,8 @@ A simulated Corstone-1000 A320 FVP (fvp-harness sim). Options are those of a Fas
 
 @dataclass
 class Options:
-    """A parsed command line. ``params`` holds every parameter (defaults filled in) as normalised strings."""
+    """A parsed command line. ``params`` holds every parameter (defaults filled in) as normalised
+    strings."""
 
     params: dict[str, str] = field(default_factory=dict)
     given: dict[str, str] = field(default_factory=dict)
@@ -71,7 +82,8 @@ class Options:
     sim: list[str] = field(default_factory=list)
     action: str = "run"  # run | help | version | list-params
     quiet: bool = False
-    parent_pid: int = field(default_factory=os.getppid)  # the parent at start-up, for the parent-death watch
+    # the parent at start-up, for the parent-death watch
+    parent_pid: int = field(default_factory=os.getppid)
     platform: str = "corstone1000"  # a params.PLATFORMS name
 
     @property
@@ -112,8 +124,9 @@ arm_executor_runner (fvp-harness sim baremetal-runner). Options are those of a F
 
 
 def version_banner(model_name: str = MODEL_NAME, fast_models: str | None = None) -> str:
-    """The ``--version`` text: a Fast Models style banner that says plainly it is a simulation. ``fast_models``: the
-    Fast Models version of the image's release (default ``FAST_MODELS_VERSION``)."""
+    """The ``--version`` text: a Fast Models style banner that says plainly it is a simulation.
+    ``fast_models``: the Fast Models version of the image's release (default
+    ``FAST_MODELS_VERSION``)."""
     try:
         from importlib.metadata import version
 
@@ -139,7 +152,8 @@ def _value(argv: list[str], i: int, opt: str) -> tuple[str, int]:
 
 
 def _unquote(value: str) -> str:
-    """One pair of matching quotes around a value is dropped (an argv list passing ``'-'`` literally)."""
+    """One pair of matching quotes around a value is dropped (an argv list passing ``'-'``
+    literally)."""
     if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
         return value[1:-1]
     return value
@@ -181,7 +195,8 @@ def _number(text: str, opt: str) -> float:
 
 
 def _platform_option(argv: list[str], platform: str) -> str:
-    """The ``--platform`` given anywhere on the command line (the last one wins), else ``platform``."""
+    """The ``--platform`` given anywhere on the command line (the last one wins), else
+    ``platform``."""
     i = 0
     while i < len(argv):
         word = argv[i]
@@ -192,8 +207,8 @@ def _platform_option(argv: list[str], platform: str) -> str:
                 raise CmdlineError(f"Error: --platform {value}: not a simulated platform "
                                    f"(known: {', '.join(PLATFORMS)}, or an executable name).")
             platform = found
-        elif word in ("-C", "--parameter", "-f", "--config-file", "--data", "-a", "--application", "--timelimit",
-                      "--simlimit", "--sim"):
+        elif word in ("-C", "--parameter", "-f", "--config-file", "--data", "-a", "--application",
+                      "--timelimit", "--simlimit", "--sim"):
             i += 2  # an option's separate value is never taken for --platform
         else:
             i += 1
@@ -201,25 +216,29 @@ def _platform_option(argv: list[str], platform: str) -> str:
 
 
 FAST_MODE_FLAGS = ("--fast", "-F")
-"""The NPU model's fast mode (``ethosu.extra_args``; backends/arm/test/runner_utils.py:606,640 passes it)."""
+"""The NPU model's fast mode (``ethosu.extra_args``; backends/arm/test/runner_utils.py:606,640
+passes it)."""
 
 
 def _refuse_fast_mode(opts: Options) -> None:
-    """Refuse the NPU's fast mode rather than ignore it: the real model runs the NPU without its timing adapters
-    then (run_fvp.sh:241 filters the lines it prints about them), so its NPU cycles change, and the simulator has no
-    model of that change. Silently accepting it would print cycle counts the real model would not."""
+    """Refuse the NPU's fast mode rather than ignore it: the real model runs the NPU without its
+    timing adapters then (run_fvp.sh:241 filters the lines it prints about them), so its NPU cycles
+    change, and the simulator has no model of that change. Silently accepting it would print cycle
+    counts the real model would not."""
     for name, value in opts.params.items():
-        if name.endswith("ethosu.extra_args") and any(word in FAST_MODE_FLAGS for word in value.split()):
+        if (name.endswith("ethosu.extra_args") and
+            any(word in FAST_MODE_FLAGS for word in value.split())):
             raise CmdlineError(
-                f'Error: Parameter "{name}": {value.strip()!r}: the simulator does not model the NPU\'s fast mode '
-                "(the real model then runs without its timing adapters and its NPU cycles change); drop --fast to "
-                "measure NPU cycles (fvp-harness sim)."
+                f'Error: Parameter "{name}": {value.strip()!r}: the simulator does not model the '
+                'NPU\'s fast mode '
+                "(the real model then runs without its timing adapters and its NPU cycles change); "
+                "drop --fast to measure NPU cycles (fvp-harness sim)."
             )
 
 
 def parse_args(argv: list[str], platform: str = "corstone1000") -> Options:
-    """Parse a model command line (without the program name) for ``platform`` (a ``--platform`` option wins).
-    Raises CmdlineError with the model's message."""
+    """Parse a model command line (without the program name) for ``platform`` (a ``--platform``
+    option wins). Raises CmdlineError with the model's message."""
     platform = _platform_option(argv, platform)
     table = parameters_of(platform)
     opts = Options(params={p.name: p.default for p in table.values()}, platform=platform)
@@ -238,7 +257,8 @@ def parse_args(argv: list[str], platform: str = "corstone1000") -> Options:
                 with open(value, encoding="utf-8") as fh:
                     lines = fh.read().splitlines()
             except OSError as exc:
-                raise CmdlineError(f"Error: cannot read config file '{value}': {exc.strerror}.") from None
+                raise CmdlineError(f"Error: cannot read config file '{value}': "
+                                   f"{exc.strerror}.") from None
             for line in lines:
                 line = line.split("#", 1)[0].strip()
                 if line:
@@ -282,8 +302,9 @@ def parse_args(argv: list[str], platform: str = "corstone1000") -> Options:
     _refuse_fast_mode(opts)
     if platform != "corstone1000":
         return opts
-    # Firmware the real model cannot start without. A missing MMC image is not an error: the slot stays empty
-    # (meta-arm's A320 config passes board.msd_mmc.p_mmc_file=invalid.dat to boot without a card).
+    # Firmware the real model cannot start without. A missing MMC image is not an error: the slot
+    # stays empty (meta-arm's A320 config passes board.msd_mmc.p_mmc_file=invalid.dat to boot
+    # without a card).
     for name in ("se.trustedBootROMloader.fname", "board.flash0.fname"):
         path = opts.params[name]
         if opts.action == "run" and path and not os.path.isfile(path):

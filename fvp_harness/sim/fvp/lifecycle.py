@@ -4,18 +4,21 @@ Reasons, what each prints on stdout, whether ``--stat`` follows, and the exit st
 
 - ``user`` (SIGINT, as a real model on Ctrl-C): ``Stopping simulation...``, a blank line, then
   ``Info: /OSCI/SystemC: Simulation stopped by user.``; --stat; exit 0.
-- ``timelimit``: ``Info: Simulation is stopping. Reason: CPU time has been exceeded.``; --stat; exit 0.
-- ``simlimit``: ``Info: Simulation is stopping. Reason: simulated time has been exceeded.``; --stat; exit 0.
-- ``poweroff`` (guest ``poweroff``): ``Info: Simulation is stopping. Reason: the guest powered off.``;
-  --stat; exit 0.
-- ``term`` (SIGTERM, SIGHUP): nothing; the process ends by that signal, as with its default action (-15).
+- ``timelimit``: ``Info: Simulation is stopping. Reason: CPU time has been exceeded.``; --stat; exit
+  0.
+- ``simlimit``: ``Info: Simulation is stopping. Reason: simulated time has been exceeded.``; --stat;
+  exit 0.
+- ``poweroff`` (guest ``poweroff``): ``Info: Simulation is stopping. Reason: the guest powered
+  off.``; --stat; exit 0.
+- ``term`` (SIGTERM, SIGHUP): nothing; the process ends by that signal, as with its default action
+  (-15).
 - ``parent``: nothing; the parent process is gone, so the model must not outlive it; exit 1.
 - ``crash`` (``fault_crash``): nothing, no --stat; exit 139; temp files are still removed.
 
-``--timelimit`` counts wall seconds: the real model spins a host CPU at 100 % so its CPU time and wall time
-agree, while the simulator idles. ``--stat`` reports measured user/system/wall times and the simulated time
-and instructions of ``host.cpu0``; MIPS and the performance index are per wall second, which is what they mean
-for a model that keeps one host CPU busy.
+``--timelimit`` counts wall seconds: the real model spins a host CPU at 100 % so its CPU time and
+wall time agree, while the simulator idles. ``--stat`` reports measured user/system/wall times and
+the simulated time and instructions of ``host.cpu0``; MIPS and the performance index are per wall
+second, which is what they mean for a model that keeps one host CPU busy.
 """
 
 from __future__ import annotations
@@ -46,8 +49,9 @@ EXIT_STATUS: dict[str, int] = {
 
 
 class StopRequests:
-    """The stop future both simulated platforms (Corstone-1000 and bare-metal) end their event loop on: any thread
-    may ask, the loop thread sets the first reason, later requests are ignored (the first reason is the exit's)."""
+    """The stop future both simulated platforms (Corstone-1000 and bare-metal) end their event loop
+    on: any thread may ask, the loop thread sets the first reason, later requests are ignored (the
+    first reason is the exit's)."""
 
     _loop: asyncio.AbstractEventLoop | None = None
     _stop: asyncio.Future[str] | None = None
@@ -66,7 +70,8 @@ class StopRequests:
 
 
 def stat_block(model_name: str, clock: SimClock, cpu: str = "host.cpu0") -> str:
-    """The ``--stat`` block, labels padded to 40 columns and rules of 79, as Fast Models print it."""
+    """The ``--stat`` block, labels padded to 40 columns and rules of 79, as Fast Models print
+    it."""
     times = os.times()
     wall = max(clock.wall_elapsed(), 1e-9)
     sim = clock.now()
@@ -87,8 +92,8 @@ def stat_block(model_name: str, clock: SimClock, cpu: str = "host.cpu0") -> str:
 
 async def watch_limits(clock: SimClock, timelimit: float | None, simlimit: float | None,
                        stop: Callable[[str], None], period: float = 0.05) -> None:
-    """End the simulation when ``--timelimit`` (wall seconds) or ``--simlimit`` (simulated seconds) is
-    reached."""
+    """End the simulation when ``--timelimit`` (wall seconds) or ``--simlimit`` (simulated seconds)
+    is reached."""
     if timelimit is None and simlimit is None:
         return
     while True:
@@ -102,10 +107,10 @@ async def watch_limits(clock: SimClock, timelimit: float | None, simlimit: float
 
 
 async def watch_parent(stop: Callable[[str], None], parent: int, period: float = 0.5) -> None:
-    """End the simulation when the parent process goes away (re-parenting changes ``getppid()``), so an
-    orphaned model never keeps ports and temp files alive. ``parent`` is the ppid seen first thing at
-    start-up, so a parent that dies while the modules load is caught too. A model started directly under
-    init (ppid 1) is left alone."""
+    """End the simulation when the parent process goes away (re-parenting changes ``getppid()``), so
+    an orphaned model never keeps ports and temp files alive. ``parent`` is the ppid seen first
+    thing at start-up, so a parent that dies while the modules load is caught too. A model started
+    directly under init (ppid 1) is left alone."""
     if parent == 1:
         return
     while True:

@@ -1,9 +1,10 @@
-"""``$(( ))``: the shell's integer arithmetic, with C's operators and precedence as busybox ash evaluates them.
+"""``$(( ))``: the shell's integer arithmetic, with C's operators and precedence as busybox ash
+evaluates them.
 
-Numbers are decimal, ``0x`` hex or ``0`` octal; a name reads a variable (unset or empty is 0; a value is itself
-evaluated as an expression); ``=`` ``+=`` ... and ``++``/``--`` assign. Division truncates towards zero and the
-remainder takes the dividend's sign, as in C; results wrap to 64 bits. ``&&`` ``||`` and ``?:`` evaluate only the
-side they need.
+Numbers are decimal, ``0x`` hex or ``0`` octal; a name reads a variable (unset or empty is 0; a
+value is itself evaluated as an expression); ``=`` ``+=`` ... and ``++``/``--`` assign. Division
+truncates towards zero and the remainder takes the dividend's sign, as in C; results wrap to 64
+bits. ``&&`` ``||`` and ``?:`` evaluate only the side they need.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ _TOKEN = re.compile(
     r"(<<=|>>=|\*\*|\+\+|--|<=|>=|==|!=|&&|\|\||<<|>>|\+=|-=|\*=|/=|%=|&=|\^=|\|=|[-+*/%<>=!~&^|?:(),]))"
 )
 _BINARY = {
-    "||": 4, "&&": 5, "|": 6, "^": 7, "&": 8, "==": 9, "!=": 9, "<": 10, "<=": 10, ">": 10, ">=": 10,
-    "<<": 11, ">>": 11, "+": 12, "-": 12, "*": 13, "/": 13, "%": 13, "**": 14,
+    "||": 4, "&&": 5, "|": 6, "^": 7, "&": 8, "==": 9, "!=": 9, "<": 10, "<=": 10, ">": 10,
+    ">=": 10, "<<": 11, ">>": 11, "+": 12, "-": 12, "*": 13, "/": 13, "%": 13, "**": 14,
 }
 _ASSIGN = {"=", "+=", "-=", "*=", "/=", "%=", "<<=", ">>=", "&=", "^=", "|="}
 
@@ -57,16 +58,17 @@ def _apply(op: str, a: int, b: int) -> int:
         return quotient if op == "/" else a - quotient * b
     result = {
         "+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "<<": lambda: a << (b & 63),
-        ">>": lambda: a >> (b & 63), "<": lambda: int(a < b), "<=": lambda: int(a <= b), ">": lambda: int(a > b),
-        ">=": lambda: int(a >= b), "==": lambda: int(a == b), "!=": lambda: int(a != b), "&": lambda: a & b,
-        "^": lambda: a ^ b, "|": lambda: a | b,
+        ">>": lambda: a >> (b & 63), "<": lambda: int(a < b), "<=": lambda: int(a <= b),
+        ">": lambda: int(a > b),
+        ">=": lambda: int(a >= b), "==": lambda: int(a == b), "!=": lambda: int(a != b),
+        "&": lambda: a & b, "^": lambda: a ^ b, "|": lambda: a | b,
     }[op]()
     return _wrap(result)
 
 
 class _Evaluator:
-    def __init__(self, text: str, get: Callable[[str], str | None], set_: Callable[[str, str], None],
-                 depth: int) -> None:
+    def __init__(self, text: str, get: Callable[[str], str | None],
+                 set_: Callable[[str, str], None], depth: int) -> None:
         self.tokens: list[tuple[str, str]] = []
         pos = 0
         text = text.rstrip()
@@ -119,8 +121,9 @@ class _Evaluator:
         return value
 
     def assign(self, active: bool) -> int:
-        if self.kind() == "name" and self.i + 1 < len(self.tokens) and self.tokens[self.i + 1][1] in _ASSIGN \
-                and self.tokens[self.i + 1][0] == "op":
+        if (self.kind() == "name" and self.i + 1 < len(self.tokens) and
+            self.tokens[self.i + 1][1] in _ASSIGN
+                and self.tokens[self.i + 1][0] == "op"):
             name = self.take()
             op = self.take()
             right = self.assign(active)
@@ -153,7 +156,8 @@ class _Evaluator:
                 right = self.binary(prec + 1, active and left != 0)
                 left = int(left != 0 and right != 0)
             else:
-                right = self.binary(prec if op == "**" else prec + 1, active)  # ** groups to the right
+                # ** groups to the right
+                right = self.binary(prec if op == "**" else prec + 1, active)
                 left = _apply(op, left, right) if active else 0
         return left
 
@@ -193,6 +197,8 @@ class _Evaluator:
         raise ArithError("arithmetic syntax error")
 
 
-def evaluate(text: str, get: Callable[[str], str | None], set_: Callable[[str, str], None], depth: int = 0) -> int:
-    """The value of an arithmetic expression; variables are read with ``get`` and assigned with ``set_``."""
+def evaluate(text: str, get: Callable[[str], str | None], set_: Callable[[str, str], None],
+             depth: int = 0) -> int:
+    """The value of an arithmetic expression; variables are read with ``get`` and assigned with
+    ``set_``."""
     return _Evaluator(text, get, set_, depth).run()

@@ -1,10 +1,11 @@
-"""The guest shell's builtin commands: echo, printf, cat, mkdir, rm, cd, pwd, ls, chmod, base64, sha256sum, stty,
-export, unset, set, uname, sync, dmesg, poweroff, true, false, ``:``, exit, ``.``/source, test/``[`` (``guest/shell.py``
-has the language; ``applets/`` the everyday tools such as head, grep and sort, merged into ``BUILTINS`` here).
+"""The guest shell's builtin commands: echo, printf, cat, mkdir, rm, cd, pwd, ls, chmod, base64,
+sha256sum, stty, export, unset, set, uname, sync, dmesg, poweroff, true, false, ``:``, exit,
+``.``/source, test/``[`` (``guest/shell.py`` has the language; ``applets/`` the everyday tools such
+as head, grep and sort, merged into ``BUILTINS`` here).
 
-Each is ``f(shell, argv, io) -> exit status`` and prints busybox's messages; ``BUILTINS`` maps names to them.
-They read and change the calling shell (cwd, variables, ``$?``; typed as ``session.Session``) and its machine, and poll
-``_check(shell)`` in loops so Ctrl-C interrupts them.
+Each is ``f(shell, argv, io) -> exit status`` and prints busybox's messages; ``BUILTINS`` maps names
+to them. They read and change the calling shell (cwd, variables, ``$?``; typed as
+``session.Session``) and its machine, and poll ``_check(shell)`` in loops so Ctrl-C interrupts them.
 """
 
 from __future__ import annotations
@@ -200,7 +201,8 @@ def _mkdir(sh: Session, argv: list[str], io: IO) -> int:
                 host.mkdir(parents=True, exist_ok=True)
             else:
                 host.mkdir()
-        except OSError as exc:  # "File exists", "No such file or directory", ...: the OS's words, as busybox
+        # "File exists", "No such file or directory", ...: the OS's words, as busybox
+        except OSError as exc:
             io.complain(f"mkdir: can't create directory '{name}': {_reason(exc)}\n")
             status = 1
     return status
@@ -288,7 +290,8 @@ def _ls(sh: Session, argv: list[str], io: IO) -> int:
     for d in dirs:
         host = sh.fs.host_path(d, sh.cwd)
         entries = sorted(os.listdir(host))
-        entries = [".", "..", *entries] if show_all else [e for e in entries if not e.startswith(".")]
+        entries = ([".", "..", *entries] if show_all
+                   else [e for e in entries if not e.startswith(".")])
         text = _ls_block(entries, [host / e for e in entries], long_form, one)
         if len(names) > 1:
             text = f"{d}:\n{text}"
@@ -508,12 +511,13 @@ BUILTINS: dict[str, Builtin] = {
     **APPLETS,
     **GZIP_APPLETS,
 }
-"""Every command the simulated guest knows, by name: the guest contract, the shell's own builtins and the applets."""
+"""Every command the simulated guest knows, by name: the guest contract, the shell's own builtins
+and the applets."""
 
 
 def _test_expr(sh: Session, args: list[str]) -> bool:
-    """``test``'s expression: ``!``, ``-a``/``-o``, unary file and string tests, binary string and integer
-    comparisons."""
+    """``test``'s expression: ``!``, ``-a``/``-o``, unary file and string tests, binary string and
+    integer comparisons."""
     if not args:
         return False
     for i, a in enumerate(args):  # -o binds loosest, then -a
@@ -548,7 +552,8 @@ def _test_expr(sh: Session, args: list[str]) -> bool:
                     raise ValueError(f"{value}: bad number")
                 numbers.append(int(value))
             x, y = numbers
-            return {"-eq": x == y, "-ne": x != y, "-lt": x < y, "-le": x <= y, "-gt": x > y, "-ge": x >= y}[op]
+            return {"-eq": x == y, "-ne": x != y, "-lt": x < y, "-le": x <= y, "-gt": x > y,
+                    "-ge": x >= y}[op]
         raise ValueError(f"{op}: binary operator expected")
     raise ValueError("syntax error")
 
@@ -564,8 +569,8 @@ def _file_test(sh: Session, op: str, name: str) -> bool:
     mode = st.st_mode
     checks = {
         "-e": True, "-f": stat.S_ISREG(mode), "-d": stat.S_ISDIR(mode), "-x": bool(mode & 0o111),
-        "-r": True, "-w": True, "-s": st.st_size > 0, "-p": stat.S_ISFIFO(mode), "-c": stat.S_ISCHR(mode),
-        "-b": stat.S_ISBLK(mode), "-S": stat.S_ISSOCK(mode),
+        "-r": True, "-w": True, "-s": st.st_size > 0, "-p": stat.S_ISFIFO(mode),
+        "-c": stat.S_ISCHR(mode), "-b": stat.S_ISBLK(mode), "-S": stat.S_ISSOCK(mode),
     }
     return checks[op]
 
@@ -590,12 +595,13 @@ def _split_opts(args: list[str]) -> tuple[str, list[str]]:
     return opts, rest
 
 
-_SIMPLE_ESC = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "a": "\a", "b": "\b", "f": "\f", "v": "\v",
-               "e": "\x1b", '"': '"', "'": "'"}
+_SIMPLE_ESC = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "a": "\a", "b": "\b", "f": "\f",
+               "v": "\v", "e": "\x1b", '"': '"', "'": "'"}
 
 
 def _escapes(text: str, stop_at_c: bool = False, printf_octal: bool = False) -> tuple[str, bool]:
-    """Backslash escapes as echo -e / printf %b / printf formats read them; returns (text, stopped at \\c)."""
+    """Backslash escapes as echo -e / printf %b / printf formats read them; returns (text, stopped
+    at \\c)."""
     out = []
     i = 0
     while i < len(text):
@@ -632,8 +638,8 @@ def _escapes(text: str, stop_at_c: bool = False, printf_octal: bool = False) -> 
 
 
 def _byte(value: int) -> str:
-    """A byte value as text: ASCII as itself, 0x80-0xff as a surrogate so ``surrogateescape`` writes the raw
-    byte."""
+    """A byte value as text: ASCII as itself, 0x80-0xff as a surrogate so ``surrogateescape`` writes
+    the raw byte."""
     return chr(value) if value < 0x80 else chr(0xDC00 + value)
 
 
@@ -641,7 +647,8 @@ _CONV = re.compile(r"%([-+ #0]*)(\d+|\*)?(?:\.(\d+|\*))?([diouxXcsbfeEgG%])")
 
 
 def _format_printf(fmt: str, args: list[str]) -> tuple[str, str]:
-    """printf(1): the format is reused while arguments remain. Returns (output, first bad number or '')."""
+    """printf(1): the format is reused while arguments remain. Returns (output, first bad number or
+    '')."""
     fmt, _ = _escapes(fmt, printf_octal=True)
     out: list[str] = []
     bad = ""
@@ -695,7 +702,8 @@ def _format_printf(fmt: str, args: list[str]) -> tuple[str, str]:
 
 
 def _chmod_mode(spec: str, current: int) -> int | None:
-    """An octal or symbolic (``u+x,go-w``, ``+x``, ``a=rw``) mode applied to ``current``; None if invalid."""
+    """An octal or symbolic (``u+x,go-w``, ``+x``, ``a=rw``) mode applied to ``current``; None if
+    invalid."""
     if re.fullmatch(r"[0-7]{1,4}", spec):
         return int(spec, 8)
     mode = current

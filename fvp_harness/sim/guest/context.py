@@ -1,9 +1,9 @@
 """``SimGuestContext``: the simulator's implementation of ``programs.GuestContext``.
 
-A guest program (the emulated ``executor_runner``) gets one per execution. Everything it can touch goes
-through here: guest files (never host paths), the command's stdout/stderr (the console with tty newline
-handling, a redirection file, or an ssh channel, streamed as written), the model's parameters and knobs, and
-the simulated clock.
+A guest program (the emulated ``executor_runner``) gets one per execution. Everything it can touch
+goes through here: guest files (never host paths), the command's stdout/stderr (the console with tty
+newline handling, a redirection file, or an ssh channel, streamed as written), the model's
+parameters and knobs, and the simulated clock.
 """
 
 from __future__ import annotations
@@ -41,7 +41,8 @@ class SimGuestContext:
         declared."""
 
     def read_file(self, path: str) -> bytes:
-        """Read a guest file (FileNotFoundError / IsADirectoryError / PermissionError like open())."""
+        """Read a guest file (FileNotFoundError / IsADirectoryError / PermissionError like
+        open())."""
         return self._machine.fs.read(path, self.cwd)
 
     def write_file(self, path: str, data: bytes) -> None:
@@ -62,7 +63,8 @@ class SimGuestContext:
         self.peak_rss_kib = max(self.peak_rss_kib, -(-int(size) // PAGE) * PAGE // 1024)
 
     def advance(self, cpu_seconds: float, instructions: int = 0) -> None:
-        """Spend simulated time (and, with the speed knob, wall time); counts for --simlimit and --stat."""
+        """Spend simulated time (and, with the speed knob, wall time); counts for --simlimit and
+        --stat."""
         self._machine.clock.advance(cpu_seconds, instructions or None)
         self.check_interrupt()
 
@@ -75,7 +77,8 @@ class SimGuestContext:
         return self._machine.clock.now()
 
     def check_interrupt(self) -> None:
-        """Raise ProgramInterrupted after Ctrl-C on the console, a closed ssh channel, or when the model
-        stops."""
-        if self._shell.interrupted() or self._machine.stopping.is_set() or self._machine.halted.is_set():
+        """Raise ProgramInterrupted after Ctrl-C on the console, a closed ssh channel, or when the
+        model stops."""
+        if (self._shell.interrupted() or self._machine.stopping.is_set() or
+            self._machine.halted.is_set()):
             raise ProgramInterrupted

@@ -1,4 +1,5 @@
-"""The guest's filesystem: a private temporary directory per model instance, removed when the model exits.
+"""The guest's filesystem: a private temporary directory per model instance, removed when the model
+exits.
 
 A model that is SIGKILLed removes nothing, so the folder holding the guest's root records its owner
 in ``OWNER_FILE`` beside the root, where the guest cannot see it (this process's pid, its start time
@@ -6,10 +7,11 @@ from ``/proc/self/stat`` and the boot it runs in, as JSON): the harness's next r
 folders of dead models (fvp_harness/targets/leftovers.py reads the same three fields; the simulator
 imports nothing of the harness, so the writer is here).
 
-Like the real initramfs rootfs, nothing survives the model. Guest paths are resolved lexically against ``/``
-(where ``..`` stops, as in Linux) and then checked against the real directory, so no guest path can reach the
-host: not ``../..``, not an absolute path, not a symlink (the guest has no way to create one, and the SFTP
-server refuses to). File modes are the host files' modes, so ``chmod`` and the execute bit behave as on Linux.
+Like the real initramfs rootfs, nothing survives the model. Guest paths are resolved lexically
+against ``/`` (where ``..`` stops, as in Linux) and then checked against the real directory, so no
+guest path can reach the host: not ``../..``, not an absolute path, not a symlink (the guest has no
+way to create one, and the SFTP server refuses to). File modes are the host files' modes, so
+``chmod`` and the execute bit behave as on Linux.
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ OWNER_FILE = ".fvp-owner"
 
 
 def write_owner(folder: Path) -> None:
-    """Record this process as the owner of ``folder`` (see the module docstring); nothing where /proc is missing."""
+    """Record this process as the owner of ``folder`` (see the module docstring); nothing where
+    /proc is missing."""
     try:
         stat_fields = Path("/proc/self/stat").read_bytes().rsplit(b")", 1)[1].split()
         boot = Path("/proc/sys/kernel/random/boot_id").read_text(encoding="ascii").strip()
@@ -51,22 +54,25 @@ class PathEscape(PermissionError):
 
 
 class GuestFS:
-    """One guest root. ``host_path`` maps guest paths to host paths; everything else goes through it."""
+    """One guest root. ``host_path`` maps guest paths to host paths; everything else goes through
+    it."""
 
     def __init__(self, hostname: str = "corstone1000-fvp", ethosu_device: bool = True, *,
                  devices: Sequence[str] | None = None, files: Sequence[str] = _DEFAULT_FILES,
                  os_version: str = "5.2") -> None:
         """``devices``: the device nodes under /dev besides /dev/null (default: /dev/ethosu0 when
-        ``ethosu_device``); ``files``: the image's other files a check may look for (its dynamic loader, an ssh
-        server), created empty; ``os_version``: os-release's VERSION_ID. The defaults are the default image's
-        (release 2025.12: glibc); the platform passes its release's facts."""
+        ``ethosu_device``); ``files``: the image's other files a check may look for (its dynamic
+        loader, an ssh server), created empty; ``os_version``: os-release's VERSION_ID. The defaults
+        are the default image's (release 2025.12: glibc); the platform passes its release's
+        facts."""
         # the owner record sits beside the guest's root, not in it: the guest never sees it
         self.holder = Path(tempfile.mkdtemp(prefix="fvp-sim-")).resolve()
         os.chmod(self.holder, 0o700)
         write_owner(self.holder)
         self.root = self.holder / "root"
         self.root.mkdir()
-        for d in ("root", "tmp", "dev", "etc", "bin", "sbin", "usr/bin", "usr/sbin", "var/log", "proc", "lib"):
+        for d in ("root", "tmp", "dev", "etc", "bin", "sbin", "usr/bin", "usr/sbin", "var/log",
+                  "proc", "lib"):
             (self.root / d).mkdir(parents=True, exist_ok=True)
         os.chmod(self.root / "tmp", 0o1777)
         (self.root / "etc" / "hostname").write_text(hostname + "\n")
@@ -101,14 +107,15 @@ class GuestFS:
         return "/" + "/".join(parts)
 
     def host_path(self, path: str, cwd: str = "/") -> Path:
-        """The host path behind a guest path. Raises PathEscape if it would resolve outside the guest root
-        (a symlink planted in the tree, for example)."""
+        """The host path behind a guest path. Raises PathEscape if it would resolve outside the
+        guest root (a symlink planted in the tree, for example)."""
         guest = self.normalize(path, cwd)
         host = self.root / guest.lstrip("/") if guest != "/" else self.root
         real = Path(os.path.realpath(host))
         if real != self.root and self.root not in real.parents:
             raise PathEscape(13, "Permission denied", guest)
-        # a symlink anywhere on the way is refused even if it points inside: the guest cannot make one
+        # a symlink anywhere on the way is refused even if it points inside: the guest cannot make
+        # one
         probe = self.root
         for part in Path(guest.lstrip("/")).parts:
             probe = probe / part
@@ -121,10 +128,11 @@ class GuestFS:
         rel = Path(os.path.realpath(host)).relative_to(self.root)
         return "/" + rel.as_posix() if str(rel) != "." else "/"
 
-    # -- convenience used by the shell and the GuestContext --------------------------------------------------
+    # -- convenience used by the shell and the GuestContext ----------------------------------------
 
     def read(self, path: str, cwd: str = "/") -> bytes:
-        """Read a file's bytes (FileNotFoundError / IsADirectoryError / PermissionError like open())."""
+        """Read a file's bytes (FileNotFoundError / IsADirectoryError / PermissionError like
+        open())."""
         host = self.host_path(path, cwd)
         if host.is_dir():
             raise IsADirectoryError(21, "Is a directory", path)

@@ -1,10 +1,11 @@
-"""What a shell command runs with: its three streams (``IO``), stdin sources, pipes between the stages of a
-pipeline, the console's tty settings, and ``ExitShell``. Shared by the shell, its builtins (``guest/builtins.py``,
-``applets/``), the console, ssh and guest programs' context.
+"""What a shell command runs with: its three streams (``IO``), stdin sources, pipes between the
+stages of a pipeline, the console's tty settings, and ``ExitShell``. Shared by the shell, its
+builtins (``guest/builtins.py``, ``applets/``), the console, ssh and guest programs' context.
 
-A command's stdin is anything with ``read()`` (everything up to end of file). Sources that can deliver data as it
-comes (a pipe, the console, a file) also have ``read_chunk()``; ``read_chunks`` and ``read_lines`` use it when it is
-there, so ``head`` stops reading (and closes its pipe) as soon as it has its lines, as a real process would.
+A command's stdin is anything with ``read()`` (everything up to end of file). Sources that can
+deliver data as it comes (a pipe, the console, a file) also have ``read_chunk()``; ``read_chunks``
+and ``read_lines`` use it when it is there, so ``head`` stops reading (and closes its pipe) as soon
+as it has its lines, as a real process would.
 """
 
 from __future__ import annotations
@@ -86,15 +87,17 @@ def read_lines(stdin: Stdin) -> Iterator[bytes]:
 
 
 class PipeClosed(Exception):
-    """Writing to a pipe whose reader has gone (EPIPE/SIGPIPE): the writing command ends, status 141."""
+    """Writing to a pipe whose reader has gone (EPIPE/SIGPIPE): the writing command ends, status
+    141."""
 
 
 class Pipe:
     """A pipe between two stages of a pipeline: a bounded byte buffer, thread safe.
 
-    The writer blocks while it is full; the reader blocks while it is empty and sees end of file once the
-    writer has closed its end. When the reader closes its end, further writes raise PipeClosed (the writer
-    would get SIGPIPE). Every wait polls ``stop`` so Ctrl-C or a stopping model never leaves a thread blocked.
+    The writer blocks while it is full; the reader blocks while it is empty and sees end of file
+    once the writer has closed its end. When the reader closes its end, further writes raise
+    PipeClosed (the writer would get SIGPIPE). Every wait polls ``stop`` so Ctrl-C or a stopping
+    model never leaves a thread blocked.
     """
 
     def __init__(self, stop: Callable[[], bool], interrupted: Callable[[], Exception]) -> None:
@@ -165,11 +168,11 @@ class Tty:
 
 @dataclass
 class IO:
-    """A command's three streams. ``out``/``err`` take bytes exactly as the program wrote them; a console's
-    writers turn ``\\n`` into ``\\r\\n`` as the tty does.
+    """A command's three streams. ``out``/``err`` take bytes exactly as the program wrote them; a
+    console's writers turn ``\\n`` into ``\\r\\n`` as the tty does.
 
-    ``tty`` is set when stdout is the console (``ls`` prints columns); ``term`` when stdin is the console
-    (``stty`` works on it). A redirection or a pipe clears the one it replaces.
+    ``tty`` is set when stdout is the console (``ls`` prints columns); ``term`` when stdin is the
+    console (``stty`` works on it). A redirection or a pipe clears the one it replaces.
     """
 
     out: Callable[[bytes], None]
@@ -186,8 +189,8 @@ class IO:
 
 
 class LoopControl(Exception):
-    """``break [N]`` / ``continue [N]``: leaves (``kind`` ``break``) or restarts (``continue``) the Nth enclosing
-    loop; outside a loop it does nothing, as in ash."""
+    """``break [N]`` / ``continue [N]``: leaves (``kind`` ``break``) or restarts (``continue``) the
+    Nth enclosing loop; outside a loop it does nothing, as in ash."""
 
     def __init__(self, kind: str, count: int = 1) -> None:
         super().__init__(kind, count)
@@ -196,7 +199,8 @@ class LoopControl(Exception):
 
 
 class ExitShell(Exception):
-    """``exit``: ends the shell (console: back to the login prompt; ssh: the channel's exit status)."""
+    """``exit``: ends the shell (console: back to the login prompt; ssh: the channel's exit
+    status)."""
 
     def __init__(self, status: int) -> None:
         super().__init__(status)

@@ -1,4 +1,5 @@
-"""The guest shell's parser: busybox ash's command language, as far as an interactive user and the harness need it.
+"""The guest shell's parser: busybox ash's command language, as far as an interactive user and the
+harness need it.
 
 Grammar (``guest/shell.py`` runs what this builds)::
 
@@ -9,17 +10,20 @@ Grammar (``guest/shell.py`` runs what this builds)::
     compound  := '(' list ')' | '{' list '}' | if list then list { elif list then list } [ else list ] fi
                | ( while | until ) list do list done | for NAME [ in { word } ] ( ';' | NEWLINE ) do list done
 
-Words keep their quoting (``Part.quoted``) so that expansion knows what is split and globbed. Redirections are
-``[n]>`` ``>>`` ``>|`` ``<`` ``<>`` ``>&`` ``<&`` (with ``-`` to close), bash's ``&>``, and here-documents ``<<``
-and ``<<-`` whose bodies are read from the lines after the command's line, as ash does.
+Words keep their quoting (``Part.quoted``) so that expansion knows what is split and globbed.
+Redirections are ``[n]>`` ``>>`` ``>|`` ``<`` ``<>`` ``>&`` ``<&`` (with ``-`` to close), bash's
+``&>``, and here-documents ``<<`` and ``<<-`` whose bodies are read from the lines after the
+command's line, as ash does.
 
-``parse(text)`` raises ``Incomplete`` when more input could complete the text (an open quote, a here-document
-without its end line, a line ending in ``|``, ``&&``, ``||`` or a backslash): the console then shows ``PS2`` and
-reads on. With ``final=True`` (a script, ``ssh host cmd``) the end of the text is the end of input, and those are
-syntax errors (a here-document simply ends there). ``ShellSyntaxError`` carries the lists of the lines before the
-one in error, which ash would already have run.
+``parse(text)`` raises ``Incomplete`` when more input could complete the text (an open quote, a
+here-document without its end line, a line ending in ``|``, ``&&``, ``||`` or a backslash): the
+console then shows ``PS2`` and reads on. With ``final=True`` (a script, ``ssh host cmd``) the end of
+the text is the end of input, and those are syntax errors (a here-document simply ends there).
+``ShellSyntaxError`` carries the lists of the lines before the one in error, which ash would already
+have run.
 
-Not parsed (a syntax error naming the construct, status 2): ``&`` (background jobs), ``case`` and functions.
+Not parsed (a syntax error naming the construct, status 2): ``&`` (background jobs), ``case`` and
+functions.
 """
 
 from __future__ import annotations
@@ -58,17 +62,18 @@ class ShellSyntaxError(Exception):
 
 
 class Incomplete(Exception):
-    """The text needs more input (open quote, here-document, trailing ``|``/``&&``/``||``/backslash): show
-    ``PS2`` and read on."""
+    """The text needs more input (open quote, here-document, trailing
+    ``|``/``&&``/``||``/backslash): show ``PS2`` and read on."""
 
 
 @dataclass
 class Part:
     """A piece of a word.
 
-    ``kind`` is ``lit`` (text), ``param`` (``$NAME``, ``${NAME...}``: ``text`` is the name, ``op`` the operator,
-    ``arg`` its word), ``cmdsub`` (``$(...)`` or backquotes: ``text`` is the command) or ``arith`` (``$((...))``:
-    ``text`` is the expression). ``quoted`` pieces are neither field-split nor globbed.
+    ``kind`` is ``lit`` (text), ``param`` (``$NAME``, ``${NAME...}``: ``text`` is the name, ``op``
+    the operator, ``arg`` its word), ``cmdsub`` (``$(...)`` or backquotes: ``text`` is the command)
+    or ``arith`` (``$((...))``: ``text`` is the expression). ``quoted`` pieces are neither
+    field-split nor globbed.
     """
 
     kind: str
@@ -83,8 +88,8 @@ Word = list[Part]
 
 @dataclass
 class HereDoc:
-    """A here-document: its end line, whether its body is expanded (unquoted end word), ``<<-`` tab stripping,
-    and the body once read."""
+    """A here-document: its end line, whether its body is expanded (unquoted end word), ``<<-`` tab
+    stripping, and the body once read."""
 
     delimiter: str
     expand: bool
@@ -116,10 +121,11 @@ class Command:
 
 @dataclass
 class Compound:
-    """A compound command: ``kind`` is ``subshell`` (``( list )``), ``group`` (``{ list; }``), ``if``, ``while``,
-    ``until`` or ``for``. ``parts`` are its lists in order: if: condition, body, [condition, body]..., [else body]
-    (``has_else``); while/until: condition, body; subshell, group, for: the body. A for loop's variable is
-    ``name`` and its words ``items`` (None: ``"$@"``). ``redirs`` apply to the whole command."""
+    """A compound command: ``kind`` is ``subshell`` (``( list )``), ``group`` (``{ list; }``),
+    ``if``, ``while``, ``until`` or ``for``. ``parts`` are its lists in order: if: condition, body,
+    [condition, body]..., [else body] (``has_else``); while/until: condition, body; subshell, group,
+    for: the body. A for loop's variable is ``name`` and its words ``items`` (None: ``"$@"``).
+    ``redirs`` apply to the whole command."""
 
     kind: str
     parts: list[list[AndOr]]
@@ -144,18 +150,19 @@ class AndOr:
     items: list[tuple[str | None, Pipeline]]
 
 
-# ------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # lexing
 
-_OPERATORS = ("<<-", "&&", "||", ";;", "<<", ">>", "<&", ">&", "<>", ">|", "&>", ";", "&", "|", "<", ">", "(", ")")
+_OPERATORS = ("<<-", "&&", "||", ";;", "<<", ">>", "<&", ">&", "<>", ">|", "&>", ";", "&", "|", "<",
+              ">", "(", ")")
 _REDIRECTIONS = {"<<-", "<<", ">>", "<&", ">&", "<>", ">|", "&>", "<", ">"}
 _META = frozenset(" \t\n;&|<>()")
 _SPECIAL_PARAMS = frozenset("?$#@*!-0123456789")
 _PLAIN_WORD = re.compile(r"[^\s;&|<>()\\'\"$`]+")
 _PLAIN_BRACE = re.compile(r"[^}\\'\"$`]+")
 _BRACE_OPS = (":-", ":=", ":+", ":?", "##", "%%", "-", "=", "+", "?", "#", "%")
-_RESERVED = frozenset({"if", "then", "else", "elif", "fi", "for", "while", "until", "do", "done", "case", "esac",
-                       "{", "}", "function"})
+_RESERVED = frozenset({"if", "then", "else", "elif", "fi", "for", "while", "until", "do", "done",
+                       "case", "esac", "{", "}", "function"})
 _NOT_SUPPORTED = "not supported by the simulator's shell"
 
 
@@ -184,7 +191,7 @@ class _Lexer:
         self.heredocs: list[HereDoc] = []  # waiting for their bodies (read at the next newline)
         self._peeked: _Token | None = None
 
-    # -- tokens ----------------------------------------------------------------------------------------------
+    # -- tokens ------------------------------------------------------------------------------------
 
     def peek(self) -> _Token:
         if self._peeked is None:
@@ -258,7 +265,7 @@ class _Lexer:
             doc.body = "".join(lines)
         self.heredocs.clear()
 
-    # -- words -----------------------------------------------------------------------------------------------
+    # -- words -------------------------------------------------------------------------------------
 
     def _word(self) -> _Token:
         start = self.i
@@ -270,8 +277,8 @@ class _Lexer:
         return _Token("word", value, parts, quoted)
 
     def _parts(self, parts: Word, stop: frozenset[str] | str, dq: bool) -> bool:
-        """Scan word pieces until an unquoted ``stop`` character (left unread). ``dq``: inside ``"${...}"``, plain
-        text is quoted. Returns whether any quoting was used."""
+        """Scan word pieces until an unquoted ``stop`` character (left unread). ``dq``: inside
+        ``"${...}"``, plain text is quoted. Returns whether any quoting was used."""
         s = self.s
         quoted_any = False
         while self.i < self.n:
@@ -443,8 +450,8 @@ class _Lexer:
 
 
 def _matching_paren(s: str, i: int) -> int:
-    """Index of the ``)`` closing a ``$(`` whose text starts at ``i`` (quotes, escapes and nesting respected);
-    -1 if the text ends first."""
+    """Index of the ``)`` closing a ``$(`` whose text starts at ``i`` (quotes, escapes and nesting
+    respected); -1 if the text ends first."""
     depth = 1
     n = len(s)
     while i < n:
@@ -475,7 +482,8 @@ def _matching_paren(s: str, i: int) -> int:
 
 
 def _arith_end(s: str, i: int) -> int:
-    """Index of the ``))`` closing a ``$((`` whose text starts at ``i``; -1 if the text ends first."""
+    """Index of the ``))`` closing a ``$((`` whose text starts at ``i``; -1 if the text ends
+    first."""
     depth = 0
     while i < len(s):
         c = s[i]
@@ -517,7 +525,7 @@ def _unquote(raw: str) -> str:
     return "".join(out)
 
 
-# ------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # parsing
 
 
@@ -608,7 +616,7 @@ class _Parser:
             self.linebreak()
             commands.append(self.compound() or self.command())
 
-    # -- compound commands -----------------------------------------------------------------------------------
+    # -- compound commands -------------------------------------------------------------------------
 
     def _reserved(self, tok: _Token, words: frozenset[str] | set[str] | tuple[str, ...]) -> bool:
         return tok.kind == "word" and not tok.quoted and tok.value in words
@@ -618,8 +626,9 @@ class _Parser:
             self.lex.next()
 
     def compound_list(self, ends: frozenset[str], paren: bool = False) -> tuple[list[AndOr], str]:
-        """The lists up to one of the reserved words ``ends`` (or ``)`` for a subshell), which is consumed and
-        returned; an empty list is a syntax error, the end of the text asks for more (PS2)."""
+        """The lists up to one of the reserved words ``ends`` (or ``)`` for a subshell), which is
+        consumed and returned; an empty list is a syntax error, the end of the text asks for more
+        (PS2)."""
         body: list[AndOr] = []
         while True:
             tok = self.lex.peek()
@@ -767,15 +776,16 @@ class _Parser:
 def parse(text: str, final: bool = False) -> list[AndOr]:
     """Parse shell input into command lists.
 
-    Raises Incomplete when more input could complete it (never with ``final``) and ShellSyntaxError for what
-    the shell refuses.
+    Raises Incomplete when more input could complete it (never with ``final``) and ShellSyntaxError
+    for what the shell refuses.
     """
     return _Parser(text, final).program()
 
 
 def parse_heredoc_body(body: str) -> Word:
-    """An unquoted here-document's body as a word: ``$`` expansions and backquotes, and backslash quoting only
-    before ``$`` `` ` `` ``\\`` and newline; everything else literal (never split or globbed)."""
+    """An unquoted here-document's body as a word: ``$`` expansions and backquotes, and backslash
+    quoting only before ``$`` `` ` `` ``\\`` and newline; everything else literal (never split or
+    globbed)."""
     lexer = _Lexer(body, final=True)
     parts: Word = []
     s = body
@@ -801,9 +811,10 @@ def parse_heredoc_body(body: str) -> Word:
 
 
 def parse_prompt(ps: str) -> Word:
-    """A prompt string as ash expands it before showing it (as inside double quotes): ``$`` expansions; a
-    backslash is kept before anything but ``\\`` `` ` `` and newline, so the prompt escapes (``\\u``, ``\\w``,
-    ``\\$``...) survive for the second pass. Text that does not parse is shown as it is."""
+    """A prompt string as ash expands it before showing it (as inside double quotes): ``$``
+    expansions; a backslash is kept before anything but ``\\`` `` ` `` and newline, so the prompt
+    escapes (``\\u``, ``\\w``, ``\\$``...) survive for the second pass. Text that does not parse is
+    shown as it is."""
     lexer = _Lexer(ps, final=True)
     parts: Word = []
     s = ps

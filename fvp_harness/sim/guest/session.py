@@ -1,10 +1,10 @@
 """What a command sees of the shell that runs it (``Session``) and of the machine under the guest
 (``GuestMachine``): two protocols.
 
-Why protocols: the shell (``shell.py``) calls the builtins, the applets and the guest context, so they cannot import
-it back; they are typed against ``Session``, which ``shell.Shell`` satisfies. The guest runs on whichever platform
-composes it: the shell is typed against ``GuestMachine``, which the Corstone-1000's ``Machine`` satisfies, so the
-guest never imports a platform.
+Why protocols: the shell (``shell.py``) calls the builtins, the applets and the guest context, so
+they cannot import it back; they are typed against ``Session``, which ``shell.Shell`` satisfies. The
+guest runs on whichever platform composes it: the shell is typed against ``GuestMachine``, which the
+Corstone-1000's ``Machine`` satisfies, so the guest never imports a platform.
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ class ChildUsage:
 
 
 class GuestMachine(Protocol):
-    """The machine state the guest shares with its platform: files, clock, parameters, kernel log, stop."""
+    """The machine state the guest shares with its platform: files, clock, parameters, kernel log,
+    stop."""
 
     console_loglevel: int  # ``dmesg -n``: kernel messages below it reach the console
 
@@ -91,10 +92,12 @@ class GuestMachine(Protocol):
 
 
 class Session(Protocol):
-    """One shell session as its commands see it: cwd, variables, options, ``$?``, and how to run more."""
+    """One shell session as its commands see it: cwd, variables, options, ``$?``, and how to run
+    more."""
 
     OPTIONS: str
-    argv0: str  # $0, and how the shell names itself in its messages: ``-sh`` for a login shell, as ash does
+    # $0, and how the shell names itself in its messages: ``-sh`` for a login shell, as ash does
+    argv0: str
     cwd: str
     status: int
     args: list[str]
@@ -117,15 +120,16 @@ class Session(Protocol):
 
     def environment(self) -> dict[str, str]: ...
 
-    def find_command(self, name: str, env: dict[str, str] | None = None) -> Builtin | str | None: ...
+    def find_command(self, name: str,
+                     env: dict[str, str] | None = None) -> Builtin | str | None: ...
 
     def execute(self, argv: list[str], env: dict[str, str], io: IO) -> int: ...
 
     def source(self, text: str, io: IO) -> int: ...
 
     def run_script(self, text: bytes, argv: list[str], env: dict[str, str], io: IO) -> int:
-        """Run ``text`` in a new shell (``argv[0]`` is its ``$0``, the rest ``$1``...; ``env`` its variables):
-        a script file, or ``sh -c``."""
+        """Run ``text`` in a new shell (``argv[0]`` is its ``$0``, the rest ``$1``...; ``env`` its
+        variables): a script file, or ``sh -c``."""
 
 
 Builtin = Callable[[Session, list[str], IO], int]

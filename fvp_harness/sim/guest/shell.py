@@ -1,27 +1,31 @@
 """The guest shell: busybox ``ash`` as a person at the console and the harness meet it.
 
-Language (parsed by ``guest/parse.py``): ``;`` ``&&`` ``||`` ``!`` and pipes ``|`` (each stage in its own thread
-with a byte stream between, ``$?`` from the last stage), redirections ``>`` ``>>`` ``>|`` ``<`` ``<>`` ``n>&m``
-``n>&-`` ``&>`` and here-documents (``<<EOF``, ``<<'EOF'`` unexpanded, ``<<-EOF`` without leading tabs),
-``$NAME`` ``${NAME}`` ``${NAME:-x}``-style operators, ``$?`` ``$$`` ``$#`` ``$@`` ``$*`` ``$0..9``, command
-substitution ``$(...)`` and backquotes, field splitting of unquoted expansions on ``IFS``, ``~``, globbing
-(``*`` ``?`` ``[...]`` over the guest filesystem, left as typed when nothing matches), quoting, comments,
-``$((...))`` arithmetic, ``NAME=value`` prefixes, ``set -efux``; compound commands (``( )`` in a copy of the
-shell, ``{ }``, ``if``, ``while``/``until``, ``for``, ``break``/``continue N``). Background jobs, ``case`` and
+Language (parsed by ``guest/parse.py``): ``;`` ``&&`` ``||`` ``!`` and pipes ``|`` (each stage in
+its own thread with a byte stream between, ``$?`` from the last stage), redirections ``>`` ``>>``
+``>|`` ``<`` ``<>`` ``n>&m`` ``n>&-`` ``&>`` and here-documents (``<<EOF``, ``<<'EOF'`` unexpanded,
+``<<-EOF`` without leading tabs), ``$NAME`` ``${NAME}`` ``${NAME:-x}``-style operators, ``$?``
+``$$`` ``$#`` ``$@`` ``$*`` ``$0..9``, command substitution ``$(...)`` and backquotes, field
+splitting of unquoted expansions on ``IFS``, ``~``, globbing (``*`` ``?`` ``[...]`` over the guest
+filesystem, left as typed when nothing matches), quoting, comments, ``$((...))`` arithmetic,
+``NAME=value`` prefixes, ``set -efux``; compound commands (``( )`` in a copy of the shell, ``{ }``,
+``if``, ``while``/``until``, ``for``, ``break``/``continue N``). Background jobs, ``case`` and
 functions are refused (status 2).
 
-Prompts: ``PS1`` (default ``\\u@\\h:\\w\\$ `` as Poky's /etc/profile sets it) and ``PS2`` (``> ``) are expanded as
-ash does: first ``$`` expansions as inside double quotes, then busybox's line-editing escapes (``\\u`` ``\\h``
-``\\H`` ``\\w`` ``\\W`` ``\\$`` ``\\n`` ``\\t`` ``\\\\`` ``\\NNN`` ``\\[`` ``\\]`` ...).
+Prompts: ``PS1`` (default ``\\u@\\h:\\w\\$ `` as Poky's /etc/profile sets it) and ``PS2`` (``> ``)
+are expanded as ash does: first ``$`` expansions as inside double quotes, then busybox's
+line-editing escapes (``\\u`` ``\\h`` ``\\H`` ``\\w`` ``\\W`` ``\\$`` ``\\n`` ``\\t`` ``\\\\``
+``\\NNN`` ``\\[`` ``\\]`` ...).
 
-Commands: the builtins and applets of ``builtins.py`` and ``applets.py``; anything else is ``-sh: X: not found``
-(status 127; every message starts with the shell's ``$0``, as ash's do). A path runs a file: a registered guest
-program (``programs.find_program`` on its first 64 bytes) runs in the calling thread against a ``GuestContext``; a
-shell script runs in a child shell; a foreign binary is ``Exec format error`` (126); no execute bit is ``Permission
-denied`` (126); a missing file or interpreter (a ``#!`` line's, or the dynamic loader a guest program's build names:
+Commands: the builtins and applets of ``builtins.py`` and ``applets.py``; anything else is ``-sh: X:
+not found`` (status 127; every message starts with the shell's ``$0``, as ash's do). A path runs a
+file: a registered guest program (``programs.find_program`` on its first 64 bytes) runs in the
+calling thread against a ``GuestContext``; a shell script runs in a child shell; a foreign binary is
+``Exec format error`` (126); no execute bit is ``Permission denied`` (126); a missing file or
+interpreter (a ``#!`` line's, or the dynamic loader a guest program's build names:
 ``programs.find_interpreter``) is ``not found`` (127).
 
-The same ``Shell`` serves the console (with a tty: echo, CRLF) and ssh (no tty), over one guest filesystem.
+The same ``Shell`` serves the console (with a tty: echo, CRLF) and ssh (no tty), over one guest
+filesystem.
 """
 
 from __future__ import annotations
@@ -41,7 +45,16 @@ from dataclasses import dataclass
 
 from fvp_harness.sim.guest import arith, programs
 from fvp_harness.sim.guest.builtins import BUILTINS, Builtin
-from fvp_harness.sim.guest.io import IO, BytesStdin, ExitShell, LoopControl, Pipe, PipeClosed, Stdin, Tty
+from fvp_harness.sim.guest.io import (
+    IO,
+    BytesStdin,
+    ExitShell,
+    LoopControl,
+    Pipe,
+    PipeClosed,
+    Stdin,
+    Tty,
+)
 from fvp_harness.sim.guest.parse import (
     AndOr,
     Command,
@@ -79,7 +92,8 @@ DEFAULT_PS1 = "\\u@\\h:\\w\\$ "
 """Poky's /etc/profile sets this for ash: ``root@corstone1000-fvp:~# ``."""
 USER = "root"
 USER_HOME = "/root"
-"""The login user and its home from /etc/passwd: what ``\\u`` shows and what ``\\w`` abbreviates to ``~``."""
+"""The login user and its home from /etc/passwd: what ``\\u`` shows and what ``\\w`` abbreviates to
+``~``."""
 
 _QUOTED = 1  # an expanded piece that is neither split nor globbed
 _SPLIT = 2  # an unquoted expansion: split on IFS (and globbed)
@@ -109,19 +123,21 @@ class _Fd:
     term: Tty | None = None  # reads come from the console
 
 
-# ------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # patterns
 
 
 _CLASSES = {
     "alpha": "a-zA-Z", "digit": "0-9", "alnum": "0-9a-zA-Z", "upper": "A-Z", "lower": "a-z",
-    "space": " \\t\\n\\r\\f\\v", "blank": " \\t", "xdigit": "0-9A-Fa-f", "cntrl": "\\x00-\\x1f\\x7f",
+    "space": " \\t\\n\\r\\f\\v", "blank": " \\t", "xdigit": "0-9A-Fa-f",
+    "cntrl": "\\x00-\\x1f\\x7f",
     "print": " -~", "graph": "!-~", "punct": "!-/:-@\\[-`{-~", "word": "0-9a-zA-Z_",
 }
 
 
 def _bracket(chars: list[tuple[str, bool]], i: int) -> tuple[str, int] | None:
-    """A ``[...]`` glob bracket at ``chars[i]`` as a regex class and the index after it; None if unclosed."""
+    """A ``[...]`` glob bracket at ``chars[i]`` as a regex class and the index after it; None if
+    unclosed."""
     j = i + 1
     negate = False
     if j < len(chars) and chars[j][0] in "!^" and not chars[j][1]:
@@ -154,7 +170,8 @@ def _bracket(chars: list[tuple[str, bool]], i: int) -> tuple[str, int] | None:
 
 
 def glob_regex(chars: list[tuple[str, bool]]) -> str | None:
-    """The regex of a glob pattern given as (character, quoted) pairs; None if it has no unquoted ``*?[``."""
+    """The regex of a glob pattern given as (character, quoted) pairs; None if it has no unquoted
+    ``*?[``."""
     out: list[str] = []
     magic = False
     i = 0
@@ -190,15 +207,17 @@ def _chars(segments: list[tuple[str, int]]) -> list[tuple[str, bool]]:
     return [(ch, bool(flags & _QUOTED)) for text, flags in segments for ch in text]
 
 
-# ------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # the shell
 
 
 class Shell:
-    """One shell session: variables, cwd, options and ``$?``, over the machine's guest filesystem."""
+    """One shell session: variables, cwd, options and ``$?``, over the machine's guest
+    filesystem."""
 
     OPTIONS = "efux"
-    """``set`` options: -e exit on a failing command, -f no globbing, -u unset variables are errors, -x trace."""
+    """``set`` options: -e exit on a failing command, -f no globbing, -u unset variables are errors,
+    -x trace."""
 
     def __init__(
         self,
@@ -229,8 +248,8 @@ class Shell:
         self.children = ChildUsage()  # ru_maxrss of the processes it waited for (``time`` reads it)
 
     def subshell(self) -> Shell:
-        """A copy of this shell for a pipeline stage, a command substitution or ``xargs``: changes to its cwd and
-        variables do not come back."""
+        """A copy of this shell for a pipeline stage, a command substitution or ``xargs``: changes
+        to its cwd and variables do not come back."""
         sub = Shell(self.machine, interrupted=self.interrupted, args=list(self.args), login=False)
         sub.cwd, sub.status, sub.argv0, sub.pid = self.cwd, self.status, self.argv0, self.pid
         sub.vars = dict(self.vars)
@@ -240,20 +259,23 @@ class Shell:
         return sub
 
     def _stopping(self) -> bool:
-        return bool(self.interrupted() or self.machine.stopping.is_set() or self.machine.halted.is_set())
+        return bool(self.interrupted() or self.machine.stopping.is_set() or
+                    self.machine.halted.is_set())
 
-    # -- prompts ---------------------------------------------------------------------------------------------
+    # -- prompts -----------------------------------------------------------------------------------
 
     def prompt(self) -> str:
         """``PS1`` as ash shows it (``root@corstone1000-fvp:~# `` by default)."""
         return self.render_prompt(self.vars.get("PS1", ""))
 
     def prompt2(self) -> str:
-        """``PS2``, shown while a command needs more lines (open quote, here-document, trailing ``|``)."""
+        """``PS2``, shown while a command needs more lines (open quote, here-document, trailing
+        ``|``)."""
         return self.render_prompt(self.vars.get("PS2", ""))
 
     def render_prompt(self, ps: str) -> str:
-        """Expand a prompt string as ash does: ``$`` expansions first, then the line editor's escapes."""
+        """Expand a prompt string as ash does: ``$`` expansions first, then the line editor's
+        escapes."""
         quiet = IO(_discard, _discard, BytesStdin(), None, None)
         try:
             text = self._expand_string(parse_prompt(ps), quiet)
@@ -262,7 +284,8 @@ class Shell:
         return self._prompt_escapes(text)
 
     def _prompt_escapes(self, text: str) -> str:
-        simple = {"a": "\a", "b": "\b", "e": "\x1b", "f": "\f", "n": "\n", "r": "\r", "v": "\v", "\\": "\\"}
+        simple = {"a": "\a", "b": "\b", "e": "\x1b", "f": "\f", "n": "\n", "r": "\r", "v": "\v",
+                  "\\": "\\"}
         out: list[str] = []
         i, n = 0, len(text)
         while i < n:
@@ -310,15 +333,17 @@ class Shell:
                 out.append(d)
         return "".join(out)
 
-    # -- running ---------------------------------------------------------------------------------------------
+    # -- running -----------------------------------------------------------------------------------
 
     def run_line(self, line: str, io: IO) -> int:
-        """Parse and run shell input (one or more lines); returns (and records in ``$?``) the last status.
+        """Parse and run shell input (one or more lines); returns (and records in ``$?``) the last
+        status.
 
-        The input is complete (the console asked ``parse`` first); what is still open is a syntax error. Raises
-        ExitShell.
+        The input is complete (the console asked ``parse`` first); what is still open is a syntax
+        error. Raises ExitShell.
         """
-        # every command line costs the guest a little simulated time (a fork and exec on a slow model)
+        # every command line costs the guest a little simulated time (a fork and exec on a slow
+        # model)
         self.machine.clock.advance(COMMAND_SIM_SECONDS, pace=False)
         error: ShellSyntaxError | None = None
         try:
@@ -350,7 +375,8 @@ class Shell:
             self.status = self._run_pipeline(pipeline, io)
             if self.machine.halted.is_set() or self.machine.stopping.is_set():
                 return
-            if "e" in self.options and self.status and k == len(andor.items) - 1 and not pipeline.negate:
+            if ("e" in self.options and self.status and k == len(andor.items) - 1 and
+                not pipeline.negate):
                 raise ExitShell(self.status)
 
     def _run_pipeline(self, pipeline: Pipeline, io: IO) -> int:
@@ -371,7 +397,8 @@ class Shell:
         def stage(k: int) -> None:
             stdin: Stdin = io.stdin if k == 0 else pipes[k - 1]
             out = io.out if k == n - 1 else pipes[k].write
-            sio = IO(out, io.err, stdin, io.tty if k == n - 1 else None, io.term if k == 0 else None)
+            sio = IO(out, io.err, stdin, io.tty if k == n - 1 else None,
+                     io.term if k == 0 else None)
             try:
                 statuses[k] = self.subshell()._run_command(commands[k], sio)
             except ExitShell as exc:
@@ -397,7 +424,8 @@ class Shell:
                 if k > 0:
                     pipes[k - 1].close_read()
 
-        threads = [threading.Thread(target=stage, args=(k,), name=f"sh-pipe-{k}", daemon=True) for k in range(n - 1)]
+        threads = [threading.Thread(target=stage, args=(k,), name=f"sh-pipe-{k}", daemon=True)
+                   for k in range(n - 1)]
         for thread in threads:
             thread.start()
         stage(n - 1)
@@ -418,8 +446,8 @@ class Shell:
         return self.status
 
     def _run_compound(self, node: Compound, io: IO) -> int:
-        """``( )`` in a copy of this shell (its exit ends only it), the rest in this one; redirections apply to the
-        whole command; loops end at Ctrl-C."""
+        """``( )`` in a copy of this shell (its exit ends only it), the rest in this one;
+        redirections apply to the whole command; loops end at Ctrl-C."""
         opened: list = []
         self._compound_depth += 1
         try:
@@ -457,7 +485,8 @@ class Shell:
     def _run_loop(self, node: Compound, io: IO) -> int:
         """while, until and for; ``break N``/``continue N`` reach through N loops."""
         if node.kind == "for":
-            values = self.expand_words(node.items, io) if node.items is not None else list(self.args)
+            values = (self.expand_words(node.items, io) if node.items is not None
+                      else list(self.args))
             rounds: Iterator[str | None] = iter(values)
         else:
             rounds = itertools.repeat(None)
@@ -515,16 +544,18 @@ class Shell:
         env["PWD"] = self.cwd
         return env
 
-    # -- expansion -------------------------------------------------------------------------------------------
+    # -- expansion ---------------------------------------------------------------------------------
 
     def expand_words(self, words: list[Word], io: IO) -> list[str]:
-        """Words to fields: expansions, field splitting of unquoted expansions, globbing, quote removal."""
+        """Words to fields: expansions, field splitting of unquoted expansions, globbing, quote
+        removal."""
         out: list[str] = []
         for word in words:
             for fieldsegs in self._split(self._segments(word, io)):
                 text = "".join(t for t, _ in fieldsegs)
                 if "f" not in self.options and any(
-                        not flags & _QUOTED and any(c in t for c in "*?[") for t, flags in fieldsegs):
+                        not flags & _QUOTED and any(c in t for c in "*?[")
+                        for t, flags in fieldsegs):
                     matches = self._glob(_chars(fieldsegs))
                     if matches:
                         out.extend(matches)
@@ -533,8 +564,8 @@ class Shell:
         return out
 
     def _expand_string(self, word: Word, io: IO) -> str:
-        """A word expanded to one string: no splitting, no globbing (assignments, redirection targets,
-        here-documents, prompts)."""
+        """A word expanded to one string: no splitting, no globbing (assignments, redirection
+        targets, here-documents, prompts)."""
         return "".join(seg[0] for seg in self._segments(word, io) if seg is not None)
 
     def _expand_assignment(self, word: Word, io: IO) -> str:
@@ -549,7 +580,8 @@ class Shell:
                     text = self._tilde(text, more=len(word) > 1)
                 segs.append((text, _QUOTED if part.quoted else 0))
             elif part.kind == "cmdsub":
-                segs.append((self._command_substitution(part.text, io), _QUOTED if part.quoted else _SPLIT))
+                segs.append((self._command_substitution(part.text, io),
+                             _QUOTED if part.quoted else _SPLIT))
             elif part.kind == "arith":
                 segs.append((self._arithmetic(part.text, io), _QUOTED if part.quoted else _SPLIT))
             elif part.text == "@" and part.quoted and not part.op:
@@ -574,7 +606,8 @@ class Shell:
         return home + slash + rest
 
     def _split(self, segs: list[_Segment]) -> list[list[tuple[str, int]]]:
-        """Field splitting: unquoted expansions break at IFS characters (whitespace runs count once)."""
+        """Field splitting: unquoted expansions break at IFS characters (whitespace runs count
+        once)."""
         ifs = self.vars.get("IFS", " \t\n") if "IFS" in self.vars else " \t\n"
         white = "".join(c for c in ifs if c in " \t\n")
         fields: list[list[tuple[str, int]]] = []
@@ -644,7 +677,8 @@ class Shell:
     def _parameter(self, part: Part, io: IO) -> str:
         name, op = part.text, part.op
         value = self._lookup(name, part.quoted)
-        if value is None and "u" in self.options and op in ("", "len", "#", "##", "%", "%%") and name not in "@*":
+        if (value is None and "u" in self.options and op in ("", "len", "#", "##", "%", "%%") and
+            name not in "@*"):
             raise _ExpandError(f"{name}: parameter not set")
         if op == "":
             return value or ""
@@ -696,8 +730,8 @@ class Shell:
             raise _ExpandError(str(exc)) from None
 
     def _command_substitution(self, text: str, io: IO) -> str:
-        """``$(...)``: the command's output, trailing newlines removed (its status becomes ``$?`` of a bare
-        assignment)."""
+        """``$(...)``: the command's output, trailing newlines removed (its status becomes ``$?`` of
+        a bare assignment)."""
         sub = self.subshell()
         buf = bytearray()
         try:
@@ -707,7 +741,7 @@ class Shell:
         self._sub_status = status
         return buf.decode("utf-8", "surrogateescape").rstrip("\n")
 
-    # -- globbing --------------------------------------------------------------------------------------------
+    # -- globbing ----------------------------------------------------------------------------------
 
     def _glob(self, chars: list[tuple[str, bool]]) -> list[str]:
         """Pathname expansion over the guest filesystem; [] when nothing matches."""
@@ -769,7 +803,7 @@ class Shell:
         except OSError:
             return False
 
-    # -- redirections ----------------------------------------------------------------------------------------
+    # -- redirections ------------------------------------------------------------------------------
 
     def _redirect(self, redirs: list[Redir], io: IO, opened: list) -> IO:
         if not redirs:
@@ -783,7 +817,8 @@ class Shell:
         for r in redirs:
             if r.heredoc is not None:
                 doc = r.heredoc
-                body = self._expand_string(parse_heredoc_body(doc.body), io) if doc.expand else doc.body
+                body = (self._expand_string(parse_heredoc_body(doc.body), io) if doc.expand
+                        else doc.body)
                 fds[r.fd] = _Fd(read=BytesStdin(body.encode("utf-8", "surrogateescape")))
                 continue
             try:
@@ -851,11 +886,11 @@ class Shell:
 
         return write
 
-    # -- command lookup and execution ------------------------------------------------------------------------
+    # -- command lookup and execution --------------------------------------------------------------
 
     def find_command(self, name: str, env: dict[str, str] | None = None) -> Builtin | str | None:
-        """A builtin, the guest path of an executable found on ``$PATH`` (or the name itself if it has a
-        ``/``), or None."""
+        """A builtin, the guest path of an executable found on ``$PATH`` (or the name itself if it
+        has a ``/``), or None."""
         if "/" in name:
             return name
         builtin = BUILTINS.get(name)
@@ -884,7 +919,8 @@ class Shell:
         except programs.ProgramInterrupted:
             return 130
         except PipeClosed:
-            if self._compound_depth:  # SIGPIPE ends the whole subshell, not just this command of its loop
+            # SIGPIPE ends the whole subshell, not just this command of its loop
+            if self._compound_depth:
                 raise
             return 141
         except (ExitShell, Incomplete, LoopControl):
@@ -892,7 +928,8 @@ class Shell:
         except Exception:
             if self._stopping():
                 raise
-            # a bug in the simulator's command: show it where a developer will look (the model's stderr)
+            # a bug in the simulator's command: show it where a developer will look (the model's
+            # stderr)
             sys.stderr.write(f"fvp-sim: command {argv[0]} crashed:\n{traceback.format_exc()}")
             sys.stderr.flush()
             io.complain("Segmentation fault\n")
@@ -919,7 +956,8 @@ class Shell:
         if program is not None:
             interpreter = programs.find_interpreter(head)
             if interpreter is not None and not self._exists(interpreter):
-                # execve(2) fails with ENOENT for a missing PT_INTERP; ash reports the file itself not found
+                # execve(2) fails with ENOENT for a missing PT_INTERP; ash reports the file itself
+                # not found
                 io.complain(f"sh: {shown}: not found\n")
                 return 127
             return self._run_program(program, path, argv, env, io)
@@ -937,7 +975,8 @@ class Shell:
 
     def _run_program(self, program: programs.GuestProgram, path: str, argv: list[str],
                      env: dict[str, str], io: IO) -> int:
-        from fvp_harness.sim.guest.context import SimGuestContext  # late: context imports this module's IO
+        # late: context imports this module's IO
+        from fvp_harness.sim.guest.context import SimGuestContext
 
         resolved = self.fs.normalize(path, self.cwd) if path.startswith("/") else path
         ctx = SimGuestContext(self, [resolved, *argv[1:]], env, io)
@@ -948,8 +987,8 @@ class Shell:
         except PipeClosed:
             return 141
         except Exception:
-            # a bug in a guest program: show it where a developer will look (the model's stderr), and fail the
-            # command as a crashed process would
+            # a bug in a guest program: show it where a developer will look (the model's stderr),
+            # and fail the command as a crashed process would
             sys.stderr.write(f"fvp-sim: guest program {argv[0]} crashed:\n{traceback.format_exc()}")
             sys.stderr.flush()
             io.complain("Segmentation fault\n")
@@ -973,8 +1012,8 @@ class Shell:
             self.children.reaped(max(SHELL_RSS_KIB, child.children.maxrss_kib))
 
     def source(self, text: str, io: IO) -> int:
-        """Run a script's text in this shell, one complete command at a time (as ash reads a file). Raises
-        ExitShell."""
+        """Run a script's text in this shell, one complete command at a time (as ash reads a file).
+        Raises ExitShell."""
         buffer = ""
         status = 0
         for line in text.splitlines():
@@ -984,7 +1023,8 @@ class Shell:
             except Incomplete:
                 continue
             except ShellSyntaxError:
-                return self.run_line(buffer, io)  # runs what came before the error, reports it; the script ends
+                # runs what came before the error, reports it; the script ends
+                return self.run_line(buffer, io)
             status = self.run_line(buffer, io)
             buffer = ""
             if self.interrupted():
@@ -998,8 +1038,8 @@ _warned_programs = False
 
 
 def _find_program(head: bytes) -> programs.GuestProgram | None:
-    """``programs.find_program``, tolerant of a workload module that fails to import (it is developed
-    separately; a broken one must not take the shell down)."""
+    """``programs.find_program``, tolerant of a workload module that fails to import (it is
+    developed separately; a broken one must not take the shell down)."""
     global _warned_programs
     try:
         return programs.find_program(head)

@@ -1,15 +1,16 @@
 """The four MLPerf Tiny networks as layer graphs, shaped as ExecuTorch's PyTorch ports define them.
 
-Why a graph of plain records instead of code per model: the model file, the inference engine, the NPU cycle
-model and the driver cost model all read the same list of layers, so a fifth network needs only a builder
-function here and gets weights, schedule, sizes, cycles and driver costs without new constants anywhere else.
+Why a graph of plain records instead of code per model: the model file, the inference engine, the
+NPU cycle model and the driver cost model all read the same list of layers, so a fifth network needs
+only a builder function here and gets weights, schedule, sizes, cycles and driver costs without new
+constants anywhere else.
 
-Conventions: batch 1 and NCHW as in the ports; feature maps are stored as ``(C, H, W)``, vectors as ``(N,)``;
-padding is symmetric ``(pad_h, pad_w)`` as PyTorch's ``padding=`` gives it; BatchNorm is folded into the
-convolution (hence every convolution and fully connected layer has a bias); ReLU is fused into the producing
-layer. Parameter and MAC counts follow the usual convention (weights + biases; multiply-accumulates of
-convolutions and fully connected layers only) and match the reference figures
-(tests/sim/networks/test_architectures.py checks them).
+Conventions: batch 1 and NCHW as in the ports; feature maps are stored as ``(C, H, W)``, vectors as
+``(N,)``; padding is symmetric ``(pad_h, pad_w)`` as PyTorch's ``padding=`` gives it; BatchNorm is
+folded into the convolution (hence every convolution and fully connected layer has a bias); ReLU is
+fused into the producing layer. Parameter and MAC counts follow the usual convention (weights +
+biases; multiply-accumulates of convolutions and fully connected layers only) and match the
+reference figures (tests/sim/networks/test_architectures.py checks them).
 """
 
 from __future__ import annotations
@@ -41,8 +42,8 @@ Shape = tuple[int, ...]
 class Layer:
     """One operation: reads ``inputs`` (tensor names), writes ``output``.
 
-    ``kernel``/``stride``/``padding`` are ``(h, w)`` pairs and only meaningful for conv, depthwise and
-    avgpool.
+    ``kernel``/``stride``/``padding`` are ``(h, w)`` pairs and only meaningful for conv, depthwise
+    and avgpool.
     """
 
     name: str
@@ -58,7 +59,8 @@ class Layer:
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
-            raise ValueError(f"layer {self.name}: unknown kind {self.kind!r} (known: {', '.join(KINDS)})")
+            raise ValueError(f"layer {self.name}: unknown kind {self.kind!r} (known: "
+                             f"{', '.join(KINDS)})")
 
     @property
     def in_channels(self) -> int:
@@ -70,8 +72,8 @@ class Layer:
 
     @property
     def weight_shape(self) -> Shape | None:
-        """PyTorch weight layout: conv (Co, Ci, kh, kw), depthwise (C, 1, kh, kw), fc (Out, In); None if no
-        weights."""
+        """PyTorch weight layout: conv (Co, Ci, kh, kw), depthwise (C, 1, kh, kw), fc (Out, In);
+        None if no weights."""
         if self.kind == "conv":
             return (self.out_channels, self.in_channels, *self.kernel)
         if self.kind == "depthwise":
@@ -103,7 +105,8 @@ class Layer:
 
     @property
     def macs(self) -> int:
-        """Multiply-accumulates: one per weight per output position (conv, depthwise, fc); 0 otherwise."""
+        """Multiply-accumulates: one per weight per output position (conv, depthwise, fc); 0
+        otherwise."""
         if self.kind in ("conv", "depthwise"):
             spatial = self.out_shape[1] * self.out_shape[2]
             return spatial * self.n_weights
@@ -148,7 +151,8 @@ class Layer:
 
 @dataclass(frozen=True)
 class Architecture:
-    """A network: its input, its layers in execution order, and its output (the last layer's output)."""
+    """A network: its input, its layers in execution order, and its output (the last layer's
+    output)."""
 
     name: str
     description: str
@@ -182,7 +186,8 @@ class Architecture:
 
 @dataclass
 class _Builder:
-    """Appends layers while tracking shapes, so the architectures below read like the PyTorch modules."""
+    """Appends layers while tracking shapes, so the architectures below read like the PyTorch
+    modules."""
 
     input_shape: Shape
     layers: list[Layer] = field(default_factory=list)
@@ -202,7 +207,8 @@ class _Builder:
     def _spatial(size: int, kernel: int, stride: int, pad: int) -> int:
         out = (size + 2 * pad - kernel) // stride + 1
         if out < 1:
-            raise ValueError(f"kernel {kernel} with stride {stride}, pad {pad} does not fit size {size}")
+            raise ValueError(f"kernel {kernel} with stride {stride}, pad {pad} does not fit size "
+                             f"{size}")
         return out
 
     def conv(
@@ -243,12 +249,14 @@ class _Builder:
         if self.shapes[a] != self.shapes[b]:
             raise ValueError(f"{name}: shapes differ {self.shapes[a]} vs {self.shapes[b]}")
         return self._add(
-            Layer(name, "add", (a, b), name, (self.shapes[a], self.shapes[b]), self.shapes[a], relu=relu)
+            Layer(name, "add", (a, b), name, (self.shapes[a], self.shapes[b]), self.shapes[a],
+                  relu=relu)
         )
 
     def global_avgpool(self, name: str, src: str) -> str:
         c, h, w = self.shapes[src]
-        return self._add(Layer(name, "avgpool", (src,), name, ((c, h, w),), (c, 1, 1), (h, w), (h, w)))
+        return self._add(Layer(name, "avgpool", (src,), name, ((c, h, w),), (c, 1, 1), (h, w),
+                               (h, w)))
 
     def fc(self, name: str, src: str, out: int, relu: bool = False) -> str:
         return self._add(Layer(name, "fc", (src,), name, (self.shapes[src],), (out,), relu=relu))
@@ -271,12 +279,14 @@ def resnet8() -> Architecture:
     x = b.global_avgpool("avgpool", x)
     b.fc("fc", x, 10)
     return Architecture(
-        "resnet8", "ResNet8, CIFAR-10 image classification (MLPerf Tiny IC)", b.input_shape, tuple(b.layers)
+        "resnet8", "ResNet8, CIFAR-10 image classification (MLPerf Tiny IC)", b.input_shape,
+        tuple(b.layers)
     )
 
 
 def ds_cnn() -> Architecture:
-    """MLPerf Tiny keyword spotting: one 10x4 conv, four depthwise-separable blocks, average pool, FC."""
+    """MLPerf Tiny keyword spotting: one 10x4 conv, four depthwise-separable blocks, average pool,
+    FC."""
     b = _Builder((1, 49, 10))
     x = b.conv("conv1", "input", 64, (10, 4), stride=(2, 2), padding=(5, 1))
     for i in range(1, 5):
@@ -313,7 +323,8 @@ def mobilenet_v1_025() -> Architecture:
     x = b.conv("conv1", "input", 8, (3, 3), stride=(2, 2), padding=(1, 1))
     for i, (stride, out_ch) in enumerate(_MOBILENET_BLOCKS, start=1):
         channels = b.shapes[x][0]
-        x = b.conv(f"b{i}_dw", x, channels, (3, 3), stride=(stride, stride), padding=(1, 1), depthwise=True)
+        x = b.conv(f"b{i}_dw", x, channels, (3, 3), stride=(stride, stride), padding=(1, 1),
+                   depthwise=True)
         x = b.conv(f"b{i}_pw", x, out_ch, (1, 1))
     x = b.global_avgpool("avgpool", x)
     b.fc("fc", x, 2)
@@ -326,7 +337,8 @@ def mobilenet_v1_025() -> Architecture:
 
 
 def deep_autoencoder() -> Architecture:
-    """MLPerf Tiny anomaly detection (ToyADMOS): a fully connected 640-128x4-8-128x4-640 autoencoder."""
+    """MLPerf Tiny anomaly detection (ToyADMOS): a fully connected 640-128x4-8-128x4-640
+    autoencoder."""
     b = _Builder((640,))
     widths = [128, 128, 128, 128, 8, 128, 128, 128, 128]
     x = "input"

@@ -1,9 +1,11 @@
-"""Vela's performance estimate for one compiled model, as the model file stores it (header key ``vela``).
+"""Vela's performance estimate for one compiled model, as the model file stores it (header key
+``vela``).
 
-Why a record of its own: the estimate is made once, when ``fvp-harness sim model`` compiles a network (running Vela
-takes a fraction of a second but needs the ``ethos-u-vela`` package), and read on every inference by the emulated
-runners through ``npu.model_cycles``. Keeping it in the model file makes the counter a property of the file, like
-the command stream on a real NPU: the same file gives the same count on every machine, with or without Vela.
+Why a record of its own: the estimate is made once, when ``fvp-harness sim model`` compiles a
+network (running Vela takes a fraction of a second but needs the ``ethos-u-vela`` package), and read
+on every inference by the emulated runners through ``npu.model_cycles``. Keeping it in the model
+file makes the counter a property of the file, like the command stream on a real NPU: the same file
+gives the same count on every machine, with or without Vela.
 
 Header form (JSON, all keys required except ``layers``)::
 
@@ -13,11 +15,11 @@ Header form (JSON, all keys required except ``layers``)::
              "layers": [{"name": "conv1", "operator": "Conv2D", "npu_op": "Conv2D", "cycles": 6790, "macs": 160000},
                         ...]}
 
-``cycles`` is Vela's ``cycles_total`` (the summary CSV's estimate of one inference, memory stalls included: what
-the NPU's cycle counter counts) and equals the sum of the per-layer ``Op Cycles``; ``npu_cycles`` is Vela's
-``cycles_npu`` (compute alone), kept for reports. ``layers`` are Vela's per-layer rows (``--verbose-performance``)
-in its order, named by the output tensor of the TFLite operator (the simulator's layer names, see
-``networks/tflite_export.py``).
+``cycles`` is Vela's ``cycles_total`` (the summary CSV's estimate of one inference, memory stalls
+included: what the NPU's cycle counter counts) and equals the sum of the per-layer ``Op Cycles``;
+``npu_cycles`` is Vela's ``cycles_npu`` (compute alone), kept for reports. ``layers`` are Vela's
+per-layer rows (``--verbose-performance``) in its order, named by the output tensor of the TFLite
+operator (the simulator's layer names, see ``networks/tflite_export.py``).
 """
 
 from __future__ import annotations
@@ -40,13 +42,13 @@ class VelaLayer:
     macs: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "operator": self.operator, "npu_op": self.npu_op, "cycles": self.cycles,
-                "macs": self.macs}
+        return {"name": self.name, "operator": self.operator, "npu_op": self.npu_op,
+                "cycles": self.cycles, "macs": self.macs}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> VelaLayer:
-        return cls(str(data["name"]), str(data["operator"]), str(data["npu_op"]), int(data["cycles"]),
-                   int(data["macs"]))
+        return cls(str(data["name"]), str(data["operator"]), str(data["npu_op"]),
+                   int(data["cycles"]), int(data["macs"]))
 
 
 @dataclass(frozen=True)
@@ -66,7 +68,8 @@ class VelaEstimate:
 
     @property
     def describe(self) -> str:
-        """``Vela 5.2.0 (ethos-u85-256, Ethos_U85_SYS_DRAM_Mid, Sram_Only)``: where a counter came from."""
+        """``Vela 5.2.0 (ethos-u85-256, Ethos_U85_SYS_DRAM_Mid, Sram_Only)``: where a counter came
+        from."""
         return f"Vela {self.version} ({self.accelerator}, {self.system_config}, {self.memory_mode})"
 
     def to_dict(self) -> dict[str, Any]:
@@ -109,8 +112,8 @@ class VelaEstimate:
 
 
 def vela_summary(estimate: VelaEstimate) -> dict[str, Any]:
-    """What ``sim info`` shows of an estimate: its settings, totals and cycles per layer (rows of one layer, such as
-    a convolution and its fused ReLU, summed; in Vela's order)."""
+    """What ``sim info`` shows of an estimate: its settings, totals and cycles per layer (rows of
+    one layer, such as a convolution and its fused ReLU, summed; in Vela's order)."""
     per_layer: dict[str, int] = {}
     for layer in estimate.layers:
         per_layer[layer.name] = per_layer.get(layer.name, 0) + layer.cycles

@@ -1,7 +1,8 @@
 """Integer-only int8 inference in numpy, the arithmetic an Ethos-U NPU performs (TFLite/TOSA style).
 
-Why integer arithmetic rather than float: the harness checks that both runner builds produce byte-identical
-outputs, so the outputs must come from a fully specified integer computation, as they do on the NPU.
+Why integer arithmetic rather than float: the harness checks that both runner builds produce
+byte-identical outputs, so the outputs must come from a fully specified integer computation, as they
+do on the NPU.
 
 Numbers:
     * activations: int8 with a per-tensor ``scale`` and ``zero_point`` (real = scale * (q - zero_point));
@@ -10,18 +11,18 @@ Numbers:
     * accumulation: exact integer sums of ``(x - zp_x) * w`` plus bias, checked to fit int32
       (``AccumulatorOverflow`` otherwise, which a correctly calibrated model never triggers);
     * requantisation: ``out = zp_out + round(acc * M / 2**(31 + shift))`` with a 31-bit multiplier ``M`` in
-      ``[2**30, 2**31)`` and a per-channel ``shift``; one rounding step, half away from zero (documented
-      choice; TFLite's double rounding differs by at most one unit in rare ties), then clamping to ``[act_min,
-      act_max]`` (ReLU is the clamp at the output zero point).
+      ``[2**30, 2**31)`` and a per-channel ``shift``; one rounding step, half away from zero
+      (documented choice; TFLite's double rounding differs by at most one unit in rare ties), then
+      clamping to ``[act_min, act_max]`` (ReLU is the clamp at the output zero point).
     * residual add: both inputs are rescaled to a common fixed-point scale with 20 extra fraction bits, added,
-      and requantised to the output (TFLite's ADD scheme); average pool: integer window sum, then one
-      requantisation by ``in_scale / (out_scale * window)``.
+      and requantised to the output (TFLite's ADD scheme); average pool: integer window sum, then
+      one requantisation by ``in_scale / (out_scale * window)``.
 
-Speed: convolutions use im2col via ``sliding_window_view`` and one matrix product. The product runs in float64
-BLAS because numpy's integer matmul is unaccelerated; it is exact, not approximate: every operand is an
-integer with ``|x - zp| <= 255`` and ``|w| <= 127``, so each product and every partial sum of at most 2**37
-terms stays below 2**53, where float64 represents integers exactly whatever the summation order.
-``exact_matmul`` checks the bound.
+Speed: convolutions use im2col via ``sliding_window_view`` and one matrix product. The product runs
+in float64 BLAS because numpy's integer matmul is unaccelerated; it is exact, not approximate: every
+operand is an integer with ``|x - zp| <= 255`` and ``|w| <= 127``, so each product and every partial
+sum of at most 2**37 terms stays below 2**53, where float64 represents integers exactly whatever the
+summation order. ``exact_matmul`` checks the bound.
 """
 
 from __future__ import annotations
@@ -59,16 +60,16 @@ ADD_LEFT_SHIFT = 20
 
 
 class AccumulatorOverflow(ArithmeticError):
-    """An int32 accumulator would overflow: the model's quantisation is broken (never happens for calibrated
-    files)."""
+    """An int32 accumulator would overflow: the model's quantisation is broken (never happens for
+    calibrated files)."""
 
 
 @dataclass(frozen=True)
 class LayerQuant:
     """Integer parameters of one layer, as stored in the model file.
 
-    ``multiplier``/``shift`` are per output channel (conv, depthwise, fc) or length 1 (add output, avgpool).
-    ``in_multiplier``/``in_shift`` are only used by add (one per input).
+    ``multiplier``/``shift`` are per output channel (conv, depthwise, fc) or length 1 (add output,
+    avgpool). ``in_multiplier``/``in_shift`` are only used by add (one per input).
     """
 
     in_zero_points: tuple[int, ...]
@@ -84,9 +85,11 @@ class LayerQuant:
 
 
 def quantize_multiplier(real: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
-    """Split positive real multipliers into (M, shift) with real ~= M * 2**-(31 + shift), M in [2**30, 2**31).
+    """Split positive real multipliers into (M, shift) with real ~= M * 2**-(31 + shift), M in
+    [2**30, 2**31).
 
-    Multipliers too small to represent (below 2**-62) become M = 0 (the channel outputs its zero point).
+    Multipliers too small to represent (below 2**-62) become M = 0 (the channel outputs its zero
+    point).
     """
     values = np.atleast_1d(np.asarray(real, dtype=np.float64))
     if np.any(values < 0) or not np.all(np.isfinite(values)):
@@ -106,7 +109,8 @@ def quantize_multiplier(real: np.ndarray | float) -> tuple[np.ndarray, np.ndarra
 
 
 def requantize(acc: np.ndarray, multiplier: np.ndarray, shift: np.ndarray) -> np.ndarray:
-    """``round_half_away(acc * M / 2**(31 + shift))`` in int64; multiplier/shift broadcast against ``acc``."""
+    """``round_half_away(acc * M / 2**(31 + shift))`` in int64; multiplier/shift broadcast against
+    ``acc``."""
     product = acc.astype(np.int64) * multiplier.astype(np.int64)
     total = 31 + shift.astype(np.int64)
     half = np.left_shift(np.int64(1), total - 1)
@@ -115,7 +119,8 @@ def requantize(acc: np.ndarray, multiplier: np.ndarray, shift: np.ndarray) -> np
 
 
 def _finish(acc: np.ndarray, q: LayerQuant, channel_shape: tuple[int, ...]) -> np.ndarray:
-    """Requantise per channel (channels on axis 0), add the output zero point, clamp, and return int8."""
+    """Requantise per channel (channels on axis 0), add the output zero point, clamp, and return
+    int8."""
     m = q.multiplier.reshape(channel_shape)
     s = q.shift.reshape(channel_shape)
     out = requantize(acc, m, s) + q.out_zero_point
@@ -129,7 +134,8 @@ def _check_int32(acc: np.ndarray, what: str) -> np.ndarray:
 
 
 def exact_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Integer matrix product ``a @ b`` computed exactly through float64 BLAS (see the module docstring)."""
+    """Integer matrix product ``a @ b`` computed exactly through float64 BLAS (see the module
+    docstring)."""
     k = a.shape[-1]
     bound = float(np.abs(a).max(initial=0)) * float(np.abs(b).max(initial=0)) * k
     if bound >= 2.0**53:
@@ -145,10 +151,12 @@ def _im2col(
     padding: tuple[int, int],
     dtype: type = np.float64,
 ) -> tuple[np.ndarray, int, int]:
-    """(C, H, W) -> (Ho*Wo, C*kh*kw) patches of the zero-padded input (padding is the real value 0)."""
+    """(C, H, W) -> (Ho*Wo, C*kh*kw) patches of the zero-padded input (padding is the real value
+    0)."""
     (kh, kw), (sh, sw), (ph, pw) = kernel, stride, padding
     padded: np.ndarray = np.pad(x.astype(dtype, copy=False), ((0, 0), (ph, ph), (pw, pw)))
-    windows = sliding_window_view(padded, (kh, kw), axis=(1, 2))[:, ::sh, ::sw]  # (C, Ho, Wo, kh, kw)
+    # (C, Ho, Wo, kh, kw)
+    windows = sliding_window_view(padded, (kh, kw), axis=(1, 2))[:, ::sh, ::sw]
     c, ho, wo = windows.shape[:3]
     cols = windows.transpose(1, 2, 0, 3, 4).reshape(ho * wo, c * kh * kw)
     return cols, ho, wo
@@ -157,7 +165,8 @@ def _im2col(
 def conv2d_int8(
     x: np.ndarray, q: LayerQuant, stride: tuple[int, int], padding: tuple[int, int]
 ) -> np.ndarray:
-    """Standard convolution, any kernel/stride/symmetric padding. x: int8 (Ci, H, W) -> int8 (Co, Ho, Wo)."""
+    """Standard convolution, any kernel/stride/symmetric padding. x: int8 (Ci, H, W) -> int8 (Co,
+    Ho, Wo)."""
     assert q.weights is not None and q.bias is not None
     co, ci, kh, kw = q.weights.shape
     centred = x.astype(np.int16) - q.in_zero_points[0]
@@ -170,8 +179,8 @@ def conv2d_int8(
 def depthwise_int8(
     x: np.ndarray, q: LayerQuant, stride: tuple[int, int], padding: tuple[int, int]
 ) -> np.ndarray:
-    """Depthwise convolution (channel multiplier 1): one shifted multiply-add per kernel tap, over all
-    channels."""
+    """Depthwise convolution (channel multiplier 1): one shifted multiply-add per kernel tap, over
+    all channels."""
     assert q.weights is not None and q.bias is not None
     c, _, kh, kw = q.weights.shape
     (sh, sw), (ph, pw) = stride, padding
@@ -211,8 +220,8 @@ def add_int8(a: np.ndarray, b: np.ndarray, q: LayerQuant) -> np.ndarray:
 def avgpool_int8(
     x: np.ndarray, q: LayerQuant, kernel: tuple[int, int], stride: tuple[int, int]
 ) -> np.ndarray:
-    """Average pool without padding: integer window sums, one requantisation that includes the 1/window
-    factor."""
+    """Average pool without padding: integer window sums, one requantisation that includes the
+    1/window factor."""
     centred = x.astype(np.int64) - q.in_zero_points[0]
     windows = sliding_window_view(centred, kernel, axis=(1, 2))[:, :: stride[0], :: stride[1]]
     sums = windows.sum(axis=(3, 4))
@@ -290,10 +299,12 @@ def float_layer(
 
 
 def float_forward(
-    arch: Architecture, weights: Mapping[str, tuple[np.ndarray | None, np.ndarray | None]], x: np.ndarray
+    arch: Architecture, weights: Mapping[str, tuple[np.ndarray | None, np.ndarray | None]],
+    x: np.ndarray
 ) -> dict[str, np.ndarray]:
     """Every tensor of a float forward pass (used to calibrate activation ranges)."""
-    tensors: dict[str, np.ndarray] = {arch.input_name: x.reshape(arch.input_shape).astype(np.float64)}
+    tensors: dict[str,
+                  np.ndarray] = {arch.input_name: x.reshape(arch.input_shape).astype(np.float64)}
     for layer in arch.layers:
         w, b = weights[layer.name]
         tensors[layer.output] = float_layer(layer, [tensors[name] for name in layer.inputs], w, b)

@@ -20,7 +20,12 @@ import numpy as np
 from fvp_harness.sim.networks.accelerator import Accelerator, Family, parse_accelerator
 from fvp_harness.sim.networks.architectures import Architecture, Layer
 from fvp_harness.sim.networks.estimate import VelaEstimate
-from fvp_harness.sim.networks.inference import LayerQuant, float_layer, quantize_multiplier, window_size
+from fvp_harness.sim.networks.inference import (
+    LayerQuant,
+    float_layer,
+    quantize_multiplier,
+    window_size,
+)
 from fvp_harness.sim.networks.magic import RUNNER_LIBCS, RUNNER_MAGIC, is_runner, runner_libc
 from fvp_harness.sim.networks.partition import Delegation, delegation_of
 
@@ -57,11 +62,13 @@ RUNNER_VERSION = 2
 RUNNER_VERSIONS_READ = (1, 2)
 DRIVER_MODES = ("per-inference", "reuse")
 LOG_GENERATIONS = ("current", "old")
-"""Which upstream executor_runner.cpp a runner build follows: ``current`` (pytorch/executorch cff6f4dd32) or ``old``
-(5e8a0df301, the last before 2026-04-10: ``Method loaded.``, no ``Iteration``/``Model loaded in`` lines)."""
+"""Which upstream executor_runner.cpp a runner build follows: ``current`` (pytorch/executorch
+cff6f4dd32) or ``old`` (5e8a0df301, the last before 2026-04-10: ``Method loaded.``, no
+``Iteration``/``Model loaded in`` lines)."""
 CYCLE_COUNTER_SPEC = "ethosu.enable_cycle_counter"
 DEFAULT_NPU_DEVICE = "/dev/ethosu0"
-"""``LinuxDriverOptions::device_path`` (EthosUBackend_Cortex_A.cpp:44): the ethos-u-linux-driver-stack's node."""
+"""``LinuxDriverOptions::device_path`` (EthosUBackend_Cortex_A.cpp:44): the
+ethos-u-linux-driver-stack's node."""
 SUPPORTED_MACS = (128, 256, 512, 1024, 2048)
 
 _MODEL_HEADER = struct.Struct("<8sHHIII32s8s")  # 64 bytes
@@ -75,17 +82,19 @@ CMD0_BASE, CMD0_PER_EXTRA_IFM = 28, 12
 CMD1_BASE, CMD1_PER_IFM = 11, 9
 CMD1_PER_DEPTH_SLICE, DEPTH_SLICE = 6, 16
 RANGE_HEADROOM = 1.25
-"""Calibrated activation ranges are widened by this factor so inputs other than the calibration ones rarely
-clip."""
+"""Calibrated activation ranges are widened by this factor so inputs other than the calibration ones
+rarely clip."""
 CALIBRATION_SAMPLES = 4
 """Seeded inputs the activation ranges are measured on (inputs seed+1 .. seed+4)."""
 
 INPUT_SCALE = 1.0 / 128.0
-"""Inputs are int8 with zero point 0 covering [-1, 1): the runner's raw input files are these int8 bytes."""
+"""Inputs are int8 with zero point 0 covering [-1, 1): the runner's raw input files are these int8
+bytes."""
 
 
 class ModelFileError(ValueError):
-    """A file is not a valid simulator model or runner file (bad magic, version, truncated, corrupt)."""
+    """A file is not a valid simulator model or runner file (bad magic, version, truncated,
+    corrupt)."""
 
 
 def _align(n: int, to: int = 16) -> int:
@@ -124,7 +133,8 @@ class LayerSchedule:
 
 @dataclass(frozen=True)
 class Sizes:
-    """Byte sizes of a compiled program: what the Linux driver allocates, copies and zeroes per object."""
+    """Byte sizes of a compiled program: what the Linux driver allocates, copies and zeroes per
+    object."""
 
     command_stream: int
     weights: int
@@ -165,7 +175,8 @@ def _schedule_layer(layer: Layer) -> LayerSchedule:
 
 
 def schedule_layers(arch: Architecture) -> list[LayerSchedule]:
-    """The per-layer schedule (operation, commands, encoded weights, depth slices) in execution order."""
+    """The per-layer schedule (operation, commands, encoded weights, depth slices) in execution
+    order."""
     return [_schedule_layer(layer) for layer in arch.layers]
 
 
@@ -183,7 +194,8 @@ def _scratch_bytes(arch: Architecture) -> int:
         live = sum(
             size
             for name, size in sizes.items()
-            if name != arch.output_name and produced[name] <= step <= last_use.get(name, produced[name])
+            if name != arch.output_name and
+            produced[name] <= step <= last_use.get(name, produced[name])
         )
         peak = max(peak, live)
     return peak
@@ -207,7 +219,8 @@ def sizes_of(arch: Architecture) -> Sizes:
 
 @dataclass
 class CompiledModel:
-    """Everything the emulated runner needs, as held in memory (``encode_model``/``decode_model`` convert)."""
+    """Everything the emulated runner needs, as held in memory (``encode_model``/``decode_model``
+    convert)."""
 
     arch: Architecture
     seed: int
@@ -218,17 +231,22 @@ class CompiledModel:
     sizes: Sizes
     extra: dict[str, Any] = field(default_factory=dict)
     cycle_counter: bool = True
-    """The ``ethosu.enable_cycle_counter`` compile spec: the delegate prints its cycle counter per inference."""
+    """The ``ethosu.enable_cycle_counter`` compile spec: the delegate prints its cycle counter per
+    inference."""
     family: Family = "ethos-u85"
-    """The NPU family compiled for (``num_macs`` is the MAC count); ``accelerator`` joins the two."""
+    """The NPU family compiled for (``num_macs`` is the MAC count); ``accelerator`` joins the
+    two."""
     vela: VelaEstimate | None = None
-    """Vela's estimate for this model (``npu.vela.estimate_model``); None: ``npu/cycles.py``'s model counts."""
+    """Vela's estimate for this model (``npu.vela.estimate_model``); None: ``npu/cycles.py``'s model
+    counts."""
     cpu_layers: tuple[str, ...] = ()
-    """Layers left on the CPU between Ethos-U partitions (``sim model --partitions``); empty: fully delegated."""
+    """Layers left on the CPU between Ethos-U partitions (``sim model --partitions``); empty: fully
+    delegated."""
 
     @property
     def delegation(self) -> Delegation:
-        """The program's Ethos-U partitions and CPU layers (one partition of every layer when fully delegated)."""
+        """The program's Ethos-U partitions and CPU layers (one partition of every layer when fully
+        delegated)."""
         return delegation_of(self.arch, self.cpu_layers)
 
     @property
@@ -252,7 +270,8 @@ def make_input(arch: Architecture, seed: int = 0) -> np.ndarray:
 
 
 def _activation_quant(values: np.ndarray) -> tuple[float, int]:
-    """Asymmetric int8 (scale, zero point) covering the observed range and 0 (standard post-training rule)."""
+    """Asymmetric int8 (scale, zero point) covering the observed range and 0 (standard post-training
+    rule)."""
     lo = min(float(values.min()), 0.0) * RANGE_HEADROOM
     hi = max(float(values.max()), 0.0) * RANGE_HEADROOM
     if hi - lo < 1e-12:
@@ -274,20 +293,23 @@ def compile_model(
     accelerator: Accelerator | str | None = None,
     cpu_layers: tuple[str, ...] = (),
 ) -> CompiledModel:
-    """Quantise ``arch`` with seeded weights for an Ethos-U85 with ``num_macs`` MACs, or for ``accelerator``
-    (e.g. ``ethos-u55-128``; it overrides ``num_macs``) (``cycle_counter``: the ``ethosu.enable_cycle_counter``
-    compile spec; ``cpu_layers``: layers left on the CPU between Ethos-U partitions, ``partition.choose_cpu_layers``).
+    """Quantise ``arch`` with seeded weights for an Ethos-U85 with ``num_macs`` MACs, or for
+    ``accelerator`` (e.g. ``ethos-u55-128``; it overrides ``num_macs``) (``cycle_counter``: the
+    ``ethosu.enable_cycle_counter`` compile spec; ``cpu_layers``: layers left on the CPU between
+    Ethos-U partitions, ``partition.choose_cpu_layers``).
 
     Weights are He-initialised (so activations keep their magnitude through the depth), quantised
-    symmetrically per output channel; activation ranges come from float passes over seeded calibration inputs
-    (post-training quantisation, as a real flow does with a representative dataset).
+    symmetrically per output channel; activation ranges come from float passes over seeded
+    calibration inputs (post-training quantisation, as a real flow does with a representative
+    dataset).
     """
     if isinstance(accelerator, str):
         accelerator = parse_accelerator(accelerator)
     if accelerator is None:
         if num_macs not in SUPPORTED_MACS:
             raise ValueError(
-                f"num_macs {num_macs} is not an Ethos-U85 configuration ({', '.join(map(str, SUPPORTED_MACS))})"
+                f"num_macs {num_macs} is not an Ethos-U85 configuration "
+                f"({', '.join(map(str, SUPPORTED_MACS))})"
             )
         accelerator = Accelerator("ethos-u85", num_macs)
     num_macs = accelerator.num_macs
@@ -296,7 +318,8 @@ def compile_model(
     in_scale, in_zp = INPUT_SCALE, 0
     tensors: dict[str, tuple[float, int]] = {arch.input_name: (in_scale, in_zp)}
     samples = [
-        make_input(arch, seed + 1 + k).astype(np.float64) * in_scale for k in range(CALIBRATION_SAMPLES)
+        make_input(arch, seed + 1 + k).astype(np.float64) * in_scale
+        for k in range(CALIBRATION_SAMPLES)
     ]
     floats: dict[str, list[np.ndarray]] = {arch.input_name: samples}
     quant: dict[str, LayerQuant] = {}
@@ -313,7 +336,8 @@ def compile_model(
             b = rng.normal(0.0, 0.05, size=layer.out_channels)
             per_channel = np.abs(w.reshape(layer.out_channels, -1)).max(axis=1)
             w_scale = np.where(per_channel > 0, per_channel / 127.0, 1.0)
-            w_q = np.clip(np.round(w / w_scale.reshape(-1, *([1] * (w.ndim - 1)))), -127, 127).astype(np.int8)
+            w_q = np.clip(np.round(w / w_scale.reshape(-1, *([1] * (w.ndim - 1)))), -127,
+                          127).astype(np.int8)
             bias_scale = in_q[0][0] * w_scale
             b_q = np.round(b / bias_scale).astype(np.int32)
             w_deq = w_q.astype(np.float64) * w_scale.reshape(-1, *([1] * (w.ndim - 1)))
@@ -323,8 +347,9 @@ def compile_model(
             for k in range(CALIBRATION_SAMPLES)
         ]
         if layer.kind == "avgpool":
-            # ExecuTorch's Arm quantizer shares avg_pool's input qparams with its output (an average stays in
-            # its input's range), which is also what TFLite's AVERAGE_POOL_2D requires (sim/networks/tflite_export.py)
+            # ExecuTorch's Arm quantizer shares avg_pool's input qparams with its output (an average
+            # stays in its input's range), which is also what TFLite's AVERAGE_POOL_2D requires
+            # (sim/networks/tflite_export.py)
             out_scale, out_zp = in_q[0]
         else:
             out_scale, out_zp = _activation_quant(np.stack(outs))
@@ -360,7 +385,7 @@ def compile_model(
 
 
 # --- encoding
-# ------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 _ARRAY_FIELDS = ("weights", "bias", "multiplier", "shift", "in_multiplier", "in_shift")
 _DTYPES = {"int8": np.int8, "int32": np.int32}
@@ -372,7 +397,8 @@ def encode_model(model: CompiledModel) -> bytes:
 
     def put(array: np.ndarray) -> dict[str, Any]:
         offset = len(payload)
-        data = np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
+        data = np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<"),
+                                                  copy=False).tobytes()
         payload.extend(data)
         payload.extend(b"\0" * (_align(len(payload)) - len(payload)))
         return {"offset": offset, "shape": list(array.shape), "dtype": str(array.dtype)}
@@ -381,7 +407,8 @@ def encode_model(model: CompiledModel) -> bytes:
     layers_json = []
     for layer, sched in zip(arch.layers, model.schedule, strict=True):
         q = model.quant[layer.name]
-        arrays = {name: put(getattr(q, name)) for name in _ARRAY_FIELDS if getattr(q, name) is not None}
+        arrays = {name: put(getattr(q, name))
+                  for name in _ARRAY_FIELDS if getattr(q, name) is not None}
         layers_json.append(
             {
                 **layer.to_dict(),
@@ -424,12 +451,14 @@ def encode_model(model: CompiledModel) -> bytes:
         "sizes": model.sizes.to_dict(),
         "params": arch.params,
         "macs": arch.macs,
-        "tensors": {name: {"scale": s, "zero_point": zp} for name, (s, zp) in model.tensors.items()},
+        "tensors": {name: {"scale": s, "zero_point": zp}
+                    for name, (s, zp) in model.tensors.items()},
         "layers": layers_json,
     }
     if model.vela is not None:
         header["vela"] = model.vela.to_dict()
-    if model.cpu_layers:  # only then: a fully delegated model's file is what it was before partitions existed
+    # only then: a fully delegated model's file is what it was before partitions existed
+    if model.cpu_layers:
         header["delegation"] = {"cpu_layers": list(model.cpu_layers)}
     header_bytes = json.dumps(header, separators=(",", ":")).encode()
     header_bytes += b" " * (_align(len(header_bytes)) - len(header_bytes))
@@ -454,11 +483,13 @@ def is_pte(head: bytes) -> bool:
     """A real ExecuTorch file: bytes 4..7 are "ET" + two digits (.pte), or the sibling BP08/FT01
     identifiers."""
     ident = head[4:8]
-    return (len(ident) == 4 and ident[:2] == b"ET" and ident[2:].isdigit()) or ident in (b"BP08", b"FT01")
+    return (len(ident) == 4 and ident[:2] == b"ET" and ident[2:].isdigit()) or ident in (b"BP08",
+                                                                                         b"FT01")
 
 
 def model_file_size(data: bytes) -> int | None:
-    """The size a model file's fixed header says the file has (None when ``data`` is no model file header)."""
+    """The size a model file's fixed header says the file has (None when ``data`` is no model file
+    header)."""
     if len(data) < _MODEL_HEADER.size or not is_model_file(data):
         return None
     _magic, _version, _flags, _macs, header_len, payload_len, _digest, _ = _MODEL_HEADER.unpack_from(data)
@@ -469,14 +500,17 @@ def decode_model(data: bytes) -> CompiledModel:
     """Parse and verify a model file; ModelFileError says what is wrong."""
     if len(data) < _MODEL_HEADER.size or not is_model_file(data):
         raise ModelFileError("not a simulator model file (magic FVPSIMMD missing)")
-    _magic, version, _flags, macs, header_len, payload_len, digest, _ = _MODEL_HEADER.unpack_from(data)
+    _magic, version, _flags, macs, header_len, payload_len, digest, _ = _MODEL_HEADER.unpack_from(
+        data)
     if version != MODEL_VERSION:
         raise ModelFileError(
-            f"model file format version {version} is not supported (this simulator reads {MODEL_VERSION})"
+            f"model file format version {version} is not supported (this simulator reads "
+            f"{MODEL_VERSION})"
         )
     start = _MODEL_HEADER.size + header_len
     if len(data) < start + payload_len:
-        raise ModelFileError(f"model file truncated: {len(data)} bytes, header says {start + payload_len}")
+        raise ModelFileError(f"model file truncated: {len(data)} bytes, header says "
+                             f"{start + payload_len}")
     payload = data[start : start + payload_len]
     if hashlib.sha256(payload).digest() != digest:
         raise ModelFileError("model file corrupt: payload checksum mismatch")
@@ -519,7 +553,8 @@ def decode_model(data: bytes) -> CompiledModel:
         tuple(layers),
         str(header["input"]["name"]),
     )
-    tensors = {name: (float(t["scale"]), int(t["zero_point"])) for name, t in header["tensors"].items()}
+    tensors = {name: (float(t["scale"]), int(t["zero_point"]))
+               for name, t in header["tensors"].items()}
     sizes = Sizes(**{k: int(v) for k, v in header["sizes"].items()})
     specs = header.get("compile_specs") or {}
     try:
@@ -534,7 +569,8 @@ def decode_model(data: bytes) -> CompiledModel:
             raise ModelFileError(f"model file header: {exc}") from exc
         if vela.accelerator != accelerator.name:
             raise ModelFileError(
-                f"model file header: the vela estimate is for {vela.accelerator}, the model for {accelerator.name}"
+                f"model file header: the vela estimate is for {vela.accelerator}, the model for "
+                f"{accelerator.name}"
             )
     cpu_layers = tuple(str(name) for name in (header.get("delegation") or {}).get("cpu_layers", ()))
     try:
@@ -558,13 +594,14 @@ def decode_model(data: bytes) -> CompiledModel:
 
 
 # --- runner artifact
-# -----------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class RunnerArtifact:
-    """A "build" of the emulated executor_runner: driver behaviour, the instrumentation it carries (a build-id
-    line, the CPU-time report; both absent from upstream), the upstream log generation, injected faults."""
+    """A "build" of the emulated executor_runner: driver behaviour, the instrumentation it carries
+    (a build-id line, the CPU-time report; both absent from upstream), the upstream log generation,
+    injected faults."""
 
     driver: str
     build_id: str = ""
@@ -572,7 +609,8 @@ class RunnerArtifact:
     cpu_time_report: bool = False
     log_generation: str = "current"
     event_tracer: bool = False
-    """Built with ``ET_EVENT_TRACER_ENABLED``: ``--etdump_path`` and an ETDump file (executor_runner/tracer.py)."""
+    """Built with ``ET_EVENT_TRACER_ENABLED``: ``--etdump_path`` and an ETDump file
+    (executor_runner/tracer.py)."""
     libc: str = "glibc"
     npu_device: str = DEFAULT_NPU_DEVICE
     ethos_u: bool = True
@@ -592,10 +630,12 @@ class RunnerArtifact:
         if not self.npu_device.startswith("/dev/"):
             raise ValueError(f"NPU device {self.npu_device!r}: expected a path under /dev/")
         if self.driver not in DRIVER_MODES:
-            raise ValueError(f"driver mode {self.driver!r}: expected one of {', '.join(DRIVER_MODES)}")
+            raise ValueError(f"driver mode {self.driver!r}: expected one of "
+                             f"{', '.join(DRIVER_MODES)}")
         if self.log_generation not in LOG_GENERATIONS:
             raise ValueError(
-                f"log generation {self.log_generation!r}: expected one of {', '.join(LOG_GENERATIONS)}"
+                f"log generation {self.log_generation!r}: expected one of "
+                f"{', '.join(LOG_GENERATIONS)}"
             )
         if self.event_tracer and self.log_generation != "current":
             raise ValueError("the event tracer is emulated for the current log generation only")
@@ -611,7 +651,8 @@ def encode_runner(artifact: RunnerArtifact) -> bytes:
             "cpu_time_report": artifact.cpu_time_report,
             "log_generation": artifact.log_generation,
             **({"event_tracer": True} if artifact.event_tracer else {}),
-            **({"npu_device": artifact.npu_device} if artifact.npu_device != DEFAULT_NPU_DEVICE else {}),
+            **({"npu_device": artifact.npu_device} if artifact.npu_device != DEFAULT_NPU_DEVICE
+               else {}),
             **({} if artifact.ethos_u else {"ethos_u": False}),
             **({"jitter": artifact.jitter} if artifact.jitter is not None else {}),
         },
@@ -622,7 +663,8 @@ def encode_runner(artifact: RunnerArtifact) -> bytes:
 
 
 def decode_runner(data: bytes) -> RunnerArtifact:
-    """Read a runner artifact of any version in ``RUNNER_VERSIONS_READ`` (version 1: see the module docstring)."""
+    """Read a runner artifact of any version in ``RUNNER_VERSIONS_READ`` (version 1: see the module
+    docstring)."""
     if len(data) < _RUNNER_HEADER.size or not is_runner(data):
         raise ModelFileError("not a simulator runner artifact (magic FVPSIMRN missing)")
     _magic, version, _flags, length = _RUNNER_HEADER.unpack_from(data)
@@ -638,7 +680,8 @@ def decode_runner(data: bytes) -> RunnerArtifact:
         info = json.loads(body)
         if version == 1:
             return RunnerArtifact(
-                str(info["driver"]), str(info.get("id", "")), str(info.get("fault", "")), cpu_time_report=True
+                str(info["driver"]), str(info.get("id", "")), str(info.get("fault", "")),
+                cpu_time_report=True
             )
         return RunnerArtifact(
             str(info["driver"]),

@@ -1,15 +1,17 @@
 """Each inference once per input: ``run_model`` memoised per simulator process.
 
-Why: a benchmark runs the same model file on the same input bytes for every iteration (``--num_executions``),
-and the integer inference is a pure function of the two, so recomputing it only burns the host CPU that parallel
-simulators and the harness share (``make -j 2``). The simulated time is charged by the caller for every iteration
-as before; only the host's work is saved, so no number a runner prints changes.
+Why: a benchmark runs the same model file on the same input bytes for every iteration
+(``--num_executions``), and the integer inference is a pure function of the two, so recomputing it
+only burns the host CPU that parallel simulators and the harness share (``make -j 2``). The
+simulated time is charged by the caller for every iteration as before; only the host's work is
+saved, so no number a runner prints changes.
 
-The key is everything the result depends on: the sha256 of the model file's bytes (its architecture and
-quantisation are decoded from them) and the input's bytes, shape and dtype. An inference that raises
-(``AccumulatorOverflow``) is not kept, so it raises again on every call, as before. The cache holds at most
-``MAX_ENTRIES`` results (least recently used dropped first) so a long session over many inputs stays small; each
-caller gets its own copy, so nobody can change what the next iteration receives.
+The key is everything the result depends on: the sha256 of the model file's bytes (its architecture
+and quantisation are decoded from them) and the input's bytes, shape and dtype. An inference that
+raises (``AccumulatorOverflow``) is not kept, so it raises again on every call, as before. The cache
+holds at most ``MAX_ENTRIES`` results (least recently used dropped first) so a long session over
+many inputs stays small; each caller gets its own copy, so nobody can change what the next iteration
+receives.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from fvp_harness.sim.networks.inference import LayerQuant, run_model
 __all__ = ["MAX_ENTRIES", "clear", "model_digest", "run_model_once"]
 
 MAX_ENTRIES = 64
-"""Results kept per process: a few models times a few inputs in one session, far more than a scenario uses."""
+"""Results kept per process: a few models times a few inputs in one session, far more than a
+scenario uses."""
 
 _Key = tuple[str, str, tuple[int, ...], str]
 _results: OrderedDict[_Key, np.ndarray] = OrderedDict()
@@ -42,12 +45,15 @@ def model_digest(data: bytes) -> str:
 def run_model_once(
     digest: str, arch: Architecture, quant: Mapping[str, LayerQuant], x: np.ndarray
 ) -> np.ndarray:
-    """``run_model(arch, quant, x)`` for the model file whose bytes hash to ``digest``, computed once per input.
+    """``run_model(arch, quant, x)`` for the model file whose bytes hash to ``digest``, computed
+    once per input.
 
-    ``arch`` and ``quant`` must be the ones decoded from that file (the digest stands for them in the key).
+    ``arch`` and ``quant`` must be the ones decoded from that file (the digest stands for them in
+    the key).
     """
     contiguous = np.ascontiguousarray(x)
-    key = (digest, hashlib.sha256(contiguous.tobytes()).hexdigest(), tuple(contiguous.shape), contiguous.dtype.str)
+    key = (digest, hashlib.sha256(contiguous.tobytes()).hexdigest(), tuple(contiguous.shape),
+           contiguous.dtype.str)
     with _lock:
         cached = _results.get(key)
         if cached is not None:

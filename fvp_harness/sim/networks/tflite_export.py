@@ -25,8 +25,9 @@ TFLITE_OPS = {
     "add": "ADD",
     "avgpool": "AVERAGE_POOL_2D",
 }
-"""The TFLite builtin each simulator layer kind becomes (plus ``PAD`` before layers with asymmetric padding;
-``MEAN`` for a global pool that rescales, as in model files written before pools shared their qparams)."""
+"""The TFLite builtin each simulator layer kind becomes (plus ``PAD`` before layers with asymmetric
+padding; ``MEAN`` for a global pool that rescales, as in model files written before pools shared
+their qparams)."""
 
 _OP_VERSIONS = {
     "CONV_2D": 3,
@@ -87,12 +88,14 @@ def _weight_scales(layer: Layer, q: LayerQuant, in_scale: float, out_scale: floa
     real = q.multiplier.astype(np.float64) * np.exp2(-(31.0 + q.shift.astype(np.float64)))
     scales = real * out_scale / in_scale
     if np.any(scales <= 0):
-        raise ValueError(f"layer {layer.name}: a channel's requantisation multiplier is 0 (no weight scale)")
+        raise ValueError(f"layer {layer.name}: a channel's requantisation multiplier is 0 (no "
+                         "weight scale)")
     return np.broadcast_to(scales, (layer.out_channels,)).copy()
 
 
 def _padding(layer: Layer) -> tuple[str, tuple[tuple[int, int], tuple[int, int]] | None]:
-    """``("SAME"|"VALID", None)`` when TFLite's padding equals the layer's, else ``("VALID", explicit pads)``."""
+    """``("SAME"|"VALID", None)`` when TFLite's padding equals the layer's, else ``("VALID",
+    explicit pads)``."""
     if layer.padding == (0, 0):
         return "VALID", None
     _, h, w = layer.in_shapes[0]
@@ -101,8 +104,10 @@ def _padding(layer: Layer) -> tuple[str, tuple[tuple[int, int], tuple[int, int]]
         (h, w), layer.kernel, layer.stride, layer.padding, layer.out_shape[1:], strict=True
     ):
         total = max((math.ceil(size / stride) - 1) * stride + kernel - size, 0)
-        used_after = (out - 1) * stride + kernel - size - pad  # padding PyTorch actually reads after the input
-        same = same and out == math.ceil(size / stride) and (pad, used_after) == (total // 2, total - total // 2)
+        # padding PyTorch actually reads after the input
+        used_after = (out - 1) * stride + kernel - size - pad
+        same = (same and out == math.ceil(size / stride) and
+                (pad, used_after) == (total // 2, total - total // 2))
     if same:
         return "SAME", None
     (ph, pw) = layer.padding
@@ -141,8 +146,8 @@ def plan_tflite(model: CompiledModel) -> TflitePlan:
                 pad_const = add(TfliteTensor(f"{layer.name}/padding", (4, 2), "int32", data=pads))
                 padded = add(
                     TfliteTensor(
-                        f"{layer.name}/padded", (1, h + top + bottom, w + left + right, c), "int8", (in_scale,),
-                        (in_zp,),
+                        f"{layer.name}/padded", (1, h + top + bottom, w + left + right, c), "int8",
+                        (in_scale,), (in_zp,),
                     )
                 )
                 ops.append(TfliteOp("PAD", [inputs[0], pad_const], [padded], layer.name))
@@ -173,7 +178,8 @@ def plan_tflite(model: CompiledModel) -> TflitePlan:
             inputs.append(
                 add(
                     TfliteTensor(
-                        f"{layer.name}/bias", (layer.out_channels,), "int32", tuple(w_scale * in_scale), zeros, 0,
+                        f"{layer.name}/bias", (layer.out_channels,), "int32",
+                        tuple(w_scale * in_scale), zeros, 0,
                         np.ascontiguousarray(q.bias, dtype=np.int32),
                     )
                 )
@@ -181,11 +187,12 @@ def plan_tflite(model: CompiledModel) -> TflitePlan:
         op = TFLITE_OPS[layer.kind]
         if layer.kind == "avgpool":
             options.update(stride=layer.stride, filter=layer.kernel)
-            if model.tensors[layer.output] != (in_scale, in_zp):  # a file from before pools shared their qparams
+            # a file from before pools shared their qparams
+            if model.tensors[layer.output] != (in_scale, in_zp):
                 if layer.out_shape[1:] != (1, 1):
                     raise ValueError(
-                        f"layer {layer.name}: an average pool that rescales has no TFLite equivalent unless it is "
-                        "global (MEAN); recompile the model file"
+                        f"layer {layer.name}: an average pool that rescales has no TFLite "
+                        "equivalent unless it is global (MEAN); recompile the model file"
                     )
                 op = "MEAN"
                 axes = np.array([1, 2], dtype=np.int32)
@@ -193,7 +200,8 @@ def plan_tflite(model: CompiledModel) -> TflitePlan:
         output = activation(layer.output, layer.out_shape)
         ops.append(TfliteOp(op, inputs, [output], layer.name, options))
     return TflitePlan(
-        tensors, ops, [index[arch.input_name]], [index[arch.output_name]], f"fvp-sim {arch.name} seed {model.seed}"
+        tensors, ops, [index[arch.input_name]], [index[arch.output_name]],
+        f"fvp-sim {arch.name} seed {model.seed}"
     )
 
 
@@ -204,7 +212,8 @@ def plan_tflite(model: CompiledModel) -> TflitePlan:
 def export_tflite(model: CompiledModel) -> bytes:
     """The model as TFLite flatbuffer bytes (deterministic: same model, same bytes).
 
-    Raises ImportError naming the package when Vela's schema code (``ethos-u-vela``) is not installed.
+    Raises ImportError naming the package when Vela's schema code (``ethos-u-vela``) is not
+    installed.
     """
     try:
         import flatbuffers
@@ -244,7 +253,8 @@ def export_tflite(model: CompiledModel) -> bytes:
         return int(builder.CreateNumpyVector(np.asarray(values, dtype=np.float32)))
 
     def aligned_bytes(data: bytes) -> int:
-        builder.Prep(16, len(data))  # 16-byte aligned constant data, as TFLite's converter writes it
+        # 16-byte aligned constant data, as TFLite's converter writes it
+        builder.Prep(16, len(data))
         return int(builder.CreateByteVector(data))
 
     # buffers: 0 is the empty sentinel every non-constant tensor points to (schema convention)
@@ -255,7 +265,8 @@ def export_tflite(model: CompiledModel) -> bytes:
     for i, tensor in enumerate(plan.tensors):
         if tensor.data is None:
             continue
-        data = aligned_bytes(np.ascontiguousarray(tensor.data).astype(tensor.data.dtype.newbyteorder("<")).tobytes())
+        data = aligned_bytes(
+            np.ascontiguousarray(tensor.data).astype(tensor.data.dtype.newbyteorder("<")).tobytes())
         Buffer.BufferStart(builder)
         Buffer.BufferAddData(builder, data)
         buffer_of[i] = len(buffer_offsets)
@@ -272,7 +283,8 @@ def export_tflite(model: CompiledModel) -> bytes:
             QuantizationParameters.QuantizationParametersStart(builder)
             QuantizationParameters.QuantizationParametersAddScale(builder, scale)
             QuantizationParameters.QuantizationParametersAddZeroPoint(builder, zero_point)
-            QuantizationParameters.QuantizationParametersAddQuantizedDimension(builder, tensor.quantized_dimension)
+            QuantizationParameters.QuantizationParametersAddQuantizedDimension(builder,
+                                                                               tensor.quantized_dimension)
             quant = QuantizationParameters.QuantizationParametersEnd(builder)
         Tensor.TensorStart(builder)
         Tensor.TensorAddShape(builder, shape)
@@ -284,7 +296,8 @@ def export_tflite(model: CompiledModel) -> bytes:
             Tensor.TensorAddQuantization(builder, quant)
         tensor_offsets.append(Tensor.TensorEnd(builder))
 
-    op_names = sorted({op.op for op in plan.ops}, key=lambda n: getattr(BuiltinOperator.BuiltinOperator, n))
+    op_names = sorted({op.op for op in plan.ops},
+                      key=lambda n: getattr(BuiltinOperator.BuiltinOperator, n))
     opcode_index = {name: i for i, name in enumerate(op_names)}
     code_offsets = []
     for name in op_names:
@@ -310,7 +323,8 @@ def export_tflite(model: CompiledModel) -> bytes:
                 Conv2DOptions.Conv2DOptionsAddDilationHFactor(builder, 1)
                 Conv2DOptions.Conv2DOptionsAddDilationWFactor(builder, 1)
                 Conv2DOptions.Conv2DOptionsAddFusedActivationFunction(builder, act)
-                return BuiltinOptions.BuiltinOptions.Conv2DOptions, Conv2DOptions.Conv2DOptionsEnd(builder)
+                return BuiltinOptions.BuiltinOptions.Conv2DOptions, Conv2DOptions.Conv2DOptionsEnd(
+                    builder)
             DepthwiseConv2DOptions.DepthwiseConv2DOptionsStart(builder)
             DepthwiseConv2DOptions.DepthwiseConv2DOptionsAddPadding(builder, padding)
             DepthwiseConv2DOptions.DepthwiseConv2DOptionsAddStrideH(builder, stride_h)
@@ -337,7 +351,8 @@ def export_tflite(model: CompiledModel) -> bytes:
         if op.op == "MEAN":
             ReducerOptions.ReducerOptionsStart(builder)
             ReducerOptions.ReducerOptionsAddKeepDims(builder, True)
-            return BuiltinOptions.BuiltinOptions.ReducerOptions, ReducerOptions.ReducerOptionsEnd(builder)
+            return BuiltinOptions.BuiltinOptions.ReducerOptions, ReducerOptions.ReducerOptionsEnd(
+                builder)
         if op.op == "AVERAGE_POOL_2D":
             Pool2DOptions.Pool2DOptionsStart(builder)
             Pool2DOptions.Pool2DOptionsAddPadding(builder, Padding.Padding.VALID)
@@ -346,7 +361,8 @@ def export_tflite(model: CompiledModel) -> bytes:
             Pool2DOptions.Pool2DOptionsAddFilterHeight(builder, op.options["filter"][0])
             Pool2DOptions.Pool2DOptionsAddFilterWidth(builder, op.options["filter"][1])
             Pool2DOptions.Pool2DOptionsAddFusedActivationFunction(builder, act)
-            return BuiltinOptions.BuiltinOptions.Pool2DOptions, Pool2DOptions.Pool2DOptionsEnd(builder)
+            return BuiltinOptions.BuiltinOptions.Pool2DOptions, Pool2DOptions.Pool2DOptionsEnd(
+                builder)
         PadOptions.PadOptionsStart(builder)
         return BuiltinOptions.BuiltinOptions.PadOptions, PadOptions.PadOptionsEnd(builder)
 

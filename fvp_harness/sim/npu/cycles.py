@@ -42,7 +42,8 @@ ARRAY_GEOMETRY: dict[int, tuple[int, int, int]] = {
 KIND_EFFICIENCY = {"conv3x3": 0.70, "conv1x1": 0.80, "depthwise": 0.90, "fc": 0.80}
 PACKING_EFFICIENCY = 0.75
 OUTPUT_ELEMENTS_PER_CYCLE: dict[int, float] = {128: 4.0, 256: 4.0, 512: 4.0, 1024: 8.0, 2048: 8.0}
-"""Output-stage throughput in int8 elements per cycle (0.25 cycle per element on the 256 configuration)."""
+"""Output-stage throughput in int8 elements per cycle (0.25 cycle per element on the 256
+configuration)."""
 WEIGHTS_DECODED_PER_CYCLE = 12.0
 SRAM_BYTES_PER_CYCLE = 32.0
 DRAM_BYTES_PER_CYCLE = 12.0
@@ -66,10 +67,11 @@ FAMILIES: dict[str, FamilyConstants] = {
         ARRAY_GEOMETRY, OUTPUT_ELEMENTS_PER_CYCLE, WEIGHTS_DECODED_PER_CYCLE, SRAM_BYTES_PER_CYCLE,
         DRAM_BYTES_PER_CYCLE,
     ),
-    # Ethos-U55: 8 IFM channels per MAC block (4 on the 32-MAC build), the OFM micro-block grows with the MACs
-    # (1x1x8 .. 2x2x8); a narrower output stage, half the weight decoder, and the Corstone-300's slower memories
-    # (Vela's Ethos_U55_High_End_Embedded: SRAM on a 16 B/cycle path, flash/DRAM 8 B/cycle). Not calibrated to
-    # Vela's U55 estimates: used only when Vela is not installed.
+    # Ethos-U55: 8 IFM channels per MAC block (4 on the 32-MAC build), the OFM micro-block grows
+    # with the MACs (1x1x8 .. 2x2x8); a narrower output stage, half the weight decoder, and the
+    # Corstone-300's slower memories (Vela's Ethos_U55_High_End_Embedded: SRAM on a 16 B/cycle path,
+    # flash/DRAM 8 B/cycle). Not calibrated to Vela's U55 estimates: used only when Vela is not
+    # installed.
     "ethos-u55": FamilyConstants(
         {32: (4, 8, 1), 64: (8, 8, 1), 128: (8, 8, 2), 256: (8, 8, 4)},
         {32: 1.0, 64: 1.0, 128: 2.0, 256: 2.0},
@@ -113,7 +115,8 @@ def _geometry(num_macs: int, family: Family = "ethos-u85") -> tuple[int, int, in
         return geometry[num_macs]
     except KeyError:
         raise ValueError(
-            f"no {family} configuration with {num_macs} MACs (known: {', '.join(map(str, geometry))})"
+            f"no {family} configuration with {num_macs} MACs (known: "
+            f"{', '.join(map(str, geometry))})"
         ) from None
 
 
@@ -124,12 +127,14 @@ def utilisation(layer: Layer, num_macs: int, family: Family = "ethos-u85") -> fl
     if layer.kind == "conv":
         cin, (kh, kw) = layer.in_channels, layer.kernel
         efficiency = KIND_EFFICIENCY["conv1x1" if kh * kw == 1 else "conv3x3"]
-        if cin < depth_lanes and kh * kw > 1:  # first layer: kernel columns packed into the depth lanes
+        # first layer: kernel columns packed into the depth lanes
+        if cin < depth_lanes and kh * kw > 1:
             depth_fill = _fill(min(cin * kw, depth_lanes), depth_lanes) * PACKING_EFFICIENCY
         else:
             depth_fill = _fill(cin, depth_lanes)
         return (
-            efficiency * depth_fill * _fill(layer.out_channels, ofm_lanes) * _fill(positions, position_lanes)
+            efficiency * depth_fill * _fill(layer.out_channels, ofm_lanes)
+            * _fill(positions, position_lanes)
         )
     if layer.kind == "depthwise":
         return (
@@ -163,25 +168,29 @@ def layer_cycles(
     dram = (schedule.encoded_weight_bytes + schedule.command_bytes) / constants.dram_bytes_per_cycle
     memory_cycles = max(sram, dram) + LATENCY_CYCLES
     cycles = math.ceil(max(mac_cycles, output_cycles, decode_cycles, memory_cycles))
-    return LayerCycles(layer.name, mac_cycles, output_cycles, decode_cycles, memory_cycles, util, cycles)
+    return LayerCycles(layer.name, mac_cycles, output_cycles, decode_cycles, memory_cycles, util,
+                       cycles)
 
 
 def inference_cycles(
-    layers: Sequence[Layer], schedule: Sequence[LayerSchedule], num_macs: int, family: Family = "ethos-u85"
+    layers: Sequence[Layer], schedule: Sequence[LayerSchedule], num_macs: int,
+    family: Family = "ethos-u85"
 ) -> int:
-    """NPU cycle counter value for one inference: the sum of the operations' estimates plus the fixed
-    overhead."""
+    """NPU cycle counter value for one inference: the sum of the operations' estimates plus the
+    fixed overhead."""
     return INFERENCE_OVERHEAD + sum(
-        layer_cycles(layer, sched, num_macs, family).cycles for layer, sched in zip(layers, schedule, strict=True)
+        layer_cycles(layer, sched, num_macs, family).cycles
+        for layer, sched in zip(layers, schedule, strict=True)
     )
 
 
 def model_cycles(model: CompiledModel) -> int:
-    """The NPU cycle counter for one inference of a compiled model on the configuration it was compiled for.
+    """The NPU cycle counter for one inference of a compiled model on the configuration it was
+    compiled for.
 
-    The one entry point the emulated runners (Linux and bare-metal) use, so where the number comes from is decided
-    in one place: Vela's estimate when the model file carries one (``sim model`` runs Vela when it is installed:
-    ``npu/vela.py``), else this module's analytic model.
+    The one entry point the emulated runners (Linux and bare-metal) use, so where the number comes
+    from is decided in one place: Vela's estimate when the model file carries one (``sim model``
+    runs Vela when it is installed: ``npu/vela.py``), else this module's analytic model.
     """
     if model.vela is not None:
         return model.vela.cycles
@@ -189,8 +198,8 @@ def model_cycles(model: CompiledModel) -> int:
 
 
 def cycle_source(model: CompiledModel) -> str:
-    """Where ``model_cycles`` takes its number from, for people: ``Vela 5.2.0 (ethos-u85-256, ...)`` or the
-    analytic model."""
+    """Where ``model_cycles`` takes its number from, for people: ``Vela 5.2.0 (ethos-u85-256, ...)``
+    or the analytic model."""
     if model.vela is not None:
         return model.vela.describe
     return f"analytic cycle model (fvp_harness/sim/npu/cycles.py, {model.accelerator})"

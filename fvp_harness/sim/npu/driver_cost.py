@@ -17,7 +17,8 @@ KIB = 1024.0
 
 
 PASSES: dict[str, int] = {"command_stream": 4, "weights": 3, "scratch": 2, "input": 2, "output": 2}
-"""How many times re-creating the objects walks over each buffer's bytes (see the module docstring)."""
+"""How many times re-creating the objects walks over each buffer's bytes (see the module
+docstring)."""
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,8 @@ class DriverSizes:
     n_outputs: int = 1
 
     @classmethod
-    def from_mapping(cls, sizes: Mapping[str, int], n_inputs: int = 1, n_outputs: int = 1) -> DriverSizes:
+    def from_mapping(cls, sizes: Mapping[str, int], n_inputs: int = 1,
+                     n_outputs: int = 1) -> DriverSizes:
         return cls(
             int(sizes["command_stream"]),
             int(sizes["weights"]),
@@ -46,7 +48,8 @@ class DriverSizes:
 
     @property
     def objects(self) -> int:
-        """Network, weight buffer, scratch buffer, one IFM per input, one OFM per output, the inference."""
+        """Network, weight buffer, scratch buffer, one IFM per input, one OFM per output, the
+        inference."""
         return 4 + self.n_inputs + self.n_outputs
 
     @property
@@ -91,11 +94,13 @@ class DriverCostModel:
         raise ValueError(f"unknown driver mode {driver!r}")
 
     def setup_ms(self, sizes: DriverSizes) -> float:
-        """Creating the objects once (reuse build, at method load): about half of create + teardown."""
+        """Creating the objects once (reuse build, at method load): about half of create +
+        teardown."""
         return 0.5 * self.recreate_ms(sizes)
 
 
-DEFAULT = DriverCostModel(fixed_ms=0.9252, io_us_per_kib=3.1229, object_ms=0.1159, byte_us_per_kib=2.5020)
+DEFAULT = DriverCostModel(fixed_ms=0.9252, io_us_per_kib=3.1229, object_ms=0.1159,
+                          byte_us_per_kib=2.5020)
 
 
 def _nnls(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -120,8 +125,8 @@ def _nnls(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def fit(observations: Sequence[tuple[DriverSizes, float, float]]) -> DriverCostModel:
     """Fit the constants to (sizes, before_ms, after_ms) measurements.
 
-    The reuse part (FIXED, IO) is fitted on the "after" values, then the re-creation part (OBJECT, BYTE) on
-    "before - fitted after"; both by non-negative least squares on relative errors.
+    The reuse part (FIXED, IO) is fitted on the "after" values, then the re-creation part (OBJECT,
+    BYTE) on "before - fitted after"; both by non-negative least squares on relative errors.
     """
     after = np.array([obs[2] for obs in observations])
     before = np.array([obs[1] for obs in observations])

@@ -1,22 +1,27 @@
-"""What each delegate call of a partly delegated program costs, and what the CPU layers between the calls cost.
+"""What each delegate call of a partly delegated program costs, and what the CPU layers between the
+calls cost.
 
-Why per partition: every Ethos-U partition is its own delegate with its own command stream, weights, scratch, IFM
-and OFM buffers (``networks/partition.py``), so each call is one NPU inference (its own cycle counter value) and,
-in the per-inference driver build, its own set of driver objects re-created. The numbers come from the same models
-as a fully delegated program's, applied to the partition's layers alone:
+Why per partition: every Ethos-U partition is its own delegate with its own command stream, weights,
+scratch, IFM and OFM buffers (``networks/partition.py``), so each call is one NPU inference (its own
+cycle counter value) and, in the per-inference driver build, its own set of driver objects
+re-created. The numbers come from the same models as a fully delegated program's, applied to the
+partition's layers alone:
 
-* cycles: Vela's per-layer estimates of the partition's layers, summed, when the model file carries Vela's estimate
-  with its per-layer rows; else ``cycles.inference_cycles`` over the partition's layers (its fixed
-  ``INFERENCE_OVERHEAD`` once per call: every command stream starts and ends with an interrupt of its own);
-* driver sizes: the partition's command stream (a header each), encoded weights, the largest live set of its
-  intermediate tensors (scratch) and the tensors crossing its edge (IFM and OFM buffers, one per tensor);
-* a CPU layer (the int8 work runs in numpy with the rest of the network, ``networks/inference.py``): a fixed
-  kernel dispatch cost, its MACs at ``CPU_MACS_PER_US`` and the elements it reads and writes at
-  ``CPU_ELEMENTS_PER_US`` (an in-order Cortex-A320 core running ExecuTorch's quantized kernels; the FVP is not
-  cycle-accurate, so this is a plausible scale, not a silicon figure).
+* cycles: Vela's per-layer estimates of the partition's layers, summed, when the model file carries
+  Vela's estimate with its per-layer rows; else ``cycles.inference_cycles`` over the partition's
+  layers (its fixed ``INFERENCE_OVERHEAD`` once per call: every command stream starts and ends with
+  an interrupt of its own);
+* driver sizes: the partition's command stream (a header each), encoded weights, the largest live
+  set of its intermediate tensors (scratch) and the tensors crossing its edge (IFM and OFM buffers,
+  one per tensor);
+* a CPU layer (the int8 work runs in numpy with the rest of the network, ``networks/inference.py``):
+  a fixed kernel dispatch cost, its MACs at ``CPU_MACS_PER_US`` and the elements it reads and writes
+  at ``CPU_ELEMENTS_PER_US`` (an in-order Cortex-A320 core running ExecuTorch's quantized kernels;
+  the FVP is not cycle-accurate, so this is a plausible scale, not a silicon figure).
 
-A fully delegated program gives exactly the numbers it gave before partitions existed (``partition_cycles`` is
-``(model_cycles(model),)`` and ``partition_sizes`` its whole sizes), so no shipped scenario moves.
+A fully delegated program gives exactly the numbers it gave before partitions existed
+(``partition_cycles`` is ``(model_cycles(model),)`` and ``partition_sizes`` its whole sizes), so no
+shipped scenario moves.
 """
 
 from __future__ import annotations
@@ -41,9 +46,11 @@ __all__ = [
 CPU_LAYER_FIXED_US = 12.0
 """Per CPU operator: kernel dispatch, argument checks, requantisation set-up."""
 CPU_MACS_PER_US = 1000.0
-"""int8 multiply-accumulates per microsecond of one Cortex-A320 core (NEON dot product, about 1 GMAC/s)."""
+"""int8 multiply-accumulates per microsecond of one Cortex-A320 core (NEON dot product, about 1
+GMAC/s)."""
 CPU_ELEMENTS_PER_US = 400.0
-"""int8 tensor elements read or written per microsecond outside the MAC loop (requantise, clamp, store)."""
+"""int8 tensor elements read or written per microsecond outside the MAC loop (requantise, clamp,
+store)."""
 
 
 def _tensor_elements(arch: Architecture, name: str) -> int:
@@ -53,8 +60,8 @@ def _tensor_elements(arch: Architecture, name: str) -> int:
 
 
 def _scratch(arch: Architecture, partition: Partition) -> int:
-    """Largest live set of the partition's intermediate tensors (its IFM and OFM tensors have buffers of their
-    own, as the whole model's input and output do)."""
+    """Largest live set of the partition's intermediate tensors (its IFM and OFM tensors have
+    buffers of their own, as the whole model's input and output do)."""
     edge = set(partition.inputs) | set(partition.outputs)
     layers = [arch.layers[i] for i in partition.layers]
     produced = {layer.output: step for step, layer in enumerate(layers)}
@@ -65,13 +72,15 @@ def _scratch(arch: Architecture, partition: Partition) -> int:
     peak = 0
     for step in range(len(layers)):
         live = sum(layer.out_elements for layer in layers
-                   if layer.output not in edge and produced[layer.output] <= step <= last_use.get(layer.output, -1))
+                   if layer.output not in edge and
+                   produced[layer.output] <= step <= last_use.get(layer.output, -1))
         peak = max(peak, live)
     return peak
 
 
 def partition_sizes(model: CompiledModel, partition: Partition) -> DriverSizes:
-    """The driver objects' bytes of one partition (a fully delegated model's single partition: its whole sizes)."""
+    """The driver objects' bytes of one partition (a fully delegated model's single partition: its
+    whole sizes)."""
     if not model.cpu_layers:
         return DriverSizes.from_mapping(model.sizes.to_dict())
     arch = model.arch
@@ -99,8 +108,8 @@ def partition_cycles(model: CompiledModel) -> tuple[int, ...]:
         return tuple(sum(per_layer.get(model.arch.layers[i].name, 0) for i in p.layers)
                      for p in delegation.partitions)
     return tuple(
-        inference_cycles([model.arch.layers[i] for i in p.layers], [model.schedule[i] for i in p.layers],
-                         model.num_macs, model.family)
+        inference_cycles([model.arch.layers[i] for i in p.layers],
+                         [model.schedule[i] for i in p.layers], model.num_macs, model.family)
         for p in delegation.partitions
     )
 
@@ -108,4 +117,5 @@ def partition_cycles(model: CompiledModel) -> tuple[int, ...]:
 def cpu_layer_ms(layer: Layer) -> float:
     """CPU time of one layer run by a CPU kernel between two delegate calls."""
     elements = layer.in_elements + layer.out_elements
-    return (CPU_LAYER_FIXED_US + layer.macs / CPU_MACS_PER_US + elements / CPU_ELEMENTS_PER_US) / 1000.0
+    return (CPU_LAYER_FIXED_US + layer.macs / CPU_MACS_PER_US
+            + elements / CPU_ELEMENTS_PER_US) / 1000.0

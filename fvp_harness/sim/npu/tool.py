@@ -1,20 +1,25 @@
-"""The Vela part of ``fvp-harness sim model``: write the TFLite file, run Vela, keep its estimate in the model.
+"""The Vela part of ``fvp-harness sim model``: write the TFLite file, run Vela, keep its estimate in
+the model.
 
-Why apart from ``tools.py``: the options and the decisions (when Vela runs, what happens when it is missing or
-fails, where the TFLite file goes) are one job; ``tools.py`` only calls ``add_arguments`` and ``apply``.
+Why apart from ``tools.py``: the options and the decisions (when Vela runs, what happens when it is
+missing or fails, where the TFLite file goes) are one job; ``tools.py`` only calls ``add_arguments``
+and ``apply``.
 
     sim model NAME -o FILE [--tflite PATH | --no-tflite] [--npu-cycles auto|vela|analytic]
               [--vela-system-config NAME] [--vela-memory-mode NAME] [--vela-dir DIR]
 
-* The TFLite file (``networks/tflite_export.py``) is written next to the model as ``<FILE without suffix>.tflite``
-  unless ``--tflite PATH`` names another place or ``--no-tflite`` asks for none. It needs Vela's schema code; without
-  Vela the default file is skipped with a note (an explicit ``--tflite`` fails).
-* ``--npu-cycles auto`` (default): Vela's estimate when ``ethos-u-vela`` is installed, else the analytic model (a
-  note says so); ``vela``: Vela or fail; ``analytic``: never run Vela (the file carries no estimate).
-* A Vela that is installed but fails (an unsupported layer, an unknown system config) fails the command: a model
-  whose counter silently fell back would measure something else.
+* The TFLite file (``networks/tflite_export.py``) is written next to the model as ``<FILE without
+  suffix>.tflite`` unless ``--tflite PATH`` names another place or ``--no-tflite`` asks for none. It
+  needs Vela's schema code; without Vela the default file is skipped with a note (an explicit
+  ``--tflite`` fails).
+* ``--npu-cycles auto`` (default): Vela's estimate when ``ethos-u-vela`` is installed, else the
+  analytic model (a note says so); ``vela``: Vela or fail; ``analytic``: never run Vela (the file
+  carries no estimate).
+* A Vela that is installed but fails (an unsupported layer, an unknown system config) fails the
+  command: a model whose counter silently fell back would measure something else.
 * ``--vela-dir DIR`` keeps Vela's own output there (``<stem>_summary_<system config>.csv``,
-  ``<stem>_per-layer.csv``, ``<stem>_vela.npz``): the files a scenario's ``models.<name>.vela`` can name.
+  ``<stem>_per-layer.csv``, ``<stem>_vela.npz``): the files a scenario's ``models.<name>.vela`` can
+  name.
 """
 
 from __future__ import annotations
@@ -39,14 +44,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         default=None,
         metavar="PATH",
-        help="where to write the model as an int8 TFLite flatbuffer (default: next to the output, suffix .tflite)",
+        help="where to write the model as an int8 TFLite flatbuffer (default: next to the output, "
+             "suffix .tflite)",
     )
     parser.add_argument("--no-tflite", action="store_true", help="write no TFLite file")
     parser.add_argument(
         "--npu-cycles",
         choices=NPU_CYCLE_SOURCES,
         default="auto",
-        help="where the NPU cycle counter comes from: Vela's estimate (vela), the analytic model (analytic), or "
+        help="where the NPU cycle counter comes from: Vela's estimate (vela), the analytic model "
+             "(analytic), or "
         "Vela when ethos-u-vela is installed (auto, default)",
     )
     u55, u85 = DEFAULT_SYSTEM["ethos-u55"], DEFAULT_SYSTEM["ethos-u85"]
@@ -54,16 +61,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--vela-system-config",
         default=None,
         metavar="NAME",
-        help=f"Vela system config (default as ExecuTorch: {u55[0]} for ethos-u55, {u85[0]} for ethos-u85)",
+        help=f"Vela system config (default as ExecuTorch: {u55[0]} for ethos-u55, {u85[0]} for "
+             "ethos-u85)",
     )
     parser.add_argument(
         "--vela-memory-mode",
         default=None,
         metavar="NAME",
-        help=f"Vela memory mode (default as ExecuTorch: {u55[1]} for ethos-u55, {u85[1]} for ethos-u85)",
+        help=f"Vela memory mode (default as ExecuTorch: {u55[1]} for ethos-u55, {u85[1]} for "
+             "ethos-u85)",
     )
     parser.add_argument(
-        "--vela-dir", type=Path, default=None, metavar="DIR", help="keep Vela's output files (CSV reports) in DIR"
+        "--vela-dir", type=Path, default=None, metavar="DIR",
+        help="keep Vela's output files (CSV reports) in DIR"
     )
 
 
@@ -74,23 +84,25 @@ def _tflite_path(args: argparse.Namespace) -> Path | None:
         return Path(args.tflite)
     output = Path(args.output)
     if output.suffix == ".tflite":
-        raise VelaFailed(f"{output} ends in .tflite, where the TFLite file would go: name it with --tflite PATH")
+        raise VelaFailed(f"{output} ends in .tflite, where the TFLite file would go: name it with "
+                         "--tflite PATH")
     return output.with_suffix(".tflite")
 
 
 def apply(
     args: argparse.Namespace, model: CompiledModel, write: Callable[[Path, bytes], None]
 ) -> tuple[CompiledModel, list[str]]:
-    """Run the Vela step for ``sim model``: returns the model to write (with Vela's estimate when it ran) and the
-    lines to print; writes the TFLite file with ``write``. VelaFailed when a requested step cannot be done."""
+    """Run the Vela step for ``sim model``: returns the model to write (with Vela's estimate when it
+    ran) and the lines to print; writes the TFLite file with ``write``. VelaFailed when a requested
+    step cannot be done."""
     tflite_path = _tflite_path(args)
     installed = vela_version()
     use_vela = args.npu_cycles == "vela" or (args.npu_cycles == "auto" and installed is not None)
     if args.npu_cycles == "vela" and installed is None:
         raise VelaFailed("--npu-cycles vela: Vela is not installed (pip install ethos-u-vela)")
     if (args.vela_dir or args.vela_system_config or args.vela_memory_mode) and not use_vela:
-        raise VelaFailed("--vela-dir/--vela-system-config/--vela-memory-mode need Vela (--npu-cycles vela|auto with "
-                         "ethos-u-vela installed)")
+        raise VelaFailed("--vela-dir/--vela-system-config/--vela-memory-mode need Vela "
+                         "(--npu-cycles vela|auto with ethos-u-vela installed)")
     notes: list[str] = []
     tflite: bytes | None = None
     if use_vela:
@@ -103,10 +115,12 @@ def apply(
         assert model.vela is not None
         notes.append(f"NPU cycles {model.vela.cycles} per inference: {model.vela.describe}")
         if args.vela_dir is not None:
-            notes.append(f"Vela's reports: {args.vela_dir}/{stem}_summary_{model.vela.system_config}.csv, "
+            notes.append("Vela's reports: "
+                         f"{args.vela_dir}/{stem}_summary_{model.vela.system_config}.csv, "
                          f"{stem}_per-layer.csv")
     else:
-        reason = "--npu-cycles analytic" if args.npu_cycles == "analytic" else "Vela is not installed"
+        reason = ("--npu-cycles analytic" if args.npu_cycles == "analytic"
+                  else "Vela is not installed")
         notes.append(f"NPU cycles from the analytic cycle model ({reason})")
     if tflite_path is not None:
         if tflite is None:

@@ -1,25 +1,26 @@
 """Run the real Ethos-U compiler (Vela) on a compiled model and keep its per-layer cycle estimates.
 
-Why Vela and not only ``npu/cycles.py``: the analytic cycle model was fitted to two published Vela figures and
-extrapolates everywhere else (its MAC scaling was off: DS-CNN 128 -> 2048 MACs x7 where Vela says x4.5). Vela is a
-pip package (``ethos-u-vela``) with a compiler and a performance estimator for every Ethos-U55/U85 configuration,
-so the simulator asks it, for the exact network it runs (``networks/tflite_export.py``), and stores the answer in the
-model file (``networks/estimate.py``); ``cycles.model_cycles`` returns it. ``cycles.py``'s model stays as the fallback
-when Vela is not installed.
+Why Vela and not only ``npu/cycles.py``: the analytic cycle model was fitted to two published Vela
+figures and extrapolates everywhere else (its MAC scaling was off: DS-CNN 128 -> 2048 MACs x7 where
+Vela says x4.5). Vela is a pip package (``ethos-u-vela``) with a compiler and a performance
+estimator for every Ethos-U55/U85 configuration, so the simulator asks it, for the exact network it
+runs (``networks/tflite_export.py``), and stores the answer in the model file
+(``networks/estimate.py``); ``cycles.model_cycles`` returns it. ``cycles.py``'s model stays as the
+fallback when Vela is not installed.
 
-How: Vela's own command line entry point (``ethosu.vela.vela.main``), in this process (importing Vela takes about
-0.3 s, compiling one of the four networks 10-130 ms), with the flags ExecuTorch's ``EthosUCompileSpec`` passes
-(backends/arm/ethosu/compile_spec.py at pytorch/executorch cff6f4dd32): ``--accelerator-config <target>
---config Arm/vela.ini --output-format=raw --system-config S --memory-mode M``, where S and M default per family as
-ExecuTorch's do:
+How: Vela's own command line entry point (``ethosu.vela.vela.main``), in this process (importing
+Vela takes about 0.3 s, compiling one of the four networks 10-130 ms), with the flags ExecuTorch's
+``EthosUCompileSpec`` passes (backends/arm/ethosu/compile_spec.py at pytorch/executorch cff6f4dd32):
+``--accelerator-config <target> --config Arm/vela.ini --output-format=raw --system-config S
+--memory-mode M``, where S and M default per family as ExecuTorch's do:
 
 * ethos-u55: ``Ethos_U55_High_End_Embedded``, ``Shared_Sram`` (Corstone-300);
 * ethos-u85: ``Ethos_U85_SYS_DRAM_Mid``, ``Sram_Only`` (Corstone-320, Corstone-1000 A320);
 
-plus ``--verbose-performance`` for the per-layer CSV. Vela's printed report is captured (``sim model`` prints one
-line of its own); its files go to a temporary folder unless the caller keeps them (``sim model --vela-dir``).
-Estimates are cached per process by (TFLite sha256, accelerator, system config, memory mode), so tests that compile
-the same model twice run Vela once.
+plus ``--verbose-performance`` for the per-layer CSV. Vela's printed report is captured (``sim
+model`` prints one line of its own); its files go to a temporary folder unless the caller keeps them
+(``sim model --vela-dir``). Estimates are cached per process by (TFLite sha256, accelerator, system
+config, memory mode), so tests that compile the same model twice run Vela once.
 """
 
 from __future__ import annotations
@@ -62,7 +63,8 @@ _CACHE: dict[tuple[str, str, str, str], VelaEstimate] = {}
 
 
 class VelaFailed(RuntimeError):
-    """Vela is missing, refused the network, or its report could not be read (the message says which)."""
+    """Vela is missing, refused the network, or its report could not be read (the message says
+    which)."""
 
 
 def vela_version() -> str | None:
@@ -90,7 +92,8 @@ def _read_csv(path: Path) -> list[dict[str, str]]:
         raise VelaFailed(f"Vela wrote no {path.name}: {exc}") from None
 
 
-def _parse(out_dir: Path, stem: str, system_config: str) -> tuple[float, float, float, list[VelaLayer]]:
+def _parse(out_dir: Path, stem: str,
+           system_config: str) -> tuple[float, float, float, list[VelaLayer]]:
     """(cycles_total, cycles_npu, core_clock, per-layer rows) from the two CSVs Vela wrote."""
     summary_path = out_dir / f"{stem}_summary_{system_config}.csv"
     summary = _read_csv(summary_path)
@@ -117,7 +120,8 @@ def _parse(out_dir: Path, stem: str, system_config: str) -> tuple[float, float, 
         )
     if off_npu:
         raise VelaFailed(
-            f"Vela placed {', '.join(off_npu)} on the CPU: the simulator runs fully delegated programs only"
+            f"Vela placed {', '.join(off_npu)} on the CPU: the simulator runs fully delegated "
+            "programs only"
         )
     return total, npu, clock, layers
 
@@ -130,10 +134,12 @@ def run_vela(
     keep_dir: Path | None = None,
     stem: str = "model",
 ) -> VelaEstimate:
-    """Compile ``tflite`` with Vela for ``accelerator`` and return its estimate (VelaFailed says why not).
+    """Compile ``tflite`` with Vela for ``accelerator`` and return its estimate (VelaFailed says why
+    not).
 
-    ``keep_dir``: write Vela's outputs there (``<stem>_summary_<system config>.csv``, ``<stem>_per-layer.csv``,
-    ``<stem>_vela.npz``) instead of a temporary folder; that always runs Vela (the files must exist).
+    ``keep_dir``: write Vela's outputs there (``<stem>_summary_<system config>.csv``,
+    ``<stem>_per-layer.csv``, ``<stem>_vela.npz``) instead of a temporary folder; that always runs
+    Vela (the files must exist).
     """
     version = vela_version()
     if version is None:
@@ -169,7 +175,8 @@ def run_vela(
                 status = vela.main(argv)
         except SystemExit as exc:  # argparse: a system config or memory mode vela.ini does not have
             status = exc.code if isinstance(exc.code, int) else 2
-        except Exception as exc:  # Vela's own errors (unsupported operator, bad config) end the compile
+        # Vela's own errors (unsupported operator, bad config) end the compile
+        except Exception as exc:
             raise VelaFailed(f"Vela {version} failed: {exc}") from exc
         if status:
             tail = " ".join(printed.getvalue().strip().splitlines()[-3:])
@@ -198,7 +205,8 @@ def estimate_model(
     keep_dir: Path | None = None,
     stem: str | None = None,
 ) -> tuple[CompiledModel, bytes]:
-    """``model`` with Vela's estimate attached (``model.vela``), and the TFLite bytes Vela compiled."""
+    """``model`` with Vela's estimate attached (``model.vela``), and the TFLite bytes Vela
+    compiled."""
     tflite = export_tflite(model)
     estimate = run_vela(
         tflite, model.accelerator, system_config, memory_mode, keep_dir, stem or model.arch.name

@@ -1,26 +1,33 @@
-"""A minimal ETDump writer: the size-prefixed ``ED00`` flatbuffer a bare-metal runner built with ETDump prints.
+"""A minimal ETDump writer: the size-prefixed ``ED00`` flatbuffer a bare-metal runner built with
+ETDump prints.
 
-Why write a real flatbuffer: ExecuTorch's tools (``devtools.inspector``) and the harness read the ETDump that the
-emulated ``arm_executor_runner`` prints between ``#[RUN THIS]`` and ``#[END]``; a file in the real layout lets them
-treat it like a real one. The schema is ``devtools/etdump/etdump_schema_flatcc.fbs`` (pytorch/executorch
-cff6f4dd32); only what the runner records is written:
+Why write a real flatbuffer: ExecuTorch's tools (``devtools.inspector``) and the harness read the
+ETDump that the emulated ``arm_executor_runner`` prints between ``#[RUN THIS]`` and ``#[END]``; a
+file in the real layout lets them treat it like a real one. The schema is
+``devtools/etdump/etdump_schema_flatcc.fbs`` (pytorch/executorch cff6f4dd32); only what the runner
+records is written:
 
 * ``ETDump {version: uint (slot 0) = 0, run_data: [RunData] (slot 1)}``;
-* ``RunData {name: string (0), bundled_input_index: int (1) = -1, allocators (2, absent), events: [Event] (3)}``
-  - one ``Default`` block (Program::load_method creates it) and one ``Execute`` block per ``Method::execute``;
-* ``Event {profile_event: ProfileEvent (0), allocation_event (1, absent), debug_event: DebugEvent (2)}``;
+* ``RunData {name: string (0), bundled_input_index: int (1) = -1, allocators (2, absent), events:
+  [Event] (3)}``
+  - one ``Default`` block (Program::load_method creates it) and one ``Execute`` block per
+    ``Method::execute``;
+* ``Event {profile_event: ProfileEvent (0), allocation_event (1, absent), debug_event: DebugEvent
+  (2)}``;
 * ``ProfileEvent {name: string (0), chain_index: int (1), instruction_id: int (2) = -1,
-  delegate_debug_id_int: int (3) = -1, delegate_debug_id_str: string (4), delegate_debug_metadata (5, absent),
-  start_time: ulong (6), end_time: ulong (7)}`` - times in CPU cycles on bare metal;
+  delegate_debug_id_int: int (3) = -1, delegate_debug_id_str: string (4), delegate_debug_metadata
+  (5, absent), start_time: ulong (6), end_time: ulong (7)}`` - times in CPU cycles on bare metal;
 * ``DebugEvent {chain_index: ulong (0), instruction_id: int (1) = -1, debug_entry: Value (2),
-  delegate_debug_id_int (3) = -1, delegate_debug_id_str (4), name: string (5)}`` with ``Value {val: byte (0) =
-  5 (Tensor), tensor: Tensor (1), ..., output: Bool (7)}`` and ``Tensor {scalar_type: byte (0), sizes: [long] (1),
-  strides: [long] (2), offset: long (3)}`` - the tensor's bytes are in the separate debug buffer at ``offset``.
+  delegate_debug_id_int (3) = -1, delegate_debug_id_str (4), name: string (5)}`` with ``Value {val:
+  byte (0) = 5 (Tensor), tensor: Tensor (1), ..., output: Bool (7)}`` and ``Tensor {scalar_type:
+  byte (0), sizes: [long] (1), strides: [long] (2), offset: long (3)}`` - the tensor's bytes are in
+  the separate debug buffer at ``offset``.
 
-Layout: written front to back (every offset points forward, as flatbuffers require of unsigned offsets): the
-4-byte size prefix, the root offset, the file identifier ``ED00``, then each table after its vtable and each
-table's strings, vectors and sub-tables after the table. Scalars are aligned to their size from the start of the
-buffer, as flatcc's ``start_as_root_with_size`` buffers are.
+Layout: written front to back (every offset points forward, as flatbuffers require of unsigned
+offsets): the 4-byte size prefix, the root offset, the file identifier ``ED00``, then each table
+after its vtable and each table's strings, vectors and sub-tables after the table. Scalars are
+aligned to their size from the start of the buffer, as flatcc's ``start_as_root_with_size`` buffers
+are.
 """
 
 from __future__ import annotations
@@ -29,7 +36,8 @@ import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["FILE_IDENTIFIER", "SCALAR_TYPE_CHAR", "DebugTensor", "ProfileEvent", "RunBlock", "encode_etdump"]
+__all__ = ["FILE_IDENTIFIER", "SCALAR_TYPE_CHAR", "DebugTensor", "ProfileEvent", "RunBlock",
+           "encode_etdump"]
 
 FILE_IDENTIFIER = b"ED00"
 ETDUMP_VERSION = 0
@@ -41,7 +49,8 @@ _VALUE_TENSOR = 5
 
 @dataclass(frozen=True)
 class ProfileEvent:
-    """A profiling event: a runtime event by ``name``, or a delegate's event by ``delegate_debug_id_str``."""
+    """A profiling event: a runtime event by ``name``, or a delegate's event by
+    ``delegate_debug_id_str``."""
 
     start: int
     end: int
@@ -53,8 +62,8 @@ class ProfileEvent:
 
 @dataclass(frozen=True)
 class DebugTensor:
-    """A debug event holding one tensor (an instruction's output) whose bytes are at ``offset`` of the debug
-    buffer."""
+    """A debug event holding one tensor (an instruction's output) whose bytes are at ``offset`` of
+    the debug buffer."""
 
     sizes: tuple[int, ...]
     offset: int
@@ -66,14 +75,16 @@ class DebugTensor:
 
 @dataclass(frozen=True)
 class RunBlock:
-    """One ``RunData``: an event block (``Default`` for method loading, ``Execute`` per execution)."""
+    """One ``RunData``: an event block (``Default`` for method loading, ``Execute`` per
+    execution)."""
 
     name: str
     events: tuple[ProfileEvent | DebugTensor, ...]
 
 
 _Child = Callable[["_Writer"], int]
-_Field = tuple[int, str, object]  # (vtable slot, kind, value); kind: a struct code, or "ref" (value: _Child)
+# (vtable slot, kind, value); kind: a struct code, or "ref" (value: _Child)
+_Field = tuple[int, str, object]
 
 
 def _size(kind: str) -> int:
@@ -113,8 +124,9 @@ class _Writer:
         return pos
 
     def table(self, fields: Sequence[_Field]) -> int:
-        """Write a vtable and its table, then the table's children; returns the table's position. Callers
-        leave out optional fields at their schema default (``instruction_id`` -1, ...), as builders do."""
+        """Write a vtable and its table, then the table's children; returns the table's position.
+        Callers leave out optional fields at their schema default (``instruction_id`` -1, ...), as
+        builders do."""
         layout: list[tuple[int, str, object, int]] = []  # slot, kind, value, offset in the table
         offset = 4  # after the soffset to the vtable
         for slot, kind, value in sorted(fields, key=lambda f: -_size(f[1])):
@@ -168,7 +180,8 @@ def _debug(event: DebugTensor) -> _Child:
 
     def tensor(w: _Writer) -> int:
         return w.table([(0, "b", event.scalar_type), (1, "ref", lambda w: w.longs(sizes)),
-                        (2, "ref", lambda w: w.longs(strides)), (3, "q", event.offset)])  # fmt: skip
+                        (2, "ref", lambda w: w.longs(strides)),
+                        (3, "q", event.offset)])  # fmt: skip
 
     def value(w: _Writer) -> int:
         fields: list[_Field] = [(0, "b", _VALUE_TENSOR), (1, "ref", tensor)]
@@ -194,7 +207,8 @@ def _event(event: ProfileEvent | DebugTensor) -> _Child:
 
 def _run_data(block: RunBlock) -> _Child:
     events = [_event(e) for e in block.events]
-    return lambda w: w.table([(0, "ref", _string(block.name)), (3, "ref", lambda w: w.tables(events))])
+    return lambda w: w.table([(0, "ref", _string(block.name)),
+                              (3, "ref", lambda w: w.tables(events))])
 
 
 def encode_etdump(blocks: Sequence[RunBlock]) -> bytes:

@@ -1,10 +1,12 @@
-"""The workloads as guest programs: which file runs which emulated runner, told by its leading bytes.
+"""The workloads as guest programs: which file runs which emulated runner, told by its leading
+bytes.
 
-A platform that composes a guest with the workloads (``corstone1000/platform.py``) calls ``register`` once; the
-guest's registry (``guest/programs.py``) then finds the runner for a file the shell executes. The registry is the
-seam: the workloads register into it and the guest never imports them. Only the magic bytes are known here
-(``networks/magic.py``), so numpy and the runners load when a guest first executes one, or on a thread while a boot
-plays (``preload``), never before the model listens on its terminals.
+A platform that composes a guest with the workloads (``corstone1000/platform.py``) calls
+``register`` once; the guest's registry (``guest/programs.py``) then finds the runner for a file the
+shell executes. The registry is the seam: the workloads register into it and the guest never imports
+them. Only the magic bytes are known here (``networks/magic.py``), so numpy and the runners load
+when a guest first executes one, or on a thread while a boot plays (``preload``), never before the
+model listens on its terminals.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ def executor_runner(ctx: GuestContext) -> int:
 
 
 def executor_runner_vgf(ctx: GuestContext) -> int:
-    """A VGF runner artifact: the emulated ``executor_runner`` in VGF benchmark mode (``workloads/vgf_runner.py``)."""
+    """A VGF runner artifact: the emulated ``executor_runner`` in VGF benchmark mode
+    (``workloads/vgf_runner.py``)."""
     # late: numpy and the runner load only when a guest executes a VGF runner artifact
     from fvp_harness.sim.workloads.vgf_runner import executor_runner_vgf as program
 
@@ -38,19 +41,22 @@ _registered = False
 
 
 def register() -> None:
-    """Register the workloads' programs with the guest's registry (once per process; later calls do nothing)."""
+    """Register the workloads' programs with the guest's registry (once per process; later calls do
+    nothing)."""
     global _registered
     with _lock:
         if _registered:
             return
         _registered = True
-        register_program(is_runner, executor_runner, runner_loader)  # a glibc or musl build needs its loader
+        # a glibc or musl build needs its loader
+        register_program(is_runner, executor_runner, runner_loader)
         register_program(is_vgf_runner, executor_runner_vgf)
 
 
 def preload() -> None:
-    """Load the Linux runner (numpy, the networks) now, off the guest's critical path: a platform calls this on a
-    thread while its boot plays, whose paced waits leave the host idle, so the first runner a guest executes does
-    not spend a third of a second importing (that first unit was the slowest of every instance)."""
+    """Load the Linux runner (numpy, the networks) now, off the guest's critical path: a platform
+    calls this on a thread while its boot plays, whose paced waits leave the host idle, so the first
+    runner a guest executes does not spend a third of a second importing (that first unit was the
+    slowest of every instance)."""
     # late: numpy and the runner load on the caller's thread, while a boot plays
     from fvp_harness.sim.workloads.executor_runner import executor_runner as program  # noqa: F401

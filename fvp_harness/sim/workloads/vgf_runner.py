@@ -74,9 +74,10 @@ _invocations = itertools.count()
 
 @dataclass(frozen=True)
 class CostModel:
-    """The constants of the cost model (module docstring). Host-side work (copies, imports, descriptor updates) is
-    counted in CPU cycles at the simulated CPU clock (``host.cpu0.clock_hz``, 100 MHz by default, as the A/B
-    runner uses), because on an FVP the CPU is what is slow; the VGF execution runs at the device's own rate."""
+    """The constants of the cost model (module docstring). Host-side work (copies, imports,
+    descriptor updates) is counted in CPU cycles at the simulated CPU clock (``host.cpu0.clock_hz``,
+    100 MHz by default, as the A/B runner uses), because on an FVP the CPU is what is slow; the VGF
+    execution runs at the device's own rate."""
 
     clock_hz: float = 100e6
     dispatch_ns: float = 35_000.0
@@ -109,7 +110,8 @@ class CostModel:
         return self.cycles_ns(self.memcpy_fixed_cycles + nbytes / rate)
 
     def import_ns(self, nbytes: int) -> float:
-        return self.cycles_ns(self.import_fixed_cycles + self.import_cycles_per_page * math.ceil(nbytes / PAGE))
+        return self.cycles_ns(self.import_fixed_cycles + self.import_cycles_per_page
+                              * math.ceil(nbytes / PAGE))
 
     def binding_ns(self, buffers: int) -> float:
         if not buffers:
@@ -117,12 +119,13 @@ class CostModel:
         return self.cycles_ns(self.binding_fixed_cycles + self.binding_cycles_per_buffer * buffers)
 
 
-# --- the artifact ---------------------------------------------------------------------------------------------
+# --- the artifact ---------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class VgfArtifact:
-    """A "build" of the VGF runner: identity text, and whether it was built with EXECUTORCH_VGF_IO_STATS."""
+    """A "build" of the VGF runner: identity text, and whether it was built with
+    EXECUTORCH_VGF_IO_STATS."""
 
     build_id: str = ""
     io_stats: bool = True
@@ -131,10 +134,12 @@ class VgfArtifact:
 def make_artifact(artifact: VgfArtifact, python: str | None = None) -> bytes:
     """The artifact's bytes. ``python`` (default: this interpreter) runs it on a host target."""
     info = json.dumps(
-        {"format": "fvp-sim-vgf-runner", "id": artifact.build_id, "io_stats": artifact.io_stats}, sort_keys=True
+        {"format": "fvp-sim-vgf-runner", "id": artifact.build_id, "io_stats": artifact.io_stats},
+        sort_keys=True
     )
     interpreter = shlex.quote(python or sys.executable)
-    return VGF_MAGIC + info.encode() + b"\n" + f'exec {interpreter} -m fvp_harness.sim.vgf_runner "$0" "$@"\n'.encode()
+    return VGF_MAGIC + info.encode() + b"\n" + (f'exec {interpreter} -m fvp_harness.sim.vgf_runner '
+                                                '"$0" "$@"\n').encode()
 
 
 def decode_artifact(data: bytes) -> VgfArtifact:
@@ -149,11 +154,14 @@ def decode_artifact(data: bytes) -> VgfArtifact:
 
 
 def add_tool_parser(sub: Any) -> None:
-    """``sim vgf-runner``: the sub-command ``tools.build_parser`` adds (kept here, next to the format it writes)."""
+    """``sim vgf-runner``: the sub-command ``tools.build_parser`` adds (kept here, next to the
+    format it writes)."""
     parser = sub.add_parser(
         "vgf-runner",
-        help="an emulated executor_runner with the VGF benchmark mode (--vgf_perf_json, ET_VGF_ZERO_COPY)",
-        description="Write an emulated executor_runner built with EXECUTORCH_VGF_IO_STATS=ON. It runs in the "
+        help="an emulated executor_runner with the VGF benchmark mode (--vgf_perf_json, "
+             "ET_VGF_ZERO_COPY)",
+        description="Write an emulated executor_runner built with EXECUTORCH_VGF_IO_STATS=ON. It "
+                    "runs in the "
         "simulated guest and, as a shell script, on this host (target: host).",
     )
     parser.add_argument(
@@ -162,7 +170,8 @@ def add_tool_parser(sub: Any) -> None:
         default="",
         dest="build_id",
         metavar="TEXT",
-        help="add the line 'executor_runner build id: TEXT' after flag parsing (not upstream); --id: older spelling",
+        help="add the line 'executor_runner build id: TEXT' after flag parsing (not upstream); "
+             "--id: older spelling",
     )
     parser.add_argument(
         "--no-io-stats",
@@ -183,18 +192,19 @@ def make_tool_artifact(args: Any, out: Any) -> int:
     tmp.chmod(0o755)
     tmp.replace(path)
     stats = "with" if args.io_stats else "without"
-    out.write(f"{path}: executor_runner build with the VGF backend ({stats} IO stats, id {args.build_id or 'unset'}), "
-              f"{len(data)} bytes\n")  # fmt: skip
+    out.write(f"{path}: executor_runner build with the VGF backend ({stats} IO stats, id "
+              f"{args.build_id or 'unset'}), {len(data)} bytes\n")  # fmt: skip
     return 0
 
 
 def artifact_info(path: Path, data: bytes) -> dict[str, object]:
     """What ``sim info`` shows for a VGF runner artifact."""
     artifact = decode_artifact(data)
-    return {"file": str(path), "kind": "vgf-runner", "id": artifact.build_id, "io_stats": artifact.io_stats}
+    return {"file": str(path), "kind": "vgf-runner", "id": artifact.build_id,
+            "io_stats": artifact.io_stats}
 
 
-# --- the program ----------------------------------------------------------------------------------------------
+# --- the program ----------------------------------------------------------------------------------
 
 
 def _env_int(env: Mapping[str, str], name: str, default: int) -> int:
@@ -264,32 +274,35 @@ def _buffers(model: CompiledModel, knobs: Mapping[str, str], zero_copy: bool) ->
         raise UsageError(f"knob vgf_reject: {reject!r}: expected input, output, all or none")
     alignment = int(knob_value(knobs, "vgf_import_alignment", 1))
     out = []
-    for name, direction, nbytes in (("input0", "input", model.sizes.input), ("output0", "output", model.sizes.output)):
+    for name, direction, nbytes in (("input0", "input", model.sizes.input),
+                                    ("output0", "output", model.sizes.output)):
         reason = None
         if zero_copy:
             if reject in (direction, "all"):
                 reason = (
-                    f"vkGetMemoryHostPointerPropertiesEXT refused the {direction} tensor's host pointer "
-                    "(VK_ERROR_INVALID_EXTERNAL_HANDLE): memory type not importable"
+                    f"vkGetMemoryHostPointerPropertiesEXT refused the {direction} tensor's host "
+                    "pointer (VK_ERROR_INVALID_EXTERNAL_HANDLE): memory type not importable"
                 )
             elif nbytes % alignment:
                 reason = (
-                    f"size {nbytes} B is not a multiple of minImportedHostPointerAlignment ({alignment} B): "
-                    "cannot import as host memory"
+                    f"size {nbytes} B is not a multiple of minImportedHostPointerAlignment "
+                    f"({alignment} B): cannot import as host memory"
                 )
         out.append(_Buffer(name, direction, nbytes, reason))
     return out
 
 
 PERF_FLAG = FlagSpec(
-    "vgf_perf_json", "string", "", "Write the VGF benchmark report (per-execute records) to this JSON file."
+    "vgf_perf_json", "string", "",
+    "Write the VGF benchmark report (per-execute records) to this JSON file."
 )
-"""The benchmark mode's flag: not upstream (an open change), defined only in builds with IO stats."""
+"""The benchmark mode's flag: not upstream (an open change), defined only in builds with IO
+stats."""
 
 
 class _Vgf:
-    """VGFBackend (backends/arm/runtime/VGFBackend.cpp) plus the benchmark mode (not upstream): the cost model,
-    the per-execute records, the report."""
+    """VGFBackend (backends/arm/runtime/VGFBackend.cpp) plus the benchmark mode (not upstream): the
+    cost model, the per-execute records, the report."""
 
     backend_id = "VgfBackend"
     registered = True  # the VGF runner is built with its backend
@@ -323,7 +336,8 @@ class _Vgf:
         except ValueError:
             seed = zlib.crc32(seed_text.encode())
         self.rng = np.random.default_rng(
-            [seed & 0xFFFFFFFF, next(_invocations), zlib.crc32(f"vgf\0{artifact.build_id}".encode())]
+            [seed & 0xFFFFFFFF, next(_invocations),
+             zlib.crc32(f"vgf\0{artifact.build_id}".encode())]
         )
         self.perf_path: str | None = None
         self.warmup = self.measured = 0
@@ -363,18 +377,22 @@ class _Vgf:
         log, sites, model = run.log, run.sites, run.compiled
         self._configure(run.flags)
         log.at("I", sites["vgf_available"], "Checking VGFBackend is available")
-        log.at("I", sites["vgf_extensions"], "VKML Extensions loaded")  # once in ensure_initialized() ...
-        log.at("I", sites["vgf_extensions"], "VKML Extensions loaded")  # ... once more in is_available()
+        # once in ensure_initialized() ...
+        log.at("I", sites["vgf_extensions"], "VKML Extensions loaded")
+        # ... once more in is_available()
+        log.at("I", sites["vgf_extensions"], "VKML Extensions loaded")
         log.at("I", sites["vgf_init"], "Entered VGF init")
         self.buffers = _buffers(model, run.ctx.knobs, self.zero_copy)
         if self.perf_path is not None:  # the benchmark mode's own lines (not upstream)
-            log("I", VGF_SRC, 112, f"VGF device: {DEVICE['device_name']} (vendor 0x{DEVICE['vendor_id']:04x}, "
+            log("I", VGF_SRC, 112,
+                f"VGF device: {DEVICE['device_name']} (vendor 0x{DEVICE['vendor_id']:04x}, "
                 "Vulkan 1.3.275)")  # fmt: skip
             log("I", VGF_SRC, 140, f"VGF I/O: {'zero-copy' if self.zero_copy else 'copy'} "
                 f"(ET_VGF_ZERO_COPY={int(self.zero_copy)})")  # fmt: skip
             for buffer in self.buffers:
                 if buffer.rejection:
-                    log("W", VGF_SRC, 233, f"VGF zero-copy rejected {buffer.name}: {buffer.rejection}; "
+                    log("W", VGF_SRC, 233,
+                        f"VGF zero-copy rejected {buffer.name}: {buffer.rejection}; "
                         "falling back to copy")  # fmt: skip
         self.handle = f"0x{zlib.crc32(f'{run.flags.model_path}'.encode()) & 0xFFFF:04x}0"
         load_ns = self.noisy(self.costs.init_ns + 900.0 * model.sizes.weights / 1024)
@@ -385,7 +403,8 @@ class _Vgf:
         log.at("I", sites["vgf_execute"], "VGF execute: args=2 IOs=2 inputs=1 outputs=1")
         log.at("I", sites["vgf_copy_input"], "Copy input IO[0] -> args[0]")
         cached = self.cache and self.imported_once
-        rec = _execute(self.costs, self.buffers, model.arch.macs, self.zero_copy, cached, self.noisy)
+        rec = _execute(self.costs, self.buffers, model.arch.macs, self.zero_copy, cached,
+                       self.noisy)
         self.imported_once = self.imported_once or rec["imports"] > 0
         rec["delegate_handle"] = self.handle
         run.spend(rec["latency_ns"] / 1e9)
@@ -399,10 +418,11 @@ class _Vgf:
     def after_executions(self, run: Run) -> None:
         if self.perf_path is None:
             return
-        report = _report(run.compiled, run.flags.model_path, self.zero_copy, self.warmup, self.measured,
-                         self.buffers, self.records, self.handle)  # fmt: skip
+        report = _report(run.compiled, run.flags.model_path, self.zero_copy, self.warmup,
+                         self.measured, self.buffers, self.records, self.handle)  # fmt: skip
         run.ctx.write_file(self.perf_path, (json.dumps(report, indent=1) + "\n").encode())
-        run.log("I", VGF_SRC, 412, f"VGF perf report written to {self.perf_path} ({self.measured} measured, "
+        run.log("I", VGF_SRC, 412,
+                f"VGF perf report written to {self.perf_path} ({self.measured} measured, "
                 f"{self.warmup} warmup)")  # fmt: skip
 
 
@@ -419,7 +439,8 @@ def _execute(
     """One delegate execute(): the record the runtime keeps, plus the iteration's latency."""
     rec: dict[str, Any] = dict.fromkeys(
         ("in_copy_bytes", "out_copy_bytes", "in_memcpy_ns", "out_memcpy_ns", "imports", "import_ns",
-         "binding_refresh_ns", "in_zero_copy_bytes", "out_zero_copy_bytes", "fallback_count", "rejection_count"),
+         "binding_refresh_ns", "in_zero_copy_bytes", "out_zero_copy_bytes", "fallback_count",
+         "rejection_count"),
         0,
     )  # fmt: skip
     bound = 0
@@ -442,7 +463,8 @@ def _execute(
     rec["execute_ns"] = execute
     rec["submit_wait_ns"] = execute + noisy(costs.submit_ns)
     rec["success"] = True
-    boundary = rec["in_memcpy_ns"] + rec["out_memcpy_ns"] + rec["import_ns"] + rec["binding_refresh_ns"]
+    boundary = rec["in_memcpy_ns"] + rec["out_memcpy_ns"] + rec["import_ns"] + rec[
+        "binding_refresh_ns"]
     rec["latency_ns"] = boundary + rec["submit_wait_ns"] + noisy(costs.runner_overhead_ns)
     for key in rec:
         if key.endswith("_ns"):
@@ -462,7 +484,8 @@ def _report(
 ) -> dict[str, Any]:
     """The documented default layout (docs/vgf.md)."""
     rejections = [
-        {"buffer": b.name, "reason": b.rejection, "count": len(records)} for b in buffers if b.rejection is not None
+        {"buffer": b.name, "reason": b.rejection, "count": len(records)}
+        for b in buffers if b.rejection is not None
     ]
     return {
         "format": REPORT_FORMAT,
@@ -474,10 +497,12 @@ def _report(
             "method": "forward",
             "macs": model.arch.macs,
             "inputs": [
-                {"index": 0, "dtype": "int8", "sizes": [1, *model.arch.input_shape], "nbytes": model.sizes.input}
+                {"index": 0, "dtype": "int8", "sizes": [1, *model.arch.input_shape],
+                 "nbytes": model.sizes.input}
             ],
             "outputs": [
-                {"index": 0, "dtype": "int8", "sizes": [1, *model.arch.output_shape], "nbytes": model.sizes.output}
+                {"index": 0, "dtype": "int8", "sizes": [1, *model.arch.output_shape],
+                 "nbytes": model.sizes.output}
             ],
         },
         "config": {"zero_copy": zero_copy, "warmup": warmup, "iterations": measured},
@@ -509,24 +534,27 @@ def executor_runner_vgf(ctx: programs.GuestContext) -> int:
 
 
 
-# --- on this host ---------------------------------------------------------------------------------------------
+# --- on this host ---------------------------------------------------------------------------------
 
 
 class HostContext:
-    """``GuestContext`` on this machine (``target: host``): real files and streams, simulated time only.
+    """``GuestContext`` on this machine (``target: host``): real files and streams, simulated time
+    only.
 
-    Time is only counted (no sleeping): the numbers come from the cost model either way, and a host run should
-    take as long as the work, not as long as the simulated GPU.
+    Time is only counted (no sleeping): the numbers come from the cost model either way, and a host
+    run should take as long as the work, not as long as the simulated GPU.
     """
 
-    def __init__(self, argv: list[str], env: Mapping[str, str] | None = None, cwd: str | None = None) -> None:
+    def __init__(self, argv: list[str], env: Mapping[str, str] | None = None,
+                 cwd: str | None = None) -> None:
         env = dict(os.environ if env is None else env)
         self.argv = list(argv)
         self.env: Mapping[str, str] = MappingProxyType(env)
         self.cwd = cwd or os.getcwd()
         self.params: Mapping[str, str] = MappingProxyType({})
         self.knobs: Mapping[str, str] = MappingProxyType(
-            {k.removeprefix("FVP_SIM_").lower(): v for k, v in env.items() if k.startswith("FVP_SIM_")}
+            {k.removeprefix("FVP_SIM_").lower(): v
+             for k, v in env.items() if k.startswith("FVP_SIM_")}
         )
         self.npu_macs = 256
         self._now = 0.0
@@ -566,10 +594,12 @@ class HostContext:
 
 
 def host_main(argv: Sequence[str] | None = None) -> int:
-    """``python -m fvp_harness.sim.vgf_runner ARTIFACT [FLAGS...]``: what the artifact's ``exec`` line runs."""
+    """``python -m fvp_harness.sim.vgf_runner ARTIFACT [FLAGS...]``: what the artifact's ``exec``
+    line runs."""
     args = list(sys.argv[1:] if argv is None else argv)
     if not args:
-        sys.stderr.write("usage: python -m fvp_harness.sim.vgf_runner ARTIFACT [executor_runner flags]\n")
+        sys.stderr.write("usage: python -m fvp_harness.sim.vgf_runner ARTIFACT [executor_runner "
+                         "flags]\n")
         return EXIT_USAGE
     return executor_runner_vgf(HostContext(args))
 

@@ -1,6 +1,6 @@
-"""The boot's lines are due at their share of ``boot_seconds`` from its start: a host that is slow to write them (or to
-wake the loop) delays lines, not the login prompt. Told on a fake clock: the loop's time moves only by the sleeps
-``play`` asks for and by what each write costs."""
+"""The boot's lines are due at their share of ``boot_seconds`` from its start: a host that is slow
+to write them (or to wake the loop) delays lines, not the login prompt. Told on a fake clock: the
+loop's time moves only by the sleeps ``play`` asks for and by what each write costs."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from fvp_harness.sim.knobs import Knobs
 
 def _played(steps: list[BootStep], wall_seconds: float, write_cost: float,
             monkeypatch: pytest.MonkeyPatch) -> tuple[float, list[float]]:
-    """(fake seconds the boot took, when each line was written) with every write costing ``write_cost``."""
+    """(fake seconds the boot took, when each line was written) with every write costing
+    ``write_cost``."""
     now = [0.0]
     written: list[float] = []
 
@@ -44,14 +45,18 @@ def _played(steps: list[BootStep], wall_seconds: float, write_cost: float,
 def test_a_slow_host_delays_the_boots_lines_not_its_end(monkeypatch: pytest.MonkeyPatch) -> None:
     steps = boot_steps(Knobs())
     assert len(steps) > 50
-    took, written = _played(steps, 1.5, 0.004, monkeypatch)  # 4 ms a line: 1.8 s when each sleep added it
+    # 4 ms a line: 1.8 s when each sleep added it
+    took, written = _played(steps, 1.5, 0.004, monkeypatch)
     assert took == pytest.approx(1.5 + 0.004)  # the last line's own write comes after its due time
     total = sum(step.weight for step in steps)
     due = [1.5 * sum(step.weight for step in steps[: n + 1]) / total for n in range(len(steps))]
-    assert all(when >= at - 1e-9 for when, at in zip(written, due, strict=True)), "no line comes early"
+    assert all(when >= at - 1e-9 for when, at in zip(written, due, strict=True)), (
+        "no line comes early")
 
 
-def test_lines_later_than_their_due_time_do_not_wait_at_all(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_lines_later_than_their_due_time_do_not_wait_at_all(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     steps = [BootStep("host_terminal_0", "tfm", f"line {n}") for n in range(10)]
-    took, written = _played(steps, 0.1, 0.05, monkeypatch)  # each write takes longer than a line's share
+    # each write takes longer than a line's share
+    took, written = _played(steps, 0.1, 0.05, monkeypatch)
     assert written[0] == pytest.approx(0.01) and took == pytest.approx(10 * 0.05 + 0.01)

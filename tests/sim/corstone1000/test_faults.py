@@ -64,7 +64,8 @@ def test_console_drop_at_nth_command(sim) -> None:
     wait_until(closed, timeout=20, interval=0, message="the simulator to drop the console")
     assert t.closed
     with socket.socket() as probe:
-        assert probe.connect_ex(("127.0.0.1", s.ports()["host_terminal_0"])) != 0  # refused: nobody listens
+        # refused: nobody listens
+        assert probe.connect_ex(("127.0.0.1", s.ports()["host_terminal_0"])) != 0
     assert s.proc.poll() is None
 
 
@@ -92,7 +93,8 @@ def test_slow_console(sim) -> None:
 def test_garbage_bytes(sim) -> None:
     s = sim(knobs={"fault_garbage": 0.5, "seed": 7})
     t = s.term()
-    text = t.expect(b"Starting kernel")  # early enough that the garbage cannot have hit it every time
+    # early enough that the garbage cannot have hit it every time
+    text = t.expect(b"Starting kernel")
     text += t.read_for(1.0)
     assert re.search(rb"[\x80-\xfe]", text)
     assert b"\xff" not in text
@@ -100,14 +102,14 @@ def test_garbage_bytes(sim) -> None:
 
 def test_refuse_ssh(sim, free_ports) -> None:
     port = free_ports(1)
-    s = sim("-C", "board.hostbridge.userNetworking=true", "-C", f"board.hostbridge.userNetPorts={port}=22",
-            knobs={"fault_refuse_ssh": "true"})
+    s = sim("-C", "board.hostbridge.userNetworking=true", "-C",
+            f"board.hostbridge.userNetPorts={port}=22", knobs={"fault_refuse_ssh": "true"})
     s.login()
 
     async def go() -> None:
         with pytest.raises((OSError, asyncssh.Error)):
-            await asyncssh.connect("127.0.0.1", port, username="root", password="", known_hosts=None,
-                                   connect_timeout=10)
+            await asyncssh.connect("127.0.0.1", port, username="root", password="",
+                                   known_hosts=None, connect_timeout=10)
 
     asyncio.run(go())
 
@@ -118,18 +120,21 @@ def test_busy_ports(sim, free_ports) -> None:
     for prefix in ("host.host_terminal_0", "host.host_terminal_1", "se.secenc_terminal"):
         args += ["-C", f"{prefix}.start_port={base}", "-C", f"{prefix}.mode=raw"]
     s = sim(*args, knobs={"fault_busy_ports": 2}, default_ports=False)
-    assert s.ports() == {"host_terminal_0": base + 2, "host_terminal_1": base + 3, "secenc_terminal": base + 4}
+    assert s.ports() == {"host_terminal_0": base + 2, "host_terminal_1": base + 3,
+                         "secenc_terminal": base + 4}
 
 
 STAMP = re.compile(rb"\[ *\d+\.\d{6}\] ")
 KERNEL_LINE = re.compile(rb"\[ *\d+\.\d{6}\] (?:(?!\[ *\d+\.\d{6}\] )[^\r\n])*\r\n")
-"""One printk line, innermost first: noise is inserted at any byte of the undelivered output (inside an echo, a
-prompt, or another noise line), so the console is matched with these lines looked through."""
+"""One printk line, innermost first: noise is inserted at any byte of the undelivered output (inside
+an echo, a prompt, or another noise line), so the console is matched with these lines looked
+through."""
 
 
 def test_kernel_noise_lands_anywhere_and_dmesg_n_silences_it(sim) -> None:
     s = sim(knobs={"kernel_noise_rate": 40, "seed": 3})
-    t = s.login(ignore=KERNEL_LINE)  # the login prompt and the shell prompt may be split by noise too
+    # the login prompt and the shell prompt may be split by noise too
+    t = s.login(ignore=KERNEL_LINE)
     seen = t.read_for(1.0)
     assert STAMP.search(seen)
     t.send(b"dmesg -n 1\n")

@@ -1,4 +1,5 @@
-"""User-mode networking: the guest sshd on a forwarded port, with exec, scp and SFTP on the same guest files."""
+"""User-mode networking: the guest sshd on a forwarded port, with exec, scp and SFTP on the same
+guest files."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ import pytest
 
 pytestmark = [pytest.mark.slow, pytest.mark.sim]
 
-SSH_OPTS = ["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "BatchMode=yes",
-            "-o", "LogLevel=ERROR", "-o", "ConnectTimeout=20"]
+SSH_OPTS = ["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o",
+            "BatchMode=yes", "-o", "LogLevel=ERROR", "-o", "ConnectTimeout=20"]
 
 
 def start(sim, free_ports, **knobs):
@@ -25,13 +26,14 @@ def start(sim, free_ports, **knobs):
     return s, port
 
 
-async def connect(port: int, username: str = "root", deadline: float = 30.0) -> asyncssh.SSHClientConnection:
+async def connect(port: int, username: str = "root",
+                  deadline: float = 30.0) -> asyncssh.SSHClientConnection:
     """Connect once the guest's sshd answers (it comes up with the guest's init, after the boot)."""
     end = time.monotonic() + deadline
     while True:
         try:
-            return await asyncssh.connect("127.0.0.1", port, username=username, password="", known_hosts=None,
-                                          connect_timeout=10)
+            return await asyncssh.connect("127.0.0.1", port, username=username, password="",
+                                          known_hosts=None, connect_timeout=10)
         except (OSError, asyncssh.Error):
             if time.monotonic() > end:
                 raise
@@ -87,9 +89,11 @@ def test_system_scp_and_ssh(sim, free_ports, tmp_path, legacy: bool) -> None:
     blob = os.urandom(1 << 20)
     local = tmp_path / "model.pte"
     local.write_bytes(blob)
-    scp = ["scp", *(["-O"] if legacy else []), "-P", str(port), *SSH_OPTS, str(local), "root@127.0.0.1:/tmp/"]
+    scp = ["scp", *(["-O"] if legacy else []), "-P", str(port), *SSH_OPTS, str(local),
+           "root@127.0.0.1:/tmp/"]
     subprocess.run(scp, check=True, timeout=60, capture_output=True)
-    out = subprocess.run(["ssh", "-p", str(port), *SSH_OPTS, "root@127.0.0.1", "sha256sum /tmp/model.pte"],
+    out = subprocess.run(["ssh", "-p", str(port), *SSH_OPTS, "root@127.0.0.1",
+                          "sha256sum /tmp/model.pte"],
                          check=True, timeout=60, capture_output=True, text=True)
     assert out.stdout == f"{hashlib.sha256(blob).hexdigest()}  /tmp/model.pte\n"
 
@@ -100,7 +104,8 @@ def test_only_root_gets_in(sim, free_ports) -> None:
 
     async def go() -> None:
         with pytest.raises(asyncssh.PermissionDenied):
-            await asyncssh.connect("127.0.0.1", port, username="admin", password="", known_hosts=None)
+            await asyncssh.connect("127.0.0.1", port, username="admin", password="",
+                                   known_hosts=None)
 
     asyncio.run(go())
 
@@ -112,7 +117,8 @@ def test_no_ssh_without_user_networking(sim, free_ports) -> None:
 
     async def go() -> None:
         with pytest.raises(OSError):
-            await asyncssh.connect("127.0.0.1", port, username="root", password="", known_hosts=None)
+            await asyncssh.connect("127.0.0.1", port, username="root", password="",
+                                   known_hosts=None)
 
     asyncio.run(go())
 
@@ -142,13 +148,15 @@ async def _refused(port: int) -> None:
 
 
 def test_ssh_through_virtio_net_only(sim, free_ports) -> None:
-    """The SMSC Ethernet switched off, user-mode networking on virtio-net: its forward reaches the guest sshd, the
-    other bridge's forward serves nothing."""
+    """The SMSC Ethernet switched off, user-mode networking on virtio-net: its forward reaches the
+    guest sshd, the other bridge's forward serves nothing."""
     smsc_port = free_ports(2)
     virtio_port = smsc_port + 1
     s = sim("-C", "board.smsc_91c111.enabled=0",
-            "-C", "board.hostbridge.userNetworking=true", "-C", f"board.hostbridge.userNetPorts={smsc_port}=22",
-            "-C", "board.virtio_net.enabled=1", "-C", "board.virtio_net.hostbridge.userNetworking=true",
+            "-C", "board.hostbridge.userNetworking=true", "-C",
+            f"board.hostbridge.userNetPorts={smsc_port}=22",
+            "-C", "board.virtio_net.enabled=1", "-C",
+            "board.virtio_net.hostbridge.userNetworking=true",
             "-C", f"board.virtio_net.hostbridge.userNetPorts=5555=5555,{virtio_port}=22")
     s.login()
 
@@ -163,8 +171,10 @@ def test_ssh_through_virtio_net_only(sim, free_ports) -> None:
 def test_each_enabled_device_forwards_its_own_port(sim, free_ports) -> None:
     first = free_ports(3)
     second, off = first + 1, first + 2
-    s = sim("-C", "board.hostbridge.userNetworking=true", "-C", f"board.hostbridge.userNetPorts={first}=22",
-            "-C", "board.virtio_net.enabled=true", "-C", "board.virtio_net.hostbridge.userNetworking=true",
+    s = sim("-C", "board.hostbridge.userNetworking=true", "-C",
+            f"board.hostbridge.userNetPorts={first}=22",
+            "-C", "board.virtio_net.enabled=true", "-C",
+            "board.virtio_net.hostbridge.userNetworking=true",
             "-C", f"board.virtio_net.hostbridge.userNetPorts={second}=22")
     t = s.login()
     t.run("echo shared > /tmp/mark")
@@ -176,6 +186,7 @@ def test_each_enabled_device_forwards_its_own_port(sim, free_ports) -> None:
 
     asyncio.run(go())
     # virtio-net with its bridge's user networking off: no forward
-    s2 = sim("-C", "board.virtio_net.enabled=true", "-C", f"board.virtio_net.hostbridge.userNetPorts={off}=22")
+    s2 = sim("-C", "board.virtio_net.enabled=true", "-C",
+             f"board.virtio_net.hostbridge.userNetPorts={off}=22")
     s2.login()
     asyncio.run(_refused(off))

@@ -1,4 +1,5 @@
-"""Terminals: port banners, stepping past busy ports, raw and telnet modes, boot text, backlog, reconnects."""
+"""Terminals: port banners, stepping past busy ports, raw and telnet modes, boot text, backlog,
+reconnects."""
 
 from __future__ import annotations
 
@@ -34,7 +35,8 @@ def test_start_port_taken_steps_to_next(sim, free_ports) -> None:
             args += ["-C", f"{prefix}.start_port={base}", "-C", f"{prefix}.mode=raw"]
         s = sim(*args, default_ports=False)
         ports = s.ports()
-        assert ports == {"host_terminal_0": base + 1, "host_terminal_1": base + 2, "secenc_terminal": base + 3}
+        assert ports == {"host_terminal_0": base + 1, "host_terminal_1": base + 2,
+                         "secenc_terminal": base + 3}
         s.login()  # and the stepped port really is the console
     finally:
         blocker.close()
@@ -83,7 +85,8 @@ def test_output_before_connect_is_kept_and_bounded(sim, tmp_path) -> None:
     copy = tmp_path / "uart0.log"
     s = sim("-C", f"host.uart0.out_file={copy}", knobs={"backlog_bytes": 1024})
     s.ports()
-    # wait, without connecting, until the console has printed its login prompt (uart0.out_file shows it)
+    # wait, without connecting, until the console has printed its login prompt (uart0.out_file shows
+    # it)
     wait_until(lambda: b"login: " in (copy.read_bytes() if copy.exists() else b""), timeout=30,
                message="the login prompt in host.uart0.out_file")
     full = copy.read_bytes()
@@ -113,7 +116,8 @@ def test_telnet_mode_negotiates_and_escapes_iac(sim) -> None:
     t = s.term(telnet=True)
     t.expect(b"login: ")
     assert t.raw.startswith(bytes([255, 251, 1]))  # IAC WILL ECHO first
-    t.send(bytes([255, 253, 3]) + b"root\r\0")  # a client's DO SGA, then CR NUL as telnet sends Enter
+    # a client's DO SGA, then CR NUL as telnet sends Enter
+    t.send(bytes([255, 253, 3]) + b"root\r\0")
     t.expect(PROMPT)
     t.send(b"printf '\\377\\n'\r\n")
     t.expect(PROMPT)

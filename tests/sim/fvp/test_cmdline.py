@@ -15,8 +15,8 @@ pytestmark = pytest.mark.sim
 
 
 def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "fvp_harness.sim", *args], capture_output=True, text=True,
-                          timeout=60, env=env)
+    return subprocess.run([sys.executable, "-m", "fvp_harness.sim", *args], capture_output=True,
+                          text=True, timeout=60, env=env)
 
 
 def test_version_banner_is_fast_models_style_and_honest() -> None:
@@ -30,14 +30,16 @@ def test_version_banner_is_fast_models_style_and_honest() -> None:
 def test_help_lists_the_model_options() -> None:
     out = run("-h")
     assert out.returncode == 0
-    for option in ("--parameter", "--data", "--stat", "--timelimit", "--simlimit", "--list-params", "--sim"):
+    for option in ("--parameter", "--data", "--stat", "--timelimit", "--simlimit", "--list-params",
+                   "--sim"):
         assert option in out.stdout
 
 
 def test_list_params_is_parseable_and_complete() -> None:
     out = run("--list-params")
     assert out.returncode == 0
-    line = re.compile(r"^(\S+)=(\S*)\s+# \((bool|int|string)\s*, init-time\) default = '([^']*)' : .+$")
+    line = re.compile(r"^(\S+)=(\S*)\s+# \((bool|int|string)\s*, init-time\) default = '([^']*)' : "
+                      r".+$")
     params = {}
     for text in out.stdout.splitlines():
         m = line.match(text)
@@ -49,7 +51,8 @@ def test_list_params_is_parseable_and_complete() -> None:
         assert params[f"{term}.mode"] == "telnet"
         assert f"{term}.start_telnet" in params and f"{term}.quiet" in params
     assert params["host.ethosu.num_macs"] == "256"
-    for name in ("board.hostbridge.userNetworking", "board.hostbridge.userNetPorts", "board.msd_mmc.p_mmc_file",
+    for name in ("board.hostbridge.userNetworking", "board.hostbridge.userNetPorts",
+                 "board.msd_mmc.p_mmc_file",
                  "disable_visualisation", "se.trustedBootROMloader.fname"):
         assert name in params
 
@@ -69,14 +72,17 @@ def test_list_params_is_parseable_and_complete() -> None:
         (["-C", "board.xnvm_size=64MB"], "not a valid int"),
         (["-C", "board.msd_mmc_2.p_max_block_count=lots"], "not a valid int"),
         (["-C", "board.virtio_net.enabeld=1"], 'Parameter "board.virtio_net.enabeld" not found'),
-        (["-C", "extsys_harness0.extsys_flashloader.fname=es_flashfw.bin"], "not found in the model"),
+        (["-C", "extsys_harness0.extsys_flashloader.fname=es_flashfw.bin"],
+         "not found in the model"),
         (["-C", "se.trustedBootROMloader.fname=/nonexistent/bl1.bin"], "cannot open file"),
         (["--timelimit", "soon"], "expects a number"),
         (["--sim", "fault_bogus=1"], "unknown fault knob"),
         (["--sim", "boot_seconds=fast"], "not a number"),
         (["--sim", "release=1999"], "release"),
-        (["-C", "host.ethosu.extra_args=--fast"], "does not model the NPU's fast mode"),  # runner_utils.py:606
-        (["--platform", "corstone320", "-C", "mps4_board.subsystem.ethosu.extra_args=-F"], "drop --fast"),
+        # runner_utils.py:606
+        (["-C", "host.ethosu.extra_args=--fast"], "does not model the NPU's fast mode"),
+        (["--platform", "corstone320", "-C", "mps4_board.subsystem.ethosu.extra_args=-F"],
+         "drop --fast"),
     ],
 )
 def test_bad_command_lines_are_refused_before_starting(args: list[str], needle: str) -> None:
@@ -105,9 +111,9 @@ def test_config_file_parameters(tmp_path: Path) -> None:
 
 
 META_ARM_TYPES = {
-    # every parameter meta-arm passes to the Corstone-1000 FVP (meta-arm-bsp/conf/machine/corstone1000-fvp.conf and
-    # corstone1000-a320-fvp.conf, master 2026-07-14; the kas files add board.msd_mmc.p_mmc_file=invalid.dat) and the
-    # type it has here
+    # every parameter meta-arm passes to the Corstone-1000 FVP
+    # (meta-arm-bsp/conf/machine/corstone1000-fvp.conf and corstone1000-a320-fvp.conf, master
+    # 2026-07-14; the kas files add board.msd_mmc.p_mmc_file=invalid.dat) and the type it has here
     "se.trustedBootROMloader.fname": "string",
     "board.xnvm_size": "int",
     "se.trustedSRAM_config": "int",
@@ -151,9 +157,10 @@ def test_list_params_has_every_meta_arm_parameter_with_its_type() -> None:
 
 
 def meta_arm_argv(images: Path, ssh_port: int, mmc_file: str | None = None) -> list[str]:
-    """The argv meta-arm's runfvp builds for corstone1000-a320-fvp (meta-arm/lib/fvp/runner.py cli_from_config:
-    ``--parameter`` per FVP_CONFIG, ``--data`` per FVP_DATA, ``start_telnet=0`` per terminal with --terminals=none)
-    from the conf values, with the image files in ``images`` and host port 2222 replaced by ``ssh_port``."""
+    """The argv meta-arm's runfvp builds for corstone1000-a320-fvp (meta-arm/lib/fvp/runner.py
+    cli_from_config: ``--parameter`` per FVP_CONFIG, ``--data`` per FVP_DATA, ``start_telnet=0`` per
+    terminal with --terminals=none) from the conf values, with the image files in ``images`` and
+    host port 2222 replaced by ``ssh_port``."""
     forwards = f"5555=5555,8080=80,{ssh_port}=22"
     config = {
         "se.trustedBootROMloader.fname": str(images / "trusted-firmware-m" / "bl1.bin"),
@@ -175,14 +182,16 @@ def meta_arm_argv(images: Path, ssh_port: int, mmc_file: str | None = None) -> l
         "board.msd_mmc.p_max_block_count": "0xFFFF",
         "board.msd_config.pl180_fifo_depth": "16",
         "board.msd_mmc.support_unpadded_images": "true",
-        "board.msd_mmc.p_mmc_file": mmc_file or str(images / "core-image-minimal-corstone1000-a320-fvp.wic"),
+        "board.msd_mmc.p_mmc_file": mmc_file or
+        str(images / "core-image-minimal-corstone1000-a320-fvp.wic"),
         "board.msd_mmc_2.card_type": "SDHC",
         "board.msd_mmc_2.p_fast_access": "0",
         "board.msd_mmc_2.diagnostics": "0",
         "board.msd_mmc_2.p_max_block_count": "0xFFFF",
         "board.msd_config_2.pl180_fifo_depth": "16",
         "board.msd_mmc_2.support_unpadded_images": "true",
-        "board.msd_mmc_2.p_mmc_file": str(images / "corstone1000-esp-image-corstone1000-a320-fvp.wic"),
+        "board.msd_mmc_2.p_mmc_file": str(images
+                                          / "corstone1000-esp-image-corstone1000-a320-fvp.wic"),
         "board.virtio_net.enabled": "1",
         "board.virtio_net.hostbridge.interfaceName": "eth1",
         "board.virtio_net.hostbridge.userNetworking": "true",
@@ -194,7 +203,9 @@ def meta_arm_argv(images: Path, ssh_port: int, mmc_file: str | None = None) -> l
     argv: list[str] = []
     for name, value in config.items():
         argv += ["--parameter", f"{name}={value}"]
-    argv += ["--data", f"board.flash0={images / 'corstone1000-flash-firmware-image-corstone1000-a320-fvp.wic'}"
+    argv += [
+        "--data",
+        f"board.flash0={images / 'corstone1000-flash-firmware-image-corstone1000-a320-fvp.wic'}"
              "@0x68000000"]
     for terminal in ("host.host_terminal_0", "host.host_terminal_1", "se.secenc_terminal"):
         argv += ["--parameter", f"{terminal}.start_telnet=0"]
@@ -217,14 +228,15 @@ def _images(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("mmc_file", [None, "invalid.dat"], ids=["conf", "kas-invalid-dat"])
 def test_meta_arms_command_line_boots_to_the_login_prompt(sim, free_ports, tmp_path: Path,
                                                          mmc_file: str | None) -> None:
-    """The conf's own MMC image, and the kas files' ``invalid.dat`` ("ensure the Mass Storage device is absent"):
-    a real model boots without a card, so the simulator does too, with a warning."""
+    """The conf's own MMC image, and the kas files' ``invalid.dat`` ("ensure the Mass Storage device
+    is absent"): a real model boots without a card, so the simulator does too, with a warning."""
     import asyncio
 
     import asyncssh
 
     port = free_ports(1)
-    s = sim(*meta_arm_argv(_images(tmp_path), port, mmc_file), knobs={"release": "next", "ssh_fragment": "1"})
+    s = sim(*meta_arm_argv(_images(tmp_path), port, mmc_file),
+            knobs={"release": "next", "ssh_fragment": "1"})
     t = s.term()
     boot = t.expect(b"corstone1000-a320-fvp login: ")
     assert b"Ethos-U85 NPU, 256 MACs" in boot
@@ -235,7 +247,9 @@ def test_meta_arms_command_line_boots_to_the_login_prompt(sim, free_ports, tmp_p
     assert t.run("uname -n") == "corstone1000-a320-fvp\n"
 
     async def ssh() -> str:
-        async with asyncssh.connect("127.0.0.1", port, username="root", password="", known_hosts=None) as conn:
+        async with asyncssh.connect("127.0.0.1", port, username="root", password="",
+                                    known_hosts=None) as conn:
             return (await conn.run("uname -n")).stdout
 
-    assert asyncio.run(ssh()) == "corstone1000-a320-fvp\n"  # 2222=22 on both devices: one listener serves it
+    # 2222=22 on both devices: one listener serves it
+    assert asyncio.run(ssh()) == "corstone1000-a320-fvp\n"

@@ -1,4 +1,5 @@
-"""How the model ends: SIGINT, SIGTERM, poweroff, --timelimit, --simlimit, --stat, and a dead parent."""
+"""How the model ends: SIGINT, SIGTERM, poweroff, --timelimit, --simlimit, --stat, and a dead
+parent."""
 
 from __future__ import annotations
 
@@ -107,18 +108,20 @@ def test_model_exits_when_its_parent_dies(tmp_path, free_ports) -> None:
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("FVP_SIM_")}
     env["TMPDIR"] = str(tmp_path)
-    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=env,
-                              start_new_session=True)
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                              env=env, start_new_session=True)
     try:
         assert parent.stdout is not None
         child = int(parent.stdout.readline())
-        wait_until(lambda: list(tmp_path.glob("fvp-sim-*")), timeout=30, message="the model's guest dir (it is up)")
+        wait_until(lambda: list(tmp_path.glob("fvp-sim-*")), timeout=30,
+                   message="the model's guest dir (it is up)")
         parent.kill()
         parent.wait(10)
         if not eventually(lambda: _gone(child), timeout=20, interval=0.1):
             os.kill(child, signal.SIGKILL)
             raise AssertionError("the model outlived its parent")
-        wait_until(lambda: not list(tmp_path.glob("fvp-sim-*")), timeout=5, message="the model's guest dir to go")
+        wait_until(lambda: not list(tmp_path.glob("fvp-sim-*")), timeout=5,
+                   message="the model's guest dir to go")
         assert not list(tmp_path.glob("fvp-sim-*"))
     finally:
         if parent.poll() is None:

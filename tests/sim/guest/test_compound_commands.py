@@ -1,6 +1,6 @@
-"""The guest shell's compound commands, as busybox ash runs them: subshells, groups, if/elif/else, while/until, for
-with break/continue N, redirections and pipes on a whole compound command (the differential check compares the same
-shapes with the real busybox on QEMU)."""
+"""The guest shell's compound commands, as busybox ash runs them: subshells, groups, if/elif/else,
+while/until, for with break/continue N, redirections and pipes on a whole compound command (the
+differential check compares the same shapes with the real busybox on QEMU)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ from tests.sim.guest.test_shell_language import Guest, guest  # noqa: F401 (the 
     ("set -- a 'b c' d; for i in \"$@\"; do echo \"[$i]\"; done", ("[a]\n[b c]\n[d]\n", "", 0)),
     ("set -- x y; for i; do echo $i; done", ("x\ny\n", "", 0)),
     ("for i in 1 2 3; do if [ $i = 2 ]; then continue; fi; echo $i; done", ("1\n3\n", "", 0)),
-    ("for i in 1 2; do for j in a b; do echo $i$j; break 2; done; done; echo after", ("1a\nafter\n", "", 0)),
+    ("for i in 1 2; do for j in a b; do echo $i$j; break 2; done; done; echo after",
+     ("1a\nafter\n", "", 0)),
     ("for i in a b; do echo $i; done > /tmp/o; cat /tmp/o", ("a\nb\n", "", 0)),
     ("while true; do echo x; done | head -n 2", ("x\nx\n", "", 0)),
     ("for f in /no/*.none; do echo \"$f\"; done", ("/no/*.none\n", "", 0)),

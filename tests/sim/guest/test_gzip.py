@@ -1,4 +1,5 @@
-"""The guest's gzip/gunzip/zcat applets, in-process (no boot): busybox 1.36's behaviour and messages."""
+"""The guest's gzip/gunzip/zcat applets, in-process (no boot): busybox 1.36's behaviour and
+messages."""
 
 from __future__ import annotations
 
@@ -49,7 +50,8 @@ def test_busybox_messages_and_statuses(guest: Guest) -> None:
     assert guest.run("gunzip /tmp/none.gz") == (
         "", "gunzip: can't open '/tmp/none.gz': No such file or directory\n", 1)
     guest.machine.fs.write("/tmp/plain", b"x")
-    assert guest.run("gunzip /tmp/plain") == ("", "gunzip: /tmp/plain: unknown suffix - ignored\n", 1)
+    assert (guest.run("gunzip /tmp/plain")
+            == ("", "gunzip: /tmp/plain: unknown suffix - ignored\n", 1))
     guest.machine.fs.write("/tmp/bad.gz", b"not gzip")
     assert guest.run("gunzip /tmp/bad.gz") == ("", "gunzip: invalid magic\n", 1)
     guest.machine.fs.write("/tmp/cut.gz", gzip.compress(b"y" * 1000)[:12])
@@ -57,6 +59,7 @@ def test_busybox_messages_and_statuses(guest: Guest) -> None:
     guest.machine.fs.write("/tmp/two", b"2")
     guest.machine.fs.write("/tmp/two.gz", gzip.compress(b"old"))
     assert guest.run("gzip /tmp/two") == ("", "gzip: can't open '/tmp/two.gz': File exists\n", 1)
-    assert guest.run("gzip -f /tmp/two")[2] == 0 and gzip.decompress(guest.machine.fs.read("/tmp/two.gz")) == b"2"
+    assert (guest.run("gzip -f /tmp/two")[2] == 0 and
+            gzip.decompress(guest.machine.fs.read("/tmp/two.gz")) == b"2")
     _out, err, status = guest.run("gunzip -z x.gz")
     assert status == 1 and err.startswith("gunzip: invalid option -- 'z'\nBusyBox v1.36.1")

@@ -1,5 +1,5 @@
-"""The seam to the emulated workloads: a deployed runner artifact runs through GuestContext, streams its output to
-the console and stops on Ctrl-C."""
+"""The seam to the emulated workloads: a deployed runner artifact runs through GuestContext, streams
+its output to the console and stops on Ctrl-C."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.sim]
 
 def test_runner_runs_on_console_and_ctrl_c_stops_it(sim, free_ports) -> None:
     port = free_ports(1)
-    s = sim("-C", "board.hostbridge.userNetworking=true", "-C", f"board.hostbridge.userNetPorts={port}=22",
-            "-C", "host.ethosu.num_macs=512")
+    s = sim("-C", "board.hostbridge.userNetworking=true", "-C",
+            f"board.hostbridge.userNetPorts={port}=22", "-C", "host.ethosu.num_macs=512")
     t = s.login()
     arch = architectures.get_architecture(next(iter(architectures.ARCHITECTURES)))
     model = modelfile.encode_model(modelfile.compile_model(arch, num_macs=512))
@@ -25,7 +25,8 @@ def test_runner_runs_on_console_and_ctrl_c_stops_it(sim, free_ports) -> None:
 
     async def deploy() -> None:
         async with (
-            asyncssh.connect("127.0.0.1", port, username="root", password="", known_hosts=None) as conn,
+            asyncssh.connect("127.0.0.1", port, username="root", password="",
+                             known_hosts=None) as conn,
             conn.start_sftp_client() as sftp,
         ):
             async with sftp.open("/tmp/executor_runner", "wb") as fh:
@@ -34,7 +35,8 @@ def test_runner_runs_on_console_and_ctrl_c_stops_it(sim, free_ports) -> None:
                 await fh.write(model)
 
     asyncio.run(deploy())
-    assert t.status("/tmp/executor_runner --model_path /tmp/model.pte")[1] == 126  # not executable yet
+    # not executable yet
+    assert t.status("/tmp/executor_runner --model_path /tmp/model.pte")[1] == 126
     t.run("chmod +x /tmp/executor_runner")
     out, code = t.status("/tmp/executor_runner --model_path /tmp/model.pte --num_executions 2")
     assert code == 0, out

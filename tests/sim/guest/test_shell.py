@@ -62,11 +62,14 @@ def test_variables_export_and_prefix_assignment(booted) -> None:
 def test_redirections(booted) -> None:
     _, t = booted
     t.run("mkdir -p /tmp/redir")
-    assert t.run("echo one > /tmp/redir/f; echo two >> /tmp/redir/f; cat /tmp/redir/f") == "one\ntwo\n"
+    assert (t.run("echo one > /tmp/redir/f; echo two >> /tmp/redir/f; cat /tmp/redir/f")
+            == "one\ntwo\n")
     assert t.run("cat /tmp/redir/missing 2> /tmp/redir/err; cat /tmp/redir/err") == (
         "cat: can't open '/tmp/redir/missing': No such file or directory\n")
-    assert t.run("cat /tmp/redir/missing > /tmp/redir/both 2>&1; cat /tmp/redir/both").startswith("cat: can't")
-    assert t.run("echo x > /nonexistent/dir/f") == "-sh: can't create /nonexistent/dir/f: nonexistent directory\n"
+    assert t.run("cat /tmp/redir/missing > /tmp/redir/both 2>&1; cat /tmp/redir/both").startswith(
+        "cat: can't")
+    assert (t.run("echo x > /nonexistent/dir/f")
+            == "-sh: can't create /nonexistent/dir/f: nonexistent directory\n")
     assert t.run("cat < /tmp/redir/f") == "one\ntwo\n"
 
 
@@ -120,7 +123,8 @@ def test_base64_round_trip_and_sha256(booted) -> None:
     assert t.status("base64 -d /tmp/blob.b64 > /tmp/blob")[1] == 0
     digest = hashlib.sha256(blob).hexdigest()
     assert t.run("sha256sum /tmp/blob") == f"{digest}  /tmp/blob\n"
-    assert t.run("echo -n abc > /tmp/abc; sha256sum /tmp/abc").split()[0] == hashlib.sha256(b"abc").hexdigest()
+    assert (t.run("echo -n abc > /tmp/abc; sha256sum /tmp/abc").split()[0]
+            == hashlib.sha256(b"abc").hexdigest())
     assert t.status("echo '@@@' > /tmp/bad; base64 -d /tmp/bad") == ("base64: invalid input\n", 1)
     assert t.run("base64 /tmp/abc") == "YWJj\n"
 
@@ -170,7 +174,8 @@ def test_path_escapes_stay_in_the_guest(booted, tmp_path) -> None:
     assert t.run("cat /../../etc/hostname") == "corstone1000-fvp\n"
     assert t.run("cd /tmp/../../.. && pwd; cd") == "/\n"
     assert "can't remove" in t.run("rm -rf /")
-    assert t.run("ls /") == "bin  dev  etc  lib  proc  root  sbin  tmp  usr  var\n"  # /lib holds the image's loader
+    # /lib holds the image's loader
+    assert t.run("ls /") == "bin  dev  etc  lib  proc  root  sbin  tmp  usr  var\n"
 
 
 def test_ctrl_c_interrupts_a_running_program(booted) -> None:
@@ -208,7 +213,8 @@ def test_ps1_and_ps2_change_the_console_prompts(booted) -> None:
     t.send(b"here doc\n")
     t.expect(b"more> ")
     t.send(b"EOF\n")
-    assert t.expect(b"[root@corstone1000-fvp tmp]0 # ").endswith(b"HERE DOC\r\n[root@corstone1000-fvp tmp]0 # ")
+    assert t.expect(b"[root@corstone1000-fvp tmp]0 # ").endswith(
+        b"HERE DOC\r\n[root@corstone1000-fvp tmp]0 # ")
     t.send(b"false\n")
     t.expect(b"[root@corstone1000-fvp tmp]1 # ")
     t.send(b"PS1='\\u@\\h:\\w\\$ ' PS2='> '; cd\n")

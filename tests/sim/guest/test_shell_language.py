@@ -1,7 +1,8 @@
-"""The guest shell's language and commands, run in-process (no boot): each test gets a fresh machine and shell.
+"""The guest shell's language and commands, run in-process (no boot): each test gets a fresh machine
+and shell.
 
-What busybox ash does is the reference for every expectation here: prompts, quoting, expansions, pipes,
-redirections, here-documents, messages and exit statuses.
+What busybox ash does is the reference for every expectation here: prompts, quoting, expansions,
+pipes, redirections, here-documents, messages and exit statuses.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ class Guest:
         out, err = bytearray(), bytearray()
         tty = self.tty if console else None
         try:
-            status = self.shell.run_line(line + "\n", IO(out.extend, err.extend, BytesStdin(stdin), tty, tty))
+            status = self.shell.run_line(line + "\n",
+                                         IO(out.extend, err.extend, BytesStdin(stdin), tty, tty))
         except ExitShell as exc:
             status = exc.status
         return out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), status
@@ -48,7 +50,8 @@ def guest() -> Iterator[Guest]:
     fs = GuestFS()
     machine = Machine(fs, SimClock(), {}, parse_knobs({}))
     register_workloads()  # as the platform does: the guest executes the emulated runners
-    for message in ("Booting Linux on physical CPU 0x0", "random: crng init done", "Run /sbin/init as init process"):
+    for message in ("Booting Linux on physical CPU 0x0", "random: crng init done",
+                    "Run /sbin/init as init process"):
         machine.printk(message)
     try:
         yield Guest(machine)
@@ -66,7 +69,7 @@ def _state(text: str) -> str:
     return "complete"
 
 
-# -- prompts ---------------------------------------------------------------------------------------------------
+# -- prompts ---------------------------------------------------------------------------------------
 
 
 def test_default_prompt_is_the_one_the_login_shows(guest: Guest) -> None:
@@ -90,7 +93,8 @@ def test_default_prompt_is_the_one_the_login_shows(guest: Guest) -> None:
         ("line1\\nline2$ ", "/", "line1\nline2$ "),
         ("\\[\\e[1m\\]bold\\[\\e[0m\\] ", "/", "\x1b[1mbold\x1b[0m "),
         ("\\101\\x42 ", "/", "AB "),
-        ("a\\\\\\\\b ", "/", "a\\b "),  # ash halves backslashes first (as in double quotes), then \\ is one
+        # ash halves backslashes first (as in double quotes), then \\ is one
+        ("a\\\\\\\\b ", "/", "a\\b "),
         ("'q' \"d\" ", "/", "'q' \"d\" "),
         ("$(echo sub)> ", "/", "sub> "),
         ("fh-''abc# ", "/", "fh-''abc# "),  # quotes are literal in a prompt
@@ -113,7 +117,7 @@ def test_prompt_set_the_way_the_harness_sets_it(guest: Guest) -> None:
     assert guest.shell.prompt() == ""
 
 
-# -- parsing: when more input is needed ------------------------------------------------------------------------
+# -- parsing: when more input is needed ------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -145,7 +149,8 @@ def test_prompt_set_the_way_the_harness_sets_it(guest: Guest) -> None:
         ("fi\n", 'error: syntax error: unexpected "fi"'),
         ("if then fi\n", 'error: syntax error: unexpected "then"'),
         ("for 1 in a; do :; done\n", "error: syntax error: bad for loop variable"),
-        ("case a in a) :;; esac\n", "error: 'case' (control flow) is not supported by the simulator's shell"),
+        ("case a in a) :;; esac\n",
+         "error: 'case' (control flow) is not supported by the simulator's shell"),
     ],
 )
 def test_incomplete_and_refused_input(text: str, state: str) -> None:
@@ -155,15 +160,17 @@ def test_incomplete_and_refused_input(text: str, state: str) -> None:
 def test_syntax_errors_run_the_lines_before_them(guest: Guest) -> None:
     out, err, status = guest.run("echo before\necho a; ;")
     assert (out, err, status) == ("before\n", '-sh: syntax error: unexpected ";"\n', 2)
-    assert guest.run("echo 'unterminated") == ("", "-sh: syntax error: unterminated quoted string\n", 2)
+    assert (guest.run("echo 'unterminated")
+            == ("", "-sh: syntax error: unterminated quoted string\n", 2))
     assert guest.out("echo $?") == "2\n"
 
 
-# -- lists, status, quoting, expansions ---------------------------------------------------------------------------
+# -- lists, status, quoting, expansions ------------------------------------------------------------
 
 
 def test_lists_and_status(guest: Guest) -> None:
-    assert guest.out("false; echo $?; true && echo yes || echo no; false && echo yes || echo no") == "1\nyes\nno\n"
+    assert (guest.out("false; echo $?; true && echo yes || echo no; false && echo yes || echo no")
+            == "1\nyes\nno\n")
     assert guest.out("! false; echo $?; ! true; echo $?") == "0\n1\n"
     assert guest.run("nosuch; echo $?") == ("127\n", "-sh: nosuch: not found\n", 0)
     assert guest.run("nosuch") == ("", "-sh: nosuch: not found\n", 127)
@@ -185,17 +192,21 @@ def test_variables_field_splitting_and_parameter_operators(guest: Guest) -> None
     assert guest.out('set --; printf "[%s]" "$@"; echo') == "[]\n"
     assert guest.out("v=archive.tar.gz; echo ${v%.*} ${v%%.*} ${v#*.} ${v##*.} ${#v}") == (
         "archive.tar archive tar.gz gz 14\n")
-    assert guest.out("echo ${U:-dflt} ${U-x} [${U+set}] ${U:=now} $U ${HOME:+home}") == "dflt x [] now now home\n"
+    assert (guest.out("echo ${U:-dflt} ${U-x} [${U+set}] ${U:=now} $U ${HOME:+home}")
+            == "dflt x [] now now home\n")
     assert guest.run("echo ${NOPE?missing}; echo not run") == ("", "-sh: NOPE: missing\n", 2)
     assert guest.out("echo ~ ~/x \"~\" ~root") == "/root /root/x ~ /root\n"
-    assert guest.out("echo $(echo sub) `echo back` \"$(printf 'a\\n\\n')\" end") == "sub back a end\n"
-    assert guest.out("echo $((1 + 2 * 3)) $((7 / -2)) $((2 ** 10)) $((0x10)); i=1; : $((i += 4)); echo $i") == (
+    assert (guest.out("echo $(echo sub) `echo back` \"$(printf 'a\\n\\n')\" end")
+            == "sub back a end\n")
+    assert guest.out("echo $((1 + 2 * 3)) $((7 / -2)) $((2 ** 10)) $((0x10)); i=1; : $((i += 4)); "
+                     "echo $i") == (
         "7 -3 1024 16\n5\n")
     assert guest.run("echo $((1 / 0))") == ("", "-sh: divide by zero\n", 2)
 
 
 def test_export_unset_and_prefix_assignments(guest: Guest) -> None:
-    guest.out("printf '#!/bin/sh\\necho \"[$FOO][$BAR][$1]\"\\n' > /tmp/show.sh && chmod +x /tmp/show.sh")
+    guest.out("printf '#!/bin/sh\\necho \"[$FOO][$BAR][$1]\"\\n' > /tmp/show.sh && chmod +x "
+              "/tmp/show.sh")
     assert guest.out("FOO=one /tmp/show.sh arg") == "[one][][arg]\n"
     assert guest.out("BAR=two; /tmp/show.sh") == "[][][]\n"
     assert guest.out("export BAR; /tmp/show.sh") == "[][two][]\n"
@@ -206,15 +217,17 @@ def test_export_unset_and_prefix_assignments(guest: Guest) -> None:
 
 def test_cd_pwd_and_set_options(guest: Guest) -> None:
     assert guest.out("cd /tmp; pwd; cd ..; pwd; cd; pwd; cd -; pwd") == "/tmp\n/\n/root\n/\n"
-    assert guest.run("cd /nope") == ("", "-sh: cd: can't cd to /nope: No such file or directory\n", 2)
+    assert guest.run("cd /nope") == ("", "-sh: cd: can't cd to /nope: No such file or directory\n",
+                                     2)
     assert guest.run("set -x; echo hi") == ("hi\n", "+ echo hi\n", 0)
     guest.run("set +x -f")
     assert guest.out("echo /e*") == "/e*\n"
     guest.run("set +f -u")
-    assert guest.run("echo $UNSET_VAR; echo not run") == ("", "-sh: UNSET_VAR: parameter not set\n", 2)
+    assert (guest.run("echo $UNSET_VAR; echo not run")
+            == ("", "-sh: UNSET_VAR: parameter not set\n", 2))
 
 
-# -- globbing ------------------------------------------------------------------------------------------------------
+# -- globbing --------------------------------------------------------------------------------------
 
 
 def test_globbing_over_the_guest_filesystem(guest: Guest) -> None:
@@ -223,11 +236,12 @@ def test_globbing_over_the_guest_filesystem(guest: Guest) -> None:
     assert guest.out("echo a? [ab]1 [!a]* *[0-9]") == "a1 a2 a1 b1 b1 sub a1 a2 b1\n"
     assert guest.out("echo .* | wc -w") == "3\n"  # . .. .hidden
     assert guest.out("echo */in /tmp/g/s*/i? */") == "sub/in /tmp/g/sub/in sub/\n"
-    assert guest.out("echo z* '*' \"a*\" a\\*") == "z* * a* a*\n"  # no match: left as typed; quoted: literal
+    # no match: left as typed; quoted: literal
+    assert guest.out("echo z* '*' \"a*\" a\\*") == "z* * a* a*\n"
     assert guest.out('x="a*"; echo $x "$x"') == "a1 a2 a*\n"  # unquoted expansions are globbed too
 
 
-# -- pipes -----------------------------------------------------------------------------------------------------------
+# -- pipes -----------------------------------------------------------------------------------------
 
 
 def test_pipes_stream_bytes_and_report_the_last_status(guest: Guest) -> None:
@@ -237,27 +251,31 @@ def test_pipes_stream_bytes_and_report_the_last_status(guest: Guest) -> None:
     assert guest.out("dmesg | tail -n 2 | wc -l") == "2\n"
     assert guest.out("dmesg | grep -c crng") == "1\n"
     # every stage runs in a subshell
-    assert guest.out("cd /tmp | true; pwd; X=1 | true; echo \"[$X]\"; exit 3 | true; echo $?") == "/root\n[]\n0\n"
+    assert (guest.out("cd /tmp | true; pwd; X=1 | true; echo \"[$X]\"; exit 3 | true; echo $?")
+            == "/root\n[]\n0\n")
     assert guest.run("nosuch | wc -l") == ("0\n", "-sh: nosuch: not found\n", 0)
     assert guest.out("ls /nope 2>&1 | wc -l") == "1\n"
     assert guest.out("printf 'x\\0y' | wc -c") == "3\n"
 
 
-# -- redirections and here-documents -------------------------------------------------------------------------------
+# -- redirections and here-documents ---------------------------------------------------------------
 
 
 def test_redirections(guest: Guest) -> None:
-    assert guest.out("echo one > /tmp/f; echo two >> /tmp/f; cat /tmp/f; cat < /tmp/f | wc -l") == "one\ntwo\n2\n"
+    assert (guest.out("echo one > /tmp/f; echo two >> /tmp/f; cat /tmp/f; cat < /tmp/f | wc -l")
+            == "one\ntwo\n2\n")
     assert guest.run("ls /nope 2>/dev/null; echo $?") == ("1\n", "", 0)
     assert guest.run("echo gone >/dev/null; ls /nope 2>&1 >/dev/null") == (
         "ls: /nope: No such file or directory\n", "", 1)
-    assert guest.run("ls /nope > /tmp/both 2>&1; cat /tmp/both") == ("ls: /nope: No such file or directory\n", "", 0)
+    assert (guest.run("ls /nope > /tmp/both 2>&1; cat /tmp/both")
+            == ("ls: /nope: No such file or directory\n", "", 0))
     assert guest.run("echo err >&2") == ("", "err\n", 0)
     assert guest.run("echo x > /nonexistent/dir/f") == (
         "", "-sh: can't create /nonexistent/dir/f: nonexistent directory\n", 1)
     assert guest.run("cat < /nope") == ("", "-sh: can't open /nope: no such file\n", 1)
     assert guest.run("echo x >&7") == ("", "-sh: 7: Bad file descriptor\n", 1)
-    assert guest.run("ls /nope &> /tmp/all; cat /tmp/all") == ("ls: /nope: No such file or directory\n", "", 0)
+    assert (guest.run("ls /nope &> /tmp/all; cat /tmp/all")
+            == ("ls: /nope: No such file or directory\n", "", 0))
 
 
 def test_here_documents(guest: Guest) -> None:
@@ -282,15 +300,17 @@ def test_here_documents(guest: Guest) -> None:
     ("`echo a`b`", "ab`\n"),
     ("x=$( `", "x=$( `\n"),
 ])
-def test_here_document_expansions_that_do_not_parse_stay_literal(guest: Guest, body: str, shown: str) -> None:
+def test_here_document_expansions_that_do_not_parse_stay_literal(guest: Guest, body: str,
+                                                                 shown: str) -> None:
     assert guest.out(f"cat <<EOF\n{body}\nEOF") == shown
 
 
-# -- the guest contract commands -------------------------------------------------------------------------------------
+# -- the guest contract commands -------------------------------------------------------------------
 
 
 def test_contract_commands_still_work(guest: Guest) -> None:
-    assert guest.out("mkdir -p /tmp/c/a/b && cd /tmp/c && printf 'hi' > a/f && ls && ls -1 a") == "a\nb\nf\n"
+    assert (guest.out("mkdir -p /tmp/c/a/b && cd /tmp/c && printf 'hi' > a/f && ls && ls -1 a")
+            == "a\nb\nf\n")
     assert guest.out("chmod 755 a/f; ls -l a/f").startswith("-rwxr-xr-x")
     assert guest.out("printf '%s' aGVsbG8= | base64 -d; echo") == "hello\n"
     assert guest.out("printf abc > /tmp/abc; sha256sum /tmp/abc") == (
@@ -310,33 +330,43 @@ def test_exit_ends_the_shell_with_its_status(guest: Guest) -> None:
     assert guest.run("false; exit") == ("", "", 1)
 
 
-# -- applets -----------------------------------------------------------------------------------------------------------
+# -- applets ---------------------------------------------------------------------------------------
 
 
 def test_head_and_tail(guest: Guest) -> None:
     guest.out("printf 'a\\nb\\nc\\nd\\n' > /tmp/l")
-    assert guest.out("head -n 2 /tmp/l; head -1 /tmp/l; head -n -3 /tmp/l; head -c 3 /tmp/l; echo") == (
+    assert guest.out(
+        "head -n 2 /tmp/l; head -1 /tmp/l; head -n -3 /tmp/l; head -c 3 /tmp/l; echo") == (
         "a\nb\na\na\na\nb\n")
-    assert guest.out("tail -n 1 /tmp/l; tail -2 /tmp/l; tail -n +3 /tmp/l; tail -c 2 /tmp/l") == "d\nc\nd\nc\nd\nd\n"
+    assert (guest.out("tail -n 1 /tmp/l; tail -2 /tmp/l; tail -n +3 /tmp/l; tail -c 2 /tmp/l")
+            == "d\nc\nd\nc\nd\nd\n")
     assert guest.out("head -n 1 /tmp/l /tmp/l") == "==> /tmp/l <==\na\n\n==> /tmp/l <==\na\n"
-    assert guest.run("head /nope") == ("", "head: can't open '/nope': No such file or directory\n", 1)
+    assert (guest.run("head /nope")
+            == ("", "head: can't open '/nope': No such file or directory\n", 1))
     out, err, status = guest.run("head -x /tmp/l")
-    assert (out, status) == ("", 1) and err.startswith("head: invalid option -- 'x'\nBusyBox v1.36.1")
+    assert (out, status) == ("",
+                             1) and err.startswith("head: invalid option -- 'x'\nBusyBox v1.36.1")
     assert guest.run("tail -n abc /tmp/l") == ("", "tail: invalid number 'abc'\n", 1)
 
 
 def test_grep(guest: Guest) -> None:
     guest.out("printf 'alpha\\nBeta\\ngamma\\ndelta\\n' > /tmp/w")
-    assert guest.out("grep a /tmp/w | wc -l; grep -c a /tmp/w; grep -v l /tmp/w") == "4\n4\nBeta\ngamma\n"
+    assert (guest.out("grep a /tmp/w | wc -l; grep -c a /tmp/w; grep -v l /tmp/w")
+            == "4\n4\nBeta\ngamma\n")
     assert guest.out("grep -i b /tmp/w; grep -n 'ta$' /tmp/w") == "Beta\n2:Beta\n4:delta\n"
-    assert guest.out("grep 'l\\(ph\\|t\\)a' /tmp/w; grep -E '^(g|d)' /tmp/w") == "alpha\ndelta\ngamma\ndelta\n"
+    assert (guest.out("grep 'l\\(ph\\|t\\)a' /tmp/w; grep -E '^(g|d)' /tmp/w")
+            == "alpha\ndelta\ngamma\ndelta\n")
     assert guest.out("grep -F 'a.' /tmp/w; echo $?") == "1\n"
-    assert guest.out("grep -o 'm\\+' /tmp/w; grep -x Beta /tmp/w; grep -w alp /tmp/w; echo $?") == "mm\nBeta\n1\n"
-    assert guest.out("echo 'a+b{2}' | grep 'a+b{2}'; echo aab | grep -E 'a+b'; echo '*x' | grep '*x'") == (
+    assert (guest.out("grep -o 'm\\+' /tmp/w; grep -x Beta /tmp/w; grep -w alp /tmp/w; echo $?")
+            == "mm\nBeta\n1\n")
+    assert guest.out("echo 'a+b{2}' | grep 'a+b{2}'; echo aab | grep -E 'a+b'; echo '*x' | grep "
+                     "'*x'") == (
         "a+b{2}\naab\n*x\n")
-    assert guest.out("echo 'x9' | grep '[[:digit:]]'; grep -A1 Beta /tmp/w; grep -C1 -n gamma /tmp/w") == (
+    assert guest.out("echo 'x9' | grep '[[:digit:]]'; grep -A1 Beta /tmp/w; grep -C1 -n gamma "
+                     "/tmp/w") == (
         "x9\nBeta\ngamma\n2-Beta\n3:gamma\n4-delta\n")
-    assert guest.out("grep -l a /tmp/w /tmp/w; grep -H -c Beta /tmp/w") == "/tmp/w\n/tmp/w\n/tmp/w:1\n"
+    assert (guest.out("grep -l a /tmp/w /tmp/w; grep -H -c Beta /tmp/w")
+            == "/tmp/w\n/tmp/w\n/tmp/w:1\n")
     assert guest.run("grep -q alpha /tmp/w /nope") == ("", "", 0)
     assert guest.run("grep z /tmp/w /nope") == ("", "grep: /nope: No such file or directory\n", 2)
     assert guest.run("grep 'a[' /tmp/w")[2] == 2
@@ -347,34 +377,45 @@ def test_wc_sort_uniq(guest: Guest) -> None:
     guest.out("printf 'one two\\nthree\\n' > /tmp/t")
     assert guest.out("wc /tmp/t; wc -l /tmp/t; wc -w < /tmp/t; echo a b | wc") == (
         "        2         3        14 /tmp/t\n2 /tmp/t\n3\n        1         2         4\n")
-    assert guest.out("wc -c /tmp/t /tmp/t") == "       14 /tmp/t\n       14 /tmp/t\n       28 total\n"
-    assert guest.out("printf '10\\n9\\n100\\n9\\n' | sort -n | tr '\\n' ' '; echo") == "9 9 10 100 \n"
+    assert (guest.out("wc -c /tmp/t /tmp/t")
+            == "       14 /tmp/t\n       14 /tmp/t\n       28 total\n")
+    assert (guest.out("printf '10\\n9\\n100\\n9\\n' | sort -n | tr '\\n' ' '; echo")
+            == "9 9 10 100 \n")
     assert guest.out("printf '10\\n9\\n100\\n' | sort | tr '\\n' ' '; echo") == "10 100 9 \n"
-    assert guest.out("printf 'b\\na\\nb\\n' | sort -u; printf 'b\\na\\nb\\n' | sort -r") == "a\nb\nb\nb\na\n"
-    assert guest.out("printf 'x 2\\ny 1\\n' | sort -k 2n; printf 'a:2\\nb:1\\n' | sort -t : -k 2") == (
-        "y 1\nx 2\nb:1\na:2\n")
-    assert guest.out("printf 'a\\na\\nb\\n' | uniq; printf 'a\\na\\nb\\n' | uniq -c") == "a\nb\n      2 a\n      1 b\n"
+    assert (guest.out("printf 'b\\na\\nb\\n' | sort -u; printf 'b\\na\\nb\\n' | sort -r")
+            == "a\nb\nb\nb\na\n")
+    assert (guest.out("printf 'x 2\\ny 1\\n' | sort -k 2n; printf 'a:2\\nb:1\\n' | sort -t : -k 2")
+            == (
+        "y 1\nx 2\nb:1\na:2\n"))
+    assert (guest.out("printf 'a\\na\\nb\\n' | uniq; printf 'a\\na\\nb\\n' | uniq -c")
+            == "a\nb\n      2 a\n      1 b\n")
 
 
 def test_tr_tee_xargs(guest: Guest) -> None:
-    assert guest.out("echo hello | tr -d l; echo hello | tr -s l; echo hello | tr a-y b-z") == "heo\nhelo\nifmmp\n"
-    assert guest.out("echo 'a b' | tr ' ' '\\n'; echo abc | tr '[:lower:]' '[:upper:]'; echo abc | tr -c a x") == (
+    assert (guest.out("echo hello | tr -d l; echo hello | tr -s l; echo hello | tr a-y b-z")
+            == "heo\nhelo\nifmmp\n")
+    assert guest.out("echo 'a b' | tr ' ' '\\n'; echo abc | tr '[:lower:]' '[:upper:]'; echo abc | "
+                     "tr -c a x") == (
         "a\nb\nABC\naxxx")
-    assert guest.out("echo hi | tee /tmp/t1 /tmp/t2 | tr h H; cat /tmp/t1; echo more | tee -a /tmp/t1 >/dev/null; "
-                     "cat /tmp/t1 /tmp/t2") == "Hi\nhi\nhi\nmore\nhi\n"
-    assert guest.out("printf 'a b\\nc\\n' | xargs echo X; echo 1 2 3 | xargs -n 2") == "X a b c\n1 2\n3\n"
+    assert guest.out("echo hi | tee /tmp/t1 /tmp/t2 | tr h H; cat /tmp/t1; echo more | tee -a "
+                     "/tmp/t1 >/dev/null; cat /tmp/t1 /tmp/t2") == "Hi\nhi\nhi\nmore\nhi\n"
+    assert (guest.out("printf 'a b\\nc\\n' | xargs echo X; echo 1 2 3 | xargs -n 2")
+            == "X a b c\n1 2\n3\n")
     assert guest.out("echo \"'a b' c\" | xargs -n 1") == "a b\nc\n"
     assert guest.out("printf '' | xargs echo none; printf '' | xargs -r echo none") == "none\n"
-    assert guest.run("echo x | xargs nosuch") == ("", "xargs: nosuch: No such file or directory\n", 127)
+    assert (guest.run("echo x | xargs nosuch")
+            == ("", "xargs: nosuch: No such file or directory\n", 127))
     assert guest.run("echo x | xargs false") == ("", "", 123)
     assert guest.run("echo x | xargs -n 0") == ("", "xargs: invalid number '0'\n", 1)
 
 
 def test_small_applets(guest: Guest) -> None:
-    assert guest.out("seq 3; seq 2 4 | tr '\\n' ,; echo; seq -s ' ' 1 2 5") == "1\n2\n3\n2,3,4,\n1 3 5\n"
+    assert (guest.out("seq 3; seq 2 4 | tr '\\n' ,; echo; seq -s ' ' 1 2 5")
+            == "1\n2\n3\n2,3,4,\n1 3 5\n")
     assert guest.out("basename /a/b/c.txt .txt; dirname /a/b/c.txt; dirname c") == "c\n/a/b\n.\n"
     assert guest.out("hostname; whoami; env | grep -c ^HOME=") == "corstone1000-fvp\nroot\n1\n"
-    assert guest.out("[ -d /tmp ] && test -e /etc/hostname && [ abc != x ] && [ 3 -lt 10 ] && echo ok") == "ok\n"
+    assert guest.out("[ -d /tmp ] && test -e /etc/hostname && [ abc != x ] && [ 3 -lt 10 ] && echo "
+                     "ok") == "ok\n"
     assert guest.run("[ 1 -eq 2 ]")[2] == 1
     assert guest.run("[ 1 -eq x ]") == ("", "-sh: [: x: bad number\n", 2)
     assert guest.out("sleep 0.01; echo slept") == "slept\n"
@@ -383,15 +424,18 @@ def test_small_applets(guest: Guest) -> None:
 
 
 def test_a_deployed_program_in_a_pipeline_and_with_redirections(guest: Guest) -> None:
-    """The emulated executor_runner (a registered guest program) as the harness and a person run it."""
+    """The emulated executor_runner (a registered guest program) as the harness and a person run
+    it."""
     from fvp_harness.sim.networks import architectures, modelfile
 
     arch = architectures.get_architecture(next(iter(architectures.ARCHITECTURES)))
     fs = guest.machine.fs
     fs.write("/tmp/model.pte", modelfile.encode_model(modelfile.compile_model(arch, num_macs=256)))
-    fs.write("/tmp/executor_runner", modelfile.encode_runner(modelfile.RunnerArtifact("reuse", "build-x")))
+    fs.write("/tmp/executor_runner",
+             modelfile.encode_runner(modelfile.RunnerArtifact("reuse", "build-x")))
     guest.out("chmod +x /tmp/executor_runner")
     run = "/tmp/executor_runner --model_path /tmp/model.pte --num_executions 2"
     assert guest.out(f"{run} 2>&1 | grep -c 'executed successfully 2 time'") == "1\n"
-    assert guest.out("cd /tmp && ./executor_runner --model_path model.pte > out.txt 2>&1; echo $?") == "0\n"
+    assert guest.out(
+        "cd /tmp && ./executor_runner --model_path model.pte > out.txt 2>&1; echo $?") == "0\n"
     assert guest.out("grep -c 'build id: build-x' /tmp/out.txt") == "1\n"

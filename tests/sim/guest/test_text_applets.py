@@ -1,6 +1,7 @@
-"""head and tail as busybox 1.36 runs them: counts (``-n N``, ``-N``, ``+N``, ``-n -N``, ``-c``, size suffixes),
-headers for several files (``-q``/``-v``), standard input, and the messages and statuses of a missing file, a bad
-number and a bad option. The two applets share their option parsing, so each case pins what one of them prints."""
+"""head and tail as busybox 1.36 runs them: counts (``-n N``, ``-N``, ``+N``, ``-n -N``, ``-c``,
+size suffixes), headers for several files (``-q``/``-v``), standard input, and the messages and
+statuses of a missing file, a bad number and a bad option. The two applets share their option
+parsing, so each case pins what one of them prints."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import pytest
 
 from tests.sim.guest.test_shell_language import Guest, guest  # noqa: F401 (the fixture)
 
-FILES = "printf '1\\n2\\n3\\n4\\n5\\n6\\n7\\n8\\n9\\n10\\n11\\n12\\n' > /tmp/a; printf 'x\\ny\\nz' > /tmp/b; "
+FILES = ("printf '1\\n2\\n3\\n4\\n5\\n6\\n7\\n8\\n9\\n10\\n11\\n12\\n' > /tmp/a; printf "
+         "'x\\ny\\nz' > /tmp/b; ")
 """/tmp/a: twelve numbered lines; /tmp/b: three lines, the last without a newline."""
 
 STDIN = b"s1\ns2\ns3\n"
@@ -37,7 +39,8 @@ def _missing(applet: str, name: str) -> str:
     ('head -n 1b /tmp/a', ('1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n', '', 0)),
     ('head -2 -n 4 /tmp/a', ('1\n2\n3\n4\n', '', 0)),
     ('head -n 4 -2 /tmp/a', ('', "head: invalid option -- '2'\n" + HEAD_USAGE, 1)),
-    ('head /tmp/a /tmp/b', ('==> /tmp/a <==\n1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n\n==> /tmp/b <==\nx\ny\nz', '', 0)),
+    ('head /tmp/a /tmp/b',
+     ('==> /tmp/a <==\n1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n\n==> /tmp/b <==\nx\ny\nz', '', 0)),
     ('head -n 2 /tmp/a /tmp/b', ('==> /tmp/a <==\n1\n2\n\n==> /tmp/b <==\nx\ny\n', '', 0)),
     ('head -q -n 2 /tmp/a /tmp/b', ('1\n2\nx\ny\n', '', 0)),
     ('head -vq -n 2 /tmp/a /tmp/b', ('1\n2\nx\ny\n', '', 0)),
@@ -57,7 +60,8 @@ def _missing(applet: str, name: str) -> str:
     ('head -n 3x /tmp/a', ('', "head: invalid number '3x'\n", 1)),
     ('head -5z /tmp/a', ('', "head: invalid option -- '5'\n" + HEAD_USAGE, 1)),
     ('head -n -- /tmp/a', ('', "head: invalid number ''\n", 1)),
-    ('head -- -n /tmp/a', ('==> /tmp/a <==\n1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n', _missing("head", "-n"), 1)),
+    ('head -- -n /tmp/a',
+     ('==> /tmp/a <==\n1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n', _missing("head", "-n"), 1)),
     ('head -n --3 /tmp/a', ('1\n2\n3\n4\n5\n6\n7\n8\n9\n', '', 0)),
     ("head -n '' /tmp/a", ('', "head: invalid number ''\n", 1)),
     ('head -f /tmp/a', ('', "head: invalid option -- 'f'\n" + HEAD_USAGE, 1)),
@@ -78,7 +82,8 @@ def _missing(applet: str, name: str) -> str:
     ('tail -c -3 /tmp/a', ('12\n', '', 0)),
     ('tail -2 -n 4 /tmp/a', ('9\n10\n11\n12\n', '', 0)),
     ('tail -n 4 -2 /tmp/a', ('', "tail: invalid option -- '2'\n" + TAIL_USAGE, 1)),
-    ('tail /tmp/a /tmp/b', ('==> /tmp/a <==\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n\n==> /tmp/b <==\nx\ny\nz', '', 0)),
+    ('tail /tmp/a /tmp/b',
+     ('==> /tmp/a <==\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n\n==> /tmp/b <==\nx\ny\nz', '', 0)),
     ('tail -n 2 /tmp/a /tmp/b', ('==> /tmp/a <==\n11\n12\n\n==> /tmp/b <==\ny\nz', '', 0)),
     ('tail -q -n 2 /tmp/a /tmp/b', ('11\n12\ny\nz', '', 0)),
     ('tail -v -n 2 /tmp/a', ('==> /tmp/a <==\n11\n12\n', '', 0)),
@@ -96,10 +101,12 @@ def _missing(applet: str, name: str) -> str:
     ('tail -f -n 1 /tmp/a', ('12\n', '', 0)),
     ('tail -F -n 1 /tmp/a', ('12\n', '', 0)),
     ('tail -n abc /tmp/a', ('', "tail: invalid number 'abc'\n", 1)),
-    ('tail +5z /tmp/a', ('==> /tmp/a <==\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n', _missing("tail", "+5z"), 1)),
+    ('tail +5z /tmp/a',
+     ('==> /tmp/a <==\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n', _missing("tail", "+5z"), 1)),
     ('tail -5k /tmp/a', ('1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n', '', 0)),
     ('tail -n ++2 /tmp/a', ('2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n', '', 0)),
-    ('tail -- -n /tmp/a', ('==> /tmp/a <==\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n', _missing("tail", "-n"), 1)),
+    ('tail -- -n /tmp/a',
+     ('==> /tmp/a <==\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n', _missing("tail", "-n"), 1)),
     ('tail /tmp', ('', "tail: can't open '/tmp': Is a directory\n", 1)),
     ('tail -n 1 /tmp/b', ('z', '', 0)),
     ('tail -c 2 /tmp/b', ('\nz', '', 0)),

@@ -1,4 +1,5 @@
-"""Accelerator configurations: Vela's spelling, the model file keeps the family, refusals name what exists."""
+"""Accelerator configurations: Vela's spelling, the model file keeps the family, refusals name what
+exists."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ def test_parse_accepts_vela_spelling_and_refuses_the_rest() -> None:
     assert parse_accelerator(" Ethos-U85-2048 ").name == "ethos-u85-2048"
     with pytest.raises(ValueError, match="ethos-u55 has no 512-MAC configuration"):
         parse_accelerator("ethos-u55-512")
-    with pytest.raises(ValueError, match=r"unknown accelerator 'ethos-u65-256' \(known: ethos-u55-32"):
+    with pytest.raises(ValueError,
+                       match=r"unknown accelerator 'ethos-u65-256' \(known: ethos-u55-32"):
         parse_accelerator("ethos-u65-256")
 
 

@@ -75,7 +75,8 @@ def test_resnet8_residual_structure() -> None:
 def test_autoencoder_last_layer_has_no_activation() -> None:
     layers = get_architecture("deep_autoencoder").layers
     assert all(layer.relu for layer in layers[:-1]) and not layers[-1].relu
-    assert [layer.out_shape[0] for layer in layers] == [128, 128, 128, 128, 8, 128, 128, 128, 128, 640]
+    assert ([layer.out_shape[0] for layer in layers]
+            == [128, 128, 128, 128, 8, 128, 128, 128, 128, 640])
 
 
 def test_layer_dict_round_trip() -> None:

@@ -1,4 +1,5 @@
-"""Integer kernels against plain float references, exactness of the arithmetic, determinism, speed."""
+"""Integer kernels against plain float references, exactness of the arithmetic, determinism,
+speed."""
 
 from __future__ import annotations
 
@@ -42,7 +43,8 @@ def ref_conv(
     for o in range(co):
         for i in range(ho):
             for j in range(wo):
-                patch = xp[:, i * stride[0] : i * stride[0] + kh, j * stride[1] : j * stride[1] + kw]
+                patch = xp[:, i * stride[0] : i * stride[0] + kh,
+                           j * stride[1] : j * stride[1] + kw]
                 out[o, i, j] = (patch[o] * w[o, 0]).sum() if depthwise else (patch * w[o]).sum()
         out[o] += b[o]
     return out
@@ -75,9 +77,10 @@ def layer_quant(
     return LayerQuant((zp_in,), zp_out, max(-128, zp_out) if relu else -128, 127, m, s, w_q, bias_q)
 
 
-def check_close(got_q: np.ndarray, expected: np.ndarray, scale: float, zp: int, units: float = 1.0) -> None:
-    """Within ``units`` output quantisation steps of the float reference (clipped to the representable
-    range)."""
+def check_close(got_q: np.ndarray, expected: np.ndarray, scale: float, zp: int,
+                units: float = 1.0) -> None:
+    """Within ``units`` output quantisation steps of the float reference (clipped to the
+    representable range)."""
     lo, hi = dequantize(np.array([-128, 127]), scale, zp)
     expected = np.clip(expected, lo, hi)
     err = np.abs(dequantize(got_q, scale, zp) - expected) / scale
@@ -109,7 +112,8 @@ def test_conv_matches_float_reference(case: tuple, relu: bool) -> None:
     s_out = (expected.max() - min(expected.min(), 0)) / 255
     zp_out = round(-128 - float(min(expected.min(), 0)) / s_out)
     q = layer_quant(w_q, bias_q, s_in * w_scale / s_out, zp_in, zp_out, relu)
-    layer = Layer("c", "conv", ("in",), "c", ((cin, h, w),), expected.shape, kernel, stride, pad, relu)
+    layer = Layer("c", "conv", ("in",), "c", ((cin, h, w),), expected.shape, kernel, stride, pad,
+                  relu)
     got = run_layer(layer, [x_q], q)
     assert got.dtype == np.int8 and got.shape == expected.shape
     check_close(got, expected, s_out, zp_out, units=0.51)
@@ -125,13 +129,15 @@ def test_depthwise_matches_float_reference(stride: tuple[int, int]) -> None:
     bias_q = RNG.integers(-500, 500, size=c).astype(np.int32)
     expected = np.maximum(
         ref_conv(
-            x, w_q * w_scale[:, None, None, None], bias_q * s_in * w_scale, stride, (1, 1), depthwise=True
+            x, w_q * w_scale[:, None, None, None], bias_q * s_in * w_scale, stride, (1, 1),
+            depthwise=True
         ),
         0,
     )
     s_out, zp_out = expected.max() / 255, -128
     q = layer_quant(w_q, bias_q, s_in * w_scale / s_out, zp_in, zp_out, True)
-    layer = Layer("d", "depthwise", ("in",), "d", ((c, h, w),), expected.shape, (3, 3), stride, (1, 1), True)
+    layer = Layer("d", "depthwise", ("in",), "d", ((c, h, w),), expected.shape, (3, 3), stride,
+                  (1, 1), True)
     check_close(run_layer(layer, [x_q], q), expected, s_out, zp_out, units=0.51)
 
 
@@ -141,7 +147,8 @@ def test_fully_connected_matches_float_reference() -> None:
     x_q = RNG.integers(-128, 128, size=(n_in, 1, 1), dtype=np.int8)
     w_q, w_scale = make_weights((n_out, n_in))
     bias_q = RNG.integers(-3000, 3000, size=n_out).astype(np.int32)
-    expected = (w_q * w_scale[:, None]) @ dequantize(x_q, s_in, zp_in).reshape(-1) + bias_q * s_in * w_scale
+    expected = (w_q * w_scale[:, None]) @ dequantize(x_q, s_in,
+                                                     zp_in).reshape(-1) + bias_q * s_in * w_scale
     s_out = np.abs(expected).max() / 127
     q = layer_quant(w_q, bias_q, s_in * w_scale / s_out, zp_in, 0, False)
     layer = Layer("f", "fc", ("in",), "f", ((n_in, 1, 1),), (n_out,))
@@ -174,7 +181,8 @@ def test_average_pool_matches_float_reference() -> None:
     layer2 = Layer("p2", "avgpool", ("x",), "p2", ((5, 8, 8),), (5, 3, 3), (4, 4), (2, 2))
     m2, s2 = quantize_multiplier(s_in / (s_out * 16))
     got = run_layer(layer2, [x_q], LayerQuant((zp_in,), zp_out, -128, 127, m2, s2))
-    windows = np.lib.stride_tricks.sliding_window_view(dequantize(x_q, s_in, zp_in), (4, 4), axis=(1, 2))
+    windows = np.lib.stride_tricks.sliding_window_view(dequantize(x_q, s_in, zp_in), (4, 4),
+                                                       axis=(1, 2))
     check_close(got, windows[:, ::2, ::2].mean(axis=(3, 4)), s_out, zp_out, units=0.51)
 
 

@@ -1,5 +1,5 @@
-"""Model and runner file formats: magic, round trips, integrity, and the compiled sizes against Vela's
-reports."""
+"""Model and runner file formats: magic, round trips, integrity, and the compiled sizes against
+Vela's reports."""
 
 from __future__ import annotations
 
@@ -132,12 +132,15 @@ def test_runner_artifact_version_2_carries_the_instrumentation_options() -> None
     data = encode_runner(artifact)
     assert struct.unpack_from("<H", data, 8) == (2,)
     assert decode_runner(data) == artifact
-    assert decode_runner(encode_runner(RunnerArtifact("reuse"))) == RunnerArtifact("reuse", "", "", False, "current")
+    assert (decode_runner(encode_runner(RunnerArtifact("reuse")))
+            == RunnerArtifact("reuse", "", "", False, "current"))
 
 
 def test_runner_artifact_version_1_is_still_read() -> None:
-    """A version 1 build printed its id and the CPU-time line: it keeps the CPU-time line (stock log otherwise)."""
-    body = json.dumps({"driver": "per-inference", "fault": "", "format": "fvp-sim-executor-runner", "id": "v1"})
+    """A version 1 build printed its id and the CPU-time line: it keeps the CPU-time line (stock log
+    otherwise)."""
+    body = json.dumps({"driver": "per-inference", "fault": "", "format": "fvp-sim-executor-runner",
+                       "id": "v1"})
     data = b"FVPSIMRN" + struct.pack("<HHI", 1, 0, len(body)) + body.encode() + b"\n"
     assert decode_runner(data) == RunnerArtifact("per-inference", "v1", "", cpu_time_report=True)
 

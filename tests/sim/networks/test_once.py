@@ -1,4 +1,5 @@
-"""``networks/once.py``: an inference computed once per (model file, input), the same answer as recomputing it."""
+"""``networks/once.py``: an inference computed once per (model file, input), the same answer as
+recomputing it."""
 
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ def computed(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bytes]]:
     once.clear()
 
 
-def test_the_same_model_file_and_input_bytes_are_computed_once_with_the_same_answer(computed: list[bytes]) -> None:
+def test_the_same_model_file_and_input_bytes_are_computed_once_with_the_same_answer(
+        computed: list[bytes]) -> None:
     arch = get_architecture("ds_cnn")
     model = compile_model(arch, 0, 256)
     digest = once.model_digest(encode_model(model))
@@ -36,13 +38,16 @@ def test_the_same_model_file_and_input_bytes_are_computed_once_with_the_same_ans
     first = once.run_model_once(digest, model.arch, model.quant, x)
     again = once.run_model_once(digest, model.arch, model.quant, x.copy())
     assert len(computed) == 1
-    assert np.array_equal(first, run_model(model.arch, model.quant, x)) and np.array_equal(again, first)
+    assert (np.array_equal(first, run_model(model.arch, model.quant, x)) and
+            np.array_equal(again, first))
     other = make_input(arch, 1)  # other input bytes: computed
     assert np.array_equal(once.run_model_once(digest, model.arch, model.quant, other),
                           run_model(model.arch, model.quant, other))
     reseeded = compile_model(arch, 1, 256)  # another model file, the same input: computed
-    assert np.array_equal(once.run_model_once(once.model_digest(encode_model(reseeded)), reseeded.arch,
-                                              reseeded.quant, x), run_model(reseeded.arch, reseeded.quant, x))
+    assert np.array_equal(once.run_model_once(once.model_digest(encode_model(reseeded)),
+                                              reseeded.arch,
+                                              reseeded.quant, x),
+                          run_model(reseeded.arch, reseeded.quant, x))
     assert computed == [x.tobytes(), other.tobytes(), x.tobytes()]
 
 
@@ -67,7 +72,8 @@ def test_a_failing_inference_fails_every_time_and_the_oldest_result_is_dropped_f
     monkeypatch.setattr(once, "MAX_ENTRIES", 2)
     for x in inputs:  # keeps inputs 1 and 2
         once.run_model_once("m", model.arch, model.quant, x)
-    for index in (1, 0, 1, 2):  # 1 kept and used; 0 computed again in place of 2, the least recently used
+    # 1 kept and used; 0 computed again in place of 2, the least recently used
+    for index in (1, 0, 1, 2):
         once.run_model_once("m", model.arch, model.quant, inputs[index])
     assert computed == [inputs[index].tobytes() for index in (0, 1, 2, 0, 2)]
 

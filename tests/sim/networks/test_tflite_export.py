@@ -1,5 +1,6 @@
-"""The simulator's models as int8 TFLite: Vela's own reader sees the same layers and shapes, and a TFLite
-interpreter (where ``ai-edge-litert`` is installed) computes what the simulator computes, layer by layer."""
+"""The simulator's models as int8 TFLite: Vela's own reader sees the same layers and shapes, and a
+TFLite interpreter (where ``ai-edge-litert`` is installed) computes what the simulator computes,
+layer by layer."""
 
 from __future__ import annotations
 
@@ -18,9 +19,10 @@ from fvp_harness.sim.networks.tflite_export import _padding, export_tflite, plan
 
 pytest.importorskip("ethosu.vela", reason="the TFLite export uses the schema code Vela ships")
 
-VELA_OPS = {"conv": "Conv2DBias", "depthwise": "DepthwiseConv2DBias", "fc": "FullyConnected", "add": "Add",
-            "avgpool": "AvgPool"}
-"""The operation Vela's reader makes of each simulator layer kind (TFLite CONV_2D -> Conv2DBias, ...)."""
+VELA_OPS = {"conv": "Conv2DBias", "depthwise": "DepthwiseConv2DBias", "fc": "FullyConnected",
+            "add": "Add", "avgpool": "AvgPool"}
+"""The operation Vela's reader makes of each simulator layer kind (TFLite CONV_2D -> Conv2DBias,
+...)."""
 
 
 @pytest.fixture(scope="module")
@@ -46,9 +48,11 @@ def test_vela_reads_the_same_layers_and_shapes(
     path = tmp_path / f"{name}.tflite"
     path.write_bytes(exported[name])
     graph = tflite_reader.read_tflite(str(path), 1, {}, [], [])
-    ops = {op.name: op for op in graph.subgraphs[0].get_all_ops() if op.type.name not in ("Const", "Placeholder")}
+    ops = {op.name: op for op in graph.subgraphs[0].get_all_ops()
+           if op.type.name not in ("Const", "Placeholder")}
     arch = compiled[name].arch
-    pads = {layer.name for layer in arch.layers if layer.kind in ("conv", "depthwise") and _padding(layer)[1]}
+    pads = {layer.name
+            for layer in arch.layers if layer.kind in ("conv", "depthwise") and _padding(layer)[1]}
     assert set(ops) == {layer.name for layer in arch.layers} | {f"{p}/padded" for p in pads}
     for layer in arch.layers:
         op = ops[layer.name]
@@ -59,7 +63,8 @@ def test_vela_reads_the_same_layers_and_shapes(
         assert [int(d) for d in first_input.shape] == _nhwc(layer.in_shapes[0]), layer.name
         if layer.weight_shape is not None:  # Vela holds weights HWIO (conv, depthwise) or IO (fc)
             assert math.prod(op.inputs[1].shape) == layer.n_weights, layer.name
-            assert op.inputs[1].quantization.scale_f32.shape == (layer.out_channels,), "per-channel weights"
+            assert op.inputs[1].quantization.scale_f32.shape == (layer.out_channels,), (
+                "per-channel weights")
     for pad in pads:
         assert ops[f"{pad}/padded"].type.name == "Pad"
 
@@ -71,7 +76,8 @@ def test_padding_uses_same_where_tflite_agrees_and_an_explicit_pad_elsewhere() -
     valid = Layer("c", "conv", ("x",), "c", ((16, 32, 32),), (32, 16, 16), (1, 1), (2, 2), (0, 0))
     assert _padding(same) == ("SAME", None)
     assert _padding(valid) == ("VALID", None)
-    # TFLite's SAME pads 0 before and 1 after a stride-2 3x3 on 32 pixels; PyTorch pads (and reads) 1 before
+    # TFLite's SAME pads 0 before and 1 after a stride-2 3x3 on 32 pixels; PyTorch pads (and reads)
+    # 1 before
     assert _padding(strided) == ("VALID", ((1, 1), (1, 1)))
     assert _padding(kws) == ("VALID", ((5, 5), (1, 1)))
 
@@ -87,7 +93,8 @@ def test_export_is_deterministic_and_a_flatbuffer(compiled: dict[str, CompiledMo
 
 
 def test_a_pool_that_rescales_becomes_mean(compiled: dict[str, CompiledModel]) -> None:
-    """Model files from before pools shared their input's scale rescale in the pool: TFLite's MEAN does that."""
+    """Model files from before pools shared their input's scale rescale in the pool: TFLite's MEAN
+    does that."""
     model = compiled["resnet8"]
     assert [op.op for op in plan_tflite(model).ops if op.layer == "avgpool"] == ["AVERAGE_POOL_2D"]
     scale, zp = model.tensors["avgpool"]
@@ -112,11 +119,14 @@ def _nchw(tensor: np.ndarray) -> np.ndarray:
 def test_a_tflite_interpreter_computes_what_the_simulator_computes(
     name: str, compiled: dict[str, CompiledModel], exported: dict[str, bytes]
 ) -> None:
-    """TFLite's reference kernels, fed each layer's own inputs, give the simulator's int8 outputs within one unit;
-    they differ only where TFLite's double rounding (or float32 scales) tips a value that lies on a tie."""
-    litert = pytest.importorskip("ai_edge_litert.interpreter", reason="no TFLite interpreter (ai-edge-litert)")
+    """TFLite's reference kernels, fed each layer's own inputs, give the simulator's int8 outputs
+    within one unit; they differ only where TFLite's double rounding (or float32 scales) tips a
+    value that lies on a tie."""
+    litert = pytest.importorskip("ai_edge_litert.interpreter",
+                                 reason="no TFLite interpreter (ai-edge-litert)")
     model = compiled[name]
-    with warnings.catch_warnings():  # preserving every tensor is a debugging mode: exactly what is wanted here
+    # preserving every tensor is a debugging mode: exactly what is wanted here
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         interpreter = litert.Interpreter(
             model_content=exported[name],
@@ -134,7 +144,8 @@ def test_a_tflite_interpreter_computes_what_the_simulator_computes(
         for layer in model.arch.layers:
             inputs = [_nchw(interpreter.get_tensor(index[tensor])) for tensor in layer.inputs]
             ours = run_layer(layer, inputs, model.quant[layer.name]).astype(np.int32)
-            theirs = _nchw(interpreter.get_tensor(index[layer.output])).reshape(ours.shape).astype(np.int32)
+            theirs = _nchw(interpreter.get_tensor(index[layer.output])).reshape(ours.shape).astype(
+                np.int32)
             assert np.abs(ours - theirs).max() <= 1, (layer.name, seed)
             differing += int(np.count_nonzero(ours != theirs))
             total += ours.size

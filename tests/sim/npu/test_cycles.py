@@ -1,4 +1,5 @@
-"""The NPU cycle model: in the range of Vela's estimates, scaling with MACs, computed from layers only."""
+"""The NPU cycle model: in the range of Vela's estimates, scaling with MACs, computed from layers
+only."""
 
 from __future__ import annotations
 
@@ -6,7 +7,12 @@ import itertools
 
 import pytest
 
-from fvp_harness.sim.networks.architectures import ARCHITECTURES, Architecture, Layer, get_architecture
+from fvp_harness.sim.networks.architectures import (
+    ARCHITECTURES,
+    Architecture,
+    Layer,
+    get_architecture,
+)
 from fvp_harness.sim.networks.modelfile import schedule_layers
 from fvp_harness.sim.npu.cycles import inference_cycles, layer_cycles, utilisation
 
@@ -32,7 +38,8 @@ def test_resnet8_across_mac_configs_near_vela(macs: int, vela_us: int) -> None:
 def test_more_macs_never_slower(name: str) -> None:
     values = [cycles(name, macs) for macs in MACS]
     assert values == sorted(values, reverse=True)
-    if name != "deep_autoencoder":  # fully connected layers are weight-decode bound: flat across configs
+    # fully connected layers are weight-decode bound: flat across configs
+    if name != "deep_autoencoder":
         assert all(a > b for a, b in itertools.pairwise(values))
 
 
@@ -54,7 +61,8 @@ def test_utilisation_by_layer_kind_as_the_reference_describes() -> None:
 
 
 def test_a_new_network_gets_cycles_without_new_constants() -> None:
-    layer = Layer("c", "conv", ("input",), "c", ((8, 16, 16),), (32, 16, 16), (3, 3), (1, 1), (1, 1), True)
+    layer = Layer("c", "conv", ("input",), "c", ((8, 16, 16),), (32, 16, 16), (3, 3), (1, 1),
+                  (1, 1), True)
     arch = Architecture("tiny", "a network nobody told the model about", (8, 16, 16), (layer,))
     small = inference_cycles(arch.layers, schedule_layers(arch), 256)
     assert small > 0
@@ -68,12 +76,14 @@ def test_unknown_config_refused() -> None:
 
 
 def test_u55_configurations_follow_the_work() -> None:
-    """The Ethos-U55 fallback: more MACs never cost cycles, and a U55 is slower than a U85 of equal MACs (narrower
-    output stage, slower memories)."""
+    """The Ethos-U55 fallback: more MACs never cost cycles, and a U55 is slower than a U85 of equal
+    MACs (narrower output stage, slower memories)."""
     arch = get_architecture("resnet8")
     schedule = schedule_layers(arch)
-    u55 = [inference_cycles(arch.layers, schedule, macs, "ethos-u55") for macs in (32, 64, 128, 256)]
+    u55 = [inference_cycles(arch.layers, schedule, macs, "ethos-u55")
+           for macs in (32, 64, 128, 256)]
     assert u55 == sorted(u55, reverse=True) and u55[0] > u55[-1]
-    assert inference_cycles(arch.layers, schedule, 256, "ethos-u55") > inference_cycles(arch.layers, schedule, 256)
+    assert (inference_cycles(arch.layers, schedule, 256, "ethos-u55")
+            > inference_cycles(arch.layers, schedule, 256))
     with pytest.raises(ValueError, match="no ethos-u55 configuration with 512 MACs"):
         inference_cycles(arch.layers, schedule, 512, "ethos-u55")

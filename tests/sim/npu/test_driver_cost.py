@@ -1,4 +1,5 @@
-"""The driver cost model reproduces the published before/after table and its constants come from the fit."""
+"""The driver cost model reproduces the published before/after table and its constants come from the
+fit."""
 
 from __future__ import annotations
 
@@ -66,7 +67,8 @@ def test_model_properties() -> None:
     assert DEFAULT.execute_ms(s, "per-inference") > DEFAULT.execute_ms(s, "reuse")
     bigger = DriverSizes(s.command_stream, s.weights * 2, s.scratch, s.input, s.output)
     assert DEFAULT.execute_ms(bigger, "per-inference") > DEFAULT.execute_ms(s, "per-inference")
-    assert DEFAULT.execute_ms(bigger, "reuse") == DEFAULT.execute_ms(s, "reuse")  # weights stay resident
+    # weights stay resident
+    assert DEFAULT.execute_ms(bigger, "reuse") == DEFAULT.execute_ms(s, "reuse")
     two_inputs = DriverSizes(s.command_stream, s.weights, s.scratch, s.input, s.output, n_inputs=2)
     assert two_inputs.objects == 7
     assert 0 < DEFAULT.setup_ms(s) < DEFAULT.recreate_ms(s)

@@ -1,5 +1,5 @@
-"""An in-memory ``GuestContext`` and ready-made artifacts, so the emulated runner is tested without the
-platform."""
+"""An in-memory ``GuestContext`` and ready-made artifacts, so the emulated runner is tested without
+the platform."""
 
 from __future__ import annotations
 
@@ -20,12 +20,13 @@ RunRunner = Callable[..., tuple[int, FakeContext]]
 
 @pytest.fixture
 def run_runner(model_files: dict[str, bytes], input_files: dict[str, bytes]) -> RunRunner:
-    """Run the emulated runner: ``run_runner(driver, *flags, model=..., knobs=..., npu_macs=..., fault=...,
-    build_id=..., cpu_time_report=..., log_generation=...)``.
+    """Run the emulated runner: ``run_runner(driver, *flags, model=..., knobs=..., npu_macs=...,
+    fault=..., build_id=..., cpu_time_report=..., log_generation=...)``.
 
-    The guest holds ``/root/runner`` (the artifact), ``/root/<model>.bin``, ``/root/<model>.in`` and the NPU node
-    ``devices`` (default ``/dev/ethosu0``, the default image's). The default build is stock (no build-id line, no
-    CPU-time report, the current log generation, ``npu_device`` /dev/ethosu0).
+    The guest holds ``/root/runner`` (the artifact), ``/root/<model>.bin``, ``/root/<model>.in`` and
+    the NPU node ``devices`` (default ``/dev/ethosu0``, the default image's). The default build is
+    stock (no build-id line, no CPU-time report, the current log generation, ``npu_device``
+    /dev/ethosu0).
     """
 
     def run(
@@ -45,7 +46,8 @@ def run_runner(model_files: dict[str, bytes], input_files: dict[str, bytes]) -> 
     ) -> tuple[int, FakeContext]:
         files = {
             "/root/runner": encode_runner(
-                RunnerArtifact(driver, build_id, fault, cpu_time_report, log_generation, npu_device=npu_device)
+                RunnerArtifact(driver, build_id, fault, cpu_time_report, log_generation,
+                               npu_device=npu_device)
             ),
             **{device: b"" for device in devices},
             **{f"/root/{name}.bin": data for name, data in model_files.items()},

@@ -1,5 +1,6 @@
-"""An in-memory ``GuestContext`` for testing emulated guest programs without the platform: the A/B runner's tests
-(``run_runner`` in this folder's conftest) and the VGF runner's (``test_vgf_runner.py``) both use it."""
+"""An in-memory ``GuestContext`` for testing emulated guest programs without the platform: the A/B
+runner's tests (``run_runner`` in this folder's conftest) and the VGF runner's
+(``test_vgf_runner.py``) both use it."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The emulated executor_runner infers once per input and still charges every iteration: what it prints and
-writes is what recomputing every iteration prints and writes."""
+"""The emulated executor_runner infers once per input and still charges every iteration: what it
+prints and writes is what recomputing every iteration prints and writes."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from fvp_harness.sim.workloads.executor_runner import run as runner_module
 
 from .conftest import RunRunner
 
-FLAGS = ("--model_path=/root/ds_cnn.bin", "--num_executions=6", "--inputs=ds_cnn.in", "--output_file=/root/out")
+FLAGS = ("--model_path=/root/ds_cnn.bin", "--num_executions=6", "--inputs=ds_cnn.in",
+         "--output_file=/root/out")
 
 
 def test_six_iterations_of_one_input_compute_once_and_print_what_six_computations_print(
@@ -32,12 +33,14 @@ def test_six_iterations_of_one_input_compute_once_and_print_what_six_computation
     monkeypatch.setattr(once, "run_model", counting)
     seen = {}
     for name, infer in (("once", once.run_model_once), ("every time", every_time)):
-        monkeypatch.setattr(runner_module, "_invocations", itertools.count())  # the same noise for both
+        # the same noise for both
+        monkeypatch.setattr(runner_module, "_invocations", itertools.count())
         monkeypatch.setattr(runner_module, "run_model_once", infer)
         computed.clear()
         status, ctx = run_runner("reuse", *FLAGS, cpu_time_report=True)
         assert status == 0
-        seen[name] = (len(computed), ctx.stderr_text, ctx.stdout_text, ctx.files["/root/out-0.bin"], ctx.now())
+        seen[name] = (len(computed), ctx.stderr_text, ctx.stdout_text, ctx.files["/root/out-0.bin"],
+                      ctx.now())
     once.clear()
     assert seen["once"][0] == 1 and seen["every time"][0] == 6
     assert seen["once"][1:] == seen["every time"][1:]

@@ -1,5 +1,6 @@
-"""The simulator's VGF runner: cost model behaviour, flags and environment, the report it writes (read back by
-``vgf.py`` without a warning: the two sides of the documented layout agree), and the artifact on this host."""
+"""The simulator's VGF runner: cost model behaviour, flags and environment, the report it writes
+(read back by ``vgf.py`` without a warning: the two sides of the documented layout agree), and the
+artifact on this host."""
 
 from __future__ import annotations
 
@@ -37,7 +38,8 @@ def files() -> dict[str, bytes]:
     }
 
 
-def run(files: dict[str, bytes], *args: str, zero: str | None = None, runner: str = "runner", **knobs: str):
+def run(files: dict[str, bytes], *args: str, zero: str | None = None, runner: str = "runner",
+        **knobs: str):
     env = {} if zero is None else {"ET_VGF_ZERO_COPY": zero}
     argv = [f"/root/{runner}", "--model_path=m.model", "--inputs=in.bin", *args]
     ctx = FakeContext(argv, dict(files), knobs=knobs, env=env, clock=0.0)
@@ -81,7 +83,8 @@ def test_the_reader_reads_what_the_simulator_writes_without_a_warning(files):
     _, ctx = run(files, "--vgf_perf_json=perf.json", zero="1")
     parsed = parse_report(ctx.files["/root/perf.json"], "perf.json")
     assert parsed.warnings == ()
-    assert parsed.inferences == 200 and parsed.model == "resnet8" and parsed.config.zero_copy is True
+    assert (parsed.inferences == 200 and parsed.model == "resnet8" and
+            parsed.config.zero_copy is True)
     assert parsed.device.vendor_id == 0x13B5 and parsed.device.api_version == "1.3.275"
 
 
@@ -98,7 +101,8 @@ def test_rejected_buffers_fall_back_to_copies_with_a_reason(files):
     _, ctx = run(files, "--vgf_perf_json=perf.json", zero="1", vgf_reject="output")
     doc = report_of(ctx)
     assert median(doc, "out_copy_bytes") == 10 and median(doc, "out_zero_copy_bytes") == 0
-    assert median(doc, "fallback_count") == 1 and median(doc, "rejection_count") == 1 and median(doc, "imports") == 1
+    assert (median(doc, "fallback_count") == 1 and median(doc, "rejection_count") == 1 and
+            median(doc, "imports") == 1)
     assert doc["rejections"][0]["buffer"] == "output0" and doc["rejections"][0]["count"] == 200
     assert "VK_ERROR_INVALID_EXTERNAL_HANDLE" in doc["rejections"][0]["reason"]
     assert any("zero-copy rejected output0" in line for line in ctx.err)
@@ -110,12 +114,14 @@ def test_rejected_buffers_fall_back_to_copies_with_a_reason(files):
 def test_import_cache_leaves_imports_to_the_warmup(files):
     _, ctx = run(files, "--vgf_perf_json=perf.json", zero="1", vgf_import_cache="1")
     doc = report_of(ctx)
-    assert median(doc, "imports") == 0 and median(doc, "import_ns") == 0 and median(doc, "binding_refresh_ns") > 0
+    assert (median(doc, "imports") == 0 and median(doc, "import_ns") == 0 and
+            median(doc, "binding_refresh_ns") > 0)
 
 
 def test_copy_cost_follows_the_simulated_cpu_clock(files):
     _, slow = run(files, "--vgf_perf_json=perf.json")
-    fast_ctx = FakeContext(["/root/runner", "--model_path=m.model", "--vgf_perf_json=perf.json"], dict(files),
+    fast_ctx = FakeContext(["/root/runner", "--model_path=m.model", "--vgf_perf_json=perf.json"],
+                           dict(files),
                            params={"host.cpu0.clock_hz": "400000000"}, clock=0.0)  # fmt: skip
     assert executor_runner_vgf(fast_ctx) == 0
     ratio = median(report_of(slow), "in_memcpy_ns") / median(report_of(fast_ctx), "in_memcpy_ns")
@@ -125,8 +131,10 @@ def test_copy_cost_follows_the_simulated_cpu_clock(files):
 @pytest.mark.parametrize(
     ("args", "env_zero", "runner", "status", "message"),
     [
-        (["--vgf_perf_json=p.json"], "maybe", "runner", 1, "ET_VGF_ZERO_COPY='maybe': expected 0 or 1"),
-        (["--vgf_perf_json=p.json"], None, "nostats", 1, "unknown command line flag 'vgf_perf_json'"),
+        (["--vgf_perf_json=p.json"], "maybe", "runner", 1,
+         "ET_VGF_ZERO_COPY='maybe': expected 0 or 1"),
+        (["--vgf_perf_json=p.json"], None, "nostats", 1,
+         "unknown command line flag 'vgf_perf_json'"),
         (["--bogus=1"], None, "runner", 1, "unknown command line flag 'bogus'"),
         (["--model_path=missing.model"], None, "runner", 134, "FileDataLoader::from() failed"),
     ],
@@ -151,7 +159,8 @@ def test_the_artifact_runs_on_this_host_too(tmp_path, files):
     (tmp_path / "m.model").write_bytes(files["/root/m.model"])
     env = {**os.environ, "ET_VGF_ZERO_COPY": "1"}
     done = subprocess.run(
-        [str(runner), "--model_path=m.model", "--num_executions=25", "--vgf_perf_json=p.json", "--print_output=none"],
+        [str(runner), "--model_path=m.model", "--num_executions=25", "--vgf_perf_json=p.json",
+         "--print_output=none"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -160,7 +169,8 @@ def test_the_artifact_runs_on_this_host_too(tmp_path, files):
 
 
 def test_the_simulator_module_imports_nothing_of_the_harness():
-    tree = ast.parse((REPO / "fvp_harness" / "sim" / "workloads/vgf_runner.py").read_text(encoding="utf-8"))
+    tree = ast.parse((REPO / "fvp_harness" / "sim"
+                      / "workloads/vgf_runner.py").read_text(encoding="utf-8"))
     modules = [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module]
     modules += [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
     harness = [m for m in modules if m.startswith("fvp_harness")]

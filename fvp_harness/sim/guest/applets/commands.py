@@ -1,5 +1,5 @@
-"""busybox's applets that run commands or touch the system: xargs, env, seq, sleep, basename, dirname, touch,
-hostname, whoami."""
+"""busybox's applets that run commands or touch the system: xargs, env, seq, sleep, basename,
+dirname, touch, hostname, whoami."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from fvp_harness.sim.guest.session import Builtin, Session
 
 __all__ = ["APPLETS"]
 
-# ------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # xargs, env
 
 
@@ -29,7 +29,8 @@ _QUOTE_NAMES = {'"': "double", "'": "single"}
 
 
 def _xargs_items(data: bytes) -> list[str]:
-    """Arguments from xargs' input: blanks separate them; quotes and backslash as busybox reads them."""
+    """Arguments from xargs' input: blanks separate them; quotes and backslash as busybox reads
+    them."""
     text = data.decode("utf-8", "surrogateescape")
     items: list[str] = []
     cur: list[str] = []
@@ -102,7 +103,8 @@ def _xargs(sh: Session, argv: list[str], io: IO) -> int:
             items.pop()
     else:
         items = _xargs_items(data)
-    batches = [items[k:k + per_call] for k in range(0, len(items), per_call)] if per_call else [items]
+    batches = ([items[k:k + per_call] for k in range(0, len(items), per_call)] if per_call
+               else [items])
     if not items:
         if no_empty:
             return 0
@@ -172,7 +174,7 @@ def _env(sh: Session, argv: list[str], io: IO) -> int:
     return sub.execute(args, env, io)
 
 
-# ------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # small ones
 
 
@@ -209,7 +211,8 @@ def _seq(sh: Session, argv: list[str], io: IO) -> int:
             check(sh)
     if width and values:
         wide = max(len(v) for v in values)
-        values = [v.zfill(wide) if not v.startswith("-") else "-" + v[1:].zfill(wide - 1) for v in values]
+        values = [v.zfill(wide) if not v.startswith("-") else "-" + v[1:].zfill(wide - 1)
+                  for v in values]
     if values:
         io.say(sep.join(values) + "\n")
     return 0
@@ -288,8 +291,9 @@ def _hostname(sh: Session, argv: list[str], io: IO) -> int:
 
 
 def _df(sh: Session, argv: list[str], io: IO) -> int:
-    """busybox ``df [-kP] [PATH...]`` in 1K blocks: the guest's one file system (``rootfs`` on ``/``), sized by
-    what really backs it (the host folder the guest's files live in), so a deploy that would not fit is seen."""
+    """busybox ``df [-kP] [PATH...]`` in 1K blocks: the guest's one file system (``rootfs`` on
+    ``/``), sized by what really backs it (the host folder the guest's files live in), so a deploy
+    that would not fit is seen."""
     names = [arg for arg in argv[1:] if not arg.startswith("-")]
     for name in names:
         try:

@@ -1,5 +1,5 @@
-"""What every busybox applet here shares: option parsing (``getopt``), busybox's usage text and messages
-(``busybox_applet``), reading a file or stdin line by line, Ctrl-C checks."""
+"""What every busybox applet here shares: option parsing (``getopt``), busybox's usage text and
+messages (``busybox_applet``), reading a file or stdin line by line, Ctrl-C checks."""
 
 from __future__ import annotations
 
@@ -32,11 +32,13 @@ SPACE = b" \t\n\v\f\r"
 
 
 class Usage(Exception):
-    """Bad options: the message (if any) is printed, then the applet's usage; exit 1 (2 for grep and sort)."""
+    """Bad options: the message (if any) is printed, then the applet's usage; exit 1 (2 for grep and
+    sort)."""
 
 
 class Fail(Exception):
-    """An error busybox reports as ``applet: message`` and exits on (the applet's usage exit status)."""
+    """An error busybox reports as ``applet: message`` and exits on (the applet's usage exit
+    status)."""
 
 
 def check(sh: Session) -> None:
@@ -45,8 +47,8 @@ def check(sh: Session) -> None:
 
 
 def getopt(args: list[str], spec: str) -> tuple[list[tuple[str, str]], list[str]]:
-    """GNU-style short options (permuted, ``-abc``, ``-nVALUE``, ``-n VALUE``, ``--`` ends them); ``spec`` as
-    getopt's (``n:`` takes a value). Raises Usage."""
+    """GNU-style short options (permuted, ``-abc``, ``-nVALUE``, ``-n VALUE``, ``--`` ends them);
+    ``spec`` as getopt's (``n:`` takes a value). Raises Usage."""
     takes = {c for i, c in enumerate(spec) if i + 1 < len(spec) and spec[i + 1] == ":"}
     known = set(spec.replace(":", ""))
     opts: list[tuple[str, str]] = []
@@ -87,7 +89,8 @@ def print_usage(io: IO, name: str, usage: str, message: str = "") -> None:
 
 
 def read_input(sh: Session, name: str, io: IO, applet: str, style: str = "open") -> bytes | None:
-    """A file's bytes, or None after busybox's message (``can't open 'X': ...`` or ``X: ...`` for grep)."""
+    """A file's bytes, or None after busybox's message (``can't open 'X': ...`` or ``X: ...`` for
+    grep)."""
     try:
         return sh.fs.read(name, sh.cwd)
     except OSError as exc:
@@ -120,11 +123,14 @@ def number(text: str) -> int:
     return int(m.group(1)) * {"": 1, "b": 512, "k": 1024, "m": 1024 * 1024}[m.group(2)]
 
 
-def busybox_applet(usage: str, usage_status: int = 1) -> Callable[[Callable[[Session, list[str], IO], int]],
-                                                             Callable[[Session, list[str], IO], int]]:
+def busybox_applet(usage: str,
+                   usage_status: int = 1) -> Callable[[Callable[[Session, list[str], IO], int]],
+                                                             Callable[[Session, list[str],
+                                                                       IO], int]]:
     """Turn Usage into busybox's usage text and exit status."""
 
-    def wrap(fn: Callable[[Session, list[str], IO], int]) -> Callable[[Session, list[str], IO], int]:
+    def wrap(fn: Callable[[Session, list[str], IO], int]) -> Callable[[Session, list[str],
+                                                                       IO], int]:
         @functools.wraps(fn)
         def run(sh: Session, argv: list[str], io: IO) -> int:
             try:

@@ -1,4 +1,5 @@
-"""busybox's grep, with POSIX basic and extended regular expressions turned into Python's (``posix_regex``)."""
+"""busybox's grep, with POSIX basic and extended regular expressions turned into Python's
+(``posix_regex``)."""
 
 from __future__ import annotations
 
@@ -18,20 +19,20 @@ from fvp_harness.sim.guest.session import Builtin, Session
 
 __all__ = ["APPLETS", "posix_regex"]
 
-# ------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # grep
 
 
 _POSIX_CLASSES = {
     "alpha": "a-zA-Z", "digit": "0-9", "alnum": "0-9a-zA-Z", "upper": "A-Z", "lower": "a-z",
-    "space": " \\t\\n\\r\\f\\v", "blank": " \\t", "xdigit": "0-9A-Fa-f", "cntrl": "\\x00-\\x1f\\x7f",
-    "print": " -~", "graph": "!-~", "punct": "!-/:-@\\[-`{-~",
+    "space": " \\t\\n\\r\\f\\v", "blank": " \\t", "xdigit": "0-9A-Fa-f",
+    "cntrl": "\\x00-\\x1f\\x7f", "print": " -~", "graph": "!-~", "punct": "!-/:-@\\[-`{-~",
 }
 
 
 def _posix_bracket(pat: str, i: int) -> tuple[str, int]:
-    """A POSIX bracket expression at ``pat[i] == '['`` as a Python class (``]`` first is literal, backslash is
-    literal, ``[:class:]``); raises ValueError when unclosed."""
+    """A POSIX bracket expression at ``pat[i] == '['`` as a Python class (``]`` first is literal,
+    backslash is literal, ``[:class:]``); raises ValueError when unclosed."""
     j = i + 1
     negate = j < len(pat) and pat[j] == "^"
     if negate:
@@ -69,9 +70,9 @@ def _posix_bracket(pat: str, i: int) -> tuple[str, int]:
 
 
 def posix_regex(pattern: str, extended: bool) -> str:
-    """A POSIX basic (``grep``) or extended (``grep -E``) regular expression, with GNU's extensions (``\\+``
-    ``\\?`` ``\\|`` in basic, ``\\<`` ``\\>`` ``\\b`` ``\\w`` ``\\s``), as a Python regex. Raises ValueError
-    for what regcomp refuses."""
+    """A POSIX basic (``grep``) or extended (``grep -E``) regular expression, with GNU's extensions
+    (``\\+`` ``\\?`` ``\\|`` in basic, ``\\<`` ``\\>`` ``\\b`` ``\\w`` ``\\s``), as a Python regex.
+    Raises ValueError for what regcomp refuses."""
     out: list[str] = []
     i, n = 0, len(pattern)
     start = True  # where a repetition operator is literal and ^ is an anchor (basic)
@@ -102,7 +103,8 @@ def posix_regex(pattern: str, extended: bool) -> str:
             if not extended and d == "{":
                 m = re.match(r"(\d*)(,?)(\d*)\\\}", pattern[i:])
                 if not m or start:
-                    raise ValueError("Invalid preceding regular expression" if start else "Unmatched \\{")
+                    raise ValueError("Invalid preceding regular expression" if start
+                                     else "Unmatched \\{")
                 low, comma, high = m.groups()
                 out.append("{" + (low or "0") + comma + high + "}")
                 i += m.end()
@@ -182,7 +184,8 @@ def posix_regex(pattern: str, extended: bool) -> str:
     return "".join(out)
 
 
-@busybox_applet("[-HhnlLoqvsrRiwFE] [-m N] [-A|B|C N] { PATTERN | -e PATTERN... } [FILE]...", usage_status=2)
+@busybox_applet("[-HhnlLoqvsrRiwFE] [-m N] [-A|B|C N] { PATTERN | -e PATTERN... } [FILE]...",
+                usage_status=2)
 def _grep(sh: Session, argv: list[str], io: IO) -> int:
     opts, operands = getopt(argv[1:], "lnqvscFiHhe:LowxEm:A:B:C:")
     flags = {opt for opt, _ in opts}

@@ -1,14 +1,17 @@
-"""The guest's busybox ``gzip``, ``gunzip`` and ``zcat`` applets (busybox 1.36, the subset a deploy script uses).
+"""The guest's busybox ``gzip``, ``gunzip`` and ``zcat`` applets (busybox 1.36, the subset a deploy
+script uses).
 
-Why the simulator has them: the Corstone-1000 image's busybox has them, and the harness compresses console deploys
-when the guest can decompress (``targets.transfer``), so the simulated guest must answer as the real one does.
+Why the simulator has them: the Corstone-1000 image's busybox has them, and the harness compresses
+console deploys when the guest can decompress (``targets.transfer``), so the simulated guest must
+answer as the real one does.
 
-Imitated: the options ``-c`` (to stdout), ``-d`` (gzip: decompress), ``-f`` (overwrite), ``-k`` (keep the input),
-``-t`` (test), ``-1``..``-9`` (gzip: level); FILE -> FILE.gz and back, the input removed unless ``-k`` or ``-c``;
-no FILE or ``-``: stdin to stdout; the messages ``can't open 'X': <reason>`` (a missing input, or an existing output
-without ``-f``), ``X: unknown suffix - ignored``, ``invalid magic``, ``corrupted data``, and exit status 1 after any
-of them (the other files are still processed). Not imitated: busybox's refusal to write compressed data to a
-terminal, and ``-v``/``-n`` (a deploy never uses them; an unknown option gets the usage text as everywhere).
+Imitated: the options ``-c`` (to stdout), ``-d`` (gzip: decompress), ``-f`` (overwrite), ``-k``
+(keep the input), ``-t`` (test), ``-1``..``-9`` (gzip: level); FILE -> FILE.gz and back, the input
+removed unless ``-k`` or ``-c``; no FILE or ``-``: stdin to stdout; the messages ``can't open 'X':
+<reason>`` (a missing input, or an existing output without ``-f``), ``X: unknown suffix - ignored``,
+``invalid magic``, ``corrupted data``, and exit status 1 after any of them (the other files are
+still processed). Not imitated: busybox's refusal to write compressed data to a terminal, and
+``-v``/``-n`` (a deploy never uses them; an unknown option gets the usage text as everywhere).
 """
 
 from __future__ import annotations
@@ -56,7 +59,8 @@ def _reason(exc: OSError) -> str:
 def _one(sh: Session, io: IO, applet: str, name: str, flags: set[str], level: int) -> int:
     unpack = applet != "gzip" or "d" in flags or "t" in flags
     to_stdout = "c" in flags or applet == "zcat"
-    if unpack and name != "-" and not to_stdout and "t" not in flags and not name.endswith((".gz", ".tgz")):
+    if (unpack and name != "-" and not to_stdout and "t" not in flags and
+        not name.endswith((".gz", ".tgz"))):
         io.complain(f"{applet}: {name}: unknown suffix - ignored\n")
         return 1
     try:
@@ -105,7 +109,8 @@ def _applet(sh: Session, argv: list[str], io: IO) -> int:
             continue
         for char in arg[1:]:
             if char not in known:
-                io.complain(f"{applet}: invalid option -- '{char}'\n{BUSYBOX}\n\nUsage: {applet} {_USAGE[applet]}")
+                io.complain(f"{applet}: invalid option -- '{char}'\n{BUSYBOX}\n\nUsage: {applet} "
+                            f"{_USAGE[applet]}")
                 return 1
             if char.isdigit():
                 level = int(char)
@@ -117,5 +122,7 @@ def _applet(sh: Session, argv: list[str], io: IO) -> int:
     return status
 
 
-GZIP_APPLETS: dict[str, Callable[[Session, list[str], IO], int]] = {"gzip": _applet, "gunzip": _applet, "zcat": _applet}
+GZIP_APPLETS: dict[str, Callable[[Session, list[str], IO], int]] = {"gzip": _applet,
+                                                                    "gunzip": _applet,
+                                                                    "zcat": _applet}
 """The compression applets, by name (merged into ``builtins.BUILTINS``)."""

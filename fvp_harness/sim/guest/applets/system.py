@@ -1,9 +1,10 @@
-"""busybox's ``sh`` (a nested shell), ``id``, ``cut`` and ``expr``: the applets the differential check against real
-busybox ash (tests/qemu/test_shell_differential.py) found missing.
+"""busybox's ``sh`` (a nested shell), ``id``, ``cut`` and ``expr``: the applets the differential
+check against real busybox ash (tests/qemu/test_shell_differential.py) found missing.
 
-Why they exist although the harness sends none of them: a person at ``fvp-harness shell`` and a runner's wrapper
-script use them (``sh -c '...'`` above all), and a simulator that answers ``sh: sh: not found`` where the real image
-runs the command hides nothing but itself. Output and messages follow busybox 1.36.
+Why they exist although the harness sends none of them: a person at ``fvp-harness shell`` and a
+runner's wrapper script use them (``sh -c '...'`` above all), and a simulator that answers ``sh: sh:
+not found`` where the real image runs the command hides nothing but itself. Output and messages
+follow busybox 1.36.
 """
 
 from __future__ import annotations
@@ -26,15 +27,17 @@ __all__ = ["APPLETS"]
 
 
 def _sh(sh: Session, argv: list[str], io: IO) -> int:
-    """``sh -c CMD [NAME [ARG]...]``, ``sh FILE [ARG]...`` or ``sh`` reading its script from stdin: a new shell
-    (the exported variables only, its own ``$?`` and cwd changes that do not come back)."""
+    """``sh -c CMD [NAME [ARG]...]``, ``sh FILE [ARG]...`` or ``sh`` reading its script from stdin:
+    a new shell (the exported variables only, its own ``$?`` and cwd changes that do not come
+    back)."""
     args = argv[1:]
     env = sh.environment()
     if args and args[0] == "-c":
         if len(args) < 2:
             io.complain("sh: -c requires an argument\n")
             return 2
-        return sh.run_script(args[1].encode(), [args[2] if len(args) > 2 else "sh", *args[3:]], env, io)
+        return sh.run_script(args[1].encode(), [args[2] if len(args) > 2 else "sh", *args[3:]], env,
+                             io)
     if args and args[0] not in ("-", "-s"):
         data = read_input(sh, args[0], io, "sh")
         if data is None:
@@ -58,7 +61,8 @@ def _id(sh: Session, argv: list[str], io: IO) -> int:
 
 
 def _ranges(spec: str) -> list[tuple[int, int]]:
-    """``cut``'s LIST (``1,3-5,7-``) as 1-based inclusive ranges; busybox's messages on a bad one."""
+    """``cut``'s LIST (``1,3-5,7-``) as 1-based inclusive ranges; busybox's messages on a bad
+    one."""
     ranges = []
     for item in spec.split(","):
         m = re.fullmatch(r"(\d*)(-?)(\d*)", item)
@@ -77,8 +81,8 @@ def _cut(sh: Session, argv: list[str], io: IO) -> int:
     opts, files = getopt(argv[1:], "b:c:d:f:ns")
     given = dict(opts)
     if sum(k in given for k in "bcf") != 1:
-        raise Fail("expected a list of bytes, characters, or fields" if not any(k in given for k in "bcf")
-                   else "only one list may be specified")
+        raise Fail("expected a list of bytes, characters, or fields"
+                   if not any(k in given for k in "bcf") else "only one list may be specified")
     delim = given.get("d", "\t").encode()
     if len(delim) != 1:
         raise Fail("the delimiter must be a single character")
@@ -102,13 +106,14 @@ def _cut(sh: Session, argv: list[str], io: IO) -> int:
                 keep = [p for i, p in enumerate(pieces, 1) if any(a <= i <= b for a, b in ranges)]
                 io.out(delim.join(keep) + b"\n")
             else:
-                io.out(bytes(c for i, c in enumerate(body, 1) if any(a <= i <= b for a, b in ranges)) + b"\n")
+                io.out(bytes(c for i, c in enumerate(body, 1)
+                             if any(a <= i <= b for a, b in ranges)) + b"\n")
     return status
 
 
 class _Expr:
-    """busybox ``expr``: a recursive-descent evaluator over the argument list (``|`` ``&``, comparisons, ``+ -``,
-    ``* / %``, ``:`` regex match, ``length``, parentheses)."""
+    """busybox ``expr``: a recursive-descent evaluator over the argument list (``|`` ``&``,
+    comparisons, ``+ -``, ``* / %``, ``:`` regex match, ``length``, parentheses)."""
 
     def __init__(self, args: list[str]) -> None:
         self.args = args
@@ -171,7 +176,8 @@ class _Expr:
         while self.peek() in ("+", "-"):
             op = self.take()
             right = self.parse_mul()
-            left = self.number(left) + self.number(right) if op == "+" else self.number(left) - self.number(right)
+            left = (self.number(left) + self.number(right) if op == "+"
+                    else self.number(left) - self.number(right))
         return left
 
     def parse_mul(self) -> str | int:
@@ -206,7 +212,8 @@ class _Expr:
 
 
 def _match_value(m: re.Match[str] | None) -> str | int:
-    """``expr STRING : REGEX``: with a ``\\( \\)`` group the text it matched, else the length of the match (0: none)."""
+    """``expr STRING : REGEX``: with a ``\\( \\)`` group the text it matched, else the length of the
+    match (0: none)."""
     if m is None:
         return 0
     return (m.group(1) or "") if m.groups() else len(m.group(0))

@@ -25,11 +25,12 @@ from fvp_harness.sim.guest.session import Builtin, Session
 
 __all__ = ["APPLETS"]
 
-# ------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # head, tail
 
 _Stdin = TypeVar("_Stdin", bytes, bytes | None)
-"""What head's and tail's file walk gives a part for standard input: tail's whole bytes, or None for head."""
+"""What head's and tail's file walk gives a part for standard input: tail's whole bytes, or None for
+head."""
 
 
 def _header(io: IO, name: str, first: bool) -> None:
@@ -37,13 +38,15 @@ def _header(io: IO, name: str, first: bool) -> None:
     io.say(("" if first else "\n") + f"==> {label} <==\n")
 
 
-def _count_options(args: list[str], spec: str, plus: bool) -> tuple[int, str, bool, list[str], bool]:
-    """head's and tail's common options, parsed once because busybox parses them alike: an optional first
-    argument ``-N`` (or ``+N`` with ``plus``: tail), then ``-n N`` / ``-c N`` (the last one wins,
-    ``-c`` counting bytes) and ``-q`` / ``-v`` (the last one wins; without either, headers show for several
-    files). Returns (count, the count's sign: ``-``, ``+`` or ``""``, by bytes, files, show headers); the
-    leading ``-`` of ``-N`` is the option's, not a sign. ``spec`` is the applet's getopt string, so each keeps
-    the options it alone accepts (tail's -f, -s, -F). Raises Usage or Fail as the applet would."""
+def _count_options(args: list[str], spec: str,
+                   plus: bool) -> tuple[int, str, bool, list[str], bool]:
+    """head's and tail's common options, parsed once because busybox parses them alike: an optional
+    first argument ``-N`` (or ``+N`` with ``plus``: tail), then ``-n N`` / ``-c N`` (the last one
+    wins, ``-c`` counting bytes) and ``-q`` / ``-v`` (the last one wins; without either, headers
+    show for several files). Returns (count, the count's sign: ``-``, ``+`` or ``""``, by bytes,
+    files, show headers); the leading ``-`` of ``-N`` is the option's, not a sign. ``spec`` is the
+    applet's getopt string, so each keeps the options it alone accepts (tail's -f, -s, -F). Raises
+    Usage or Fail as the applet would."""
     count, sign, by_bytes = 10, "", False
     if args and re.fullmatch(r"[-+]\d+[bkm]?" if plus else r"-\d+[bkm]?", args[0]):
         sign = "+" if args[0][0] == "+" else ""
@@ -63,12 +66,13 @@ def _count_options(args: list[str], spec: str, plus: bool) -> tuple[int, str, bo
     return count, sign, by_bytes, files, headers if headers is not None else len(files) > 1
 
 
-def _each_file(sh: Session, io: IO, applet: str, files: list[str], show: bool, stdin: Callable[[], _Stdin],
-               part: Callable[[str, bytes | _Stdin], None]) -> int:
-    """head's and tail's walk over their files, shared because busybox walks them alike: a file that cannot be
-    read gets its message and makes the status 1; every other one gets its ``==> name <==`` header (when
-    ``show``) and then ``part(name, its bytes)``. ``-`` is standard input, which ``stdin()`` reads before the
-    header: tail reads it whole, head passes None and streams it in ``part``."""
+def _each_file(sh: Session, io: IO, applet: str, files: list[str], show: bool,
+               stdin: Callable[[], _Stdin], part: Callable[[str, bytes | _Stdin], None]) -> int:
+    """head's and tail's walk over their files, shared because busybox walks them alike: a file that
+    cannot be read gets its message and makes the status 1; every other one gets its ``==> name
+    <==`` header (when ``show``) and then ``part(name, its bytes)``. ``-`` is standard input, which
+    ``stdin()`` reads before the header: tail reads it whole, head passes None and streams it in
+    ``part``."""
     status = 0
     first = True
     for name in files:
@@ -125,18 +129,19 @@ def _tail(sh: Session, argv: list[str], io: IO) -> int:
             io.out(data[max(count - 1, 0):] if from_top else (data[-count:] if count else b""))
             return
         lines = lines_of(data)
-        io.out(b"".join(lines[max(count - 1, 0):] if from_top else (lines[-count:] if count else [])))
+        io.out(b"".join(lines[max(count - 1, 0):] if from_top
+                        else (lines[-count:] if count else [])))
 
     return _each_file(sh, io, "tail", files, show, io.stdin.read, tail_of)
 
 
-# ------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # wc, sort, uniq
 
 
 def _wc_counts(chunks: Iterator[bytes]) -> list[int]:
-    """[lines, words, chars, bytes, longest line] as busybox counts them (words end at C-locale spaces; other
-    non-printable bytes neither start nor end a word)."""
+    """[lines, words, chars, bytes, longest line] as busybox counts them (words end at C-locale
+    spaces; other non-printable bytes neither start nor end a word)."""
     lines = words = chars = size = longest = 0
     in_word = False
     pos = 0
@@ -188,7 +193,8 @@ def _wc(sh: Session, argv: list[str], io: IO) -> int:
         for k in range(4):
             totals[k] += counts[k]
         totals[4] = max(totals[4], counts[4])
-        cells = [str(counts[k]) if narrow and n == 0 else f"{counts[k]:9d}" for n, k in enumerate(wanted)]
+        cells = [str(counts[k]) if narrow and n == 0 else f"{counts[k]:9d}"
+                 for n, k in enumerate(wanted)]
         io.say(" ".join(cells) + ("" if not files else f" {name}") + "\n")
     if len(names) > 1:
         io.say(" ".join(f"{totals[k]:9d}" for k in wanted) + " total\n")
@@ -242,10 +248,12 @@ def _sort(sh: Session, argv: list[str], io: IO) -> int:
         elif opt == "o":
             output = value
         elif opt == "k":
-            m = re.fullmatch(r"(\d+)(?:\.\d+)?([bdfginrMs]*)(?:,(\d+)(?:\.\d+)?([bdfginrMs]*))?", value)
+            m = re.fullmatch(r"(\d+)(?:\.\d+)?([bdfginrMs]*)(?:,(\d+)(?:\.\d+)?([bdfginrMs]*))?",
+                             value)
             if not m or m.group(1) == "0":
                 raise Fail(f"bad field specification '{value}'")
-            keys.append((int(m.group(1)), int(m.group(3) or 0), (m.group(2) or "") + (m.group(4) or "")))
+            keys.append((int(m.group(1)), int(m.group(3) or 0),
+                         (m.group(2) or "") + (m.group(4) or "")))
     lines: list[bytes] = []
     for name in files or ["-"]:
         data = io.stdin.read() if name == "-" else read_input(sh, name, io, "sort")
@@ -329,7 +337,7 @@ def _uniq(sh: Session, argv: list[str], io: IO) -> int:
     return 0
 
 
-# ------------------------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------------------
 # tr, tee
 
 
@@ -337,8 +345,10 @@ _TR_ESCAPES = {"n": 10, "t": 9, "r": 13, "a": 7, "b": 8, "f": 12, "v": 11, "\\":
 _TR_CLASSES: dict[str, Callable[[int], bool]] = {
     "alpha": lambda b: chr(b).isascii() and chr(b).isalpha(), "digit": lambda b: 48 <= b <= 57,
     "alnum": lambda b: chr(b).isascii() and chr(b).isalnum(), "upper": lambda b: 65 <= b <= 90,
-    "lower": lambda b: 97 <= b <= 122, "space": lambda b: b in SPACE, "blank": lambda b: b in (9, 32),
-    "punct": lambda b: 33 <= b <= 126 and not chr(b).isalnum(), "cntrl": lambda b: b < 32 or b == 127,
+    "lower": lambda b: 97 <= b <= 122, "space": lambda b: b in SPACE,
+    "blank": lambda b: b in (9, 32),
+    "punct": lambda b: 33 <= b <= 126 and not chr(b).isalnum(),
+    "cntrl": lambda b: b < 32 or b == 127,
     "print": lambda b: 32 <= b <= 126, "graph": lambda b: 33 <= b <= 126,
     "xdigit": lambda b: chr(b) in "0123456789abcdefABCDEF",
 }
@@ -442,7 +452,8 @@ def _tee(sh: Session, argv: list[str], io: IO) -> int:
         try:
             handles.append(sh.fs.open_write(name, sh.cwd, append=append))
         except OSError as exc:
-            io.complain(f"tee: can't open '{name}': {exc.strerror or os.strerror(exc.errno or 0)}\n")
+            io.complain(f"tee: can't open '{name}': "
+                        f"{exc.strerror or os.strerror(exc.errno or 0)}\n")
             status = 1
     try:
         for chunk in read_chunks(io.stdin):

@@ -1,6 +1,7 @@
-"""The emulated ExecuTorch ``executor_runner`` (Linux, Ethos-U delegate), in four parts: ``flags.py`` (gflags),
-``log.py`` (where upstream logs each line, ET_LOG, printing outputs), ``faults.py`` (injected faults and noise) and
-``run.py`` (``main()``, the delegate, the guest program; its docstring has the whole story).
+"""The emulated ExecuTorch ``executor_runner`` (Linux, Ethos-U delegate), in four parts:
+``flags.py`` (gflags), ``log.py`` (where upstream logs each line, ET_LOG, printing outputs),
+``faults.py`` (injected faults and noise) and ``run.py`` (``main()``, the delegate, the guest
+program; its docstring has the whole story).
 
 The names other modules use are importable from here.
 """

@@ -1,5 +1,6 @@
-"""The faults a runner build injects (``--fault``: crash, hang, truncate, timeout) and the noise knobs
-(``runner_seed``, ``runner_jitter``, ``runner_outlier_rate``, ``runner_drift``, ``runner_slowdown``).
+"""The faults a runner build injects (``--fault``: crash, hang, truncate, timeout) and the noise
+knobs (``runner_seed``, ``runner_jitter``, ``runner_outlier_rate``, ``runner_drift``,
+``runner_slowdown``).
 """
 
 from __future__ import annotations
@@ -16,12 +17,13 @@ __all__ = ["FAULT_KINDS", "FaultSpec", "Noise", "noise_from_knobs", "parse_fault
 FAULT_KINDS = ("crash", "hang", "truncate", "timeout")
 
 
-# --- faults and noise -------------------------------------------------------------------------------------------
+# --- faults and noise -----------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class FaultSpec:
-    """Injected faults: each is the number of completed iterations after which it strikes (None: off)."""
+    """Injected faults: each is the number of completed iterations after which it strikes (None:
+    off)."""
 
     crash: int | None = None
     hang: int | None = None
@@ -34,8 +36,8 @@ class FaultSpec:
 
 
 def parse_faults(spec: str) -> FaultSpec:
-    """``"crash=3,hang=0"`` -> FaultSpec; a bare kind means after 0 iterations. UsageError on unknown
-    kinds."""
+    """``"crash=3,hang=0"`` -> FaultSpec; a bare kind means after 0 iterations. UsageError on
+    unknown kinds."""
     found: dict[str, int] = {}
     for item in (part.strip() for part in spec.split(",")):
         if not item or item.lower() in ("none", "off"):
@@ -43,7 +45,8 @@ def parse_faults(spec: str) -> FaultSpec:
         kind, _, count = item.partition("=")
         kind = kind.strip().lower().removesuffix("_after")
         if kind not in FAULT_KINDS:
-            raise UsageError(f"unknown runner fault {kind!r} (known: {', '.join(FAULT_KINDS)}; e.g. crash=3)")
+            raise UsageError(f"unknown runner fault {kind!r} (known: {', '.join(FAULT_KINDS)}; "
+                             "e.g. crash=3)")
         try:
             found[kind] = int(count) if count.strip() else 0
         except ValueError:
@@ -89,11 +92,12 @@ def noise_from_knobs(knobs: Mapping[str, str]) -> Noise:
 
 
 def slowdown(knobs: Mapping[str, str], model: str, driver: str) -> float:
-    """The ``runner_slowdown`` knob's factor on the driver's CPU time: comma-separated ``[DRIVER:][MODEL=]FACTOR``
-    items, ``DRIVER`` a build's driver mode (``reuse`` or ``per-inference``), ``MODEL`` an architecture name; the
-    most specific item that matches wins, 1 when none does. ``reuse:resnet8=1.2`` makes the reuse build 20 % slower
-    on resnet8 only: how a test makes one build slower for one model (a regression to find in a history of runs)
-    without a second runner build; ``1.1`` slows every build and model (a platform that moved)."""
+    """The ``runner_slowdown`` knob's factor on the driver's CPU time: comma-separated
+    ``[DRIVER:][MODEL=]FACTOR`` items, ``DRIVER`` a build's driver mode (``reuse`` or
+    ``per-inference``), ``MODEL`` an architecture name; the most specific item that matches wins, 1
+    when none does. ``reuse:resnet8=1.2`` makes the reuse build 20 % slower on resnet8 only: how a
+    test makes one build slower for one model (a regression to find in a history of runs) without a
+    second runner build; ``1.1`` slows every build and model (a platform that moved)."""
     factors = slowdown_factors(knobs.get("runner_slowdown") or "")
     return next((factors[key] for key in ((driver, model), ("*", model), (driver, "*"), ("*", "*"))
                  if key in factors), 1.0)

@@ -1,7 +1,8 @@
-"""The executor_runner's gflags: its ``DEFINE_*`` flags per log generation, gflags' parsing and messages,
-and the usage error that ends a run before it starts.
+"""The executor_runner's gflags: its ``DEFINE_*`` flags per log generation, gflags' parsing and
+messages, and the usage error that ends a run before it starts.
 
-Part of the emulated ``executor_runner`` (``run.py``); the VGF build adds its own flags (``extra_specs``).
+Part of the emulated ``executor_runner`` (``run.py``); the VGF build adds its own flags
+(``extra_specs``).
 """
 
 from __future__ import annotations
@@ -28,16 +29,18 @@ GENERATIONS = ("current", "old")
 
 
 class UsageError(ValueError):
-    """The program ends before running anything: bad command line, bad knob, bad fault spec, ``--help``.
+    """The program ends before running anything: bad command line, bad knob, bad fault spec,
+    ``--help``.
 
-    ``str(self)`` goes to stderr, ``stdout`` to stdout, and ``status`` is the exit status (1 unless said)."""
+    ``str(self)`` goes to stderr, ``stdout`` to stdout, and ``status`` is the exit status (1 unless
+    said)."""
 
     def __init__(self, message: str, status: int = EXIT_USAGE, stdout: str = "") -> None:
         super().__init__(message)
         self.status, self.stdout = status, stdout
 
 
-# --- gflags -----------------------------------------------------------------------------------------------------
+# --- gflags ---------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -51,22 +54,25 @@ class FlagSpec:
 
 
 _FLAGS_FILE = "examples/portable/executor_runner/executor_runner.cpp"
-_MODEL_PATH = FlagSpec("model_path", "string", "model.pte", "Model serialized in flatbuffer format.")
+_MODEL_PATH = FlagSpec("model_path", "string", "model.pte",
+                       "Model serialized in flatbuffer format.")
 _DATA_PATH = FlagSpec("data_path", "string", "", "Path to data file (.ptd).")
 _INPUTS = FlagSpec("inputs", "string", "", "Comma-separated list of input files")
 _OUTPUT_FILE = FlagSpec(
-    "output_file", "string", "", "Base name of output file. If not empty output will be written to the file(s)."
+    "output_file", "string", "",
+    "Base name of output file. If not empty output will be written to the file(s)."
 )
 _NUM_EXECUTIONS = FlagSpec("num_executions", "uint32", 1, "Number of times to run the model.")
 _CPU_THREADS = FlagSpec(
     "cpu_threads",
     "int32",
     -1,
-    "Number of CPU threads for inference. Defaults to -1, which implies we'll use a heuristic to derive the # of "
-    "performant cores for a specific device.",
+    "Number of CPU threads for inference. Defaults to -1, which implies we'll use a heuristic to "
+    "derive the # of performant cores for a specific device.",
 )
 _STOCK_FLAGS: dict[str, tuple[FlagSpec, ...]] = {
-    # DEFINE_* of executor_runner.cpp in a build without ET_EVENT_TRACER_ENABLED, bundled IO or VGF input dumps
+    # DEFINE_* of executor_runner.cpp in a build without ET_EVENT_TRACER_ENABLED, bundled IO or VGF
+    # input dumps
     "current": (
         _MODEL_PATH,
         _DATA_PATH,
@@ -76,16 +82,16 @@ _STOCK_FLAGS: dict[str, tuple[FlagSpec, ...]] = {
             "server_mode",
             "bool",
             False,
-            "Run continuously, executing one inference per line read from stdin. In server mode, input files "
-            "specified by --inputs are re-read before each execution and outputs are overwritten under "
-            "--output_file.",
+            "Run continuously, executing one inference per line read from stdin. In server mode, "
+            "input files specified by --inputs are re-read before each execution and outputs are "
+            "overwritten under --output_file.",
         ),
         FlagSpec(
             "print_output",
             "string",
             "summary",
-            "Output printing mode: 'none' to suppress, 'summary' for first/last 100 elements, 'all' for "
-            "everything.",
+            "Output printing mode: 'none' to suppress, 'summary' for first/last 100 elements, "
+            "'all' for everything.",
         ),
         _NUM_EXECUTIONS,
         FlagSpec(
@@ -114,9 +120,12 @@ _STOCK_FLAGS: dict[str, tuple[FlagSpec, ...]] = {
 
 # gflags' own flags (src/gflags.cc, gflags_reporting.cc, gflags_completions.cc)
 _GFLAGS_OWN = {
-    **{name: FlagSpec(name, "string", "", "") for name in ("flagfile", "fromenv", "tryfromenv", "undefok")},
-    **{name: FlagSpec(name, "string", "", "") for name in ("helpon", "helpmatch", "tab_completion_word")},
-    **{name: FlagSpec(name, "bool", False, "") for name in ("help", "helpfull", "helpshort", "helppackage")},
+    **{name: FlagSpec(name, "string", "", "")
+       for name in ("flagfile", "fromenv", "tryfromenv", "undefok")},
+    **{name: FlagSpec(name, "string", "", "")
+       for name in ("helpon", "helpmatch", "tab_completion_word")},
+    **{name: FlagSpec(name, "bool", False, "")
+       for name in ("help", "helpfull", "helpshort", "helppackage")},
     **{name: FlagSpec(name, "bool", False, "") for name in ("helpxml", "version")},
     "tab_completion_columns": FlagSpec("tab_completion_columns", "int32", 80, ""),
 }
@@ -151,7 +160,8 @@ def _parse_value(spec: FlagSpec, text: str) -> str | bool | int | None:
 
 
 def _describe_flag(spec: FlagSpec, width: int = 80) -> str:
-    """gflags' DescribeOneFlag: ``    -name (help) type: T default: V``, wrapped before column 80."""
+    """gflags' DescribeOneFlag: ``    -name (help) type: T default: V``, wrapped before column
+    80."""
     text, out, column = f"    -{spec.name} ({spec.help})", "", 0
     while True:
         if column + len(text) < width:
@@ -169,7 +179,8 @@ def _describe_flag(spec: FlagSpec, width: int = 80) -> str:
             break
         out, column = out + "\n      ", 6
     default = spec.default
-    shown = f'"{default}"' if spec.kind == "string" else str(default).lower() if spec.kind == "bool" else str(default)
+    shown = (f'"{default}"' if spec.kind == "string" else str(default).lower()
+             if spec.kind == "bool" else str(default))
     for part in (f"type: {spec.kind}", f"default: {shown}"):
         if column + 1 + len(part) >= width:
             out, column = out + "\n      ", 6
@@ -180,8 +191,10 @@ def _describe_flag(spec: FlagSpec, width: int = 80) -> str:
 
 
 def _usage(argv0: str, specs: Sequence[FlagSpec]) -> str:
-    """What ``--help`` prints (stdout): the program's own flags; gflags' flags are left out (documented)."""
-    text = f"{os.path.basename(argv0)}: Warning: SetUsageMessage() never called\n\n  Flags from {_FLAGS_FILE}:\n"
+    """What ``--help`` prints (stdout): the program's own flags; gflags' flags are left out
+    (documented)."""
+    text = (f"{os.path.basename(argv0)}: Warning: SetUsageMessage() never called\n\n  Flags from "
+            f"{_FLAGS_FILE}:\n")
     return text + "".join(_describe_flag(spec) for spec in sorted(specs, key=lambda s: s.name))
 
 
@@ -194,8 +207,9 @@ class _Parsed:
 
 def _parse_gflags(argv0: str, args: Sequence[str], specs: Sequence[FlagSpec]) -> _Parsed:
     """``gflags::ParseCommandLineFlags(&argc, &argv, true)`` as gflags 2.2 does it (src/gflags.cc:
-    ParseNewCommandLineFlags, SplitArgumentLocked, TryParseLocked, ReportErrors; gflags_reporting.cc:
-    HandleCommandLineHelpFlags); written from its documented behaviour and its messages."""
+    ParseNewCommandLineFlags, SplitArgumentLocked, TryParseLocked, ReportErrors;
+    gflags_reporting.cc: HandleCommandLineHelpFlags); written from its documented behaviour and its
+    messages."""
     table = {**_GFLAGS_OWN, **{spec.name: spec for spec in specs}}
 
     def find(name: str) -> FlagSpec | None:
@@ -228,7 +242,8 @@ def _parse_gflags(argv0: str, args: Sequence[str], specs: Sequence[FlagSpec]) ->
                 undefined.add(key)
                 continue
             if plain.kind != "bool":
-                errors[key] = f"ERROR: boolean value ({key}) specified for {plain.kind} command line flag\n"
+                errors[key] = (f"ERROR: boolean value ({key}) specified for {plain.kind} command "
+                               "line flag\n")
                 undefined.add(key)
                 continue
             spec, value = plain, "0"
@@ -236,18 +251,21 @@ def _parse_gflags(argv0: str, args: Sequence[str], specs: Sequence[FlagSpec]) ->
             if spec.kind == "bool":
                 value = "1"
             elif i >= len(items):
-                errors[key] = f"ERROR: flag '{arg}' is missing its argument; flag description: {spec.help}\n"
+                errors[key] = (f"ERROR: flag '{arg}' is missing its argument; flag description: "
+                               f"{spec.help}\n")
                 break
             else:
                 value = items[i]
                 i += 1
         parsed = _parse_value(spec, value)
         if parsed is None:
-            errors[spec.name] = f"ERROR: illegal value '{value}' specified for {spec.kind} flag '{spec.name}'\n"
+            errors[spec.name] = (f"ERROR: illegal value '{value}' specified for {spec.kind} flag "
+                                 f"'{spec.name}'\n")
             continue
         values[spec.name] = parsed
     # reporting flags first (they exit even when there are errors), then --undefok, then the errors
-    if any(values.get(name) for name in ("help", "helpfull", "helpshort", "helppackage", "helpxml", "helpon",
+    if any(values.get(name)
+           for name in ("help", "helpfull", "helpshort", "helppackage", "helpxml", "helpon",
                                          "helpmatch")):  # fmt: skip
         raise UsageError("", status=1, stdout=_usage(argv0, specs))
     if values.get("version"):
@@ -260,7 +278,8 @@ def _parse_gflags(argv0: str, args: Sequence[str], specs: Sequence[FlagSpec]) ->
         raise UsageError("".join(errors[key] for key in sorted(errors)))
     for name in ("flagfile", "fromenv", "tryfromenv"):
         if values.get(name):
-            raise UsageError(f"fvp-sim: --{name} is not emulated by the simulator; give the flags on the command line")
+            raise UsageError(f"fvp-sim: --{name} is not emulated by the simulator; give the flags "
+                             "on the command line")
     explicit = {name for name in values if name not in _GFLAGS_OWN}
     return _Parsed(values, explicit, after_dashes + positional)
 
@@ -285,7 +304,8 @@ class RunnerFlags:
 
 
 def _split_inputs(text: str) -> list[str]:
-    """``std::getline(stream, path, ',')`` over ``--inputs``: a trailing comma adds no empty path."""
+    """``std::getline(stream, path, ',')`` over ``--inputs``: a trailing comma adds no empty
+    path."""
     parts = text.split(",")
     return parts[:-1] if parts and parts[-1] == "" else parts
 
@@ -296,8 +316,9 @@ def parse_flags(
     extra_specs: Sequence[FlagSpec] = (),
     argv0: str = "executor_runner",
 ) -> RunnerFlags:
-    """gflags parsing of the arguments after argv[0] for a runner of ``generation``; ``extra_specs`` are flags a
-    special build adds. UsageError (with gflags' wording and status) on mistakes and reporting flags."""
+    """gflags parsing of the arguments after argv[0] for a runner of ``generation``; ``extra_specs``
+    are flags a special build adds. UsageError (with gflags' wording and status) on mistakes and
+    reporting flags."""
     parsed = _parse_gflags(argv0, args, (*stock_flags(generation), *extra_specs))
     v = parsed.values
     flags = RunnerFlags(extras=parsed.extras, explicit=parsed.explicit)

@@ -1,7 +1,9 @@
-"""Where upstream's executor_runner logs each line (``SITES``), ET_LOG's Linux line format (``EtLog``) and how the
-runner prints its outputs (print_evalue.cpp): the facts read from upstream's sources, in one place.
+"""Where upstream's executor_runner logs each line (``SITES``), ET_LOG's Linux line format
+(``EtLog``) and how the runner prints its outputs (print_evalue.cpp): the facts read from upstream's
+sources, in one place.
 
-Shared by every emulated runner (the Linux and VGF ones here, the bare-metal one's ET_LOG in ``baremetal/log.py``).
+Shared by every emulated runner (the Linux and VGF ones here, the bare-metal one's ET_LOG in
+``baremetal/log.py``).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ SUMMARY_EDGE_ITEMS = 100
 ITEMS_PER_LINE = 10
 """``kItemsPerLine`` of print_evalue.cpp."""
 
-# --- where upstream logs each line ------------------------------------------------------------------------------
+# --- where upstream logs each line ----------------------------------------------------------------
 
 _R, _FDL, _PROG, _METH, _INP = (
     "executor_runner.cpp", "file_data_loader.cpp", "program.cpp", "method.cpp", "inputs.cpp",
@@ -32,7 +34,8 @@ _PERF = "arm_perf_monitor.cpp"
 _COMMON: dict[str, tuple[str, int]] = {
     # unchanged between the two generations
     "input_size_mismatch": (_INP, 178),  # "input size (%zu) and tensor size (%zu) mismatch!"
-    "input_count_mismatch": (_INP, 37),  # "Wrong number of inputs allocated compared to method  %zu ? %zu"
+    # "Wrong number of inputs allocated compared to method  %zu ? %zu"
+    "input_count_mismatch": (_INP, 37),
     "npu_timed_out": (_CORTEX_A, 278),  # "Ethos-U inference timed out after %lld ns"
     "cycle_counter": (_CORTEX_A, 296),  # "Ethos-U Linux delegate cycle counter: %llu"
     "driver_failed": (_CORTEX_A, 318),  # "Ethos-U Linux driver invocation failed: %s"
@@ -85,9 +88,10 @@ SITES: dict[str, dict[str, tuple[str, int]]] = {
         "backend_not_registered": (_METH, 85),  # also ExecuTorch 1.5.1's (measured: the wheel)
         "call_delegate_failed": (_METH, 1528),
         "delegate_data": (_ETHOS, 101),
-        # ours: the CPU-time report of #22596 (closed unmerged) lived in examples/arm/executor_runner/
-        # arm_perf_monitor.cpp; its text and lines are not public: shown at EthosUBackend_execute_end()'s body
-        # (arm_perf_monitor.cpp:124 at cff6f4dd32), the hook that ends every EthosUBackend::execute()
+        # ours: the CPU-time report of #22596 (closed unmerged) lived in
+        # examples/arm/executor_runner/ arm_perf_monitor.cpp; its text and lines are not public:
+        # shown at EthosUBackend_execute_end()'s body (arm_perf_monitor.cpp:124 at cff6f4dd32), the
+        # hook that ends every EthosUBackend::execute()
         "cpu_time": (_PERF, 124),
     },
     # pytorch/executorch 5e8a0df301 (2026-04-10, before "Model loaded in" and "Iteration")
@@ -126,18 +130,20 @@ SITES: dict[str, dict[str, tuple[str, int]]] = {
         "cpu_time": (_PERF, 124),  # ours, as above
     },
 }
-"""(file, line) of every line the emulation prints, per log generation (``ours`` marks lines upstream lacks)."""
+"""(file, line) of every line the emulation prints, per log generation (``ours`` marks lines
+upstream lacks)."""
 
 
 class OutputTruncated(Exception):
     """The injected ``truncate`` fault cut a line: the program stops there, status 0."""
 
 
-# --- ET_LOG -----------------------------------------------------------------------------------------------------
+# --- ET_LOG ---------------------------------------------------------------------------------------
 
 
 def _valid_utf8_prefix(data: bytes) -> int:
-    """log.cpp's rule: look only at the last character; cut it off when it is incomplete or malformed."""
+    """log.cpp's rule: look only at the last character; cut it off when it is incomplete or
+    malformed."""
     i = len(data)
     while i > 0 and data[i - 1] & 0xC0 == 0x80:
         i -= 1
@@ -155,9 +161,9 @@ def _valid_utf8_prefix(data: bytes) -> int:
 
 
 class EtLog:
-    """ET_LOG on Linux: ``%c %02u:%02u:%02u.%06lu executorch:%s:%zu] %s`` to stderr, time since program start
-    (truncated to microseconds); the message cut to 255 bytes and back to a valid UTF-8 prefix as vlogf does.
-    Shared by every emulated runner."""
+    """ET_LOG on Linux: ``%c %02u:%02u:%02u.%06lu executorch:%s:%zu] %s`` to stderr, time since
+    program start (truncated to microseconds); the message cut to 255 bytes and back to a valid
+    UTF-8 prefix as vlogf does. Shared by every emulated runner."""
 
     def __init__(self, ctx: programs.GuestContext) -> None:
         self.ctx = ctx
@@ -165,7 +171,8 @@ class EtLog:
         self.truncate_next = False
 
     def prefix(self, level: str, source: str, line: int) -> str:
-        micros = max(0, round((self.ctx.now() - self.start) * 1e9)) // 1000  # ns ticks, then "timestamp /= 1000"
+        # ns ticks, then "timestamp /= 1000"
+        micros = max(0, round((self.ctx.now() - self.start) * 1e9)) // 1000
         seconds, us = divmod(micros, 1_000_000)
         minutes, ss = divmod(seconds, 60)
         hh, mm = divmod(minutes, 60)
@@ -192,16 +199,17 @@ class EtLog:
 
 
 def note(ctx: programs.GuestContext, message: str) -> None:
-    """A line of ours that upstream cannot print (no ET_LOG prefix, so no parser takes it for upstream's)."""
+    """A line of ours that upstream cannot print (no ET_LOG prefix, so no parser takes it for
+    upstream's)."""
     ctx.stderr(f"fvp-sim: {message}\n")
 
 
-# --- printing outputs (extension/evalue_util/print_evalue.cpp, executor_runner.cpp) ----------------------------
+# --- printing outputs (extension/evalue_util/print_evalue.cpp, executor_runner.cpp) ---------------
 
 
 def _scalar_list(items: Sequence[str], edge: int | None) -> str:
-    """print_scalar_list: ``edge`` first and last items (None: all), wrapped 10 per line when more than 10 are
-    shown, with a trailing ``, `` on every wrapped item."""
+    """print_scalar_list: ``edge`` first and last items (None: all), wrapped 10 per line when more
+    than 10 are shown, with a trailing ``, `` on every wrapped item."""
     n = len(items)
     wrapping = (n if edge is None else min(n, 2 * edge)) > ITEMS_PER_LINE
     parts = ["["]
@@ -231,7 +239,8 @@ def _scalar_list(items: Sequence[str], edge: int | None) -> str:
 
 
 def format_outputs(outputs: Sequence[tuple[np.ndarray, Sequence[int]]], mode: str) -> str:
-    """What executor_runner prints on stdout for int8 output tensors ``(values, sizes)`` in ``mode``."""
+    """What executor_runner prints on stdout for int8 output tensors ``(values, sizes)`` in
+    ``mode``."""
     if mode == "all":
         return "".join(
             f"Output[{i}][{j}]: (char) {int(v)}\n" for i, (values, _) in enumerate(outputs)

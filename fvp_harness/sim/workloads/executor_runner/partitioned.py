@@ -33,7 +33,8 @@ PARTITION_CYCLES_KNOB = "runner_partition_cycles"
 class _Tracer(Protocol):
     """What this module uses of ``tracer.EventTracer``: the current instruction."""
 
-    def instruction(self, chain: int, instruction: int) -> contextlib.AbstractContextManager[None]: ...
+    def instruction(self, chain: int,
+                    instruction: int) -> contextlib.AbstractContextManager[None]: ...
 
 
 class _Run(Protocol):
@@ -62,8 +63,8 @@ class _Delegate(Protocol):
 
 
 def partition_factors(knobs: Mapping[str, str], driver: str, partitions: int) -> tuple[float, ...]:
-    """Each partition's factor from ``runner_partition_cycles`` for a build of ``driver`` (1 where no item
-    names it); UsageError for a malformed item or a partition the program does not have."""
+    """Each partition's factor from ``runner_partition_cycles`` for a build of ``driver`` (1 where
+    no item names it); UsageError for a malformed item or a partition the program does not have."""
     factors = [1.0] * partitions
     text = (knobs.get(PARTITION_CYCLES_KNOB) or "").strip()
     for item in filter(None, (part.strip() for part in text.split(","))):
@@ -76,9 +77,11 @@ def partition_factors(knobs: Mapping[str, str], driver: str, partitions: int) ->
             raise UsageError(f"knob {PARTITION_CYCLES_KNOB}: {item!r} is not [DRIVER:]P=FACTOR "
                              "(e.g. reuse:2=1.05)") from None
         if not sep or not math.isfinite(factor) or not 0.1 <= factor <= 100.0:
-            raise UsageError(f"knob {PARTITION_CYCLES_KNOB}: {item!r}: FACTOR must be within 0.1..100")
+            raise UsageError(f"knob {PARTITION_CYCLES_KNOB}: {item!r}: FACTOR must be within "
+                             "0.1..100")
         if not 1 <= index <= partitions:
-            raise UsageError(f"knob {PARTITION_CYCLES_KNOB}: {item!r}: the program has partitions 1..{partitions}")
+            raise UsageError(f"knob {PARTITION_CYCLES_KNOB}: {item!r}: the program has partitions "
+                             f"1..{partitions}")
         if mode in ("", driver):
             factors[index - 1] = factor
     return tuple(factors)
@@ -90,9 +93,11 @@ class Calls:
     def __init__(self, model: CompiledModel, driver: str, knobs: Mapping[str, str]) -> None:
         self.model, self.driver = model, driver
         self.delegation = model.delegation
-        self.sizes: list[DriverSizes] = [partition_sizes(model, p) for p in self.delegation.partitions]
+        self.sizes: list[DriverSizes] = [partition_sizes(model, p)
+                                         for p in self.delegation.partitions]
         factors = partition_factors(knobs, driver, len(self.sizes))
-        self.cycles = [max(1, round(c * f)) for c, f in zip(partition_cycles(model), factors, strict=True)]
+        self.cycles = [max(1, round(c * f))
+                       for c, f in zip(partition_cycles(model), factors, strict=True)]
         self.slowdown = slowdown(knobs, model.arch.name, driver)
 
     def setup_ms(self) -> float:
@@ -100,7 +105,8 @@ class Calls:
         return sum(DRIVER_COSTS.setup_ms(sizes) for sizes in self.sizes)
 
     def init(self, delegate: _Delegate, run: _Run) -> None:
-        """``EthosUBackend::init()`` of each delegate: its ``data:%p`` line (EthosUBackend.cpp:101)."""
+        """``EthosUBackend::init()`` of each delegate: its ``data:%p`` line
+        (EthosUBackend.cpp:101)."""
         for sizes in self.sizes:
             segment = sizes.weights + sizes.command_stream
             run.log.at("I", run.sites["delegate_data"], f"data:{delegate._address(segment)}")
@@ -109,13 +115,15 @@ class Calls:
                 cpu_time_report: bool, method_spent_ms: float = 0.0) -> np.ndarray:
         """One ``method->execute()``: the steps in graph order; returns the model output.
 
-        With the event tracer each step is an instruction of chain 0 (method.cpp:1756): a CPU operator an
-        ``OPERATOR_CALL`` (method.cpp:1469), a delegate a ``DELEGATE_CALL`` (:1505) around the backend's
-        ``EthosUBackend::execute()`` scopes (EthosUBackend.cpp:144, 244, 269). The caller has spent
-        ``method_spent_ms`` of the runner's overhead inside ``Method::execute``; the rest is shared by the
-        delegate calls, so a traced build spends exactly the untraced build's time."""
+        With the event tracer each step is an instruction of chain 0 (method.cpp:1756): a CPU
+        operator an ``OPERATOR_CALL`` (method.cpp:1469), a delegate a ``DELEGATE_CALL`` (:1505)
+        around the backend's ``EthosUBackend::execute()`` scopes (EthosUBackend.cpp:144, 244, 269).
+        The caller has spent ``method_spent_ms`` of the runner's overhead inside
+        ``Method::execute``; the rest is shared by the delegate calls, so a traced build spends
+        exactly the untraced build's time."""
         ctx, model, log, sites = run.ctx, run.compiled, run.log, run.sites
-        output = run_model_once(run.model_digest, model.arch, model.quant, x)  # once per input (networks/once)
+        # once per input (networks/once)
+        output = run_model_once(run.model_digest, model.arch, model.quant, x)
         traced = run.tracer is not None
         if not traced:
             run.spend(runner_overhead_ms / 1000.0)
@@ -126,13 +134,16 @@ class Calls:
                 with _step(run, position, "OPERATOR_CALL"):
                     run.spend(ms / 1000.0)
                 continue
-            cpu_ms = delegate.noisy(ctx, DRIVER_COSTS.execute_ms(self.sizes[index], self.driver)) * self.slowdown
+            cpu_ms = delegate.noisy(ctx,
+                                    DRIVER_COSTS.execute_ms(self.sizes[index],
+                                                            self.driver)) * self.slowdown
             npu_ms = self.cycles[index] / NPU_CLOCK_HZ * 1000.0
             if not traced:
                 run.spend((cpu_ms + npu_ms) / 1000.0, cpu_ms / 1000.0)
             else:
                 nominal = DRIVER_COSTS.execute_ms(self.sizes[index], self.driver)
-                copy_ms = cpu_ms * DRIVER_COSTS.io_us_per_kib * self.sizes[index].input / 1024.0 / 1000.0 / nominal
+                copy_ms = cpu_ms * DRIVER_COSTS.io_us_per_kib * self.sizes[
+                    index].input / 1024.0 / 1000.0 / nominal
                 with _step(run, position, "DELEGATE_CALL"), run.traced("EthosUBackend::execute()"):
                     run.spend(dispatch_ms / 1000.0)
                     with run.traced("+EthosUBackend::execute()handles.input.memcpy()"):
@@ -140,15 +151,18 @@ class Calls:
                     with run.traced("+EthosUBackend::execute()NPU"):
                         run.spend((cpu_ms - copy_ms + npu_ms) / 1000.0, (cpu_ms - copy_ms) / 1000.0)
             if model.cycle_counter:
-                log.at("I", sites["cycle_counter"], f"Ethos-U Linux delegate cycle counter: {self.cycles[index]}")
+                log.at("I", sites["cycle_counter"],
+                       f"Ethos-U Linux delegate cycle counter: {self.cycles[index]}")
             if cpu_time_report:
-                log.at("I", sites["cpu_time"], f"EthosUBackend::execute() CPU time: {cpu_ms:.3f} ms")
+                log.at("I", sites["cpu_time"],
+                       f"EthosUBackend::execute() CPU time: {cpu_ms:.3f} ms")
         return output
 
 
 @contextlib.contextmanager
 def _step(run: _Run, position: int, name: str) -> Iterator[None]:
-    """Instruction ``position`` of chain 0 and its profiling scope (nothing in a build without the tracer)."""
+    """Instruction ``position`` of chain 0 and its profiling scope (nothing in a build without the
+    tracer)."""
     if run.tracer is None:
         yield
         return

@@ -39,7 +39,12 @@ from fvp_harness.sim.npu.cycles import NPU_CLOCK_HZ, model_cycles
 from fvp_harness.sim.npu.driver_cost import DEFAULT as DRIVER_COSTS
 from fvp_harness.sim.npu.driver_cost import DriverSizes
 from fvp_harness.sim.workloads.executor_runner.device import open_problem
-from fvp_harness.sim.workloads.executor_runner.faults import FaultSpec, noise_from_knobs, parse_faults, slowdown
+from fvp_harness.sim.workloads.executor_runner.faults import (
+    FaultSpec,
+    noise_from_knobs,
+    parse_faults,
+    slowdown,
+)
 from fvp_harness.sim.workloads.executor_runner.flags import (
     EXIT_ABORT,
     EXIT_SEGV,
@@ -48,24 +53,33 @@ from fvp_harness.sim.workloads.executor_runner.flags import (
     UsageError,
     parse_flags,
 )
-from fvp_harness.sim.workloads.executor_runner.log import SITES, EtLog, OutputTruncated, format_outputs, note
+from fvp_harness.sim.workloads.executor_runner.log import (
+    SITES,
+    EtLog,
+    OutputTruncated,
+    format_outputs,
+    note,
+)
 from fvp_harness.sim.workloads.executor_runner.partitioned import Calls
 from fvp_harness.sim.workloads.executor_runner.tracer import ETDUMP_PATH_FLAG, EventTracer
 
-__all__ = ["Delegate", "DelegateError", "Run", "RunnerAbort", "executor_main", "executor_runner", "run_as_main"]
+__all__ = ["Delegate", "DelegateError", "Run", "RunnerAbort", "executor_main", "executor_runner",
+           "run_as_main"]
 
 RUNNER_OVERHEAD_MS = 0.015
 """Per execution outside the delegate: method dispatch, input/output tensor bookkeeping."""
 METHOD_OVERHEAD_MS, DISPATCH_OVERHEAD_MS = 0.008, 0.004
-"""The parts of ``RUNNER_OVERHEAD_MS`` spent in ``Method::execute`` outside its instructions and in the
-``DELEGATE_CALL`` dispatch outside the backend; the rest is the backend's own bookkeeping (scratch allocation)."""
+"""The parts of ``RUNNER_OVERHEAD_MS`` spent in ``Method::execute`` outside its instructions and in
+the ``DELEGATE_CALL`` dispatch outside the backend; the rest is the backend's own bookkeeping
+(scratch allocation)."""
 LOAD_BASE_MS = 0.35
 LOAD_US_PER_KIB = 0.9
 """Model load: program and method setup, plus reading and verifying the model file."""
 NPU_TIMEOUT_NS = 60_000_000_000
 """``kDefaultEthosUTimeoutNs`` (EthosUBackend_Cortex_A.cpp:41)."""
 EXTENDED_HEAD_BYTES = 64
-"""``ExtendedHeader::kNumHeadBytes``: Program::load reads this much first (schema/extended_header.h)."""
+"""``ExtendedHeader::kNumHeadBytes``: Program::load reads this much first
+(schema/extended_header.h)."""
 PROGRAM_IDENTIFIER = "ET12"
 PLANNED_ALIGNMENT = 16
 MMAP_THRESHOLD = 128 * 1024
@@ -81,7 +95,8 @@ _invocations = itertools.count()
 
 
 class RunnerAbort(Exception):
-    """An ET_CHECK_MSG failed in ``main()``: a Fatal line, then abort (exit 134; see ``run_as_main``)."""
+    """An ET_CHECK_MSG failed in ``main()``: a Fatal line, then abort (exit 134; see
+    ``run_as_main``)."""
 
     def __init__(self, source: str, line: int, condition: str, message: str) -> None:
         super().__init__(message)
@@ -89,7 +104,8 @@ class RunnerAbort(Exception):
 
 
 class DelegateError(Exception):
-    """A backend's init() or execute() returned an error (``code``: an ``executorch::runtime::Error``)."""
+    """A backend's init() or execute() returned an error (``code``: an
+    ``executorch::runtime::Error``)."""
 
     def __init__(self, code: int) -> None:
         super().__init__(f"0x{code:x}")
@@ -104,7 +120,7 @@ class _Exit(Exception):
         self.status = status
 
 
-# --- main() of executor_runner.cpp, with a pluggable delegate -----------------------------------------------------
+# --- main() of executor_runner.cpp, with a pluggable delegate -------------------------------------
 
 
 @dataclass
@@ -119,8 +135,10 @@ class Run:
     model: CompiledModel | None = None
     file_bytes: int = 0
     tracer: EventTracer | None = None
-    """The ETDump event tracer of a build with ``ET_EVENT_TRACER_ENABLED`` (``tracer.py``), else None."""
-    model_digest: str = ""  # sha256 of the model file: names it in the inference cache (networks/once.py)
+    """The ETDump event tracer of a build with ``ET_EVENT_TRACER_ENABLED`` (``tracer.py``), else
+    None."""
+    # sha256 of the model file: names it in the inference cache (networks/once.py)
+    model_digest: str = ""
     held: int = 0
     """Bytes the process holds beyond its image (``hold``/``release``): its resident set is the two
     together."""
@@ -172,7 +190,8 @@ class Delegate(Protocol):
         """The backend's init() inside load_method: log, spend time; DelegateError on failure."""
 
     def execute(self, run: Run, index: int, total: int, x: np.ndarray) -> np.ndarray:
-        """The backend's execute(): log, spend the time method->execute() takes; DelegateError on failure."""
+        """The backend's execute(): log, spend the time method->execute() takes; DelegateError on
+        failure."""
 
     def after_executions(self, run: Run) -> None:
         """After ``Model executed successfully`` (a benchmark report, say)."""
@@ -187,14 +206,15 @@ def _strerror(exc: OSError) -> tuple[str, int]:
 
 
 def _open_model(run: Run, path: str) -> bytes:
-    """FileDataLoader::from + Program::load up to the identifier check: the file's bytes, or the upstream lines
-    and RunnerAbort / _Exit."""
+    """FileDataLoader::from + Program::load up to the identifier check: the file's bytes, or the
+    upstream lines and RunnerAbort / _Exit."""
     ctx, log, sites = run.ctx, run.log, run.sites
     try:
         data = ctx.read_file(path)
     except IsADirectoryError:
         # open(O_RDONLY) succeeds on a directory; the first pread fails
-        log.at("E", sites["read_failed"], f"Reading from {path}: failed to read {EXTENDED_HEAD_BYTES} bytes at "
+        log.at("E", sites["read_failed"],
+               f"Reading from {path}: failed to read {EXTENDED_HEAD_BYTES} bytes at "
                f"offset 0: {os.strerror(errno_codes.EISDIR)}")  # fmt: skip
         log.at("E", sites["parse_failed"], f"Failed to parse model file {path}")
         raise _Exit(1) from None
@@ -202,7 +222,8 @@ def _open_model(run: Run, path: str) -> bytes:
         text, code = _strerror(exc)
         log.at("E", sites["open_failed"], f"Failed to open {path}: {text} ({code})")
         raise RunnerAbort(*sites["loader_check"], "file_loader.ok()",
-                          f"FileDataLoader::from() failed: 0x{ACCESS_FAILED:x}") from None  # fmt: skip
+                          "FileDataLoader::from() failed: "
+                          f"0x{ACCESS_FAILED:x}") from None  # fmt: skip
     return data
 
 
@@ -217,7 +238,8 @@ def _load_program(run: Run, path: str, data: bytes) -> CompiledModel:
         return _Exit(1)
 
     if len(data) < EXTENDED_HEAD_BYTES:
-        raise fail(("E", sites["load_out_of_range"], f"File {path}: offset 0 + size {EXTENDED_HEAD_BYTES} > "
+        raise fail(("E", sites["load_out_of_range"],
+                    f"File {path}: offset 0 + size {EXTENDED_HEAD_BYTES} > "
                     f"file_size_ {len(data)}, or overflow detected"))  # fmt: skip
     if not is_model_file(data):
         ident = data[4:8].split(b"\0", 1)[0]  # "%.4s"
@@ -228,11 +250,14 @@ def _load_program(run: Run, path: str, data: bytes) -> CompiledModel:
             raise fail()
         shown = ident.decode("utf-8", "surrogateescape")
         raise fail(("E", sites["program_identifier"],
-                    f"Program identifier '{shown}' != expected '{PROGRAM_IDENTIFIER}'"))  # fmt: skip
+                    f"Program identifier '{shown}' != expected "
+                    f"'{PROGRAM_IDENTIFIER}'"))  # fmt: skip
     expected = model_file_size(data)
     if expected is not None and expected > len(data):
-        raise fail(("E", sites["file_too_small"], "File size is too small. Expected file size from extended header "
-                    f"is {expected}, actual file size from data loader is {len(data)}"))  # fmt: skip
+        raise fail(("E", sites["file_too_small"],
+                    "File size is too small. Expected file size from extended header "
+                    f"is {expected}, actual file size from data loader is "
+                    f"{len(data)}"))  # fmt: skip
     try:
         return decode_model(data)
     except (ModelFileError, KeyError, ValueError, TypeError) as exc:
@@ -272,9 +297,11 @@ def _load_data_file(run: Run) -> None:
         text, code = _strerror(exc)
         log.at("E", sites["open_failed"], f"Failed to open {path}: {text} ({code})")
         raise RunnerAbort(*sites["ptd_loader_check"], "ptd_loader_result.ok()",
-                          f"FileDataLoader::from() failed for PTD file: 0x{ACCESS_FAILED:x}") from None  # fmt: skip
+                          "FileDataLoader::from() failed for PTD file: "
+                          f"0x{ACCESS_FAILED:x}") from None  # fmt: skip
     log.at("I", sites["ptd_loaded"], f"PTD file {path} is loaded.")
-    note(run.ctx, "--data_path: external tensor data (.ptd) is not emulated; simulator model files hold "
+    note(run.ctx,
+         "--data_path: external tensor data (.ptd) is not emulated; simulator model files hold "
           "all their data")  # fmt: skip
     raise _Exit(1)
 
@@ -295,7 +322,8 @@ def _prepare_input(run: Run, buffers: list[bytes] | None) -> np.ndarray:
     if message is not None:
         run.log.at("E", site, message)
         raise RunnerAbort(
-            *sites["prepare_inputs_check"], "res.ok()", f"Could not prepare inputs: 0x{INVALID_ARGUMENT:x}"
+            *sites["prepare_inputs_check"], "res.ok()",
+            f"Could not prepare inputs: 0x{INVALID_ARGUMENT:x}"
         )
     return np.frombuffer(buffers[0], dtype=np.int8).reshape(model.arch.input_shape)
 
@@ -304,8 +332,10 @@ def _planned_buffer_bytes(model: CompiledModel) -> int:
     def align(n: int) -> int:
         return (n + PLANNED_ALIGNMENT - 1) // PLANNED_ALIGNMENT * PLANNED_ALIGNMENT
 
-    # a partly delegated program also plans the tensors its partitions and CPU layers hand each other
-    return align(model.sizes.input) + align(model.sizes.output) + planned_edge_bytes(model.arch, model.delegation)
+    # a partly delegated program also plans the tensors its partitions and CPU layers hand each
+    # other
+    return align(model.sizes.input) + align(model.sizes.output) + planned_edge_bytes(model.arch,
+                                                                                     model.delegation)
 
 
 def _output_filename(prefix: str, index: int) -> str:
@@ -325,9 +355,10 @@ def executor_main(
     extra_specs: Sequence[FlagSpec] = (),
     event_tracer: bool = False,
 ) -> int:
-    """``main()`` of executor_runner.cpp of ``generation`` around ``delegate``; returns the exit status (raises
-    RunnerAbort for a failed ET_CHECK). ``build_id`` adds our build-id line; ``faults`` the injected faults;
-    ``event_tracer`` makes a build with ``ET_EVENT_TRACER_ENABLED`` (``--etdump_path``, an ETDump file)."""
+    """``main()`` of executor_runner.cpp of ``generation`` around ``delegate``; returns the exit
+    status (raises RunnerAbort for a failed ET_CHECK). ``build_id`` adds our build-id line;
+    ``faults`` the injected faults; ``event_tracer`` makes a build with ``ET_EVENT_TRACER_ENABLED``
+    (``--etdump_path``, an ETDump file)."""
     faults = faults or FaultSpec()
     specs = (*extra_specs, ETDUMP_PATH_FLAG) if event_tracer else tuple(extra_specs)
     flags = parse_flags(ctx.argv[1:], generation, specs, argv0=ctx.argv[0])
@@ -347,7 +378,8 @@ def _main(run: Run, delegate: Delegate, build_id: str, faults: FaultSpec) -> int
     if build_id:
         log.at("I", sites["build_id"], f"executor_runner build id: {build_id}")
     if flags.extras:
-        log.at("E", sites["extra_args"], "Extra commandline args:" + "".join(f" {arg}" for arg in flags.extras))
+        log.at("E", sites["extra_args"],
+               "Extra commandline args:" + "".join(f" {arg}" for arg in flags.extras))
         return 1
     if run.generation == "current" and flags.print_output not in ("none", "summary", "all"):
         mode = flags.print_output
@@ -376,9 +408,11 @@ def _main(run: Run, delegate: Delegate, build_id: str, faults: FaultSpec) -> int
     if run.method != "forward":
         log.at("E", sites["no_method"], f"No method named '{run.method}' in program")
         raise RunnerAbort(*sites["method_meta_check"], "method_meta.ok()",
-                          f"Failed to get method_meta for {run.method}: 0x{INVALID_ARGUMENT:x}")  # fmt: skip
+                          f"Failed to get method_meta for {run.method}: "
+                          f"0x{INVALID_ARGUMENT:x}")  # fmt: skip
     kind = "CPU planned" if run.generation == "current" else "planned"
-    log.at("I", sites["planned_buffer"], f"Setting up {kind} buffer 0, size {_planned_buffer_bytes(model)}.")
+    log.at("I", sites["planned_buffer"],
+           f"Setting up {kind} buffer 0, size {_planned_buffer_bytes(model)}.")
     run.hold(_planned_buffer_bytes(model))  # make_unique<uint8_t[]>: touched as it is used
     try:
         if run.tracer is not None:
@@ -394,9 +428,11 @@ def _main(run: Run, delegate: Delegate, build_id: str, faults: FaultSpec) -> int
             text = f"Init failed for backend {delegate.backend_id}: 0x{exc.code:x}"
             log.at("E", sites["init_failed"], text)
         raise RunnerAbort(*sites["load_method_check"], "method.ok()",
-                          f"Loading of method {run.method} failed with status 0x{exc.code:x}") from None  # fmt: skip
+                          f"Loading of method {run.method} failed with status "
+                          f"0x{exc.code:x}") from None  # fmt: skip
     if run.generation == "current":
-        log.at("I", sites["model_loaded_in"], f"Model loaded in {(ctx.now() - before_load) * 1000.0:f} ms.")
+        log.at("I", sites["model_loaded_in"],
+               f"Model loaded in {(ctx.now() - before_load) * 1000.0:f} ms.")
     else:
         log.at("I", sites["method_loaded"], "Method loaded.")
 
@@ -418,14 +454,18 @@ def _main(run: Run, delegate: Delegate, build_id: str, faults: FaultSpec) -> int
             output = _method_execute(run, delegate, i, total, x)
         except DelegateError as exc:
             code = exc.code
-            log.at("E", sites["call_delegate_failed"], f"CALL_DELEGATE execute failed at instruction 0: 0x{code:x}")
+            log.at("E", sites["call_delegate_failed"],
+                   f"CALL_DELEGATE execute failed at instruction 0: 0x{code:x}")
             raise RunnerAbort(*sites["execute_check"], "status == Error::Ok",
-                              f"Execution of method {run.method} failed with status 0x{code:x}") from None  # fmt: skip
+                              f"Execution of method {run.method} failed with status "
+                              f"0x{code:x}") from None  # fmt: skip
         elapsed = ctx.now() - before
         spent += elapsed
         if run.generation == "current":
-            log.at("I", sites["iteration"], f"Iteration {i + 1} of {total}: {elapsed * 1000.0:f} ms")
-    log.at("I", sites["executed"], f"Model executed successfully {total} time(s) in {spent * 1000.0:f} ms.")
+            log.at("I", sites["iteration"],
+                   f"Iteration {i + 1} of {total}: {elapsed * 1000.0:f} ms")
+    log.at("I", sites["executed"],
+           f"Model executed successfully {total} time(s) in {spent * 1000.0:f} ms.")
     delegate.after_executions(run)
     log.at("I", sites["outputs"], "1 outputs: ")
     if output is None:  # the method never ran: the planned output buffer holds its initial zeros
@@ -449,16 +489,20 @@ def _main(run: Run, delegate: Delegate, build_id: str, faults: FaultSpec) -> int
     return 0
 
 
-def _method_execute(run: Run, delegate: Delegate, index: int, total: int, x: np.ndarray) -> np.ndarray:
-    """``method->execute()`` of a program that is one delegate call: with the event tracer, its ``Execute`` block
-    (method.cpp:1698-1768: ``Method::execute`` around instruction 0 of chain 0, a ``DELEGATE_CALL``)."""
+def _method_execute(run: Run, delegate: Delegate, index: int, total: int,
+                    x: np.ndarray) -> np.ndarray:
+    """``method->execute()`` of a program that is one delegate call: with the event tracer, its
+    ``Execute`` block (method.cpp:1698-1768: ``Method::execute`` around instruction 0 of chain 0, a
+    ``DELEGATE_CALL``)."""
     tracer = run.tracer
     if tracer is None:
         return delegate.execute(run, index, total, x)
     tracer.create_event_block("Execute")
     with tracer.scope("Method::execute"):
-        run.spend(METHOD_OVERHEAD_MS / 1000.0)  # the input checks, temp allocator reset, instruction loop
-        if isinstance(delegate, _EthosU) and delegate.calls is not None:  # partly delegated: one instruction a step
+        # the input checks, temp allocator reset, instruction loop
+        run.spend(METHOD_OVERHEAD_MS / 1000.0)
+        # partly delegated: one instruction a step
+        if isinstance(delegate, _EthosU) and delegate.calls is not None:
             return delegate.execute(run, index, total, x)
         with tracer.instruction(0, 0), tracer.scope("DELEGATE_CALL"):
             run.spend(DISPATCH_OVERHEAD_MS / 1000.0)
@@ -466,13 +510,15 @@ def _method_execute(run: Run, delegate: Delegate, index: int, total: int, x: np.
 
 
 def _write_etdump(run: Run, tracer: EventTracer) -> None:
-    """``EventTraceManager::write_etdump_to_file`` (executor_runner.cpp:238-268) and its ET_CHECK (:871)."""
+    """``EventTraceManager::write_etdump_to_file`` (executor_runner.cpp:238-268) and its ET_CHECK
+    (:871)."""
     path = str(run.flags.other.get("etdump_path", ETDUMP_PATH_FLAG.default))
     try:
         run.ctx.write_file(path, tracer.etdump())
     except OSError:
         run.log.at("E", run.sites["etdump_open_failed"], f"Failed to open ETDump file at {path}.")
-        raise RunnerAbort(*run.sites["etdump_check"], "status == Error::Ok", "Failed to save ETDump file.") from None
+        raise RunnerAbort(*run.sites["etdump_check"], "status == Error::Ok",
+                          "Failed to save ETDump file.") from None
     run.log.at("I", run.sites["etdump_written"], f"ETDump written to file '{path}'.")
 
 
@@ -484,22 +530,25 @@ def _clock_hz(ctx: programs.GuestContext) -> float:
 
 
 def _hang(ctx: programs.GuestContext) -> None:
-    """The injected hang: never returns; only an interrupt (Ctrl-C, closed channel, model stop) ends it."""
+    """The injected hang: never returns; only an interrupt (Ctrl-C, closed channel, model stop) ends
+    it."""
     while True:
         ctx.check_interrupt()
         time.sleep(0.02)
         ctx.advance(0.02)  # a spinning CPU keeps simulated time going
 
 
-def run_as_main(ctx: programs.GuestContext, run: Callable[[programs.GuestContext, EtLog], int]) -> int:
-    """The process around ``run(ctx, log)``: a ``UsageError`` prints its texts and exits with its status; a failed
-    ET_CHECK (``RunnerAbort``) logs its Fatal line (assert.h's ``In function %s(), assert failed (%s): ...``) and
-    aborts: the shell shows ``Aborted``, status 134."""
+def run_as_main(ctx: programs.GuestContext,
+                run: Callable[[programs.GuestContext, EtLog], int]) -> int:
+    """The process around ``run(ctx, log)``: a ``UsageError`` prints its texts and exits with its
+    status; a failed ET_CHECK (``RunnerAbort``) logs its Fatal line (assert.h's ``In function %s(),
+    assert failed (%s): ...``) and aborts: the shell shows ``Aborted``, status 134."""
     with ctx.busy():
         return _run_main(ctx, run)
 
 
-def _run_main(ctx: programs.GuestContext, run: Callable[[programs.GuestContext, EtLog], int]) -> int:
+def _run_main(ctx: programs.GuestContext,
+              run: Callable[[programs.GuestContext, EtLog], int]) -> int:
     log = EtLog(ctx)
     try:
         return run(ctx, log)
@@ -512,12 +561,13 @@ def _run_main(ctx: programs.GuestContext, run: Callable[[programs.GuestContext, 
         return exc.status
     except RunnerAbort as exc:
         log.truncate_next = False
-        log("F", exc.source, exc.line, f"In function main(), assert failed ({exc.condition}): {exc.message}")
+        log("F", exc.source, exc.line,
+            f"In function main(), assert failed ({exc.condition}): {exc.message}")
         ctx.stderr("Aborted\n")
         return EXIT_ABORT
 
 
-# --- the Ethos-U Linux delegate ---------------------------------------------------------------------------------
+# --- the Ethos-U Linux delegate -------------------------------------------------------------------
 
 
 def _mismatch(model: CompiledModel, npu_macs: int) -> str | None:
@@ -526,16 +576,19 @@ def _mismatch(model: CompiledModel, npu_macs: int) -> str | None:
     return (
         f"network compiled for {model.accelerator} ({model.num_macs} MACs) but the NPU is "
         f"ethos-u85-{npu_macs} ({npu_macs} MACs): recompile the model for this configuration "
-        f"(fvp-harness sim model --macs {npu_macs}) or run with -C host.ethosu.num_macs={model.num_macs}"
+        f"(fvp-harness sim model --macs {npu_macs}) or run with -C "
+        f"host.ethosu.num_macs={model.num_macs}"
     )
 
 
 class _EthosU:
-    """EthosUBackend with the Linux driver (EthosUBackend_Cortex_A.cpp) in the artifact's driver mode."""
+    """EthosUBackend with the Linux driver (EthosUBackend_Cortex_A.cpp) in the artifact's driver
+    mode."""
 
     backend_id = "EthosUBackend"
 
-    def __init__(self, ctx: programs.GuestContext, artifact: RunnerArtifact, faults: FaultSpec) -> None:
+    def __init__(self, ctx: programs.GuestContext, artifact: RunnerArtifact,
+                 faults: FaultSpec) -> None:
         self.artifact, self.faults = artifact, faults
         self.registered = artifact.ethos_u
         self.noise = noise_from_knobs(ctx.knobs)
@@ -543,7 +596,8 @@ class _EthosU:
             self.noise = dataclasses.replace(self.noise, jitter=artifact.jitter)
         invocation = next(_invocations)
         self.rng = np.random.default_rng(
-            [self.noise.seed, invocation, zlib.crc32(f"{artifact.driver}\0{artifact.build_id}".encode())]
+            [self.noise.seed, invocation,
+             zlib.crc32(f"{artifact.driver}\0{artifact.build_id}".encode())]
         )
         self.addresses = np.random.default_rng([self.noise.seed, invocation, 0xDA7A])
         self.load_ms = 0.0
@@ -552,7 +606,8 @@ class _EthosU:
 
     def noisy(self, ctx: programs.GuestContext, ms: float) -> float:
         noise, rng = self.noise, self.rng
-        factor = max(0.5, 1.0 + noise.jitter * rng.standard_normal()) * (1.0 + noise.drift * ctx.now())
+        factor = max(0.5,
+                     1.0 + noise.jitter * rng.standard_normal()) * (1.0 + noise.drift * ctx.now())
         outlier = rng.uniform(0.2, 1.5) if rng.random() < noise.outlier_rate else 0.0
         return ms * factor + outlier
 
@@ -564,11 +619,14 @@ class _EthosU:
         self.sizes = DriverSizes.from_mapping(model.sizes.to_dict())
         # a partly delegated program makes one delegate call per partition (partitioned.py)
         self.calls = Calls(model, self.artifact.driver, run.ctx.knobs) if model.cpu_layers else None
-        setup = self.calls.setup_ms() if self.calls is not None else DRIVER_COSTS.setup_ms(self.sizes)
+        setup = (self.calls.setup_ms() if self.calls is not None
+                 else DRIVER_COSTS.setup_ms(self.sizes))
         program = LOAD_BASE_MS / 2 + LOAD_US_PER_KIB * run.file_bytes / 1024.0 / 1000.0
         method = LOAD_BASE_MS / 2 + (setup if self.artifact.driver == "reuse" else 0.0)
         total = self.noisy(run.ctx, program + method)
-        self.program_ms, self.load_ms = total * program / (program + method), total * method / (program + method)
+        self.program_ms, self.load_ms = total * program / (program
+                                                           + method), total * method / (program
+                                                                                        + method)
         run.spend(self.program_ms / 1000.0)
         self.cycles = model_cycles(model)
 
@@ -587,26 +645,33 @@ class _EthosU:
             with run.traced("+EthosUBackend::init()processed_data"):
                 pass  # a pointer to the processed blob: no time
             run.log.at("I", run.sites["delegate_data"], f"data:{self._address(segment)}")
-            if run.tracer is not None:  # vela_bin_read() parses the blob: the method's share of the load
-                setup = DRIVER_COSTS.setup_ms(self.sizes) if self.artifact.driver == "reuse" else 0.0
+            # vela_bin_read() parses the blob: the method's share of the load
+            if run.tracer is not None:
+                setup = (DRIVER_COSTS.setup_ms(self.sizes) if self.artifact.driver == "reuse"
+                         else 0.0)
                 read_ms = self.load_ms * (LOAD_BASE_MS / 2) / (LOAD_BASE_MS / 2 + setup)
                 with run.traced("+EthosUBackend::init()vela_bin_read()"):
                     run.spend(read_ms / 1000.0)
                 load_ms -= read_ms
-        if self.artifact.driver == "reuse":  # the driver-reuse build creates the network and buffers here
-            mismatch = open_problem(run.ctx, self.artifact.npu_device) or _mismatch(model, run.ctx.npu_macs)
+        # the driver-reuse build creates the network and buffers here
+        if self.artifact.driver == "reuse":
+            mismatch = (open_problem(run.ctx, self.artifact.npu_device) or
+                        _mismatch(model, run.ctx.npu_macs))
             if mismatch:
-                run.log.at("E", run.sites["driver_failed"], f"Ethos-U Linux driver invocation failed: {mismatch}")
+                run.log.at("E", run.sites["driver_failed"],
+                           f"Ethos-U Linux driver invocation failed: {mismatch}")
                 raise DelegateError(INVALID_STATE)
             run.hold(sum(self._buffers()))  # every partition's buffers, kept for the method's life
         run.spend(load_ms / 1000.0)
 
     def execute(self, run: Run, index: int, total: int, x: np.ndarray) -> np.ndarray:
         ctx, model, log, sites = run.ctx, run.compiled, run.log, run.sites
-        if self.artifact.driver == "per-inference":  # opens the device and creates the network on every execute
+        # opens the device and creates the network on every execute
+        if self.artifact.driver == "per-inference":
             mismatch = open_problem(ctx, self.artifact.npu_device) or _mismatch(model, ctx.npu_macs)
             if mismatch:
-                log.at("E", sites["driver_failed"], f"Ethos-U Linux driver invocation failed: {mismatch}")
+                log.at("E", sites["driver_failed"],
+                       f"Ethos-U Linux driver invocation failed: {mismatch}")
                 raise DelegateError(INVALID_STATE)
         if self.faults.timeout is not None and index >= self.faults.timeout:
             remaining = NPU_TIMEOUT_NS / 1e9
@@ -614,7 +679,8 @@ class _EthosU:
                 step = min(1.0, remaining)
                 run.spend(step, 0.0)
                 remaining -= step
-            log.at("E", sites["npu_timed_out"], f"Ethos-U inference timed out after {NPU_TIMEOUT_NS} ns")
+            log.at("E", sites["npu_timed_out"],
+                   f"Ethos-U inference timed out after {NPU_TIMEOUT_NS} ns")
             raise DelegateError(INVALID_STATE)
         if self.artifact.driver == "per-inference":  # a call creates its buffers, then frees them
             largest = max(self._buffers())
@@ -623,18 +689,23 @@ class _EthosU:
         if self.calls is not None:
             return self.calls.execute(self, run, x, runner_overhead_ms=RUNNER_OVERHEAD_MS,
                                       cpu_time_report=self.artifact.cpu_time_report,
-                                      method_spent_ms=METHOD_OVERHEAD_MS if run.tracer is not None else 0.0)
-        output = run_model_once(run.model_digest, model.arch, model.quant, x)  # the time is charged below
+                                      method_spent_ms=METHOD_OVERHEAD_MS if run.tracer is not None
+                                      else 0.0)
+        # the time is charged below
+        output = run_model_once(run.model_digest, model.arch, model.quant, x)
         nominal = DRIVER_COSTS.execute_ms(self.sizes, self.artifact.driver)
-        cpu_ms = self.noisy(ctx, nominal) * slowdown(ctx.knobs, model.arch.name, self.artifact.driver)
+        cpu_ms = self.noisy(ctx, nominal) * slowdown(ctx.knobs, model.arch.name,
+                                                     self.artifact.driver)
         npu_ms = self.cycles / NPU_CLOCK_HZ * 1000.0
         if run.tracer is None:
             run.spend((cpu_ms + npu_ms + RUNNER_OVERHEAD_MS) / 1000.0, cpu_ms / 1000.0)
         else:
             self._traced_execute(run, cpu_ms * self._input_copy_ms() / nominal, cpu_ms, npu_ms)
         if model.cycle_counter:
-            log.at("I", sites["cycle_counter"], f"Ethos-U Linux delegate cycle counter: {self.cycles}")
-        if self.artifact.cpu_time_report:  # ours: #22596's report (closed unmerged), the documented default shape
+            log.at("I", sites["cycle_counter"],
+                   f"Ethos-U Linux delegate cycle counter: {self.cycles}")
+        # ours: #22596's report (closed unmerged), the documented default shape
+        if self.artifact.cpu_time_report:
             log.at("I", sites["cpu_time"], f"EthosUBackend::execute() CPU time: {cpu_ms:.3f} ms")
         return output
 
@@ -648,14 +719,16 @@ class _EthosU:
         return [sizes.buffer_bytes for sizes in calls]
 
     def _input_copy_ms(self) -> float:
-        """The nominal cost of copying the input into the NPU's scratch (the driver cost model's I/O rate over the
-        input's bytes): what ``+EthosUBackend::execute()handles.input.memcpy()`` times."""
+        """The nominal cost of copying the input into the NPU's scratch (the driver cost model's I/O
+        rate over the input's bytes): what ``+EthosUBackend::execute()handles.input.memcpy()``
+        times."""
         return DRIVER_COSTS.io_us_per_kib * self.sizes.input / 1024.0 / 1000.0
 
     def _traced_execute(self, run: Run, copy_ms: float, cpu_ms: float, npu_ms: float) -> None:
-        """The same time as an untraced execute, spent scope by scope as EthosUBackend::execute records it
-        (EthosUBackend.cpp:144-279): the input copy, then ``platform_execute`` (the driver's work, with the
-        per-inference set-up in that build, and the NPU's), around them the backend's bookkeeping."""
+        """The same time as an untraced execute, spent scope by scope as EthosUBackend::execute
+        records it (EthosUBackend.cpp:144-279): the input copy, then ``platform_execute`` (the
+        driver's work, with the per-inference set-up in that build, and the NPU's), around them the
+        backend's bookkeeping."""
         own_ms = RUNNER_OVERHEAD_MS - METHOD_OVERHEAD_MS - DISPATCH_OVERHEAD_MS
         with run.traced("EthosUBackend::execute()"):
             run.spend(own_ms / 1000.0)
@@ -676,7 +749,8 @@ def _run(ctx: programs.GuestContext, log: EtLog) -> int:
     artifact = _artifact(ctx)
     faults = parse_faults(ctx.knobs.get("runner_fault") or artifact.fault)
     delegate = _EthosU(ctx, artifact, faults)
-    return executor_main(ctx, log, delegate, generation=artifact.log_generation, build_id=artifact.build_id,
+    return executor_main(ctx, log, delegate, generation=artifact.log_generation,
+                         build_id=artifact.build_id,
                          faults=faults, event_tracer=artifact.event_tracer)
 
 

@@ -12,8 +12,10 @@ from fvp_harness.sim.workloads.executor_runner.flags import FlagSpec
 
 __all__ = ["ETDUMP_PATH_FLAG", "UNSET_CHAIN", "UNSET_DEBUG_HANDLE", "EventTracer"]
 
-ETDUMP_PATH_FLAG = FlagSpec("etdump_path", "string", "model.etdump", "Write ETDump data to this path.")
-"""``DEFINE_string(etdump_path, "model.etdump", ...)`` (executor_runner.cpp:90), only in a traced build."""
+ETDUMP_PATH_FLAG = FlagSpec("etdump_path", "string", "model.etdump",
+                            "Write ETDump data to this path.")
+"""``DEFINE_string(etdump_path, "model.etdump", ...)`` (executor_runner.cpp:90), only in a traced
+build."""
 UNSET_CHAIN, UNSET_DEBUG_HANDLE = -1, 0
 """``kUnsetChainId`` and ``kUnsetDebugHandle`` (runtime/core/event_tracer.h:34-35)."""
 
@@ -25,8 +27,8 @@ class _Block:
 
 
 class EventTracer:
-    """ETDumpGen as the runner drives it: event blocks, profiling scopes, the current instruction; ``ticks`` is
-    the clock (``pal_current_ticks``: simulated nanoseconds)."""
+    """ETDumpGen as the runner drives it: event blocks, profiling scopes, the current instruction;
+    ``ticks`` is the clock (``pal_current_ticks``: simulated nanoseconds)."""
 
     def __init__(self, ticks: Callable[[], int]) -> None:
         self.ticks = ticks
@@ -38,17 +40,21 @@ class EventTracer:
 
     @contextmanager
     def scope(self, name: str) -> Iterator[None]:
-        """``start_profiling(name)`` ... ``end_profiling``: the event is written when the scope ends."""
+        """``start_profiling(name)`` ... ``end_profiling``: the event is written when the scope
+        ends."""
         chain, handle, start = self.chain, self.debug_handle, self.ticks()
         yield
-        if not self.blocks:  # upstream checks this state with ET_CHECK_MSG; the runner always opened a block
+        # upstream checks this state with ET_CHECK_MSG; the runner always opened a block
+        if not self.blocks:
             raise RuntimeError("ETDumpGen: an event before any event block")
         self.blocks[-1].events.append(
-            ProfileEvent(start=start, end=self.ticks(), name=name, chain_index=chain, instruction_id=handle))
+            ProfileEvent(start=start, end=self.ticks(), name=name, chain_index=chain,
+                         instruction_id=handle))
 
     @contextmanager
     def instruction(self, chain: int, instruction: int) -> Iterator[None]:
-        """``EventTracerProfileInstructionScope``: events inside belong to this chain and instruction."""
+        """``EventTracerProfileInstructionScope``: events inside belong to this chain and
+        instruction."""
         self.chain, self.debug_handle = chain, instruction
         try:
             yield
