@@ -72,7 +72,8 @@ def synthetic_records(repetitions: int, seed: int = 1) -> list[Record]:
                     "metric_units": {"cpu_time": "ms", "iteration_time": "ms",
                                      "npu_cycles": "cycles"},
                     "outputs": {"out-0.bin": "ab" * 32},
-                    "started": f"2026-03-01T{10 + second // 3600:02d}:{second // 60 % 60:02d}:{second % 60:02d}Z",
+                    "started": f"2026-03-01T{10 + second // 3600:02d}:{second // 60 % 60:02d}:"
+                               f"{second % 60:02d}Z",
                 }))
                 second += 1
     return out

@@ -55,11 +55,15 @@ fvp: {{binary: sim{sim}}}
 builds:
   before:
     runner: ${{vars.art}}/runner-before
-    build: "{{fvp_harness}} sim runner --driver per-inference --cpu-time-report --build-id per-inference -o {{output}}"
+    build: >-
+      {{fvp_harness}} sim runner --driver per-inference --cpu-time-report
+      --build-id per-inference -o {{output}}
     id: per-inference
   after:
     runner: ${{vars.art}}/runner-after
-    build: "{{fvp_harness}} sim runner --driver reuse --cpu-time-report --build-id reuse -o {{output}}"
+    build: >-
+      {{fvp_harness}} sim runner --driver reuse --cpu-time-report --build-id reuse
+      -o {{output}}
     id: reuse
 models:
   {model}:

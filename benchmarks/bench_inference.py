@@ -51,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
         total_best += min(times)
         cycles = "/".join(str(inference_cycles(arch.layers, model.schedule, m)) for m in MACS)
         sizes = DriverSizes.from_mapping(model.sizes.to_dict())
-        cpu = f"{DEFAULT.execute_ms(sizes, 'per-inference'):.2f}/{DEFAULT.execute_ms(sizes, 'reuse'):.2f}"
+        cpu = (f"{DEFAULT.execute_ms(sizes, 'per-inference'):.2f}/"
+               f"{DEFAULT.execute_ms(sizes, 'reuse'):.2f}")
         print(f"{name:18} {min(times):8.2f} {statistics.median(times):9.2f}   {cycles}   {cpu}")
     print(f"{'all four':18} {total_best:8.2f}")
     return 0

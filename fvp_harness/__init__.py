@@ -13,7 +13,8 @@ The package is split into layers, each a folder, each importing only the ones be
 
     cli/                         the only code that prints or exits
     batch/                       make-style engine over many scenarios (local threads, Dask)
-    run/                         one scenario end to end: plan, artifacts, deploy, execute, scrape, manifest
+    run/                         one scenario end to end: plan, artifacts, deploy, execute, scrape,
+                                 manifest
     vgf/  report/                VGF reports; analysis and rendering of records
     targets/  store/  scenario/  where commands run; the results folder; the scenario language
     profiles/                    platform profiles (YAML data)

@@ -4,29 +4,42 @@ The class decides the exit code and whether a retry can help::
 
     HarnessError                      base; carries failure_class, log_path, last_lines, stage
     ├── ConfigurationError            exit 2: the user's input is wrong; nothing ran
-    │   ├── ScenarioError             a scenario file failed to load; .problems lists each file:line:col message
-    │   └── UnknownName               an option named a metric, build, model, scenario or run that does not exist
-    ├── InfrastructureError           exit 3: the platform failed, not the code under test; a retry may help
-    │   ├── FvpStartError             the model exited before announcing its ports (its own words in the message)
+    │   ├── ScenarioError             a scenario file failed to load; .problems lists each
+    │   │                             file:line:col message
+    │   └── UnknownName               an option named a metric, build, model, scenario or run that
+    │                                 does not exist
+    ├── InfrastructureError           exit 3: the platform failed, not the code under test; a retry
+    │   │                             may help
+    │   ├── FvpStartError             the model exited before announcing its ports (its own words in
+    │   │                             the message)
     │   ├── PortError                 no port banner in time, or a terminal could not be connected
     │   ├── BootTimeout               no login prompt in time; .stage names the last boot stage seen
     │   ├── KernelPanic               a panic / oops / firmware error pattern was seen on a console
     │   ├── ConsoleLost               a terminal closed or went silent while a command was running
     │   ├── FvpDied                   the model process exited while in use
     │   ├── SshUnavailable            the guest's sshd did not answer before the deadline
-    │   ├── DeployError               an artifact did not arrive intact (hash mismatch after transfer)
-    │   ├── StorageError              a file on this host could not be written or read (disk full, read-only,
-    │   │                             permission, I/O error): not retried, the run ends at once
-    │   ├── HardFault                 a bare-metal program hit a hard fault (the model would spin to its time limit)
-    │   └── TimeLimitExceeded         a bare-metal model stopped at its --timelimit (or the harness stopped it)
-    ├── UnitFailure                   exit 1 (class "test"): the code under test failed; a retry will not help
+    │   ├── DeployError               an artifact did not arrive intact (hash mismatch after
+    │   │                             transfer)
+    │   ├── StorageError              a file on this host could not be written or read (disk full,
+    │   │                             read-only, permission, I/O error): not retried, the run ends
+    │   │                             at once
+    │   ├── HardFault                 a bare-metal program hit a hard fault (the model would spin to
+    │   │                             its time limit)
+    │   └── TimeLimitExceeded         a bare-metal model stopped at its --timelimit (or the harness
+    │                                 stopped it)
+    ├── UnitFailure                   exit 1 (class "test"): the code under test failed; a retry
+    │   │                             will not help
     │   ├── CommandFailed             a guest command exited non-zero
-    │   │   └── OutputLimitExceeded   a host runner printed more than run.max_output bytes (it was ended)
+    │   │   └── OutputLimitExceeded   a host runner printed more than run.max_output bytes (it was
+    │   │                             ended)
     │   ├── MetricMissing             a required metric was not found in a unit's output
-    │   └── ProvenanceError           the runner did not identify itself as the build that was deployed
+    │   └── ProvenanceError           the runner did not identify itself as the build that was
+    │                                 deployed
     └── Interrupted                   exit 130: Ctrl-C; everything measured so far is kept
-        ├── Terminated                exit 143: SIGTERM / SIGHUP, handled as Ctrl-C (docs/architecture.md)
-        └── OutputClosed              exit 141: the reader of the output went away (``| head``), handled as Ctrl-C
+        ├── Terminated                exit 143: SIGTERM / SIGHUP, handled as Ctrl-C
+        │                             (docs/architecture.md)
+        └── OutputClosed              exit 141: the reader of the output went away (``| head``),
+                                      handled as Ctrl-C
 
 Only ``cli`` turns these into exit codes and messages; library code raises them with context
 attached and never prints.

@@ -42,7 +42,8 @@ def positive_float(text: str) -> float:
 
 
 def add_timeout_scale_option(parser: argparse.ArgumentParser,
-                             help_text: str = "multiply every timeout (slow hosts, parallel load)") -> None:
+                             help_text: str = "multiply every timeout "
+                                              "(slow hosts, parallel load)") -> None:
     """Add ``--timeout-scale X`` (a positive factor on every timeout; default 1) to a verb's
     parser."""
     parser.add_argument("--timeout-scale", type=positive_float, default=1.0, metavar="X",

@@ -2,8 +2,9 @@
 execution changed?").
 
     fvp-harness vgf COPY.json ZERO_COPY.json [-o DIR]
-    fvp-harness vgf --copy A.json --copy B.json --zero-copy C.json --zero-copy D.json   (repetitions)
-    fvp-harness vgf --results results/vgf_zero_copy                                      (what `run` kept)
+    fvp-harness vgf --copy A.json --copy B.json --zero-copy C.json --zero-copy D.json
+                                                                        (repetitions)
+    fvp-harness vgf --results results/vgf_zero_copy                     (what `run` kept)
 
 Writes ``vgf_report.md``, ``.csv``, ``.json`` and ``.png`` (default folder: ``results/vgf``, or the
 results folder itself with ``--results``), prints the headline and the expectations, and exits 1

@@ -177,21 +177,22 @@ def _download(state: Path, debs: Path, names: Sequence[str]) -> list[Path]:
 
 def _init_script(modules: Sequence[str]) -> str:
     loads = "\n".join(f"insmod /lib/modules/{name} 2>/dev/null || true" for name in modules)
-    return f"""#!/bin/busybox sh
-# The guest's first process: applet links, file systems, modules, network, sshd, then busybox init (getty).
-/bin/busybox --install -s
-mount -t proc proc /proc
-mount -t sysfs sysfs /sys
-mount -t devtmpfs devtmpfs /dev 2>/dev/null
-mkdir -p /dev/pts /tmp /run /var/log /root /etc/dropbear
-mount -t devpts devpts /dev/pts
-{loads}
-hostname {HOSTNAME}
-ip link set lo up
-ip link set eth0 up 2>/dev/null && ip addr add 10.0.2.15/24 dev eth0 && ip route add default via 10.0.2.2
-dropbear -R -B -p 22 2>/dev/null
-exec /sbin/init
-"""
+    return ("#!/bin/busybox sh\n"
+            "# The guest's first process: applet links, file systems, modules, network, sshd, "
+            "then busybox init (getty).\n"
+            "/bin/busybox --install -s\n"
+            "mount -t proc proc /proc\n"
+            "mount -t sysfs sysfs /sys\n"
+            "mount -t devtmpfs devtmpfs /dev 2>/dev/null\n"
+            "mkdir -p /dev/pts /tmp /run /var/log /root /etc/dropbear\n"
+            "mount -t devpts devpts /dev/pts\n"
+            f"{loads}\n"
+            f"hostname {HOSTNAME}\n"
+            "ip link set lo up\n"
+            "ip link set eth0 up 2>/dev/null && ip addr add 10.0.2.15/24 dev eth0 "
+            "&& ip route add default via 10.0.2.2\n"
+            "dropbear -R -B -p 22 2>/dev/null\n"
+            "exec /sbin/init\n")
 
 
 _FILES = {
@@ -200,7 +201,8 @@ _FILES = {
     "etc/group": "root:x:0:\n",
     "etc/shells": "/bin/sh\n/bin/ash\n",
     "etc/inittab": "ttyAMA0::respawn:/sbin/getty -L 0 ttyAMA0 vt100\n::ctrlaltdel:/sbin/reboot\n",
-    "etc/profile": "export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\nexport HOME=/root\n",
+    "etc/profile": "export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n"
+                   "export HOME=/root\n",
     "etc/hostname": HOSTNAME + "\n",
     "etc/issue": "Corstone-1000 look-alike (QEMU virt, Debian packages) \\n \\l\n\n",
 }

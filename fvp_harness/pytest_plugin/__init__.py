@@ -2,13 +2,16 @@
 
 Fixtures (docs/pytest-plugin.md has a complete example)::
 
-    def test_guest(fvp_target):                 # one booted, logged-in instance shared by the session
+    # one booted, logged-in instance shared by the session
+    def test_guest(fvp_target):
         assert fvp_target.run("uname -a").ok
 
-    def test_runner(fvp_target, fvp_deployed):  # the scenario's builds and models, deployed once
+    # the scenario's builds and models, deployed once
+    def test_runner(fvp_target, fvp_deployed):
         assert fvp_target.run(f"{fvp_deployed.runner('after')} --help").ok
 
-    def test_saving(fvp_ab):                    # run the scenario (or a subset), assert on the analysis
+    # run the scenario (or a subset), assert on the analysis
+    def test_saving(fvp_ab):
         result = fvp_ab(models=["resnet8"])
         assert result.saved("resnet8") > 50 and result.identical("outputs")
 

@@ -202,7 +202,7 @@ def _marker_arguments(mark: pytest.Mark, where: str) -> tuple[str | None, dict[s
     unknown = sorted(set(mark.kwargs) - known)
     if unknown or len(mark.args) > 1:
         raise MarkerError(f"{where}: @pytest.mark.fvp takes scenario=PATH and set={{FIELD: VALUE}} "
-                                f"(got {', '.join(unknown) or f'{len(mark.args)} positional arguments'})")
+                          f"(got {', '.join(unknown) or f'{len(mark.args)} positional arguments'})")
     path = mark.kwargs.get("scenario", mark.args[0] if mark.args else None)
     if path is not None and not isinstance(path, (str, os.PathLike)):
         raise MarkerError(f"{where}: @pytest.mark.fvp scenario must be a path, not {path!r}")

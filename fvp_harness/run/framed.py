@@ -5,9 +5,10 @@ Why: on a real FVP every console round trip costs model time (the guest shell ru
 CPU), and a unit used to cost five besides its command (``rm -rf && mkdir -p``, the command, ``ls``,
 ``sha256sum``, ``rm -rf``). The framed line is plain guest-contract shell (``&&``, ``;``,
 ``printf``, ``$?``, ``cd``, ``sha256sum`` of a ``*`` glob, ``rm -rf``), so any busybox guest runs
-it::
+it (one line, shown here in three)::
 
-    rm -rf D && mkdir -p D && printf '%s\\n' T.ready; <run.command>; printf '\\n%s %s\\n' T.status $?;
+    rm -rf D && mkdir -p D && printf '%s\\n' T.ready;
+    <run.command>; printf '\\n%s %s\\n' T.status $?;
     cd D && sha256sum *; cd / && rm -rf D
 
 ``T`` is a random token per unit, so nothing the runner prints can pass for a marker. The runner's

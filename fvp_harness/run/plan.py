@@ -8,13 +8,12 @@ pointless (``make``), and a changed key says exactly which input moved (``Unit.k
 Order (why: drift and warm-up effects inside one boot must not favour one build):
 
 * ``interleaved`` (default). Repetition ``r`` runs every model once, starting at model ``r mod M``
-  (models
-rotate
-  so no model always runs first in a repetition). For model number ``i`` (its position in the
-  scenario) the builds run back to back, rotated by ``(i + r) mod B``: with two builds that is
-  ``before, after`` when ``i + r`` is even and ``after, before`` when odd. Consecutive models
-  therefore alternate which build goes first (ABBA; with an odd model count, except across the
-  wrap), and the same model swaps its order every repetition, so neither build always runs first.
+  (models rotate so no model always runs first in a repetition). For model number ``i`` (its
+  position in the scenario) the builds run back to back, rotated by ``(i + r) mod B``: with two
+  builds that is ``before, after`` when ``i + r`` is even and ``after, before`` when odd.
+  Consecutive models therefore alternate which build goes first (ABBA; with an odd model count,
+  except across the wrap), and the same model swaps its order every repetition, so neither build
+  always runs first.
 * ``blocked``: every unit of the first build (repetitions outer, models inner), then the next build.
 
 With ``fvp.instances`` > 1 the (repetition, model) groups are dealt round-robin to sessions in run

@@ -8,11 +8,16 @@ model and build, the measured NPU cycles, Vela's estimate and their ratio, and f
 
 Forms::
 
-    vela: build/vela/ds_cnn_summary_Ethos_U85_SYS_DRAM_Mid.csv      # one estimate for every build
+    # one estimate for every build
+    vela: build/vela/ds_cnn_summary_Ethos_U85_SYS_DRAM_Mid.csv
+
     vela:
-      file: build/vela/ds_cnn_per-layer.csv                          # Vela's per-layer CSV works too
-      builds: {u85-128: build/vela128/ds_cnn_summary_Ethos_U85_SYS_DRAM_Mid.csv}   # a build's own estimate
-      band: [0.8, 1.25]                                              # measured / estimate outside it is flagged
+      # Vela's per-layer CSV works too
+      file: build/vela/ds_cnn_per-layer.csv
+      # a build's own estimate
+      builds: {u85-128: build/vela128/ds_cnn_summary_Ethos_U85_SYS_DRAM_Mid.csv}
+      # measured / estimate outside it is flagged
+      band: [0.8, 1.25]
 
 Relative paths are relative to the scenario file (the one run, not an ``extends`` base); the files
 are read when the report is written, so a model's ``build:`` may produce them (``fvp-harness sim

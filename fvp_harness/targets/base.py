@@ -6,7 +6,7 @@ real model, the embedded simulator or a test double is behind them. ``Target`` i
 target keeps; the optional abilities are separate small Protocols that callers test with
 ``isinstance`` (they are ``runtime_checkable``), never by asking for a concrete class:
 
-==================  ===================================================================================
+===================  ===============================================================================
 ``StreamsCommands``  pipelines many short commands (console deploy's chunk lines) in one round trip
 ``CopiesOverSsh``    copies files through a forwarded ssh port (much faster than typing base64)
 ``NamesPhases``      names the phase a timeout guarded (``unit``, ``deploy``) in its error message
@@ -14,7 +14,7 @@ target keeps; the optional abilities are separate small Protocols that callers t
                      transfer
 ``MasksSecrets``     writes logs with given secret texts shown as ``***``; more can be added while
                      open
-==================  ===================================================================================
+===================  ===============================================================================
 
 ``FvpSettings`` is what the targets layer reads of a scenario's ``fvp:`` section. It is a Protocol
 so that this layer never imports the scenario language: ``scenario.FvpConfig`` satisfies it, and so

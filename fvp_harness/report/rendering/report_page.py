@@ -24,9 +24,11 @@ CSP = "default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'"
 """Nothing is fetched but the page's own images: no script, no font, no network (a reader's check
 and ours)."""
 STYLE = """
-body { font: 14px/1.45 system-ui, sans-serif; margin: 1.5em auto; max-width: 1100px; padding: 0 1em; color: #222; }
+body { font: 14px/1.45 system-ui, sans-serif; margin: 1.5em auto; max-width: 1100px; \
+padding: 0 1em; color: #222; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.25em; margin-top: 1.6em; border-bottom: 1px solid #ddd; }
-table { border-collapse: collapse; margin: .8em 0; font-size: 13px; display: block; overflow-x: auto; }
+table { border-collapse: collapse; margin: .8em 0; font-size: 13px; display: block; \
+overflow-x: auto; }
 th, td { border: 1px solid #ccc; padding: .25em .55em; text-align: right; white-space: nowrap; }
 th:first-child, td:first-child { text-align: left; }
 figure.chart { margin: 1em 0; } figure.chart svg { max-width: 100%; height: auto; }

@@ -55,15 +55,19 @@ USAGE = f"""\
 Usage: {MODEL_NAME} [OPTION]...
 A simulated Corstone-1000 A320 FVP (fvp-harness sim). Options are those of a Fast Models FVP:
 
-  -C, --parameter NAME=VALUE   set a model parameter (repeatable); see --list-params -f, --config-file FILE
-  read NAME=VALUE parameter lines from FILE --data [INST=]FILE@ADDR  load FILE into memory at ADDR (accepted,
-  checked to exist) -a, --application [INST=]FILE  load an application (accepted, checked to exist) --stat
-  print statistics when the simulation ends --timelimit N            stop after N seconds of host time
-  --simlimit N             stop after N seconds of simulated time -l, --list-params            list every
-  parameter with its default and exit -q, --quiet                  accepted (the simulator prints little
-  anyway) --version                print the version banner and exit -h, --help                   print this
-  help and exit --sim NAME=VALUE         simulator knob (also FVP_SIM_NAME=VALUE in the environment); see
-  docs/simulator.md
+  -C, --parameter NAME=VALUE   set a model parameter (repeatable); see --list-params
+  -f, --config-file FILE       read NAME=VALUE parameter lines from FILE
+      --data [INST=]FILE@ADDR  load FILE into memory at ADDR (accepted, checked to exist)
+  -a, --application [INST=]FILE  load an application (accepted, checked to exist)
+      --stat                   print statistics when the simulation ends
+      --timelimit N            stop after N seconds of host time
+      --simlimit N             stop after N seconds of simulated time
+  -l, --list-params            list every parameter with its default and exit
+  -q, --quiet                  accepted (the simulator prints little anyway)
+      --version                print the version banner and exit
+  -h, --help                   print this help and exit
+      --sim NAME=VALUE         simulator knob (also FVP_SIM_NAME=VALUE in the environment);
+                               see docs/simulator.md
 """
 
 
@@ -110,7 +114,8 @@ arm_executor_runner (fvp-harness sim baremetal-runner). Options are those of a F
   -C, --parameter NAME=VALUE      set a model parameter (repeatable); see --list-params
   -f, --config-file FILE          read NAME=VALUE parameter lines from FILE
   -a, --application [INST=]FILE   the application to run (an emulated arm_executor_runner)
-  --data [INST=]FILE@ADDR         load FILE into memory at ADDR (e.g. a model for an ET_MODEL_PTE_ADDR build)
+  --data [INST=]FILE@ADDR         load FILE into memory at ADDR \
+(e.g. a model for an ET_MODEL_PTE_ADDR build)
   --stat                          print statistics when the simulation ends
   --timelimit N                   stop after N seconds of host time
   --simlimit N                    stop after N seconds of simulated time

@@ -7,8 +7,10 @@ Grammar (``guest/shell.py`` runs what this builds)::
     and_or    := pipeline { ( '&&' | '||' ) linebreak pipeline }
     pipeline  := [ '!' ] command { '|' linebreak command }
     command   := compound { redirection } | { NAME=value | word | redirection }
-    compound  := '(' list ')' | '{' list '}' | if list then list { elif list then list } [ else list ] fi
-               | ( while | until ) list do list done | for NAME [ in { word } ] ( ';' | NEWLINE ) do list done
+    compound  := '(' list ')' | '{' list '}'
+               | if list then list { elif list then list } [ else list ] fi
+               | ( while | until ) list do list done
+               | for NAME [ in { word } ] ( ';' | NEWLINE ) do list done
 
 Words keep their quoting (``Part.quoted``) so that expansion knows what is split and globbed.
 Redirections are ``[n]>`` ``>>`` ``>|`` ``<`` ``<>`` ``>&`` ``<&`` (with ``-`` to close), bash's

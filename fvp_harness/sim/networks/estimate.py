@@ -10,9 +10,10 @@ gives the same count on every machine, with or without Vela.
 Header form (JSON, all keys required except ``layers``)::
 
     "vela": {"version": "5.2.0", "accelerator": "ethos-u85-256", "config": "Arm/vela.ini",
-             "system_config": "Ethos_U85_SYS_DRAM_Mid", "memory_mode": "Sram_Only", "clock_hz": 1000000000,
-             "tflite_sha256": "...", "cycles": 84546, "npu_cycles": 84546,
-             "layers": [{"name": "conv1", "operator": "Conv2D", "npu_op": "Conv2D", "cycles": 6790, "macs": 160000},
+             "system_config": "Ethos_U85_SYS_DRAM_Mid", "memory_mode": "Sram_Only",
+             "clock_hz": 1000000000, "tflite_sha256": "...", "cycles": 84546, "npu_cycles": 84546,
+             "layers": [{"name": "conv1", "operator": "Conv2D", "npu_op": "Conv2D", "cycles": 6790,
+                         "macs": 160000},
                         ...]}
 
 ``cycles`` is Vela's ``cycles_total`` (the summary CSV's estimate of one inference, memory stalls

@@ -5,18 +5,19 @@ byte-identical outputs, so the outputs must come from a fully specified integer 
 do on the NPU.
 
 Numbers:
-    * activations: int8 with a per-tensor ``scale`` and ``zero_point`` (real = scale * (q - zero_point));
-    * weights: symmetric per-output-channel int8 (zero point 0); biases int32 with scale ``in_scale *
-      w_scale[c]``;
+    * activations: int8 with a per-tensor ``scale`` and ``zero_point``
+      (real = scale * (q - zero_point));
+    * weights: symmetric per-output-channel int8 (zero point 0); biases int32 with scale
+      ``in_scale * w_scale[c]``;
     * accumulation: exact integer sums of ``(x - zp_x) * w`` plus bias, checked to fit int32
       (``AccumulatorOverflow`` otherwise, which a correctly calibrated model never triggers);
-    * requantisation: ``out = zp_out + round(acc * M / 2**(31 + shift))`` with a 31-bit multiplier ``M`` in
-      ``[2**30, 2**31)`` and a per-channel ``shift``; one rounding step, half away from zero
-      (documented choice; TFLite's double rounding differs by at most one unit in rare ties), then
-      clamping to ``[act_min, act_max]`` (ReLU is the clamp at the output zero point).
-    * residual add: both inputs are rescaled to a common fixed-point scale with 20 extra fraction bits, added,
-      and requantised to the output (TFLite's ADD scheme); average pool: integer window sum, then
-      one requantisation by ``in_scale / (out_scale * window)``.
+    * requantisation: ``out = zp_out + round(acc * M / 2**(31 + shift))`` with a 31-bit multiplier
+      ``M`` in ``[2**30, 2**31)`` and a per-channel ``shift``; one rounding step, half away from
+      zero (documented choice; TFLite's double rounding differs by at most one unit in rare ties),
+      then clamping to ``[act_min, act_max]`` (ReLU is the clamp at the output zero point).
+    * residual add: both inputs are rescaled to a common fixed-point scale with 20 extra fraction
+      bits, added, and requantised to the output (TFLite's ADD scheme); average pool: integer window
+      sum, then one requantisation by ``in_scale / (out_scale * window)``.
 
 Speed: convolutions use im2col via ``sliding_window_view`` and one matrix product. The product runs
 in float64 BLAS because numpy's integer matmul is unaccelerated; it is exact, not approximate: every

@@ -492,7 +492,8 @@ def model_file_size(data: bytes) -> int | None:
     header)."""
     if len(data) < _MODEL_HEADER.size or not is_model_file(data):
         return None
-    _magic, _version, _flags, _macs, header_len, payload_len, _digest, _ = _MODEL_HEADER.unpack_from(data)
+    _magic, _version, _flags, _macs, header_len, payload_len, _digest, _ = (
+        _MODEL_HEADER.unpack_from(data))
     return int(_MODEL_HEADER.size + header_len + payload_len)
 
 
