@@ -17,7 +17,7 @@ Strategies (``scenario.deploy.method``); the transports themselves are ``targets
     nothing is copied: the artifact must already be in the guest (an MMC image, a rootfs build); only presence and
     hash are checked.
 
-The target's kind (``run.kinds.kind_of``, once per ``Deployer``) says where artifacts go: a
+The target's kind (``run.unit.kind_of``, once per ``Deployer``) says where artifacts go: a
 bare-metal platform gets nothing (the model reads the runner, the model file and the inputs on
 this host, so each stays where it is: method ``in place``, hashed when it is launched), this host
 a plain copy into its working folder (``host``).
@@ -41,7 +41,7 @@ from typing import Literal
 
 from fvp_harness.errors import ConfigurationError, DeployError, InfrastructureError
 from fvp_harness.files import file_sha256
-from fvp_harness.run.kinds import kind_of
+from fvp_harness.run.unit import kind_of
 from fvp_harness.scenario.model import DEFAULT_GUEST_DIR
 from fvp_harness.targets.base import CopiesOverSsh, Target
 from fvp_harness.targets.transfer import (

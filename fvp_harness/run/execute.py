@@ -32,8 +32,7 @@ from fvp_harness.run.guest_needs import RunnerNeeds, check_guest, not_found_prob
 from fvp_harness.run.instances import TargetFactory
 from fvp_harness.run.plan import Plan, Session, Unit
 from fvp_harness.run.unit import UnitRunner, utc_now
-from fvp_harness.run.unit_context import UnitContext
-from fvp_harness.run.unit_log import failure_text
+from fvp_harness.run.unit_context import UnitContext, failure_text
 from fvp_harness.scenario.executable import host_exec_problem
 from fvp_harness.scenario.fit import refuse_misfits
 from fvp_harness.scenario.model import Scenario
@@ -52,7 +51,6 @@ __all__ = [
     "WorkSharing",
     "default_deploy",
     "execute_plan",
-    "utc_now",
 ]
 
 log = logging.getLogger(__name__)

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from fvp_harness.errors import ConfigurationError
 from fvp_harness.run.artifacts import BuildResult, artifact_digests, built_from_commit
-from fvp_harness.run.execute import SessionOutcome, utc_now
+from fvp_harness.run.execute import SessionOutcome
 from fvp_harness.run.machine import (
     cpu_model,
     git_describe,
@@ -43,6 +43,7 @@ from fvp_harness.run.machine import (
 )
 from fvp_harness.run.plan import Plan, Unit
 from fvp_harness.run.scrape import PARSERS_VERSION
+from fvp_harness.run.unit import utc_now
 from fvp_harness.scenario import LoadedScenario, Scenario
 from fvp_harness.scenario.secrets import redact_manifest
 from fvp_harness.store.folder import MANIFEST_FORMAT_VERSION, ResultStore

@@ -19,7 +19,7 @@ from fvp_harness.run.adaptive import StoppingRule, round_builds
 from fvp_harness.run.artifacts import BUILD_TIMEOUT_S, BuildResult, BuildStep, build_artifacts, check_replaceable
 from fvp_harness.run.baseline import check_stored_baseline
 from fvp_harness.run.doctor import PROBE_TIMEOUT_S
-from fvp_harness.run.execute import DeployFunction, SessionOutcome, utc_now
+from fvp_harness.run.execute import DeployFunction, SessionOutcome
 from fvp_harness.run.instances import TargetFactory, default_target_factory, query_fvp_version
 from fvp_harness.run.lanes import JobSpec, LaneControl, LaneResult, LaneSpec, LocalExecutor, LocalRun
 from fvp_harness.run.manifest import Manifest, RunSettings
@@ -35,6 +35,7 @@ from fvp_harness.run.reporting import (
     write_report,
 )
 from fvp_harness.run.sequence import archive_current, check_before_building, start_manifest
+from fvp_harness.run.unit import utc_now
 from fvp_harness.scenario.load import LoadedScenario
 from fvp_harness.scenario.model import Scenario
 from fvp_harness.store.folder import DEFAULT_RESULTS_BASE, ResultStore, free_instance_name, results_dir_for
