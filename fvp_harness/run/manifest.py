@@ -1,20 +1,6 @@
 """``manifest.json``: what a results folder's records were measured with, as one typed, versioned model.
 
-A manifest is written *before* any unit runs (a killed run still says what it was) and finished afterwards with
-what the booted instances reported. ``run`` and ``make`` write it through the same three steps, so a folder
-either wrote reads the same way (``fvp-harness report DIR`` needs only the manifest and the records):
-
-1. ``Manifest.start(...)``: the resolved scenario and its files, the profile, the model's identity, every
-   artifact's sha256, the builds that ran, harness/parser versions, this host, the options and the plan;
-2. ``continue_from(previous)`` when the folder already holds a run this one adds to (``--resume``, ``make``):
-   the first start time and the instances already recorded are kept;
-3. ``finish(outcomes, interrupted=...)``: per booted instance its argv, version, ports, timings, ``--stat`` block
-   and error; the end time and the status (``complete``, ``aborted``, ``interrupted``).
-
-The store writes and reads it as JSON (``store.ResultStore.write_manifest``/``read_manifest``) and knows nothing of
-these fields; ``docs/results-format.md`` documents them. Key metadata that must match for two runs to share a
-folder are compared by ``store.key_metadata`` on the JSON form.
-"""
+Why it is shaped so: docs/architecture.md, "Inside `run/`"."""
 
 from __future__ import annotations
 
