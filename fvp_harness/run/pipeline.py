@@ -14,7 +14,7 @@ from typing import Any
 
 from fvp_harness.errors import Interrupted, StorageError, check_names, is_storage_failure, storage_error
 from fvp_harness.events import Event, Listener, null_listener
-from fvp_harness.report.stored.stored_compare import StoredBaseline, load_stored_baseline
+from fvp_harness.report.stored.stored_compare import load_stored_baseline
 from fvp_harness.run.adaptive import StoppingRule, round_builds
 from fvp_harness.run.artifacts import BUILD_TIMEOUT_S, BuildResult, BuildStep, build_artifacts, check_replaceable
 from fvp_harness.run.baseline import check_stored_baseline
@@ -23,7 +23,7 @@ from fvp_harness.run.execute import DeployFunction, SessionOutcome
 from fvp_harness.run.instances import TargetFactory, default_target_factory, query_fvp_version
 from fvp_harness.run.lanes import JobSpec, LaneControl, LaneResult, LaneSpec, LocalExecutor, LocalRun
 from fvp_harness.run.manifest import Manifest, RunSettings
-from fvp_harness.run.plan import Plan, Unit, build_plan, why_stale
+from fvp_harness.run.plan import ArtifactState, Plan, Unit, build_plan, why_stale
 from fvp_harness.run.preboot import PreBoot
 from fvp_harness.run.reporting import ReportOutcome, exit_code_for, report_unless_stopped
 from fvp_harness.run.sequence import archive_current, check_before_building, start_manifest
@@ -100,13 +100,16 @@ def select_units(plan: Plan, only_builds: Sequence[str] = (), only_models: Seque
 
 
 def _stopping_rule(scenario: Scenario, plan: Plan, units: Sequence[Unit], store: ResultStore,
-                   stored: StoredBaseline | None) -> Callable[[str, int], bool] | None:
+                   manifest: Manifest) -> Callable[[str, int], bool] | None:
     """The live ``run.until`` rule for ``execute`` (None without ``until``). With a stored baseline
     (``compare.baseline_from``) its records are judged with every round, and this run's re-run baseline units
     (the drift check, round 0) are no part of a round: the candidate samples against the stored samples."""
     until = scenario.run.until
     if until is None:
         return None
+    pinned = manifest.scenario.resolved.get("compare") or {}
+    stored = (load_stored_baseline(scenario, manifest.to_json(), store.root)
+              if pinned.get("baseline_from") else None)
 
     def judged() -> list[Record]:
         return stored.merged(store.records()) if stored is not None else store.records()
@@ -140,25 +143,12 @@ def run_scenario(
         stack.enter_context(store.lock())  # refuses a folder it cannot write, before anything boots
         version, banner = _preflight(loaded, options, store, factory is None)
         phases["version"] = time.monotonic() - began
-        if not options.resume and store.has_run():
-            if options.replace:  # the user asked to throw the current run away
-                store.reset()
-            else:  # a plain run is a new run: the previous one is kept, whole, in runs/<its id>/
-                archive_current(store, listener)
+        _archive_or_reset(options, store, listener)
         mark = time.monotonic()
-        scale = options.timeout_scale
-        factory = factory or default_target_factory(loaded, scale)
+        factory = factory or default_target_factory(loaded, options.timeout_scale)
         # instances boot while the artifacts build; the ones no session took are closed at the end
         early = stack.enter_context(_early_boots(loaded, options, store, factory, listener))
-
-        def log_for(step: BuildStep) -> Path:
-            return store.log_path("build", step.log_name)
-
-        def built(result: BuildResult) -> None:
-            listener(Event("build", name=result.step.name, seconds=result.seconds))
-
-        builds, states = build_artifacts(loaded, log_path_for=log_for, timeout=BUILD_TIMEOUT_S * scale,
-                                         on_built=built, force=options.rebuild, stop=stop)
+        builds, states = _build(loaded, options, store, listener, stop)
         phases["build"] = time.monotonic() - mark
         plan = build_plan(loaded, fvp_version=version, artifacts=states)
         units = select_units(plan, options.only_builds, options.only_models)
@@ -169,11 +159,7 @@ def run_scenario(
             listener=listener, previous=Manifest.read(store) if options.resume else None,
             resume=options.resume)
         done = _done_keys(options.resume, store, units, listener)
-        pinned = manifest.scenario.resolved.get("compare") or {}
-        source = (load_stored_baseline(loaded.scenario, manifest.to_json(), store.root)
-                  if pinned.get("baseline_from") and loaded.scenario.run.until is not None
-                  else None)
-        wanted = _stopping_rule(loaded.scenario, plan, units, store, source)
+        wanted = _stopping_rule(loaded.scenario, plan, units, store, manifest)
         todo = [unit for unit in units if unit.key not in done]
         until = loaded.scenario.run.until  # the plan is a ceiling: count is the most rounds
         listener(Event("plan", total=len(todo), skipped=len(units) - len(todo),
@@ -187,12 +173,7 @@ def run_scenario(
         early.close()  # an early instance no session took is not kept booted
         mark = time.monotonic()
         aborted = [outcome.aborted for outcome in outcomes if outcome.aborted]
-        stopped = any(outcome.stopped for outcome in outcomes) or (stop is not None and stop.is_set())
-        manifest.finish(outcomes, interrupted=stopped).write(store, final=True)
-        if stopped:
-            done_now = len({record.unit_id for outcome in outcomes for record in outcome.records})
-            raise Interrupted(f"stopped after the units in flight ({done_now} of {len(todo)} units run); everything "
-                              f"measured so far is in {store.root} (continue with --resume)")
+        _finish_manifest(manifest, store, outcomes, len(todo), stop)
         listener(Event("analysis"))
         report, stored_manifest = report_unless_stopped(store, loaded.scenario, manifest, stop)
         phases["report"] = time.monotonic() - mark
@@ -206,6 +187,32 @@ def run_scenario(
         sessions=outcomes, aborted=aborted, builds=builds,
         wall_seconds=time.monotonic() - began, phase_seconds=phases,
     )
+
+
+def _build(loaded: LoadedScenario, options: RunOptions, store: ResultStore, listener: Listener,
+           stop: threading.Event | None) -> tuple[list[BuildResult], dict[str, ArtifactState]]:
+    """The artifacts built (when stale) and hashed, each build's output in ``logs/build/``."""
+
+    def log_for(step: BuildStep) -> Path:
+        return store.log_path("build", step.log_name)
+
+    def built(result: BuildResult) -> None:
+        listener(Event("build", name=result.step.name, seconds=result.seconds))
+
+    return build_artifacts(loaded, log_path_for=log_for,
+                           timeout=BUILD_TIMEOUT_S * options.timeout_scale, on_built=built,
+                           force=options.rebuild, stop=stop)
+
+
+def _finish_manifest(manifest: Manifest, store: ResultStore, outcomes: Sequence[SessionOutcome],
+                     todo: int, stop: threading.Event | None) -> None:
+    """The manifest's final state; a stop before every unit ran raises ``Interrupted``."""
+    stopped = any(outcome.stopped for outcome in outcomes) or (stop is not None and stop.is_set())
+    manifest.finish(outcomes, interrupted=stopped).write(store, final=True)
+    if stopped:
+        done_now = len({record.unit_id for outcome in outcomes for record in outcome.records})
+        raise Interrupted(f"stopped after the units in flight ({done_now} of {todo} units run); "
+                          f"everything measured so far is in {store.root} (continue with --resume)")
 
 
 def _refuse_early(loaded: LoadedScenario, options: RunOptions) -> None:
@@ -229,6 +236,16 @@ def _preflight(loaded: LoadedScenario, options: RunOptions, store: ResultStore,
         probe = min(PROBE_TIMEOUT_S, _boot_timeout(loaded, options.timeout_scale))
         check_before_building(loaded, probe)
     return query_fvp_version(loaded, options.timeout_scale)
+
+
+def _archive_or_reset(options: RunOptions, store: ResultStore, listener: Listener) -> None:
+    """A plain run is a new run: the folder's current one is kept, whole, in ``runs/<its id>/``
+    (``--replace``: thrown away); ``--resume`` goes on with it."""
+    if not options.resume and store.has_run():
+        if options.replace:
+            store.reset()
+        else:
+            archive_current(store, listener)
 
 
 def _done_keys(
