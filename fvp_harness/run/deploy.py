@@ -52,10 +52,6 @@ class DeployedArtifact:
     skipped: bool  # already present with the right hash
     seconds: float
 
-    @property
-    def mb_per_s(self) -> float:
-        return self.size / 1e6 / self.seconds if self.seconds > 0 and not self.skipped else 0.0
-
 
 def content_path(guest_dir: str, sha256: str, name: str) -> str:
     """``<guest_dir>/<sha256[:16]>/<name>``: the content-addressed guest path of an artifact."""
