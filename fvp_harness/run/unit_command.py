@@ -140,7 +140,8 @@ def fetch_paths(scenario: Scenario, unit: Unit, rendered: UnitCommand) -> list[s
 
 
 def _skipped(unit_dir: str, exclude: Sequence[str]) -> set[str]:
-    """The names in ``unit_dir`` of the excluded guest paths (``run.fetch`` files, staged inputs)."""
+    """The names in ``unit_dir`` of the excluded guest paths (``run.fetch`` files, staged
+    inputs)."""
     folder = posixpath.normpath(unit_dir)
     return {
         posixpath.basename(path)
