@@ -1,5 +1,6 @@
 """The kind of a target (``run.unit.kind_of``): chosen once from the abilities it declares, and
-what deploy and a unit then ask of it instead of the target's class; ``errors.storing``, the one rewrap of a storage failure."""
+what deploy and a unit then ask of it instead of the target's class; ``errors.storing``, the one
+rewrap of a storage failure."""
 
 from __future__ import annotations
 
