@@ -34,7 +34,8 @@ import numpy as np
 from fvp_harness.report.stats.analysis import analyse
 from fvp_harness.run import adaptive
 from fvp_harness.run.manifest import Manifest
-from fvp_harness.run.pipeline import RunOptions, rebuild_report, run_scenario
+from fvp_harness.run.pipeline import RunOptions, run_scenario
+from fvp_harness.run.reporting import rebuild_report
 from fvp_harness.scenario import load_scenario
 from fvp_harness.scenario.model import Compare, MetricSpec, Until
 from fvp_harness.store.folder import ResultStore

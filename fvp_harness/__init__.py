@@ -40,7 +40,7 @@ _EXPORTS: dict[str, str] = {
     "run_scenario": "fvp_harness.run.pipeline",
     "RunOptions": "fvp_harness.run.pipeline",
     "RunOutcome": "fvp_harness.run.pipeline",
-    "rebuild_report": "fvp_harness.run.pipeline",
+    "rebuild_report": "fvp_harness.run.reporting",
     "open_target": "fvp_harness.run.instances",
     "analyse": "fvp_harness.report.stats.analysis",
     "AnalysisResult": "fvp_harness.report.stats.result",
@@ -102,8 +102,9 @@ if TYPE_CHECKING:
     from fvp_harness.report.stats.analysis import analyse
     from fvp_harness.report.stats.result import AnalysisResult
     from fvp_harness.run.instances import open_target
-    from fvp_harness.run.pipeline import RunOptions, RunOutcome, rebuild_report, run_scenario
+    from fvp_harness.run.pipeline import RunOptions, RunOutcome, run_scenario
     from fvp_harness.run.plan import Plan, build_plan
+    from fvp_harness.run.reporting import rebuild_report
     from fvp_harness.scenario import LoadedScenario, Scenario, load_scenario
     from fvp_harness.store.folder import ResultStore
     from fvp_harness.store.records import Record

@@ -196,7 +196,7 @@ def _ci_outputs(args: argparse.Namespace, nodes: Sequence[Node]) -> None:
     scenario is reported too."""
     # late: the pipeline is loaded already by make; the junit module only when asked
     from fvp_harness.report.rendering.junit import suite_from_result
-    from fvp_harness.run.pipeline import ReportOutcome, rebuild_report
+    from fvp_harness.run.reporting import ReportOutcome, rebuild_report
 
     outcomes: list[tuple[str, ReportOutcome]] = []
     for node in nodes:

@@ -44,7 +44,7 @@ from fvp_harness.report import format as fmt
 
 if TYPE_CHECKING:
     from fvp_harness.report.stats.result import AnalysisResult
-    from fvp_harness.run.pipeline import ReportOutcome
+    from fvp_harness.run.reporting import ReportOutcome
 
 __all__ = ["ORDER", "format_summary", "register"]
 
@@ -350,10 +350,9 @@ def _run_verb(args: argparse.Namespace) -> int:
 
 
 def _output_closed(folder: Path) -> OutputClosed:
-    """The run stopped because its output's reader went away (``| head -2``): the manifest says
-    ``interrupted``; the report of what was measured is written (``report DIR``'s work), so the
-    folder is never left without one."""
-    from fvp_harness.run.pipeline import rebuild_report  # late: loaded already by the run
+    """The run stopped because its output's reader went away (``| head -2``): the manifest says ``interrupted``;
+    the report of what was measured is written (``report DIR``'s work), so the folder is never left without one."""
+    from fvp_harness.run.reporting import rebuild_report  # late: loaded already by the run
 
     try:
         written = rebuild_report(folder).files.get("markdown")
@@ -366,11 +365,9 @@ def _output_closed(folder: Path) -> OutputClosed:
 
 
 def _report_verb(args: argparse.Namespace) -> int:
-    # first: "not run yet" is told in 0.3 s, not after 3 s of imports
-    folder = _report_folder(args.results)
-    # late: pandas, scipy and matplotlib load only when this verb runs, not for --help or other
-    # verbs
-    from fvp_harness.run.pipeline import rebuild_report
+    folder = _report_folder(args.results)  # first: "not run yet" is told in 0.3 s, not after 3 s of imports
+    # late: pandas, scipy and matplotlib load only when this verb runs, not for --help or other verbs
+    from fvp_harness.run.reporting import rebuild_report
 
     outcome = rebuild_report(folder)
     code = _finish(outcome, args.quiet > 0, args)

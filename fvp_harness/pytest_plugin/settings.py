@@ -81,11 +81,6 @@ class ScenarioSpec:
         name = self.path.stem if self.path is not None else "no-scenario"
         return ",".join([name, *(text.replace(" ", "") for text in self.overrides)])
 
-    def with_overrides(self,
-                       extra: Iterable[str]) -> tuple[Path | None, tuple[str, ...], str | None]:
-        """The key of this spec with more overrides after its own."""
-        return self.path, (*self.overrides, *extra), self.binary
-
 
 class SpecTable:
     """Interns specs: equal (path, overrides, binary) give the same object (see the module

@@ -1,42 +1,7 @@
 """Adaptive sampling (``run.until``): after each round of units, which models still need
 repetitions, and why the others stopped.
 
-Why: on a real FVP a unit costs seconds to minutes of model time, and a fixed matrix spends it
-whatever the noise: a quiet model gets CIs far narrower than the question needs while a noisy one
-gets no more samples than a quiet one. A *round* is one unit per build x model (one repetition).
-After each round a model stops when
-
-- ``ci_width``: the CI of the saved % of its primary comparison (every pair of ``compare``) spans at
-  most ``until.ci_width`` points; or
-- ``verdict settled``: every pair's verdict is decided (faster, slower or no change) and the CI lies
-  at least its own width away from every verdict boundary (``±min_effect``): more samples narrow the
-  interval, and it would have to move by more than its whole width to change the answer; or
-- ``max_repetitions``: the budget is spent (the verdict may still be inconclusive; the report says
-  so); or
-- ``no sample``: a build of the model has no ok unit after a complete round (a failing runner):
-  nothing can be judged, and more rounds would only repeat the failure (this one stops before
-  ``min_repetitions`` too).
-
-No model stops before ``until.min_repetitions`` (the unit-level interval needs two processes per
-build). The statistics are ``report.analysis``'s own (``analyse``: the two-level bootstrap and the
-unit-level Welch interval), with the report's settings, so the decision is made on exactly the
-numbers the report shows (``analysis.primary_comparisons``: only the primary comparison, the part of
-``analyse`` a decision reads).
-
-Pure and deterministic: the state after round k depends only on the records of rounds 1..k, so
-``replay`` rebuilds the decisions from stored records (``report``, ``--resume``, ``make``) and gives
-what the live run decided.
-
-A stored baseline (``compare.baseline_from``) takes part as ``fixed`` records: the stored run's
-baseline records count in every judgement, whole, but never in the rounds (``round_builds``: only
-the builds that run every round are counted), so the candidate samples adaptively against the stored
-samples while the drift-check units (round 0 of the baseline) still run.
-
-What the rule spared is recorded, not inferred at read time: ``spared_units`` names the units a
-stopped model did not need, and the run writes them into ``manifest.json`` (``plan.spared``), so
-every reader of a stored run (``compare``, ``history``, ``runs``, a later ``--baseline-from``) tells
-a spared unit from one that did not run.
-"""
+Why it is shaped so: docs/architecture.md, "Inside `run/`"."""
 
 from __future__ import annotations
 

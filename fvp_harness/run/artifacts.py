@@ -1,49 +1,7 @@
 """Make the files a run needs: run the scenario's ``build`` commands when an output is missing or
 stale, then hash every artifact.
 
-Why here and not in ``targets/``: ``targets/`` spawns the model and talks to guests; these are the
-*user's* host commands (cross-compile a runner, export a model), run before any model starts. This
-is the one other place in the harness that starts processes, and it starts nothing else
-(docs/architecture.md says so).
-
-Rules:
-
-- An artifact is built when its file is missing, or older than any of its declared ``sources``
-  (make's rule, by modification time), or when its ``build`` command changed since the file was
-  built, or always with ``force`` (``make -B``, ``run --rebuild``). A file without a ``build``
-  command is never touched. The command a file was built with is kept beside it in ``.<name>.build``
-  (the scenario's text, before ``{output}``/``{fvp_harness}`` are filled in, so another virtual
-  environment does not look like a change).
-- Only what the harness made is replaced: a file that exists without a ``.<name>.build`` record (a
-  path naming ``/etc/passwd``, a file made by hand) is refused, exit 2, before anything builds or
-  boots (``check_replaceable``; nothing, not even the record, is written beside it), unless
-  ``force`` (``--rebuild``) says to replace it.
-- While a build runs, its record says so (``building``: the harness and the build's supervisor, by
-  pid and start time). A build that did not finish (a SIGKILLed harness) is rebuilt; before that,
-  the next run waits until the earlier build's supervisor, and so every process it held, is gone
-  (``WRITER_WAIT_S``): no writer of an earlier attempt is alive when a build's output is measured.
-- The command is the user's shell text, so it runs under ``/bin/sh -c`` (``{output}`` and
-  ``{fvp_harness}`` are filled in and quoted by ``scenario.expand_build_command``) in the scenario's
-  folder, as a ``targets.children.ProcessTree`` (under a supervisor, every process it starts ended
-  at a timeout, a stop, the harness's exit, and when it is done), with its output captured to a log
-  file the caller chooses (the results folder's ``logs/build/``).
-- ``{output}`` is a staged file (same name, in a hidden folder ``.<name>.building-*`` beside the
-  artifact, which records its owner: ``targets.leftovers``) renamed over the artifact only when the
-  command succeeded; the ``.<name>.build`` record says ``building`` before and the command after.
-  Staging folders of dead harnesses are removed by the next build in that folder. A build
-  killed halfway never leaves a file that looks built, nor corrupts the next run's (a command
-  without ``{output}`` writes the artifact itself: what it leaves after a failure is deleted).
-- The harness's stop (first Ctrl-C, SIGTERM) ends the builds in flight at once: a build is not a
-  unit whose result is worth waiting for.
-- Failures name the artifact, the command, the exit status and the log: a command that cannot start
-  (126/127) or that "succeeds" without writing its output is a ``ConfigurationError`` (the scenario
-  is wrong); a command that fails or times out is a ``UnitFailure`` (the code being built is
-  broken).
-- Independent builds run in parallel threads (each waits on its own subprocess), because a
-  scenario's ten simulator artifacts are ten Python start-ups.
-- After building, every artifact is hashed (``plan.artifact_hashes``); the caller re-plans with
-  those states so unit content keys are final, and the manifest records the same hashes.
-"""
+Why it is shaped so: docs/architecture.md, "Inside `run/`"."""
 
 from __future__ import annotations
 

@@ -1,24 +1,7 @@
 """``compare.baseline_from`` at run time: choose the stored run once, check it can serve, and pin
 it.
 
-Why pin: ``x@main`` or ``results/x`` name whichever run is newest *now*; the report of this run (and
-a later ``fvp-harness report DIR``) must keep comparing with the run that was chosen when it was
-measured. So the run's manifest stores the name that finds exactly that run again (``<absolute
-scenario folder>@<run id>``, which still works after the run moved into ``runs/<id>/``) in its
-resolved scenario; the report reads it from there (``report.stored_compare``). ``--resume`` keeps
-the pin the interrupted run chose.
-
-Why check here: a stored run that measured another platform, other model bytes or other run settings
-would make the whole run worthless, and on a real FVP the units cost minutes. So the refusal
-(exit 2) comes before the first unit, with every difference named
-(``report.stored_compare.comparable``). A run with no ok record of the baseline build (every unit
-failed: its manifest still says ``complete``) is never chosen by a ref and is refused when named
-exactly, before anything is built or booted (``check_stored_baseline``).
-
-Why ``@REF`` means the scenario's own results folder (``results/<stem>``) whatever ``-o`` says: a
-pull request's run writes into a folder of its own (``-o results/pr-42``) and takes its baseline
-from main's runs of the scenario.
-"""
+Why it is shaped so: docs/architecture.md, "Inside `run/`"."""
 
 from __future__ import annotations
 

@@ -1,31 +1,6 @@
 """Find the commit that moved a measurement: ``fvp-harness bisect SCENARIO --good REF --bad REF``.
 
-Why: ``history`` finds a step between two stored runs, but a nightly run covers many commits; on an
-FVP each measurement costs a boot and minutes, so the fewest builds and units that decide each step
-matter.
-
-How, and why each choice:
-
-- The commits are ``bad``'s first-parent line after ``good`` (``source_build.commits_between``: the
-  states the branch was in). Each is built at its commit (``run.artifacts.build_at_commit``: the
-  harness's own checkout, a build cached by tree), so a commit is built once for every bisect and
-  every scenario.
-- A commit is measured like a run, into a results folder of its own (``<out>/<commit[:12]>/``), one
-  unit per model per round, ``--resume`` style: a later round, or a later bisect after an
-  interruption, re-runs nothing stored (records by content key) and rebuilds nothing cached.
-- Its level is the median of the chosen metric with the two-level bootstrap's interval
-  (``report.bootstrap``, the report's statistics). The two ends get rounds until their intervals are
-  apart (else there is no step to find: "cannot decide", exit 1). A middle commit gets rounds
-  (``run.until``'s ``min_repetitions`` to ``max_repetitions``; without ``run.until``: 2 to 10) until
-  its interval overlaps only one end's: *good* or *bad*. Overlapping both after the last round is
-  "cannot decide": the bisect stops there and says which range is left. An interval apart from both
-  goes to the nearer end, and the table says it lay between.
-- A commit whose build fails is skipped (as ``git bisect skip``): the nearest untried commit of the
-  range is taken instead; a range of only skipped commits is reported as such.
-- The end: the first bad commit, its subject and author, the table of commits measured, and a
-  ``compare`` report (``report.stored_compare``) of the last good against the first bad run, all
-  written into ``<out>``.
-"""
+Why it is shaped so: docs/architecture.md, "Inside `run/`"."""
 
 from __future__ import annotations
 

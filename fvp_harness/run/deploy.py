@@ -1,34 +1,7 @@
 """Put artifacts into a target, each once per session, at a content-addressed guest path, verified
 by sha256.
 
-Strategies (``scenario.deploy.method``); the transports themselves are ``targets.transfer``'s:
-
-``console``
-    the universal path (no network, no SSH in the image): base64 lines typed into the shell,
-    pipelined when the target ``StreamsCommands``, decoded and hash-checked in the guest; a damaged
-    transfer is retried once with short lines sent one at a time.
-``ssh``
-    SFTP (or ``cat > file`` over exec) through the instance's forwarded port (targets that
-    ``CopiesOverSsh``), then the same ``sha256sum`` check.
-``auto``
-    ssh when the target copies over ssh and its sshd answers within ``AUTO_SSH_TIMEOUT_S`` on the
-    first file, else the console; chosen once per instance (``Deployer.transport`` says which, and
-    why; the manifest and the report show it). Why: ssh moves tens of MB/s, the console a few.
-``preloaded``
-    nothing is copied: the artifact must already be in the guest (an MMC image, a rootfs build);
-    only presence and hash are checked.
-
-The target's kind (``run.kinds.kind_of``, once per ``Deployer``) says where artifacts go: a
-bare-metal platform gets nothing (the model reads the runner, the model file and the inputs on
-this host, so each stays where it is: method ``in place``, hashed when it is launched), this host
-a plain copy into its working folder (``host``).
-
-The guest path is ``<guest_dir>/<sha256[:16]>/<file name>``: two builds with the same name never
-collide, and an artifact already there with the right hash is skipped (also across strategies).
-Every guest command is built with ``shlex.quote`` and uses only the guest contract (``mkdir -p``,
-``rm -rf``, ``printf``, ``base64 -d``, ``sha256sum``, ``chmod``, ``;``, ``&&``, ``>``, ``>>``), so a
-busybox guest is enough.
-"""
+Why it is shaped so: docs/architecture.md, "Inside `run/`"."""
 
 from __future__ import annotations
 
@@ -43,7 +16,7 @@ from typing import Literal
 
 from fvp_harness.errors import ConfigurationError, DeployError, InfrastructureError
 from fvp_harness.files import file_sha256
-from fvp_harness.run.kinds import kind_of
+from fvp_harness.run.unit import kind_of
 from fvp_harness.scenario.model import DEFAULT_GUEST_DIR
 from fvp_harness.targets.base import CopiesOverSsh, Target
 from fvp_harness.targets.transfer import (
@@ -79,10 +52,6 @@ class DeployedArtifact:
     method: str  # console | ssh | preloaded | host | in place
     skipped: bool  # already present with the right hash
     seconds: float
-
-    @property
-    def mb_per_s(self) -> float:
-        return self.size / 1e6 / self.seconds if self.seconds > 0 and not self.skipped else 0.0
 
 
 def content_path(guest_dir: str, sha256: str, name: str) -> str:

@@ -1,34 +1,6 @@
 """Preflight: what would otherwise fail minutes into a run, checked in seconds without booting.
 
-Real models silently ignore some misspelt networking parameters and take minutes to show a missing
-firmware file, so ``fvp-harness doctor`` asks the model itself: ``--version`` (it runs, and which
-version), ``--list-params`` (every ``-C`` the profile and scenario set exists), and checks the
-firmware files, the ports and the SSH client library. Each check says what to do when it fails. Only
-``targets/`` spawns processes, so the model is asked through ``targets.fvp`` helpers (argument
-lists, timeouts) and never booted.
-
-The two questions to the model are *probes*: they run at the same time, each bounded by
-``probe_timeout`` (12 s by default, the CLI's ``--probe-timeout``), so a binary that never answers
-(a hung licence check, a wrapper waiting on a terminal) fails in one probe timeout with that reason
-instead of after two long waits in a row. ``on_start`` and ``on_done`` say when each probe starts
-and each check ends, so a caller can show progress while the model thinks.
-
-A bare-metal platform (Corstone-300/320) boots nothing and has no terminals or SSH: its checks are
-the binary, the two probes over the ``-C`` parameters of every build's launch (the build's
-``fvp_params`` and the semihosting ones included), each build's runner and the model files it
-launches.
-
-A scenario with ``target: host`` runs no model: the model checks are skipped and each build's runner
-is checked instead (``scenario.executable.host_exec_problem``: the ELF machine, a simulator
-artifact, a script's interpreter, the execute bit). The CLI passes the loader's located problems
-(``file:line:col: builds.X.runner: ...``) as ``located`` so a failing runner line says where the
-runner was written.
-
-Every platform ends with ``programs`` (``fit_checks``, ``scenario.fit``): a runner ELF for another
-CPU than the profile's, a real runner or ``.pte`` given to the simulator, an Ethos-U program where
-there is no NPU. Those are read from the files each time, so ``preflight`` keeps only the model's
-checks per process and adds them fresh.
-"""
+Why it is shaped so: docs/architecture.md, "Inside `run/`"."""
 
 from __future__ import annotations
 

@@ -1,13 +1,7 @@
 """``doctor --boot``: boot one instance and ask the guest what the runners need, as a run does
 before its first unit.
 
-Why apart from ``doctor.py``: the preflight never boots (it answers in seconds); this check costs a
-boot, so it is asked for. It runs the same ``run.guest_needs.check_guest`` a run runs after its
-boot, so ``doctor --boot`` fails with the run's words: an image without ``/dev/ethosu0`` (meta-arm
-2026.05's in-kernel accel driver), a runner whose C library's loader the image lacks (the musl A320
-image), ``deploy.method: ssh`` on an image without an ssh server, a deploy that does not fit.
-A runner not built yet is checked as a stock one (``/dev/ethosu0``).
-"""
+Why it is shaped so: docs/architecture.md, "Inside `run/`"."""
 
 from __future__ import annotations
 

@@ -32,8 +32,7 @@ from fvp_harness.run.guest_needs import RunnerNeeds, check_guest, not_found_prob
 from fvp_harness.run.instances import TargetFactory
 from fvp_harness.run.plan import Plan, Session, Unit
 from fvp_harness.run.unit import UnitRunner, utc_now
-from fvp_harness.run.unit_context import UnitContext
-from fvp_harness.run.unit_log import failure_text
+from fvp_harness.run.unit_context import UnitContext, failure_text
 from fvp_harness.scenario.executable import host_exec_problem
 from fvp_harness.scenario.fit import refuse_misfits
 from fvp_harness.scenario.model import Scenario
@@ -52,17 +51,14 @@ __all__ = [
     "WorkSharing",
     "default_deploy",
     "execute_plan",
-    "utc_now",
 ]
 
 log = logging.getLogger(__name__)
 
 
 class EarlyInstance(Protocol):
-    """A session's first instance booted before the session asked (``run.preboot``, a batch lane's
-    pre-boot): its name (its log folder exists already), and entering it waits for its boot;
-    ``boot_seconds`` is the boot's own duration once entered (None: unknown, the wait is counted
-    instead)."""
+    """A session's first instance booted before the session asked (a lane's pre-boot): entering it
+    waits for its boot; ``boot_seconds``: the boot's own duration once entered (None: unknown)."""
 
     name: str
     boot_seconds: float | None
@@ -74,9 +70,7 @@ class EarlyInstance(Protocol):
 
 
 class WorkSharing(Protocol):
-    """A session's queue shared with other instances (``run.lanes``): its owner takes units from the
-    front, an idle instance steals a (repetition, model) group from the tail of a busier one; all
-    under the sharer's lock."""
+    """A session's queue shared with other instances (``run.lanes``' board, under its lock)."""
 
     def share(self, queue: list[Unit]) -> None: ...
 
@@ -104,14 +98,12 @@ class _Alone:
 
 
 class DeployFunction(Protocol):
-    """Puts artifacts into an open target and says where they are (guest paths), plus the guest work
-    folder."""
+    """Puts ``files`` (host path, executable) into an open target; returns (host path -> guest path,
+    guest folder for unit dirs)."""
 
-    def __call__(self, target: Target,
-                 files: Sequence[tuple[Path, bool]]) -> tuple[dict[Path, str], str]:
-        """``files``: (host path, executable). Returns (host path -> guest path, guest folder for
-        unit dirs)."""
-        ...
+    def __call__(
+        self, target: Target, files: Sequence[tuple[Path, bool]]
+    ) -> tuple[dict[Path, str], str]: ...
 
 
 @dataclass(frozen=True)
@@ -386,7 +378,7 @@ class SessionRunner:
         log_path = exc.log_path if isinstance(exc, HarnessError) else None
         if log_path is None:
             return text
-        where = self._relative(log_path)
+        where = self.unit_runner.ctx.relative(log_path)
         return text if where in text else f"{text} (log: {where})"
 
     def _prove_runners(self, target: Target, placed: Mapping[Path, str],
@@ -488,8 +480,6 @@ class SessionRunner:
                                detail=", ".join(unit.id for unit in taken)))
         return True
 
-    # -- one unit ----------------------------------------------------------------------------------
-
     # -- what the units ask of the session (``run.unit_context.SessionFacts``) -------------------
 
     def runner_proof(self, build: str) -> str | None:
@@ -500,9 +490,6 @@ class SessionRunner:
 
     def count_unit_seconds(self, seconds: float) -> None:
         self.outcome.unit_seconds += seconds
-
-    def _relative(self, path: Path) -> str:
-        return self.unit_runner.ctx.relative(path)
 
     def _guest_output(self, target: Target, command: str) -> str:
         """A guest command's output (``run.guest_needs.check_guest`` asks through it)."""

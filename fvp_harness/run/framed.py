@@ -1,22 +1,7 @@
 """One guest command per unit: prepare the unit folder, run the runner, report its exit status, hash
 its outputs and clean up, in a single round trip.
 
-Why: on a real FVP every console round trip costs model time (the guest shell runs on the simulated
-CPU), and a unit used to cost five besides its command (``rm -rf && mkdir -p``, the command, ``ls``,
-``sha256sum``, ``rm -rf``). The framed line is plain guest-contract shell (``&&``, ``;``,
-``printf``, ``$?``, ``cd``, ``sha256sum`` of a ``*`` glob, ``rm -rf``), so any busybox guest runs
-it (one line, shown here in three)::
-
-    rm -rf D && mkdir -p D && printf '%s\\n' T.ready;
-    <run.command>; printf '\\n%s %s\\n' T.status $?;
-    cd D && sha256sum *; cd / && rm -rf D
-
-``T`` is a random token per unit, so nothing the runner prints can pass for a marker. The runner's
-own output (what is scraped and logged) is exactly the text between the two markers; the status line
-gives its exit status; after it come the digests. The folder is removed in the same line unless
-``run.fetch`` files must be read back first (then the caller removes it after fetching).
-``parse_framed`` is pure: tests feed it text.
-"""
+Why it is shaped so: docs/architecture.md, "Inside `run/`"."""
 
 from __future__ import annotations
 

@@ -1,23 +1,7 @@
 """What the runners need of the booted guest, checked after boot and before any unit: one round
 trip, one answer.
 
-Why: on today's Corstone-1000 images a stock run fails in ways that look like the model's or the
-runner's fault but are the image's. meta-arm 2026.05 has the in-kernel DRM accel driver at
-``/dev/accel/accel0`` and no ``/dev/ethosu0`` (recipes-kernel/linux/files/corstone1000/ethosu.cfg),
-so ExecuTorch's delegate, which opens ``/dev/ethosu0``
-(backends/arm/runtime/EthosUBackend_Cortex_A.cpp:44, the ethos-u-linux-driver-stack's node), aborts
-at its first execute; the A320 image is musl (kas/corstone1000-firmware-only.yml, ``TCLIBC =
-"musl"``), so a glibc runner is answered with ash's ``not found`` for a file that exists; and it has
-no Dropbear ("will not fit"), so ``deploy.method: ssh`` waits for a server that never starts. Each
-is a configuration error (exit 2) whose message names the fix, raised before a single unit is
-recorded as the model's failure.
-
-What a runner needs is read from the runner file on this host (``runner_needs``): a simulator runner
-artifact says its C library (header flags) and NPU node (its JSON, default ``/dev/ethosu0``); an ELF
-says its dynamic loader (``PT_INTERP``; none: static) and opens the profile's ``npu_device``. The
-guest is asked with ``ls -d`` (the guest contract's ``ls``): the paths that exist are printed, the
-others are not.
-"""
+Why it is shaped so: docs/architecture.md, "Inside `run/`"."""
 
 from __future__ import annotations
 

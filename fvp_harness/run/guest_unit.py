@@ -12,11 +12,8 @@ from pathlib import Path
 from fvp_harness.errors import CommandFailed, UnitFailure
 from fvp_harness.run.framed import frame_unit, new_token, parse_framed
 from fvp_harness.run.plan import Unit
-from fvp_harness.run.unit_command import UnitCommand, render_unit_command
-from fvp_harness.run.unit_context import UnitContext
-from fvp_harness.run.unit_kind import Ran, Uploads
-from fvp_harness.run.unit_log import name_the_users_command
-from fvp_harness.run.unit_outputs import framed_outputs
+from fvp_harness.run.unit_command import UnitCommand, framed_outputs, render_unit_command
+from fvp_harness.run.unit_context import Ran, UnitContext, Uploads, name_the_users_command
 from fvp_harness.scenario.model import Scenario
 from fvp_harness.targets.base import CommandResult, CopiesOverSsh, SharesHostFiles, Target
 from fvp_harness.targets.transfer import check_guest_sha256
@@ -131,7 +128,7 @@ class GuestCommands:
     def outputs(
         self, ctx: UnitContext, rendered: UnitCommand, ran: Ran, exclude: Sequence[str]
     ) -> dict[str, str]:
-        """The framed line's digests (``run.unit_outputs.framed_outputs``)."""
+        """The framed line's digests (``run.unit_command.framed_outputs``)."""
         assert ran.framed is not None, "a guest unit runs as a framed line"
         return framed_outputs(ran.framed, rendered.unit_dir, exclude=exclude)
 

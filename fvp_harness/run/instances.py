@@ -1,13 +1,7 @@
 """A scenario's instances: open the target a scenario names (an FVP, the simulator, a bare-metal
 platform, or this host) and ask a model binary for its identity.
 
-This is where the scenario language meets the targets layer. ``targets`` knows nothing of scenarios:
-it takes an ``fvp:`` section and a platform profile. Here a scenario file, a ``LoadedScenario`` or a
-``Scenario`` is turned into those arguments, so a user (and ``fvp-harness shell``) can still write::
-
-    with open_target("scenarios/smoke.yaml", log_dir="results/debug/logs") as target:
-        print(target.run("uname -a").output)
-"""
+Why it is shaped so: docs/architecture.md, "Inside `run/`"."""
 
 from __future__ import annotations
 

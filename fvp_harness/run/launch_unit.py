@@ -17,10 +17,8 @@ from typing import Any
 from fvp_harness.errors import CommandFailed, ConfigurationError, UnitFailure
 from fvp_harness.run.plan import Unit
 from fvp_harness.run.scrape import ETDUMP_FILES, printed_outputs
-from fvp_harness.run.unit_command import UnitCommand
-from fvp_harness.run.unit_context import UnitContext
-from fvp_harness.run.unit_kind import Ran, Uploads
-from fvp_harness.run.unit_outputs import hash_outputs
+from fvp_harness.run.unit_command import UnitCommand, hash_outputs
+from fvp_harness.run.unit_context import Ran, UnitContext, Uploads
 from fvp_harness.scenario.baremetal import SEMIHOSTING_OUTPUT, semihosting_unit
 from fvp_harness.targets.baremetal import BaremetalLaunch, LaunchesModel, LaunchResult
 from fvp_harness.targets.base import SharesHostFiles, Target

@@ -1,16 +1,7 @@
 """What a manifest records of the machine and the sources: CPU, memory, load, OS, the harness's own
 checkout, the model binary's bytes and each build's git checkout.
 
-Why a record this full: a reviewer reading pasted numbers asks which machine, how busy it was and
-which code made them; a run that was slow because the host was loaded shows it in the load average
-before and after. Everything here is best effort: a fact this host does not give is ``None``, never
-a failure of the run.
-
-Processes: ``git describe`` is the one command started here (list arguments, ``GIT_TIMEOUT_S``), and
-only for a folder that ``git_head`` found inside a checkout, so a machine without git or a runner
-outside any checkout starts nothing (an exception to "only ``targets/`` starts processes", like
-``store/locate.py``'s ``git rev-parse``).
-"""
+Why it is shaped so: docs/architecture.md, "Inside `run/`"."""
 
 from __future__ import annotations
 

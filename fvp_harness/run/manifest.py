@@ -1,24 +1,7 @@
 """``manifest.json``: what a results folder's records were measured with, as one typed, versioned
 model.
 
-A manifest is written *before* any unit runs (a killed run still says what it was) and finished
-afterwards with what the booted instances reported. ``run`` and ``make`` write it through the same
-three steps, so a folder either wrote reads the same way (``fvp-harness report DIR`` needs only the
-manifest and the records):
-
-1. ``Manifest.start(...)``: the resolved scenario and its files, the profile, the model's identity,
-   every artifact's sha256, the builds that ran, harness/parser versions, this host, the options and
-   the plan;
-2. ``continue_from(previous)`` when the folder already holds a run this one adds to (``--resume``,
-   ``make``): the first start time and the instances already recorded are kept;
-3. ``finish(outcomes, interrupted=...)``: per booted instance its argv, version, ports, timings,
-   ``--stat`` block and error; the end time and the status (``complete``, ``aborted``,
-   ``interrupted``).
-
-The store writes and reads it as JSON (``store.ResultStore.write_manifest``/``read_manifest``) and
-knows nothing of these fields; ``docs/results-format.md`` documents them. Key metadata that must
-match for two runs to share a folder are compared by ``store.key_metadata`` on the JSON form.
-"""
+Why it is shaped so: docs/architecture.md, "Inside `run/`"."""
 
 from __future__ import annotations
 
@@ -34,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from fvp_harness.errors import ConfigurationError
 from fvp_harness.run.artifacts import BuildResult, artifact_digests, built_from_commit
-from fvp_harness.run.execute import SessionOutcome, utc_now
+from fvp_harness.run.execute import SessionOutcome
 from fvp_harness.run.machine import (
     cpu_model,
     git_describe,
@@ -47,6 +30,7 @@ from fvp_harness.run.machine import (
 )
 from fvp_harness.run.plan import Plan, Unit
 from fvp_harness.run.scrape import PARSERS_VERSION
+from fvp_harness.run.unit import utc_now
 from fvp_harness.scenario import LoadedScenario, Scenario
 from fvp_harness.scenario.secrets import redact_manifest
 from fvp_harness.store.folder import MANIFEST_FORMAT_VERSION, ResultStore

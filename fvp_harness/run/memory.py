@@ -2,30 +2,7 @@
 the unit's files on the host, and the runner's peak resident set from the guest's ``time``
 (``run.framed``).
 
-Why on the host: what a build stores in flash is a property of its files, not of a run, so it is
-read from the artifacts the unit deployed (the same bytes, checked by sha256 in the guest) rather
-than trusted to the runner. The runner ELF's sections are read with pyelftools and summed by their
-flags, as the linker lays them out:
-
-* ``runner_text``: allocated, executable (``.text``, ``.init``, PLT);
-* ``runner_rodata``: allocated, neither writable nor executable, with contents (``.rodata``,
-  ``.ARM.exidx``, the dynamic symbol and relocation tables of a Linux build);
-* ``runner_data``: allocated, writable, with contents (``.data``, ``.init_array``, the GOT):
-  stored in flash and copied to RAM at start;
-* ``runner_bss``: allocated and ``SHT_NOBITS`` (``.bss``, ``.tbss``, the bare-metal runner's pools):
-RAM only;
-* ``runner_flash``: text + rodata + data;
-* ``model_bytes``: the model file's size (``.pte``, or the simulator's model file);
-* ``program_planned``: the planned buffers a real ``.pte`` declares for its ``forward`` method (the
-  first method when it has none), summed: the memory plan ``MethodMeta::memory_planned_buffer_size``
-  reports, read with ``formats.pte`` without running anything (the runner's own ``planned_memory``
-  lines say what it set up; the two agree on a real runtime, tests/e2e/test_real_executorch_e2e.py).
-
-A runner that is no ELF (the simulator's Linux runner artifact, a script) has no sections: its
-``runner_*`` metrics get no sample and the record says why (``no_sample.<metric>``). The simulator's
-bare-metal runner is an ELF whose sections model the build (``sim/baremetal/layout.py``). Results
-are kept per file (path, size, mtime): a run reads each runner once.
-"""
+Why it is shaped so: docs/architecture.md, "Inside `run/`"."""
 
 from __future__ import annotations
 

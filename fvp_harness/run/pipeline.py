@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,7 @@ from fvp_harness.errors import (
     storage_error,
 )
 from fvp_harness.events import Event, Listener, null_listener
-from fvp_harness.report.stored.stored_compare import StoredBaseline, load_stored_baseline
+from fvp_harness.report.stored.stored_compare import load_stored_baseline
 from fvp_harness.run.adaptive import StoppingRule, round_builds
 from fvp_harness.run.artifacts import (
     BUILD_TIMEOUT_S,
@@ -31,7 +31,7 @@ from fvp_harness.run.artifacts import (
 )
 from fvp_harness.run.baseline import check_stored_baseline
 from fvp_harness.run.doctor import PROBE_TIMEOUT_S
-from fvp_harness.run.execute import DeployFunction, SessionOutcome, utc_now
+from fvp_harness.run.execute import DeployFunction, SessionOutcome
 from fvp_harness.run.instances import TargetFactory, default_target_factory, query_fvp_version
 from fvp_harness.run.lanes import (
     JobSpec,
@@ -42,18 +42,11 @@ from fvp_harness.run.lanes import (
     LocalRun,
 )
 from fvp_harness.run.manifest import Manifest, RunSettings
-from fvp_harness.run.plan import Plan, Unit, build_plan, why_stale
+from fvp_harness.run.plan import ArtifactState, Plan, Unit, build_plan, why_stale
 from fvp_harness.run.preboot import PreBoot
-from fvp_harness.run.reporting import (
-    ReportOutcome,
-    exit_code_for,
-    in_plan_order,
-    rebuild_report,
-    report_unless_stopped,
-    until_sampling,
-    write_report,
-)
+from fvp_harness.run.reporting import ReportOutcome, exit_code_for, report_unless_stopped
 from fvp_harness.run.sequence import archive_current, check_before_building, start_manifest
+from fvp_harness.run.unit import utc_now
 from fvp_harness.scenario.load import LoadedScenario
 from fvp_harness.scenario.model import Scenario
 from fvp_harness.store.folder import (
@@ -64,19 +57,7 @@ from fvp_harness.store.folder import (
 )
 from fvp_harness.store.records import Record
 
-__all__ = [
-    "ReportOutcome",
-    "RunOptions",
-    "RunOutcome",
-    "check_selection",
-    "exit_code_for",
-    "in_plan_order",
-    "rebuild_report",
-    "run_scenario",
-    "select_units",
-    "until_sampling",
-    "write_report",
-]
+__all__ = ["RunOptions", "RunOutcome", "check_selection", "run_scenario", "select_units"]
 
 
 @dataclass(frozen=True)
@@ -150,7 +131,7 @@ def select_units(plan: Plan, only_builds: Sequence[str] = (),
 
 
 def _stopping_rule(scenario: Scenario, plan: Plan, units: Sequence[Unit], store: ResultStore,
-                   stored: StoredBaseline | None) -> Callable[[str, int], bool] | None:
+                   manifest: Manifest) -> Callable[[str, int], bool] | None:
     """The live ``run.until`` rule for ``execute`` (None without ``until``). With a stored baseline
     (``compare.baseline_from``) its records are judged with every round, and this run's re-run
     baseline units (the drift check, round 0) are no part of a round: the candidate samples against
@@ -158,6 +139,9 @@ def _stopping_rule(scenario: Scenario, plan: Plan, units: Sequence[Unit], store:
     until = scenario.run.until
     if until is None:
         return None
+    pinned = manifest.scenario.resolved.get("compare") or {}
+    stored = (load_stored_baseline(scenario, manifest.to_json(), store.root)
+              if pinned.get("baseline_from") else None)
 
     def judged() -> list[Record]:
         return stored.merged(store.records()) if stored is not None else store.records()
@@ -179,58 +163,25 @@ def run_scenario(
     deploy: DeployFunction | None = None,
     stop: threading.Event | None = None,
 ) -> RunOutcome:
-    """Run a loaded scenario end to end and write its report (see the module docstring). Raises
-    ``Interrupted`` on Ctrl-C after recording what was measured and marking the manifest
-    interrupted, and likewise when ``stop`` was set before every unit ran (the units in flight then
-    finish and are recorded).
-
-    ``factory`` and ``deploy`` replace how instances are opened and artifacts put into them (tests
-    use fakes)."""
+    """Run a loaded scenario end to end and write its report. Raises ``Interrupted`` on Ctrl-C after
+    recording what was measured and marking the manifest interrupted, and likewise when ``stop`` was
+    set before every unit ran (the units in flight then finish and are recorded). ``factory`` and
+    ``deploy`` replace how instances are opened and artifacts put into them (tests use fakes)."""
     options = options or RunOptions()
     began = time.monotonic()
     phases: dict[str, float] = {}
-    check_selection(loaded.scenario, options.only_builds, options.only_models)
-    # a file the harness did not make: refused before any boot
-    check_replaceable(loaded, force=options.rebuild)
-    results_dir = results_dir_for(loaded.path, options.results_base, options.output_dir)
-    compare = loaded.scenario.compare
-    if compare is not None and compare.baseline_from and not options.resume:
-        # the stored baseline's name is checked before anything is built or booted (pinned later,
-        # after the archive)
-        check_stored_baseline(loaded, options.results_base)  # and that it holds ok baseline samples
-    store = ResultStore(results_dir)
+    _refuse_early(loaded, options)
+    store = ResultStore(results_dir_for(loaded.path, options.results_base, options.output_dir))
     with contextlib.ExitStack() as stack:
         stack.enter_context(store.lock())  # refuses a folder it cannot write, before anything boots
-        # a damaged manifest or records file is refused now, not after the builds
-        if options.resume:
-            store.read_manifest()
-            store.records()
-        if factory is None:  # the model starts here: doctor's checks first (host: fit)
-            probe = min(PROBE_TIMEOUT_S, _boot_timeout(loaded, options.timeout_scale))
-            check_before_building(loaded, probe)
-        version, banner = query_fvp_version(loaded, options.timeout_scale)
+        version, banner = _preflight(loaded, options, store, factory is None)
         phases["version"] = time.monotonic() - began
-        if not options.resume and store.has_run():
-            if options.replace:  # the user asked to throw the current run away
-                store.reset()
-            else:  # a plain run is a new run: the previous one is kept, whole, in runs/<its id>/
-                archive_current(store, listener)
+        _archive_or_reset(options, store, listener)
         mark = time.monotonic()
-        scale = options.timeout_scale
-        factory = factory or default_target_factory(loaded, scale)
-        # instances boot while the artifacts build; the ones no session took are closed when
-        # execution ends
+        factory = factory or default_target_factory(loaded, options.timeout_scale)
+        # instances boot while the artifacts build; the ones no session took are closed at the end
         early = stack.enter_context(_early_boots(loaded, options, store, factory, listener))
-
-        def log_for(step: BuildStep) -> Path:
-            return store.log_path("build", step.log_name)
-
-        def built(result: BuildResult) -> None:
-            listener(Event("build", name=result.step.name, seconds=result.seconds))
-
-        builds, states = build_artifacts(loaded, log_path_for=log_for,
-                                         timeout=BUILD_TIMEOUT_S * scale,
-                                         on_built=built, force=options.rebuild, stop=stop)
+        builds, states = _build(loaded, options, store, listener, stop)
         phases["build"] = time.monotonic() - mark
         plan = build_plan(loaded, fvp_version=version, artifacts=states)
         units = select_units(plan, options.only_builds, options.only_models)
@@ -240,83 +191,137 @@ def run_scenario(
             builds=builds, started=utc_now(), units=units, results_base=options.results_base,
             listener=listener, previous=Manifest.read(store) if options.resume else None,
             resume=options.resume)
-        pinned = manifest.scenario.resolved.get("compare") or {}
-        if options.resume:
-            stored = store.records()
-            done = {record.key for record in stored if record.status == "ok"}
-            latest = {record.unit_id: record for record in stored}
-            for unit in units:  # what --resume will measure again, and why (make -n's reasons)
-                if unit.key not in done and unit.id in latest:
-                    listener(Event("rerun", unit=unit.id, detail=why_stale(unit, latest[unit.id])))
-        else:
-            done = set()
-        source = (load_stored_baseline(loaded.scenario, manifest.to_json(), store.root)
-                  if pinned.get("baseline_from") and loaded.scenario.run.until is not None
-                  else None)
-        wanted = _stopping_rule(loaded.scenario, plan, units, store, source)
+        done = _done_keys(options.resume, store, units, listener)
+        wanted = _stopping_rule(loaded.scenario, plan, units, store, manifest)
         todo = [unit for unit in units if unit.key not in done]
-        skipped = len(units) - len(todo)
-        sessions_used = len({unit.session for unit in todo})
-        # the plan is then a ceiling: count is the most rounds the rule may run
-        until = loaded.scenario.run.until
-        listener(Event("plan", total=len(todo), skipped=skipped, sessions=sessions_used,
+        until = loaded.scenario.run.until  # the plan is a ceiling: count is the most rounds
+        listener(Event("plan", total=len(todo), skipped=len(units) - len(todo),
+                       sessions=len({unit.session for unit in todo}),
                        count=until.max_repetitions if until is not None else None))
         mark = time.monotonic()
-        outcomes: list[SessionOutcome] = []
         local = LocalRun(plan, deploy, options.fresh_boot_per_unit, wanted, early.take)
-        try:
+        with _manifest_finished_on_failure(manifest, store):
             outcomes = _in_lanes(loaded, store, factory, todo, local, options.steal, listener, stop)
-        except KeyboardInterrupt as exc:
-            # a full disk must not turn a Ctrl-C into a traceback
-            with contextlib.suppress(OSError):
-                manifest.finish((), interrupted=True).write(store, final=True)
-            raise Interrupted(f"interrupted; everything measured so far is in {store.root} "
-                              "(continue with --resume)") from exc
-        except Exception as exc:  # a crashed run must not leave its manifest saying "running"
-            failure: BaseException = exc
-            if isinstance(exc, OSError) and is_storage_failure(exc):
-                failure = storage_error(exc.filename, exc)
-            try:
-                manifest.finish(
-                    [SessionOutcome("run", aborted=f"{type(failure).__name__}: {failure}")]).write(
-                    store, final=True)
-            # the disk that failed holds the manifest too: say so where it can be read
-            except OSError as again:
-                if not isinstance(failure, StorageError):
-                    raise
-                failure.message += f"; the manifest could not record it either ({again.strerror})"
-            if failure is exc:
-                raise
-            raise failure from exc
         phases["execute"] = time.monotonic() - mark
-        # an early instance no session took (its session had nothing to run) is not kept booted
-        early.close()
+        early.close()  # an early instance no session took is not kept booted
         mark = time.monotonic()
         aborted = [outcome.aborted for outcome in outcomes if outcome.aborted]
-        stopped = (any(outcome.stopped for outcome in outcomes) or
-                   (stop is not None and stop.is_set()))
-        manifest.finish(outcomes, interrupted=stopped).write(store, final=True)
-        if stopped:
-            done_now = len({record.unit_id for outcome in outcomes for record in outcome.records})
-            raise Interrupted(f"stopped after the units in flight ({done_now} of {len(todo)} units "
-                              f"run); everything measured so far is in {store.root} (continue with "
-                              "--resume)")
+        _finish_manifest(manifest, store, outcomes, len(todo), stop)
         listener(Event("analysis"))
         report, stored_manifest = report_unless_stopped(store, loaded.scenario, manifest, stop)
         phases["report"] = time.monotonic() - mark
     code = exit_code_for(report.failed_units, report.infrastructure_failures,
                          report.expectations_violated, bool(aborted))
     return RunOutcome(
-        results_dir=store.root, analysis=report.analysis, files=report.files,
-        failed_units=report.failed_units,
-        infrastructure_failures=report.infrastructure_failures,
-        expectations_violated=report.expectations_violated,
-        exit_code=code, vgf=report.vgf, plan=plan,
-        units_run=len({r.unit_id for o in outcomes for r in o.records}),
-        units_skipped=skipped, units_spared=len(stored_manifest.plan.spared), sessions=outcomes,
-        aborted=aborted, builds=builds, wall_seconds=time.monotonic() - began,
-        phase_seconds=phases,
+        results_dir=store.root, analysis=report.analysis, files=report.files, failed_units=report.failed_units,
+        infrastructure_failures=report.infrastructure_failures, expectations_violated=report.expectations_violated,
+        exit_code=code, vgf=report.vgf, plan=plan, units_run=len({r.unit_id for o in outcomes for r in o.records}),
+        units_skipped=len(units) - len(todo), units_spared=len(stored_manifest.plan.spared),
+        sessions=outcomes, aborted=aborted, builds=builds,
+        wall_seconds=time.monotonic() - began, phase_seconds=phases,
     )
+
+
+def _build(loaded: LoadedScenario, options: RunOptions, store: ResultStore, listener: Listener,
+           stop: threading.Event | None) -> tuple[list[BuildResult], dict[str, ArtifactState]]:
+    """The artifacts built (when stale) and hashed, each build's output in ``logs/build/``."""
+
+    def log_for(step: BuildStep) -> Path:
+        return store.log_path("build", step.log_name)
+
+    def built(result: BuildResult) -> None:
+        listener(Event("build", name=result.step.name, seconds=result.seconds))
+
+    return build_artifacts(loaded, log_path_for=log_for,
+                           timeout=BUILD_TIMEOUT_S * options.timeout_scale, on_built=built,
+                           force=options.rebuild, stop=stop)
+
+
+def _finish_manifest(manifest: Manifest, store: ResultStore, outcomes: Sequence[SessionOutcome],
+                     todo: int, stop: threading.Event | None) -> None:
+    """The manifest's final state; a stop before every unit ran raises ``Interrupted``."""
+    stopped = any(outcome.stopped for outcome in outcomes) or (stop is not None and stop.is_set())
+    manifest.finish(outcomes, interrupted=stopped).write(store, final=True)
+    if stopped:
+        done_now = len({record.unit_id for outcome in outcomes for record in outcome.records})
+        raise Interrupted(f"stopped after the units in flight ({done_now} of {todo} units run); "
+                          f"everything measured so far is in {store.root} (continue with --resume)")
+
+
+def _refuse_early(loaded: LoadedScenario, options: RunOptions) -> None:
+    """What is refused before the lock and any boot: an unknown selection, a file the harness did
+    not make, a stored baseline's name (checked now, pinned after the archive)."""
+    check_selection(loaded.scenario, options.only_builds, options.only_models)
+    check_replaceable(loaded, force=options.rebuild)
+    compare = loaded.scenario.compare
+    if compare is not None and compare.baseline_from and not options.resume:
+        check_stored_baseline(loaded, options.results_base)  # and that it holds ok baseline samples
+
+
+def _preflight(loaded: LoadedScenario, options: RunOptions, store: ResultStore,
+               doctor: bool) -> tuple[str | None, str]:
+    """The checks before building (a damaged ``--resume`` folder, doctor's preflight when the real
+    model starts), then the FVP's version and banner."""
+    if options.resume:  # a damaged manifest or records file is refused now, not after the builds
+        store.read_manifest()
+        store.records()
+    if doctor:  # the model starts here: doctor's checks first (host: fit)
+        probe = min(PROBE_TIMEOUT_S, _boot_timeout(loaded, options.timeout_scale))
+        check_before_building(loaded, probe)
+    return query_fvp_version(loaded, options.timeout_scale)
+
+
+def _archive_or_reset(options: RunOptions, store: ResultStore, listener: Listener) -> None:
+    """A plain run is a new run: the folder's current one is kept, whole, in ``runs/<its id>/``
+    (``--replace``: thrown away); ``--resume`` goes on with it."""
+    if not options.resume and store.has_run():
+        if options.replace:
+            store.reset()
+        else:
+            archive_current(store, listener)
+
+
+def _done_keys(
+    resume: bool, store: ResultStore, units: Sequence[Unit], listener: Listener
+) -> set[str]:
+    """``--resume``: the keys stored ok already; each unit it will measure again is announced with
+    why (make -n's reasons)."""
+    if not resume:
+        return set()
+    stored = store.records()
+    done = {record.key for record in stored if record.status == "ok"}
+    latest = {record.unit_id: record for record in stored}
+    for unit in units:
+        if unit.key not in done and unit.id in latest:
+            listener(Event("rerun", unit=unit.id, detail=why_stale(unit, latest[unit.id])))
+    return done
+
+
+@contextlib.contextmanager
+def _manifest_finished_on_failure(manifest: Manifest, store: ResultStore) -> Iterator[None]:
+    """A Ctrl-C marks the manifest interrupted; a crash must not leave it saying "running"."""
+    try:
+        yield
+    except KeyboardInterrupt as exc:
+        with contextlib.suppress(OSError):  # a full disk must not turn a Ctrl-C into a traceback
+            manifest.finish((), interrupted=True).write(store, final=True)
+        raise Interrupted(
+            f"interrupted; everything measured so far is in {store.root} (continue with --resume)"
+        ) from exc
+    except Exception as exc:
+        failure: BaseException = exc
+        if isinstance(exc, OSError) and is_storage_failure(exc):
+            failure = storage_error(exc.filename, exc)
+        try:
+            aborted = SessionOutcome("run", aborted=f"{type(failure).__name__}: {failure}")
+            manifest.finish([aborted]).write(store, final=True)
+        except OSError as again:  # the disk that failed holds the manifest too: say so
+            if not isinstance(failure, StorageError):
+                raise
+            failure.message += f"; the manifest could not record it either ({again.strerror})"
+        if failure is exc:
+            raise
+        raise failure from exc
 
 
 def _in_lanes(loaded: LoadedScenario, store: ResultStore, factory: TargetFactory,

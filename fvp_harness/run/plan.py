@@ -1,30 +1,7 @@
 """Scenario -> Plan: which units run, in which order, on which booted instance, under which content
 key.
 
-A unit is one runner invocation (build x model x repetition). Its content key is a sha256 over
-everything that can change its result, so a stored record with the same key makes re-running it
-pointless (``make``), and a changed key says exactly which input moved (``Unit.key_parts``).
-
-Order (why: drift and warm-up effects inside one boot must not favour one build):
-
-* ``interleaved`` (default). Repetition ``r`` runs every model once, starting at model ``r mod M``
-  (models rotate so no model always runs first in a repetition). For model number ``i`` (its
-  position in the scenario) the builds run back to back, rotated by ``(i + r) mod B``: with two
-  builds that is ``before, after`` when ``i + r`` is even and ``after, before`` when odd.
-  Consecutive models therefore alternate which build goes first (ABBA; with an odd model count,
-  except across the wrap), and the same model swaps its order every repetition, so neither build
-  always runs first.
-* ``blocked``: every unit of the first build (repetitions outer, models inner), then the next build.
-
-With ``fvp.instances`` > 1 the (repetition, model) groups are dealt round-robin to sessions in run
-order, so every session still runs all builds of a model back to back and keeps the interleaving.
-
-With ``compare.baseline_from`` the baseline build's numbers come from a stored run: the plan keeps
-every other build's units and, of the baseline, only the ``compare.drift_check.units`` re-run units
-(``drift_check_units``: repetition 0 of each model in the scenario's order, then repetition 1, ...),
-in the same interleaved places they would have had. Unit ids and keys do not change, so ``--resume``
-and ``make`` treat them like any unit.
-"""
+Why it is shaped so: docs/architecture.md, "Inside `run/`"."""
 
 from __future__ import annotations
 

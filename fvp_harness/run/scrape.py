@@ -1,36 +1,6 @@
 """Metric parsers: pure functions from console text to numbers.
 
-What a unit's console shows is messy: CRLF line ends from the FVP's telnet terminals, ANSI colour
-and title codes, kernel ``printk`` lines that land in the middle of a runner line, and ExecuTorch's
-own 255-character message cut. This module cleans that text once (``clean_console_text``), repairs
-kernel interleavings (``repair_kernel_interleaving``), then runs one regex per metric over the whole
-text (``scrape``). Every built-in metric of ``docs/results-format.md`` lives here; a scenario adds
-or replaces metrics with ``MetricSpec`` regexes.
-
-No I/O. The names of the built-in metrics belong to the scenario language
-(``scenario.metrics.BUILTIN_METRICS``: a scenario is validated against them before anything runs);
-this module implements one parser per name, and anything shaped like ``scenario.MetricSpec`` (see
-``MetricLike``) can be scraped.
-
-Why whole-text ``finditer`` per metric instead of a loop over lines: a log of tens of MB is scanned
-at regex-engine speed (see ``benchmarks/bench_scrape.py``); the only per-match Python work is
-converting the captured number.
-
-Bounded: a scenario's own regexes run on RE2 (``scenario.metrics.compile_metric_regex``, linear
-time), so no pattern can hang a unit on its output; the built-in parsers below are the harness's own
-and use ``re``.
-
-Per call, then per inference: the delegate prints ``npu_cycles`` and ``cpu_time`` once per delegate
-call, so a model in K Ethos-U partitions prints K of each per inference; their lines are grouped by
-the ``Iteration`` lines and summed (``PER_CALL_METRICS``), each call's value kept in
-``ScrapeResult.calls``.
-
-Checked: every sample is checked before it is kept (``check_sample``): NaN and infinities, negative
-times and counters, times beyond an hour per inference (a day per run) and counters at or above
-2**63 are rejected one by one, each with a warning, and counted per metric
-(``ScrapeResult.rejected_at``), so a unit whose required metric has no valid sample fails instead of
-averaging garbage.
-"""
+Why it is shaped so: docs/architecture.md, "Inside `run/`"."""
 
 from __future__ import annotations
 

@@ -1,24 +1,6 @@
 """Build a runner at a commit: ``builds.X.source: {repository: LOCAL_PATH, commit: REV}``.
 
-Why a module of its own: ``run.artifacts`` builds what the user's tree holds now; this builds what a
-*commit* held, for ``run`` and for ``bisect`` (``run.bisect``), and shares each build between them.
-
-- The commit's files come out with ``git archive COMMIT`` into the harness's own folder
-  (``checkouts/<tree>`` under the cache, ``default_cache_dir``): the user's checkout, index and
-  worktree list are never touched (a ``git worktree add`` would register a worktree in their
-  repository).
-- The build command runs there (``{source}`` is that folder, ``{output}`` a staged file) through
-  ``run.artifacts``' own builder: the same supervisor, timeout, log and staging.
-- The artifact is cached under ``builds/<key>/`` where ``key`` hashes the commit's *tree* (``git
-  rev-parse COMMIT^{tree}``) and the build command's text: two commits with the same files, every
-  scenario and every later bisect share one build. A build that failed is cached too
-  (``failed.json``: the commit is broken, and a resumed bisect must not build it again);
-  ``--rebuild`` builds anew.
-- The runner path of the scenario gets a *copy* with a build record (``.<name>.build``) naming the
-  command and the tree, so "only what the harness made is replaced" holds as for any build.
-- git runs with list arguments and a timeout (``GIT_TIMEOUT_S``); a ref that git cannot read is a
-  ``ConfigurationError`` (exit 2) naming the repository.
-"""
+Why it is shaped so: docs/architecture.md, "Inside `run/`"."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
 """Run one unit on an open target: render, run, judge, record (docs/architecture.md, "Running a
-unit").
-
-How the unit runs is its target's kind (``run.kinds.kind_of``, asked once per target); everything
-else is one path for every kind."""
+unit"). How it runs is its target's kind (``kind_of``, asked once per target)."""
 
 from __future__ import annotations
 
@@ -19,22 +16,49 @@ from fvp_harness.errors import (
     ProvenanceError,
     UnitFailure,
 )
-from fvp_harness.run.judge import judge
-from fvp_harness.run.kinds import kind_of
+from fvp_harness.run.guest_unit import GuestCommands, HostProcess
+from fvp_harness.run.judge import Judged, judge
+from fvp_harness.run.launch_unit import ModelLaunch
 from fvp_harness.run.plan import Unit
 from fvp_harness.run.unit_command import fetch_paths
-from fvp_harness.run.unit_context import UnitContext, is_sha256
-from fvp_harness.run.unit_kind import UnitKind
-from fvp_harness.run.unit_log import write_log
+from fvp_harness.run.unit_context import UnitContext, UnitKind, is_sha256, write_log
 from fvp_harness.store.records import Record
-from fvp_harness.targets.base import Target
+from fvp_harness.targets.baremetal import LaunchesModel
+from fvp_harness.targets.base import (
+    CommandResult,
+    CopiesOverSsh,
+    NamesPhases,
+    SharesHostFiles,
+    Target,
+)
 
-__all__ = ["UnitRunner", "utc_now"]
+__all__ = ["UnitRunner", "kind_of", "utc_now"]
 
 
 def utc_now() -> str:
     """UTC ISO-8601 with milliseconds: record start times and manifest dates."""
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
+
+
+def kind_of(target: Target) -> UnitKind:
+    """A model launch per unit for a target that ``LaunchesModel`` (bare metal); host processes for
+    one that ``SharesHostFiles`` (``target: host``); else guest commands over its console or ssh.
+    Ask once per open target: a host target shares its files only while it is open."""
+    files = target if isinstance(target, SharesHostFiles) else None
+    if isinstance(target, LaunchesModel):
+        return ModelLaunch(target, target, files)
+    if isinstance(target, NamesPhases):
+        phased = target
+
+        def run_unit(command: str, timeout: float) -> CommandResult:
+            return phased.run_in_phase(command, timeout, "unit")  # a timeout names the unit phase
+    else:
+        run_unit = target.run
+    if files is not None:
+        return HostProcess(target, files, run_unit=run_unit)
+    return GuestCommands(
+        target, ssh=target if isinstance(target, CopiesOverSsh) else None, run_unit=run_unit
+    )
 
 
 class UnitRunner:
@@ -44,7 +68,7 @@ class UnitRunner:
         self.ctx = ctx
         self.unit_log: str | None = None
         """The log of the unit in flight (relative to the results folder): where the record of an
-        attempt that failed on infrastructure points (the log holds the console's last lines)."""
+        attempt that failed on infrastructure points."""
         self._kind: tuple[Target, UnitKind] | None = None
 
     def kind(self, target: Target) -> UnitKind:
@@ -72,26 +96,17 @@ class UnitRunner:
         began = time.monotonic()
         log_name = f"{unit.id}.log" if attempt == 1 else f"{unit.id}.a{attempt}.log"
         log_path = ctx.store.log_path(instance, log_name)
-        log_rel = ctx.relative(log_path)
-        self.unit_log = log_rel
+        log_rel = self.unit_log = ctx.relative(log_path)
 
         def failed(exc: HarnessError, extra: Mapping[str, Any] | None = None) -> Record:
             write_log(log_path, unit, rendered.command, None, exc, secrets=ctx.secrets)
             return ctx.failed_record(
-                unit,
-                instance,
-                attempt,
-                exc,
-                started,
-                time.monotonic() - began,
-                log_rel=log_rel,
-                extra=extra,
+                unit, instance, attempt, exc, started, time.monotonic() - began,
+                log_rel=log_rel, extra=extra,
             )
 
         proof = ctx.facts.runner_proof(unit.build)
-        if proof is not None and not is_sha256(
-            proof
-        ):  # the guest holds another binary: do not run it
+        if proof is not None and not is_sha256(proof):  # the guest holds another binary
             return failed(ProvenanceError(proof))
         try:
             kind.prepare(ctx, rendered)
@@ -101,9 +116,7 @@ class UnitRunner:
         timeout = ctx.scenario.run.timeout or ctx.scenario.fvp.timeouts.unit
         try:
             ran = kind.run(ctx, rendered, timeout, fetched, log_rel)
-        except (
-            CommandFailed
-        ) as exc:  # a timeout (the console recovered): the runner hung, a test failure
+        except CommandFailed as exc:  # a timeout (the console recovered): a test failure
             return failed(exc, {"exit_status": exc.exit_status})
         except InfrastructureError as exc:
             write_log(log_path, unit, rendered.command, None, exc, secrets=ctx.secrets)
@@ -113,19 +126,8 @@ class UnitRunner:
             return failed(ran.failure)
         write_log(log_path, unit, ran.result.command, ran.result, None, secrets=ctx.secrets)
         ctx.facts.count_unit_seconds(ran.result.duration_s)
-        record = judge(
-            ctx,
-            kind,
-            instance,
-            unit,
-            attempt,
-            rendered,
-            ran,
-            ran.result,
-            fetched,
-            started=started,
-            began=began,
-            log_rel=log_rel,
-        )
+        at = Judged(ctx, kind, unit, instance, attempt, rendered, ran, ran.result, fetched,
+                    started, began, log_rel)
+        record = judge(at)
         kind.cleanup(ctx, rendered, fetched)
         return record

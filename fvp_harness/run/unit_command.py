@@ -1,22 +1,33 @@
-"""A unit's guest command: ``run.command`` with every placeholder filled and quoted, and the guest
-paths it uses.
-
-How the environment and a build's libraries and args reach the runner: docs/architecture.md,
-"Running a unit"."""
+"""A unit's guest command (``run.command`` filled and quoted), the guest paths it uses and the
+digests of the files it leaves (docs/architecture.md, "Running a unit")."""
 
 from __future__ import annotations
 
 import posixpath
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
+from fvp_harness.errors import CommandFailed, storing
+from fvp_harness.run.framed import FramedResult
 from fvp_harness.run.plan import Unit
 from fvp_harness.run.scrape import ETDUMP_FILES
 from fvp_harness.scenario.model import Scenario, render_template
 from fvp_harness.targets.baremetal import BaremetalLaunch
+from fvp_harness.targets.base import CommandResult, Target
+from fvp_harness.targets.transfer import sha256sum_digests
 
-__all__ = ["LIBRARY_PATH", "UnitCommand", "etdump_path", "fetch_paths", "render_unit_command"]
+__all__ = [
+    "LIBRARY_PATH",
+    "UnitCommand",
+    "etdump_path",
+    "fetch",
+    "fetch_paths",
+    "framed_outputs",
+    "hash_outputs",
+    "render_unit_command",
+]
 
 LIBRARY_PATH = "LD_LIBRARY_PATH"
 
@@ -29,17 +40,13 @@ class UnitCommand:
     unit_dir: str
     output: str
     staged: tuple[str, ...] = ()
-    """Files the harness itself puts into the unit folder (a bare-metal unit's semihosting model and
-    inputs): not outputs."""
+    """Files the harness puts into the unit folder (semihosting model and inputs): not outputs."""
     launch: BaremetalLaunch | None = None
     """A bare-metal unit's model launch (then ``command`` is only its description, for the log)."""
     etdump: str | None = None
-    """Where a traced Linux build writes its ETDump (it is given ``--etdump_path``); None: untraced.
-    """
+    """Where a traced Linux build writes its ETDump (``--etdump_path``); None: untraced."""
     model: str = ""
-    """The model file's guest path."""
     inputs: tuple[str, ...] = ()
-    """The input files' guest paths."""
 
 
 def _quoted_env(env: Mapping[str, str], library_dirs: Sequence[str] = ()) -> str:
@@ -130,3 +137,68 @@ def fetch_paths(scenario: Scenario, unit: Unit, rendered: UnitCommand) -> list[s
     paths = [render_template(template, values, quote=False) for template in scenario.run.fetch]
     traced = rendered.etdump
     return [*paths, traced] if traced is not None and traced not in paths else paths
+
+
+def _skipped(unit_dir: str, exclude: Sequence[str]) -> set[str]:
+    """The names in ``unit_dir`` of the excluded guest paths (``run.fetch`` files, staged
+    inputs)."""
+    folder = posixpath.normpath(unit_dir)
+    return {
+        posixpath.basename(path)
+        for path in exclude
+        if posixpath.dirname(posixpath.normpath(path)) == folder
+    }
+
+
+def hash_outputs(
+    guest: Callable[[str], CommandResult], unit_dir: str, *, exclude: Sequence[str] = ()
+) -> dict[str, str]:
+    """sha256 of every file the runner left in the unit folder (computed in the guest), except the
+    guest paths in ``exclude``."""
+    quoted = shlex.quote(unit_dir)
+    listing = guest(f"ls {quoted}")
+    if not listing.ok:
+        raise CommandFailed(
+            f"cannot list {unit_dir}: {listing.output.strip()}", exit_status=listing.exit_status
+        )
+    skipped = _skipped(unit_dir, exclude)
+    names = sorted(name for name in listing.output.split() if name and name not in skipped)
+    if not names:
+        return {}
+    hashed = guest(f"cd {quoted} && sha256sum {' '.join(shlex.quote(n) for n in names)}")
+    if not hashed.ok:
+        raise CommandFailed(
+            f"sha256sum of the outputs in {unit_dir} failed: {hashed.output.strip()[-300:]}",
+            exit_status=hashed.exit_status,
+        )
+    return sha256sum_digests(hashed.output)
+
+
+def framed_outputs(
+    framed: FramedResult, unit_dir: str, *, exclude: Sequence[str]
+) -> dict[str, str]:
+    """The framed line's digests without the excluded guest paths; a problem line about any other
+    name (a folder among the outputs, an unreadable file) fails the unit."""
+    skipped = _skipped(unit_dir, exclude)
+    problems = [line for line in framed.problems if not any(name in line for name in skipped)]
+    if problems:
+        raise CommandFailed(
+            f"sha256sum of the outputs in {unit_dir} failed: {'; '.join(problems)[-300:]}",
+            exit_status=1,
+        )
+    return {name: digest for name, digest in framed.digests.items() if name not in skipped}
+
+
+def fetch(target: Target, folder: Path, remotes: Sequence[str]) -> None:
+    """Copy the ``run.fetch`` files back into ``folder`` (``<results>/fetched/<unit>/``)."""
+    for remote in remotes:
+        try:
+            data = target.get(remote)
+        except FileNotFoundError as exc:
+            raise CommandFailed(
+                f"run.fetch: {remote} is not in the guest ({exc})", exit_status=1
+            ) from exc
+        kept = folder / posixpath.basename(remote)
+        with storing(kept):
+            folder.mkdir(parents=True, exist_ok=True)
+            kept.write_bytes(data)

@@ -1,32 +1,7 @@
 """The results folder: ``manifest.json``, ``records.jsonl``, ``logs/``, ``fetched/`` and the report
 files.
 
-Only this module writes results (``report`` writes its files into paths this module hands out). The
-layout and every field are documented in ``docs/results-format.md``.
-
-Why these choices:
-
-- ``records.jsonl`` is append-only, one JSON object per line, flushed and fsynced per record: a
-  crash or Ctrl-C loses at most the unit being written, never one already measured, and ``--resume``
-  can trust what is there.
-- A crash can leave a partial last line. A last line that is a complete record but lacks its newline
-  (the crash came between the two writes, or another tool cut the newline) is a record: readers
-  count it, and the next writer adds the newline instead of dropping it (dropping it would measure
-  that unit again). A last line that is no record is skipped by readers with a warning; the next
-  writer moves its bytes into ``records.jsonl.partial-<time>`` before cutting it off, so nothing is
-  silently lost and the new line never glues onto it.
-- A stored file that is damaged (not UTF-8, not JSON) is a ``ConfigurationError`` naming the file
-  (and line) and what to do: the harness cannot know which of its records to trust. A results folder
-  the harness cannot write is refused by ``lock()``, before anything boots.
-- ``manifest.json`` and the report files are replaced atomically by ``atomic_write`` (temp file in
-  the same folder, fsync, rename, fsync of the folder): readers see the old or the new file, never
-  half of one. It is the one way the harness replaces a whole file; report modules call it too.
-- One writer per folder: ``ResultStore.lock()`` takes an exclusive ``flock`` on ``.lock``. The batch
-  engine writes from a single process (workers return records to it), so the lock only stops two
-  *commands* sharing a folder.
-- Results from different key metadata (FVP version, platform, artifact hashes) must not be merged
-  into one table: ``check_compatible`` refuses and says what differs.
-"""
+Why it is shaped so: docs/architecture.md, "Inside `store/`"."""
 
 from __future__ import annotations
 

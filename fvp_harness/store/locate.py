@@ -1,33 +1,7 @@
 """Which stored run a user means: ``results/x``, ``results/x/runs/<id>``, ``x@main``,
 ``scenarios/x.yaml@3f2a1bc``.
 
-``compare RUN_A RUN_B``, ``compare.baseline_from`` and ``--baseline-from`` name runs the same way
-(``find_run``):
-
-- ``PATH``: a run folder (``runs/<id>/``, or any folder with a ``manifest.json``) is that run; a
-  scenario's results folder means its newest run; a scenario file (``.yaml``/``.yml``) means the
-  newest run of its results folder;
-- ``WHERE@REF``: the run of a scenario's results folder (``WHERE`` is that folder, a scenario file,
-  or a scenario file stem under the results base) stored for ``REF``; ``@REF`` alone is the
-  scenario's own folder (only where a scenario is known: ``compare.baseline_from``);
-- ``REF`` is, in this order: a run id; ``latest``; a git commit (4 to 40 hex digits, a prefix of the
-  commit a run recorded); a branch a run recorded; anything ``git rev-parse`` reads to a commit in
-  the checkout around the folder or the current directory (``main``, ``origin/main``, a tag, an
-  annotated tag, ``HEAD~2``, ``main~1``, a short hash, packed refs). When several runs match, the
-  newest complete one wins (the newest of any status when none is complete). A caller that needs
-  numbers (``baseline_from``, ``compare``) passes the builds it needs: a ref then passes over runs
-  with no ok record of them (a run whose every unit failed says ``complete`` too) and says which.
-- ``REF#-N`` steps N *stored runs* back from the run ``REF`` names (``latest#-1``: the run before
-  the newest; ``main#-1``: the stored run before main's newest). ``~`` and ``^`` are git's
-  (``main~1`` is the commit before main), so the old spelling ``latest~1``, which named stored runs,
-  is refused with the new one named; ``#`` means nothing in git's revision syntax, so neither
-  reading can be taken for the other.
-
-Why ``git`` itself (``git rev-parse --verify REF^{commit}``, list arguments, no shell, a timeout):
-tags, annotated tags, ``HEAD~2``, short hashes and packed refs are git's to interpret; reading
-``.git`` files by hand got annotated tags wrong. It is the one process this layer starts, and only
-when a name is not a stored run's id, commit or branch.
-"""
+Why it is shaped so: docs/architecture.md, "Inside `store/`"."""
 
 from __future__ import annotations
 

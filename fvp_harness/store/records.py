@@ -1,20 +1,7 @@
 """The stored row: one ``Record`` per unit (one runner invocation), holding every sample it
 produced.
 
-Records are what ``store`` appends to ``records.jsonl`` and what ``analysis`` reads back; nothing
-else crosses that boundary, so a report can always be rebuilt from stored records alone. The format
-is versioned by ``RECORD_SCHEMA_VERSION``; a reader refuses rows of a newer version rather than
-guessing, and reads older ones through ``upgrade_row``.
-
-Schema history:
-
-1. the first format (fields ``unit``, ``session``, ``units``);
-2. those three renamed for what they hold: ``unit_id`` (the unit's readable id, not a unit of
-   measure), ``instance`` (the booted model instance that ran it, ``s0`` or ``s0.2``; a plan
-   *session* may use several) and ``metric_units`` (metric name -> unit of its values);
-3. ``partitions`` added (each inference's per-delegate-call values of a metric of a partly delegated
-   model); a schema-2 row reads as one without them.
-"""
+Why it is shaped so: docs/architecture.md, "Inside `store/`"."""
 
 from __future__ import annotations
 

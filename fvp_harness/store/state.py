@@ -1,13 +1,7 @@
 """What a stored run amounts to, read from its records and its folder's lock, not from the
 manifest alone.
 
-Why: a manifest says ``complete`` when every unit ran, also when every one of them failed, and
-stays ``running`` when the harness was killed (SIGKILL, out of memory, a machine that went down):
-neither may look healthy in ``runs``, nor serve as a baseline. ``run_state`` gives ``complete``,
-``failed`` (no unit measured ok), ``interrupted`` (also a ``running`` whose folder lock no live
-process holds), ``aborted`` or ``running``; ``ok_builds`` the builds a run measured at least once
-(what ``SCENARIO@REF`` checks before it picks a run).
-"""
+Why it is shaped so: docs/architecture.md, "Inside `store/`"."""
 
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
 """Where commands run: the only package that spawns models or opens sockets (besides ``sim``).
 
-``base`` defines the ``Target`` protocol and the optional abilities; ``fvp_target.FvpTarget`` is a
-booted model instance (simulated or real: ``fvp`` launches the process, ``terminal``/``console``
-drive its consoles, ``ssh`` its forwarded port, ``transfer`` moves files), ``host.HostTarget`` is
-this machine, ``baremetal.BaremetalTarget`` a Corstone-300/320 platform (one model launch per unit),
-and ``fake.FakeTarget`` is an in-memory stand-in for unit tests of code that uses targets. This
-package imports nothing above it: a scenario is turned into targets by ``run.instances``.
-"""
+Why it is shaped so: docs/architecture.md, "Inside `targets/`"."""
 
 from fvp_harness.targets.baremetal import BaremetalTarget, LaunchesModel
 from fvp_harness.targets.base import (

@@ -1,25 +1,7 @@
 """What every target offers, whatever it is (simulated FVP, real FVP, this host, a fake), and what
 some add.
 
-The rest of the harness (deploy, execute) talks only to these Protocols, so it never knows whether a
-real model, the embedded simulator or a test double is behind them. ``Target`` is the contract every
-target keeps; the optional abilities are separate small Protocols that callers test with
-``isinstance`` (they are ``runtime_checkable``), never by asking for a concrete class:
-
-===================  ===============================================================================
-``StreamsCommands``  pipelines many short commands (console deploy's chunk lines) in one round trip
-``CopiesOverSsh``    copies files through a forwarded ssh port (much faster than typing base64)
-``NamesPhases``      names the phase a timeout guarded (``unit``, ``deploy``) in its error message
-``SharesHostFiles``  its "guest" paths are host paths (this machine): a plain copy replaces any
-                     transfer
-``MasksSecrets``     writes logs with given secret texts shown as ``***``; more can be added while
-                     open
-===================  ===============================================================================
-
-``FvpSettings`` is what the targets layer reads of a scenario's ``fvp:`` section. It is a Protocol
-so that this layer never imports the scenario language: ``scenario.FvpConfig`` satisfies it, and so
-does any object with the same read-only attributes.
-"""
+Why it is shaped so: docs/architecture.md, "Inside `targets/`"."""
 
 from __future__ import annotations
 

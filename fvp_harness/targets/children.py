@@ -1,28 +1,7 @@
 """Host processes the harness starts for the user (host runners, build commands): each one ours to
 end, whole.
 
-Why a module of its own: a runner or a build is the user's shell text, and shell text starts what it
-likes. A runner that starts ``setsid sleep 100000 &`` with its stdout open used to hang the harness
-(the pipe never reached EOF, and the wait after the kill had no deadline) and the child outlived it,
-even a SIGKILL of the harness. So every such command is a ``ProcessTree``:
-
-- it runs under a supervisor (``targets/supervisor.py``, a child subreaper in a session of its own,
-  started by ``supervise.dies_with_harness``): when the harness dies, by any signal, the supervisor
-  SIGKILLs everything the command started, ``setsid`` children included, and exits; when the command
-  exits, what it left running gets SIGTERM, ``grace`` seconds, then SIGKILL, and the supervisor
-  exits with the command's status. While the supervisor lives, something the command started may
-  still run; once it is reaped, nothing does;
-- ``FVP_HARNESS_JOB=<token>`` is in its environment, which every descendant inherits: the last
-  resort of ``end`` (a supervisor killed by someone else) and what tests look for;
-- ``end()`` sends SIGTERM to the command's process group and every descendant (polite: a build may
-  remove its temp files), waits ``grace`` seconds, then asks the supervisor to SIGKILL what is left
-  (``supervise.stop_tree``) and reaps it. It is called on success too: nothing a command started
-  outlives the command;
-- the live trees are registered, so ``end_all`` (atexit, the CLI's second stop) ends them on the
-  harness's way out.
-
-Every wait here has a deadline; nothing raises from ``end`` (it runs in ``finally`` blocks).
-"""
+Why it is shaped so: docs/architecture.md, "Inside `targets/`"."""
 
 from __future__ import annotations
 

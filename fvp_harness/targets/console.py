@@ -1,10 +1,6 @@
 """The Linux console: boot watch, login, shell setup and framed commands.
 
-The boot is an explicit sequence of states (``booting -> login -> ready``, or ``lost``), each waited
-for under a named deadline in short slices, so a failure on any terminal is acted on at once. Each
-step, the framing and what a timeout or line noise means: docs/targets.md, "What happens at open"
-and "Framed commands".
-"""
+Why it is shaped so: docs/architecture.md, "Inside `targets/`"."""
 
 from __future__ import annotations
 

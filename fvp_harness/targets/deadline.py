@@ -1,14 +1,7 @@
 """Deadlines with named phases, so every timeout says what it waited for, for how long, and where to
 look.
 
-LAVA users hand-tune nested timeouts and still get messages that name no phase. Here each wait takes
-a ``Deadline`` (a phase name, a budget in seconds already multiplied by every scale factor, and an
-injectable clock); nested waits take ``deadline.child(...)`` so an inner wait can never outlive its
-outer phase, and ``remaining()`` is passed down instead of fresh constants.
-
-The scale is ``scenario fvp.timeout_scale x CLI --timeout-scale``; ``TimeoutBudget`` does the
-multiplication once.
-"""
+Why it is shaped so: docs/architecture.md, "Inside `targets/`"."""
 
 from __future__ import annotations
 

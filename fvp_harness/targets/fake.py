@@ -1,26 +1,7 @@
 """``FakeTarget``: an in-memory ``Target`` for unit tests of code that drives targets (deploy,
 execute, a user's own scripts), so logic can be tested in milliseconds without booting anything.
 
-It keeps a dict file system and answers the guest contract the harness uses (``docs/targets.md``):
-``;``, ``&&``, ``||``, ``>``/``>>`` redirection, ``cd``, ``mkdir -p``, ``rm -rf``, ``ls``, ``cat``,
-``chmod``, ``printf``, ``echo``, ``base64 -d``, ``sha256sum``, ``export``, ``true``/``false``,
-``NAME=value`` prefixes, ``$?`` (a whole word) and ``*`` globs of names in the working folder (a
-glob that matches nothing stays as written, as in sh). Anything else is a *program*: a handler
-registered with ``FakeTarget.program`` (matched on the command's first word, a glob) that returns
-what the program printed, its exit status, or a whole ``CommandResult``, and may raise (an
-``InfrastructureError`` to play a lost console, ``KeyboardInterrupt`` to play Ctrl-C). An unknown
-program exits 127 like a shell.
-
-What it is not: a shell. Quoting follows ``shlex`` (what the harness's ``shlex.quote`` produces, so
-a quoted ``'*'`` is globbed too), and there are no pipes or other variables. Tests of a real guest
-shell use the simulator; this is for the logic around it.
-
-    fake = FakeTarget()
-    fake.program("/guest/runner", lambda call: "Iteration 1 of 1: 2.5 ms")
-    with fake:
-        Deployer(fake).deploy(Path("model.pte"))
-        assert fake.run("/guest/runner --model_path=m").output == "Iteration 1 of 1: 2.5 ms"
-"""
+Why it is shaped so: docs/architecture.md, "Inside `targets/`"."""
 
 from __future__ import annotations
 

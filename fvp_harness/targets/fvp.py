@@ -1,30 +1,7 @@
 """The model process: argv, launch in its own process group, port banner, early-exit diagnosis,
 stepwise stop.
 
-The same code drives the embedded simulator and a real ``FVP_Corstone-1000-A320``: only the program
-at the front of argv differs (``[python, -m, fvp_harness.sim]`` for ``binary: sim``). What users of
-meta-arm, LAVA and Shrinkwrap were bitten by, and what this module does instead:
-
-- options as a dict cannot repeat (``--data`` twice): argv is built as a list; scenario ``args`` are
-  appended as-is;
-- a fixed forwarded port 2222 collides when two models run: each instance gets a free host port for
-  each SSH forward (meta-arm forwards 2222=22 on both network devices; here each device's forward
-  gets a port of its own);
-- an anchored banner regex broke when newer models prefixed the terminal name: the profile regex is
-  *searched*;
-- signalling only the model's PID leaves its children: the model runs in its own session/process
-  group (pexpect forks through a pty, whose child calls ``setsid``), and the stop escalates SIGINT
-  -> SIGTERM -> SIGKILL to the whole group, always from ``finally``, plus ``atexit`` and
-  SIGTERM/SIGHUP handlers for the harness's own death;
-- a SIGKILLed harness runs no handler at all, and a real model (unlike the simulator, which watches
-  its parent) would live on holding its ports: on Linux every process the harness starts here (the
-  model, its ``--version`` and ``--list-params`` queries) gets SIGKILL when the harness dies
-  (``PR_SET_PDEATHSIG``, see ``dies_with_harness``).
-
-The model's stdout (a pty) is drained by a thread for the whole life of the process: a full pty
-would stall it, and the lines are wanted for the port banner, the early-exit message and the
-``--stat`` block.
-"""
+Why it is shaped so: docs/architecture.md, "Inside `targets/`"."""
 
 from __future__ import annotations
 

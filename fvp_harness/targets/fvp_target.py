@@ -1,19 +1,7 @@
 """``FvpTarget``: one booted, logged-in model instance (simulated or real) behind the ``Target``
 protocol.
 
-    with FvpTarget(scenario.fvp, profile, log_dir="results/smoke/logs/s0") as target:
-        print(target.run("uname -a").output)
-        target.put(Path("build/runner"), "/tmp/runner")
-
-It takes the scenario's ``fvp:`` section (any ``FvpSettings``) and a platform ``Profile``; loading a
-scenario is the caller's job (``run.instances.open_target`` accepts a scenario file and picks this
-class or ``HostTarget``).
-
-The boot is a sequence of named phases under deadlines (``launch -> ports -> boot -> login ->
-ready``); each phase raises its own infrastructure error class with the log that shows it. ``close``
-always runs (context manager exit, ``finally`` in ``open``, atexit and fatal-signal handlers in
-``fvp``), so an exception, a Ctrl-C or a failed boot leaves no model behind.
-"""
+Why it is shaped so: docs/architecture.md, "Inside `targets/`"."""
 
 from __future__ import annotations
 

@@ -1,24 +1,6 @@
 """This machine as a target, for runs that need no model (VGF host runs).
 
-Commands run under ``/bin/sh`` (the Target contract hands over one shell command line, already
-quoted) in a private temporary working folder, each a ``children.ProcessTree`` (under a supervisor
-that ends it whole when the harness dies; every descendant found and ended at the timeout, on a
-second Ctrl-C and when the command is done). Output streams to ``host.log`` and is kept in memory
-only up to ``max_output`` bytes (``run.max_output``), so a runner printing without end costs neither
-memory nor the harness. Relative "guest" paths are relative to that folder; deploy puts artifacts
-under ``guest_dir`` (``<workdir>/artifacts``), which the deploy layer prefers over the scenario's
-guest folder, so nothing outside the working folder is written.
-
-The command line reaches the shell through the environment, never a file or an argument: it holds
-the scenario's environment values (``NAME='value' runner ...``), secrets included, and every
-process's argv is world-readable (``ps``, ``/proc/PID/cmdline``) while a file stays on disk after a
-SIGKILL. ``/bin/sh -c`` reads it from ``COMMAND_ENV``, unsets it (the runner does not inherit it)
-and runs it with ``eval``; the runner then has the values in its environment, which only the same
-user and root can read (``/proc/PID/environ``); ``docs/scenarios.md`` says so.
-
-The working folder records its owner (``leftovers.write_owner``); opening a target removes the
-working folders of harness processes that died without removing theirs (``leftovers.collect``).
-"""
+Why it is shaped so: docs/architecture.md, "Inside `targets/`"."""
 
 from __future__ import annotations
 

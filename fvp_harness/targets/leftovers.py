@@ -1,16 +1,6 @@
 """Who owns a temporary folder, and removing the folders whose owner is dead.
 
-Why: a SIGKILLed harness (or simulator) runs no clean-up, so its temporary folders
-(``fvp-harness-host-*``, the simulator's guest roots ``fvp-sim-*``, a build's staging folder
-``.NAME.building-*``) stayed for good. Each such folder now holds ``OWNER_FILE``: the owning
-process's pid, its start time (``/proc/<pid>/stat`` field 22, so a pid reused by another process is
-not taken for the owner) and the boot it ran in. The next run removes the folders of that kind whose
-owner is dead (``collect``) and says how much it removed (a warning line); a folder whose owner
-lives, or that holds no owner record of ours (it cannot be proved ours), is never touched.
-
-The simulator (``sim/``, a program that imports nothing of the harness) writes the same three fields
-in the same file name (``sim/guest/fs.py``); this module only reads them.
-"""
+Why it is shaped so: docs/architecture.md, "Inside `targets/`"."""
 
 from __future__ import annotations
 

@@ -1,16 +1,7 @@
 """QEMU as a platform (profiles of ``kind: qemu``): its command line, launched natively by
 ``FvpProcess``.
 
-Why no shim that pretends to be an FVP: QEMU already has everything the session needs, in its own
-words. The profile's ``args`` are QEMU's command line; the console is a ``-chardev
-socket,...,port=0,server=on,wait=on``: QEMU picks a free port itself and prints ``QEMU waiting for
-connection on: disconnected:tcp:127.0.0.1:NNNNN,server=on`` (a port banner with no race, read by the
-profile's one-group ``port_banner``), and ``wait=on`` holds the CPU until the harness connects, as
-an FVP terminal does. The ssh forward is ``-netdev user,hostfwd=tcp:127.0.0.1:{ssh_port}-:22`` with
-a free port per instance. Everything after the launch (process group, pty drain, stepwise stop,
-death with the harness, terminals, login, transfers) is the FVP path unchanged: ``FvpProcess`` and
-``FvpTarget``.
-"""
+Why it is shaped so: docs/architecture.md, "Inside `targets/`"."""
 
 from __future__ import annotations
 

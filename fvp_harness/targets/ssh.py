@@ -1,19 +1,7 @@
 """SSH to the guest through the instance's forwarded port: exec, and file transfer by SFTP or
 ``cat``.
 
-asyncssh runs on a private event loop in a daemon thread, so the rest of the harness stays
-synchronous and no event loop of the caller's (a notebook, Dask) is touched.
-
-Host keys: ``known_hosts=None`` (no verification). The guest is a throwaway model started a moment
-ago by this process on 127.0.0.1, behind a port that was free a moment ago; its host key is
-generated at first boot (a new one every boot), so there is nothing to pin, and recording it would
-only fill ``~/.ssh/known_hosts`` with entries that break the next run. The user's own keys and agent
-are not offered either (``client_keys=None``, ``agent_path=None``): the guest logs root in without a
-password, and nothing of the user's should travel to a model.
-
-Dropbear ships without SFTP unless ``sftp-server`` is installed, so ``put``/``get`` fall back to
-``cat > file`` / ``cat file`` over an exec channel when the SFTP subsystem is refused.
-"""
+Why it is shaped so: docs/architecture.md, "Inside `targets/`"."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
 """The harness's side of ``targets/supervisor.py``: the argv that starts a command under a
 supervisor, and the one way to end a supervised tree at once.
 
-Why a supervisor process and not only ``PR_SET_PDEATHSIG`` on the command: the parent-death signal
-reaches only the process it is set on; what a build or a runner forked (a subshell, ``make``, a
-``setsid`` daemon) lived on after a SIGKILL of the harness and kept writing. The supervisor is a
-child subreaper that outlives the harness just long enough to end everything it holds
-(docs/architecture.md, "Processes").
-"""
+Why it is shaped so: docs/architecture.md, "Inside `targets/`"."""
 
 from __future__ import annotations
 

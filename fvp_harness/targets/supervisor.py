@@ -1,30 +1,7 @@
 """The supervisor: a small program between the harness and every process tree it starts, so that
 nothing the tree holds outlives the harness, whatever kills it (SIGKILL included).
 
-Run as ``python -I -S supervisor.py PARENT GRACE -- ARGV...`` (``targets.supervise.supervised``
-builds that argv). It imports only the standard library (no site, no harness: ~13 ms to start and
-wait for ``/bin/true``) and:
-
-- becomes a child subreaper (``PR_SET_CHILD_SUBREAPER``): a descendant whose parent dies is
-  re-parented to it, so a ``setsid sleep 1000 &`` grandchild stays its descendant, found by a
-  parent-pid walk of ``/proc``;
-- asks for ``SIGUSR1`` when its parent (the harness) dies (``PR_SET_PDEATHSIG``; a SIGKILL would end
-  the supervisor before it ended what it holds) and checks that the parent is still ``PARENT`` (it
-  may have died before the setting took effect); the signal also comes when the harness *thread*
-  that started it ends, so it acts only when ``getppid()`` changed;
-- starts ``ARGV`` (``posix_spawnp``, default signal dispositions) in its own process group and
-  session, so signals the harness sends to the group (a model's polite SIGINT, SIGTERM) reach the
-  command; the supervisor itself ignores SIGINT, SIGTERM, SIGHUP and SIGQUIT and ends only by:
-  * the command's exit: what the command left running gets SIGTERM, ``GRACE`` seconds, then SIGKILL;
-  * ``SIGUSR2`` (the harness ends the tree, ``supervise.stop``) or its parent's death: SIGKILL to
-    every descendant at once;
-- exits as the command did (the same status, or killed by the same signal, without a core file), so
-  whoever waits for it (``subprocess``, pexpect) sees the command's own ending. A command that
-  cannot start exits 127.
-
-It exits only once no descendant is left: while it lives, something it started may still write; once
-it is gone, nothing is.
-"""
+Why it is shaped so: docs/architecture.md, "Inside `targets/`"."""
 
 import os
 import sys

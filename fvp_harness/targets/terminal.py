@@ -1,22 +1,7 @@
 """One socket terminal of the model: connect, telnet or raw, drained continuously, logged, matched
 through pexpect.
 
-Why a drain thread per terminal: a model whose terminal output nobody reads can stall (its socket
-buffer fills), and a panic on the Secure Enclave terminal must be seen while the harness waits on
-the Linux console. So every announced terminal is read all the time by its own thread, which
-
-- answers telnet negotiation (``mode: telnet``) or passes bytes through (``mode: raw``),
-- decodes UTF-8 with replacement and strips ANSI codes and CRs (``text.TextCleaner``),
-- writes ``<log_dir>/<terminal>.log`` with a host timestamp on every line (what was sent is logged
-  too, marked ``>``),
-- keeps the last lines for failure messages, and tells line listeners (failure patterns, boot
-  stages) about every complete line,
-- and appends the clean text to a bounded in-memory buffer that ``TerminalSpawn`` (a pexpect spawn)
-  reads from.
-
-Matching therefore runs through pexpect (``expect`` with a bounded ``searchwindowsize``, TIMEOUT and
-EOF), but on text that is already clean, and no unread terminal can ever block the model.
-"""
+Why it is shaped so: docs/architecture.md, "Inside `targets/`"."""
 
 from __future__ import annotations
 

@@ -1,24 +1,6 @@
 """Moving files into a booted guest and proving they arrived intact: the console and ssh transports.
 
-``upload_console`` is the universal path (no network, no ssh in the image): the file is
-base64-encoded and typed into the shell as ``printf %s <chunk> >> <tmp>.b64`` lines, sized well
-under the tty's 4 KiB canonical line limit and pipelined with a bounded window of unacknowledged
-input when the target ``StreamsCommands``; then ``base64 -d`` and ``sha256sum`` in the guest,
-compared with the host's hash. ``upload_ssh`` copies through the forwarded port (``CopiesOverSsh``)
-and checks the same way. Every guest command is built with ``shlex.quote`` and uses only the guest
-contract (``mkdir -p``, ``rm -rf``, ``printf``, ``base64 -d``, ``sha256sum``, ``;``, ``&&``, ``>``,
-``>>``), so a busybox guest is enough.
-
-Why compression: the console is the slow path (every byte is typed, echoed and parsed by the guest
-shell), and runners and models compress well. When the guest answers a one-line probe (``base64 -d |
-gunzip -c``; busybox has both applets) a file that shrinks by at least a tenth is sent
-gzip-compressed and decoded with ``base64 -d | gunzip -c``; the sha256 check is on the decompressed
-file, so integrity is proven exactly as without compression. Lines are as long as the tty's
-canonical line allows (``LINE_BUDGET``, path included), to pay the per-line cost less often.
-
-Which artifact goes where, and when to skip one already there, is the run layer's business
-(``run.deploy``); this module only moves bytes and checks them.
-"""
+Why it is shaped so: docs/architecture.md, "Inside `targets/`"."""
 
 from __future__ import annotations
 

@@ -30,8 +30,8 @@ from fvp_harness.batch.stale import _why
 from fvp_harness.cli.main import main
 from fvp_harness.errors import ConfigurationError, ConsoleLost, Interrupted
 from fvp_harness.run.lanes import JobSpec, LaneControl, LaneResult, LaneSpec, LocalExecutor
-from fvp_harness.run.pipeline import rebuild_report
 from fvp_harness.run.plan import KEY_PART_PREFIX, Unit
+from fvp_harness.run.reporting import rebuild_report
 from fvp_harness.scenario.model import Run
 from fvp_harness.store.folder import REPORT_INPUTS_FILE
 from fvp_harness.targets.base import CommandResult

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from fvp_harness.errors import ConfigurationError
-from fvp_harness.run.pipeline import RunOptions, RunOutcome, rebuild_report, run_scenario
+from fvp_harness.run.pipeline import RunOptions, RunOutcome, run_scenario
 from fvp_harness.run.plan import build_plan, drift_check_units
+from fvp_harness.run.reporting import rebuild_report
 from fvp_harness.scenario import load_scenario
 from fvp_harness.targets.base import CommandResult
 from tests.fakes import FakeFleet, runner_output

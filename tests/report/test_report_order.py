@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from fvp_harness.run.pipeline import rebuild_report
+from fvp_harness.run.reporting import rebuild_report
 from tests.report.stored_runs import write_run
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from fvp_harness.errors import ConfigurationError
-from fvp_harness.run.pipeline import RunOptions, rebuild_report, run_scenario
+from fvp_harness.run.pipeline import RunOptions, run_scenario
+from fvp_harness.run.reporting import rebuild_report
 from fvp_harness.scenario import load_scenario
 from fvp_harness.store.folder import ResultStore
 from fvp_harness.targets.base import CommandResult

@@ -26,8 +26,9 @@ from fvp_harness.cli.progress import ProgressView
 from fvp_harness.errors import ConfigurationError, ConsoleLost, Interrupted, UnitFailure
 from fvp_harness.events import Event
 from fvp_harness.run.artifacts import NOT_OURS, build_artifacts, pending_builds, stale_reason
-from fvp_harness.run.pipeline import RunOptions, RunOutcome, rebuild_report, run_scenario
+from fvp_harness.run.pipeline import RunOptions, RunOutcome, run_scenario
 from fvp_harness.run.plan import build_plan
+from fvp_harness.run.reporting import rebuild_report
 from fvp_harness.run.unit_command import render_unit_command
 from fvp_harness.scenario import load_scenario
 from fvp_harness.store.folder import ResultStore

@@ -1,4 +1,4 @@
-"""The kind of a target (``run.kinds.kind_of``): chosen once from the abilities it declares, and
+"""The kind of a target (``run.unit.kind_of``): chosen once from the abilities it declares, and
 what deploy and a unit then ask of it instead of the target's class; ``errors.storing``, the one
 rewrap of a storage failure."""
 
@@ -12,8 +12,8 @@ import pytest
 from fvp_harness.errors import StorageError, storing
 from fvp_harness.run.deploy import Deployer
 from fvp_harness.run.guest_unit import GuestCommands, HostProcess
-from fvp_harness.run.kinds import kind_of
 from fvp_harness.run.launch_unit import ModelLaunch
+from fvp_harness.run.unit import kind_of
 from fvp_harness.targets.baremetal import BaremetalLaunch, LaunchResult
 from fvp_harness.targets.fake import FakeTarget
 from fvp_harness.targets.host import HostTarget

@@ -20,7 +20,6 @@ import json
 import os
 import posixpath
 import shutil
-import stat
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -161,8 +160,3 @@ class GuestFS:
     def mode(self, path: str, cwd: str = "/") -> int:
         """The file's st_mode (raises FileNotFoundError)."""
         return os.stat(self.host_path(path, cwd)).st_mode
-
-    def is_executable(self, path: str, cwd: str = "/") -> bool:
-        """True if any execute bit is set on a regular file."""
-        mode = self.mode(path, cwd)
-        return stat.S_ISREG(mode) and bool(mode & 0o111)

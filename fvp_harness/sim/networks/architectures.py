@@ -176,13 +176,6 @@ class Architecture:
     def macs(self) -> int:
         return sum(layer.macs for layer in self.layers)
 
-    def tensor_shapes(self) -> dict[str, Shape]:
-        """Every tensor (input and each layer output) with its shape."""
-        shapes: dict[str, Shape] = {self.input_name: self.input_shape}
-        for layer in self.layers:
-            shapes[layer.output] = layer.out_shape
-        return shapes
-
 
 @dataclass
 class _Builder:
