@@ -353,11 +353,12 @@ def _build(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: Ma
 
 def _execute(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: MakeOptions,
              versions: Versions,
-             executor: Executor, capacity: int, listener: Listener, result: MakeResult, stop: threading.Event) -> bool:
-    """Write the manifests, run the lanes, store what comes back, finish the manifests. Returns True when a
-    ``stop`` request left units unrun (the batch then counts as interrupted)."""
-    # late: the lanes and the manifest (execute, every target) and the stored-baseline check (the analysis: pandas,
-    # scipy) load only when units run; the up-to-date check never needs them
+             executor: Executor, capacity: int, listener: Listener, result: MakeResult,
+             stop: threading.Event) -> bool:
+    """Write the manifests, run the lanes, store what comes back, finish the manifests. Returns True
+    when a ``stop`` request left units unrun (the batch then counts as interrupted)."""
+    # late: the lanes and the manifest (execute, every target) and the stored-baseline check (the
+    # analysis: pandas, scipy) load only when units run; the up-to-date check never needs them
     from fvp_harness.run.lanes import LaneControl
     from fvp_harness.run.manifest import BatchInfo, RunSettings
     from fvp_harness.run.sequence import keep_one_key_set, start_manifest

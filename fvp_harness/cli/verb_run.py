@@ -350,8 +350,9 @@ def _run_verb(args: argparse.Namespace) -> int:
 
 
 def _output_closed(folder: Path) -> OutputClosed:
-    """The run stopped because its output's reader went away (``| head -2``): the manifest says ``interrupted``;
-    the report of what was measured is written (``report DIR``'s work), so the folder is never left without one."""
+    """The run stopped because its output's reader went away (``| head -2``): the manifest says
+    ``interrupted``; the report of what was measured is written (``report DIR``'s work), so the
+    folder is never left without one."""
     from fvp_harness.run.reporting import rebuild_report  # late: loaded already by the run
 
     try:
@@ -365,8 +366,10 @@ def _output_closed(folder: Path) -> OutputClosed:
 
 
 def _report_verb(args: argparse.Namespace) -> int:
-    folder = _report_folder(args.results)  # first: "not run yet" is told in 0.3 s, not after 3 s of imports
-    # late: pandas, scipy and matplotlib load only when this verb runs, not for --help or other verbs
+    # first: "not run yet" is told in 0.3 s, not after 3 s of imports
+    folder = _report_folder(args.results)
+    # late: pandas, scipy and matplotlib load only when this verb runs, not for --help or other
+    # verbs
     from fvp_harness.run.reporting import rebuild_report
 
     outcome = rebuild_report(folder)

@@ -213,9 +213,12 @@ def run_scenario(
     code = exit_code_for(report.failed_units, report.infrastructure_failures,
                          report.expectations_violated, bool(aborted))
     return RunOutcome(
-        results_dir=store.root, analysis=report.analysis, files=report.files, failed_units=report.failed_units,
-        infrastructure_failures=report.infrastructure_failures, expectations_violated=report.expectations_violated,
-        exit_code=code, vgf=report.vgf, plan=plan, units_run=len({r.unit_id for o in outcomes for r in o.records}),
+        results_dir=store.root, analysis=report.analysis, files=report.files,
+        failed_units=report.failed_units,
+        infrastructure_failures=report.infrastructure_failures,
+        expectations_violated=report.expectations_violated,
+        exit_code=code, vgf=report.vgf, plan=plan,
+        units_run=len({r.unit_id for o in outcomes for r in o.records}),
         units_skipped=len(units) - len(todo), units_spared=len(stored_manifest.plan.spared),
         sessions=outcomes, aborted=aborted, builds=builds,
         wall_seconds=time.monotonic() - began, phase_seconds=phases,
