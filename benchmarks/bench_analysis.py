@@ -129,9 +129,17 @@ def report_figures(folder: Path, calls: int) -> None:
     until = scenario.run.until
     if until is not None:
         models = list(dict.fromkeys(r.model for r in records))
-        replay = median_ms(lambda: adaptive.replay(records, scenario.compare, until, models=models,
-                                                   builds=list(scenario.builds),
-                                                   metrics=scenario.metrics), calls)
+        replay = median_ms(
+            lambda: adaptive.replay(
+                records,
+                scenario.compare,
+                until,
+                models=models,
+                builds=list(scenario.builds),
+                metrics=scenario.metrics,
+            ),
+            calls,
+        )
         line += f" (run.until replay {replay:6.1f} ms"
     else:
         line += " ("

@@ -188,8 +188,11 @@ def _lane_seconds(base: Path, result: MakeResult, *, by_group: bool) -> list[flo
     work: dict[tuple[str, ...], float] = {}
     for node in result.nodes:
         for record in ResultStore(base / node.stem, create=False).records():
-            key = (node.stem, str(record.repetition), record.model) if by_group else (node.stem,
-                                                                                      record.instance)
+            key = (
+                (node.stem, str(record.repetition), record.model)
+                if by_group
+                else (node.stem, record.instance)
+            )
             work[key] = work.get(key, 0.0) + record.duration_s
     return sorted(work.values(), reverse=True)
 

@@ -74,8 +74,9 @@ def main(argv: list[str] | None = None) -> None:
     profile_path = builtin_profile_path(DEFAULT_PROFILE)
     assert profile_path is not None
     cases: dict[str, Callable[[], object]] = {
-        f"load_scenario {args.scenario.name}": lambda: load_scenario(args.scenario,
-                                                                     check_files=False),
+        f"load_scenario {args.scenario.name}": lambda: load_scenario(
+            args.scenario, check_files=False
+        ),
         f"load_profile {DEFAULT_PROFILE}": lambda: load_profile(DEFAULT_PROFILE),
         f"compose_file {profile_path.name}": lambda: compose_file(profile_path),
         f"compose_file {args.scenario.name}": lambda: compose_file(args.scenario),

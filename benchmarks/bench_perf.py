@@ -322,9 +322,12 @@ def early_boot(scenario: Path, work: Path, sizes: Sizes) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--skip", action="append", default=[],
-                        choices=["overhead", "deploy", "sampling", "batch",
-                                                                        "boot", "steal", "early"])
+    parser.add_argument(
+        "--skip",
+        action="append",
+        default=[],
+        choices=["overhead", "deploy", "sampling", "batch", "boot", "steal", "early"],
+    )
     parser.add_argument("--mib", type=float, default=None, help="deploy figure's size (default 4)")
     parser.add_argument("--full-fresh", action="store_true",
                         help="boot per unit for all 24 units (12 minutes)")

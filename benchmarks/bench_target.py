@@ -91,8 +91,9 @@ def main(argv: list[str] | None = None) -> int:
                 results = {}
                 for kind, blob in blobs.items():
                     for method in ("console", "ssh"):
-                        deployed = Deployer(target, method=method).deploy(blob,
-                                                                          name=f"{method}-{kind}.bin")
+                        deployed = Deployer(target, method=method).deploy(
+                            blob, name=f"{method}-{kind}.bin"
+                        )
                         results[(kind, method)] = deployed
         size_mb = size / 1e6
         print(f"\ndeploy of {args.mib:g} MiB ({size_mb:.2f} MB), sha256 checked in the guest:")

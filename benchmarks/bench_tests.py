@@ -63,9 +63,11 @@ def timed_pytest(args: Sequence[str]) -> Timing:
     done = subprocess.run([sys.executable, "-m", "pytest", *args], cwd=REPO, capture_output=True,
                           text=True, timeout=TIMEOUT_S, check=False)
     wall, cpu = time.monotonic() - started, _children_cpu() - cpu_before
-    lines = [line.strip("= ")
-             for line in done.stdout.splitlines() if re.search(r"\d+ (passed|failed|tests? coll)",
-                                                                              line)]
+    lines = [
+        line.strip("= ")
+        for line in done.stdout.splitlines()
+        if re.search(r"\d+ (passed|failed|tests? coll)", line)
+    ]
     return Timing(wall, cpu, lines[-1] if lines else f"exit {done.returncode}")
 
 

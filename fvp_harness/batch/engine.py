@@ -332,11 +332,16 @@ def _build(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: Ma
         if stop is not None and stop.is_set():
             return False
         try:
-            node.built, _states = build_artifacts(node.loaded, log_path_for=log_for, jobs=capacity,
-                                                  timeout=BUILD_TIMEOUT_S * options.timeout_scale,
-                                                  on_built=built,
-                                                  force=options.always, already_built=forced,
-                                                  stop=stop)
+            node.built, _states = build_artifacts(
+                node.loaded,
+                log_path_for=log_for,
+                jobs=capacity,
+                timeout=BUILD_TIMEOUT_S * options.timeout_scale,
+                on_built=built,
+                force=options.always,
+                already_built=forced,
+                stop=stop,
+            )
             forced.update(done.step.path for done in node.built)
         except Interrupted:
             return False  # the caller sees ``stop`` set

@@ -51,9 +51,10 @@ def append_step_summary(markdown: str, environ: Mapping[str, str] | None = None)
     if len(data) > SUMMARY_LIMIT:
         note = ("\n\n*(cut: the report is longer than a GitHub step summary may be; see the "
                 "uploaded report)*\n")
-        data = (data[: SUMMARY_LIMIT - len(note.encode())].decode("utf-8",
-                                                                 errors="ignore").encode()
-                + note.encode())
+        data = (
+            data[: SUMMARY_LIMIT - len(note.encode())].decode("utf-8", errors="ignore").encode()
+            + note.encode()
+        )
     path = Path(target)
     with open(path, "ab") as handle:
         handle.write(data if data.endswith(b"\n") else data + b"\n")

@@ -216,8 +216,9 @@ class ProgressView:
                            f"instance(s){skipped}")
             self._start_bar(bool(self._rounds))
             if self._progress is not None:
-                self._task = self._progress.add_task(self._description(), total=self._total,
-                                                     state="", left=self._left())
+                self._task = self._progress.add_task(
+                    self._description(), total=self._total, state="", left=self._left()
+                )
         elif kind == "boot":
             if event.detail == "reused":
                 self._state(f"{event.session}: reusing the booted instance")

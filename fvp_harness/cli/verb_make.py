@@ -283,6 +283,7 @@ def _print_not_run(stem: str, not_run: dict[str, tuple[str, str]]) -> None:
     for unit, (_cause, why) in not_run.items():
         by_why.setdefault(why, []).append(unit)
     for why, units in by_why.items():
-        shown = ", ".join(units[:NOT_RUN_SHOWN]) + (f" and {len(units) - NOT_RUN_SHOWN} more"
-                                                     if len(units) > NOT_RUN_SHOWN else "")
+        shown = ", ".join(units[:NOT_RUN_SHOWN]) + (
+            f" and {len(units) - NOT_RUN_SHOWN} more" if len(units) > NOT_RUN_SHOWN else ""
+        )
         print(f"{stem}: {len(units)} unit(s) not run ({why}): {shown}", file=sys.stderr)

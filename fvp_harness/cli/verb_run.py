@@ -194,8 +194,10 @@ def format_summary(result: AnalysisResult, shown_failures: Collection[str] = ())
                 same = "same" if npu.identical else "DIFFER" if npu.identical is False else "?"
                 cycles = "-" if npu.baseline_median is None else f"{npu.baseline_median:,.0f}"
                 npu_text = f"{cycles} ({same})"
-            base, cand = fmt.number(m.baseline_median, missing="-"), fmt.number(m.candidate_median,
-                                                                                missing="-")
+            base, cand = (
+                fmt.number(m.baseline_median, missing="-"),
+                fmt.number(m.candidate_median, missing="-"),
+            )
             lines.append(f"  {m.model:<22} {base:>10} {cand:>10} {saved:>13} {ci:>21}  "
                          f"{m.verdict:<13} {outputs:<8} {npu_text}")
         gm = comparison.geomean
@@ -469,8 +471,9 @@ def _prune_verb(args: argparse.Namespace) -> int:
             days=args.older_than)
         for run in earlier:
             try:
-                started = datetime.datetime.fromisoformat((run.started or "").replace("Z",
-                                                                                      "+00:00"))
+                started = datetime.datetime.fromisoformat(
+                    (run.started or "").replace("Z", "+00:00")
+                )
             except ValueError:
                 continue  # a run whose start is unknown is never deleted by age
             if started.tzinfo is not None and started < limit:

@@ -115,8 +115,9 @@ def _arch(name: str) -> str:
     """``host`` is this machine's architecture (a host-target scenario works on either)."""
     if name != "host":
         return name
-    machine = {"amd64": "x86_64", "arm64": "aarch64"}.get(platform.machine().lower(),
-                                                          platform.machine().lower())
+    machine = {"amd64": "x86_64", "arm64": "aarch64"}.get(
+        platform.machine().lower(), platform.machine().lower()
+    )
     if machine not in ARCHES:
         raise ConfigurationError(f"--arch host: no ExecuTorch SDK for this machine ({machine}); "
                                  f"choose one of {', '.join(ARCHES)}")

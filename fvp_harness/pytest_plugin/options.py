@@ -139,5 +139,6 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     if manager.hasplugin(PLUGIN) or manager.is_blocked(PLUGIN) or not asked(early_config):
         return
     manager.import_plugin(PLUGIN)
-    early_config.known_args_namespace = parser.parse_known_args(args,
-                                                                namespace=copy.copy(early_config.option))
+    early_config.known_args_namespace = parser.parse_known_args(
+        args, namespace=copy.copy(early_config.option)
+    )

@@ -185,8 +185,11 @@ class SharedTarget:
         began = time.monotonic()
         stack = contextlib.ExitStack()
         try:
-            target = stack.enter_context(open_target(self.scenario, log_dir=log_dir, name=name,
-                                                     timeout_scale=self.timeout_scale))
+            target = stack.enter_context(
+                open_target(
+                    self.scenario, log_dir=log_dir, name=name, timeout_scale=self.timeout_scale
+                )
+            )
         except HarnessError as exc:
             stack.close()
             self._boot_log.add(BootRecord(name, self.scenario.stem, str(log_dir),

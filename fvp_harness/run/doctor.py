@@ -235,9 +235,17 @@ def _model_checks(scenario: Scenario, profile: Profile, *, base_dir: Path | None
         resolved = (model_program(chosen, profile) if profile.baremetal
                     else resolve_binary(chosen, profile))
     except ConfigurationError as exc:
-        checks.append(done(Check("binary", "fail", str(exc),
-                                 "install the FVP, add it to PATH, or pass --fvp PATH "
-                                                              "(--fvp sim for the simulator)")))
+        checks.append(
+            done(
+                Check(
+                    "binary",
+                    "fail",
+                    str(exc),
+                    "install the FVP, add it to PATH, or pass --fvp PATH "
+                    "(--fvp sim for the simulator)",
+                )
+            )
+        )
         program = None
     else:
         program = resolved
@@ -338,10 +346,17 @@ def _runner_checks(scenario: Scenario, located: Sequence[str],
             checks.append(done(Check(f"runner {name}", "fail",
                                      f"builds.{name}.runner: {build.runner}: {problem}", fix)))
         elif not Path(build.runner).exists():
-            checks.append(done(Check(f"runner {name}", "skip",
-                                     f"{build.runner} is not built yet (checked again "
-                                                                "after its build, before any unit "
-                                                                "runs)")))
+            checks.append(
+                done(
+                    Check(
+                        f"runner {name}",
+                        "skip",
+                        f"{build.runner} is not built yet (checked again "
+                        "after its build, before any unit "
+                        "runs)",
+                    )
+                )
+            )
         else:
             checks.append(done(Check(f"runner {name}", "ok", f"{build.runner} runs on this host")))
     checks.extend(done(Check("scenario", "fail", problem, "fix the scenario")) for problem in left)

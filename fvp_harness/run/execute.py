@@ -367,8 +367,9 @@ class SessionRunner:
     def _next_instance_name(self) -> str:
         """``s0``, then ``s0.2``, ``s0.3``, ...: the first whose log folder does not exist yet
         (``store.folder.free_instance_name``)."""
-        name, self._instance_count = free_instance_name(self.shared.store.logs_dir,
-                                                        self.session.name, self._instance_count + 1)
+        name, self._instance_count = free_instance_name(
+            self.shared.store.logs_dir, self.session.name, self._instance_count + 1
+        )
         return name
 
     def _with_log(self, exc: BaseException) -> str:

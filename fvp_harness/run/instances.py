@@ -115,8 +115,9 @@ def open_target(
     1`` is skipped), and ``kernel_line=None`` keeps kernel-looking lines in command output (needed
     to read ``dmesg`` itself).
     """
-    resolved, resolved_profile, base_dir = resolve_scenario(scenario, profile=profile,
-                                                            overrides=overrides, fvp_binary=binary)
+    resolved, resolved_profile, base_dir = resolve_scenario(
+        scenario, profile=profile, overrides=overrides, fvp_binary=binary
+    )
     target = make_target(resolved, resolved_profile, log_dir=log_dir, name=name,
                          timeout_scale=timeout_scale,
                          binary=binary, base_dir=base_dir, quiet_kernel=quiet_kernel,

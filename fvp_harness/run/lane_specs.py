@@ -251,9 +251,13 @@ def withhold_secrets(spec: LaneSpec) -> LaneSpec:
         run = scenario.run.model_copy(update={"env": {
             name: WITHHELD if name in names else value
             for name, value in scenario.run.env.items()}})
-        hidden = scenario.model_copy(update={"run": run, "builds": builds,
-                                             "vars": redact_data(scenario.vars,
-                                                                 scenario.secret_values())})
+        hidden = scenario.model_copy(
+            update={
+                "run": run,
+                "builds": builds,
+                "vars": redact_data(scenario.vars, scenario.secret_values()),
+            }
+        )
         jobs.append(replace(job, scenario=hidden, withheld=tuple(withheld)))
     return replace(spec, jobs=tuple(jobs))
 

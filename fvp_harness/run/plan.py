@@ -368,17 +368,30 @@ def _unit_parts(
         # the unit's identity: an A/A test (two builds with the same bytes) must still give two keys
         "identity": _digest({"build": build, "model": model, "repetition": rep}),
         "runner": _digest(runner.key_material),
-        "build": _digest({"env": spec.env, "args": spec.args, "id": spec.id,
-                          # bare metal: the build's own launch parameters; traced: its --etdump_path
-                          # (left out when unset: keys stay)
-                          **{name: value for name, value in (("fvp_params", spec.fvp_params),
-                                                             ("data_address", spec.data_address),
-                                                             ("traced", spec.traced)) if value}}),
+        "build": _digest(
+            {
+                "env": spec.env,
+                "args": spec.args,
+                "id": spec.id,
+                # bare metal: the build's own launch parameters; traced: its --etdump_path
+                # (left out when unset: keys stay)
+                **{
+                    name: value
+                    for name, value in (
+                        ("fvp_params", spec.fvp_params),
+                        ("data_address", spec.data_address),
+                        ("traced", spec.traced),
+                    )
+                    if value
+                },
+            }
+        ),
         "model": _digest(model_state.key_material),
         "inputs": _digest([state.key_material for state in inputs]),
         # in order (the LD_LIBRARY_PATH order); left out without libraries: other keys stay
-        **({"libraries": _digest([state.key_material for state in libraries])}
-           if libraries else {}),
+        **(
+            {"libraries": _digest([state.key_material for state in libraries])} if libraries else {}
+        ),
         **shared,
     }
     unbuilt = tuple(state.name for state in (runner, model_state, *inputs, *libraries)

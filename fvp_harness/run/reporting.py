@@ -133,14 +133,16 @@ def write_report(store: ResultStore, scenario: Scenario, manifest: Manifest) -> 
         # the replay decides afresh over every selected unit: the recorded list is its copy, never
         # its input
         every = manifest.plan.model_copy(update={"spared": []}).planned(stored_keys)
-        planned, sampling, spared = until_sampling(scenario, scenario.run.until, every, records,
-                                                   stored, cache=SummaryCache(store.root))
+        planned, sampling, spared = until_sampling(
+            scenario, scenario.run.until, every, records, stored, cache=SummaryCache(store.root)
+        )
         if spared != manifest.plan.spared:
             manifest.plan.spared = spared
             manifest.write(store)
     if stored is not None:  # the baseline was measured by a stored run
-        result, context = analyse_with_stored_baseline(records, scenario, manifest.to_json(),
-                                                       planned, store.root, stored)
+        result, context = analyse_with_stored_baseline(
+            records, scenario, manifest.to_json(), planned, store.root, stored
+        )
     else:
         result = analyse(records, scenario.compare, scenario.metrics, planned=planned)
         context = ReportContext.from_manifest(manifest.to_json())

@@ -66,9 +66,11 @@ def semihosting_unit(scenario: Scenario, build: str, model: str, unit_id: str, *
     same). Raises ValueError when a value cannot be written into a command line (white space or
     quotes in a name)."""
     model_path = model_file if model_file is not None else scenario.model_file(build, model)
-    inputs = list(input_files) if input_files is not None else [item.file
-                                                                for item in scenario.models[
-                                                                    model].inputs]
+    inputs = (
+        list(input_files)
+        if input_files is not None
+        else [item.file for item in scenario.models[model].inputs]
+    )
     run = scenario.run
     if not run.semihosting:
         return SemihostingUnit(None, {})

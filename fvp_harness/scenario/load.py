@@ -809,8 +809,9 @@ def _check_platform_kind(root: LNode, scenario: Scenario, profile: Profile,
             problems.add(where, path, message)
 
     macs_param = profile.npu_macs_param
-    param_sets: list[tuple[PathTuple, Mapping[str, Any]]] = [(("fvp", "params"),
-                                                              scenario.fvp.params)]
+    param_sets: list[tuple[PathTuple, Mapping[str, Any]]] = [
+        (("fvp", "params"), scenario.fvp.params)
+    ]
     param_sets += [(("builds", name, "fvp_params"), build.fvp_params)
                    for name, build in scenario.builds.items()]
     for path, params in param_sets:

@@ -1157,9 +1157,9 @@ class Scenario(StrictModel):
     description: str = ""
     platform: str = Field("corstone1000-a320",
                           description="Built-in profile name or path to a profile YAML.")
-    target: Literal["fvp", "host"] = Field("fvp",
-                                           description="fvp: boot a model; host: run on this "
-                                                       "machine.")
+    target: Literal["fvp", "host"] = Field(
+        "fvp", description="fvp: boot a model; host: run on this machine."
+    )
     vars: dict[str, Any] = Field(default_factory=dict,
                                  description="Values for ${vars.NAME} substitution.")
     fvp: FvpConfig = Field(default_factory=FvpConfig)

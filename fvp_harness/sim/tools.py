@@ -310,8 +310,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None,
             extras = [f"build id {args.build_id}" if args.build_id else "no build-id line"]
             extras += ["CPU-time report"] if args.cpu_time_report else []
             extras += ["event tracer (--etdump_path)"] if args.event_tracer else []
-            extras += [f"{args.log_generation} log generation"] + ([f"fault {args.fault}"]
-                                                                   if args.fault else [])
+            extras += [f"{args.log_generation} log generation"] + (
+                [f"fault {args.fault}"] if args.fault else []
+            )
             extras += [args.libc] + ([f"NPU {args.npu_device}"]
                                      if args.npu_device != DEFAULT_NPU_DEVICE else [])
             extras += [] if args.ethos_u else ["without the Ethos-U delegate"]

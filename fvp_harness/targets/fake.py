@@ -203,8 +203,9 @@ class FakeTarget:
                  phase: str) -> CommandResult:
         for pattern in reversed(list(self.programs)):
             if fnmatch.fnmatchcase(words[0], pattern):
-                answer = self.programs[pattern](FakeCall(self, list(words), env, cwd, timeout,
-                                                         phase))
+                answer = self.programs[pattern](
+                    FakeCall(self, list(words), env, cwd, timeout, phase)
+                )
                 if isinstance(answer, CommandResult):
                     return answer
                 if isinstance(answer, int):

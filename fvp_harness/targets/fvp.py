@@ -589,9 +589,12 @@ class FvpProcess:
                     ports = dict(self._banner.ports)
                 if wanted <= set(ports):
                     return ports
-                raise FvpStartError(self.died_message("the model stopped before announcing its "
-                                                      "terminal ports"),
-                                    log_path=self.log_path, last_lines=self.tail(), stage="launch")
+                raise FvpStartError(
+                    self.died_message("the model stopped before announcing its terminal ports"),
+                    log_path=self.log_path,
+                    last_lines=self.tail(),
+                    stage="launch",
+                )
             if deadline.expired:
                 missing = ", ".join(sorted(wanted - set(ports)))
                 raise PortError(

@@ -210,8 +210,9 @@ class FvpTarget:
 
     def _ready_console(self) -> Console:
         if self.console is None or self.console.state != "ready" or self.closed:
-            state = "closed" if self.closed else (self.console.state if self.console
-                                                  else "not open")
+            state = (
+                "closed" if self.closed else (self.console.state if self.console else "not open")
+            )
             raise ConfigurationError(f"target {self.name} is not ready for commands (console "
                                      f"{state})")
         return self.console
@@ -241,9 +242,9 @@ class FvpTarget:
                window_bytes: int = 16384) -> int:
         """Run many short commands pipelined on the console (deploy's chunk lines); see
         Console.stream_commands."""
-        return self._ready_console().stream_commands(iter(commands),
-                                                     deadline=self._deadline(timeout, "deploy"),
-                                                     window_bytes=window_bytes)
+        return self._ready_console().stream_commands(
+            iter(commands), deadline=self._deadline(timeout, "deploy"), window_bytes=window_bytes
+        )
 
     @property
     def ssh(self) -> SshTransport:

@@ -170,9 +170,11 @@ class SshTransport:
             return self._loop.call(asyncio.wait_for(coro, deadline.remaining()),
                                    timeout=deadline.remaining() + 5)
         except (asyncio.TimeoutError, TimeoutError) as exc:
-            raise SshUnavailable(deadline.message(f"ssh {what} did not finish",
-                                                  log_path=self.log_path),
-                                 log_path=self.log_path, stage=what) from exc
+            raise SshUnavailable(
+                deadline.message(f"ssh {what} did not finish", log_path=self.log_path),
+                log_path=self.log_path,
+                stage=what,
+            ) from exc
         except (OSError, asyncssh.DisconnectError, asyncssh.ConnectionLost) as exc:
             self._conn = None
             raise ConsoleLost(f"ssh connection to {self.host}:{self.port} lost during {what}: "
@@ -189,9 +191,11 @@ class SshTransport:
             return await conn.run(command, check=False, stderr=asyncssh.STDOUT)
 
         result = self._call(go(), deadline, "exec")
-        output = result.stdout if isinstance(result.stdout,
-                                             str) else (result.stdout or b"").decode("utf-8",
-                                                                                                      "replace")
+        output = (
+            result.stdout
+            if isinstance(result.stdout, str)
+            else (result.stdout or b"").decode("utf-8", "replace")
+        )
         status = result.exit_status if result.exit_status is not None else 255
         return CommandResult(command=command, exit_status=status,
                              output=output.replace("\r\n", "\n"),
@@ -253,8 +257,9 @@ class SshTransport:
             except (asyncssh.ChannelOpenError, asyncssh.SFTPError) as exc:
                 if isinstance(exc, asyncssh.SFTPNoSuchFile):
                     raise FileNotFoundError(remote) from exc
-                self._sftp_ok = False if isinstance(exc,
-                                                    asyncssh.ChannelOpenError) else self._sftp_ok
+                self._sftp_ok = (
+                    False if isinstance(exc, asyncssh.ChannelOpenError) else self._sftp_ok
+                )
 
         async def cat_get() -> Any:
             return await conn.run(f"cat {shlex.quote(remote)}", encoding=None, check=False)

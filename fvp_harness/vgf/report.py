@@ -556,8 +556,9 @@ def render_vgf_csv(c: VgfComparison) -> str:
         for r in c.rows
     ]  # fmt: skip
     buffer = io.StringIO()
-    pd.DataFrame(rows, columns=CSV_COLUMNS).to_csv(buffer, index=False, lineterminator="\n",
-                                                   float_format="%.6g")
+    pd.DataFrame(rows, columns=CSV_COLUMNS).to_csv(
+        buffer, index=False, lineterminator="\n", float_format="%.6g"
+    )
     return buffer.getvalue()
 
 

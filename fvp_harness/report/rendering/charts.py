@@ -222,20 +222,21 @@ def _spread(index: int, count: int, width: float = 0.32) -> float:
     return ((index * 0.6180339887) % 1.0 - 0.5) * width
 
 
-def _samples_by_panel(result: AnalysisResult,
-                      metric: str) -> tuple[dict[str, dict[str, dict[str, list[float]]]],
-                                                                     str]:
+def _samples_by_panel(
+    result: AnalysisResult, metric: str
+) -> tuple[dict[str, dict[str, dict[str, list[float]]]], str]:
     """model -> build -> unit id -> values (run order), and the metric's unit, from the tidy frame
     in one pass."""
     frame = result.frame
-    rows = frame[(frame["metric"] == metric) & (frame["status"] == "ok")].sort_values("order",
-                                                                                      kind="stable")
+    rows = frame[(frame["metric"] == metric) & (frame["status"] == "ok")].sort_values(
+        "order", kind="stable"
+    )
     grouped: dict[str, dict[str, dict[str, list[float]]]] = {}
     for model, build, unit_id, value in zip(rows["model"], rows["build"], rows["unit_id"],
                                             rows["value"], strict=True):
-        grouped.setdefault(str(model), {}).setdefault(str(build), {}).setdefault(str(unit_id),
-                                                                                 []).append(
-            float(value))
+        grouped.setdefault(str(model), {}).setdefault(str(build), {}).setdefault(
+            str(unit_id), []
+        ).append(float(value))
     unit = str(rows["unit_of_measure"].iloc[0] or "") if len(rows) else ""
     return grouped, unit
 

@@ -143,9 +143,11 @@ def junit_xml(suites: Sequence[Suite]) -> str:
         }
         for kind, count in counts.items():
             totals[kind] += count
-        element = ET.SubElement(root, "testsuite", {"name": _clean(suite.name),
-                                                    **{kind: str(count)
-                                                       for kind, count in counts.items()}})
+        element = ET.SubElement(
+            root,
+            "testsuite",
+            {"name": _clean(suite.name), **{kind: str(count) for kind, count in counts.items()}},
+        )
         if suite.properties:
             properties = ET.SubElement(element, "properties")
             for name, value in suite.properties:

@@ -172,8 +172,11 @@ def summary_table(summary: pd.DataFrame) -> str:
     ]
     rows = []
     for row in summary.to_dict("records"):
-        ci = "n/a" if pd.isna(row["ci_low"]) else (f"{fmt.number(row['ci_low'])} … "
-                                                   f"{fmt.number(row['ci_high'])}")
+        ci = (
+            "n/a"
+            if pd.isna(row["ci_low"])
+            else (f"{fmt.number(row['ci_low'])} … {fmt.number(row['ci_high'])}")
+        )
         one_number = row["std"] <= 1e-12 * abs(row["median"])  # std 0 but for rounding
         if row["n"] >= 2 and row["ci_low"] == row["ci_high"] and one_number:
             ci = EXACT  # one number in every sample: no interval of zero width

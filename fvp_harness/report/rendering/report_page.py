@@ -80,10 +80,10 @@ def markdown_html(text: str, image_src: Callable[[str], str | None] | None = Non
     links: list[str] = []
     for token in tokens:
         for child in token.children or ():
-            attribute, seen, mapping = {"image": ("src", images, image_src),
-                                        "link_open": ("href", links, link_href)}.get(child.type,
-                                                                                     (None, [],
-                                                                                      None))
+            attribute, seen, mapping = {
+                "image": ("src", images, image_src),
+                "link_open": ("href", links, link_href),
+            }.get(child.type, (None, [], None))
             if attribute is None:
                 continue
             value = str(child.attrGet(attribute) or "")

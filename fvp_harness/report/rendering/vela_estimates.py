@@ -238,10 +238,14 @@ def vela_rows(result: AnalysisResult, inputs: VelaInputs) -> list[VelaRow]:
     """Every model with a spec x every build that ran it or has an estimate of its own; builds in
     the order they first ran (the scenario's order, as the rest of the report)."""
     measured = _measured(result)
-    ran = set(measured) | ({(str(m), str(b))
-                            for m, b in zip(result.summary["model"], result.summary["build"],
-                                                             strict=True)} if len(result.summary)
-                           else set())
+    ran = set(measured) | (
+        {
+            (str(m), str(b))
+            for m, b in zip(result.summary["model"], result.summary["build"], strict=True)
+        }
+        if len(result.summary)
+        else set()
+    )
     order = [str(b) for b in dict.fromkeys(result.summary["build"])] if len(result.summary) else []
     rows = []
     for model, spec in inputs.specs.items():

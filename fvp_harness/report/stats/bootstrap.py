@@ -65,8 +65,9 @@ def bootstrap_medians(groups: Sequence[np.ndarray], resamples: int,
                 picked = flat[idx[low:high]]
             else:
                 within = (draw[low:high] * sizes[chosen[low:high]][..., None]).astype(np.int64)
-                picked = flat[(offsets[chosen[low:high]][..., None] + within).reshape(high - low,
-                                                                                      k * m)]
+                picked = flat[
+                    (offsets[chosen[low:high]][..., None] + within).reshape(high - low, k * m)
+                ]
             out[start + low : start + high] = (_row_medians(picked) if exact
                                                else np.median(picked, axis=1))
     return out

@@ -102,8 +102,9 @@ def compare_samples(samples: Samples, spec: CompareLike, metrics: Sequence[objec
                              for build in builds}
             check = identity_check(model, name, per_build)
             if name != "outputs" and samples.partitions and check.status != "unverified":
-                by_partition = compare_partitions({build: samples.calls_of(model, build, name)
-                                                   for build in builds})
+                by_partition = compare_partitions(
+                    {build: samples.calls_of(model, build, name) for build in builds}
+                )
                 # a partly delegated model: judged call by call, naming the partition
                 if by_partition is not None:
                     check = dataclasses.replace(check, status=by_partition[0],

@@ -67,8 +67,11 @@ def load_traces(root: Path, records: Sequence[Record], planned: Mapping[str, str
             continue
         # a traced Linux runner's ticks are nanoseconds; a bare-metal runner's are CPU cycles
         unit = "ns" if record.extra.get("etdump_sha256") else "cycles"
-        build, name = (record.build, unit_id) if label is None else (f"{record.build}@{label}",
-                                                                     f"{unit_id}@{label}")
+        build, name = (
+            (record.build, unit_id)
+            if label is None
+            else (f"{record.build}@{label}", f"{unit_id}@{label}")
+        )
         traces.append(Trace(name, build, record.model, unit, decoded))
     return traces, warnings
 
@@ -239,8 +242,10 @@ def _compare_model(model: str, baseline: str, candidate: str, base: _Collected, 
                         else replace(row, candidate_median=median, candidate_ci=ci))
             continue
         labels = (model, name, str(occurrence))
-        bd, cd = _draws(b_groups, settings, *labels, baseline), _draws(c_groups, settings, *labels,
-                                                                       candidate)
+        bd, cd = (
+            _draws(b_groups, settings, *labels, baseline),
+            _draws(c_groups, settings, *labels, candidate),
+        )
         bmed, cmed = _median(b_groups), _median(c_groups)
         assert bmed is not None and cmed is not None
         b_own, c_own = _median(base.own[key]), _median(cand.own[key])
@@ -308,6 +313,9 @@ def compare_traces(traces: Sequence[Trace], pairs: Sequence[tuple[str, str]], se
             loads = _collect(base, 0, LOAD_BLOCK), _collect(cand, 0, LOAD_BLOCK)
             # what each process paid once, where the set-up may have gone
             if loads[0].order and loads[1].order:
-                comparisons.append(_compare_model(model, baseline, candidate, *loads,
-                                                  base[0].time_unit, settings, LOAD_BLOCK))
+                comparisons.append(
+                    _compare_model(
+                        model, baseline, candidate, *loads, base[0].time_unit, settings, LOAD_BLOCK
+                    )
+                )
     return EventReport(tuple(comparisons), tuple(warnings))

@@ -69,11 +69,16 @@ def frame_columns(blocks: Sequence[SampleBlock]) -> dict[str, list[object] | np.
         "attempt": repeated_ints(r.attempt for r in records),
         "status": repeated([r.status for r in records]),
         "metric": repeated([block.metric for block in blocks]),
-        "iteration": np.fromiter(itertools.chain.from_iterable(block.iterations
-                                                               for block in blocks),
-                                 dtype=np.int64, count=rows),
-        "value": np.fromiter(itertools.chain.from_iterable(block.values for block in blocks),
-                             dtype=np.float64, count=rows),
+        "iteration": np.fromiter(
+            itertools.chain.from_iterable(block.iterations for block in blocks),
+            dtype=np.int64,
+            count=rows,
+        ),
+        "value": np.fromiter(
+            itertools.chain.from_iterable(block.values for block in blocks),
+            dtype=np.float64,
+            count=rows,
+        ),
         "unit_of_measure": repeated([block.uom for block in blocks]),
         "order": np.arange(rows, dtype=np.int64),
     }

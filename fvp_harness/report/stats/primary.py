@@ -90,8 +90,10 @@ def primary_comparison(samples: Samples, model: str, builds: tuple[str, str], pr
     else:
         bdraws = bootstrap_draws(base_groups, settings, model, baseline)
         cdraws = bootstrap_draws(cand_groups, settings, model, candidate)
-        bci, cci = percentile_interval(bdraws, settings.confidence), percentile_interval(cdraws,
-                                                                                         settings.confidence)
+        bci, cci = (
+            percentile_interval(bdraws, settings.confidence),
+            percentile_interval(cdraws, settings.confidence),
+        )
         p_pooled = mann_whitney(base, cand)
         if bmed == 0:
             verdict, reason = "inconclusive", "baseline median is 0: no ratio"

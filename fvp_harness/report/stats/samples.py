@@ -111,8 +111,9 @@ class SampleBlock:
     values: list[float]
 
 
-def sample_blocks(records: Sequence[Record]) -> tuple[list[SampleBlock],
-                                                      tuple[DroppedSamples, ...]]:
+def sample_blocks(
+    records: Sequence[Record],
+) -> tuple[list[SampleBlock], tuple[DroppedSamples, ...]]:
     """The records' kept samples as blocks in execution order (records by start time, then each
     record's metrics in its order; no empty block), and the values left out.
 

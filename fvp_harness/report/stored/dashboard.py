@@ -96,8 +96,9 @@ class SiteScenario:
                 for index, point in enumerate(history.points[model]) if point.median is None}
 
 
-def _failures(runs: Sequence[LoadedRun], build: str, models: Sequence[str]) -> dict[tuple[int, str],
-                                                                                    str]:
+def _failures(
+    runs: Sequence[LoadedRun], build: str, models: Sequence[str]
+) -> dict[tuple[int, str], str]:
     """Why each run has no result for a model: its failed units (how many, the first one's class and
     message), or that it did not run the model (its status when it is not ``complete``)."""
     found: dict[tuple[int, str], str] = {}

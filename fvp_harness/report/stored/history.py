@@ -379,8 +379,9 @@ step).
     models: list[str] = []
     for run in runs:
         chosen = [r for r in select_latest(run.records) if r.build == build]
-        found, run_unit, run_npu = cached_run_points(run.run.path, chosen, metric, settings,
-                                                     _run_points, Point)
+        found, run_unit, run_npu = cached_run_points(
+            run.run.path, chosen, metric, settings, _run_points, Point
+        )
         unit, npu_metric = unit or run_unit, npu_metric or run_npu
         for model in found:
             if model not in models:
@@ -417,9 +418,14 @@ def _measured_changes(runs: Sequence[LoadedRun], models: Sequence[str], build: s
     notes: list[str] = []
     for index in range(1, len(runs)):
         before, after = runs[index - 1].manifest, runs[index].manifest
-        both = [model for model in models
-                if all(any(r.build == build and r.model == model for r in run.records)
-                                                  for run in (runs[index - 1], runs[index]))]
+        both = [
+            model
+            for model in models
+            if all(
+                any(r.build == build and r.model == model for r in run.records)
+                for run in (runs[index - 1], runs[index])
+            )
+        ]
         found = list(comparable(before, after, models=both, builds=[build], metrics=[metric],
                                 sides=("previous run", "this run")).problems)
         names = dotted_get(before, "scenario.name"), dotted_get(after, "scenario.name")

@@ -296,8 +296,10 @@ def comparable(a: Mapping[str, Any], b: Mapping[str, Any], *, models: Iterable[s
                 warnings.append(_differ(f"{name} sha256 (this build's own model file)",
                                         artifacts_a.get(name), artifacts_b.get(name)))
         for part in ("env", "args"):
-            left, right = dotted_get(a, f"builds.{build}.{part}"), dotted_get(b,
-                                                                              f"builds.{build}.{part}")
+            left, right = (
+                dotted_get(a, f"builds.{build}.{part}"),
+                dotted_get(b, f"builds.{build}.{part}"),
+            )
             if left != right:
                 warnings.append(_differ(f"build {build} {part}", left, right))
     status = dotted_get(a, "status")
@@ -411,9 +413,9 @@ def compare_runs(a: LoadedRun, b: LoadedRun, *, metrics: Sequence[str] = (),
     check.raise_if_refused(f"compare {a.run.path} {b.run.path}")
     la, lb = run_labels(a.run, b.run)
     keep_builds, keep_models = set(common_builds), set(common_models)
-    records = _relabelled(a.records, la, keep_builds, keep_models) + _relabelled(b.records, lb,
-                                                                                 keep_builds,
-                                                                                  keep_models)
+    records = _relabelled(a.records, la, keep_builds, keep_models) + _relabelled(
+        b.records, lb, keep_builds, keep_models
+    )
     planned = None
     if a.planned is not None and b.planned is not None:
         planned = {}
@@ -695,9 +697,9 @@ def _apply_drift_check(result: AnalysisResult, baseline: str, rerun: str, max_sh
                               "platform did not move", f"±{max_shift:g}%")
         top = against[0]
         patched = dataclasses.replace(top, expectations=(*top.expectations, missing))
-        return dataclasses.replace(result,
-                                   comparisons=tuple(patched if c is top else c
-                                                     for c in result.comparisons))
+        return dataclasses.replace(
+            result, comparisons=tuple(patched if c is top else c for c in result.comparisons)
+        )
     primary = against[0].primary
     drift = compare(result.frame, _DriftSpec(baseline, rerun, primary, max_shift), (),
                     settings=result.settings)

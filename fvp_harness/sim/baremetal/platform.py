@@ -170,8 +170,9 @@ class BareMetalModel(StopRequests):
                 at = seen.find(self._tag)
                 if at >= 0:
                     keep = at + len(self._tag) - len(self._recent)
-                    data = data.decode("utf-8", "surrogateescape")[:keep].encode("utf-8",
-                                                                                 "surrogateescape")
+                    data = data.decode("utf-8", "surrogateescape")[:keep].encode(
+                        "utf-8", "surrogateescape"
+                    )
                     stop = "tag"
                 self._recent = seen[-len(self._tag) :]
             target = self._uart_file if self._uart_file is not None else self.out

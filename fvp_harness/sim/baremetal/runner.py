@@ -404,9 +404,9 @@ class _Program:
         header_bytes = struct.unpack_from("<I", data, 16)[0]
         self.log("I", "delegate_data", f"data:0x{address + 64 + _align(header_bytes):x}")
         self.spend(load.method)
-        self.blocks.append(RunBlock("Default",
-                                    (ProfileEvent(method_start, self.cycles,
-                                                  name="Method::init"),)))
+        self.blocks.append(
+            RunBlock("Default", (ProfileEvent(method_start, self.cycles, name="Method::init"),))
+        )
         self.log("I", "method_loaded", "Method 'forward' loaded.")
         self.log("I", "preparing", "Preparing inputs...")
         x = self._prepare_inputs(model, inputs)
@@ -570,8 +570,9 @@ class _Program:
                      f"input_file_allocator_used: {used} / {pool} free: {pool - used} "
                      f"( used: {100 * used // pool} % ) ")  # fmt: skip
         inputs = _align(16)  # allocateList<EValue>(num_inputs)
-        used = loaded.planned + loaded.method_loaded + inputs + (DEBUG_BUFFER_BYTES if a.etdump
-                                                                 else 0)
+        used = (
+            loaded.planned + loaded.method_loaded + inputs + (DEBUG_BUFFER_BYTES if a.etdump else 0)
+        )
         pool = METHOD_POOL_BYTES
         self.log("I", "mem_method_used",
                  f"method_allocator_used:     {used} / {pool}  free: {pool - used} "

@@ -131,8 +131,9 @@ class SimulatedModel(StopRequests):
                 self._tasks.append(asyncio.create_task(self._noise(), name="noise"))
             # the runners load while the boot waits (a guest that runs one would load them in its
             # first unit)
-            self._tasks.append(asyncio.create_task(asyncio.to_thread(preload_workloads),
-                                                   name="preload"))
+            self._tasks.append(
+                asyncio.create_task(asyncio.to_thread(preload_workloads), name="preload")
+            )
             reason = await self._stop
         except OSError as exc:
             self.say(f"Error: {exc}\n")

@@ -158,8 +158,9 @@ class GuestSSHServer:
         loop = asyncio.get_running_loop()
         text = ""
         while True:
-            out((shell.prompt() if not text else shell.prompt2()).encode("utf-8",
-                                                                         "surrogateescape"))
+            out(
+                (shell.prompt() if not text else shell.prompt2()).encode("utf-8", "surrogateescape")
+            )
             try:
                 line = await process.stdin.readline()
             except asyncssh.BreakReceived:

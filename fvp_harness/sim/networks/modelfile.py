@@ -397,8 +397,9 @@ def encode_model(model: CompiledModel) -> bytes:
 
     def put(array: np.ndarray) -> dict[str, Any]:
         offset = len(payload)
-        data = np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<"),
-                                                  copy=False).tobytes()
+        data = (
+            np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
+        )
         payload.extend(data)
         payload.extend(b"\0" * (_align(len(payload)) - len(payload)))
         return {"offset": offset, "shape": list(array.shape), "dtype": str(array.dtype)}
@@ -483,8 +484,10 @@ def is_pte(head: bytes) -> bool:
     """A real ExecuTorch file: bytes 4..7 are "ET" + two digits (.pte), or the sibling BP08/FT01
     identifiers."""
     ident = head[4:8]
-    return (len(ident) == 4 and ident[:2] == b"ET" and ident[2:].isdigit()) or ident in (b"BP08",
-                                                                                         b"FT01")
+    return (len(ident) == 4 and ident[:2] == b"ET" and ident[2:].isdigit()) or ident in (
+        b"BP08",
+        b"FT01",
+    )
 
 
 def model_file_size(data: bytes) -> int | None:

@@ -283,8 +283,9 @@ def export_tflite(model: CompiledModel) -> bytes:
             QuantizationParameters.QuantizationParametersStart(builder)
             QuantizationParameters.QuantizationParametersAddScale(builder, scale)
             QuantizationParameters.QuantizationParametersAddZeroPoint(builder, zero_point)
-            QuantizationParameters.QuantizationParametersAddQuantizedDimension(builder,
-                                                                               tensor.quantized_dimension)
+            QuantizationParameters.QuantizationParametersAddQuantizedDimension(
+                builder, tensor.quantized_dimension
+            )
             quant = QuantizationParameters.QuantizationParametersEnd(builder)
         Tensor.TensorStart(builder)
         Tensor.TensorAddShape(builder, shape)

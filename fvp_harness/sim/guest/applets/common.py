@@ -123,14 +123,14 @@ def number(text: str) -> int:
     return int(m.group(1)) * {"": 1, "b": 512, "k": 1024, "m": 1024 * 1024}[m.group(2)]
 
 
-def busybox_applet(usage: str,
-                   usage_status: int = 1) -> Callable[[Callable[[Session, list[str], IO], int]],
-                                                             Callable[[Session, list[str],
-                                                                       IO], int]]:
+def busybox_applet(
+    usage: str, usage_status: int = 1
+) -> Callable[[Callable[[Session, list[str], IO], int]], Callable[[Session, list[str], IO], int]]:
     """Turn Usage into busybox's usage text and exit status."""
 
-    def wrap(fn: Callable[[Session, list[str], IO], int]) -> Callable[[Session, list[str],
-                                                                       IO], int]:
+    def wrap(
+        fn: Callable[[Session, list[str], IO], int],
+    ) -> Callable[[Session, list[str], IO], int]:
         @functools.wraps(fn)
         def run(sh: Session, argv: list[str], io: IO) -> int:
             try:

@@ -122,7 +122,9 @@ def _applet(sh: Session, argv: list[str], io: IO) -> int:
     return status
 
 
-GZIP_APPLETS: dict[str, Callable[[Session, list[str], IO], int]] = {"gzip": _applet,
-                                                                    "gunzip": _applet,
-                                                                    "zcat": _applet}
+GZIP_APPLETS: dict[str, Callable[[Session, list[str], IO], int]] = {
+    "gzip": _applet,
+    "gunzip": _applet,
+    "zcat": _applet,
+}
 """The compression applets, by name (merged into ``builtins.BUILTINS``)."""

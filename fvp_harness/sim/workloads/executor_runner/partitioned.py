@@ -134,9 +134,10 @@ class Calls:
                 with _step(run, position, "OPERATOR_CALL"):
                     run.spend(ms / 1000.0)
                 continue
-            cpu_ms = delegate.noisy(ctx,
-                                    DRIVER_COSTS.execute_ms(self.sizes[index],
-                                                            self.driver)) * self.slowdown
+            cpu_ms = (
+                delegate.noisy(ctx, DRIVER_COSTS.execute_ms(self.sizes[index], self.driver))
+                * self.slowdown
+            )
             npu_ms = self.cycles[index] / NPU_CLOCK_HZ * 1000.0
             if not traced:
                 run.spend((cpu_ms + npu_ms) / 1000.0, cpu_ms / 1000.0)

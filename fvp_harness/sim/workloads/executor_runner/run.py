@@ -334,8 +334,11 @@ def _planned_buffer_bytes(model: CompiledModel) -> int:
 
     # a partly delegated program also plans the tensors its partitions and CPU layers hand each
     # other
-    return align(model.sizes.input) + align(model.sizes.output) + planned_edge_bytes(model.arch,
-                                                                                     model.delegation)
+    return (
+        align(model.sizes.input)
+        + align(model.sizes.output)
+        + planned_edge_bytes(model.arch, model.delegation)
+    )
 
 
 def _output_filename(prefix: str, index: int) -> str:
@@ -624,9 +627,10 @@ class _EthosU:
         program = LOAD_BASE_MS / 2 + LOAD_US_PER_KIB * run.file_bytes / 1024.0 / 1000.0
         method = LOAD_BASE_MS / 2 + (setup if self.artifact.driver == "reuse" else 0.0)
         total = self.noisy(run.ctx, program + method)
-        self.program_ms, self.load_ms = total * program / (program
-                                                           + method), total * method / (program
-                                                                                        + method)
+        self.program_ms, self.load_ms = (
+            total * program / (program + method),
+            total * method / (program + method),
+        )
         run.spend(self.program_ms / 1000.0)
         self.cycles = model_cycles(model)
 
@@ -694,8 +698,9 @@ class _EthosU:
         # the time is charged below
         output = run_model_once(run.model_digest, model.arch, model.quant, x)
         nominal = DRIVER_COSTS.execute_ms(self.sizes, self.artifact.driver)
-        cpu_ms = self.noisy(ctx, nominal) * slowdown(ctx.knobs, model.arch.name,
-                                                     self.artifact.driver)
+        cpu_ms = self.noisy(ctx, nominal) * slowdown(
+            ctx.knobs, model.arch.name, self.artifact.driver
+        )
         npu_ms = self.cycles / NPU_CLOCK_HZ * 1000.0
         if run.tracer is None:
             run.spend((cpu_ms + npu_ms + RUNNER_OVERHEAD_MS) / 1000.0, cpu_ms / 1000.0)
