@@ -339,6 +339,7 @@ def _execute(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: 
     # late: the lanes and the manifest (execute, every target) and the stored-baseline check (the analysis: pandas,
     # scipy) load only when units run; the up-to-date check never needs them
     from fvp_harness.run.execute import utc_now
+    from fvp_harness.run.fail_fast import FailFast, Scope
     from fvp_harness.run.lanes import LaneControl
     from fvp_harness.run.manifest import BatchInfo, RunSettings
     from fvp_harness.run.sequence import keep_one_key_set, start_manifest
@@ -432,13 +433,18 @@ def _execute(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: 
         for wanted in owned:
             if stop.is_set() or control.abort.is_set():
                 explain(wanted.node, wanted.units, "interrupted", "not started: stop requested")
+            elif fast is not None and fast.tripped:
+                explain(wanted.node, wanted.units, "drained", f"not started: {fast.short}")
             elif drain.is_set():
                 explain(wanted.node, wanted.units, "drained", "not started: an earlier failure stopped the batch "
                         "(-k keeps going)")
 
     roots = {node.index: stores[node.index].root for node in working}
+    fast = None if options.keep_going else FailFast({node.index: Scope(
+        len({unit.model for unit, _ in node.todo}), node.plan.scenario.run.retries, node.stem,
+        str(stores[node.index].root)) for node in working if node.plan is not None})
     control = LaneControl(sink=sink, results_roots=roots, on_lane_done=on_lane_done, drain=drain, stop=stop,
-                          listener=listener)
+                          listener=listener, fail_fast=fast)
     stopped = False
     try:
         executor.run(lanes, control)

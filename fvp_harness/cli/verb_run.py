@@ -76,6 +76,9 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
     run.add_argument("--no-steal", dest="steal", action="store_false",
                      help="with fvp.instances > 1, keep the plan's deal of units to instances (an idle instance "
                      "otherwise takes not-started units of a busier one; for measuring what that saves)")
+    run.add_argument("-k", "--keep-going", action="store_true",
+                     help="run every unit even when a build's first units all fail the same "
+                     "way (by default the run then stops: exit 1, the units left listed as not run)")
     add_timeout_scale_option(run)
     run.add_argument("--rebuild", action="store_true",
                      help="run every artifact's build command first, even when its file is up to date")
@@ -286,6 +289,7 @@ def _run_verb(args: argparse.Namespace) -> int:
         only_models=tuple(args.only_model),
         rebuild=args.rebuild,
         replace=args.replace,
+        keep_going=args.keep_going,
         steal=args.steal,
         early_boot=args.early_boot,
     )

@@ -75,6 +75,26 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+class _Either(threading.Event):
+    """Set when any of ``events`` is: the stop request execute reads (``stop`` or the fail-fast
+    ``halt``); execute only asks ``is_set``, so neither event needs a thread to pass it on."""
+
+    def __init__(self, *events: threading.Event) -> None:
+        super().__init__()
+        self._events = events
+
+    def is_set(self) -> bool:
+        return any(event.is_set() for event in self._events)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        end = None if timeout is None else time.monotonic() + timeout
+        while not self.is_set():
+            if end is not None and time.monotonic() >= end:
+                return False
+            time.sleep(0.05)
+        return True
+
+
 class _Stopped(Exception):
     """Raised out of the instance factory when a stop was requested: ends ``execute_plan`` without recording."""
 
@@ -570,6 +590,7 @@ def run_lane(
     opener: Opener = _open_target,
     board: _Board | None = None,
     local: LocalRun | None = None,
+    halt: threading.Event | None = None,
 ) -> LaneResult:
     """Run a lane's jobs on one instance at a time (see the module docstring).
 
@@ -579,10 +600,12 @@ def run_lane(
     in flight, then start nothing (the instance is closed politely). ``abort`` set: close the
     instance now (the unit in flight is dropped). ``board``: the lanes' shared board (work stealing,
     pre-boots; ``LocalExecutor``); without one the lane runs exactly its dealt jobs, in order.
-    ``local``: ``run``'s additions (``LocalRun``)."""
+    ``local``: ``run``'s additions (``LocalRun``). ``halt`` set (fail-fast): as ``stop``."""
     drain = drain or threading.Event()
     abort = abort or threading.Event()
     stop = stop or threading.Event()
+    if halt is not None:
+        stop = _Either(stop, halt)
     shared = board is not None
     source = board if board is not None else _Board([spec], (drain, stop, abort))
     result = LaneResult(spec.index)
@@ -794,11 +817,13 @@ class LocalExecutor:
         threads = min(self.workers, len(lanes))
         board = _Board(lanes, (control.drain, control.stop, control.abort), threads, self._steal)
 
+        sink = control.sink if control.fail_fast is None else _failing_fast(control)
+
         def lane_run(lane: LaneSpec) -> LaneResult:
-            return run_lane(lane, sink=control.sink, results_roots=control.results_roots,
+            return run_lane(lane, sink=sink, results_roots=control.results_roots,
                             drain=control.drain, abort=control.abort, stop=control.stop,
                             listener=control.listener, opener=self._opener, board=board,
-                            local=control.run)
+                            local=control.run, halt=control.halt)
 
         if len(lanes) == 1:  # in this thread: a signal's handler runs between two units, at once
             try:
@@ -827,3 +852,20 @@ class LocalExecutor:
                     if not future.cancelled() and future.exception() is None:
                         control.on_lane_done(future.result())
                 raise
+
+
+def _failing_fast(control: LaneControl) -> RecordSink:
+    """``control.sink`` that also feeds the fail-fast rule: when it trips, its line goes to the
+    listener and the lanes drain and halt (the units in flight finish, nothing new starts)."""
+    rule = control.fail_fast
+    assert rule is not None
+
+    def sink(node: int, record: Record) -> None:
+        control.sink(node, record)
+        line = rule.observe(node, record)
+        if line is not None:
+            control.drain.set()
+            control.halt.set()
+            _emit(control.listener, Event("fail_fast", detail=line))
+
+    return sink

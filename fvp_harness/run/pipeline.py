@@ -20,6 +20,7 @@ from fvp_harness.run.artifacts import BUILD_TIMEOUT_S, BuildResult, BuildStep, b
 from fvp_harness.run.baseline import check_stored_baseline
 from fvp_harness.run.doctor import PROBE_TIMEOUT_S
 from fvp_harness.run.execute import DeployFunction, SessionOutcome, utc_now
+from fvp_harness.run.fail_fast import FailFast, Scope
 from fvp_harness.run.instances import TargetFactory, default_target_factory, query_fvp_version
 from fvp_harness.run.lanes import JobSpec, LaneControl, LaneResult, LaneSpec, LocalExecutor, LocalRun
 from fvp_harness.run.manifest import Manifest, RunSettings
@@ -77,6 +78,8 @@ class RunOptions:
     steal: bool = True
     """With ``fvp.instances`` > 1, an idle instance takes not-started units dealt to a busier one (``--no-steal``
     keeps the plan's fixed deal: for measuring what stealing saves)."""
+    keep_going: bool = False
+    """``-k``: no fail-fast (``run.fail_fast``): every unit runs whatever the first ones did."""
 
     def settings(self) -> RunSettings:
         """What the manifest records of these options."""
@@ -223,8 +226,11 @@ def run_scenario(
         mark = time.monotonic()
         outcomes: list[SessionOutcome] = []
         local = LocalRun(plan, deploy, options.fresh_boot_per_unit, wanted, early.take)
+        fast = None if options.keep_going else FailFast({0: Scope(
+            len({u.model for u in todo}), loaded.scenario.run.retries, root=str(store.root))})
         try:
-            outcomes = _in_lanes(loaded, store, factory, todo, local, options.steal, listener, stop)
+            outcomes = _in_lanes(loaded, store, factory, todo, local, options.steal, listener, stop,
+                                 fast)
         except KeyboardInterrupt as exc:
             with contextlib.suppress(OSError):  # a full disk must not turn a Ctrl-C into a traceback
                 manifest.finish((), interrupted=True).write(store, final=True)
@@ -248,7 +254,8 @@ def run_scenario(
         early.close()  # an early instance no session took (its session had nothing to run) is not kept booted
         mark = time.monotonic()
         aborted = [outcome.aborted for outcome in outcomes if outcome.aborted]
-        stopped = any(outcome.stopped for outcome in outcomes) or (stop is not None and stop.is_set())
+        stopped = ((any(outcome.stopped for outcome in outcomes) and not (fast and fast.tripped))
+                   or (stop is not None and stop.is_set()))
         manifest.finish(outcomes, interrupted=stopped).write(store, final=True)
         if stopped:
             done_now = len({record.unit_id for outcome in outcomes for record in outcome.records})
@@ -271,7 +278,7 @@ def run_scenario(
 
 def _in_lanes(loaded: LoadedScenario, store: ResultStore, factory: TargetFactory,
               units: Sequence[Unit], local: LocalRun, steal: bool, listener: Listener,
-              stop: threading.Event | None) -> list[SessionOutcome]:
+              stop: threading.Event | None, fast: FailFast | None = None) -> list[SessionOutcome]:
     """``make`` of one scenario on the local executor: one lane per plan session (``run.lanes``: the
     instances, stealing between them, the early boots); each record is appended to ``store`` as its
     unit finishes."""
@@ -295,7 +302,8 @@ def _in_lanes(loaded: LoadedScenario, store: ResultStore, factory: TargetFactory
         outcomes.extend(outcome for job in lane.jobs for outcome in job.outcomes)
 
     control = LaneControl(sink=sink, results_roots={0: store.root}, listener=listener, run=local,
-                          on_lane_done=done, stop=stop if stop is not None else threading.Event())
+                          on_lane_done=done, stop=stop if stop is not None else threading.Event(),
+                          fail_fast=fast)
     LocalExecutor(max(1, len(lanes)), opener=open_instance, steal=steal).run(lanes, control)
     return sorted(outcomes, key=lambda outcome: outcome.session)
 
