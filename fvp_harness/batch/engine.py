@@ -211,7 +211,7 @@ def make(
         # late: lanes load execute and every target
         from fvp_harness.run.lanes import LocalExecutor, default_jobs
 
-        executor = LocalExecutor(options.jobs or default_jobs())
+        executor = LocalExecutor(options.jobs or default_jobs(), shared=options.max_instances)
     if not executor.ships_artifacts:  # the models start on this machine: doctor's checks first, as ``run`` does
         _preflight(nodes)
         if any(node.error for node in nodes) and not options.keep_going:

@@ -23,9 +23,11 @@ from fvp_harness.cli.ci_outputs import add_ci_options, write_ci_outputs
 from fvp_harness.cli.out_paths import folder_arg
 from fvp_harness.cli.progress import LOG_WIDTH, OutputConsole, ProgressView, fit_line
 from fvp_harness.cli.scenario_args import (
+    add_max_instances_option,
     add_scenario_options,
     add_timeout_scale_option,
     load_from_args,
+    max_instances,
     stop_on_first_interrupt,
 )
 from fvp_harness.errors import (
@@ -80,6 +82,7 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
                      help="run every unit even when a build's first units all fail the same "
                      "way (by default the run then stops: exit 1, the units left listed as not run)")
     add_timeout_scale_option(run)
+    add_max_instances_option(run)
     run.add_argument("--rebuild", action="store_true",
                      help="run every artifact's build command first, even when its file is up to date")
     run.add_argument("--only-build", action="append", default=[], metavar="BUILD",
@@ -290,6 +293,7 @@ def _run_verb(args: argparse.Namespace) -> int:
         rebuild=args.rebuild,
         replace=args.replace,
         keep_going=args.keep_going,
+        max_instances=max_instances(args),
         steal=args.steal,
         early_boot=args.early_boot,
     )

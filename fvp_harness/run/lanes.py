@@ -41,6 +41,7 @@ from fvp_harness.run.lane_specs import (
 )
 from fvp_harness.run.plan import Unit, build_plan
 from fvp_harness.run.preboot import EarlyBootCancelled, PreBooted
+from fvp_harness.run.seats import Seat, Seats, seated
 from fvp_harness.scenario.model import Scenario
 from fvp_harness.store.folder import LOGS_DIR, ResultStore, free_instance_name
 from fvp_harness.store.records import Record
@@ -144,8 +145,10 @@ class _PreBoot:
     ``close`` waits for a boot in progress, so no instance outlives its lane."""
 
     def __init__(self, opener: Opener, claim: _Claim, root: Path, scale: float, abort: threading.Event,
-                 listener: Listener) -> None:
+                 listener: Listener, seats: Seats | None = None) -> None:
         self.claim = claim
+        self._seats = seats
+        self._seat: Seat | None = None
         self._opener = opener
         self._root = root
         self._scale = scale
@@ -175,10 +178,15 @@ class _PreBoot:
     def start(self) -> None:
         """Name the instance and create its log folder here, in the lane's thread (so the folder exists before the
         next job's session names its own instance), then boot on a thread of its own (``run.preboot.PreBooted``).
-        Idempotent; nothing after ``close``."""
+        Idempotent; nothing after ``close``. Only with a free seat (``-j`` counts pre-boots): without
+        one it stays unstarted (tried again at the next lend), and the job boots as usual."""
         with self._lock:
             if self._started or self._closed:
                 return
+            if self._seats is not None:
+                self._seat = self._seats.try_acquire()
+                if self._seat is None:
+                    return
             self._started = True
             job = self.claim.job
             try:
@@ -187,6 +195,8 @@ class _PreBoot:
                 log_dir.mkdir(parents=True, exist_ok=True)
             except OSError as exc:  # the session that asks for this instance gets the error
                 self._error = exc
+                if self._seat is not None:
+                    self._seat.release()
                 return
             self.name = name
             self._label = f"{Path(job.scenario_path).stem}/{name}"
@@ -201,7 +211,8 @@ class _PreBoot:
         try:
             _emit(self._listener, Event("boot", session=self._label))
             began = time.monotonic()
-            with self._opener(job.scenario, job.profile, name, log_dir, self._scale) as target:
+            opened = self._opener(job.scenario, job.profile, name, log_dir, self._scale)
+            with opened if self._seat is None else seated(self._seat, opened) as target:
                 self.booted = True
                 _emit(self._listener, Event("booted", session=self._label,
                                             seconds=round(time.monotonic() - began, 3)))
@@ -591,6 +602,7 @@ def run_lane(
     board: _Board | None = None,
     local: LocalRun | None = None,
     halt: threading.Event | None = None,
+    seats: Seats | None = None,
 ) -> LaneResult:
     """Run a lane's jobs on one instance at a time (see the module docstring).
 
@@ -600,7 +612,8 @@ def run_lane(
     in flight, then start nothing (the instance is closed politely). ``abort`` set: close the
     instance now (the unit in flight is dropped). ``board``: the lanes' shared board (work stealing,
     pre-boots; ``LocalExecutor``); without one the lane runs exactly its dealt jobs, in order.
-    ``local``: ``run``'s additions (``LocalRun``). ``halt`` set (fail-fast): as ``stop``."""
+    ``local``: ``run``'s additions (``LocalRun``). ``halt`` set (fail-fast): as ``stop``.
+    ``seats``: every instance of the lane, pre-boots included, holds one while it lives."""
     drain = drain or threading.Event()
     abort = abort or threading.Event()
     stop = stop or threading.Event()
@@ -609,7 +622,8 @@ def run_lane(
     shared = board is not None
     source = board if board is not None else _Board([spec], (drain, stop, abort))
     result = LaneResult(spec.index)
-    lease = _InstanceLease(opener, abort, spec.timeout_scale,
+    capped = opener if seats is None else _capped(opener, seats, abort)
+    lease = _InstanceLease(capped, abort, spec.timeout_scale,
                            fresh=local is not None and local.fresh_boot_per_unit)
     finished = threading.Event()
 
@@ -651,7 +665,7 @@ def run_lane(
                 upcoming = source.claim_ahead(spec.index, claim.pool, claim.job.cost)
                 if upcoming is not None:
                     ahead = _PreBoot(opener, upcoming, results_roots[upcoming.job.node], spec.timeout_scale, abort,
-                                     listener)
+                                     listener, seats)
                     preboots.append(ahead)
                     lease.on_lend = ahead.start
             sharing = source.sharing(spec.index, claim.job.node, claim.pool) if shared else None
@@ -799,10 +813,17 @@ class LocalExecutor:
     name = "local"
     ships_artifacts = False
 
-    def __init__(self, workers: int, *, opener: Opener = _open_target, steal: bool = True) -> None:
+    def __init__(self, workers: int, *, opener: Opener = _open_target, steal: bool = True,
+                 instances: int | None = None, shared: int | None = None) -> None:
         self.workers = max(1, workers)
         self._opener = opener
         self._steal = steal
+        self.instances = instances or self.workers
+        """Live instances at once in this process, pre-boots included (``-j``)."""
+        self.shared = shared
+        """Host-wide seats (``--max-instances``: ``run.seats``), None: no such limit."""
+        self.peak = 0
+        """The most instances that were live at once in the last ``run``."""
 
     def capacity(self) -> int:
         return self.workers
@@ -816,6 +837,7 @@ class LocalExecutor:
             return
         threads = min(self.workers, len(lanes))
         board = _Board(lanes, (control.drain, control.stop, control.abort), threads, self._steal)
+        seats = Seats(self.instances, self.shared)
 
         sink = control.sink if control.fail_fast is None else _failing_fast(control)
 
@@ -823,8 +845,15 @@ class LocalExecutor:
             return run_lane(lane, sink=sink, results_roots=control.results_roots,
                             drain=control.drain, abort=control.abort, stop=control.stop,
                             listener=control.listener, opener=self._opener, board=board,
-                            local=control.run, halt=control.halt)
+                            local=control.run, halt=control.halt, seats=seats)
 
+        try:
+            self._run(lanes, control, threads, lane_run)
+        finally:
+            self.peak = seats.peak
+
+    def _run(self, lanes: Sequence[LaneSpec], control: LaneControl, threads: int,
+             lane_run: Callable[[LaneSpec], LaneResult]) -> None:
         if len(lanes) == 1:  # in this thread: a signal's handler runs between two units, at once
             try:
                 control.on_lane_done(lane_run(lanes[0]))
@@ -852,6 +881,24 @@ class LocalExecutor:
                     if not future.cancelled() and future.exception() is None:
                         control.on_lane_done(future.result())
                 raise
+
+
+def _capped(opener: Opener, seats: Seats, abort: threading.Event) -> Opener:
+    """``opener`` whose instances each hold a seat while they live: a boot waits for one (an abort
+    ends the wait)."""
+
+    def open_seated(scenario: Scenario, profile: Profile, name: str, log_dir: Path,
+                    scale: float) -> contextlib.AbstractContextManager[Target]:
+        seat = seats.acquire(abort.is_set, f"{scenario.name}/{name}")
+        if seat is None:
+            raise _Stopped()
+        try:
+            return seated(seat, opener(scenario, profile, name, log_dir, scale))
+        except BaseException:
+            seat.release()
+            raise
+
+    return open_seated
 
 
 def _failing_fast(control: LaneControl) -> RecordSink:

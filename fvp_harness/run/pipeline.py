@@ -35,6 +35,7 @@ from fvp_harness.run.reporting import (
     until_sampling,
     write_report,
 )
+from fvp_harness.run.seats import shared_factory
 from fvp_harness.run.sequence import archive_current, check_before_building, start_manifest
 from fvp_harness.scenario.load import LoadedScenario
 from fvp_harness.scenario.model import Scenario
@@ -79,6 +80,8 @@ class RunOptions:
     """With ``fvp.instances`` > 1, an idle instance takes not-started units dealt to a busier one (``--no-steal``
     keeps the plan's fixed deal: for measuring what stealing saves)."""
     keep_going: bool = False
+    max_instances: int | None = None
+    """``--max-instances``: host-wide seats shared with other processes (``run.seats``)."""
     """``-k``: no fail-fast (``run.fail_fast``): every unit runs whatever the first ones did."""
 
     def settings(self) -> RunSettings:
@@ -182,7 +185,8 @@ def run_scenario(
                 archive_current(store, listener)
         mark = time.monotonic()
         scale = options.timeout_scale
-        factory = factory or default_target_factory(loaded, scale)
+        factory = shared_factory(factory or default_target_factory(loaded, scale),
+                                 options.max_instances, lambda: stop is not None and stop.is_set())
         # instances boot while the artifacts build; the ones no session took are closed when execution ends
         early = stack.enter_context(_early_boots(loaded, options, store, factory, listener))
 
