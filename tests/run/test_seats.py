@@ -27,7 +27,7 @@ def test_shared_seats_are_shared_by_every_holder_of_the_folder(tmp_path: Path) -
     first, second = Seats(None, 1, tmp_path), Seats(None, 1, tmp_path)
     held = first.try_acquire()
     assert held is not None and second.try_acquire() is None
-    with pytest.raises(InfrastructureError, match="no free instance seat.*seats in"):
+    with pytest.raises(InfrastructureError, match=r"no free instance seat.*seats in"):
         second.acquire(lambda: False, "s0", timeout=0.2)
     assert second.acquire(lambda: True, "s0", timeout=5) is None, "a stop ends the wait"
     held.release()
