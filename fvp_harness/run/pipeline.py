@@ -80,9 +80,9 @@ class RunOptions:
     """With ``fvp.instances`` > 1, an idle instance takes not-started units dealt to a busier one (``--no-steal``
     keeps the plan's fixed deal: for measuring what stealing saves)."""
     keep_going: bool = False
+    """``-k``: no fail-fast (``run.fail_fast``): every unit runs whatever the first ones did."""
     max_instances: int | None = None
     """``--max-instances``: host-wide seats shared with other processes (``run.seats``)."""
-    """``-k``: no fail-fast (``run.fail_fast``): every unit runs whatever the first ones did."""
 
     def settings(self) -> RunSettings:
         """What the manifest records of these options."""
