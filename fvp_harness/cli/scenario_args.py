@@ -22,11 +22,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "TERM_GRACE_S",
+    "add_max_instances_option",
     "add_scenario_options",
     "add_timeout_scale_option",
     "expand_scenario_paths",
     "install_termination_handlers",
     "load_from_args",
+    "max_instances",
     "positive_float",
     "stop_on_first_interrupt",
     "termination_signal",
