@@ -221,7 +221,7 @@ def make(
         # late: lanes load execute and every target
         from fvp_harness.run.lanes import LocalExecutor, default_jobs
 
-        executor = LocalExecutor(options.jobs or default_jobs())
+        executor = LocalExecutor(options.jobs or default_jobs(), shared=options.max_instances)
     # the models start on this machine: doctor's checks first, as ``run`` does
     if not executor.ships_artifacts:
         _preflight(nodes)
@@ -364,6 +364,7 @@ def _execute(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: 
     when a ``stop`` request left units unrun (the batch then counts as interrupted)."""
     # late: the lanes and the manifest (execute, every target) and the stored-baseline check (the
     # analysis: pandas, scipy) load only when units run; the up-to-date check never needs them
+    from fvp_harness.run.fail_fast import FailFast, Scope
     from fvp_harness.run.lanes import LaneControl
     from fvp_harness.run.manifest import BatchInfo, RunSettings
     from fvp_harness.run.sequence import keep_one_key_set, start_manifest
@@ -464,13 +465,18 @@ def _execute(nodes: Sequence[Node], stores: Mapping[int, ResultStore], options: 
         for wanted in owned:
             if stop.is_set() or control.abort.is_set():
                 explain(wanted.node, wanted.units, "interrupted", "not started: stop requested")
+            elif fast is not None and fast.tripped:
+                explain(wanted.node, wanted.units, "drained", f"not started: {fast.short}")
             elif drain.is_set():
                 explain(wanted.node, wanted.units, "drained",
                         "not started: an earlier failure stopped the batch " "(-k keeps going)")
 
     roots = {node.index: stores[node.index].root for node in working}
+    fast = None if options.keep_going else FailFast({node.index: Scope(
+        len({unit.model for unit, _ in node.todo}), node.plan.scenario.run.retries, node.stem,
+        str(stores[node.index].root)) for node in working if node.plan is not None})
     control = LaneControl(sink=sink, results_roots=roots, on_lane_done=on_lane_done, drain=drain,
-                          stop=stop, listener=listener)
+                          stop=stop, listener=listener, fail_fast=fast)
     stopped = False
     try:
         executor.run(lanes, control)

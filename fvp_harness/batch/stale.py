@@ -57,6 +57,9 @@ class MakeOptions:
     """Parallel FVP instances; None: ``default_jobs()`` locally, the cluster's thread count on
     Dask."""
     keep_going: bool = False
+    max_instances: int | None = None
+    """``--max-instances``: host-wide seats shared with other processes (``run.seats``); local
+    only."""
     dry_run: bool = False
     always: bool = False
     """``-B``: rebuild every artifact that has a build command, re-run every unit and re-render

@@ -289,6 +289,9 @@ class ProgressView:
                 self._line(f"{where}baseline {event.name}: {event.detail}")
         elif kind == "rerun":
             self._line(f"{where}{event.unit} runs again: {event.detail}")
+        elif kind == "fail_fast":  # run.fail_fast: one line, the failure and its unit log
+            self._state("stopping")
+            self._line(event.detail or "stopped early", important=True)
         elif kind == "stopping":
             self._state("stopping")
             self._line("stopping: the units in flight finish and are kept, nothing new starts "

@@ -22,11 +22,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "TERM_GRACE_S",
+    "add_max_instances_option",
     "add_scenario_options",
     "add_timeout_scale_option",
     "expand_scenario_paths",
     "install_termination_handlers",
     "load_from_args",
+    "max_instances",
     "positive_float",
     "stop_on_first_interrupt",
     "termination_signal",
@@ -48,6 +50,36 @@ def add_timeout_scale_option(parser: argparse.ArgumentParser,
     parser."""
     parser.add_argument("--timeout-scale", type=positive_float, default=1.0, metavar="X",
                         help=help_text)
+
+
+def add_max_instances_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--max-instances N``: licence seats every ``run``/``make`` of this user on this host
+    shares (``run.seats``; default ``FVP_HARNESS_MAX_INSTANCES``, else no such limit)."""
+    parser.add_argument(
+        "--max-instances", type=_positive_int, default=None, metavar="N",
+        help="at most N model instances live at once across every run and make of this user on "
+             "this "
+        "host (licence seats: lock files in FVP_HARNESS_SEATS_DIR, default a per-user temp folder; "
+        "default: $FVP_HARNESS_MAX_INSTANCES, else no such limit)")
+
+
+def max_instances(args: argparse.Namespace) -> int | None:
+    """``--max-instances``, else ``FVP_HARNESS_MAX_INSTANCES`` (ConfigurationError when
+    malformed)."""
+    from fvp_harness.run.seats import max_instances_from_env  # late: the run layer's module
+
+    return args.max_instances if args.max_instances is not None else max_instances_from_env()
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected a positive whole number, got "
+                                         f"{text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
+    return value
 
 
 def add_scenario_options(parser: argparse.ArgumentParser) -> None:

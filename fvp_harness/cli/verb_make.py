@@ -19,7 +19,12 @@ from typing import TYPE_CHECKING
 from fvp_harness.cli.ci_outputs import add_ci_options, write_ci_outputs
 from fvp_harness.cli.out_paths import folder_arg
 from fvp_harness.cli.progress import OutputConsole, ProgressView, fit_line
-from fvp_harness.cli.scenario_args import add_timeout_scale_option, stop_on_first_interrupt
+from fvp_harness.cli.scenario_args import (
+    add_max_instances_option,
+    add_timeout_scale_option,
+    max_instances,
+    stop_on_first_interrupt,
+)
 from fvp_harness.errors import ConfigurationError, HarnessError, Interrupted, OutputClosed
 from fvp_harness.events import Event
 from fvp_harness.store.folder import DEFAULT_RESULTS_BASE, MANIFEST_FILE
@@ -55,8 +60,10 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
     parser.add_argument("scenarios", nargs="*", metavar="SCENARIO|DIR", default=[],
                         help="scenario files or folders (default: scenarios/)")
     parser.add_argument("-j", "--jobs", type=_positive_int, default=None, metavar="N",
-                        help="FVP instances at once (default: CPU count locally, the cluster's "
-                             "threads on Dask)")
+                        help="at most N FVP instances live at once, pre-boots included, across "
+                             "every lane and "
+                        "pool (a hard cap; default: CPU count locally, the cluster's threads on "
+                        "Dask)")
     parser.add_argument("-k", "--keep-going", action="store_true",
                         help="keep going after a failure (other scenarios and units still run)")
     parser.add_argument("-n", "--dry-run", action="store_true",
@@ -81,6 +88,7 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
                              "same paths on "
                         "the workers (shared filesystem)")
     add_timeout_scale_option(parser)
+    add_max_instances_option(parser)
     add_ci_options(parser)
     parser.add_argument("--html", type=folder_arg, default=None, metavar="DIR",
                         help="afterwards, write the history of every scenario with stored runs as "
@@ -126,7 +134,8 @@ def _make_verb(args: argparse.Namespace) -> int:
     # a scenario file stem as report and history take it (results/<stem>), or a did-you-mean
     args.scenarios = [scenario_file(item, args.results) for item in args.scenarios]
     options = MakeOptions(
-        jobs=args.jobs, keep_going=args.keep_going, dry_run=args.dry_run, always=args.always_make,
+        jobs=args.jobs, keep_going=args.keep_going, max_instances=max_instances(args),
+        dry_run=args.dry_run, always=args.always_make,
         only=tuple(args.only), results_base=args.results, overrides=tuple(args.overrides),
         fvp_binary=args.fvp_binary, timeout_scale=args.timeout_scale,
     )

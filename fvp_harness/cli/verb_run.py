@@ -25,9 +25,11 @@ from fvp_harness.cli.ci_outputs import add_ci_options, write_ci_outputs
 from fvp_harness.cli.out_paths import folder_arg
 from fvp_harness.cli.progress import LOG_WIDTH, OutputConsole, ProgressView, fit_line
 from fvp_harness.cli.scenario_args import (
+    add_max_instances_option,
     add_scenario_options,
     add_timeout_scale_option,
     load_from_args,
+    max_instances,
     stop_on_first_interrupt,
 )
 from fvp_harness.errors import (
@@ -84,7 +86,12 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
                           "idle instance "
                      "otherwise takes not-started units of a busier one; for measuring what that "
                      "saves)")
+    run.add_argument("-k", "--keep-going", action="store_true",
+                     help="run every unit even when a build's first units all fail the same "
+                     "way (by default the run then stops: exit 1, the units left listed as not "
+                     "run)")
     add_timeout_scale_option(run)
+    add_max_instances_option(run)
     run.add_argument("--rebuild", action="store_true",
                      help="run every artifact's build command first, even when its file is up to "
                           "date")
@@ -322,6 +329,8 @@ def _run_verb(args: argparse.Namespace) -> int:
         only_models=tuple(args.only_model),
         rebuild=args.rebuild,
         replace=args.replace,
+        keep_going=args.keep_going,
+        max_instances=max_instances(args),
         steal=args.steal,
         early_boot=args.early_boot,
     )

@@ -17,6 +17,7 @@ from fvp_harness.events import Listener, null_listener
 from fvp_harness.files import atomic_write
 from fvp_harness.profiles import Profile
 from fvp_harness.run.execute import DeployFunction, SessionOutcome
+from fvp_harness.run.fail_fast import FailFast
 from fvp_harness.run.plan import Plan
 from fvp_harness.run.preboot import PreBooted
 from fvp_harness.scenario.model import Scenario
@@ -169,6 +170,12 @@ class LaneControl:
     listener: Listener = null_listener
     run: LocalRun | None = None
     """Set by ``run`` (local executor only)."""
+    fail_fast: FailFast | None = None
+    """The fail-fast rule (None: ``-k``); when it trips the local executor sets ``drain`` and
+    ``halt``."""
+    halt: threading.Event = field(default_factory=threading.Event)
+    """Like ``stop`` (the units in flight finish, nothing new starts), but the run failed: not
+    an interrupt."""
 
 
 def _cache_root() -> Path:

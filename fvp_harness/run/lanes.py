@@ -41,6 +41,7 @@ from fvp_harness.run.lane_specs import (
 )
 from fvp_harness.run.plan import Unit, build_plan
 from fvp_harness.run.preboot import EarlyBootCancelled, PreBooted
+from fvp_harness.run.seats import Seat, Seats, seated
 from fvp_harness.scenario.model import Scenario
 from fvp_harness.store.folder import LOGS_DIR, ResultStore, free_instance_name
 from fvp_harness.store.records import Record
@@ -74,6 +75,26 @@ def default_jobs() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - not Linux
         return max(1, os.cpu_count() or 1)
+
+
+class _Either(threading.Event):
+    """Set when any of ``events`` is: the stop request execute reads (``stop`` or the fail-fast
+    ``halt``); execute only asks ``is_set``, so neither event needs a thread to pass it on."""
+
+    def __init__(self, *events: threading.Event) -> None:
+        super().__init__()
+        self._events = events
+
+    def is_set(self) -> bool:
+        return any(event.is_set() for event in self._events)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        end = None if timeout is None else time.monotonic() + timeout
+        while not self.is_set():
+            if end is not None and time.monotonic() >= end:
+                return False
+            time.sleep(0.05)
+        return True
 
 
 class _Stopped(Exception):
@@ -129,8 +150,10 @@ class _PreBoot:
     outlives its lane."""
 
     def __init__(self, opener: Opener, claim: _Claim, root: Path, scale: float,
-                 abort: threading.Event, listener: Listener) -> None:
+                 abort: threading.Event, listener: Listener, seats: Seats | None = None) -> None:
         self.claim = claim
+        self._seats = seats
+        self._seat: Seat | None = None
         self._opener = opener
         self._root = root
         self._scale = scale
@@ -160,10 +183,16 @@ class _PreBoot:
     def start(self) -> None:
         """Name the instance and create its log folder here, in the lane's thread (so the folder
         exists before the next job's session names its own instance), then boot on a thread of its
-        own (``run.preboot.PreBooted``). Idempotent; nothing after ``close``."""
+        own (``run.preboot.PreBooted``). Idempotent; nothing after ``close``. Only with a free seat
+        (``-j`` counts pre-boots): without one it stays unstarted (tried again at the next lend),
+        and the job boots as usual."""
         with self._lock:
             if self._started or self._closed:
                 return
+            if self._seats is not None:
+                self._seat = self._seats.try_acquire()
+                if self._seat is None:
+                    return
             self._started = True
             job = self.claim.job
             try:
@@ -172,6 +201,8 @@ class _PreBoot:
                 log_dir.mkdir(parents=True, exist_ok=True)
             except OSError as exc:  # the session that asks for this instance gets the error
                 self._error = exc
+                if self._seat is not None:
+                    self._seat.release()
                 return
             self.name = name
             self._label = f"{Path(job.scenario_path).stem}/{name}"
@@ -186,7 +217,8 @@ class _PreBoot:
         try:
             _emit(self._listener, Event("boot", session=self._label))
             began = time.monotonic()
-            with self._opener(job.scenario, job.profile, name, log_dir, self._scale) as target:
+            opened = self._opener(job.scenario, job.profile, name, log_dir, self._scale)
+            with opened if self._seat is None else seated(self._seat, opened) as target:
                 self.booted = True
                 _emit(self._listener, Event("booted", session=self._label,
                                             seconds=round(time.monotonic() - began, 3)))
@@ -597,6 +629,8 @@ def run_lane(
     opener: Opener = _open_target,
     board: _Board | None = None,
     local: LocalRun | None = None,
+    halt: threading.Event | None = None,
+    seats: Seats | None = None,
 ) -> LaneResult:
     """Run a lane's jobs on one instance at a time (see the module docstring).
 
@@ -606,14 +640,18 @@ def run_lane(
     in flight, then start nothing (the instance is closed politely). ``abort`` set: close the
     instance now (the unit in flight is dropped). ``board``: the lanes' shared board (work stealing,
     pre-boots; ``LocalExecutor``); without one the lane runs exactly its dealt jobs, in order.
-    ``local``: ``run``'s additions (``LocalRun``)."""
+    ``local``: ``run``'s additions (``LocalRun``). ``halt`` set (fail-fast): as ``stop``.
+    ``seats``: every instance of the lane, pre-boots included, holds one while it lives."""
     drain = drain or threading.Event()
     abort = abort or threading.Event()
     stop = stop or threading.Event()
+    if halt is not None:
+        stop = _Either(stop, halt)
     shared = board is not None
     source = board if board is not None else _Board([spec], (drain, stop, abort))
     result = LaneResult(spec.index)
-    lease = _InstanceLease(opener, abort, spec.timeout_scale,
+    capped = opener if seats is None else _capped(opener, seats, abort)
+    lease = _InstanceLease(capped, abort, spec.timeout_scale,
                            fresh=local is not None and local.fresh_boot_per_unit)
     finished = threading.Event()
 
@@ -655,7 +693,7 @@ def run_lane(
                 upcoming = source.claim_ahead(spec.index, claim.pool, claim.job.cost)
                 if upcoming is not None:
                     ahead = _PreBoot(opener, upcoming, results_roots[upcoming.job.node],
-                                     spec.timeout_scale, abort, listener)
+                                     spec.timeout_scale, abort, listener, seats)
                     preboots.append(ahead)
                     lease.on_lend = ahead.start
             sharing = source.sharing(spec.index, claim.job.node, claim.pool) if shared else None
@@ -810,10 +848,17 @@ class LocalExecutor:
     name = "local"
     ships_artifacts = False
 
-    def __init__(self, workers: int, *, opener: Opener = _open_target, steal: bool = True) -> None:
+    def __init__(self, workers: int, *, opener: Opener = _open_target, steal: bool = True,
+                 instances: int | None = None, shared: int | None = None) -> None:
         self.workers = max(1, workers)
         self._opener = opener
         self._steal = steal
+        self.instances = instances or self.workers
+        """Live instances at once in this process, pre-boots included (``-j``)."""
+        self.shared = shared
+        """Host-wide seats (``--max-instances``: ``run.seats``), None: no such limit."""
+        self.peak = 0
+        """The most instances that were live at once in the last ``run``."""
 
     def capacity(self) -> int:
         return self.workers
@@ -827,13 +872,23 @@ class LocalExecutor:
             return
         threads = min(self.workers, len(lanes))
         board = _Board(lanes, (control.drain, control.stop, control.abort), threads, self._steal)
+        seats = Seats(self.instances, self.shared)
+
+        sink = control.sink if control.fail_fast is None else _failing_fast(control)
 
         def lane_run(lane: LaneSpec) -> LaneResult:
-            return run_lane(lane, sink=control.sink, results_roots=control.results_roots,
+            return run_lane(lane, sink=sink, results_roots=control.results_roots,
                             drain=control.drain, abort=control.abort, stop=control.stop,
                             listener=control.listener, opener=self._opener, board=board,
-                            local=control.run)
+                            local=control.run, halt=control.halt, seats=seats)
 
+        try:
+            self._run(lanes, control, threads, lane_run)
+        finally:
+            self.peak = seats.peak
+
+    def _run(self, lanes: Sequence[LaneSpec], control: LaneControl, threads: int,
+             lane_run: Callable[[LaneSpec], LaneResult]) -> None:
         if len(lanes) == 1:  # in this thread: a signal's handler runs between two units, at once
             try:
                 control.on_lane_done(lane_run(lanes[0]))
@@ -861,3 +916,38 @@ class LocalExecutor:
                     if not future.cancelled() and future.exception() is None:
                         control.on_lane_done(future.result())
                 raise
+
+
+def _capped(opener: Opener, seats: Seats, abort: threading.Event) -> Opener:
+    """``opener`` whose instances each hold a seat while they live: a boot waits for one (an abort
+    ends the wait)."""
+
+    def open_seated(scenario: Scenario, profile: Profile, name: str, log_dir: Path,
+                    scale: float) -> contextlib.AbstractContextManager[Target]:
+        seat = seats.acquire(abort.is_set, f"{scenario.name}/{name}")
+        if seat is None:
+            raise _Stopped()
+        try:
+            return seated(seat, opener(scenario, profile, name, log_dir, scale))
+        except BaseException:
+            seat.release()
+            raise
+
+    return open_seated
+
+
+def _failing_fast(control: LaneControl) -> RecordSink:
+    """``control.sink`` that also feeds the fail-fast rule: when it trips, its line goes to the
+    listener and the lanes drain and halt (the units in flight finish, nothing new starts)."""
+    rule = control.fail_fast
+    assert rule is not None
+
+    def sink(node: int, record: Record) -> None:
+        control.sink(node, record)
+        line = rule.observe(node, record)
+        if line is not None:
+            control.drain.set()
+            control.halt.set()
+            _emit(control.listener, Event("fail_fast", detail=line))
+
+    return sink

@@ -32,6 +32,7 @@ from fvp_harness.run.artifacts import (
 from fvp_harness.run.baseline import check_stored_baseline
 from fvp_harness.run.doctor import PROBE_TIMEOUT_S
 from fvp_harness.run.execute import DeployFunction, SessionOutcome
+from fvp_harness.run.fail_fast import FailFast, Scope
 from fvp_harness.run.instances import TargetFactory, default_target_factory, query_fvp_version
 from fvp_harness.run.lanes import (
     JobSpec,
@@ -45,6 +46,7 @@ from fvp_harness.run.manifest import Manifest, RunSettings
 from fvp_harness.run.plan import ArtifactState, Plan, Unit, build_plan, why_stale
 from fvp_harness.run.preboot import PreBoot
 from fvp_harness.run.reporting import ReportOutcome, exit_code_for, report_unless_stopped
+from fvp_harness.run.seats import shared_factory
 from fvp_harness.run.sequence import archive_current, check_before_building, start_manifest
 from fvp_harness.run.unit import utc_now
 from fvp_harness.scenario.load import LoadedScenario
@@ -83,6 +85,10 @@ class RunOptions:
     steal: bool = True
     """With ``fvp.instances`` > 1, an idle instance takes not-started units dealt to a busier one
     (``--no-steal`` keeps the plan's fixed deal: for measuring what stealing saves)."""
+    keep_going: bool = False
+    """``-k``: no fail-fast (``run.fail_fast``): every unit runs whatever the first ones did."""
+    max_instances: int | None = None
+    """``--max-instances``: host-wide seats shared with other processes (``run.seats``)."""
 
     def settings(self) -> RunSettings:
         """What the manifest records of these options."""
@@ -178,7 +184,8 @@ def run_scenario(
         phases["version"] = time.monotonic() - began
         _archive_or_reset(options, store, listener)
         mark = time.monotonic()
-        factory = factory or default_target_factory(loaded, options.timeout_scale)
+        factory = shared_factory(factory or default_target_factory(loaded, options.timeout_scale),
+                                 options.max_instances, lambda: stop is not None and stop.is_set())
         # instances boot while the artifacts build; the ones no session took are closed at the end
         early = stack.enter_context(_early_boots(loaded, options, store, factory, listener))
         builds, states = _build(loaded, options, store, listener, stop)
@@ -200,13 +207,16 @@ def run_scenario(
                        count=until.max_repetitions if until is not None else None))
         mark = time.monotonic()
         local = LocalRun(plan, deploy, options.fresh_boot_per_unit, wanted, early.take)
+        fast = None if options.keep_going else FailFast({0: Scope(
+            len({u.model for u in todo}), loaded.scenario.run.retries, root=str(store.root))})
         with _manifest_finished_on_failure(manifest, store):
-            outcomes = _in_lanes(loaded, store, factory, todo, local, options.steal, listener, stop)
+            outcomes = _in_lanes(loaded, store, factory, todo, local, options.steal, listener, stop,
+                                 fast)
         phases["execute"] = time.monotonic() - mark
         early.close()  # an early instance no session took is not kept booted
         mark = time.monotonic()
         aborted = [outcome.aborted for outcome in outcomes if outcome.aborted]
-        _finish_manifest(manifest, store, outcomes, len(todo), stop)
+        _finish_manifest(manifest, store, outcomes, len(todo), stop, fast)
         listener(Event("analysis"))
         report, stored_manifest = report_unless_stopped(store, loaded.scenario, manifest, stop)
         phases["report"] = time.monotonic() - mark
@@ -241,9 +251,12 @@ def _build(loaded: LoadedScenario, options: RunOptions, store: ResultStore, list
 
 
 def _finish_manifest(manifest: Manifest, store: ResultStore, outcomes: Sequence[SessionOutcome],
-                     todo: int, stop: threading.Event | None) -> None:
-    """The manifest's final state; a stop before every unit ran raises ``Interrupted``."""
-    stopped = any(outcome.stopped for outcome in outcomes) or (stop is not None and stop.is_set())
+                     todo: int, stop: threading.Event | None, fast: FailFast | None) -> None:
+    """The manifest's final state; a stop before every unit ran raises ``Interrupted`` (not the
+    fail-fast's halt: that run is complete, its units left listed as not run)."""
+    halted = fast is not None and fast.tripped
+    stopped = ((any(outcome.stopped for outcome in outcomes) and not halted)
+               or (stop is not None and stop.is_set()))
     manifest.finish(outcomes, interrupted=stopped).write(store, final=True)
     if stopped:
         done_now = len({record.unit_id for outcome in outcomes for record in outcome.records})
@@ -329,7 +342,7 @@ def _manifest_finished_on_failure(manifest: Manifest, store: ResultStore) -> Ite
 
 def _in_lanes(loaded: LoadedScenario, store: ResultStore, factory: TargetFactory,
               units: Sequence[Unit], local: LocalRun, steal: bool, listener: Listener,
-              stop: threading.Event | None) -> list[SessionOutcome]:
+              stop: threading.Event | None, fast: FailFast | None = None) -> list[SessionOutcome]:
     """``make`` of one scenario on the local executor: one lane per plan session (``run.lanes``: the
     instances, stealing between them, the early boots); each record is appended to ``store`` as its
     unit finishes."""
@@ -353,7 +366,8 @@ def _in_lanes(loaded: LoadedScenario, store: ResultStore, factory: TargetFactory
         outcomes.extend(outcome for job in lane.jobs for outcome in job.outcomes)
 
     control = LaneControl(sink=sink, results_roots={0: store.root}, listener=listener, run=local,
-                          on_lane_done=done, stop=stop if stop is not None else threading.Event())
+                          on_lane_done=done, stop=stop if stop is not None else threading.Event(),
+                          fail_fast=fast)
     LocalExecutor(max(1, len(lanes)), opener=open_instance, steal=steal).run(lanes, control)
     return sorted(outcomes, key=lambda outcome: outcome.session)
 

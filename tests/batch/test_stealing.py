@@ -59,8 +59,8 @@ class Recording:
     name = "local"
     ships_artifacts = False
 
-    def __init__(self, opener: Any, jobs: int = 2) -> None:
-        self.inner = LocalExecutor(jobs, opener=opener)
+    def __init__(self, opener: Any, jobs: int = 2, instances: int | None = None) -> None:
+        self.inner = LocalExecutor(jobs, opener=opener, instances=instances)
         self.lanes: list[LaneSpec] = []
         self.results: dict[int, LaneResult] = {}
         self._reported: dict[int, threading.Event] = {}
@@ -463,7 +463,9 @@ def _pools_setup(tmp_path: Path, art: Path, *, yb_big: bool, on_x: Callable[[], 
 
     fleet = FakeFleet(behaviour)
     opener = Opener(fleet, results)
-    return sc, results, fleet, opener, Recording(opener), wait
+    # two lanes and a pre-boot are three live instances: -j caps pre-boots too, so these tests give
+    # the executor a third seat (the pre-boot needs a free one: test_instance_cap_e2e.py)
+    return sc, results, fleet, opener, Recording(opener, instances=3), wait
 
 
 def test_another_pools_job_is_booted_ahead_while_the_current_job_runs(fake_art: Path,
@@ -596,8 +598,13 @@ def test_make_j2_with_two_pools_on_the_simulator_steals_and_boots_ahead(art: Pat
     write_scenario(sc, "ya", own, repetitions=2, iterations=10)
     write_scenario(sc, "yb", own, model="resnet8", iterations=10)
     events: list[Event] = []
-    result = make([sc], MakeOptions(jobs=2, results_base=results), listener=events.append)
+    # two lanes and the pre-boot are three live instances: a third seat for it (-j 2 alone caps them
+    # at 2)
+    executor = LocalExecutor(2, instances=3)
+    result = make([sc], MakeOptions(jobs=2, results_base=results), listener=events.append,
+                  executor=executor)
     assert result.exit_code == 0, [(node.stem, node.error, node.not_run) for node in result.nodes]
+    assert executor.peak == 3, "the pre-boot took the third seat"
     assert result.lanes == 2 and result.units_run == 8
     assert result.boots == 3, "one instance per pool's lane, plus yb's (a fixed deal boots 2)"
     yb_boots = [e.detail

@@ -218,8 +218,9 @@ def test_a_runner_changed_in_the_guest_does_not_run(scenario_file, tmp_path):
         return placed, root
 
     loaded = load_scenario(scenario_file(), ["builds.before.id=null", "builds.after.id=null"])
-    outcome = run_scenario(loaded, RunOptions(output_dir=tmp_path / "out"), factory=fleet.factory,
-                           deploy=tampered)
+    # -k: every after unit must fail the same way (fail-fast would stop after two of them)
+    outcome = run_scenario(loaded, RunOptions(output_dir=tmp_path / "out", keep_going=True),
+                           factory=fleet.factory, deploy=tampered)
     failed = [r for r in stored(tmp_path) if r.status == "failed"]
     assert {r.build for r in failed} == {"after"} and len(failed) == 4
     assert all((r.failure or "").startswith("ProvenanceError") and
