@@ -23,14 +23,19 @@ import json, os, signal, sys, time
 
 args = sys.argv[1:]
 if "--version" in args:
-    print("Fast Models [11.27.42 (Jan  1 2026)]\nCopyright 2000-2026 ARM Limited.\nAll Rights Reserved.")
+    print("Fast Models [11.27.42 (Jan  1 2026)]\nCopyright 2000-2026 ARM Limited.\n"
+          "All Rights Reserved.")
     sys.exit(0)
 if "--list-params" in args or "-l" in args:
-    for name in ("mps4_board.subsystem.ethosu.num_macs", "mps4_board.visualisation.disable-visualisation",
+    for name in ("mps4_board.subsystem.ethosu.num_macs",
+                 "mps4_board.visualisation.disable-visualisation",
                  "vis_hdlcd.disable_visualisation", "mps4_board.telnetterminal0.start_telnet",
-                 "mps4_board.uart0.out_file", "mps4_board.uart0.unbuffered_output", "mps4_board.uart0.shutdown_on_eot",
-                 "mps4_board.subsystem.cpu0.semihosting-enable", "mps4_board.subsystem.cpu0.semihosting-stack_base",
-                 "mps4_board.subsystem.cpu0.semihosting-heap_limit", "mps4_board.subsystem.cpu0.semihosting-cwd",
+                 "mps4_board.uart0.out_file", "mps4_board.uart0.unbuffered_output",
+                 "mps4_board.uart0.shutdown_on_eot",
+                 "mps4_board.subsystem.cpu0.semihosting-enable",
+                 "mps4_board.subsystem.cpu0.semihosting-stack_base",
+                 "mps4_board.subsystem.cpu0.semihosting-heap_limit",
+                 "mps4_board.subsystem.cpu0.semihosting-cwd",
                  "mps4_board.subsystem.cpu0.semihosting-cmd_line"):
         print(f"{name}=0  # (int) fake")
     sys.exit(0)
@@ -71,7 +76,8 @@ if app is None or not os.path.exists(app):
     say(f"ERROR: cannot open application file '{app}'"); sys.exit(1)
 spec = json.loads(open(app).read())
 if spec.get("licence"):
-    say("ERROR: License checkout for feature FM_Cortex_M85 has been denied by Flex backend."); sys.exit(1)
+    say("ERROR: License checkout for feature FM_Cortex_M85 has been denied by Flex backend.")
+    sys.exit(1)
 prefix = "mps4_board.subsystem.cpu0."
 cwd, cmd = params.get(prefix + "semihosting-cwd"), params.get(prefix + "semihosting-cmd_line")
 if cmd is not None:
@@ -90,8 +96,8 @@ time.sleep(spec.get("pause", 0))  # a long inference: the harness reads the earl
 if mode == "hardfault":
     say("Hard fault. irq=-13, r0=0x00000000"); say("r1=0x00000001 r2=0x20000000"); spin()
 if mode == "fatal":
-    log("Execution of method forward failed with status 0x12", level="F", where="arm_executor_runner.cpp:1346",
-        fn="run_model")
+    log("Execution of method forward failed with status 0x12", level="F",
+        where="arm_executor_runner.cpp:1346", fn="run_model")
     say("Hard fault. irq=-13, r0=0x00000000"); spin()
 if mode == "hang":
     spin()
@@ -100,8 +106,8 @@ if mode == "crash":
 for line in spec.get("block_lines", []):
     say(line)
 if mode == "error":
-    log("Could not open output file out-0.bin (errno: 2)", level="E", where="arm_executor_runner.cpp:1107",
-        fn="print_outputs")
+    log("Could not open output file out-0.bin (errno: 2)", level="E",
+        where="arm_executor_runner.cpp:1107", fn="print_outputs")
 if cwd is not None and cmd is not None:
     words = cmd.split()
     base = words[words.index("-o") + 1]

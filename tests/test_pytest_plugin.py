@@ -80,7 +80,8 @@ def test_a_project_that_does_not_ask_is_untouched(pytester: pytest.Pytester) -> 
             return "the project's own " + request.config.getoption("--fvp")
 
         def pytest_sessionfinish(session):
-            names = sorted(name for name in sys.modules if name.startswith(("fvp_harness", "pandas", "pydantic")))
+            names = sorted(name for name in sys.modules
+                           if name.startswith(("fvp_harness", "pandas", "pydantic")))
             open("modules.txt", "w").write("\\n".join(names))
     """)
     pytester.makepyfile("""
@@ -171,12 +172,18 @@ models:
   m1: {file: m1.model, inputs: [{file: m1.in}]}
   m2: {file: m2.model}
 run:
-  command: "{runner} --model_path={model} --num_executions={iterations} --unit={unit} --output_file={output}"
+  command: "{runner} --model_path={model} --num_executions={iterations} --unit={unit}
+    --output_file={output}"
   warmup: 1
   iterations: 3
   repetitions: 2
 metrics: [{name: cpu_time, required: true}, npu_cycles]
-compare: {baseline: before, candidate: after, primary: cpu_time, expect_identical: [outputs], min_effect: 5}
+compare:
+  baseline: before
+  candidate: after
+  primary: cpu_time
+  expect_identical: [outputs]
+  min_effect: 5
 report: {outputs: [csv]}
 """
 
@@ -197,8 +204,9 @@ def test_target(fvp_target):
 
 
 def test_deployed(fvp_target, fvp_deployed):
-    assert sorted(fvp_deployed.paths) == ["builds.after.runner", "builds.before.runner", "models.m1.file",
-                                          "models.m1.inputs[0].file", "models.m2.file"]
+    assert sorted(fvp_deployed.paths) == ["builds.after.runner", "builds.before.runner",
+                                          "models.m1.file", "models.m1.inputs[0].file",
+                                          "models.m2.file"]
     assert fvp_target.run("sha256sum " + fvp_deployed.runner("after")).ok
     assert fvp_deployed.inputs("m1") == [fvp_deployed["models.m1.inputs[0].file"]]
     with pytest.raises(KeyError, match="has no build named 'middle'"):
@@ -217,7 +225,8 @@ def test_ab(fvp_ab, fvp_target):
 
 
 def test_ab_with_failing_units(fvp_ab):
-    with pytest.raises(AbRunFailed, match="(?s)did not measure every unit.*r0-after-m2: test: CommandFailed"):
+    with pytest.raises(AbRunFailed,
+                       match="(?s)did not measure every unit.*r0-after-m2: test: CommandFailed"):
         fvp_ab(models=["m2"])
     assert fvp_ab(models=["m2"], check=False).verdicts == {"m2": "not measured"}
 
@@ -232,7 +241,8 @@ def test_console_lost(fvp_target):
 
 def test_after_the_loss(fvp_target, fvp_deployed):
     assert fvp_target.boots == 2
-    assert fvp_target.run("sha256sum " + fvp_deployed.model("m2")).ok, "deployed again into the new instance"
+    assert fvp_target.run("sha256sum " + fvp_deployed.model("m2")).ok, (
+        "deployed again into the new instance")
 
 
 @pytest.mark.fvp(set=PANIC)
@@ -407,7 +417,8 @@ FAULT_TESTS = """
 import pytest
 from fvp_harness.errors import ConsoleLost
 
-DROP = {"fvp.sim.fault_console_drop": 20}  # the 20th console command: after login, during the first test
+# the 20th console command: after login, during the first test
+DROP = {"fvp.sim.fault_console_drop": 20}
 PANIC = {"fvp.sim.fault_panic": "boot", "run.retries": 0}
 
 

@@ -26,12 +26,13 @@ fvp:
 builds:
   before:
     runner: ${{vars.art}}/runner-before
-    build: "{{fvp_harness}} sim runner --driver per-inference --cpu-time-report --build-id driver-per-inference
-      -o {{output}}"
+    build: "{{fvp_harness}} sim runner --driver per-inference --cpu-time-report
+      --build-id driver-per-inference -o {{output}}"
     id: driver-per-inference
   after:
     runner: ${{vars.art}}/runner-after
-    build: "{{fvp_harness}} sim runner --driver reuse --cpu-time-report --build-id driver-reuse -o {{output}}"
+    build: "{{fvp_harness}} sim runner --driver reuse --cpu-time-report --build-id driver-reuse
+      -o {{output}}"
     id: {after_id}
 models:
   {model}:
@@ -95,7 +96,8 @@ builds:
 models:
   {model}: {{file: {art}/{model}.model}}
 run:
-  command: "{{runner}} --model_path={{model}} --num_executions={{iterations}} --output_file={{output}}"
+  command: "{{runner}} --model_path={{model}} --num_executions={{iterations}}
+    --output_file={{output}}"
   warmup: 1
   iterations: {iterations}
   repetitions: {repetitions}

@@ -181,7 +181,7 @@ def _job(node: int, units: int) -> JobSpec:
                    tuple("k" for _ in range(units)))
 
 
-def test_the_board_steals_from_the_busiest_lane_tail_same_pool_first_and_other_pools_only_when_worth_a_boot() -> None:
+def test_the_board_steals_the_busiest_lanes_tail_same_pool_first_others_if_worth_a_boot() -> None:
     small, big = _job(10, 2), _job(11, 5)  # cost 10 and 25 (a boot: 20)
     assert small.cost <= BOOT_COST < big.cost
     lanes = [LaneSpec(0, "p", (_job(0, 1),)),
@@ -208,7 +208,7 @@ def test_the_board_steals_from_the_busiest_lane_tail_same_pool_first_and_other_p
     assert [job.node for job in board.retire(0)] == [0, 2, 3, 5, 11, 10]
 
 
-def test_the_board_starts_nothing_after_a_stop_and_claims_ahead_only_what_would_still_wait() -> None:
+def test_the_board_starts_nothing_after_stop_and_claims_ahead_only_what_would_still_wait() -> None:
     stop = threading.Event()
     board = _Board([LaneSpec(0, "p", (_job(0, 1),)), LaneSpec(1, "q", (_job(1, 10), _job(2, 5)))],
                    [stop])

@@ -34,7 +34,8 @@ CHILD = textwrap.dedent("""
     first = {}
 
     class Spy:
-        '''Remembers the harness frames that first imported each heavy package; finds nothing itself.'''
+        '''Remembers the harness frames that first imported each heavy package; finds nothing
+        itself.'''
         def find_spec(self, name, path=None, target=None):
             top = name.partition(".")[0]
             if top in HEAVY and top not in first:
@@ -42,7 +43,8 @@ CHILD = textwrap.dedent("""
                 while frame is not None and len(frames) < 4:
                     file = frame.f_code.co_filename.replace("\\\\", "/")
                     if "/fvp_harness/" in file:
-                        frames.append(f"fvp_harness/{file.rsplit('/fvp_harness/', 1)[1]}:{frame.f_lineno}")
+                        frames.append(f"fvp_harness/{file.rsplit('/fvp_harness/', 1)[1]}"
+                                      f":{frame.f_lineno}")
                     frame = frame.f_back
                 first[top] = " <- ".join(frames) or "(no harness frame)"
             return None
@@ -59,7 +61,8 @@ CHILD = textwrap.dedent("""
         results.append({"argv": argv, "code": code, "loaded": loaded})
     import importlib
     importlib.import_module(sys.argv[4])  # the control: this one must be seen loading pandas
-    results.append({"argv": [sys.argv[4]], "code": 0, "loaded": {top: first.get(top, "?") for top in HEAVY}})
+    results.append({"argv": [sys.argv[4]], "code": 0,
+                    "loaded": {top: first.get(top, "?") for top in HEAVY}})
     with open(sys.argv[1], "w", encoding="utf-8") as out:
         json.dump(results, out)
 """)

@@ -41,7 +41,7 @@ def test_plain_lines_show_rounds_and_the_most_the_rule_may_run() -> None:
     assert view.spared == 32
 
 
-def test_the_live_bar_counts_against_the_ceiling_and_bounds_the_time_left_from_the_rounds_so_far() -> None:
+def test_the_live_bar_counts_against_the_ceiling_and_bounds_the_time_left_by_past_rounds() -> None:
     buffer = io.StringIO()
     now = [0.0]
     view = ProgressView(Console(file=buffer, width=160, force_terminal=True), clock=lambda: now[0])

@@ -98,8 +98,10 @@ CHILD = r"""
 import contextlib, io, json, os, sys, time
 from pathlib import Path
 
-# the engines every verb imports late, so a case's CPU time is its own work, not the import of pandas
-import fvp_harness.batch.engine, fvp_harness.report.stored.history, fvp_harness.report.stored.stored_compare  # noqa
+# the engines every verb imports late, so a case's CPU time is its own work, not the import of
+# pandas
+import fvp_harness.batch.engine, fvp_harness.report.stored.history  # noqa
+import fvp_harness.report.stored.stored_compare  # noqa
 import fvp_harness.run.doctor, fvp_harness.run.pipeline, fvp_harness.scenario, rich.console  # noqa
 from fvp_harness.cli.main import main
 from fvp_harness.scenario import load_scenario
@@ -119,8 +121,8 @@ for argv in json.loads(sys.argv[1]):
             code = main(argv)
         except SystemExit as exc:
             code = exc.code
-    out.append({"argv": argv, "code": code, "cpu": time.process_time() - began, "stderr": err.getvalue(),
-                "new": sorted(tree() - before)})
+    out.append({"argv": argv, "code": code, "cpu": time.process_time() - began,
+                "stderr": err.getvalue(), "new": sorted(tree() - before)})
 print(json.dumps(out))
 """
 

@@ -86,8 +86,7 @@ def stand_in(folder: Path, how: str) -> Path:
 
 
 def test_the_mac_sweep_reports_npu_cycles_falling_as_the_macs_grow_with_identical_outputs(
-        harness, workdir: Path
-                                                                                           ) -> None:
+        harness, workdir: Path) -> None:
     out = workdir / "results" / "macs"
     done = harness("run", SCENARIO, "-o", str(out), "--set", "run.repetitions=2")
     assert done.returncode == 0, done.stdout + done.stderr

@@ -35,7 +35,8 @@ vars:
 builds:
   runner:
     runner: ${vars.artifacts}/executor_runner
-    build: "{fvp_harness} toolchain runner --arch host --variant after --source {source}/runner -o {output}"
+    build: "{fvp_harness} toolchain runner --arch host --variant after --source {source}/runner
+      -o {output}"
     source: {repository: ./repo, commit: main}
 models:
   deep_autoencoder_xnnpack:
@@ -45,7 +46,8 @@ models:
       - file: ${vars.artifacts}/deep_autoencoder.input.bin
         build: "{fvp_harness} toolchain export deep_autoencoder --input-only --seed 1 -o {output}"
 run:
-  command: "{runner} --model_path={model} --inputs={inputs} --num_executions={iterations} --output_file={output}"
+  command: "{runner} --model_path={model} --inputs={inputs} --num_executions={iterations}
+    --output_file={output}"
   warmup: 2
   iterations: 20
   until: {ci_width: 10, min_repetitions: 2, max_repetitions: 6}

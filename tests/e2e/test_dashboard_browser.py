@@ -46,7 +46,8 @@ fvp:
 builds:
   after:
     runner: ${vars.artifacts}/executor_runner-after
-    build: "{fvp_harness} sim runner --driver reuse --cpu-time-report --build-id driver-reuse -o {output}"
+    build: "{fvp_harness} sim runner --driver reuse --cpu-time-report --build-id driver-reuse
+      -o {output}"
     id: driver-reuse
 models:
   ds_cnn:

@@ -64,10 +64,10 @@ RUN: dict[tuple[str, str], str] = {
         "test_pytest_plugin_example_block",
     ("docs/etdump.md",
      "fvp-harness run scenarios/driver_reuse_traced.yaml -q --only-model resnet8 --set "
-                       "run.repetitions=2"): "test_etdump_compare_block",
+     "run.repetitions=2"): "test_etdump_compare_block",
     ("docs/etdump.md",
      "fvp-harness run scenarios/driver_reuse_traced.yaml -q --only-model resnet8 --set "
-                       "run.repetitions=2 -o results/main-traced"): "test_etdump_baseline_from_block",
+     "run.repetitions=2 -o results/main-traced"): "test_etdump_baseline_from_block",
     ("docs/kpi.md", "fvp-harness run scenarios/kpi_corstone300_u55.yaml -q"):
         "test_kpi_nightly_history_block",
     ("docs/bisect.md", "sh examples/bisect/make_repo.sh .artifacts/bisect_sim/repo"):

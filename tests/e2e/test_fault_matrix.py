@@ -233,7 +233,9 @@ case "$(cat "$1")" in
   setsid) setsid sleep 100000 & echo started; sleep 100000 ;;
   flood) head -c 200000000 /dev/zero | tr '\\0' a; echo ;;
   fill) dd if=/dev/zero of="$FILL" bs=64k 2>/dev/null; i=0
-        while [ $i -lt 5000 ]; do echo "t=1.0 line $i of a runner that goes on printing"; i=$((i+1)); done ;;
+        while [ $i -lt 5000 ]; do
+          echo "t=1.0 line $i of a runner that goes on printing"; i=$((i+1))
+        done ;;
   slow) echo "t=1.0"; sleep 100000 ;;
   *) echo "t=1.0" ;;
 esac
@@ -702,8 +704,8 @@ def _kill_row(fault: str, phase: str, code: int, seconds: float | None, processe
 # --- a closed output pipe, and make's reports (issue 36, "Also" and finding 7) --------------------
 
 
-def test_a_closed_output_pipe_ends_the_run_interrupted_with_its_report(workdir: Path,
-                                                                       matrix_artifacts: Path) -> None:
+def test_a_closed_output_pipe_ends_the_run_interrupted_with_its_report(
+        workdir: Path, matrix_artifacts: Path) -> None:
     """``fvp-harness run scenarios/smoke.yaml 2>&1 | head -2``: rich's console raised SystemExit(1)
     on EPIPE from a session's thread; the run died ``running``, with no report. Now: exit 141 (128 +
     SIGPIPE, as a shell reports a writer ended by a closed pipe), the manifest ``interrupted``, the

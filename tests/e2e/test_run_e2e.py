@@ -87,8 +87,7 @@ def test_stock_runners_headline_iteration_time_with_the_same_savings_the_model_i
                                                                         implied[model["model"]])
         assert model["verdict"] == "faster"
         assert ({check["name"]: check["status"] for check in model["identity"]}
-                == {"outputs": "pass",
-                                                                                   "npu_cycles": "pass"})
+                == {"outputs": "pass", "npu_cycles": "pass"})
     stored = records(out)
     assert all(r["status"] == "ok" and r["build_id_seen"] is None and
                len(r["extra"]["runner_sha256"]) == 64

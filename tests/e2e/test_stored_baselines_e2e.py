@@ -149,8 +149,7 @@ def test_baseline_from_a_stored_run_measures_the_candidate_and_checks_drift(work
     report = json.loads((workdir / "results/pr/report.json").read_text())
     assert report["verdict"]["status"] == "PASS"
     assert ({m: row["verdict"] for m, row in _primary(report, "after").items()}
-            == {"resnet8": "faster",
-                                                                                    "ds_cnn": "faster"})
+            == {"resnet8": "faster", "ds_cnn": "faster"})
     assert ("drift check: resnet8 steady, ds_cnn steady" in (workdir
                                                              / "results/pr/report.md").read_text())
     xmlschema.XMLSchema(str(XSD)).validate(str(workdir / "pr-junit.xml"))

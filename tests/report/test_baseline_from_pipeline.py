@@ -30,7 +30,8 @@ models:
   m2: {file: m2.model}
   m3: {file: m3.model}
 run:
-  command: "{runner} --model_path={model} --num_executions={iterations} --unit={unit} --output_file={output}"
+  command: "{runner} --model_path={model} --num_executions={iterations} --unit={unit}
+    --output_file={output}"
   warmup: 1
   iterations: 4
   repetitions: 2

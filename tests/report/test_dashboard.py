@@ -190,7 +190,8 @@ def test_make_html_puts_every_scenario_with_stored_runs_on_one_site(tmp_path, ca
     nodes = [SimpleNamespace(stem=stem, results_dir=base / stem, error=None)
              for stem in ("alpha", "never-run", "beta")]
     _dashboard(tmp_path / "site", nodes, quiet=False)  # type: ignore[arg-type]
-    assert f"dashboard: {tmp_path / 'site' / DASHBOARD_INDEX} (2 scenario(s))" in capsys.readouterr().out
+    assert (f"dashboard: {tmp_path / 'site' / DASHBOARD_INDEX} (2 scenario(s))"
+            in capsys.readouterr().out)
     page = (tmp_path / "site" / DASHBOARD_INDEX).read_text(encoding="utf-8")
     assert (page.count('<section class="scenario"') == 2 and 'href="#alpha"' in page and
             'href="#beta"' in page)

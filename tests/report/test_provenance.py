@@ -109,8 +109,7 @@ def test_a_qemu_report_calls_qemu_qemu(profile: dict[str, str] | None) -> None:
     # disguised
     ({"fvp": {"binary": "/opt/x/FVP", "version": "11.30.27 (simulated by fvp-harness sim)"}}, True),
     ({"fvp": {"binary": "/opt/x/FVP", "version": "11.31"},
-      "instances": {"s0": {"version": "simulated by "
-                                                                                           "fvp-harness sim"}}}, True),
+      "instances": {"s0": {"version": "simulated by fvp-harness sim"}}}, True),
     (REAL_MANIFEST, False),
     ({"fvp": {"binary": "sim"}, "scenario": {"name": "h", "resolved": {"target": "host"}}}, False),
     (None, False),

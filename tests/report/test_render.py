@@ -350,7 +350,8 @@ from fvp_harness.report.rendering.render import render_report
 from fvp_harness.scenario.model import Compare
 from tests.helpers import record
 records = [record(f"r{rep}-{build}-m", build=build, model="m", repetition=rep,
-                  samples={"cpu_time": [1.0 + rep / 10, 1.1, 1.2] if build == "before" else [0.5, 0.6, 0.7]},
+                  samples={"cpu_time": ([1.0 + rep / 10, 1.1, 1.2] if build == "before"
+                                        else [0.5, 0.6, 0.7])},
                   started=f"2026-03-01T10:0{rep}:0{build == 'after'}Z")
            for rep in (1, 2) for build in ("before", "after")]
 result = analyse(records, Compare(), ())

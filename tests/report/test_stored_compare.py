@@ -332,8 +332,8 @@ def _adaptive_runs(tmp_path: Path, spared: bool) -> tuple[ResultStore, ResultSto
 
 
 @pytest.mark.parametrize("spared", [True, False])
-def test_units_the_stopping_rule_spared_are_not_run_only_when_not_recorded_as_spared(tmp_path: Path,
-                                                                                     spared: bool) -> None:
+def test_units_the_stopping_rule_spared_are_not_run_only_when_not_recorded_as_spared(
+        tmp_path: Path, spared: bool) -> None:
     a, b = _adaptive_runs(tmp_path, spared)
     result = compare_runs(load_run(StoredRun.of(a.root, current=True)),
                           load_run(StoredRun.of(b.root, current=True)))

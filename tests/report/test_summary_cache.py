@@ -93,8 +93,8 @@ def test_an_entry_of_the_wrong_shape_is_not_trusted(tmp_path: Path) -> None:
     assert history_from_runs(load_history(folder)) == expected
 
 
-def test_a_folder_that_cannot_be_written_works_without_a_cache(tmp_path: Path,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_folder_that_cannot_be_written_works_without_a_cache(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     folder = _runs(tmp_path, 2)
 
     def read_only(path: object, data: object, **_: object) -> None:

@@ -27,7 +27,8 @@ models:
   quiet: {file: quiet.model}
   noisy: {file: noisy.model}
 run:
-  command: "{runner} --model_path={model} --num_executions={iterations} --unit={unit} --output_file={output}"
+  command: "{runner} --model_path={model} --num_executions={iterations} --unit={unit}
+    --output_file={output}"
   warmup: 1
   iterations: 5
   until: {ci_width: 2%, min_repetitions: 2, max_repetitions: 5}

@@ -114,8 +114,8 @@ def test_a_build_waits_until_the_writer_of_an_interrupted_one_is_gone(tmp_path: 
     assert runner.read_text() == "built"
 
 
-def test_a_writer_that_does_not_end_fails_the_build_and_names_it(tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_writer_that_does_not_end_fails_the_build_and_names_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(artifacts, "WRITER_WAIT_S", 0.3)
     loaded = load_scenario(_scenario(tmp_path / "scenario", "out/runner"))
     runner = tmp_path / "scenario" / "out" / "runner"

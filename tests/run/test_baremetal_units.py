@@ -50,7 +50,11 @@ models:
   resnet8: {{file: m256/resnet8.pte, inputs: [{{file: resnet8.input.bin}}]}}
 run: {{repetitions: 2, retries: 1{run}}}
 metrics: [{{name: bm_npu_cycles, required: true}}, bm_cpu_cycles, bm_execute_cycles]
-compare: {{baseline: u85-128, candidate: u85-256, primary: bm_npu_cycles, expect_identical: [outputs]}}
+compare:
+  baseline: u85-128
+  candidate: u85-256
+  primary: bm_npu_cycles
+  expect_identical: [outputs]
 """
 
 
@@ -151,8 +155,8 @@ def test_records_hold_the_per_run_figures_the_outputs_and_what_was_launched(tmp_
     assert {record.outputs["out-0.bin"] for record in records} == {low.outputs["out-0.bin"]}
 
 
-def test_a_semihosting_runners_etdump_is_kept_and_is_not_an_output(tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_semihosting_runners_etdump_is_kept_and_is_not_an_output(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(FakeBaremetal, "etdump", True)
     _, records, _ = run_units(tmp_path)
     assert all(list(record.outputs) == ["out-0.bin"] and record.extra["etdump"] == "etdump.bin"

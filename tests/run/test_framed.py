@@ -23,7 +23,8 @@ builds:
 models:
   m1: {{file: m1.model}}
 run:
-  command: "{{runner}} --model_path={{model}} --num_executions={{iterations}} --output_file={{output}}"
+  command: "{{runner}} --model_path={{model}} --num_executions={{iterations}}
+    --output_file={{output}}"
   iterations: 3
   repetitions: 2
 {fetch}

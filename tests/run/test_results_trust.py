@@ -27,7 +27,8 @@ builds:
 models:
   m1: {{file: m1.model}}
 run:
-  command: "{{runner}} --model_path={{model}} --num_executions={{iterations}} --output_file={{output}}"
+  command: "{{runner}} --model_path={{model}} --num_executions={{iterations}}
+    --output_file={{output}}"
   warmup: 1
   iterations: 3
   repetitions: 1

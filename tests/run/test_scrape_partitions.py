@@ -72,7 +72,7 @@ def test_calls_of_an_execute_that_never_finished_give_no_sample() -> None:
     assert any("after the last completed iteration" in warning for warning in result.warnings)
 
 
-def test_a_fully_delegated_run_cut_in_its_last_execute_keeps_the_completed_inferences_only() -> None:
+def test_a_fully_delegated_run_cut_in_its_last_execute_keeps_only_completed_inferences() -> None:
     result = scrape(partitioned_run([[84294]] * 3, done=2), specs("npu_cycles", "iteration_time"))
     assert (result.samples["npu_cycles"] == [84294.0] * 2 == [84294.0]
             * len(result.samples["iteration_time"]))

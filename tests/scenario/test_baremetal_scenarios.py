@@ -35,7 +35,11 @@ models:
     build: "make {output}"
     inputs: [{file: resnet8.input.bin, build: "make {output}"}]
 metrics: [{name: bm_npu_cycles, required: true}]
-compare: {baseline: u85-128, candidate: u85-256, primary: bm_npu_cycles, expect_identical: [outputs]}
+compare:
+  baseline: u85-128
+  candidate: u85-256
+  primary: bm_npu_cycles
+  expect_identical: [outputs]
 """
 
 
@@ -99,7 +103,7 @@ def test_a_semihosting_command_line_over_256_characters_is_refused_at_its_line(w
                    "{model_name}\"\n")
     found = problems(path)
     assert len(found) == 1, found
-    assert re.match(rf"{re.escape(display_path(path))}:22:13: run\.cmd_line: build u85-256, model "
+    assert re.match(rf"{re.escape(display_path(path))}:26:13: run\.cmd_line: build u85-256, model "
                     r"resnet8: the semihosting command line would be 2\d\d characters, over the "
                     r"platform's 256", found[0]), found
 
@@ -131,7 +135,7 @@ def test_what_the_platform_kind_allows(write) -> None:
     shell = write("c.yaml",
                   HEAD + "run:\n  command: \"{runner} --model_path={model}\"\n  env: {A: b}\n")
     found = problems(shell)
-    assert any(":22:3: run.command: platform corstone320-u85 is bare metal" in p for p in found)
+    assert any(":26:3: run.command: platform corstone320-u85 is bare metal" in p for p in found)
     assert any("run.env: platform corstone320-u85 is bare metal" in p and "no environment" in p
                for p in found)
 

@@ -31,7 +31,12 @@ def problems(write, body: str) -> list[str]:
 
 def test_gates_and_tolerances_as_written_in_yaml(write):
     loaded = load_scenario(write("s.yaml", HEAD + """\
-  expect_identical: [outputs, npu_cycles, {metric: load_time, rel: 0.05}, {metric: thr, abs: 0.5}, {metric: cpu_time}]
+  expect_identical:
+    - outputs
+    - npu_cycles
+    - {metric: load_time, rel: 0.05}
+    - {metric: thr, abs: 0.5}
+    - {metric: cpu_time}
   gates:
     load_time: {max_regression: 10%}
     npu_cycles: {max_regression: 0}
@@ -124,7 +129,10 @@ def test_the_schema_describes_gates_and_tolerances():
     validator = scenario_validator()
     good = yaml.safe_load(HEAD + """\
   expect_identical: [outputs, {metric: load_time, rel: 0.05}, {metric: thr, abs: 0.5}]
-  gates: {load_time: {max_regression: 10%}, npu_cycles: {max_regression: 0}, cpu_time: {max_regression: 0.2, unit: ms}}
+  gates:
+    load_time: {max_regression: 10%}
+    npu_cycles: {max_regression: 0}
+    cpu_time: {max_regression: 0.2, unit: ms}
 """)
     validator.validate(good)
     for bad in ({"gates": {"load_time": {"max_regression": "ten%"}}},

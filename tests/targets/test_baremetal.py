@@ -334,8 +334,8 @@ def test_a_semihosting_launch_ends_at_the_models_exit_with_outputs_and_provenanc
 
 @pytest.mark.slow
 @pytest.mark.parametrize("semihosting", [True, False])
-def test_output_read_while_the_program_runs_is_kept_once_and_logged_as_it_comes(tmp_path: Path,
-                                                                               semihosting: bool) -> None:
+def test_output_read_while_the_program_runs_is_kept_once_and_logged_as_it_comes(
+        tmp_path: Path, semihosting: bool) -> None:
     """Lines are logged while the program still runs (the pause is longer than a read slice), and
     the text taken then is not taken again when EOT or the end arrives."""
     target = open_target(tmp_path)

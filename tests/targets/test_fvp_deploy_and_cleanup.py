@@ -58,7 +58,8 @@ SCRIPT = textwrap.dedent(
     from fvp_harness.scenario.model import Scenario
     from fvp_harness.run.instances import open_target
     scenario = Scenario.model_validate({
-        "name": "sigterm", "builds": {"b": {"runner": "/bin/true"}}, "models": {"m": {"file": "/bin/true"}},
+        "name": "sigterm", "builds": {"b": {"runner": "/bin/true"}},
+        "models": {"m": {"file": "/bin/true"}},
         "fvp": {"sim": {"boot_seconds": 0.4}, "timeouts": {"boot": 30}}})
     with open_target(scenario, log_dir=sys.argv[1]) as target:
         print(target.process.pid, flush=True)

@@ -69,8 +69,8 @@ def test_output_streams_to_the_log_with_secrets_masked(tmp_path: Path) -> None:
     assert "hunter2" not in log and "a *** b" in log and "no newline\n[exit 0]" in log
 
 
-def test_a_shell_that_cannot_start_leaves_no_file_holding_the_command(tmp_path: Path,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_shell_that_cannot_start_leaves_no_file_holding_the_command(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The command (secrets too) reaches the shell through its environment: no file holds it at any
     time."""
     def no_shell(*args: object, **kwargs: object) -> ProcessTree:

@@ -162,8 +162,8 @@ def _scenario(tmp_path: Path, runner: Path, target: str = "host") -> Path:
     return path
 
 
-def test_validate_refuses_a_runner_built_for_the_model_at_its_runner_field(tmp_path: Path,
-                                                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_validate_refuses_a_runner_built_for_the_model_at_its_runner_field(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     foreign = X86_64 if platform.machine().lower() in ("aarch64", "arm64") else AARCH64
     path = _scenario(tmp_path, _elf(tmp_path / "executor_runner", foreign))
     with pytest.raises(ScenarioError) as caught:

@@ -63,8 +63,8 @@ def test_a_reused_pid_is_not_taken_for_the_owner(tmp_path: Path) -> None:
     assert collect([tmp_path], "fvp-sim-*").folders == (folder,)
 
 
-def test_the_simulator_writes_an_owner_record_the_harness_reads(tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_simulator_writes_an_owner_record_the_harness_reads(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setattr("tempfile.tempdir", None)
     fs = GuestFS()
@@ -81,8 +81,8 @@ def test_the_simulator_writes_an_owner_record_the_harness_reads(tmp_path: Path,
         fs.cleanup()
 
 
-def test_opening_a_host_target_removes_dead_working_folders(tmp_path: Path,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_opening_a_host_target_removes_dead_working_folders(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
     dead = _folder(tmp_path, "fvp-harness-host-old", _dead_owner())
     with HostTarget(log_dir=tmp_path / "logs") as target:

@@ -50,7 +50,8 @@ stand_in, log_dir = sys.argv[1], Path(sys.argv[2])
 spec = build_launch(profile, object(), binary=stand_in)
 started = {}
 
-def launch():  # a short-lived thread starts the model: the model must outlive the thread, not the process
+# a short-lived thread starts the model: the model must outlive the thread, not the process
+def launch():
     process = FvpProcess(spec, profile, log_path=log_dir / "fvp.log")
     process.start()
     process.wait_for_ports(Deadline.after(30, "boot"), list(profile.terminals))
@@ -59,7 +60,8 @@ def launch():  # a short-lived thread starts the model: the model must outlive t
 thread = threading.Thread(target=launch)
 thread.start()
 thread.join()
-threading.Thread(target=query_model, args=([stand_in], "--version", spec.env, 600.0), daemon=True).start()
+threading.Thread(target=query_model, args=([stand_in], "--version", spec.env, 600.0),
+                 daemon=True).start()
 print("model", started["model"].pid, flush=True)
 threading.Event().wait()
 """

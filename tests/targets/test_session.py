@@ -212,8 +212,8 @@ def test_terminal_queries_never_reach_the_output(booted_on: Booted) -> None:
 
 
 @pytest.mark.sim
-def test_the_simulators_uart_rate_paces_a_console_upload_like_a_real_line(tmp_path: Path,
-                                                                           caplog: pytest.LogCaptureFixture) -> None:
+def test_the_simulators_uart_rate_paces_a_console_upload_like_a_real_line(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """``fvp.sim.uart_rate`` makes the simulator's console a real line's speed (here 16 KiB/s,
     QEMU's PL011 is 27-34 KiB/s typed in): the upload's measured rate, which the harness announces,
     cannot exceed it. (Only the ceiling is asserted: a loaded host makes any upload slower, never

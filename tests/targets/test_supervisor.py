@@ -79,7 +79,8 @@ def test_stop_ends_a_setsid_child_at_once() -> None:
 HARNESS = """\
 import subprocess, sys, time
 from fvp_harness.targets.children import ProcessTree
-tree = ProcessTree.start(["/bin/sh", "-c", "setsid sleep 1000 & (sleep 1000; echo late) & sleep 1000"],
+tree = ProcessTree.start(["/bin/sh", "-c",
+                          "setsid sleep 1000 & (sleep 1000; echo late) & sleep 1000"],
                          label="runner", stdout=subprocess.DEVNULL)
 print(tree.pid, flush=True)
 time.sleep(1000)

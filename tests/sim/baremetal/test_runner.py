@@ -258,8 +258,9 @@ def c_format(fmt: str, *args: object) -> str:
 
 
 def test_c_format_follows_c() -> None:
-    assert c_format("ethosu_pmu_cycle_cntr : % llu (%.2f per inference)", 42, 21.0) == \
-        "ethosu_pmu_cycle_cntr : 42 (21.00 per inference)"  # no space: the flag is for signed conversions
+    # no space: the flag is for signed conversions
+    assert (c_format("ethosu_pmu_cycle_cntr : % llu (%.2f per inference)", 42, 21.0)
+            == "ethosu_pmu_cycle_cntr : 42 (21.00 per inference)")
     assert (c_format("% d|%08lx|%11s|%.4s|%%", 5, 0x1F, "", "ABCDEF")
             == " 5|0000001f|           |ABCD|%")
     assert c_format("%.2f %.2f", math.nan, math.inf) == "nan inf"

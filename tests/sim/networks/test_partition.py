@@ -56,7 +56,7 @@ def test_partition_edges_are_the_tensors_that_cross_them() -> None:
     assert second.inputs == ("s2_add",) and second.outputs == (arch.output_name,)
 
 
-def test_the_cpu_planned_buffer_also_holds_the_tensors_handed_between_partitions_and_cpu_layers() -> None:
+def test_the_cpu_planned_buffer_also_holds_the_tensors_between_partitions_and_cpu_layers() -> None:
     """ResNet8 with s2_add on the CPU: its two inputs and its output (16x16x32 int8 each, 8192 B)
     are alive at once outside the delegates, so executor_runner.cpp:556's planned buffer grows by
     24576 B; fully delegated, by 0."""

@@ -39,8 +39,8 @@ def _numbers(text: str) -> list[str]:
             for line in text.splitlines() if "Iteration" in line or "loaded in" in line]
 
 
-def test_a_traced_build_writes_the_etdump_and_prints_the_same_numbers(run_runner: RunRunner,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_traced_build_writes_the_etdump_and_prints_the_same_numbers(
+        run_runner: RunRunner, monkeypatch: pytest.MonkeyPatch) -> None:
     flags = ("--model_path=resnet8.bin", "--num_executions=3")
     # the noise of invocation 0 in both runs
     monkeypatch.setattr(runner_run, "_invocations", itertools.count())
@@ -120,8 +120,8 @@ def test_sim_runner_event_tracer_makes_a_traced_build(tmp_path: Path) -> None:
     assert status == 2 and "--log-generation current only" in err
 
 
-def test_a_partly_delegated_program_traces_one_instruction_per_step(run_runner: RunRunner,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_partly_delegated_program_traces_one_instruction_per_step(
+        run_runner: RunRunner, monkeypatch: pytest.MonkeyPatch) -> None:
     """K partitions with CPU operators between them: each step is an instruction of chain 0
     (EventTracerProfileInstructionScope, method.cpp:1756), a CPU kernel an ``OPERATOR_CALL``
     (method.cpp:1469), a delegate a ``DELEGATE_CALL`` (:1505) around the backend's scopes; and
