@@ -337,9 +337,9 @@ def test_no_imports_go_round_in_a_circle() -> None:
 
 def test_every_sim_world_has_a_rank() -> None:
     sim = PACKAGE / "sim"
-    names = {path.stem for path in sim.glob("*.py")} | {path.name
-                                                        for path in sim.iterdir() if path.is_dir()
-                                                          and (path / "__init__.py").exists()}
+    names = {path.stem for path in sim.glob("*.py")} | {
+        path.name for path in sim.iterdir() if path.is_dir() and (path / "__init__.py").exists()
+    }
     unknown = sorted(names - set(SIM_RANKS) - {"__init__"})
     assert not unknown, f"sim's new modules or worlds need a rank in SIM_RANKS: {unknown}"
 

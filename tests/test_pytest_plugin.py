@@ -347,8 +347,9 @@ def test_ab_result_answers_the_questions_tests_ask(tmp_path: Path) -> None:
     comparison = outcome.analysis.comparisons[0]
     slower = [dataclasses.replace(m, saved_pct=-20.44, verdict="slower") if m.model == "m1" else m
               for m in comparison.models]
-    analysis = dataclasses.replace(outcome.analysis, comparisons=(dataclasses.replace(comparison,
-                                                                                      models=tuple(slower)),))
+    analysis = dataclasses.replace(
+        outcome.analysis, comparisons=(dataclasses.replace(comparison, models=tuple(slower)),)
+    )
     shown = repr(AbResult(dataclasses.replace(outcome, analysis=analysis), "# report\n", loaded))
     assert "m1 slower (20.4% slower" in shown and "saved -" not in shown, shown
 

@@ -83,9 +83,10 @@ def watch(remote: FakeRemote, monkeypatch: pytest.MonkeyPatch, *, until_polls: i
     monkeypatch.setattr(dask_module, "LOST_AFTER_S", 0.1)
     seen = Watched(threading.Event(), threading.Event(), threading.Event(), [])
     finished = threading.Event()
-    thread = threading.Thread(target=dask_module._watch,
-                              args=(remote, 0, seen.drain, seen.stop, seen.abort, finished,
-                                                               seen.trouble))
+    thread = threading.Thread(
+        target=dask_module._watch,
+        args=(remote, 0, seen.drain, seen.stop, seen.abort, finished, seen.trouble),
+    )
     thread.start()
     if until_polls:
         wait_until(lambda: remote.polls >= until_polls or not thread.is_alive(),
@@ -151,15 +152,16 @@ def test_the_coordinator_tells_a_lost_scheduler_from_a_dead_worker_and_a_failed_
     executor._client = type("Client", (), {"status": "running"})()
 
     def verdict(error: BaseException) -> tuple[LaneResult, str | None]:
-        result: tuple[LaneResult, str | None] = executor._lane_result(FakeFuture(error), lane,
-                                                                      distributed)
+        result: tuple[LaneResult, str | None] = executor._lane_result(
+            FakeFuture(error), lane, distributed
+        )
         return result
 
     from types import SimpleNamespace
 
-    killed, lost = verdict(distributed.KilledWorker("lane3",
-                                                    SimpleNamespace(address="tcp://127.0.0.1:2"),
-                                                    3))
+    killed, lost = verdict(
+        distributed.KilledWorker("lane3", SimpleNamespace(address="tcp://127.0.0.1:2"), 3)
+    )
     assert (lost is None and killed.error is not None and
             killed.error.startswith("its workers kept dying"))
     with caplog.at_level(logging.ERROR, logger="fvp_harness.batch.dask"):
@@ -167,8 +169,9 @@ def test_the_coordinator_tells_a_lost_scheduler_from_a_dead_worker_and_a_failed_
     assert (lost is None and
             failed.error == "its task failed on the worker: ValueError: a bug on the worker")
     assert "Traceback" in caplog.text
-    cancelled, lost = verdict(concurrent.futures.CancelledError("lane3 cancelled for reason: "
-                                                                "scheduler-connection-lost."))
+    cancelled, lost = verdict(
+        concurrent.futures.CancelledError("lane3 cancelled for reason: scheduler-connection-lost.")
+    )
     assert lost == cancelled.error == "lost the Dask scheduler tcp://127.0.0.1:1"
     assert cancelled.error_class == "infrastructure"
     executor._client = None
@@ -307,17 +310,18 @@ def _mid_lane(cluster: Cluster, tmp: Path) -> subprocess.Popen[bytes]:
             return None
         return next((worker for worker in cluster.workers if _sims_under(worker)), None)
 
-    found: subprocess.Popen[bytes] | None = wait_until(busy, timeout=120,
-                                                       message="a lane with a finished unit on a "
-                                                               "worker")
+    found: subprocess.Popen[bytes] | None = wait_until(
+        busy, timeout=120, message="a lane with a finished unit on a worker"
+    )
     assert found is not None
     return found
 
 
 @pytest.mark.slow
 @pytest.mark.sim
-def test_dask_local_cluster_of_processes_runs_every_unit_like_local(art: Path,
-                                                                    tmp_path: Path) -> None:
+def test_dask_local_cluster_of_processes_runs_every_unit_like_local(
+    art: Path, tmp_path: Path
+) -> None:
     """``make --executor dask-local``: LocalCluster worker processes (the lanes used to abort at
     once there)."""
     sc = _scenarios(art, tmp_path / "sc")
@@ -344,16 +348,27 @@ def test_dask_local_cluster_of_processes_runs_every_unit_like_local(art: Path,
 
 @pytest.mark.slow
 @pytest.mark.sim
-def test_scheduler_and_two_worker_processes_give_the_local_rows(art: Path, tmp_path: Path,
-                                                                  cluster: Cluster) -> None:
+def test_scheduler_and_two_worker_processes_give_the_local_rows(
+    art: Path, tmp_path: Path, cluster: Cluster
+) -> None:
     sc = _scenarios(art, tmp_path / "sc")
     local = make([sc], MakeOptions(jobs=2, results_base=tmp_path / "local"),
                  executor=LocalExecutor(2))
     assert local.exit_code == 0
-    done = subprocess.run([sys.executable, "-m",
-                           *_make_argv(sc, tmp_path / "dask", "--executor", "dask",
-                                                             "--scheduler", cluster.address)],
-                          env=cluster.env, cwd=REPO, capture_output=True, text=True, timeout=240)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            *_make_argv(
+                sc, tmp_path / "dask", "--executor", "dask", "--scheduler", cluster.address
+            ),
+        ],
+        env=cluster.env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "make: 4 units run (0 failed) on 2 lane(s)" in done.stdout, (
         "-j defaults to the cluster's 2 threads")
@@ -407,11 +422,21 @@ def test_killing_the_scheduler_mid_run_exits_3_and_lists_the_units_not_run(
         art: Path, tmp_path: Path, cluster: Cluster) -> None:
     sc = _scenarios(art, tmp_path / "sc", repetitions=2)
     results = tmp_path / "dask"
-    proc = subprocess.Popen([sys.executable, "-m",
-                             *_make_argv(sc, results, "--executor", "dask", "--scheduler",
-                                                               cluster.address, *SLOW_UNITS)],
-                            env=cluster.env, cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            *_make_argv(
+                sc, results, "--executor", "dask", "--scheduler", cluster.address, *SLOW_UNITS
+            ),
+        ],
+        env=cluster.env,
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         _mid_lane(cluster, tmp_path / "tmp")
         os.killpg(cluster.scheduler.pid, signal.SIGKILL)

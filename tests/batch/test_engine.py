@@ -94,8 +94,9 @@ def test_scenario_files_and_action_text(tmp_path: Path) -> None:
             == ["run", "a/r0-x-m", "(never", "run)"])
 
 
-def test_dry_run_before_anything_exists_writes_nothing(tmp_path: Path,
-                                                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_dry_run_before_anything_exists_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     art = tmp_path / "art"
     write_scenario(tmp_path / "sc", "one", art)
     results = tmp_path / "results"
@@ -129,8 +130,9 @@ def art(tmp_path: Path) -> Path:
     return fake_artifacts(tmp_path / "art", "m", "k", "q")
 
 
-def test_scenarios_of_one_pool_share_a_boot_and_another_pool_gets_its_own(art: Path,
-                                                                          tmp_path: Path) -> None:
+def test_scenarios_of_one_pool_share_a_boot_and_another_pool_gets_its_own(
+    art: Path, tmp_path: Path
+) -> None:
     sc, results = tmp_path / "sc", tmp_path / "results"
     write_fake_scenario(sc, "a", art)
     write_fake_scenario(sc, "b", art, model="k")
@@ -146,8 +148,9 @@ def test_scenarios_of_one_pool_share_a_boot_and_another_pool_gets_its_own(art: P
     assert all(target.closed for target in fleet.targets)
     for stem in ("a", "b", "c"):
         assert {stored.status for stored in records(results, stem)} == {"ok"}
-        assert (results / stem / "report.md").is_file() and (results / stem
-                                                             / REPORT_INPUTS_FILE).is_file()
+        assert (results / stem / "report.md").is_file() and (
+            results / stem / REPORT_INPUTS_FILE
+        ).is_file()
 
 
 def test_more_jobs_give_a_pool_more_lanes_and_the_same_records(art: Path, tmp_path: Path) -> None:
@@ -164,8 +167,9 @@ def test_more_jobs_give_a_pool_more_lanes_and_the_same_records(art: Path, tmp_pa
             (r.unit_id, r.key, r.status, r.outputs, r.samples) for r in two]
 
 
-def test_an_infrastructure_failure_gets_the_lane_a_fresh_instance(art: Path,
-                                                                  tmp_path: Path) -> None:
+def test_an_infrastructure_failure_gets_the_lane_a_fresh_instance(
+    art: Path, tmp_path: Path
+) -> None:
     def lose_console(unit: str, build: str, calls: int) -> CommandResult | None:
         if unit == "r0-after-m" and calls == 1:
             raise ConsoleLost("console closed (fake)")
@@ -186,8 +190,9 @@ def test_an_infrastructure_failure_gets_the_lane_a_fresh_instance(art: Path,
         "a unit counts by its last attempt, as in `run`")
 
 
-def test_a_retried_infrastructure_failure_does_not_drain_the_batch(art: Path,
-                                                                   tmp_path: Path) -> None:
+def test_a_retried_infrastructure_failure_does_not_drain_the_batch(
+    art: Path, tmp_path: Path
+) -> None:
     def lose_console(unit: str, build: str, calls: int) -> CommandResult | None:
         if unit == "r0-after-m" and calls == 1:
             raise ConsoleLost("console closed (fake)")
@@ -277,8 +282,9 @@ def test_a_stop_request_finishes_the_unit_in_flight_and_the_next_make_continues(
         f"r{rep}-{build}-m" for rep in range(3) for build in ("before", "after"))
 
 
-def test_a_second_make_runs_nothing_boots_nothing_and_writes_nothing(art: Path,
-                                                                     tmp_path: Path) -> None:
+def test_a_second_make_runs_nothing_boots_nothing_and_writes_nothing(
+    art: Path, tmp_path: Path
+) -> None:
     sc, results = tmp_path / "sc", tmp_path / "results"
     write_fake_scenario(sc, "a", art)
     write_fake_scenario(sc, "b", art, model="k")
@@ -374,10 +380,13 @@ def test_two_scenarios_building_one_file_with_different_commands_are_refused(
     sc = tmp_path / "sc"
     for name, text in (("a", "one"), ("b", "two")):
         path = write_fake_scenario(sc, name, art, model="m" if name == "a" else "k")
-        path.write_text(path.read_text().replace("{runner: " + str(art) + "/runner-after,",
-                                                  "{runner: " + str(art)
-                                                 + f"/runner-after, build: 'echo {text}>"
-                                                  "{output}',"), encoding="utf-8")
+        path.write_text(
+            path.read_text().replace(
+                "{runner: " + str(art) + "/runner-after,",
+                "{runner: " + str(art) + f"/runner-after, build: 'echo {text}>{{output}}',",
+            ),
+            encoding="utf-8",
+        )
     nodes = plan_batch([sc], MakeOptions(results_base=tmp_path / "results"))
     assert nodes[0].error is None
     assert (nodes[1].error is not None and
@@ -432,15 +441,17 @@ def test_a_lost_lane_leaves_its_units_not_run_exit_3_no_report_and_the_next_make
         "units that did not run for an infrastructure reason exit 3, never 0")
     a, b = result.nodes
     assert not a.not_run and (results / "a" / "report.md").is_file()
-    assert b.not_run == {unit: ("infrastructure", "lost its Dask worker (fake)")
-                         for unit in ("r0-before-k",
-                                                                                             "r0-after-k")}
+    assert b.not_run == {
+        unit: ("infrastructure", "lost its Dask worker (fake)")
+        for unit in ("r0-before-k", "r0-after-k")
+    }
     assert result.units_run == 2 and result.units_not_run == 2
     assert records(results, "b") == []
     manifest = json.loads((results / "b" / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["status"] == "aborted" and "lost its Dask worker (fake)" in manifest["aborted"]
-    assert ("2 of 2 planned unit(s) did not run" in (results / "b"
-                                                     / "report.md").read_text(encoding="utf-8"))
+    assert "2 of 2 planned unit(s) did not run" in (results / "b" / "report.md").read_text(
+        encoding="utf-8"
+    )
     assert json.loads((results / "b"
                        / REPORT_INPUTS_FILE).read_text(encoding="utf-8"))["exit_code"] == 3
 
@@ -459,15 +470,18 @@ def test_a_lost_lane_leaves_its_units_not_run_exit_3_no_report_and_the_next_make
 def test_a_lane_that_never_comes_back_counts_as_not_run(art: Path, tmp_path: Path) -> None:
     sc, results = tmp_path / "sc", tmp_path / "results"
     _pools_apart(sc, art)
-    result = make([sc], MakeOptions(jobs=2, results_base=results),
-                  executor=LosingExecutor(FakeFleet(), {"a", "b"},
-                                                                                          silently=True))
+    result = make(
+        [sc],
+        MakeOptions(jobs=2, results_base=results),
+        executor=LosingExecutor(FakeFleet(), {"a", "b"}, silently=True),
+    )
     assert result.exit_code == 3 and result.units_run == 0 and result.units_not_run == 4
     assert ({why for node in result.nodes for _cause, why in node.not_run.values()}
             == {"its lane returned no result"})
     for stem in ("a", "b"):
-        assert ("2 of 2 planned unit(s) did not run" in (results / stem
-                                                         / "report.md").read_text(encoding="utf-8"))
+        assert "2 of 2 planned unit(s) did not run" in (results / stem / "report.md").read_text(
+            encoding="utf-8"
+        )
 
 
 def test_units_not_started_after_a_failed_build_get_no_report_that_looks_complete(
@@ -523,11 +537,15 @@ def test_an_instance_lent_to_several_scenarios_masks_each_ones_secrets(tmp_path:
     from fvp_harness.targets.host import HostTarget
 
     def scenario(token: str) -> Scenario:
-        return Scenario.model_validate({"name": "s", "target": "host",
-                                        "builds": {"a": {"runner": "r"}},
-                                        "models": {"m": {"file": "m"}},
-                                        "run": {"env": {"API_TOKEN": {"value": token,
-                                                                      "secret": True}}}})
+        return Scenario.model_validate(
+            {
+                "name": "s",
+                "target": "host",
+                "builds": {"a": {"runner": "r"}},
+                "models": {"m": {"file": "m"}},
+                "run": {"env": {"API_TOKEN": {"value": token, "secret": True}}},
+            }
+        )
 
     host = HostTarget(log_dir=tmp_path / "logs")
     lease = _InstanceLease(lambda *args: contextlib.nullcontext(host), threading.Event(), 1.0)

@@ -187,8 +187,9 @@ def test_dask_local_cluster_gives_the_same_report_as_local(art: Path, tmp_path: 
     assert all(log and (tmp_path / "dask" / "a" / log).is_file() for log in logs)
 
 
-def test_ctrl_c_keeps_finished_records_and_the_next_make_continues(art: Path,
-                                                                   tmp_path: Path) -> None:
+def test_ctrl_c_keeps_finished_records_and_the_next_make_continues(
+    art: Path, tmp_path: Path
+) -> None:
     from fvp_harness.errors import Interrupted
     from fvp_harness.events import Event
 
@@ -219,8 +220,9 @@ def test_ctrl_c_keeps_finished_records_and_the_next_make_continues(art: Path,
     assert len({r.unit_id for r in records(results, "a")}) == 8
 
 
-def test_stop_finishes_the_units_in_flight_and_the_next_make_continues(art: Path,
-                                                                       tmp_path: Path) -> None:
+def test_stop_finishes_the_units_in_flight_and_the_next_make_continues(
+    art: Path, tmp_path: Path
+) -> None:
     """The first Ctrl-C of ``make`` (a stop request): the unit in flight finishes and is kept,
     nothing new starts."""
     import threading

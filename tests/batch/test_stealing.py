@@ -270,8 +270,9 @@ def test_the_board_leaves_a_lane_its_first_job_until_it_runs_unless_it_waits_for
 # --- one pool -------------------------------------------------------------------------------------
 
 
-def test_a_lane_that_ran_out_of_jobs_steals_an_unstarted_one(fake_art: Path,
-                                                             tmp_path: Path) -> None:
+def test_a_lane_that_ran_out_of_jobs_steals_an_unstarted_one(
+    fake_art: Path, tmp_path: Path
+) -> None:
     sc, results = tmp_path / "sc", tmp_path / "results"
     _one_pool(sc, fake_art)
     b_started, wait = threading.Event(), Waits()
@@ -320,8 +321,9 @@ def test_a_job_in_flight_is_never_stolen(fake_art: Path, tmp_path: Path) -> None
     _one_record_per_unit(results, "a", 2)
 
 
-def test_a_stop_while_stealing_is_possible_starts_nothing_new(fake_art: Path, tmp_path: Path,
-                                                              not_run: dict[str, Any]) -> None:
+def test_a_stop_while_stealing_is_possible_starts_nothing_new(
+    fake_art: Path, tmp_path: Path, not_run: dict[str, Any]
+) -> None:
     sc, results = tmp_path / "sc", tmp_path / "results"
     _one_pool(sc, fake_art)
     stop, wait = threading.Event(), Waits()
@@ -353,10 +355,9 @@ def test_a_stop_while_stealing_is_possible_starts_nothing_new(fake_art: Path, tm
     assert all(target.closed for target in fleet.targets)
 
 
-def test_units_of_a_stolen_job_are_explained_by_the_lane_that_took_it(fake_art: Path,
-                                                                      tmp_path: Path,
-                                                                      not_run: dict[str,
-                                                                                    Any]) -> None:
+def test_units_of_a_stolen_job_are_explained_by_the_lane_that_took_it(
+    fake_art: Path, tmp_path: Path, not_run: dict[str, Any]
+) -> None:
     """The dealt lane reports first, before the stop; the thief is stopped inside the stolen job:
     its unstarted unit is "not started: stop requested", not "no result came back" (a lost lane,
     exit 3)."""
@@ -468,16 +469,18 @@ def _pools_setup(tmp_path: Path, art: Path, *, yb_big: bool, on_x: Callable[[], 
     return sc, results, fleet, opener, Recording(opener, instances=3), wait
 
 
-def test_another_pools_job_is_booted_ahead_while_the_current_job_runs(fake_art: Path,
-                                                                      tmp_path: Path) -> None:
+def test_another_pools_job_is_booted_ahead_while_the_current_job_runs(
+    fake_art: Path, tmp_path: Path
+) -> None:
     holder: dict[str, Any] = {}
 
     # x's first unit runs until yb's instance is up: the pre-boot overlaps x's work
     def on_x() -> None:
         holder["wait"](holder["opener"].opened["yb"], "yb's instance booted while x ran")
 
-    sc, results, fleet, opener, executor, wait = _pools_setup(tmp_path, fake_art, yb_big=True,
-                                                              on_x=on_x)
+    sc, results, fleet, opener, executor, wait = _pools_setup(
+        tmp_path, fake_art, yb_big=True, on_x=on_x
+    )
     holder.update(wait=wait, opener=opener)
     events: list[Event] = []
     result = _run(sc, results, executor, listener=events.append)
@@ -503,8 +506,9 @@ def test_another_pools_job_is_booted_ahead_while_the_current_job_runs(fake_art: 
         _one_record_per_unit(results, stem, count)
 
 
-def test_another_pools_job_not_worth_a_boot_stays_with_its_lane(fake_art: Path,
-                                                                tmp_path: Path) -> None:
+def test_another_pools_job_not_worth_a_boot_stays_with_its_lane(
+    fake_art: Path, tmp_path: Path
+) -> None:
     sc, results = tmp_path / "sc", tmp_path / "results"
     _two_pools(sc, fake_art, yb_big=False)
     wait = Waits()
@@ -533,8 +537,9 @@ def test_a_pre_boot_that_fails_counts_as_the_sessions_failed_boot_and_it_boots_a
     def on_x() -> None:  # x's first unit runs until yb's boot was tried (and failed)
         holder["wait"](holder["opener"].tried["yb"], "yb's instance booted while x ran")
 
-    sc, results, fleet, opener, executor, wait = _pools_setup(tmp_path, fake_art, yb_big=True,
-                                                              on_x=on_x)
+    sc, results, fleet, opener, executor, wait = _pools_setup(
+        tmp_path, fake_art, yb_big=True, on_x=on_x
+    )
     holder.update(wait=wait, opener=opener)
     opener.fail_first.add("yb")
     result = _run(sc, results, executor)
@@ -562,8 +567,9 @@ def test_a_pre_booted_instance_is_closed_when_the_batch_stops_before_using_it(
         holder["wait"](ya_started, "ya started")
         stop.set()
 
-    sc, results, fleet, opener, executor, wait = _pools_setup(tmp_path, fake_art, yb_big=True,
-                                                              on_x=on_x, ya_started=ya_started)
+    sc, results, fleet, opener, executor, wait = _pools_setup(
+        tmp_path, fake_art, yb_big=True, on_x=on_x, ya_started=ya_started
+    )
     holder.update(wait=wait, opener=opener)
     with pytest.raises(Interrupted):
         _run(sc, results, executor, stop=stop)
@@ -584,16 +590,18 @@ def test_a_pre_booted_instance_is_closed_when_the_batch_stops_before_using_it(
 
 @pytest.mark.slow
 @pytest.mark.sim
-def test_make_j2_with_two_pools_on_the_simulator_steals_and_boots_ahead(art: Path,
-                                                                        tmp_path: Path) -> None:
+def test_make_j2_with_two_pools_on_the_simulator_steals_and_boots_ahead(
+    art: Path, tmp_path: Path
+) -> None:
     """Pool X (``runner_jitter`` 0.02): x (cost 32). Pool Y: ya (48), yb (24): dealt one lane per
     pool; x's lane claims yb when it starts x (ya is ahead of yb on its lane) and boots yb's
     instance while x runs: 3 boots."""
     own, sc, results = tmp_path / "art", tmp_path / "sc", tmp_path / "results"
     copy_artifacts(art, own, {"x": "a", "ya": "a", "yb": "b"})
     x = write_scenario(sc, "x", own, iterations=14)
-    jitter = x.read_text(encoding="utf-8").replace("  binary: sim\n",
-                                                   "  binary: sim\n  sim: {runner_jitter: 0.02}\n")
+    jitter = x.read_text(encoding="utf-8").replace(
+        "  binary: sim\n", "  binary: sim\n  sim: {runner_jitter: 0.02}\n"
+    )
     x.write_text(jitter, encoding="utf-8")
     write_scenario(sc, "ya", own, repetitions=2, iterations=10)
     write_scenario(sc, "yb", own, model="resnet8", iterations=10)

@@ -94,8 +94,9 @@ def test_history_verb_exits_1_while_a_regression_is_in_effect(tmp_path, capsys, 
     assert "REGRESSION: m2 +" in out and "at run run-2 (commit 2222222), in effect" in out
     assert "m1" not in [line.split()[1]
                         for line in out.splitlines() if line.startswith("REGRESSION")]
-    assert (folder / "history" / "history.md").is_file() and (folder / "history"
-                                                              / "history-m2.png").is_file()
+    assert (folder / "history" / "history.md").is_file() and (
+        folder / "history" / "history-m2.png"
+    ).is_file()
     xmlschema.XMLSchema(str(XSD)).validate(str(junit))
     assert summary.read_text().startswith("# demo: history of cpu_time (after)")
 

@@ -169,10 +169,13 @@ def test_every_schema_field_is_documented(repo):
 def test_profiles_list_and_show(capsys):
     code, out, _ = run(capsys, "profiles")
     assert code == EXIT_OK
-    assert ([line.split()[0] for line in out.splitlines()]
-            == ["corstone1000", "corstone1000-a320", "corstone300-u55",
-                                                               "corstone320-u85",
-                "qemu-aarch64-virt"])
+    assert [line.split()[0] for line in out.splitlines()] == [
+        "corstone1000",
+        "corstone1000-a320",
+        "corstone300-u55",
+        "corstone320-u85",
+        "qemu-aarch64-virt",
+    ]
     code, out, _ = run(capsys, "profiles", "show", "corstone1000-a320")
     assert code == EXIT_OK
     shown = yaml.safe_load(out)

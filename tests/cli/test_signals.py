@@ -54,9 +54,9 @@ def test_a_second_sighup_stops_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     assert scenario_args.termination_signal() == signal.SIGHUP
 
 
-def test_main_sets_the_handlers_before_any_verb_and_exits_143(monkeypatch: pytest.MonkeyPatch,
-                                                              capsys: pytest.CaptureFixture[
-                                                                  str]) -> None:
+def test_main_sets_the_handlers_before_any_verb_and_exits_143(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     def dispatch(argv: object) -> int:  # before the verbs are even imported
         assert signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, None)
         os.kill(os.getpid(), signal.SIGTERM)

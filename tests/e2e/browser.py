@@ -98,8 +98,11 @@ def small_png(raw: bytes, path: Path, colours: int = 64) -> Path:
 
     from PIL import Image
 
-    image = Image.open(io.BytesIO(raw)).convert("RGB").quantize(colors=colours,
-                                                                method=Image.Quantize.MEDIANCUT)
+    image = (
+        Image.open(io.BytesIO(raw))
+        .convert("RGB")
+        .quantize(colors=colours, method=Image.Quantize.MEDIANCUT)
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     image.save(path, format="PNG", optimize=True)
     return path

@@ -114,9 +114,9 @@ def test_the_mac_sweep_reports_npu_cycles_falling_as_the_macs_grow_with_identica
 
 
 @pytest.mark.parametrize("how", ["script", "symlink"])
-def test_a_stand_in_named_like_the_real_model_runs_it_with_fvp_path(harness, workdir: Path,
-                                                                    tmp_path: Path,
-                                                                    how: str) -> None:
+def test_a_stand_in_named_like_the_real_model_runs_it_with_fvp_path(
+    harness, workdir: Path, tmp_path: Path, how: str
+) -> None:
     binary = stand_in(tmp_path / "bin", how)
     out = workdir / "results" / f"standin-{how}"
     done = harness("run", SCENARIO, "--fvp", str(binary), "-o", str(out), "--set",
@@ -138,10 +138,9 @@ def test_a_stand_in_named_like_the_real_model_runs_it_with_fvp_path(harness, wor
     (["--set", "fvp.sim.runner_fault=hardfault=1"], "HardFault"),
     (["--set", "fvp.sim.runner_fault=hang", "--set", "fvp.timelimit=2"], "TimeLimitExceeded"),
 ])  # fmt: skip
-def test_a_hard_fault_and_a_time_limit_are_infrastructure_retried_and_reported(harness,
-                                                                               workdir: Path,
-                                                                              fault: list[str],
-                                                                               error: str) -> None:
+def test_a_hard_fault_and_a_time_limit_are_infrastructure_retried_and_reported(
+    harness, workdir: Path, fault: list[str], error: str
+) -> None:
     out = workdir / "results" / f"fault-{error}"
     done = harness("run", SCENARIO, "-o", str(out), "--set", "run.repetitions=1", "--only-model",
                    "ds_cnn", "--only-build", "u85-256", *fault)
@@ -198,8 +197,9 @@ def readelf_flash(path: Path) -> tuple[int, int]:
 
 @pytest.mark.skipif(shutil.which("readelf") is None, reason="needs binutils' readelf")
 @pytest.mark.parametrize("scenario", ["kpi_corstone300_u55", "kpi_corstone320_u85"])
-def test_a_kpi_report_shows_flash_and_ram_per_model_and_build(harness, workdir: Path,
-                                                              scenario: str) -> None:
+def test_a_kpi_report_shows_flash_and_ram_per_model_and_build(
+    harness, workdir: Path, scenario: str
+) -> None:
     """Issue 39's bare-metal case: the report of a KPI run shows RAM (method allocator used and
     planned, temp, the runner's .bss) and flash (runner text, rodata, data and their sum, model
     bytes) for each model of its build; the runner's figures are those binutils reads from the ELF

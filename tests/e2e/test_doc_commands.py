@@ -164,9 +164,11 @@ def _documented_harness_lines() -> Iterator[tuple[str, str]]:
     transcripts, and indented (4-space) code lines."""
     for item in doc_blocks():
         if item.lang in SHELL_LANGS or item.lang == "text":
-            commands = (item.commands if item.lang != "text"
-                        else Block(item.page, item.line, "console", item.text,
-                                                                       None).commands)
+            commands = (
+                item.commands
+                if item.lang != "text"
+                else Block(item.page, item.line, "console", item.text, None).commands
+            )
             for command in commands:
                 if command.startswith("fvp-harness "):
                     yield f"{item.page}:{item.line}", command
@@ -582,8 +584,9 @@ def test_etdump_compare_block(tmp_path: Path) -> None:
     for command in commands:
         done = ok(workdir, command)
     out = done.stdout
-    report = next(line for line in out.splitlines() if line.startswith("report: ")).split(": ",
-                                                                                          1)[1]
+    report = next(line for line in out.splitlines() if line.startswith("report: ")).split(": ", 1)[
+        1
+    ]
     folder = workdir / Path(report).parent
     markdown = (folder / "report.md").read_text(encoding="utf-8")
     section = markdown[markdown.index("## Where the time went (ETDump events)"):]
@@ -630,8 +633,12 @@ def test_etdump_baseline_from_block(tmp_path: Path) -> None:
     assert rows and {(r["baseline"], r["candidate"]) for r in rows} == {("before", "after")}
     for row in rows:
         twin = theirs[(row["run_block"], row["event"], row["occurrence"])]
-        assert (row["n_baseline"], row["baseline_median"]) == (twin["n_baseline"],
-                                                               twin["baseline_median"]), row
+        assert (row["n_baseline"], row["baseline_median"]) == (
+            twin["n_baseline"],
+            twin["baseline_median"],
+        ), row
     markdown = (workdir / "results/pr-traced/report.md").read_text(encoding="utf-8")
-    assert ("### resnet8: after vs before" in markdown[markdown.index("## Where the time went "
-                                                                      "(ETDump events)"):])
+    assert (
+        "### resnet8: after vs before"
+        in markdown[markdown.index("## Where the time went (ETDump events)") :]
+    )

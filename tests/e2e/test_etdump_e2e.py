@@ -111,8 +111,10 @@ def test_a_stored_baseline_run_compares_its_candidate_with_the_stored_baselines_
     # no `before (re-run)` side
     assert {r["baseline"] for r in report["etdump_events"]["rows"]} == {"before"}
     markdown = (folder / "report.md").read_text()
-    assert ("### resnet8: after vs before" in markdown[markdown.index("## Where the time went "
-                                                                      "(ETDump events)"):])
+    assert (
+        "### resnet8: after vs before"
+        in markdown[markdown.index("## Where the time went (ETDump events)") :]
+    )
     assert (folder / "report.events.csv").read_text().count("\n") == 1 + len(ours)
 
     untraced = run_cli(tmp_path, "run", "scenarios/driver_reuse_traced.yaml", "-q", *one, "-o",

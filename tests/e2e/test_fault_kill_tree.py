@@ -29,8 +29,12 @@ import pytest
 from tests.helpers import REPO
 from tests.proc_scan import processes_with_env
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(not sys.platform.startswith("linux"),
-                                                   reason="the supervisor and /proc are Linux's")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not sys.platform.startswith("linux"), reason="the supervisor and /proc are Linux's"
+    ),
+]
 
 MARK = "T36_KILL_MARK"
 SECRET = "s3cr3t-" + uuid.uuid4().hex

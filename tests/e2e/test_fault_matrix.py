@@ -345,8 +345,9 @@ def test_200_mb_of_runner_output_fail_the_unit_with_bounded_memory_and_logs(work
     assert peak_kib < 700 * 1024, f"a child of the tests peaked at {peak_kib} KiB"
 
 
-def test_a_full_disk_under_a_host_run_ends_it_at_once_with_one_line(workdir: Path,
-                                                                    small_disk: Path) -> None:
+def test_a_full_disk_under_a_host_run_ends_it_at_once_with_one_line(
+    workdir: Path, small_disk: Path
+) -> None:
     path = _host_scenario(workdir / "host", "fill", "ok", m2="fill",
                           fill=str(small_disk / "filler"))
     out = small_disk / "out"
@@ -365,8 +366,9 @@ def test_a_full_disk_under_a_host_run_ends_it_at_once_with_one_line(workdir: Pat
     _assert_state_recorded(workdir, out)
 
 
-def test_a_full_disk_under_the_console_ends_the_run_within_seconds(workdir: Path,
-                                                                   small_disk: Path) -> None:
+def test_a_full_disk_under_the_console_ends_the_run_within_seconds(
+    workdir: Path, small_disk: Path
+) -> None:
     out = small_disk / "out"
     began: list[float] = []
 
@@ -414,16 +416,22 @@ def _sigterm(proc: subprocess.Popen[str]) -> None:
                          [(signal.SIGTERM, 143), (signal.SIGHUP, 143), (signal.SIGINT, 130)],
                          ids=["SIGTERM", "SIGHUP", "Ctrl-C"])
 @pytest.mark.parametrize("verb", ["run", "make"])
-def test_a_signal_during_a_build_ends_it_at_once_and_leaves_no_artifact(workdir: Path, verb: str,
-                                                                        signum: int,
-                                                                        code: int) -> None:
+def test_a_signal_during_a_build_ends_it_at_once_and_leaves_no_artifact(
+    workdir: Path, verb: str, signum: int, code: int
+) -> None:
     name = f"build{verb}{signal.Signals(signum).name}"
-    path = _host_scenario(workdir / "host", name, "",
-                          build="printf PART1 > {output}; sleep 100000; "
-                                                           "printf PART2 >> {output}")
+    path = _host_scenario(
+        workdir / "host",
+        name,
+        "",
+        build="printf PART1 > {output}; sleep 100000; printf PART2 >> {output}",
+    )
     out = workdir / "out" / name
-    args = ("run", str(path), "-o", str(out)) if verb == "run" else ("make", str(path), "--results",
-                                                                     str(out))
+    args = (
+        ("run", str(path), "-o", str(out))
+        if verb == "run"
+        else ("make", str(path), "--results", str(out))
+    )
     done = run_cli(workdir, *args, timeout=120, scratch=workdir / "scratch",
                    when=lambda: bool(list(out.glob("**/logs/build/*.log"))),
                    then=lambda proc: proc.send_signal(signum))
@@ -730,8 +738,9 @@ def test_a_closed_output_pipe_ends_the_run_interrupted_with_its_report(
 
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)],
                          ids=["SIGTERM", "Ctrl-C"])
-def test_a_signal_while_make_writes_the_reports_is_honoured(workdir: Path, matrix_artifacts: Path,
-                                                            signum: int, code: int) -> None:
+def test_a_signal_while_make_writes_the_reports_is_honoured(
+    workdir: Path, matrix_artifacts: Path, signum: int, code: int
+) -> None:
     """``make`` swallowed a signal in its report phase (exit 0): the first stage's stop was never
     looked at again. Now the report being written is finished, no other starts, exit 143/130, and
     the next make writes the rest."""

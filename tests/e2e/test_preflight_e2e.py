@@ -73,8 +73,9 @@ def test_corstone320_scenario_on_a_corstone300_binary_exits_2_without_a_launch(
         "nothing built")
 
 
-def test_list_params_refused_by_the_licence_fails_doctor_and_run_alike(workdir: Path,
-                                                                       tmp_path: Path) -> None:
+def test_list_params_refused_by_the_licence_fails_doctor_and_run_alike(
+    workdir: Path, tmp_path: Path
+) -> None:
     words = ("ERROR: License checkout failed for feature FM_Corstone-1000-A320 (license server "
              "down: 27000@lic)")
     binary, log = _stand_in(

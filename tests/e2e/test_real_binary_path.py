@@ -209,8 +209,9 @@ def test_misspelt_parameter_is_caught(harness, on_path, disguised_sim: str, firm
 # -- broken binaries -------------------------------------------------------------------------------
 
 
-def test_licence_failure_is_reported_in_the_models_words(harness, on_path, firmware: list[str],
-                                                          tmp_path: Path) -> None:
+def test_licence_failure_is_reported_in_the_models_words(
+    harness, on_path, firmware: list[str], tmp_path: Path
+) -> None:
     on_path('echo "ERROR: License checkout failed for feature FM_Corstone-1000-A320 (no server)" '
             '>&2\nexit 1\n')
     words = "ERROR: License checkout failed for feature FM_Corstone-1000-A320 (no server)"
@@ -228,9 +229,9 @@ def test_licence_failure_is_reported_in_the_models_words(harness, on_path, firmw
     assert "nothing was booted" in done.stderr and not (tmp_path / "out" / "logs").exists()
 
 
-def test_silent_hung_binary_is_a_port_error_and_leaves_nothing(harness, on_path,
-                                                               firmware: list[str],
-                                                                tmp_path: Path) -> None:
+def test_silent_hung_binary_is_a_port_error_and_leaves_nothing(
+    harness, on_path, firmware: list[str], tmp_path: Path
+) -> None:
     """Prints nothing, never exits (not even for --version), through a wrapper whose child is the
     hung process: the run gives up after the scaled-down boot timeout and kills every process group
     it started."""

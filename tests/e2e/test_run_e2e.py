@@ -82,9 +82,11 @@ def test_stock_runners_headline_iteration_time_with_the_same_savings_the_model_i
     assert "Primary metric: **iteration_time**" in (out / "report.md").read_text()
     implied = _implied_iteration_savings(workdir / ".artifacts" / "driver_reuse_stock")
     for model in comparison["models"]:
-        assert (abs(model["saved_pct"] - implied[model["model"]]) <= 8), (model["model"],
-                                                                          model["saved_pct"],
-                                                                        implied[model["model"]])
+        assert abs(model["saved_pct"] - implied[model["model"]]) <= 8, (
+            model["model"],
+            model["saved_pct"],
+            implied[model["model"]],
+        )
         assert model["verdict"] == "faster"
         assert ({check["name"]: check["status"] for check in model["identity"]}
                 == {"outputs": "pass", "npu_cycles": "pass"})
@@ -166,10 +168,14 @@ def test_smoke_runs_to_a_chosen_folder(workdir: Path) -> None:
     assert machine["fvp"]["simulator"].startswith("fvp-harness ") and machine["harness"]["version"]
     # a source named for the record (not a local repository): no ref to resolve, no tree read
     # (docs/bisect.md)
-    assert (machine["builds"]["after"]["source"]
-            == {"origin": "scenario", "repository": "pytorch/executorch",
-                                                    "commit": commit, "describe": None, "ref": None,
-                                                    "tree": None})
+    assert machine["builds"]["after"]["source"] == {
+        "origin": "scenario",
+        "repository": "pytorch/executorch",
+        "commit": commit,
+        "describe": None,
+        "ref": None,
+        "tree": None,
+    }
     with (out / "report.csv").open(newline="") as handle:
         assert {row["simulated"] for row in csv.DictReader(handle)} == {"true"}
 

@@ -103,8 +103,11 @@ def test_compare_of_two_stored_runs_matches_the_in_run_ab(workdir: Path, two_run
     assert set(crossed) == {"resnet8", "ds_cnn"}
     for model, row in crossed.items():
         expected = ab[model]
-        assert (row["verdict"] == expected["verdict"] == "faster"), (model, row["verdict"],
-                                                                     expected["verdict"])
+        assert row["verdict"] == expected["verdict"] == "faster", (
+            model,
+            row["verdict"],
+            expected["verdict"],
+        )
         assert (row["ci_low"] <= expected["ci_high"] and
                 expected["ci_low"] <= row["ci_high"]), (model, row, expected)
         assert abs(row["saved_pct"] - expected["saved_pct"]) < 3.0
@@ -128,9 +131,9 @@ def test_compare_refuses_runs_of_other_model_bytes(workdir: Path, two_runs: tupl
             "ds_cnn: input file bytes differ" in done.stderr)
 
 
-def test_baseline_from_a_stored_run_measures_the_candidate_and_checks_drift(workdir: Path,
-                                                                            two_runs: tuple[str,
-                                                                                            str]):
+def test_baseline_from_a_stored_run_measures_the_candidate_and_checks_drift(
+    workdir: Path, two_runs: tuple[str, str]
+):
     run_a = two_runs[0]
     steady = harness(workdir, "run", "scenarios/driver_reuse.yaml", *SMALL, "--set",
                      "run.repetitions=3",
@@ -150,8 +153,10 @@ def test_baseline_from_a_stored_run_measures_the_candidate_and_checks_drift(work
     assert report["verdict"]["status"] == "PASS"
     assert ({m: row["verdict"] for m, row in _primary(report, "after").items()}
             == {"resnet8": "faster", "ds_cnn": "faster"})
-    assert ("drift check: resnet8 steady, ds_cnn steady" in (workdir
-                                                             / "results/pr/report.md").read_text())
+    assert (
+        "drift check: resnet8 steady, ds_cnn steady"
+        in (workdir / "results/pr/report.md").read_text()
+    )
     xmlschema.XMLSchema(str(XSD)).validate(str(workdir / "pr-junit.xml"))
 
     moved = harness(workdir, "run", "scenarios/driver_reuse.yaml", *SMALL, "--set",

@@ -87,8 +87,11 @@ def test_a_rewrite_that_keeps_size_and_time_is_seen(validated, profile_file):
     set_stop_timeout(profile_file, 30)
     os.utime(profile_file, ns=(before.st_atime_ns, before.st_mtime_ns))
     after = profile_file.stat()
-    assert (after.st_mtime_ns, after.st_size, after.st_ino) == (before.st_mtime_ns, before.st_size,
-                                                                before.st_ino)
+    assert (after.st_mtime_ns, after.st_size, after.st_ino) == (
+        before.st_mtime_ns,
+        before.st_size,
+        before.st_ino,
+    )
     assert load_profile(profile_file).stop_timeout == 30
     assert len(validated) == 2
 
@@ -101,13 +104,17 @@ def test_a_profile_pulls_in_no_other_file(validated, profile_file):
         load_profile(profile_file)
 
 
-def test_an_edited_profile_is_seen_by_the_scenario_that_names_it(validated, profile_file, write,
-                                                                 monkeypatch):
+def test_an_edited_profile_is_seen_by_the_scenario_that_names_it(
+    validated, profile_file, write, monkeypatch
+):
     """The scenario is the file that pulls the profile in: its own bytes are unchanged, the
     profile's are not."""
     monkeypatch.chdir(profile_file.parent)
-    smoke = (REPO / "scenarios" / "smoke.yaml").read_text().replace("${scenario_dir}/../.artifacts",
-                                                                    "/x")
+    smoke = (
+        (REPO / "scenarios" / "smoke.yaml")
+        .read_text()
+        .replace("${scenario_dir}/../.artifacts", "/x")
+    )
     scenario = write("s.yaml",
                      smoke.replace("platform: corstone1000-a320\n", "platform: ./mine.yaml\n"))
     assert load_scenario(scenario, check_files=False).profile.stop_timeout == 10
@@ -118,8 +125,9 @@ def test_an_edited_profile_is_seen_by_the_scenario_that_names_it(validated, prof
     assert len(validated) == 2
 
 
-def test_one_relative_name_in_two_folders_is_two_profiles(validated, profile_file, tmp_path,
-                                                          monkeypatch):
+def test_one_relative_name_in_two_folders_is_two_profiles(
+    validated, profile_file, tmp_path, monkeypatch
+):
     other = tmp_path / "other"
     other.mkdir()
     (other / "mine.yaml").write_bytes(profile_file.read_bytes())
@@ -138,8 +146,9 @@ def test_the_same_bytes_elsewhere_are_validated_once(validated, profile_file):
     assert validated == [profile_file]
 
 
-def test_a_bad_profile_is_refused_every_time_naming_its_file_line_and_field(validated, profile_file,
-                                                                            monkeypatch):
+def test_a_bad_profile_is_refused_every_time_naming_its_file_line_and_field(
+    validated, profile_file, monkeypatch
+):
     monkeypatch.chdir(profile_file.parent)
     good = profile_file.read_text()
     set_stop_timeout(profile_file, -1)

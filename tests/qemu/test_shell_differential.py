@@ -102,14 +102,14 @@ CORPUS: list[str] = [
 
 KNOWN: dict[str, str] = {
     "case abc in a*) echo starts-a;; *) echo other;; esac": "the simulator's shell parses no "
-                                                            "`case` (a syntax "
+    "`case` (a syntax "
     "error naming it, status 2): the harness sends none and a person at `fvp-harness shell` is "
     "told so",
     "f() { echo in-f \"$1\"; return 3; }; f arg; echo $?": "the simulator's shell has no functions "
-                                                           "(a syntax "
+    "(a syntax "
     "error naming the subshell it takes `f()` for, status 2): the harness defines none",
     "wc -c < /etc/passwd | tr -d ' ' | grep -c .": "the simulator's file system has no /etc/passwd "
-                                                   "(the file system "
+    "(the file system "
     "is another part's; the harness never reads it)",
 }
 """Commands that differ, and why the difference is kept (the harness does not depend on them).
@@ -129,8 +129,9 @@ the framing's start marker with it, so the harness could only time out on them; 
 only."""
 
 
-def test_the_simulators_shell_agrees_with_busybox(guest: GuestImage,
-                                                  tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_the_simulators_shell_agrees_with_busybox(
+    guest: GuestImage, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     listed = [command for command in KNOWN if not command.startswith(NOT_PARSED)]
     real = _results(FvpConfig(binary="qemu-system-aarch64",
                               firmware={"kernel": str(guest.kernel), "initrd": str(guest.initrd)}),

@@ -430,8 +430,9 @@ def test_a_primary_list_no_metric_of_which_is_complete_takes_the_most_complete()
     comparison = analyse(_runs(lambda rep, model, build: rep != 2), spec).comparison
     assert comparison is not None and comparison.primary == "cpu_time"
     assert comparison.primary_choice is not None
-    assert comparison.primary_choice.reason.startswith("no metric of npu_cycles, cpu_time was "
-                                                       "produced by every unit")
+    assert comparison.primary_choice.reason.startswith(
+        "no metric of npu_cycles, cpu_time was produced by every unit"
+    )
 
 
 def test_a_single_primary_is_used_as_written() -> None:
@@ -563,8 +564,16 @@ def test_the_samples_checked_by_block_are_those_checked_one_by_one(metric: str, 
     from fvp_harness.report.stats.samples import invalid_reason, sample_blocks
 
     limits = [86400.0, 86400e3, 86400e6, 1440.0, 2.0**63, 0.0]
-    ends = [value for limit in limits for value in (limit, math.nextafter(limit, math.inf),
-                                                    math.nextafter(limit, -math.inf), -limit)]
+    ends = [
+        value
+        for limit in limits
+        for value in (
+            limit,
+            math.nextafter(limit, math.inf),
+            math.nextafter(limit, -math.inf),
+            -limit,
+        )
+    ]
     every = [*ends, 1.5, -0.0, 1e300, -1e300, math.nan, math.inf, -math.inf]
     # a value alone: no other one to give it away
     groups = [[value] for value in every] + [every, [0.5, 1.5, 2.5]]
@@ -578,5 +587,7 @@ def test_the_samples_checked_by_block_are_those_checked_one_by_one(metric: str, 
                 if invalid_reason(metric, v, unit) is None}
     assert kept == expected
     assert [(d.unit_id, d.count) for d in dropped] == [
-        (r.unit_id, n) for r in records if (n := sum(invalid_reason(metric, v, unit) is not None
-                                                     for v in r.samples[metric]))]
+        (r.unit_id, n)
+        for r in records
+        if (n := sum(invalid_reason(metric, v, unit) is not None for v in r.samples[metric]))
+    ]

@@ -65,10 +65,12 @@ def test_the_plan_keeps_the_candidate_and_the_drift_check_units(scenario):
     loaded = load_scenario(scenario, ["compare.baseline_from=x", "compare.drift_check={units: 4}"])
     assert drift_check_units(loaded.scenario) == [(0, "m1"), (0, "m2"), (0, "m3"), (1, "m1")]
     plan = build_plan(loaded)
-    assert (sorted(u.id for u in plan.units if u.build == "before")
-            == ["r0-before-m1", "r0-before-m2",
-                                                                        "r0-before-m3",
-                "r1-before-m1"])
+    assert sorted(u.id for u in plan.units if u.build == "before") == [
+        "r0-before-m1",
+        "r0-before-m2",
+        "r0-before-m3",
+        "r1-before-m1",
+    ]
     assert len([u for u in plan.units if u.build == "after"]) == 6
     kept = {u.id: u.key for u in plain.units}
     # the same units, the same keys: --resume and make agree
@@ -81,8 +83,9 @@ def test_the_plan_keeps_the_candidate_and_the_drift_check_units(scenario):
         == 2.5
 
 
-def test_a_run_with_a_stored_baseline_measures_only_the_candidate_and_pins_the_run(scenario,
-                                                                                   tmp_path):
+def test_a_run_with_a_stored_baseline_measures_only_the_candidate_and_pins_the_run(
+    scenario, tmp_path
+):
     stored = _run(scenario, FakeFleet(), tmp_path / "results" / "main")
     assert stored.exit_code == 0
     stored_id = json.loads((tmp_path / "results/main/manifest.json").read_text())["run"]["id"]
@@ -99,9 +102,11 @@ def test_a_run_with_a_stored_baseline_measures_only_the_candidate_and_pins_the_r
     report = json.loads((out / "report.json").read_text())
     assert report["verdict"]["status"] == "PASS"
     comparison = report["comparisons"][0] if report.get("comparisons") else report["comparison"]
-    assert ({m["model"]: m["verdict"] for m in comparison["models"]}
-            == {"m1": "faster", "m2": "faster",
-                                                                        "m3": "faster"})
+    assert {m["model"]: m["verdict"] for m in comparison["models"]} == {
+        "m1": "faster",
+        "m2": "faster",
+        "m3": "faster",
+    }
     # stored only
     assert ({m["model"]: m["n_baseline"] for m in comparison["models"]}
             == {"m1": 8, "m2": 8, "m3": 8})

@@ -287,8 +287,9 @@ def test_the_overview_is_a_grid_of_sparklines_each_linking_to_its_chart(five_sit
     assert f'href="{REGRESSIONS_PAGE}">1 regression(s) in effect</a>' in overview
 
 
-def test_the_regressions_page_gives_each_step_in_effect_with_the_compare_of_its_two_runs(tmp_path,
-                                                                                         capsys):
+def test_the_regressions_page_gives_each_step_in_effect_with_the_compare_of_its_two_runs(
+    tmp_path, capsys
+):
     folder = tmp_path / "results" / "demo"
     # m1 20 % slower from the third run on; m2 10 % slower for runs 3 and 4 only
     for index in range(6):

@@ -59,9 +59,10 @@ def test_self_time_is_the_duration_less_the_enclosed_events() -> None:
 def test_identical_spans_nest_in_writing_order() -> None:
     """Method::init and Program::load_method can end at the same tick: the one written later is
     outer."""
-    same = [EtdumpEvent(0, "Default", 0, "inner", -1, 0, None, 0, 50),
-            EtdumpEvent(0, "Default", 1, "outer", -1, 0,
-                                                                                     None, 0, 50)]
+    same = [
+        EtdumpEvent(0, "Default", 0, "inner", -1, 0, None, 0, 50),
+        EtdumpEvent(0, "Default", 1, "outer", -1, 0, None, 0, 50),
+    ]
     assert self_times(same) == [50, 0]
 
 
@@ -109,8 +110,10 @@ def test_positions_tell_two_calls_of_one_name_apart() -> None:
     traces = [Trace(f"r0-{b}-m", b, "m", "cycles", read_etdump(encode_etdump([two] * 4)))
               for b in ("x", "y")]
     rows = compare_traces(traces, [("x", "y")], SETTINGS).comparisons[0].rows
-    assert {(r.event, r.occurrence, r.instruction_id) for r in rows} >= {("DELEGATE_CALL", 0, 0),
-                                                                        ("DELEGATE_CALL", 1, 2)}
+    assert {(r.event, r.occurrence, r.instruction_id) for r in rows} >= {
+        ("DELEGATE_CALL", 0, 0),
+        ("DELEGATE_CALL", 1, 2),
+    }
 
 
 def test_csv_and_json_carry_the_same_rows() -> None:

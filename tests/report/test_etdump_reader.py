@@ -118,8 +118,11 @@ def test_the_reader_equals_flatc_json_on_the_simulators_files(make, tmp_path: Pa
             len(events_frame(decoded)) == len(ours))
     assert set(events_frame(decoded, "ns")["time_unit"]) == {"ns"}
     version, blocks, theirs, others = _flatc_rows(data, tmp_path)
-    assert (decoded.version, list(decoded.blocks), decoded.other_events) == (version, blocks,
-                                                                             others)
+    assert (decoded.version, list(decoded.blocks), decoded.other_events) == (
+        version,
+        blocks,
+        others,
+    )
     assert ours == theirs
     assert len(ours) >= 3
 

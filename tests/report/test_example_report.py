@@ -33,9 +33,9 @@ def test_the_readme_table_is_the_example_reports_table() -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8").split("\n")
     anchor = next(i for i, line in enumerate(readme) if "docs/example/report.md" in line)
     readme_caption, readme_rows = _first_table(readme, anchor)
-    example_caption, example_rows = _first_table((EXAMPLE
-                                                  / "report.md").read_text(encoding="utf-8").split(
-                                                      "\n"))
+    example_caption, example_rows = _first_table(
+        (EXAMPLE / "report.md").read_text(encoding="utf-8").split("\n")
+    )
     assert readme_rows[0] == example_rows[0], "the same columns, in the same order"
     assert readme_rows[1:] == example_rows[1:], (
         "the same rows (regenerate the example, then paste its table)")

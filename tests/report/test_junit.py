@@ -35,12 +35,19 @@ def _records(after_load: float = 3.0, *, failed: bool = True) -> list:
     for rep in range(3):
         for build, cpu, load in (("before", 2.0, 1.0), ("after", 1.0, after_load)):
             jitter = 1 + 0.005 * (rep - 1)
-            rows.append(record(f"r{rep}-{build}-resnet8", build=build, repetition=rep,
-                               key=f"k{rep}{build}",
-                               samples={"cpu_time": [cpu * jitter, cpu * jitter * 1.01,
-                                                     cpu * jitter * 0.99],
-                                        "load_time": [load * jitter]},
-                               metric_units={"cpu_time": "ms", "load_time": "ms"}))
+            rows.append(
+                record(
+                    f"r{rep}-{build}-resnet8",
+                    build=build,
+                    repetition=rep,
+                    key=f"k{rep}{build}",
+                    samples={
+                        "cpu_time": [cpu * jitter, cpu * jitter * 1.01, cpu * jitter * 0.99],
+                        "load_time": [load * jitter],
+                    },
+                    metric_units={"cpu_time": "ms", "load_time": "ms"},
+                )
+            )
     if failed:
         rows.append(record("r3-after-resnet8", build="after", repetition=3, key="k3after",
                            status="failed",

@@ -194,9 +194,13 @@ def test_report_files_get_normal_permissions(tmp_path: Path) -> None:
         "the outputs written when none are asked for")
     assert ({name: path.stat().st_mode & 0o777 for name, path in paths.items()}
             == dict.fromkeys(paths, 0o644))
-    assert (sorted(p.name for p in tmp_path.iterdir())
-            == ["report.csv", "report.json", "report.md", "report.png",
-                                                         "report.samples.png"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "report.csv",
+        "report.json",
+        "report.md",
+        "report.png",
+        "report.samples.png",
+    ]
     assert (tmp_path / "report.samples.png").stat().st_mode & 0o777 == 0o644
 
 
@@ -407,8 +411,11 @@ def test_png_chart_is_drawn_once_and_has_the_bytes_of_the_chart_laid_out_twice(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, with_comparison: bool
 ) -> None:
     records = build_records(fail=True)
-    result = result_for(records) if with_comparison else analyse(records, None, (),
-                                                                 Settings(resamples=200))
+    result = (
+        result_for(records)
+        if with_comparison
+        else analyse(records, None, (), Settings(resamples=200))
+    )
     draws: list[object] = []
     draw = Figure.draw
 

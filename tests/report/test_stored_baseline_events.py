@@ -67,9 +67,11 @@ def test_the_baseline_side_is_the_stored_runs_traces_and_the_candidate_this_runs
     assert report is not None and report.note is None and report.warnings == ()
     npu, in_a, in_b = _npu(report), _npu(_own(a)), _npu(_own(b))
     assert 2000 <= npu.baseline_median < 2011  # run A's `before` NPU call, not the re-run's 2600
-    assert ((npu.n_baseline, npu.baseline_median, npu.baseline_ci)
-            == (in_a.n_baseline, in_a.baseline_median,
-                                                                       in_a.baseline_ci))
+    assert (npu.n_baseline, npu.baseline_median, npu.baseline_ci) == (
+        in_a.n_baseline,
+        in_a.baseline_median,
+        in_a.baseline_ci,
+    )
     # what the re-run units measured
     assert in_b.baseline_median is not None and in_b.baseline_median >= 2600
     # B's `after`

@@ -177,9 +177,10 @@ def test_each_metric_asked_for_gets_its_own_comparison(tmp_path):
     runs = ResultStore(tmp_path / "demo").stored_runs()
     done = compare_runs(load_run(runs[0]), load_run(runs[1]), metrics=["cpu_time", "npu_cycles"],
                         builds=["after"])
-    assert [(c.candidate, c.primary) for c in done.result.comparisons] == [("after@B", "cpu_time"),
-                                                                           ("after@B",
-                                                                            "npu_cycles")]
+    assert [(c.candidate, c.primary) for c in done.result.comparisons] == [
+        ("after@B", "cpu_time"),
+        ("after@B", "npu_cycles"),
+    ]
     with pytest.raises(ConfigurationError,
                        match="no build named 'nope'; the builds both runs measured: after, before"):
         compare_runs(load_run(runs[0]), load_run(runs[1]), builds=["nope"])
@@ -234,8 +235,9 @@ def test_a_platform_that_moved_makes_every_verdict_inconclusive(tmp_path):
 def test_a_stored_run_without_the_baseline_build_is_refused(tmp_path):
     folder = tmp_path / "demo"
     write_run(folder, {("after", "m1"): 1.0}, run_id="stored")
-    scenario = Scenario.model_validate(dict(SCENARIO) | {"compare": dict(SCENARIO["compare"])
-                                                         | {"baseline_from": "@stored"}})
+    scenario = Scenario.model_validate(
+        dict(SCENARIO) | {"compare": dict(SCENARIO["compare"]) | {"baseline_from": "@stored"}}
+    )
     with pytest.raises(ConfigurationError, match="no record of build 'before'"):
         analyse_with_stored_baseline([], scenario, {"run": {"id": "now"}}, None, folder)
 
@@ -303,9 +305,13 @@ def test_a_drift_check_with_no_re_run_unit_measured_leaves_the_run_not_verified(
                         scenario=scenario_data)
     manifest = current.read_manifest()
     assert manifest is not None
-    result, _context = analyse_with_stored_baseline(current.records(),
-                                                    Scenario.model_validate(scenario_data),
-                                                    manifest, manifest["plan"]["keys"], folder)
+    result, _context = analyse_with_stored_baseline(
+        current.records(),
+        Scenario.model_validate(scenario_data),
+        manifest,
+        manifest["plan"]["keys"],
+        folder,
+    )
     verdict = run_verdict(result)
     assert verdict.status == "NOT VERIFIED"
     assert any("no before unit was re-run" in reason for reason in verdict.reasons), verdict.reasons

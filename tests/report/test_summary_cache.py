@@ -48,8 +48,9 @@ def test_history_reads_each_run_once_and_then_from_its_cache(
     assert history_from_runs(load_history(folder)) == first, "the kept points are the computed ones"
 
 
-def test_another_record_or_metric_is_analysed_afresh(tmp_path: Path,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_another_record_or_metric_is_analysed_afresh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     folder = _runs(tmp_path, 2)
     history_from_runs(load_history(folder))
     calls: list[int] = []
@@ -142,8 +143,9 @@ def _until_records() -> list[Record]:
             for _, rep, model, build in interleaved(range(3), ["m1", "m2"], ["before", "after"])]
 
 
-def test_the_replay_is_kept_and_found_in_any_model_order(tmp_path: Path,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_replay_is_kept_and_found_in_any_model_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     records = _until_records()
     cache = SummaryCache(tmp_path)
     state = adaptive.replay(records, SPEC, UNTIL, models=["m1", "m2"], builds=["before", "after"],

@@ -181,8 +181,11 @@ def test_a_gate_without_values_is_not_measured() -> None:
 
     result = analyse(runs(edit=no_load_after), GATED, METRICS, FAST)
     gate = next(g for g in result.comparison.gates if g.metric == "load_time")  # type: ignore[union-attr]
-    assert (gate.verdict, gate.status, gate.detail) == ("not measured", "unverified",
-                                                        "no valid load_time samples for after")
+    assert (gate.verdict, gate.status, gate.detail) == (
+        "not measured",
+        "unverified",
+        "no valid load_time samples for after",
+    )
     assert run_verdict(result).status == "NOT VERIFIED"
 
 
@@ -378,8 +381,9 @@ def full_result() -> AnalysisResult:
     planned = planned_of(records)
     planned["r4-after-resnet8"] = "k-4"
     spoilt = [math.nan, *records[0].samples["cpu_time"][1:]]
-    records[0] = records[0].model_copy(update={"samples": {**records[0].samples,
-                                                           "cpu_time": spoilt}})
+    records[0] = records[0].model_copy(
+        update={"samples": {**records[0].samples, "cpu_time": spoilt}}
+    )
     records.append(record("r5-after-resnet8", status="failed", key="k-5", failure="exit 139",
                           build="after", repetition=5, started="2026-03-01T11:00:00Z"))
     planned["r5-after-resnet8"] = "k-5"

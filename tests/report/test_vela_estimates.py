@@ -62,8 +62,11 @@ def test_reads_the_summary_and_the_per_layer_csv(tmp_path: Path) -> None:
     assert (summary.kind, summary.cycles) == ("summary", 39800.0)
     assert summary.configuration == "Ethos_U85_256, Ethos_U85_SYS_DRAM_Mid, Sram_Only"
     layers = read_vela_csv(per_layer_csv(tmp_path / "ds_cnn_per-layer.csv"))
-    assert (layers.kind, layers.cycles, layers.configuration) == ("per-layer", 6940.0,
-                                                                  "per-layer CSV")
+    assert (layers.kind, layers.cycles, layers.configuration) == (
+        "per-layer",
+        6940.0,
+        "per-layer CSV",
+    )
 
 
 @pytest.mark.parametrize(
@@ -80,8 +83,9 @@ def test_reads_the_summary_and_the_per_layer_csv(tmp_path: Path) -> None:
         (f"{PER_LAYER_HEADER}\n", r"x\.csv:2: a Vela per-layer CSV without layers"),
     ],
 )
-def test_bad_files_are_refused_naming_file_line_and_field(tmp_path: Path, text: str,
-                                                          message: str) -> None:
+def test_bad_files_are_refused_naming_file_line_and_field(
+    tmp_path: Path, text: str, message: str
+) -> None:
     (tmp_path / "x.csv").write_text(text)
     with pytest.raises(VelaCsvError, match=message):
         read_vela_csv(tmp_path / "x.csv")
@@ -207,9 +211,10 @@ def test_a_malformed_entry_in_a_stored_manifest_is_a_problem_line(tmp_path: Path
 
 def test_doctor_says_where_npu_estimates_come_from(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(vela_estimates.importlib.metadata, "version", lambda name: "5.2.0")
-    assert (npu_cycles_source(True)[0:2]
-            == ("ok", "Vela 5.2.0: `sim model` stores its estimates; the simulated "
-                                                  "counter follows them"))
+    assert npu_cycles_source(True)[0:2] == (
+        "ok",
+        "Vela 5.2.0: `sim model` stores its estimates; the simulated counter follows them",
+    )
     assert npu_cycles_source(False)[0] == "ok"
 
     def missing(name: str) -> str:

@@ -78,8 +78,9 @@ def test_outputs_outside_the_scenario_folder_are_warned_about(tmp_path: Path) ->
     assert not outside_tree(load_scenario(_scenario(tmp_path / "inside", "out/runner")))
     # scenarios/x.yaml writing ../.artifacts: in its checkout
     (tmp_path / "project" / ".git").mkdir(parents=True)
-    assert not outside_tree(load_scenario(_scenario(tmp_path / "project" / "scenarios",
-                                                    "../.artifacts/runner")))
+    assert not outside_tree(
+        load_scenario(_scenario(tmp_path / "project" / "scenarios", "../.artifacts/runner"))
+    )
 
 
 def _interrupted(path: Path, writer: int) -> None:

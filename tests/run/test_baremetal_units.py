@@ -185,9 +185,10 @@ def test_a_hard_fault_is_retried_on_a_fresh_instance_and_both_attempts_are_recor
         tmp_path: Path) -> None:
     _, records, outcomes = run_units(tmp_path, faults={"r1-u85-256-resnet8"})
     attempts = [record for record in records if record.unit_id == "r1-u85-256-resnet8"]
-    assert ([(r.attempt, r.status, r.failure_class) for r in attempts]
-            == [(1, "failed", "infrastructure"),
-                                                                          (2, "ok", None)])
+    assert [(r.attempt, r.status, r.failure_class) for r in attempts] == [
+        (1, "failed", "infrastructure"),
+        (2, "ok", None),
+    ]
     assert attempts[0].failure is not None and attempts[0].failure.startswith("HardFault: ")
     assert [instance.name for instance in outcomes[0].instances] == ["s0", "s0.2"]
 
@@ -256,8 +257,9 @@ def test_every_block_of_a_server_mode_run_is_judged_by_its_own_count() -> None:
     assert result.samples["bm_npu_cycles"] == [1000.0, 1002.0] and not result.flagged
 
 
-def test_a_dask_worker_gets_every_builds_own_model_files(tmp_path: Path,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_dask_worker_gets_every_builds_own_model_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Shipped artifacts (``make --executor dask``) are relocated into the worker's cache, the
     per-build model files of ``builds.<name>.models`` included (the batch engine ships every file a
     unit reads)."""

@@ -571,8 +571,9 @@ def test_progress_view_on_a_terminal_uses_a_live_bar():
 # --- key parts, fetched files, stop, forced builds ------------------------------------------------
 
 
-def test_records_from_run_carry_key_parts_so_make_n_names_the_changed_input(scenario_file, tmp_path,
-                                                                            capsys):
+def test_records_from_run_carry_key_parts_so_make_n_names_the_changed_input(
+    scenario_file, tmp_path, capsys
+):
     from fvp_harness.cli.main import main
     from fvp_harness.run.plan import KEY_PART_PREFIX
 
@@ -615,8 +616,9 @@ def test_files_named_by_run_fetch_are_kept_but_not_hashed_as_outputs(scenario_fi
     assert len(fleet.fetched) == 16
 
 
-def test_stop_finishes_the_unit_in_flight_records_it_and_starts_nothing_more(scenario_file,
-                                                                             tmp_path):
+def test_stop_finishes_the_unit_in_flight_records_it_and_starts_nothing_more(
+    scenario_file, tmp_path
+):
     path = scenario_file()
     stop = threading.Event()
 
@@ -656,8 +658,9 @@ def test_stop_with_parallel_sessions_records_every_unit_that_started(scenario_fi
 
 
 @pytest.mark.parametrize("presses", [1, 2])
-def test_two_stage_ctrl_c_first_finishes_the_unit_second_interrupts(scenario_file, tmp_path,
-                                                                    presses):
+def test_two_stage_ctrl_c_first_finishes_the_unit_second_interrupts(
+    scenario_file, tmp_path, presses
+):
     from fvp_harness.cli.scenario_args import stop_on_first_interrupt
 
     noticed = threading.Event()

@@ -35,8 +35,9 @@ report: {{outputs: [markdown]}}
 
 
 def test_the_runner_output_is_exactly_what_lies_between_the_markers() -> None:
-    text = "T.ready\nIteration 1: 2 ms\nno newline at the end\nT.status 3\n" + (f"{DIGEST}  "
-                                                                                "out.bin\n")
+    text = "T.ready\nIteration 1: 2 ms\nno newline at the end\nT.status 3\n" + (
+        f"{DIGEST}  out.bin\n"
+    )
     framed = parse_framed(text, "T")
     assert framed.ready and framed.status == 3
     assert framed.output == "Iteration 1: 2 ms\nno newline at the end"

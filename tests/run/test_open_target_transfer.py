@@ -21,8 +21,9 @@ SMOKE = REPO / "scenarios" / "smoke.yaml"
 @pytest.mark.parametrize(("method", "transfer"),
                          [("console", "console"), ("ssh", "ssh"), ("auto", "auto"),
                                                   ("preloaded", "auto")])
-def test_the_target_s_transfer_follows_the_scenario_s_deploy_method(method: str, transfer: str,
-                                                                     tmp_path: Path) -> None:
+def test_the_target_s_transfer_follows_the_scenario_s_deploy_method(
+    method: str, transfer: str, tmp_path: Path
+) -> None:
     assert transfer_for(method) == transfer
     scenario, profile, base = resolve_scenario(SMOKE, overrides=[f"deploy.method={method}"])
     target = make_target(scenario, profile, log_dir=tmp_path, base_dir=base)

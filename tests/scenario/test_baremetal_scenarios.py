@@ -151,12 +151,15 @@ def test_npu_sizes_the_npu_has_and_a_uart_the_harness_can_read(write) -> None:
 
 
 def test_data_addresses_and_runs_without_semihosting(write) -> None:
-    no_semihosting = write("s.yaml",
-                           HEAD.replace("    build: \"make {output}\"\n    fvp_params: {mps4_board."
-                                                  "subsystem.ethosu.num_macs: 256}",
-                                                  "    build: \"make {output}\"\n    data_address: "
-                                                  "true")
-                           + "run: {cmd_line: false}\n")
+    no_semihosting = write(
+        "s.yaml",
+        HEAD.replace(
+            "    build: \"make {output}\"\n    fvp_params: {mps4_board."
+            "subsystem.ethosu.num_macs: 256}",
+            "    build: \"make {output}\"\n    data_address: true",
+        )
+        + "run: {cmd_line: false}\n",
+    )
     found = problems(no_semihosting)
     assert (len(found) == 1 and
             "builds.u85-128.data_address: run.cmd_line is false (no semihosting)" in found[0])

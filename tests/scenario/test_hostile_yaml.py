@@ -127,8 +127,13 @@ def test_nul_in_a_value_is_shown_escaped(write):
 def test_set_value_with_an_alias_bomb_stays_text(write):
     path = write("s.yaml",
                  "name: s\nbuilds: {b: {runner: r, build: x}}\nmodels: {m: {file: m, build: x}}\n")
-    bomb = "[" + ", ".join(["&a [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]"]) + ", " + ", ".join(["*a"]
-                                                                                      * 2000) + "]"
+    bomb = (
+        "["
+        + ", ".join(["&a [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]"])
+        + ", "
+        + ", ".join(["*a"] * 2000)
+        + "]"
+    )
     # more than MAX_VALUES values: kept as the text typed
     loaded = load_scenario(path, [f"vars.x={bomb}"])
     assert loaded.scenario.vars["x"] == bomb
@@ -215,8 +220,10 @@ def test_validate_cli_exits_2_without_traceback(tmp_path):
     assert result.returncode == EXIT_BAD_INPUT, result.stderr
     assert "Traceback" not in result.stderr + result.stdout
     for path in files:
-        assert re.search(rf"{re.escape(str(path))}:\d+:\d+: \(yaml\): ", result.stderr), (path,
-                                                                                          result.stderr)
+        assert re.search(rf"{re.escape(str(path))}:\d+:\d+: \(yaml\): ", result.stderr), (
+            path,
+            result.stderr,
+        )
 
 
 # --- hostile values (issue 23, item 6): each cause the 1000-mutant pass found, as an explicit
@@ -462,8 +469,9 @@ HUGE = "x" * 1_000_000
     ("baseline: before", f"baseline: {HUGE}", "compare.baseline"),
     ("iterations: 3", f"iterations: {HUGE}", "run.iterations"),
 ], ids=["profile", "metric", "validator", "type"])
-def test_a_1_mb_value_is_echoed_as_80_characters_and_its_length(tmp_path: Path, old: str, new: str,
-                                                                 field: str) -> None:
+def test_a_1_mb_value_is_echoed_as_80_characters_and_its_length(
+    tmp_path: Path, old: str, new: str, field: str
+) -> None:
     """The validator's own words quoted the value, some twice: 2 MB of messages for a 1 MB value."""
     path = tmp_path / "smoke.yaml"
     path.write_text(SMOKE.read_text().replace(old, new, 1))

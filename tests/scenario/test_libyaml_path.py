@@ -196,8 +196,9 @@ def test_safety_limits_and_errors_hold_on_either_path(path_taken, text, message)
     assert calls == ["pure"]
 
 
-def test_a_file_over_the_size_limit_is_refused_unread_on_either_path(path_taken, tmp_path,
-                                                                     monkeypatch):
+def test_a_file_over_the_size_limit_is_refused_unread_on_either_path(
+    path_taken, tmp_path, monkeypatch
+):
     monkeypatch.setattr(located, "MAX_FILE_BYTES", 64)
     path = tmp_path / "s.yaml"
     path.write_text("name: s\n" + "x: 1\n" * 20)

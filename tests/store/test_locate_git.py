@@ -59,8 +59,9 @@ def _run_of(name: str, root: Path) -> str:
     return find_run(name, results_base=root / "results", cwd=root).run_id
 
 
-def test_an_annotated_tag_names_the_run_of_its_commit_also_once_refs_are_packed(repo: tuple[Path,
-                                                                                            list[str]]):
+def test_an_annotated_tag_names_the_run_of_its_commit_also_once_refs_are_packed(
+    repo: tuple[Path, list[str]],
+):
     root, commits = repo
     _git(root, "tag", "-a", "v9", "-m", "release 9", commits[1])
     _git(root, "tag", "light", commits[0])
@@ -110,8 +111,9 @@ def test_the_old_spelling_of_runs_back_is_refused_naming_the_new_one(repo: tuple
         _run_of("demo@HEAD", root)
 
 
-def test_names_git_cannot_read_safely_are_not_handed_to_it(repo: tuple[Path, list[str]],
-                                                           tmp_path: Path):
+def test_names_git_cannot_read_safely_are_not_handed_to_it(
+    repo: tuple[Path, list[str]], tmp_path: Path
+):
     root, _commits = repo
     assert read_git_ref("--output=/tmp/x", [root]) is None, "an option is never passed as a ref"
     assert read_git_ref("nosuch", [root]) is None

@@ -83,8 +83,9 @@ def test_append_and_read_back_round_trip(tmp_path: Path) -> None:
     assert store.done_keys() == {"key-u1"}
 
 
-def test_partial_trailing_line_is_ignored_with_a_warning(tmp_path: Path,
-                                                         caplog: pytest.LogCaptureFixture) -> None:
+def test_partial_trailing_line_is_ignored_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     store = ResultStore(tmp_path)
     store.append(record("u1"))
     line = json.dumps(record("u2").model_dump(mode="json"))
@@ -299,6 +300,9 @@ def test_schema_1_rows_are_read_with_their_fields_renamed(tmp_path: Path) -> Non
     row["schema_version"] = 1
     store.records_path.write_text(json.dumps(row) + "\n", encoding="utf-8")
     (stored,) = store.records()
-    assert (stored.unit_id, stored.instance, stored.metric_units) == ("u1", "s0",
-                                                                      {"cpu_time": "ms"})
+    assert (stored.unit_id, stored.instance, stored.metric_units) == (
+        "u1",
+        "s0",
+        {"cpu_time": "ms"},
+    )
     assert stored.schema_version == RECORD_SCHEMA_VERSION

@@ -149,8 +149,9 @@ def _damaged_run(tmp_path: Path) -> Path:
     return folder
 
 
-def test_report_runs_and_compare_on_a_damaged_manifest_exit_2_naming_it(tmp_path: Path,
-                                                                        capsys) -> None:
+def test_report_runs_and_compare_on_a_damaged_manifest_exit_2_naming_it(
+    tmp_path: Path, capsys
+) -> None:
     folder = _damaged_run(tmp_path)
     wanted = f"{folder / 'manifest.json'} is damaged: not valid UTF-8"
     assert main(["report", str(folder)]) == 2
@@ -166,8 +167,9 @@ def test_report_runs_and_compare_on_a_damaged_manifest_exit_2_naming_it(tmp_path
     assert main(["runs", str(folder)]) == 0
 
 
-def test_report_and_compare_on_a_damaged_records_file_exit_2_naming_the_line(tmp_path: Path,
-                                                                             capsys) -> None:
+def test_report_and_compare_on_a_damaged_records_file_exit_2_naming_the_line(
+    tmp_path: Path, capsys
+) -> None:
     folder = tmp_path / "results" / "demo"
     write_run(folder, BASE, run_id="20260301-100000-aaaa", commit="a" * 40, seed=1)
     write_run(folder, BASE, run_id="20260302-100000-bbbb", commit="b" * 40, seed=2)
@@ -195,8 +197,9 @@ def test_run_resume_on_a_damaged_folder_exits_2_before_building(tmp_path: Path, 
     assert (folder / "manifest.json").read_bytes() == b'{"format_version": 3, \xff}'
 
 
-def test_prune_skips_a_symlink_in_runs_and_never_deletes_what_it_points_at(tmp_path: Path,
-                                                                           capsys) -> None:
+def test_prune_skips_a_symlink_in_runs_and_never_deletes_what_it_points_at(
+    tmp_path: Path, capsys
+) -> None:
     """Issue 36, finding 8: ``prune --keep 1`` with a link in ``runs/`` gave a traceback (``Cannot
     call rmtree on a symbolic link``), exit 1."""
     import shutil
@@ -218,8 +221,10 @@ def test_prune_skips_a_symlink_in_runs_and_never_deletes_what_it_points_at(tmp_p
     assert sorted(path.relative_to(outside) for path in outside.rglob("*")) == inside, (
         "the target survives")
     assert (folder / "runs" / "20260301-100000-aaaa").is_symlink()
-    assert sorted(path.name for path in (folder / "runs").iterdir()) == ["20260301-100000-aaaa",
-                                                                          "20260303-100000-cccc"]
+    assert sorted(path.name for path in (folder / "runs").iterdir()) == [
+        "20260301-100000-aaaa",
+        "20260303-100000-cccc",
+    ]
 
 
 # --- a full disk: the final status is recorded all the same (issue 36, finding 6) -----------------
@@ -247,8 +252,11 @@ def test_the_final_manifest_is_written_on_a_disk_that_filled_up(tmp_path: Path) 
         store.write_manifest(started)
         assert store.reserve_path.stat().st_size >= 8 * len(json.dumps(started))
         _fill(disk)
-        grown = {**started, "status": "aborted", "instances": {f"s{i}": {"argv": ["x" * 200] * 20}
-                                                               for i in range(8)}}
+        grown = {
+            **started,
+            "status": "aborted",
+            "instances": {f"s{i}": {"argv": ["x" * 200] * 20} for i in range(8)},
+        }
         with pytest.raises(OSError) as full:
             store.write_manifest(grown)  # not the final write: the room is not given up
         assert full.value.errno == 28 and full.value.filename == str(store.manifest_path)

@@ -136,9 +136,9 @@ def test_the_simulator_is_told_which_platform_it_plays() -> None:
             == [sys.executable, "-m", "fvp_harness.sim"])
 
 
-def test_a_real_binary_is_found_by_path_or_by_the_profiles_name(tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch
-                                                                ) -> None:
+def test_a_real_binary_is_found_by_path_or_by_the_profiles_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     fake = write_fake_fvp(tmp_path / "bin")
     assert model_program(str(fake), U85) == [str(fake)]
     link = tmp_path / "link" / "FVP_Corstone_SSE-320"
@@ -375,9 +375,9 @@ def test_eot_ends_a_launch_even_when_the_model_would_run_on(tmp_path: Path) -> N
     ("hang", TimeLimitExceeded, 20.0),   # the model stops itself at --timelimit 2 and says so
     ("crash", FvpDied, 10.0),
 ])  # fmt: skip
-def test_infrastructure_endings_stop_the_model_and_leave_no_process(tmp_path: Path, mode: str,
-                                                                   error: type[InfrastructureError],
-                                                                   within: float) -> None:
+def test_infrastructure_endings_stop_the_model_and_leave_no_process(
+    tmp_path: Path, mode: str, error: type[InfrastructureError], within: float
+) -> None:
     target = open_target(tmp_path, timelimit=2 if mode == "hang" else 30)
     try:
         began = time.monotonic()

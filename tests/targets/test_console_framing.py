@@ -108,8 +108,9 @@ def test_a_clean_command_is_exact(console: Console) -> None:
 @pytest.mark.parametrize(("body", "what"),
                          [("noisy-start", "the start of"), ("noisy-end", "the end marker of"),
                                             ("noisy-output", "the output of")])
-def test_line_noise_in_a_framed_command_is_infrastructure_at_once(console: Console, body: str,
-                                                                  what: str) -> None:
+def test_line_noise_in_a_framed_command_is_infrastructure_at_once(
+    console: Console, body: str, what: str
+) -> None:
     began = time.monotonic()
     with pytest.raises(ConsoleGarbled) as caught:
         console.run(body, deadline=Deadline.after(30, "unit"), stage="unit")

@@ -30,8 +30,9 @@ def test_the_default_probe_timeout_fails_a_silent_binary_within_15_seconds() -> 
     assert PROBE_TIMEOUT_S + 1.0 <= 15.0
 
 
-def test_a_silent_binary_fails_in_one_probe_timeout_with_the_reason(make_scenario,
-                                                                    tmp_path: Path) -> None:
+def test_a_silent_binary_fails_in_one_probe_timeout_with_the_reason(
+    make_scenario, tmp_path: Path
+) -> None:
     binary = _silent_binary(tmp_path)
     events: list[tuple[str, str, float]] = []
     lock = threading.Lock()
@@ -69,9 +70,9 @@ def test_a_silent_binary_fails_in_one_probe_timeout_with_the_reason(make_scenari
         "every check is reported as it ends")
 
 
-def test_the_doctor_verb_prints_each_probe_as_it_starts_and_ends(tmp_path: Path,
-                                                                 capsys: pytest.CaptureFixture[
-                                                                     str]) -> None:
+def test_the_doctor_verb_prints_each_probe_as_it_starts_and_ends(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     binary = _silent_binary(tmp_path)
     for name in ("bl1.bin", "flash.wic"):
         (tmp_path / name).write_bytes(b"x")

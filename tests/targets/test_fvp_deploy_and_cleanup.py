@@ -39,8 +39,9 @@ def test_a_4_mib_artifact_arrives_intact_by_console_and_ssh_under_kernel_noise(
         assert target.console.kernel_lines_removed > 0
 
 
-def test_a_panic_at_boot_fails_within_seconds_as_an_infrastructure_error(make_scenario,
-                                                                         tmp_path: Path) -> None:
+def test_a_panic_at_boot_fails_within_seconds_as_an_infrastructure_error(
+    make_scenario, tmp_path: Path
+) -> None:
     began = time.monotonic()
     with pytest.raises(KernelPanic) as caught, open_target(
         make_scenario(sim={"fault_panic": "boot"}, timeouts={"boot": 300}),

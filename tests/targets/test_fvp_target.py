@@ -48,8 +48,9 @@ def _blob(tmp_path: Path, size: int, name: str = "blob.bin") -> Path:
 
 
 @pytest.mark.parametrize("method", ["console", "ssh"])
-def test_deploy_hash_checked_and_skipped_when_present(booted: FvpTarget, tmp_path: Path,
-                                                      method: str) -> None:
+def test_deploy_hash_checked_and_skipped_when_present(
+    booted: FvpTarget, tmp_path: Path, method: str
+) -> None:
     local = _blob(tmp_path, 300_000 + (7 if method == "ssh" else 0))
     digest = hashlib.sha256(local.read_bytes()).hexdigest()
     deployer = Deployer(booted, method=method)

@@ -89,8 +89,9 @@ def test_doctor_accepts_what_meta_arm_passes(make_scenario) -> None:
 
 
 def test_doctor_fails_ssh_deploy_without_a_live_forward(make_scenario) -> None:
-    scenario = make_scenario(method="ssh", params={"board.smsc_91c111.enabled": False,
-                                                   "board.virtio_net.enabled": False})
+    scenario = make_scenario(
+        method="ssh", params={"board.smsc_91c111.enabled": False, "board.virtio_net.enabled": False}
+    )
     checks = run_doctor(scenario, load_profile("corstone1000-a320"),
                         binary="FVP_Corstone-1000-A320-missing")
     ssh = {check.name: check for check in checks}["ssh client"]

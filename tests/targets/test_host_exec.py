@@ -78,8 +78,9 @@ def test_the_simulators_bare_metal_runner_is_named_not_taken_for_a_foreign_elf(
     ("aarch64", ARM, 32, True),
     ("armv7l", AARCH64, 64, False),
 ])
-def test_an_elf_runs_where_its_machine_is_the_hosts(tmp_path: Path, machine: str, elf: int,
-                                                    bits: int, runs: bool) -> None:
+def test_an_elf_runs_where_its_machine_is_the_hosts(
+    tmp_path: Path, machine: str, elf: int, bits: int, runs: bool
+) -> None:
     problem = host_exec_problem(_elf(tmp_path / "runner", elf, bits=bits), machine=machine)
     if runs:
         assert problem is None
@@ -187,8 +188,9 @@ def test_set_target_host_is_refused_where_the_runner_is_written(tmp_path: Path) 
                for p in caught.value.problems)
 
 
-def test_doctor_refuses_the_runner_and_skips_the_model(tmp_path: Path,
-                                                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_doctor_refuses_the_runner_and_skips_the_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     runner = _file(tmp_path / "executor_runner", encode_runner(RunnerArtifact("reuse")))
     path = _scenario(tmp_path, runner, target="fvp")
     assert main(["doctor", str(path), "--set", "target=host"]) == 2

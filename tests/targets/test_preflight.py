@@ -24,20 +24,25 @@ def _binary(tmp_path: Path, body: str) -> Path:
     return path
 
 
-def test_a_refused_list_params_fails_the_checklist_with_the_whole_message(make_scenario,
-                                                                          tmp_path: Path) -> None:
+def test_a_refused_list_params_fails_the_checklist_with_the_whole_message(
+    make_scenario, tmp_path: Path
+) -> None:
     binary = _binary(tmp_path, f'echo "{WORDS}" >&2\nexit 1\n')
-    checks = {check.name: check
-              for check in run_doctor(make_scenario(), load_profile("corstone1000-a320"),
-                                                         binary=str(binary), probe_timeout=10)}
+    checks = {
+        check.name: check
+        for check in run_doctor(
+            make_scenario(), load_profile("corstone1000-a320"), binary=str(binary), probe_timeout=10
+        )
+    }
     for name in ("version", "parameters"):
         assert checks[name].status == "fail" and checks[name].failure_class == "configuration"
         assert WORDS in checks[name].detail and "exit status 1" in checks[name].detail
     assert doctor_exit_code(list(checks.values())) == 2
 
 
-def test_preflight_raises_a_configuration_error_naming_every_failed_check(make_scenario,
-                                                                          tmp_path: Path) -> None:
+def test_preflight_raises_a_configuration_error_naming_every_failed_check(
+    make_scenario, tmp_path: Path
+) -> None:
     binary = _binary(tmp_path, f'case "$*" in *--list-params*) echo "{WORDS}" >&2; exit 3;; esac\n'
                                'echo "Fast Models [11.30.27 (simulated)]"\n')
     with pytest.raises(ConfigurationError) as caught:

@@ -179,8 +179,9 @@ def test_transfer_both_ways(booted_on: Booted, tmp_path: Path, method: str) -> N
         target.transfer = "console"
 
 
-def test_a_console_upload_announces_its_measured_rate(booted_on: Booted, tmp_path: Path,
-                                                      caplog: pytest.LogCaptureFixture) -> None:
+def test_a_console_upload_announces_its_measured_rate(
+    booted_on: Booted, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     local = tmp_path / "random.bin"
     # incompressible: typed as base64, ~64 KiB over the UART
     local.write_bytes(os.urandom(48 * 1024))

@@ -61,8 +61,9 @@ def server() -> Iterator[socket.socket]:
     sock.close()
 
 
-def test_a_console_log_that_cannot_be_written_ends_the_wait_at_once(tmp_path: Path,
-                                                                    server: socket.socket) -> None:
+def test_a_console_log_that_cannot_be_written_ends_the_wait_at_once(
+    tmp_path: Path, server: socket.socket
+) -> None:
     def serve() -> None:
         conn, _ = server.accept()
         for _ in range(200):  # boot text without end, never a login prompt
@@ -97,8 +98,9 @@ def test_a_console_log_that_cannot_be_written_ends_the_wait_at_once(tmp_path: Pa
     assert "ENOSPC" in str(caught.value) and terminal.closed
 
 
-def test_a_record_that_does_not_fit_leaves_no_partial_line(tmp_path: Path,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_record_that_does_not_fit_leaves_no_partial_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     store = ResultStore(tmp_path / "out")
     store.append(_record(0))
     before = store.records_path.read_bytes()

@@ -51,8 +51,9 @@ def shell() -> Iterator[ShellTarget]:
         fs.cleanup()
 
 
-def test_a_compressible_file_goes_gzip_when_the_guest_has_gunzip(shell: ShellTarget,
-                                                                 tmp_path: Path) -> None:
+def test_a_compressible_file_goes_gzip_when_the_guest_has_gunzip(
+    shell: ShellTarget, tmp_path: Path
+) -> None:
     local = tmp_path / "runner"
     data = b"\x7fELF" + bytes(range(256)) * 200 + os.urandom(500)
     local.write_bytes(data)
@@ -137,6 +138,7 @@ def test_the_instances_transport_reaches_the_manifest_and_the_report(tmp_path: P
     target = SshFake(answers=False)
     default_deploy(scenario)(target, [(path, False) for path in _files(tmp_path)])
     assert str(target.metadata["deploy"]).startswith("console (ssh did not answer")
-    context = ReportContext.from_manifest({"instances": {"s0": {"deploy": "ssh"},
-                                                         "s0.2": {"deploy": None}}})
+    context = ReportContext.from_manifest(
+        {"instances": {"s0": {"deploy": "ssh"}, "s0.2": {"deploy": None}}}
+    )
     assert context_line(context, [], []) == "deploy: s0 ssh"

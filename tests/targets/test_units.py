@@ -182,8 +182,9 @@ def test_build_launch_keeps_other_forwards_and_picks_free_ports(profile: Profile
         ({"board.hostbridge.userNetworking": False, "board.virtio_net.enabled": 0}, []),
     ],
 )
-def test_ssh_is_tried_only_on_devices_that_are_switched_on(profile: Profile, switched_off: dict,
-                                                           live: list[str]) -> None:
+def test_ssh_is_tried_only_on_devices_that_are_switched_on(
+    profile: Profile, switched_off: dict, live: list[str]
+) -> None:
     spec = build_launch(profile, FvpConfig(params=switched_off), ssh_port=40222)
     assert list(spec.ssh_forwards) == profile.ssh_forward_params
     # every forward is rewritten, live or not: no fixed 2222 ever
@@ -354,9 +355,8 @@ def test_terminal_drains_logs_and_matches_with_pexpect(tmp_path: Path) -> None:
     ],
 )
 def test_a_firmware_error_line_fails_the_boot_as_a_kernel_panic(
-        profile: Profile, tmp_path: Path, line: str,
-                                                                 where: str,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    profile: Profile, tmp_path: Path, line: str, where: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """meta-arm's boot check, on any console: the boot fails at once (no waiting for the boot
     timeout) with an infrastructure error that names the terminal and the line."""
     # no call trace follows these lines

@@ -101,8 +101,11 @@ def test_known_answers_removed_remaining_and_execution(pair):
     assert row("net", "binding_refresh_ns").candidate_median == 500
     assert row("net", "fallback_count").verdict == "none"
     boundary = row("net", "boundary_ns")
-    assert (boundary.baseline_median, boundary.candidate_median, boundary.verdict) == (5000, 3500,
-                                                                                       "less")
+    assert (boundary.baseline_median, boundary.candidate_median, boundary.verdict) == (
+        5000,
+        3500,
+        "less",
+    )
     execute = row("net", "execute_ns")
     assert execute.baseline_median == execute.candidate_median == 100_045
     assert execute.change == 0 and execute.change_pct == 0
@@ -280,8 +283,9 @@ def test_results_folder_ignores_other_json_and_reports_broken_vgf_files(tmp_path
     write(root / "fetched" / "r0-zc-net" / "r0-zc-net.vgf.json", json.loads(pair[1].read_text()))
     # not a VGF report: ignored
     write(root / "fetched" / "r0-zc-net" / "trace.json", {"events": [1, 2]})
-    (root / "fetched" / "r0-cp-net" / "second.vgf.json").write_text('{"records": [',
-                                                                    encoding="utf-8")
+    (root / "fetched" / "r0-cp-net" / "second.vgf.json").write_text(
+        '{"records": [', encoding="utf-8"
+    )
     data = load_results(root, records=store.records())
     assert len(data.records) == 2
     assert len(data.warnings) == 1 and "second.vgf.json:1:14: not valid JSON" in data.warnings[0]

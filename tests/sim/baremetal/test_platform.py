@@ -93,8 +93,9 @@ def test_bare_metal_values_lose_one_pair_of_quotes_the_corstone1000_keeps_them()
      "valid values: 128, 256, 512, 1024, 2048"),
     ("corstone320", ["-C", "mps4_board.uart0.shutdown_on_eot=maybe"], "not a valid bool"),
 ])  # fmt: skip
-def test_parameters_the_model_does_not_have_are_refused(platform: str, args: list[str],
-                                                        needle: str) -> None:
+def test_parameters_the_model_does_not_have_are_refused(
+    platform: str, args: list[str], needle: str
+) -> None:
     with pytest.raises(CmdlineError, match=re.escape(needle)):
         parse_args(args, platform=platform)
 

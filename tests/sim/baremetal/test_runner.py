@@ -242,8 +242,11 @@ def c_format(fmt: str, *args: object) -> str:
             text = f"{int(value):{conv}}"  # type: ignore[call-overload]
         elif conv == "f":
             number = float(value)  # type: ignore[arg-type]
-            text = "nan" if math.isnan(number) else ("inf" if math.isinf(number)
-                                                     else f"{number:.{m['prec'] or 6}f}")
+            text = (
+                "nan"
+                if math.isnan(number)
+                else ("inf" if math.isinf(number) else f"{number:.{m['prec'] or 6}f}")
+            )
         elif conv == "p":
             text = f"0x{int(value):x}"  # type: ignore[call-overload]
         else:  # s, c
@@ -434,8 +437,9 @@ MEMORY = [MEM_PROGRAM, MEM_LOADED, MEM_USED, MEM_PLANNED, MEM_METHOD, MEM_INPUT,
           MEM_TEMP]
 
 
-def test_compiled_in_model_prints_upstreams_sequence(models: dict[tuple[str, str],
-                                                                  CompiledModel]) -> None:
+def test_compiled_in_model_prints_upstreams_sequence(
+    models: dict[tuple[str, str], CompiledModel],
+) -> None:
     model = models["resnet8", "ethos-u85-256"]
     board = board_for(model)
     assert run(board, elf(model, num_inferences=3)) == "spin"
@@ -557,8 +561,9 @@ def test_npu_cycles_fall_as_macs_grow_and_outputs_stay_identical(
             assert cycles[0] > cycles[1] > cycles[2], (name, cycles)
 
 
-def test_u55_on_corstone300_has_four_pmu_counters(models: dict[tuple[str, str],
-                                                               CompiledModel]) -> None:
+def test_u55_on_corstone300_has_four_pmu_counters(
+    models: dict[tuple[str, str], CompiledModel],
+) -> None:
     model = models["ds_cnn", "ethos-u55-128"]
     board = board_for(model)
     assert board.platform == "corstone300"
@@ -570,8 +575,9 @@ def test_u55_on_corstone300_has_four_pmu_counters(models: dict[tuple[str, str],
         "NPU_IDLE"]
 
 
-def test_without_output_dump_and_with_build_id(models: dict[tuple[str, str],
-                                                            CompiledModel]) -> None:
+def test_without_output_dump_and_with_build_id(
+    models: dict[tuple[str, str], CompiledModel],
+) -> None:
     model = models["deep_autoencoder", "ethos-u85-256"]
     board = board_for(model)
     run(board, elf(model, log_dump_output=False, build_id="b-7"))
@@ -597,8 +603,9 @@ def test_model_at_an_address_from_data(models: dict[tuple[str, str], CompiledMod
                  [MEM_PROGRAM_ADDR, MEM_LOADED_ADDR])
 
 
-def test_nothing_at_the_address_fails_program_load(models: dict[tuple[str, str],
-                                                                CompiledModel]) -> None:
+def test_nothing_at_the_address_fails_program_load(
+    models: dict[tuple[str, str], CompiledModel],
+) -> None:
     board = FakeBoard()
     assert run(board, BareMetalArtifact(target="ethos-u85-256", pte_addr=0x70000000)) == "spin"
     lines = board.lines
@@ -661,8 +668,9 @@ def test_injected_hard_fault_and_hang(models: dict[tuple[str, str], CompiledMode
     assert_lines(board.lines[:-1], LOAD)  # nothing after "Starting running 3 inferences..."
 
 
-def test_wrong_platform_or_no_semihosting_locks_up(models: dict[tuple[str, str],
-                                                                CompiledModel]) -> None:
+def test_wrong_platform_or_no_semihosting_locks_up(
+    models: dict[tuple[str, str], CompiledModel],
+) -> None:
     model = models["resnet8", "ethos-u85-256"]
     board = FakeBoard(platform="corstone300", npu=Accelerator("ethos-u55", 128))
     assert run(board, elf(model)) == "hang" and board.text == []
@@ -679,8 +687,9 @@ def semihosting_board(model: CompiledModel, cmd_line: str, **files: bytes) -> Fa
     return board_for(model, semihosting_enabled=True, cmd_line=cmd_line, files=dict(files))
 
 
-def test_semihosting_run_as_runner_utils_starts_it(models: dict[tuple[str, str],
-                                                                CompiledModel]) -> None:
+def test_semihosting_run_as_runner_utils_starts_it(
+    models: dict[tuple[str, str], CompiledModel],
+) -> None:
     model = models["ds_cnn", "ethos-u55-128"]
     x = make_input(model.arch, 5)
     # backends/arm/test/runner_utils.py's command line
@@ -736,8 +745,9 @@ def test_semihosting_failures(models: dict[tuple[str, str], CompiledModel]) -> N
 # --- ETDump ---------------------------------------------------------------------------------------
 
 
-def test_etdump_block_as_run_fvp_sh_extracts_it(models: dict[tuple[str, str],
-                                                             CompiledModel]) -> None:
+def test_etdump_block_as_run_fvp_sh_extracts_it(
+    models: dict[tuple[str, str], CompiledModel],
+) -> None:
     model = models["resnet8", "ethos-u85-256"]
     board = board_for(model)
     run(board, elf(model, num_inferences=2, etdump=True))
@@ -805,8 +815,10 @@ def test_artifact_round_trip_and_defaults(models: dict[tuple[str, str], Compiled
             section(data, ".fvpsim")[:8] == b"FVPSIMBM")
     assert decode_artifact(data) == artifact
     assert (artifact.platform, artifact.model_source) == ("corstone320", "elf")
-    assert (artifact.memory_mode, artifact.system_config) == ("Dedicated_Sram_384KB",
-                                                              "Ethos_U85_SYS_DRAM_Mid")
+    assert (artifact.memory_mode, artifact.system_config) == (
+        "Dedicated_Sram_384KB",
+        "Ethos_U85_SYS_DRAM_Mid",
+    )
     u55 = BareMetalArtifact(pte_addr=0x70000000)
     assert (u55.target, u55.platform, u55.model_source, u55.memory_mode) == (
         "ethos-u55-128", "corstone300", "address", "Shared_Sram")
@@ -949,13 +961,19 @@ def test_sim_baremetal_runner_command(tmp_path: Path,
     assert (status == 0 and
             "ethos-u55-128 (corstone300, model ds_cnn for ethos-u55-128 compiled in" in out)
     artifact = decode_artifact((tmp_path / "out" / "runner.elf").read_bytes())
-    assert (artifact.target, artifact.num_inferences, artifact.build_id) == ("ethos-u55-128", 3,
-                                                                             "b1")
+    assert (artifact.target, artifact.num_inferences, artifact.build_id) == (
+        "ethos-u55-128",
+        3,
+        "b1",
+    )
     assert artifact.pte == model_file.read_bytes()
     status, out, _ = tool("info", str(tmp_path / "out" / "runner.elf"))
     info = json.loads(out)
-    assert (info["kind"], info["model"]["name"], info["platform"]) == ("baremetal-runner", "ds_cnn",
-                                                                       "corstone300")
+    assert (info["kind"], info["model"]["name"], info["platform"]) == (
+        "baremetal-runner",
+        "ds_cnn",
+        "corstone300",
+    )
     status, out, _ = tool("baremetal-runner", "--pte-addr", "0x70000000", "--target",
                           "ethos-u85-512", "-o", str(tmp_path / "addr.elf"))  # fmt: skip
     assert status == 0 and "model at 0x70000000" in out

@@ -43,8 +43,11 @@ def test_todays_image_is_meta_arms(name: str) -> None:
     assert rel.poky_codename == "wrynose"  # meta-arm-bsp/conf/layer.conf LAYERSERIES_COMPAT
     # corstone1000-firmware-only.yml
     assert (rel.libc, rel.dropbear, rel.mmc_image) == ("musl", False, False)
-    assert (rel.npu_device, rel.npu_driver, rel.npu_dt_node) == ("/dev/accel/accel0", "drm-accel",
-                                                                 "ethosu@1A050000")
+    assert (rel.npu_device, rel.npu_driver, rel.npu_dt_node) == (
+        "/dev/accel/accel0",
+        "drm-accel",
+        "ethosu@1A050000",
+    )
     # MACHINE, meta-arm-bsp/conf/machine/corstone1000-a320-fvp.conf
     assert rel.hostname == "corstone1000-a320-fvp"
 
@@ -77,8 +80,11 @@ def test_kas_options_on_top_of_a_release() -> None:
     """``tclibc`` is local.conf's TCLIBC; ``ssh_fragment`` is kas/corstone1000-ssh.yml (Dropbear
     back)."""
     image = image_of(parse_knobs({}, ["release=2025.12", "tclibc=musl"]))
-    assert (image.libc, image.loader, image.npu_device) == ("musl", "/lib/ld-musl-aarch64.so.1",
-                                                            "/dev/ethosu0")
+    assert (image.libc, image.loader, image.npu_device) == (
+        "musl",
+        "/lib/ld-musl-aarch64.so.1",
+        "/dev/ethosu0",
+    )
     assert image_of(parse_knobs({}, ["release=2026.05", "ssh_fragment=1"])).dropbear
     with pytest.raises(UnknownRelease, match=r"2025\.12, 2026\.05, next"):
         image_of(parse_knobs({}, ["release=1999"]))
@@ -117,9 +123,9 @@ def test_todays_guest_files(guest: tuple[SimulatedModel, Shell]) -> None:
 
 @pytest.mark.parametrize("guest", [["release=2026.05"]], indirect=True)
 @pytest.mark.parametrize(("libc", "status"), [("glibc", 127), ("musl", 134), ("static", 134)])
-def test_a_runner_without_its_loader_is_not_found(guest: tuple[SimulatedModel, Shell], libc: str,
-                                                  status: int
-                                                   ) -> None:
+def test_a_runner_without_its_loader_is_not_found(
+    guest: tuple[SimulatedModel, Shell], libc: str, status: int
+) -> None:
     """busybox ash: execve(2) fails with ENOENT when the ELF's PT_INTERP is missing, and ash reports
     the file itself: ``sh: ./runner: not found``, 127. With its loader there (musl) or none needed
     (static), the runner starts: here it aborts on the missing model file (file_data_loader.cpp:110,

@@ -226,8 +226,9 @@ def _images(tmp_path: Path) -> Path:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("mmc_file", [None, "invalid.dat"], ids=["conf", "kas-invalid-dat"])
-def test_meta_arms_command_line_boots_to_the_login_prompt(sim, free_ports, tmp_path: Path,
-                                                         mmc_file: str | None) -> None:
+def test_meta_arms_command_line_boots_to_the_login_prompt(
+    sim, free_ports, tmp_path: Path, mmc_file: str | None
+) -> None:
     """The conf's own MMC image, and the kas files' ``invalid.dat`` ("ensure the Mass Storage device
     is absent"): a real model boots without a card, so the simulator does too, with a warning."""
     import asyncio

@@ -300,8 +300,9 @@ def test_here_documents(guest: Guest) -> None:
     ("`echo a`b`", "ab`\n"),
     ("x=$( `", "x=$( `\n"),
 ])
-def test_here_document_expansions_that_do_not_parse_stay_literal(guest: Guest, body: str,
-                                                                 shown: str) -> None:
+def test_here_document_expansions_that_do_not_parse_stay_literal(
+    guest: Guest, body: str, shown: str
+) -> None:
     assert guest.out(f"cat <<EOF\n{body}\nEOF") == shown
 
 

@@ -147,8 +147,9 @@ def test_fully_connected_matches_float_reference() -> None:
     x_q = RNG.integers(-128, 128, size=(n_in, 1, 1), dtype=np.int8)
     w_q, w_scale = make_weights((n_out, n_in))
     bias_q = RNG.integers(-3000, 3000, size=n_out).astype(np.int32)
-    expected = (w_q * w_scale[:, None]) @ dequantize(x_q, s_in,
-                                                     zp_in).reshape(-1) + bias_q * s_in * w_scale
+    expected = (w_q * w_scale[:, None]) @ dequantize(x_q, s_in, zp_in).reshape(
+        -1
+    ) + bias_q * s_in * w_scale
     s_out = np.abs(expected).max() / 127
     q = layer_quant(w_q, bias_q, s_in * w_scale / s_out, zp_in, 0, False)
     layer = Layer("f", "fc", ("in",), "f", ((n_in, 1, 1),), (n_out,))
@@ -181,8 +182,9 @@ def test_average_pool_matches_float_reference() -> None:
     layer2 = Layer("p2", "avgpool", ("x",), "p2", ((5, 8, 8),), (5, 3, 3), (4, 4), (2, 2))
     m2, s2 = quantize_multiplier(s_in / (s_out * 16))
     got = run_layer(layer2, [x_q], LayerQuant((zp_in,), zp_out, -128, 127, m2, s2))
-    windows = np.lib.stride_tricks.sliding_window_view(dequantize(x_q, s_in, zp_in), (4, 4),
-                                                       axis=(1, 2))
+    windows = np.lib.stride_tricks.sliding_window_view(
+        dequantize(x_q, s_in, zp_in), (4, 4), axis=(1, 2)
+    )
     check_close(got, windows[:, ::2, ::2].mean(axis=(3, 4)), s_out, zp_out, units=0.51)
 
 

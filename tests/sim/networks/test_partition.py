@@ -121,9 +121,12 @@ def test_outputs_do_not_depend_on_the_partitioning(run_runner: RunRunner) -> Non
     """The CPU layers' int8 work is the same numpy code as the NPU's: the output files are
     byte-identical."""
     arch = get_architecture("resnet8")
-    files = {f"/root/k{k}.bin": encode_model(compile_model(arch, 0, 256,
-                                                           cpu_layers=choose_cpu_layers(arch, k)))
-             for k in (1, 3)}
+    files = {
+        f"/root/k{k}.bin": encode_model(
+            compile_model(arch, 0, 256, cpu_layers=choose_cpu_layers(arch, k))
+        )
+        for k in (1, 3)
+    }
     outputs = []
     for k in (1, 3):
         status, ctx = run_runner("per-inference", f"--model_path=k{k}.bin", "--inputs=resnet8.in",

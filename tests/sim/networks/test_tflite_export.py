@@ -82,8 +82,9 @@ def test_padding_uses_same_where_tflite_agrees_and_an_explicit_pad_elsewhere() -
     assert _padding(kws) == ("VALID", ((5, 5), (1, 1)))
 
 
-def test_export_is_deterministic_and_a_flatbuffer(compiled: dict[str, CompiledModel],
-                                                  exported: dict[str, bytes]) -> None:
+def test_export_is_deterministic_and_a_flatbuffer(
+    compiled: dict[str, CompiledModel], exported: dict[str, bytes]
+) -> None:
     again = export_tflite(compiled["ds_cnn"])
     assert again == exported["ds_cnn"]
     assert again[4:8] == b"TFL3", "the TFLite file identifier"

@@ -46,16 +46,19 @@ def _vela_summary(folder: Path, stem: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("name", sorted(ARCHITECTURES))
-def test_the_counter_at_256_macs_is_velas_estimate(name: str, model_files: dict[str, bytes],
-                                                   tmp_path: Path) -> None:
+def test_the_counter_at_256_macs_is_velas_estimate(
+    name: str, model_files: dict[str, bytes], tmp_path: Path
+) -> None:
     """Each of the four models: the counter is what Vela estimates for the exported TFLite file with
     ExecuTorch's U85 settings (read from the summary CSV Vela writes), and Vela's per-layer
     estimates add up to it."""
     model, tflite = estimate_model(decode_model(model_files[name]))
     again = run_vela(tflite, Accelerator("ethos-u85", 256), keep_dir=tmp_path, stem=name)
     summary = _vela_summary(tmp_path, name)
-    assert (summary["system_config"], summary["memory_mode"]) == ("Ethos_U85_SYS_DRAM_Mid",
-                                                                  "Sram_Only")
+    assert (summary["system_config"], summary["memory_mode"]) == (
+        "Ethos_U85_SYS_DRAM_Mid",
+        "Sram_Only",
+    )
     assert model_cycles(model) == round(float(summary["cycles_total"])) == again.cycles
     assert model.vela is not None and model.vela.tflite_sha256 == again.tflite_sha256
     assert sum(layer.cycles for layer in model.vela.layers) == model.vela.cycles
@@ -80,8 +83,9 @@ def test_sim_model_counters_equal_the_vela_command_on_the_written_files(tmp_path
             capture_output=True, text=True, timeout=300, check=False,
         )
         assert done.returncode == 0, done.stdout + done.stderr
-        assert model_cycles(model) == round(float(_vela_summary(tmp_path / "vela",
-                                                                name)["cycles_total"])), name
+        assert model_cycles(model) == round(
+            float(_vela_summary(tmp_path / "vela", name)["cycles_total"])
+        ), name
         assert f"NPU cycles {model_cycles(model)} per inference: Vela" in out
 
 
@@ -142,10 +146,13 @@ def test_u55_uses_executorchs_corstone300_settings(tmp_path: Path) -> None:
     assert status == 0, err
     model = decode_model((tmp_path / "u55.bin").read_bytes())
     assert model.vela is not None
-    assert (model.vela.system_config, model.vela.memory_mode) == ("Ethos_U55_High_End_Embedded",
-                                                                  "Shared_Sram")
-    assert model_cycles(model) == round(float(_vela_summary(tmp_path / "vela",
-                                                            "u55")["cycles_total"]))
+    assert (model.vela.system_config, model.vela.memory_mode) == (
+        "Ethos_U55_High_End_Embedded",
+        "Shared_Sram",
+    )
+    assert model_cycles(model) == round(
+        float(_vela_summary(tmp_path / "vela", "u55")["cycles_total"])
+    )
     assert (tmp_path / "vela" / "u55_per-layer.csv").is_file() and "Vela's reports:" in out
 
 
@@ -174,8 +181,9 @@ def test_sim_model_options(tmp_path: Path) -> None:
     assert set(info["vela"]["layers"]) >= {"conv1", "dw1", "pw4", "avgpool", "fc"}
 
 
-def test_without_vela_sim_model_falls_back_and_says_so(tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_vela_sim_model_falls_back_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(tool, "vela_version", lambda: None)
     status, _, err = run("model", "ds_cnn", "-o", str(tmp_path / "v.bin"), "--npu-cycles", "vela")
     assert status == 1 and "Vela is not installed" in err

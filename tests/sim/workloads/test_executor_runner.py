@@ -130,8 +130,9 @@ def test_driver_reuse_takes_resnet8_from_2_6_to_0_93_ms_with_the_same_cycles_and
         assert len(set(cycles)) == 1
         done = find(RE_DONE, text)
         assert len(done) == 1 and done[0]["n"] == "20"
-        assert float(done[0]["ms"]) == pytest.approx(sum(float(m["ms"]) for m in iterations),
-                                                     rel=1e-5)
+        assert float(done[0]["ms"]) == pytest.approx(
+            sum(float(m["ms"]) for m in iterations), rel=1e-5
+        )
         results[driver] = (statistics.median(cpu), cycles[0],
                            ctx.files[f"/root/out-{driver}-0.bin"], cpu)
     before, after = results["per-inference"], results["reuse"]
@@ -148,8 +149,9 @@ def test_driver_reuse_takes_resnet8_from_2_6_to_0_93_ms_with_the_same_cycles_and
 
 
 @pytest.mark.parametrize("name", ["resnet8", "ds_cnn", "mobilenet_v1_025", "deep_autoencoder"])
-def test_outputs_and_cycles_identical_between_driver_modes(run_runner: RunRunner,
-                                                           name: str) -> None:
+def test_outputs_and_cycles_identical_between_driver_modes(
+    run_runner: RunRunner, name: str
+) -> None:
     outs = {}
     for driver in ("per-inference", "reuse"):
         status, ctx = run_runner(

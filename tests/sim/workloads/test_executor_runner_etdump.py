@@ -127,8 +127,11 @@ def test_a_partly_delegated_program_traces_one_instruction_per_step(
     (method.cpp:1469), a delegate a ``DELEGATE_CALL`` (:1505) around the backend's scopes; and
     tracing still moves no number."""
     arch = get_architecture("ds_cnn")
-    part = {"/root/part.bin": encode_model(compile_model(arch, 0, 256,
-                                                         cpu_layers=choose_cpu_layers(arch, 3)))}
+    part = {
+        "/root/part.bin": encode_model(
+            compile_model(arch, 0, 256, cpu_layers=choose_cpu_layers(arch, 3))
+        )
+    }
     flags = ("--model_path=part.bin", "--num_executions=2")
     monkeypatch.setattr(runner_run, "_invocations", itertools.count())
     status, plain = run_runner("reuse", *flags, extra_files=part)
