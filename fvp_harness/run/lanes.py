@@ -655,9 +655,9 @@ def run_lane(
                            fresh=local is not None and local.fresh_boot_per_unit)
     finished = threading.Event()
 
-    def watch() -> None:
+    def watch() -> None:  # polls briefly: the lane's end joins it, and no event can wake it then
         while not finished.is_set():
-            if abort.wait(0.2):
+            if abort.wait(0.02):
                 lease.close()
                 return
 

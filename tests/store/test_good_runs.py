@@ -83,6 +83,7 @@ def test_a_baseline_ref_passes_over_a_run_whose_80_units_all_failed_and_says_so(
     )  # named exactly
 
 
+@pytest.mark.slow  # CLI processes: over a second each
 def test_baseline_from_a_run_without_ok_baseline_samples_is_refused_before_anything_boots(
     tmp_path: Path,
 ) -> None:
@@ -119,6 +120,7 @@ def test_baseline_from_a_run_without_ok_baseline_samples_is_refused_before_anyth
     assert sorted(path.name for path in (folder / "runs").iterdir()) == [GOOD]
 
 
+@pytest.mark.slow  # CLI processes: over a second each
 def test_at_ref_in_a_scenario_means_its_own_results_folder_whatever_o_says(tmp_path: Path) -> None:
     """``compare.baseline_from: "@main"`` with ``-o results/pr-42`` looks in results/smoke, and a
     typo gets the closest ref and the runs there are (it said "results/pr-42 does not exist")."""
@@ -245,6 +247,7 @@ def _killed_run(folder: Path, run_id: str) -> None:
     folder.joinpath("records.jsonl").unlink()
 
 
+@pytest.mark.slow  # CLI processes: over a second each
 def test_report_says_why_it_exits_3_on_a_killed_run_that_measured_nothing(tmp_path: Path) -> None:
     folder = tmp_path / "results" / "demo"
     _killed_run(folder, "20260301-100000-dead")
