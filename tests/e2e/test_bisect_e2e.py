@@ -260,7 +260,7 @@ def test_history_prints_the_bisect_command_for_a_step_between_two_commits(projec
     )
     assert f"bisect it: {command}" in history.stdout
     assert command in (folder / "results" / "bisect_sim" / "history" / "history.md").read_text()
-    assert command in (folder / "site" / "index.html").read_text()
+    assert command in (folder / "site" / "regressions.html").read_text()  # the site's step page
     found = run_cli(
         folder, *command.split()[1:], env=env, timeout=600
     )  # the printed command runs as printed

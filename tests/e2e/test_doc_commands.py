@@ -563,7 +563,8 @@ def test_pytest_plugin_example_block(tmp_path: Path) -> None:
                      "A/B run in examples/test_fvp_example.py::test_driver_reuse_saves_cpu_time: "
                      "PASS (results: results/pytest/ab/smoke)"):
             assert line in shown and line in done.stdout, done.stdout
-        assert "gw0" not in done.stdout and "gw1" not in done.stdout, done.stdout
+        # no xdist workers in the inner run (the outer run's own worker may name its tmp_path)
+        assert not re.search(r"bringing up nodes|created: \d+/\d+ workers", done.stdout), done.stdout
 
 
 # --- docs/etdump.md -------------------------------------------------------------------------------
