@@ -564,7 +564,8 @@ def test_pytest_plugin_example_block(tmp_path: Path) -> None:
                      "PASS (results: results/pytest/ab/smoke)"):
             assert line in shown and line in done.stdout, done.stdout
         # no xdist workers in the inner run (the outer run's own worker may name its tmp_path)
-        assert not re.search(r"bringing up nodes|created: \d+/\d+ workers", done.stdout), done.stdout
+        xdist = re.search(r"bringing up nodes|created: \d+/\d+ workers", done.stdout)
+        assert xdist is None, done.stdout
 
 
 # --- docs/etdump.md -------------------------------------------------------------------------------
